@@ -1,0 +1,168 @@
+"""Cost model: how long each instruction takes on each stage, and what each microbatch costs in memory.
+
+Defaults are DESIGN.md's unit costs (F=1, B=2; split backward I=1, W=1; communication 0). Stages can be
+overridden one by one (an embedding on the first stage, the LM head on the last). The same object is read
+from and written to a costs file (JSON or YAML), which calibration and the analytic model also produce.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+import yaml
+
+from pipesim.errors import PipesimError
+from pipesim.ir import Op
+
+
+@dataclass(frozen=True)
+class StageCosts:
+    """Durations (in the model's time unit) and memory of one stage, per microbatch.
+
+    Memory follows Qi et al. 2024 (Zero Bubble): ``F`` stores ``activation`` (M_B); a fused ``B`` frees it
+    all; a split backward's ``I`` frees ``activation − weight_grad_activation`` and ``W`` frees the
+    ``weight_grad_activation`` (M_W) it kept for the weight gradient.
+    """
+
+    forward: float = 1.0
+    backward: float = 2.0
+    backward_input: float = 1.0
+    backward_weight: float = 1.0
+    reduce_grad: float = 0.0  # DP gradient sync of this stage's weights (0 when dp = 1)
+    activation: float = 1.0  # M_B, in "one microbatch of one stage" units
+    weight_grad_activation: float = 0.5  # M_W ≤ M_B
+    activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
+    p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
+
+    def duration(self, op: Op) -> float:
+        return _DURATION_FIELD[op](self)
+
+
+_DURATION_FIELD = {
+    Op.F: lambda c: c.forward,
+    Op.B: lambda c: c.backward,
+    Op.I: lambda c: c.backward_input,
+    Op.W: lambda c: c.backward_weight,
+    Op.REDUCE_GRAD: lambda c: c.reduce_grad,
+}
+_STAGE_FIELDS = {f.name for f in fields(StageCosts)}
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Per-stage costs (a default plus overrides) and the communication model.
+
+    A transfer across a stage boundary takes ``p2p_latency + p2p_bytes / p2p_bandwidth`` and holds its
+    directed link for that long, so transfers on one link serialize.
+    """
+
+    default: StageCosts = StageCosts()
+    overrides: dict[int, dict[str, float]] = field(default_factory=dict)
+    p2p_latency: float = 0.0
+    p2p_bandwidth: float | None = None  # bytes per time unit; None means bytes cost nothing
+    optimizer_step: float = 0.0
+    time_unit: str = "unit"  # "unit" for abstract costs, "s" for calibrated or analytic ones
+
+    def __post_init__(self) -> None:
+        for stage, values in self.overrides.items():
+            unknown = set(values) - _STAGE_FIELDS
+            if unknown:
+                raise PipesimError(
+                    f"cost override for stage {stage} has unknown field(s) {sorted(unknown)}; "
+                    f"use {sorted(_STAGE_FIELDS)}"
+                )
+        _check_costs(self)
+
+    def stage(self, stage: int) -> StageCosts:
+        values = self.overrides.get(stage)
+        return replace(self.default, **values) if values else self.default
+
+    def transfer_time(self, stage: int) -> float:
+        """Duration of sending the boundary tensor of ``stage`` (its output, or its input gradient)."""
+        size = self.stage(stage).p2p_bytes
+        bandwidth_term = size / self.p2p_bandwidth if self.p2p_bandwidth else 0.0
+        return self.p2p_latency + bandwidth_term
+
+    def is_uniform(self) -> bool:
+        """True when every stage costs the same and communication is free: where closed forms hold."""
+        return not self.overrides and self.p2p_latency == 0 and (
+            self.default.p2p_bytes == 0 or not self.p2p_bandwidth
+        )
+
+    def with_overrides(self, overrides: dict[int, dict[str, float]]) -> CostModel:
+        merged = {s: dict(v) for s, v in self.overrides.items()}
+        for stage, values in overrides.items():
+            merged.setdefault(stage, {}).update(values)
+        return replace(self, overrides=merged)
+
+    # --- files ----------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "time_unit": self.time_unit,
+            "p2p_latency": self.p2p_latency,
+            "p2p_bandwidth": self.p2p_bandwidth,
+            "optimizer_step": self.optimizer_step,
+            "default": asdict(self.default),
+            "stages": {str(s): dict(v) for s, v in sorted(self.overrides.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "costs") -> CostModel:
+        if not isinstance(data, dict):
+            raise PipesimError(f"{source}: expected a mapping at the top level")
+        known = {"time_unit", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default", "stages"}
+        unknown = set(data) - known
+        if unknown:
+            raise PipesimError(f"{source}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known)}")
+        default = data.get("default") or {}
+        bad = set(default) - _STAGE_FIELDS
+        if bad:
+            raise PipesimError(f"{source}: unknown field(s) {sorted(bad)} in 'default'; use {sorted(_STAGE_FIELDS)}")
+        try:
+            overrides = {int(s): dict(v) for s, v in (data.get("stages") or {}).items()}
+            return cls(
+                default=StageCosts(**default),
+                overrides=overrides,
+                p2p_latency=float(data.get("p2p_latency", 0.0)),
+                p2p_bandwidth=data.get("p2p_bandwidth"),
+                optimizer_step=float(data.get("optimizer_step", 0.0)),
+                time_unit=str(data.get("time_unit", "unit")),
+            )
+        except (TypeError, ValueError) as err:
+            raise PipesimError(f"{source}: {err}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> CostModel:
+        path = Path(path)
+        if not path.is_file():
+            raise PipesimError(f"costs file {path} does not exist; write one with 'pipesim calibrate' or by hand")
+        try:
+            text = path.read_text()
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as err:
+            first = str(err).splitlines()[0]
+            raise PipesimError(f"costs file {path} is not valid {path.suffix[1:].upper()}: {first}") from None
+        return cls.from_dict(data, source=f"costs file {path}")
+
+    def save(self, path: str | Path) -> None:
+        from pipesim.atomic import write_text_atomic
+
+        path = Path(path)
+        data = self.to_dict()
+        text = yaml.safe_dump(data, sort_keys=False) if path.suffix in (".yaml", ".yml") else json.dumps(data, indent=2)
+        write_text_atomic(path, text + ("" if text.endswith("\n") else "\n"))
+
+
+def _check_costs(model: CostModel) -> None:
+    """Durations and memory must be finite and non-negative: a negative cost makes time run backwards."""
+    checks = [("p2p_latency", model.p2p_latency), ("optimizer_step", model.optimizer_step)]
+    checks += [(f"default.{k}", v) for k, v in asdict(model.default).items() if v is not None]
+    checks += [(f"stages.{s}.{k}", v) for s, vals in model.overrides.items() for k, v in vals.items() if v is not None]
+    if model.p2p_bandwidth is not None:
+        checks.append(("p2p_bandwidth", model.p2p_bandwidth))
+    for name, value in checks:
+        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise PipesimError(f"cost {name}={value!r} must be a finite number ≥ 0")

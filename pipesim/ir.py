@@ -1,0 +1,262 @@
+"""The instruction IR: ops, instructions, stage placement, Schedule (compute order) and Program (lowered).
+
+A *stage* is a contiguous slice of the model. With ``v`` chunks per rank there are ``pp·v`` stages, and a
+:class:`Placement` maps (rank, chunk) to a stage. A :class:`Schedule` holds only what its author decides: the
+order of compute instructions on each rank. :func:`pipesim.lowering.lower` derives the :class:`Program`, which
+adds point-to-point communication, the data-parallel gradient reduction and the optimizer step.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pipesim.errors import ScheduleError
+
+
+class Op(enum.Enum):
+    """What an instruction does. Compute ops come from the schedule author; the rest from ``lower()``."""
+
+    F = "F"  # forward of one microbatch through one chunk
+    B = "B"  # full backward (input and weight gradients)
+    I = "I"  # noqa: E741 — zero-bubble input-gradient backward, the name the paper uses
+    W = "W"  # zero-bubble weight-gradient backward
+    SEND_F = "SEND_F"  # send an activation to the next stage's rank
+    RECV_F = "RECV_F"  # receive the previous stage's activation
+    SEND_B = "SEND_B"  # send an input gradient to the previous stage's rank
+    RECV_B = "RECV_B"  # receive the next stage's input gradient
+    REDUCE_GRAD = "REDUCE_GRAD"  # data-parallel gradient sync of one chunk
+    STEP = "STEP"  # optimizer step
+
+    @property
+    def is_compute(self) -> bool:
+        return self in _COMPUTE
+
+    @property
+    def is_backward(self) -> bool:
+        """Ops that produce the input gradient a previous stage waits for."""
+        return self is Op.B or self is Op.I
+
+    @property
+    def is_send(self) -> bool:
+        return self is Op.SEND_F or self is Op.SEND_B
+
+    @property
+    def is_recv(self) -> bool:
+        return self is Op.RECV_F or self is Op.RECV_B
+
+    @property
+    def is_comm(self) -> bool:
+        return self.is_send or self.is_recv
+
+
+_COMPUTE = frozenset({Op.F, Op.B, Op.I, Op.W})
+_FIELDS_BY_OP = {
+    **{op: ("mb", "chunk") for op in _COMPUTE},
+    **{op: ("mb", "chunk", "peer") for op in (Op.SEND_F, Op.RECV_F, Op.SEND_B, Op.RECV_B)},
+    Op.REDUCE_GRAD: ("chunk",),
+    Op.STEP: (),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One step of one rank's program. Fields that do not apply to the op are ``None``.
+
+    The text form is ``OP key=value ...``: ``F mb=3 chunk=0``, ``SEND_F mb=3 chunk=0 peer=1``,
+    ``REDUCE_GRAD chunk=0``, ``STEP``; :meth:`parse` reads it back.
+    """
+
+    op: Op
+    mb: int | None = None
+    chunk: int | None = None
+    peer: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.op.value]
+        parts.extend(f"{name}={getattr(self, name)}" for name in _FIELDS_BY_OP[self.op])
+        return " ".join(parts)
+
+    @classmethod
+    def parse(cls, text: str) -> Instruction:
+        """Read the text form back; raises ScheduleError naming the offending text."""
+        tokens = text.split()
+        if not tokens:
+            raise ScheduleError("empty instruction: expected e.g. 'F mb=0 chunk=0'")
+        try:
+            op = Op(tokens[0])
+        except ValueError:
+            known = ", ".join(o.value for o in Op)
+            raise ScheduleError(f"unknown op {tokens[0]!r} in {text!r}: use one of {known}") from None
+        values: dict[str, int] = {}
+        for token in tokens[1:]:
+            key, sep, value = token.partition("=")
+            if not sep or key not in _FIELDS_BY_OP[op] or key in values:
+                expected = " ".join(f"{k}=<int>" for k in _FIELDS_BY_OP[op])
+                raise ScheduleError(f"bad field {token!r} in {text!r}: {op.value} takes '{expected}'")
+            try:
+                values[key] = int(value)
+            except ValueError:
+                raise ScheduleError(f"field {key} in {text!r} is not an integer") from None
+        missing = [k for k in _FIELDS_BY_OP[op] if k not in values]
+        if missing:
+            raise ScheduleError(f"instruction {text!r} lacks {', '.join(missing)}")
+        return cls(op, **values)
+
+
+def F(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802 — reads like the papers
+    """Forward of microbatch ``mb`` through local chunk ``chunk``."""
+    return Instruction(Op.F, mb, chunk)
+
+
+def B(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802
+    """Full backward of microbatch ``mb`` through local chunk ``chunk``."""
+    return Instruction(Op.B, mb, chunk)
+
+
+def I(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802, E741, E743
+    """Input-gradient half of a split backward (zero-bubble schedules)."""
+    return Instruction(Op.I, mb, chunk)
+
+
+def W(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802
+    """Weight-gradient half of a split backward (zero-bubble schedules)."""
+    return Instruction(Op.W, mb, chunk)
+
+
+class Placement(enum.Enum):
+    """How stages map to ranks.
+
+    LOOP: ``stage = chunk·pp + rank`` (Megatron interleaved; with one chunk, stage = rank).
+    V: chunks zig-zag, ``stage = chunk·pp + rank`` for even chunks and ``(chunk+1)·pp − 1 − rank`` for odd
+    ones, so with two chunks rank r holds stages r and 2·pp−1−r (ZB-V, DualPipe-V).
+    """
+
+    LOOP = "loop"
+    V = "v"
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineShape:
+    """The dimensions every schedule and program shares: ranks, microbatches, chunks per rank, placement."""
+
+    pp: int
+    microbatches: int
+    chunks: int = 1
+    placement: Placement = Placement.LOOP
+
+    def __post_init__(self) -> None:
+        for name, value in (("pp", self.pp), ("microbatches", self.microbatches), ("chunks", self.chunks)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ScheduleError(f"{name}={value!r} must be a positive integer")
+
+    @property
+    def num_stages(self) -> int:
+        return self.pp * self.chunks
+
+    def stage(self, rank: int, chunk: int) -> int:
+        """Global stage index of ``chunk`` on ``rank``."""
+        if self.placement is Placement.V and chunk % 2 == 1:
+            return (chunk + 1) * self.pp - 1 - rank
+        return chunk * self.pp + rank
+
+    def rank_of(self, stage: int) -> int:
+        """The rank that holds ``stage``."""
+        chunk, offset = divmod(stage, self.pp)
+        if self.placement is Placement.V and chunk % 2 == 1:
+            return self.pp - 1 - offset
+        return offset
+
+    def chunk_of(self, stage: int) -> int:
+        """The local chunk index of ``stage`` on its rank."""
+        return stage // self.pp
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule as its author writes it: the compute order (F/B/I/W) of each rank."""
+
+    name: str
+    shape: PipelineShape
+    orders: tuple[tuple[Instruction, ...], ...]
+
+    @classmethod
+    def from_orders(
+        cls,
+        name: str,
+        orders: list[list[Instruction]],
+        *,
+        microbatches: int,
+        chunks: int = 1,
+        placement: Placement = Placement.LOOP,
+    ) -> Schedule:
+        shape = PipelineShape(len(orders), microbatches, chunks, placement)
+        return cls(name, shape, tuple(tuple(rank_order) for rank_order in orders))
+
+    @property
+    def split_backward(self) -> bool:
+        return any(ins.op is Op.W for order in self.orders for ins in order)
+
+
+@dataclass(frozen=True)
+class Program:
+    """Per-rank instruction lists, ready to simulate or execute. Round-trips through :meth:`to_text`."""
+
+    name: str
+    shape: PipelineShape
+    ranks: tuple[tuple[Instruction, ...], ...]
+
+    @property
+    def num_instructions(self) -> int:
+        return sum(len(r) for r in self.ranks)
+
+    def to_text(self) -> str:
+        s = self.shape
+        lines = [
+            "# pipesim program v1",
+            f"name: {self.name}",
+            f"pp: {s.pp}",
+            f"microbatches: {s.microbatches}",
+            f"chunks: {s.chunks}",
+            f"placement: {s.placement.value}",
+        ]
+        for rank, instructions in enumerate(self.ranks):
+            lines.append(f"rank {rank}:")
+            lines.extend(f"  {ins}" for ins in instructions)
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> Program:
+        """Parse :meth:`to_text` output; errors name the line."""
+        header: dict[str, str] = {}
+        ranks: list[list[Instruction]] = []
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            try:
+                if line.startswith("rank ") and line.endswith(":"):
+                    if int(line[5:-1]) != len(ranks):
+                        raise ScheduleError(f"expected 'rank {len(ranks)}:'")
+                    ranks.append([])
+                elif ranks:
+                    ranks[-1].append(Instruction.parse(line))
+                else:
+                    key, sep, value = line.partition(":")
+                    if not sep:
+                        raise ScheduleError("expected 'key: value' header or 'rank N:'")
+                    header[key.strip()] = value.strip()
+            except (ScheduleError, ValueError) as err:
+                raise ScheduleError(f"program text line {lineno} ({line!r}): {err}") from None
+        try:
+            shape = PipelineShape(
+                pp=int(header["pp"]),
+                microbatches=int(header["microbatches"]),
+                chunks=int(header.get("chunks", "1")),
+                placement=Placement(header.get("placement", "loop")),
+            )
+        except (KeyError, ValueError) as err:
+            raise ScheduleError(f"program text header is incomplete or malformed ({err})") from None
+        if len(ranks) != shape.pp:
+            raise ScheduleError(f"program text has {len(ranks)} rank sections but pp: {shape.pp}")
+        return cls(header.get("name", "program"), shape, tuple(tuple(r) for r in ranks))

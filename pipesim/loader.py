@@ -1,0 +1,138 @@
+"""Finding and loading schedules: by built-in name (``1f1b``) or from any file that follows the contract.
+
+The contract of a schedule file (see ``schedules/1f1b.py``):
+
+- ``build(pp: int, microbatches: int, chunks: int) -> pipesim.ir.Schedule`` — the compute order per rank;
+- optional ``DEFAULT_CHUNKS: int`` (1 when absent);
+- optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
+  form on uniform costs, printed beside the simulated value.
+
+Every failure — missing file, syntax error, exception inside ``build``, wrong return type — becomes a
+one-line :class:`ScheduleError` naming the file and what to fix.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from pipesim.closed_forms import AnalyticBubble
+from pipesim.costs import StageCosts
+from pipesim.errors import PipesimError, ScheduleError
+from pipesim.ir import Instruction, Schedule
+
+
+@dataclass(frozen=True)
+class ScheduleSource:
+    """A loaded schedule file: what it is called, where it lives, and its hooks."""
+
+    name: str
+    path: Path
+    module: ModuleType
+
+    @property
+    def default_chunks(self) -> int:
+        return int(getattr(self.module, "DEFAULT_CHUNKS", 1))
+
+    @property
+    def summary(self) -> str:
+        doc = (self.module.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else self.name
+
+    def build(self, pp: int, microbatches: int, chunks: int | None = None) -> Schedule:
+        """Call the file's ``build`` and check what comes back."""
+        chunks = self.default_chunks if chunks is None else chunks
+        for flag, value in (("--pp", pp), ("--mb", microbatches), ("--chunks", chunks)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise PipesimError(f"{flag} {value} must be a positive integer")
+        try:
+            schedule = self.module.build(pp, microbatches, chunks)
+        except PipesimError:
+            raise
+        except Exception as err:  # a researcher's file: report, never show a traceback
+            raise ScheduleError(
+                f"schedule {self.path} raised {type(err).__name__} in build(pp={pp}, microbatches="
+                f"{microbatches}, chunks={chunks}): {_one_line(err)}"
+            ) from None
+        _check_built(self, schedule, pp, microbatches, chunks)
+        return schedule
+
+    def analytic(self, pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble | None:
+        hook: Callable | None = getattr(self.module, "analytic_bubble", None)
+        return hook(pp, microbatches, chunks, costs) if hook else None
+
+
+def builtin_names() -> list[str]:
+    folder = importlib.resources.files("schedules")
+    return sorted(
+        p.name[:-3] for p in folder.iterdir() if p.name.endswith(".py") and not p.name.startswith("_")
+    )
+
+
+def load_schedule(spec: str) -> ScheduleSource:
+    """Resolve ``spec`` — a built-in name or a path to a ``.py`` file — into a :class:`ScheduleSource`."""
+    looks_like_path = spec.endswith(".py") or "/" in spec or "\\" in spec
+    if looks_like_path:
+        path = Path(spec)
+        if not path.is_file():
+            raise ScheduleError(f"schedule file {spec} does not exist; check the path or use a built-in name")
+        return ScheduleSource(path.stem, path, _import_file(path))
+    name = spec.strip().lower().replace("_", "-")
+    candidates = {n.replace("_", "-"): n for n in builtin_names()}
+    if name not in candidates:
+        raise ScheduleError(
+            f"unknown schedule {spec!r}: use one of {', '.join(sorted(candidates))}, or a path to a .py file"
+        )
+    path = Path(str(importlib.resources.files("schedules") / f"{candidates[name]}.py"))
+    return ScheduleSource(candidates[name], path, _import_file(path))
+
+
+def _import_file(path: Path) -> ModuleType:
+    module_name = f"pipesim_schedule_{abs(hash(path.resolve()))}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ScheduleError(f"schedule file {path} cannot be imported; it must be a Python file ending in .py")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        raise ScheduleError(f"schedule file {path} has a syntax error at line {err.lineno}: {err.msg}") from None
+    except Exception as err:
+        raise ScheduleError(f"schedule file {path} raised {type(err).__name__} on import: {_one_line(err)}") from None
+    if not callable(getattr(module, "build", None)):
+        raise ScheduleError(
+            f"schedule file {path} defines no build(pp, microbatches, chunks) function; see schedules/1f1b.py"
+        )
+    sys.modules[module_name] = module
+    return module
+
+
+def _check_built(source: ScheduleSource, schedule: object, pp: int, microbatches: int, chunks: int) -> None:
+    where = f"schedule {source.path}: build(pp={pp}, microbatches={microbatches}, chunks={chunks})"
+    if not isinstance(schedule, Schedule):
+        raise ScheduleError(
+            f"{where} returned {type(schedule).__name__}, expected pipesim.ir.Schedule "
+            "(use Schedule.from_orders(name, orders, microbatches=...))"
+        )
+    shape = schedule.shape
+    if (shape.pp, shape.microbatches, shape.chunks) != (pp, microbatches, chunks):
+        raise ScheduleError(
+            f"{where} returned a schedule for pp={shape.pp}, microbatches={shape.microbatches}, "
+            f"chunks={shape.chunks}; it must honour the arguments"
+        )
+    for rank, order in enumerate(schedule.orders):
+        for ins in order:
+            if not isinstance(ins, Instruction):
+                raise ScheduleError(f"{where}: rank {rank} holds {ins!r}; use F(mb, chunk), B(...), I(...), W(...)")
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__

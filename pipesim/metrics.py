@@ -1,0 +1,83 @@
+"""Step metrics from a timeline's start/end columns, each named by its convention (DESIGN.md, "Metrics").
+
+With ``busy_r`` the compute time (F, B, I, W) of rank r and ``T`` the makespan:
+
+- ``bubble_fraction = 1 − Σ busy_r / (pp·T)``: idle share of all device-time; GPipe/1F1B ``(p−1)/(m+p−1)``;
+- ``bubble_overhead = (T − ideal)/ideal`` with ``ideal = max_r busy_r``: Megatron's ``(p−1)/m``;
+- per rank: busy, idle (``T − busy``), span (first compute start → last compute end) and ``span_bubble``
+  (``max_r span_r − busy_r``), the zero-bubble paper's convention (Qi et al. 2024, §3: bubbles measured
+  against the longest stage).
+
+REDUCE_GRAD and STEP occupy a rank but are not pipeline compute, so they count as idle here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from pipesim.ir import Op
+from pipesim.program_table import OP_CODE, ProgramTable
+
+COMPUTE_CODES = np.array([OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W)])
+
+
+@dataclass(frozen=True)
+class RankMetrics:
+    rank: int
+    busy: float
+    idle: float
+    span: float
+    span_bubble: float
+
+
+@dataclass(frozen=True)
+class Metrics:
+    pp: int
+    makespan: float
+    ideal: float
+    bubble_fraction: float
+    bubble_overhead: float
+    ranks: tuple[RankMetrics, ...]
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["conventions"] = {
+            "bubble_fraction": "1 - sum(busy_r) / (pp * makespan)",
+            "bubble_overhead": "(makespan - ideal) / ideal, ideal = max_r busy_r",
+            "span_bubble": "max_r span_r - busy_r (zero-bubble paper)",
+        }
+        return data
+
+
+def compute_metrics(table: ProgramTable, start: np.ndarray, end: np.ndarray) -> Metrics:
+    return metrics_from_arrays(table.rank, table.op, start, end, len(table.rank_bounds))
+
+
+def metrics_from_arrays(
+    rank: np.ndarray, op_code: np.ndarray, start: np.ndarray, end: np.ndarray, pp: int
+) -> Metrics:
+    """Metrics from parallel arrays (also used for measured timelines)."""
+    makespan = float(end.max() - start.min()) if len(end) else 0.0
+    compute = np.isin(op_code, COMPUTE_CODES)
+    busy = np.bincount(rank[compute], weights=(end - start)[compute], minlength=pp)
+    first = np.full(pp, np.inf)
+    last = np.full(pp, -np.inf)
+    np.minimum.at(first, rank[compute], start[compute])
+    np.maximum.at(last, rank[compute], end[compute])
+    span = np.where(np.isfinite(first), last - first, 0.0)
+    ideal = float(busy.max()) if pp else 0.0
+    total = pp * makespan
+    ranks = tuple(
+        RankMetrics(r, float(busy[r]), makespan - float(busy[r]), float(span[r]), float(span.max() - busy[r]))
+        for r in range(pp)
+    )
+    return Metrics(
+        pp=pp,
+        makespan=makespan,
+        ideal=ideal,
+        bubble_fraction=1.0 - float(busy.sum()) / total if total > 0 else 0.0,
+        bubble_overhead=(makespan - ideal) / ideal if ideal > 0 else 0.0,
+        ranks=ranks,
+    )

@@ -1,0 +1,33 @@
+"""1F1B (PipeDream-Flush; Narayanan et al. 2021, §2.2.1; Megatron-LM's non-interleaved schedule).
+
+Rank r runs ``min(p−r−1, m)`` warmup forwards, then alternates one forward with one backward, then drains
+the remaining backwards. It holds at most ``min(p−r, m)`` microbatches' activations, against GPipe's m,
+with the same bubble ``(p−1)/(m+p−1)``.
+"""
+
+from pipesim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
+from pipesim.costs import StageCosts
+from pipesim.errors import ScheduleError
+from pipesim.ir import B, F, Schedule
+
+DEFAULT_CHUNKS = 1
+
+
+def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:
+    if chunks != 1:
+        raise ScheduleError(f"1f1b runs one chunk per rank (--chunks {chunks}); use --schedule interleaved")
+    orders = []
+    for rank in range(pp):
+        warmup = min(pp - rank - 1, microbatches)
+        order = [F(mb) for mb in range(warmup)]
+        # Steady state: forward the next microbatch, then backward the oldest one in flight.
+        for oldest in range(microbatches - warmup):
+            order += [F(warmup + oldest), B(oldest)]
+        # Cooldown: drain the backwards of the warmup microbatches.
+        order += [B(mb) for mb in range(microbatches - warmup, microbatches)]
+        orders.append(order)
+    return Schedule.from_orders("1f1b", orders, microbatches=microbatches)
+
+
+def analytic_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble:
+    return uniform_pipeline_bubble(pp, microbatches, costs)

@@ -1,0 +1,46 @@
+"""Interleaved 1F1B (Narayanan et al. 2021, §2.2.2; Megatron-LM's virtual pipeline).
+
+Each rank holds ``v`` chunks in loop placement (stage = chunk·p + rank). Microbatches move through the
+chunks in groups of p: forward k is microbatch ``(k // (p·v))·p + k % p`` on chunk ``(k // p) % v``; backward
+k visits the chunks in reverse. Rank r warms up with ``2(p−r−1) + (v−1)·p`` forwards (capped at m·v), then
+alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``.
+"""
+
+from pipesim.closed_forms import AnalyticBubble, interleaved_bubble
+from pipesim.costs import StageCosts
+from pipesim.errors import ScheduleError
+from pipesim.ir import B, F, Placement, Schedule
+
+DEFAULT_CHUNKS = 2
+
+
+def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
+    if microbatches % pp != 0:
+        lower = (microbatches // pp) * pp
+        options = " or ".join(f"--mb {m}" for m in (lower, lower + pp) if m > 0)
+        raise ScheduleError(
+            f"interleaved 1F1B needs --mb to be a multiple of --pp {pp} (got --mb {microbatches}); use {options}"
+        )
+    total = microbatches * chunks
+
+    def forward(k: int):
+        return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
+
+    def backward(k: int):
+        return B((k // (pp * chunks)) * pp + k % pp, chunks - 1 - (k // pp) % chunks)
+
+    orders = []
+    for rank in range(pp):
+        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp, total)
+        order = [forward(k) for k in range(warmup)]
+        for k in range(total - warmup):
+            order += [forward(warmup + k), backward(k)]
+        order += [backward(k) for k in range(total - warmup, total)]
+        orders.append(order)
+    return Schedule.from_orders(
+        "interleaved", orders, microbatches=microbatches, chunks=chunks, placement=Placement.LOOP
+    )
+
+
+def analytic_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble:
+    return interleaved_bubble(pp, microbatches, chunks, costs)
