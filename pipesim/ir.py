@@ -104,22 +104,22 @@ class Instruction:
         return cls(op, **values)
 
 
-def F(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802 — reads like the papers
+def F(mb: int, chunk: int = 0) -> Instruction:
     """Forward of microbatch ``mb`` through local chunk ``chunk``."""
     return Instruction(Op.F, mb, chunk)
 
 
-def B(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802
+def B(mb: int, chunk: int = 0) -> Instruction:
     """Full backward of microbatch ``mb`` through local chunk ``chunk``."""
     return Instruction(Op.B, mb, chunk)
 
 
-def I(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802, E741, E743
+def I(mb: int, chunk: int = 0) -> Instruction:  # noqa: E743
     """Input-gradient half of a split backward (zero-bubble schedules)."""
     return Instruction(Op.I, mb, chunk)
 
 
-def W(mb: int, chunk: int = 0) -> Instruction:  # noqa: N802
+def W(mb: int, chunk: int = 0) -> Instruction:
     """Weight-gradient half of a split backward (zero-bubble schedules)."""
     return Instruction(Op.W, mb, chunk)
 

@@ -105,7 +105,8 @@ class Topology:
         for label, dims in (("tp", (Dim.TP,)), ("cp", (Dim.CP,)), ("dp", (Dim.DP,)), ("pp", (Dim.PP,)),
                             ("dp×cp (gradient sync)", (Dim.DP, Dim.CP))):
             groups = self.groups(*dims)
-            lines.append(f"{label} groups ({len(groups)}): " + " ".join("{" + ",".join(map(str, g)) + "}" for g in groups))
+            listed = " ".join("{" + ",".join(map(str, g)) + "}" for g in groups)
+            lines.append(f"{label} groups ({len(groups)}): {listed}")
         lines.append("rank → (tp, cp, dp, pp):")
         for rank in range(self.world_size):
             c = self.coordinates(rank)

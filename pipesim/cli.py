@@ -1,0 +1,262 @@
+"""The ``pipesim`` command line: simulate, validate, lower, schedules, topology.
+
+Every user error ends as one line on stderr (``pipesim: error: ...``) and exit status 2; files are written
+atomically, so a failed run leaves none half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipesim.costs import CostModel
+from pipesim.errors import PipesimError
+from pipesim.ir import Program
+from pipesim.loader import builtin_names, load_schedule
+from pipesim.plot import check_figure_path, plot_gantt
+from pipesim.programs import build_program
+from pipesim.report import summary_dict, summary_text
+from pipesim.simulator import simulate
+from pipesim.termplot import render
+from pipesim.timeline import TimelineFormat, write_timeline
+from pipesim.topology import Topology
+from pipesim.validate import CommSemantics, validate
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors on one line, naming the subcommand."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise PipesimError(f"{message} (see {self.prog} --help)")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (≥ 1)")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number ≥ 0")
+    return value
+
+
+def stage_override(text: str) -> tuple[int, dict[str, float]]:
+    """``STAGE:field=value[,field=value]``, e.g. ``0:forward=1.5,backward=3``."""
+    stage_text, sep, assignments = text.partition(":")
+    try:
+        stage = int(stage_text)
+        if not sep or stage < 0:
+            raise ValueError
+        values = {}
+        for item in assignments.split(","):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise ValueError
+            values[key.strip()] = non_negative_float(value)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not STAGE:field=value[,field=value], e.g. 0:forward=1.5,backward=3"
+        ) from None
+    return stage, values
+
+
+def _add_schedule_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schedule", "-s", default="1f1b",
+                        help=f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file "
+                        "(default: 1f1b)")
+    parser.add_argument("--pp", type=positive_int, default=4, help="pipeline ranks (default: 4)")
+    parser.add_argument("--mb", type=positive_int, default=8, help="microbatches per step (default: 8)")
+    parser.add_argument("--chunks", "-v", type=positive_int, default=None,
+                        help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
+
+
+def _add_cost_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("costs (durations in cost units, or seconds with a calibrated --costs file)")
+    group.add_argument("--costs", metavar="FILE", help="costs file (.json/.yaml); the flags below override it")
+    group.add_argument("--forward", "-F", type=non_negative_float, help="forward time per microbatch-stage (default 1)")
+    group.add_argument("--backward", "-B", type=non_negative_float, help="full backward time (default 2)")
+    group.add_argument("--backward-input", type=non_negative_float, help="split backward I time (default 1)")
+    group.add_argument("--backward-weight", type=non_negative_float, help="split backward W time (default 1)")
+    group.add_argument("--comm", type=non_negative_float, help="P2P latency per transfer (default 0)")
+    group.add_argument("--activation-bytes", type=non_negative_float,
+                       help="bytes of one microbatch's activations on one stage; adds peak memory in bytes")
+    group.add_argument("--stage-cost", type=stage_override, action="append", default=[], metavar="S:k=v,...",
+                       help="override stage S, e.g. 0:forward=1.5 (repeatable; fields as in costs files)")
+
+
+def _cost_model(args: argparse.Namespace) -> CostModel:
+    costs = CostModel.load(args.costs) if args.costs else CostModel()
+    defaults = {
+        "forward": args.forward, "backward": args.backward, "backward_input": args.backward_input,
+        "backward_weight": args.backward_weight, "activation_bytes": args.activation_bytes,
+    }
+    defaults = {k: v for k, v in defaults.items() if v is not None}
+    if defaults:
+        from dataclasses import replace
+
+        costs = replace(costs, default=replace(costs.default, **defaults))
+    if args.comm is not None:
+        from dataclasses import replace
+
+        costs = replace(costs, p2p_latency=args.comm)
+    if args.stage_cost:
+        overrides: dict[int, dict[str, float]] = {}
+        for stage, values in args.stage_cost:
+            overrides.setdefault(stage, {}).update(values)
+        costs = costs.with_overrides(overrides)
+    return costs
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    # Check every output path before the work, so a typo costs nothing and nothing is half-written.
+    if args.timeline:
+        TimelineFormat.of(args.timeline)
+    if args.trace and Path(args.trace).suffix.lower() != ".json":
+        raise PipesimError(f"--trace {args.trace}: Chrome traces are JSON; use a .json file name")
+    if args.plot:
+        check_figure_path(args.plot)
+    costs = _cost_model(args)
+    built = build_program(args.schedule, args.pp, args.mb, args.chunks)
+    num_stages = built.program.shape.num_stages
+    bad = [s for s in costs.overrides if s >= num_stages]
+    if bad:
+        raise PipesimError(f"--stage-cost names stage {bad[0]}, but this pipeline has stages 0..{num_stages - 1}")
+    result = simulate(built.program, costs, check=False)
+    shape = built.program.shape
+    analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, costs.default)
+    if args.timeline:
+        write_timeline(result.timeline, args.timeline)
+    if args.trace:
+        write_timeline(result.timeline, args.trace, flag="--trace")
+    if args.plot:
+        title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
+        plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
+    if args.json:
+        print(json.dumps(summary_dict(built, result, analytic), indent=2))
+        return 0
+    print(summary_text(built, result, analytic))
+    drawing = render(result.timeline)
+    if drawing:
+        print(drawing)
+    for flag, path in (("timeline", args.timeline), ("trace", args.trace), ("plot", args.plot)):
+        if path:
+            print(f"wrote {flag} {path}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    semantics = CommSemantics(args.semantics)
+    if args.program:
+        path = Path(args.program)
+        if not path.is_file():
+            raise PipesimError(f"--program {path} does not exist")
+        program = Program.from_text(path.read_text())
+        validate(program, semantics)
+        what = f"program {path}"
+    else:
+        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics)
+        program = built.program
+        what = f"schedule {built.source.name}"
+    shape = program.shape
+    print(f"ok: {what} is valid for pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
+          f"({program.num_instructions} instructions, {semantics.value} sends, no deadlock)")
+    return 0
+
+
+def cmd_lower(args: argparse.Namespace) -> int:
+    built = build_program(args.schedule, args.pp, args.mb, args.chunks)
+    text = built.program.to_text()
+    if args.output:
+        from pipesim.atomic import write_text_atomic
+
+        write_text_atomic(args.output, text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_schedules(args: argparse.Namespace) -> int:
+    for name in builtin_names():
+        source = load_schedule(name)
+        print(f"{name:<14} {source.summary}")
+    return 0
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    print(Topology(args.tp, args.cp, args.dp, args.pp).describe())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pipesim", description="Simulate pipeline-parallel training schedules.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    sim = sub.add_parser("simulate", help="simulate one step and print its timeline, bubble and memory",
+                         description="Simulate one training step of a schedule: makespan, bubble (both "
+                         "conventions, beside the closed form), per-rank busy/idle/peak activations.")
+    _add_schedule_args(sim)
+    _add_cost_args(sim)
+    sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
+    sim.add_argument("--timeline", metavar="FILE", help="write the timeline (.csv or .parquet; times in cost units)")
+    sim.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (Perfetto; 1 cost unit = 1 s)")
+    sim.add_argument("--plot", metavar="FILE", help="write a Gantt chart (.png, .pdf or .svg)")
+    sim.set_defaults(func=cmd_simulate)
+
+    val = sub.add_parser("validate", help="check a schedule or program text: complete, ordered, deadlock-free",
+                         description="Validate a schedule (or a program text file) under the executor's "
+                         "communication semantics; on failure name the problem or the cycle of waits.")
+    _add_schedule_args(val)
+    val.add_argument("--program", metavar="FILE", help="validate a program text file (from 'pipesim lower')")
+    val.add_argument("--semantics", choices=[s.value for s in CommSemantics], default="buffered",
+                     help="buffered: sends return at once (gloo isend, the executor); rendezvous: a send "
+                     "waits for its receive (NCCL P2P without grouping). Default: buffered")
+    val.set_defaults(func=cmd_validate)
+
+    low = sub.add_parser("lower", help="print the lowered Program (per-rank instructions) as text",
+                         description="Lower a schedule into its Program and print the text form.")
+    _add_schedule_args(low)
+    low.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    low.set_defaults(func=cmd_lower)
+
+    lst = sub.add_parser("schedules", help="list built-in schedules", description="List built-in schedules.")
+    lst.set_defaults(func=cmd_schedules)
+
+    topo = sub.add_parser("topology", help="print the process groups of a tp×cp×dp×pp layout",
+                          description="Print every process group (tp fastest, then cp, dp, pp).")
+    for dim in ("tp", "cp", "dp", "pp"):
+        topo.add_argument(f"--{dim}", type=positive_int, default=1, help=f"{dim} degree (default 1)")
+    topo.set_defaults(func=cmd_topology)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except PipesimError as err:
+        print(f"pipesim: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `pipesim lower | head`
+        return 0
+    except KeyboardInterrupt:
+        print("pipesim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

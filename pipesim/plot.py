@@ -1,0 +1,99 @@
+"""Paper figures: the Gantt chart of a timeline, with one style per op shared by every figure pipesim draws.
+
+Colours are Okabe–Ito (colour-blind safe) and chosen so F, B, I and W also differ in lightness and hatch,
+so a grayscale print still tells them apart. Output format follows the file suffix (vector PDF/SVG, or PNG).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.patches import Patch
+
+from pipesim.atomic import write_with
+from pipesim.errors import PipesimError
+
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+@dataclass(frozen=True)
+class OpStyle:
+    label: str
+    face: str
+    hatch: str
+    text: str  # label colour that stays readable on the face
+
+
+OP_STYLES: dict[str, OpStyle] = {
+    "F": OpStyle("forward (F)", "#56B4E9", "", "black"),  # sky blue, light
+    "B": OpStyle("backward (B)", "#0072B2", "", "white"),  # blue, dark
+    "I": OpStyle("input grad (I)", "#E69F00", "//", "black"),  # orange, mid
+    "W": OpStyle("weight grad (W)", "#009E73", "xx", "white"),  # green, dark
+    "REDUCE_GRAD": OpStyle("grad reduce", "#CC79A7", "..", "black"),
+    "STEP": OpStyle("optimizer step", "#999999", "", "black"),
+}
+DRAWN_OPS = tuple(OP_STYLES)
+
+
+def check_figure_path(path: str | Path, flag: str = "--plot") -> None:
+    if Path(path).suffix.lower() not in FIGURE_SUFFIXES:
+        raise PipesimError(f"{flag} {path}: unknown figure format; use .png, .pdf or .svg")
+
+
+def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: bool = False,
+               label_boxes: bool = True) -> None:
+    """Draw one row per rank (rank 0 on top). ``outline`` draws unfilled boxes (for overlays)."""
+    pp = int(frame["rank"].max()) + 1
+    compute = frame[frame["op"].isin(DRAWN_OPS)]
+    makespan = float(frame["end"].max() - frame["start"].min()) or 1.0
+    for op, rows in compute.groupby("op"):
+        style = OP_STYLES[op]
+        bars = [(s, e - s) for s, e in zip(rows["start"], rows["end"], strict=True)]
+        for rank, bar in zip(rows["rank"], bars, strict=True):
+            kwargs = (
+                {"facecolor": "none", "edgecolor": style.face, "linewidth": 1.5}
+                if outline
+                else {"facecolor": style.face, "edgecolor": "black", "linewidth": 0.4, "hatch": style.hatch}
+            )
+            ax.broken_barh([bar], (rank - 0.4, 0.8), **kwargs)
+        if label_boxes and not outline:
+            for row in rows.itertuples(index=False):
+                width = row.end - row.start
+                if row.microbatch >= 0 and width / makespan > 0.012:
+                    ax.text(row.start + width / 2, row.rank, str(row.microbatch), ha="center", va="center",
+                            fontsize=7, color=style.text)
+    ax.set_ylim(pp - 0.5, -0.5)
+    ax.set_yticks(range(pp))
+    ax.set_yticklabels([f"rank {r}" for r in range(pp)])
+    ax.set_xlabel(f"time ({time_unit})" if time_unit != "unit" else "time (cost units)")
+    ax.set_xlim(frame["start"].min(), frame["start"].min() + makespan)
+
+
+def legend_handles(ops) -> list[Patch]:
+    return [Patch(facecolor=OP_STYLES[o].face, edgecolor="black", hatch=OP_STYLES[o].hatch,
+                  label=OP_STYLES[o].label) for o in DRAWN_OPS if o in set(ops)]
+
+
+def save_figure(fig, path: str | Path) -> None:
+    path = Path(path)
+    write_with(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower(), bbox_inches="tight"))
+    plt.close(fig)
+
+
+def plot_gantt(frame: pd.DataFrame, path: str | Path, *, title: str, time_unit: str = "s") -> None:
+    """Write a Gantt chart of ``frame`` to ``path`` (.png/.pdf/.svg)."""
+    check_figure_path(path)
+    pp = int(frame["rank"].max()) + 1
+    fig, ax = plt.subplots(figsize=(7.0, 0.45 * pp + 1.2))
+    draw_gantt(ax, frame, time_unit=time_unit)
+    ax.set_title(title, fontsize=9)
+    ax.legend(handles=legend_handles(frame["op"].unique()), loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.4 / pp),
+              ncol=4, fontsize=7, frameon=False)
+    save_figure(fig, path)

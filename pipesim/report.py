@@ -1,0 +1,88 @@
+"""The summary of one simulation, as text for a person and as a dict for ``--json``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from pipesim.closed_forms import AnalyticBubble
+from pipesim.programs import BuiltProgram
+from pipesim.simulator import SimulationResult
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def summary_dict(built: BuiltProgram, result: SimulationResult, analytic: AnalyticBubble | None) -> dict:
+    shape = built.program.shape
+    metrics = result.metrics
+    memory = result.memory
+    return {
+        "config": {
+            "schedule": built.source.name,
+            "schedule_path": str(built.source.path),
+            "pp": shape.pp,
+            "microbatches": shape.microbatches,
+            "chunks": shape.chunks,
+            "placement": shape.placement.value,
+            "instructions": built.program.num_instructions,
+        },
+        "costs": result.costs.to_dict(),
+        "time_unit": result.costs.time_unit,
+        "metrics": metrics.to_dict(),
+        "analytic": asdict(analytic) if analytic else None,
+        "memory": {
+            "unit": "activations of one microbatch of one stage (M_B)",
+            "peak_activations": list(memory.peak_activations),
+            "peak_bytes": list(memory.peak_bytes) if memory.peak_bytes else None,
+        },
+    }
+
+
+def summary_text(built: BuiltProgram, result: SimulationResult, analytic: AnalyticBubble | None) -> str:
+    shape = built.program.shape
+    costs = result.costs
+    m = result.metrics
+    memory = result.memory
+    unit = "units" if costs.time_unit == "unit" else costs.time_unit
+    d = costs.default
+    cost_text = (
+        f"F={_fmt(d.forward)} B={_fmt(d.backward)}"
+        + (f" I={_fmt(d.backward_input)} W={_fmt(d.backward_weight)}" if built.schedule.split_backward else "")
+        + f" p2p latency={_fmt(costs.p2p_latency)}"
+        + (f", {len(costs.overrides)} stage override(s)" if costs.overrides else "")
+    )
+    lines = [
+        f"schedule {built.source.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
+        f"({shape.placement.value} placement, {shape.num_stages} stages)",
+        f"costs [{unit}]: {cost_text}",
+        f"makespan {_fmt(m.makespan)} {unit}   ideal {_fmt(m.ideal)} {unit} (busiest rank's compute)",
+    ]
+    rows = [
+        ("bubble_fraction", "1 − Σbusy/(pp·T)", m.bubble_fraction, analytic.bubble_fraction if analytic else None),
+        ("bubble_overhead", "(T − ideal)/ideal", m.bubble_overhead, analytic.bubble_overhead if analytic else None),
+    ]
+    for name, convention, simulated, closed in rows:
+        text = f"{name:<16} = {convention:<18} simulated {simulated:.4f}"
+        if closed is not None:
+            text += f"   analytic {closed:.4f}"
+        lines.append(text)
+    if analytic:
+        note = "" if costs.is_uniform() else " — costs are not uniform, so it is only a reference"
+        lines.append(f"analytic values: {analytic.source}{note}")
+    has_bytes = memory.peak_bytes is not None
+    header = f"{'rank':>4} {'busy':>10} {'idle':>10} {'span':>10} {'peak act':>9}" + (
+        f" {'peak MiB':>10}" if has_bytes else ""
+    )
+    lines.append(header)
+    for rank_metrics in m.ranks:
+        r = rank_metrics.rank
+        line = (
+            f"{r:>4} {_fmt(rank_metrics.busy):>10} {_fmt(rank_metrics.idle):>10} {_fmt(rank_metrics.span):>10} "
+            f"{_fmt(memory.peak_activations[r]):>9}"
+        )
+        if has_bytes:
+            line += f" {memory.peak_bytes[r] / 2**20:>10.1f}"
+        lines.append(line)
+    lines.append("peak act: activations held at once, in microbatch-stages (M_B); idle = T − busy")
+    return "\n".join(lines)
