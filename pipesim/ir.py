@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from pipesim.errors import ScheduleError
 
@@ -27,6 +28,10 @@ class Op(enum.Enum):
     RECV_B = "RECV_B"  # receive the next stage's input gradient
     REDUCE_GRAD = "REDUCE_GRAD"  # data-parallel gradient sync of one chunk
     STEP = "STEP"  # optimizer step
+
+    # Members are singletons, so identity hashing is exact, and C-level instead of Enum's Python __hash__:
+    # sweeps hash ops millions of times (interned instructions, table lookups).
+    __hash__ = object.__hash__
 
     @property
     def is_compute(self) -> bool:
@@ -104,24 +109,30 @@ class Instruction:
         return cls(op, **values)
 
 
+@lru_cache(maxsize=1 << 20)
+def instruction(op: Op, mb: int | None = None, chunk: int | None = None, peer: int | None = None) -> Instruction:
+    """Interned constructor: schedules and lowering build millions of the same small values in sweeps."""
+    return Instruction(op, mb, chunk, peer)
+
+
 def F(mb: int, chunk: int = 0) -> Instruction:
     """Forward of microbatch ``mb`` through local chunk ``chunk``."""
-    return Instruction(Op.F, mb, chunk)
+    return instruction(Op.F, mb, chunk)
 
 
 def B(mb: int, chunk: int = 0) -> Instruction:
     """Full backward of microbatch ``mb`` through local chunk ``chunk``."""
-    return Instruction(Op.B, mb, chunk)
+    return instruction(Op.B, mb, chunk)
 
 
 def I(mb: int, chunk: int = 0) -> Instruction:  # noqa: E743
     """Input-gradient half of a split backward (zero-bubble schedules)."""
-    return Instruction(Op.I, mb, chunk)
+    return instruction(Op.I, mb, chunk)
 
 
 def W(mb: int, chunk: int = 0) -> Instruction:
     """Weight-gradient half of a split backward (zero-bubble schedules)."""
-    return Instruction(Op.W, mb, chunk)
+    return instruction(Op.W, mb, chunk)
 
 
 class Placement(enum.Enum):
@@ -209,6 +220,14 @@ class Program:
     @property
     def num_instructions(self) -> int:
         return sum(len(r) for r in self.ranks)
+
+    def __hash__(self) -> int:
+        # Programs key caches (their column table); hashing every instruction each lookup would be O(n).
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.name, self.shape, self.ranks))
 
     def to_text(self) -> str:
         s = self.shape

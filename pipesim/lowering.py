@@ -15,7 +15,7 @@ Rules, identical for the simulator and the executor:
 from __future__ import annotations
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import Instruction, Op, Program, Schedule
+from pipesim.ir import Instruction, Op, Program, Schedule, instruction
 
 # Ops after which a chunk's weight gradient is final for that microbatch.
 _WEIGHT_GRAD_OPS = (Op.B, Op.W)
@@ -32,6 +32,14 @@ def lower(schedule: Schedule) -> Program:
     ranks: list[tuple[Instruction, ...]] = []
     for rank, order in enumerate(schedule.orders):
         last_grad_index = _last_weight_grad_index(schedule.name, rank, order, shape.chunks)
+        # Per chunk: the rank of the previous and next stage, or None where it is local or absent.
+        prev_peer, next_peer = [], []
+        for chunk in range(shape.chunks):
+            stage = shape.stage(rank, chunk)
+            before = shape.rank_of(stage - 1) if stage > 0 else rank
+            after = shape.rank_of(stage + 1) if stage < last_stage else rank
+            prev_peer.append(None if before == rank else before)
+            next_peer.append(None if after == rank else after)
         out: list[Instruction] = []
         append = out.append
         for index, ins in enumerate(order):
@@ -41,27 +49,23 @@ def lower(schedule: Schedule) -> Program:
                     f"schedule {schedule.name!r} rank {rank} lists {ins}: a schedule holds only F, B, I, W;"
                     " communication, REDUCE_GRAD and STEP are derived by lower()"
                 )
-            stage = shape.stage(rank, chunk)
-            if op is Op.F and stage > 0:
-                peer = shape.rank_of(stage - 1)
-                if peer != rank:
-                    append(Instruction(Op.RECV_F, mb, chunk, peer))
-            elif op.is_backward and stage < last_stage:
-                peer = shape.rank_of(stage + 1)
-                if peer != rank:
-                    append(Instruction(Op.RECV_B, mb, chunk, peer))
-            append(ins)
-            if op is Op.F and stage < last_stage:
-                peer = shape.rank_of(stage + 1)
-                if peer != rank:
-                    append(Instruction(Op.SEND_F, mb, chunk, peer))
-            elif op.is_backward and stage > 0:
-                peer = shape.rank_of(stage - 1)
-                if peer != rank:
-                    append(Instruction(Op.SEND_B, mb, chunk, peer))
+            if op is Op.F:
+                if prev_peer[chunk] is not None:
+                    append(instruction(Op.RECV_F, mb, chunk, prev_peer[chunk]))
+                append(ins)
+                if next_peer[chunk] is not None:
+                    append(instruction(Op.SEND_F, mb, chunk, next_peer[chunk]))
+            elif op is Op.W:
+                append(ins)
+            else:  # B or I: needs the next stage's gradient, produces this stage's input gradient
+                if next_peer[chunk] is not None:
+                    append(instruction(Op.RECV_B, mb, chunk, next_peer[chunk]))
+                append(ins)
+                if prev_peer[chunk] is not None:
+                    append(instruction(Op.SEND_B, mb, chunk, prev_peer[chunk]))
             for reduced_chunk in last_grad_index.get(index, ()):
-                append(Instruction(Op.REDUCE_GRAD, chunk=reduced_chunk))
-        append(Instruction(Op.STEP))
+                append(instruction(Op.REDUCE_GRAD, chunk=reduced_chunk))
+        append(instruction(Op.STEP))
         ranks.append(tuple(out))
     return Program(schedule.name, shape, tuple(ranks))
 

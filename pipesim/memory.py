@@ -44,14 +44,22 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     # Per rank, compute instructions run one after another, so program order is time order.
     order = np.lexsort((rows, ranks))
     ranks, when, delta, delta_bytes = ranks[order], when[order], delta[order], (delta * unit_bytes)[order]
-    held = np.zeros_like(delta)
-    held_bytes = np.zeros_like(delta)
-    peaks, peak_bytes = [], []
-    for rank in range(pp):
-        sel = ranks == rank
-        held[sel] = np.cumsum(delta[sel])
-        held_bytes[sel] = np.cumsum(delta_bytes[sel])
-        peaks.append(float(held[sel].max(initial=0.0)))
-        peak_bytes.append(float(held_bytes[sel].max(initial=0.0)))
+    # Running sum within each rank: a global cumsum minus the total of the ranks before.
+    counts = np.bincount(ranks, minlength=pp)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    held = _cumsum_by_group(delta, starts, counts)
+    held_bytes = _cumsum_by_group(delta_bytes, starts, counts)
+    nonempty = counts > 0
+    peaks = np.zeros(pp)
+    peak_bytes = np.zeros(pp)
+    peaks[nonempty] = np.maximum.reduceat(held, starts[nonempty]).clip(min=0.0)
+    peak_bytes[nonempty] = np.maximum.reduceat(held_bytes, starts[nonempty]).clip(min=0.0)
+    peaks, peak_bytes = peaks.tolist(), peak_bytes.tolist()
     curve = pd.DataFrame({"rank": ranks, "time": when, "activations": held, "bytes": held_bytes})
     return MemoryProfile(tuple(peaks), tuple(peak_bytes) if known_bytes else None, curve)
+
+
+def _cumsum_by_group(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    total = np.cumsum(values)
+    before = np.concatenate(([0.0], total))[starts]
+    return total - np.repeat(before, counts)

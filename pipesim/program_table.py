@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from pipesim.ir import Op, Program
+from pipesim.ir import Op, Placement, Program
 
 OP_ORDER = tuple(Op)
 OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}
@@ -46,50 +46,59 @@ class ProgramTable:
 
 @lru_cache(maxsize=256)
 def table_of(program: Program) -> ProgramTable:
-    """Flatten ``program`` (cached: Programs are immutable)."""
+    """Flatten ``program`` into columns (cached: Programs are immutable). Vectorised: sweeps call it a lot."""
     shape = program.shape
-    ops, ranks, stages, chunks, mbs, peers, seqs, kinds, links, messages, boundary = ([] for _ in range(11))
-    link_ids: dict[tuple[int, int], int] = {}
-    link_counts: dict[tuple[int, int], int] = {}
-    bounds = []
-    for rank, code in enumerate(program.ranks):
-        begin = len(ops)
-        for seq, ins in enumerate(code):
-            op = ins.op
-            chunk = -1 if ins.chunk is None else ins.chunk
-            stage = shape.stage(rank, chunk) if chunk >= 0 else -1
-            ops.append(OP_CODE[op])
-            ranks.append(rank)
-            stages.append(stage)
-            chunks.append(chunk)
-            mbs.append(-1 if ins.mb is None else ins.mb)
-            peers.append(-1 if ins.peer is None else ins.peer)
-            seqs.append(seq)
-            if op.is_comm:
-                key = (rank, ins.peer) if op.is_send else (ins.peer, rank)
-                counter_key = (key, op.is_send)
-                link_ids.setdefault(key, len(link_ids))
-                index = link_counts.get(counter_key, 0)
-                link_counts[counter_key] = index + 1
-                kinds.append(KIND_SEND if op.is_send else KIND_RECV)
-                links.append(link_ids[key])
-                messages.append(index)
-                # The tensor crossing the boundary between stage s and s+1 is sized by stage s's output.
-                forward = op in (Op.SEND_F, Op.RECV_F)
-                sender_stage = stage if op.is_send else (stage - 1 if forward else stage + 1)
-                boundary.append(sender_stage if forward else sender_stage - 1)
-            else:
-                kinds.append(KIND_BUSY)
-                links.append(-1)
-                messages.append(-1)
-                boundary.append(-1)
-        bounds.append((begin, len(ops)))
+    pp = shape.pp
+    flat = [ins for code in program.ranks for ins in code]
+    lengths = [len(code) for code in program.ranks]
+    rank = np.repeat(np.arange(pp, dtype=np.int64), lengths)
+    seq = np.concatenate([np.arange(n, dtype=np.int64) for n in lengths]) if flat else np.zeros(0, np.int64)
+    op = np.fromiter((_CODE_BY_OP[ins.op] for ins in flat), dtype=np.int64, count=len(flat))
+    microbatch = np.fromiter((-1 if ins.mb is None else ins.mb for ins in flat), dtype=np.int64, count=len(flat))
+    chunk = np.fromiter((-1 if ins.chunk is None else ins.chunk for ins in flat), dtype=np.int64, count=len(flat))
+    peer = np.fromiter((-1 if ins.peer is None else ins.peer for ins in flat), dtype=np.int64, count=len(flat))
 
-    def arr(values: list[int]) -> np.ndarray:
-        return np.asarray(values, dtype=np.int64)
+    has_stage = chunk >= 0
+    stage = np.where(has_stage, chunk * pp + rank, -1)
+    if shape.placement is Placement.V:
+        folded = has_stage & (chunk % 2 == 1)
+        stage = np.where(folded, (chunk + 1) * pp - 1 - rank, stage)
 
+    kind = _KIND_BY_CODE[op]
+    is_send, is_recv = kind == KIND_SEND, kind == KIND_RECV
+    comm = is_send | is_recv
+    # A directed link is (sender, receiver); both ends number its messages 0, 1, 2, ... in program order.
+    sender = np.where(is_send, rank, peer)
+    receiver = np.where(is_send, peer, rank)
+    link_key = np.where(comm, sender * pp + receiver, -1)
+    link = np.full(len(flat), -1, dtype=np.int64)
+    message = np.full(len(flat), -1, dtype=np.int64)
+    num_links = 0
+    if comm.any():
+        keys, dense = np.unique(link_key[comm], return_inverse=True)
+        num_links = len(keys)
+        link[comm] = dense
+        group = link[comm] * 2 + is_send[comm]  # sends and receives of a link are counted separately
+        order = np.argsort(group, kind="stable")
+        sorted_group = group[order]
+        first = np.searchsorted(sorted_group, sorted_group, side="left")
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order)) - first
+        message[comm] = position
+    # The tensor crossing the boundary between stage s and s+1 is sized by stage s's output: a forward
+    # message leaves its sender's stage; a backward one crosses the boundary below its sender's stage.
+    forward = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.RECV_F])
+    sender_stage = np.where(is_send, stage, np.where(forward, stage - 1, stage + 1))
+    boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
+    ends = np.cumsum(lengths)
+    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends, lengths, strict=True))
     return ProgramTable(
-        program=program, op=arr(ops), rank=arr(ranks), stage=arr(stages), chunk=arr(chunks),
-        microbatch=arr(mbs), peer=arr(peers), seq=arr(seqs), kind=arr(kinds), link=arr(links),
-        message=arr(messages), rank_bounds=tuple(bounds), num_links=len(link_ids), boundary_stage=arr(boundary),
+        program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
+        kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
     )
+
+
+_CODE_BY_OP = OP_CODE
+_KIND_BY_CODE = np.array(
+    [KIND_SEND if op.is_send else KIND_RECV if op.is_recv else KIND_BUSY for op in OP_ORDER], dtype=np.int64
+)

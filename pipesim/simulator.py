@@ -28,7 +28,7 @@ from pipesim.memory import MemoryProfile, memory_profile
 from pipesim.metrics import Metrics, compute_metrics
 from pipesim.program_table import KIND_RECV, KIND_SEND, OP_CODE, OP_NAMES, OP_ORDER, ProgramTable, table_of
 from pipesim.timeline import Source, make_frame
-from pipesim.validate import validate
+from pipesim.validate import describe_deadlock, validate_static
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,7 +92,7 @@ def simulate(program: Program, costs: CostModel | None = None, *, check: bool = 
     """Simulate ``program`` under ``costs`` (unit costs by default). Validates first unless ``check=False``."""
     costs = costs or CostModel()
     if check:
-        validate(program)
+        validate_static(program)  # deadlock freedom is proven by the run itself below
     table = table_of(program)
     durations = durations_of(table, costs)
     start, end = _run_simpy(table, durations)
@@ -111,7 +111,7 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
     arrivals: list[list[float]] = [[] for _ in range(table.num_links)]  # per link, arrival time of message k
     link_free = [0.0] * table.num_links
     waiting: list[simpy.Event | None] = [None] * table.num_links  # the receiver blocked on each link
-    finished = [False] * len(table.rank_bounds)
+    position = [stop for _, stop in table.rank_bounds]  # where each rank waits; its end once finished
 
     def rank_process(rank: int, begin: int, stop: int):
         clock = 0.0
@@ -129,8 +129,10 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
                     if messages[row] < len(queue):  # sent while we caught up
                         arrival = queue[messages[row]]
                     else:
+                        position[rank] = row
                         event = waiting[link] = env.event()
                         arrival = yield event
+                        position[rank] = stop
                 start[row] = clock
                 if arrival > clock:
                     clock = arrival
@@ -153,12 +155,10 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
                 end[row] = clock
         if clock > env.now:
             yield env.timeout(clock - env.now)
-        finished[rank] = True
 
     for rank, (begin, stop) in enumerate(table.rank_bounds):
         env.process(rank_process(rank, begin, stop))
     env.run()
-    if not all(finished):
-        stuck = [r for r, done in enumerate(finished) if not done]
-        raise DeadlockError(f"simulation stalled with ranks {stuck} waiting; run 'pipesim validate' for the cycle")
+    if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
+        raise DeadlockError(describe_deadlock(table, position))
     return np.asarray(start), np.asarray(end)

@@ -1,16 +1,21 @@
 """Validation: prove a Program complete, correctly ordered and deadlock-free, or name what is wrong.
 
-The check is an abstract execution of every rank under the executor's communication semantics
-(DESIGN.md, "Communication semantics"): each directed link is one FIFO channel, the k-th send on a→b is
-consumed by the k-th receive on b from a, and both must agree on what travels. A receive blocks its rank
-until the message was sent. A send either returns at once (:attr:`CommSemantics.BUFFERED`, what the
-executor's ``isend`` gives on gloo) or waits until the peer reaches the matching receive
-(:attr:`CommSemantics.RENDEZVOUS`, NCCL point-to-point without grouping).
+The rules are the executor's communication semantics (DESIGN.md, "Communication semantics"): each directed
+link is one FIFO channel, the k-th send on a→b is consumed by the k-th receive on b from a, and both must
+agree on what travels; a receive blocks its rank until its message was sent. A send either returns at once
+(:attr:`CommSemantics.BUFFERED`, the executor's ``isend`` on gloo) or waits until the peer reaches the
+matching receive (:attr:`CommSemantics.RENDEZVOUS`, NCCL point-to-point without grouping).
 
-Each rank tracks which data it holds — the activation leaving stage s for microbatch m, the input gradient
-of stage s for m — and every instruction checks that what it consumes is there. If no rank can move and
-some are unfinished, the waits form a cycle (every blocked rank waits on exactly one peer) and the error
-names it.
+The checks run on the Program's column table, in this order, and the first failure is reported:
+
+1. fields: chunks, microbatches and peers in range, every send/receive talking to the rank that holds the
+   neighbouring stage;
+2. local order: on each rank, every instruction's input exists earlier on that rank — an activation or
+   gradient computed there or received there, ``F`` before its ``B``, ``I`` before its ``W``, all weight
+   gradients before ``REDUCE_GRAD``, ``STEP`` last — and each compute op runs exactly once;
+3. pairing: the sends and receives of each link agree message by message;
+4. progress: an abstract run in which receives (and rendezvous sends) block; if ranks remain that cannot
+   move, every blocked rank waits on exactly one peer, so the waits form a cycle, which the error names.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from __future__ import annotations
 import enum
 from collections import deque
 
+import numpy as np
+
 from pipesim.errors import DeadlockError, ScheduleError
-from pipesim.ir import Instruction, Op, Program
+from pipesim.ir import Op, Program
+from pipesim.program_table import KIND_RECV, KIND_SEND, OP_CODE, ProgramTable, table_of
 
 
 class CommSemantics(enum.Enum):
@@ -29,7 +37,37 @@ class CommSemantics(enum.Enum):
     RENDEZVOUS = "rendezvous"
 
 
-_ACT, _GRAD = 0, 1  # kinds of data that travel between stages
+_F, _B, _I, _W = (OP_CODE[o] for o in (Op.F, Op.B, Op.I, Op.W))
+_SEND_F, _RECV_F, _SEND_B, _RECV_B = (OP_CODE[o] for o in (Op.SEND_F, Op.RECV_F, Op.SEND_B, Op.RECV_B))
+_REDUCE, _STEP = OP_CODE[Op.REDUCE_GRAD], OP_CODE[Op.STEP]
+_SLOT = 1 << 40  # offsets op-slot keys from data keys in the availability index
+_ACT, _GRAD = 0, 1  # what travels between stages: the activation leaving a stage, the gradient entering it
+
+
+def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED) -> None:
+    """Raise :class:`ScheduleError` (or :class:`DeadlockError`) with a one-line reason, or return None."""
+    if len(program.ranks) != program.shape.pp:
+        raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={program.shape.pp}")
+    checker = _Checker(table_of(program))
+    checker.check_fields()
+    checker.check_local_order()
+    checker.check_pairing()
+    checker.check_progress(semantics)
+
+
+def validate_static(program: Program) -> None:
+    """Checks 1–3 only. The simulator runs this and detects deadlock (check 4) itself on the way."""
+    if len(program.ranks) != program.shape.pp:
+        raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={program.shape.pp}")
+    checker = _Checker(table_of(program))
+    checker.check_fields()
+    checker.check_local_order()
+    checker.check_pairing()
+
+
+def describe_deadlock(table: ProgramTable, position: list[int]) -> str:
+    """Name the cycle of waits, given the row each rank is stuck at (its end row when finished)."""
+    return _Checker(table).cycle_message(position)
 
 
 def _describe(kind: int, mb: int, stage: int) -> str:
@@ -37,277 +75,285 @@ def _describe(kind: int, mb: int, stage: int) -> str:
     return f"{what} of stage {stage} for mb {mb}"
 
 
-class _RankState:
-    __slots__ = ("blocked", "done_b", "done_f", "done_i", "done_w", "have", "pc", "reduced", "stepped")
-
-    def __init__(self) -> None:
-        self.pc = 0
-        self.have: set[tuple[int, int, int]] = set()  # (kind, mb, stage) data available on this rank
-        self.done_f: set[tuple[int, int]] = set()  # (mb, stage)
-        self.done_b: set[tuple[int, int]] = set()  # fused B
-        self.done_i: set[tuple[int, int]] = set()
-        self.done_w: set[tuple[int, int]] = set()
-        self.reduced: set[int] = set()
-        self.stepped = False
-        self.blocked = False
-
-
-def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED) -> None:
-    """Raise :class:`ScheduleError` (or :class:`DeadlockError`) with a one-line reason, or return None."""
-    _Checker(program, semantics).run()
-
-
 class _Checker:
-    def __init__(self, program: Program, semantics: CommSemantics) -> None:
-        self.program = program
-        self.shape = program.shape
-        self.rendezvous = semantics is CommSemantics.RENDEZVOUS
-        self.pp = self.shape.pp
-        if len(program.ranks) != self.pp:
-            raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={self.pp}")
-        self.states = [_RankState() for _ in range(self.pp)]
-        # link (src, dst) -> labels sent so far, and how many of them dst has received
-        self.sent: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        self.received: dict[tuple[int, int], int] = {}
+    def __init__(self, table: ProgramTable) -> None:
+        self.t = table
+        self.shape = table.program.shape
+        self.code = table.program.ranks
 
-    # --- driver ---------------------------------------------------------------------------------------
-    def run(self) -> None:
-        ready = deque(range(self.pp))
-        queued = [True] * self.pp
+    def ins(self, row: int) -> str:
+        """``rank r: <instruction>`` for error messages."""
+        rank = int(self.t.rank[row])
+        return f"rank {rank}: {self.code[rank][int(self.t.seq[row])]}"
+
+    # --- 1. fields --------------------------------------------------------------------------------------
+    def check_fields(self) -> None:
+        t, shape = self.t, self.shape
+        op = t.op
+        not_step = op != _STEP
+        bad = np.flatnonzero(not_step & ((t.chunk < 0) | (t.chunk >= shape.chunks)))
+        if len(bad):
+            raise ScheduleError(f"{self.ins(bad[0])} names chunk {t.chunk[bad[0]]}; chunks are 0..{shape.chunks - 1}")
+        with_mb = not_step & (op != _REDUCE)
+        bad = np.flatnonzero(with_mb & ((t.microbatch < 0) | (t.microbatch >= shape.microbatches)))
+        if len(bad):
+            raise ScheduleError(
+                f"{self.ins(bad[0])} names mb {t.microbatch[bad[0]]}; microbatches are 0..{shape.microbatches - 1}"
+            )
+        comm = t.kind != 0
+        towards_next = (op == _SEND_F) | (op == _RECV_B)
+        neighbour = np.where(towards_next, t.stage + 1, t.stage - 1)
+        bad = np.flatnonzero(comm & ((neighbour < 0) | (neighbour >= shape.num_stages)))
+        if len(bad):
+            row = bad[0]
+            raise ScheduleError(f"{self.ins(row)} acts on stage {t.stage[row]}, which has no stage {neighbour[row]}")
+        expected_peer = np.where(comm, self._rank_of(np.clip(neighbour, 0, shape.num_stages - 1)), -1)
+        bad = np.flatnonzero(comm & (t.peer != expected_peer))
+        if len(bad):
+            row = bad[0]
+            raise ScheduleError(
+                f"{self.ins(row)} talks to rank {t.peer[row]}, but stage {neighbour[row]} lives on rank "
+                f"{expected_peer[row]}"
+            )
+        bad = np.flatnonzero(comm & (t.peer == t.rank))
+        if len(bad):
+            raise ScheduleError(f"{self.ins(bad[0])} talks to its own rank; the neighbouring stage is local, drop it")
+        self.neighbour = neighbour
+
+    def _rank_of(self, stage: np.ndarray) -> np.ndarray:
+        pp = self.shape.pp
+        chunk, offset = np.divmod(stage, pp)
+        if self.shape.placement.value == "v":
+            return np.where(chunk % 2 == 1, pp - 1 - offset, offset)
+        return offset
+
+    # --- 2. local order ---------------------------------------------------------------------------------
+    def check_local_order(self) -> None:
+        t, shape = self.t, self.shape
+        m, s_count, pp = shape.microbatches, shape.num_stages, shape.pp
+        rows = np.arange(t.num_rows)
+        op, mb, stage = t.op, t.microbatch, t.stage
+
+        def key(what: int | np.ndarray, microbatch: np.ndarray, st: np.ndarray, rank: np.ndarray) -> np.ndarray:
+            # Unique integer per (rank, what, mb, stage); `what` spans data kinds and op codes.
+            return ((rank * 16 + what) * m + microbatch) * (s_count + 2) + (st + 1)
+
+        # Each compute op at most once (and B never beside I/W for the same microbatch and stage).
+        compute = np.isin(op, (_F, _B, _I, _W))
+        backward_kind = np.where(op == _W, _W, np.where(op == _F, _F, _B))  # I and B share a slot
+        compute_keys = key(backward_kind[compute], mb[compute], stage[compute], t.rank[compute])
+        unique, counts = np.unique(compute_keys, return_counts=True)
+        if (counts > 1).any():
+            dup_key = unique[counts > 1][0]
+            row = rows[compute][np.flatnonzero(compute_keys == dup_key)[1]]
+            raise ScheduleError(f"{self.ins(row)} runs twice for mb {mb[row]} on stage {stage[row]}")
+
+        # Where each piece of data becomes available on a rank (position = row; rows of a rank are ordered).
+        produced_kind = np.full(t.num_rows, -1)
+        produced_stage = stage.copy()
+        produced_kind[(op == _F) | (op == _RECV_F)] = _ACT
+        produced_kind[(op == _B) | (op == _I) | (op == _RECV_B)] = _GRAD
+        produced_stage[op == _RECV_F] = stage[op == _RECV_F] - 1
+        produced_stage[op == _RECV_B] = stage[op == _RECV_B] + 1
+        producers = produced_kind >= 0
+        # Op slots (F done, I-or-B done) are keyed apart from data by a high offset.
+        all_keys = np.concatenate([
+            key(produced_kind[producers], mb[producers], produced_stage[producers], t.rank[producers]),
+            compute_keys + _SLOT,
+        ])
+        all_rows = np.concatenate([rows[producers], rows[compute]])
+        order = np.lexsort((all_rows, all_keys))
+        known_keys, first = np.unique(all_keys[order], return_index=True)
+        first_row = all_rows[order][first]  # the earliest row at which each key is available
+
+        def require(consumers: np.ndarray, need_keys: np.ndarray, describe) -> None:
+            if not len(consumers):
+                return
+            index = np.minimum(np.searchsorted(known_keys, need_keys), len(known_keys) - 1)
+            ok = (known_keys[index] == need_keys) & (first_row[index] < consumers)
+            if not ok.all():
+                raise ScheduleError(describe(int(consumers[np.flatnonzero(~ok)[0]])))
+
+        last = s_count - 1
+        f_rows = np.flatnonzero((op == _F) & (stage > 0))
+        require(f_rows, key(_ACT, mb[f_rows], stage[f_rows] - 1, t.rank[f_rows]),
+                lambda r: self._missing_input(r, _ACT, stage[r] - 1, "RECV_F"))
+        back = np.flatnonzero((op == _B) | (op == _I))
+        require(back, key(_F, mb[back], stage[back], t.rank[back]) + _SLOT,
+                lambda r: f"{self.ins(r)} runs before F mb={mb[r]} chunk={t.chunk[r]}")
+        back_mid = back[stage[back] < last]
+        require(back_mid, key(_GRAD, mb[back_mid], stage[back_mid] + 1, t.rank[back_mid]),
+                lambda r: self._missing_input(r, _GRAD, stage[r] + 1, "RECV_B"))
+        w_rows = np.flatnonzero(op == _W)
+        require(w_rows, key(_B, mb[w_rows], stage[w_rows], t.rank[w_rows]) + _SLOT,
+                lambda r: f"{self.ins(r)} runs before I mb={mb[r]} chunk={t.chunk[r]}")
+        for send_op, kind in ((_SEND_F, _ACT), (_SEND_B, _GRAD)):
+            sends = np.flatnonzero(op == send_op)
+            require(sends, key(kind, mb[sends], stage[sends], t.rank[sends]),
+                    lambda r, kind=kind: f"{self.ins(r)} sends the {_describe(kind, mb[r], stage[r])} before "
+                    f"computing it; move it after {'F' if kind == _ACT else 'B/I'} mb={mb[r]} chunk={t.chunk[r]}")
+        self._check_reduce_and_step(compute, backward_kind)
+
+        # Every microbatch through every stage, forward and backward, on the rank that holds the stage.
+        grid_rank, grid_chunk, grid_mb = (g.ravel() for g in np.meshgrid(
+            np.arange(pp), np.arange(shape.chunks), np.arange(m), indexing="ij"))
+        grid_stage = np.where(
+            (shape.placement.value == "v") & (grid_chunk % 2 == 1),
+            (grid_chunk + 1) * pp - 1 - grid_rank, grid_chunk * pp + grid_rank)
+        for what, name in ((_F, "F"), (_B, "B (or I)")):
+            missing = np.flatnonzero(~np.isin(key(what, grid_mb, grid_stage, grid_rank), compute_keys))
+            if len(missing):
+                i = missing[0]
+                raise ScheduleError(
+                    f"rank {grid_rank[i]} never runs {name} mb={grid_mb[i]} chunk={grid_chunk[i]} (stage "
+                    f"{grid_stage[i]}); every microbatch must pass every stage once, forward and backward"
+                )
+        split = set(compute_keys[op[compute] == _I].tolist())
+        done_w = {k - (_W - _B) * m * (s_count + 2) for k in compute_keys[op[compute] == _W].tolist()}
+        missing_w = split - done_w
+        if missing_w:
+            row = rows[compute][np.flatnonzero(compute_keys == min(missing_w))[0]]
+            raise ScheduleError(f"{self.ins(row)} has no W: its weight gradient is never computed")
+
+    def _missing_input(self, row: int, kind: int, needed_stage: int, recv: str) -> str:
+        rank = self.t.rank[row]
+        return (
+            f"{self.ins(row)} runs before its input, the {_describe(kind, self.t.microbatch[row], needed_stage)}, "
+            f"was computed on or received by rank {rank}; put a {recv} (or the producing op) before it"
+        )
+
+    def _check_reduce_and_step(self, compute: np.ndarray, backward_kind: np.ndarray) -> None:
+        t, shape = self.t, self.shape
+        # A microbatch's weight gradient is final after its B, or after its W in a split backward.
+        final = compute & ((t.op == _B) | (t.op == _W))
+        for rank, (begin, end) in enumerate(t.rank_bounds):
+            ops = t.op[begin:end]
+            steps = np.flatnonzero(ops == _STEP)
+            if len(steps) == 0:
+                raise ScheduleError(f"rank {rank} never runs STEP; it must be its last instruction")
+            if len(steps) > 1:
+                raise ScheduleError(f"rank {rank}: STEP runs twice")
+            if steps[0] != end - begin - 1:
+                raise ScheduleError(f"{self.ins(begin + steps[0] + 1)} comes after STEP; STEP must be last")
+            reduces = np.flatnonzero(ops == _REDUCE) + begin
+            chunks_reduced = t.chunk[reduces]
+            for chunk in range(shape.chunks):
+                where = reduces[chunks_reduced == chunk]
+                if len(where) == 0:
+                    raise ScheduleError(f"rank {rank}: STEP runs before REDUCE_GRAD chunk={chunk}")
+                if len(where) > 1:
+                    raise ScheduleError(f"{self.ins(where[1])} runs twice")
+                grads = np.flatnonzero(final[begin:end] & (t.chunk[begin:end] == chunk)) + begin
+                late = grads[grads > where[0]]
+                if len(late):
+                    raise ScheduleError(
+                        f"{self.ins(where[0])} runs before {self.code[rank][t.seq[late[0]]]}; gradients would be "
+                        "incomplete"
+                    )
+
+    # --- 3. pairing -------------------------------------------------------------------------------------
+    def check_pairing(self) -> None:
+        t = self.t
+        is_send, is_recv = t.kind == KIND_SEND, t.kind == KIND_RECV
+        grad = (t.op == _SEND_B) | (t.op == _RECV_B)
+        # Label of what travels: (kind, mb, stage it leaves). A send leaves its own stage; a receive expects
+        # the neighbouring one.
+        label_stage = np.where(is_send, t.stage, self.neighbour)
+        for link in range(t.num_links):
+            sends = np.flatnonzero(is_send & (t.link == link))
+            recvs = np.flatnonzero(is_recv & (t.link == link))
+            n = min(len(sends), len(recvs))
+            s_label = np.stack([grad[sends[:n]], t.microbatch[sends[:n]], label_stage[sends[:n]]], axis=1)
+            r_label = np.stack([grad[recvs[:n]], t.microbatch[recvs[:n]], label_stage[recvs[:n]]], axis=1)
+            differ = np.flatnonzero((s_label != r_label).any(axis=1))
+            if len(differ):
+                k = differ[0]
+                src, dst = int(t.rank[sends[k]]), int(t.rank[recvs[k]])
+                raise ScheduleError(
+                    f"link {src}→{dst} is FIFO: message #{k + 1} rank {src} sends is the "
+                    f"{_describe(int(s_label[k, 0]), *s_label[k, 1:].tolist())}, but rank {dst}'s receive #{k + 1} "
+                    f"from it ({self.code[dst][t.seq[recvs[k]]]}) expects the "
+                    f"{_describe(int(r_label[k, 0]), *r_label[k, 1:].tolist())}; reorder so they agree"
+                )
+            if len(sends) > n:
+                row = sends[n]
+                raise ScheduleError(
+                    f"{self.ins(row)} has no matching receive: rank {t.peer[row]} receives only {n} message(s) "
+                    f"from rank {t.rank[row]}; add the receive or drop the send"
+                )
+            if len(recvs) > n:
+                row = recvs[n]
+                raise ScheduleError(
+                    f"{self.ins(row)} has no matching send: rank {t.peer[row]} sends only {n} message(s) "
+                    f"to rank {t.rank[row]}; add the send or drop the receive"
+                )
+
+    # --- 4. progress ------------------------------------------------------------------------------------
+    def check_progress(self, semantics: CommSemantics) -> None:
+        """Run every rank as far as it can; receives wait for their send (rendezvous: sends wait too)."""
+        t = self.t
+        kinds, links, messages = t.kind.tolist(), t.link.tolist(), t.message.tolist()
+        peers = t.peer.tolist()
+        bounds = t.rank_bounds
+        pc = [begin for begin, _ in bounds]
+        sent = [0] * t.num_links  # messages issued on each link
+        received = [0] * t.num_links
+        rendezvous = semantics is CommSemantics.RENDEZVOUS
+        ready = deque(range(len(bounds)))
+        queued = [True] * len(bounds)
+
+        def wake(rank: int) -> None:
+            if not queued[rank]:
+                queued[rank] = True
+                ready.append(rank)
+
         while ready:
             rank = ready.popleft()
             queued[rank] = False
-            for woken in self._advance(rank):
-                if not queued[woken]:
-                    queued[woken] = True
-                    ready.append(woken)
-        unfinished = [r for r in range(self.pp) if self.states[r].pc < len(self.program.ranks[r])]
-        if unfinished:
-            raise DeadlockError(self._cycle_message(unfinished[0]))
-        self._check_complete()
-
-    def _advance(self, rank: int) -> list[int]:
-        """Run ``rank`` until it blocks or finishes; return the ranks it may have unblocked."""
-        state = self.states[rank]
-        program = self.program.ranks[rank]
-        woken: list[int] = []
-        while state.pc < len(program):
-            ins = program[state.pc]
-            op = ins.op
-            if op.is_recv:
-                link = (ins.peer, rank)
-                index = self.received.get(link, 0)
-                if index >= len(self.sent.get(link, ())):
-                    if self.rendezvous and self._peer_waits_to_send(ins.peer, rank):
-                        self._complete_send(ins.peer)
-                        woken.append(ins.peer)
+            row, stop = pc[rank], bounds[rank][1]
+            while row < stop:
+                kind = kinds[row]
+                if kind == KIND_RECV:
+                    link = links[row]
+                    if sent[link] <= messages[row]:
+                        break
+                    received[link] += 1
+                    if rendezvous:
+                        wake(peers[row])  # its blocked send completes with this receive
+                elif kind == KIND_SEND:
+                    link = links[row]
+                    if rendezvous:
+                        # The send completes once the receiver reaches the matching receive.
+                        if sent[link] == messages[row]:
+                            sent[link] += 1
+                            wake(peers[row])
+                        if received[link] <= messages[row]:
+                            break
                     else:
-                        state.blocked = True
-                        return woken
-                self._receive(rank, ins, link, index)
-            elif op.is_send:
-                self._check_send(rank, ins)
-                if self.rendezvous and not self._peer_waits_to_receive(rank, ins.peer):
-                    state.blocked = True
-                    return woken
-                self._send(rank, ins)
-                woken.append(ins.peer)
-            else:
-                self._compute(rank, ins)
-            state.pc += 1
-            state.blocked = False
-        return woken
+                        sent[link] += 1
+                        wake(peers[row])
+                row += 1
+            pc[rank] = row
+        if any(pc[r] < stop for r, (_, stop) in enumerate(bounds)):
+            raise DeadlockError(self.cycle_message(pc))
 
-    # --- rendezvous helpers ---------------------------------------------------------------------------
-    def _peer_waits_to_send(self, src: int, dst: int) -> bool:
-        peer = self.states[src]
-        code = self.program.ranks[src]
-        return peer.blocked and peer.pc < len(code) and code[peer.pc].op.is_send and code[peer.pc].peer == dst
-
-    def _peer_waits_to_receive(self, src: int, dst: int) -> bool:
-        peer = self.states[dst]
-        code = self.program.ranks[dst]
-        return peer.blocked and peer.pc < len(code) and code[peer.pc].op.is_recv and code[peer.pc].peer == src
-
-    def _complete_send(self, src: int) -> None:
-        """A rendezvous send blocked on ``src`` is matched by its receiver now."""
-        state = self.states[src]
-        self._send(src, self.program.ranks[src][state.pc])
-        state.pc += 1
-        state.blocked = False
-
-    # --- per-instruction rules ------------------------------------------------------------------------
-    def _locate(self, rank: int, ins: Instruction) -> int:
-        """Check the instruction's fields and return the stage it acts on."""
-        shape = self.shape
-        if ins.chunk is None or not 0 <= ins.chunk < shape.chunks:
-            raise ScheduleError(f"rank {rank}: {ins} names chunk {ins.chunk}; chunks are 0..{shape.chunks - 1}")
-        if ins.op is not Op.REDUCE_GRAD and (ins.mb is None or not 0 <= ins.mb < shape.microbatches):
-            raise ScheduleError(
-                f"rank {rank}: {ins} names mb {ins.mb}; microbatches are 0..{shape.microbatches - 1}"
-            )
-        return shape.stage(rank, ins.chunk)
-
-    def _expected_peer(self, rank: int, ins: Instruction, stage: int) -> tuple[int, int]:
-        """(peer rank, neighbouring stage) the communication instruction must talk to."""
-        towards_next = ins.op in (Op.SEND_F, Op.RECV_B)
-        neighbour = stage + 1 if towards_next else stage - 1
-        if not 0 <= neighbour < self.shape.num_stages:
-            raise ScheduleError(f"rank {rank}: {ins} acts on stage {stage}, which has no stage {neighbour}")
-        peer = self.shape.rank_of(neighbour)
-        if ins.peer != peer:
-            raise ScheduleError(
-                f"rank {rank}: {ins} talks to rank {ins.peer}, but stage {neighbour} lives on rank {peer}"
-            )
-        if peer == rank:
-            raise ScheduleError(f"rank {rank}: {ins} sends to itself; stage {neighbour} is local, drop it")
-        return peer, neighbour
-
-    def _check_send(self, rank: int, ins: Instruction) -> None:
-        stage = self._locate(rank, ins)
-        self._expected_peer(rank, ins, stage)
-        label = (_ACT if ins.op is Op.SEND_F else _GRAD, ins.mb, stage)
-        if label not in self.states[rank].have:
-            raise ScheduleError(
-                f"rank {rank}: {ins} sends the {_describe(*label)} before computing it; move it after "
-                f"{'F' if label[0] == _ACT else 'B/I'} mb={ins.mb} chunk={ins.chunk}"
-            )
-
-    def _send(self, rank: int, ins: Instruction) -> None:
-        stage = self.shape.stage(rank, ins.chunk)
-        label = (_ACT if ins.op is Op.SEND_F else _GRAD, ins.mb, stage)
-        self.sent.setdefault((rank, ins.peer), []).append(label)
-
-    def _receive(self, rank: int, ins: Instruction, link: tuple[int, int], index: int) -> None:
-        stage = self._locate(rank, ins)
-        _, neighbour = self._expected_peer(rank, ins, stage)
-        expected = (_ACT if ins.op is Op.RECV_F else _GRAD, ins.mb, neighbour)
-        arrived = self.sent[link][index]
-        if arrived != expected:
-            raise ScheduleError(
-                f"link {link[0]}→{link[1]} is FIFO: message #{index + 1} rank {link[0]} sends is the "
-                f"{_describe(*arrived)}, but rank {rank}'s receive #{index + 1} from it ({ins}) expects the "
-                f"{_describe(*expected)}; reorder so sends and receives on this link agree"
-            )
-        self.received[link] = index + 1
-        self.states[rank].have.add(expected)
-
-    def _compute(self, rank: int, ins: Instruction) -> None:
-        op, state = ins.op, self.states[rank]
-        if op is Op.STEP:
-            self._step(rank, state)
-            return
-        stage = self._locate(rank, ins)
-        if state.stepped:
-            raise ScheduleError(f"rank {rank}: {ins} comes after STEP; STEP must be last")
-        if op is Op.REDUCE_GRAD:
-            self._reduce(rank, ins, state)
-            return
-        key = (ins.mb, stage)
-        if op is Op.F:
-            if key in state.done_f:
-                raise ScheduleError(f"rank {rank}: {ins} runs twice (forward of stage {stage}, mb {ins.mb})")
-            if stage > 0:
-                self._need(rank, ins, (_ACT, ins.mb, stage - 1), "RECV_F")
-            state.done_f.add(key)
-            state.have.add((_ACT, ins.mb, stage))
-            return
-        if op is Op.W:
-            if key in state.done_w:
-                raise ScheduleError(f"rank {rank}: {ins} runs twice")
-            if key not in state.done_i:
-                raise ScheduleError(f"rank {rank}: {ins} runs before I mb={ins.mb} chunk={ins.chunk}")
-            state.done_w.add(key)
-            return
-        # B or I
-        if key in state.done_b or key in state.done_i:
-            raise ScheduleError(f"rank {rank}: {ins} runs twice (backward of stage {stage}, mb {ins.mb})")
-        if key not in state.done_f:
-            raise ScheduleError(f"rank {rank}: {ins} runs before F mb={ins.mb} chunk={ins.chunk}")
-        if stage < self.shape.num_stages - 1:
-            self._need(rank, ins, (_GRAD, ins.mb, stage + 1), "RECV_B")
-        (state.done_b if op is Op.B else state.done_i).add(key)
-        state.have.add((_GRAD, ins.mb, stage))
-
-    def _need(self, rank: int, ins: Instruction, label: tuple[int, int, int], recv: str) -> None:
-        if label not in self.states[rank].have:
-            raise ScheduleError(
-                f"rank {rank}: {ins} runs before its input, the {_describe(*label)}, was computed on or "
-                f"received by rank {rank}; put a {recv} (or the producing op) before it"
-            )
-
-    def _missing_backward(self, rank: int, state: _RankState, chunk: int) -> str | None:
-        stage = self.shape.stage(rank, chunk)
-        for mb in range(self.shape.microbatches):
-            key = (mb, stage)
-            if key not in state.done_b and key not in state.done_w:
-                op = "W" if key in state.done_i else "B"
-                return f"{op} mb={mb} chunk={chunk}"
-        return None
-
-    def _reduce(self, rank: int, ins: Instruction, state: _RankState) -> None:
-        if ins.chunk in state.reduced:
-            raise ScheduleError(f"rank {rank}: {ins} runs twice")
-        missing = self._missing_backward(rank, state, ins.chunk)
-        if missing:
-            raise ScheduleError(f"rank {rank}: {ins} runs before {missing}; gradients would be incomplete")
-        state.reduced.add(ins.chunk)
-
-    def _step(self, rank: int, state: _RankState) -> None:
-        if state.stepped:
-            raise ScheduleError(f"rank {rank}: STEP runs twice")
-        for chunk in range(self.shape.chunks):
-            missing = self._missing_backward(rank, state, chunk)
-            if missing:
-                raise ScheduleError(f"rank {rank}: STEP runs before {missing}")
-            if chunk not in state.reduced:
-                raise ScheduleError(f"rank {rank}: STEP runs before REDUCE_GRAD chunk={chunk}")
-        state.stepped = True
-
-    # --- end-of-program checks ------------------------------------------------------------------------
-    def _check_complete(self) -> None:
-        for rank, state in enumerate(self.states):
-            shape = self.shape
-            for chunk in range(shape.chunks):
-                stage = shape.stage(rank, chunk)
-                for mb in range(shape.microbatches):
-                    if (mb, stage) not in state.done_f:
-                        raise ScheduleError(
-                            f"rank {rank} never runs F mb={mb} chunk={chunk} (stage {stage}); every "
-                            "microbatch must pass every stage once"
-                        )
-            if not state.stepped:
-                raise ScheduleError(f"rank {rank} never runs STEP; it must be its last instruction")
-        for link, labels in self.sent.items():
-            received = self.received.get(link, 0)
-            if received < len(labels):
-                raise ScheduleError(
-                    f"rank {link[0]} sends the {_describe(*labels[received])} to rank {link[1]}, which never "
-                    "receives it; add the matching receive or drop the send"
-                )
-
-    def _cycle_message(self, start: int) -> str:
-        """Follow who-waits-on-whom from ``start`` until a rank repeats (or a finished rank is hit)."""
+    def cycle_message(self, pc: list[int]) -> str:
+        """Follow who-waits-on-whom from the first stuck rank until a rank repeats."""
         chain: list[str] = []
         seen: dict[int, int] = {}
-        rank = start
+        rank = next(r for r, (_, stop) in enumerate(self.t.rank_bounds) if pc[r] < stop)
         while rank not in seen:
             seen[rank] = len(chain)
-            code = self.program.ranks[rank]
-            pc = self.states[rank].pc
-            if pc >= len(code):
-                chain.append(f"rank {rank}, which has finished its program without sending it")
-                return "deadlock: " + ", ".join(chain)
-            ins = code[pc]
-            verb = "to receive it" if ins.op.is_send else "for"
-            if ins.op.is_send:
-                chain.append(f"rank {rank} waits at {ins} for rank {ins.peer} {verb}")
-            else:
-                chain.append(f"rank {rank} waits at {ins} for rank {ins.peer}")
+            row = pc[rank]
+            if row >= self.t.rank_bounds[rank][1]:
+                chain.append(f"rank {rank} has finished its program")
+                break
+            ins = self.code[rank][self.t.seq[row]]
+            suffix = " to receive it" if ins.op.is_send else ""
+            chain.append(f"rank {rank} waits at {ins} for rank {ins.peer}{suffix}")
             rank = ins.peer
-        cycle = chain[seen[rank] :]
-        lead = chain[: seen[rank]]
-        text = "; ".join(cycle) + f" — a cycle back to rank {rank}"
-        if lead:
-            text = "; ".join(lead) + "; " + text
-        return "deadlock: " + text
+        else:
+            cycle, lead = chain[seen[rank] :], chain[: seen[rank]]
+            text = "; ".join(cycle) + f" — a cycle back to rank {rank}"
+            return "deadlock: " + ("; ".join(lead) + "; " if lead else "") + text
+        return "deadlock: " + "; ".join(chain)

@@ -1,0 +1,80 @@
+"""The simulator against DESIGN.md's closed forms, exactly, on uniform costs with no communication."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipesim.costs import CostModel, StageCosts
+from pipesim.ir import Op
+from pipesim.simulator import simulate
+
+GRID = [(p, m) for p in (1, 2, 3, 4, 6, 8) for m in (1, 2, 3, 4, 5, 8, 13, 16, 32)]
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+@pytest.mark.parametrize(("p", "m"), GRID)
+def test_bubble_fraction_gpipe_1f1b(program_of, schedule, p, m):
+    result = simulate(program_of(schedule, p, m))
+    assert result.metrics.bubble_fraction == pytest.approx((p - 1) / (m + p - 1), abs=1e-9)
+    assert result.metrics.bubble_overhead == pytest.approx((p - 1) / m, abs=1e-9)
+
+
+@pytest.mark.parametrize(("forward", "backward"), [(1.0, 2.0), (0.7, 1.9), (3.0, 3.0)])
+def test_bubble_fraction_holds_for_any_uniform_f_and_b(program_of, forward, backward):
+    costs = CostModel(StageCosts(forward=forward, backward=backward))
+    for p, m in [(4, 16), (8, 5)]:
+        result = simulate(program_of("1f1b", p, m), costs)
+        assert result.metrics.bubble_fraction == pytest.approx((p - 1) / (m + p - 1), abs=1e-9)
+        assert result.metrics.makespan == pytest.approx((m + p - 1) * (forward + backward), abs=1e-9)
+
+
+@pytest.mark.parametrize(("p", "m"), GRID)
+def test_peak_activations_1f1b_and_gpipe(program_of, p, m):
+    one_f_one_b = simulate(program_of("1f1b", p, m)).memory.peak_activations
+    assert one_f_one_b == tuple(float(min(p - r, m)) for r in range(p))
+    gpipe = simulate(program_of("gpipe", p, m)).memory.peak_activations
+    assert gpipe == tuple(float(m) for _ in range(p))
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 8])
+@pytest.mark.parametrize("v", [1, 2, 3, 4])
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_interleaved_bubble_overhead(program_of, p, v, groups):
+    m = p * groups
+    result = simulate(program_of("interleaved", p, m, v))
+    assert result.metrics.bubble_overhead == pytest.approx((p - 1) / (v * m), abs=1e-9)
+
+
+@pytest.mark.parametrize(("p", "v"), [(2, 2), (4, 2), (4, 4), (8, 2)])
+def test_interleaved_activation_growth(program_of, p, v):
+    """Korthikanti et al. 2023: the first rank holds p·(1 + (p−1)/(p·v)) stages' worth of activations."""
+    m = 4 * p
+    peak_chunks = simulate(program_of("interleaved", p, m, v)).memory.peak_activations[0]
+    # A chunk is 1/v of a rank's layers, so v chunk-activations equal one 1F1B stage-activation.
+    assert peak_chunks / v == pytest.approx(p * (1 + (p - 1) / (p * v)), abs=1e-9)
+
+
+def _warmup_forwards(order) -> int:
+    """Forwards before the steady state: the steady state's own first F precedes the first B."""
+    return next(i for i, ins in enumerate(order) if ins.op is not Op.F) - 1
+
+
+@pytest.mark.parametrize(("p", "m"), [(4, 8), (4, 2), (8, 16), (3, 1)])
+def test_megatron_warmup_1f1b(p, m):
+    from pipesim.loader import load_schedule
+
+    schedule = load_schedule("1f1b").build(p, m)
+    for r, order in enumerate(schedule.orders):
+        if min(p - r - 1, m) < m:
+            assert _warmup_forwards(order) == min(p - r - 1, m)
+
+
+@pytest.mark.parametrize(("p", "m", "v"), [(4, 8, 2), (4, 4, 2), (2, 8, 4), (8, 8, 3)])
+def test_megatron_warmup_interleaved(p, m, v):
+    from pipesim.loader import load_schedule
+
+    schedule = load_schedule("interleaved").build(p, m, v)
+    for r, order in enumerate(schedule.orders):
+        expected = min(2 * (p - r - 1) + (v - 1) * p, m * v)
+        counted = _warmup_forwards(order) if expected < m * v else sum(ins.op is Op.F for ins in order)
+        assert counted == expected
