@@ -8,7 +8,9 @@ from pipesim.errors import ScheduleError
 from pipesim.ir import Instruction, Op, PipelineShape, Placement, Program
 
 
-@pytest.mark.parametrize(("name", "pp", "mb", "chunks"), [("gpipe", 3, 5, 1), ("1f1b", 4, 8, 1), ("interleaved", 4, 8, 3)])
+@pytest.mark.parametrize(
+    ("name", "pp", "mb", "chunks"), [("gpipe", 3, 5, 1), ("1f1b", 4, 8, 1), ("interleaved", 4, 8, 3)]
+)
 def test_program_text_round_trip(program_of, name, pp, mb, chunks):
     program = program_of(name, pp, mb, chunks)
     assert Program.from_text(program.to_text()) == program
