@@ -1,4 +1,4 @@
-"""The ``pipesim`` command line: simulate, validate, lower, schedules, topology.
+"""The ``pipesim`` command line: simulate, validate, lower, sweep, plot, calibrate, overlay, topology.
 
 Every user error ends as one line on stderr (``pipesim: error: ...``) and exit status 2; files are written
 atomically, so a failed run leaves none half-written.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -202,6 +203,91 @@ def cmd_topology(args: argparse.Namespace) -> int:
     return 0
 
 
+def _floats(text: str) -> list[float]:
+    return [non_negative_float(v) for v in text.split(",") if v.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    return [positive_int(v) for v in text.split(",") if v.strip()]
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from pipesim.sweep import SweepGrid, run_sweep
+
+    if Path(args.output).suffix not in (".csv", ".parquet"):
+        raise PipesimError(f"-o {args.output}: sweep results are .csv or .parquet")
+    base = CostModel.load(args.costs) if args.costs else CostModel()
+    grid = SweepGrid(
+        schedules=[s.strip() for s in args.schedule.split(",") if s.strip()], pp=args.pp, microbatches=args.mb,
+        chunks=args.chunks or [None], forward=args.forward, backward=args.backward, p2p_latency=args.comm, base=base,
+    )
+    for name in grid.schedules:
+        load_schedule(name)  # an unknown name is an error up front, not a skipped point
+    points = grid.points()
+    with Progress(transient=True, disable=args.quiet) as bar:
+        task = bar.add_task(f"simulating {len(points)} configurations", total=len(points))
+        result = run_sweep(points, jobs=args.jobs, progress=lambda n: bar.advance(task, n))
+    path = Path(args.output)
+    from pipesim.atomic import write_with
+
+    if path.suffix == ".csv":
+        write_with(path, lambda tmp: result.frame.to_csv(tmp, index=False))
+    else:
+        write_with(path, lambda tmp: result.frame.to_parquet(tmp, index=False))
+    print(f"wrote {len(result.frame)} configurations to {path}")
+    if result.skipped:
+        print(f"skipped {result.skipped} grid point(s) the schedule rejects, e.g.: {result.first_skip_reason}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from pipesim.sweep_plot import plot_sweep, read_results
+
+    check_figure_path(args.output, flag="-o")
+    frame = read_results(args.results)
+    plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None, logx=args.logx)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pipesim.calibrate import calibrate
+    from pipesim.timeline import read_timeline
+
+    if Path(args.output).suffix not in (".json", ".yaml", ".yml"):
+        raise PipesimError(f"-o {args.output}: costs files are .json or .yaml")
+    frame = read_timeline(args.timeline, flag="timeline")
+    costs = calibrate(frame, warmup_steps=args.warmup_steps)
+    costs.save(args.output)
+    d = costs.default
+    print(f"wrote {args.output}: F={d.forward:.4g} B={d.backward:.4g} I={d.backward_input:.4g} "
+          f"W={d.backward_weight:.4g} p2p latency={costs.p2p_latency:.4g} [{costs.time_unit}], "
+          f"{len(costs.overrides)} stage override(s)")
+    return 0
+
+
+def cmd_overlay(args: argparse.Namespace) -> int:
+    from pipesim.overlay import one_step, overlay_errors, plot_overlay
+    from pipesim.timeline import read_timeline
+
+    if args.output:
+        check_figure_path(args.output, flag="-o")
+    predicted = one_step(read_timeline(args.predicted, flag="predicted timeline"), 0)
+    measured = one_step(read_timeline(args.measured, flag="measured timeline"), args.step)
+    errors = overlay_errors(predicted, measured)
+    if args.output:
+        plot_overlay(predicted, measured, errors, args.output, title=args.title, time_unit=args.time_unit)
+    if args.json:
+        print(json.dumps(errors.to_dict(), indent=2))
+    else:
+        print(errors.text())
+        if args.output:
+            print(f"wrote {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pipesim", description="Simulate pipeline-parallel training schedules.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -241,6 +327,54 @@ def build_parser() -> argparse.ArgumentParser:
     for dim in ("tp", "cp", "dp", "pp"):
         topo.add_argument(f"--{dim}", type=positive_int, default=1, help=f"{dim} degree (default 1)")
     topo.set_defaults(func=cmd_topology)
+
+    swp = sub.add_parser("sweep", help="simulate a grid of configurations into a CSV/Parquet table",
+                         description="Simulate every combination of the listed values (comma-separated) and "
+                         "write one row of metrics per configuration. Points a schedule rejects are skipped.")
+    swp.add_argument("--schedule", "-s", default="gpipe,1f1b,interleaved", help="schedules (default: all three)")
+    swp.add_argument("--pp", type=_ints, default=[2, 4, 8], help="pipeline ranks (default 2,4,8)")
+    swp.add_argument("--mb", type=_ints, default=[8, 16, 32, 64], help="microbatches (default 8,16,32,64)")
+    swp.add_argument("--chunks", "-v", type=_ints, default=None, help="chunks per rank (default: each schedule's)")
+    swp.add_argument("--forward", "-F", type=_floats, default=[1.0], help="forward costs (default 1)")
+    swp.add_argument("--backward", "-B", type=_floats, default=[2.0], help="backward costs (default 2)")
+    swp.add_argument("--comm", type=_floats, default=[0.0], help="P2P latencies (default 0)")
+    swp.add_argument("--costs", metavar="FILE", help="base costs file; the lists above override its defaults")
+    swp.add_argument("--jobs", "-j", type=int, default=1, help="processes (0 = all cores; default 1)")
+    swp.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    swp.add_argument("--output", "-o", required=True, metavar="FILE", help="results (.csv or .parquet)")
+    swp.set_defaults(func=cmd_sweep)
+
+    plo = sub.add_parser("plot", help="draw a figure from sweep results",
+                         description="Plot one metric of a sweep against one axis, a line per --hue, a panel "
+                         "per --facet value.")
+    plo.add_argument("results", help="sweep results (.csv or .parquet) from 'pipesim sweep'")
+    plo.add_argument("--x", default="microbatches", help="x axis column (default microbatches)")
+    plo.add_argument("--y", default="bubble_fraction", help="y axis column (default bubble_fraction)")
+    plo.add_argument("--hue", default="schedule", help="one line per value of this column (default schedule)")
+    plo.add_argument("--facet", default="pp", help="one panel per value of this column ('' for one panel)")
+    plo.add_argument("--logx", action="store_true", help="log2 x axis")
+    plo.add_argument("--output", "-o", required=True, metavar="FILE", help="figure (.png, .pdf or .svg)")
+    plo.set_defaults(func=cmd_plot)
+
+    cal = sub.add_parser("calibrate", help="derive a costs file from a measured timeline",
+                         description="Per-stage F/B/I/W medians (warm-up steps dropped) and P2P latency from a "
+                         "timeline, written as a costs file for 'pipesim simulate --costs'.")
+    cal.add_argument("timeline", help="measured timeline (.csv or .parquet)")
+    cal.add_argument("--warmup-steps", type=int, default=1, help="leading steps to drop when more exist (default 1)")
+    cal.add_argument("--output", "-o", required=True, metavar="FILE", help="costs file (.json or .yaml)")
+    cal.set_defaults(func=cmd_calibrate)
+
+    ovl = sub.add_parser("overlay", help="predicted vs measured timelines: errors and a two-panel Gantt chart",
+                         description="Match two timelines of the same Program instruction by instruction; print "
+                         "the makespan error and per-instruction start-time errors; draw both on one time axis.")
+    ovl.add_argument("predicted", help="predicted timeline (.csv/.parquet, from 'pipesim simulate --timeline')")
+    ovl.add_argument("measured", help="measured timeline (.csv/.parquet, from the executor)")
+    ovl.add_argument("--step", type=int, default=None, help="measured step to compare (default: the last)")
+    ovl.add_argument("--title", default="predicted vs measured", help="figure title")
+    ovl.add_argument("--time-unit", default="s", help="unit of both timelines, for the axis label (default s)")
+    ovl.add_argument("--json", action="store_true", help="print the errors as JSON")
+    ovl.add_argument("--output", "-o", metavar="FILE", help="figure (.png, .pdf or .svg)")
+    ovl.set_defaults(func=cmd_overlay)
     return parser
 
 
@@ -256,6 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pipesim: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # a bug in pipesim: still one line, with a way to see the traceback
+        if os.environ.get("PIPESIM_DEBUG"):
+            raise
+        print(f"pipesim: internal error: {type(err).__name__}: {err} (rerun with PIPESIM_DEBUG=1 for the "
+              "traceback, and please report it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

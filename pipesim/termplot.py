@@ -6,6 +6,8 @@ tells the ops apart without colour (F ' ', B '=', I '-', W '~'); idle time is 'Â
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -22,7 +24,7 @@ def render(frame: pd.DataFrame, max_width: int = MAX_WIDTH) -> str | None:
     quantum = float(durations[durations > 0].min()) if (durations > 0).any() else 1.0
     label_width = len(str(int(compute["microbatch"].max()))) + 1
     makespan = float(frame["end"].max())
-    columns = round(makespan / quantum) * label_width
+    columns = math.ceil(makespan / quantum - 1e-9) * label_width
     if columns > max_width:
         return None
     scale = label_width / quantum
@@ -31,7 +33,7 @@ def render(frame: pd.DataFrame, max_width: int = MAX_WIDTH) -> str | None:
     for rank in range(pp):
         row = np.full(columns, "Â·", dtype="<U1")
         for ins in compute[compute["rank"] == rank].itertuples(index=False):
-            begin, end = round(ins.start * scale), round(ins.end * scale)
+            begin, end = min(round(ins.start * scale), columns), min(round(ins.end * scale), columns)
             text = f"{ins.op}{ins.microbatch}"
             cells = list(text.ljust(end - begin, _FILL[ins.op]))[: end - begin]
             row[begin:end] = cells

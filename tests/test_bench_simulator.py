@@ -63,5 +63,5 @@ def _fresh_sweep(points):
 def test_bench_sweep_1000(benchmark):
     points = sweep_points()
     benchmark.group = "sweep"
-    frame = benchmark.pedantic(_fresh_sweep, args=(points,), rounds=3, iterations=1)
-    assert len(frame) == 1000
+    result = benchmark.pedantic(_fresh_sweep, args=(points,), rounds=3, iterations=1)
+    assert len(result.frame) == 1000 and result.skipped == 0

@@ -1,0 +1,76 @@
+"""Calibration: a cost model taken from a measured (or any) Timeline.
+
+Per stage, each compute op's duration is the median over microbatches and steps (robust to the odd slow
+instruction); warm-up steps are dropped first. The P2P latency is the median delay between a send being
+issued and its receive completing, over receives that were already waiting when the send was issued (so
+the delay is the transfer, not the receiver's lateness). The result is the costs file ``pipesim simulate
+--costs`` reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pipesim.costs import CostModel, StageCosts
+from pipesim.errors import PipesimError
+
+_FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight",
+                "REDUCE_GRAD": "reduce_grad"}
+
+
+def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: str = "s") -> CostModel:
+    """Build a :class:`CostModel` from ``frame``. ``warmup_steps`` are dropped when later steps exist."""
+    steps = sorted(frame["step"].unique())
+    if len(steps) > warmup_steps:
+        frame = frame[frame["step"] >= steps[warmup_steps]]
+    durations = frame.assign(duration=frame["end"] - frame["start"])
+    compute = durations[durations["op"].isin(list(_FIELD_OF_OP))]
+    if compute.empty:
+        raise PipesimError("timeline has no compute instructions (F, B, I, W) to calibrate from")
+    medians = compute.groupby(["stage", "op"])["duration"].median()
+    per_stage: dict[int, dict[str, float]] = {}
+    for (stage, op), value in medians.items():
+        per_stage.setdefault(int(stage), {})[_FIELD_OF_OP[op]] = float(value)
+    # The most common value of each field becomes the default; stages that differ become overrides.
+    default_values = {}
+    for field in _FIELD_OF_OP.values():
+        values = [fields[field] for fields in per_stage.values() if field in fields]
+        if values:
+            default_values[field] = float(np.median(values))
+    default = StageCosts(**{**_zero_unused(default_values), **default_values})
+    overrides = {
+        stage: {k: v for k, v in fields.items() if v != getattr(default, k)} for stage, fields in per_stage.items()
+    }
+    overrides = {stage: values for stage, values in overrides.items() if values}
+    step_rows = durations[durations["op"] == "STEP"]
+    return CostModel(
+        default=default,
+        overrides=overrides,
+        p2p_latency=_p2p_latency(frame),
+        optimizer_step=float(step_rows["duration"].median()) if len(step_rows) else 0.0,
+        time_unit=time_unit,
+    )
+
+
+def _zero_unused(values: dict[str, float]) -> dict[str, float]:
+    """Ops that never ran cost nothing, rather than the unit defaults, in a calibrated model."""
+    return {field: 0.0 for field in _FIELD_OF_OP.values() if field not in values}
+
+
+def _p2p_latency(frame: pd.DataFrame) -> float:
+    """Median send-issue → receive-complete delay over receives already waiting when the send was issued."""
+    sends = frame[frame["op"].isin(["SEND_F", "SEND_B"])]
+    recvs = frame[frame["op"].isin(["RECV_F", "RECV_B"])]
+    if sends.empty or recvs.empty:
+        return 0.0
+    # Message k on link (a→b) pairs the k-th send on a to b with the k-th receive on b from a, per step.
+    sends = sends.assign(src=sends["rank"], dst=sends["peer"]).sort_values(["step", "src", "dst", "seq"])
+    recvs = recvs.assign(src=recvs["peer"], dst=recvs["rank"]).sort_values(["step", "src", "dst", "seq"])
+    sends = sends.assign(k=sends.groupby(["step", "src", "dst"]).cumcount())
+    recvs = recvs.assign(k=recvs.groupby(["step", "src", "dst"]).cumcount())
+    pairs = recvs.merge(sends, on=["step", "src", "dst", "k"], suffixes=("_recv", "_send"))
+    waiting = pairs[pairs["start_recv"] <= pairs["start_send"]]
+    if waiting.empty:
+        return 0.0
+    return float(max(0.0, (waiting["end_recv"] - waiting["start_send"]).median()))
