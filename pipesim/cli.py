@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from pipesim.analytic.cli_hooks import add_model_args, add_preset_commands, model_setup_from_args, print_model_report
 from pipesim.costs import CostModel
 from pipesim.errors import PipesimError
 from pipesim.ir import Program
@@ -129,8 +130,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise PipesimError(f"--trace {args.trace}: Chrome traces are JSON; use a .json file name")
     if args.plot:
         check_figure_path(args.plot)
-    costs = _cost_model(args)
     built = build_program(args.schedule, args.pp, args.mb, args.chunks)
+    setup = model_setup_from_args(args, built.program.shape)
+    costs = setup.costs if setup else _cost_model(args)
     num_stages = built.program.shape.num_stages
     bad = [s for s in costs.overrides if s >= num_stages]
     if bad:
@@ -145,6 +147,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.plot:
         title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
+    if setup:
+        return print_model_report(setup, result, summary_dict(built, result, analytic) if args.json else None)
     if args.json:
         print(json.dumps(summary_dict(built, result, analytic), indent=2))
         return 0
@@ -211,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "conventions, beside the closed form), per-rank busy/idle/peak activations.")
     _add_schedule_args(sim)
     _add_cost_args(sim)
+    add_model_args(sim)
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--timeline", metavar="FILE", help="write the timeline (.csv or .parquet; times in cost units)")
     sim.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (Perfetto; 1 cost unit = 1 s)")
@@ -235,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("schedules", help="list built-in schedules", description="List built-in schedules.")
     lst.set_defaults(func=cmd_schedules)
+
+    add_preset_commands(sub)
 
     topo = sub.add_parser("topology", help="print the process groups of a tp×cp×dp×pp layout",
                           description="Print every process group (tp fastest, then cp, dp, pp).")
