@@ -148,7 +148,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
     if setup:
-        return print_model_report(setup, result, summary_dict(built, result, analytic) if args.json else None)
+        summary = summary_dict(built, result, analytic) if args.json else summary_text(built, result, analytic)
+        return print_model_report(setup, result, summary)
     if args.json:
         print(json.dumps(summary_dict(built, result, analytic), indent=2))
         return 0

@@ -113,12 +113,13 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
     return ModelSetup(model, chip, layout, build_cost_model(model, chip, layout, shape))
 
 
-def print_model_report(setup: ModelSetup, result, base_summary: dict | None = None) -> int:
-    """Print the step/memory report; with ``base_summary`` (the simulator's --json dict) print JSON."""
+def print_model_report(setup: ModelSetup, result, summary: dict | str) -> int:
+    """Print the simulator's summary and the step/memory report: JSON when ``summary`` is the --json dict."""
     report = step_report(setup.model, setup.chip, setup.layout, result)
-    if base_summary is not None:
-        print(json.dumps({**base_summary, "model_report": report.to_dict()}, indent=2))
+    if isinstance(summary, dict):
+        print(json.dumps({**summary, "model_report": report.to_dict()}, indent=2))
     else:
+        print(summary)
         print(report_text(report))
     return 0
 
