@@ -11,7 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-from pipesim.analytic.cli_hooks import add_model_args, add_preset_commands, model_setup_from_args, print_model_report
+from pipesim.analytic.cli_hooks import (
+    add_model_args,
+    add_preset_commands,
+    model_report_dict,
+    model_report_text,
+    model_setup_from_args,
+)
 from pipesim.costs import CostModel
 from pipesim.errors import PipesimError
 from pipesim.ir import Program
@@ -147,16 +153,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.plot:
         title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
-    if setup:
-        summary = summary_dict(built, result, analytic) if args.json else summary_text(built, result, analytic)
-        return print_model_report(setup, result, summary)
     if args.json:
-        print(json.dumps(summary_dict(built, result, analytic), indent=2))
+        data = summary_dict(built, result, analytic)
+        if setup:
+            data["model_report"] = model_report_dict(setup, result)
+        print(json.dumps(data, indent=2))
         return 0
     print(summary_text(built, result, analytic))
     drawing = render(result.timeline)
     if drawing:
         print(drawing)
+    if setup:
+        print(model_report_text(setup, result))
     for flag, path in (("timeline", args.timeline), ("trace", args.trace), ("plot", args.plot)):
         if path:
             print(f"wrote {flag} {path}")

@@ -1,13 +1,12 @@
 """The CLI's model/chip side: ``simulate --model … --hardware …`` arguments, report printing, ``models``, ``chips``.
 
 Kept out of :mod:`pipesim.cli` so that file only calls in here: :func:`add_model_args`,
-:func:`model_setup_from_args`, :func:`print_model_report` and :func:`add_preset_commands`.
+:func:`model_setup_from_args`, :func:`model_report_dict`, :func:`model_report_text` and :func:`add_preset_commands`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
@@ -113,15 +112,14 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
     return ModelSetup(model, chip, layout, build_cost_model(model, chip, layout, shape))
 
 
-def print_model_report(setup: ModelSetup, result, summary: dict | str) -> int:
-    """Print the simulator's summary and the step/memory report: JSON when ``summary`` is the --json dict."""
-    report = step_report(setup.model, setup.chip, setup.layout, result)
-    if isinstance(summary, dict):
-        print(json.dumps({**summary, "model_report": report.to_dict()}, indent=2))
-    else:
-        print(summary)
-        print(report_text(report))
-    return 0
+def model_report_dict(setup: ModelSetup, result) -> dict:
+    """Step time, tokens/s, MFU, bubble and per-rank GiB for ``--json`` (key ``model_report``)."""
+    return step_report(setup.model, setup.chip, setup.layout, result).to_dict()
+
+
+def model_report_text(setup: ModelSetup, result) -> str:
+    """The same as text, printed after the simulator's summary."""
+    return report_text(step_report(setup.model, setup.chip, setup.layout, result))
 
 
 def cmd_models(args: argparse.Namespace) -> int:
