@@ -12,6 +12,13 @@ import os
 import sys
 from pathlib import Path
 
+from pipesim.analytic.cli_hooks import (
+    add_model_args,
+    add_preset_commands,
+    model_report_dict,
+    model_report_text,
+    model_setup_from_args,
+)
 from pipesim.costs import CostModel
 from pipesim.errors import PipesimError
 from pipesim.ir import Program
@@ -130,8 +137,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise PipesimError(f"--trace {args.trace}: Chrome traces are JSON; use a .json file name")
     if args.plot:
         check_figure_path(args.plot)
-    costs = _cost_model(args)
     built = build_program(args.schedule, args.pp, args.mb, args.chunks)
+    setup = model_setup_from_args(args, built.program.shape)
+    costs = setup.costs if setup else _cost_model(args)
     num_stages = built.program.shape.num_stages
     bad = [s for s in costs.overrides if s >= num_stages]
     if bad:
@@ -147,12 +155,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
     if args.json:
-        print(json.dumps(summary_dict(built, result, analytic), indent=2))
+        data = summary_dict(built, result, analytic)
+        if setup:
+            data["model_report"] = model_report_dict(setup, result)
+        print(json.dumps(data, indent=2))
         return 0
     print(summary_text(built, result, analytic))
     drawing = render(result.timeline)
     if drawing:
         print(drawing)
+    if setup:
+        print(model_report_text(setup, result))
     for flag, path in (("timeline", args.timeline), ("trace", args.trace), ("plot", args.plot)):
         if path:
             print(f"wrote {flag} {path}")
@@ -297,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "conventions, beside the closed form), per-rank busy/idle/peak activations.")
     _add_schedule_args(sim)
     _add_cost_args(sim)
+    add_model_args(sim)
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--timeline", metavar="FILE", help="write the timeline (.csv or .parquet; times in cost units)")
     sim.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (Perfetto; 1 cost unit = 1 s)")
@@ -321,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("schedules", help="list built-in schedules", description="List built-in schedules.")
     lst.set_defaults(func=cmd_schedules)
+
+    add_preset_commands(sub)
 
     topo = sub.add_parser("topology", help="print the process groups of a tp×cp×dp×pp layout",
                           description="Print every process group (tp fastest, then cp, dp, pp).")

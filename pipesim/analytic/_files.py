@@ -1,0 +1,51 @@
+"""Reading a spec file (YAML or JSON) into a mapping, with one-line errors that name the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from pipesim.errors import PipesimError
+
+
+def read_mapping(path: Path, what: str) -> dict:
+    """Parse ``path`` as JSON (``.json``) or YAML (anything else) and require a mapping at the top."""
+    if not path.is_file():
+        raise PipesimError(f"{what} file {path} does not exist; give a preset name or an existing .yaml/.json file")
+    try:
+        text = path.read_text()
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        first = " ".join(str(err).split())  # YAML errors span lines; the CLI promises one
+        raise PipesimError(f"{what} file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: "
+                           f"{first}") from None
+    if not isinstance(data, dict):
+        raise PipesimError(f"{what} file {path}: expected a mapping of field: value at the top level")
+    return data
+
+
+def build_frozen(cls, data: dict, source: str, *, ints: set[str], floats: set[str], bools: set[str]):
+    """Construct dataclass ``cls`` from ``data``, checking field names and types with one-line errors."""
+    known = ints | floats | bools | {"name"}
+    unknown = set(data) - known
+    if unknown:
+        raise PipesimError(f"{source}: unknown field(s) {sorted(unknown)}; allowed: {sorted(known)}")
+    values: dict = {}
+    for key, value in data.items():
+        if key in bools:
+            if not isinstance(value, bool):
+                raise PipesimError(f"{source}: {key}={value!r} must be true or false")
+        elif key in ints:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise PipesimError(f"{source}: {key}={value!r} must be an integer")
+        elif key in floats:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise PipesimError(f"{source}: {key}={value!r} must be a number")
+            value = float(value)
+        values[key] = value
+    try:
+        return cls(**values)
+    except TypeError as err:  # a missing required field
+        raise PipesimError(f"{source}: {err}") from None

@@ -1,0 +1,149 @@
+"""The CLI's model/chip side: ``simulate --model … --hardware …`` arguments, report printing, ``models``, ``chips``.
+
+Kept out of :mod:`pipesim.cli` so that file only calls in here: :func:`add_model_args`,
+:func:`model_setup_from_args`, :func:`model_report_dict`, :func:`model_report_text` and :func:`add_preset_commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import ChipSpec, load_chip
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Recompute
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import ModelSpec, load_model
+from pipesim.analytic.params import total_params
+from pipesim.analytic.step_report import report_text, step_report
+from pipesim.analytic.to_costs import build_cost_model
+from pipesim.costs import CostModel
+from pipesim.errors import PipesimError
+
+_PARAM_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
+# Flags of the unit-cost model that --model replaces: giving both is a mistake worth naming.
+_COST_FLAGS = ("costs", "forward", "backward", "backward_input", "backward_weight", "comm", "activation_bytes")
+_MODEL_ONLY = ("tp", "dp", "recompute", "sequence_parallel", "distributed_optimizer", "attention",
+               "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (≥ 1)")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} must be in (0, 1]")
+    return value
+
+
+def add_model_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("real model on real chips (costs in seconds, memory in GiB)")
+    group.add_argument("--model", metavar="NAME|FILE", help="model preset (pipesim models) or .yaml/.json file")
+    group.add_argument("--hardware", metavar="NAME|FILE", default=None,
+                       help="chip preset (pipesim chips) or .yaml/.json file (default h100-sxm)")
+    group.add_argument("--tp", type=_positive, default=None, help="tensor-parallel degree (default 1)")
+    group.add_argument("--dp", type=_positive, default=None, help="data-parallel degree (default 1)")
+    group.add_argument("--recompute", choices=[r.value for r in Recompute], default=None,
+                       help="activation recomputation (default none)")
+    group.add_argument("--sequence-parallel", action="store_true", default=None,
+                       help="shard norms/dropout along the sequence (Korthikanti et al. 2023)")
+    group.add_argument("--distributed-optimizer", action="store_true", default=None,
+                       help="shard optimizer state over dp (ZeRO-1); reduce-scatter + all-gather")
+    group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
+                       help="fused (FlashAttention: no s² scores stored, default) or unfused (5as²b stored)")
+    group.add_argument("--halve-causal-attention", action="store_true", default=None,
+                       help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
+    group.add_argument("--achievable-fraction", type=_fraction, default=None,
+                       help="fraction of peak FLOP/s the layers reach (default: the chip's, 0.6 for presets)")
+    group.add_argument("--seq-len", type=_positive, default=None, help="override the model's sequence length")
+    group.add_argument("--micro-batch-size", type=_positive, default=None,
+                       help="sequences per microbatch (default: the model's, 1 for presets)")
+    group.add_argument("--param-bytes", choices=sorted(_PARAM_BYTES), default=None,
+                       help="bytes per parameter for weights+grads+Adam: 18 (Megatron, FP32 grads; default) "
+                       "or 16 (ZeRO paper, 16-bit grads)")
+
+
+@dataclass(frozen=True)
+class ModelSetup:
+    """Everything ``--model`` implies for one simulate run."""
+
+    model: ModelSpec
+    chip: ChipSpec
+    layout: Layout
+    costs: CostModel
+
+
+def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
+    """None without ``--model``; otherwise the model, chip, layout and the CostModel in seconds for ``shape``."""
+    if not args.model:
+        given = [f"--{k.replace('_', '-')}" for k in (*_MODEL_ONLY, "hardware") if getattr(args, k) is not None]
+        if given:
+            raise PipesimError(f"{given[0]} describes a real model; add --model NAME (see 'pipesim models')")
+        return None
+    clash = [f"--{k.replace('_', '-')}" for k in _COST_FLAGS if getattr(args, k, None) is not None]
+    if clash or getattr(args, "stage_cost", None):
+        flag = clash[0] if clash else "--stage-cost"
+        raise PipesimError(f"{flag} sets unit costs, but --model derives the costs from FLOPs and bytes; drop one")
+    model = load_model(args.model).with_shape(args.seq_len, args.micro_batch_size)
+    chip = load_chip(args.hardware or "h100-sxm")
+    if args.achievable_fraction is not None:
+        chip = replace(chip, achievable_fraction=args.achievable_fraction)
+    layout = Layout(
+        tp=args.tp or 1, dp=args.dp or 1, pp=shape.pp, chunks=shape.chunks, microbatches=shape.microbatches,
+        recompute=Recompute(args.recompute or "none"), sequence_parallel=bool(args.sequence_parallel),
+        distributed_optimizer=bool(args.distributed_optimizer),
+        attention=AttentionKernel(args.attention or "fused"),
+        halve_causal_attention=bool(args.halve_causal_attention),
+        param_bytes=_PARAM_BYTES[args.param_bytes or "18"],
+    )
+    if layout.sequence_parallel and layout.tp == 1:
+        raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
+    return ModelSetup(model, chip, layout, build_cost_model(model, chip, layout, shape))
+
+
+def model_report_dict(setup: ModelSetup, result) -> dict:
+    """Step time, tokens/s, MFU, bubble and per-rank GiB for ``--json`` (key ``model_report``)."""
+    return step_report(setup.model, setup.chip, setup.layout, result).to_dict()
+
+
+def model_report_text(setup: ModelSetup, result) -> str:
+    """The same as text, printed after the simulator's summary."""
+    return report_text(step_report(setup.model, setup.chip, setup.layout, result))
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    print(f"{'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'ffn':>6} "
+          f"{'vocab':>6} {'seq':>5}  mlp")
+    for m in MODEL_PRESETS.values():
+        print(f"{m.name:<15} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
+              f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}")
+    return 0
+
+
+def cmd_chips(args: argparse.Namespace) -> int:
+    print(f"{'name':<10} {'BF16 TFLOP/s':>12} {'HBM GiB':>8} {'HBM TB/s':>8} {'intra GB/s':>10} "
+          f"{'inter GB/s':>10} {'node':>4} {'achievable':>10}")
+    for c in CHIP_PRESETS.values():
+        print(f"{c.name:<10} {c.peak_flops / 1e12:>12.1f} {c.memory_gib:>8.1f} {c.hbm_bandwidth / 1e12:>8.2f} "
+              f"{c.intra_node_bandwidth / 1e9:>10.0f} {c.inter_node_bandwidth / 1e9:>10.0f} {c.node_size:>4} "
+              f"{c.achievable_fraction:>10.2f}")
+    print("link bandwidths: per chip, one direction (datasheet NVLink figures are bidirectional; halved here)")
+    return 0
+
+
+def add_preset_commands(sub) -> None:
+    models = sub.add_parser("models", help="list model presets", description="List model presets (--model).")
+    models.set_defaults(func=cmd_models)
+    chips = sub.add_parser("chips", help="list chip presets", description="List chip presets (--hardware).")
+    chips.set_defaults(func=cmd_chips)

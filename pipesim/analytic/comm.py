@@ -1,0 +1,116 @@
+"""Communication times: tensor-parallel collectives per layer, pipeline P2P, data-parallel gradient sync.
+
+Ring collectives over ``n`` ranks with per-rank one-direction bandwidth ``β`` (Patarasuk & Yuan 2009,
+"Bandwidth optimal all-reduce algorithms"; Thakur et al. 2005, "Optimization of collective communication
+operations in MPICH"): reduce-scatter and all-gather of an ``N``-byte buffer take ``(n−1)/n · N/β``;
+all-reduce is one of each, ``2(n−1)/n · N/β``. Latency: ``n−1`` (or ``2(n−1)``) steps of ``α``.
+
+Which link: ranks are ordered tp fastest, then dp, then pp (DESIGN.md). A group whose ranks all lie in one
+node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and the inter-node NIC
+is its bottleneck. Nothing overlaps with compute here (Megatron-LM's defaults in Narayanan et al. 2021 and
+Korthikanti et al. 2023 expose TP collectives; DP sync is one REDUCE_GRAD per chunk in the Program).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.model_spec import ModelSpec
+
+
+def ring_reduce_scatter_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
+    """Ring reduce-scatter (equally all-gather): ``(n−1)/n · N/β + (n−1)α`` (Thakur et al. 2005)."""
+    if n <= 1:
+        return 0.0
+    return (n - 1) / n * nbytes / bandwidth + (n - 1) * latency
+
+
+def ring_all_reduce_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
+    """Ring all-reduce = reduce-scatter + all-gather: ``2(n−1)/n · N/β`` (Patarasuk & Yuan 2009)."""
+    return 2 * ring_reduce_scatter_time(nbytes, n, bandwidth, latency)
+
+
+def group_bandwidth(chip: ChipSpec, span: int) -> float:
+    """Per-chip one-direction bandwidth of a group of ``span`` consecutive ranks."""
+    return chip.intra_node_bandwidth if span <= chip.node_size else chip.inter_node_bandwidth
+
+
+@dataclass(frozen=True)
+class LayerComm:
+    """Exposed TP communication of one layer per microbatch, seconds."""
+
+    forward: float
+    backward: float  # including the recomputed forward's collectives under full recompute
+
+
+def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
+    """Tensor-parallel collectives of one layer (Shoeybi et al. 2019 §3; Korthikanti et al. 2023 §4.2.2).
+
+    ALL_REDUCE mode: the ``g`` operator all-reduces the ``bsh`` output of attention and of the MLP in the
+    forward, and the conjugate ``f`` all-reduces their input gradients in the backward: 2 + 2 all-reduces.
+    Sequence parallel: each all-reduce becomes an all-gather before the column-parallel linear and a
+    reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), so the time
+    is equal; the backward's re-all-gather of the input for the weight gradient is overlapped with the
+    input-gradient matmul in Megatron-LM and not counted. Full recompute repeats the forward's collectives.
+    """
+    t = layout.tp
+    if t == 1:
+        return LayerComm(0.0, 0.0)
+    nbytes = model.dtype_bytes * model.micro_batch * model.seq_len * model.hidden
+    bandwidth = group_bandwidth(chip, t)
+    one = ring_all_reduce_time(nbytes, t, bandwidth, chip.link_latency)  # = one all-gather + one reduce-scatter
+    forward = 2 * one
+    backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
+    return LayerComm(forward, backward)
+
+
+def p2p_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes one tp rank sends across a stage boundary per microbatch (activation forward, gradient back).
+
+    The boundary tensor is ``b·s·h`` elements. Narayanan et al. 2021 §4.1 (scatter/gather optimization): each
+    of the t ranks sends only its 1/t slice over the inter-node link and the receivers all-gather it over
+    NVLink (cheap, not counted). With sequence parallelism the tensor is already split this way.
+    """
+    return model.dtype_bytes * model.micro_batch * model.seq_len * model.hidden / layout.tp
+
+
+def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
+    """Pipeline neighbours are ``tp·dp`` ranks apart; the whole pipeline fits a node only if tp·dp·pp does."""
+    return group_bandwidth(chip, layout.tp * layout.dp * layout.pp)
+
+
+@dataclass(frozen=True)
+class GradSync:
+    """Data-parallel time for one stage's gradients (REDUCE_GRAD) and the post-step parameter all-gather."""
+
+    reduce: float
+    gather: float
+
+
+def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -> GradSync:
+    """Gradient sync of ``stage_params_per_rank`` parameters (already divided by tp) over the dp group.
+
+    Plain data parallel: ring all-reduce of the gradient buffer (``grads`` bytes per parameter, FP32 in
+    Megatron-LM). Distributed optimizer / ZeRO-1 (Rajbhandari et al. 2020, §5.1; Megatron-LM's distributed
+    optimizer): reduce-scatter of the gradients, the optimizer updates its 1/dp shard, then an all-gather of
+    the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks.
+    """
+    d = layout.dp
+    if d == 1:
+        return GradSync(0.0, 0.0)
+    bandwidth = group_bandwidth(chip, layout.tp * d)
+    grad_bytes = stage_params_per_rank * layout.param_bytes.grads
+    if not layout.distributed_optimizer:
+        return GradSync(ring_all_reduce_time(grad_bytes, d, bandwidth, chip.link_latency), 0.0)
+    weight_bytes = stage_params_per_rank * layout.param_bytes.weights
+    return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, chip.link_latency),
+                    ring_reduce_scatter_time(weight_bytes, d, bandwidth, chip.link_latency))
+
+
+def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec) -> float:
+    """Adam is memory-bound: per updated parameter it reads grad, master weight, m, v (16 B) and writes master,
+    m, v (12 B) and the BF16 weight (2 B) — 30 B over HBM bandwidth (the fused Adam kernels of Apex/TE)."""
+    updated = params_per_rank / (layout.dp if layout.distributed_optimizer else 1)
+    return 30.0 * updated / chip.hbm_bandwidth

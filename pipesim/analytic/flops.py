@@ -1,0 +1,86 @@
+"""FLOPs of one transformer layer and of the LM head, split into forward, input-backward and weight-backward.
+
+Forward of one layer, per microbatch (b sequences of s tokens; Narayanan et al. 2021, §5.1, generalized):
+
+- QKV projection ``2bsh(h + 2·kv_dim)`` (GQA shrinks K and V), output projection ``2bsh²``;
+- attention core ``QKᵀ`` and ``·V``: ``2·2bs²h`` — halved when ``Layout.halve_causal_attention``;
+- MLP ``2bsh·ffn`` per matrix: two matrices, or three when gated (SwiGLU).
+
+For GPT (MHA, ffn = 4h) this is ``24bsh² + 4bs²h``, the zero-bubble paper's (Qi et al. 2024, Table 1) ``F``.
+Backward of a matmul ``Y = XW`` costs two matmuls: ``dX = dY·Wᵀ`` (input gradient, ``I``) and ``dW = Xᵀ·dY``
+(weight gradient, ``W``), each as large as the forward. The attention core has no weights, so both its
+matmuls' gradients belong to ``I``. Hence ``I = linear + 2·core``, ``W = linear``: ``24bsh² + 8bs²h`` and
+``24bsh²`` for GPT, Qi et al.'s ``B`` and ``W``. Recomputation adds forward work to the backward: the core
+(selective) or the whole layer (full, Narayanan et al.'s factor 4 instead of 3). Element-wise FLOPs (norms,
+softmax, activations) are left out, as in both papers; their time is in ``ChipSpec.achievable_fraction``.
+The LM head is ``2bshV`` forward, ``2bshV`` each for I and W; the embedding lookup is not a matmul (0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.model_spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class PassFlops:
+    """FLOPs per microbatch of one block: forward, input-gradient backward, weight-gradient backward, recompute."""
+
+    forward: float
+    backward_input: float
+    backward_weight: float
+    recompute: float = 0.0  # extra forward work done during the backward
+
+    @property
+    def backward(self) -> float:
+        return self.backward_input + self.backward_weight
+
+    @property
+    def model(self) -> float:
+        """Model FLOPs (MFU numerator): forward + backward, no recompute."""
+        return self.forward + self.backward
+
+    @property
+    def hardware(self) -> float:
+        """Hardware FLOPs (HFU numerator; Narayanan et al.'s "achieved TFLOP/s"): with recompute."""
+        return self.model + self.recompute
+
+
+def linear_flops(model: ModelSpec) -> float:
+    """Forward FLOPs of the layer's weight matmuls (QKV, output projection, MLP)."""
+    b, s, h = model.micro_batch, model.seq_len, model.hidden
+    attention = 2 * b * s * h * (h + 2 * model.kv_dim) + 2 * b * s * h * h
+    mlp = 2 * b * s * h * model.ffn_hidden * (3 if model.gated else 2)
+    return attention + mlp
+
+
+def attention_core_flops(model: ModelSpec, layout: Layout) -> float:
+    """Forward FLOPs of ``QKᵀ`` and ``softmax·V`` (query width = hidden)."""
+    b, s, h = model.micro_batch, model.seq_len, model.hidden
+    full = 2 * 2 * b * s * s * h
+    return full / 2 if layout.halve_causal_attention else full
+
+
+def layer_flops(model: ModelSpec, layout: Layout) -> PassFlops:
+    """One transformer layer, whole (divide by tp for one rank's share)."""
+    linear = linear_flops(model)
+    core = attention_core_flops(model, layout)
+    recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: linear + core}[layout.recompute]
+    return PassFlops(linear + core, linear + 2 * core, linear, recompute)
+
+
+def lm_head_flops(model: ModelSpec) -> PassFlops:
+    """Output projection to the vocabulary (the loss's element-wise work is left out)."""
+    logits = 2 * model.micro_batch * model.seq_len * model.hidden * model.vocab
+    return PassFlops(logits, logits, logits)
+
+
+def model_flops_per_microbatch(model: ModelSpec, layout: Layout) -> PassFlops:
+    """All layers plus the LM head, for one microbatch of one pipeline (sum of model and hardware FLOPs)."""
+    layer = layer_flops(model, layout)
+    head = lm_head_flops(model)
+    n = model.layers
+    return PassFlops(n * layer.forward + head.forward, n * layer.backward_input + head.backward_input,
+                     n * layer.backward_weight + head.backward_weight, n * layer.recompute)

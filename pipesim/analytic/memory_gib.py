@@ -1,0 +1,104 @@
+"""Memory per pipeline rank in GiB: weights, gradients, optimizer state and the schedule's own activations.
+
+Static part (per tp rank, for the stages the rank holds under the schedule's placement): parameters ×
+:class:`~pipesim.analytic.layout.OptimizerBytes` (default 18 B = 2 BF16 weight + 4 FP32 gradient + 12 FP32
+master/m/v, Megatron-LM's count; see ``OptimizerBytes`` for why not ZeRO's 16), with the 12 optimizer bytes
+divided by dp under a distributed optimizer / ZeRO-1 (Rajbhandari et al. 2020; Megatron-LM's
+``6 + 12/dp``).
+
+Activations: not a formula for "the first stage". Each stage's per-microbatch bytes
+(:mod:`.activations`, Korthikanti et al. 2023 Table 2 per layer, plus embedding / logits on the stages that
+have them) are handed to the simulator as ``activation_bytes``; the simulator replays the schedule and
+reports the most bytes each rank holds at once. So a schedule that keeps more microbatches in flight on a
+middle rank, or a last stage whose logits outweigh its share of layers, shows up where it happens.
+
+Left out (add a margin): CUDA context and NCCL buffers (~1–3 GiB), allocator fragmentation, temporary
+buffers of the backward (e.g. the all-gathered input under sequence parallelism), the received P2P buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import Layout
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.to_costs import rank_params
+from pipesim.simulator import SimulationResult
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class RankMemory:
+    """Peak memory of one pipeline rank (one tp rank of it), bytes."""
+
+    rank: int
+    stages: tuple[int, ...]
+    params: float  # parameters held (per tp rank)
+    weights: float
+    grads: float
+    optimizer: float
+    activations: float  # simulated peak
+    in_flight: float  # simulated peak in microbatch-stages (M_B units)
+
+    @property
+    def static(self) -> float:
+        return self.weights + self.grads + self.optimizer
+
+    @property
+    def total(self) -> float:
+        # Static memory is constant over the step, so the peak total is static + peak activations.
+        return self.static + self.activations
+
+    def to_dict(self) -> dict:
+        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "total")}
+        return {"rank": self.rank, "stages": list(self.stages), "params": self.params,
+                "in_flight_microbatch_stages": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    ranks: tuple[RankMemory, ...]
+    capacity_gib: float
+    chip: str
+
+    @property
+    def peak(self) -> RankMemory:
+        return max(self.ranks, key=lambda r: r.total)
+
+    @property
+    def over_capacity(self) -> list[RankMemory]:
+        return [r for r in self.ranks if r.total > self.capacity_gib * GIB]
+
+    def warnings(self) -> list[str]:
+        return [f"rank {r.rank} needs {r.total / GIB:.1f} GiB, more than the {self.capacity_gib:g} GiB of one "
+                f"{self.chip}: raise --tp/--pp, use --recompute selective/full, --sequence-parallel or "
+                "--distributed-optimizer" for r in self.over_capacity]
+
+    def to_dict(self) -> dict:
+        return {"capacity_gib": self.capacity_gib, "peak_rank": self.peak.rank, "peak_gib": self.peak.total / GIB,
+                "ranks": [r.to_dict() for r in self.ranks], "warnings": self.warnings()}
+
+
+def static_bytes(params: float, layout: Layout) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer state for ``params`` parameters on one rank."""
+    b = layout.param_bytes
+    optimizer_share = layout.dp if layout.distributed_optimizer else 1
+    return params * b.weights, params * b.grads, params * b.optimizer / optimizer_share
+
+
+def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> MemoryReport:
+    """Per-rank memory from the simulated schedule ``result`` (built from :func:`build_cost_model`'s costs)."""
+    shape = result.program.shape
+    peaks = result.memory.peak_bytes
+    if peaks is None:
+        raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
+    params = rank_params(model, layout, shape)
+    ranks = []
+    for r in range(shape.pp):
+        weights, grads, optimizer = static_bytes(params[r], layout)
+        stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
+        ranks.append(RankMemory(r, stages, params[r], weights, grads, optimizer, peaks[r],
+                                result.memory.peak_activations[r]))
+    return MemoryReport(tuple(ranks), chip.memory_gib, chip.name)

@@ -1,0 +1,55 @@
+"""Model presets: published architectures, each with the source of its numbers.
+
+Sequence length is the pre-training length of the paper; micro-batch size 1 (what Megatron-LM runs at these
+sizes); both can be changed with ``--seq-len`` and ``--micro-batch-size``.
+"""
+
+from __future__ import annotations
+
+from pipesim.analytic.model_spec import ModelSpec
+
+
+def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int = 51200, seq_len: int = 2048) -> ModelSpec:
+    # GPT-style: MHA, 4h GeLU MLP, LayerNorm, biases, dropout, learned positions, tied embeddings (GPT-2/3).
+    return ModelSpec(name, layers, hidden, heads, 4 * hidden, vocab, seq_len, tied_embeddings=True,
+                     learned_positions=True)
+
+
+def _llama(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int,
+           seq_len: int) -> ModelSpec:
+    # Llama: GQA, SwiGLU, RMSNorm, no biases, no dropout, RoPE, untied output layer.
+    return ModelSpec(name, layers, hidden, heads, ffn, vocab, seq_len, kv_heads=kv_heads, gated=True,
+                     dropout=False, bias=False, rms_norm=True)
+
+
+_PRESETS = [
+    # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (n_layers, d_model, n_heads,
+    # n_ctx 2048); vocabulary 50257, padded to 51200 as Megatron-LM does (Narayanan et al. 2021, §5.1).
+    _gpt("gpt3-2.7b", 32, 2560, 32),
+    _gpt("gpt3-6.7b", 32, 4096, 32),
+    _gpt("gpt3-175b", 96, 12288, 96),
+    # Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+    # Megatron-LM", Table 1 (heads, hidden, layers; vocabulary 51200, sequence 2048).
+    _gpt("gpt-1.7b", 24, 2304, 24),
+    _gpt("gpt-3.6b", 30, 3072, 32),
+    _gpt("gpt-7.5b", 36, 4096, 32),
+    _gpt("gpt-18.4b", 40, 6144, 48),
+    _gpt("gpt-39.1b", 48, 8192, 64),
+    _gpt("gpt-76.1b", 60, 10240, 80),
+    _gpt("gpt-145.6b", 80, 12288, 96),
+    _gpt("gpt-310.1b", 96, 16384, 128),
+    _gpt("gpt-529.6b", 105, 20480, 128),
+    _gpt("gpt-1008b", 128, 25600, 160),
+    # Touvron et al. 2023, "Llama 2", Table 1 and the released config.json files (hidden_size,
+    # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
+    _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
+    _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
+    _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
+    # Llama Team 2024, "The Llama 3 Herd of Models", Table 3 (layers, model dim, FFN dim, heads, 8 KV heads,
+    # vocabulary 128,000 → 128256 in config.json); pre-training sequence length 8192 (§3.4.1).
+    _llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
+    _llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
+    _llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
+]
+
+MODEL_PRESETS: dict[str, ModelSpec] = {m.name: m for m in _PRESETS}

@@ -1,0 +1,110 @@
+"""Step time, throughput, MFU and per-rank GiB of one simulated step, as text and as a dict for --json.
+
+MFU follows Chowdhery et al. 2022 (PaLM, App. B): model FLOPs (forward + backward, no recomputation) per
+second over the peak of all chips. HFU adds the recomputed forward work; it is what Narayanan et al. 2021
+report as "achieved teraFLOP/s per GPU".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.flops import model_flops_per_microbatch
+from pipesim.analytic.layout import Layout
+from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.params import total_params
+from pipesim.simulator import SimulationResult
+
+
+@dataclass(frozen=True)
+class StepReport:
+    model: ModelSpec
+    chip: ChipSpec
+    layout: Layout
+    step_time: float  # s, the simulated makespan
+    tokens_per_step: int
+    model_flops: float  # per step, all replicas
+    hardware_flops: float
+    bubble_fraction: float
+    memory: MemoryReport
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens_per_step / self.step_time
+
+    def _utilization(self, flops: float) -> float:
+        return flops / (self.step_time * self.layout.world_size * self.chip.peak_flops)
+
+    @property
+    def mfu(self) -> float:
+        return self._utilization(self.model_flops)
+
+    @property
+    def hfu(self) -> float:
+        return self._utilization(self.hardware_flops)
+
+    @property
+    def tflops_per_chip(self) -> float:
+        """Hardware TFLOP/s per chip (Narayanan et al. 2021's metric)."""
+        return self.hardware_flops / (self.step_time * self.layout.world_size) / 1e12
+
+    def to_dict(self) -> dict:
+        lay = self.layout
+        return {
+            "model": self.model.to_dict(),
+            "parameters": total_params(self.model),
+            "chip": self.chip.to_dict(),
+            "layout": {"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "chunks": lay.chunks,
+                       "microbatches": lay.microbatches, "world_size": lay.world_size,
+                       "recompute": lay.recompute.value, "sequence_parallel": lay.sequence_parallel,
+                       "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
+                       "halve_causal_attention": lay.halve_causal_attention,
+                       "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total}},
+            "step_time_s": self.step_time,
+            "tokens_per_step": self.tokens_per_step,
+            "tokens_per_s": self.tokens_per_second,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "tflops_per_chip": self.tflops_per_chip,
+            "bubble_fraction": self.bubble_fraction,
+            "memory": self.memory.to_dict(),
+        }
+
+
+def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> StepReport:
+    per_mb = model_flops_per_microbatch(model, layout)
+    replicas_mb = layout.dp * layout.microbatches
+    return StepReport(model, chip, layout, result.metrics.makespan, replicas_mb * model.tokens_per_microbatch,
+                      replicas_mb * per_mb.model, replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
+                      memory_report(model, chip, layout, result))
+
+
+def report_text(report: StepReport) -> str:
+    m, c, lay = report.model, report.chip, report.layout
+    lines = [
+        f"model {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
+        f"{lay.world_size}× {c.name} (tp={lay.tp} dp={lay.dp} pp={lay.pp} v={lay.chunks}, "
+        f"{lay.microbatches} microbatches/pipeline)",
+        f"recompute {lay.recompute.value}, sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
+        f"distributed optimizer {'on' if lay.distributed_optimizer else 'off'}, {lay.attention.value} attention, "
+        f"{lay.param_bytes.total:g} B/param, achievable {c.achievable_fraction:g} of "
+        f"{c.peak_flops / 1e12:g} TFLOP/s",
+        f"step time {report.step_time:.4g} s   tokens/s {report.tokens_per_second:,.0f}   "
+        f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
+        f"bubble {report.bubble_fraction:.1%}",
+        f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'total':>8}"
+        f" {'in-flight':>9}  (GiB per GPU; in-flight = peak microbatch-stages)",
+    ]
+    peak = report.memory.peak.rank
+    for r in report.memory.ranks:
+        stages = ",".join(map(str, r.stages))
+        lines.append(
+            f"{r.rank:>4} {stages:<10} {r.weights / GIB:>8.2f} {r.grads / GIB:>8.2f} {r.optimizer / GIB:>8.2f} "
+            f"{r.activations / GIB:>8.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}" + ("  ← peak" if r.rank == peak
+                                                                                          else "")
+        )
+    lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB of {c.memory_gib:g} GiB")
+    lines += [f"warning: {w}" for w in report.memory.warnings()]
+    return "\n".join(lines)

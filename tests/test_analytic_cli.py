@@ -1,0 +1,107 @@
+"""The CLI side: `simulate --model --hardware`, `models`, `chips`, and one-line errors for bad input."""
+
+import json
+
+import pytest
+
+from pipesim.cli import main
+
+
+def _error(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pipesim: error: ")
+    return err
+
+
+def test_unknown_model_preset(capsys):
+    err = _error(capsys, ["simulate", "--model", "gpt-5"])
+    assert "'gpt-5' is not a preset" in err and "llama2-70b" in err
+
+
+def test_unknown_chip_preset(capsys):
+    err = _error(capsys, ["simulate", "--model", "llama2-7b", "--hardware", "tpu-v9"])
+    assert "--hardware 'tpu-v9'" in err and "h100-sxm" in err
+
+
+def test_layers_not_divisible_names_working_splits(capsys):
+    err = _error(capsys, ["simulate", "--model", "gpt3-175b", "--pp", "5", "--mb", "10"])
+    assert "96 layers" in err and "pp·v = 5·1 = 5" in err
+    assert "1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96" in err and "--pp 4 or --pp 6" in err
+
+
+def test_heads_not_divisible_by_tp(capsys):
+    err = _error(capsys, ["simulate", "--model", "gpt3-175b", "--tp", "5", "--pp", "4"])
+    assert "96 attention heads" in err and "--tp 5" in err
+
+
+def test_gqa_kv_heads_not_divisible_by_tp(capsys):
+    err = _error(capsys, ["simulate", "--model", "llama2-70b", "--tp", "16", "--pp", "4"])
+    assert "8 KV heads" in err and "[1, 2, 4, 8]" in err
+
+
+def test_malformed_yaml(capsys, tmp_path):
+    path = tmp_path / "model.yaml"
+    path.write_text("layers: [1, 2\nhidden: 4\n")
+    err = _error(capsys, ["simulate", "--model", str(path)])
+    assert str(path) in err and "not valid YAML" in err
+
+
+def test_yaml_with_unknown_field_and_missing_field(capsys, tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("layers: 4\nhidden: 64\nheads: 4\nffn_hidden: 256\nvocab: 100\nseq_len: 32\nwidth: 3\n")
+    assert "unknown field(s) ['width']" in _error(capsys, ["simulate", "--model", str(path)])
+    path.write_text("layers: 4\nhidden: 64\n")
+    assert "missing" in _error(capsys, ["simulate", "--model", str(path)])
+
+
+def test_unit_cost_flags_clash_with_model(capsys):
+    assert "--forward" in _error(capsys, ["simulate", "--model", "llama2-7b", "--forward", "2"])
+
+
+def test_model_flags_need_model(capsys):
+    assert "add --model" in _error(capsys, ["simulate", "--tp", "2"])
+
+
+def test_yaml_model_and_chip_files_run(capsys, tmp_path):
+    model = tmp_path / "tiny.yaml"
+    model.write_text("name: tiny\nlayers: 8\nhidden: 1024\nheads: 16\nkv_heads: 4\nffn_hidden: 2816\n"
+                     "gated: true\nvocab: 32000\nseq_len: 2048\ndropout: false\n")
+    chip = tmp_path / "chip.json"
+    chip.write_text(json.dumps({"name": "mychip", "peak_flops": 1e15, "memory_gib": 10, "hbm_bandwidth": 3e12,
+                                "intra_node_bandwidth": 4e11, "inter_node_bandwidth": 5e10}))
+    assert main(["simulate", "--model", str(model), "--hardware", str(chip), "--pp", "2", "--mb", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "model tiny" in out and "mychip" in out and "peak rank" in out
+
+
+def test_simulate_json_carries_step_and_memory(capsys):
+    argv = ["simulate", "--model", "llama2-70b", "--hardware", "h100-sxm", "--tp", "8", "--dp", "2", "--pp", "4",
+            "--mb", "8", "-s", "interleaved", "--recompute", "selective", "--sequence-parallel",
+            "--distributed-optimizer", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    report = data["model_report"]
+    assert data["time_unit"] == "s" and data["config"]["chunks"] == 2
+    assert report["layout"]["world_size"] == 64
+    assert 0 < report["mfu"] < report["hfu"] < 1
+    assert report["tokens_per_s"] == pytest.approx(2 * 8 * 4096 / report["step_time_s"])
+    ranks = report["memory"]["ranks"]
+    assert len(ranks) == 4 and report["memory"]["peak_gib"] == max(r["total_gib"] for r in ranks)
+    assert data["memory"]["peak_bytes"] is not None
+
+
+def test_text_report_warns_over_capacity(capsys):
+    assert main(["simulate", "--model", "gpt3-175b", "--hardware", "a100-80gb", "--tp", "8", "--pp", "2",
+                 "--mb", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "step time" in out and "MFU" in out and "warning: rank 0 needs" in out
+
+
+def test_models_and_chips_list_presets(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "llama3.1-405b" in out and "gpt3-175b" in out
+    assert main(["chips"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x"))

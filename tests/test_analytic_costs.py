@@ -1,0 +1,73 @@
+"""The CostModel built from a model: per-stage FLOP times, ring collectives on the right link, every schedule."""
+
+import pytest
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.comm import dp_grad_sync, p2p_bandwidth, ring_all_reduce_time, tp_layer_comm
+from pipesim.analytic.flops import layer_flops, lm_head_flops
+from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.to_costs import build_cost_model
+from pipesim.cli import main
+from pipesim.programs import build_program
+from pipesim.simulator import simulate
+
+H100 = CHIP_PRESETS["h100-sxm"]
+LLAMA = MODEL_PRESETS["llama2-13b"]
+
+
+def test_stage_times_are_flops_over_rate_plus_tp_comm():
+    layout = Layout(tp=4, pp=4, microbatches=8)
+    costs = build_cost_model(LLAMA, H100, layout)
+    rate = 4 * H100.peak_flops * H100.achievable_fraction
+    per_layer = layer_flops(LLAMA, layout)
+    comm = tp_layer_comm(LLAMA, layout, H100)
+    middle = costs.stage(1)
+    assert middle.forward == pytest.approx(10 * (per_layer.forward / rate + comm.forward))
+    assert middle.backward_weight == pytest.approx(10 * per_layer.backward_weight / rate)
+    last = costs.stage(3)
+    assert last.forward - middle.forward == pytest.approx(lm_head_flops(LLAMA).forward / rate)
+    assert costs.stage(0).activation_bytes > middle.activation_bytes  # token ids on the first stage
+    assert costs.time_unit == "s" and costs.stage(0).forward == middle.forward  # embedding lookup: no FLOPs
+
+
+def test_tp_allreduce_ring_on_nvlink():
+    layout = Layout(tp=8)
+    nbytes = 2 * 4096 * 5120
+    expected = 2 * (2 * 7 / 8 * nbytes / H100.intra_node_bandwidth + 2 * 7 * H100.link_latency)
+    comm = tp_layer_comm(LLAMA, layout, H100)
+    assert comm.forward == pytest.approx(expected) and comm.backward == pytest.approx(expected)
+    assert tp_layer_comm(LLAMA, Layout(tp=8, sequence_parallel=True), H100) == comm  # same bytes on the wire
+    full = tp_layer_comm(LLAMA, Layout(tp=8, recompute=Recompute.FULL), H100)
+    assert full.backward == pytest.approx(2 * expected)
+
+
+def test_dp_sync_link_and_distributed_optimizer():
+    params = 1e9
+    inside = dp_grad_sync(params, Layout(tp=2, dp=4), H100)  # 8 ranks: one node
+    across = dp_grad_sync(params, Layout(tp=8, dp=4), H100)  # 32 ranks: NICs
+    assert inside.reduce == pytest.approx(ring_all_reduce_time(4e9, 4, H100.intra_node_bandwidth, H100.link_latency))
+    assert across.reduce == pytest.approx(ring_all_reduce_time(4e9, 4, H100.inter_node_bandwidth, H100.link_latency))
+    zero = dp_grad_sync(params, Layout(tp=8, dp=4, distributed_optimizer=True), H100)
+    assert zero.reduce == pytest.approx(across.reduce / 2)  # reduce-scatter is half an all-reduce
+    assert zero.gather == pytest.approx(zero.reduce / 2, rel=1e-3)  # BF16 parameters: half the FP32 bytes
+    assert p2p_bandwidth(Layout(tp=2, pp=4), H100) == H100.intra_node_bandwidth
+    assert p2p_bandwidth(Layout(tp=8, pp=2), H100) == H100.inter_node_bandwidth
+
+
+@pytest.mark.parametrize(("schedule", "chunks"), [("gpipe", None), ("1f1b", None), ("interleaved", 2)])
+def test_every_schedule_gets_real_unit_timelines(schedule, chunks):
+    built = build_program(schedule, 4, 8, chunks)
+    shape = built.program.shape
+    layout = Layout(tp=4, pp=4, chunks=shape.chunks, microbatches=8)
+    result = simulate(built.program, build_cost_model(LLAMA, H100, layout, shape))
+    assert 0.1 < result.metrics.makespan < 100  # seconds, not units
+    assert result.memory.peak_bytes is not None
+
+
+def test_cli_writes_trace_in_seconds(tmp_path, capsys):
+    trace = tmp_path / "t.json"
+    assert main(["simulate", "--model", "llama2-13b", "--tp", "4", "--pp", "4", "--mb", "8", "-s", "gpipe",
+                 "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert trace.is_file() and "step time" in out and f"wrote trace {trace}" in out
