@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
-from pipesim.plot import check_figure_path, draw_gantt, legend_handles, plt, save_figure
+from pipesim.plot import check_figure_path, draw_gantt, legend_handles, plt, save_figure, visible_ops
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,6 @@ def plot_overlay(predicted: pd.DataFrame, measured: pd.DataFrame, errors: Overla
     top.set_xlabel("")
     top.set_title(f"{title}\nmakespan error {errors.makespan_error:+.1%}, start error median "
                   f"{errors.start_error_median:.3g} {time_unit} (p90 {errors.start_error_p90:.3g})", fontsize=9)
-    bottom.legend(handles=legend_handles(measured["op"].unique()), loc="upper center",
-                  bbox_to_anchor=(0.5, -0.45), ncol=4, fontsize=7, frameon=False)
+    handles = legend_handles(visible_ops(measured), chunks=bool((measured["chunk"] > 0).any()))
+    bottom.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=4, fontsize=7, frameon=False)
     save_figure(fig, path)

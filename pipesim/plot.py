@@ -40,6 +40,7 @@ OP_STYLES: dict[str, OpStyle] = {
     "STEP": OpStyle("optimizer step", "#999999", "", "black"),
 }
 DRAWN_OPS = tuple(OP_STYLES)
+CHUNK_HATCH = "\\\\"
 
 
 def check_figure_path(path: str | Path, flag: str = "--plot") -> None:
@@ -56,11 +57,13 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
     for op, rows in compute.groupby("op"):
         style = OP_STYLES[op]
         bars = [(s, e - s) for s, e in zip(rows["start"], rows["end"], strict=True)]
-        for rank, bar in zip(rows["rank"], bars, strict=True):
+        for rank, chunk, bar in zip(rows["rank"], rows["chunk"], bars, strict=True):
+            # Later chunks of a rank (interleaved, V) get a sparse hatch so chunk 0 and 1 read apart.
+            hatch = style.hatch + (CHUNK_HATCH if chunk % 2 == 1 else "")
             kwargs = (
                 {"facecolor": "none", "edgecolor": style.face, "linewidth": 1.5}
                 if outline
-                else {"facecolor": style.face, "edgecolor": "black", "linewidth": 0.4, "hatch": style.hatch}
+                else {"facecolor": style.face, "edgecolor": "black", "linewidth": 0.4, "hatch": hatch}
             )
             ax.broken_barh([bar], (rank - 0.4, 0.8), **kwargs)
         if label_boxes and not outline:
@@ -76,15 +79,26 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
     ax.set_xlim(frame["start"].min(), frame["start"].min() + makespan)
 
 
-def legend_handles(ops) -> list[Patch]:
-    return [Patch(facecolor=OP_STYLES[o].face, edgecolor="black", hatch=OP_STYLES[o].hatch,
-                  label=OP_STYLES[o].label) for o in DRAWN_OPS if o in set(ops)]
+def legend_handles(ops, *, chunks: bool = False) -> list[Patch]:
+    """Legend entries for ``ops`` (pass only ops that take time), plus the odd-chunk hatch if ``chunks``."""
+    handles = [Patch(facecolor=OP_STYLES[o].face, edgecolor="black", hatch=OP_STYLES[o].hatch,
+                     label=OP_STYLES[o].label) for o in DRAWN_OPS if o in set(ops)]
+    if chunks:
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch=CHUNK_HATCH, label="odd chunk"))
+    return handles
 
 
-def save_figure(fig, path: str | Path) -> None:
+def visible_ops(frame: pd.DataFrame) -> list[str]:
+    """Ops with at least one box of non-zero width: zero-cost ops get no legend entry."""
+    timed = frame[frame["end"] > frame["start"]]
+    return sorted(set(timed["op"]) & set(DRAWN_OPS))
+
+
+def save_figure(fig, path: str | Path, *, close: bool = True) -> None:
     path = Path(path)
-    write_with(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower(), bbox_inches="tight"))
-    plt.close(fig)
+    write_with(path, lambda tmp: fig.savefig(tmp, format=path.suffix[1:].lower(), bbox_inches="tight", dpi=200))
+    if close:
+        plt.close(fig)
 
 
 def plot_gantt(frame: pd.DataFrame, path: str | Path, *, title: str, time_unit: str = "s") -> None:
@@ -94,6 +108,7 @@ def plot_gantt(frame: pd.DataFrame, path: str | Path, *, title: str, time_unit: 
     fig, ax = plt.subplots(figsize=(7.0, 0.45 * pp + 1.2))
     draw_gantt(ax, frame, time_unit=time_unit)
     ax.set_title(title, fontsize=9)
-    ax.legend(handles=legend_handles(frame["op"].unique()), loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.4 / pp),
+    ax.legend(handles=legend_handles(visible_ops(frame), chunks=bool((frame["chunk"] > 0).any())),
+              loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.4 / pp),
               ncol=4, fontsize=7, frameon=False)
     save_figure(fig, path)

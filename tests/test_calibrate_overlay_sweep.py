@@ -1,0 +1,123 @@
+"""Calibration round trip, overlay errors, sweeps and their figures; mismatched inputs get one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from pipesim.calibrate import calibrate
+from pipesim.cli import main
+from pipesim.costs import CostModel, StageCosts
+from pipesim.overlay import overlay_errors
+from pipesim.programs import build_program
+from pipesim.simulator import simulate
+from pipesim.sweep import SweepGrid, run_sweep
+from pipesim.timeline import read_timeline, write_timeline
+
+
+@pytest.mark.parametrize(("schedule", "pp", "mb"), [("1f1b", 4, 8), ("gpipe", 3, 5), ("interleaved", 2, 4)])
+def test_calibration_round_trip_reproduces_costs(tmp_path, schedule, pp, mb):
+    program = build_program(schedule, pp, mb).program
+    original = CostModel(StageCosts(forward=1.5, backward=2.5), overrides={0: {"forward": 3.0}},
+                         p2p_latency=0.25, time_unit="s")
+    path = tmp_path / "t.parquet"
+    write_timeline(simulate(program, original).timeline, path)
+    recovered = calibrate(read_timeline(path))
+    assert recovered.stage(0).forward == pytest.approx(3.0)
+    for stage in range(program.shape.num_stages):
+        assert recovered.stage(stage).backward == pytest.approx(2.5)
+        if stage:
+            assert recovered.stage(stage).forward == pytest.approx(1.5)
+    assert recovered.p2p_latency == pytest.approx(0.25)
+    again = simulate(program, recovered)
+    assert again.metrics.makespan == pytest.approx(simulate(program, original).metrics.makespan)
+
+
+def test_calibrate_drops_warmup_steps():
+    program = build_program("1f1b", 2, 4).program
+    slow = simulate(program, CostModel(StageCosts(forward=9.0, backward=9.0))).timeline.assign(step=0)
+    fast = simulate(program, CostModel(StageCosts(forward=1.0, backward=2.0))).timeline.assign(step=1)
+    costs = calibrate(pd.concat([slow, fast]))
+    assert (costs.default.forward, costs.default.backward) == (1.0, 2.0)
+
+
+def test_overlay_errors_measure_the_difference():
+    program = build_program("1f1b", 2, 4).program
+    predicted = simulate(program).timeline
+    measured = simulate(program, CostModel(StageCosts(forward=1.1, backward=2.2))).timeline
+    errors = overlay_errors(predicted, measured)
+    assert errors.makespan_error == pytest.approx(1 / 1.1 - 1)
+    assert errors.start_error_max > 0 and errors.instructions == program.num_instructions
+
+
+def test_overlay_cli_writes_figure_and_rejects_mismatch(tmp_path, capsys):
+    a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    assert main(["simulate", "--pp", "2", "--mb", "4", "--timeline", str(a)]) == 0
+    assert main(["simulate", "--pp", "2", "--mb", "4", "--forward", "1.2", "--timeline", str(b)]) == 0
+    assert main(["simulate", "--pp", "2", "--mb", "6", "--timeline", str(c)]) == 0
+    capsys.readouterr()
+    assert main(["overlay", str(a), str(b), "-o", str(tmp_path / "o.svg")]) == 0
+    assert "makespan predicted" in capsys.readouterr().out
+    assert (tmp_path / "o.svg").exists()
+    assert main(["overlay", str(a), str(c)]) == 2
+    assert "different programs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda d: (d / "empty.csv").write_text(""), "cannot be read"),
+        (lambda d: (d / "rows0.csv").write_text("rank,stage,chunk,op,microbatch,start,end\n"), "holds no rows"),
+        (lambda d: (d / "other.csv").write_text("a,b\n1,2\n"), "not a pipesim timeline"),
+        (lambda d: (d / "x.txt").write_text("hello"), "unknown format"),
+    ],
+)
+def test_bad_timeline_files_are_one_line_errors(tmp_path, make, fragment):
+    make(tmp_path)
+    path = next(tmp_path.iterdir())
+    for args in (["calibrate", str(path), "-o", str(tmp_path / "c.json")], ["overlay", str(path), str(path)]):
+        result = subprocess.run([sys.executable, "-m", "pipesim.cli", *args], capture_output=True, text=True)
+        assert result.returncode == 2
+        assert fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_overlay_rejects_different_rank_counts(tmp_path, capsys):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    main(["simulate", "--pp", "2", "--mb", "4", "--timeline", str(a)])
+    main(["simulate", "--pp", "3", "--mb", "4", "--timeline", str(b)])
+    capsys.readouterr()
+    assert main(["overlay", str(a), str(b)]) == 2
+    assert "different rank counts" in capsys.readouterr().err
+
+
+def test_sweep_grid_matches_closed_forms_and_skips_invalid_points():
+    grid = SweepGrid(schedules=["1f1b", "interleaved"], pp=[2, 4], microbatches=[4, 6, 8])
+    result = run_sweep(grid.points())
+    one_f_one_b = result.frame[result.frame["schedule"] == "1f1b"]
+    expected = (one_f_one_b["pp"] - 1) / (one_f_one_b["microbatches"] + one_f_one_b["pp"] - 1)
+    assert (one_f_one_b["bubble_fraction"] - expected).abs().max() < 1e-9
+    assert result.skipped == 1  # interleaved with pp=4, m=6: m must be a multiple of pp
+    assert "multiple of --pp 4" in result.first_skip_reason
+
+
+def test_sweep_parallel_equals_serial():
+    points = SweepGrid(schedules=["gpipe", "1f1b"], pp=[2, 3], microbatches=[2, 5], backward=[1.0, 2.0]).points()
+    serial = run_sweep(points).frame
+    parallel = run_sweep(points, jobs=2).frame
+    pd.testing.assert_frame_equal(serial, parallel)
+
+
+def test_sweep_and_plot_cli(tmp_path, capsys):
+    out = tmp_path / "s.parquet"
+    assert main(["sweep", "--schedule", "gpipe,1f1b", "--pp", "2,4", "--mb", "4,8", "-q", "-o", str(out)]) == 0
+    assert len(pd.read_parquet(out)) == 8
+    assert main(["plot", str(out), "-o", str(tmp_path / "f.pdf")]) == 0
+    assert (tmp_path / "f.pdf").read_bytes()[:4] == b"%PDF"
+    assert main(["plot", str(out), "--y", "nonsense", "-o", str(tmp_path / "g.pdf")]) == 2
+    assert main(["sweep", "--schedule", "nosuch", "-q", "-o", str(tmp_path / "x.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "--y nonsense is not a column" in err and "unknown schedule 'nosuch'" in err
+    assert not (tmp_path / "g.pdf").exists() and not (tmp_path / "x.csv").exists()
