@@ -19,6 +19,7 @@ from pipesim.analytic.cli_hooks import (
     model_report_text,
     model_setup_from_args,
 )
+from pipesim.arg_types import non_negative_float, positive_int
 from pipesim.costs import CostModel
 from pipesim.errors import PipesimError
 from pipesim.ir import Program
@@ -40,26 +41,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise PipesimError(f"{message} (see {self.prog} --help)")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (≥ 1)")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number ≥ 0")
-    return value
 
 
 def stage_override(text: str) -> tuple[int, dict[str, float]]:

@@ -136,16 +136,12 @@ class CostModel:
 
     @classmethod
     def load(cls, path: str | Path) -> CostModel:
+        from pipesim.spec_files import read_mapping
+
         path = Path(path)
         if not path.is_file():
             raise PipesimError(f"costs file {path} does not exist; write one with 'pipesim calibrate' or by hand")
-        try:
-            text = path.read_text()
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as err:
-            first = str(err).splitlines()[0]
-            raise PipesimError(f"costs file {path} is not valid {path.suffix[1:].upper()}: {first}") from None
-        return cls.from_dict(data, source=f"costs file {path}")
+        return cls.from_dict(read_mapping(path, "costs"), source=f"costs file {path}")
 
     def save(self, path: str | Path) -> None:
         from pipesim.atomic import write_text_atomic

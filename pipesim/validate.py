@@ -46,16 +46,10 @@ _ACT, _GRAD = 0, 1  # what travels between stages: the activation leaving a stag
 
 def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED) -> None:
     """Raise :class:`ScheduleError` (or :class:`DeadlockError`) with a one-line reason, or return None."""
-    if len(program.ranks) != program.shape.pp:
-        raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={program.shape.pp}")
-    checker = _Checker(table_of(program))
-    checker.check_fields()
-    checker.check_local_order()
-    checker.check_pairing()
-    checker.check_progress(semantics)
+    validate_static(program).check_progress(semantics)
 
 
-def validate_static(program: Program) -> None:
+def validate_static(program: Program) -> _Checker:
     """Checks 1–3 only. The simulator runs this and detects deadlock (check 4) itself on the way."""
     if len(program.ranks) != program.shape.pp:
         raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={program.shape.pp}")
@@ -63,6 +57,7 @@ def validate_static(program: Program) -> None:
     checker.check_fields()
     checker.check_local_order()
     checker.check_pairing()
+    return checker
 
 
 def describe_deadlock(table: ProgramTable, position: list[int]) -> str:

@@ -14,10 +14,9 @@ step time, so set it from a measured layer when you have one (``--achievable-fra
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from pipesim.analytic._files import build_frozen, read_mapping
 from pipesim.errors import PipesimError
+from pipesim.spec_files import build_frozen, preset_or_file
 
 DEFAULT_ACHIEVABLE_FRACTION = 0.6
 
@@ -71,11 +70,5 @@ def load_chip(spec: str) -> ChipSpec:
     """A preset name (``pipesim chips``) or a path to a .yaml/.json chip file."""
     from pipesim.analytic.chip_presets import CHIP_PRESETS
 
-    preset = CHIP_PRESETS.get(spec.lower())
-    if preset is not None:
-        return preset
-    path = Path(spec)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise PipesimError(f"--hardware {spec!r} is not a preset; use one of {', '.join(CHIP_PRESETS)} "
-                           "(see 'pipesim chips') or a .yaml/.json file")
-    return chip_from_dict(read_mapping(path, "chip"), source=f"chip file {path}")
+    return preset_or_file(spec, CHIP_PRESETS, flag="--hardware", what="chip", listing="pipesim chips",
+                          from_dict=chip_from_dict)

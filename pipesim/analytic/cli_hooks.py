@@ -17,6 +17,7 @@ from pipesim.analytic.model_spec import ModelSpec, load_model
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import report_text, step_report
 from pipesim.analytic.to_costs import build_cost_model
+from pipesim.arg_types import fraction, positive_int
 from pipesim.costs import CostModel
 from pipesim.errors import PipesimError
 
@@ -27,33 +28,13 @@ _MODEL_ONLY = ("tp", "dp", "recompute", "sequence_parallel", "distributed_optimi
                "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (≥ 1)")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} must be in (0, 1]")
-    return value
-
-
 def add_model_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("real model on real chips (costs in seconds, memory in GiB)")
     group.add_argument("--model", metavar="NAME|FILE", help="model preset (pipesim models) or .yaml/.json file")
     group.add_argument("--hardware", metavar="NAME|FILE", default=None,
                        help="chip preset (pipesim chips) or .yaml/.json file (default h100-sxm)")
-    group.add_argument("--tp", type=_positive, default=None, help="tensor-parallel degree (default 1)")
-    group.add_argument("--dp", type=_positive, default=None, help="data-parallel degree (default 1)")
+    group.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel degree (default 1)")
+    group.add_argument("--dp", type=positive_int, default=None, help="data-parallel degree (default 1)")
     group.add_argument("--recompute", choices=[r.value for r in Recompute], default=None,
                        help="activation recomputation (default none)")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
@@ -64,10 +45,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="fused (FlashAttention: no s² scores stored, default) or unfused (5as²b stored)")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
-    group.add_argument("--achievable-fraction", type=_fraction, default=None,
+    group.add_argument("--achievable-fraction", type=fraction, default=None,
                        help="fraction of peak FLOP/s the layers reach (default: the chip's, 0.6 for presets)")
-    group.add_argument("--seq-len", type=_positive, default=None, help="override the model's sequence length")
-    group.add_argument("--micro-batch-size", type=_positive, default=None,
+    group.add_argument("--seq-len", type=positive_int, default=None, help="override the model's sequence length")
+    group.add_argument("--micro-batch-size", type=positive_int, default=None,
                        help="sequences per microbatch (default: the model's, 1 for presets)")
     group.add_argument("--param-bytes", choices=sorted(_PARAM_BYTES), default=None,
                        help="bytes per parameter for weights+grads+Adam: 18 (Megatron, FP32 grads; default) "

@@ -9,10 +9,9 @@ change the parameter count a little. Head dimension is ``hidden / heads`` (true 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
-from pipesim.analytic._files import build_frozen, read_mapping
 from pipesim.errors import PipesimError
+from pipesim.spec_files import build_frozen, preset_or_file
 
 
 @dataclass(frozen=True)
@@ -82,11 +81,5 @@ def load_model(spec: str) -> ModelSpec:
     """A preset name (``pipesim models``) or a path to a .yaml/.json model file."""
     from pipesim.analytic.model_presets import MODEL_PRESETS
 
-    preset = MODEL_PRESETS.get(spec.lower())
-    if preset is not None:
-        return preset
-    path = Path(spec)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise PipesimError(f"--model {spec!r} is not a preset; use one of {', '.join(MODEL_PRESETS)} "
-                           "(see 'pipesim models') or a .yaml/.json file")
-    return model_from_dict(read_mapping(path, "model"), source=f"model file {path}")
+    return preset_or_file(spec, MODEL_PRESETS, flag="--model", what="model", listing="pipesim models",
+                          from_dict=model_from_dict)

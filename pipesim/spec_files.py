@@ -1,4 +1,4 @@
-"""Reading a spec file (YAML or JSON) into a mapping, with one-line errors that name the file."""
+"""Spec files (YAML or JSON): reading them into mappings and dataclasses, with one-line errors naming the file."""
 
 from __future__ import annotations
 
@@ -49,3 +49,15 @@ def build_frozen(cls, data: dict, source: str, *, ints: set[str], floats: set[st
         return cls(**values)
     except TypeError as err:  # a missing required field
         raise PipesimError(f"{source}: {err}") from None
+
+
+def preset_or_file(spec: str, presets: dict, *, flag: str, what: str, listing: str, from_dict):
+    """A preset name (case-insensitive) from ``presets``, or a path to a .yaml/.json file parsed by ``from_dict``."""
+    preset = presets.get(spec.lower())
+    if preset is not None:
+        return preset
+    path = Path(spec)
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise PipesimError(f"{flag} {spec!r} is not a preset; use one of {', '.join(presets)} "
+                           f"(see '{listing}') or a .yaml/.json file")
+    return from_dict(read_mapping(path, what), source=f"{what} file {path}")
