@@ -94,3 +94,11 @@ def test_analytic_hook_matches_simulation(name, k):
     assert max(r.span_bubble for r in result.metrics.ranks) == pytest.approx(analytic.span_bubble, abs=1e-9)
     # Outside the claimed domain (T_W > T_F) the hook declines rather than print a wrong number.
     assert load_schedule(name).analytic(p, m, 1, _costs(0.5, 1.0, 1.0).default) is None
+
+
+@pytest.mark.parametrize(("p", "m", "v"), [(p, m, v) for p in (1, 2, 4) for m in (1, 2, 4, 8) for v in (1, 2, 3)])
+def test_looped_bfs_is_valid_and_holds_gpipe_memory(program_of, p, m, v):
+    program = program_of("looped-bfs", p, m, v)
+    validate(program)
+    result = simulate(program)
+    assert max(result.memory.peak_activations) == pytest.approx(m * v, abs=1e-9)
