@@ -31,6 +31,7 @@ from pipesim.simulator import simulate
 from pipesim.termplot import render
 from pipesim.timeline import TimelineFormat, write_timeline
 from pipesim.topology import Topology
+from pipesim.torch_csv import add_export_command
 from pipesim.validate import CommSemantics, validate
 
 EXIT_USAGE = 2
@@ -67,8 +68,10 @@ def _add_schedule_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", "-s", default="1f1b",
                         help=f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file "
                         "(default: 1f1b)")
-    parser.add_argument("--pp", type=positive_int, default=4, help="pipeline ranks (default: 4)")
-    parser.add_argument("--mb", type=positive_int, default=8, help="microbatches per step (default: 8)")
+    parser.add_argument("--pp", type=positive_int, default=None,
+                        help="pipeline ranks (default: 4; a torch .csv fixes it)")
+    parser.add_argument("--mb", type=positive_int, default=None,
+                        help="microbatches per step (default: 8; a torch .csv fixes it)")
     parser.add_argument("--chunks", "-v", type=positive_int, default=None,
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
 
@@ -318,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.set_defaults(func=cmd_schedules)
 
     add_preset_commands(sub)
+    add_export_command(sub)
 
     topo = sub.add_parser("topology", help="print the process groups of a tp×cp×dp×pp layout",
                           description="Print every process group (tp fastest, then cp, dp, pp).")

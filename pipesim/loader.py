@@ -36,6 +36,11 @@ class ScheduleSource:
     module: ModuleType
 
     @property
+    def fixed_shape(self):
+        """The PipelineShape a file pins (a PyTorch CSV), or None when pp and microbatches are free."""
+        return getattr(self.module, "FIXED_SHAPE", None)
+
+    @property
     def default_chunks(self) -> int:
         return int(getattr(self.module, "DEFAULT_CHUNKS", 1))
 
@@ -75,7 +80,12 @@ def builtin_names() -> list[str]:
 
 
 def load_schedule(spec: str) -> ScheduleSource:
-    """Resolve ``spec`` — a built-in name or a path to a ``.py`` file — into a :class:`ScheduleSource`."""
+    """Resolve ``spec`` — a built-in name, a ``.py`` schedule file or a PyTorch ``.csv`` — into a source."""
+    if spec.lower().endswith(".csv"):  # a torch.distributed.pipelining action CSV: its shape is fixed
+        from pipesim.torch_csv import csv_module
+
+        path = Path(spec)
+        return ScheduleSource(path.stem, path, csv_module(path))
     looks_like_path = spec.endswith(".py") or "/" in spec or "\\" in spec
     if looks_like_path:
         path = Path(spec)

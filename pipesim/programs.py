@@ -18,14 +18,20 @@ class BuiltProgram:
     program: Program
 
 
+DEFAULT_PP, DEFAULT_MICROBATCHES = 4, 8
+
+
 def build_program(
     spec: str,
-    pp: int,
-    microbatches: int,
+    pp: int | None,
+    microbatches: int | None,
     chunks: int | None = None,
     semantics: CommSemantics = CommSemantics.BUFFERED,
 ) -> BuiltProgram:
-    """Load schedule ``spec``, build it for (pp, microbatches, chunks), lower and validate it."""
+    """Load schedule ``spec``, build it for (pp, microbatches, chunks), lower and validate it.
+
+    ``None`` for pp or microbatches means the file's own (a PyTorch CSV fixes both) or the defaults 4 and 8.
+    """
     return _build_cached(spec, pp, microbatches, chunks, semantics)
 
 
@@ -33,6 +39,11 @@ def build_program(
 def _build_cached(spec, pp, microbatches, chunks, semantics) -> BuiltProgram:
     # Cached: a sweep simulates one Program under many cost models, and building it is pure.
     source = load_schedule(spec)
+    fixed = source.fixed_shape
+    if pp is None:
+        pp = fixed.pp if fixed else DEFAULT_PP
+    if microbatches is None:
+        microbatches = fixed.microbatches if fixed else DEFAULT_MICROBATCHES
     schedule = source.build(pp, microbatches, chunks)
     program = lower(schedule)
     validate(program, semantics)

@@ -62,6 +62,9 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
         ("bubble_fraction", "1 − Σbusy/(pp·T)", m.bubble_fraction, analytic.bubble_fraction if analytic else None),
         ("bubble_overhead", "(T − ideal)/ideal", m.bubble_overhead, analytic.bubble_overhead if analytic else None),
     ]
+    if analytic and analytic.span_bubble is not None:  # zero-bubble schedules: the paper's own convention
+        worst = max((r.span_bubble for r in m.ranks), default=0.0)
+        rows.append(("span_bubble", "max span − busy_r", worst, analytic.span_bubble))
     for name, convention, simulated, closed in rows:
         text = f"{name:<16} = {convention:<18} simulated {simulated:.4f}"
         if closed is not None:
