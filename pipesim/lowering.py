@@ -2,10 +2,15 @@
 
 Rules, identical for the simulator and the executor:
 
-- before ``F`` of stage s>0 whose previous stage lives on another rank: ``RECV_F`` from that rank;
-  after it, if stage s+1 lives elsewhere: ``SEND_F`` to that rank;
-- before ``B``/``I`` of stage s<S−1 whose next stage lives elsewhere: ``RECV_B``; after it, if stage s−1
-  lives elsewhere: ``SEND_B``. ``W`` needs no communication;
+- after ``F`` of stage s, if stage s+1 lives on another rank: ``SEND_F`` to that rank; after ``B``/``I`` of
+  stage s, if stage s−1 lives elsewhere: ``SEND_B``. ``W`` needs no communication;
+- ``F`` of stage s>0 whose previous stage lives elsewhere consumes a ``RECV_F`` from that rank, and
+  ``B``/``I`` of stage s<S−1 whose next stage lives elsewhere a ``RECV_B``. A receive *posts* the transfer
+  (``irecv``); the compute that consumes it waits for the data. Each directed link is one FIFO channel
+  (NCCL matches point-to-point operations by order), so a link's receives are posted in the order its
+  sender sends. Each receive sits as late as that allows: right before its consumer when the receiver
+  consumes in the sender's order (1F1B, interleaved), earlier when it does not — e.g. on a V placement,
+  where one link carries chunk-0 activations and chunk-1 gradients that the two ranks order differently;
 - stages that hand off to the same rank (V placement at the fold) exchange nothing: the data stays local;
 - ``REDUCE_GRAD(chunk)`` right after the last instruction that accumulates that chunk's weight gradient
   (its last ``B`` or ``W``), so DP sync of early-finished chunks overlaps the rest of the backward;
@@ -15,7 +20,7 @@ Rules, identical for the simulator and the executor:
 from __future__ import annotations
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import Instruction, Op, Program, Schedule, instruction
+from pipesim.ir import Instruction, Op, PipelineShape, Program, Schedule, instruction
 
 # Ops after which a chunk's weight gradient is final for that microbatch.
 _WEIGHT_GRAD_OPS = (Op.B, Op.W)
@@ -29,7 +34,7 @@ def lower(schedule: Schedule) -> Program:
             f"schedule {schedule.name!r} has {len(schedule.orders)} rank orders but pp={shape.pp}"
         )
     last_stage = shape.num_stages - 1
-    ranks: list[tuple[Instruction, ...]] = []
+    ranks: list[list[Instruction]] = []
     for rank, order in enumerate(schedule.orders):
         last_grad_index = _last_weight_grad_index(schedule.name, rank, order, shape.chunks)
         # Per chunk: the rank of the previous and next stage, or None where it is local or absent.
@@ -66,8 +71,66 @@ def lower(schedule: Schedule) -> Program:
             for reduced_chunk in last_grad_index.get(index, ()):
                 append(instruction(Op.REDUCE_GRAD, chunk=reduced_chunk))
         append(instruction(Op.STEP))
-        ranks.append(tuple(out))
-    return Program(schedule.name, shape, tuple(ranks))
+        ranks.append(out)
+    _post_receives_in_send_order(shape, ranks)
+    return Program(schedule.name, shape, tuple(tuple(code) for code in ranks))
+
+
+def message_label(shape: PipelineShape, rank: int, ins: Instruction) -> tuple[bool, int, int]:
+    """What a SEND/RECV carries: (is gradient, microbatch, stage the tensor leaves)."""
+    stage = shape.stage(rank, ins.chunk)
+    if ins.op is Op.SEND_F or ins.op is Op.SEND_B:
+        return ins.op is Op.SEND_B, ins.mb, stage
+    return ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1
+
+
+def _post_receives_in_send_order(shape: PipelineShape, ranks: list[list[Instruction]]) -> None:
+    """Move receives earlier where needed so every link's receives are posted in its sender's order.
+
+    Message k is posted at the earliest consumer among messages k, k+1, … (a suffix minimum): no later than
+    its own consumer, and not after a message the sender sent later. Links whose receives do not pair up
+    with the sends are left alone for the validator to report.
+    """
+    sends: dict[tuple[int, int], list[tuple]] = {}
+    for rank, code in enumerate(ranks):
+        for ins in code:
+            if ins.op is Op.SEND_F or ins.op is Op.SEND_B:
+                sends.setdefault((rank, ins.peer), []).append(message_label(shape, rank, ins))
+    for rank, code in enumerate(ranks):
+        receives = [(i, ins) for i, ins in enumerate(code) if ins.op is Op.RECV_F or ins.op is Op.RECV_B]
+        by_link: dict[int, list[tuple[int, Instruction]]] = {}
+        for i, ins in receives:
+            by_link.setdefault(ins.peer, []).append((i, ins))
+        moved = False
+        post_at: dict[int, list[Instruction]] = {}  # index of the consumer → receives posted right before it
+        for peer, items in by_link.items():
+            labels = [message_label(shape, rank, ins) for _, ins in items]
+            sent = sends.get((peer, rank), [])
+            if labels == sent or sorted(labels) != sorted(sent) or len(set(sent)) != len(sent):
+                for i, ins in items:
+                    post_at.setdefault(i + 1, []).append(ins)
+                continue
+            moved = True
+            consumer = {label: i + 1 for label, (i, _) in zip(labels, items, strict=True)}
+            earliest = len(code)
+            positions = []
+            for label in reversed(sent):
+                earliest = min(earliest, consumer[label])
+                positions.append(earliest)
+            for label, position in zip(sent, reversed(positions), strict=True):
+                post_at.setdefault(position, []).append(_receive_of(items, labels, label))
+        if not moved:
+            continue
+        rebuilt: list[Instruction] = []
+        for i, ins in enumerate(code):
+            rebuilt.extend(post_at.get(i, ()))
+            if not (ins.op is Op.RECV_F or ins.op is Op.RECV_B):
+                rebuilt.append(ins)
+        code[:] = rebuilt
+
+
+def _receive_of(items, labels, label) -> Instruction:
+    return items[labels.index(label)][1]
 
 
 def _last_weight_grad_index(name: str, rank: int, order, chunks: int) -> dict[int, list[int]]:

@@ -38,6 +38,7 @@ class ProgramTable:
     rank_bounds: tuple[tuple[int, int], ...]  # [begin, end) rows of each rank
     num_links: int
     boundary_stage: np.ndarray  # stage whose output boundary a transfer crosses, else -1
+    input_recv: np.ndarray  # for a compute op, the row of the receive that delivers its input, else -1
 
     @property
     def num_rows(self) -> int:
@@ -90,12 +91,33 @@ def table_of(program: Program) -> ProgramTable:
     forward = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.RECV_F])
     sender_stage = np.where(is_send, stage, np.where(forward, stage - 1, stage + 1))
     boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
+    input_recv = _input_receives(op, rank, microbatch, chunk)
     ends = np.cumsum(lengths)
     bounds = tuple((int(e - n), int(e)) for e, n in zip(ends, lengths, strict=True))
     return ProgramTable(
         program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
         kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
+        input_recv=input_recv,
     )
+
+
+def _input_receives(op: np.ndarray, rank: np.ndarray, microbatch: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+    """Match each F to its rank's RECV_F of the same (mb, chunk), each B/I to its RECV_B (first one wins)."""
+    rows = np.arange(len(op))
+    gradient = (op == OP_CODE[Op.RECV_B]) | (op == OP_CODE[Op.B]) | (op == OP_CODE[Op.I])
+    key = ((rank * 2 + gradient) * (microbatch.max(initial=0) + 2) + microbatch + 1) * (chunk.max(initial=0) + 2) + (
+        chunk + 1)
+    is_recv = (op == OP_CODE[Op.RECV_F]) | (op == OP_CODE[Op.RECV_B])
+    consumes = (op == OP_CODE[Op.F]) | (op == OP_CODE[Op.B]) | (op == OP_CODE[Op.I])
+    result = np.full(len(op), -1, dtype=np.int64)
+    if not is_recv.any():
+        return result
+    recv_keys, first = np.unique(key[is_recv], return_index=True)
+    recv_rows = rows[is_recv][first]
+    index = np.minimum(np.searchsorted(recv_keys, key[consumes]), len(recv_keys) - 1)
+    found = recv_keys[index] == key[consumes]
+    result[rows[consumes][found]] = recv_rows[index[found]]
+    return result
 
 
 _CODE_BY_OP = OP_CODE

@@ -2,11 +2,12 @@
 
 Semantics (the executor's, DESIGN.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
 asynchronous — its transfer holds the directed link for ``p2p_latency + bytes/bandwidth`` and transfers on one
-link serialize in the order they were issued; a receive blocks its rank until its message has arrived.
+link serialize in the order they were issued; a receive posts the transfer, and the compute that consumes it
+waits until the data has arrived. A RECV row spans from its post to the data's arrival.
 
 Speed: a rank does not yield to SimPy for every instruction. It runs ahead on its own clock through every
-instruction whose inputs are already known (compute, sends, receives of messages already sent) and yields
-only to wait for a message its peer has not sent yet — the lookahead of conservative parallel discrete-event
+instruction whose inputs are already known (compute on data already sent, sends, posts) and yields only
+to wait for a message its peer has not sent yet — the lookahead of conservative parallel discrete-event
 simulation. Since a transfer's start is ``max(issue time, link free time)`` and a link's sends are issued
 by one rank in program order, this equals a per-instruction model with a FIFO resource per link; the tests
 check it against exactly such a naive model on every schedule.
@@ -111,6 +112,8 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
     arrivals: list[list[float]] = [[] for _ in range(table.num_links)]  # per link, arrival time of message k
     link_free = [0.0] * table.num_links
     waiting: list[simpy.Event | None] = [None] * table.num_links  # the receiver blocked on each link
+    wanted = [0] * table.num_links  # which message that receiver waits for
+    input_recv = table.input_recv.tolist()
     position = [stop for _, stop in table.rank_bounds]  # where each rank waits; its end once finished
 
     def rank_process(rank: int, begin: int, stop: int):
@@ -118,25 +121,7 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
         for row in range(begin, stop):
             kind = kinds[row]
             if kind == KIND_RECV:
-                link = links[row]
-                queue = arrivals[link]
-                if messages[row] < len(queue):
-                    arrival = queue[messages[row]]
-                else:
-                    # The sender has not issued this message yet: let simulated time catch up, then wait.
-                    if clock > env.now:
-                        yield env.timeout(clock - env.now)
-                    if messages[row] < len(queue):  # sent while we caught up
-                        arrival = queue[messages[row]]
-                    else:
-                        position[rank] = row
-                        event = waiting[link] = env.event()
-                        arrival = yield event
-                        position[rank] = stop
-                start[row] = clock
-                if arrival > clock:
-                    clock = arrival
-                end[row] = clock
+                start[row] = end[row] = clock  # posting costs nothing; end becomes the arrival once known
             elif kind == KIND_SEND:
                 link = links[row]
                 transfer_start = clock if clock > link_free[link] else link_free[link]
@@ -146,10 +131,30 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
                 end[row] = arrival
                 arrivals[link].append(arrival)
                 event = waiting[link]
-                if event is not None:
+                if event is not None and len(arrivals[link]) > wanted[link]:
                     waiting[link] = None
                     event.succeed(arrival)
             else:
+                source = input_recv[row]
+                if source >= 0:
+                    link = links[source]
+                    queue = arrivals[link]
+                    index = messages[source]
+                    if index >= len(queue):
+                        # Not sent yet: let simulated time catch up, then wait for the sender.
+                        if clock > env.now:
+                            yield env.timeout(clock - env.now)
+                        if index >= len(queue):
+                            position[rank] = row
+                            wanted[link] = index
+                            event = waiting[link] = env.event()
+                            yield event
+                            position[rank] = stop
+                    arrival = queue[index]
+                    if arrival > end[source]:
+                        end[source] = arrival
+                    if arrival > clock:
+                        clock = arrival
                 start[row] = clock
                 clock += durs[row]
                 end[row] = clock

@@ -14,8 +14,9 @@ The checks run on the Program's column table, in this order, and the first failu
    gradient computed there or received there, ``F`` before its ``B``, ``I`` before its ``W``, all weight
    gradients before ``REDUCE_GRAD``, ``STEP`` last — and each compute op runs exactly once;
 3. pairing: the sends and receives of each link agree message by message;
-4. progress: an abstract run in which receives (and rendezvous sends) block; if ranks remain that cannot
-   move, every blocked rank waits on exactly one peer, so the waits form a cycle, which the error names.
+4. progress: an abstract run in which a receive only posts and the compute consuming it waits for the send
+   (rendezvous sends also wait for the receive to be posted); if ranks remain that cannot move, every
+   blocked rank waits on exactly one peer, so the waits form a cycle, which the error names.
 """
 
 from __future__ import annotations
@@ -285,14 +286,15 @@ class _Checker:
 
     # --- 4. progress ------------------------------------------------------------------------------------
     def check_progress(self, semantics: CommSemantics) -> None:
-        """Run every rank as far as it can; receives wait for their send (rendezvous: sends wait too)."""
+        """Run every rank as far as it can. A receive only posts; the compute consuming it waits for the
+        send. Buffered sends never wait; rendezvous sends wait until the receive is posted."""
         t = self.t
         kinds, links, messages = t.kind.tolist(), t.link.tolist(), t.message.tolist()
-        peers = t.peer.tolist()
+        peers, input_recv = t.peer.tolist(), t.input_recv.tolist()
         bounds = t.rank_bounds
         pc = [begin for begin, _ in bounds]
         sent = [0] * t.num_links  # messages issued on each link
-        received = [0] * t.num_links
+        posted = [0] * t.num_links  # receives posted on each link
         rendezvous = semantics is CommSemantics.RENDEZVOUS
         ready = deque(range(len(bounds)))
         queued = [True] * len(bounds)
@@ -309,24 +311,19 @@ class _Checker:
             while row < stop:
                 kind = kinds[row]
                 if kind == KIND_RECV:
-                    link = links[row]
-                    if sent[link] <= messages[row]:
-                        break
-                    received[link] += 1
+                    posted[links[row]] += 1
                     if rendezvous:
-                        wake(peers[row])  # its blocked send completes with this receive
+                        wake(peers[row])  # a send blocked on this post can complete
                 elif kind == KIND_SEND:
                     link = links[row]
-                    if rendezvous:
-                        # The send completes once the receiver reaches the matching receive.
-                        if sent[link] == messages[row]:
-                            sent[link] += 1
-                            wake(peers[row])
-                        if received[link] <= messages[row]:
-                            break
-                    else:
-                        sent[link] += 1
-                        wake(peers[row])
+                    if rendezvous and posted[link] <= messages[row]:
+                        break
+                    sent[link] += 1
+                    wake(peers[row])
+                else:
+                    source = input_recv[row]
+                    if source >= 0 and sent[links[source]] <= messages[source]:
+                        break  # its input has not been sent yet
                 row += 1
             pc[rank] = row
         if any(pc[r] < stop for r, (_, stop) in enumerate(bounds)):
@@ -344,9 +341,14 @@ class _Checker:
                 chain.append(f"rank {rank} has finished its program")
                 break
             ins = self.code[rank][self.t.seq[row]]
-            suffix = " to receive it" if ins.op.is_send else ""
-            chain.append(f"rank {rank} waits at {ins} for rank {ins.peer}{suffix}")
-            rank = ins.peer
+            if ins.op.is_send:
+                chain.append(f"rank {rank} waits at {ins} for rank {ins.peer} to post the receive")
+                rank = ins.peer
+            else:
+                source = int(self.t.input_recv[row])
+                recv = self.code[rank][self.t.seq[source]]
+                chain.append(f"rank {rank} waits at {ins} for rank {recv.peer} ({recv})")
+                rank = recv.peer
         else:
             cycle, lead = chain[seen[rank] :], chain[: seen[rank]]
             text = "; ".join(cycle) + f" — a cycle back to rank {rank}"

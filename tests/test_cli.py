@@ -108,7 +108,7 @@ def test_schedule_file_errors(tmp_path):
         (syntax, "has a syntax error at line 1"),
         (raises, "raised ValueError in build(pp=2, microbatches=2, chunks=1): no luck"),
         (wrong, "returned list, expected pipesim.ir.Schedule"),
-        (hangs, "deadlock: rank 0 waits at RECV_B mb=0 chunk=0 peer=1 for rank 1; rank 1 waits at RECV_F"),
+        (hangs, "deadlock: rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B mb=0 chunk=0 peer=1); rank 1 waits at F"),
     ]
     for path, fragment in cases:
         result = run("simulate", "--schedule", str(path), "--pp", "2", "--mb", "2")

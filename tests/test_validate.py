@@ -72,15 +72,31 @@ def test_deadlock_names_the_cycle():
     with pytest.raises(DeadlockError) as err:
         validate(program)
     message = str(err.value)
-    assert "rank 0 waits at RECV_B mb=0 chunk=0 peer=1 for rank 1" in message
-    assert "rank 1 waits at RECV_F mb=1 chunk=0 peer=0 for rank 0" in message
+    assert "rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B mb=0 chunk=0 peer=1)" in message
+    assert "rank 1 waits at F mb=1 chunk=0 for rank 0 (RECV_F mb=1 chunk=0 peer=0)" in message
     assert "cycle" in message
 
 
 def test_fifo_mismatch_is_reported():
+    """Receives posted out of the sender's order on one link: the k-th message is not what is expected."""
+    program = _two_rank([[F(0), F(1), B(0), B(1)], [F(0), F(1), B(0), B(1)]])
+    code = list(program.ranks[1])
+    first, second = (i for i, ins in enumerate(code) if ins.op is Op.RECV_F)
+    code[first], code[second] = code[second], code[first]
+    code[first + 1], code[second + 1] = code[second + 1], code[first + 1]  # keep each F right after its RECV
+    swapped = Program(program.name, program.shape, (program.ranks[0], tuple(code)))
+    with pytest.raises(ScheduleError, match=r"link 0→1 is FIFO: message #1 rank 0 sends is the activation of stage 0 "
+                                            r"for mb 0, but rank 1's receive #1"):
+        validate(swapped)
+
+
+def test_lowering_posts_receives_in_send_order():
+    """Rank 0 runs B1 before B0, rank 1 sends the gradients as B0, B1: both receives are posted before B1."""
     program = _two_rank([[F(0), F(1), B(1), B(0)], [F(0), F(1), B(0), B(1)]])
-    with pytest.raises(ScheduleError, match=r"link 1→0 is FIFO"):
-        validate(program)
+    validate(program)
+    text = [str(ins) for ins in program.ranks[0]]
+    assert text.index("RECV_B mb=0 chunk=0 peer=1") < text.index("RECV_B mb=1 chunk=0 peer=1") < text.index(
+        "B mb=1 chunk=0")
 
 
 def test_missing_microbatch_is_reported():
