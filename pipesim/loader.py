@@ -73,9 +73,10 @@ class ScheduleSource:
 
 
 def builtin_names() -> list[str]:
+    """Built-in schedule names as users type them: file ``zb_h1.py`` is ``zb-h1``."""
     folder = importlib.resources.files("schedules")
     return sorted(
-        p.name[:-3] for p in folder.iterdir() if p.name.endswith(".py") and not p.name.startswith("_")
+        p.name[:-3].replace("_", "-") for p in folder.iterdir() if p.name.endswith(".py") and not p.name.startswith("_")
     )
 
 
@@ -93,13 +94,12 @@ def load_schedule(spec: str) -> ScheduleSource:
             raise ScheduleError(f"schedule file {spec} does not exist; check the path or use a built-in name")
         return ScheduleSource(path.stem, path, _import_file(path))
     name = spec.strip().lower().replace("_", "-")
-    candidates = {n.replace("_", "-"): n for n in builtin_names()}
-    if name not in candidates:
+    if name not in builtin_names():
         raise ScheduleError(
-            f"unknown schedule {spec!r}: use one of {', '.join(sorted(candidates))}, or a path to a .py file"
+            f"unknown schedule {spec!r}: use one of {', '.join(builtin_names())}, or a path to a .py file"
         )
-    path = Path(str(importlib.resources.files("schedules") / f"{candidates[name]}.py"))
-    return ScheduleSource(candidates[name], path, _import_file(path))
+    path = Path(str(importlib.resources.files("schedules") / f"{name.replace('-', '_')}.py"))
+    return ScheduleSource(name, path, _import_file(path))
 
 
 def _import_file(path: Path) -> ModuleType:

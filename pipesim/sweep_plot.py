@@ -25,8 +25,7 @@ LABELS = {
 
 def style_of(name: str, index: int = 0) -> tuple[str, str]:
     fallback = ["#999999", "#332288", "#88CCEE", "#44AA99"]
-    # Sweep rows carry the file name (zb_h1), the styles the CLI spelling (zb-h1): the loader maps one to the other.
-    return SCHEDULE_STYLES.get(name.replace("_", "-"), (fallback[index % len(fallback)], "o"))
+    return SCHEDULE_STYLES.get(name, (fallback[index % len(fallback)], "o"))
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
