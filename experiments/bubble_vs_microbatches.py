@@ -38,9 +38,7 @@ def main() -> None:
     for ax, pp in zip(axes[0], pps, strict=True):
         micro = [pp, 2 * pp] if args.fast else [pp * k for k in (1, 2, 3, 4, 6, 8)]
         for index, (label, name, chunks) in enumerate(series(args.fast)):
-            colour, marker = style_of(name if chunks != 4 else "interleaved-4", index)
-            if chunks == 4:
-                colour, marker = "#CC79A7", "v"
+            colour, marker = ("#882255", "<") if chunks == 4 else style_of(name, index)
             source = load_schedule(name)
             simulated, analytic = [], []
             for m in micro:
@@ -68,7 +66,7 @@ def main() -> None:
         ax.set_xlabel("microbatches per step (m)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("bubble fraction  1 − Σbusy/(pp·T)")
-    axes[0][-1].legend(fontsize=6, frameon=False)
+    axes[0][-1].legend(fontsize=6, frameon=False, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle("Bubble fraction: simulated (markers) on closed forms (lines); F=1, B=2, no communication",
                  fontsize=8)
     fig.tight_layout()
