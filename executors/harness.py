@@ -13,6 +13,7 @@ import time
 import traceback
 from datetime import timedelta
 
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -28,6 +29,8 @@ def free_port() -> int:
 def _worker(rank: int, world_size: int, port: int, fn, args, queue) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     try:
+        # One thread per rank, as torchrun does: N ranks on a few cores must not oversubscribe them.
+        torch.set_num_threads(1)
         dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
         value = fn(rank, world_size, *args)
         # Plain pickle bytes: torch's queue reducers would share tensors by fd, gone once we exit.
