@@ -17,6 +17,9 @@ the fused ``B``; memory is only freed at ``W`` (a true ZB implementation would d
 
 from __future__ import annotations
 
+import enum
+import os
+import signal
 from dataclasses import dataclass, field
 
 import torch
@@ -28,6 +31,13 @@ from executors.recorder import ActivationMeter, TimelineRecorder
 from executors.tp_layers import shard_spec
 from pipesim.ir import Instruction, Op, Program
 from pipesim.topology import Dim
+
+
+class FailMode(enum.Enum):
+    """How ``--fail-at`` breaks a rank: raise at the instruction, or die at once as if killed (SIGKILL)."""
+
+    RAISE = "raise"
+    KILL = "kill"
 
 
 class InstructionError(RuntimeError):
@@ -66,6 +76,7 @@ class Interpreter:
         *,
         device: torch.device | None = None,
         fail_at: Instruction | None = None,
+        fail_mode: FailMode = FailMode.RAISE,
     ):
         self.program, self.ctx, self.stages = program, ctx, stages
         self.shape = program.shape
@@ -73,7 +84,7 @@ class Interpreter:
         self.optimizer, self.act_shape = optimizer, act_shape
         self.recorder, self.meter = recorder, meter
         self.device = device or torch.device("cpu")
-        self.fail_at = fail_at
+        self.fail_at, self.fail_mode = fail_at, fail_mode
         self.microbatches = self.shape.microbatches
         self.last_stage = self.shape.num_stages - 1
         self._chunk_params = {c: [p for p in m.parameters()] for c, m in stages.items()}
@@ -102,6 +113,8 @@ class Interpreter:
             t0 = stamp()
             try:
                 if self.fail_at is not None and ins == self.fail_at:
+                    if self.fail_mode is FailMode.KILL:
+                        os.kill(os.getpid(), signal.SIGKILL)
                     raise RuntimeError("failure injected by --fail-at")
                 nbytes = self._execute(
                     seq, ins, shape.stage(rank, ins.chunk) if ins.chunk is not None else -1

@@ -14,6 +14,7 @@ import os
 import sys
 from datetime import timedelta
 
+from executors.interpreter import FailMode
 from executors.model import ModelConfig
 from executors.runtime import OptimizerKind, RunConfig, plan
 from executors.tp_layers import TPMode
@@ -51,6 +52,12 @@ def parser() -> argparse.ArgumentParser:
         "--fail-at",
         metavar="RANK:INSTRUCTION",
         help="debugging: make global RANK raise at INSTRUCTION, e.g. '1:B mb=0 chunk=0'",
+    )
+    p.add_argument(
+        "--fail-mode",
+        choices=[m.value for m in FailMode],
+        default=FailMode.RAISE.value,
+        help="with --fail-at: raise an exception, or kill the process (SIGKILL)",
     )
     return p
 
@@ -100,6 +107,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         optimizer=OptimizerKind(args.optimizer),
         lr=args.lr,
         fail_at=fail_at,
+        fail_mode=FailMode(args.fail_mode),
     )
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
-from executors.interpreter import Interpreter
+from executors.interpreter import FailMode, Interpreter
 from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weights, synthetic_batch
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
@@ -44,7 +44,8 @@ class RunConfig:
     tp_mode: TPMode = TPMode.ALL_REDUCE
     optimizer: OptimizerKind = OptimizerKind.SGD
     lr: float = 0.1
-    fail_at: tuple[int, Instruction] | None = None  # (global rank, instruction) that raises on purpose
+    fail_at: tuple[int, Instruction] | None = None  # (global rank, instruction) that fails on purpose
+    fail_mode: FailMode = FailMode.RAISE
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
@@ -104,7 +105,16 @@ def execute(
     meter = ActivationMeter(params)
     fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
     interpreter = Interpreter(
-        program, ctx, stages, optimizer, act_shape, recorder, meter, device=device, fail_at=fail_at
+        program,
+        ctx,
+        stages,
+        optimizer,
+        act_shape,
+        recorder,
+        meter,
+        device=device,
+        fail_at=fail_at,
+        fail_mode=cfg.fail_mode,
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp

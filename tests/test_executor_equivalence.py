@@ -4,6 +4,8 @@ optimizer steps, for gpipe, 1f1b and interleaved × TP mode × tp ∈ {1, 2} × 
 One spawned world per layout runs every schedule × mode, to amortise process start and group init.
 """
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -14,7 +16,9 @@ from pipesim.topology import Topology
 
 pytestmark = pytest.mark.distributed
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+# The split-backward file (I then W) checks the zero-bubble path against the same reference.
+SPLIT = str(Path(__file__).resolve().parent / "schedules" / "split_1f1b.py")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", SPLIT)
 RTOL, ATOL = 1e-5, 1e-6
 
 
