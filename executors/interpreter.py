@@ -1,11 +1,12 @@
 """The Program interpreter: replays one pipeline rank's instructions on torch.distributed, one by one.
 
 No schedule is special-cased; GPipe, 1F1B, interleaved and split-backward programs run through the same
-loop. Communication follows the validator's BUFFERED semantics (``pipesim.validate``): every RECV of the
-step is posted up front as an ``irecv`` in program order (so each directed link stays one FIFO channel) and
-waited just before the compute that needs it; sends are ``isend``s whose handles are waited at the end of
-the step. ``REDUCE_GRAD`` launches the chunk's dp×cp all-reduce asynchronously (it overlaps the remaining
-backwards, as lowering intends) and ``STEP`` waits for it before the optimizer.
+loop. Communication follows the validator's BUFFERED semantics (``pipesim.validate``): on gloo every RECV
+of the step is posted up front as an ``irecv`` in program order (so each directed link stays one FIFO
+channel; :class:`RecvPolicy` says why NCCL posts at use) and waited just before the compute that needs
+it; sends are ``isend``s whose handles are waited at the end of the step. ``REDUCE_GRAD`` launches the
+chunk's dp×cp all-reduce asynchronously (it overlaps the remaining backwards, as lowering intends) and
+``STEP`` waits for it before the optimizer.
 
 Loss scaling: each microbatch's mean loss is divided by the number of microbatches and gradients are
 averaged over dp×cp, so the step equals one full-batch mean (all microbatches hold equally many tokens).
@@ -20,7 +21,7 @@ from __future__ import annotations
 import enum
 import os
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -40,6 +41,20 @@ class FailMode(enum.Enum):
     KILL = "kill"
 
 
+class RecvPolicy(enum.Enum):
+    """When receives are posted.
+
+    EAGER (gloo): all of a step's irecvs at its start, so data lands while the rank computes; gloo keeps
+    a FIFO of pending receives per peer, which is exactly the validator's BUFFERED link model.
+    AT_USE (NCCL): each irecv at its RECV instruction. NCCL runs a pair's sends and receives in issue order
+    on one stream, so a receive posted early would hold back every later send to that peer and can
+    deadlock a program the BUFFERED validator accepted.
+    """
+
+    EAGER = "eager"
+    AT_USE = "at-use"
+
+
 class InstructionError(RuntimeError):
     """An instruction raised; the message names the rank and the instruction."""
 
@@ -57,8 +72,6 @@ class _Pending:
 class StepResult:
     loss: float | None  # this rank's sum of scaled microbatch losses (last stage only), else None
     sends: int = 0
-    recvs: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 class Interpreter:
@@ -77,6 +90,7 @@ class Interpreter:
         device: torch.device | None = None,
         fail_at: Instruction | None = None,
         fail_mode: FailMode = FailMode.RAISE,
+        recv_policy: RecvPolicy = RecvPolicy.EAGER,
     ):
         self.program, self.ctx, self.stages = program, ctx, stages
         self.shape = program.shape
@@ -85,6 +99,7 @@ class Interpreter:
         self.recorder, self.meter = recorder, meter
         self.device = device or torch.device("cpu")
         self.fail_at, self.fail_mode = fail_at, fail_mode
+        self.recv_policy = recv_policy
         self.microbatches = self.shape.microbatches
         self.last_stage = self.shape.num_stages - 1
         self._chunk_params = {c: [p for p in m.parameters()] for c, m in stages.items()}
@@ -101,13 +116,13 @@ class Interpreter:
         self._sends: list[tuple[dist.Work, torch.Tensor]] = []
         self._reduces: list[tuple[dist.Work | None, torch.Tensor, list[nn.Parameter]]] = []
         self._losses: list[torch.Tensor] = []
-        # Post every receive now, in program order: per link that is the FIFO order the validator proved.
         recvs: dict[int, tuple[dist.Work, torch.Tensor]] = {}
-        for seq, ins in enumerate(self.code):
-            if ins.op.is_recv:
-                buf = torch.empty(self.act_shape, device=self.device)
-                recvs[seq] = (dist.irecv(buf, src=self.ctx.peer(ins.peer)), buf)
         self._recvs = recvs
+        if self.recv_policy is RecvPolicy.EAGER:
+            # Post every receive now, in program order: per link that is the FIFO order the validator proved.
+            for seq, ins in enumerate(self.code):
+                if ins.op.is_recv:
+                    recvs[seq] = self._post_recv(ins)
         stamp = self.recorder.clock.stamp
         for seq, ins in enumerate(self.code):
             t0 = stamp()
@@ -132,7 +147,7 @@ class Interpreter:
             work.wait()
         self.recorder.flush()
         loss = float(torch.stack(self._losses).sum()) if self._losses else None
-        return StepResult(loss, sends=len(self._sends), recvs=len(recvs))
+        return StepResult(loss, sends=len(self._sends))
 
     # --- instructions ---------------------------------------------------------------------------------
     def _execute(self, seq: int, ins: Instruction, stage: int) -> float:
@@ -168,8 +183,13 @@ class Interpreter:
         self._sends.append((dist.isend(tensor, dst=self.ctx.peer(peer)), tensor))
         return tensor.numel() * tensor.element_size()
 
+    def _post_recv(self, ins: Instruction) -> tuple[dist.Work, torch.Tensor]:
+        buf = torch.empty(self.act_shape, device=self.device)
+        return dist.irecv(buf, src=self.ctx.peer(ins.peer)), buf
+
     def _wait_recv(self, seq: int) -> torch.Tensor:
-        work, buf = self._recvs.pop(seq)
+        pending = self._recvs.pop(seq, None)
+        work, buf = pending if pending is not None else self._post_recv(self.code[seq])
         work.wait()
         return buf
 

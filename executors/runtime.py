@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
-from executors.interpreter import FailMode, Interpreter
+from executors.interpreter import FailMode, Interpreter, RecvPolicy
 from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weights, synthetic_batch
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
@@ -46,6 +46,7 @@ class RunConfig:
     lr: float = 0.1
     fail_at: tuple[int, Instruction] | None = None  # (global rank, instruction) that fails on purpose
     fail_mode: FailMode = FailMode.RAISE
+    recv_policy: RecvPolicy | None = None  # None: by backend (EAGER on gloo, AT_USE on NCCL)
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
@@ -74,6 +75,7 @@ class RankResult:
     timeline: pd.DataFrame | None = None  # merged over pipeline ranks (replica tp=cp=dp=0), rank 0 only
     peak_activation_bytes: list[int] | None = None  # per pipeline rank, rank 0 only
     bytes_per_forward: list[int] | None = None  # per pipeline rank: largest single forward's saved bytes
+    memory_curves: list[list[tuple[float, int]]] | None = None  # per pipeline rank: (seconds, bytes held)
     full_grads: list[dict[str, torch.Tensor]] = field(default_factory=list)  # per step
     full_params: dict[str, torch.Tensor] | None = None  # after the last step
     instructions: int = 0
@@ -115,6 +117,8 @@ def execute(
         device=device,
         fail_at=fail_at,
         fail_mode=cfg.fail_mode,
+        recv_policy=cfg.recv_policy
+        or (RecvPolicy.AT_USE if dist.get_backend() == "nccl" else RecvPolicy.EAGER),
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp
@@ -143,7 +147,12 @@ def execute(
         result.full_params = gather_full_state(ctx, params, {shard_spec(p).name: p.detach() for p in params})
     # Merge the measured timeline and memory peaks of one replica (tp=cp=dp=0) of every pipeline rank.
     replica0 = ctx.coords.tp == 0 and ctx.coords.cp == 0 and ctx.coords.dp == 0
-    mine = (recorder.frame(), meter.peak, max(meter.per_forward.values(), default=0)) if replica0 else None
+    curve = list(zip(clock.resolve([t for t, _ in meter.curve]), [b for _, b in meter.curve], strict=True))
+    mine = (
+        (recorder.frame(), meter.peak, max(meter.per_forward.values(), default=0), curve)
+        if replica0
+        else None
+    )
     gathered = [None] * dist.get_world_size() if ctx.rank == 0 else None
     dist.gather_object(mine, gathered, dst=0)
     if ctx.rank == 0:
@@ -151,6 +160,7 @@ def execute(
         result.timeline = pd.concat([g[0] for g in parts], ignore_index=True)
         result.peak_activation_bytes = [g[1] for g in parts]
         result.bytes_per_forward = [g[2] for g in parts]
+        result.memory_curves = [g[3] for g in parts]
     return result
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from executors.harness import spawn
+from executors.interpreter import RecvPolicy
 from executors.runtime import RunConfig, reference_run, run_configs
 from executors.tp_layers import TPMode
 from pipesim.topology import Topology
@@ -30,6 +31,18 @@ def test_matches_single_process(tp, dp):
         for s in SCHEDULES
         for mode in TPMode
     ]
+    # Receives posted at use (the NCCL policy) must give the same numbers as eager posting.
+    configs.append(
+        RunConfig(
+            schedule="interleaved",
+            topology=topology,
+            microbatches=4,
+            steps=2,
+            tp_mode=TPMode.REDUCE_SCATTER,
+            capture=True,
+            recv_policy=RecvPolicy.AT_USE,
+        )
+    )
     results = spawn(run_configs, topology.world_size, configs)[0]
     for cfg, got in zip(configs, results, strict=True):
         ref = reference_run(cfg)

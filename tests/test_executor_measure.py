@@ -60,6 +60,7 @@ def test_1f1b_activation_memory_matches_simulator(pp):
     predicted = simulate(plan(cfg, pp)).memory.peak_activations  # 1F1B: rank r holds p − r microbatches
     assert predicted == tuple(float(pp - r) for r in range(pp))
     peaks, unit = result.peak_activation_bytes, result.bytes_per_forward
+    assert [max(b for _, b in curve) for curve in result.memory_curves] == peaks
     for rank in range(pp):
         # In units of one microbatch of this rank's stage, the count is the simulator's.
         assert peaks[rank] / unit[rank] == pytest.approx(predicted[rank], rel=0.05), (rank, peaks, unit)
