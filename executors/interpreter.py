@@ -103,12 +103,19 @@ class Interpreter:
         self.microbatches = self.shape.microbatches
         self.last_stage = self.shape.num_stages - 1
         self._chunk_params = {c: [p for p in m.parameters()] for c, m in stages.items()}
+        rank = ctx.pp_rank
+        self._stages_by_seq = [-1 if i.chunk is None else self.shape.stage(rank, i.chunk) for i in self.code]
+
+    def _fail(self) -> None:
+        if self.fail_mode is FailMode.KILL:
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise RuntimeError("failure injected by --fail-at")
 
     # --- one optimizer step ---------------------------------------------------------------------------
     def run_step(self, step: int, tokens: list[torch.Tensor], targets: list[torch.Tensor]) -> StepResult:
         """Execute the whole program once; ``tokens[mb]``/``targets[mb]`` are this data-parallel rank's."""
         self.optimizer.zero_grad(set_to_none=True)
-        shape, rank = self.shape, self.ctx.pp_rank
+        rank = self.ctx.pp_rank
         self._tokens, self._targets = tokens, targets
         self._pending: dict[tuple[int, int], _Pending] = {}
         self._acts: dict[tuple[int, int], torch.Tensor] = {}  # (mb, stage) → output of that stage
@@ -123,26 +130,22 @@ class Interpreter:
             for seq, ins in enumerate(self.code):
                 if ins.op.is_recv:
                     recvs[seq] = self._post_recv(ins)
-        stamp = self.recorder.clock.stamp
+        stamp, record, sample = self.recorder.clock.stamp, self.recorder.record, self.meter.sample
         for seq, ins in enumerate(self.code):
             t0 = stamp()
             try:
-                if self.fail_at is not None and ins == self.fail_at:
-                    if self.fail_mode is FailMode.KILL:
-                        os.kill(os.getpid(), signal.SIGKILL)
-                    raise RuntimeError("failure injected by --fail-at")
-                nbytes = self._execute(
-                    seq, ins, shape.stage(rank, ins.chunk) if ins.chunk is not None else -1
-                )
+                if ins == self.fail_at:
+                    self._fail()
+                nbytes = self._execute(seq, ins, self._stages_by_seq[seq])
             except Exception as err:
                 raise InstructionError(
                     f"rank {self.ctx.rank} (pp rank {rank}) failed at {ins} (step {step}, #{seq}): "
                     f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
                 ) from err
             t1 = stamp()
-            self.recorder.record(step, seq, ins, t0, t1, nbytes)
+            record(step, seq, t0, t1, nbytes)
             if ins.op.is_compute:
-                self.meter.sample(t1)
+                sample(t1)
         for work, _ in self._sends:
             work.wait()
         self.recorder.flush()

@@ -103,7 +103,7 @@ def execute(
     seq_local = mcfg.seq_len // ctx.tp if cfg.tp_mode is TPMode.REDUCE_SCATTER else mcfg.seq_len
     act_shape = (seq_local, mcfg.micro_batch_size, mcfg.hidden)
     clock = CudaClock() if device.type == "cuda" else CpuClock()
-    recorder = TimelineRecorder(shape, ctx.pp_rank, clock)
+    recorder = TimelineRecorder(program, ctx.pp_rank, clock)
     meter = ActivationMeter(params)
     fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
     interpreter = Interpreter(
