@@ -1,0 +1,83 @@
+"""In-process launcher for tests: spawn a gloo world on 127.0.0.1, run a function on every rank, collect.
+
+A rank that raises terminates the others and the parent raises with that rank's message, so a test can
+never hang on a half-dead world.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import time
+import traceback
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+_TIMEOUT = timedelta(seconds=60)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank: int, world_size: int, port: int, fn, args, queue) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    try:
+        # One thread per rank, as torchrun does: N ranks on a few cores must not oversubscribe them.
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
+        value = fn(rank, world_size, *args)
+        # Plain pickle bytes: torch's queue reducers would share tensors by fd, gone once we exit.
+        queue.put((rank, True, pickle.dumps(value)))
+        dist.barrier()
+        dist.destroy_process_group()
+    except BaseException as err:  # report every failure to the parent, then die
+        queue.put((rank, False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
+        raise
+
+
+def spawn(fn, world_size: int, *args, timeout: float = 240.0) -> list:
+    """Run ``fn(rank, world_size, *args)`` on ``world_size`` gloo processes; return the values by rank.
+
+    ``fn`` must be importable (module level) because processes start with the ``spawn`` method.
+    """
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    port = free_port()
+    procs = [
+        ctx.Process(target=_worker, args=(r, world_size, port, fn, args, queue), daemon=True)
+        for r in range(world_size)
+    ]
+    for p in procs:
+        p.start()
+    results: dict[int, object] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while len(results) < world_size:
+            if not queue.empty():
+                rank, ok, value = queue.get()
+                if not ok:
+                    raise RuntimeError(f"rank {rank} failed: {value}")
+                results[rank] = pickle.loads(value)
+                continue
+            dead = [i for i, p in enumerate(procs) if p.exitcode not in (None, 0) and i not in results]
+            if dead and queue.empty():
+                raise RuntimeError(f"rank {dead[0]} exited with code {procs[dead[0]].exitcode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"world of {world_size} did not finish within {timeout:.0f} s")
+            time.sleep(0.01)
+        for p in procs:
+            p.join(timeout=30)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=5)
+    return [results[r] for r in range(world_size)]

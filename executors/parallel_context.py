@@ -1,0 +1,86 @@
+"""ParallelContext: every process group of a tp × cp × dp × pp job, built once from the pure Topology.
+
+Why plain ``dist.new_group`` and not ``init_device_mesh``: the layout is already a pure, process-free
+function (:class:`pipesim.topology.Topology`, tested without spawning anything), and building each group
+with ``new_group(Topology.groups(...))`` makes the live groups *provably* the tested arithmetic. The
+gradient-sync group is dp×cp, a flattened pair of mesh dims, which DeviceMesh only offers through a private
+``_flatten`` API; and ``new_group`` behaves the same on gloo (CPU) and NCCL across the torch versions we
+support. The layout (tp fastest, then cp, dp, pp) equals ``init_device_mesh(("pp","dp","cp","tp"))``, so
+switching later is a local change.
+
+Groups are returned as values and passed explicitly to every layer and the interpreter — never globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch.distributed as dist
+
+from pipesim.topology import Coordinates, Dim, Topology
+
+
+def check_world(topology: Topology, world_size: int) -> None:
+    """Raise PipesimError (one line) unless ``world_size == tp·cp·dp·pp``; needs no process group."""
+    topology.check_world(world_size)
+
+
+@dataclass(frozen=True, eq=False)
+class ParallelContext:
+    """This rank's coordinates and groups. Build with :meth:`create` after ``init_process_group``."""
+
+    topology: Topology
+    rank: int
+    coords: Coordinates
+    tp_group: dist.ProcessGroup
+    cp_group: dist.ProcessGroup
+    dp_group: dist.ProcessGroup
+    pp_group: dist.ProcessGroup
+    dp_cp_group: dist.ProcessGroup
+    pp_ranks: tuple[int, ...]  # global rank of each pipeline rank that shares this rank's (tp, cp, dp)
+
+    @classmethod
+    def create(cls, topology: Topology) -> ParallelContext:
+        """Check the world size, then create every group (collectively: all ranks, same order)."""
+        world = dist.get_world_size()
+        topology.check_world(world)
+        rank = dist.get_rank()
+        mine: dict[tuple[Dim, ...], dist.ProcessGroup] = {}
+        members: dict[tuple[Dim, ...], list[int]] = {}
+        for dims in ((Dim.TP,), (Dim.CP,), (Dim.DP,), (Dim.PP,), (Dim.DP, Dim.CP)):
+            # new_group is collective over the whole world: every rank creates every group, keeps its own.
+            for ranks in topology.groups(*dims):
+                group = dist.new_group(ranks)
+                if rank in ranks:
+                    mine[dims], members[dims] = group, ranks
+        return cls(
+            topology=topology,
+            rank=rank,
+            coords=topology.coordinates(rank),
+            tp_group=mine[(Dim.TP,)],
+            cp_group=mine[(Dim.CP,)],
+            dp_group=mine[(Dim.DP,)],
+            pp_group=mine[(Dim.PP,)],
+            dp_cp_group=mine[(Dim.DP, Dim.CP)],
+            pp_ranks=tuple(members[(Dim.PP,)]),
+        )
+
+    @property
+    def pp_rank(self) -> int:
+        return self.coords.pp
+
+    @property
+    def tp_rank(self) -> int:
+        return self.coords.tp
+
+    @property
+    def tp(self) -> int:
+        return self.topology.tp
+
+    @property
+    def dp_cp(self) -> int:
+        return self.topology.dp * self.topology.cp
+
+    def peer(self, pp_rank: int) -> int:
+        """Global rank of pipeline rank ``pp_rank`` in this rank's pipeline (same tp, cp, dp)."""
+        return self.pp_ranks[pp_rank]

@@ -1,0 +1,232 @@
+"""One training run on an initialised process group: build Program, context, stages, and step them.
+
+Shared by ``executors.run`` (torchrun) and ``executors.harness`` (tests): :func:`plan` is everything that
+can fail before communication (layout, schedule, validation, model sizes); :func:`execute` needs the
+process group. Also the single-process reference run the tests compare against.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+import torch.distributed as dist
+
+from executors.interpreter import FailMode, Interpreter, RecvPolicy
+from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weights, synthetic_batch
+from executors.parallel_context import ParallelContext
+from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
+from executors.tp_layers import TPMode, shard_spec
+from pipesim.errors import PipesimError
+from pipesim.ir import Instruction, Program
+from pipesim.loader import load_schedule
+from pipesim.lowering import lower
+from pipesim.topology import Topology
+from pipesim.validate import validate
+
+
+class OptimizerKind(enum.Enum):
+    SGD = "sgd"  # momentum SGD: linear in the gradients, so parallel and reference agree tightly
+    ADAMW = "adamw"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    schedule: str = "1f1b"
+    topology: Topology = field(default_factory=lambda: Topology(pp=2))
+    microbatches: int = 4
+    chunks: int | None = None  # None: the schedule's default
+    steps: int = 2
+    model: ModelConfig = field(default_factory=ModelConfig)
+    tp_mode: TPMode = TPMode.ALL_REDUCE
+    optimizer: OptimizerKind = OptimizerKind.SGD
+    lr: float = 0.1
+    fail_at: tuple[int, Instruction] | None = None  # (global rank, instruction) that fails on purpose
+    fail_mode: FailMode = FailMode.RAISE
+    recv_policy: RecvPolicy | None = None  # None: by backend (EAGER on gloo, AT_USE on NCCL)
+    capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
+
+
+def plan(cfg: RunConfig, world_size: int) -> Program:
+    """Every check that needs no communication; raises PipesimError with a one-line message."""
+    cfg.topology.check_world(world_size)
+    if cfg.topology.cp > 1:
+        raise PipesimError(
+            f"--cp {cfg.topology.cp}: executing context parallelism is not yet supported (its groups are"
+            " built and `pipesim topology` shows them); run with --cp 1"
+        )
+    cfg.model.check(cfg.topology.tp, cfg.tp_mode)
+    source = load_schedule(cfg.schedule)
+    program = lower(source.build(cfg.topology.pp, cfg.microbatches, cfg.chunks))
+    validate(program)
+    return program
+
+
+@dataclass
+class RankResult:
+    """What one rank brings home; the ``full_*`` fields are filled on global rank 0 only."""
+
+    rank: int
+    losses: list[float] = field(default_factory=list)  # per step, the global batch mean
+    step_times: list[float] = field(default_factory=list)  # per step, max over ranks
+    timeline: pd.DataFrame | None = None  # merged over pipeline ranks (replica tp=cp=dp=0), rank 0 only
+    peak_activation_bytes: list[int] | None = None  # per pipeline rank, rank 0 only
+    bytes_per_forward: list[int] | None = None  # per pipeline rank: largest single forward's saved bytes
+    memory_curves: list[list[tuple[float, int]]] | None = None  # per pipeline rank: (seconds, bytes held)
+    full_grads: list[dict[str, torch.Tensor]] = field(default_factory=list)  # per step
+    full_params: dict[str, torch.Tensor] | None = None  # after the last step
+    instructions: int = 0
+
+
+def execute(
+    cfg: RunConfig, program: Program, *, device: torch.device | None = None, report=None
+) -> RankResult:
+    """Run ``cfg.steps`` steps of ``program`` on the initialised default process group."""
+    device = device or torch.device("cpu")
+    ctx = ParallelContext.create(cfg.topology)
+    shape, mcfg = program.shape, cfg.model
+    full = init_full_weights(mcfg)
+    stages = {
+        chunk: GPTStage(
+            mcfg, shape.stage(ctx.pp_rank, chunk), shape.num_stages, chunk, full, ctx.tp_group, cfg.tp_mode
+        ).to(device)
+        for chunk in range(shape.chunks)
+    }
+    params = [p for m in stages.values() for p in m.parameters()]
+    if cfg.optimizer is OptimizerKind.SGD:
+        optimizer = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
+    else:
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01, foreach=False)
+    seq_local = mcfg.seq_len // ctx.tp if cfg.tp_mode is TPMode.REDUCE_SCATTER else mcfg.seq_len
+    act_shape = (seq_local, mcfg.micro_batch_size, mcfg.hidden)
+    clock = CudaClock() if device.type == "cuda" else CpuClock()
+    recorder = TimelineRecorder(program, ctx.pp_rank, clock)
+    meter = ActivationMeter(params)
+    fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
+    interpreter = Interpreter(
+        program,
+        ctx,
+        stages,
+        optimizer,
+        act_shape,
+        recorder,
+        meter,
+        device=device,
+        fail_at=fail_at,
+        fail_mode=cfg.fail_mode,
+        recv_policy=cfg.recv_policy
+        or (RecvPolicy.AT_USE if dist.get_backend() == "nccl" else RecvPolicy.EAGER),
+    )
+    result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
+    m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp
+    last = ctx.pp_rank == shape.pp - 1
+    for step in range(cfg.steps):
+        tokens, targets = synthetic_batch(mcfg, step, dp * m * mbs)
+        rows = [slice((ctx.coords.dp * m + mb) * mbs, (ctx.coords.dp * m + mb + 1) * mbs) for mb in range(m)]
+        t0 = time.perf_counter()
+        out = interpreter.run_step(
+            step, [tokens[r].to(device) for r in rows], [targets[r].to(device) for r in rows]
+        )
+        elapsed = time.perf_counter() - t0
+        # Outside the timed region: the loss lives on the last stage; each TP replica holds the same value.
+        loss = out.loss if (last and ctx.tp_rank == 0 and ctx.coords.cp == 0) else 0.0
+        stats = torch.tensor([loss / dp, elapsed], dtype=torch.float64, device=device)
+        dist.all_reduce(stats[:1])
+        dist.all_reduce(stats[1:], op=dist.ReduceOp.MAX)
+        result.losses.append(float(stats[0]))
+        result.step_times.append(float(stats[1]))
+        if report is not None and ctx.rank == 0:
+            report(step, result.losses[-1], result.step_times[-1])
+        if cfg.capture:
+            grads = {shard_spec(p).name: p.grad for p in params}
+            result.full_grads.append(gather_full_state(ctx, params, grads))
+    if cfg.capture:
+        result.full_params = gather_full_state(ctx, params, {shard_spec(p).name: p.detach() for p in params})
+    # Merge the measured timeline and memory peaks of one replica (tp=cp=dp=0) of every pipeline rank.
+    replica0 = ctx.coords.tp == 0 and ctx.coords.cp == 0 and ctx.coords.dp == 0
+    curve = list(zip(clock.resolve([t for t, _ in meter.curve]), [b for _, b in meter.curve], strict=True))
+    mine = (
+        (recorder.frame(), meter.peak, max(meter.per_forward.values(), default=0), curve)
+        if replica0
+        else None
+    )
+    gathered = [None] * dist.get_world_size() if ctx.rank == 0 else None
+    dist.gather_object(mine, gathered, dst=0)
+    if ctx.rank == 0:
+        parts = sorted((g for g in gathered if g is not None), key=lambda g: int(g[0]["rank"].iloc[0]))
+        result.timeline = pd.concat([g[0] for g in parts], ignore_index=True)
+        result.peak_activation_bytes = [g[1] for g in parts]
+        result.bytes_per_forward = [g[2] for g in parts]
+        result.memory_curves = [g[3] for g in parts]
+    return result
+
+
+def gather_full_state(
+    ctx: ParallelContext, params, tensors: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """Reassemble full tensors on global rank 0 from the shards, using each parameter's ShardSpec."""
+    entries = []
+    if ctx.coords.dp == 0 and ctx.coords.cp == 0:  # DP/CP replicas hold identical copies
+        for p in params:
+            spec = shard_spec(p)
+            if spec.dim is not None or ctx.tp_rank == 0:
+                entries.append((spec, ctx.tp_rank, tensors[spec.name].detach().cpu().clone()))
+    gathered = [None] * dist.get_world_size() if ctx.rank == 0 else None
+    dist.gather_object(entries, gathered, dst=0)
+    if ctx.rank != 0:
+        return {}
+    shards: dict[str, list] = {}
+    specs = {}
+    for part in gathered:
+        for spec, tp_rank, tensor in part:
+            shards.setdefault(spec.name, []).append((tp_rank, tensor))
+            specs[spec.name] = spec
+    full = {}
+    for name, pieces in shards.items():
+        pieces.sort(key=lambda x: x[0])
+        spec = specs[name]
+        full[name] = torch.cat([t for _, t in pieces], dim=spec.shard_dim) if spec.dim else pieces[0][1]
+    return full
+
+
+@dataclass
+class ReferenceResult:
+    losses: list[float]
+    grads: list[dict[str, torch.Tensor]]
+    params: dict[str, torch.Tensor]
+
+
+def reference_run(cfg: RunConfig) -> ReferenceResult:
+    """The same training in one process on the full global batch (dp · microbatches · micro-batch size)."""
+    mcfg = cfg.model
+    model = ReferenceGPT(mcfg)
+    params = list(model.parameters())
+    if cfg.optimizer is OptimizerKind.SGD:
+        optimizer = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
+    else:
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01, foreach=False)
+    global_batch = cfg.topology.dp * cfg.microbatches * mcfg.micro_batch_size
+    losses, grads = [], []
+    for step in range(cfg.steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(*synthetic_batch(mcfg, step, global_batch))
+        loss.backward()
+        losses.append(loss.item())
+        grads.append(model.full_state(grads=True))
+        optimizer.step()
+    return ReferenceResult(losses, grads, model.full_state())
+
+
+def run_configs(rank: int, world_size: int, configs: list[RunConfig]) -> list[RankResult | None]:
+    """Harness entry: run several configs in one already-initialised world (amortises spawn and init).
+
+    Returns the results on rank 0 and ``None`` elsewhere.
+    """
+    out = []
+    for cfg in configs:
+        result = execute(cfg, plan(cfg, world_size))
+        out.append(result if rank == 0 else None)
+    return out

@@ -1,0 +1,87 @@
+"""Failures end the job, fast and named: a raising or killed rank under torchrun, and bad input before any
+communication (world size that does not factor, a schedule the validator rejects)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from executors.harness import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.distributed
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.update(extra)
+    return env
+
+
+def _torchrun(*args, nproc=2, timeout=90):
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(nproc),
+        "--master-port",
+        str(free_port()),
+        "-m",
+        "executors.run",
+        *args,
+    ]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    return proc, time.monotonic() - start
+
+
+@pytest.mark.parametrize("mode", ["raise", "kill"])
+def test_failing_rank_ends_the_job_and_is_named(mode):
+    proc, elapsed = _torchrun("1f1b", "--steps", "2", "--fail-at", "1:B mb=1 chunk=0", "--fail-mode", mode)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert elapsed < 60, f"took {elapsed:.0f} s"
+    if mode == "raise":
+        assert "rank 1 (pp rank 1) failed at B mb=1 chunk=0" in out, out
+    else:
+        # The killed rank says nothing: its peer names itself and the instruction it was blocked in, unless
+        # torchrun stopped the peer first, in which case torchrun names the killed rank and the signal.
+        named_by_peer = "rank 0 (pp rank 0) failed at RECV_B mb=" in out
+        named_by_torchrun = "rank      : 1" in out and "SIGKILL" in out
+        assert named_by_peer or named_by_torchrun, out
+
+
+def _direct(*args, world=2):
+    """Run executors.run without torchrun and without a rendezvous: reaching communication would fail."""
+    env = _env(WORLD_SIZE=str(world), RANK="0", MASTER_ADDR="", MASTER_PORT="")
+    return subprocess.run(
+        [sys.executable, "-m", "executors.run", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_world_size_that_does_not_factor_fails_before_communication():
+    proc = _direct("1f1b", "--tp", "2", world=3)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "world size 3" in proc.stderr and "--tp" in proc.stderr
+
+
+def test_rejected_schedule_fails_before_communication():
+    proc = _direct(str(ROOT / "tests" / "schedules" / "deadlock_1f1b.py"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "deadlock: rank 0 waits at RECV_B" in proc.stderr
+
+
+def test_cp_execution_is_refused_clearly():
+    proc = _direct("1f1b", "--cp", "2", world=4)
+    assert proc.returncode == 2 and "not yet supported" in proc.stderr and "Traceback" not in proc.stderr
