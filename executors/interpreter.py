@@ -1,10 +1,11 @@
 """The Program interpreter: replays one pipeline rank's instructions on torch.distributed, one by one.
 
 No schedule is special-cased; GPipe, 1F1B, interleaved and split-backward programs run through the same
-loop. Communication follows the validator's BUFFERED semantics (``pipesim.validate``): on gloo every RECV
-of the step is posted up front as an ``irecv`` in program order (so each directed link stays one FIFO
-channel; :class:`RecvPolicy` says why NCCL posts at use) and waited just before the compute that needs
-it; sends are ``isend``s whose handles are waited at the end of the step. ``REDUCE_GRAD`` launches the
+loop. Communication follows the validator's BUFFERED semantics (``pipesim.validate``): a RECV posts an
+``irecv`` (on gloo every RECV of the step is posted up front, in program order, so each directed link stays
+one FIFO channel; :class:`RecvPolicy` says why NCCL posts at the instruction), and the compute that
+consumes the tensor waits for it — its RECV row spans from the instruction to the data being there; sends
+are ``isend``s whose handles are waited at the end of the step. ``REDUCE_GRAD`` launches the
 chunk's dp×cp all-reduce asynchronously (it overlaps the remaining backwards, as lowering intends) and
 ``STEP`` waits for it before the optimizer.
 
@@ -53,6 +54,10 @@ class RecvPolicy(enum.Enum):
 
     EAGER = "eager"
     AT_USE = "at-use"
+
+
+# Compute ops that may consume a received tensor: F (an activation), B and I (a gradient).
+_CONSUMERS = frozenset({Op.F, Op.B, Op.I})
 
 
 class InstructionError(RuntimeError):
@@ -130,13 +135,20 @@ class Interpreter:
             for seq, ins in enumerate(self.code):
                 if ins.op.is_recv:
                     recvs[seq] = self._post_recv(ins)
+        self._incoming: dict[tuple[bool, int, int], tuple[int, float, dist.Work, torch.Tensor]] = {}
         stamp, record, sample = self.recorder.clock.stamp, self.recorder.record, self.meter.sample
         for seq, ins in enumerate(self.code):
-            t0 = stamp()
+            stage = self._stages_by_seq[seq]
             try:
                 if ins == self.fail_at:
                     self._fail()
-                nbytes = self._execute(seq, ins, self._stages_by_seq[seq])
+                if ins.op.is_recv:
+                    self._arrive(seq, ins, stage, stamp())
+                    continue
+                if ins.op in _CONSUMERS:
+                    self._await_input(step, ins, stage)
+                t0 = stamp()
+                nbytes = self._execute(seq, ins, stage)
             except Exception as err:
                 raise InstructionError(
                     f"rank {self.ctx.rank} (pp rank {rank}) failed at {ins} (step {step}, #{seq}): "
@@ -167,12 +179,6 @@ class Interpreter:
             return self._send(self._acts.pop((ins.mb, stage)), ins.peer)
         elif op is Op.SEND_B:
             return self._send(self._grads.pop((ins.mb, stage - 1)), ins.peer)
-        elif op is Op.RECV_F:
-            self._acts[(ins.mb, stage - 1)] = buf = self._wait_recv(seq)
-            return buf.numel() * buf.element_size()
-        elif op is Op.RECV_B:
-            self._grads[(ins.mb, stage)] = buf = self._wait_recv(seq)
-            return buf.numel() * buf.element_size()
         elif op is Op.REDUCE_GRAD:
             self._reduce_grad(ins.chunk)
         elif op is Op.STEP:
@@ -190,11 +196,27 @@ class Interpreter:
         buf = torch.empty(self.act_shape, device=self.device)
         return dist.irecv(buf, src=self.ctx.peer(ins.peer)), buf
 
-    def _wait_recv(self, seq: int) -> torch.Tensor:
+    def _arrive(self, seq: int, ins: Instruction, stage: int, reached) -> None:
+        """A RECV posts its transfer (unless posted at step start); the consuming compute will wait."""
         pending = self._recvs.pop(seq, None)
-        work, buf = pending if pending is not None else self._post_recv(self.code[seq])
+        work, buf = pending if pending is not None else self._post_recv(ins)
+        key = (ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1)
+        self._incoming[key] = (seq, reached, work, buf)
+
+    def _await_input(self, step: int, ins: Instruction, stage: int) -> None:
+        """Wait for the received tensor ``ins`` consumes, if any; its RECV row spans post → data here."""
+        gradient = ins.op is not Op.F
+        key = (gradient, ins.mb, stage + 1 if gradient else stage - 1)
+        arrival = self._incoming.pop(key, None)
+        if arrival is None:
+            return  # first or last stage, or handed over on this rank (V placement fold)
+        seq, reached, work, buf = arrival
         work.wait()
-        return buf
+        self.recorder.record(step, seq, reached, self.recorder.clock.stamp(), buf.numel() * buf.element_size())
+        if gradient:
+            self._grads[(ins.mb, stage)] = buf
+        else:
+            self._acts[(ins.mb, stage - 1)] = buf
 
     def _forward(self, mb: int, chunk: int, stage: int) -> None:
         module = self.stages[chunk]

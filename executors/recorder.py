@@ -112,7 +112,8 @@ class TimelineRecorder:
                 "bytes",
             )
         }
-        for step, seq, t0, t1, nbytes in self._rows:
+        # A RECV row is recorded when its data is consumed, after later instructions: restore program order.
+        for step, seq, t0, t1, nbytes in sorted(self._rows, key=lambda row: (row[0], row[1])):
             ins = code[seq]
             chunk = -1 if ins.chunk is None else ins.chunk
             for key, value in (

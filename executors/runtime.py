@@ -122,7 +122,7 @@ def execute(
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp
-    last = ctx.pp_rank == shape.pp - 1
+    last = shape.rank_of(shape.num_stages - 1) == ctx.pp_rank  # rank 0 under V placement
     for step in range(cfg.steps):
         tokens, targets = synthetic_batch(mcfg, step, dp * m * mbs)
         rows = [slice((ctx.coords.dp * m + mb) * mbs, (ctx.coords.dp * m + mb + 1) * mbs) for mb in range(m)]

@@ -75,10 +75,7 @@ class ColumnParallelLinear(nn.Module):
         set_shard_spec(self.weight, ShardSpec(dim=Dim.TP, shard_dim=0))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.mode is TPMode.ALL_REDUCE:
-            x = C.copy_to_tp(x, self.group)
-        else:
-            x = C.gather_seq_for_column(x, self.group)
+        x = C.copy_to_tp(x, self.group) if self.mode is TPMode.ALL_REDUCE else C.gather_seq_for_column(x, self.group)
         return F.linear(x, self.weight)
 
 

@@ -1,10 +1,10 @@
 """The executor computes what one process computes: losses, every gradient and the parameters after two
-optimizer steps, for gpipe, 1f1b and interleaved × TP mode × tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2.
+optimizer steps, for gpipe, 1f1b and interleaved × TP mode, and the zero-bubble / V family (zb-h1, zb-h2,
+zb-v, looped-bfs; split backward, V placement with its same-rank hand-off) in sequence-parallel mode, each
+× tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2.
 
 One spawned world per layout runs every schedule × mode, to amortise process start and group init.
 """
-
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,9 +17,9 @@ from pipesim.topology import Topology
 
 pytestmark = pytest.mark.distributed
 
-# The split-backward file (I then W) checks the zero-bubble path against the same reference.
-SPLIT = str(Path(__file__).resolve().parent / "schedules" / "split_1f1b.py")
-SCHEDULES = ("gpipe", "1f1b", "interleaved", SPLIT)
+CLASSIC = ("gpipe", "1f1b", "interleaved")
+# Split backward (I then W), V placement and breadth-first chunks: the harder TP mode is enough for them.
+ZERO_BUBBLE = ("zb-h1", "zb-h2", "zb-v", "looped-bfs")
 RTOL, ATOL = 1e-5, 1e-6
 
 
@@ -28,8 +28,13 @@ def test_matches_single_process(tp, dp):
     topology = Topology(tp=tp, dp=dp, pp=2)
     configs = [
         RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=mode, capture=True)
-        for s in SCHEDULES
+        for s in CLASSIC
         for mode in TPMode
+    ]
+    configs += [
+        RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=TPMode.REDUCE_SCATTER,
+                  capture=True)
+        for s in ZERO_BUBBLE
     ]
     # Receives posted at use (the NCCL policy) must give the same numbers as eager posting.
     configs.append(

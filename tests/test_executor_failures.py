@@ -79,7 +79,7 @@ def test_rejected_schedule_fails_before_communication():
     proc = _direct(str(ROOT / "tests" / "schedules" / "deadlock_1f1b.py"))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "deadlock: rank 0 waits at RECV_B" in proc.stderr
+    assert "deadlock: rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B" in proc.stderr
 
 
 def test_cp_execution_is_refused_clearly():
