@@ -1,7 +1,9 @@
 """Calibration: a cost model taken from a measured (or any) Timeline.
 
-Per stage, each compute op's duration is the median over microbatches and steps (robust to the odd slow
-instruction); warm-up steps are dropped first. The P2P latency is the median delay between a send being
+Per stage, each compute op's duration is a 10%-trimmed mean over microbatches and steps; warm-up steps are
+dropped first. Trimmed rather than a median: on a shared machine slow-downs are frequent and one-sided, and
+a makespan adds durations up, so the typical *sum* (a mean) is what predicts it — the median runs several
+percent fast — while trimming the tails still drops the odd preempted instruction. The P2P latency is the median delay between a send being
 issued and its receive completing, over receives that were already waiting when the send was issued (so
 the delay is the transfer, not the receiver's lateness). The result is the costs file ``pipesim simulate
 --costs`` reads.
@@ -28,7 +30,7 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: str = "s
     compute = durations[durations["op"].isin(list(_FIELD_OF_OP))]
     if compute.empty:
         raise PipesimError("timeline has no compute instructions (F, B, I, W) to calibrate from")
-    medians = compute.groupby(["stage", "op"])["duration"].median()
+    medians = compute.groupby(["stage", "op"])["duration"].agg(trimmed_mean)
     per_stage: dict[int, dict[str, float]] = {}
     for (stage, op), value in medians.items():
         per_stage.setdefault(int(stage), {})[_FIELD_OF_OP[op]] = float(value)
@@ -48,9 +50,17 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: str = "s
         default=default,
         overrides=overrides,
         p2p_latency=_p2p_latency(frame),
-        optimizer_step=float(step_rows["duration"].median()) if len(step_rows) else 0.0,
+        optimizer_step=trimmed_mean(step_rows["duration"]) if len(step_rows) else 0.0,
         time_unit=time_unit,
     )
+
+
+def trimmed_mean(values, cut: float = 0.1) -> float:
+    """Mean of ``values`` without the lowest and highest ``cut`` share (at least one value is kept)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    drop = int(len(ordered) * cut)
+    kept = ordered[drop : len(ordered) - drop] if len(ordered) > 2 * drop else ordered
+    return float(kept.mean())
 
 
 def _zero_unused(values: dict[str, float]) -> dict[str, float]:
@@ -59,7 +69,12 @@ def _zero_unused(values: dict[str, float]) -> dict[str, float]:
 
 
 def _p2p_latency(frame: pd.DataFrame) -> float:
-    """Median send-issue → receive-complete delay over receives already waiting when the send was issued."""
+    """Median send-issue → data-available delay, over receives whose consumer really waited for the data.
+
+    A RECV row ends when its data was there for the compute that consumed it. Where that compute had to
+    wait (the rank's previous instruction ended before the data arrived), the end is the arrival itself and
+    ``end − send start`` is the transfer; elsewhere the data was early and the delay says nothing.
+    """
     sends = frame[frame["op"].isin(["SEND_F", "SEND_B"])]
     recvs = frame[frame["op"].isin(["RECV_F", "RECV_B"])]
     if sends.empty or recvs.empty:
@@ -70,7 +85,15 @@ def _p2p_latency(frame: pd.DataFrame) -> float:
     sends = sends.assign(k=sends.groupby(["step", "src", "dst"]).cumcount())
     recvs = recvs.assign(k=recvs.groupby(["step", "src", "dst"]).cumcount())
     pairs = recvs.merge(sends, on=["step", "src", "dst", "k"], suffixes=("_recv", "_send"))
-    waiting = pairs[pairs["start_recv"] <= pairs["start_send"]]
-    if waiting.empty:
+    busy = frame[~frame["op"].isin(["RECV_F", "RECV_B", "SEND_F", "SEND_B"])]
+    # For each receive, when its rank last finished a busy instruction before the data was there.
+    idle = pd.merge_asof(
+        pairs.sort_values("end_recv"), busy[["step", "rank", "end"]].rename(columns={"rank": "dst"}).sort_values("end"),
+        left_on="end_recv", right_on="end", by=["step", "dst"], direction="backward",
+    )
+    scale = float((busy["end"] - busy["start"]).median()) if len(busy) else 0.0
+    waited = idle[(idle["end_recv"] - idle["end"].fillna(-np.inf)) > 1e-3 * scale]
+    waited = waited[waited["end_recv"] >= waited["start_send"]]
+    if waited.empty:
         return 0.0
-    return float(max(0.0, (waiting["end_recv"] - waiting["start_send"]).median()))
+    return float((waited["end_recv"] - waited["start_send"]).median())

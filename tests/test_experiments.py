@@ -13,6 +13,7 @@ SIMULATOR_FIGURES = {
     "bubble_vs_microbatches": "bubble_vs_microbatches",
     "memory_per_rank": "memory_per_rank",
     "gantt_gallery": "gantt_gallery",
+    "predicted_vs_measured": "predicted_vs_measured",  # spawns a 2-process gloo world
 }
 
 
