@@ -3,8 +3,8 @@
 Per stage, each compute op's duration is a 10%-trimmed mean over microbatches and steps; warm-up steps are
 dropped first. Trimmed rather than a median: on a shared machine slow-downs are frequent and one-sided, and
 a makespan adds durations up, so the typical *sum* (a mean) is what predicts it — the median runs several
-percent fast — while trimming the tails still drops the odd preempted instruction. The P2P latency is the median delay between a send being
-issued and its receive completing, over receives that were already waiting when the send was issued (so
+percent fast — while trimming the tails still drops the odd preempted instruction. The P2P latency is the
+median delay from a send's issue to its data being there, over receives whose consumer waited for it (so
 the delay is the transfer, not the receiver's lateness). The result is the costs file ``pipesim simulate
 --costs`` reads.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from pipesim.errors import ScheduleError
 
@@ -220,14 +220,6 @@ class Program:
     @property
     def num_instructions(self) -> int:
         return sum(len(r) for r in self.ranks)
-
-    def __hash__(self) -> int:
-        # Programs key caches (their column table); hashing every instruction each lookup would be O(n).
-        return self._hash
-
-    @cached_property
-    def _hash(self) -> int:
-        return hash((self.name, self.shape, self.ranks))
 
     def to_text(self) -> str:
         s = self.shape

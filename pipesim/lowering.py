@@ -20,8 +20,9 @@ Rules, identical for the simulator and the executor:
 from __future__ import annotations
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import Instruction, Op, PipelineShape, Program, Schedule, instruction
+from pipesim.ir import Instruction, Op, Program, Schedule, instruction
 
+_COMPUTE = frozenset({Op.F, Op.B, Op.I, Op.W})
 # Ops after which a chunk's weight gradient is final for that microbatch.
 _WEIGHT_GRAD_OPS = (Op.B, Op.W)
 
@@ -35,102 +36,103 @@ def lower(schedule: Schedule) -> Program:
         )
     last_stage = shape.num_stages - 1
     ranks: list[list[Instruction]] = []
+    # Per directed link: what its sender sends, in order; and where the receiver consumes each message.
+    sent: dict[tuple[int, int], list[tuple[bool, int, int]]] = {}
+    received: dict[tuple[int, int], list[tuple[int, tuple[bool, int, int]]]] = {}
     for rank, order in enumerate(schedule.orders):
         last_grad_index = _last_weight_grad_index(schedule.name, rank, order, shape.chunks)
-        # Per chunk: the rank of the previous and next stage, or None where it is local or absent.
-        prev_peer, next_peer = [], []
+        # Per chunk: its stage, the rank of the previous and next stage (None where local or absent), and the
+        # label lists of the links to them (resolved once: this loop runs for every instruction of a sweep).
+        stages, prev_peer, next_peer, recv_f, send_f, recv_b, send_b = ([] for _ in range(7))
         for chunk in range(shape.chunks):
             stage = shape.stage(rank, chunk)
             before = shape.rank_of(stage - 1) if stage > 0 else rank
             after = shape.rank_of(stage + 1) if stage < last_stage else rank
+            stages.append(stage)
             prev_peer.append(None if before == rank else before)
             next_peer.append(None if after == rank else after)
+            recv_f.append(received.setdefault((before, rank), []))
+            send_f.append(sent.setdefault((rank, after), []))
+            recv_b.append(received.setdefault((after, rank), []))
+            send_b.append(sent.setdefault((rank, before), []))
         out: list[Instruction] = []
         append = out.append
         for index, ins in enumerate(order):
             op, mb, chunk = ins.op, ins.mb, ins.chunk
-            if not op.is_compute:
+            if op not in _COMPUTE:
                 raise ScheduleError(
                     f"schedule {schedule.name!r} rank {rank} lists {ins}: a schedule holds only F, B, I, W;"
                     " communication, REDUCE_GRAD and STEP are derived by lower()"
                 )
+            # Labels say what travels: (is gradient, microbatch, stage the tensor leaves).
             if op is Op.F:
-                if prev_peer[chunk] is not None:
-                    append(instruction(Op.RECV_F, mb, chunk, prev_peer[chunk]))
+                peer = prev_peer[chunk]
+                if peer is not None:
+                    recv_f[chunk].append((len(out), (False, mb, stages[chunk] - 1)))
+                    append(instruction(Op.RECV_F, mb, chunk, peer))
                 append(ins)
-                if next_peer[chunk] is not None:
-                    append(instruction(Op.SEND_F, mb, chunk, next_peer[chunk]))
+                peer = next_peer[chunk]
+                if peer is not None:
+                    send_f[chunk].append((False, mb, stages[chunk]))
+                    append(instruction(Op.SEND_F, mb, chunk, peer))
             elif op is Op.W:
                 append(ins)
             else:  # B or I: needs the next stage's gradient, produces this stage's input gradient
-                if next_peer[chunk] is not None:
-                    append(instruction(Op.RECV_B, mb, chunk, next_peer[chunk]))
+                peer = next_peer[chunk]
+                if peer is not None:
+                    recv_b[chunk].append((len(out), (True, mb, stages[chunk] + 1)))
+                    append(instruction(Op.RECV_B, mb, chunk, peer))
                 append(ins)
-                if prev_peer[chunk] is not None:
-                    append(instruction(Op.SEND_B, mb, chunk, prev_peer[chunk]))
+                peer = prev_peer[chunk]
+                if peer is not None:
+                    send_b[chunk].append((True, mb, stages[chunk]))
+                    append(instruction(Op.SEND_B, mb, chunk, peer))
             for reduced_chunk in last_grad_index.get(index, ()):
                 append(instruction(Op.REDUCE_GRAD, chunk=reduced_chunk))
         append(instruction(Op.STEP))
         ranks.append(out)
-    _post_receives_in_send_order(shape, ranks)
+    _post_receives_in_send_order(ranks, sent, received)
     return Program(schedule.name, shape, tuple(tuple(code) for code in ranks))
 
 
-def message_label(shape: PipelineShape, rank: int, ins: Instruction) -> tuple[bool, int, int]:
-    """What a SEND/RECV carries: (is gradient, microbatch, stage the tensor leaves)."""
-    stage = shape.stage(rank, ins.chunk)
-    if ins.op is Op.SEND_F or ins.op is Op.SEND_B:
-        return ins.op is Op.SEND_B, ins.mb, stage
-    return ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1
-
-
-def _post_receives_in_send_order(shape: PipelineShape, ranks: list[list[Instruction]]) -> None:
+def _post_receives_in_send_order(
+    ranks: list[list[Instruction]],
+    sent: dict[tuple[int, int], list[tuple]],
+    received: dict[tuple[int, int], list[tuple[int, tuple]]],
+) -> None:
     """Move receives earlier where needed so every link's receives are posted in its sender's order.
 
     Message k is posted at the earliest consumer among messages k, k+1, … (a suffix minimum): no later than
     its own consumer, and not after a message the sender sent later. Links whose receives do not pair up
     with the sends are left alone for the validator to report.
     """
-    sends: dict[tuple[int, int], list[tuple]] = {}
-    for rank, code in enumerate(ranks):
-        for ins in code:
-            if ins.op is Op.SEND_F or ins.op is Op.SEND_B:
-                sends.setdefault((rank, ins.peer), []).append(message_label(shape, rank, ins))
-    for rank, code in enumerate(ranks):
-        receives = [(i, ins) for i, ins in enumerate(code) if ins.op is Op.RECV_F or ins.op is Op.RECV_B]
-        by_link: dict[int, list[tuple[int, Instruction]]] = {}
-        for i, ins in receives:
-            by_link.setdefault(ins.peer, []).append((i, ins))
-        moved = False
-        post_at: dict[int, list[Instruction]] = {}  # index of the consumer → receives posted right before it
-        for peer, items in by_link.items():
-            labels = [message_label(shape, rank, ins) for _, ins in items]
-            sent = sends.get((peer, rank), [])
-            if labels == sent or sorted(labels) != sorted(sent) or len(set(sent)) != len(sent):
-                for i, ins in items:
-                    post_at.setdefault(i + 1, []).append(ins)
-                continue
-            moved = True
-            consumer = {label: i + 1 for label, (i, _) in zip(labels, items, strict=True)}
-            earliest = len(code)
-            positions = []
-            for label in reversed(sent):
-                earliest = min(earliest, consumer[label])
-                positions.append(earliest)
-            for label, position in zip(sent, reversed(positions), strict=True):
-                post_at.setdefault(position, []).append(_receive_of(items, labels, label))
-        if not moved:
+    # rank → [(index it moves before, link, k-th message on the link, index of the receive now)]
+    moves: dict[int, list[tuple[int, int, int, int]]] = {}
+    for link, ((src, dst), items) in enumerate(received.items()):
+        labels = [label for _, label in items]
+        order = sent.get((src, dst), [])
+        if labels == order or sorted(labels) != sorted(order) or len(set(order)) != len(order):
             continue
+        where = {label: index for index, label in items}  # each receive sits right before its consumer
+        earliest = len(ranks[dst])
+        targets = []
+        for label in reversed(order):
+            earliest = min(earliest, where[label])
+            targets.append(earliest)
+        for k, (label, target) in enumerate(zip(order, reversed(targets), strict=True)):
+            moves.setdefault(dst, []).append((target, link, k, where[label]))
+    for rank, moved in moves.items():
+        code = ranks[rank]
+        leaving = {source for *_, source in moved}
+        before: dict[int, list[Instruction]] = {}
+        for target, _, _, source in sorted(moved):  # a link's receives stay in its send order
+            before.setdefault(target, []).append(code[source])
         rebuilt: list[Instruction] = []
-        for i, ins in enumerate(code):
-            rebuilt.extend(post_at.get(i, ()))
-            if not (ins.op is Op.RECV_F or ins.op is Op.RECV_B):
+        for index, ins in enumerate(code):
+            rebuilt.extend(before.get(index, ()))
+            if index not in leaving:
                 rebuilt.append(ins)
         code[:] = rebuilt
-
-
-def _receive_of(items, labels, label) -> Instruction:
-    return items[labels.index(label)][1]
 
 
 def _last_weight_grad_index(name: str, rank: int, order, chunks: int) -> dict[int, list[int]]:

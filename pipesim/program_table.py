@@ -6,7 +6,6 @@ Sweeps simulate one Program under many cost models; everything here depends on t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -45,9 +44,26 @@ class ProgramTable:
         return len(self.op)
 
 
-@lru_cache(maxsize=256)
 def table_of(program: Program) -> ProgramTable:
-    """Flatten ``program`` into columns (cached: Programs are immutable). Vectorised: sweeps call it a lot."""
+    """The column table of ``program``, built once and kept on the (immutable) Program itself.
+
+    Not an lru_cache: looking a Program up would hash its every instruction, which costs about as much as
+    simulating a sweep point; stored beside the fields, the table lives and dies with its Program.
+    """
+    table = program.__dict__.get("_table")
+    if table is None:
+        table = _build_table(program)
+        program.__dict__["_table"] = table  # frozen dataclass: a cache outside its fields (not in __eq__)
+    return table
+
+
+def forget_table(program: Program) -> None:
+    """Drop the cached table (benchmarks measure a cold start)."""
+    program.__dict__.pop("_table", None)
+
+
+def _build_table(program: Program) -> ProgramTable:
+    """Flatten ``program`` into columns; vectorised where it can be, since sweeps build thousands."""
     shape = program.shape
     pp = shape.pp
     flat = [ins for code in program.ranks for ins in code]

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pipesim.ir import Program, Schedule
 from pipesim.loader import ScheduleSource, load_schedule
 from pipesim.lowering import lower
-from pipesim.validate import CommSemantics, validate
+from pipesim.validate import CommSemantics, validate, validate_static
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,13 @@ def build_program(
     pp: int | None,
     microbatches: int | None,
     chunks: int | None = None,
-    semantics: CommSemantics = CommSemantics.BUFFERED,
+    semantics: CommSemantics | None = CommSemantics.BUFFERED,
 ) -> BuiltProgram:
     """Load schedule ``spec``, build it for (pp, microbatches, chunks), lower and validate it.
 
     ``None`` for pp or microbatches means the file's own (a PyTorch CSV fixes both) or the defaults 4 and 8.
+    ``semantics=None`` skips only the progress (deadlock) proof, for callers about to simulate: the
+    simulator proves it on the way under the same buffered semantics and names the same cycle.
     """
     return _build_cached(spec, pp, microbatches, chunks, semantics)
 
@@ -46,5 +48,8 @@ def _build_cached(spec, pp, microbatches, chunks, semantics) -> BuiltProgram:
         microbatches = fixed.microbatches if fixed else DEFAULT_MICROBATCHES
     schedule = source.build(pp, microbatches, chunks)
     program = lower(schedule)
-    validate(program, semantics)
+    if semantics is None:
+        validate_static(program)
+    else:
+        validate(program, semantics)
     return BuiltProgram(source, schedule, program)

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from pipesim.costs import CostModel, StageCosts
-from pipesim.program_table import table_of
+from pipesim.program_table import forget_table
 from pipesim.programs import build_program
 from pipesim.simulator import simulate
 from pipesim.sweep import SweepPoint, run_sweep
@@ -21,7 +21,7 @@ CASES = {"1f1b-pp64-m1024": ("1f1b", 64, 1024, 1), "interleaved-pp16-v4-m256": (
 
 
 def _fresh_simulate(program):
-    table_of.cache_clear()  # count the flattening of the Program, as a one-off simulation pays it
+    forget_table(program)  # count the flattening of the Program, as a one-off simulation pays it
     return simulate(program, check=False)
 
 
@@ -55,8 +55,7 @@ def sweep_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
 def _fresh_sweep(points):
     from pipesim.programs import _build_cached
 
-    _build_cached.cache_clear()
-    table_of.cache_clear()
+    _build_cached.cache_clear()  # fresh Programs, hence fresh tables
     return run_sweep(points)
 
 
