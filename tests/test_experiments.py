@@ -27,3 +27,19 @@ def test_experiment_fast_mode_writes_figures(script, tmp_path):
     stem = SIMULATOR_FIGURES[script]
     assert (tmp_path / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
     assert (tmp_path / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "expect"),
+    [
+        ("narayanan2021_throughput", [], "gpt3-175b"),
+        # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
+        ("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1", "--layers", "2",
+                                     "--hidden", "32"], "interleaved"),
+    ],
+)
+def test_table_experiments_run(script, args, expect):
+    result = subprocess.run([sys.executable, str(ROOT / "experiments" / f"{script}.py"), *args],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert expect in result.stdout
