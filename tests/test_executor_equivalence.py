@@ -1,6 +1,6 @@
 """The executor computes what one process computes: losses, every gradient and the parameters after two
 optimizer steps, for gpipe, 1f1b and interleaved × TP mode, and the zero-bubble / V family (zb-h1, zb-h2,
-zb-v, looped-bfs; split backward, V placement with its same-rank hand-off) in sequence-parallel mode, each
+zb-v, dualpipe-v, looped-bfs; split backward, V placement with its same-rank hand-off) in sequence-parallel mode, each
 × tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2.
 
 One spawned world per layout runs every schedule × mode, to amortise process start and group init.
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.distributed
 
 CLASSIC = ("gpipe", "1f1b", "interleaved")
 # Split backward (I then W), V placement and breadth-first chunks: the harder TP mode is enough for them.
-ZERO_BUBBLE = ("zb-h1", "zb-h2", "zb-v", "looped-bfs")
+ZERO_BUBBLE = ("zb-h1", "zb-h2", "zb-v", "dualpipe-v", "looped-bfs")
 RTOL, ATOL = 1e-5, 1e-6
 
 

@@ -55,8 +55,8 @@ def test_placement_is_read_from_the_rows():
 
 # --- orders PyTorch itself generates ------------------------------------------------------------------------
 
-torch = pytest.importorskip("torch")
-schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+import torch  # noqa: E402 — torch is a test dependency (CI installs it); only these tests need it
+import torch.distributed.pipelining.schedules as schedules  # noqa: E402
 
 
 def _torch_schedule(cls, pp: int, microbatches: int, local_stages: int):
@@ -132,3 +132,14 @@ def test_pytorch_orders_whose_links_carry_two_kinds_of_message(cls_name, shape):
                                 and c.chunk == ins.chunk and (c.op.value == "F") == (ins.op.value == "RECV_F"))
                 assert code.index(ins) < consumer, (rank, ins)
     assert simulate(program).metrics.bubble_fraction < 0.5
+
+
+@pytest.mark.parametrize(("name", "cls_name"), [("dualpipe-v", "ScheduleDualPipeV"), ("zb-v", "ScheduleZBVZeroBubble")])
+@pytest.mark.parametrize(("pp", "m"), [(2, 4), (2, 7), (4, 8), (4, 13), (8, 16)])
+def test_v_schedules_match_pytorchs_orders(program_of, name, cls_name, pp, m):
+    """pipesim's ZB-V and DualPipe-V, written from the papers, run the same compute order per rank as
+    PyTorch's implementations (whose overlapped F&B pairs import as F then B)."""
+    theirs = import_rows(_rows(_torch_schedule(getattr(schedules, cls_name), pp, m, 2).pipeline_order)).program
+    ours = program_of(name, pp, m)
+    for rank in range(pp):
+        assert [i for i in theirs.ranks[rank] if i.op.is_compute] == [i for i in ours.ranks[rank] if i.op.is_compute]

@@ -14,6 +14,7 @@ import itertools
 import pytest
 
 from pipesim.costs import CostModel, StageCosts
+from pipesim.errors import ScheduleError
 from pipesim.programs import build_program
 from pipesim.simulator import simulate
 from pipesim.validate import validate
@@ -127,3 +128,19 @@ def test_zb_v_near_zero_bubble_at_1f1b_memory(p, m):
     assert [peak / 2 for peak in result.memory.peak_activations] == pytest.approx([one_f_one_b[0]] * p)
     # The only idle time is the ramp: ranks start and finish their spans at different times.
     assert result.metrics.bubble_fraction < (p - 1) / (m + p - 1) / 3
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 6, 8])
+@pytest.mark.parametrize("extra", [0, 1, 5, 16])
+def test_dualpipe_v_validates_and_beats_1f1b(p, extra):
+    m = 2 * p + extra
+    program = build_program("dualpipe-v", p, m).program
+    per_chunk = CostModel(StageCosts(forward=1, backward=2, backward_input=1, backward_weight=1))
+    dualpipe = simulate(program, per_chunk).metrics.bubble_fraction
+    one_f_one_b = simulate(build_program("1f1b", p, m).program).metrics.bubble_fraction
+    assert dualpipe <= one_f_one_b + 1e-12
+
+
+def test_dualpipe_v_needs_two_microbatches_per_rank():
+    with pytest.raises(ScheduleError, match=r"at least 2·pp microbatches \(--mb 5 < 8\); use --mb 8"):
+        build_program("dualpipe-v", 4, 5)
