@@ -34,7 +34,7 @@ def main() -> None:
         chunks = built.program.shape.chunks
         result = simulate(built.program, CostModel(), check=False)
         peaks[built.source.name] = np.array(result.memory.peak_activations) / chunks
-    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN * 1.4, 2.4))
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN * 1.4, 2.9))
     width = 0.8 / len(peaks)
     for index, (name, values) in enumerate(peaks.items()):
         colour, _ = style_of(name, index)
@@ -44,8 +44,8 @@ def main() -> None:
     ax.set_xticks(range(pp))
     ax.set_xticklabels([f"rank {r}" for r in range(pp)])
     ax.set_ylabel("peak activations\n(microbatches of a rank's layers)")
-    ax.set_title(f"Peak activation memory per rank, pp={pp}, m={microbatches}", pad=22)
-    ax.legend(fontsize=6, ncol=4, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.08))
+    ax.set_title(f"Peak activation memory per rank, pp={pp}, m={microbatches}")
+    ax.legend(fontsize=6, ncol=4, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     save_pdf_png(fig, args.out, "memory_per_rank")
