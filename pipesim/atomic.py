@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,3 +37,12 @@ def write_with(path: str | Path, writer: Callable[[Path], None]) -> None:
     """Run ``writer(tmp_path)`` and move the result into place only if it succeeded."""
     with atomic_path(path) as tmp:
         writer(tmp)
+
+
+def write_or_print(text: str, path: str | Path | None) -> None:
+    """Write ``text`` atomically to ``path`` and say so, or print it when no path is given."""
+    if path:
+        write_text_atomic(path, text)
+        print(f"wrote {path}")
+    else:
+        sys.stdout.write(text)

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from pipesim.analytic.cli_hooks import (
@@ -20,6 +21,7 @@ from pipesim.analytic.cli_hooks import (
     model_setup_from_args,
 )
 from pipesim.arg_types import non_negative_float, positive_int
+from pipesim.atomic import write_or_print
 from pipesim.costs import CostModel
 from pipesim.errors import PipesimError
 from pipesim.ir import Program
@@ -98,12 +100,8 @@ def _cost_model(args: argparse.Namespace) -> CostModel:
     }
     defaults = {k: v for k, v in defaults.items() if v is not None}
     if defaults:
-        from dataclasses import replace
-
         costs = replace(costs, default=replace(costs.default, **defaults))
     if args.comm is not None:
-        from dataclasses import replace
-
         costs = replace(costs, p2p_latency=args.comm)
     if args.stage_cost:
         overrides: dict[int, dict[str, float]] = {}
@@ -177,14 +175,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_lower(args: argparse.Namespace) -> int:
     built = build_program(args.schedule, args.pp, args.mb, args.chunks)
-    text = built.program.to_text()
-    if args.output:
-        from pipesim.atomic import write_text_atomic
-
-        write_text_atomic(args.output, text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
+    write_or_print(built.program.to_text(), args.output)
     return 0
 
 

@@ -11,7 +11,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -50,8 +50,6 @@ class SweepGrid:
     base: CostModel = field(default_factory=CostModel)
 
     def points(self) -> list[SweepPoint]:
-        from dataclasses import replace
-
         points = []
         for schedule, pp, mb, chunks, f, b, lat in itertools.product(
             self.schedules, self.pp, self.microbatches, self.chunks, self.forward, self.backward, self.p2p_latency

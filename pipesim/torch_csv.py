@@ -300,9 +300,8 @@ def add_export_command(sub) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    import sys
 
-    from pipesim.atomic import write_text_atomic
+    from pipesim.atomic import write_or_print
     from pipesim.programs import build_program
 
     program = build_program(args.schedule, args.pp, args.mb, args.chunks).program
@@ -311,9 +310,5 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         fmt = CsvFormat.COMPUTE_COMMS if args.with_comms else CsvFormat.COMPUTE_ONLY
         text = rows_to_text(export_rows(program, fmt))
-    if args.output:
-        write_text_atomic(args.output, text)
-        print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
+    write_or_print(text, args.output)
     return 0
