@@ -43,17 +43,21 @@ class FailMode(enum.Enum):
 
 
 class RecvPolicy(enum.Enum):
-    """When receives are posted.
+    """When point-to-point operations are issued.
 
     EAGER (gloo): all of a step's irecvs at its start, so data lands while the rank computes; gloo keeps
     a FIFO of pending receives per peer, which is exactly the validator's BUFFERED link model.
-    AT_USE (NCCL): each irecv at its RECV instruction. NCCL runs a pair's sends and receives in issue order
-    on one stream, so a receive posted early would hold back every later send to that peer and can
-    deadlock a program the BUFFERED validator accepted.
+    AT_USE: each irecv and isend on its own, at its instruction.
+    GROUPED (NCCL): each run of consecutive SEND/RECV instructions as one ``batch_isend_irecv`` group. NCCL
+    runs a pair's operations in issue order on one stream and a large send waits for its receive, so
+    ungrouped 1F1B can hang (rank 0 sends F while rank 1 sends B); a group posts its receives together
+    with its sends, as Megatron's ``send_forward_recv_backward`` does. The validator's GROUPED semantics
+    say which Programs are safe this way.
     """
 
     EAGER = "eager"
     AT_USE = "at-use"
+    GROUPED = "grouped"
 
 
 # Compute ops that may consume a received tensor: F (an activation), B and I (a gradient).
@@ -137,11 +141,16 @@ class Interpreter:
                     recvs[seq] = self._post_recv(ins)
         self._incoming: dict[tuple[bool, int, int], tuple[int, float, dist.Work, torch.Tensor]] = {}
         stamp, record, sample = self.recorder.clock.stamp, self.recorder.record, self.meter.sample
+        issued_until = 0  # GROUPED: instructions before this one were issued with their group
         for seq, ins in enumerate(self.code):
             stage = self._stages_by_seq[seq]
             try:
                 if ins == self.fail_at:
                     self._fail()
+                if ins.op.is_comm and self.recv_policy is RecvPolicy.GROUPED:
+                    if seq >= issued_until:
+                        issued_until = self._issue_group(step, seq)
+                    continue
                 if ins.op.is_recv:
                     self._arrive(seq, ins, stage, stamp())
                     continue
@@ -175,10 +184,8 @@ class Interpreter:
             self._backward_input(ins.mb, ins.chunk, stage, fused=False)
         elif op is Op.W:
             self._backward_weight(ins.mb, ins.chunk, stage)
-        elif op is Op.SEND_F:
-            return self._send(self._acts.pop((ins.mb, stage)), ins.peer)
-        elif op is Op.SEND_B:
-            return self._send(self._grads.pop((ins.mb, stage - 1)), ins.peer)
+        elif op.is_send:
+            return self._send(self._outgoing(ins, stage), ins.peer)
         elif op is Op.REDUCE_GRAD:
             self._reduce_grad(ins.chunk)
         elif op is Op.STEP:
@@ -202,6 +209,41 @@ class Interpreter:
         work, buf = pending if pending is not None else self._post_recv(ins)
         key = (ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1)
         self._incoming[key] = (seq, reached, work, buf)
+
+    def _issue_group(self, step: int, start: int) -> int:
+        """Issue the run of SEND/RECV instructions from ``start`` as one group; return where it ends."""
+        end = start
+        while end < len(self.code) and self.code[end].op.is_comm:
+            end += 1
+        t0 = self.recorder.clock.stamp()
+        ops, sends, recvs = [], [], []
+        for seq in range(start, end):
+            ins, stage = self.code[seq], self._stages_by_seq[seq]
+            peer = self.ctx.peer(ins.peer)
+            if ins.op.is_send:
+                tensor = self._outgoing(ins, stage).contiguous()
+                ops.append(dist.P2POp(dist.isend, tensor, peer))
+                sends.append((seq, tensor))
+            else:
+                buf = torch.empty(self.act_shape, device=self.device)
+                ops.append(dist.P2POp(dist.irecv, buf, peer))
+                recvs.append((seq, ins, stage, buf))
+        works = dist.batch_isend_irecv(ops)
+        t1 = self.recorder.clock.stamp()
+        by_seq = dict(zip([seq for seq, _ in sends] + [r[0] for r in recvs], works, strict=True))
+        for seq, tensor in sends:
+            self._sends.append((by_seq[seq], tensor))
+            self.recorder.record(step, seq, t0, t1, tensor.numel() * tensor.element_size())
+        for seq, ins, stage, buf in recvs:
+            key = (ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1)
+            self._incoming[key] = (seq, t0, by_seq[seq], buf)
+        return end
+
+    def _outgoing(self, ins: Instruction, stage: int) -> torch.Tensor:
+        """The tensor a SEND carries: this stage's activation, or the gradient of its input."""
+        if ins.op is Op.SEND_F:
+            return self._acts.pop((ins.mb, stage))
+        return self._grads.pop((ins.mb, stage - 1))
 
     def _await_input(self, step: int, ins: Instruction, stage: int) -> None:
         """Wait for the received tensor ``ins`` consumes, if any; its RECV row spans post → data here."""

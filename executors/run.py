@@ -111,6 +111,24 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
     )
 
 
+def nccl_hazard(program) -> str | None:
+    """Why the Program may hang on NCCL's grouped point-to-point semantics, or None if it cannot.
+
+    The executor issues each run of consecutive SEND/RECV instructions as one NCCL group; a send larger
+    than NCCL's eager buffer then waits for its receive to be posted. Programs that need more (a rank
+    sending while its peer, not yet at the matching receive, sends back) pass with small activations and
+    hang with large ones, so this warns rather than refuses.
+    """
+    from pipesim.errors import DeadlockError
+    from pipesim.validate import CommSemantics, validate
+
+    try:
+        validate(program, CommSemantics.GROUPED)
+    except DeadlockError as err:
+        return f"on NCCL this schedule can hang once activations exceed NCCL's eager buffer — {err}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
@@ -132,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     cuda = torch.cuda.is_available()
+    if cuda and rank == 0:
+        warning = nccl_hazard(program)
+        if warning:
+            print(f"executors.run: warning: {warning}", file=sys.stderr, flush=True)
     device = torch.device("cpu")
     if cuda:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))

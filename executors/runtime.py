@@ -46,7 +46,7 @@ class RunConfig:
     lr: float = 0.1
     fail_at: tuple[int, Instruction] | None = None  # (global rank, instruction) that fails on purpose
     fail_mode: FailMode = FailMode.RAISE
-    recv_policy: RecvPolicy | None = None  # None: by backend (EAGER on gloo, AT_USE on NCCL)
+    recv_policy: RecvPolicy | None = None  # None: by backend (EAGER on gloo, GROUPED on NCCL)
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
@@ -118,7 +118,7 @@ def execute(
         fail_at=fail_at,
         fail_mode=cfg.fail_mode,
         recv_policy=cfg.recv_policy
-        or (RecvPolicy.AT_USE if dist.get_backend() == "nccl" else RecvPolicy.EAGER),
+        or (RecvPolicy.GROUPED if dist.get_backend() == "nccl" else RecvPolicy.EAGER),
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp

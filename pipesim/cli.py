@@ -298,8 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schedule_args(val)
     val.add_argument("--program", metavar="FILE", help="validate a program text file (from 'pipesim lower')")
     val.add_argument("--semantics", choices=[s.value for s in CommSemantics], default="buffered",
-                     help="buffered: sends return at once (gloo isend, the executor); rendezvous: a send "
-                     "waits for its receive (NCCL P2P without grouping). Default: buffered")
+                     help="buffered: sends return at once (gloo isend, the executor on CPU); rendezvous: a send "
+                     "waits until its receive is posted (NCCL P2P one op at a time); grouped: rendezvous, with "
+                     "each run of SEND/RECV instructions issued as one NCCL group (the executor on GPU). "
+                     "Default: buffered")
     val.set_defaults(func=cmd_validate)
 
     low = sub.add_parser("lower", help="print the lowered Program (per-rank instructions) as text",

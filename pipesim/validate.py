@@ -28,14 +28,22 @@ import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
 from pipesim.ir import Op, Program
-from pipesim.program_table import KIND_RECV, KIND_SEND, OP_CODE, ProgramTable, table_of
+from pipesim.program_table import KIND_BUSY, KIND_RECV, KIND_SEND, OP_CODE, ProgramTable, table_of
 
 
 class CommSemantics(enum.Enum):
-    """When a send returns."""
+    """When a send returns.
+
+    BUFFERED: at once (gloo ``isend``). RENDEZVOUS: once the peer has posted the matching receive (NCCL
+    point-to-point, one op at a time: a pair's operations run in order on one stream). GROUPED: like
+    RENDEZVOUS, but each run of consecutive SEND/RECV instructions is issued as one group
+    (``batch_isend_irecv``, an NCCL group), so the group's receives are posted before any of its sends
+    waits — what the executor does on NCCL, and how Megatron pairs ``send_forward_recv_backward``.
+    """
 
     BUFFERED = "buffered"
     RENDEZVOUS = "rendezvous"
+    GROUPED = "grouped"
 
 
 _F, _B, _I, _W = (OP_CODE[o] for o in (Op.F, Op.B, Op.I, Op.W))
@@ -64,6 +72,19 @@ def validate_static(program: Program) -> _Checker:
 def describe_deadlock(table: ProgramTable, position: list[int]) -> str:
     """Name the cycle of waits, given the row each rank is stuck at (its end row when finished)."""
     return _Checker(table).cycle_message(position)
+
+
+def _group_ends(kinds: list[int], bounds) -> list[int]:
+    """For each SEND/RECV row, the end of the run of consecutive communication rows it belongs to."""
+    ends = [0] * len(kinds)
+    for begin, stop in bounds:
+        end = stop
+        for row in range(stop - 1, begin - 1, -1):
+            if kinds[row] == KIND_BUSY:
+                end = row
+            else:
+                ends[row] = end
+    return ends
 
 
 def _describe(kind: int, mb: int, stage: int) -> str:
@@ -286,16 +307,20 @@ class _Checker:
 
     # --- 4. progress ------------------------------------------------------------------------------------
     def check_progress(self, semantics: CommSemantics) -> None:
-        """Run every rank as far as it can. A receive only posts; the compute consuming it waits for the
-        send. Buffered sends never wait; rendezvous sends wait until the receive is posted."""
+        """Run every rank as far as it can (see :class:`CommSemantics` for when sends wait). A receive only
+        posts; the compute consuming it waits until the message was sent."""
         t = self.t
         kinds, links, messages = t.kind.tolist(), t.link.tolist(), t.message.tolist()
         peers, input_recv = t.peer.tolist(), t.input_recv.tolist()
         bounds = t.rank_bounds
         pc = [begin for begin, _ in bounds]
+        blocked_at = [stop for _, stop in bounds]  # the row each rank waits on (its end once finished)
         sent = [0] * t.num_links  # messages issued on each link
         posted = [0] * t.num_links  # receives posted on each link
-        rendezvous = semantics is CommSemantics.RENDEZVOUS
+        rendezvous = semantics is not CommSemantics.BUFFERED
+        grouped = semantics is CommSemantics.GROUPED
+        group_end = _group_ends(kinds, bounds) if grouped else None
+        issued = [begin for begin, _ in bounds]  # grouped: comm rows before this index are issued
         ready = deque(range(len(bounds)))
         queued = [True] * len(bounds)
 
@@ -304,33 +329,53 @@ class _Checker:
                 queued[rank] = True
                 ready.append(rank)
 
+        def issue(row: int) -> None:
+            if kinds[row] == KIND_RECV:
+                posted[links[row]] += 1
+            else:
+                sent[links[row]] += 1
+            wake(peers[row])
+
         while ready:
             rank = ready.popleft()
             queued[rank] = False
             row, stop = pc[rank], bounds[rank][1]
+            blocked_at[rank] = stop
             while row < stop:
                 kind = kinds[row]
-                if kind == KIND_RECV:
-                    posted[links[row]] += 1
-                    if rendezvous:
-                        wake(peers[row])  # a send blocked on this post can complete
-                elif kind == KIND_SEND:
-                    link = links[row]
-                    if rendezvous and posted[link] <= messages[row]:
+                if grouped and kind != KIND_BUSY:
+                    end = group_end[row]
+                    if issued[rank] < end:  # issue the whole group at once
+                        for member in range(row, end):
+                            issue(member)
+                        issued[rank] = end
+                    waiting = next((m for m in range(row, end) if kinds[m] == KIND_SEND
+                                    and posted[links[m]] <= messages[m]), None)
+                    if waiting is not None:
+                        blocked_at[rank] = waiting
                         break
-                    sent[link] += 1
-                    wake(peers[row])
+                    row = end
+                    continue
+                if kind == KIND_RECV:
+                    issue(row)
+                elif kind == KIND_SEND:
+                    if rendezvous and posted[links[row]] <= messages[row]:
+                        blocked_at[rank] = row
+                        break
+                    issue(row)
                 else:
                     source = input_recv[row]
                     if source >= 0 and sent[links[source]] <= messages[source]:
+                        blocked_at[rank] = row
                         break  # its input has not been sent yet
                 row += 1
             pc[rank] = row
         if any(pc[r] < stop for r, (_, stop) in enumerate(bounds)):
-            raise DeadlockError(self.cycle_message(pc))
+            raise DeadlockError(self.cycle_message(blocked_at))
 
     def cycle_message(self, pc: list[int]) -> str:
-        """Follow who-waits-on-whom from the first stuck rank until a rank repeats."""
+        """Follow who-waits-on-whom from the first stuck rank until a rank repeats; ``pc[r]`` is the row
+        rank r waits on (a consuming compute or a send), or its end row once finished."""
         chain: list[str] = []
         seen: dict[int, int] = {}
         rank = next(r for r, (_, stop) in enumerate(self.t.rank_bounds) if pc[r] < stop)

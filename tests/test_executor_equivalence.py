@@ -36,18 +36,14 @@ def test_matches_single_process(tp, dp):
                   capture=True)
         for s in ZERO_BUBBLE
     ]
-    # Receives posted at use (the NCCL policy) must give the same numbers as eager posting.
-    configs.append(
-        RunConfig(
-            schedule="interleaved",
-            topology=topology,
-            microbatches=4,
-            steps=2,
-            tp_mode=TPMode.REDUCE_SCATTER,
-            capture=True,
-            recv_policy=RecvPolicy.AT_USE,
-        )
-    )
+    # Operations issued one by one at their instruction, and in groups (the NCCL policy), give the same
+    # numbers as eager posting; GROUPED runs every schedule the grouped validator accepts.
+    configs += [
+        RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=TPMode.REDUCE_SCATTER,
+                  capture=True, recv_policy=policy)
+        for s, policy in (("interleaved", RecvPolicy.AT_USE), ("1f1b", RecvPolicy.GROUPED),
+                          ("zb-h1", RecvPolicy.GROUPED), ("gpipe", RecvPolicy.GROUPED))
+    ]
     results = spawn(run_configs, topology.world_size, configs)[0]
     for cfg, got in zip(configs, results, strict=True):
         ref = reference_run(cfg)

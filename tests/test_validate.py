@@ -124,3 +124,25 @@ def test_lower_rejects_communication_in_a_schedule():
     schedule = Schedule.from_orders("hand", [[F(0), Instruction(Op.SEND_F, 0, 0, 1), B(0)]], microbatches=1)
     with pytest.raises(ScheduleError, match="derived by lower"):
         lower(schedule)
+
+
+@pytest.mark.parametrize(("name", "safe"), [("gpipe", True), ("1f1b", True), ("zb-h1", True),
+                                            ("interleaved", False), ("zb-v", False)])
+def test_grouped_semantics_say_which_schedules_nccl_runs_safely(name, safe):
+    """Grouping a run of SEND/RECV instructions (batch_isend_irecv) fixes 1F1B's rendezvous hazard; schedules
+    whose ranks send to each other outside such pairs still wait on each other, and the error names it."""
+    program = build_program(name, 4, 8).program
+    validate(program, CommSemantics.BUFFERED)
+    if safe:
+        validate(program, CommSemantics.GROUPED)
+    else:
+        with pytest.raises(DeadlockError, match="to post the receive"):
+            validate(program, CommSemantics.GROUPED)
+
+
+def test_nccl_warning_names_the_hazard():
+    from executors.run import nccl_hazard
+
+    assert nccl_hazard(build_program("1f1b", 4, 8).program) is None
+    warning = nccl_hazard(build_program("interleaved", 4, 8).program)
+    assert warning.startswith("on NCCL this schedule can hang") and "deadlock: rank" in warning
