@@ -35,10 +35,11 @@ class CommSemantics(enum.Enum):
     """When a send returns.
 
     BUFFERED: at once (gloo ``isend``). RENDEZVOUS: once the peer has posted the matching receive (NCCL
-    point-to-point, one op at a time: a pair's operations run in order on one stream). GROUPED: like
-    RENDEZVOUS, but each run of consecutive SEND/RECV instructions is issued as one group
-    (``batch_isend_irecv``, an NCCL group), so the group's receives are posted before any of its sends
-    waits — what the executor does on NCCL, and how Megatron pairs ``send_forward_recv_backward``.
+    point-to-point beyond its eager buffer, one op at a time). GROUPED: like RENDEZVOUS, but each run of
+    consecutive SEND/RECV instructions is issued as one group (``batch_isend_irecv``, an NCCL group), so the
+    group's receives are posted before any of its sends waits — what the executor does on NCCL, and how
+    Megatron pairs ``send_forward_recv_backward``; and since a pair's operations run in order on one NCCL
+    stream, a group also waits for the rank's earlier receives from the same peers to finish.
     """
 
     BUFFERED = "buffered"
@@ -72,6 +73,11 @@ def validate_static(program: Program) -> _Checker:
 def describe_deadlock(table: ProgramTable, position: list[int]) -> str:
     """Name the cycle of waits, given the row each rank is stuck at (its end row when finished)."""
     return _Checker(table).cycle_message(position)
+
+
+def _unfinished(recv_row: int | None, sent: list[int], links: list[int], messages: list[int]) -> bool:
+    """A posted receive whose message has not been sent yet."""
+    return recv_row is not None and sent[links[recv_row]] <= messages[recv_row]
 
 
 def _group_ends(kinds: list[int], bounds) -> list[int]:
@@ -321,6 +327,7 @@ class _Checker:
         grouped = semantics is CommSemantics.GROUPED
         group_end = _group_ends(kinds, bounds) if grouped else None
         issued = [begin for begin, _ in bounds]  # grouped: comm rows before this index are issued
+        last_recv: list[dict[int, int]] = [{} for _ in bounds]  # grouped: latest receive row per peer
         ready = deque(range(len(bounds)))
         queued = [True] * len(bounds)
 
@@ -345,8 +352,19 @@ class _Checker:
                 kind = kinds[row]
                 if grouped and kind != KIND_BUSY:
                     end = group_end[row]
-                    if issued[rank] < end:  # issue the whole group at once
-                        for member in range(row, end):
+                    if issued[rank] < end:
+                        # A pair's operations run in order on one NCCL stream: a group waits for this
+                        # rank's earlier receives from the same peers (stricter than NCCL, which only
+                        # delays the stream, so what passes here passes there).
+                        unfinished = next((last_recv[rank][peers[m]] for m in range(row, end)
+                                           if _unfinished(last_recv[rank].get(peers[m]), sent, links, messages)),
+                                          None)
+                        if unfinished is not None:
+                            blocked_at[rank] = unfinished
+                            break
+                        for member in range(row, end):  # issue the whole group at once
+                            if kinds[member] == KIND_RECV:
+                                last_recv[rank][peers[member]] = member
                             issue(member)
                         issued[rank] = end
                     waiting = next((m for m in range(row, end) if kinds[m] == KIND_SEND
@@ -388,6 +406,9 @@ class _Checker:
             ins = self.code[rank][self.t.seq[row]]
             if ins.op.is_send:
                 chain.append(f"rank {rank} waits at {ins} for rank {ins.peer} to post the receive")
+                rank = ins.peer
+            elif ins.op.is_recv:  # grouped: the pair's stream runs this unfinished receive first
+                chain.append(f"rank {rank} waits for {ins} to finish before its next group to rank {ins.peer}")
                 rank = ins.peer
             else:
                 source = int(self.t.input_recv[row])

@@ -146,3 +146,21 @@ def test_nccl_warning_names_the_hazard():
     assert nccl_hazard(build_program("1f1b", 4, 8).program) is None
     warning = nccl_hazard(build_program("interleaved", 4, 8).program)
     assert warning.startswith("on NCCL this schedule can hang") and "deadlock: rank" in warning
+
+
+def test_grouped_semantics_keep_a_pairs_stream_order():
+    """On NCCL a pair's operations run in order: a receive posted early holds back the next send to that peer.
+    GPipe with rank 0's first gradient receive moved up next to its first send: fine with buffered sends,
+    but rank 0's next send waits for that gradient, which rank 1 sends only after the activation it holds
+    back."""
+    program = build_program("gpipe", 2, 2).program
+    code = list(program.ranks[0])
+    recv = next(i for i, ins in enumerate(code) if ins.op is Op.RECV_B and ins.mb == 1)  # GPipe: B1 first
+    moved = code.pop(recv)
+    code.insert(next(i for i, ins in enumerate(code) if ins.op is Op.SEND_F) + 1, moved)
+    early = Program(program.name, program.shape, (tuple(code), program.ranks[1]))
+    validate(early, CommSemantics.BUFFERED)
+    validate(early, CommSemantics.RENDEZVOUS)  # one op at a time, with receives never blocking a stream
+    with pytest.raises(DeadlockError, match=r"rank 0 waits for RECV_B mb=1 chunk=0 peer=1 to finish before its "
+                                            r"next group to rank 1"):
+        validate(early, CommSemantics.GROUPED)
