@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipesim.ir import Op, Placement, Program
+from pipesim.ir import Op, PipelineShape, Placement, Program
 
 OP_ORDER = tuple(Op)
 OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}
@@ -44,6 +44,22 @@ class ProgramTable:
         return len(self.op)
 
 
+def stages_of(shape: PipelineShape, rank: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+    """:meth:`PipelineShape.stage` over arrays."""
+    loop = chunk * shape.pp + rank
+    if shape.placement is Placement.V:
+        return np.where(chunk % 2 == 1, (chunk + 1) * shape.pp - 1 - rank, loop)
+    return loop
+
+
+def ranks_of(shape: PipelineShape, stage: np.ndarray) -> np.ndarray:
+    """:meth:`PipelineShape.rank_of` over arrays."""
+    chunk, offset = np.divmod(stage, shape.pp)
+    if shape.placement is Placement.V:
+        return np.where(chunk % 2 == 1, shape.pp - 1 - offset, offset)
+    return offset
+
+
 def table_of(program: Program) -> ProgramTable:
     """The column table of ``program``, built once and kept on the (immutable) Program itself.
 
@@ -75,11 +91,7 @@ def _build_table(program: Program) -> ProgramTable:
     chunk = np.fromiter((-1 if ins.chunk is None else ins.chunk for ins in flat), dtype=np.int64, count=len(flat))
     peer = np.fromiter((-1 if ins.peer is None else ins.peer for ins in flat), dtype=np.int64, count=len(flat))
 
-    has_stage = chunk >= 0
-    stage = np.where(has_stage, chunk * pp + rank, -1)
-    if shape.placement is Placement.V:
-        folded = has_stage & (chunk % 2 == 1)
-        stage = np.where(folded, (chunk + 1) * pp - 1 - rank, stage)
+    stage = np.where(chunk >= 0, stages_of(shape, rank, chunk), -1)
 
     kind = _KIND_BY_CODE[op]
     is_send, is_recv = kind == KIND_SEND, kind == KIND_RECV

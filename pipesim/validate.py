@@ -28,7 +28,16 @@ import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
 from pipesim.ir import Op, Program
-from pipesim.program_table import KIND_BUSY, KIND_RECV, KIND_SEND, OP_CODE, ProgramTable, table_of
+from pipesim.program_table import (
+    KIND_BUSY,
+    KIND_RECV,
+    KIND_SEND,
+    OP_CODE,
+    ProgramTable,
+    ranks_of,
+    stages_of,
+    table_of,
+)
 
 
 class CommSemantics(enum.Enum):
@@ -130,7 +139,7 @@ class _Checker:
         if len(bad):
             row = bad[0]
             raise ScheduleError(f"{self.ins(row)} acts on stage {t.stage[row]}, which has no stage {neighbour[row]}")
-        expected_peer = np.where(comm, self._rank_of(np.clip(neighbour, 0, shape.num_stages - 1)), -1)
+        expected_peer = np.where(comm, ranks_of(shape, np.clip(neighbour, 0, shape.num_stages - 1)), -1)
         bad = np.flatnonzero(comm & (t.peer != expected_peer))
         if len(bad):
             row = bad[0]
@@ -142,13 +151,6 @@ class _Checker:
         if len(bad):
             raise ScheduleError(f"{self.ins(bad[0])} talks to its own rank; the neighbouring stage is local, drop it")
         self.neighbour = neighbour
-
-    def _rank_of(self, stage: np.ndarray) -> np.ndarray:
-        pp = self.shape.pp
-        chunk, offset = np.divmod(stage, pp)
-        if self.shape.placement.value == "v":
-            return np.where(chunk % 2 == 1, pp - 1 - offset, offset)
-        return offset
 
     # --- 2. local order ---------------------------------------------------------------------------------
     def check_local_order(self) -> None:
@@ -220,9 +222,7 @@ class _Checker:
         # Every microbatch through every stage, forward and backward, on the rank that holds the stage.
         grid_rank, grid_chunk, grid_mb = (g.ravel() for g in np.meshgrid(
             np.arange(pp), np.arange(shape.chunks), np.arange(m), indexing="ij"))
-        grid_stage = np.where(
-            (shape.placement.value == "v") & (grid_chunk % 2 == 1),
-            (grid_chunk + 1) * pp - 1 - grid_rank, grid_chunk * pp + grid_rank)
+        grid_stage = stages_of(shape, grid_rank, grid_chunk)
         for what, name in ((_F, "F"), (_B, "B (or I)")):
             missing = np.flatnonzero(~np.isin(key(what, grid_mb, grid_stage, grid_rank), compute_keys))
             if len(missing):
