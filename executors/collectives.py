@@ -50,88 +50,55 @@ def _all_reduce(x: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
     return x
 
 
-class CopyToTensorParallel(torch.autograd.Function):
-    """Megatron's ``f``: identity forward, all-reduce of the input gradient backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _all_reduce(grad, ctx.group), None
+def _identity(x: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
+    return x.view_as(x)
 
 
-class ReduceFromTensorParallel(torch.autograd.Function):
-    """Megatron's ``g``: all-reduce forward (sum the row-parallel partial outputs), identity backward."""
+def _conjugate(name: str, doc: str, forward, backward) -> type[torch.autograd.Function]:
+    """An autograd Function running ``forward(x, group)`` and, on the gradient, ``backward(grad, group)``.
 
-    @staticmethod
-    def forward(ctx, x, group):
-        return _all_reduce(x, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
-class GatherSequenceForColumn(torch.autograd.Function):
-    """Sequence parallel before a column layer: all-gather along s forward, reduce-scatter backward.
-
-    The backward sums because each rank's column shard contributed a partial gradient to every position.
+    Every collective here is such a pair: tensor and sequence parallelism differ only in which pair sits
+    where.
     """
 
-    @staticmethod
-    def forward(ctx, x, group):
+    def forward_fn(ctx, x, group):
         ctx.group = group
-        return _all_gather_seq(x, group)
+        return forward(x, group)
 
-    @staticmethod
-    def backward(ctx, grad):
-        return _reduce_scatter_seq(grad, ctx.group), None
+    def backward_fn(ctx, grad):
+        return backward(grad, ctx.group), None
 
-
-class ReduceScatterSequence(torch.autograd.Function):
-    """Sequence parallel after a row layer: reduce-scatter along s forward, all-gather backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return _reduce_scatter_seq(x, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _all_gather_seq(grad, ctx.group), None
+    return type(name, (torch.autograd.Function,), {
+        "__doc__": doc, "forward": staticmethod(forward_fn), "backward": staticmethod(backward_fn),
+    })
 
 
-class ScatterSequence(torch.autograd.Function):
-    """Enter the sequence-parallel region from a replicated tensor: keep my slice, all-gather backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return _split_seq(x, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _all_gather_seq(grad, ctx.group), None
-
-
-class GatherSequenceReplicated(torch.autograd.Function):
-    """Leave the sequence-parallel region into replicated compute: all-gather forward, split backward.
-
-    Every rank then computes the same thing on the full sequence, so the gradient it gets back is already
-    complete; summing (reduce-scatter) would count it tp times.
-    """
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return _all_gather_seq(x, group)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _split_seq(grad, ctx.group), None
+CopyToTensorParallel = _conjugate(
+    "CopyToTensorParallel", "Megatron's ``f``: identity forward, all-reduce of the input gradient backward.",
+    _identity, _all_reduce)
+ReduceFromTensorParallel = _conjugate(
+    "ReduceFromTensorParallel",
+    "Megatron's ``g``: all-reduce forward (sum the row-parallel partial outputs), identity backward.",
+    _all_reduce, _identity)
+# The backward sums because each rank's column shard contributed a partial gradient to every position.
+GatherSequenceForColumn = _conjugate(
+    "GatherSequenceForColumn",
+    "Sequence parallel before a column layer: all-gather along s forward, reduce-scatter backward.",
+    _all_gather_seq, _reduce_scatter_seq)
+ReduceScatterSequence = _conjugate(
+    "ReduceScatterSequence",
+    "Sequence parallel after a row layer: reduce-scatter along s forward, all-gather backward.",
+    _reduce_scatter_seq, _all_gather_seq)
+ScatterSequence = _conjugate(
+    "ScatterSequence",
+    "Enter the sequence-parallel region from a replicated tensor: keep my slice, all-gather backward.",
+    _split_seq, _all_gather_seq)
+# Leaving the sequence-parallel region into replicated compute: every rank then computes the same thing on
+# the full sequence, so the gradient it gets back is already complete; summing would count it tp times.
+GatherSequenceReplicated = _conjugate(
+    "GatherSequenceReplicated",
+    "Leave the sequence-parallel region into replicated compute: all-gather forward, split backward.",
+    _all_gather_seq, _split_seq)
 
 
 def copy_to_tp(x, group):
