@@ -13,6 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from pipesim import __version__
 from pipesim.analytic.cli_hooks import (
     add_model_args,
     add_preset_commands,
@@ -278,6 +279,7 @@ def cmd_overlay(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="pipesim", description="Simulate pipeline-parallel training schedules.")
+    parser.add_argument("--version", action="version", version=f"pipesim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     sim = sub.add_parser("simulate", help="simulate one step and print its timeline, bubble and memory",

@@ -8,23 +8,25 @@ from hypothesis import strategies as st
 
 from pipesim.errors import DeadlockError, ScheduleError
 from pipesim.ir import B, F, Instruction, Op, Program, Schedule
+from pipesim.loader import builtin_names
 from pipesim.lowering import lower
 from pipesim.programs import build_program
 from pipesim.validate import CommSemantics, validate
 
-SCHEDULES = ["gpipe", "1f1b", "interleaved"]
+SCHEDULES = builtin_names()
 
 
 @st.composite
 def configurations(draw):
+    """A built-in schedule with a (pp, microbatches, chunks) it accepts."""
     name = draw(st.sampled_from(SCHEDULES))
-    pp = draw(st.integers(1, 8))
-    if name == "interleaved":
-        chunks = draw(st.integers(1, 4))
-        mb = pp * draw(st.integers(1, 4))
-    else:
-        chunks = 1
-        mb = draw(st.integers(1, 24))
+    pp = draw(st.integers(1, 6))
+    chunks = None
+    if name in ("interleaved", "looped-bfs"):
+        chunks = draw(st.integers(1, 3))
+    mb = pp * draw(st.integers(1, 4)) if name in ("interleaved", "looped-bfs") else draw(st.integers(1, 16))
+    if name == "dualpipe-v":
+        mb = max(mb, 2 * pp)
     return name, pp, mb, chunks
 
 
