@@ -207,8 +207,7 @@ class Interpreter:
         """A RECV posts its transfer (unless posted at step start); the consuming compute will wait."""
         pending = self._recvs.pop(seq, None)
         work, buf = pending if pending is not None else self._post_recv(ins)
-        key = (ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1)
-        self._incoming[key] = (seq, reached, work, buf)
+        self._incoming[_incoming_key(ins.op is Op.RECV_B, ins.mb, stage)] = (seq, reached, work, buf)
 
     def _issue_group(self, step: int, start: int) -> int:
         """Issue the run of SEND/RECV instructions from ``start`` as one group; return where it ends."""
@@ -235,8 +234,7 @@ class Interpreter:
             self._sends.append((by_seq[seq], tensor))
             self.recorder.record(step, seq, t0, t1, tensor.numel() * tensor.element_size())
         for seq, ins, stage, buf in recvs:
-            key = (ins.op is Op.RECV_B, ins.mb, stage + 1 if ins.op is Op.RECV_B else stage - 1)
-            self._incoming[key] = (seq, t0, by_seq[seq], buf)
+            self._incoming[_incoming_key(ins.op is Op.RECV_B, ins.mb, stage)] = (seq, t0, by_seq[seq], buf)
         return end
 
     def _outgoing(self, ins: Instruction, stage: int) -> torch.Tensor:
@@ -248,8 +246,7 @@ class Interpreter:
     def _await_input(self, step: int, ins: Instruction, stage: int) -> None:
         """Wait for the received tensor ``ins`` consumes, if any; its RECV row spans post → data here."""
         gradient = ins.op is not Op.F
-        key = (gradient, ins.mb, stage + 1 if gradient else stage - 1)
-        arrival = self._incoming.pop(key, None)
+        arrival = self._incoming.pop(_incoming_key(gradient, ins.mb, stage), None)
         if arrival is None:
             return  # first or last stage, or handed over on this rank (V placement fold)
         seq, reached, work, buf = arrival
@@ -317,6 +314,12 @@ class Interpreter:
             _unflatten_into(flat.div_(self.ctx.dp_cp), params)
         self._reduces = []
         self.optimizer.step()
+
+
+def _incoming_key(gradient: bool, mb: int, stage: int) -> tuple[bool, int, int]:
+    """What a received tensor is, from the receiving stage: the gradient from stage+1 or the activation
+    of stage−1 — the same for the RECV that posts it and the compute that consumes it."""
+    return gradient, mb, stage + 1 if gradient else stage - 1
 
 
 def _unflatten_into(flat: torch.Tensor, params: list[nn.Parameter]) -> None:
