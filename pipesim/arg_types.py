@@ -4,34 +4,29 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+
+
+def _parsed(text: str, cast: type, accept: Callable[[float], bool], rule: str):
+    """``cast(text)`` if it parses and ``accept`` holds, else an argparse error saying which rule failed."""
+    try:
+        value = cast(text)
+    except ValueError:
+        kind = "an integer" if cast is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"{text} must be {rule}")
+    return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be a positive integer (≥ 1)")
-    return value
+    return _parsed(text, int, lambda v: v >= 1, "a positive integer (≥ 1)")
 
 
 def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number ≥ 0")
-    return value
+    return _parsed(text, float, lambda v: math.isfinite(v) and v >= 0, "a finite number ≥ 0")
 
 
 def fraction(text: str) -> float:
     """A number in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} must be in (0, 1]")
-    return value
+    return _parsed(text, float, lambda v: 0 < v <= 1, "in (0, 1]")
