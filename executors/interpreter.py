@@ -1,7 +1,7 @@
 """The Program interpreter: replays one pipeline rank's instructions on torch.distributed, one by one.
 
 No schedule is special-cased; GPipe, 1F1B, interleaved and split-backward programs run through the same
-loop. Communication follows the validator's BUFFERED semantics (``pipesim.validate``): a RECV posts an
+loop. Communication follows the validator's BUFFERED semantics (``pipesim.program.validate``): a RECV posts an
 ``irecv`` (on gloo every RECV of the step is posted up front, in program order, so each directed link stays
 one FIFO channel; :class:`RecvPolicy` says why NCCL posts at the instruction), and the compute that
 consumes the tensor waits for it — its RECV row spans from the instruction to the data being there; sends
@@ -31,7 +31,7 @@ from torch import nn
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, TimelineRecorder
 from executors.tp_layers import shard_spec
-from pipesim.ir import Instruction, Op, Program
+from pipesim.program.ir import Instruction, Op, Program
 from pipesim.topology import Dim
 
 

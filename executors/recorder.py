@@ -18,8 +18,8 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
-from pipesim.ir import Program
-from pipesim.timeline import Source, make_frame
+from pipesim.io.timeline import Source, make_frame
+from pipesim.program.ir import Program
 
 
 class CpuClock:

@@ -19,8 +19,8 @@ from executors.model import ModelConfig
 from executors.runtime import OptimizerKind, RunConfig, plan
 from executors.tp_layers import TPMode
 from pipesim.errors import PipesimError
-from pipesim.ir import Instruction
-from pipesim.timeline import TimelineFormat
+from pipesim.io.timeline import TimelineFormat
+from pipesim.program.ir import Instruction
 from pipesim.topology import Topology
 
 _TIMEOUT = timedelta(seconds=60)
@@ -120,7 +120,7 @@ def nccl_hazard(program) -> str | None:
     hang with large ones, so this warns rather than refuses.
     """
     from pipesim.errors import DeadlockError
-    from pipesim.validate import CommSemantics, validate
+    from pipesim.program.validate import CommSemantics, validate
 
     try:
         validate(program, CommSemantics.GROUPED)
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from executors.interpreter import InstructionError
     from executors.runtime import execute
-    from pipesim.timeline import write_timeline
+    from pipesim.io.timeline import write_timeline
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")

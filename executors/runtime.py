@@ -21,11 +21,11 @@ from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
 from executors.tp_layers import TPMode, shard_spec
 from pipesim.errors import PipesimError
-from pipesim.ir import Instruction, Program
-from pipesim.loader import load_schedule
-from pipesim.lowering import lower
+from pipesim.program.ir import Instruction, Program
+from pipesim.program.loader import load_schedule
+from pipesim.program.lowering import lower
+from pipesim.program.validate import validate
 from pipesim.topology import Topology
-from pipesim.validate import validate
 
 
 class OptimizerKind(enum.Enum):

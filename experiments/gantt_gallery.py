@@ -7,13 +7,13 @@ pipesim's shared styles (grayscale-safe). Run: ``python experiments/gantt_galler
 
 from __future__ import annotations
 
-from pipesim.costs import CostModel, StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
-from pipesim.loader import builtin_names
-from pipesim.plot import draw_gantt, legend_handles, plt, visible_ops
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
+from pipesim.plots.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
+from pipesim.plots.gantt import draw_gantt, legend_handles, plt, visible_ops
+from pipesim.program.build import build_program
+from pipesim.program.loader import builtin_names
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 
 
 def per_chunk_costs(chunks: int) -> CostModel:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipesim.costs import CostModel
 from pipesim.errors import ScheduleError
-from pipesim.figures import COLUMN_WIDTH_IN, experiment_args, save_pdf_png
-from pipesim.loader import builtin_names
-from pipesim.plot import plt
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
-from pipesim.sweep_plot import style_of
+from pipesim.plots.figures import COLUMN_WIDTH_IN, experiment_args, save_pdf_png
+from pipesim.plots.gantt import plt
+from pipesim.plots.sweep_plot import style_of
+from pipesim.program.build import build_program
+from pipesim.program.loader import builtin_names
+from pipesim.sim.costs import CostModel
+from pipesim.sim.simulator import simulate
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ from pipesim.analytic.layout import AttentionKernel, Layout, Recompute
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.step_report import step_report
 from pipesim.analytic.to_costs import build_cost_model
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
+from pipesim.program.build import build_program
+from pipesim.sim.simulator import simulate
 
 # (preset, tp, pp, GPUs, global batch, published TFLOP/s per GPU)
 TABLE1 = [

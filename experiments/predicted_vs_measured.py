@@ -1,6 +1,6 @@
 """Figure 4: predicted vs measured on CPU (pp = 2, gloo) — calibrate from one run, predict a different one.
 
-For each schedule the simulator is calibrated (``pipesim.calibrate``) from a measured run with 4
+For each schedule the simulator is calibrated (``pipesim.analysis.calibrate``) from a measured run with 4
 microbatches and then predicts the run with 8 (GPipe is predicted from 1F1B's calibration: another
 schedule on the same stages; interleaved, whose chunks are other stages, from its own 4-microbatch run).
 The headline number is the makespan error of the prediction against the median measured step (the first
@@ -18,12 +18,12 @@ import pandas as pd
 from executors.harness import spawn
 from executors.model import ModelConfig
 from executors.runtime import RunConfig, run_configs
-from pipesim.calibrate import calibrate
-from pipesim.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
-from pipesim.overlay import one_step, overlay_errors
-from pipesim.plot import draw_gantt, legend_handles, plt, visible_ops
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
+from pipesim.analysis.calibrate import calibrate
+from pipesim.analysis.overlay import one_step, overlay_errors
+from pipesim.plots.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
+from pipesim.plots.gantt import draw_gantt, legend_handles, plt, visible_ops
+from pipesim.program.build import build_program
+from pipesim.sim.simulator import simulate
 from pipesim.topology import Topology
 
 CALIBRATED_FROM = {"gpipe": "1f1b", "1f1b": "1f1b", "interleaved": "interleaved"}

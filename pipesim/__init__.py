@@ -1,6 +1,10 @@
-"""pipesim: simulate pipeline-parallel schedules, and replay the same instruction lists for real."""
+"""pipesim: simulate pipeline-parallel schedules, and replay the same instruction lists for real.
+
+The schedule-author's API is importable from here: ``from pipesim import F, B, I, W, Schedule, Placement``.
+"""
 
 from pipesim.errors import PipesimError, ScheduleError
+from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W
 
-__all__ = ["PipesimError", "ScheduleError"]
-__version__ = "0.1.0"
+__all__ = ["B", "F", "I", "Instruction", "PipesimError", "Placement", "Schedule", "ScheduleError", "W"]
+__version__ = "0.2.0"

@@ -5,10 +5,10 @@ the remaining backwards. It holds at most ``min(p−r, m)`` microbatches' activa
 with the same bubble ``(p−1)/(m+p−1)``.
 """
 
-from pipesim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
-from pipesim.costs import StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.ir import B, F, Schedule
+from pipesim.program.ir import B, F, Schedule
+from pipesim.sim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
+from pipesim.sim.costs import StageCosts
 
 DEFAULT_CHUNKS = 1
 

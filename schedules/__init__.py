@@ -1,1 +1,1 @@
-"""Built-in schedules, one file each; ``pipesim.loader`` finds them by name (``--schedule 1f1b``)."""
+"""Built-in schedules, one file each; ``pipesim.program.loader`` finds them by name (``--schedule 1f1b``)."""

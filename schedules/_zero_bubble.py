@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from pipesim.ir import F, I, Instruction, W
+from pipesim.program.ir import F, I, Instruction, W
 
 
 def split_backward_order(microbatches: int, warmup: int, w_delay: int) -> list[Instruction]:

@@ -22,7 +22,7 @@ Needs at least ``2p`` microbatches.
 from collections import deque
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import B, F, I, Instruction, Placement, Schedule, W
+from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W
 
 DEFAULT_CHUNKS = 2
 

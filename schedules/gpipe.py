@@ -4,10 +4,10 @@ Each rank holds all ``m`` microbatches' activations at the turn; with uniform co
 ``(p−1)/(m+p−1)``.
 """
 
-from pipesim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
-from pipesim.costs import StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.ir import B, F, Schedule
+from pipesim.program.ir import B, F, Schedule
+from pipesim.sim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
+from pipesim.sim.costs import StageCosts
 
 DEFAULT_CHUNKS = 1
 

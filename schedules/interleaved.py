@@ -6,10 +6,10 @@ k visits the chunks in reverse. Rank r warms up with ``2(p−r−1) + (v−1)·p
 alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``.
 """
 
-from pipesim.closed_forms import AnalyticBubble, interleaved_bubble
-from pipesim.costs import StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.ir import B, F, Placement, Schedule
+from pipesim.program.ir import B, F, Placement, Schedule
+from pipesim.sim.closed_forms import AnalyticBubble, interleaved_bubble
+from pipesim.sim.costs import StageCosts
 
 DEFAULT_CHUNKS = 2
 

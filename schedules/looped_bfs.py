@@ -10,7 +10,7 @@ both take the same time). Measured on uniform costs with m a multiple of p: bubb
 ``(p−1)/(v·m+p−1)``, as interleaved 1F1B; not yet asserted as a closed form.
 """
 
-from pipesim.ir import B, F, Placement, Schedule
+from pipesim.program.ir import B, F, Placement, Schedule
 
 DEFAULT_CHUNKS = 2
 

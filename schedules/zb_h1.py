@@ -10,10 +10,10 @@ Closed forms (uniform stages, no communication; span convention ``max_r span_r �
 worker i (from 1) peaks at ``(p−i+1)·M_B + (i−1)·M_W`` activations, ``p·M_B`` on the first, as in 1F1B.
 """
 
-from pipesim.closed_forms import AnalyticBubble, zero_bubble_bubble
-from pipesim.costs import StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.ir import Schedule
+from pipesim.program.ir import Schedule
+from pipesim.sim.closed_forms import AnalyticBubble, zero_bubble_bubble
+from pipesim.sim.costs import StageCosts
 from schedules._zero_bubble import split_backward_order
 
 DEFAULT_CHUNKS = 1

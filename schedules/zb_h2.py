@@ -11,10 +11,10 @@ Closed forms (uniform stages, no communication; span convention ``max_r span_r �
 ``2·T_W ≤ T_F + T_B``. Rank r peaks at ``(2p−2r−1)·M_B + 2r·M_W``: ``(2p−1)·M_B`` on the first rank.
 """
 
-from pipesim.closed_forms import AnalyticBubble, zero_bubble_bubble
-from pipesim.costs import StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.ir import Schedule
+from pipesim.program.ir import Schedule
+from pipesim.sim.closed_forms import AnalyticBubble, zero_bubble_bubble
+from pipesim.sim.costs import StageCosts
 from schedules._zero_bubble import split_backward_order
 
 DEFAULT_CHUNKS = 1

@@ -23,7 +23,7 @@ PyTorch's runtime and NCCL's FIFO matching require) and each compute waits for i
 from __future__ import annotations
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import F, I, Instruction, Placement, Schedule, W
+from pipesim.program.ir import F, I, Instruction, Placement, Schedule, W
 
 DEFAULT_CHUNKS = 2
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipesim.programs import build_program
+from pipesim.program.build import build_program
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import simpy
 
-from pipesim.costs import CostModel
-from pipesim.ir import Op, Program
+from pipesim.program.ir import Op, Program
+from pipesim.sim.costs import CostModel
 
 
 def naive_simulate(program: Program, costs: CostModel) -> list[list[tuple[float, float]]]:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipesim.cli import main
+from pipesim.cli.main import main
 
 
 def _error(capsys, argv):

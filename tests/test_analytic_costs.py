@@ -8,9 +8,9 @@ from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.to_costs import build_cost_model
-from pipesim.cli import main
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
+from pipesim.cli.main import main
+from pipesim.program.build import build_program
+from pipesim.sim.simulator import simulate
 
 H100 = CHIP_PRESETS["h100-sxm"]
 LLAMA = MODEL_PRESETS["llama2-13b"]

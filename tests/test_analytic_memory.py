@@ -13,8 +13,8 @@ from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.memory_gib import memory_report
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.to_costs import build_cost_model
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
+from pipesim.program.build import build_program
+from pipesim.sim.simulator import simulate
 
 CHIP = CHIP_PRESETS["a100-80gb"]
 

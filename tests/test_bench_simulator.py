@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from pipesim.costs import CostModel, StageCosts
-from pipesim.program_table import forget_table
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
-from pipesim.sweep import SweepPoint, run_sweep
+from pipesim.analysis.sweep import SweepPoint, run_sweep
+from pipesim.program.build import build_program
+from pipesim.program.table import forget_table
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 from tests.naive_simpy import naive_simulate
 
 CASES = {"1f1b-pp64-m1024": ("1f1b", 64, 1024, 1), "interleaved-pp16-v4-m256": ("interleaved", 16, 256, 4)}
@@ -53,7 +53,7 @@ def sweep_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
 
 
 def _fresh_sweep(points):
-    from pipesim.programs import _build_cached
+    from pipesim.program.build import _build_cached
 
     _build_cached.cache_clear()  # fresh Programs, hence fresh tables
     return run_sweep(points)

@@ -8,14 +8,14 @@ import sys
 import pandas as pd
 import pytest
 
-from pipesim.calibrate import calibrate
-from pipesim.cli import main
-from pipesim.costs import CostModel, StageCosts
-from pipesim.overlay import overlay_errors
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
-from pipesim.sweep import SweepGrid, run_sweep
-from pipesim.timeline import read_timeline, write_timeline
+from pipesim.analysis.calibrate import calibrate
+from pipesim.analysis.overlay import overlay_errors
+from pipesim.analysis.sweep import SweepGrid, run_sweep
+from pipesim.cli.main import main
+from pipesim.io.timeline import read_timeline, write_timeline
+from pipesim.program.build import build_program
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 
 
 @pytest.mark.parametrize(("schedule", "pp", "mb"), [("1f1b", 4, 8), ("gpipe", 3, 5), ("interleaved", 2, 4)])
@@ -80,7 +80,7 @@ def test_bad_timeline_files_are_one_line_errors(tmp_path, make, fragment):
     make(tmp_path)
     path = next(tmp_path.iterdir())
     for args in (["calibrate", str(path), "-o", str(tmp_path / "c.json")], ["overlay", str(path), str(path)]):
-        result = subprocess.run([sys.executable, "-m", "pipesim.cli", *args], capture_output=True, text=True)
+        result = subprocess.run([sys.executable, "-m", "pipesim.cli.main", *args], capture_output=True, text=True)
         assert result.returncode == 2
         assert fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
 

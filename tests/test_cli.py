@@ -10,11 +10,11 @@ import textwrap
 import pandas as pd
 import pytest
 
-from pipesim.cli import main
+from pipesim.cli.main import main
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipesim.cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "pipesim.cli.main", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_simulate_prints_summary_and_terminal_timeline(capsys):
@@ -64,7 +64,7 @@ def test_costs_flags_and_file(tmp_path, capsys):
 
 
 DEADLOCKING = textwrap.dedent("""
-    from pipesim.ir import B, F, Schedule
+    from pipesim.program.ir import B, F, Schedule
 
     def build(pp, microbatches, chunks=1):
         return Schedule.from_orders("hangs", [[F(0), B(0), F(1), B(1)], [F(0), F(1), B(0), B(1)]], microbatches=2)
@@ -107,7 +107,7 @@ def test_schedule_file_errors(tmp_path):
     cases = [
         (syntax, "has a syntax error at line 1"),
         (raises, "raised ValueError in build(pp=2, microbatches=2, chunks=1): no luck"),
-        (wrong, "returned list, expected pipesim.ir.Schedule"),
+        (wrong, "returned list, expected pipesim.program.ir.Schedule"),
         (hangs, "deadlock: rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B mb=0 chunk=0 peer=1); rank 1 waits at F"),
     ]
     for path, fragment in cases:
@@ -130,7 +130,7 @@ def test_custom_schedule_file_runs(tmp_path, capsys):
     own = tmp_path / "mine.py"
     own.write_text(textwrap.dedent("""
         '''All forwards, then all backwards in order: GPipe without the reversal.'''
-        from pipesim.ir import B, F, Schedule
+        from pipesim.program.ir import B, F, Schedule
 
         def build(pp, microbatches, chunks=1):
             order = [F(m) for m in range(microbatches)] + [B(m) for m in range(microbatches)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipesim.costs import CostModel, StageCosts
-from pipesim.ir import Op
-from pipesim.simulator import simulate
+from pipesim.program.ir import Op
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 
 GRID = [(p, m) for p in (1, 2, 3, 4, 6, 8) for m in (1, 2, 3, 4, 5, 8, 13, 16, 32)]
 
@@ -61,7 +61,7 @@ def _warmup_forwards(order) -> int:
 
 @pytest.mark.parametrize(("p", "m"), [(4, 8), (4, 2), (8, 16), (3, 1)])
 def test_megatron_warmup_1f1b(p, m):
-    from pipesim.loader import load_schedule
+    from pipesim.program.loader import load_schedule
 
     schedule = load_schedule("1f1b").build(p, m)
     for r, order in enumerate(schedule.orders):
@@ -71,7 +71,7 @@ def test_megatron_warmup_1f1b(p, m):
 
 @pytest.mark.parametrize(("p", "m", "v"), [(4, 8, 2), (4, 4, 2), (2, 8, 4), (8, 8, 3)])
 def test_megatron_warmup_interleaved(p, m, v):
-    from pipesim.loader import load_schedule
+    from pipesim.program.loader import load_schedule
 
     schedule = load_schedule("interleaved").build(p, m, v)
     for r, order in enumerate(schedule.orders):

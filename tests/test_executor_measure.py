@@ -6,7 +6,7 @@ import pytest
 from executors.harness import spawn
 from executors.model import ModelConfig
 from executors.runtime import RunConfig, plan, run_configs
-from pipesim.simulator import simulate
+from pipesim.sim.simulator import simulate
 from pipesim.topology import Topology
 
 pytestmark = pytest.mark.distributed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import Instruction, Op, PipelineShape, Placement, Program
+from pipesim.program.ir import Instruction, Op, PipelineShape, Placement, Program
 
 
 @pytest.mark.parametrize(

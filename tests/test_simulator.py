@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipesim.costs import CostModel, StageCosts
-from pipesim.ir import F, I, Schedule, W
-from pipesim.lowering import lower
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
-from pipesim.timeline import COLUMNS
+from pipesim.io.timeline import COLUMNS
+from pipesim.program.build import build_program
+from pipesim.program.ir import F, I, Schedule, W
+from pipesim.program.lowering import lower
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 from tests.naive_simpy import naive_simulate
 
 costs_strategy = st.builds(

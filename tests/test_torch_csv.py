@@ -7,11 +7,11 @@ import types
 
 import pytest
 
-from pipesim.cli import main
+from pipesim.cli.main import main
 from pipesim.errors import ScheduleError
-from pipesim.simulator import simulate
-from pipesim.torch_csv import CsvFormat, export_rows, import_rows, rows_to_text
-from pipesim.validate import validate
+from pipesim.io.torch_csv import CsvFormat, export_rows, import_rows, rows_to_text
+from pipesim.program.validate import validate
+from pipesim.sim.simulator import simulate
 
 BUILTINS = [("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None), ("zb-h2", None)]
 

@@ -7,11 +7,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipesim.errors import DeadlockError, ScheduleError
-from pipesim.ir import B, F, Instruction, Op, Program, Schedule
-from pipesim.loader import builtin_names
-from pipesim.lowering import lower
-from pipesim.programs import build_program
-from pipesim.validate import CommSemantics, validate
+from pipesim.program.build import build_program
+from pipesim.program.ir import B, F, Instruction, Op, Program, Schedule
+from pipesim.program.loader import builtin_names
+from pipesim.program.lowering import lower
+from pipesim.program.validate import CommSemantics, validate
 
 SCHEDULES = builtin_names()
 

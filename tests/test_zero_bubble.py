@@ -2,7 +2,7 @@
 
 Bubble time is the paper's convention, ``max_r span_r − busy_r`` (``RankMetrics.span_bubble``); it is the
 same on every rank. The grids stay inside the domain where the paper's shapes give the closed forms exactly
-(measured, and documented in ``pipesim.closed_forms.zero_bubble_bubble``):
+(measured, and documented in ``pipesim.sim.closed_forms.zero_bubble_bubble``):
 1F1B and ZB-H1 need ``m ≥ p`` and ``T_W ≤ T_F``; ZB-H2 needs ``m ≥ 2p−1``, ``T_W ≤ T_F`` and
 ``2·T_W ≤ T_F + T_B``.
 """
@@ -13,11 +13,11 @@ import itertools
 
 import pytest
 
-from pipesim.costs import CostModel, StageCosts
 from pipesim.errors import ScheduleError
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
-from pipesim.validate import validate
+from pipesim.program.build import build_program
+from pipesim.program.validate import validate
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 
 M_W = 0.25  # M_W ≠ M_B / 2, so the per-rank memory pattern tells M_B and M_W apart
 TIMES = [0.5, 1.0, 1.5, 2.0]
@@ -86,8 +86,8 @@ def test_small_microbatch_counts_still_valid(program_of, name, p, m):
 
 @pytest.mark.parametrize(("name", "k"), [("zb-h1", 1), ("zb-h2", 2)])
 def test_analytic_hook_matches_simulation(name, k):
-    from pipesim.loader import load_schedule
-    from pipesim.programs import build_program
+    from pipesim.program.build import build_program
+    from pipesim.program.loader import load_schedule
 
     p, m, costs = 4, 16, _costs(1.5, 1.0, 0.5)
     analytic = load_schedule(name).analytic(p, m, 1, costs.default)

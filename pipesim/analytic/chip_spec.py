@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from pipesim.errors import PipesimError
-from pipesim.spec_files import build_frozen, preset_or_file
+from pipesim.io.spec_files import build_frozen, preset_or_file
 
 DEFAULT_ACHIEVABLE_FRACTION = 0.6
 

@@ -24,7 +24,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.to_costs import rank_params
-from pipesim.simulator import SimulationResult
+from pipesim.sim.simulator import SimulationResult
 
 GIB = 2**30
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from pipesim.errors import PipesimError
-from pipesim.spec_files import build_frozen, preset_or_file
+from pipesim.io.spec_files import build_frozen, preset_or_file
 
 
 @dataclass(frozen=True)

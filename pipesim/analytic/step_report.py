@@ -15,7 +15,7 @@ from pipesim.analytic.layout import Layout
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import total_params
-from pipesim.simulator import SimulationResult
+from pipesim.sim.simulator import SimulationResult
 
 
 @dataclass(frozen=True)

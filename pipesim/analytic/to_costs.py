@@ -33,8 +33,8 @@ from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import stage_params
-from pipesim.costs import CostModel, StageCosts
 from pipesim.errors import PipesimError
+from pipesim.sim.costs import CostModel, StageCosts
 
 
 def check_layout(model: ModelSpec, layout: Layout) -> None:
@@ -125,7 +125,7 @@ def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:
     """The CostModel (time unit "s") of ``model`` on ``chip`` under ``layout``.
 
-    ``shape`` (a :class:`pipesim.ir.PipelineShape`) gives the stage → rank placement used to find the rank with
+    ``shape`` (a :class:`pipesim.program.ir.PipelineShape`) gives the stage → rank placement used to find the rank with
     the most parameters for the optimizer step; without it the loop placement of ``layout`` is assumed.
     """
     check_layout(model, layout)
@@ -138,7 +138,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         if diff:
             overrides[s] = diff
     if shape is None:
-        from pipesim.ir import PipelineShape
+        from pipesim.program.ir import PipelineShape
 
         shape = PipelineShape(layout.pp, layout.microbatches, layout.chunks)
     step = max(

@@ -1,7 +1,7 @@
 """A broken schedule for tests: rank 0 wants mb 0's gradient before sending mb 1, the last rank wants mb 1's
 activation before it runs any backward — each waits for the other (a deadlock under any semantics)."""
 
-from pipesim.ir import B, F, Schedule
+from pipesim.program.ir import B, F, Schedule
 
 
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:

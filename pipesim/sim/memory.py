@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pipesim.costs import CostModel
-from pipesim.ir import Op
-from pipesim.program_table import OP_CODE, ProgramTable
+from pipesim.program.ir import Op
+from pipesim.program.table import OP_CODE, ProgramTable
+from pipesim.sim.costs import CostModel
 
 
 @dataclass(frozen=True)

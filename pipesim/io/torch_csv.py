@@ -6,7 +6,7 @@ PyTorch writes one row per rank and one cell per action (``_PipelineScheduleRunt
 number in front is the *global stage index*, not the local chunk; a communication action carries the stage
 of the rank that holds it (a ``RECV_F`` names the receiving stage), as pipesim's comm instructions do.
 
-Import reads the compute actions into a :class:`~pipesim.ir.Schedule` (stage → rank and chunk from which row
+Import reads the compute actions into a :class:`~pipesim.program.ir.Schedule` (stage → rank and chunk from which row
 holds each stage; the placement, loop or V, from that mapping) and lowers it with :func:`lower`. When the
 CSV also holds communication (PyTorch's ``compute_comms`` format), each rank's sends, receives and gradient
 reductions must be exactly the ones ``lower()`` derives, or the import fails naming the first difference.
@@ -29,8 +29,8 @@ from pathlib import Path
 from types import ModuleType
 
 from pipesim.errors import PipesimError, ScheduleError
-from pipesim.ir import Instruction, Op, PipelineShape, Placement, Program, Schedule, instruction
-from pipesim.lowering import lower
+from pipesim.program.ir import Instruction, Op, PipelineShape, Placement, Program, Schedule, instruction
+from pipesim.program.lowering import lower
 
 
 class CsvFormat(enum.Enum):
@@ -253,7 +253,7 @@ def read_csv_file(path: Path) -> list[list[str]]:
 
 
 def csv_module(path: Path) -> ModuleType:
-    """A module with the schedule-file contract (``build``), for :func:`pipesim.loader.load_schedule`."""
+    """A module with the schedule-file contract (``build``), for :func:`pipesim.program.loader.load_schedule`."""
     imported = import_rows(read_csv_file(path), source=f"torch CSV {path}", name=path.stem)
     shape = imported.schedule.shape
     module = ModuleType(f"pipesim_torch_csv_{path.stem}")
@@ -301,8 +301,8 @@ def add_export_command(sub) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
 
-    from pipesim.atomic import write_or_print
-    from pipesim.programs import build_program
+    from pipesim.io.atomic import write_or_print
+    from pipesim.program.build import build_program
 
     program = build_program(args.schedule, args.pp, args.mb, args.chunks).program
     if ExportFormat(args.format) is ExportFormat.PROGRAM:

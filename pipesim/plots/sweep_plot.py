@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipesim.analysis.sweep import RESULT_COLUMNS
 from pipesim.errors import PipesimError
-from pipesim.plot import check_figure_path, plt, save_figure
-from pipesim.sweep import RESULT_COLUMNS
+from pipesim.plots.gantt import check_figure_path, plt, save_figure
 
 # One colour and marker per schedule in every figure (Okabe–Ito, colour-blind safe).
 SCHEDULE_STYLES = {

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipesim.ir import Op, PipelineShape, Placement, Program
+from pipesim.program.ir import Op, PipelineShape, Placement, Program
 
 OP_ORDER = tuple(Op)
 OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from pipesim.errors import PipesimError
-from pipesim.ir import Op
+from pipesim.program.ir import Op
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class CostModel:
 
     @classmethod
     def load(cls, path: str | Path) -> CostModel:
-        from pipesim.spec_files import read_mapping
+        from pipesim.io.spec_files import read_mapping
 
         path = Path(path)
         if not path.is_file():
@@ -144,7 +144,7 @@ class CostModel:
         return cls.from_dict(read_mapping(path, "costs"), source=f"costs file {path}")
 
     def save(self, path: str | Path) -> None:
-        from pipesim.atomic import write_text_atomic
+        from pipesim.io.atomic import write_text_atomic
 
         path = Path(path)
         data = self.to_dict()

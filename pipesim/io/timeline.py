@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipesim.atomic import write_text_atomic, write_with
 from pipesim.errors import PipesimError
+from pipesim.io.atomic import write_text_atomic, write_with
 
 COLUMNS = ["step", "rank", "stage", "chunk", "op", "microbatch", "peer", "seq", "start", "end", "source", "bytes"]
 INT_COLUMNS = ["step", "rank", "stage", "chunk", "microbatch", "peer", "seq"]

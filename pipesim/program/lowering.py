@@ -20,7 +20,7 @@ Rules, identical for the simulator and the executor:
 from __future__ import annotations
 
 from pipesim.errors import ScheduleError
-from pipesim.ir import Instruction, Op, Program, Schedule, instruction
+from pipesim.program.ir import Instruction, Op, Program, Schedule, instruction
 
 _COMPUTE = frozenset({Op.F, Op.B, Op.I, Op.W})
 # Ops after which a chunk's weight gradient is final for that microbatch.

@@ -1,6 +1,6 @@
 """The CLI's model/chip side: ``simulate --model … --hardware …`` arguments, report printing, ``models``, ``chips``.
 
-Kept out of :mod:`pipesim.cli` so that file only calls in here: :func:`add_model_args`,
+Kept out of :mod:`pipesim.cli.main` so that file only calls in here: :func:`add_model_args`,
 :func:`model_setup_from_args`, :func:`model_report_dict`, :func:`model_report_text` and :func:`add_preset_commands`.
 """
 
@@ -17,9 +17,9 @@ from pipesim.analytic.model_spec import ModelSpec, load_model
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import report_text, step_report
 from pipesim.analytic.to_costs import build_cost_model
-from pipesim.arg_types import fraction, positive_int
-from pipesim.costs import CostModel
+from pipesim.cli.arg_types import fraction, positive_int
 from pipesim.errors import PipesimError
+from pipesim.sim.costs import CostModel
 
 _PARAM_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
 # Flags of the unit-cost model that --model replaces: giving both is a mistake worth naming.

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pipesim.costs import CostModel, StageCosts
 from pipesim.errors import PipesimError
+from pipesim.sim.costs import CostModel, StageCosts
 
 _FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight",
                 "REDUCE_GRAD": "reduce_grad"}

@@ -27,8 +27,8 @@ from collections import deque
 import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
-from pipesim.ir import Op, Program
-from pipesim.program_table import (
+from pipesim.program.ir import Op, Program
+from pipesim.program.table import (
     KIND_BUSY,
     KIND_RECV,
     KIND_SEND,

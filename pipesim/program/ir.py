@@ -2,7 +2,7 @@
 
 A *stage* is a contiguous slice of the model. With ``v`` chunks per rank there are ``pp·v`` stages, and a
 :class:`Placement` maps (rank, chunk) to a stage. A :class:`Schedule` holds only what its author decides: the
-order of compute instructions on each rank. :func:`pipesim.lowering.lower` derives the :class:`Program`, which
+order of compute instructions on each rank. :func:`pipesim.program.lowering.lower` derives the :class:`Program`, which
 adds point-to-point communication, the data-parallel gradient reduction and the optimizer step.
 """
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
-from pipesim.plot import check_figure_path, draw_gantt, legend_handles, plt, save_figure, visible_ops
+from pipesim.plots.gantt import check_figure_path, draw_gantt, legend_handles, plt, save_figure, visible_ops
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pipesim.ir import Program, Schedule
-from pipesim.loader import ScheduleSource, load_schedule
-from pipesim.lowering import lower
-from pipesim.validate import CommSemantics, validate, validate_static
+from pipesim.program.ir import Program, Schedule
+from pipesim.program.loader import ScheduleSource, load_schedule
+from pipesim.program.lowering import lower
+from pipesim.program.validate import CommSemantics, validate, validate_static
 
 
 @dataclass(frozen=True)

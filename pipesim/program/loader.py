@@ -2,7 +2,7 @@
 
 The contract of a schedule file (see ``schedules/1f1b.py``):
 
-- ``build(pp: int, microbatches: int, chunks: int) -> pipesim.ir.Schedule`` — the compute order per rank;
+- ``build(pp: int, microbatches: int, chunks: int) -> pipesim.program.ir.Schedule`` — the compute order per rank;
 - optional ``DEFAULT_CHUNKS: int`` (1 when absent);
 - optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
   form on uniform costs, printed beside the simulated value.
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from pipesim.closed_forms import AnalyticBubble
-from pipesim.costs import StageCosts
 from pipesim.errors import PipesimError, ScheduleError
-from pipesim.ir import Instruction, Schedule
+from pipesim.program.ir import Instruction, Schedule
+from pipesim.sim.closed_forms import AnalyticBubble
+from pipesim.sim.costs import StageCosts
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def builtin_names() -> list[str]:
 def load_schedule(spec: str) -> ScheduleSource:
     """Resolve ``spec`` — a built-in name, a ``.py`` schedule file or a PyTorch ``.csv`` — into a source."""
     if spec.lower().endswith(".csv"):  # a torch.distributed.pipelining action CSV: its shape is fixed
-        from pipesim.torch_csv import csv_module
+        from pipesim.io.torch_csv import csv_module
 
         path = Path(spec)
         return ScheduleSource(path.stem, path, csv_module(path))
@@ -128,7 +128,7 @@ def _check_built(source: ScheduleSource, schedule: object, pp: int, microbatches
     where = f"schedule {source.path}: build(pp={pp}, microbatches={microbatches}, chunks={chunks})"
     if not isinstance(schedule, Schedule):
         raise ScheduleError(
-            f"{where} returned {type(schedule).__name__}, expected pipesim.ir.Schedule "
+            f"{where} returned {type(schedule).__name__}, expected pipesim.program.ir.Schedule "
             "(use Schedule.from_orders(name, orders, microbatches=...))"
         )
     shape = schedule.shape

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipesim.costs import StageCosts
+from pipesim.sim.costs import StageCosts
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pipesim.ir import Op
-from pipesim.program_table import OP_CODE, ProgramTable
+from pipesim.program.ir import Op
+from pipesim.program.table import OP_CODE, ProgramTable
 
 COMPUTE_CODES = np.array([OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W)])
 

@@ -1,7 +1,7 @@
 """Conventions shared by the scripts in ``experiments/``: their flags (--fast, --out) and saving PDF + PNG.
 
 Every figure is written as vector PDF (for papers) and PNG (for the README), at column width, with the op
-and schedule colours of :mod:`pipesim.plot` and :mod:`pipesim.sweep_plot`.
+and schedule colours of :mod:`pipesim.plots.gantt` and :mod:`pipesim.plots.sweep_plot`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipesim.plot import plt, save_figure
+from pipesim.plots.gantt import plt, save_figure
 
 COLUMN_WIDTH_IN = 3.5  # one column of a two-column paper
 PAGE_WIDTH_IN = 7.0

@@ -22,14 +22,14 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from pipesim.costs import CostModel
 from pipesim.errors import DeadlockError
-from pipesim.ir import Op, Program
-from pipesim.memory import MemoryProfile, memory_profile
-from pipesim.metrics import Metrics, compute_metrics
-from pipesim.program_table import KIND_RECV, KIND_SEND, OP_CODE, OP_NAMES, OP_ORDER, ProgramTable, table_of
-from pipesim.timeline import Source, make_frame
-from pipesim.validate import describe_deadlock, validate_static
+from pipesim.io.timeline import Source, make_frame
+from pipesim.program.ir import Op, Program
+from pipesim.program.table import KIND_RECV, KIND_SEND, OP_CODE, OP_NAMES, OP_ORDER, ProgramTable, table_of
+from pipesim.program.validate import describe_deadlock, validate_static
+from pipesim.sim.costs import CostModel
+from pipesim.sim.memory import MemoryProfile, memory_profile
+from pipesim.sim.metrics import Metrics, compute_metrics
 
 
 @dataclass(frozen=True, eq=False)

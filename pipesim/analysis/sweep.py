@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from pipesim.costs import CostModel, StageCosts
 from pipesim.errors import PipesimError, ScheduleError
-from pipesim.programs import build_program
-from pipesim.simulator import simulate
+from pipesim.program.build import build_program
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import simulate
 
 RESULT_COLUMNS = [
     "schedule", "pp", "microbatches", "chunks", "forward", "backward", "backward_input", "backward_weight",

@@ -14,28 +14,28 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipesim import __version__
-from pipesim.analytic.cli_hooks import (
+from pipesim.cli.analytic_args import (
     add_model_args,
     add_preset_commands,
     model_report_dict,
     model_report_text,
     model_setup_from_args,
 )
-from pipesim.arg_types import non_negative_float, positive_int
-from pipesim.atomic import write_or_print
-from pipesim.costs import CostModel
+from pipesim.cli.arg_types import non_negative_float, positive_int
+from pipesim.cli.report import summary_dict, summary_text
 from pipesim.errors import PipesimError
-from pipesim.ir import Program
-from pipesim.loader import builtin_names, load_schedule
-from pipesim.plot import check_figure_path, plot_gantt
-from pipesim.programs import build_program
-from pipesim.report import summary_dict, summary_text
-from pipesim.simulator import simulate
-from pipesim.termplot import render
-from pipesim.timeline import TimelineFormat, write_timeline
+from pipesim.io.atomic import write_or_print
+from pipesim.io.timeline import TimelineFormat, write_timeline
+from pipesim.io.torch_csv import add_export_command
+from pipesim.plots.gantt import check_figure_path, plot_gantt
+from pipesim.plots.terminal import render
+from pipesim.program.build import build_program
+from pipesim.program.ir import Program
+from pipesim.program.loader import builtin_names, load_schedule
+from pipesim.program.validate import CommSemantics, validate
+from pipesim.sim.costs import CostModel
+from pipesim.sim.simulator import simulate
 from pipesim.topology import Topology
-from pipesim.torch_csv import add_export_command
-from pipesim.validate import CommSemantics, validate
 
 EXIT_USAGE = 2
 
@@ -203,7 +203,7 @@ def _ints(text: str) -> list[int]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from pipesim.sweep import SweepGrid, run_sweep
+    from pipesim.analysis.sweep import SweepGrid, run_sweep
 
     if Path(args.output).suffix not in (".csv", ".parquet"):
         raise PipesimError(f"-o {args.output}: sweep results are .csv or .parquet")
@@ -219,7 +219,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         task = bar.add_task(f"simulating {len(points)} configurations", total=len(points))
         result = run_sweep(points, jobs=args.jobs, progress=lambda n: bar.advance(task, n))
     path = Path(args.output)
-    from pipesim.atomic import write_with
+    from pipesim.io.atomic import write_with
 
     if path.suffix == ".csv":
         write_with(path, lambda tmp: result.frame.to_csv(tmp, index=False))
@@ -232,7 +232,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from pipesim.sweep_plot import plot_sweep, read_results
+    from pipesim.plots.sweep_plot import plot_sweep, read_results
 
     check_figure_path(args.output, flag="-o")
     frame = read_results(args.results)
@@ -242,8 +242,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from pipesim.calibrate import calibrate
-    from pipesim.timeline import read_timeline
+    from pipesim.analysis.calibrate import calibrate
+    from pipesim.io.timeline import read_timeline
 
     if Path(args.output).suffix not in (".json", ".yaml", ".yml"):
         raise PipesimError(f"-o {args.output}: costs files are .json or .yaml")
@@ -258,8 +258,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_overlay(args: argparse.Namespace) -> int:
-    from pipesim.overlay import one_step, overlay_errors, plot_overlay
-    from pipesim.timeline import read_timeline
+    from pipesim.analysis.overlay import one_step, overlay_errors, plot_overlay
+    from pipesim.io.timeline import read_timeline
 
     if args.output:
         check_figure_path(args.output, flag="-o")

@@ -17,8 +17,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from pipesim.atomic import write_with
 from pipesim.errors import PipesimError
+from pipesim.io.atomic import write_with
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 

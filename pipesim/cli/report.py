@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from pipesim.closed_forms import AnalyticBubble
-from pipesim.programs import BuiltProgram
-from pipesim.simulator import SimulationResult
+from pipesim.program.build import BuiltProgram
+from pipesim.sim.closed_forms import AnalyticBubble
+from pipesim.sim.simulator import SimulationResult
 
 
 def _fmt(value: float) -> str:

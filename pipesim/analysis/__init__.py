@@ -1,0 +1,1 @@
+"""Timelines compared, fitted and swept: calibration, overlays and parameter sweeps."""
