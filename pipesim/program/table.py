@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipesim.program.ir import Op, PipelineShape, Placement, Program
+from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Payload, PipelineShape, Placement, Program, leaving_stage
 
-OP_ORDER = tuple(Op)
-OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}
+__all__ = ["OP_CODE", "OP_NAMES", "OP_ORDER", "ProgramTable", "forget_table", "ranks_of", "stages_of", "table_of"]
+
 OP_NAMES = np.array([op.value for op in OP_ORDER], dtype=object)
 
 # Instruction kinds as the simulator sees them.
@@ -82,14 +82,13 @@ def _build_table(program: Program) -> ProgramTable:
     """Flatten ``program`` into columns; vectorised where it can be, since sweeps build thousands."""
     shape = program.shape
     pp = shape.pp
-    flat = [ins for code in program.ranks for ins in code]
-    lengths = [len(code) for code in program.ranks]
+    columns = program.columns
+    op, microbatch, chunk, peer = columns.op, columns.microbatch, columns.chunk, columns.peer
+    lengths = columns.rank_lengths
+    num_rows = len(op)
     rank = np.repeat(np.arange(pp, dtype=np.int64), lengths)
-    seq = np.concatenate([np.arange(n, dtype=np.int64) for n in lengths]) if flat else np.zeros(0, np.int64)
-    op = np.fromiter((_CODE_BY_OP[ins.op] for ins in flat), dtype=np.int64, count=len(flat))
-    microbatch = np.fromiter((-1 if ins.mb is None else ins.mb for ins in flat), dtype=np.int64, count=len(flat))
-    chunk = np.fromiter((-1 if ins.chunk is None else ins.chunk for ins in flat), dtype=np.int64, count=len(flat))
-    peer = np.fromiter((-1 if ins.peer is None else ins.peer for ins in flat), dtype=np.int64, count=len(flat))
+    ends = np.cumsum(lengths)
+    seq = np.arange(num_rows, dtype=np.int64) - np.repeat(ends - lengths, lengths)
 
     stage = np.where(chunk >= 0, stages_of(shape, rank, chunk), -1)
 
@@ -100,8 +99,8 @@ def _build_table(program: Program) -> ProgramTable:
     sender = np.where(is_send, rank, peer)
     receiver = np.where(is_send, peer, rank)
     link_key = np.where(comm, sender * pp + receiver, -1)
-    link = np.full(len(flat), -1, dtype=np.int64)
-    message = np.full(len(flat), -1, dtype=np.int64)
+    link = np.full(num_rows, -1, dtype=np.int64)
+    message = np.full(num_rows, -1, dtype=np.int64)
     num_links = 0
     if comm.any():
         keys, dense = np.unique(link_key[comm], return_inverse=True)
@@ -117,11 +116,11 @@ def _build_table(program: Program) -> ProgramTable:
     # The tensor crossing the boundary between stage s and s+1 is sized by stage s's output: a forward
     # message leaves its sender's stage; a backward one crosses the boundary below its sender's stage.
     forward = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.RECV_F])
-    sender_stage = np.where(is_send, stage, np.where(forward, stage - 1, stage + 1))
+    payload = np.where(forward, Payload.ACTIVATION, Payload.GRADIENT)
+    sender_stage = np.where(is_send, stage, leaving_stage(payload, stage))
     boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
     input_recv = _input_receives(op, rank, microbatch, chunk)
-    ends = np.cumsum(lengths)
-    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends, lengths, strict=True))
+    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True))
     return ProgramTable(
         program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
         kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
