@@ -38,10 +38,64 @@ class ProgramTable:
     num_links: int
     boundary_stage: np.ndarray  # stage whose output boundary a transfer crosses, else -1
     input_recv: np.ndarray  # for a compute op, the row of the receive that delivers its input, else -1
+    step: np.ndarray | None = None  # training step of each row when the program repeats (repeat_steps)
+    steps: int = 1
 
     @property
     def num_rows(self) -> int:
         return len(self.op)
+
+    @property
+    def step_of_rows(self) -> np.ndarray:
+        return self.step if self.step is not None else np.zeros(self.num_rows, dtype=np.int64)
+
+
+def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
+    """The table of ``steps`` training steps back to back: each rank runs its program ``steps`` times.
+
+    Rows stay grouped by rank (rank r's step 0, step 1, …); ``seq`` restarts each step, as in a measured
+    timeline, and microbatch ids are those of the step (column ``step`` tells steps apart). Every link's
+    messages of step s follow those of step s−1, and a consumer reads the receive of its own step.
+    """
+    if steps == 1:
+        return table
+    lengths = np.array([e - b for b, e in table.rank_bounds], dtype=np.int64)
+    old_begin = np.array([b for b, _ in table.rank_bounds], dtype=np.int64)
+    new_begin = old_begin * steps
+    n = table.num_rows * steps
+    rows = np.arange(n, dtype=np.int64)
+    rank = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths * steps)
+    offset = rows - new_begin[rank]
+    safe = np.maximum(lengths, 1)[rank]
+    step = offset // safe
+    source = old_begin[rank] + offset % safe  # the single-step row each new row repeats
+
+    def take(column: np.ndarray) -> np.ndarray:
+        return column[source]
+
+    is_send, is_recv = table.kind == KIND_SEND, table.kind == KIND_RECV
+    sends_per_link = np.bincount(table.link[is_send], minlength=table.num_links)
+    recvs_per_link = np.bincount(table.link[is_recv], minlength=table.num_links)
+    message = take(table.message)
+    link = take(table.link)
+    comm = link >= 0
+    per_link = np.where(take(is_send), sends_per_link[np.maximum(link, 0)], recvs_per_link[np.maximum(link, 0)])
+    message = np.where(comm, message + step * per_link, -1)
+    old_input = take(table.input_recv)
+    has_input = old_input >= 0
+    input_rank = table.rank[np.maximum(old_input, 0)]
+    input_recv = np.where(
+        has_input,
+        new_begin[input_rank] + step * lengths[input_rank] + (old_input - old_begin[input_rank]),
+        -1,
+    )
+    bounds = tuple((int(b), int(b + n_r * steps)) for b, n_r in zip(new_begin.tolist(), lengths.tolist(), strict=True))
+    return ProgramTable(
+        program=table.program, op=take(table.op), rank=rank, stage=take(table.stage), chunk=take(table.chunk),
+        microbatch=take(table.microbatch), peer=take(table.peer), seq=take(table.seq), kind=take(table.kind),
+        link=link, message=message, rank_bounds=bounds, num_links=table.num_links,
+        boundary_stage=take(table.boundary_stage), input_recv=input_recv, step=step, steps=steps,
+    )
 
 
 def stages_of(shape: PipelineShape, rank: np.ndarray, chunk: np.ndarray) -> np.ndarray:

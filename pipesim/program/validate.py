@@ -73,8 +73,8 @@ def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED
 
 def validate_static(program: Program) -> _Checker:
     """Checks 1–3 only. The simulator runs this and detects deadlock (check 4) itself on the way."""
-    if len(program.ranks) != program.shape.pp:
-        raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={program.shape.pp}")
+    if program.num_ranks != program.shape.pp:
+        raise ScheduleError(f"program has {program.num_ranks} ranks but pp={program.shape.pp}")
     checker = _Checker(table_of(program))
     checker.check_fields()
     checker.check_local_order()
