@@ -74,8 +74,8 @@ def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
         return column[source]
 
     is_send, is_recv = table.kind == KIND_SEND, table.kind == KIND_RECV
-    sends_per_link = np.bincount(table.link[is_send], minlength=table.num_links)
-    recvs_per_link = np.bincount(table.link[is_recv], minlength=table.num_links)
+    sends_per_link = np.bincount(table.link[is_send], minlength=max(table.num_links, 1))
+    recvs_per_link = np.bincount(table.link[is_recv], minlength=max(table.num_links, 1))
     message = take(table.message)
     link = take(table.link)
     comm = link >= 0
