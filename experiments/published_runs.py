@@ -25,7 +25,7 @@ from pipesim.sim.simulator import simulate
 NARAYANAN = "Narayanan et al. 2021, Megatron-LM on A100, Table 1"
 KORTHIKANTI = "Korthikanti et al. 2023, Table 5"
 LLAMA3 = "Llama Team 2024, The Llama 3 Herd of Models, Table 4"
-NEMO = "NVIDIA NeMo 24.07 performance summary (DGX-H100, FP8)"
+NEMO = "NVIDIA NeMo 24.07 performance summary (DGX-H100 FP8)"
 
 
 @dataclass(frozen=True)
