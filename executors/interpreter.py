@@ -31,7 +31,7 @@ from torch import nn
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, TimelineRecorder
 from executors.tp_layers import shard_spec
-from pipesim.program.ir import Instruction, Op, Program
+from pipesim.program.ir import Instruction, Message, Op, Program
 from pipesim.topology import Dim
 
 
@@ -316,10 +316,10 @@ class Interpreter:
         self.optimizer.step()
 
 
-def _incoming_key(gradient: bool, mb: int, stage: int) -> tuple[bool, int, int]:
-    """What a received tensor is, from the receiving stage: the gradient from stage+1 or the activation
-    of stage−1 — the same for the RECV that posts it and the compute that consumes it."""
-    return gradient, mb, stage + 1 if gradient else stage - 1
+def _incoming_key(gradient: bool, mb: int, stage: int) -> Message:
+    """What a received tensor is (pipesim's one :class:`Message` identity), from the receiving stage — the
+    same for the RECV that posts it and the compute that consumes it."""
+    return Message.received(gradient, mb, stage)
 
 
 def _unflatten_into(flat: torch.Tensor, params: list[nn.Parameter]) -> None:
