@@ -19,6 +19,10 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   0.55 forward, 0.45 backward.
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.
+- Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
+  for the 25–28 MB boundary tensors of their 1.5B/6.2B models inside one node, 47–53 GB/s of NVLink's
+  300 GB/s one way (0.16), and 0.38–0.46 ms for 10–13 MB across nodes. A100's ``p2p_efficiency`` is 0.16;
+  other chips keep 1.0 (no measurement at hand).
 - Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
   wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
 B200 and MI300X efficiencies are the Hopper ones, unvalidated: no published measurement is in the test table.
@@ -35,6 +39,7 @@ _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
+             p2p_efficiency=0.16,
              attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
