@@ -118,12 +118,15 @@ def test_post_validation_lets_zb_h2_beat_zb_h1_and_changes_nothing_for_1f1b():
 def test_cli_step_boundary_and_steps(capsys):
     base = ["simulate", "--model", "gpt-1.7b", "--hardware", "a100-80gb", "--pp", "4", "--mb", "8", "-s", "zb-h2",
             "--json"]
-    assert main(base) == 0
+    assert main([*base, "--step-boundary", "sync"]) == 0
     sync = json.loads(capsys.readouterr().out)["model_report"]
-    assert main([*base, "--step-boundary", "post-validation", "--steps", "3"]) == 0
+    assert main([*base, "--steps", "3"]) == 0  # zero-bubble schedules default to post-validation
     post = json.loads(capsys.readouterr().out)["model_report"]
     assert post["step_boundary"] == "post-validation" and post["step_time_s"] < sync["step_time_s"]
-    assert "--step-boundary post-validation" in _error(capsys, [*base, "--steps", "3"])
+    assert "drop one" in _error(capsys, [*base, "--step-boundary", "sync", "--steps", "3"])
+    one_f = ["simulate", "--model", "gpt-1.7b", "--hardware", "a100-80gb", "--pp", "4", "--mb", "8", "--json"]
+    assert main(one_f) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"]["step_boundary"] == "sync"
 
 
 # --- FP8, ZeRO, CP, async TP -----------------------------------------------------------------------------
