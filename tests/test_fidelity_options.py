@@ -15,13 +15,12 @@ from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import model_from_dict
 from pipesim.analytic.params import embedding_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
-from pipesim.analytic.steady_state import post_validation_step_time, sync_step_time
+from pipesim.analytic.steady_state import StepBoundary, multi_step_time
 from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
 from pipesim.program.build import build_program
 from pipesim.sim.costs import CostModel
-from pipesim.sim.simulator import simulate
 
 H100 = CHIP_PRESETS["h100-sxm"]
 LLAMA = MODEL_PRESETS["llama3.1-405b"]
@@ -108,8 +107,8 @@ def test_post_validation_lets_zb_h2_beat_zb_h1_and_changes_nothing_for_1f1b():
     times = {}
     for name in ("1f1b", "zb-h1", "zb-h2"):
         program = build_program(name, 4, 8, None).program
-        sync = sync_step_time(simulate(program, costs), 0.0)
-        times[name] = (sync, post_validation_step_time(program, costs, 3))
+        times[name] = (multi_step_time(program, costs, StepBoundary.SYNC),
+                       multi_step_time(program, costs, StepBoundary.POST_VALIDATION))
     assert times["1f1b"][0] == times["1f1b"][1] == 33.5  # (m + p − 1)·(F + B) + step = 11·3 + 0.5
     assert times["zb-h1"][0] == times["zb-h2"][0]  # one isolated step: the same
     assert times["zb-h2"][1] < times["zb-h1"][1]
