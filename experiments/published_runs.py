@@ -192,6 +192,29 @@ def predict(run: PublishedRun) -> Comparison:
     return Comparison(run, report, _published_step(run, report))
 
 
+def cli_args(run: PublishedRun) -> list[str]:
+    """The ``pipesim simulate`` command line that expresses ``run`` (a test checks it gives predict()'s numbers)."""
+    argv = ["simulate", "--model", run.model, "--hardware", run.chip, "-s", run.schedule, "--pp", str(run.pp),
+            "--mb", str(run.microbatches), "--micro-batch-size", str(run.micro_batch), "--tp", str(run.tp),
+            "--dp", str(run.dp), "--recompute", run.recompute.value, "--attention", run.attention.value,
+            "--step-boundary", run.boundary.value]
+    if run.chunks > 1:
+        argv += ["--chunks", str(run.chunks)]
+    if run.cp > 1:
+        argv += ["--cp", str(run.cp)]
+    if run.seq_len:
+        argv += ["--seq-len", str(run.seq_len)]
+    if run.sequence_parallel:
+        argv.append("--sequence-parallel")
+    if run.zero is not ZeroStage.NONE:
+        argv += ["--zero", str(int(run.zero))]
+    if run.precision is Precision.FP8:
+        argv.append("--fp8")
+    if run.first_last is not None:
+        argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
+    return argv
+
+
 def _published_step(run: PublishedRun, report: StepReport) -> float:
     if run.step_s is not None:
         return run.step_s
@@ -205,7 +228,12 @@ def _published_step(run: PublishedRun, report: StepReport) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--commands", action="store_true", help="print the pipesim command of each row instead")
     args = parser.parse_args()
+    if args.commands:
+        for run in PUBLISHED_RUNS:
+            print("pipesim " + " ".join(cli_args(run)))
+        return
     comparisons = [predict(run) for run in PUBLISHED_RUNS]
     header = ["source", "configuration", "published s/step", "pipesim s/step", "error", "published GiB",
               "pipesim GiB", "memory error"]

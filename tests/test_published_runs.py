@@ -2,9 +2,12 @@
 table's mean, for step time and for memory separately. Nothing is fitted per row. Rows known to miss the
 15 % bar are strict xfails that name why, so the day they pass the test says so."""
 
+import json
+
 import pytest
 
-from experiments.published_runs import PUBLISHED_RUNS, predict
+from experiments.published_runs import PUBLISHED_RUNS, cli_args, predict
+from pipesim.cli.main import main
 
 KNOWN_STEP_MISSES = {
     # H100 rows without tensor parallelism are predicted too fast (FP8 rows of NeMo, and the Llama 3 405B run
@@ -50,3 +53,12 @@ def test_table_size_and_mean_errors(comparisons):
     assert len(steps) >= 20 and len(memory) >= 20
     assert sum(steps) / len(steps) <= 0.08
     assert sum(memory) / len(memory) <= 0.08
+
+
+@pytest.mark.parametrize("run", PUBLISHED_RUNS[::6], ids=_id)
+def test_every_configuration_is_expressible_on_the_command_line(run, comparisons, capsys):
+    assert main([*cli_args(run), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["model_report"]
+    expected = comparisons[id(run)].report
+    assert report["step_time_s"] == pytest.approx(expected.step_time, rel=1e-9)
+    assert report["memory"]["peak_gib"] == pytest.approx(expected.memory.peak.total / 2**30, rel=1e-9)
