@@ -4,14 +4,18 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
 from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
 from pipesim.analytic.kernels import gemm_time, wave_efficiency
 from pipesim.analytic.layout import Layout, Precision, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
 from pipesim.analytic.model_spec import model_from_dict
 from pipesim.analytic.params import embedding_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
@@ -227,3 +231,40 @@ def test_executor_takes_the_same_uneven_split():
     assert [list(layers_of_stage(cfg, s, 4)) for s in range(4)] == [[0], [1, 2], [3, 4], [5]]
     with pytest.raises(PipesimError, match="summing to --layers 6"):
         layers_of_stage(ModelConfig(layers=6, stage_layers=(3, 2)), 0, 2)
+
+
+def test_model_file_takes_params_as_listed():
+    data = {"layers": 32, "hidden": 4096, "heads": 32, "ffn": 11008, "vocab": 32000, "seq": 4096, "mlp": "swiglu",
+            "bias": False, "rms_norm": True}
+    assert model_from_dict({**data, "params": "6.7B"}, "m.yaml").layers == 32
+    with pytest.raises(PipesimError, match="the shape gives"):
+        model_from_dict({**data, "params": "70B"}, "m.yaml")
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(allow_nan=True),
+                    st.text(max_size=12), st.lists(st.integers(-5, 500), max_size=3),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from([f.key for f in CHIP_FIELDS] + ["peak", "bogus"]), _VALUES, max_size=8))
+def test_any_chip_file_is_a_chip_or_one_clear_error(data):
+    try:
+        chip = chip_from_dict(data, "c.yaml")
+    except PipesimError as err:
+        assert "c.yaml" in str(err) and "\n" not in str(err)
+    else:
+        assert chip.peak_flops > 0 and chip.memory_gib > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from([f.key for f in MODEL_FIELDS] + ["ffn", "seq", "kv", "width"]), _VALUES,
+                       max_size=10))
+def test_any_model_file_is_a_model_or_one_clear_error(data):
+    try:
+        model = model_from_dict(data, "m.yaml")
+    except PipesimError as err:
+        assert "m.yaml" in str(err) or "model m.yaml" in str(err)
+        assert "\n" not in str(err)
+    else:
+        assert model.layers >= 1 and model.hidden % model.heads == 0
