@@ -135,7 +135,7 @@ def test_random_user_schedules_become_grouped_safe():
         for semantics in CommSemantics:
             validate(grouped, semantics)
         _same_computation(eager, grouped)
-    assert unsafe_before >= 20, "the random orders should exercise the hazard"
+    assert unsafe_before >= 40, "the random orders should exercise the hazard (56 of 150 with this seed)"
 
 
 def test_an_invalid_compute_order_is_reported_not_reordered():
