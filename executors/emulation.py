@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from executors import collectives as C
 from executors.compute import Compute
 from executors.parallel_context import ParallelContext
 from executors.tp_layers import TPMode
@@ -207,14 +208,13 @@ class EmulatedCompute(Compute):
         self.sleeper.until(deadline)
 
     def _tp_collectives(self, blocks: int) -> None:
+        """The collectives ``blocks`` real blocks run in one pass, on tensors of the real size."""
         group, x = self.ctx.tp_group, self._activation
-        for _ in range(2 * blocks):
+        for _ in range(2 * blocks):  # attention and MLP
             if self.tp_mode is TPMode.ALL_REDUCE:
-                dist.all_reduce(x.clone(), group=group)
+                C.all_reduce_copy(x, group)
             else:
-                gathered = torch.empty((x.shape[0] * self.ctx.tp, *x.shape[1:]), device=x.device)
-                dist.all_gather_into_tensor(gathered, x, group=group)
-                dist.reduce_scatter_tensor(torch.empty_like(x), gathered, group=group)
+                C.reduce_scatter_along_sequence(C.all_gather_along_sequence(x, group), group)
 
     def forward(self, seq, mb, chunk, stage, inputs):
         self._busy(seq, chunk)
