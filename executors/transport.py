@@ -124,6 +124,9 @@ class GroupedTransport(Transport):
         works = dist.batch_isend_irecv(
             [dist.P2POp(dist.isend if op.send else dist.irecv, op.tensor, op.peer) for op in ops]
         )
+        # gloo returns one work per operation, in issue order; NCCL one work for the whole coalesced group.
+        if len(works) == 1:
+            works = works * len(ops)
         return [Transfer(work, op.tensor) for op, work in zip(ops, works, strict=True)]
 
 

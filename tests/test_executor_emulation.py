@@ -1,7 +1,8 @@
 """Emulated costs (``executors.run --emulate``): every built-in schedule runs at a costs file's durations over
 real gloo P2P, and what it measures obeys the costs — no compute shorter than its cost, no message consumed
-before its link time — with the makespan no shorter than the simulator's and not absurdly longer (a generous bound: a shared machine
-stretches every instruction's CPU time; the 2% figure lives in ``experiments/emulated_vs_predicted.py``)."""
+before its link time — with the makespan no shorter than the simulator's and not absurdly longer (a
+generous bound: a shared machine stretches every instruction's CPU time; the 2% figure lives in
+``experiments/emulated_vs_predicted.py``)."""
 
 import numpy as np
 import pytest
