@@ -42,6 +42,7 @@ from pipesim.sim.costs import CostModel
 
 _HEADER = 8  # bytes: one float64, the arrival time
 _LONGEST_RUN_S = 3600.0  # refuse emulations predicted to take longer than this per step
+_MAX_EARLY = 0.2e-3  # a sleep never asks to wake more than this before its deadline
 
 
 def check_emulation_costs(costs: CostModel, program: Program) -> None:
@@ -107,7 +108,7 @@ class Sleeper:
         # Move the estimate a small step toward each observation: converges to the median, ignores spikes.
         step = 2e-6
         self.lateness += step if late > self.lateness else -step
-        self.lateness = max(self.lateness, 0.0)
+        self.lateness = min(max(self.lateness, 0.0), _MAX_EARLY)
 
 
 def agree_on_start(sleeper: Sleeper, lead: float = 0.002) -> None:

@@ -27,7 +27,7 @@ COSTS = CostModel(
     p2p_latency=0.0006 * SCALE,
     time_unit="s",
 )
-SLEEP_TOLERANCE = 0.3e-3  # a sleep may end early by at most the sleeper's learned lateness
+SLEEP_TOLERANCE = 0.3e-3  # a sleep may end early by at most the sleeper's learned lateness (≤ 0.2 ms)
 
 
 def test_every_schedule_runs_at_the_costs_files_pace():
