@@ -53,6 +53,7 @@ class PublishedRun:
     precision: Precision = Precision.BF16
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
+    overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
     # exactly one of these is the published throughput
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
     mfu_tflops: float | None = None  # model TFLOP/s per GPU
@@ -106,7 +107,7 @@ def _rows() -> list[PublishedRun]:
     for gpus, batch, tf in [(8192, 2048, 430), (16384, 2048, 400)]:
         rows.append(PublishedRun(LLAMA3, "llama3.1-405b", "h100-sxm", gpus, batch, tp=8, pp=16, chunks=2,
                                  schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
-                                 first_last=3, mfu_tflops=tf))
+                                 first_last=3, overlap_p2p=True, mfu_tflops=tf))
     # NeMo 24.07, DGX-H100, FP8 (Transformer Engine), distributed optimizer, SP when tp > 1.
     for name, gpus, batch, mbs, tp, pp, cp, vp, tokens in [
         ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),
@@ -117,7 +118,7 @@ def _rows() -> list[PublishedRun]:
         rows.append(PublishedRun(NEMO, name, "h100-sxm", gpus, batch, tp=tp, pp=pp, cp=cp, chunks=vp,
                                  micro_batch=mbs, schedule="interleaved" if vp > 1 else "1f1b",
                                  sequence_parallel=tp > 1, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8,
-                                 tokens_per_gpu=tokens))
+                                 overlap_p2p=True, tokens_per_gpu=tokens))
     rows += _zero_bubble_rows()
     return rows
 
@@ -217,7 +218,8 @@ def predict(run: PublishedRun) -> Comparison:
                                      StageSplitRequest(run.first_last, run.first_last))
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
-                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split)
+                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
+                    overlap_p2p=run.overlap_p2p)
     result = simulate(built.program, build_cost_model(model, chip, layout, shape), check=False)
     step = steady_state_step_time(result, run.boundary, sync_latency(layout, chip))
     report = step_report(model, chip, layout, result, step, run.boundary)
@@ -242,6 +244,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--zero", str(int(run.zero))]
     if run.precision is Precision.FP8:
         argv.append("--fp8")
+    if run.overlap_p2p:
+        argv.append("--overlap-p2p")
     if run.first_last is not None:
         argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
     return argv

@@ -185,6 +185,19 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     return reduce
 
 
+def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float]) -> list[StageCosts]:
+    """Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
+    tensor is busy until it has arrived, so the transfer joins the forward of the stage below the boundary and
+    the input backward of the stage above it."""
+    result = list(per_stage)
+    for s, bandwidth in enumerate(boundaries):
+        wire = per_stage[s].p2p_bytes / bandwidth
+        below, above = result[s], result[s + 1]
+        result[s] = replace(below, forward=below.forward + wire)
+        result[s + 1] = replace(above, backward_input=above.backward_input + wire, backward=above.backward + wire)
+    return result
+
+
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages)."""
     return [sum(stage_breakdown(model, layout, shape.stage(r, c)).params for c in range(shape.chunks))
@@ -207,9 +220,14 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     comm = _layer_comm(model, chip, layout, layer)
     per_stage = [_stage_costs(model, chip, layout, s, layer, head, comm) for s in range(stages)]
     link = p2p_bandwidth(layout, chip)
-    for s, bandwidth in enumerate(boundary_bandwidths(layout, chip, shape)):
-        if bandwidth != link:
-            per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
+    boundaries = boundary_bandwidths(layout, chip, shape)
+    if layout.overlap_p2p:
+        for s, bandwidth in enumerate(boundaries):
+            if bandwidth != link:
+                per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
+    else:
+        per_stage = _blocking_sends(per_stage, boundaries)
+        link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}
     for s, costs in enumerate(per_stage):
