@@ -12,9 +12,11 @@ arrival time and sends it in an 8-byte header in front of the data; the receiver
 are there, sleeps until it. The ranks share one clock (``CLOCK_MONOTONIC`` on one host), so emulation is
 for one machine; a transfer that really takes longer than its cost shows up as such.
 
-Sleeping is deadline-based (``sleep(deadline − now)``, no accumulation of overshoot) and the thread's
-timer slack is set to 1 µs where Linux allows (the default 50 µs slack is the largest part of the error
-of a short sleep).
+Sleeping is deadline-based (``sleep(deadline − now)``, no accumulation of overshoot), learns the kernel's
+wake-up lateness and asks to wake that much earlier; the thread's timer slack is set to 1 µs and, where
+permitted, the process's threads get nice −10 (see :func:`raise_priority`): on a busy machine, waking on
+time is what separates an emulation from the costs file. What remains is each instruction's own CPU time
+(Python, and gloo's ``isend``: 0.1–0.4 ms a send on a loaded machine, where the simulator's sends are free).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -85,6 +89,25 @@ def fine_timer_slack() -> None:
         return
     with contextlib.suppress(OSError, AttributeError):  # no libc symbol: keep the default slack
         ctypes.CDLL(None, use_errno=True).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK = 29, in ns
+
+
+def raise_priority(niceness: int = -10) -> bool:
+    """Give every thread of this process (gloo's included) a higher CPU priority, where permitted.
+
+    Emulated ranks sleep almost all the time, so this takes little CPU from anyone; what it buys is waking
+    on time on a busy machine: on two shared cores at load ≈ 11, the 90th percentile of a 3.6 ms sleep's
+    lateness falls from 2.8 ms to 0.08 ms with nice −10. Linux sets niceness per thread, hence the loop.
+    Without the privilege (CAP_SYS_NICE) nothing changes and this returns False.
+    """
+    tasks = Path("/proc/self/task")
+    if not hasattr(os, "setpriority") or not tasks.is_dir():
+        return False
+    raised = False
+    for task in tasks.iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
+            raised = True
+    return raised
 
 
 class Sleeper:
@@ -188,6 +211,7 @@ class EmulatedCompute(Compute):
         tp_mode: TPMode,
     ):
         fine_timer_slack()
+        raise_priority()
         self.ctx, self.durations, self.tp_mode, self.sleeper = ctx, durations, tp_mode, sleeper
         self.last_stage = num_stages - 1
         self._blocks = {chunk: len(getattr(module, "blocks", ())) for chunk, module in stages.items()}
