@@ -165,19 +165,28 @@ class EmulatedTransport(Transport):
         super().__init__(inner.shape, inner.device, inner.dtype)
         self.inner, self.policy, self._durations, self._sleeper = inner, inner.policy, durations, sleeper
         self._link_free: dict[int, float] = {}  # peer → when this rank's last message to it arrives
+        self._frames: dict[int, torch.Tensor] = {}  # SEND seq → its frame
+        self._headers: dict[int, torch.Tensor] = {}  # SEND seq → the frame's float64 header
 
     def receive_buffer(self) -> torch.Tensor:
         data = math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
         return torch.empty(_HEADER + data, dtype=torch.uint8, device=self.device)
 
     def _frame(self, op: P2P) -> P2P:
-        now = time.perf_counter()
-        arrival = max(now, self._link_free.get(op.peer, 0.0)) + self._durations[op.seq]
+        """The message of ``op``: a frame of the real size whose header says when it may arrive.
+
+        The simulator's link model: the transfer starts when issued or when the link's previous message
+        has arrived, and takes the link time. Emulated compute's tensors are stand-ins (zeros), so the
+        payload is not copied: each SEND instruction owns one zeroed frame, reused every step (a step's
+        sends have all completed before the next step starts), and only its header is written.
+        """
+        arrival = max(time.perf_counter(), self._link_free.get(op.peer, 0.0)) + self._durations[op.seq]
         self._link_free[op.peer] = arrival
-        data = op.tensor.contiguous().reshape(-1).view(torch.uint8)
-        frame = torch.empty(_HEADER + data.numel(), dtype=torch.uint8, device=data.device)
-        frame[:_HEADER].view(torch.float64).fill_(arrival)
-        frame[_HEADER:].copy_(data)
+        frame = self._frames.get(op.seq)
+        if frame is None:
+            frame = self._frames[op.seq] = self.receive_buffer().zero_()
+            self._headers[op.seq] = frame[:_HEADER].view(torch.float64)
+        self._headers[op.seq].fill_(arrival)
         return P2P(op.seq, op.peer, frame, send=True)
 
     def _start(self, ops: Sequence[P2P]) -> list[Transfer]:
