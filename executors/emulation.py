@@ -42,7 +42,7 @@ from executors.transport import P2P, Transfer, Transport
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Program
 from pipesim.program.table import table_of
-from pipesim.sim.costs import CostModel
+from pipesim.sim.costs import CostModel, TimeUnit
 
 _HEADER = 8  # bytes: one float64, the arrival time
 _LONGEST_RUN_S = 3600.0  # refuse emulations predicted to take longer than this per step
@@ -53,11 +53,10 @@ def check_emulation_costs(costs: CostModel, program: Program) -> None:
     """Refuse a costs file that cannot drive an emulation of ``program`` (one line, before any work)."""
     from pipesim.sim.simulator import simulate
 
-    unit = getattr(costs.time_unit, "value", costs.time_unit)
-    if unit != "s":
+    if costs.time_unit is not TimeUnit.SECONDS:
         raise PipesimError(
-            f"--emulate: the costs file is in {unit!r} time units; emulation sleeps real time, so give "
-            "durations in seconds (time_unit: s), e.g. forward: 0.018"
+            f"--emulate: the costs file is in {costs.time_unit.value!r} time units; emulation sleeps real time, "
+            "so give durations in seconds (time_unit: s), e.g. forward: 0.018"
         )
     num_stages = program.shape.num_stages
     bad = [s for s in costs.overrides if s >= num_stages]
