@@ -3,7 +3,7 @@
 GPipe, 1F1B and interleaved 1F1B (v = 2, 4) at pp = 4, 8, 16 with uniform unit costs (F=1, B=2, no comm),
 plus every other built-in schedule (zero-bubble family included) as simulated points. Curves are each
 schedule's own closed form (``analytic_bubble``): ``(p−1)/(m+p−1)`` and ``(p−1)/(v·m+p−1)``.
-Run: ``python experiments/bubble_vs_microbatches.py [--fast] [--out DIR]``.
+Run: ``python experiments/bubble_vs_microbatches.py [--fast] [--out DIR | --update-docs]``.
 """
 
 from __future__ import annotations

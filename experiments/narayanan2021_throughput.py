@@ -1,12 +1,15 @@
 """Predicted vs published throughput: Narayanan et al. 2021 (Megatron-LM on A100s), Table 1 and §5.1.
 
-Run: ``python experiments/narayanan2021_throughput.py``. Published "achieved teraFLOP/s per GPU" count the
-recomputed forward (full activation recomputation), so they are compared with pipesim's HFU-based figure.
+Run: ``python experiments/narayanan2021_throughput.py [--fast]`` (``--fast``: the five smallest rows only).
+Published "achieved teraFLOP/s per GPU" count the recomputed forward (full activation recomputation), so
+they are compared with pipesim's HFU-based figure.
 Assumptions: micro-batch size 1, sequence 2048, vocabulary 51200, unfused attention (2021 kernels), FP32
 gradient all-reduce without overlap, A100 achievable fraction 0.6 (the preset default, not fitted).
 """
 
 from __future__ import annotations
+
+import argparse
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.layout import AttentionKernel, Layout, Recompute
@@ -40,9 +43,12 @@ def predict(name: str, tp: int, pp: int, gpus: int, batch: int, schedule: str = 
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fast", action="store_true", help="the five smallest rows (a smoke run in seconds)")
+    rows = TABLE1[:5] if parser.parse_args().fast else TABLE1
     print(f"{'model':<11} {'schedule':<14} {'step s':>7} {'pred TF/s':>9} {'published':>9} {'error':>7} "
           f"{'peak GiB':>8}")
-    for name, tp, pp, gpus, batch, published in TABLE1:
+    for name, tp, pp, gpus, batch, published in rows:
         variants = [("1f1b", 1)]
         if pp > 1 and MODEL_PRESETS[name].layers % (2 * pp) == 0 and (batch // (gpus // (tp * pp))) % pp == 0:
             variants.append(("interleaved", 2))
