@@ -1,8 +1,9 @@
 """Figure 3: the Gantt chart of every schedule at pp=4, m=8 on one page, on the same time axis.
 
-Unit costs for a rank's layers (F=1, B=2; split backward I=W=1), divided by v for schedules with v chunks
-per rank so every schedule does the same work. Boxes carry microbatch numbers; op colours and hatches are
-pipesim's shared styles (grayscale-safe). Run: ``python experiments/gantt_gallery.py [--fast]``.
+Unit costs (F=1, B=2; split backward I=W=1) per microbatch through one rank's share of the model, pipesim's
+one convention: a schedule with v chunks per rank takes 1/v of them per chunk, so every schedule does the same
+work. Boxes carry microbatch numbers; op colours and hatches are pipesim's shared styles (grayscale-safe).
+Run: ``python experiments/gantt_gallery.py [--fast] [--out DIR | --update-docs]``.
 """
 
 from __future__ import annotations
@@ -12,14 +13,8 @@ from pipesim.plots.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
 from pipesim.plots.gantt import draw_gantt, legend_handles, plt, visible_ops
 from pipesim.program.build import build_program
 from pipesim.program.loader import builtin_names
-from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import simulate
-
-
-def per_chunk_costs(chunks: int) -> CostModel:
-    """Unit costs for a rank's whole layers: each of v chunks holds 1/v of them, so it costs 1/v as much."""
-    return CostModel(StageCosts(forward=1 / chunks, backward=2 / chunks, backward_input=1 / chunks,
-                                backward_weight=1 / chunks))
 
 
 def main() -> None:
@@ -32,7 +27,7 @@ def main() -> None:
         except ScheduleError as err:
             print(f"skipped {name}: {err}")
             continue
-        results.append((built, simulate(built.program, per_chunk_costs(built.program.shape.chunks), check=False)))
+        results.append((built, simulate(built.program, CostModel(), check=False)))
     end = max(r.metrics.makespan for _, r in results)
     fig, axes = plt.subplots(len(results), 1, figsize=(PAGE_WIDTH_IN, 1.05 * len(results) * pp / 4 + 0.8),
                              sharex=True, squeeze=False)

@@ -53,7 +53,7 @@ def naive_simulate(program: Program, costs: CostModel) -> list[list[tuple[float,
                 if op is Op.STEP:
                     duration = costs.optimizer_step
                 else:
-                    duration = costs.stage(shape.stage(rank, ins.chunk)).duration(op)
+                    duration = costs.chunk_costs(shape.stage(rank, ins.chunk), shape.chunks).duration(op)
                 begin = env.now
                 yield env.timeout(duration)
                 times[rank][index] = (begin, env.now)

@@ -40,7 +40,7 @@ class RankMemory:
     grads: float
     optimizer: float
     activations: float  # simulated peak
-    in_flight: float  # simulated peak in microbatch-stages (M_B units)
+    in_flight: float  # simulated peak, in microbatches through one rank's share of the model
 
     @property
     def static(self) -> float:
@@ -54,7 +54,7 @@ class RankMemory:
     def to_dict(self) -> dict:
         gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "total")}
         return {"rank": self.rank, "stages": list(self.stages), "params": self.params,
-                "in_flight_microbatch_stages": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
+                "in_flight_microbatches": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ def report_text(report: StepReport) -> str:
         f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
         f"bubble {report.bubble_fraction:.1%}",
         f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'total':>8}"
-        f" {'in-flight':>9}  (GiB per GPU; in-flight = peak microbatch-stages)",
+        f" {'in-flight':>9}  (GiB per GPU; in-flight = peak microbatches through a rank's share of the model)",
     ]
     peak = report.memory.peak.rank
     for r in report.memory.ranks:

@@ -5,7 +5,9 @@ Per stage of ``L/(pp·v)`` layers (the first adds the embedding, the last the LM
 - ``forward``, ``backward_input``, ``backward_weight`` = FLOPs (:mod:`.flops`) / (tp · peak · achievable
   fraction) + the exposed TP collectives (:mod:`.comm`); recomputation runs inside the input backward;
   ``backward = backward_input + backward_weight``;
-- ``activation = 1`` (one microbatch-stage) and ``activation_bytes`` from :mod:`.activations`, so the
+- values per rank's share of the model, pipesim's one convention: a stage of ``L/(pp·v)`` layers is one of
+  v chunks, so its times and ``activation_bytes`` are multiplied by v and the simulator divides them back;
+- ``activation = 1`` (one microbatch through a rank's share) and ``activation_bytes`` from :mod:`.activations`, so the
   simulator's memory profile is in bytes; ``weight_grad_activation`` is the share of linear-layer inputs
   (what the zero-bubble W pass keeps);
 - ``reduce_grad``: DP gradient sync of the stage's weights; ``optimizer_step``: Adam on the rank with the
@@ -103,15 +105,18 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int) -
         backward_input += head.backward_input / rate
         backward_weight += head.backward_weight / rate
     kept_for_w = n * linear_input_bytes(model, layout)
+    # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
+    # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
+    v = layout.chunks
     return StageCosts(
-        forward=forward,
-        backward=backward_input + backward_weight,
-        backward_input=backward_input,
-        backward_weight=backward_weight,
-        reduce_grad=dp_grad_sync(part.params, layout, chip).reduce,
+        forward=v * forward,
+        backward=v * (backward_input + backward_weight),
+        backward_input=v * backward_input,
+        backward_weight=v * backward_weight,
+        reduce_grad=v * dp_grad_sync(part.params, layout, chip).reduce,
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
-        activation_bytes=part.activation_bytes,
+        activation_bytes=v * part.activation_bytes,
         p2p_bytes=p2p_bytes(model, layout),
     )
 

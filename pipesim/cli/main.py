@@ -93,8 +93,12 @@ def _add_cost_args(parser: argparse.ArgumentParser) -> None:
                        help="override stage S, e.g. 0:forward=1.5 (repeatable; fields as in costs files)")
 
 
-def _cost_model(args: argparse.Namespace) -> CostModel:
-    costs = CostModel.load(args.costs) if args.costs else CostModel()
+def _cost_model(args: argparse.Namespace, num_stages: int) -> CostModel:
+    """The costs file (checked against the pipeline's pp·v stages) with the flags applied over it."""
+    costs = CostModel()
+    if args.costs:
+        costs = CostModel.load(args.costs)
+        costs.check_pipeline(num_stages, source=f"costs file {args.costs}")
     defaults = {
         "forward": args.forward, "backward": args.backward, "backward_input": args.backward_input,
         "backward_weight": args.backward_weight, "activation_bytes": args.activation_bytes,
@@ -108,6 +112,9 @@ def _cost_model(args: argparse.Namespace) -> CostModel:
         overrides: dict[int, dict[str, float]] = {}
         for stage, values in args.stage_cost:
             overrides.setdefault(stage, {}).update(values)
+        bad = [s for s in overrides if s >= num_stages]
+        if bad:
+            raise PipesimError(f"--stage-cost names stage {bad[0]}, but this pipeline has stages 0..{num_stages - 1}")
         costs = costs.with_overrides(overrides)
     return costs
 
@@ -122,11 +129,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         check_figure_path(args.plot)
     built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None)  # the run proves progress
     setup = model_setup_from_args(args, built.program.shape)
-    costs = setup.costs if setup else _cost_model(args)
-    num_stages = built.program.shape.num_stages
-    bad = [s for s in costs.overrides if s >= num_stages]
-    if bad:
-        raise PipesimError(f"--stage-cost names stage {bad[0]}, but this pipeline has stages 0..{num_stages - 1}")
+    costs = setup.costs if setup else _cost_model(args, built.program.shape.num_stages)
     result = simulate(built.program, costs, check=False)
     shape = built.program.shape
     analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, costs.default)
@@ -353,8 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     plo.set_defaults(func=cmd_plot)
 
     cal = sub.add_parser("calibrate", help="derive a costs file from a measured timeline",
-                         description="Per-stage F/B/I/W medians (warm-up steps dropped) and P2P latency from a "
-                         "timeline, written as a costs file for 'pipesim simulate --costs'.")
+                         description="Per-stage F/B/I/W 10%-trimmed means (warm-up steps dropped) and P2P "
+                         "latency from a timeline, written as a costs file for 'pipesim simulate --costs' (per "
+                         "rank's share of the model: a run with v chunks has its chunk times multiplied by v).")
     cal.add_argument("timeline", help="measured timeline (.csv or .parquet)")
     cal.add_argument("--warmup-steps", type=int, default=1, help="leading steps to drop when more exist (default 1)")
     cal.add_argument("--output", "-o", required=True, metavar="FILE", help="costs file (.json or .yaml)")

@@ -19,7 +19,7 @@ SCHEDULE_STYLES = {
 LABELS = {
     "bubble_fraction": "bubble fraction  1 − Σbusy/(pp·T)", "bubble_overhead": "bubble overhead  (T − ideal)/ideal",
     "microbatches": "microbatches per step (m)", "makespan": "makespan (cost units)", "pp": "pipeline ranks (p)",
-    "peak_activations_max": "peak activations, worst rank (microbatch-stages)",
+    "peak_activations_max": "peak activations, worst rank\n(microbatches through a rank's share of the model)",
 }
 
 

@@ -70,11 +70,13 @@ class SimulationResult:
 
 
 def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
-    """Duration of every row: compute and REDUCE_GRAD from the stage, STEP constant, SEND the transfer."""
-    num_stages = table.program.shape.num_stages
+    """Duration of every row: compute and REDUCE_GRAD from the stage (1/v of the rank's share with v chunks),
+    STEP constant, SEND the transfer."""
+    shape = table.program.shape
+    num_stages = shape.num_stages
     per_stage = np.zeros((num_stages, len(OP_ORDER)))
     for stage in range(num_stages):
-        stage_costs = costs.stage(stage)
+        stage_costs = costs.chunk_costs(stage, shape.chunks)  # a chunk of v takes 1/v of the rank's share
         for op in (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD):
             per_stage[stage, OP_CODE[op]] = stage_costs.duration(op)
     durations = np.zeros(table.num_rows)
@@ -92,6 +94,7 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
 def simulate(program: Program, costs: CostModel | None = None, *, check: bool = True) -> SimulationResult:
     """Simulate ``program`` under ``costs`` (unit costs by default). Validates first unless ``check=False``."""
     costs = costs or CostModel()
+    costs.check_pipeline(program.shape.num_stages)
     if check:
         validate_static(program)  # deadlock freedom is proven by the run itself below
     table = table_of(program)
