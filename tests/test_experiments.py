@@ -45,7 +45,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path):
 @pytest.mark.parametrize(
     ("script", "args", "expect"),
     [
-        ("narayanan2021_throughput", ["--fast"], "gpt-39.1b   interleaved v=2"),
+        ("published_runs", [], "mean |error|"),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
         pytest.param("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1",
                                                  "--layers", "2", "--hidden", "32"], "interleaved",
