@@ -1,5 +1,8 @@
 """Figure 3: the Gantt chart of every schedule at pp=4, m=8 on one page, on the same time axis.
 
+Schedules appear in reading order (fill-drain, 1F1B, more chunks, then the zero-bubble family and its V
+placements), not alphabetically; a microbatch number is written only in a box wide enough for it.
+
 Unit costs (F=1, B=2; split backward I=W=1) per microbatch through one rank's share of the model, pipesim's
 one convention: a schedule with v chunks per rank takes 1/v of them per chunk, so every schedule does the same
 work. Boxes carry microbatch numbers; op colours and hatches are pipesim's shared styles (grayscale-safe).
@@ -11,6 +14,7 @@ from __future__ import annotations
 from pipesim.errors import ScheduleError
 from pipesim.plots.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
 from pipesim.plots.gantt import draw_gantt, legend_handles, plt, visible_ops
+from pipesim.plots.sweep_plot import in_reading_order
 from pipesim.program.build import build_program
 from pipesim.program.loader import builtin_names
 from pipesim.sim.costs import CostModel
@@ -21,7 +25,7 @@ def main() -> None:
     args = experiment_args(__doc__.splitlines()[0])
     pp, microbatches = (2, 4) if args.fast else (4, 8)
     results = []
-    for name in builtin_names():
+    for name in in_reading_order(builtin_names()):
         try:
             built = build_program(name, pp, microbatches)
         except ScheduleError as err:
@@ -37,8 +41,7 @@ def main() -> None:
         frame = result.timeline
         ops |= set(visible_ops(frame))
         chunked |= bool((frame["chunk"] > 0).any())
-        draw_gantt(ax, frame, time_unit="unit")
-        ax.set_xlim(0, end)
+        draw_gantt(ax, frame, time_unit="unit", xlim=(0, end))
         shape = built.program.shape
         ax.set_title(f"{built.source.name} (v={shape.chunks}, {shape.placement.value} placement): makespan "
                      f"{result.metrics.makespan:.3g}, bubble {result.metrics.bubble_fraction:.1%}", loc="left")

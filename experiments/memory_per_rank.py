@@ -13,7 +13,7 @@ import numpy as np
 from pipesim.errors import ScheduleError
 from pipesim.plots.figures import COLUMN_WIDTH_IN, experiment_args, save_pdf_png
 from pipesim.plots.gantt import plt
-from pipesim.plots.sweep_plot import style_of
+from pipesim.plots.sweep_plot import in_reading_order, style_of
 from pipesim.program.build import build_program
 from pipesim.program.loader import builtin_names
 from pipesim.sim.costs import CostModel
@@ -24,7 +24,7 @@ def main() -> None:
     args = experiment_args(__doc__.splitlines()[0])
     pp = 4 if args.fast else 8
     microbatches = 4 * pp
-    names = ["gpipe", "1f1b", "interleaved"] if args.fast else builtin_names()
+    names = ["gpipe", "1f1b", "interleaved"] if args.fast else in_reading_order(builtin_names())
     peaks: dict[str, np.ndarray] = {}
     for name in names:
         try:

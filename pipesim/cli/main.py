@@ -203,6 +203,21 @@ def _ints(text: str) -> list[int]:
     return [positive_int(v) for v in text.split(",") if v.strip()]
 
 
+def _float_pair(flag: str):
+    """``A,B`` as two floats, for --size and --ylim."""
+
+    def parse(text: str) -> tuple[float, float]:
+        parts = text.split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            return float(parts[0]), float(parts[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected two numbers A,B, e.g. 3.5,2.4") from None
+
+    return parse
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
@@ -235,11 +250,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from pipesim.plots.sweep_plot import plot_sweep, read_results
+    from pipesim.plots.sweep_plot import PlotOptions, plot_sweep, read_results
 
     check_figure_path(args.output, flag="-o")
     frame = read_results(args.results)
-    plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None, logx=args.logx)
+    options = PlotOptions(title=args.title, xlabel=args.xlabel, ylabel=args.ylabel, size=args.size, ylim=args.ylim,
+                          percent=args.percent, costs_note=not args.no_costs_note)
+    plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None, logx=args.logx,
+               options=options)
     print(f"wrote {args.output}")
     return 0
 
@@ -352,6 +370,15 @@ def build_parser() -> argparse.ArgumentParser:
     plo.add_argument("--hue", default="schedule", help="one line per value of this column (default schedule)")
     plo.add_argument("--facet", default="pp", help="one panel per value of this column ('' for one panel)")
     plo.add_argument("--logx", action="store_true", help="log2 x axis")
+    plo.add_argument("--title", help="figure title (default none)")
+    plo.add_argument("--xlabel", help="x axis label (default: a description of --x)")
+    plo.add_argument("--ylabel", help="y axis label (default: a description of --y)")
+    plo.add_argument("--size", type=_float_pair("--size"), metavar="W,H",
+                     help="figure size in inches, e.g. 3.5,2.4 for one column (default 3.3 per panel × 2.8)")
+    plo.add_argument("--ylim", type=_float_pair("--ylim"), metavar="LO,HI", help="y axis limits (default: the data's)")
+    plo.add_argument("--percent", action="store_true", help="y axis in percent (bubble_fraction, bubble_overhead)")
+    plo.add_argument("--no-costs-note", action="store_true",
+                     help="leave out the line under the axes that states the costs the sweep assumed")
     plo.add_argument("--output", "-o", required=True, metavar="FILE", help="figure (.png, .pdf or .svg)")
     plo.set_defaults(func=cmd_plot)
 
