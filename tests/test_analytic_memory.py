@@ -75,7 +75,7 @@ def test_first_stage_activations_interleaved_layers_match_megatron_embedding_del
         if ins.op.value == "F":
             best = max(best, (sum(per_chunk.values()), per_chunk[0]))
     held, chunk0 = best
-    assert held == pp * v + pp - 1  # DESIGN.md's warmup 2(p−1)+(v−1)p, plus the steady-state forward
+    assert held == pp * v + pp - 1  # Megatron's warmup 2(p−1)+(v−1)p, plus the steady-state forward
     assert report.ranks[0].activations == pytest.approx(layer_part + chunk0 * embedding, rel=1e-12)
     # Megatron scales the embedding by the same penalty, p·(1 + (p−1)/(pv)) = 5.5 microbatches; the schedule
     # really holds 8 chunk-0 microbatches (the ones carrying the embedding) at its peak, in the steady state.

@@ -1,4 +1,4 @@
-"""The simulator against DESIGN.md's closed forms, exactly, on uniform costs with no communication."""
+"""The simulator against the closed forms of docs/architecture.md, exactly, on uniform costs with no communication."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The discrete-event simulator: SimPy processes, one per rank, walking the rank's Program.
 
-Semantics (the executor's, DESIGN.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
+Semantics (the executor's, docs/architecture.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
 asynchronous — its transfer holds the directed link for ``p2p_latency + bytes/bandwidth`` and transfers on one
 link serialize in the order they were issued; a receive posts the transfer, and the compute that consumes it
 waits until the data has arrived. A RECV row spans from its post to the data's arrival.
