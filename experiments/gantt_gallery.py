@@ -43,7 +43,7 @@ def main() -> None:
         chunked |= bool((frame["chunk"] > 0).any())
         draw_gantt(ax, frame, time_unit="unit", xlim=(0, end))
         shape = built.program.shape
-        ax.set_title(f"{built.source.name} (v={shape.chunks}, {shape.placement.value} placement): makespan "
+        ax.set_title(f"{built.name} (v={shape.chunks}, {shape.placement.value} placement): makespan "
                      f"{result.metrics.makespan:.3g}, bubble {result.metrics.bubble_fraction:.1%}", loc="left")
         ax.tick_params(axis="y", labelsize=6)
     for ax in axes[:-1, 0]:

@@ -33,7 +33,7 @@ def main() -> None:
             print(f"skipped {name}: {err}")
             continue
         result = simulate(built.program, CostModel(), check=False)
-        peaks[built.source.name] = np.array(result.memory.peak_activations)
+        peaks[built.name] = np.array(result.memory.peak_activations)
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN * 1.4, 2.9))
     width = 0.8 / len(peaks)
     for index, (name, values) in enumerate(peaks.items()):

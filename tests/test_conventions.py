@@ -68,3 +68,17 @@ def test_sweep_plot_labels_costs_and_options(tmp_path, capsys):
 
 def test_reading_order_puts_unknown_schedules_last():
     assert in_reading_order(["zb-v", "mine", "gpipe", "1f1b"]) == ["gpipe", "1f1b", "zb-v", "mine"]
+
+
+def test_one_shown_name_the_schedule_gives_itself(tmp_path, capsys):
+    path = tmp_path / "mine.py"
+    path.write_text("from pipesim import B, F, Schedule\n\n\ndef build(pp, microbatches, chunks=1):\n"
+                    "    order = [F(m) for m in range(microbatches)] + [B(m) for m in range(microbatches)]\n"
+                    "    return Schedule.from_orders('my-gpipe', [order] * pp, microbatches=microbatches)\n")
+    assert main(["simulate", "-s", str(path), "--pp", "2", "--mb", "2"]) == 0
+    assert capsys.readouterr().out.startswith("schedule my-gpipe: pp=2")
+    assert main(["lower", "-s", str(path), "--pp", "2", "--mb", "2"]) == 0
+    assert "name: my-gpipe" in capsys.readouterr().out
+    assert main(["simulate", "-s", str(path), "--pp", "2", "--mb", "2", "--json"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert (config["schedule"], config["schedule_path"]) == ("my-gpipe", str(path))

@@ -138,7 +138,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.trace:
         write_timeline(result.timeline, args.trace, flag="--trace")
     if args.plot:
-        title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
+        title = f"{built.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
     if args.json:
         data = summary_dict(built, result, analytic)
@@ -170,7 +170,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics)
         program = built.program
-        what = f"schedule {built.source.name}"
+        what = f"schedule {built.name}"
     shape = program.shape
     print(f"ok: {what} is valid for pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
           f"({program.num_instructions} instructions, {semantics.value} sends, no deadlock)")

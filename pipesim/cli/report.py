@@ -25,7 +25,7 @@ def summary_dict(built: BuiltProgram, result: SimulationResult, analytic: Analyt
     memory = result.memory
     return {
         "config": {
-            "schedule": built.source.name,
+            "schedule": built.name,
             "schedule_path": str(built.source.path),
             "pp": shape.pp,
             "microbatches": shape.microbatches,
@@ -59,7 +59,7 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
         + (f", {len(costs.overrides)} stage override(s)" if costs.overrides else "")
     )
     lines = [
-        f"schedule {built.source.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
+        f"schedule {built.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
         f"({shape.placement.value} placement, {shape.num_stages} stages)",
         f"costs [{unit}]: {cost_text} ({_convention(shape.chunks)})",
         f"makespan {_fmt(m.makespan)} {unit}   ideal {_fmt(m.ideal)} {unit} (busiest rank's compute)",
