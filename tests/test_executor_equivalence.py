@@ -8,6 +8,8 @@ One spawned world per layout runs every config (a module-scoped cache), to amort
 init; each (layout, config) is still its own test.
 """
 
+from functools import lru_cache
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -55,6 +57,15 @@ def world_results():
     return of
 
 
+@lru_cache(maxsize=None)
+def _reference(model, optimizer, lr, dp, microbatches, steps):
+    """The single-process run depends on the model, the optimizer and the global batch only — not on the
+    schedule or tp — so the 60 cases share two of them."""
+    cfg = RunConfig(schedule="1f1b", topology=Topology(dp=dp, pp=2), microbatches=microbatches, steps=steps,
+                    model=model, optimizer=optimizer, lr=lr)
+    return reference_run(cfg)
+
+
 def _variant_id(variant) -> str:
     schedule, mode, policy = variant
     return f"{schedule}-{mode.value}" + (f"-{policy.value}" if policy else "")
@@ -65,7 +76,7 @@ def _variant_id(variant) -> str:
 def test_matches_single_process(world_results, layout, variant):
     cfg = _config(layout, variant)
     got = world_results(layout)[variant]
-    ref = reference_run(cfg)
+    ref = _reference(cfg.model, cfg.optimizer, cfg.lr, cfg.topology.dp, cfg.microbatches, cfg.steps)
     where = f"{_variant_id(variant)} tp={layout[0]} dp={layout[1]}"
     torch.testing.assert_close(torch.tensor(got.losses), torch.tensor(ref.losses), rtol=RTOL, atol=ATOL,
                                msg=lambda m: f"{where} losses: {m}")
