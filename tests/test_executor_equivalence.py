@@ -1,14 +1,14 @@
 """The executor computes what one process computes: losses, every gradient and the parameters after two
 optimizer steps, for **every built-in schedule** (parametrized over the loader's list, so a new schedule file
 is executed without anyone adding it here) × tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2, in sequence-parallel TP
-mode; plus the variants that exercise other runtime paths (all-reduce TP mode, receives posted at use, NCCL-style
-grouped issue) on the schedules where they apply.
+mode; every schedule's grouped-safe Program issued in groups, as on NCCL (all at tp = dp = 1, two elsewhere);
+plus the variants that exercise other runtime paths (all-reduce TP mode, receives posted at use).
 
 One spawned world per layout runs every config (a module-scoped cache), to amortise process start and group
 init; each (layout, config) is still its own test.
 """
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -18,6 +18,7 @@ from executors.harness import spawn  # noqa: E402 — only after torch is known 
 from executors.interpreter import RecvPolicy  # noqa: E402
 from executors.runtime import RunConfig, reference_run, run_configs  # noqa: E402
 from executors.tp_layers import TPMode  # noqa: E402
+from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.program.loader import builtin_names  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
 
@@ -25,21 +26,27 @@ pytestmark = pytest.mark.distributed
 
 RTOL, ATOL = 1e-5, 1e-6
 LAYOUTS = [(1, 1), (2, 1), (1, 2), (2, 2)]  # (tp, dp)
-# (schedule, TP mode, receive policy or None for the backend's default)
-VARIANTS = [(s, TPMode.REDUCE_SCATTER, None) for s in builtin_names()] + [
+RS, AR = TPMode.REDUCE_SCATTER, TPMode.ALL_REDUCE
+# (schedule, TP mode, receive policy, P2P lowering); None: the backend's default.
+EVERY_LAYOUT = [(s, RS, None, None) for s in builtin_names()] + [
     # The all-reduce TP mode on the fused-backward schedules, one and two chunks.
-    ("gpipe", TPMode.ALL_REDUCE, None), ("1f1b", TPMode.ALL_REDUCE, None), ("interleaved", TPMode.ALL_REDUCE, None),
-    # Operations issued one by one at their instruction, and in groups (the NCCL policy), give the same numbers
-    # as eager posting; GROUPED runs schedules the grouped validator accepts.
-    ("interleaved", TPMode.REDUCE_SCATTER, RecvPolicy.AT_USE), ("1f1b", TPMode.REDUCE_SCATTER, RecvPolicy.GROUPED),
-    ("zb-h1", TPMode.REDUCE_SCATTER, RecvPolicy.GROUPED), ("gpipe", TPMode.REDUCE_SCATTER, RecvPolicy.GROUPED),
+    ("gpipe", AR, None, None), ("1f1b", AR, None, None), ("interleaved", AR, None, None),
+    # Operations issued one by one at their instruction give the same numbers as eager posting.
+    ("interleaved", RS, RecvPolicy.AT_USE, None),
 ]
+# Every schedule's grouped-safe Program issued in groups (the NCCL policy, pipesim.program.grouped).
+GROUPED = [(s, RS, None, P2PLowering.GROUPED) for s in builtin_names()]
+GROUPED_BEYOND_TP1_DP1 = [v for v in GROUPED if v[0] in ("1f1b", "zb-v")]
+
+
+def variants_of(layout) -> list[tuple]:
+    return EVERY_LAYOUT + (GROUPED if layout == (1, 1) else GROUPED_BEYOND_TP1_DP1)
 
 
 def _config(layout, variant) -> RunConfig:
-    (tp, dp), (schedule, mode, policy) = layout, variant
+    (tp, dp), (schedule, mode, policy, p2p) = layout, variant
     return RunConfig(schedule=schedule, topology=Topology(tp=tp, dp=dp, pp=2), microbatches=4, steps=2,
-                     tp_mode=mode, capture=True, recv_policy=policy)
+                     tp_mode=mode, capture=True, recv_policy=policy, p2p=p2p)
 
 
 @pytest.fixture(scope="module")
@@ -49,30 +56,35 @@ def world_results():
 
     def of(layout):
         if layout not in cache:
-            configs = [_config(layout, v) for v in VARIANTS]
+            variants = variants_of(layout)
+            configs = [_config(layout, v) for v in variants]
             results = spawn(run_configs, configs[0].topology.world_size, configs)[0]
-            cache[layout] = dict(zip(VARIANTS, results, strict=True))
+            cache[layout] = dict(zip(variants, results, strict=True))
         return cache[layout]
 
     return of
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reference(model, optimizer, lr, dp, microbatches, steps):
     """The single-process run depends on the model, the optimizer and the global batch only — not on the
-    schedule or tp — so the 60 cases share two of them."""
+    schedule, tp or P2P policy — so every case shares one of two."""
     cfg = RunConfig(schedule="1f1b", topology=Topology(dp=dp, pp=2), microbatches=microbatches, steps=steps,
                     model=model, optimizer=optimizer, lr=lr)
     return reference_run(cfg)
 
 
 def _variant_id(variant) -> str:
-    schedule, mode, policy = variant
-    return f"{schedule}-{mode.value}" + (f"-{policy.value}" if policy else "")
+    schedule, mode, policy, p2p = variant
+    return (f"{schedule}-{mode.value}" + (f"-{policy.value}" if policy else "")
+            + (f"-p2p-{p2p.value}" if p2p else ""))
 
 
-@pytest.mark.parametrize("layout", LAYOUTS, ids=[f"tp{tp}-dp{dp}" for tp, dp in LAYOUTS])
-@pytest.mark.parametrize("variant", VARIANTS, ids=[_variant_id(v) for v in VARIANTS])
+CASES = [(layout, v) for layout in LAYOUTS for v in variants_of(layout)]
+
+
+@pytest.mark.parametrize(("layout", "variant"), CASES,
+                         ids=[f"{_variant_id(v)}-tp{tp}-dp{dp}" for (tp, dp), v in CASES])
 def test_matches_single_process(world_results, layout, variant):
     cfg = _config(layout, variant)
     got = world_results(layout)[variant]
