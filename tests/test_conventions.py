@@ -82,3 +82,18 @@ def test_one_shown_name_the_schedule_gives_itself(tmp_path, capsys):
     assert main(["simulate", "-s", str(path), "--pp", "2", "--mb", "2", "--json"]) == 0
     config = json.loads(capsys.readouterr().out)["config"]
     assert (config["schedule"], config["schedule_path"]) == ("my-gpipe", str(path))
+
+
+def test_readme_schedule_example_runs_as_documented(tmp_path, capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    after = readme[readme.index("<!-- readme-schedule-example:"):]
+    code = after[after.index("```python\n") + len("```python\n"):after.index("```\n", after.index("```python"))]
+    path = tmp_path / "bfs_v.py"
+    path.write_text(code)
+    assert main(["simulate", "--schedule", str(path), "--pp", "4", "--mb", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("schedule bfs-v: pp=4 microbatches=8 chunks=2 (v placement, 8 stages)")
+    assert "makespan 30 units" in out and "simulated 0.2000" in out
+    assert main(["simulate", "--schedule", str(path), "--pp", "4", "--mb", "8", "--chunks", "3"]) == 2
