@@ -88,15 +88,19 @@ def _add_p2p_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_cost_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("costs (durations in cost units, or seconds with a calibrated --costs file)")
+    group = parser.add_argument_group(
+        "costs (durations in cost units, or seconds with a calibrated --costs file; every value is per microbatch "
+        "through one rank's share of the model, and each of v chunks takes 1/v)")
     group.add_argument("--costs", metavar="FILE", help="costs file (.json/.yaml); the flags below override it")
-    group.add_argument("--forward", "-F", type=non_negative_float, help="forward time per microbatch-stage (default 1)")
+    group.add_argument("--forward", "-F", type=non_negative_float,
+                       help="forward time per microbatch through a rank's share of the model (default 1)")
     group.add_argument("--backward", "-B", type=non_negative_float, help="full backward time (default 2)")
     group.add_argument("--backward-input", type=non_negative_float, help="split backward I time (default 1)")
     group.add_argument("--backward-weight", type=non_negative_float, help="split backward W time (default 1)")
     group.add_argument("--comm", type=non_negative_float, help="P2P latency per transfer (default 0)")
     group.add_argument("--activation-bytes", type=non_negative_float,
-                       help="bytes of one microbatch's activations on one stage; adds peak memory in bytes")
+                       help="bytes of one microbatch's activations through a rank's share of the model; adds peak "
+                       "memory in bytes")
     group.add_argument("--stage-cost", type=stage_override, action="append", default=[], metavar="S:k=v,...",
                        help="override stage S, e.g. 0:forward=1.5 (repeatable; fields as in costs files)")
 
