@@ -27,7 +27,7 @@ from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_or_print
 from pipesim.io.timeline import TimelineFormat, write_timeline
 from pipesim.io.torch_csv import add_export_command
-from pipesim.plots.gantt import check_figure_path, plot_gantt
+from pipesim.plots.paths import check_figure_path
 from pipesim.plots.terminal import render
 from pipesim.program.build import build_program
 from pipesim.program.grouped import P2PLowering, grouped_program
@@ -150,6 +150,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.trace:
         write_timeline(result.timeline, args.trace, flag="--trace")
     if args.plot:
+        from pipesim.plots.gantt import plot_gantt  # matplotlib only when a figure is drawn
+
         title = f"{built.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
     if args.json:

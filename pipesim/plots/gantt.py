@@ -17,10 +17,12 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_with
+from pipesim.plots.paths import FIGURE_SUFFIXES, check_figure_path
 
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+__all__ = ["FIGURE_SUFFIXES", "check_figure_path", "draw_gantt", "legend_handles", "plot_gantt", "save_figure",
+           "visible_ops"]
+
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,6 @@ OP_STYLES: dict[str, OpStyle] = {
 }
 DRAWN_OPS = tuple(OP_STYLES)
 CHUNK_HATCH = "\\\\"
-
-
-def check_figure_path(path: str | Path, flag: str = "--plot") -> None:
-    if Path(path).suffix.lower() not in FIGURE_SUFFIXES:
-        raise PipesimError(f"{flag} {path}: unknown figure format; use .png, .pdf or .svg")
 
 
 LABEL_FONT_SIZE = 6.5
