@@ -35,11 +35,16 @@ def test_experiment_fast_mode_writes_figures(script, tmp_path):
     assert (out / f"{script}.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_update_docs_refuses_smoke_figures(tmp_path):
-    result = run_script("gantt_gallery", "--fast", "--update-docs", cwd=tmp_path)
-    assert result.returncode == 2
-    assert "--update-docs with --fast" in result.stderr
+def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
+    from pipesim.plots.figures import DOCS_FIGURES, experiment_args
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        experiment_args("x", ["--fast", "--update-docs"])
+    assert stop.value.code == 2 and "--update-docs with --fast" in capsys.readouterr().err
     assert not (tmp_path / "pipesim-figures").exists()
+    assert experiment_args("x", ["--update-docs"]).out == DOCS_FIGURES == ROOT / "docs" / "figures"
+    assert experiment_args("x", []).out.resolve() == (tmp_path / "pipesim-figures").resolve()
 
 
 @pytest.mark.parametrize(
