@@ -20,19 +20,20 @@ logical clock:
   and its input was produced, F, I and W taking 1 unit and B 2 (the zero-bubble papers' cost assumption;
   any positive durations would do) — a longest-path (ASAP) pass over the data-dependency DAG, which exists
   because the Program is valid under buffered sends;
-- a compute is labelled ``(start, 2, seq)``; a message ``(end of its producer, 0, sender, receiver, k)``
-  — the *same* label on both ends; ``REDUCE_GRAD`` ``(end of its compute, 1, seq)``; ``STEP`` last;
+- a compute is labelled ``(its end, 0, seq)``; a message ``(its producer's end, 1, sender, receiver, k)``
+  — the *same* label on both ends; ``REDUCE_GRAD`` ``(its compute's end, 2, seq)``; ``STEP`` last;
 - each rank's instructions are re-sorted by label. A send lands right after its producer, as before; its
-  receive is posted on the receiver at the moment the producer finished *in logical time* — usually long
-  before its consumer. Runs of consecutive transfers are issued as one group by the executor, which
-  batches a rank's sends with the receives due at the same time, as Megatron does.
+  receive is posted on the receiver before the compute during which the producer finished in logical
+  time — usually long before its consumer, and early enough that in ideal timing no send waits. Runs of
+  consecutive transfers are issued as one group by the executor, so a rank's sends go out together with
+  the receives due at the same time, as Megatron batches them.
 
-Why it is safe by construction. Labels increase along every rank's program (a compute starts after the
-previous one, a message is labelled no earlier than its producer's end and sorts before a compute starting
-at that instant, so before its consumer); the ends of a message share its label; and labels on a rank
-are distinct. Suppose a GROUPED run is stuck. Among all ranks take the unfinished event with the smallest
-label L (a compute not run, a group not issued, or an issued send whose receive is not posted); let it be
-on rank r. Every way r can wait names an event of a peer q with a label ≤ L that q has not done:
+Why it is safe by construction. Labels increase along every rank's program (computes end in order, a
+message sorts after its producer and before its consumer, which ends later); the two ends of a message
+share its label; and labels on a rank are distinct. Suppose a GROUPED run is stuck. Among all ranks take
+the unfinished event with the smallest label L (a compute not run, a group not issued, or an issued send
+whose receive is not posted); let it be on rank r. Every way r can wait names an event of a peer q with a
+label ≤ L that q has not done:
 
 1. r's compute waits for its input: the send, labelled < L, was not issued by q — a smaller unfinished
    label, impossible;
@@ -49,10 +50,13 @@ result that synchronous message passing cannot deadlock when every rank meets it
 order. :func:`grouped_program` still runs the validator on the result, so the proof is checked, not
 trusted.
 
-The validator's abstract run has no clock, so it cannot say which of two safe Programs is faster; where
-:func:`lower`'s own Program is already proven safe under GROUPED (gpipe, 1f1b, zb-h1: its just-in-time
-receives there pair each send with a receive exactly as Megatron's ``send_forward_recv_backward`` does) it
-is kept, since it is the form that runs on clusters today and posts no buffer earlier than needed.
+Keeping lower()'s Program. Where :func:`lower`'s own Program is already proven safe under GROUPED (gpipe,
+1f1b, zb-h1: there its just-in-time receives pair each send with a receive as Megatron's
+``send_forward_recv_backward`` does), both are timed under grouped rendezvous sends
+(:func:`pipesim.sim.grouped_timing.grouped_makespan`, the validator's rules with clocks) and the faster is
+kept, lower()'s on a tie: gpipe and 1f1b tie; zb-h1 is faster reordered (pp=4, m=8, unit costs: 27
+units against 33, as with buffered sends), since lower() makes a rank's input-gradient send wait until its
+neighbour reaches the consuming backward. ``python experiments/grouped_step_time.py`` prints the table.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from pipesim.errors import DeadlockError, ScheduleError
 from pipesim.program.ir import Op, Program
 from pipesim.program.table import KIND_RECV, KIND_SEND, OP_CODE, table_of
 from pipesim.program.validate import CommSemantics, validate
+from pipesim.sim.costs import CostModel
 
 # Logical durations for the labelling clock (ZB-H1 paper, Qi et al. 2024, §2: T_F = T_B_input = T_W,
 # so a fused B costs two). Only their order matters for performance; safety holds for any positive values.
@@ -70,7 +75,9 @@ LOGICAL_DURATION = {Op.F: 1, Op.B: 2, Op.I: 1, Op.W: 1}
 
 _COMPUTE_CODES = {OP_CODE[op]: LOGICAL_DURATION[op] for op in LOGICAL_DURATION}
 _REDUCE, _STEP = OP_CODE[Op.REDUCE_GRAD], OP_CODE[Op.STEP]
-_MESSAGE, _LOCAL, _COMPUTE = 0, 1, 2  # label classes at one instant: transfers, then REDUCE_GRAD, then compute
+# Label classes at one instant: a compute ending then, the transfers its end releases, REDUCE_GRAD.
+_COMPUTE, _MESSAGE, _LOCAL = 0, 1, 2
+
 
 
 class P2PLowering(enum.Enum):
@@ -84,25 +91,28 @@ class P2PLowering(enum.Enum):
     GROUPED = "grouped"
 
 
-def grouped_program(program: Program, *, keep_if_safe: bool = True) -> Program:
+def grouped_program(program: Program, costs: CostModel | None = None) -> Program:
     """A Program computing the same thing as ``program`` that is proven deadlock-free under GROUPED sends.
 
     ``program`` must be valid under buffered sends (raises ScheduleError / DeadlockError naming the problem
-    otherwise). With ``keep_if_safe``, a Program already proven safe is returned unchanged.
+    otherwise). If it is already proven safe, it is returned unchanged unless the reordered Program is faster
+    under grouped sends with ``costs`` (unit costs by default).
     """
+    from pipesim.sim.grouped_timing import grouped_makespan  # the simulator side imports this package
+
     validate(program, CommSemantics.BUFFERED)
-    if keep_if_safe:
-        try:
-            validate(program, CommSemantics.GROUPED)
-            return program
-        except DeadlockError:
-            pass
     relabelled = relabel(program)
     try:
         validate(relabelled, CommSemantics.GROUPED)
     except ScheduleError as err:  # pragma: no cover - the module docstring proves this cannot happen
         raise AssertionError(f"grouped lowering of {program.name!r} is not safe: {err}") from err
-    return relabelled
+    try:
+        validate(program, CommSemantics.GROUPED)
+    except DeadlockError:
+        return relabelled
+    if grouped_makespan(relabelled, costs) < grouped_makespan(program, costs):
+        return relabelled
+    return program
 
 
 def relabel(program: Program) -> Program:
@@ -130,7 +140,7 @@ def relabel(program: Program) -> Program:
     def made_by(recv_row: int) -> int:
         return producer[send_of[(links[recv_row], messages[recv_row])]]
 
-    start, end = _asap(t, op, input_recv, made_by)
+    end = _asap(t, op, input_recv, made_by)
 
     labels: list[tuple] = [()] * n
     for begin, stop in t.rank_bounds:
@@ -142,7 +152,7 @@ def relabel(program: Program) -> Program:
             elif kind[row] == KIND_RECV:
                 labels[row] = (end[made_by(row)], _MESSAGE, peer[row], rank[row], messages[row])
             elif code in _COMPUTE_CODES:
-                labels[row] = (start[row], _COMPUTE, row)
+                labels[row] = (end[row], _COMPUTE, row)
                 last_end = end[row]
             elif code == _STEP:
                 labels[row] = (float("inf"), _COMPUTE, row)
@@ -155,10 +165,10 @@ def relabel(program: Program) -> Program:
     return Program(program.name, program.shape, tuple(ranks))
 
 
-def _asap(t, op, input_recv, sender_of) -> tuple[list[int], list[int]]:
-    """Start and end of every compute row under the logical durations: each starts when its rank's previous
+def _asap(t, op, input_recv, sender_of) -> list[int]:
+    """End of every compute row under the logical durations: each starts when its rank's previous
     compute ended and its received input was produced. Ranks advance round-robin until all are done."""
-    start, end = [0] * t.num_rows, [0] * t.num_rows
+    end = [0] * t.num_rows
     rank_of_row = t.rank.tolist()
     pc = [begin for begin, _ in t.rank_bounds]  # rows before pc[r] have their times
     clock = [0] * len(pc)
@@ -177,7 +187,6 @@ def _asap(t, op, input_recv, sender_of) -> tuple[list[int], list[int]]:
                         if made >= pc[rank_of_row[made]]:
                             break  # its producer has no time yet
                         ready = max(ready, end[made])
-                    start[row] = ready
                     end[row] = clock[r] = ready + duration
                 row += 1
             if row > pc[r]:
@@ -185,4 +194,4 @@ def _asap(t, op, input_recv, sender_of) -> tuple[list[int], list[int]]:
                 progress = True
     if any(pc[r] < stop for r, (_, stop) in enumerate(t.rank_bounds)):  # pragma: no cover - buffered-valid
         raise DeadlockError(f"program {t.program.name!r}: its compute order has a cycle of data dependencies")
-    return start, end
+    return end
