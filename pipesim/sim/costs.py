@@ -44,6 +44,7 @@ class StageCosts:
     weight_grad_activation: float = 0.5  # M_W ≤ M_B
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
     p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
+    p2p_bandwidth: float | None = None  # this boundary's bandwidth when it differs (crosses nodes); None: the model's
 
     def duration(self, op: Op) -> float:
         return _DURATION_FIELD[op](self)
@@ -122,8 +123,9 @@ class CostModel:
 
     def transfer_time(self, stage: int) -> float:
         """Duration of sending the boundary tensor of ``stage`` (its output, or its input gradient)."""
-        size = self.stage(stage).p2p_bytes
-        bandwidth_term = size / self.p2p_bandwidth if self.p2p_bandwidth else 0.0
+        costs = self.stage(stage)
+        bandwidth = costs.p2p_bandwidth or self.p2p_bandwidth
+        bandwidth_term = costs.p2p_bytes / bandwidth if bandwidth else 0.0
         return self.p2p_latency + bandwidth_term
 
     def is_uniform(self) -> bool:
@@ -206,3 +208,6 @@ def _check_costs(model: CostModel) -> None:
     for name, value in checks:
         if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise PipesimError(f"cost {name}={value!r} must be a finite number ≥ 0")
+        if name.endswith("p2p_bandwidth") and value == 0:
+            raise PipesimError(f"cost {name}=0 would make every transfer take forever; give bytes per time "
+                               "unit > 0, or leave it out for free transfers")
