@@ -122,8 +122,11 @@ def test_split_backward_memory_follows_the_simulators_peaks():
             head = sbh + mcfg.seq_len * mcfg.micro_batch_size * mcfg.vocab if stage == last else 0
             assert m_w == 4 * (16 * sbh * blocks + head), (cfg.schedule, stage, m_b, m_w)
             assert m_w < m_b, (cfg.schedule, stage, m_b, m_w)
+        # Costs describe a rank's share of the model: a measured chunk's bytes × v (the simulator gives each
+        # chunk 1/v of it back).
+        v = program.shape.chunks
         overrides = {
-            stage: {"activation": 1.0, "weight_grad_activation": m_w / m_b, "activation_bytes": float(m_b)}
+            stage: {"activation": 1.0, "weight_grad_activation": m_w / m_b, "activation_bytes": v * float(m_b)}
             for stage, (m_b, m_w) in per_stage.items()
         }
         predicted = simulate(program, CostModel(overrides=overrides)).memory.peak_bytes

@@ -191,13 +191,14 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     return reduce
 
 
-def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float]) -> list[StageCosts]:
+def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks: int) -> list[StageCosts]:
     """Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
     tensor is busy until it has arrived, so the transfer joins the forward of the stage below the boundary and
-    the input backward of the stage above it."""
+    the input backward of the stage above it. Stage values are a rank's share (v chunks' worth), so one
+    chunk's transfer is added v times over: the simulator gives the chunk 1/v of it back."""
     result = list(per_stage)
     for s, bandwidth in enumerate(boundaries):
-        wire = per_stage[s].p2p_bytes / bandwidth
+        wire = chunks * per_stage[s].p2p_bytes / bandwidth
         below, above = result[s], result[s + 1]
         result[s] = replace(below, forward=below.forward + wire)
         result[s + 1] = replace(above, backward_input=above.backward_input + wire, backward=above.backward + wire)
@@ -232,7 +233,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             if bandwidth != link:
                 per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
     else:
-        per_stage = _blocking_sends(per_stage, boundaries)
+        per_stage = _blocking_sends(per_stage, boundaries, layout.chunks)
         link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}
