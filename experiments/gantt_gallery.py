@@ -17,7 +17,7 @@ from pipesim.plots.gantt import draw_gantt, legend_handles, plt, visible_ops
 from pipesim.plots.sweep_plot import in_reading_order
 from pipesim.program.build import build_program
 from pipesim.program.loader import builtin_names
-from pipesim.sim.costs import CostModel
+from pipesim.sim.costs import CostModel, TimeUnit
 from pipesim.sim.simulator import simulate
 
 
@@ -41,7 +41,7 @@ def main() -> None:
         frame = result.timeline
         ops |= set(visible_ops(frame))
         chunked |= bool((frame["chunk"] > 0).any())
-        draw_gantt(ax, frame, time_unit="unit", xlim=(0, end))
+        draw_gantt(ax, frame, time_unit=TimeUnit.UNIT, xlim=(0, end))
         shape = built.program.shape
         ax.set_title(f"{built.name} (v={shape.chunks}, {shape.placement.value} placement): makespan "
                      f"{result.metrics.makespan:.3g}, bubble {result.metrics.bubble_fraction:.1%}", loc="left")

@@ -22,7 +22,7 @@ from pipesim.plots.paths import FIGURE_SUFFIXES, check_figure_path
 
 __all__ = ["FIGURE_SUFFIXES", "check_figure_path", "draw_gantt", "legend_handles", "plot_gantt", "save_figure",
            "visible_ops"]
-
+from pipesim.sim.costs import TimeUnit
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
     ax.set_ylim(pp - 0.5, -0.5)
     ax.set_yticks(range(pp))
     ax.set_yticklabels([f"rank {r}" for r in range(pp)])
-    ax.set_xlabel(f"time ({time_unit})" if time_unit != "unit" else "time (cost units)")
+    ax.set_xlabel("time (cost units)" if time_unit == TimeUnit.UNIT else f"time ({time_unit})")
     ax.set_xlim(*xlim)
 
 

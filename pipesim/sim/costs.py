@@ -14,6 +14,7 @@ to a costs file (JSON or YAML), which calibration and the analytic model also pr
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -23,6 +24,30 @@ import yaml
 
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Op
+
+
+class TimeUnit(str, enum.Enum):
+    """The unit of every duration in a cost model (and of the timelines simulated from it).
+
+    A ``str`` enum, so it reads and writes as its value in costs files, JSON summaries and labels.
+    """
+
+    UNIT = "unit"  # abstract cost units (the defaults F=1, B=2)
+    SECONDS = "s"  # calibrated from measurements or derived from a model and a chip
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, value: object, source: str = "costs") -> TimeUnit:
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(repr(u.value) for u in cls)
+            raise PipesimError(f"{source}: time_unit {value!r} is not one of {allowed}") from None
 
 
 @dataclass(frozen=True)
@@ -79,12 +104,13 @@ class CostModel:
     p2p_latency: float = 0.0
     p2p_bandwidth: float | None = None  # bytes per time unit; None means bytes cost nothing
     optimizer_step: float = 0.0
-    time_unit: str = "unit"  # "unit" for abstract costs, "s" for calibrated or analytic ones
+    time_unit: TimeUnit = TimeUnit.UNIT  # a plain "unit"/"s" string is accepted and converted
     # pp·v of the pipeline the per-stage values were measured on (calibration), or None when they do not
     # depend on it; a costs file for 4 stages cannot describe a 2-stage pipeline.
     num_stages: int | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         for stage, values in self.overrides.items():
             unknown = set(values) - _STAGE_FIELDS
             if unknown:
@@ -143,7 +169,7 @@ class CostModel:
     # --- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {
-            "time_unit": self.time_unit,
+            "time_unit": self.time_unit.value,
             "p2p_latency": self.p2p_latency,
             "p2p_bandwidth": self.p2p_bandwidth,
             "optimizer_step": self.optimizer_step,
@@ -174,7 +200,7 @@ class CostModel:
                 p2p_latency=float(data.get("p2p_latency", 0.0)),
                 p2p_bandwidth=data.get("p2p_bandwidth"),
                 optimizer_step=float(data.get("optimizer_step", 0.0)),
-                time_unit=str(data.get("time_unit", "unit")),
+                time_unit=TimeUnit.parse(data.get("time_unit", TimeUnit.UNIT.value), source),
                 num_stages=None if data.get("num_stages") is None else int(data["num_stages"]),
             )
         except (TypeError, ValueError) as err:
