@@ -1,0 +1,63 @@
+"""Cheap lower bounds on a configuration's step time and peak memory, computed without building its schedule.
+
+Time: no schedule finishes before its busiest rank has done its own work, and rank ``r`` cannot start before
+the first microbatch has gone forward through stages ``0…r−1`` (both placements put stage ``r`` first on
+rank ``r``) and crossed their boundaries. So ``T ≥ max_r (Σ_{s<r} (F_s + transfer_s) + busy_r)`` with
+``busy_r = m · Σ_{stages of r} (F + B) + Σ REDUCE_GRAD + STEP`` — the busy-rank bound of Narayanan et al. 2021
+§2.2 with the unavoidable warm-up of the first microbatch added. It holds for every schedule because the
+simulator overlaps nothing with a rank's compute (``pipesim.analytic.comm``).
+
+Memory: the weights, gradients and optimizer state a rank holds, plus at least one microbatch of activations
+of one of its stages (every rank runs a forward and keeps its activations until the backward).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import OptimizerBytes
+from pipesim.analytic.memory_gib import GIB, static_bytes
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.to_costs import build_cost_model, rank_params
+from pipesim.plan.space import MEGATRON_PARAM_BYTES, Candidate
+from pipesim.program.ir import PipelineShape, Placement
+from pipesim.program.loader import load_schedule
+
+
+@dataclass(frozen=True)
+class Bounds:
+    time_s: float
+    memory_gib: float
+
+
+@lru_cache(maxsize=64)
+def placement_of(schedule: str, chunks: int) -> Placement:
+    """Which stage → rank placement the schedule uses (from a small build: it does not depend on the size)."""
+    if chunks == 1:
+        return Placement.LOOP
+    return load_schedule(schedule).build(2, 4, chunks).shape.placement
+
+
+def lower_bounds(model: ModelSpec, chip: ChipSpec, candidate: Candidate,
+                 param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES) -> Bounds:
+    layout = candidate.layout(param_bytes)
+    model = candidate.shaped(model)
+    shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks,
+                          placement_of(candidate.schedule, candidate.chunks))
+    costs = build_cost_model(model, chip, layout, shape)
+    stages = [costs.stage(s) for s in range(shape.num_stages)]
+    m = candidate.microbatches
+    time = 0.0
+    head = 0.0  # Σ_{s<r} (F_s + transfer_s): when rank r can start at the earliest
+    params = rank_params(model, layout, shape)
+    memory = 0.0
+    for r in range(shape.pp):
+        own = [shape.stage(r, c) for c in range(shape.chunks)]
+        busy = sum(m * (stages[s].forward + stages[s].backward) + stages[s].reduce_grad for s in own)
+        time = max(time, head + busy + costs.optimizer_step)
+        head += stages[r].forward + costs.transfer_time(r)
+        one_microbatch = min(stages[s].activation * (stages[s].activation_bytes or 0.0) for s in own)
+        memory = max(memory, sum(static_bytes(params[r], layout)) + one_microbatch)
+    return Bounds(time, memory / GIB)

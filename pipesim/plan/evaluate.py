@@ -1,0 +1,84 @@
+"""The one narrow interface between the planner and the models: a configuration → what it costs.
+
+:func:`evaluate` takes a model, a chip, a :class:`~pipesim.analytic.layout.Layout` and a schedule name and
+returns step time, tokens/s per GPU, MFU, peak GiB and the rank that holds it, and the bubble — by building
+the schedule's real Program, timing it with the analytic cost model (:func:`build_cost_model`) and
+simulating it. Everything the planner knows about costs and memory comes through this module, so the
+cost/memory model and the simulator can change underneath without the search noticing.
+
+:func:`peak_memory` is the adapter that gives a configuration's exact per-rank memory *without* simulating:
+activation memory depends only on each rank's instruction order (F stores, B/I/W free; Qi et al. 2024), never
+on timing, so :func:`pipesim.analytic.memory_gib.memory_report` is handed a result whose times are all zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import Layout
+from pipesim.analytic.memory_gib import GIB, memory_report
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.step_report import step_report
+from pipesim.analytic.to_costs import build_cost_model
+from pipesim.program.build import build_program
+from pipesim.program.ir import Program
+from pipesim.program.table import table_of
+from pipesim.sim.costs import CostModel
+from pipesim.sim.simulator import SimulationResult, simulate
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What one configuration costs per training step (the planner's ranking inputs)."""
+
+    step_time: float  # s
+    tokens_per_s_per_gpu: float
+    mfu: float  # model FLOPs utilization (PaLM convention; no recomputation counted)
+    peak_gib: float  # the most memory any GPU needs
+    peak_rank: int  # the pipeline rank that needs it
+    bubble_fraction: float  # 1 − Σ busy / (pp · T)
+
+    def to_dict(self) -> dict:
+        return {"step_time_s": self.step_time, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "mfu": self.mfu,
+                "peak_gib": self.peak_gib, "peak_rank": self.peak_rank, "bubble_fraction": self.bubble_fraction}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A configuration's Program and CostModel, built once and used by the memory check and the simulation."""
+
+    program: Program
+    costs: CostModel
+
+
+def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Prepared:
+    """Build (statically validate, cached per shape) the schedule and its cost model in seconds."""
+    built = build_program(schedule, layout.pp, layout.microbatches, layout.chunks, semantics=None)
+    shape = built.program.shape
+    return Prepared(built.program, build_cost_model(model, chip, layout, shape))
+
+
+def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:
+    """Exact peak GiB and its pipeline rank, from the instruction order alone (no simulation)."""
+    table = table_of(prepared.program)
+    zeros = np.zeros(table.num_rows)
+    result = SimulationResult(table, prepared.costs, zeros, zeros, zeros)
+    peak = memory_report(model, chip, layout, result).peak
+    return peak.total / GIB, peak.rank
+
+
+def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
+    # The deadlock proof is the simulation itself; build_program already ran the static checks.
+    result = simulate(prepared.program, prepared.costs, check=False)
+    report = step_report(model, chip, layout, result)
+    peak = report.memory.peak
+    return Evaluation(report.step_time, report.tokens_per_second / layout.world_size, report.mfu, peak.total / GIB,
+                      peak.rank, report.bubble_fraction)
+
+
+def evaluate(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Evaluation:
+    """Simulate one step of ``schedule`` for ``model`` on ``chip`` split as ``layout``."""
+    return evaluate_prepared(model, chip, layout, prepare(model, chip, layout, schedule))
