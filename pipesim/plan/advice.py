@@ -27,7 +27,7 @@ def least_memory(request: PlanRequest) -> tuple[float, Candidate] | None:
     except PipesimError:
         return None
     bounded = sorted(((lower_bounds(request.model, request.chip, c, request.param_bytes).memory_gib, c)
-                      for c in candidates), key=lambda bc: (bc[0], bc[1]))
+                      for c in candidates), key=lambda bc: (bc[0], bc[1].key()))
     best: tuple[float, Candidate] | None = None
     for bound, c in bounded:
         if best is not None and bound >= best[0]:

@@ -102,7 +102,7 @@ class PlanResult:
     def fitting(self) -> list[Outcome]:
         """Simulated configurations within the cap, fastest first (ties: less memory, then the fields)."""
         ok = [o for o in self.outcomes if o.status is Status.SIMULATED]
-        return sorted(ok, key=lambda o: (o.evaluation.step_time, o.evaluation.peak_gib, o.candidate))
+        return sorted(ok, key=lambda o: (o.evaluation.step_time, o.evaluation.peak_gib, o.candidate.key()))
 
     def pareto(self) -> list[Outcome]:
         ok = self.fitting()
@@ -154,7 +154,7 @@ def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = N
             queue.append((c, b))
     if on_queue:
         on_queue(len(queue))
-    queue.sort(key=lambda cb: (cb[1].time_s, cb[1].memory_gib, cb[0]))
+    queue.sort(key=lambda cb: (cb[1].time_s, cb[1].memory_gib, cb[0].key()))
     frontier = _Frontier()
     batch_size = max(16, 8 * workers.width)
     position = 0

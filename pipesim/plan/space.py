@@ -63,9 +63,9 @@ class PlanRequest:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Candidate:
-    """One configuration to evaluate. Ordered by its fields so every listing is deterministic."""
+    """One configuration to evaluate; :meth:`key` orders them so every listing is deterministic."""
 
     tp: int
     pp: int
@@ -77,6 +77,10 @@ class Candidate:
     recompute: Recompute
     sequence_parallel: bool
     distributed_optimizer: bool
+
+    def key(self) -> tuple:
+        return (self.tp, self.pp, self.dp, self.micro_batch_size, self.schedule, self.chunks,
+                list(Recompute).index(self.recompute), self.sequence_parallel, self.distributed_optimizer)
 
     @property
     def gpus(self) -> int:
@@ -147,12 +151,7 @@ def check_request(request: PlanRequest) -> list[tuple[int, int, int]]:
         raise PipesimError(f"--gpus {gpus} is not a whole number of nodes of --gpus-per-node {node}; tensor "
                            f"parallelism stays within a node and a partial node cannot hold a tp group evenly: "
                            f"use --gpus {lower} or {upper}")
-    layouts = grid_layouts(request)
-    if not layouts:
-        m = request.model
-        raise PipesimError(f"--gpus {gpus} does not factor into tp × pp × dp for model {m.name}: tp must divide "
-                           f"{min(node, gpus)} and the heads ({m.heads}), pp must divide the layers ({m.layers}); "
-                           f"use a multiple of {node} GPUs")
+    layouts = grid_layouts(request)  # never empty: tp = pp = 1, dp = GPUs always qualifies
     batch = request.global_batch
     sizes = request.micro_batch_sizes
     if not any(batch % (dp * b) == 0 for _, _, dp in layouts for b in sizes):
