@@ -154,7 +154,8 @@ def test_refusals_name_the_input_and_the_fix(args, message):
 
 
 def test_nothing_fits_names_the_smallest_change():
-    proc = run_cli("--model", "llama2-70b", "--gpus", "8", "--global-batch", "64", "--memory-cap", "60")
+    proc = run_cli("--model", "llama2-70b", "--gpus", "8", "--global-batch", "64", "--memory-cap", "60",
+                   "--schedules", "1f1b,interleaved", "--micro-batch-sizes", "1")
     assert proc.returncode == 2, proc.stdout
     line = proc.stderr.strip()
     assert "no configuration of llama2-70b on 8× h100-sxm fits in 60 GiB" in line
@@ -165,7 +166,8 @@ def test_nothing_fits_names_the_smallest_change():
 
 def test_nothing_fits_suggests_recomputation_when_it_was_left_out():
     # Llama 2 7B at micro-batch 4: 22.4 GiB at least without recomputation, 14.9 GiB with full.
-    base = ["--model", "llama2-7b", "--gpus", "8", "--global-batch", "64", "--micro-batch-sizes", "4"]
+    base = ["--model", "llama2-7b", "--gpus", "8", "--global-batch", "64", "--micro-batch-sizes", "4",
+            "--schedules", "1f1b"]
     proc = run_cli(*base, "--recompute", "none", "--memory-cap", "18")
     assert proc.returncode == 2
     assert "raise --memory-cap to 23; or allow --recompute full" in proc.stderr
@@ -175,7 +177,7 @@ def test_nothing_fits_suggests_recomputation_when_it_was_left_out():
 def test_cli_writes_every_candidate_and_the_figure(tmp_path):
     out, fig = tmp_path / "plan.csv", tmp_path / "pareto.png"
     proc = run_cli("--model", "gpt3-2.7b", "--hardware", "a100-80gb", "--gpus", "16", "--global-batch", "32",
-                   "--top", "3", "-o", str(out), "--plot", str(fig))
+                   "--schedules", "1f1b,zb-v", "--top", "3", "-o", str(out), "--plot", str(fig))
     assert proc.returncode == 0, proc.stderr
     import pandas as pd
 
