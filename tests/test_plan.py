@@ -76,7 +76,7 @@ def _brute_force(request: PlanRequest):
     rows = []
     for c in enumerate_candidates(request):
         try:
-            e = evaluate(c.shaped(request.model), request.chip, c.layout(request.param_bytes), c.schedule)
+            e = evaluate(request.model_of(c), request.chip, request.layout_of(c), c.schedule)
         except PipesimError:
             continue
         if e.peak_gib <= request.cap_gib:
@@ -94,7 +94,8 @@ def test_pruning_keeps_the_top_and_the_front():
     everything = _brute_force(request)
     assert [o.candidate for o in result.fitting()[:top]] == [r[2] for r in everything[:top]]
     full_front = pareto_mask(np.array([r[0] for r in everything]), np.array([r[1] for r in everything]))
-    assert {o.candidate for o in result.pareto()} == {r[2] for r, keep in zip(everything, full_front) if keep}
+    expected_front = {r[2] for r, keep in zip(everything, full_front, strict=True) if keep}
+    assert {o.candidate for o in result.pareto()} == expected_front
 
 
 def test_bounds_are_lower_bounds():

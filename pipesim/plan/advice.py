@@ -26,13 +26,13 @@ def least_memory(request: PlanRequest) -> tuple[float, Candidate] | None:
         candidates = list(enumerate_candidates(request))
     except PipesimError:
         return None
-    bounded = sorted(((lower_bounds(request.model, request.chip, c, request.param_bytes).memory_gib, c)
+    bounded = sorted(((lower_bounds(request, c).memory_gib, c)
                       for c in candidates), key=lambda bc: (bc[0], bc[1].key()))
     best: tuple[float, Candidate] | None = None
     for bound, c in bounded:
         if best is not None and bound >= best[0]:
             break
-        model, layout = c.shaped(request.model), c.layout(request.param_bytes)
+        model, layout = request.model_of(c), request.layout_of(c)
         try:
             peak, _ = peak_memory(model, request.chip, layout, prepare(model, request.chip, layout, c.schedule))
         except ScheduleError:

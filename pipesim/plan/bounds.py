@@ -16,12 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import OptimizerBytes
 from pipesim.analytic.memory_gib import GIB, static_bytes
-from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.to_costs import build_cost_model, rank_params
-from pipesim.plan.space import MEGATRON_PARAM_BYTES, Candidate
+from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape, Placement
 from pipesim.program.loader import load_schedule
 
@@ -40,10 +37,8 @@ def placement_of(schedule: str, chunks: int) -> Placement:
     return load_schedule(schedule).build(2, 4, chunks).shape.placement
 
 
-def lower_bounds(model: ModelSpec, chip: ChipSpec, candidate: Candidate,
-                 param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES) -> Bounds:
-    layout = candidate.layout(param_bytes)
-    model = candidate.shaped(model)
+def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
+    layout, model, chip = request.layout_of(candidate), request.model_of(candidate), request.chip
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks,
                           placement_of(candidate.schedule, candidate.chunks))
     costs = build_cost_model(model, chip, layout, shape)

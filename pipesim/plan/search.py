@@ -71,7 +71,7 @@ class _Job:
 
 def _run_job(job: _Job) -> Outcome:
     req, c = job.request, job.candidate
-    layout, model = c.layout(req.param_bytes), c.shaped(req.model)
+    layout, model = req.layout_of(c), req.model_of(c)
     try:
         prepared = prepare(model, req.chip, layout, c.schedule)
     except ScheduleError as err:
@@ -147,7 +147,7 @@ def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = N
     outcomes: list[Outcome] = []
     queue: list[tuple[Candidate, Bounds]] = []
     for c in candidates:
-        b = lower_bounds(request.model, request.chip, c, request.param_bytes)
+        b = lower_bounds(request, c)
         if b.memory_gib > request.cap_gib:
             outcomes.append(Outcome(c, b, Status.PRUNED_MEMORY))
         else:

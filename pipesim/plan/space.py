@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import Layout, OptimizerBytes, Recompute
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Recompute
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.errors import PipesimError
 from pipesim.program.loader import builtin_names, load_schedule
@@ -47,6 +47,7 @@ class PlanRequest:
     distributed_optimizer: tuple[bool, ...] = (False, True)
     max_chunks: int = 4
     param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES
+    attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
 
     def __post_init__(self) -> None:
         for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks"):
@@ -61,6 +62,13 @@ class PlanRequest:
     @property
     def cap_gib(self) -> float:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
+
+    def layout_of(self, candidate: Candidate) -> Layout:
+        """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel)."""
+        return candidate.layout(self.param_bytes, self.attention)
+
+    def model_of(self, candidate: Candidate) -> ModelSpec:
+        return candidate.shaped(self.model)
 
 
 @dataclass(frozen=True)
@@ -86,10 +94,12 @@ class Candidate:
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
 
-    def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES) -> Layout:
+    def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
+               attention: AttentionKernel = AttentionKernel.FUSED) -> Layout:
         return Layout(tp=self.tp, dp=self.dp, pp=self.pp, chunks=self.chunks, microbatches=self.microbatches,
                       recompute=self.recompute, sequence_parallel=self.sequence_parallel,
-                      distributed_optimizer=self.distributed_optimizer, param_bytes=param_bytes)
+                      distributed_optimizer=self.distributed_optimizer, attention=attention,
+                      param_bytes=param_bytes)
 
     def shaped(self, model: ModelSpec) -> ModelSpec:
         """The model at this configuration's micro-batch size (the ModelSpec carries b, the Layout does not)."""
