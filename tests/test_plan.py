@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import Recompute
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
@@ -39,7 +39,7 @@ def _hand_request() -> PlanRequest:
     cap = 0.75 * total_params(TINY) * 18 / GIB
     return PlanRequest(TINY, TOY_CHIP, gpus=2, global_batch=4, gpus_per_node=1, memory_cap_gib=cap,
                        schedules=("gpipe", "1f1b"), recompute=(NONE,), micro_batch_sizes=(1, 2),
-                       distributed_optimizer=(False,))
+                       zero=(ZeroStage.NONE,), context_parallel=(1,))
 
 
 def test_small_search_by_hand():
@@ -47,12 +47,12 @@ def test_small_search_by_hand():
     # 2 GPUs, tp = 1: pp = 1 (dp = 2) or pp = 2 (dp = 1). m = 4 / (dp · b). pp = 1 is one candidate per b;
     # pp = 2 one per schedule and b.
     expected = {
-        Candidate(1, 1, 2, 1, 2, "1f1b", 1, NONE, False, False),
-        Candidate(1, 1, 2, 2, 1, "1f1b", 1, NONE, False, False),
-        Candidate(1, 2, 1, 1, 4, "gpipe", 1, NONE, False, False),
-        Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False, False),
-        Candidate(1, 2, 1, 2, 2, "gpipe", 1, NONE, False, False),
-        Candidate(1, 2, 1, 2, 2, "1f1b", 1, NONE, False, False),
+        Candidate(1, 1, 2, 1, 2, "1f1b", 1, NONE, False),
+        Candidate(1, 1, 2, 2, 1, "1f1b", 1, NONE, False),
+        Candidate(1, 2, 1, 1, 4, "gpipe", 1, NONE, False),
+        Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False),
+        Candidate(1, 2, 1, 2, 2, "gpipe", 1, NONE, False),
+        Candidate(1, 2, 1, 2, 2, "1f1b", 1, NONE, False),
     }
     assert set(enumerate_candidates(request)) == expected
     result = run_plan(request, top=10)
@@ -62,10 +62,10 @@ def test_small_search_by_hand():
     # b = 1 has m = 4: (m + p − 1) = 5 slots of one-sequence work; b = 2 has m = 2: 3 slots of two-sequence
     # work = 6. GPipe and 1F1B take the same time on two stages, and 1F1B holds 2 microbatches on rank 0
     # instead of GPipe's 4: the tie goes to the leaner one. Winner: 1F1B, b = 1.
-    assert ranked == [Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False, False),
-                      Candidate(1, 2, 1, 1, 4, "gpipe", 1, NONE, False, False),
-                      Candidate(1, 2, 1, 2, 2, "1f1b", 1, NONE, False, False),
-                      Candidate(1, 2, 1, 2, 2, "gpipe", 1, NONE, False, False)]
+    assert ranked == [Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False),
+                      Candidate(1, 2, 1, 1, 4, "gpipe", 1, NONE, False),
+                      Candidate(1, 2, 1, 2, 2, "1f1b", 1, NONE, False),
+                      Candidate(1, 2, 1, 2, 2, "gpipe", 1, NONE, False)]
     times = [o.evaluation.step_time for o in result.fitting()]
     assert times[0] / times[2] == pytest.approx(5 / 6, rel=0.03)  # LM head and optimizer step: not exact
     peaks = {o.candidate: o.evaluation.peak_gib for o in result.fitting()}
@@ -140,8 +140,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(("args", "message"), [
     (["--gpus", "12", "--global-batch", "64"],
      "--gpus 12 is not a whole number of nodes of --gpus-per-node 8; "),
-    (["--gpus", "256", "--global-batch", "63"],
-     "--global-batch 63 is not divisible by dp × micro-batch size for any split of 256 GPUs"),
+    # At most tp 8 · cp 2 (2048 tokens per rank) · pp 16 (a divisor of 80 layers and of 512/16) = 256: dp ≥ 2.
+    (["--gpus", "512", "--global-batch", "63"],
+     "--global-batch 63 is not divisible by dp × micro-batch size for any split of 512 GPUs (dp ∈ [2, "),
     (["--gpus", "7", "--global-batch", "8"],  # 7 GPUs split only as dp = 7
      "--global-batch 8 is not divisible by dp × micro-batch size for any split of 7 GPUs (dp ∈ [7], "
      "micro-batch sizes [1, 2, 4, 8]): use --global-batch 7 or 14"),
@@ -192,7 +193,7 @@ def test_cli_writes_every_candidate_and_the_figure(tmp_path):
 
 def test_megatron_flags():
     model = MODEL_PRESETS["llama2-70b"]
-    c = Candidate(8, 8, 16, 1, 64, "interleaved", 2, Recompute.FULL, True, True)
+    c = Candidate(8, 8, 16, 1, 64, "interleaved", 2, Recompute.FULL, True, ZeroStage.OPTIMIZER, Precision.FP8, 2)
     argv = megatron_argv(c, model, 1024)
     text = " ".join(argv)
     assert "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8" in text
@@ -200,13 +201,15 @@ def test_megatron_flags():
     assert "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1" in text
     assert "--sequence-parallel" in argv and "--use-distributed-optimizer" in argv
     assert "--num-query-groups 8" in text and "--global-batch-size 1024" in text
-    assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True, True), model, 1024) is None
+    assert "--context-parallel-size 2" in text and "--fp8-format hybrid" in text
+    assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True), model, 1024) is None
+    assert megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
 
 
 def test_executor_line_multi_node():
-    c = Candidate(4, 8, 32, 1, 32, "zb-v", 2, NONE, True, False)
+    c = Candidate(4, 8, 32, 1, 32, "zb-v", 2, NONE, True)
     argv = executor_argv(c, MODEL_PRESETS["llama2-70b"], 8)
     assert argv[:5] == ["torchrun", "--nnodes", "128", "--nproc-per-node", "8"]
     text = " ".join(argv)
-    assert "-m executors.run zb-v --tp 4 --dp 32 --pp 8 --mb 32 --chunks 2" in text
+    assert "-m executors.run zb-v --tp 4 --cp 1 --dp 32 --pp 8 --mb 32 --chunks 2" in text
     assert "--tp-mode reduce-scatter" in text

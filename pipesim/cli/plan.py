@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipesim.analytic.chip_spec import load_chip
-from pipesim.analytic.layout import Recompute
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import load_model
 from pipesim.analytic.params import total_params
 from pipesim.cli.analytic_args import _PARAM_BYTES
@@ -16,8 +16,8 @@ from pipesim.errors import PipesimError
 from pipesim.program.loader import builtin_names
 
 DESCRIPTION = (
-    "Find the parallel configuration (tp, pp, dp, micro-batch size, schedule and chunks, recomputation, "
-    "sequence parallelism, distributed optimizer) that trains fastest within the memory cap, by simulating "
+    "Find the parallel configuration (tp, cp, pp, dp, micro-batch size, schedule and chunks, recomputation, "
+    "sequence parallelism, ZeRO stage, FP8) that trains fastest within the memory cap, by simulating "
     "each candidate's real schedule with per-rank memory. Candidates are pruned by lower bounds first "
     "(memory that cannot fit, a step time that cannot reach the top); the top list and the Pareto front are "
     "those of simulating everything."
@@ -28,14 +28,19 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
-def _recomputes(text: str) -> tuple[Recompute, ...]:
-    allowed = [r.value for r in Recompute]
-    out = []
-    for v in _names(text):
-        if v not in allowed:
-            raise argparse.ArgumentTypeError(f"{v!r} is not a recomputation; choose from {', '.join(allowed)}")
-        out.append(Recompute(v))
-    return tuple(out)
+def _choices(enum_type, what: str, parse=str):
+    """A comma-separated list of ``enum_type`` values (``parse`` turns each word into the value's type)."""
+    allowed = [str(e.value) for e in enum_type]
+
+    def convert(text: str) -> tuple:
+        out = []
+        for v in _names(text):
+            if v not in allowed:
+                raise argparse.ArgumentTypeError(f"{v!r} is not {what}; choose from {', '.join(allowed)}")
+            out.append(enum_type(parse(v)))
+        return tuple(out)
+
+    return convert
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -66,8 +71,17 @@ def add_plan_command(sub) -> None:
                    help="usable memory per GPU (default: the chip's HBM)")
     p.add_argument("--schedules", type=_names, default=tuple(builtin_names()),
                    help="comma-separated schedules to consider (default: every built-in)")
-    p.add_argument("--recompute", type=_recomputes, default=tuple(Recompute),
+    p.add_argument("--recompute", type=_choices(Recompute, "a recomputation"), default=tuple(Recompute),
                    help="recomputation options to consider (default none,selective,full)")
+    p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=tuple(ZeroStage),
+                   help="ZeRO stages to consider (default 0,1,2,3; 1 = Megatron's distributed optimizer)")
+    p.add_argument("--precision", type=_choices(Precision, "a precision"), default=tuple(Precision),
+                   help="GEMM precisions to consider (default bf16,fp8; fp8 only on chips that have it)")
+    p.add_argument("--cp", type=_ints, default=(1, 2, 4, 8),
+                   help="context-parallel degrees to consider (default 1,2,4,8; only where each rank keeps "
+                   "≥ --min-cp-tokens tokens)")
+    p.add_argument("--min-cp-tokens", type=positive_int, default=2048,
+                   help="least sequence tokens per context-parallel rank (default 2048)")
     p.add_argument("--micro-batch-sizes", type=_ints, default=(1, 2, 4, 8),
                    help="sequences per microbatch to consider (default 1,2,4,8)")
     p.add_argument("--max-chunks", type=positive_int, default=4,
@@ -95,8 +109,9 @@ def request_from_args(args: argparse.Namespace):
         chip = replace(chip, achievable_fraction=args.achievable_fraction)
     return PlanRequest(model, chip, args.gpus, args.global_batch, gpus_per_node=args.gpus_per_node or chip.node_size,
                        memory_cap_gib=args.memory_cap, schedules=args.schedules, recompute=args.recompute,
-                       micro_batch_sizes=args.micro_batch_sizes, max_chunks=args.max_chunks,
-                       param_bytes=_PARAM_BYTES[args.param_bytes])
+                       zero=args.zero, precision=args.precision, context_parallel=args.cp,
+                       min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
+                       max_chunks=args.max_chunks, param_bytes=_PARAM_BYTES[args.param_bytes])
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

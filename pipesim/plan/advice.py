@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pipesim.analytic.layout import Recompute
-from pipesim.errors import PipesimError, ScheduleError
+from pipesim.errors import PipesimError
 from pipesim.plan.bounds import lower_bounds
 from pipesim.plan.evaluate import peak_memory, prepare
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
@@ -26,8 +26,13 @@ def least_memory(request: PlanRequest) -> tuple[float, Candidate] | None:
         candidates = list(enumerate_candidates(request))
     except PipesimError:
         return None
-    bounded = sorted(((lower_bounds(request, c).memory_gib, c)
-                      for c in candidates), key=lambda bc: (bc[0], bc[1].key()))
+    bounded = []
+    for c in candidates:
+        try:
+            bounded.append((lower_bounds(request, c).memory_gib, c))
+        except PipesimError:
+            continue
+    bounded.sort(key=lambda bc: (bc[0], bc[1].key()))
     best: tuple[float, Candidate] | None = None
     for bound, c in bounded:
         if best is not None and bound >= best[0]:
@@ -35,7 +40,7 @@ def least_memory(request: PlanRequest) -> tuple[float, Candidate] | None:
         model, layout = request.model_of(c), request.layout_of(c)
         try:
             peak, _ = peak_memory(model, request.chip, layout, prepare(model, request.chip, layout, c.schedule))
-        except ScheduleError:
+        except PipesimError:
             continue
         if best is None or peak < best[0]:
             best = (peak, c)

@@ -4,8 +4,10 @@ Time: no schedule finishes before its busiest rank has done its own work, and ra
 the first microbatch has gone forward through stages ``0…r−1`` (both placements put stage ``r`` first on
 rank ``r``) and crossed their boundaries. So ``T ≥ max_r (Σ_{s<r} (F_s + transfer_s) + busy_r)`` with
 ``busy_r = m · Σ_{stages of r} (F + B) + Σ REDUCE_GRAD + STEP`` — the busy-rank bound of Narayanan et al. 2021
-§2.2 with the unavoidable warm-up of the first microbatch added. It holds for every schedule because the
-simulator overlaps nothing with a rank's compute (``pipesim.analytic.comm``).
+§2.2 with the unavoidable warm-up of the first microbatch added — plus the global barrier the steady-state
+step time puts before the optimizer (:mod:`pipesim.analytic.steady_state`, ``SYNC``). It holds for every
+schedule because the simulator runs a rank's instructions one at a time (whatever communication the cost
+model overlaps is already inside the durations).
 
 Memory: the weights, gradients and optimizer state a rank holds, plus at least one microbatch of activations
 of one of its stages (every rank runs a forward and keeps its activations until the backward).
@@ -13,10 +15,11 @@ of one of its stages (every rank runs a forward and keeps its activations until 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
+from pipesim.analytic.steady_state import sync_latency
 from pipesim.analytic.to_costs import build_cost_model, rank_params
 from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape, Placement
@@ -37,6 +40,11 @@ def placement_of(schedule: str, chunks: int) -> Placement:
     return load_schedule(schedule).build(2, 4, chunks).shape.placement
 
 
+def bounds_key(candidate: Candidate) -> Candidate:
+    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its placement."""
+    return replace(candidate, schedule=placement_of(candidate.schedule, candidate.chunks).value)
+
+
 def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     layout, model, chip = request.layout_of(candidate), request.model_of(candidate), request.chip
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks,
@@ -44,6 +52,7 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     costs = build_cost_model(model, chip, layout, shape)
     stages = [costs.stage(s) for s in range(shape.num_stages)]
     m = candidate.microbatches
+    barrier = sync_latency(layout, chip)  # the global all-reduce before the optimizer step (SYNC boundary)
     time = 0.0
     head = 0.0  # Σ_{s<r} (F_s + transfer_s): when rank r can start at the earliest
     params = rank_params(model, layout, shape)
@@ -51,8 +60,8 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     for r in range(shape.pp):
         own = [shape.stage(r, c) for c in range(shape.chunks)]
         busy = sum(m * (stages[s].forward + stages[s].backward) + stages[s].reduce_grad for s in own)
-        time = max(time, head + busy + costs.optimizer_step)
+        time = max(time, head + busy + barrier + costs.optimizer_step)
         head += stages[r].forward + costs.transfer_time(r)
         one_microbatch = min(stages[s].activation * (stages[s].activation_bytes or 0.0) for s in own)
-        memory = max(memory, sum(static_bytes(params[r], layout)) + one_microbatch)
+        memory = max(memory, sum(static_bytes(params[r], layout, model)) + one_microbatch)
     return Bounds(time, memory / GIB)

@@ -1,8 +1,8 @@
 """The one narrow interface between the planner and the models: a configuration → what it costs.
 
 :func:`evaluate` takes a model, a chip, a :class:`~pipesim.analytic.layout.Layout` and a schedule name and
-returns step time, tokens/s per GPU, MFU, peak GiB and the rank that holds it, and the bubble — by building
-the schedule's real Program, timing it with the analytic cost model (:func:`build_cost_model`) and
+returns the steady-state step time, tokens/s per GPU, MFU, peak GiB and the rank that holds it, and the
+bubble — by building the schedule's real Program, timing it with the analytic cost model (:func:`build_cost_model`) and
 simulating it. Everything the planner knows about costs and memory comes through this module, so the
 cost/memory model and the simulator can change underneath without the search noticing.
 
@@ -21,13 +21,14 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.memory_gib import GIB, memory_report
 from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.program.build import build_program
 from pipesim.program.ir import Program
 from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel
-from pipesim.sim.simulator import SimulationResult, simulate
+from pipesim.sim.simulator import SimulationResult, durations_of, simulate
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,33 @@ def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prep
     return peak.total / GIB, peak.rank
 
 
-def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
+# Timelines by (Program, every instruction's duration): configurations that differ only in what does not
+# change a duration (e.g. sequence parallelism's memory, or ZeRO-3's optimizer sharding under a pipeline) get
+# the very same timeline, so it is simulated once. Bounded, oldest dropped first.
+_TIMELINES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+_TIMELINES_KEPT = 256
+
+
+def _simulate_cached(prepared: Prepared) -> SimulationResult:
+    table = table_of(prepared.program)
+    durations = durations_of(table, prepared.costs)
+    key = (prepared.program.name, prepared.program.shape, durations.tobytes())
+    hit = _TIMELINES.get(key)
+    if hit is not None:
+        return SimulationResult(table, prepared.costs, hit[0], hit[1], durations)
     # The deadlock proof is the simulation itself; build_program already ran the static checks.
     result = simulate(prepared.program, prepared.costs, check=False)
-    report = step_report(model, chip, layout, result)
+    if len(_TIMELINES) >= _TIMELINES_KEPT:
+        del _TIMELINES[next(iter(_TIMELINES))]
+    _TIMELINES[key] = (result.start, result.end)
+    return result
+
+
+def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
+    result = _simulate_cached(prepared)
+    # Steps back to back with the global barrier before the optimizer, as `pipesim simulate --model` reports.
+    step = steady_state_step_time(result, StepBoundary.SYNC, sync_latency(layout, chip))
+    report = step_report(model, chip, layout, result, step, StepBoundary.SYNC)
     peak = report.memory.peak
     return Evaluation(report.step_time, report.tokens_per_second / layout.world_size, report.mfu, peak.total / GIB,
                       peak.rank, report.bubble_fraction)

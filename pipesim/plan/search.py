@@ -23,8 +23,8 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
-from pipesim.errors import ScheduleError
-from pipesim.plan.bounds import Bounds, lower_bounds
+from pipesim.errors import PipesimError
+from pipesim.plan.bounds import Bounds, bounds_key, lower_bounds
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, peak_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
@@ -34,7 +34,7 @@ from pipesim.plan.workers import Workers
 class Status(Enum):
     SIMULATED = "simulated"
     OVER_MEMORY = "over memory"  # exact schedule memory above the cap; not simulated
-    REJECTED = "rejected"  # the schedule refuses this shape (e.g. interleaved with m not a multiple of pp)
+    REJECTED = "rejected"  # the schedule or the cost model refuses this shape (a one-line reason is kept)
     PRUNED_MEMORY = "pruned: memory bound"
     PRUNED_TIME = "pruned: cannot win"
 
@@ -74,7 +74,7 @@ def _run_job(job: _Job) -> Outcome:
     layout, model = req.layout_of(c), req.model_of(c)
     try:
         prepared = prepare(model, req.chip, layout, c.schedule)
-    except ScheduleError as err:
+    except PipesimError as err:  # the schedule refuses the shape (e.g. interleaved needs m % pp == 0)
         return Outcome(c, job.bounds, Status.REJECTED, reason=str(err))
     peak, rank = peak_memory(model, req.chip, layout, prepared)
     if peak > req.cap_gib:
@@ -146,8 +146,18 @@ def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = N
     candidates = list(enumerate_candidates(request))
     outcomes: list[Outcome] = []
     queue: list[tuple[Candidate, Bounds]] = []
+    known: dict[Candidate, Bounds | str] = {}
     for c in candidates:
-        b = lower_bounds(request, c)
+        key = bounds_key(c)
+        if key not in known:
+            try:
+                known[key] = lower_bounds(request, c)
+            except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
+                known[key] = str(err)
+        b = known[key]
+        if isinstance(b, str):
+            outcomes.append(Outcome(c, Bounds(float("nan"), float("nan")), Status.REJECTED, reason=b))
+            continue
         if b.memory_gib > request.cap_gib:
             outcomes.append(Outcome(c, b, Status.PRUNED_MEMORY))
         else:
