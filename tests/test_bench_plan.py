@@ -19,7 +19,7 @@ def _fresh_plan(request: PlanRequest):
 
 def test_bench_plan_70b_on_1024_h100(benchmark):
     request = PlanRequest(MODEL_PRESETS["llama2-70b"], CHIP_PRESETS["h100-sxm"], gpus=1024, global_batch=1024)
-    result = benchmark.pedantic(_fresh_plan, args=(request,), rounds=3, iterations=1)
+    result = benchmark.pedantic(_fresh_plan, args=(request,), rounds=2, iterations=1)
     benchmark.extra_info.update(considered=result.considered, simulated=result.count(Status.SIMULATED))
     assert result.considered > 5000 and result.fitting()
     assert {o.candidate.schedule for o in result.outcomes} >= set(request.schedules)
