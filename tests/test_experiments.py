@@ -33,6 +33,7 @@ def test_experiment_fast_mode_writes_figures(script, tmp_path):
     ("script", "args", "expect"),
     [
         ("published_runs", [], "mean |error|"),
+        ("plan_narayanan2021", ["--fast"], "| gpt-1.7b | 32 | 512 | (1, 1) |"),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
         ("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1", "--layers", "2",
                                      "--hidden", "32"], "interleaved"),
