@@ -14,6 +14,7 @@ on timing, so :func:`pipesim.analytic.memory_gib.memory_report` is handed a resu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -21,13 +22,14 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.memory_gib import GIB, memory_report
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time, sync_latency
+from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.program.build import build_program
-from pipesim.program.ir import Program
+from pipesim.program.ir import Placement, Program
 from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel
+from pipesim.sim.graph_engine import warm_up
 from pipesim.sim.simulator import SimulationResult, durations_of, simulate
 
 
@@ -45,6 +47,21 @@ class Evaluation:
     def to_dict(self) -> dict:
         return {"step_time_s": self.step_time, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "mfu": self.mfu,
                 "peak_gib": self.peak_gib, "peak_rank": self.peak_rank, "bubble_fraction": self.bubble_fraction}
+
+
+@dataclass(frozen=True)
+class ScheduleTraits:
+    """What the bounds need to know of a schedule without building it at full size."""
+
+    placement: Placement
+    boundary: StepBoundary  # how it runs steps back to back (as ``pipesim simulate --model`` does)
+
+
+@lru_cache(maxsize=128)
+def schedule_traits(schedule: str, chunks: int) -> ScheduleTraits:
+    """Placement and step boundary, read from a small build (neither depends on pp or microbatches)."""
+    program = build_program(schedule, 2, 4, chunks, semantics=None).program
+    return ScheduleTraits(program.shape.placement, default_boundary(program))
 
 
 @dataclass(frozen=True)
@@ -73,31 +90,46 @@ def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prep
 
 # Timelines by (Program, every instruction's duration): configurations that differ only in what does not
 # change a duration (e.g. sequence parallelism's memory, or ZeRO-3's optimizer sharding under a pipeline) get
-# the very same timeline, so it is simulated once. Bounded, oldest dropped first.
-_TIMELINES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+# the very same timeline and steady-state period, so they are simulated once. Bounded, oldest dropped first.
+_TIMELINES: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
 _TIMELINES_KEPT = 256
 
 
-def _simulate_cached(prepared: Prepared) -> SimulationResult:
-    table = table_of(prepared.program)
-    durations = durations_of(table, prepared.costs)
-    key = (prepared.program.name, prepared.program.shape, durations.tobytes())
+_ENGINE_WARM: list[bool] = []
+
+
+def _warm_engine() -> None:
+    """A search simulates thousands of Programs: load the compiled engine once per process (workers too)."""
+    if not _ENGINE_WARM:
+        warm_up()
+        _ENGINE_WARM.append(True)
+
+
+def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[SimulationResult, float, StepBoundary]:
+    """One step's simulation (timeline, bubble, memory) and the steady-state seconds per step."""
+    _warm_engine()
+    program, costs = prepared.program, prepared.costs
+    boundary = default_boundary(program)
+    table = table_of(program)
+    durations = durations_of(table, costs)
+    barrier = sync_latency(layout, chip)
+    key = (program.name, program.shape, boundary, barrier, durations.tobytes())
     hit = _TIMELINES.get(key)
     if hit is not None:
-        return SimulationResult(table, prepared.costs, hit[0], hit[1], durations)
+        return SimulationResult(table, costs, hit[0], hit[1], durations), hit[2], boundary
     # The deadlock proof is the simulation itself; build_program already ran the static checks.
-    result = simulate(prepared.program, prepared.costs, check=False)
+    result = simulate(program, costs, check=False)
+    period = steady_state_step_time(result, boundary, barrier)
     if len(_TIMELINES) >= _TIMELINES_KEPT:
         del _TIMELINES[next(iter(_TIMELINES))]
-    _TIMELINES[key] = (result.start, result.end)
-    return result
+    _TIMELINES[key] = (result.start, result.end, period)
+    return result, period, boundary
 
 
 def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
-    result = _simulate_cached(prepared)
-    # Steps back to back with the global barrier before the optimizer, as `pipesim simulate --model` reports.
-    step = steady_state_step_time(result, StepBoundary.SYNC, sync_latency(layout, chip))
-    report = step_report(model, chip, layout, result, step, StepBoundary.SYNC)
+    # Steps back to back, each schedule with its own boundary, as `pipesim simulate --model` reports.
+    result, period, boundary = _timed(prepared, layout, chip)
+    report = step_report(model, chip, layout, result, period, boundary)
     peak = report.memory.peak
     return Evaluation(report.step_time, report.tokens_per_second / layout.world_size, report.mfu, peak.total / GIB,
                       peak.rank, report.bubble_fraction)
