@@ -36,5 +36,5 @@ def test_unreachable_cluster_is_one_line():
                            "--gpus", "8", "--global-batch", "8", "--cluster", "tcp://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("pipesim: error: --cluster tcp://127.0.0.1:9: cannot reach the Dask scheduler")
+    assert proc.stderr.startswith("pipesim: error: --cluster tcp://127.0.0.1:9: cannot reach a Dask scheduler")
     assert proc.stderr.count("\n") == 1

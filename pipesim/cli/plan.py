@@ -130,8 +130,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.plot:
         check_figure_path(args.plot)
         check_output_path(args.plot, "figure")
-    if args.jobs < 0:
-        raise PipesimError(f"--jobs {args.jobs} must be ≥ 0 (0 = all cores)")
     request = request_from_args(args)
     with Workers(args.jobs, args.cluster) as workers, Progress(transient=True, disable=args.quiet) as bar:
         task = bar.add_task("planning", total=None)

@@ -98,7 +98,7 @@ _TIMELINES_KEPT = 256
 _ENGINE_WARM: list[bool] = []
 
 
-def _warm_engine() -> None:
+def warm_engine() -> None:
     """A search simulates thousands of Programs: load the compiled engine once per process (workers too)."""
     if not _ENGINE_WARM:
         warm_up()
@@ -107,7 +107,7 @@ def _warm_engine() -> None:
 
 def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[SimulationResult, float, StepBoundary]:
     """One step's simulation (timeline, bubble, memory) and the steady-state seconds per step."""
-    _warm_engine()
+    warm_engine()
     program, costs = prepared.program, prepared.costs
     boundary = default_boundary(program)
     table = table_of(program)

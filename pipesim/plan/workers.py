@@ -1,21 +1,22 @@
 """Where candidates are evaluated: this process, a local process pool, or a Dask distributed cluster.
 
 One function, :func:`map_in_order`, maps a picklable top-level function over a batch and returns the results
-in the batch's order, reporting progress per finished item. ``--cluster tcp://HOST:8786`` connects a
-``distributed.Client`` to a running scheduler (``dask scheduler`` + ``dask worker`` on the cluster's machines;
-every worker needs pipesim installed).
+in the batch's order, reporting progress per finished item. ``--cluster tcp://HOST:8786`` connects to a running
+scheduler (``dask scheduler`` + ``dask worker`` on the cluster's machines; every worker needs pipesim
+installed) through the sweep's :func:`pipesim.analysis.sweep.connect_dask`. The search maps batches itself
+(not the sweep's grid runner) because it prunes between batches.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from pipesim.errors import PipesimError
+from pipesim.analysis.sweep import connect_dask, worker_count
+from pipesim.plan.evaluate import warm_engine
 
 
 @dataclass
@@ -28,13 +29,13 @@ class Workers(AbstractContextManager):
     def __post_init__(self) -> None:
         self._pool: Executor | None = None
         self._client: Any = None
-        if self.jobs == 0:
-            self.jobs = os.cpu_count() or 1
+        self.jobs = worker_count(self.jobs, work_items=1 << 30)  # 0 = every core, capped at the cores
 
     def __enter__(self) -> Workers:
         if self.cluster:
-            self._client = _dask_client(self.cluster)
+            self._client = connect_dask(self.cluster)
         elif self.jobs > 1:
+            warm_engine()  # before forking: the workers inherit the loaded kernel
             self._pool = ProcessPoolExecutor(max_workers=self.jobs)
         return self
 
@@ -74,17 +75,3 @@ class Workers(AbstractContextManager):
             if progress:
                 progress(1)
         return results
-
-
-def _dask_client(address: str):
-    try:
-        from distributed import Client
-    except ImportError:
-        raise PipesimError(f"--cluster {address} needs Dask: pip install 'pipesim[cluster]'") from None
-    if not address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-        raise PipesimError(f"--cluster {address}: give the scheduler's address, e.g. tcp://HOST:8786")
-    try:
-        return Client(address, timeout="10s")
-    except (OSError, TimeoutError) as err:
-        raise PipesimError(f"--cluster {address}: cannot reach the Dask scheduler ({err}); start one with "
-                           "'dask scheduler' and 'dask worker ADDRESS', or drop --cluster to run locally") from None
