@@ -23,6 +23,7 @@ from pipesim.cli.analytic_args import (
     model_setup_from_args,
 )
 from pipesim.cli.arg_types import non_negative_float, positive_int
+from pipesim.cli.plan import add_plan_command
 from pipesim.cli.report import summary_dict, summary_text
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_or_print
@@ -431,6 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     ovl.add_argument("--json", action="store_true", help="print the errors as JSON")
     ovl.add_argument("--output", "-o", metavar="FILE", help="figure (.png, .pdf or .svg)")
     ovl.set_defaults(func=cmd_overlay)
+
+    add_plan_command(sub)
     return parser
 
 
