@@ -71,6 +71,8 @@ WEIGHT_GRAD_OPS = frozenset({Op.B, Op.W})
 OP_ORDER = tuple(Op)
 OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}
 COMPUTE_CODES = np.array(sorted(OP_CODE[op] for op in COMPUTE_OPS), dtype=np.int64)
+#: ``IS_COMPUTE[op_codes]`` marks compute rows: one gather, where ``np.isin`` sorts (sweeps run it thousands of times).
+IS_COMPUTE = np.isin(np.arange(len(OP_ORDER)), COMPUTE_CODES)
 
 _FIELDS_BY_OP = {
     **{op: ("mb", "chunk") for op in COMPUTE_OPS},
@@ -131,24 +133,30 @@ def instruction(op: Op, mb: int | None = None, chunk: int | None = None, peer: i
     return Instruction(op, mb, chunk, peer)
 
 
-def F(mb: int, chunk: int = 0) -> Instruction:
-    """Forward of microbatch ``mb`` through local chunk ``chunk``."""
-    return instruction(Op.F, mb, chunk)
+def _interned(op: Op, name: str, doc: str):
+    """The constructor ``name(mb, chunk=0)`` of ``op`` instructions, interned in its own (mb, chunk) table:
+    schedule files call F/B/I/W about 7,000 times per sweep point, and a plain dict hit costs a third of a
+    call through the shared ``instruction`` cache (whose key hashes the Op enum in Python)."""
+    table: dict[tuple[int, int], Instruction] = {}
+
+    def make(mb: int, chunk: int = 0) -> Instruction:
+        try:
+            return table[mb, chunk]
+        except KeyError:
+            made = table[mb, chunk] = instruction(op, mb, chunk)
+            return made
+        except TypeError:  # an unhashable argument: the dataclass reports it as before
+            return instruction(op, mb, chunk)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = doc
+    return make
 
 
-def B(mb: int, chunk: int = 0) -> Instruction:
-    """Full backward of microbatch ``mb`` through local chunk ``chunk``."""
-    return instruction(Op.B, mb, chunk)
-
-
-def I(mb: int, chunk: int = 0) -> Instruction:  # noqa: E743
-    """Input-gradient half of a split backward (zero-bubble schedules)."""
-    return instruction(Op.I, mb, chunk)
-
-
-def W(mb: int, chunk: int = 0) -> Instruction:
-    """Weight-gradient half of a split backward (zero-bubble schedules)."""
-    return instruction(Op.W, mb, chunk)
+F = _interned(Op.F, "F", "Forward of microbatch ``mb`` through local chunk ``chunk``.")
+B = _interned(Op.B, "B", "Full backward of microbatch ``mb`` through local chunk ``chunk``.")
+I = _interned(Op.I, "I", "Input-gradient half of a split backward (zero-bubble schedules).")  # noqa: E741
+W = _interned(Op.W, "W", "Weight-gradient half of a split backward (zero-bubble schedules).")
 
 
 class Payload(enum.IntEnum):

@@ -30,7 +30,7 @@ import numpy as np
 
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import (
-    COMPUTE_CODES,
+    IS_COMPUTE,
     OP_CODE,
     WEIGHT_GRAD_OPS,
     Op,
@@ -87,7 +87,7 @@ def _compute_columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
 def _check_compute(schedule: Schedule, rank: np.ndarray, op: np.ndarray, chunk: np.ndarray) -> None:
     """A schedule lists only compute ops on existing chunks; the first offence (rank by rank) is named."""
     bad_chunk = (chunk < 0) | (chunk >= schedule.shape.chunks)
-    bad_op = ~np.isin(op, COMPUTE_CODES)
+    bad_op = ~IS_COMPUTE[op]
     if not (bad_chunk.any() or bad_op.any()):
         return
     # Within a rank the chunk check comes first (it reads the whole order), as the rank-by-rank pass did.

@@ -27,7 +27,7 @@ from collections import deque
 import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
-from pipesim.program.ir import COMPUTE_CODES, Op, Payload, Program, leaving_stage
+from pipesim.program.ir import IS_COMPUTE, Op, Payload, Program, leaving_stage
 from pipesim.program.table import (
     KIND_BUSY,
     KIND_RECV,
@@ -189,12 +189,13 @@ class _Checker:
         # Op slots (F done, I-or-B done) are keyed apart from data: past every data key (ranks 0..pp−1).
         op_slot = pp * _WHAT_SPAN * m * (s_count + 2)
         # Each compute op at most once (and B never beside I/W for the same microbatch and stage).
-        compute = np.isin(op, COMPUTE_CODES)
+        compute = IS_COMPUTE[op]
         backward_kind = np.where(op == _W, _W, np.where(op == _F, _F, _B))  # I and B share a slot
         compute_keys = key(backward_kind[compute], mb[compute], stage[compute], t.rank[compute])
-        unique, counts = np.unique(compute_keys, return_counts=True)
-        if (counts > 1).any():
-            dup_key = unique[counts > 1][0]
+        sorted_keys = np.sort(compute_keys)
+        repeated = sorted_keys[1:] == sorted_keys[:-1]
+        if repeated.any():
+            dup_key = sorted_keys[1:][repeated][0]  # the smallest repeated key, as np.unique names it
             row = rows[compute][np.flatnonzero(compute_keys == dup_key)[1]]
             raise ScheduleError(f"{self.ins(row)} runs twice for mb {mb[row]} on stage {stage[row]}")
 
@@ -211,8 +212,12 @@ class _Checker:
             compute_keys + op_slot,
         ])
         all_rows = np.concatenate([rows[producers], rows[compute]])
-        order = np.lexsort((all_rows, all_keys))
-        known_keys, first = np.unique(all_keys[order], return_index=True)
+        # Data keys and op-slot keys never meet (op_slot offset), and each part lists its rows ascending, so a
+        # stable sort by key alone orders every key's rows: its first entry is the earliest row.
+        order = np.argsort(all_keys, kind="stable")
+        ordered_keys = all_keys[order]
+        first = np.flatnonzero(np.concatenate(([True], ordered_keys[1:] != ordered_keys[:-1])))
+        known_keys = ordered_keys[first]
         first_row = all_rows[order][first]  # the earliest row at which each key is available
 
         def require(consumers: np.ndarray, need_keys: np.ndarray, describe) -> None:
@@ -244,14 +249,14 @@ class _Checker:
         self._check_reduce_and_step(compute, backward_kind)
 
         # Every microbatch through every stage, forward and backward, on the rank that holds the stage.
-        grid_rank, grid_chunk, grid_mb = (g.ravel() for g in np.meshgrid(
-            np.arange(pp), np.arange(shape.chunks), np.arange(m), indexing="ij"))
-        grid_stage = stages_of(shape, grid_rank, grid_chunk)
         present = backward_kind[compute]
         for what, name in ((_F, "F"), (_B, "B (or I)")):
             # Keys are unique and in range (checked above), so a full count means nothing is missing.
-            if np.count_nonzero(present == what) == len(grid_rank):
+            if np.count_nonzero(present == what) == pp * shape.chunks * m:
                 continue
+            grid_rank, grid_chunk, grid_mb = (g.ravel() for g in np.meshgrid(
+                np.arange(pp), np.arange(shape.chunks), np.arange(m), indexing="ij"))
+            grid_stage = stages_of(shape, grid_rank, grid_chunk)
             missing = np.flatnonzero(~np.isin(key(what, grid_mb, grid_stage, grid_rank), compute_keys))
             if len(missing):
                 i = missing[0]
@@ -274,9 +279,32 @@ class _Checker:
         )
 
     def _check_reduce_and_step(self, compute: np.ndarray, backward_kind: np.ndarray) -> None:
-        t, shape = self.t, self.shape
+        t = self.t
         # A microbatch's weight gradient is final after its B, or after its W in a split backward.
         final = compute & ((t.op == _B) | (t.op == _W))
+        if not self._reduce_and_step_hold(final):
+            self._name_reduce_or_step_fault(final)
+
+    def _reduce_and_step_hold(self, final: np.ndarray) -> bool:
+        """All of checks below at once, over the whole table (sweeps validate thousands of Programs)."""
+        t, chunks, pp = self.t, self.shape.chunks, self.shape.pp
+        ends = np.array([end for _, end in t.rank_bounds], dtype=np.int64)
+        is_step = t.op == _STEP
+        if np.count_nonzero(is_step) != pp or (ends <= np.array([b for b, _ in t.rank_bounds])).any():
+            return False
+        if not is_step[ends - 1].all():  # one STEP per rank, and it is the rank's last row
+            return False
+        reduces = np.flatnonzero(t.op == _REDUCE)
+        slot = t.rank[reduces] * chunks + t.chunk[reduces]  # chunks are in range (check_fields)
+        if len(reduces) != pp * chunks or (np.bincount(slot, minlength=pp * chunks) != 1).any():
+            return False
+        reduce_row = np.empty(pp * chunks, dtype=np.int64)
+        reduce_row[slot] = reduces
+        grads = np.flatnonzero(final)
+        return not (grads > reduce_row[t.rank[grads] * chunks + t.chunk[grads]]).any()
+
+    def _name_reduce_or_step_fault(self, final: np.ndarray) -> None:
+        t, shape = self.t, self.shape
         for rank, (begin, end) in enumerate(t.rank_bounds):
             ops = t.op[begin:end]
             steps = np.flatnonzero(ops == _STEP)

@@ -9,12 +9,13 @@ model gives ``activation_bytes`` per unit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
-from pipesim.program.ir import COMPUTE_CODES, OP_CODE, Op
+from pipesim.program.ir import IS_COMPUTE, OP_CODE, Op
 from pipesim.program.table import ProgramTable
 from pipesim.sim.costs import CostModel
 
@@ -25,7 +26,13 @@ class MemoryProfile:
 
     peak_activations: tuple[float, ...]  # in microbatches through one rank's share of the model
     peak_bytes: tuple[float, ...] | None  # when every stage's activation_bytes is known
-    curve: pd.DataFrame  # rank, time, activations, bytes (value after the event at that time)
+    curve_columns: dict[str, np.ndarray] = field(repr=False, compare=False)
+
+    @cached_property
+    def curve(self) -> pd.DataFrame:
+        """rank, time, activations, bytes (value after the event at that time); a DataFrame only when asked
+        for, since sweeps read the peaks alone."""
+        return pd.DataFrame(self.curve_columns)
 
 
 def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end: np.ndarray) -> MemoryProfile:
@@ -33,7 +40,7 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     stage_costs = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
     known_bytes = all(c.activation_bytes is not None for c in stage_costs)
     f, b, i, w = (OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W))
-    rows = np.flatnonzero(np.isin(table.op, COMPUTE_CODES))
+    rows = np.flatnonzero(IS_COMPUTE[table.op])
     ops, stages = table.op[rows], table.stage[rows]
     m_b = np.array([c.activation for c in stage_costs])[stages]
     m_w = np.array([c.weight_grad_activation for c in stage_costs])[stages]
@@ -56,7 +63,7 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     peaks[nonempty] = np.maximum.reduceat(held, starts[nonempty]).clip(min=0.0)
     peak_bytes[nonempty] = np.maximum.reduceat(held_bytes, starts[nonempty]).clip(min=0.0)
     peaks, peak_bytes = peaks.tolist(), peak_bytes.tolist()
-    curve = pd.DataFrame({"rank": ranks, "time": when, "activations": held, "bytes": held_bytes})
+    curve = {"rank": ranks, "time": when, "activations": held, "bytes": held_bytes}
     return MemoryProfile(tuple(peaks), tuple(peak_bytes) if known_bytes else None, curve)
 
 

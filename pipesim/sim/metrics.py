@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pipesim.program.ir import COMPUTE_CODES
+from pipesim.program.ir import COMPUTE_CODES, IS_COMPUTE
 from pipesim.program.table import ProgramTable
 
 __all__ = ["COMPUTE_CODES", "Metrics", "RankMetrics", "compute_metrics", "metrics_from_arrays"]
@@ -60,7 +60,7 @@ def metrics_from_arrays(
 ) -> Metrics:
     """Metrics from parallel arrays (also used for measured timelines)."""
     makespan = float(end.max() - start.min()) if len(end) else 0.0
-    compute = np.isin(op_code, COMPUTE_CODES)
+    compute = IS_COMPUTE[op_code]
     busy = np.bincount(rank[compute], weights=(end - start)[compute], minlength=pp)
     first = np.full(pp, np.inf)
     last = np.full(pp, -np.inf)
