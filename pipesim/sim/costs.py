@@ -87,6 +87,11 @@ _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
 # activation unit and the boundary tensor crossing to the next stage do not shrink with v.
 _PER_RANK_SHARE = ("forward", "backward", "backward_input", "backward_weight", "reduce_grad", "activation",
                    "weight_grad_activation")
+
+
+def _chunk_share(costs: StageCosts, chunks: int) -> StageCosts:
+    """One chunk-stage's values when a rank holds ``chunks`` of them: 1/v of the per-rank share."""
+    return replace(costs, **{name: getattr(costs, name) / chunks for name in _PER_RANK_SHARE})
 ACTIVATION_UNIT = "microbatches through one rank's share of the model"
 COST_CONVENTION = "per microbatch through one rank's share of the model; a chunk of v takes 1/v"
 
@@ -127,10 +132,17 @@ class CostModel:
 
     def chunk_costs(self, stage: int, chunks: int) -> StageCosts:
         """What one chunk-stage of a schedule with ``chunks`` chunks per rank costs: 1/v of the rank's share."""
-        costs = self.stage(stage)
         if chunks == 1:
-            return costs
-        return replace(costs, **{name: getattr(costs, name) / chunks for name in _PER_RANK_SHARE})
+            return self.stage(stage)
+        if stage in self.overrides:
+            return _chunk_share(self.stage(stage), chunks)
+        # Every stage without overrides shares one value: kept beside the fields (not in __eq__), since a
+        # sweep asks for it per stage, twice per point, and `replace` re-validates each time.
+        shares = self.__dict__.setdefault("_default_chunk_shares", {})
+        share = shares.get(chunks)
+        if share is None:
+            share = shares[chunks] = _chunk_share(self.default, chunks)
+        return share
 
     def check_pipeline(self, num_stages: int, source: str = "the cost model") -> None:
         """Refuse per-stage values that cannot describe a pipeline of ``num_stages`` = pp·v stages."""
