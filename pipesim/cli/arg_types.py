@@ -30,3 +30,7 @@ def non_negative_float(text: str) -> float:
 def fraction(text: str) -> float:
     """A number in (0, 1]."""
     return _parsed(text, float, lambda v: 0 < v <= 1, "in (0, 1]")
+
+
+def positive_float(text: str) -> float:
+    return _parsed(text, float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")

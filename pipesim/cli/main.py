@@ -23,6 +23,12 @@ from pipesim.cli.analytic_args import (
 )
 from pipesim.cli.arg_types import non_negative_float, positive_int
 from pipesim.cli.report import summary_dict, summary_text
+from pipesim.cli.synthesize import (
+    add_memory_limit_arg,
+    add_synthesize_command,
+    memory_limit_units,
+    planned_shape,
+)
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_or_print
 from pipesim.io.timeline import TimelineFormat, write_timeline
@@ -67,16 +73,19 @@ def stage_override(text: str) -> tuple[int, dict[str, float]]:
     return stage, values
 
 
-def _add_schedule_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--schedule", "-s", default="1f1b",
-                        help=f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file "
-                        "(default: 1f1b)")
+def _add_schedule_args(parser: argparse.ArgumentParser, with_schedule: bool = True) -> None:
+    if with_schedule:
+        parser.add_argument("--schedule", "-s", default="1f1b",
+                            help=f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file "
+                            "(default: 1f1b)")
     parser.add_argument("--pp", type=positive_int, default=None,
                         help="pipeline ranks (default: 4; a torch .csv fixes it)")
     parser.add_argument("--mb", type=positive_int, default=None,
                         help="microbatches per step (default: 8; a torch .csv fixes it)")
     parser.add_argument("--chunks", "-v", type=positive_int, default=None,
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
+    if with_schedule:
+        add_memory_limit_arg(parser)
 
 
 def _add_cost_args(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +102,7 @@ def _add_cost_args(parser: argparse.ArgumentParser) -> None:
                        help="override stage S, e.g. 0:forward=1.5 (repeatable; fields as in costs files)")
 
 
-def _cost_model(args: argparse.Namespace) -> CostModel:
+def cost_model_from_args(args: argparse.Namespace) -> CostModel:
     costs = CostModel.load(args.costs) if args.costs else CostModel()
     defaults = {
         "forward": args.forward, "backward": args.backward, "backward_input": args.backward_input,
@@ -120,9 +129,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise PipesimError(f"--trace {args.trace}: Chrome traces are JSON; use a .json file name")
     if args.plot:
         check_figure_path(args.plot)
-    built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None)  # the run proves progress
-    setup = model_setup_from_args(args, built.program.shape)
-    costs = setup.costs if setup else _cost_model(args)
+    # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
+    source = load_schedule(args.schedule)
+    setup = model_setup_from_args(args, planned_shape(args, source))
+    costs = setup.costs if setup else cost_model_from_args(args)
+    limit = memory_limit_units(args, costs, planned_shape(args, source), setup is not None)
+    built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None,  # the run proves progress
+                          costs=costs, memory_limit=limit)
     num_stages = built.program.shape.num_stages
     bad = [s for s in costs.overrides if s >= num_stages]
     if bad:
@@ -144,6 +157,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     print(summary_text(built, result, analytic))
+    if limit is not None:
+        peak = max(result.memory.peak_activations)
+        print(f"memory limit {limit:.4g} activation units per rank: peak {peak:.4g} "
+              f"({'within' if peak <= limit + 1e-9 else 'OVER'} the limit)")
     drawing = render(result.timeline)
     if drawing:
         print(drawing)
@@ -165,7 +182,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         validate(program, semantics)
         what = f"program {path}"
     else:
-        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics)
+        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics,
+                              memory_limit=args.memory_limit)
         program = built.program
         what = f"schedule {built.source.name}"
     shape = program.shape
@@ -175,7 +193,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
-    built = build_program(args.schedule, args.pp, args.mb, args.chunks)
+    built = build_program(args.schedule, args.pp, args.mb, args.chunks, memory_limit=args.memory_limit)
     write_or_print(built.program.to_text(), args.output)
     return 0
 
@@ -317,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_preset_commands(sub)
     add_export_command(sub)
+    add_synthesize_command(sub, _add_schedule_args, _add_cost_args, add_model_args)
 
     topo = sub.add_parser("topology", help="print the process groups of a tp×cp×dp×pp layout",
                           description="Print every process group (tp fastest, then cp, dp, pp).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -9,6 +10,7 @@ from pipesim.program.ir import Program, Schedule
 from pipesim.program.loader import ScheduleSource, load_schedule
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate, validate_static
+from pipesim.sim.costs import CostModel
 
 
 @dataclass(frozen=True)
@@ -27,26 +29,36 @@ def build_program(
     microbatches: int | None,
     chunks: int | None = None,
     semantics: CommSemantics | None = CommSemantics.BUFFERED,
+    *,
+    costs: CostModel | None = None,
+    memory_limit: float | None = None,
 ) -> BuiltProgram:
     """Load schedule ``spec``, build it for (pp, microbatches, chunks), lower and validate it.
 
     ``None`` for pp or microbatches means the file's own (a PyTorch CSV fixes both) or the defaults 4 and 8.
     ``semantics=None`` skips only the progress (deadlock) proof, for callers about to simulate: the
     simulator proves it on the way under the same buffered semantics and names the same cycle.
+    ``costs`` and ``memory_limit`` reach schedules whose build takes them (``zb-auto``); ``costs`` is dropped
+    for the others, so their cached Program is shared across cost models.
     """
-    return _build_cached(spec, pp, microbatches, chunks, semantics)
+    if costs is not None and "costs" not in load_schedule(spec).build_options:
+        costs = None
+    costs_key = None if costs is None else json.dumps(costs.to_dict(), sort_keys=True)
+    return _build_cached(spec, pp, microbatches, chunks, semantics, costs_key, memory_limit)
 
 
 @lru_cache(maxsize=512)
-def _build_cached(spec, pp, microbatches, chunks, semantics) -> BuiltProgram:
-    # Cached: a sweep simulates one Program under many cost models, and building it is pure.
+def _build_cached(spec, pp, microbatches, chunks, semantics, costs_key, memory_limit) -> BuiltProgram:
+    # Cached: a sweep simulates one Program under many cost models, and building it is pure. The costs travel
+    # as their JSON text, which is hashable and equal exactly when the cost models are.
+    costs = None if costs_key is None else CostModel.from_dict(json.loads(costs_key))
     source = load_schedule(spec)
     fixed = source.fixed_shape
     if pp is None:
         pp = fixed.pp if fixed else DEFAULT_PP
     if microbatches is None:
         microbatches = fixed.microbatches if fixed else DEFAULT_MICROBATCHES
-    schedule = source.build(pp, microbatches, chunks)
+    schedule = source.build(pp, microbatches, chunks, costs=costs, memory_limit=memory_limit)
     program = lower(schedule)
     if semantics is None:
         validate_static(program)

@@ -3,6 +3,9 @@
 The contract of a schedule file (see ``schedules/1f1b.py``):
 
 - ``build(pp: int, microbatches: int, chunks: int) -> pipesim.program.ir.Schedule`` — the compute order per rank;
+- optional keyword-only ``costs`` and/or ``memory_limit`` parameters of ``build`` — a schedule that adapts to
+  the cost model (a :class:`~pipesim.sim.costs.CostModel`) and to a per-rank activation limit (units of one
+  microbatch-stage's activations) receives them; files without them are called exactly as before;
 - optional ``DEFAULT_CHUNKS: int`` (1 when absent);
 - optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
   form on uniform costs, printed beside the simulated value.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +29,8 @@ from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import Instruction, Schedule
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import StageCosts
+
+BUILD_OPTIONS = ("costs", "memory_limit")
 
 
 @dataclass(frozen=True)
@@ -49,14 +55,39 @@ class ScheduleSource:
         doc = (self.module.__doc__ or "").strip()
         return doc.splitlines()[0] if doc else self.name
 
-    def build(self, pp: int, microbatches: int, chunks: int | None = None) -> Schedule:
-        """Call the file's ``build`` and check what comes back."""
+    @property
+    def build_options(self) -> frozenset[str]:
+        """Which of the optional keyword-only build options (``costs``, ``memory_limit``) the file's build takes."""
+        try:
+            params = inspect.signature(self.module.build).parameters
+        except (TypeError, ValueError):
+            return frozenset()
+        return frozenset(
+            name for name in BUILD_OPTIONS
+            if name in params and params[name].kind is inspect.Parameter.KEYWORD_ONLY
+        )
+
+    def build(self, pp: int, microbatches: int, chunks: int | None = None, *, costs=None,
+              memory_limit: float | None = None) -> Schedule:
+        """Call the file's ``build`` and check what comes back.
+
+        ``costs`` reaches a build that takes it and is otherwise ignored (every schedule is simulated under
+        costs); ``memory_limit`` is an error for a schedule that cannot honour it.
+        """
         chunks = self.default_chunks if chunks is None else chunks
         for flag, value in (("--pp", pp), ("--mb", microbatches), ("--chunks", chunks)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PipesimError(f"{flag} {value} must be a positive integer")
+        accepted = self.build_options
+        if memory_limit is not None and "memory_limit" not in accepted:
+            raise PipesimError(
+                f"schedule {self.name} has a fixed order and takes no --memory-limit; use --schedule zb-auto "
+                "to synthesise one for the limit"
+            )
+        options = {k: v for k, v in (("costs", costs), ("memory_limit", memory_limit))
+                   if k in accepted and v is not None}
         try:
-            schedule = self.module.build(pp, microbatches, chunks)
+            schedule = self.module.build(pp, microbatches, chunks, **options)
         except PipesimError:
             raise
         except Exception as err:  # a researcher's file: report, never show a traceback
