@@ -1,6 +1,8 @@
 """Improve a feasible order by local moves: hill climbing with the exact evaluator as the judge.
 
-A move takes one pass on one rank and puts it ``k`` places earlier or later in that rank's order (W passes
+First, targeted sweeps: wherever an input gradient ``I`` had arrived but waited for the pass before it (a ``W``
+or an ``F`` its rank chose to run), try running the ``I`` first — the ``I`` passes are the critical chain back to
+the first stage, and a rank's last passes in particular decide the longest span. Then random moves: a move takes one pass on one rank and puts it ``k`` places earlier or later in that rank's order (W passes
 slide freely within their rank; an F or I move changes which microbatch's pass comes first). A move is kept
 when the candidate stays feasible (completes, within the memory limit) and its objective — longest stage span,
 then makespan — is no worse; equal moves are kept too so the search can cross plateaus. Seeded and
@@ -31,6 +33,23 @@ def improve(
     if not best_eval.feasible:
         return best, best_eval
     deadline = None if seconds is None else time.monotonic() + seconds
+    budget = evaluations
+    while budget > 0:
+        moved = False
+        for rank, i in _delayed_inputs(problem, best, best_eval):
+            if budget <= 0 or (deadline is not None and time.monotonic() > deadline):
+                break
+            candidate = list(best[rank])
+            candidate[i], candidate[i + 1] = candidate[i + 1], candidate[i]
+            trial = [*best[:rank], candidate, *best[rank + 1:]]
+            result = evaluate(problem, trial)
+            budget -= 1
+            if result.feasible and result.key < best_eval.key:
+                best, best_eval, moved = trial, result, True
+                break  # positions shift: recompute the delayed inputs of the new order
+        if not moved:
+            break
+    evaluations = budget
     ranks = [r for r in range(problem.pp) if len(best[r]) > 1]
     for _ in range(evaluations):
         if deadline is not None and time.monotonic() > deadline:
@@ -50,6 +69,22 @@ def improve(
         if result.feasible and result.key <= best_eval.key:
             best, best_eval = trial, result
     return best, best_eval
+
+
+def _delayed_inputs(problem: SynthesisProblem, orders: Orders, evaluation: Evaluation) -> list[tuple[int, int]]:
+    """(rank, i): ``orders[rank][i+1]`` is an I that had arrived before the pass at ``i`` ended; latest first."""
+    found = []
+    for rank, order in enumerate(orders):
+        for i in range(len(order) - 1):
+            nxt = order[i + 1]
+            if nxt.kind is not Pass.I or order[i].kind is Pass.I:
+                continue
+            dep = problem.predecessor(nxt)
+            arrival = 0.0 if dep is None else evaluation.end[dep[0]] + dep[1]
+            if arrival < evaluation.start[nxt] - 1e-9:
+                found.append((evaluation.start[nxt], rank, i))
+    found.sort(reverse=True)
+    return [(rank, i) for _, rank, i in found]
 
 
 def _critical_rank(evaluation: Evaluation, orders: Orders, rng: random.Random) -> int:
