@@ -29,6 +29,18 @@ def orders_of(schedule: Schedule) -> list[list[Task]]:
     return orders
 
 
+def sequential_orders(problem: SynthesisProblem) -> list[list[Task]]:
+    """One microbatch at a time through every stage and back: slow, but it needs only one microbatch's
+    activations per chunk, so it fits every limit that any order fits — the search's guaranteed fallback."""
+    orders: list[list[Task]] = [[] for _ in range(problem.pp)]
+    for mb in range(problem.microbatches):
+        for stage in range(problem.num_stages):
+            orders[problem.rank_of(stage)].append(Task(Pass.F, stage, mb))
+        for stage in reversed(range(problem.num_stages)):
+            orders[problem.rank_of(stage)] += [Task(Pass.I, stage, mb), Task(Pass.W, stage, mb)]
+    return orders
+
+
 def builtin_candidates(problem: SynthesisProblem) -> dict[str, list[list[Task]]]:
     """Orders of the built-in schedules that exist for this shape (memory is checked by the caller)."""
     from pipesim.program.loader import load_schedule

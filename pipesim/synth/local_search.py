@@ -2,7 +2,8 @@
 
 First, targeted sweeps: wherever an input gradient ``I`` had arrived but waited for the pass before it (a ``W``
 or an ``F`` its rank chose to run), try running the ``I`` first — the ``I`` passes are the critical chain back to
-the first stage, and a rank's last passes in particular decide the longest span. Then random moves: a move takes one pass on one rank and puts it ``k`` places earlier or later in that rank's order (W passes
+the first stage, and a rank's last passes in particular decide the longest span. Then random moves: a move
+takes one pass on one rank and puts it ``k`` places earlier or later in that rank's order (W passes
 slide freely within their rank; an F or I move changes which microbatch's pass comes first). A move is kept
 when the candidate stays feasible (completes, within the memory limit) and its objective — longest stage span,
 then makespan — is no worse; equal moves are kept too so the search can cross plateaus. Seeded and

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pipesim.errors import PipesimError
 from pipesim.program.ir import F, I, Instruction, PipelineShape, Placement, Schedule, W
 from pipesim.sim.costs import CostModel
-from pipesim.synth.candidates import builtin_candidates
+from pipesim.synth.candidates import builtin_candidates, sequential_orders
 from pipesim.synth.evaluate import Evaluation, Orders, evaluate
 from pipesim.synth.exact import solve_exact
 from pipesim.synth.greedy import Infeasible, greedy_orders, policy_grid
@@ -68,6 +68,7 @@ def synthesize(
 
     for name, orders in builtin_candidates(problem).items():
         consider(orders, f"built-in {name}")
+    consider(sequential_orders(problem), "one microbatch at a time")
     for policy in policy_grid(problem):
         try:
             consider(greedy_orders(problem, policy), f"greedy {policy}")
@@ -77,7 +78,7 @@ def synthesize(
     if best is None:
         raise PipesimError(
             f"no schedule fits memory limit {problem.memory_limit:g} per rank ({problem.describe()}); "
-            f"one in-flight microbatch needs {max(problem.activation):g} per chunk: raise --memory-limit"
+            f"a rank needs at least one microbatch's activations per chunk it holds: raise --memory-limit"
         )
     evaluation, orders, origin = best
     if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0:
