@@ -22,6 +22,7 @@ class Evaluation:
     completes: bool
     max_span: float
     makespan: float
+    total_span: float  # Σ spans: a tie-breaker that rewards shortening ranks off the critical one
     peaks: tuple[float, ...]  # peak held activations per rank
     within_limit: bool
     start: dict[Task, float]
@@ -32,11 +33,11 @@ class Evaluation:
         return self.completes and self.within_limit
 
     @property
-    def key(self) -> tuple[float, float]:
+    def key(self) -> tuple[float, float, float]:
         """Smaller is better; infeasible candidates sort last."""
         if not self.feasible:
-            return (float("inf"), float("inf"))
-        return (round(self.max_span, 9), round(self.makespan, 9))
+            return (float("inf"), float("inf"), float("inf"))
+        return (round(self.max_span, 9), round(self.makespan, 9), round(self.total_span, 9))
 
 
 def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
@@ -74,12 +75,12 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
                 remaining -= i - position[rank]
                 position[rank], clock[rank] = i, t
         if not progressed:
-            return Evaluation(False, float("inf"), float("inf"), (), False, start, end)
+            return Evaluation(False, float("inf"), float("inf"), float("inf"), (), False, start, end)
     peaks = tuple(_peak(problem, order, start, end) for order in orders)
     spans = [(end[o[-1]] - start[o[0]]) if o else 0.0 for o in orders]
     makespan = max(clock) - min((start[o[0]] for o in orders if o), default=0.0)
     within = all(problem.fits(p) for p in peaks)
-    return Evaluation(True, max(spans), makespan, peaks, within, start, end)
+    return Evaluation(True, max(spans), makespan, sum(spans), peaks, within, start, end)
 
 
 def _peak(problem: SynthesisProblem, order: list[Task], start: dict[Task, float], end: dict[Task, float]) -> float:

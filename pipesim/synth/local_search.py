@@ -37,17 +37,17 @@ def improve(
     budget = evaluations
     while budget > 0:
         moved = False
-        for rank, i in _delayed_inputs(problem, best, best_eval):
+        for rank, i, j in _targeted_moves(problem, best, best_eval):
             if budget <= 0 or (deadline is not None and time.monotonic() > deadline):
                 break
             candidate = list(best[rank])
-            candidate[i], candidate[i + 1] = candidate[i + 1], candidate[i]
+            candidate.insert(j, candidate.pop(i))
             trial = [*best[:rank], candidate, *best[rank + 1:]]
             result = evaluate(problem, trial)
             budget -= 1
             if result.feasible and result.key < best_eval.key:
                 best, best_eval, moved = trial, result, True
-                break  # positions shift: recompute the delayed inputs of the new order
+                break  # positions shift: recompute the moves for the new order
         if not moved:
             break
     evaluations = budget
@@ -72,20 +72,25 @@ def improve(
     return best, best_eval
 
 
-def _delayed_inputs(problem: SynthesisProblem, orders: Orders, evaluation: Evaluation) -> list[tuple[int, int]]:
-    """(rank, i): ``orders[rank][i+1]`` is an I that had arrived before the pass at ``i`` ended; latest first."""
+def _targeted_moves(problem: SynthesisProblem, orders: Orders, evaluation: Evaluation) -> list[tuple[int, int, int]]:
+    """(rank, from, to) moves, most promising first: an I that had arrived but waited behind the pass before it
+    moves ahead of that pass; an idle gap before a pass gets the rank's next W moved into it."""
     found = []
     for rank, order in enumerate(orders):
         for i in range(len(order) - 1):
             nxt = order[i + 1]
-            if nxt.kind is not Pass.I or order[i].kind is Pass.I:
-                continue
-            dep = problem.predecessor(nxt)
-            arrival = 0.0 if dep is None else evaluation.end[dep[0]] + dep[1]
-            if arrival < evaluation.start[nxt] - 1e-9:
-                found.append((evaluation.start[nxt], rank, i))
+            if nxt.kind is Pass.I and order[i].kind is not Pass.I:
+                dep = problem.predecessor(nxt)
+                arrival = 0.0 if dep is None else evaluation.end[dep[0]] + dep[1]
+                if arrival < evaluation.start[nxt] - 1e-9:
+                    found.append((evaluation.start[nxt] - arrival, rank, i + 1, i))
+            gap = evaluation.start[nxt] - evaluation.end[order[i]]
+            if gap > 1e-9:
+                later_w = next((k for k in range(i + 2, len(order)) if order[k].kind is Pass.W), None)
+                if later_w is not None:
+                    found.append((gap, rank, later_w, i + 1))
     found.sort(reverse=True)
-    return [(rank, i) for _, rank, i in found]
+    return [(rank, i, j) for _, rank, i, j in found]
 
 
 def _critical_rank(evaluation: Evaluation, orders: Orders, rng: random.Random) -> int:

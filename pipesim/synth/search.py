@@ -16,6 +16,7 @@ from pipesim.synth.evaluate import Evaluation, Orders, evaluate
 from pipesim.synth.exact import solve_exact
 from pipesim.synth.greedy import Infeasible, greedy_orders, policy_grid
 from pipesim.synth.local_search import improve
+from pipesim.synth.lockstep import lockstep_orders, lockstep_policies
 from pipesim.synth.problem import Pass, SynthesisProblem, lower_bound
 
 
@@ -52,6 +53,7 @@ def synthesize(
     method: Method = Method.LOCAL,
     *,
     local_evaluations: int = 300,
+    local_seconds: float = 3.0,
     exact_seconds: float = 10.0,
     exact_max_tasks: int = 300,
 ) -> SynthesisResult:
@@ -69,6 +71,12 @@ def synthesize(
     for name, orders in builtin_candidates(problem).items():
         consider(orders, f"built-in {name}")
     consider(sequential_orders(problem), "one microbatch at a time")
+    if problem.shape.chunks == 1:
+        for lockstep in lockstep_policies():
+            try:
+                consider(lockstep_orders(problem, lockstep), str(lockstep))
+            except Infeasible:
+                continue
     for policy in policy_grid(problem):
         try:
             consider(greedy_orders(problem, policy), f"greedy {policy}")
@@ -83,7 +91,7 @@ def synthesize(
     evaluation, orders, origin = best
     if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0:
         clock = time.perf_counter()
-        improved, improved_eval = improve(problem, orders, evaluations=local_evaluations)
+        improved, improved_eval = improve(problem, orders, evaluations=local_evaluations, seconds=local_seconds)
         if improved_eval.key < evaluation.key:
             evaluation, orders, origin = improved_eval, improved, "local search"
         timings["local search"] = time.perf_counter() - clock
