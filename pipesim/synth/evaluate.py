@@ -41,9 +41,16 @@ class Evaluation:
 
 
 def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
-    """Times of every task of ``orders`` (one list per rank) when each starts as soon as it can."""
+    """Times of every task of ``orders`` (one list per rank) when each starts as soon as it can.
+
+    A pass's output crosses to another rank as one transfer on that directed link; transfers on one link run
+    one after another in the sender's order (as in the simulator: V placement shares a link between chunk-0
+    activations and chunk-1 gradients).
+    """
     pp = problem.pp
     end: dict[Task, float] = {}
+    arrival: dict[Task, float] = {}  # when a pass's output reaches the rank of its cross-rank consumer
+    link_free: dict[tuple[int, int], float] = {}
     start: dict[Task, float] = {}
     position = [0] * pp
     clock = [0.0] * pp
@@ -59,16 +66,21 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
                 task = order[i]
                 dep = predecessor(task)
                 if dep is not None:
-                    pred, delay = dep
-                    pred_end = end.get(pred)
-                    if pred_end is None:
+                    pred = dep[0]
+                    ready = arrival.get(pred) if dep[1] or problem.rank_of(pred.stage) != rank else end.get(pred)
+                    if ready is None:
                         break
-                    ready = pred_end + delay
                     if ready > t:
                         t = ready
                 start[task] = t
                 t += duration(task)
                 end[task] = t
+                consumer = problem.consumer(task)
+                if consumer is not None:
+                    link = (rank, problem.rank_of(consumer[0].stage))
+                    if link[1] != rank:
+                        sent = max(t, link_free.get(link, 0.0))
+                        arrival[task] = link_free[link] = sent + consumer[1]
                 i += 1
             if i != position[rank]:
                 progressed = True

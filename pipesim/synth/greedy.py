@@ -60,15 +60,18 @@ class GreedyPolicy:
 
 
 def policy_grid(problem: SynthesisProblem) -> list[GreedyPolicy]:
-    """Every combination of knobs worth trying for this problem (a few dozen)."""
-    caps: tuple[float | None, ...] = (None, 1.0, 1.5, 2.0)
-    lags: tuple[float | None, ...] = (None, 0.0, 1.0)
-    deep = (True, False) if problem.shape.chunks > 1 else (True,)
+    """The knob combinations worth trying. One chunk per rank: a few (the lock-step heuristic covers that case
+    well); V placement: the full grid, since it is the only heuristic there."""
+    if problem.shape.chunks == 1:
+        return [GreedyPolicy(forward_cap=cap, lookahead=False, fill_partial=partial)
+                for cap, partial in itertools.product((None, 1.5, 2.0), (False, True))]
+    caps: tuple[float | None, ...] = (None, 1.0, 2.0)
+    lags: tuple[float | None, ...] = (None, 0.0)
     return [
         GreedyPolicy(forward_cap=cap, w_lag=lag, lookahead=lookahead, f_overrun=overrun, fill_partial=partial,
                      deep_first=deep_first)
         for cap, lag, (lookahead, overrun), partial, deep_first in itertools.product(
-            caps, lags, ((False, 0.0), (True, 0.5)), (False, True), deep)
+            caps, lags, ((False, 0.0), (True, 0.5)), (False, True), (True, False))
     ]
 
 

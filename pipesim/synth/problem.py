@@ -106,6 +106,18 @@ class SynthesisProblem:
         delay = 0.0 if self.rank_of(pred.stage) == self.rank_of(task.stage) else self._link_delay(pred, task)
         return pred, delay
 
+    def consumer(self, task: Task) -> tuple[Task, float] | None:
+        """The pass on the next stage that waits for ``task``'s output (F→F, last F→I, I→I), and the transfer
+        time were it on another rank; None for W and the first stage's I."""
+        last = self.num_stages - 1
+        if task.kind is Pass.F:
+            succ = Task(Pass.I, last, task.mb) if task.stage == last else Task(Pass.F, task.stage + 1, task.mb)
+        elif task.kind is Pass.I and task.stage > 0:
+            succ = Task(Pass.I, task.stage - 1, task.mb)
+        else:
+            return None
+        return succ, self._link_delay(task, succ)
+
     def _link_delay(self, pred: Task, task: Task) -> float:
         # F crosses the boundary after the sending stage (its output); I crosses after the receiving stage.
         boundary = pred.stage if task.kind is Pass.F else task.stage
