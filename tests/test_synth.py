@@ -93,7 +93,10 @@ def test_exact_solver_is_never_worse_than_the_heuristic(pp, m, limit):
     validate(lower(synthesize(problem, Method.EXACT, exact_seconds=20).schedule()), CommSemantics.BUFFERED)
 
 
-@pytest.mark.parametrize("row", [r for r in PAPER_ROWS if r.pp == 8 and r.microbatches <= 32], ids=lambda r: f"{r.model}-m{r.microbatches}")
+SMALL_PAPER_ROWS = [r for r in PAPER_ROWS if r.pp == 8 and r.microbatches <= 32]
+
+
+@pytest.mark.parametrize("row", SMALL_PAPER_ROWS, ids=lambda r: f"{r.model}-m{r.microbatches}")
 @pytest.mark.parametrize("factor", [1, 2], ids=["ZB-1p", "ZB-2p"])
 def test_paper_costs_reach_published_bubble_rates(row, factor):
     result = synthesize(row.problem(factor), Method.GREEDY)
