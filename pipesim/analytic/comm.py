@@ -77,8 +77,11 @@ def p2p_bytes(model: ModelSpec, layout: Layout) -> float:
 
 
 def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
-    """Pipeline neighbours are ``tp·cp·dp`` ranks apart; the pipeline fits a node only if the world does."""
-    return group_bandwidth(chip, layout.world_size)
+    """Pipeline neighbours are ``tp·cp·dp`` ranks apart; the pipeline fits a node only if the world does.
+
+    A point-to-point send reaches less than a ring collective on the same link (NCCL gives it fewer
+    channels): ``p2p_efficiency`` of the link's bandwidth, a chip constant (see the presets)."""
+    return group_bandwidth(chip, layout.world_size) * chip.p2p_efficiency
 
 
 def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:

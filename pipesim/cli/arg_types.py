@@ -32,5 +32,10 @@ def fraction(text: str) -> float:
     return _parsed(text, float, lambda v: 0 < v <= 1, "in (0, 1]")
 
 
+def non_negative_int(text: str) -> int:
+    return _parsed(text, int, lambda v: v >= 0, "an integer ≥ 0")
+
+
 def positive_float(text: str) -> float:
+    """A finite number > 0 (a learning rate, a scale): NaN, inf, zero and negatives are refused."""
     return _parsed(text, float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")

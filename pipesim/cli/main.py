@@ -36,6 +36,7 @@ from pipesim.io.torch_csv import add_export_command
 from pipesim.plots.gantt import check_figure_path, plot_gantt
 from pipesim.plots.terminal import render
 from pipesim.program.build import build_program
+from pipesim.program.grouped import P2PLowering, grouped_program
 from pipesim.program.ir import Program
 from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.validate import CommSemantics, validate
@@ -86,6 +87,13 @@ def _add_schedule_args(parser: argparse.ArgumentParser, with_schedule: bool = Tr
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
     if with_schedule:
         add_memory_limit_arg(parser)
+
+
+def _add_p2p_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--p2p", choices=[p.value for p in P2PLowering], default=P2PLowering.EAGER.value,
+                        help="eager: receives just before their consumers (the executor on gloo); grouped: "
+                        "transfers ordered by one global logical clock so the Program is proven deadlock-free "
+                        "under NCCL's grouped semantics (the executor on NCCL). Default: eager")
 
 
 def _add_cost_args(parser: argparse.ArgumentParser) -> None:
@@ -173,19 +181,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    semantics = CommSemantics(args.semantics)
+    semantics, p2p = CommSemantics(args.semantics), P2PLowering(args.p2p)
     if args.program:
         path = Path(args.program)
         if not path.is_file():
             raise PipesimError(f"--program {path} does not exist")
         program = Program.from_text(path.read_text())
+        if p2p is P2PLowering.GROUPED:
+            program = grouped_program(program)
         validate(program, semantics)
         what = f"program {path}"
     else:
-        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics,
+        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics, p2p,
                               memory_limit=args.memory_limit)
         program = built.program
         what = f"schedule {built.source.name}"
+    if p2p is P2PLowering.GROUPED:
+        what += " (grouped lowering)"
     shape = program.shape
     print(f"ok: {what} is valid for pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
           f"({program.num_instructions} instructions, {semantics.value} sends, no deadlock)")
@@ -193,7 +205,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_lower(args: argparse.Namespace) -> int:
-    built = build_program(args.schedule, args.pp, args.mb, args.chunks, memory_limit=args.memory_limit)
+    built = build_program(args.schedule, args.pp, args.mb, args.chunks, p2p=P2PLowering(args.p2p),
+                          memory_limit=args.memory_limit)
     write_or_print(built.program.to_text(), args.output)
     return 0
 
@@ -322,12 +335,14 @@ def build_parser() -> argparse.ArgumentParser:
                      "waits until its receive is posted (NCCL P2P one op at a time); grouped: rendezvous, with "
                      "each run of SEND/RECV instructions issued as one NCCL group (the executor on GPU). "
                      "Default: buffered")
+    _add_p2p_arg(val)
     val.set_defaults(func=cmd_validate)
 
     low = sub.add_parser("lower", help="print the lowered Program (per-rank instructions) as text",
                          description="Lower a schedule into its Program and print the text form.")
     _add_schedule_args(low)
     low.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    _add_p2p_arg(low)
     low.set_defaults(func=cmd_lower)
 
     lst = sub.add_parser("schedules", help="list built-in schedules", description="List built-in schedules.")

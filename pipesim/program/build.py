@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
+from pipesim.program.grouped import P2PLowering, grouped_program
 from pipesim.program.ir import Program, Schedule
 from pipesim.program.loader import ScheduleSource, load_schedule
 from pipesim.program.lowering import lower
@@ -29,6 +30,7 @@ def build_program(
     microbatches: int | None,
     chunks: int | None = None,
     semantics: CommSemantics | None = CommSemantics.BUFFERED,
+    p2p: P2PLowering = P2PLowering.EAGER,
     *,
     costs: CostModel | None = None,
     memory_limit: float | None = None,
@@ -38,17 +40,18 @@ def build_program(
     ``None`` for pp or microbatches means the file's own (a PyTorch CSV fixes both) or the defaults 4 and 8.
     ``semantics=None`` skips only the progress (deadlock) proof, for callers about to simulate: the
     simulator proves it on the way under the same buffered semantics and names the same cycle.
+    ``p2p=GROUPED`` returns the grouped-safe Program of :mod:`pipesim.program.grouped` (proven there).
     ``costs`` and ``memory_limit`` reach schedules whose build takes them (``zb-auto``); ``costs`` is dropped
     for the others, so their cached Program is shared across cost models.
     """
     if costs is not None and "costs" not in load_schedule(spec).build_options:
         costs = None
     costs_key = None if costs is None else json.dumps(costs.to_dict(), sort_keys=True)
-    return _build_cached(spec, pp, microbatches, chunks, semantics, costs_key, memory_limit)
+    return _build_cached(spec, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit)
 
 
 @lru_cache(maxsize=512)
-def _build_cached(spec, pp, microbatches, chunks, semantics, costs_key, memory_limit) -> BuiltProgram:
+def _build_cached(spec, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit) -> BuiltProgram:
     # Cached: a sweep simulates one Program under many cost models, and building it is pure. The costs travel
     # as their JSON text, which is hashable and equal exactly when the cost models are.
     costs = None if costs_key is None else CostModel.from_dict(json.loads(costs_key))
@@ -60,6 +63,8 @@ def _build_cached(spec, pp, microbatches, chunks, semantics, costs_key, memory_l
         microbatches = fixed.microbatches if fixed else DEFAULT_MICROBATCHES
     schedule = source.build(pp, microbatches, chunks, costs=costs, memory_limit=memory_limit)
     program = lower(schedule)
+    if p2p is P2PLowering.GROUPED:
+        program = grouped_program(program)  # validates under buffered and grouped semantics
     if semantics is None:
         validate_static(program)
     else:
