@@ -137,13 +137,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise PipesimError(f"--trace {args.trace}: Chrome traces are JSON; use a .json file name")
     if args.plot:
         check_figure_path(args.plot)
-    # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
     source = load_schedule(args.schedule)
-    setup = model_setup_from_args(args, planned_shape(args, source))
-    costs = setup.costs if setup else cost_model_from_args(args)
-    limit = memory_limit_units(args, costs, planned_shape(args, source), setup is not None)
-    built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None,  # the run proves progress
-                          costs=costs, memory_limit=limit)
+    limit = None
+    if source.build_options:
+        # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
+        shape = planned_shape(args, source)
+        setup = model_setup_from_args(args, shape)
+        costs = setup.costs if setup else cost_model_from_args(args)
+        limit = memory_limit_units(args, costs, shape, setup is not None)
+        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None,  # the run proves
+                              costs=costs, memory_limit=limit)  # progress
+    else:
+        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None,
+                              memory_limit=args.memory_limit)  # a limit here is an error naming zb-auto
+        setup = model_setup_from_args(args, built.program.shape)
+        costs = setup.costs if setup else cost_model_from_args(args)
     num_stages = built.program.shape.num_stages
     bad = [s for s in costs.overrides if s >= num_stages]
     if bad:
