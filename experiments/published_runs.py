@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass, field
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time, sync_latency
@@ -27,6 +27,7 @@ KORTHIKANTI = "Korthikanti et al. 2023, Table 5"
 LLAMA3 = "Llama Team 2024, The Llama 3 Herd of Models, Table 4"
 NEMO = "NVIDIA NeMo 24.07 performance summary (DGX-H100 FP8)"
 QI = "Qi et al. 2024, Zero Bubble Pipeline Parallelism, Table 4"
+QI6 = "Qi et al. 2024, Zero Bubble Pipeline Parallelism, Table 6"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class PublishedRun:
     precision: Precision = Precision.BF16
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
+    overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
     # exactly one of these is the published throughput
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
     mfu_tflops: float | None = None  # model TFLOP/s per GPU
@@ -72,15 +75,16 @@ class PublishedRun:
     def label(self) -> str:
         extra = f" cp{self.cp}" if self.cp > 1 else ""
         extra += f" v{self.chunks}" if self.chunks > 1 else ""
-        extra += f" m{self.microbatches} {self.schedule}" if self.source == QI else ""
+        extra += f" m{self.microbatches} b{self.micro_batch} {self.schedule}" if self.source in (QI, QI6) else ""
         return f"{self.model} tp{self.tp} pp{self.pp}{extra} {self.gpus}×{self.chip.split('-')[0]}"
 
 
 def _rows() -> list[PublishedRun]:
     full, unfused = Recompute.FULL, AttentionKernel.UNFUSED
     rows = [
+        # 2021 Megatron-LM all-reduced FP16 gradients (--accumulate-allreduce-grads-in-fp32 was opt-in)
         PublishedRun(NARAYANAN, name, "a100-80gb", gpus, batch, tp=tp, pp=pp, recompute=full, attention=unfused,
-                     hfu_tflops=tf)
+                     fp16_grads=True, hfu_tflops=tf)
         for name, tp, pp, gpus, batch, tf in [
             ("gpt-1.7b", 1, 1, 32, 512, 137), ("gpt-3.6b", 2, 1, 64, 512, 138), ("gpt-7.5b", 4, 1, 128, 512, 142),
             ("gpt-18.4b", 8, 1, 256, 1024, 135), ("gpt-39.1b", 8, 2, 512, 1536, 138),
@@ -105,7 +109,11 @@ def _rows() -> list[PublishedRun]:
     for gpus, batch, tf in [(8192, 2048, 430), (16384, 2048, 400)]:
         rows.append(PublishedRun(LLAMA3, "llama3.1-405b", "h100-sxm", gpus, batch, tp=8, pp=16, chunks=2,
                                  schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
-                                 first_last=3, mfu_tflops=tf))
+                                 first_last=3, overlap_p2p=True, mfu_tflops=tf))
+    # The long-context stage: 131,072 tokens per sequence, context parallel 16 (dp 8), 380 TFLOP/s per GPU.
+    rows.append(PublishedRun(LLAMA3, "llama3.1-405b", "h100-sxm", 16384, 128, tp=8, pp=16, cp=16, chunks=2,
+                             seq_len=131072, schedule="interleaved", sequence_parallel=True,
+                             zero=ZeroStage.OPTIMIZER, first_last=3, overlap_p2p=True, mfu_tflops=380))
     # NeMo 24.07, DGX-H100, FP8 (Transformer Engine), distributed optimizer, SP when tp > 1.
     for name, gpus, batch, mbs, tp, pp, cp, vp, tokens in [
         ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),
@@ -116,7 +124,7 @@ def _rows() -> list[PublishedRun]:
         rows.append(PublishedRun(NEMO, name, "h100-sxm", gpus, batch, tp=tp, pp=pp, cp=cp, chunks=vp,
                                  micro_batch=mbs, schedule="interleaved" if vp > 1 else "1f1b",
                                  sequence_parallel=tp > 1, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8,
-                                 tokens_per_gpu=tokens))
+                                 overlap_p2p=True, tokens_per_gpu=tokens))
     rows += _zero_bubble_rows()
     return rows
 
@@ -151,6 +159,37 @@ def _zero_bubble_rows() -> list[PublishedRun]:
                     chunks=(layers + 2) // pp if interleaved else 1, attention=AttentionKernel.UNFUSED,
                     first_last=0 if interleaved else (layers + 2) // pp - 1, boundary=boundary,
                     step_s=m * mbs / (rate * pp), memory_gib=gib))
+    return rows + _zero_bubble_v_rows()
+
+
+def _zero_bubble_v_rows() -> list[PublishedRun]:
+    """Qi et al. 2024, Table 6 (same memory budget): ZB-V (pipesim's zb-v: two chunks per rank in a V, one
+    layer per chunk, the two end chunks empty), ZB-2p* (zb-h2 at half the micro-batch size and twice the
+    microbatches), ZB-1p (zb-h1) and 1F1B, one GPU per stage."""
+    table = {  # model: (GPUs, b, {m: (ZB-V, ZB-2p*, ZB-1p, 1F1B samples/GPU/s)}, memory GB in that order)
+        "zb-6.2b": (16, 6, {48: (4.15, 4.36, 3.87, 3.38), 64: (4.21, 4.37, 4.00, 3.57), 128: (4.35, 4.45, 4.29, 3.91)},
+                    ((64, 64, 64), (63, 64, 65), (62, 62, 62), (61, 61, 61))),
+        "zb-14.6b": (24, 2, {72: (1.85, 1.84, 1.72, 1.52), 96: (1.88, 1.84, 1.78, 1.61),
+                             192: (1.93, 1.85, 1.89, 1.76)},
+                     ((45, 45, 45), (46, 46, 46), (46, 46, 46), (44, 44, 44))),
+        "zb-28.3b": (32, 2, {96: (1.01, 1.00, 0.94, 0.82), 128: (1.02, 1.00, 0.97, 0.87),
+                             256: (1.06, 1.01, 1.03, 0.95)},
+                     ((71, 71, 71), (72, 72, 72), (73, 73, 73), (69, 69, 69))),
+    }
+    post = StepBoundary.POST_VALIDATION
+    rows = []
+    for name, (pp, b, by_m, memory) in table.items():
+        layers = MODEL_PRESETS[name].layers
+        for i, (m, samples) in enumerate(by_m.items()):
+            for j, schedule in enumerate(("zb-v", "zb-h2", "zb-h1", "1f1b")):
+                mbs, count = (b // 2, 2 * m) if schedule == "zb-h2" else (b, m)
+                v = schedule == "zb-v"
+                rows.append(PublishedRun(
+                    QI6, name, "a100-80gb", pp, m * b, pp=pp, micro_batch=mbs, schedule=schedule,
+                    chunks=2 if v else 1, attention=AttentionKernel.UNFUSED,
+                    first_last=0 if v else (layers + 2) // pp - 1,
+                    boundary=StepBoundary.SYNC if schedule == "1f1b" else post,
+                    step_s=count * mbs / (samples[j] * pp), memory_gib=memory[j][i]))
     return rows
 
 
@@ -185,7 +224,9 @@ def predict(run: PublishedRun) -> Comparison:
                                      StageSplitRequest(run.first_last, run.first_last))
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
-                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split)
+                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
+                    overlap_p2p=run.overlap_p2p,
+                    param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     result = simulate(built.program, build_cost_model(model, chip, layout, shape), check=False)
     step = steady_state_step_time(result, run.boundary, sync_latency(layout, chip))
     report = step_report(model, chip, layout, result, step, run.boundary)
@@ -210,6 +251,10 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--zero", str(int(run.zero))]
     if run.precision is Precision.FP8:
         argv.append("--fp8")
+    if run.overlap_p2p:
+        argv.append("--overlap-p2p")
+    if run.fp16_grads:
+        argv += ["--param-bytes", "16"]
     if run.first_last is not None:
         argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
     return argv

@@ -29,7 +29,7 @@ _COST_FLAGS = ("costs", "forward", "backward", "backward_input", "backward_weigh
 _MODEL_ONLY = ("tp", "dp", "recompute", "sequence_parallel", "distributed_optimizer", "attention",
                "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes",
                "first_stage_layers", "last_stage_layers", "stage_layers", "zero", "cp", "fp8", "async_tp",
-               "step_boundary", "steps")
+               "step_boundary", "steps", "overlap_p2p")
 
 
 def layer_list(text: str) -> tuple[int, ...]:
@@ -100,6 +100,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the weights")
     group.add_argument("--async-tp", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed")
+    group.add_argument("--overlap-p2p", action="store_true", default=None,
+                       help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
+                       "blocking sends, the sender waits for its transfer")
     group.add_argument("--step-boundary", choices=[b.value for b in StepBoundary], default=None,
                        help="what separates training steps: sync (global all-reduce before the optimizer) or "
                        "post-validation (zero-bubble's optimizer bypass); default: post-validation for "
@@ -153,6 +156,7 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
         param_bytes=_PARAM_BYTES[args.param_bytes or "18"],
         stage_layers=stage_layers, zero=ZeroStage(args.zero or 0), cp=args.cp or 1,
         precision=Precision.FP8 if args.fp8 else Precision.BF16, async_tp=bool(args.async_tp),
+        overlap_p2p=bool(args.overlap_p2p),
     )
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -242,7 +243,7 @@ def _ints(text: str) -> list[int]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from pipesim.analysis.sweep import SweepGrid, run_sweep
+    from pipesim.analysis.sweep import SweepGrid, run_sweep, stop_on_signals, worker_count
 
     if Path(args.output).suffix not in (".csv", ".parquet"):
         raise PipesimError(f"-o {args.output}: sweep results are .csv or .parquet")
@@ -254,9 +255,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for name in grid.schedules:
         load_schedule(name)  # an unknown name is an error up front, not a skipped point
     points = grid.points()
-    with Progress(transient=True, disable=args.quiet) as bar:
-        task = bar.add_task(f"simulating {len(points)} configurations", total=len(points))
-        result = run_sweep(points, jobs=args.jobs, progress=lambda n: bar.advance(task, n))
+    worker_count(args.jobs, len(points))  # a bad --jobs is an error before any work
+    where = f" on {args.cluster}" if args.cluster else ""
+    with stop_on_signals(), Progress(transient=True, disable=args.quiet) as bar:
+        task = bar.add_task(f"simulating {len(points)} configurations{where}", total=len(points))
+        result = run_sweep(points, jobs=args.jobs, progress=lambda n: bar.advance(task, n), cluster=args.cluster)
     path = Path(args.output)
     from pipesim.io.atomic import write_with
 
@@ -377,7 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
     swp.add_argument("--backward", "-B", type=_floats, default=[2.0], help="backward costs (default 2)")
     swp.add_argument("--comm", type=_floats, default=[0.0], help="P2P latencies (default 0)")
     swp.add_argument("--costs", metavar="FILE", help="base costs file; the lists above override its defaults")
-    swp.add_argument("--jobs", "-j", type=int, default=1, help="processes (0 = all cores; default 1)")
+    swp.add_argument("--jobs", "-j", type=int, default=1,
+                     help="local processes (0 = all cores; capped at the cores and the work; default 1)")
+    swp.add_argument("--cluster", metavar="tcp://HOST:8786", default=None,
+                     help="run on an existing Dask distributed scheduler instead of local processes")
     swp.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     swp.add_argument("--output", "-o", required=True, metavar="FILE", help="results (.csv or .parquet)")
     swp.set_defaults(func=cmd_sweep)
@@ -425,9 +431,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:  # `pipesim lower | head`
         return 0
-    except KeyboardInterrupt:
-        print("pipesim: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM where a command turns it into an interrupt
+        signum = getattr(err, "signum", signal.SIGINT)
+        print(f"pipesim: interrupted by {signal.Signals(signum).name}; stopped cleanly", file=sys.stderr)
+        return 128 + signum
     except Exception as err:  # a bug in pipesim: still one line, with a way to see the traceback
         if os.environ.get("PIPESIM_DEBUG"):
             raise

@@ -7,6 +7,7 @@ from and written to a costs file (JSON or YAML), which calibration and the analy
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -16,6 +17,30 @@ import yaml
 
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Op
+
+
+class TimeUnit(str, enum.Enum):
+    """The unit of every duration in a cost model (and of the timelines simulated from it).
+
+    A ``str`` enum, so it reads and writes as its value in costs files, JSON summaries and labels.
+    """
+
+    UNIT = "unit"  # abstract cost units (the defaults F=1, B=2)
+    SECONDS = "s"  # calibrated from measurements or derived from a model and a chip
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, value: object, source: str = "costs") -> TimeUnit:
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(repr(u.value) for u in cls)
+            raise PipesimError(f"{source}: time_unit {value!r} is not one of {allowed}") from None
 
 
 @dataclass(frozen=True)
@@ -36,6 +61,7 @@ class StageCosts:
     weight_grad_activation: float = 0.5  # M_W ≤ M_B
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
     p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
+    p2p_bandwidth: float | None = None  # this boundary's bandwidth when it differs (crosses nodes); None: the model's
 
     def duration(self, op: Op) -> float:
         return _DURATION_FIELD[op](self)
@@ -64,9 +90,10 @@ class CostModel:
     p2p_latency: float = 0.0
     p2p_bandwidth: float | None = None  # bytes per time unit; None means bytes cost nothing
     optimizer_step: float = 0.0
-    time_unit: str = "unit"  # "unit" for abstract costs, "s" for calibrated or analytic ones
+    time_unit: TimeUnit = TimeUnit.UNIT  # a plain "unit"/"s" string is accepted and converted
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         for stage, values in self.overrides.items():
             unknown = set(values) - _STAGE_FIELDS
             if unknown:
@@ -82,8 +109,9 @@ class CostModel:
 
     def transfer_time(self, stage: int) -> float:
         """Duration of sending the boundary tensor of ``stage`` (its output, or its input gradient)."""
-        size = self.stage(stage).p2p_bytes
-        bandwidth_term = size / self.p2p_bandwidth if self.p2p_bandwidth else 0.0
+        costs = self.stage(stage)
+        bandwidth = costs.p2p_bandwidth or self.p2p_bandwidth
+        bandwidth_term = costs.p2p_bytes / bandwidth if bandwidth else 0.0
         return self.p2p_latency + bandwidth_term
 
     def is_uniform(self) -> bool:
@@ -101,7 +129,7 @@ class CostModel:
     # --- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {
-            "time_unit": self.time_unit,
+            "time_unit": self.time_unit.value,
             "p2p_latency": self.p2p_latency,
             "p2p_bandwidth": self.p2p_bandwidth,
             "optimizer_step": self.optimizer_step,
@@ -129,7 +157,7 @@ class CostModel:
                 p2p_latency=float(data.get("p2p_latency", 0.0)),
                 p2p_bandwidth=data.get("p2p_bandwidth"),
                 optimizer_step=float(data.get("optimizer_step", 0.0)),
-                time_unit=str(data.get("time_unit", "unit")),
+                time_unit=TimeUnit.parse(data.get("time_unit", TimeUnit.UNIT.value), source),
             )
         except (TypeError, ValueError) as err:
             raise PipesimError(f"{source}: {err}") from None
@@ -162,3 +190,6 @@ def _check_costs(model: CostModel) -> None:
     for name, value in checks:
         if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise PipesimError(f"cost {name}={value!r} must be a finite number ≥ 0")
+        if name.endswith("p2p_bandwidth") and value == 0:
+            raise PipesimError(f"cost {name}=0 would make every transfer take forever; give bytes per time "
+                               "unit > 0, or leave it out for free transfers")
