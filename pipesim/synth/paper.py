@@ -44,7 +44,7 @@ class PaperRow:
             backward_input=self.backward_input, backward_weight=self.backward_weight,
             activation=1.0, weight_grad_activation=self.weight_grad_fraction,
         )
-        return CostModel(default=stage, p2p_latency=self.comm, time_unit="ms")
+        return CostModel(default=stage, p2p_latency=self.comm)  # abstract units: the paper's milliseconds
 
     def problem(self, limit_factor: int) -> SynthesisProblem:
         """The synthesis problem at limit ``limit_factor``·p·M_B (1: ZB-1p, 2: ZB-2p)."""
