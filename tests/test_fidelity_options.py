@@ -227,6 +227,7 @@ def test_docs_list_every_key():
 
 
 def test_executor_takes_the_same_uneven_split():
+    pytest.importorskip("torch")
     from executors.model import ModelConfig, layers_of_stage
 
     cfg = ModelConfig(layers=6, stage_layers=(1, 2, 2, 1))

@@ -34,7 +34,7 @@ from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_or_print
 from pipesim.io.timeline import TimelineFormat, write_timeline
 from pipesim.io.torch_csv import add_export_command
-from pipesim.plots.gantt import check_figure_path, plot_gantt
+from pipesim.plots.paths import check_figure_path
 from pipesim.plots.terminal import render
 from pipesim.program.build import build_program
 from pipesim.program.grouped import P2PLowering, grouped_program
@@ -98,21 +98,29 @@ def _add_p2p_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_cost_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("costs (durations in cost units, or seconds with a calibrated --costs file)")
+    group = parser.add_argument_group(
+        "costs (durations in cost units, or seconds with a calibrated --costs file; every value is per microbatch "
+        "through one rank's share of the model, and each of v chunks takes 1/v)")
     group.add_argument("--costs", metavar="FILE", help="costs file (.json/.yaml); the flags below override it")
-    group.add_argument("--forward", "-F", type=non_negative_float, help="forward time per microbatch-stage (default 1)")
+    group.add_argument("--forward", "-F", type=non_negative_float,
+                       help="forward time per microbatch through a rank's share of the model (default 1)")
     group.add_argument("--backward", "-B", type=non_negative_float, help="full backward time (default 2)")
     group.add_argument("--backward-input", type=non_negative_float, help="split backward I time (default 1)")
     group.add_argument("--backward-weight", type=non_negative_float, help="split backward W time (default 1)")
     group.add_argument("--comm", type=non_negative_float, help="P2P latency per transfer (default 0)")
     group.add_argument("--activation-bytes", type=non_negative_float,
-                       help="bytes of one microbatch's activations on one stage; adds peak memory in bytes")
+                       help="bytes of one microbatch's activations through a rank's share of the model; adds peak "
+                       "memory in bytes")
     group.add_argument("--stage-cost", type=stage_override, action="append", default=[], metavar="S:k=v,...",
                        help="override stage S, e.g. 0:forward=1.5 (repeatable; fields as in costs files)")
 
 
-def cost_model_from_args(args: argparse.Namespace) -> CostModel:
-    costs = CostModel.load(args.costs) if args.costs else CostModel()
+def cost_model_from_args(args: argparse.Namespace, num_stages: int) -> CostModel:
+    """The costs file (checked against the pipeline's pp·v stages) with the flags applied over it."""
+    costs = CostModel()
+    if args.costs:
+        costs = CostModel.load(args.costs)
+        costs.check_pipeline(num_stages, source=f"costs file {args.costs}")
     defaults = {
         "forward": args.forward, "backward": args.backward, "backward_input": args.backward_input,
         "backward_weight": args.backward_weight, "activation_bytes": args.activation_bytes,
@@ -126,6 +134,9 @@ def cost_model_from_args(args: argparse.Namespace) -> CostModel:
         overrides: dict[int, dict[str, float]] = {}
         for stage, values in args.stage_cost:
             overrides.setdefault(stage, {}).update(values)
+        bad = [s for s in overrides if s >= num_stages]
+        if bad:
+            raise PipesimError(f"--stage-cost names stage {bad[0]}, but this pipeline has stages 0..{num_stages - 1}")
         costs = costs.with_overrides(overrides)
     return costs
 
@@ -144,7 +155,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
         shape = planned_shape(args, source)
         setup = model_setup_from_args(args, shape)
-        costs = setup.costs if setup else cost_model_from_args(args)
+        costs = setup.costs if setup else cost_model_from_args(args, shape.num_stages)
         limit = memory_limit_units(args, costs, shape, setup is not None)
         built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None,  # the run proves
                               costs=costs, memory_limit=limit)  # progress
@@ -152,11 +163,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None,
                               memory_limit=args.memory_limit)  # a limit here is an error naming zb-auto
         setup = model_setup_from_args(args, built.program.shape)
-        costs = setup.costs if setup else cost_model_from_args(args)
-    num_stages = built.program.shape.num_stages
-    bad = [s for s in costs.overrides if s >= num_stages]
-    if bad:
-        raise PipesimError(f"--stage-cost names stage {bad[0]}, but this pipeline has stages 0..{num_stages - 1}")
+        costs = setup.costs if setup else cost_model_from_args(args, built.program.shape.num_stages)
     result = simulate(built.program, costs, check=False)
     shape = built.program.shape
     analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, costs.default)
@@ -165,7 +172,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.trace:
         write_timeline(result.timeline, args.trace, flag="--trace")
     if args.plot:
-        title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
+        from pipesim.plots.gantt import plot_gantt  # matplotlib only when a figure is drawn
+
+        title = f"{built.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
         plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
     if args.json:
         data = summary_dict(built, result, analytic)
@@ -204,7 +213,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics, p2p,
                               memory_limit=args.memory_limit)
         program = built.program
-        what = f"schedule {built.source.name}"
+        what = f"schedule {built.name}"
     if p2p is P2PLowering.GROUPED:
         what += " (grouped lowering)"
     shape = program.shape
@@ -238,6 +247,21 @@ def _floats(text: str) -> list[float]:
 
 def _ints(text: str) -> list[int]:
     return [positive_int(v) for v in text.split(",") if v.strip()]
+
+
+def _float_pair(flag: str):
+    """``A,B`` as two floats, for --size and --ylim."""
+
+    def parse(text: str) -> tuple[float, float]:
+        parts = text.split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            return float(parts[0]), float(parts[1])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected two numbers A,B, e.g. 3.5,2.4") from None
+
+    return parse
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -274,11 +298,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from pipesim.plots.sweep_plot import plot_sweep, read_results
+    from pipesim.plots.sweep_plot import PlotOptions, plot_sweep, read_results
 
     check_figure_path(args.output, flag="-o")
     frame = read_results(args.results)
-    plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None, logx=args.logx)
+    options = PlotOptions(title=args.title, xlabel=args.xlabel, ylabel=args.ylabel, size=args.size, ylim=args.ylim,
+                          percent=args.percent, costs_note=not args.no_costs_note)
+    plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None, logx=args.logx,
+               options=options)
     print(f"wrote {args.output}")
     return 0
 
@@ -397,12 +424,22 @@ def build_parser() -> argparse.ArgumentParser:
     plo.add_argument("--hue", default="schedule", help="one line per value of this column (default schedule)")
     plo.add_argument("--facet", default="pp", help="one panel per value of this column ('' for one panel)")
     plo.add_argument("--logx", action="store_true", help="log2 x axis")
+    plo.add_argument("--title", help="figure title (default none)")
+    plo.add_argument("--xlabel", help="x axis label (default: a description of --x)")
+    plo.add_argument("--ylabel", help="y axis label (default: a description of --y)")
+    plo.add_argument("--size", type=_float_pair("--size"), metavar="W,H",
+                     help="figure size in inches, e.g. 3.5,2.4 for one column (default 3.3 per panel × 2.8)")
+    plo.add_argument("--ylim", type=_float_pair("--ylim"), metavar="LO,HI", help="y axis limits (default: the data's)")
+    plo.add_argument("--percent", action="store_true", help="y axis in percent (bubble_fraction, bubble_overhead)")
+    plo.add_argument("--no-costs-note", action="store_true",
+                     help="leave out the line under the axes that states the costs the sweep assumed")
     plo.add_argument("--output", "-o", required=True, metavar="FILE", help="figure (.png, .pdf or .svg)")
     plo.set_defaults(func=cmd_plot)
 
     cal = sub.add_parser("calibrate", help="derive a costs file from a measured timeline",
-                         description="Per-stage F/B/I/W medians (warm-up steps dropped) and P2P latency from a "
-                         "timeline, written as a costs file for 'pipesim simulate --costs'.")
+                         description="Per-stage F/B/I/W 10%-trimmed means (warm-up steps dropped) and P2P "
+                         "latency from a timeline, written as a costs file for 'pipesim simulate --costs' (per "
+                         "rank's share of the model: a run with v chunks has its chunk times multiplied by v).")
     cal.add_argument("timeline", help="measured timeline (.csv or .parquet)")
     cal.add_argument("--warmup-steps", type=int, default=1, help="leading steps to drop when more exist (default 1)")
     cal.add_argument("--output", "-o", required=True, metavar="FILE", help="costs file (.json or .yaml)")

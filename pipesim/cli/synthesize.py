@@ -85,7 +85,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         check_output_path(args.output, "-o")
     shape = synthesis_shape(args.pp or DEFAULT_PP, args.mb or DEFAULT_MICROBATCHES, args.chunks or 1)
     setup = model_setup_from_args(args, shape)
-    costs = setup.costs if setup else cost_model_from_args(args)
+    costs = setup.costs if setup else cost_model_from_args(args, shape.num_stages)
     limit = memory_limit_units(args, costs, shape, setup is not None)
     limit = default_memory_limit(shape) if limit is None else limit
     problem = SynthesisProblem.from_costs(shape, costs, limit)

@@ -7,6 +7,8 @@ The contract of a schedule file (see ``schedules/1f1b.py``):
   the cost model (a :class:`~pipesim.sim.costs.CostModel`) and to a per-rank activation limit (units of one
   microbatch-stage's activations) receives them; files without them are called exactly as before;
 - optional ``DEFAULT_CHUNKS: int`` (1 when absent);
+- optional ``LIMITS: pipesim.program.limits.ScheduleLimits`` — the chunk counts and microbatch counts it
+  builds (one chunk, any microbatches when absent), which tests and tools read instead of knowing names;
 - optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
   form on uniform costs, printed beside the simulated value.
 
@@ -27,6 +29,7 @@ from types import ModuleType
 
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import Instruction, Schedule
+from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import StageCosts
 
@@ -49,6 +52,10 @@ class ScheduleSource:
     @property
     def default_chunks(self) -> int:
         return int(getattr(self.module, "DEFAULT_CHUNKS", 1))
+
+    @property
+    def limits(self) -> ScheduleLimits:
+        return getattr(self.module, "LIMITS", ScheduleLimits())
 
     @property
     def summary(self) -> str:
