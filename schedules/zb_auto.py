@@ -7,13 +7,19 @@ best refined by local search.
 costs, for unit costs; without a limit, for 2·pp activation units per rank (ZB-2p; 1F1B's memory for V).
 """
 
+from pipesim.errors import ScheduleError
 from pipesim.program.ir import Schedule
+from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.costs import CostModel
 from pipesim.synth.search import synthesize_schedule
 
 DEFAULT_CHUNKS = 1
+LIMITS = ScheduleLimits(chunks=(1, 2))  # one chunk per rank, or the V placement
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS, *, costs: CostModel | None = None,
           memory_limit: float | None = None) -> Schedule:
+    if chunks not in LIMITS.chunks:
+        raise ScheduleError(f"zb-auto synthesises one chunk per rank or the V placement (--chunks 1 or 2), "
+                            f"not --chunks {chunks}")
     return synthesize_schedule(pp, microbatches, chunks, costs, memory_limit)
