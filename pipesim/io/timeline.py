@@ -127,11 +127,11 @@ def read_timeline(path: str | Path, flag: str = "timeline") -> pd.DataFrame:
     backwards = (columns["end"] < columns["start"]).to_numpy()
     if backwards.any():
         row = int(backwards.argmax())
-        raise PipesimError(f"{where} row {row + 2}: end {columns['end'].iloc[row]!r} is before start "
-                           f"{columns['start'].iloc[row]!r}; an instruction ends after it starts")
+        raise PipesimError(f"{where} row {row + 2}: end {columns['end'].iloc[row]:g} is before start "
+                           f"{columns['start'].iloc[row]:g}; an instruction ends after it starts")
     if "bytes" in columns and (columns["bytes"] < 0).any():
         row = int((columns["bytes"] < 0).to_numpy().argmax())
-        raise PipesimError(f"{where} row {row + 2}: bytes {columns['bytes'].iloc[row]!r} must be ≥ 0")
+        raise PipesimError(f"{where} row {row + 2}: bytes {columns['bytes'].iloc[row]:g} must be ≥ 0")
     ops = frame["op"].astype(str).str.strip()
     unknown = ~ops.isin(_OPS)
     if unknown.any():

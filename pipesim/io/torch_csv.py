@@ -88,7 +88,7 @@ def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
                 match = _CELL.match(part)
                 if not match:
                     raise ScheduleError(
-                        f"{source}: cell {text!r} at rank {rank} (row {rank + 1}), column {column + 1} is not a "
+                        f"{source}: cell {_clip(text)} at rank {rank} (row {rank + 1}), column {column + 1} is not a "
                         "PyTorch action; use {stage}{F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B}{microbatch}, "
                         "{stage}REDUCE_GRAD or (…)OVERLAP_F_B"
                     )
@@ -96,17 +96,24 @@ def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
                 needs_mb = kind in _COMPUTE or kind in _COMM
                 if needs_mb != bool(mb):
                     what = "needs a microbatch number" if needs_mb else "takes no microbatch number"
-                    raise ScheduleError(f"{source}: cell {text!r} at rank {rank}, column {column + 1}: {kind} {what}")
+                    raise ScheduleError(
+                        f"{source}: cell {_clip(text)} at rank {rank}, column {column + 1}: {kind} {what}"
+                    )
                 for what, digits in (("stage", stage), ("microbatch", mb)):
                     if digits and (len(digits) > 9 or int(digits) >= limit):
                         raise ScheduleError(
-                            f"{source}: cell {text!r} at rank {rank}, column {column + 1} names {what} "
-                            f"{digits[:12]}{'…' if len(digits) > 12 else ''}, but the file holds only {limit} "
-                            f"action(s); number {what}s from 0 without gaps"
+                            f"{source}: cell {_clip(text)} at rank {rank}, column {column + 1} names {what} "
+                            f"{_clip(digits)}, but the file holds only {limit} action(s); number the {what} "
+                            "indices from 0 without gaps"
                         )
                 actions.append(CsvAction(int(stage), kind, int(mb) if mb else None, rank, column))
         parsed.append(actions)
     return parsed
+
+
+def _clip(text: str, width: int = 24) -> str:
+    """A cell as quoted in an error: whole when short, its start and length when not."""
+    return repr(text) if len(text) <= width else f"{text[:width]!r}… ({len(text)} characters)"
 
 
 def _shape_of(actions: list[list[CsvAction]], source: str) -> PipelineShape:

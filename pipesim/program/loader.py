@@ -155,7 +155,8 @@ def _check_built(source: ScheduleSource, schedule: object, pp: int, microbatches
                 if type(value) is not int or not 0 <= value < count:
                     raise ScheduleError(
                         f"{where}: rank {rank} holds {ins.op.value}({ins.mb!r}, {ins.chunk!r}) whose {field} "
-                        f"{value!r} is not an int in 0..{count - 1}; number {field}s 0..{count - 1} with Python ints"
+                        f"{value!r} is not an int in 0..{count - 1}; number each {field} 0..{count - 1} with a "
+                        "Python int"
                     )
 
 
