@@ -38,6 +38,8 @@ class ModelConfig:
     micro_batch_size: int = 2
     vocab: int = 64
     seed: int = 0
+    # Layers per stage, stage 0 first (pipesim simulate's --stage-layers); None: the even split below.
+    stage_layers: tuple[int, ...] | None = None
 
     def check(self, tp: int, mode: TPMode) -> None:
         """One-line errors for sizes the TP layout cannot split."""
@@ -87,7 +89,15 @@ def synthetic_batch(cfg: ModelConfig, step: int, global_batch: int) -> tuple[tor
 
 
 def layers_of_stage(cfg: ModelConfig, stage: int, num_stages: int) -> range:
-    """Contiguous, even split of the blocks; the first ``layers % stages`` stages take one more."""
+    """Contiguous blocks of stage ``stage``: ``cfg.stage_layers`` when given (the same split the simulator
+    uses), else an even split where the first ``layers % stages`` stages take one more."""
+    if cfg.stage_layers is not None:
+        counts = cfg.stage_layers
+        if len(counts) != num_stages or sum(counts) != cfg.layers or min(counts) < 0:
+            raise PipesimError(f"stage layers {list(counts)} must be {num_stages} counts ≥ 0 summing to "
+                               f"--layers {cfg.layers}")
+        start = sum(counts[:stage])
+        return range(start, start + counts[stage])
     base, extra = divmod(cfg.layers, num_stages)
     start = stage * base + min(stage, extra)
     return range(start, start + base + (1 if stage < extra else 0))

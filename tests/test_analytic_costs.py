@@ -1,5 +1,7 @@
 """The CostModel built from a model: per-stage FLOP times, ring collectives on the right link, every schedule."""
 
+from dataclasses import replace
+
 import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
@@ -17,9 +19,11 @@ LLAMA = MODEL_PRESETS["llama2-13b"]
 
 
 def test_stage_times_are_flops_over_rate_plus_tp_comm():
+    """With --achievable-fraction (the override), every FLOP runs at one rate."""
     layout = Layout(tp=4, pp=4, microbatches=8)
-    costs = build_cost_model(LLAMA, H100, layout)
-    rate = 4 * H100.peak_flops * H100.achievable_fraction
+    chip = replace(H100, achievable_fraction=0.6)
+    costs = build_cost_model(LLAMA, chip, layout)
+    rate = 4 * H100.peak_flops * 0.6
     per_layer = layer_flops(LLAMA, layout)
     comm = tp_layer_comm(LLAMA, layout, H100)
     middle = costs.stage(1)

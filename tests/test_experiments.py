@@ -32,7 +32,7 @@ def test_experiment_fast_mode_writes_figures(script, tmp_path):
 @pytest.mark.parametrize(
     ("script", "args", "expect"),
     [
-        ("narayanan2021_throughput", [], "gpt3-175b"),
+        ("published_runs", [], "mean |error|"),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
         ("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1", "--layers", "2",
                                      "--hidden", "32"], "interleaved"),

@@ -1,8 +1,27 @@
-"""Chip presets, each figure from the vendor datasheet named beside it.
+"""Chip presets, each figure from the vendor datasheet or the measurement named beside it.
 
 Bandwidths are one direction per chip (datasheet NVLink figures are bidirectional and are halved here).
 Inter-node: one NIC per GPU as in DGX/HGX systems (A100: 200 Gb/s HDR; H100/H200/B200/MI300X: 400 Gb/s).
 Memory: HBM capacity in GiB as the driver reports it where that differs from the marketing figure.
+
+Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel class:
+
+- GEMM, Hopper: an 8192³ BF16 product through PyTorch on an H200 ran at 788 TFLOP/s on random data (0.80 of
+  989.4; the H100 SXM has the same SMs and clocks). Ampere: no kernel measurement was at hand; the Hopper
+  share 0.80 is assumed, and the A100 rows of the README's table (Narayanan et al. 2021, Korthikanti et al.
+  2023) are what check it.
+- FP8 GEMM: no cuBLAS FP8 measurement was at hand; Shah et al. 2024 ("FlashAttention-3", abstract) reach
+  close to 1.2 PFLOP/s with FP8 on H100, 0.61 of the 1,979 dense FP8 peak, taken as the FP8 tensor-core
+  share (0.60) for every chip with FP8.
+- Fused attention: Dao 2023 ("FlashAttention-2", abstract and §4.1): 50–73 % of the A100's peak in the
+  forward, the backward lower → 0.60 and 0.48. Shah et al. 2024 ("FlashAttention-3", abstract): up to 740
+  TFLOP/s (75 %) BF16 forward on H100 at long sequences; at the 2k–8k causal sequences of training less →
+  0.55 forward, 0.45 backward.
+- Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
+  share is used for every chip.
+- Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
+  wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
+B200 and MI300X efficiencies are the Hopper ones, unvalidated: no published measurement is in the test table.
 """
 
 from __future__ import annotations
@@ -14,23 +33,25 @@ TFLOPS = 1e12
 
 _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
-    # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional. DGX A100: 8× HDR 200 Gb/s.
-    ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB),
-    # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense; 80GB HBM3 (nvidia-smi
-    # 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional. DGX H100: 8× ConnectX-7 400 Gb/s.
-    ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB),
-    # NVIDIA H200 datasheet (SXM): BF16 1,979 TFLOPS sparse → 989.4 dense; 141GB HBM3e (nvidia-smi
-    # 143771 MiB = 140.4 GiB); 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
-    ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB),
-    # NVIDIA HGX B200 datasheet: 8 GPUs give FP16/BF16 36 PFLOPS sparse → 2.25 PFLOPS dense per GPU;
-    # 1.44 TB HBM3e total → 180 GB each (taken as 180 GiB: HBM is sized in binary units); 64 TB/s → 8 TB/s
-    # each; NVLink 5 1.8 TB/s bidirectional per GPU. DGX B200: 8× ConnectX-7 400 Gb/s.
-    ChipSpec("b200", 2250 * TFLOPS, 180.0, 8000 * GB, 900 * GB, 50 * GB),
-    # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse); 192 GB HBM3; 5.3 TB/s;
-    # Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s one
-    # direction for a ring that uses all links; a single peer gets 64 GB/s. 400 Gb/s NIC per GPU.
-    # Measured GEMM efficiency on MI300X is below the NVIDIA parts; lower achievable_fraction if you know it.
-    ChipSpec("mi300x", 1307.4 * TFLOPS, 192.0, 5300 * GB, 448 * GB, 50 * GB),
+    # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
+    ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
+             attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
+    # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
+    # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
+    ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS),
+    # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
+    # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
+    ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS),
+    # NVIDIA HGX B200 datasheet: 8 GPUs give FP16/BF16 36 PFLOPS sparse → 2.25 PFLOPS dense per GPU, FP8
+    # 72 → 4.5 PFLOPS; 1.44 TB HBM3e total → 180 GB each (taken as 180 GiB); 64 TB/s → 8 TB/s each;
+    # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s.
+    ChipSpec("b200", 2250 * TFLOPS, 180.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
+             sm_count=148),
+    # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
+    # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
+    # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU.
+    ChipSpec("mi300x", 1307.4 * TFLOPS, 192.0, 5300 * GB, 448 * GB, 50 * GB, fp8_peak_flops=2614.9 * TFLOPS,
+             sm_count=304),
 ]
 
 CHIP_PRESETS: dict[str, ChipSpec] = {c.name: c for c in _PRESETS}

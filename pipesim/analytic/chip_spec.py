@@ -4,21 +4,53 @@ Link bandwidths are **one direction, per chip**, in bytes/s: a ring collective o
 way per link at a time, so that is the figure every formula in :mod:`pipesim.analytic.comm` divides by.
 Datasheets quote NVLink as bidirectional totals (A100 600 GB/s = 300 GB/s each way); presets halve them.
 
-``achievable_fraction`` scales the peak FLOP/s for the transformer's matmuls. It stands for everything the
-FLOP count does not model: GEMM efficiency below peak (large BF16 GEMMs reach 70–80 % of peak on A100/H100)
-and the memory-bound element-wise kernels (norms, softmax, GeLU/SwiGLU, dropout, residual adds) that take a
-further 15–25 % of a layer's time. Default 0.6 for every chip; it is the single largest lever on predicted
-step time, so set it from a measured layer when you have one (``--achievable-fraction``).
+Kernel efficiencies (one constant per chip and kernel class, each preset citing its measurement; see
+:mod:`pipesim.analytic.kernels`): ``gemm_efficiency`` (a large GEMM's share of peak), the fused attention
+forward/backward shares, ``memory_efficiency`` (a streaming kernel's share of HBM bandwidth), and the SM
+count and GEMM tile for wave quantization. ``achievable_fraction``, when set (``--achievable-fraction``),
+replaces all of that by one fraction of peak for every FLOP, element-wise work folded in.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from pipesim.analytic.layout import Precision
+from pipesim.analytic.spec_fields import Field, Kind, parse_fields
 from pipesim.errors import PipesimError
-from pipesim.io.spec_files import build_frozen, preset_or_file
+from pipesim.io.spec_files import preset_or_file
 
-DEFAULT_ACHIEVABLE_FRACTION = 0.6
+FIELDS: tuple[Field, ...] = (
+    Field("name", Kind.TEXT, "", "shown in reports", default="the file name"),
+    Field("peak_flops", Kind.FLOAT, "FLOP/s", "dense BF16 tensor-core peak (no sparsity)", required=True, low=0,
+          low_open=True),
+    Field("memory_gib", Kind.FLOAT, "GiB", "usable HBM per chip", required=True, low=0, low_open=True),
+    Field("hbm_bandwidth", Kind.FLOAT, "bytes/s", "HBM bandwidth", required=True, low=0, low_open=True),
+    Field("intra_node_bandwidth", Kind.FLOAT, "bytes/s", "per chip, one direction, inside a node (NVLink)",
+          required=True, low=0, low_open=True),
+    Field("inter_node_bandwidth", Kind.FLOAT, "bytes/s", "per chip, one direction, between nodes (NIC)",
+          required=True, low=0, low_open=True),
+    Field("node_size", Kind.INT, "chips", "chips sharing the intra-node link", default=8, low=1),
+    Field("link_latency", Kind.FLOAT, "s", "per P2P transfer / collective step", default=10e-6, low=0),
+    Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
+          low=0, low_open=True),
+    Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches", default=0.8, low=0,
+          high=1, low_open=True),
+    Field("fp8_gemm_efficiency", Kind.FLOAT, "fraction", "share of the FP8 peak a large FP8 GEMM reaches",
+          default=0.6, low=0, high=1, low_open=True),
+    Field("attention_forward_efficiency", Kind.FLOAT, "fraction", "fused attention forward, share of peak",
+          default=0.55, low=0, high=1, low_open=True),
+    Field("attention_backward_efficiency", Kind.FLOAT, "fraction", "fused attention backward, share of peak",
+          default=0.45, low=0, high=1, low_open=True),
+    Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
+          default=0.9, low=0, high=1, low_open=True),
+    Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
+          default=132, low=1),
+    Field("gemm_tile", Kind.INT_PAIR, "elements", "GEMM output tile [rows, columns] one SM computes at a time",
+          default=(128, 256), low=1),
+    Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
+          "per-kernel model (what --achievable-fraction sets)", low=0, high=1, low_open=True),
+)
 
 
 @dataclass(frozen=True)
@@ -32,38 +64,51 @@ class ChipSpec:
     intra_node_bandwidth: float  # bytes/s per chip, one direction (NVLink / Infinity Fabric)
     inter_node_bandwidth: float  # bytes/s per chip, one direction (one NIC per chip)
     node_size: int = 8  # chips sharing the intra-node fabric
-    achievable_fraction: float = DEFAULT_ACHIEVABLE_FRACTION  # of peak_flops, for matmul-dominated layers
     link_latency: float = 10e-6  # s per P2P transfer / collective step (NCCL small-message latency order)
+    fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
+    gemm_efficiency: float = 0.8
+    fp8_gemm_efficiency: float = 0.6
+    attention_forward_efficiency: float = 0.55
+    attention_backward_efficiency: float = 0.45
+    memory_efficiency: float = 0.9
+    sm_count: int = 132
+    gemm_tile: tuple[int, int] = (128, 256)
+    achievable_fraction: float | None = None  # set: one fraction of peak for everything (the old model)
 
     def __post_init__(self) -> None:
-        for key in ("peak_flops", "memory_gib", "hbm_bandwidth", "intra_node_bandwidth", "inter_node_bandwidth"):
-            if not getattr(self, key) > 0:
-                raise PipesimError(f"chip {self.name}: {key}={getattr(self, key)!r} must be > 0")
-        if not 0 < self.achievable_fraction <= 1:
-            raise PipesimError(f"chip {self.name}: achievable_fraction={self.achievable_fraction} must be in (0, 1]")
-        if self.node_size < 1 or self.link_latency < 0:
-            raise PipesimError(f"chip {self.name}: node_size must be ≥ 1 and link_latency ≥ 0")
+        for f in FIELDS:  # presets and replace() get the same checks as files
+            value = getattr(self, f.key)
+            if value is not None and f.key != "name":
+                from pipesim.analytic.spec_fields import check_value
+
+                check_value(value, f, f"chip {self.name}")
+
+    def peak_for(self, precision: Precision) -> float:
+        if precision is Precision.FP8:
+            if self.fp8_peak_flops is None:
+                raise PipesimError(f"chip {self.name} has no FP8 tensor cores (no fp8_peak_flops); drop --fp8")
+            return self.fp8_peak_flops
+        return self.peak_flops
 
     @property
-    def achievable_flops(self) -> float:
-        return self.peak_flops * self.achievable_fraction
+    def stream_bandwidth(self) -> float:
+        """Bytes/s a memory-bound kernel reaches."""
+        return self.hbm_bandwidth * self.memory_efficiency
 
     @property
     def memory_bytes(self) -> float:
         return self.memory_gib * 2**30
 
     def to_dict(self) -> dict:
-        return asdict(self)
-
-
-_FLOATS = {"peak_flops", "memory_gib", "hbm_bandwidth", "intra_node_bandwidth", "inter_node_bandwidth",
-           "achievable_fraction", "link_latency"}
+        data = asdict(self)
+        data["gemm_tile"] = list(self.gemm_tile)
+        return data
 
 
 def chip_from_dict(data: dict, source: str) -> ChipSpec:
-    data = dict(data)
-    data.setdefault("name", source)
-    return build_frozen(ChipSpec, data, source, ints={"node_size"}, floats=_FLOATS, bools=set())
+    values = parse_fields(data, FIELDS, source)
+    values.setdefault("name", source)
+    return ChipSpec(**values)
 
 
 def load_chip(spec: str) -> ChipSpec:

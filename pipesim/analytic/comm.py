@@ -5,10 +5,10 @@ Ring collectives over ``n`` ranks with per-rank one-direction bandwidth ``β`` (
 operations in MPICH"): reduce-scatter and all-gather of an ``N``-byte buffer take ``(n−1)/n · N/β``;
 all-reduce is one of each, ``2(n−1)/n · N/β``. Latency: ``n−1`` (or ``2(n−1)``) steps of ``α``.
 
-Which link: ranks are ordered tp fastest, then dp, then pp (DESIGN.md). A group whose ranks all lie in one
-node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and the inter-node NIC
-is its bottleneck. Nothing overlaps with compute here (Megatron-LM's defaults in Narayanan et al. 2021 and
-Korthikanti et al. 2023 expose TP collectives; DP sync is one REDUCE_GRAD per chunk in the Program).
+Which link: ranks are ordered tp fastest, then cp, then dp, then pp (Megatron-LM's order). A group whose
+ranks all lie in one node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and
+the inter-node NIC is its bottleneck. TP collectives are exposed unless ``async_tp`` (Megatron-LM's defaults in
+Narayanan et al. 2021 and Korthikanti et al. 2023); DP sync is one REDUCE_GRAD per chunk in the Program.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.layout import Layout, Recompute, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec
 
 
@@ -58,7 +58,7 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     t = layout.tp
     if t == 1:
         return LayerComm(0.0, 0.0)
-    nbytes = model.dtype_bytes * model.micro_batch * model.seq_len * model.hidden
+    nbytes = model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
     bandwidth = group_bandwidth(chip, t)
     one = ring_all_reduce_time(nbytes, t, bandwidth, chip.link_latency)  # = one all-gather + one reduce-scatter
     forward = 2 * one
@@ -73,12 +73,34 @@ def p2p_bytes(model: ModelSpec, layout: Layout) -> float:
     of the t ranks sends only its 1/t slice over the inter-node link and the receivers all-gather it over
     NVLink (cheap, not counted). With sequence parallelism the tensor is already split this way.
     """
-    return model.dtype_bytes * model.micro_batch * model.seq_len * model.hidden / layout.tp
+    return model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.hidden / layout.tp
 
 
 def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
-    """Pipeline neighbours are ``tp·dp`` ranks apart; the whole pipeline fits a node only if tp·dp·pp does."""
-    return group_bandwidth(chip, layout.tp * layout.dp * layout.pp)
+    """Pipeline neighbours are ``tp·cp·dp`` ranks apart; the pipeline fits a node only if the world does."""
+    return group_bandwidth(chip, layout.world_size)
+
+
+def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
+    """Ring attention's P2P per layer (Liu et al. 2023, "Ring Attention"; Megatron-LM context parallelism).
+
+    Each of the ``cp`` ranks holds ``s/cp`` tokens; the K and V blocks (``2·b·(s/cp)·kv_dim/t`` elements)
+    travel ``cp − 1`` hops around the ring in the forward, and K, V and their gradients (twice the bytes) in
+    the backward. Returned as the *total* transfer time; :func:`overlapped` exposes only what the attention
+    compute of the same layer does not hide.
+    """
+    cp = layout.cp
+    if cp == 1:
+        return LayerComm(0.0, 0.0)
+    block = 2 * model.dtype_bytes * model.micro_batch * model.seq_len / cp * model.kv_dim / layout.tp
+    bandwidth = group_bandwidth(chip, layout.tp * cp)
+    forward = (cp - 1) * (block / bandwidth + chip.link_latency)
+    return LayerComm(forward, 2 * forward)
+
+
+def overlapped(comm: float, compute: float, floor: float = 0.0) -> float:
+    """Exposed time of ``comm`` run beside ``compute``: what sticks out, and at least ``floor``."""
+    return max(floor, comm - compute)
 
 
 @dataclass(frozen=True)
@@ -97,12 +119,12 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -
     optimizer): reduce-scatter of the gradients, the optimizer updates its 1/dp shard, then an all-gather of
     the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks.
     """
-    d = layout.dp
+    d = layout.dp * layout.cp  # context-parallel ranks hold the same weights: gradients reduce over dp·cp
     if d == 1:
         return GradSync(0.0, 0.0)
     bandwidth = group_bandwidth(chip, layout.tp * d)
     grad_bytes = stage_params_per_rank * layout.param_bytes.grads
-    if not layout.distributed_optimizer:
+    if layout.sharding is ZeroStage.NONE:
         return GradSync(ring_all_reduce_time(grad_bytes, d, bandwidth, chip.link_latency), 0.0)
     weight_bytes = stage_params_per_rank * layout.param_bytes.weights
     return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, chip.link_latency),
@@ -112,5 +134,19 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec) -> float:
     """Adam is memory-bound: per updated parameter it reads grad, master weight, m, v (16 B) and writes master,
     m, v (12 B) and the BF16 weight (2 B) — 30 B over HBM bandwidth (the fused Adam kernels of Apex/TE)."""
-    updated = params_per_rank / (layout.dp if layout.distributed_optimizer else 1)
-    return 30.0 * updated / chip.hbm_bandwidth
+    updated = params_per_rank / (layout.dp * layout.cp if layout.sharding > ZeroStage.NONE else 1)
+    return 30.0 * updated / chip.stream_bandwidth
+
+
+def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec) -> LayerComm:
+    """ZeRO-3 / FSDP without pipelining, per layer and microbatch (Rajbhandari et al. 2020 §5.3; Zhao et al.
+    2023, "PyTorch FSDP", §3.2): the layer's BF16 weights are all-gathered before its forward and again
+    before its backward, and its gradients reduce-scattered after it. Total transfer time; the prefetch
+    overlaps it with the neighbouring layer's compute, so :func:`overlapped` decides what is exposed."""
+    n = layout.dp * layout.cp
+    bandwidth = group_bandwidth(chip, layout.tp * n)
+    gather = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth,
+                                      chip.link_latency)
+    scatter = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth,
+                                       chip.link_latency)
+    return LayerComm(gather, gather + scatter)

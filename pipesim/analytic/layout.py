@@ -1,8 +1,8 @@
 """How the model is split and trained: parallel degrees and the memory-saving choices (Layout).
 
-Rank order is DESIGN.md's (tp fastest, then dp, then pp), which decides which link each group uses: a tp
-group is ``tp`` consecutive ranks, a dp group spans ``tp·dp`` consecutive ranks, and pipeline neighbours are
-``tp·dp`` ranks apart.
+Rank order is Megatron-LM's (tp fastest, then cp, then dp, then pp), which decides which link each group
+uses: a tp group is ``tp`` consecutive ranks, a cp group spans ``tp·cp``, a dp group ``tp·cp·dp`` consecutive
+ranks, and pipeline neighbours are ``tp·cp·dp`` ranks apart.
 """
 
 from __future__ import annotations
@@ -19,6 +19,23 @@ class Recompute(enum.Enum):
     NONE = "none"
     SELECTIVE = "selective"  # recompute only the attention core (QKᵀ, softmax, dropout, ·V)
     FULL = "full"  # store only each layer's input; recompute the whole layer forward in backward
+
+
+class ZeroStage(enum.IntEnum):
+    """What data parallelism shards (Rajbhandari et al. 2020, "ZeRO", §5: P_os, P_os+g, P_os+g+p)."""
+
+    NONE = 0  # plain data parallel: every replica holds everything, gradients all-reduced
+    OPTIMIZER = 1  # ZeRO-1 / Megatron's distributed optimizer: optimizer state / dp
+    GRADIENTS = 2  # ZeRO-2: optimizer state and gradients / dp
+    PARAMETERS = 3  # ZeRO-3 / FSDP: weights too; each layer all-gathered when it runs
+
+
+class Precision(enum.Enum):
+    """The GEMMs' input type: BF16, or FP8 (Micikevicius et al. 2022, "FP8 Formats for Deep Learning";
+    Transformer Engine keeps master weights, optimizer state and non-GEMM work in higher precision)."""
+
+    BF16 = "bf16"
+    FP8 = "fp8"
 
 
 class AttentionKernel(enum.Enum):
@@ -66,11 +83,29 @@ class Layout:
     # step time and MFU are comparable with those published numbers.
     halve_causal_attention: bool = False
     param_bytes: OptimizerBytes = OptimizerBytes()
+    # Layers per stage, stage 0 first (see :mod:`.stage_split`); None: an even split, which must divide.
+    stage_layers: tuple[int, ...] | None = None
+    zero: ZeroStage = ZeroStage.NONE  # distributed_optimizer=True means at least ZeroStage.OPTIMIZER
+    cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
+    precision: Precision = Precision.BF16
+    async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
 
     def __post_init__(self) -> None:
-        for key in ("tp", "dp", "pp", "chunks", "microbatches"):
+        for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp"):
             if getattr(self, key) < 1:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
+        if self.stage_layers is not None and len(self.stage_layers) != self.num_stages:
+            raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
+        if self.sharding > ZeroStage.NONE and self.dp == 1:
+            raise PipesimError(f"--zero {int(self.sharding)} shards over the data-parallel group, but --dp is 1; "
+                               "add --dp N (N > 1) or drop it")
+        if self.async_tp and self.tp == 1:
+            raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
+
+    @property
+    def sharding(self) -> ZeroStage:
+        """The ZeRO stage in force: ``zero``, or ZeRO-1 when only ``distributed_optimizer`` is set."""
+        return max(self.zero, ZeroStage.OPTIMIZER if self.distributed_optimizer else ZeroStage.NONE)
 
     @property
     def num_stages(self) -> int:
@@ -78,4 +113,4 @@ class Layout:
 
     @property
     def world_size(self) -> int:
-        return self.tp * self.dp * self.pp
+        return self.tp * self.cp * self.dp * self.pp

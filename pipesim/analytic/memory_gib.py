@@ -18,11 +18,12 @@ buffers of the backward (e.g. the all-gathered input under sequence parallelism)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import Layout
+from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.params import layer_params
 from pipesim.analytic.to_costs import rank_params
 from pipesim.sim.simulator import SimulationResult
 
@@ -62,6 +63,7 @@ class MemoryReport:
     ranks: tuple[RankMemory, ...]
     capacity_gib: float
     chip: str
+    layout: Layout = field(default_factory=Layout)  # what the warnings suggest depends on what is on
 
     @property
     def peak(self) -> RankMemory:
@@ -72,20 +74,57 @@ class MemoryReport:
         return [r for r in self.ranks if r.total > self.capacity_gib * GIB]
 
     def warnings(self) -> list[str]:
+        fixes = ", ".join(remedies(self.layout))
         return [f"rank {r.rank} needs {r.total / GIB:.1f} GiB, more than the {self.capacity_gib:g} GiB of one "
-                f"{self.chip}: raise --tp/--pp, use --recompute selective/full, --sequence-parallel or "
-                "--distributed-optimizer" for r in self.over_capacity]
+                f"{self.chip}: {fixes}" for r in self.over_capacity]
 
     def to_dict(self) -> dict:
         return {"capacity_gib": self.capacity_gib, "peak_rank": self.peak.rank, "peak_gib": self.peak.total / GIB,
                 "ranks": [r.to_dict() for r in self.ranks], "warnings": self.warnings()}
 
 
-def static_bytes(params: float, layout: Layout) -> tuple[float, float, float]:
-    """Weights, gradients and optimizer state for ``params`` parameters on one rank."""
+def remedies(layout: Layout) -> list[str]:
+    """What would lower memory and is not already on (the warning used to suggest options already given)."""
+    options = ["raise --tp/--pp"]
+    if layout.recompute is not Recompute.FULL:
+        options.append("use --recompute " + ("full" if layout.recompute is Recompute.SELECTIVE else "selective/full"))
+    if layout.tp > 1 and not layout.sequence_parallel:
+        options.append("add --sequence-parallel")
+    if layout.sharding < ZeroStage.PARAMETERS:
+        options.append("add --distributed-optimizer" if layout.sharding is ZeroStage.NONE
+                       else "raise --zero")
+        if layout.dp == 1:
+            options[-1] += " with --dp > 1"
+    return options
+
+
+def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer state for ``params`` parameters on one rank.
+
+    ZeRO (Rajbhandari et al. 2020, §5): stage 1 divides the optimizer state by the data-parallel size
+    ``n = dp·cp``, stage 2 the gradients too, stage 3 the weights too — plus, without pipelining, the
+    unsharded weights and gradients of the layer being computed and the one prefetched (two layers; Zhao et
+    al. 2023, PyTorch FSDP §3.2). With pipelining a stage's weights stay gathered through the step (what
+    torchtitan's FSDP + PP does), so only the optimizer state is divided. FP8 (Transformer Engine) keeps an
+    FP8 copy of every weight beside the BF16 one: +1 byte per parameter.
+    """
     b = layout.param_bytes
-    optimizer_share = layout.dp if layout.distributed_optimizer else 1
-    return params * b.weights, params * b.grads, params * b.optimizer / optimizer_share
+    n = layout.dp * layout.cp
+    zero = layout.sharding
+    weights, grads, optimizer = params * b.weights, params * b.grads, params * b.optimizer
+    if zero >= ZeroStage.OPTIMIZER:
+        optimizer /= n
+    if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
+        grads /= n
+    if zero is ZeroStage.PARAMETERS and layout.pp == 1:
+        weights /= n
+        if model is not None:
+            unsharded = 2 * layer_params(model) / layout.tp
+            weights += unsharded * b.weights
+            grads += unsharded * b.grads
+    if layout.precision is Precision.FP8:
+        weights += params * 1.0
+    return weights, grads, optimizer
 
 
 def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> MemoryReport:
@@ -97,8 +136,8 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
     params = rank_params(model, layout, shape)
     ranks = []
     for r in range(shape.pp):
-        weights, grads, optimizer = static_bytes(params[r], layout)
+        weights, grads, optimizer = static_bytes(params[r], layout, model)
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
         ranks.append(RankMemory(r, stages, params[r], weights, grads, optimizer, peaks[r],
                                 result.memory.peak_activations[r]))
-    return MemoryReport(tuple(ranks), chip.memory_gib, chip.name)
+    return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout)

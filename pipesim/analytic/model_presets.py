@@ -40,6 +40,11 @@ _PRESETS = [
     _gpt("gpt-310.1b", 96, 16384, 128),
     _gpt("gpt-529.6b", 105, 20480, 128),
     _gpt("gpt-1008b", 128, 25600, 160),
+    # Korthikanti et al. 2023, "Reducing Activation Recomputation in Large Transformer Models", Table 3
+    # (heads, hidden, layers; sequence 2048, vocabulary 51200). Their 175B is GPT-3's shape (gpt3-175b).
+    _gpt("gpt-22b", 48, 6144, 64),
+    _gpt("gpt-530b", 105, 20480, 128),
+    _gpt("gpt-1t", 128, 25600, 160),
     # Touvron et al. 2023, "Llama 2", Table 1 and the released config.json files (hidden_size,
     # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
     _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),

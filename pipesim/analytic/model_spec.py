@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from pipesim.analytic.spec_fields import Field, Kind, parse_fields
 from pipesim.errors import PipesimError
-from pipesim.io.spec_files import build_frozen, preset_or_file
+from pipesim.io.spec_files import preset_or_file
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class ModelSpec:
                 raise PipesimError(f"model {self.name}: {key}={value!r} must be a positive integer")
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
-        if self.kv_heads < 1 or self.heads % self.kv_heads:
+        if isinstance(self.kv_heads, bool) or not isinstance(self.kv_heads, int) or self.kv_heads < 1 \
+                or self.heads % self.kv_heads:
             raise PipesimError(f"model {self.name}: heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
         if self.hidden % self.heads:
             raise PipesimError(f"model {self.name}: hidden={self.hidden} must be a multiple of heads={self.heads}")
@@ -67,14 +69,51 @@ class ModelSpec:
         return asdict(self)
 
 
-_INTS = {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "micro_batch", "dtype_bytes"}
-_BOOLS = {"gated", "tied_embeddings", "dropout", "bias", "rms_norm", "learned_positions"}
+FIELDS: tuple[Field, ...] = (
+    Field("name", Kind.TEXT, "", "shown in reports", default="the file name"),
+    Field("layers", Kind.INT, "", "transformer layers", required=True, low=1),
+    Field("hidden", Kind.INT, "", "model width h", required=True, low=1),
+    Field("heads", Kind.INT, "", "attention (query) heads", required=True, low=1),
+    Field("ffn_hidden", Kind.INT, "", "MLP inner width", required=True, low=1),
+    Field("vocab", Kind.INT, "tokens", "vocabulary size (padded as trained)", required=True, low=1),
+    Field("seq_len", Kind.INT, "tokens", "sequence length (--seq-len overrides)", required=True, low=1),
+    Field("kv_heads", Kind.INT, "", "key/value heads (GQA); default: heads", low=1),
+    Field("gated", Kind.BOOL, "", "SwiGLU/GeGLU MLP (three matrices)", default=False),
+    Field("mlp", Kind.TEXT, "", "as `pipesim models` prints it: swiglu sets gated, gelu clears it",
+          choices=("swiglu", "gelu")),
+    Field("micro_batch", Kind.INT, "sequences", "per microbatch (--micro-batch-size overrides)", default=1,
+          low=1),
+    Field("tied_embeddings", Kind.BOOL, "", "output layer shares the input embedding", default=False),
+    Field("dtype_bytes", Kind.INT, "bytes", "per weight/activation element (2: BF16)", default=2, low=1, high=8),
+    Field("dropout", Kind.BOOL, "", "dropout masks stored (GPT-3 yes, Llama no)", default=True),
+    Field("bias", Kind.BOOL, "", "biases in the linear layers", default=True),
+    Field("rms_norm", Kind.BOOL, "", "RMSNorm (h weights) instead of LayerNorm (2h)", default=False),
+    Field("learned_positions", Kind.BOOL, "", "a learned seq_len × h position table (else RoPE)", default=False),
+    Field("params", Kind.FLOAT, "parameters", "as `pipesim models` prints it (e.g. 7.0e9); checked against the "
+          "count from the shape (within 5 %), not used", low=0, low_open=True),
+)
+# The column names `pipesim models` prints.
+ALIASES = {"ffn": "ffn_hidden", "seq": "seq_len", "kv": "kv_heads"}
 
 
 def model_from_dict(data: dict, source: str) -> ModelSpec:
-    data = dict(data)
-    data.setdefault("name", source)
-    return build_frozen(ModelSpec, data, source, ints=_INTS, floats=set(), bools=_BOOLS)
+    values = parse_fields(data, FIELDS, source, ALIASES)
+    values.setdefault("name", source)
+    mlp = values.pop("mlp", None)
+    if mlp is not None:
+        if "gated" in values and values["gated"] != (mlp == "swiglu"):
+            raise PipesimError(f"{source}: mlp={mlp!r} and gated={values['gated']} disagree; keep one")
+        values["gated"] = mlp == "swiglu"
+    stated = values.pop("params", None)
+    model = ModelSpec(**values)
+    if stated is not None:
+        from pipesim.analytic.params import total_params
+
+        counted = total_params(model)
+        if abs(stated - counted) > 0.05 * counted:
+            raise PipesimError(f"{source}: params={stated:.4g} but the shape gives {counted:.4g} parameters; "
+                               "fix the shape or drop params")
+    return model
 
 
 def load_model(spec: str) -> ModelSpec:

@@ -38,9 +38,9 @@ def total_params(model: ModelSpec) -> int:
     return model.layers * layer_params(model) + embedding_params(model) + output_params(model, 1)
 
 
-def stage_params(model: ModelSpec, stage: int, num_stages: int) -> int:
-    """Parameters of pipeline stage ``stage`` of ``num_stages`` (layers split evenly)."""
-    count = model.layers // num_stages * layer_params(model)
+def stage_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None) -> int:
+    """Parameters of pipeline stage ``stage`` of ``num_stages`` holding ``layers`` layers (default: L/stages)."""
+    count = (model.layers // num_stages if layers is None else layers) * layer_params(model)
     if stage == 0:
         count += embedding_params(model)
     if stage == num_stages - 1:

@@ -15,6 +15,8 @@ from pipesim.analytic.layout import Layout
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import total_params
+from pipesim.analytic.steady_state import StepBoundary
+from pipesim.analytic.to_costs import stage_layer_counts
 from pipesim.sim.simulator import SimulationResult
 
 
@@ -29,6 +31,8 @@ class StepReport:
     hardware_flops: float
     bubble_fraction: float
     memory: MemoryReport
+    boundary: StepBoundary = StepBoundary.SYNC
+    single_step: float | None = None  # makespan of one isolated step, s
 
     @property
     def tokens_per_second(self) -> float:
@@ -61,8 +65,12 @@ class StepReport:
                        "recompute": lay.recompute.value, "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
                        "halve_causal_attention": lay.halve_causal_attention,
-                       "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total}},
+                       "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
+                       "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
+                       "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp},
+            "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
+            "single_step_makespan_s": self.single_step,
             "tokens_per_step": self.tokens_per_step,
             "tokens_per_s": self.tokens_per_second,
             "mfu": self.mfu,
@@ -73,24 +81,31 @@ class StepReport:
         }
 
 
-def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> StepReport:
+def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult,
+                step_time: float | None = None, boundary: StepBoundary = StepBoundary.SYNC) -> StepReport:
+    """``step_time``: the steady-state seconds per step (:mod:`.steady_state`); default the one step's makespan."""
     per_mb = model_flops_per_microbatch(model, layout)
     replicas_mb = layout.dp * layout.microbatches
-    return StepReport(model, chip, layout, result.metrics.makespan, replicas_mb * model.tokens_per_microbatch,
-                      replicas_mb * per_mb.model, replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
-                      memory_report(model, chip, layout, result))
+    return StepReport(model, chip, layout, result.metrics.makespan if step_time is None else step_time,
+                      replicas_mb * model.tokens_per_microbatch, replicas_mb * per_mb.model,
+                      replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
+                      memory_report(model, chip, layout, result), boundary, result.metrics.makespan)
 
 
 def report_text(report: StepReport) -> str:
     m, c, lay = report.model, report.chip, report.layout
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
-        f"{lay.world_size}× {c.name} (tp={lay.tp} dp={lay.dp} pp={lay.pp} v={lay.chunks}, "
+        f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}, "
         f"{lay.microbatches} microbatches/pipeline)",
         f"recompute {lay.recompute.value}, sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
-        f"distributed optimizer {'on' if lay.distributed_optimizer else 'off'}, {lay.attention.value} attention, "
-        f"{lay.param_bytes.total:g} B/param, achievable {c.achievable_fraction:g} of "
-        f"{c.peak_flops / 1e12:g} TFLOP/s",
+        f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
+        f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
+        + (f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s" if c.achievable_fraction
+           else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
+                f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g})"),
+        f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}; steady state ({report.boundary.value} "
+        f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
         f"step time {report.step_time:.4g} s   tokens/s {report.tokens_per_second:,.0f}   "
         f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
         f"bubble {report.bubble_fraction:.1%}",

@@ -1,20 +1,21 @@
 """A CostModel in seconds from a model, a chip and a layout: every schedule gets real-unit timelines.
 
-Per stage of ``L/(pp·v)`` layers (the first adds the embedding, the last the LM head and loss):
+Per stage (its layer count from :mod:`.stage_split`; stage 0 adds the embedding, the last the LM head and loss):
 
-- ``forward``, ``backward_input``, ``backward_weight`` = FLOPs (:mod:`.flops`) / (tp · peak · achievable
-  fraction) + the exposed TP collectives (:mod:`.comm`); recomputation runs inside the input backward;
-  ``backward = backward_input + backward_weight``;
-- ``activation = 1`` (one microbatch-stage) and ``activation_bytes`` from :mod:`.activations`, so the
-  simulator's memory profile is in bytes; ``weight_grad_activation`` is the share of linear-layer inputs
-  (what the zero-bubble W pass keeps);
-- ``reduce_grad``: DP gradient sync of the stage's weights; ``optimizer_step``: Adam on the rank with the
-  most parameters plus the distributed optimizer's parameter all-gather;
+- ``forward``, ``backward_input``, ``backward_weight``: per-operation times from the shapes
+  (:mod:`.kernels`: GEMM roofline with wave quantization, fused attention, element-wise bytes over HBM
+  bandwidth), or FLOPs / (tp · peak · ``achievable_fraction``) when that override is set; plus the exposed
+  TP collectives (all of them, or with ``async_tp`` what the GEMMs do not hide), the ring-attention P2P of
+  context parallelism beyond the attention it overlaps, and ZeRO-3's per-layer gathers beyond the compute
+  they overlap. Recomputation runs inside the input backward; ``backward = backward_input + backward_weight``;
+- ``activation = 1`` (one microbatch-stage) and ``activation_bytes`` from :mod:`.activations` (divided by cp),
+  so the simulator's memory profile is in bytes; ``weight_grad_activation`` is the share of linear-layer
+  inputs (what the zero-bubble W pass keeps);
+- ``reduce_grad``: the stage's data-parallel gradient sync; ``optimizer_step``: Adam on the rank with the most
+  parameters plus the sharded optimizer's parameter all-gather;
 - ``p2p_bytes`` per tp rank, with the P2P link's latency and bandwidth.
 
-Assumptions that move the result: ``achievable_fraction`` (see :mod:`.chip_spec`); no overlap of TP or DP
-communication with compute; element-wise kernels only through the achievable fraction; no data-loading,
-kernel-launch or straggler time; layers split evenly (an uneven split is refused, not approximated).
+Not modelled: data loading, kernel-launch gaps, stragglers, DP sync overlapped with the backward.
 """
 
 from __future__ import annotations
@@ -28,20 +29,42 @@ from pipesim.analytic.activations import (
     output_activation_bytes,
 )
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.comm import dp_grad_sync, optimizer_step_time, p2p_bandwidth, p2p_bytes, tp_layer_comm
+from pipesim.analytic.comm import (
+    LayerComm,
+    cp_ring_comm,
+    dp_grad_sync,
+    fsdp_layer_comm,
+    group_bandwidth,
+    optimizer_step_time,
+    overlapped,
+    p2p_bandwidth,
+    p2p_bytes,
+    ring_reduce_scatter_time,
+    tp_layer_comm,
+)
 from pipesim.analytic.flops import layer_flops, lm_head_flops
-from pipesim.analytic.layout import Layout
+from pipesim.analytic.kernels import PassTimes, attention_core_times, head_times, layer_times, linear_times
+from pipesim.analytic.layout import Layout, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.params import stage_params
+from pipesim.analytic.params import layer_params, stage_params
+from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
 from pipesim.sim.costs import CostModel, StageCosts
 
 
-def check_layout(model: ModelSpec, layout: Layout) -> None:
-    """Refuse splits the model cannot take, naming what would work."""
-    stages = layout.num_stages
-    if model.layers % stages:
-        raise PipesimError(_uneven_message(model, layout))
+def stage_layer_counts(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
+    """Layers on each stage: the layout's explicit split, or an even one (refused, with a fix, if uneven)."""
+    if layout.stage_layers is not None:
+        if sum(layout.stage_layers) != model.layers:
+            raise PipesimError(f"the stage split {list(layout.stage_layers)} sums to {sum(layout.stage_layers)}, "
+                               f"but {model.name} has {model.layers} layers")
+        return layout.stage_layers
+    return resolve_stage_layers(model.layers, layout.num_stages, model_name=f"model {model.name}")
+
+
+def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None) -> None:
+    """Refuse splits and combinations that do not exist, naming what would work."""
+    stage_layer_counts(model, layout)
     t = layout.tp
     if model.heads % t:
         options = [d for d in range(1, model.heads + 1) if model.heads % d == 0 and d <= 64]
@@ -53,16 +76,18 @@ def check_layout(model: ModelSpec, layout: Layout) -> None:
                            f"divide (each tp rank needs whole KV groups); use --tp in {options}")
     if model.ffn_hidden % t:
         raise PipesimError(f"model {model.name}: ffn_hidden={model.ffn_hidden} is not divisible by --tp {t}")
-
-
-def _uneven_message(model: ModelSpec, layout: Layout) -> str:
-    n, p, v = model.layers, layout.pp, layout.chunks
-    divisors = [d for d in range(1, n + 1) if n % d == 0]
-    pps = [q for q in range(1, 2 * p + 2) if n % (q * v) == 0 and q != p]
-    near = sorted(pps, key=lambda q: abs(q - p))[:2]
-    hint = f"; with --chunks {v}: " + " or ".join(f"--pp {q}" for q in sorted(near)) if near else ""
-    return (f"model {model.name} has {n} layers, which do not split evenly over pp·v = {p}·{v} = {p * v} stages; "
-            f"pp·v must divide {n}: {', '.join(map(str, divisors))}{hint}")
+    if model.vocab % t:
+        raise PipesimError(f"model {model.name}: vocab={model.vocab} is not divisible by --tp {t} "
+                           "(the output layer is vocabulary-parallel); pad the vocabulary in the model file")
+    cp = layout.cp
+    if cp > 1 and model.seq_len % (2 * cp):
+        raise PipesimError(f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "
+                           f"--seq-len {model.seq_len} is not divisible by {2 * cp}")
+    if layout.sharding is ZeroStage.GRADIENTS and layout.pp > 1:
+        raise PipesimError("--zero 2 shards gradients that every pipeline microbatch accumulates into, which "
+                           "no framework supports with --pp > 1 (DeepSpeed refuses it); use --zero 1 or --zero 3")
+    if chip is not None:
+        chip.peak_for(layout.precision)  # FP8 on a chip without it: one clear line
 
 
 @dataclass(frozen=True)
@@ -71,12 +96,12 @@ class StageBreakdown:
 
     layers: int
     params: float  # per tp rank
-    activation_bytes: float  # per microbatch, per tp rank
+    activation_bytes: float  # per microbatch, per tp (and cp) rank
 
 
 def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakdown:
     stages = layout.num_stages
-    layers = model.layers // stages
+    layers = stage_layer_counts(model, layout)[stage]
     act = layers * layer_activation_bytes(model, layout)
     if stage == 0:
         act += embedding_activation_bytes(model, layout)
@@ -84,36 +109,79 @@ def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakd
         act += output_activation_bytes(model, layout)
     # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
     # does the same; replicated norm weights are < 0.01 % of a layer).
-    return StageBreakdown(layers, stage_params(model, stage, stages) / layout.tp, act)
+    return StageBreakdown(layers, stage_params(model, stage, stages, layers) / layout.tp, act / layout.cp)
 
 
-def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int) -> StageCosts:
-    stages = layout.num_stages
-    rate = chip.achievable_flops * layout.tp
+def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[PassTimes, PassTimes]:
+    """One layer and the head: per-operation times, or FLOPs at one achievable fraction when it is set."""
+    if chip.achievable_fraction is None:
+        return layer_times(model, layout, chip), head_times(model, layout, chip)
+    rate = chip.peak_for(layout.precision) * chip.achievable_fraction * layout.tp * layout.cp
+    f, h = layer_flops(model, layout), lm_head_flops(model)
+    return (PassTimes(f.forward / rate, f.backward_input / rate, f.backward_weight / rate, f.recompute / rate),
+            PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate))
+
+
+def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTimes) -> LayerComm:
+    """Exposed communication of one layer per microbatch: TP collectives, CP ring, ZeRO-3 gathers."""
+    tp = tp_layer_comm(model, layout, chip)
+    if layout.async_tp:
+        # Async TP (Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition"):
+        # each collective is cut into tp chunks run beside the GEMM that consumes or produces it; the
+        # first chunk cannot overlap.
+        tokens = model.micro_batch * model.seq_len // layout.cp
+        gemms = linear_times(model, layout, chip, tokens)
+        tp = LayerComm(overlapped(tp.forward, gemms.forward, tp.forward / layout.tp),
+                       overlapped(tp.backward, gemms.backward_input, tp.backward / layout.tp))
+    ring = cp_ring_comm(model, layout, chip)
+    if layout.cp > 1:
+        core = attention_core_times(model, layout, chip)
+        ring = LayerComm(overlapped(ring.forward, core.forward), overlapped(ring.backward, core.backward_input))
+    gathers = LayerComm(0.0, 0.0)
+    if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+        fsdp = fsdp_layer_comm(layer_params(model) / layout.tp, layout, chip)
+        gathers = LayerComm(overlapped(fsdp.forward, layer.forward),
+                            overlapped(fsdp.backward, layer.backward_input + layer.backward_weight))
+    return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
+
+
+def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
+                 layer: PassTimes, head: PassTimes, comm: LayerComm) -> StageCosts:
     part = stage_breakdown(model, layout, stage)
-    layer = layer_flops(model, layout)
-    comm = tp_layer_comm(model, layout, chip)
     n = part.layers
-    forward = n * (layer.forward / rate + comm.forward)
-    backward_input = n * ((layer.backward_input + layer.recompute) / rate + comm.backward)
-    backward_weight = n * layer.backward_weight / rate
-    if stage == stages - 1:
-        head = lm_head_flops(model)
-        forward += head.forward / rate
-        backward_input += head.backward_input / rate
-        backward_weight += head.backward_weight / rate
-    kept_for_w = n * linear_input_bytes(model, layout)
+    forward = n * (layer.forward + comm.forward)
+    backward_input = n * (layer.backward_input + layer.recompute + comm.backward)
+    backward_weight = n * layer.backward_weight
+    if stage == layout.num_stages - 1:
+        forward += head.forward
+        backward_input += head.backward_input
+        backward_weight += head.backward_weight
+    kept_for_w = n * linear_input_bytes(model, layout) / layout.cp
     return StageCosts(
         forward=forward,
         backward=backward_input + backward_weight,
         backward_input=backward_input,
         backward_weight=backward_weight,
-        reduce_grad=dp_grad_sync(part.params, layout, chip).reduce,
+        reduce_grad=_reduce_grad(part.params, layout, chip),
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
         activation_bytes=part.activation_bytes,
         p2p_bytes=p2p_bytes(model, layout),
     )
+
+
+def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
+    """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
+    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
+    if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+        return 0.0
+    reduce = dp_grad_sync(params, layout, chip).reduce
+    if layout.sharding is ZeroStage.GRADIENTS:
+        n = layout.dp * layout.cp
+        one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, group_bandwidth(chip, layout.tp * n),
+                                       chip.link_latency)
+        return layout.microbatches * one
+    return reduce
 
 
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
@@ -125,12 +193,14 @@ def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:
     """The CostModel (time unit "s") of ``model`` on ``chip`` under ``layout``.
 
-    ``shape`` (a :class:`pipesim.program.ir.PipelineShape`) gives the stage → rank placement used to find the rank with
-    the most parameters for the optimizer step; without it the loop placement of ``layout`` is assumed.
+    ``shape`` (a :class:`pipesim.program.ir.PipelineShape`) gives the stage → rank placement used to find the
+    rank with the most parameters for the optimizer step; without it the loop placement of ``layout`` is assumed.
     """
-    check_layout(model, layout)
+    check_layout(model, layout, chip)
     stages = layout.num_stages
-    per_stage = [_stage_costs(model, chip, layout, s) for s in range(stages)]
+    layer, head = _compute_times(model, chip, layout)
+    comm = _layer_comm(model, chip, layout, layer)
+    per_stage = [_stage_costs(model, chip, layout, s, layer, head, comm) for s in range(stages)]
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}
     for s, costs in enumerate(per_stage):
@@ -141,8 +211,9 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         from pipesim.program.ir import PipelineShape
 
         shape = PipelineShape(layout.pp, layout.microbatches, layout.chunks)
+    unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
     step = max(
-        optimizer_step_time(p, layout, chip) + dp_grad_sync(p, layout, chip).gather
+        optimizer_step_time(p, layout, chip) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip).gather)
         for p in rank_params(model, layout, shape)
     )
     return CostModel(default=default, overrides=overrides, p2p_latency=chip.link_latency,

@@ -11,8 +11,10 @@ import argparse
 from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_spec import ChipSpec, load_chip
-from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Recompute
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec, load_model
+from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
+from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time
 from pipesim.analytic.step_report import report_text, step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.cli.arg_types import fraction, positive_int
@@ -23,7 +25,37 @@ _PARAM_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
 # Flags of the unit-cost model that --model replaces: giving both is a mistake worth naming.
 _COST_FLAGS = ("costs", "forward", "backward", "backward_input", "backward_weight", "comm", "activation_bytes")
 _MODEL_ONLY = ("tp", "dp", "recompute", "sequence_parallel", "distributed_optimizer", "attention",
-               "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes")
+               "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes",
+               "first_stage_layers", "last_stage_layers", "stage_layers", "zero", "cp", "fp8", "async_tp",
+               "step_boundary", "steps")
+
+
+def layer_list(text: str) -> tuple[int, ...]:
+    """``--stage-layers 7,8,8,7``: one non-negative layer count per stage."""
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers, e.g. 7,8,8,7") from None
+    if any(c < 0 for c in counts):
+        raise argparse.ArgumentTypeError(f"{text}: layer counts must be ≥ 0")
+    return counts
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be ≥ 0")
+    return value
+
+
+def at_least_two(text: str) -> int:
+    value = positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text} must be ≥ 2 (a steady state needs two steps)")
+    return value
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +83,26 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--param-bytes", choices=sorted(_PARAM_BYTES), default=None,
                        help="bytes per parameter for weights+grads+Adam: 18 (Megatron, FP32 grads; default) "
                        "or 16 (ZeRO paper, 16-bit grads)")
+    group.add_argument("--first-stage-layers", type=non_negative_int, default=None, metavar="N",
+                       help="layers on stage 0 (it also holds the embedding); the rest split evenly")
+    group.add_argument("--last-stage-layers", type=non_negative_int, default=None, metavar="N",
+                       help="layers on the last stage (it also holds the LM head and loss)")
+    group.add_argument("--stage-layers", type=layer_list, default=None, metavar="N,N,...",
+                       help="layers on every stage, stage 0 first (pp·v counts summing to the model's layers)")
+    group.add_argument("--zero", type=int, choices=[1, 2, 3], default=None,
+                       help="ZeRO stage over dp: 1 optimizer state (= --distributed-optimizer), 2 + gradients, "
+                       "3 + weights (FSDP)")
+    group.add_argument("--cp", type=positive_int, default=None,
+                       help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
+    group.add_argument("--fp8", action="store_true", default=None,
+                       help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the weights")
+    group.add_argument("--async-tp", action="store_true", default=None,
+                       help="overlap tensor-parallel collectives with the GEMMs they feed")
+    group.add_argument("--step-boundary", choices=[b.value for b in StepBoundary], default=None,
+                       help="what separates training steps: sync (global all-reduce before the optimizer; "
+                       "default) or post-validation (zero-bubble's optimizer bypass)")
+    group.add_argument("--steps", type=at_least_two, default=None,
+                       help="steps simulated back to back for the post-validation steady state (default 3)")
 
 
 @dataclass(frozen=True)
@@ -61,6 +113,8 @@ class ModelSetup:
     chip: ChipSpec
     layout: Layout
     costs: CostModel
+    boundary: StepBoundary = StepBoundary.SYNC
+    steps: int = 3
 
 
 def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
@@ -78,6 +132,15 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
     chip = load_chip(args.hardware or "h100-sxm")
     if args.achievable_fraction is not None:
         chip = replace(chip, achievable_fraction=args.achievable_fraction)
+    if args.distributed_optimizer and args.zero is not None and args.zero != 1:
+        raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {args.zero} is given; keep one")
+    split = StageSplitRequest(args.first_stage_layers, args.last_stage_layers, args.stage_layers)
+    stage_layers = None if split.is_default else resolve_stage_layers(
+        model.layers, shape.num_stages, split, model_name=f"model {model.name}")
+    boundary = StepBoundary(args.step_boundary or "sync")
+    if args.steps is not None and boundary is not StepBoundary.POST_VALIDATION:
+        raise PipesimError("--steps sets how many steps the post-validation steady state simulates; "
+                           "add --step-boundary post-validation or drop it")
     layout = Layout(
         tp=args.tp or 1, dp=args.dp or 1, pp=shape.pp, chunks=shape.chunks, microbatches=shape.microbatches,
         recompute=Recompute(args.recompute or "none"), sequence_parallel=bool(args.sequence_parallel),
@@ -85,17 +148,30 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
         attention=AttentionKernel(args.attention or "fused"),
         halve_causal_attention=bool(args.halve_causal_attention),
         param_bytes=_PARAM_BYTES[args.param_bytes or "18"],
+        stage_layers=stage_layers, zero=ZeroStage(args.zero or 0), cp=args.cp or 1,
+        precision=Precision.FP8 if args.fp8 else Precision.BF16, async_tp=bool(args.async_tp),
     )
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
-    return ModelSetup(model, chip, layout, build_cost_model(model, chip, layout, shape))
+    return ModelSetup(model, chip, layout, build_cost_model(model, chip, layout, shape), boundary,
+                      args.steps or 3)
+
+
+def steady_step_time(setup: ModelSetup, result) -> float:
+    """Seconds per step with steps back to back (:mod:`pipesim.analytic.steady_state`)."""
+    from pipesim.analytic.steady_state import sync_latency
+
+    return steady_state_step_time(result, setup.boundary, sync_latency(setup.layout, setup.chip), setup.steps)
 
 
 def model_report_dict(setup: ModelSetup, result) -> dict:
     """Step time, tokens/s, MFU, bubble and per-rank GiB for ``--json`` (key ``model_report``)."""
-    return step_report(setup.model, setup.chip, setup.layout, result).to_dict()
+    return step_report(setup.model, setup.chip, setup.layout, result, steady_step_time(setup, result),
+                       setup.boundary).to_dict()
 
 
 def model_report_text(setup: ModelSetup, result) -> str:
     """The same as text, printed after the simulator's summary."""
-    return report_text(step_report(setup.model, setup.chip, setup.layout, result))
+    return report_text(step_report(setup.model, setup.chip, setup.layout, result, steady_step_time(setup, result),
+                                   setup.boundary))
+

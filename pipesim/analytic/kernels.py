@@ -1,0 +1,144 @@
+"""Time of each operation of a layer from its shape: GEMMs, attention, and memory-bound element-wise work.
+
+One fraction of peak for everything (``--achievable-fraction``) makes weight-gradient passes (pure GEMMs) too
+slow and small layers (where element-wise work and partial waves weigh more) too fast. Here each kernel class
+has its own rate, one constant per chip, from a cited measurement (:mod:`.chip_presets`):
+
+- **GEMM** ``M×N×K``: the roofline (Williams et al. 2009) ``max(2MNK / (peak · e_gemm · q), bytes / (β · e_mem))``,
+  where ``q`` is tile and wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide": the
+  output is cut into ``T_m × T_n`` tiles, one per SM at a time, so a partial last tile or a partial last wave
+  of ``sm_count`` tiles runs at the full tiles' cost). ``e_gemm`` is what a large GEMM reaches.
+- **Fused attention** (FlashAttention; Dao 2023, "FlashAttention-2", §4.1): causal kernels skip the masked
+  half; forward at ``e_attn_fwd`` of peak, backward (2.5× the forward's FLOPs: it recomputes ``QKᵀ``) at
+  ``e_attn_bwd``. Unfused attention runs its two batched GEMMs over the full ``s²`` and a softmax over them.
+- **Element-wise** (norms, residual adds, activations, RoPE, dropout, softmax, casts): bytes read and written
+  over ``β · e_mem`` (HBM bandwidth times what a streaming copy reaches). The backward moves about twice the
+  forward's bytes (it reads the saved input and the incoming gradient and writes a gradient).
+
+All times are for one tensor-parallel rank and one microbatch of ``b`` sequences of ``s/cp`` tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute
+from pipesim.analytic.model_spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class PassTimes:
+    """Seconds of compute of one block per microbatch: forward, input backward, weight backward, recompute."""
+
+    forward: float
+    backward_input: float
+    backward_weight: float
+    recompute: float = 0.0  # forward work repeated inside the input backward
+
+
+def wave_efficiency(m: int, n: int, chip: ChipSpec) -> float:
+    """Useful share of the tiles launched: ``MN / (waves · sm_count · T_m · T_n)``."""
+    tm, tn = chip.gemm_tile
+    tiles = math.ceil(m / tm) * math.ceil(n / tn)
+    waves = math.ceil(tiles / chip.sm_count)
+    return m * n / (waves * chip.sm_count * tm * tn)
+
+
+def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
+    """One ``(M×K)·(K×N)`` product: the slower of the compute and the memory roofline."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    peak = chip.peak_for(precision)
+    in_bytes = 1 if precision is Precision.FP8 else 2
+    efficiency = chip.fp8_gemm_efficiency if precision is Precision.FP8 else chip.gemm_efficiency
+    compute = 2 * m * n * k / (peak * efficiency * wave_efficiency(m, n, chip))
+    memory = (in_bytes * (m * k + k * n) + 2 * m * n) / chip.stream_bandwidth
+    return max(compute, memory)
+
+
+def _linear_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
+    """(output width, input width) per tp rank of the layer's weight matrices."""
+    h, t, f = model.hidden, layout.tp, model.ffn_hidden
+    up = f * (2 if model.gated else 1)
+    return [((h + 2 * model.kv_dim) // t, h), (h, h // t), (up // t, h), (h, f // t)]
+
+
+def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int) -> PassTimes:
+    """The four weight GEMMs: forward ``X·W``, input gradient ``dY·Wᵀ``, weight gradient ``Xᵀ·dY``."""
+    p = layout.precision
+    fwd = bwd_in = bwd_w = 0.0
+    for n_out, k_in in _linear_shapes(model, layout):
+        fwd += gemm_time(tokens, n_out, k_in, chip, p)
+        bwd_in += gemm_time(tokens, k_in, n_out, chip, p)
+        bwd_w += gemm_time(k_in, n_out, tokens, chip, p)
+    return PassTimes(fwd, bwd_in, bwd_w)
+
+
+def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
+    """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half) or unfused (two batched GEMMs, full s²)."""
+    b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
+    heads = model.heads // t
+    full = 4 * b * s * s * heads * model.head_dim / cp  # QKᵀ and ·V of this rank's queries against all keys
+    if layout.attention is AttentionKernel.FUSED:
+        executed = full / 2  # causal: the kernel skips blocks above the diagonal
+        peak = chip.peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
+        forward = executed / (peak * chip.attention_forward_efficiency)
+        backward = 2.5 * executed / (peak * chip.attention_backward_efficiency)
+        return PassTimes(forward, backward, 0.0)
+    # Unfused: per (sequence, head) a s×s = (s×d)(d×s) product and a (s×s)(s×d) one; softmax in between.
+    sq = s // cp
+    one = gemm_time(sq, s, model.head_dim, chip, Precision.BF16) + gemm_time(sq, model.head_dim, s, chip,
+                                                                             Precision.BF16)
+    gemms = b * heads * one
+    mask = 1 if model.dropout else 0
+    scores = b * heads * sq * s
+    softmax_bytes = scores * (2 + 2 + mask * (2 + 2 + 1))  # read scores, write probs; dropout reads, writes, mask
+    # Backward: dropout's (read gradient and mask, write gradient: 5 B) and softmax's (read gradient and
+    # probabilities, write gradient: 6 B) per score element.
+    backward_bytes = scores * ((2 + 2 + 2) + mask * (2 + 1 + 2))
+    forward = gemms + softmax_bytes / chip.stream_bandwidth
+    backward = 2 * gemms + backward_bytes / chip.stream_bandwidth
+    return PassTimes(forward, backward, 0.0)
+
+
+def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int) -> float:
+    """Bytes the forward's memory-bound kernels move per tp rank (norms, residual adds, activation, RoPE)."""
+    h, t, f, d = model.hidden, layout.tp, model.ffn_hidden, model.dtype_bytes
+    width = h / (t if layout.sequence_parallel else 1)  # norms and residuals see the whole h unless SP
+    mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
+    norms = 2 * 2 * width * d
+    residuals = 2 * (3 * width * d + mask * 2 * width)
+    activation = (3 if model.gated else 2) * f / t * d
+    rope = 0.0 if model.learned_positions else 2 * (h + model.kv_dim) / t * d
+    casts = 0.0
+    if layout.precision is Precision.FP8:  # each GEMM input is cast once: read BF16, write FP8
+        casts = sum(k_in for _, k_in in _linear_shapes(model, layout)) * 3
+    return tokens * (norms + residuals + activation + rope + casts)
+
+
+def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
+    """One transformer layer on one tp rank, per microbatch (TP communication not included)."""
+    tokens = model.micro_batch * model.seq_len // layout.cp
+    linear = linear_times(model, layout, chip, tokens)
+    core = attention_core_times(model, layout, chip)
+    elementwise = elementwise_bytes(model, layout, tokens) / chip.stream_bandwidth
+    forward = linear.forward + core.forward + elementwise
+    backward_input = linear.backward_input + core.backward_input + 2 * elementwise
+    recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
+                 Recompute.FULL: forward}[layout.recompute]
+    return PassTimes(forward, backward_input, linear.backward_weight, recompute)
+
+
+def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
+    """Final norm, the vocabulary projection (vocabulary-parallel over tp) and the FP32 cross-entropy."""
+    tokens = model.micro_batch * model.seq_len // layout.cp
+    v, h = model.vocab // layout.tp, model.hidden
+    p = layout.precision
+    loss_bytes = tokens * v * 4 * 3  # FP32 logits: written, read by the softmax, gradient written
+    norm_bytes = tokens * h * 2 * 2
+    stream = chip.stream_bandwidth
+    forward = gemm_time(tokens, v, h, chip, p) + (loss_bytes + norm_bytes) / stream
+    backward_input = gemm_time(tokens, h, v, chip, p) + (loss_bytes + 2 * norm_bytes) / stream
+    return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))

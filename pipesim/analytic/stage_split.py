@@ -1,0 +1,89 @@
+"""How many transformer layers each pipeline stage holds: even, first/last-lighter, or an explicit list.
+
+Real runs balance the embedding (stage 0) and the LM head and loss (the last stage) by giving those stages
+fewer layers: Megatron-LM's ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``,
+the zero-bubble experiments (Qi et al. 2024, §5: 22, 30, 46, 62 layers over 8, 8, 16, 32 stages, one layer
+fewer on the first and last), and Llama 3 405B (126 layers; Llama Team 2024, §3.3.2: one layer fewer on the
+first and last stage). Stages are numbered as in :class:`pipesim.program.ir.PipelineShape`: stage 0 takes the
+tokens, stage ``pp·v − 1`` computes the loss, whatever rank (and chunk) each lands on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipesim.errors import PipesimError
+
+
+@dataclass(frozen=True)
+class StageSplitRequest:
+    """What the user asked for; :func:`resolve_stage_layers` turns it into one count per stage."""
+
+    first: int | None = None  # layers on stage 0 (--first-stage-layers)
+    last: int | None = None  # layers on the last stage (--last-stage-layers)
+    explicit: tuple[int, ...] | None = None  # one count per stage (--stage-layers)
+
+    @property
+    def is_default(self) -> bool:
+        return self.first is None and self.last is None and self.explicit is None
+
+
+def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = StageSplitRequest(),
+                         model_name: str = "the model") -> tuple[int, ...]:
+    """One layer count per stage, summing to ``layers``; a one-line error naming a split that works otherwise."""
+    if request.explicit is not None:
+        if request.first is not None or request.last is not None:
+            raise PipesimError("--stage-layers lists every stage; drop --first-stage-layers/--last-stage-layers")
+        counts = tuple(request.explicit)
+        if len(counts) != stages:
+            raise PipesimError(f"--stage-layers has {len(counts)} entries, but the pipeline has pp·v = {stages} "
+                               f"stages; give one layer count per stage")
+        if any(c < 0 for c in counts) or sum(counts) != layers:
+            raise PipesimError(f"--stage-layers {','.join(map(str, counts))} sums to {sum(counts)}, but "
+                               f"{model_name} has {layers} layers; the counts must be ≥ 0 and sum to {layers}")
+        return counts
+    fixed = {}
+    if request.first is not None:
+        fixed[0] = request.first
+    if request.last is not None:
+        fixed[stages - 1] = request.last
+    if stages == 1 and fixed:
+        raise PipesimError("--first-stage-layers/--last-stage-layers need more than one stage (pp·v > 1)")
+    if any(v < 0 for v in fixed.values()):
+        raise PipesimError("--first-stage-layers/--last-stage-layers must be ≥ 0")
+    rest_layers = layers - sum(fixed.values())
+    rest_stages = stages - len(fixed)
+    if rest_stages == 0:
+        if rest_layers != 0:
+            raise PipesimError(f"--first-stage-layers {request.first} + --last-stage-layers {request.last} must "
+                               f"equal the {layers} layers of {model_name} when the pipeline has 2 stages")
+        return tuple(fixed[s] for s in range(stages))
+    if rest_layers < rest_stages or rest_layers % rest_stages:
+        raise PipesimError(_uneven_message(layers, stages, fixed, model_name))
+    each = rest_layers // rest_stages
+    return tuple(fixed.get(s, each) for s in range(stages))
+
+
+def _uneven_message(layers: int, stages: int, fixed: dict[int, int], model_name: str) -> str:
+    if fixed:
+        what = f"the {layers - sum(fixed.values())} layers left do not split evenly over the other " \
+               f"{stages - len(fixed)} stages"
+    else:
+        what = f"{layers} layers do not split evenly over pp·v = {stages} stages"
+    return f"{model_name}: {what}; {suggest_split(layers, stages)}"
+
+
+def suggest_split(layers: int, stages: int) -> str:
+    """A first/last-lighter split that works (Megatron-LM's balance), or else an explicit near-even list."""
+    options = []
+    if stages > 2:
+        for first in range(layers // stages, -1, -1):
+            middle, rem = divmod(layers - 2 * first, stages - 2)
+            if rem == 0 and middle >= first:
+                options.append(f"--first-stage-layers {first} --last-stage-layers {first} ({middle} on each "
+                               f"other stage)")
+                break
+    base, extra = divmod(layers, stages)
+    near = [base + 1] * extra + [base] * (stages - extra)
+    options.append(f"--stage-layers {','.join(map(str, near))}")
+    return "use " + " or ".join(options)

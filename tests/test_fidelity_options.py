@@ -1,0 +1,229 @@
+"""Each fidelity option on a small case computed by hand, and a clear error for combinations that do not exist."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
+from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
+from pipesim.analytic.kernels import gemm_time, wave_efficiency
+from pipesim.analytic.layout import Layout, Precision, ZeroStage
+from pipesim.analytic.memory_gib import static_bytes
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import model_from_dict
+from pipesim.analytic.params import embedding_params, layer_params, output_params
+from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
+from pipesim.analytic.steady_state import post_validation_step_time, sync_step_time
+from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
+from pipesim.cli.main import main
+from pipesim.errors import PipesimError
+from pipesim.program.build import build_program
+from pipesim.sim.costs import CostModel
+from pipesim.sim.simulator import simulate
+
+H100 = CHIP_PRESETS["h100-sxm"]
+LLAMA = MODEL_PRESETS["llama3.1-405b"]
+SMALL = ChipSpec("toy", 100.0, 1.0, 10.0, 1.0, 1.0, sm_count=4, gemm_tile=(128, 128), gemm_efficiency=0.5,
+                 memory_efficiency=1.0)
+
+
+def _error(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pipesim: error: ")
+    return err
+
+
+# --- uneven stage splits ---------------------------------------------------------------------------------
+def test_first_and_last_lighter_split_by_hand():
+    assert resolve_stage_layers(126, 8, StageSplitRequest(15, 15)) == (15, 16, 16, 16, 16, 16, 16, 15)
+    assert resolve_stage_layers(22, 8, StageSplitRequest(2, 2)) == (2, 3, 3, 3, 3, 3, 3, 2)  # Qi et al. 1.5B
+    assert resolve_stage_layers(10, 4, StageSplitRequest(explicit=(1, 4, 4, 1))) == (1, 4, 4, 1)
+    assert resolve_stage_layers(8, 2, StageSplitRequest(3, 5)) == (3, 5)
+
+
+@pytest.mark.parametrize(("request_", "words"), [
+    (StageSplitRequest(explicit=(1, 2)), "2 entries"),
+    (StageSplitRequest(explicit=(1, 2, 2, 1)), "sums to 6"),
+    (StageSplitRequest(first=3), "do not split evenly"),
+    (StageSplitRequest(first=1, explicit=(3, 3, 2, 2)), "drop --first-stage-layers"),
+])
+def test_split_errors_name_the_fix(request_, words):
+    with pytest.raises(PipesimError, match=words):
+        resolve_stage_layers(10, 4, request_)
+
+
+def test_uneven_split_puts_embedding_and_head_on_the_right_stages():
+    layout = Layout(tp=8, pp=8, microbatches=8, stage_layers=(15, 16, 16, 16, 16, 16, 16, 15))
+    first, middle, last = (stage_breakdown(LLAMA, layout, s) for s in (0, 1, 7))
+    per_layer = layer_params(LLAMA)
+    assert first.params * 8 == 15 * per_layer + embedding_params(LLAMA)
+    assert middle.params * 8 == 16 * per_layer
+    assert last.params * 8 == 15 * per_layer + output_params(LLAMA, 8)
+    costs = build_cost_model(LLAMA, H100, layout)
+    assert costs.stage(0).forward == pytest.approx(costs.stage(1).forward * 15 / 16)
+
+
+def test_cli_uneven_split_runs_and_reports_layers(capsys):
+    argv = ["simulate", "--model", "llama3.1-405b", "--pp", "8", "--mb", "8", "--tp", "8", "--first-stage-layers",
+            "15", "--last-stage-layers", "15", "--recompute", "full", "--sequence-parallel", "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)["model_report"]
+    assert report["layout"]["stage_layers"] == [15, 16, 16, 16, 16, 16, 16, 15]
+
+
+# --- per-operation kernel times ----------------------------------------------------------------------------
+def test_wave_quantization_by_hand():
+    assert wave_efficiency(256, 256, SMALL) == 1.0  # 4 tiles, one full wave of 4 SMs
+    assert wave_efficiency(256, 384, SMALL) == 0.75  # 6 tiles → 2 waves of 4: 6/8
+    assert wave_efficiency(100, 128, SMALL) == pytest.approx(100 * 128 / (4 * 128 * 128))
+
+
+def test_gemm_roofline_by_hand():
+    # 256×256×256 on the toy chip: 2·256³ FLOP at 100·0.5·1.0 FLOP/s; bytes 2·(2·256²)+2·256² over 10 B/s
+    compute = 2 * 256**3 / 50
+    memory = (2 * 2 * 256 * 256 + 2 * 256 * 256) / 10
+    assert gemm_time(256, 256, 256, SMALL, Precision.BF16) == pytest.approx(max(compute, memory))
+    # 1×256 output: 2 tiles of 128×128, one wave on 4 SMs: it costs what a full wave (4 tiles) costs
+    assert gemm_time(1, 256, 256, SMALL, Precision.BF16) == pytest.approx(2 * 4 * 128 * 128 * 256 / 50)
+
+
+def test_weight_gradient_is_pure_gemm_and_faster_than_forward():
+    costs = build_cost_model(MODEL_PRESETS["llama2-7b"], H100, Layout(pp=2, microbatches=4))
+    stage = costs.stage(0)
+    assert stage.backward_weight < stage.forward < stage.backward_input
+
+
+def test_achievable_fraction_still_overrides(capsys):
+    argv = ["simulate", "--model", "llama2-7b", "--pp", "2", "--mb", "4", "--achievable-fraction", "0.5", "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"]["chip"]["achievable_fraction"] == 0.5
+
+
+# --- steady state ----------------------------------------------------------------------------------------
+def test_post_validation_lets_zb_h2_beat_zb_h1_and_changes_nothing_for_1f1b():
+    costs = CostModel(optimizer_step=0.5)
+    times = {}
+    for name in ("1f1b", "zb-h1", "zb-h2"):
+        program = build_program(name, 4, 8, None).program
+        sync = sync_step_time(simulate(program, costs), 0.0)
+        times[name] = (sync, post_validation_step_time(program, costs, 3))
+    assert times["1f1b"][0] == times["1f1b"][1] == 33.5  # (m + p − 1)·(F + B) + step = 11·3 + 0.5
+    assert times["zb-h1"][0] == times["zb-h2"][0]  # one isolated step: the same
+    assert times["zb-h2"][1] < times["zb-h1"][1]
+
+
+def test_cli_step_boundary_and_steps(capsys):
+    base = ["simulate", "--model", "gpt-1.7b", "--hardware", "a100-80gb", "--pp", "4", "--mb", "8", "-s", "zb-h2",
+            "--json"]
+    assert main(base) == 0
+    sync = json.loads(capsys.readouterr().out)["model_report"]
+    assert main([*base, "--step-boundary", "post-validation", "--steps", "3"]) == 0
+    post = json.loads(capsys.readouterr().out)["model_report"]
+    assert post["step_boundary"] == "post-validation" and post["step_time_s"] < sync["step_time_s"]
+    assert "--step-boundary post-validation" in _error(capsys, [*base, "--steps", "3"])
+
+
+# --- FP8, ZeRO, CP, async TP -----------------------------------------------------------------------------
+def test_zero_stages_memory_by_hand():
+    one, two = Layout(dp=4, zero=ZeroStage.OPTIMIZER), Layout(dp=4, zero=ZeroStage.GRADIENTS)
+    assert static_bytes(1000, one) == (2000, 4000, 3000)
+    assert static_bytes(1000, two) == (2000, 1000, 3000)
+    assert static_bytes(1000, Layout(dp=4, zero=ZeroStage.PARAMETERS)) == (500, 1000, 3000)
+    assert static_bytes(1000, Layout(dp=4, pp=2, zero=ZeroStage.PARAMETERS)) == (2000, 4000, 3000)
+    assert static_bytes(1000, Layout(precision=Precision.FP8)) == (3000, 4000, 12000)  # FP8 weight copy
+
+
+def test_context_parallel_by_hand():
+    model = MODEL_PRESETS["llama3.1-8b"]
+    layout = Layout(tp=1, cp=2)
+    ring = cp_ring_comm(model, layout, H100)
+    block = 2 * 2 * 1 * 8192 / 2 * model.kv_dim  # K and V of 4096 tokens, BF16
+    assert ring.forward == pytest.approx(block / H100.intra_node_bandwidth + H100.link_latency)
+    assert ring.backward == pytest.approx(2 * ring.forward)
+    halves = stage_breakdown(model, layout, 0).activation_bytes, stage_breakdown(model, Layout(), 0).activation_bytes
+    assert halves[0] == pytest.approx(halves[1] / 2)
+
+
+def test_async_tp_hides_most_of_the_collectives():
+    model = MODEL_PRESETS["llama2-70b"]
+    plain = build_cost_model(model, H100, Layout(tp=8, microbatches=2))
+    overlapped = build_cost_model(model, H100, Layout(tp=8, microbatches=2, async_tp=True))
+    comm = tp_layer_comm(model, Layout(tp=8), H100)
+    saved = plain.default.forward - overlapped.default.forward
+    assert 0 < saved <= model.layers * comm.forward * (1 - 1 / 8) + 1e-12
+
+
+def test_fp8_is_faster_on_h100():
+    model = MODEL_PRESETS["llama2-70b"]
+    bf16 = build_cost_model(model, H100, Layout(tp=8, microbatches=2))
+    fp8 = build_cost_model(model, H100, Layout(tp=8, microbatches=2, precision=Precision.FP8))
+    assert fp8.default.backward_weight < bf16.default.backward_weight
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--hardware", "a100-80gb", "--fp8"], "no FP8"),
+    (["--dp", "2", "--zero", "2", "--pp", "2"], "--zero 2"),
+    (["--zero", "3"], "--dp is 1"),
+    (["--async-tp"], "--tp is 1"),
+    (["--cp", "3"], "not divisible by 6"),
+    (["--stage-layers", "10,10"], "sums to 20"),
+    (["--dp", "2", "--distributed-optimizer", "--zero", "3"], "keep one"),
+])
+def test_combinations_that_do_not_exist(capsys, argv, words):
+    base = ["simulate", "--model", "llama2-7b", "--mb", "4"]
+    if "--pp" not in argv:
+        base += ["--pp", "2"]
+    assert words in _error(capsys, [*base, *argv])
+
+
+def test_memory_warning_does_not_suggest_what_is_on(capsys):
+    argv = ["simulate", "--model", "llama3.1-405b", "--pp", "2", "--mb", "4", "--tp", "2", "--dp", "2",
+            "--stage-layers", "63,63", "--distributed-optimizer", "--sequence-parallel", "--recompute", "full"]
+    assert main(argv) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
+    assert warnings and all("--distributed-optimizer" not in w and "--sequence-parallel" not in w
+                            and "--recompute" not in w for w in warnings)
+
+
+# --- model and chip files --------------------------------------------------------------------------------
+def test_model_file_takes_listing_column_names():
+    model = model_from_dict({"layers": 2, "hidden": 64, "heads": 4, "kv": 2, "ffn": 128, "vocab": 100,
+                             "seq": 32, "mlp": "swiglu"}, "m.yaml")
+    assert (model.ffn_hidden, model.seq_len, model.kv_heads, model.gated) == (128, 32, 2, True)
+
+
+def test_chip_file_accepts_yaml11_exponent_strings_and_refuses_bad_values():
+    good = {"peak_flops": "989.4e12", "memory_gib": 80, "hbm_bandwidth": 3.35e12, "intra_node_bandwidth": 4.5e11,
+            "inter_node_bandwidth": 5e10}
+    assert chip_from_dict(good, "c.yaml").peak_flops == 989.4e12
+    for key, value, words in [("peak_flops", float("inf"), "finite"), ("memory_gib", True, "not a boolean"),
+                              ("intra_node_bandwidth", 0, "> 0"), ("node_size", 2.5, "integer"),
+                              ("gemm_efficiency", 1.5, "≤ 1")]:
+        with pytest.raises(PipesimError, match=words):
+            chip_from_dict({**good, key: value}, "c.yaml")
+    with pytest.raises(PipesimError, match=r"unknown key 'peak'.*peak_flops"):
+        chip_from_dict({**good, "peak": 1}, "c.yaml")
+    assert replace(H100, gemm_efficiency=0.7).gemm_efficiency == 0.7
+
+
+def test_docs_list_every_key():
+    from pathlib import Path
+
+    from pipesim.analytic import chip_spec, model_spec
+    from pipesim.analytic.spec_fields import fields_markdown
+
+    text = (Path(__file__).parent.parent / "docs" / "model-and-chip-files.md").read_text()
+    assert fields_markdown(model_spec.FIELDS, model_spec.ALIASES) in text
+    assert fields_markdown(chip_spec.FIELDS) in text
+
+
+def test_executor_takes_the_same_uneven_split():
+    from executors.model import ModelConfig, layers_of_stage
+
+    cfg = ModelConfig(layers=6, stage_layers=(1, 2, 2, 1))
+    assert [list(layers_of_stage(cfg, s, 4)) for s in range(4)] == [[0], [1, 2], [3, 4], [5]]
+    with pytest.raises(PipesimError, match="summing to --layers 6"):
+        layers_of_stage(ModelConfig(layers=6, stage_layers=(3, 2)), 0, 2)
