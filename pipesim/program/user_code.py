@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -80,10 +81,15 @@ def _watch(finished: threading.Event, seconds: float, message: str) -> None:
 
 
 def _start_timer(seconds: float):
-    """Arm SIGALRM in the main thread when no one else uses it; returns the previous handler, or None."""
+    """Arm SIGALRM in the main thread; returns what :func:`_stop_timer` needs to restore, or None.
+
+    An outer timer (pytest-timeout, a caller's alarm) that fires first is left alone; one that fires later is
+    paused and re-armed with its remaining time afterwards.
+    """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return None
-    if signal.getitimer(signal.ITIMER_REAL)[0] > 0:  # an outer timer is running (nested user code): keep it
+    outer_remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+    if 0 < outer_remaining <= seconds:
         return None
 
     def interrupt(signum, frame):
@@ -91,9 +97,12 @@ def _start_timer(seconds: float):
 
     previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    return (previous,)
+    return previous, outer_remaining, time.monotonic()
 
 
 def _stop_timer(timer) -> None:
+    previous, outer_remaining, started = timer
     signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, timer[0] if timer[0] is not None else signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+    if outer_remaining > 0:
+        signal.setitimer(signal.ITIMER_REAL, max(outer_remaining - (time.monotonic() - started), 1e-3))
