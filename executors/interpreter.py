@@ -229,7 +229,10 @@ class Interpreter:
                 recvs.append((seq, ins, stage, buf))
         works = dist.batch_isend_irecv(ops)
         t1 = self.recorder.clock.stamp()
-        by_seq = dict(zip([seq for seq, _ in sends] + [r[0] for r in recvs], works, strict=True))
+        # gloo returns one work per operation, in issue order; NCCL one work for the whole coalesced group.
+        if len(works) == 1:
+            works = works * len(ops)
+        by_seq = dict(zip(range(start, end), works, strict=True))
         for seq, tensor in sends:
             self._sends.append((by_seq[seq], tensor))
             self.recorder.record(step, seq, t0, t1, tensor.numel() * tensor.element_size())

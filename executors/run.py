@@ -4,7 +4,10 @@ Everything that can be checked without communication (layout, schedule, Program 
 output formats) is checked before ``init_process_group``; failures are one line and exit code 2. A rank
 whose instruction raises prints ``rank R (pp rank P) failed at B mb=2 chunk=0 ...`` and exits 1 at once;
 torchrun then stops the other ranks, and the 60 s process-group timeout bounds any wait on a dead peer.
-Backend: NCCL when CUDA is available, gloo otherwise.
+Backend: NCCL when CUDA is available, gloo otherwise. ``--p2p`` picks the Program: ``grouped`` (default on
+NCCL) is proven deadlock-free under NCCL's grouped point-to-point semantics (pipesim.program.grouped);
+``eager`` (default on gloo) is lower()'s, and on NCCL is refused before any communication when not proven
+safe, unless ``--allow-unsafe-p2p``.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from datetime import timedelta
 
 from executors.interpreter import FailMode
 from executors.model import ModelConfig
-from executors.runtime import OptimizerKind, RunConfig, plan
+from executors.runtime import OptimizerKind, RunConfig, p2p_lowering, plan
 from executors.tp_layers import TPMode
 from pipesim.errors import PipesimError
 from pipesim.io.timeline import TimelineFormat
+from pipesim.program.grouped import P2PLowering
 from pipesim.program.ir import Instruction
 from pipesim.topology import Topology
 
@@ -59,6 +63,13 @@ def parser() -> argparse.ArgumentParser:
         default=FailMode.RAISE.value,
         help="with --fail-at: raise an exception, or kill the process (SIGKILL)",
     )
+    p.add_argument("--p2p", choices=[m.value for m in P2PLowering], default=None,
+                   help="eager: receives just before their consumers, all posted at step start (safe with "
+                   "gloo's buffered sends); grouped: the Program proven deadlock-free under NCCL's grouped "
+                   "semantics, each run of transfers one batch_isend_irecv. Default: grouped on NCCL, eager on gloo")
+    p.add_argument("--allow-unsafe-p2p", action="store_true",
+                   help="on NCCL, run a Program that is not proven safe under grouped semantics instead of "
+                   "refusing it (it can hang once activations exceed NCCL's eager buffer)")
     return p
 
 
@@ -108,25 +119,16 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         lr=args.lr,
         fail_at=fail_at,
         fail_mode=FailMode(args.fail_mode),
+        p2p=P2PLowering(args.p2p) if args.p2p else None,
+        allow_unsafe_p2p=args.allow_unsafe_p2p,
     )
 
 
-def nccl_hazard(program) -> str | None:
-    """Why the Program may hang on NCCL's grouped point-to-point semantics, or None if it cannot.
+def _cuda() -> bool:
+    """NCCL when CUDA is available, gloo otherwise."""
+    import torch
 
-    The executor issues each run of consecutive SEND/RECV instructions as one NCCL group; a send larger
-    than NCCL's eager buffer then waits for its receive to be posted. Programs that need more (a rank
-    sending while its peer, not yet at the matching receive, sends back) pass with small activations and
-    hang with large ones, so this warns rather than refuses.
-    """
-    from pipesim.errors import DeadlockError
-    from pipesim.program.validate import CommSemantics, validate
-
-    try:
-        validate(program, CommSemantics.GROUPED)
-    except DeadlockError as err:
-        return f"on NCCL this schedule can hang once activations exceed NCCL's eager buffer — {err}"
-    return None
+    return torch.cuda.is_available()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     try:
         cfg = config_from_args(args, world_size)
-        program = plan(cfg, world_size)
+        program = plan(cfg, world_size, nccl=_cuda())
     except PipesimError as err:
         if rank == 0:  # every rank reaches the same verdict; say it once
             print(f"executors.run: error: {err}", file=sys.stderr, flush=True)
@@ -149,11 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
-    cuda = torch.cuda.is_available()
-    if cuda and rank == 0:
-        warning = nccl_hazard(program)
-        if warning:
-            print(f"executors.run: warning: {warning}", file=sys.stderr, flush=True)
+    cuda = _cuda()
     device = torch.device("cpu")
     if cuda:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -172,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             t = cfg.topology
             print(
                 f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {cfg.microbatches} microbatches, "
-                f"{program.shape.chunks} chunk(s)/rank, {cfg.tp_mode.value}, {'nccl' if cuda else 'gloo'}",
+                f"{program.shape.chunks} chunk(s)/rank, {cfg.tp_mode.value}, {'nccl' if cuda else 'gloo'}, "
+                f"p2p {p2p_lowering(cfg, cuda).value}",
                 flush=True,
             )
         result = execute(cfg, program, device=device, report=report)

@@ -20,11 +20,12 @@ from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weigh
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
 from executors.tp_layers import TPMode, shard_spec
-from pipesim.errors import PipesimError
+from pipesim.errors import DeadlockError, PipesimError
+from pipesim.program.grouped import P2PLowering, grouped_program
 from pipesim.program.ir import Instruction, Program
 from pipesim.program.loader import load_schedule
 from pipesim.program.lowering import lower
-from pipesim.program.validate import validate
+from pipesim.program.validate import CommSemantics, validate
 from pipesim.topology import Topology
 
 
@@ -46,12 +47,19 @@ class RunConfig:
     lr: float = 0.1
     fail_at: tuple[int, Instruction] | None = None  # (global rank, instruction) that fails on purpose
     fail_mode: FailMode = FailMode.RAISE
-    recv_policy: RecvPolicy | None = None  # None: by backend (EAGER on gloo, GROUPED on NCCL)
+    recv_policy: RecvPolicy | None = None  # None: GROUPED on NCCL or with p2p GROUPED, else EAGER
+    p2p: P2PLowering | None = None  # which Program runs; None: GROUPED on NCCL, EAGER on gloo
+    allow_unsafe_p2p: bool = False  # run on NCCL a Program not proven safe under grouped semantics
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
-def plan(cfg: RunConfig, world_size: int) -> Program:
-    """Every check that needs no communication; raises PipesimError with a one-line message."""
+def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
+    """Every check that needs no communication; raises PipesimError with a one-line message.
+
+    On NCCL a Program not proven deadlock-free under grouped point-to-point semantics is refused here,
+    before any communication, unless ``cfg.allow_unsafe_p2p``: it may hang once activations exceed NCCL's
+    eager buffer (:mod:`pipesim.program.grouped`).
+    """
     cfg.topology.check_world(world_size)
     if cfg.topology.cp > 1:
         raise PipesimError(
@@ -62,7 +70,22 @@ def plan(cfg: RunConfig, world_size: int) -> Program:
     source = load_schedule(cfg.schedule)
     program = lower(source.build(cfg.topology.pp, cfg.microbatches, cfg.chunks))
     validate(program)
+    if p2p_lowering(cfg, nccl) is P2PLowering.GROUPED:
+        program = grouped_program(program)
+    elif nccl and not cfg.allow_unsafe_p2p:
+        try:
+            validate(program, CommSemantics.GROUPED)
+        except DeadlockError as err:
+            raise PipesimError(
+                f"refusing to run {program.name} with --p2p eager on NCCL: it can hang once activations exceed "
+                f"NCCL's eager buffer ({err}); use --p2p grouped, or --allow-unsafe-p2p to run it anyway"
+            ) from None
     return program
+
+
+def p2p_lowering(cfg: RunConfig, nccl: bool) -> P2PLowering:
+    """The Program a run executes: as asked, else grouped on NCCL and eager on gloo."""
+    return cfg.p2p or (P2PLowering.GROUPED if nccl else P2PLowering.EAGER)
 
 
 @dataclass
@@ -117,8 +140,7 @@ def execute(
         device=device,
         fail_at=fail_at,
         fail_mode=cfg.fail_mode,
-        recv_policy=cfg.recv_policy
-        or (RecvPolicy.GROUPED if dist.get_backend() == "nccl" else RecvPolicy.EAGER),
+        recv_policy=cfg.recv_policy or recv_policy_for(cfg, dist.get_backend() == "nccl"),
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp
@@ -162,6 +184,12 @@ def execute(
         result.bytes_per_forward = [g[2] for g in parts]
         result.memory_curves = [g[3] for g in parts]
     return result
+
+
+def recv_policy_for(cfg: RunConfig, nccl: bool) -> RecvPolicy:
+    """NCCL always issues groups; gloo does too for the grouped Program, so gloo can test what NCCL runs."""
+    grouped = nccl or p2p_lowering(cfg, nccl) is P2PLowering.GROUPED
+    return RecvPolicy.GROUPED if grouped else RecvPolicy.EAGER
 
 
 def gather_full_state(

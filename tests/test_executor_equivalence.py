@@ -1,7 +1,7 @@
 """The executor computes what one process computes: losses, every gradient and the parameters after two
 optimizer steps, for gpipe, 1f1b and interleaved × TP mode, and the zero-bubble / V family (zb-h1, zb-h2,
 zb-v, dualpipe-v, looped-bfs; split backward, V placement with its same-rank hand-off) in sequence-parallel mode, each
-× tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2.
+× tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2; and every schedule's grouped-safe Program issued in groups, as on NCCL.
 
 One spawned world per layout runs every schedule × mode, to amortise process start and group init.
 """
@@ -13,6 +13,7 @@ from executors.harness import spawn
 from executors.interpreter import RecvPolicy
 from executors.runtime import RunConfig, reference_run, run_configs
 from executors.tp_layers import TPMode
+from pipesim.program.grouped import P2PLowering
 from pipesim.topology import Topology
 
 pytestmark = pytest.mark.distributed
@@ -36,13 +37,14 @@ def test_matches_single_process(tp, dp):
                   capture=True)
         for s in ZERO_BUBBLE
     ]
-    # Operations issued one by one at their instruction, and in groups (the NCCL policy), give the same
-    # numbers as eager posting; GROUPED runs every schedule the grouped validator accepts.
+    # Operations issued one by one at their instruction give the same numbers as eager posting; so does every
+    # schedule's grouped-safe Program issued in groups (the NCCL policy, pipesim.program.grouped).
+    configs.append(RunConfig(schedule="interleaved", topology=topology, microbatches=4, steps=2,
+                             tp_mode=TPMode.REDUCE_SCATTER, capture=True, recv_policy=RecvPolicy.AT_USE))
     configs += [
         RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=TPMode.REDUCE_SCATTER,
-                  capture=True, recv_policy=policy)
-        for s, policy in (("interleaved", RecvPolicy.AT_USE), ("1f1b", RecvPolicy.GROUPED),
-                          ("zb-h1", RecvPolicy.GROUPED), ("gpipe", RecvPolicy.GROUPED))
+                  capture=True, p2p=P2PLowering.GROUPED)
+        for s in (CLASSIC + ZERO_BUBBLE if tp == dp == 1 else ("1f1b", "zb-v"))
     ]
     results = spawn(run_configs, topology.world_size, configs)[0]
     for cfg, got in zip(configs, results, strict=True):

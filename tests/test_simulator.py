@@ -20,9 +20,7 @@ costs_strategy = st.builds(
         StageCosts(forward=f, backward=b, p2p_bytes=byts), overrides={0: {"forward": f * slow}},
         p2p_latency=lat, p2p_bandwidth=bw,
     ),
-    # Latency and bytes: 0 or inside the costs schema's range (no subnormals: they are refused as input).
-    st.floats(0.1, 3), st.floats(0.1, 5), st.sampled_from([0.0]) | st.floats(1e-3, 2),
-    st.sampled_from([0.0]) | st.floats(1e-3, 100), st.floats(10, 1000), st.floats(1, 3),
+    st.floats(0.1, 3), st.floats(0.1, 5), st.floats(0, 2), st.floats(0, 100), st.floats(10, 1000), st.floats(1, 3),
 )
 
 

@@ -142,14 +142,6 @@ def test_grouped_semantics_say_which_schedules_nccl_runs_safely(name, safe):
             validate(program, CommSemantics.GROUPED)
 
 
-def test_nccl_warning_names_the_hazard():
-    from executors.run import nccl_hazard
-
-    assert nccl_hazard(build_program("1f1b", 4, 8).program) is None
-    warning = nccl_hazard(build_program("interleaved", 4, 8).program)
-    assert warning.startswith("on NCCL this schedule can hang") and "deadlock: rank" in warning
-
-
 def test_grouped_semantics_keep_a_pairs_stream_order():
     """On NCCL a pair's operations run in order: a receive posted early holds back the next send to that peer.
     GPipe with rank 0's first gradient receive moved up next to its first send: fine with buffered sends,

@@ -23,6 +23,15 @@ def add_schedule_args(parser: argparse.ArgumentParser, *, csv: bool = False) -> 
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
 
 
+def add_p2p_arg(parser: argparse.ArgumentParser) -> None:
+    from pipesim.program.grouped import P2PLowering
+
+    parser.add_argument("--p2p", choices=[p.value for p in P2PLowering], default=P2PLowering.EAGER.value,
+                        help="eager: receives just before their consumers (the executor on gloo); grouped: "
+                        "transfers ordered by one global logical clock so the Program is proven deadlock-free "
+                        "under NCCL's grouped semantics (the executor on NCCL). Default: eager")
+
+
 def add_cost_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("costs (durations in cost units, or seconds with a calibrated --costs file)")
     group.add_argument("--costs", metavar="FILE", help="costs file (.json/.yaml); the flags below override it")

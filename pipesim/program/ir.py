@@ -11,6 +11,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
+
+import numpy as np
 
 from pipesim.errors import ScheduleError
 
@@ -35,7 +38,13 @@ class Op(enum.Enum):
 
     @property
     def is_compute(self) -> bool:
-        return self in _COMPUTE
+        """Ops a schedule author writes (F, B, I, W): the rank computes on a microbatch."""
+        return self in COMPUTE_OPS
+
+    @property
+    def code(self) -> int:
+        """Position in :data:`OP_ORDER`: the op column of a Program and its table holds these."""
+        return OP_CODE[self]
 
     @property
     def is_backward(self) -> bool:
@@ -55,9 +64,16 @@ class Op(enum.Enum):
         return self.is_send or self.is_recv
 
 
-_COMPUTE = frozenset({Op.F, Op.B, Op.I, Op.W})
+#: The one definition of the op classes; everything else derives from these.
+COMPUTE_OPS = frozenset({Op.F, Op.B, Op.I, Op.W})
+#: Compute ops after which a chunk's weight gradient is final for that microbatch (fused B, or the split W).
+WEIGHT_GRAD_OPS = frozenset({Op.B, Op.W})
+OP_ORDER = tuple(Op)
+OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}
+COMPUTE_CODES = np.array(sorted(OP_CODE[op] for op in COMPUTE_OPS), dtype=np.int64)
+
 _FIELDS_BY_OP = {
-    **{op: ("mb", "chunk") for op in _COMPUTE},
+    **{op: ("mb", "chunk") for op in COMPUTE_OPS},
     **{op: ("mb", "chunk", "peer") for op in (Op.SEND_F, Op.RECV_F, Op.SEND_B, Op.RECV_B)},
     Op.REDUCE_GRAD: ("chunk",),
     Op.STEP: (),
@@ -135,6 +151,42 @@ def W(mb: int, chunk: int = 0) -> Instruction:
     return instruction(Op.W, mb, chunk)
 
 
+class Payload(enum.IntEnum):
+    """What a point-to-point message carries (an integer so it can live in numpy columns)."""
+
+    ACTIVATION = 0  # the output of the stage it leaves, for the next stage's F
+    GRADIENT = 1  # the gradient of the input of the stage it leaves, for the previous stage's B/I
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """The one identity of a message, used by lowering, the validator and the executor alike.
+
+    A message is named by what it carries, its microbatch and the stage the tensor *leaves*: the sender's
+    stage. A receiving stage s expects an activation leaving s−1 or a gradient leaving s+1.
+    """
+
+    payload: Payload
+    mb: int
+    stage: int
+
+    @classmethod
+    def sent(cls, op: Op, mb: int, sender_stage: int) -> Message:
+        """The message a SEND_F/SEND_B of ``sender_stage`` carries."""
+        return cls(Payload.GRADIENT if op is Op.SEND_B else Payload.ACTIVATION, mb, sender_stage)
+
+    @classmethod
+    def received(cls, gradient: bool, mb: int, receiver_stage: int) -> Message:
+        """The message a receive (or the compute consuming it) on ``receiver_stage`` expects."""
+        payload = Payload.GRADIENT if gradient else Payload.ACTIVATION
+        return cls(payload, mb, leaving_stage(payload, receiver_stage))
+
+
+def leaving_stage(payload, receiver_stage):
+    """The stage a message leaves, from the stage that receives it (works on ints and numpy arrays)."""
+    return receiver_stage + 1 - 2 * (payload == Payload.ACTIVATION)
+
+
 class Placement(enum.Enum):
     """How stages map to ranks.
 
@@ -209,17 +261,120 @@ class Schedule:
         return any(ins.op is Op.W for order in self.orders for ins in order)
 
 
-@dataclass(frozen=True)
-class Program:
-    """Per-rank instruction lists, ready to simulate or execute. Round-trips through :meth:`to_text`."""
+@dataclass(frozen=True, eq=False)
+class ProgramColumns:
+    """A Program as columns, ranks concatenated in order: one entry per instruction.
 
-    name: str
-    shape: PipelineShape
-    ranks: tuple[tuple[Instruction, ...], ...]
+    ``op`` holds :data:`OP_CODE` values; ``microbatch``, ``chunk`` and ``peer`` hold -1 where the field does not
+    apply to the op (``Instruction``'s ``None``). ``rank_lengths[r]`` is the length of rank r's program.
+    """
+
+    op: np.ndarray
+    microbatch: np.ndarray
+    chunk: np.ndarray
+    peer: np.ndarray
+    rank_lengths: np.ndarray
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.op)
+
+    def equals(self, other: ProgramColumns) -> bool:
+        return all(np.array_equal(getattr(self, f), getattr(other, f))
+                   for f in ("rank_lengths", "op", "microbatch", "chunk", "peer"))
+
+    @classmethod
+    def of_instructions(cls, ranks) -> ProgramColumns:
+        """Flatten per-rank Instruction sequences (the slow path: one Python step per instruction)."""
+        flat = [ins for code in ranks for ins in code]
+        n = len(flat)
+        try:
+            op = np.fromiter((OP_CODE[ins.op] for ins in flat), dtype=np.int64, count=n)
+            fields = [np.fromiter((-1 if v is None else v for v in (getattr(ins, name) for ins in flat)),
+                                  dtype=np.int64, count=n) for name in ("mb", "chunk", "peer")]
+        except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as err:
+            raise ScheduleError(f"a program holds something that is not a valid Instruction ({err})") from None
+        lengths = np.fromiter((len(code) for code in ranks), dtype=np.int64, count=len(ranks))
+        return cls(op, *fields, lengths)
+
+    def instructions(self) -> tuple[tuple[Instruction, ...], ...]:
+        """Per-rank Instruction tuples (interned), built on demand: text form, error messages, executors."""
+        ops = [OP_ORDER[c] for c in self.op.tolist()]
+        mbs, chunks, peers = (
+            [None if v < 0 else v for v in column.tolist()] for column in (self.microbatch, self.chunk, self.peer)
+        )
+        everything = list(map(instruction, ops, mbs, chunks, peers))
+        bounds = np.concatenate(([0], np.cumsum(self.rank_lengths))).tolist()
+        return tuple(tuple(everything[b:e]) for b, e in pairwise(bounds))
+
+
+class Program:
+    """Per-rank instruction programs, ready to simulate or execute. Round-trips through :meth:`to_text`.
+
+    Held as columns (:class:`ProgramColumns`): lowering writes them directly, and the simulator, validator and
+    metrics read them. ``Program(name, shape, ranks)`` with per-rank Instruction sequences still works (hand
+    edits, other lowering passes, program text); :attr:`ranks` gives the Instruction view on demand, built once.
+    Immutable, like the frozen dataclass it replaces.
+    """
+
+    __slots__ = ("__dict__", "name", "shape")
+
+    def __init__(self, name: str, shape: PipelineShape, ranks=None, *, columns: ProgramColumns | None = None):
+        if (ranks is None) == (columns is None):
+            raise TypeError("Program needs exactly one of ranks (Instruction sequences) or columns")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "shape", shape)
+        if ranks is not None:
+            self.__dict__["ranks"] = tuple(tuple(code) for code in ranks)
+        else:
+            self.__dict__["columns"] = columns
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"Program is immutable (cannot set {key})")
+
+    @property
+    def columns(self) -> ProgramColumns:
+        cols = self.__dict__.get("columns")
+        if cols is None:
+            cols = self.__dict__["columns"] = ProgramColumns.of_instructions(self.__dict__["ranks"])
+        return cols
+
+    @property
+    def ranks(self) -> tuple[tuple[Instruction, ...], ...]:
+        ranks = self.__dict__.get("ranks")
+        if ranks is None:
+            ranks = self.__dict__["ranks"] = self.__dict__["columns"].instructions()
+        return ranks
 
     @property
     def num_instructions(self) -> int:
-        return sum(len(r) for r in self.ranks)
+        ranks = self.__dict__.get("ranks")
+        return sum(len(r) for r in ranks) if ranks is not None else self.columns.num_rows
+
+    @property
+    def num_ranks(self) -> int:
+        ranks = self.__dict__.get("ranks")
+        return len(ranks) if ranks is not None else len(self.columns.rank_lengths)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self.name == other.name and self.shape == other.shape and self.columns.equals(other.columns)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.shape, self.num_instructions))
+
+    def __repr__(self) -> str:
+        return f"Program(name={self.name!r}, shape={self.shape!r}, instructions={self.num_instructions})"
+
+    def __getstate__(self):
+        return (self.name, self.shape, self.columns)  # compact: the Instruction view and caches are rebuilt
+
+    def __setstate__(self, state) -> None:
+        name, shape, columns = state
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "shape", shape)
+        self.__dict__["columns"] = columns
 
     def to_text(self) -> str:
         s = self.shape
@@ -270,4 +425,4 @@ class Program:
             raise ScheduleError(f"program text header is incomplete or malformed ({err})") from None
         if len(ranks) != shape.pp:
             raise ScheduleError(f"program text has {len(ranks)} rank sections but pp: {shape.pp}")
-        return cls(header.get("name", "program"), shape, tuple(tuple(r) for r in ranks))
+        return cls(header.get("name", "program"), shape, ranks)

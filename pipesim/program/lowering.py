@@ -15,16 +15,36 @@ Rules, identical for the simulator and the executor:
 - ``REDUCE_GRAD(chunk)`` right after the last instruction that accumulates that chunk's weight gradient
   (its last ``B`` or ``W``), so DP sync of early-finished chunks overlaps the rest of the backward;
 - ``STEP`` last.
+
+The whole pass is vectorised over the compute instructions (numpy columns in, :class:`ProgramColumns` out):
+no Instruction object is created, so lowering a 3-million-instruction Program costs array operations, not
+millions of constructor calls. Only reading the schedule's own Instructions is one step per compute op.
 """
 
 from __future__ import annotations
 
-from pipesim.errors import ScheduleError
-from pipesim.program.ir import Instruction, Op, Program, Schedule, instruction
+from itertools import chain
+from operator import attrgetter
 
-_COMPUTE = frozenset({Op.F, Op.B, Op.I, Op.W})
-# Ops after which a chunk's weight gradient is final for that microbatch.
-_WEIGHT_GRAD_OPS = (Op.B, Op.W)
+import numpy as np
+
+from pipesim.errors import ScheduleError
+from pipesim.program.ir import (
+    COMPUTE_CODES,
+    OP_CODE,
+    WEIGHT_GRAD_OPS,
+    Op,
+    Payload,
+    PipelineShape,
+    Program,
+    ProgramColumns,
+    Schedule,
+    leaving_stage,
+)
+from pipesim.program.table import ranks_of, stages_of
+
+_F, _B, _I, _W = (OP_CODE[o] for o in (Op.F, Op.B, Op.I, Op.W))
+_WEIGHT_GRAD_CODES = np.array([OP_CODE[o] for o in WEIGHT_GRAD_OPS])
 
 
 def lower(schedule: Schedule) -> Program:
@@ -34,118 +54,196 @@ def lower(schedule: Schedule) -> Program:
         raise ScheduleError(
             f"schedule {schedule.name!r} has {len(schedule.orders)} rank orders but pp={shape.pp}"
         )
-    last_stage = shape.num_stages - 1
-    ranks: list[list[Instruction]] = []
-    # Per directed link: what its sender sends, in order; and where the receiver consumes each message.
-    sent: dict[tuple[int, int], list[tuple[bool, int, int]]] = {}
-    received: dict[tuple[int, int], list[tuple[int, tuple[bool, int, int]]]] = {}
-    for rank, order in enumerate(schedule.orders):
-        last_grad_index = _last_weight_grad_index(schedule.name, rank, order, shape.chunks)
-        # Per chunk: its stage, the rank of the previous and next stage (None where local or absent), and the
-        # label lists of the links to them (resolved once: this loop runs for every instruction of a sweep).
-        stages, prev_peer, next_peer, recv_f, send_f, recv_b, send_b = ([] for _ in range(7))
-        for chunk in range(shape.chunks):
-            stage = shape.stage(rank, chunk)
-            before = shape.rank_of(stage - 1) if stage > 0 else rank
-            after = shape.rank_of(stage + 1) if stage < last_stage else rank
-            stages.append(stage)
-            prev_peer.append(None if before == rank else before)
-            next_peer.append(None if after == rank else after)
-            recv_f.append(received.setdefault((before, rank), []))
-            send_f.append(sent.setdefault((rank, after), []))
-            recv_b.append(received.setdefault((after, rank), []))
-            send_b.append(sent.setdefault((rank, before), []))
-        out: list[Instruction] = []
-        append = out.append
-        for index, ins in enumerate(order):
-            op, mb, chunk = ins.op, ins.mb, ins.chunk
-            if op not in _COMPUTE:
-                raise ScheduleError(
-                    f"schedule {schedule.name!r} rank {rank} lists {ins}: a schedule holds only F, B, I, W;"
-                    " communication, REDUCE_GRAD and STEP are derived by lower()"
-                )
-            # Labels say what travels: (is gradient, microbatch, stage the tensor leaves).
-            if op is Op.F:
-                peer = prev_peer[chunk]
-                if peer is not None:
-                    recv_f[chunk].append((len(out), (False, mb, stages[chunk] - 1)))
-                    append(instruction(Op.RECV_F, mb, chunk, peer))
-                append(ins)
-                peer = next_peer[chunk]
-                if peer is not None:
-                    send_f[chunk].append((False, mb, stages[chunk]))
-                    append(instruction(Op.SEND_F, mb, chunk, peer))
-            elif op is Op.W:
-                append(ins)
-            else:  # B or I: needs the next stage's gradient, produces this stage's input gradient
-                peer = next_peer[chunk]
-                if peer is not None:
-                    recv_b[chunk].append((len(out), (True, mb, stages[chunk] + 1)))
-                    append(instruction(Op.RECV_B, mb, chunk, peer))
-                append(ins)
-                peer = prev_peer[chunk]
-                if peer is not None:
-                    send_b[chunk].append((True, mb, stages[chunk]))
-                    append(instruction(Op.SEND_B, mb, chunk, peer))
-            for reduced_chunk in last_grad_index.get(index, ()):
-                append(instruction(Op.REDUCE_GRAD, chunk=reduced_chunk))
-        append(instruction(Op.STEP))
-        ranks.append(out)
-    _post_receives_in_send_order(ranks, sent, received)
-    return Program(schedule.name, shape, tuple(tuple(code) for code in ranks))
+    rank, op, mb, chunk = _compute_columns(schedule)
+    _check_compute(schedule, rank, op, chunk)
+    columns = _lower_columns(shape, rank, op, mb, chunk)
+    return Program(schedule.name, shape, columns=columns)
 
 
-def _post_receives_in_send_order(
-    ranks: list[list[Instruction]],
-    sent: dict[tuple[int, int], list[tuple]],
-    received: dict[tuple[int, int], list[tuple[int, tuple]]],
-) -> None:
+def _compute_columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
+    """rank, op code, microbatch, chunk of every compute instruction, ranks in order."""
+    orders = schedule.orders
+    lengths = [len(order) for order in orders]
+    n = sum(lengths)
+    rank = np.repeat(np.arange(len(orders), dtype=np.int64), lengths)
+    flat = list(chain.from_iterable(orders))
+    try:  # C-level iteration; a None or non-integer field falls back to the careful path below
+        op = np.fromiter(map(OP_CODE.__getitem__, map(attrgetter("op"), flat)), dtype=np.int64, count=n)
+        mb = np.fromiter(map(attrgetter("mb"), flat), dtype=np.int64, count=n)
+        chunk = np.fromiter(map(attrgetter("chunk"), flat), dtype=np.int64, count=n)
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
+        columns = ProgramColumns.of_instructions(orders)
+        op, mb, chunk = columns.op, columns.microbatch, columns.chunk
+    return rank, op, mb, chunk
+
+
+def _check_compute(schedule: Schedule, rank: np.ndarray, op: np.ndarray, chunk: np.ndarray) -> None:
+    """A schedule lists only compute ops on existing chunks; the first offence (rank by rank) is named."""
+    bad_chunk = (chunk < 0) | (chunk >= schedule.shape.chunks)
+    bad_op = ~np.isin(op, COMPUTE_CODES)
+    if not (bad_chunk.any() or bad_op.any()):
+        return
+    # Within a rank the chunk check comes first (it reads the whole order), as the rank-by-rank pass did.
+    first_rank = int(rank[bad_chunk | bad_op].min())
+    in_rank = rank == first_rank
+    begin = int(np.flatnonzero(in_rank)[0])
+    if (bad_chunk & in_rank).any():
+        row = int(np.flatnonzero(bad_chunk & in_rank)[0])
+        ins = schedule.orders[first_rank][row - begin]
+        raise ScheduleError(
+            f"schedule {schedule.name!r} rank {first_rank} lists {ins}: chunk must be in 0..{schedule.shape.chunks - 1}"
+        )
+    row = int(np.flatnonzero(bad_op & in_rank)[0])
+    ins = schedule.orders[first_rank][row - begin]
+    raise ScheduleError(
+        f"schedule {schedule.name!r} rank {first_rank} lists {ins}: a schedule holds only F, B, I, W;"
+        " communication, REDUCE_GRAD and STEP are derived by lower()"
+    )
+
+
+def _lower_columns(shape: PipelineShape, rank, op, mb, chunk) -> ProgramColumns:
+    pp, last_stage = shape.pp, shape.num_stages - 1
+    n = len(op)
+    stage = stages_of(shape, rank, chunk)
+    prev_rank = np.where(stage > 0, ranks_of(shape, np.maximum(stage - 1, 0)), rank)
+    next_rank = np.where(stage < last_stage, ranks_of(shape, np.minimum(stage + 1, last_stage)), rank)
+    is_f = op == _F
+    is_bwd = (op == _B) | (op == _I)
+    # The receive before a compute op and the send after it, with their peers (-1: none).
+    recv_peer = np.where(is_f, prev_rank, np.where(is_bwd, next_rank, rank))
+    send_peer = np.where(is_f, next_rank, np.where(is_bwd, prev_rank, rank))
+    has_recv = recv_peer != rank
+    has_send = send_peer != rank
+    # REDUCE_GRAD(chunk) after the last B/W of that chunk on its rank.
+    has_reduce = np.zeros(n, dtype=bool)
+    grad_rows = np.flatnonzero(np.isin(op, _WEIGHT_GRAD_CODES))
+    if len(grad_rows):
+        key = rank[grad_rows] * shape.chunks + chunk[grad_rows]
+        # the last row of each key: unique on the reversed array finds first occurrences from the end
+        _, last_from_end = np.unique(key[::-1], return_index=True)
+        has_reduce[grad_rows[len(grad_rows) - 1 - last_from_end]] = True
+
+    counts = has_recv.astype(np.int64) + 1 + has_send + has_reduce
+    # Output position of each compute row's first instruction; every earlier rank adds its STEP.
+    first = np.cumsum(counts) - counts + rank
+    total = int(counts.sum()) + pp
+    out_op = np.empty(total, dtype=np.int64)
+    out_mb = np.empty(total, dtype=np.int64)
+    out_chunk = np.empty(total, dtype=np.int64)
+    out_peer = np.full(total, -1, dtype=np.int64)
+
+    def place(where: np.ndarray, mask: np.ndarray, codes, mbs, peers) -> None:
+        rows = where[mask]
+        out_op[rows] = codes[mask] if isinstance(codes, np.ndarray) else codes
+        out_mb[rows] = mbs[mask] if isinstance(mbs, np.ndarray) else mbs
+        out_chunk[rows] = chunk[mask]
+        if peers is not None:
+            out_peer[rows] = peers[mask]
+
+    everything = np.ones(n, dtype=bool)
+    recv_code = np.where(is_f, OP_CODE[Op.RECV_F], OP_CODE[Op.RECV_B])
+    send_code = np.where(is_f, OP_CODE[Op.SEND_F], OP_CODE[Op.SEND_B])
+    place(first, has_recv, recv_code, mb, recv_peer)
+    compute_at = first + has_recv
+    place(compute_at, everything, op, mb, None)
+    place(compute_at + 1, has_send, send_code, mb, send_peer)
+    place(compute_at + 1 + has_send, has_reduce, OP_CODE[Op.REDUCE_GRAD], -1, None)
+    lengths = np.bincount(rank, weights=counts, minlength=pp).astype(np.int64) + 1
+    step_rows = np.cumsum(lengths) - 1
+    out_op[step_rows] = OP_CODE[Op.STEP]
+    out_mb[step_rows] = -1
+    out_chunk[step_rows] = -1
+
+    columns = ProgramColumns(out_op, out_mb, out_chunk, out_peer, lengths)
+    return _post_receives_in_send_order(shape, columns)
+
+
+def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) -> ProgramColumns:
     """Move receives earlier where needed so every link's receives are posted in its sender's order.
 
     Message k is posted at the earliest consumer among messages k, k+1, … (a suffix minimum): no later than
     its own consumer, and not after a message the sender sent later. Links whose receives do not pair up
-    with the sends are left alone for the validator to report.
+    with the sends are left alone for the validator to report. Receives moved before the same instruction
+    keep the order (link, message), links numbered as ranks and their chunks first meet them.
     """
-    # rank → [(index it moves before, link, k-th message on the link, index of the receive now)]
-    moves: dict[int, list[tuple[int, int, int, int]]] = {}
-    for link, ((src, dst), items) in enumerate(received.items()):
-        labels = [label for _, label in items]
-        order = sent.get((src, dst), [])
-        if labels == order or sorted(labels) != sorted(order) or len(set(order)) != len(order):
+    op, mb, chunk, peer = columns.op, columns.microbatch, columns.chunk, columns.peer
+    pp = shape.pp
+    n = len(op)
+    rank = np.repeat(np.arange(pp, dtype=np.int64), columns.rank_lengths)
+    seq = np.arange(n) - np.repeat(np.cumsum(columns.rank_lengths) - columns.rank_lengths, columns.rank_lengths)
+    is_send = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.SEND_B])
+    is_recv = (op == OP_CODE[Op.RECV_F]) | (op == OP_CODE[Op.RECV_B])
+    if not is_recv.any():
+        return columns
+    stage = stages_of(shape, rank, chunk)
+    payload = np.where((op == OP_CODE[Op.SEND_B]) | (op == OP_CODE[Op.RECV_B]), Payload.GRADIENT, Payload.ACTIVATION)
+    label_stage = np.where(is_send, stage, leaving_stage(payload, stage))
+    sender = np.where(is_send, rank, peer)
+    receiver = np.where(is_send, peer, rank)
+    link_key = sender * pp + receiver
+    link_number = _link_numbering(shape)
+
+    send_rows = np.flatnonzero(is_send)
+    recv_rows = np.flatnonzero(is_recv)
+    send_rows = send_rows[np.argsort(link_key[send_rows], kind="stable")]
+    recv_rows = recv_rows[np.argsort(link_key[recv_rows], kind="stable")]
+    send_keys, send_starts = np.unique(link_key[send_rows], return_index=True)
+    recv_keys, recv_starts = np.unique(link_key[recv_rows], return_index=True)
+    send_span = dict(zip(send_keys.tolist(), zip(send_starts.tolist(),
+                                                  [*send_starts[1:].tolist(), len(send_rows)], strict=True),
+                         strict=True))
+    recv_bounds = [*recv_starts[1:].tolist(), len(recv_rows)]
+
+    moved_rows, targets, links, ks = [], [], [], []
+    for key, begin, end in zip(recv_keys.tolist(), recv_starts.tolist(), recv_bounds, strict=True):
+        r_rows = recv_rows[begin:end]
+        s_begin, s_end = send_span.get(key, (0, 0))
+        s_rows = send_rows[s_begin:s_end]
+        r_label = np.stack([payload[r_rows], mb[r_rows], label_stage[r_rows]], axis=1)
+        s_label = np.stack([payload[s_rows], mb[s_rows], label_stage[s_rows]], axis=1)
+        if len(r_label) != len(s_label) or np.array_equal(r_label, s_label):
             continue
-        where = {label: index for index, label in items}  # each receive sits right before its consumer
-        earliest = len(ranks[dst])
-        targets = []
-        for label in reversed(order):
-            earliest = min(earliest, where[label])
-            targets.append(earliest)
-        for k, (label, target) in enumerate(zip(order, reversed(targets), strict=True)):
-            moves.setdefault(dst, []).append((target, link, k, where[label]))
-    for rank, moved in moves.items():
-        code = ranks[rank]
-        leaving = {source for *_, source in moved}
-        before: dict[int, list[Instruction]] = {}
-        for target, _, _, source in sorted(moved):  # a link's receives stay in its send order
-            before.setdefault(target, []).append(code[source])
-        rebuilt: list[Instruction] = []
-        for index, ins in enumerate(code):
-            rebuilt.extend(before.get(index, ()))
-            if index not in leaving:
-                rebuilt.append(ins)
-        code[:] = rebuilt
+        r_order = np.lexsort(r_label.T[::-1])
+        s_order = np.lexsort(s_label.T[::-1])
+        if not np.array_equal(r_label[r_order], s_label[s_order]):
+            continue  # not the same messages: the validator names the mismatch
+        sorted_labels = s_label[s_order]
+        if len(sorted_labels) > 1 and (sorted_labels[1:] == sorted_labels[:-1]).all(axis=1).any():
+            continue  # a message sent twice: ambiguous, left to the validator
+        # The receive of the k-th sent message (each receive sits right before its consumer so far).
+        recv_of_message = np.empty(len(s_rows), dtype=np.int64)
+        recv_of_message[s_order] = r_rows[r_order]
+        where = seq[recv_of_message]
+        target = np.minimum.accumulate(where[::-1])[::-1]
+        moved_rows.append(recv_of_message)
+        targets.append(target)
+        links.append(np.full(len(target), link_number[key]))
+        ks.append(np.arange(len(target)))
+    if not moved_rows:
+        return columns
+    moved = np.concatenate(moved_rows)
+    # Sort key within each rank: (position it goes before, moved first, link, k); staying rows keep their place.
+    position = seq.copy()
+    after_moved = np.ones(n, dtype=np.int64)
+    link_sort = np.zeros(n, dtype=np.int64)
+    k_sort = np.zeros(n, dtype=np.int64)
+    position[moved] = np.concatenate(targets)
+    after_moved[moved] = 0
+    link_sort[moved] = np.concatenate(links)
+    k_sort[moved] = np.concatenate(ks)
+    order = np.lexsort((k_sort, link_sort, after_moved, position, rank))
+    return ProgramColumns(op[order], mb[order], chunk[order], peer[order], columns.rank_lengths)
 
 
-def _last_weight_grad_index(name: str, rank: int, order, chunks: int) -> dict[int, list[int]]:
-    """Map position in ``order`` → chunks whose last weight-gradient op sits there."""
-    last: dict[int, int] = {}
-    for index, ins in enumerate(order):
-        if ins.chunk is None or not 0 <= ins.chunk < chunks:
-            raise ScheduleError(
-                f"schedule {name!r} rank {rank} lists {ins}: chunk must be in 0..{chunks - 1}"
-            )
-        if ins.op in _WEIGHT_GRAD_OPS:
-            last[ins.chunk] = index
-    by_index: dict[int, list[int]] = {}
-    for chunk in sorted(last):
-        by_index.setdefault(last[chunk], []).append(chunk)
-    return by_index
+def _link_numbering(shape: PipelineShape) -> dict[int, int]:
+    """Number each directed link (key sender·pp + receiver) as the receiving ranks and their chunks meet it."""
+    numbers: dict[int, int] = {}
+    last_stage = shape.num_stages - 1
+    for rank in range(shape.pp):
+        for chunk in range(shape.chunks):
+            stage = shape.stage(rank, chunk)
+            before = shape.rank_of(stage - 1) if stage > 0 else rank
+            after = shape.rank_of(stage + 1) if stage < last_stage else rank
+            for sender in (before, after):
+                numbers.setdefault(sender * shape.pp + rank, len(numbers))
+    return numbers

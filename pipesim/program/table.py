@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipesim.program.ir import Op, PipelineShape, Placement, Program
+from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Payload, PipelineShape, Placement, Program, leaving_stage
 
-OP_ORDER = tuple(Op)
-OP_CODE = {op: code for code, op in enumerate(OP_ORDER)}
+__all__ = ["OP_CODE", "OP_NAMES", "OP_ORDER", "ProgramTable", "forget_table", "ranks_of", "stages_of", "table_of"]
+
 OP_NAMES = np.array([op.value for op in OP_ORDER], dtype=object)
 
 # Instruction kinds as the simulator sees them.
@@ -38,10 +38,64 @@ class ProgramTable:
     num_links: int
     boundary_stage: np.ndarray  # stage whose output boundary a transfer crosses, else -1
     input_recv: np.ndarray  # for a compute op, the row of the receive that delivers its input, else -1
+    step: np.ndarray | None = None  # training step of each row when the program repeats (repeat_steps)
+    steps: int = 1
 
     @property
     def num_rows(self) -> int:
         return len(self.op)
+
+    @property
+    def step_of_rows(self) -> np.ndarray:
+        return self.step if self.step is not None else np.zeros(self.num_rows, dtype=np.int64)
+
+
+def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
+    """The table of ``steps`` training steps back to back: each rank runs its program ``steps`` times.
+
+    Rows stay grouped by rank (rank r's step 0, step 1, …); ``seq`` restarts each step, as in a measured
+    timeline, and microbatch ids are those of the step (column ``step`` tells steps apart). Every link's
+    messages of step s follow those of step s−1, and a consumer reads the receive of its own step.
+    """
+    if steps == 1:
+        return table
+    lengths = np.array([e - b for b, e in table.rank_bounds], dtype=np.int64)
+    old_begin = np.array([b for b, _ in table.rank_bounds], dtype=np.int64)
+    new_begin = old_begin * steps
+    n = table.num_rows * steps
+    rows = np.arange(n, dtype=np.int64)
+    rank = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths * steps)
+    offset = rows - new_begin[rank]
+    safe = np.maximum(lengths, 1)[rank]
+    step = offset // safe
+    source = old_begin[rank] + offset % safe  # the single-step row each new row repeats
+
+    def take(column: np.ndarray) -> np.ndarray:
+        return column[source]
+
+    is_send, is_recv = table.kind == KIND_SEND, table.kind == KIND_RECV
+    sends_per_link = np.bincount(table.link[is_send], minlength=max(table.num_links, 1))
+    recvs_per_link = np.bincount(table.link[is_recv], minlength=max(table.num_links, 1))
+    message = take(table.message)
+    link = take(table.link)
+    comm = link >= 0
+    per_link = np.where(take(is_send), sends_per_link[np.maximum(link, 0)], recvs_per_link[np.maximum(link, 0)])
+    message = np.where(comm, message + step * per_link, -1)
+    old_input = take(table.input_recv)
+    has_input = old_input >= 0
+    input_rank = table.rank[np.maximum(old_input, 0)]
+    input_recv = np.where(
+        has_input,
+        new_begin[input_rank] + step * lengths[input_rank] + (old_input - old_begin[input_rank]),
+        -1,
+    )
+    bounds = tuple((int(b), int(b + n_r * steps)) for b, n_r in zip(new_begin.tolist(), lengths.tolist(), strict=True))
+    return ProgramTable(
+        program=table.program, op=take(table.op), rank=rank, stage=take(table.stage), chunk=take(table.chunk),
+        microbatch=take(table.microbatch), peer=take(table.peer), seq=take(table.seq), kind=take(table.kind),
+        link=link, message=message, rank_bounds=bounds, num_links=table.num_links,
+        boundary_stage=take(table.boundary_stage), input_recv=input_recv, step=step, steps=steps,
+    )
 
 
 def stages_of(shape: PipelineShape, rank: np.ndarray, chunk: np.ndarray) -> np.ndarray:
@@ -82,14 +136,13 @@ def _build_table(program: Program) -> ProgramTable:
     """Flatten ``program`` into columns; vectorised where it can be, since sweeps build thousands."""
     shape = program.shape
     pp = shape.pp
-    flat = [ins for code in program.ranks for ins in code]
-    lengths = [len(code) for code in program.ranks]
+    columns = program.columns
+    op, microbatch, chunk, peer = columns.op, columns.microbatch, columns.chunk, columns.peer
+    lengths = columns.rank_lengths
+    num_rows = len(op)
     rank = np.repeat(np.arange(pp, dtype=np.int64), lengths)
-    seq = np.concatenate([np.arange(n, dtype=np.int64) for n in lengths]) if flat else np.zeros(0, np.int64)
-    op = np.fromiter((_CODE_BY_OP[ins.op] for ins in flat), dtype=np.int64, count=len(flat))
-    microbatch = np.fromiter((-1 if ins.mb is None else ins.mb for ins in flat), dtype=np.int64, count=len(flat))
-    chunk = np.fromiter((-1 if ins.chunk is None else ins.chunk for ins in flat), dtype=np.int64, count=len(flat))
-    peer = np.fromiter((-1 if ins.peer is None else ins.peer for ins in flat), dtype=np.int64, count=len(flat))
+    ends = np.cumsum(lengths)
+    seq = np.arange(num_rows, dtype=np.int64) - np.repeat(ends - lengths, lengths)
 
     stage = np.where(chunk >= 0, stages_of(shape, rank, chunk), -1)
 
@@ -100,8 +153,8 @@ def _build_table(program: Program) -> ProgramTable:
     sender = np.where(is_send, rank, peer)
     receiver = np.where(is_send, peer, rank)
     link_key = np.where(comm, sender * pp + receiver, -1)
-    link = np.full(len(flat), -1, dtype=np.int64)
-    message = np.full(len(flat), -1, dtype=np.int64)
+    link = np.full(num_rows, -1, dtype=np.int64)
+    message = np.full(num_rows, -1, dtype=np.int64)
     num_links = 0
     if comm.any():
         keys, dense = np.unique(link_key[comm], return_inverse=True)
@@ -117,11 +170,11 @@ def _build_table(program: Program) -> ProgramTable:
     # The tensor crossing the boundary between stage s and s+1 is sized by stage s's output: a forward
     # message leaves its sender's stage; a backward one crosses the boundary below its sender's stage.
     forward = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.RECV_F])
-    sender_stage = np.where(is_send, stage, np.where(forward, stage - 1, stage + 1))
+    payload = np.where(forward, Payload.ACTIVATION, Payload.GRADIENT)
+    sender_stage = np.where(is_send, stage, leaving_stage(payload, stage))
     boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
     input_recv = _input_receives(op, rank, microbatch, chunk)
-    ends = np.cumsum(lengths)
-    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends, lengths, strict=True))
+    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True))
     return ProgramTable(
         program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
         kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,

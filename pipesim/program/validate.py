@@ -27,7 +27,7 @@ from collections import deque
 import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
-from pipesim.program.ir import Op, Program
+from pipesim.program.ir import COMPUTE_CODES, Op, Payload, Program
 from pipesim.program.table import (
     KIND_BUSY,
     KIND_RECV,
@@ -59,8 +59,11 @@ class CommSemantics(enum.Enum):
 _F, _B, _I, _W = (OP_CODE[o] for o in (Op.F, Op.B, Op.I, Op.W))
 _SEND_F, _RECV_F, _SEND_B, _RECV_B = (OP_CODE[o] for o in (Op.SEND_F, Op.RECV_F, Op.SEND_B, Op.RECV_B))
 _REDUCE, _STEP = OP_CODE[Op.REDUCE_GRAD], OP_CODE[Op.STEP]
-_SLOT = 1 << 40  # offsets op-slot keys from data keys in the availability index
-_ACT, _GRAD = 0, 1  # what travels between stages: the activation leaving a stage, the gradient entering it
+_ACT, _GRAD = Payload.ACTIVATION, Payload.GRADIENT
+# The availability index keys both data (a payload) and op slots (an op code) by (rank, what, mb, stage);
+# `what` needs room for every op code and payload.
+_WHAT_SPAN = 16
+assert max(OP_CODE.values()) < _WHAT_SPAN and max(Payload) < _WHAT_SPAN
 
 
 def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED) -> None:
@@ -70,8 +73,8 @@ def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED
 
 def validate_static(program: Program) -> _Checker:
     """Checks 1–3 only. The simulator runs this and detects deadlock (check 4) itself on the way."""
-    if len(program.ranks) != program.shape.pp:
-        raise ScheduleError(f"program has {len(program.ranks)} ranks but pp={program.shape.pp}")
+    if program.num_ranks != program.shape.pp:
+        raise ScheduleError(f"program has {program.num_ranks} ranks but pp={program.shape.pp}")
     checker = _Checker(table_of(program))
     checker.check_fields()
     checker.check_local_order()
@@ -111,7 +114,11 @@ class _Checker:
     def __init__(self, table: ProgramTable) -> None:
         self.t = table
         self.shape = table.program.shape
-        self.code = table.program.ranks
+
+    @property
+    def code(self):
+        """The Instruction view, built only when an error message names an instruction."""
+        return self.t.program.ranks
 
     def ins(self, row: int) -> str:
         """``rank r: <instruction>`` for error messages."""
@@ -132,7 +139,7 @@ class _Checker:
             raise ScheduleError(
                 f"{self.ins(bad[0])} names mb {t.microbatch[bad[0]]}; microbatches are 0..{shape.microbatches - 1}"
             )
-        comm = t.kind != 0
+        comm = t.kind != KIND_BUSY
         towards_next = (op == _SEND_F) | (op == _RECV_B)
         neighbour = np.where(towards_next, t.stage + 1, t.stage - 1)
         bad = np.flatnonzero(comm & ((neighbour < 0) | (neighbour >= shape.num_stages)))
@@ -160,11 +167,13 @@ class _Checker:
         op, mb, stage = t.op, t.microbatch, t.stage
 
         def key(what: int | np.ndarray, microbatch: np.ndarray, st: np.ndarray, rank: np.ndarray) -> np.ndarray:
-            # Unique integer per (rank, what, mb, stage); `what` spans data kinds and op codes.
-            return ((rank * 16 + what) * m + microbatch) * (s_count + 2) + (st + 1)
+            # Unique integer per (rank, what, mb, stage); `what` spans payloads and op codes.
+            return ((rank * _WHAT_SPAN + what) * m + microbatch) * (s_count + 2) + (st + 1)
 
+        # Op slots (F done, I-or-B done) are keyed apart from data: past every data key (ranks 0..pp−1).
+        op_slot = pp * _WHAT_SPAN * m * (s_count + 2)
         # Each compute op at most once (and B never beside I/W for the same microbatch and stage).
-        compute = np.isin(op, (_F, _B, _I, _W))
+        compute = np.isin(op, COMPUTE_CODES)
         backward_kind = np.where(op == _W, _W, np.where(op == _F, _F, _B))  # I and B share a slot
         compute_keys = key(backward_kind[compute], mb[compute], stage[compute], t.rank[compute])
         unique, counts = np.unique(compute_keys, return_counts=True)
@@ -181,10 +190,9 @@ class _Checker:
         produced_stage[op == _RECV_F] = stage[op == _RECV_F] - 1
         produced_stage[op == _RECV_B] = stage[op == _RECV_B] + 1
         producers = produced_kind >= 0
-        # Op slots (F done, I-or-B done) are keyed apart from data by a high offset.
         all_keys = np.concatenate([
             key(produced_kind[producers], mb[producers], produced_stage[producers], t.rank[producers]),
-            compute_keys + _SLOT,
+            compute_keys + op_slot,
         ])
         all_rows = np.concatenate([rows[producers], rows[compute]])
         order = np.lexsort((all_rows, all_keys))
@@ -204,13 +212,13 @@ class _Checker:
         require(f_rows, key(_ACT, mb[f_rows], stage[f_rows] - 1, t.rank[f_rows]),
                 lambda r: self._missing_input(r, _ACT, stage[r] - 1, "RECV_F"))
         back = np.flatnonzero((op == _B) | (op == _I))
-        require(back, key(_F, mb[back], stage[back], t.rank[back]) + _SLOT,
+        require(back, key(_F, mb[back], stage[back], t.rank[back]) + op_slot,
                 lambda r: f"{self.ins(r)} runs before F mb={mb[r]} chunk={t.chunk[r]}")
         back_mid = back[stage[back] < last]
         require(back_mid, key(_GRAD, mb[back_mid], stage[back_mid] + 1, t.rank[back_mid]),
                 lambda r: self._missing_input(r, _GRAD, stage[r] + 1, "RECV_B"))
         w_rows = np.flatnonzero(op == _W)
-        require(w_rows, key(_B, mb[w_rows], stage[w_rows], t.rank[w_rows]) + _SLOT,
+        require(w_rows, key(_B, mb[w_rows], stage[w_rows], t.rank[w_rows]) + op_slot,
                 lambda r: f"{self.ins(r)} runs before I mb={mb[r]} chunk={t.chunk[r]}")
         for send_op, kind in ((_SEND_F, _ACT), (_SEND_B, _GRAD)):
             sends = np.flatnonzero(op == send_op)
@@ -278,38 +286,56 @@ class _Checker:
     def check_pairing(self) -> None:
         t = self.t
         is_send, is_recv = t.kind == KIND_SEND, t.kind == KIND_RECV
-        grad = (t.op == _SEND_B) | (t.op == _RECV_B)
-        # Label of what travels: (kind, mb, stage it leaves). A send leaves its own stage; a receive expects
+        grad = ((t.op == _SEND_B) | (t.op == _RECV_B)).astype(np.int64)
+        # Label of what travels: (payload, mb, stage it leaves). A send leaves its own stage; a receive expects
         # the neighbouring one.
         label_stage = np.where(is_send, t.stage, self.neighbour)
-        for link in range(t.num_links):
-            sends = np.flatnonzero(is_send & (t.link == link))
-            recvs = np.flatnonzero(is_recv & (t.link == link))
-            n = min(len(sends), len(recvs))
-            s_label = np.stack([grad[sends[:n]], t.microbatch[sends[:n]], label_stage[sends[:n]]], axis=1)
-            r_label = np.stack([grad[recvs[:n]], t.microbatch[recvs[:n]], label_stage[recvs[:n]]], axis=1)
-            differ = np.flatnonzero((s_label != r_label).any(axis=1))
-            if len(differ):
-                k = differ[0]
-                src, dst = int(t.rank[sends[k]]), int(t.rank[recvs[k]])
-                raise ScheduleError(
-                    f"link {src}→{dst} is FIFO: message #{k + 1} rank {src} sends is the "
-                    f"{_describe(int(s_label[k, 0]), *s_label[k, 1:].tolist())}, but rank {dst}'s receive #{k + 1} "
-                    f"from it ({self.code[dst][t.seq[recvs[k]]]}) expects the "
-                    f"{_describe(int(r_label[k, 0]), *r_label[k, 1:].tolist())}; reorder so they agree"
-                )
-            if len(sends) > n:
-                row = sends[n]
-                raise ScheduleError(
-                    f"{self.ins(row)} has no matching receive: rank {t.peer[row]} receives only {n} message(s) "
-                    f"from rank {t.rank[row]}; add the receive or drop the send"
-                )
-            if len(recvs) > n:
-                row = recvs[n]
-                raise ScheduleError(
-                    f"{self.ins(row)} has no matching send: rank {t.peer[row]} sends only {n} message(s) "
-                    f"to rank {t.rank[row]}; add the send or drop the receive"
-                )
+        links = t.num_links
+        sends = np.flatnonzero(is_send)
+        recvs = np.flatnonzero(is_recv)
+        sends = sends[np.lexsort((t.message[sends], t.link[sends]))]  # by link, then FIFO position
+        recvs = recvs[np.lexsort((t.message[recvs], t.link[recvs]))]
+        n_sends = np.bincount(t.link[sends], minlength=links)
+        n_recvs = np.bincount(t.link[recvs], minlength=links)
+        send_base = np.cumsum(n_sends) - n_sends
+        recv_base = np.cumsum(n_recvs) - n_recvs
+        # Pair the k-th send of each link with its k-th receive, where both exist.
+        paired = t.message[sends] < n_recvs[t.link[sends]]
+        s_rows = sends[paired]
+        r_rows = recvs[recv_base[t.link[s_rows]] + t.message[s_rows]]
+        s_label = np.stack([grad[s_rows], t.microbatch[s_rows], label_stage[s_rows]], axis=1)
+        r_label = np.stack([grad[r_rows], t.microbatch[r_rows], label_stage[r_rows]], axis=1)
+        differ = (s_label != r_label).any(axis=1)
+        first_differ = np.full(links, np.iinfo(np.int64).max)
+        np.minimum.at(first_differ, t.link[s_rows[differ]], t.message[s_rows[differ]])
+        bad = (first_differ < np.iinfo(np.int64).max) | (n_sends != n_recvs)
+        if not bad.any():
+            return
+        link = int(np.flatnonzero(bad)[0])  # the first link with a problem, as a link-by-link pass finds it
+        n = int(min(n_sends[link], n_recvs[link]))
+        if first_differ[link] < np.iinfo(np.int64).max:
+            k = int(first_differ[link])
+            send_row, recv_row = sends[send_base[link] + k], recvs[recv_base[link] + k]
+            sl = [int(grad[send_row]), int(t.microbatch[send_row]), int(label_stage[send_row])]
+            rl = [int(grad[recv_row]), int(t.microbatch[recv_row]), int(label_stage[recv_row])]
+            src, dst = int(t.rank[send_row]), int(t.rank[recv_row])
+            raise ScheduleError(
+                f"link {src}→{dst} is FIFO: message #{k + 1} rank {src} sends is the "
+                f"{_describe(*sl)}, but rank {dst}'s receive #{k + 1} "
+                f"from it ({self.code[dst][t.seq[recv_row]]}) expects the "
+                f"{_describe(*rl)}; reorder so they agree"
+            )
+        if n_sends[link] > n:
+            row = sends[send_base[link] + n]
+            raise ScheduleError(
+                f"{self.ins(row)} has no matching receive: rank {t.peer[row]} receives only {n} message(s) "
+                f"from rank {t.rank[row]}; add the receive or drop the send"
+            )
+        row = recvs[recv_base[link] + n]
+        raise ScheduleError(
+            f"{self.ins(row)} has no matching send: rank {t.peer[row]} sends only {n} message(s) "
+            f"to rank {t.rank[row]}; add the send or drop the receive"
+        )
 
     # --- 4. progress ------------------------------------------------------------------------------------
     def check_progress(self, semantics: CommSemantics) -> None:

@@ -150,7 +150,7 @@ class CostModel:
                                "('unit' for abstract costs, 's' for seconds)")
         bandwidth = data.get("p2p_bandwidth")
         try:
-            return cls(
+            model = cls(
                 default=StageCosts(**default),
                 overrides=overrides,
                 p2p_latency=_number(data.get("p2p_latency", 0.0), source, "p2p_latency"),
@@ -158,8 +158,10 @@ class CostModel:
                 optimizer_step=_number(data.get("optimizer_step", 0.0), source, "optimizer_step"),
                 time_unit=time_unit,
             )
+            _check_costs(model, user_input=True)
         except PipesimError as err:
             raise PipesimError(f"{source}: {err}") from None
+        return model
 
     @classmethod
     def load(cls, path: str | Path) -> CostModel:
@@ -180,16 +182,23 @@ class CostModel:
         write_text_atomic(path, text + ("" if text.endswith("\n") else "\n"))
 
 
-def _check_costs(model: CostModel) -> None:
+def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
     """Every value of the schema, type and range: a negative cost makes time run backwards, an absurd one makes
-    sums overflow to inf (and ratios to NaN), a zero bandwidth makes a transfer take forever."""
+    sums overflow to inf (and ratios to NaN), a zero bandwidth makes a transfer take forever.
+
+    ``user_input`` adds the lower end of ``COST_RANGE`` (a file or flag giving 1e-320 is a typo whose ratios
+    overflow); values computed inside pipesim only need to be finite, ≥ 0 and at most its upper end.
+    """
+    def check(name: str, value: object, zero_ok: bool = True) -> None:
+        _check_range(name, value, zero_ok=zero_ok, tiny_ok=not user_input)
+
     if model.time_unit not in TIME_UNITS:
         raise PipesimError(f"time_unit={model.time_unit!r} must be one of {', '.join(TIME_UNITS)}")
-    _check_range("p2p_latency", model.p2p_latency)
-    _check_range("optimizer_step", model.optimizer_step)
+    check("p2p_latency", model.p2p_latency)
+    check("optimizer_step", model.optimizer_step)
     if model.p2p_bandwidth is not None:
-        _check_range("p2p_bandwidth", model.p2p_bandwidth, zero_ok=False)
-    _check_stage("default", asdict(model.default))
+        check("p2p_bandwidth", model.p2p_bandwidth, zero_ok=False)
+    stages = [("default", asdict(model.default))]
     for stage, values in model.overrides.items():
         if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or stage < 0:
             raise PipesimError(f"stage {stage!r} must be a stage index, an integer ≥ 0")
@@ -199,31 +208,30 @@ def _check_costs(model: CostModel) -> None:
         if unknown:
             raise PipesimError(f"stage {stage} override has unknown field {unknown[0]!r}; use "
                                f"{', '.join(sorted(_STAGE_FIELDS))}")
-        _check_stage(f"stages.{stage}", {**asdict(model.default), **values})
-
-
-def _check_stage(where: str, values: dict) -> None:
-    for key, value in values.items():
-        if value is None and key in _OPTIONAL_FIELDS:
-            continue
-        _check_range(f"{where}.{key}", value)
-    if values["weight_grad_activation"] > values["activation"]:
-        raise PipesimError(
-            f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="
-            f"{values['activation']:g}; M_W is the part of M_B kept for W, so it is at most activation"
-        )
+        stages.append((f"stages.{stage}", {**asdict(model.default), **values}))
+    for where, values in stages:
+        for key, value in values.items():
+            if value is None and key in _OPTIONAL_FIELDS:
+                continue
+            check(f"{where}.{key}", value)
+        if values["weight_grad_activation"] > values["activation"]:
+            raise PipesimError(
+                f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="
+                f"{values['activation']:g}; M_W is the part of M_B kept for W, so it is at most activation"
+            )
 
 
 def in_cost_range(value: float) -> bool:
-    """0, or a number in ``COST_RANGE`` (false for NaN and ±inf)."""
+    """0, or a number in ``COST_RANGE`` (false for NaN and ±inf): what files and flags may give."""
     return value == 0 or COST_RANGE[0] <= value <= COST_RANGE[1]
 
 
-def _check_range(name: str, value: object, zero_ok: bool = True) -> None:
+def _check_range(name: str, value: object, *, zero_ok: bool, tiny_ok: bool) -> None:
     low, high = COST_RANGE
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise PipesimError(f"{name}={_short(value)} must be a number")
-    if not in_cost_range(value) or (value == 0 and not zero_ok):
+    fits = 0 <= value <= high if tiny_ok else in_cost_range(value)
+    if not fits or (value == 0 and not zero_ok):
         rule = f"a number in [{low:g}, {high:g}]" if not zero_ok else f"0 or a number in [{low:g}, {high:g}]"
         fix = "; omit it (or null) for transfers whose bytes cost nothing" if name == "p2p_bandwidth" else ""
         raise PipesimError(f"{name}={value!r} must be {rule}{fix}")

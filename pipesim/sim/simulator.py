@@ -1,20 +1,27 @@
-"""The discrete-event simulator: SimPy processes, one per rank, walking the rank's Program.
+"""The simulator: a Program (for one or several training steps) under a cost model → the timeline.
 
 Semantics (the executor's, DESIGN.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
 asynchronous — its transfer holds the directed link for ``p2p_latency + bytes/bandwidth`` and transfers on one
 link serialize in the order they were issued; a receive posts the transfer, and the compute that consumes it
 waits until the data has arrived. A RECV row spans from its post to the data's arrival.
 
-Speed: a rank does not yield to SimPy for every instruction. It runs ahead on its own clock through every
-instruction whose inputs are already known (compute on data already sent, sends, posts) and yields only
-to wait for a message its peer has not sent yet — the lookahead of conservative parallel discrete-event
-simulation. Since a transfer's start is ``max(issue time, link free time)`` and a link's sends are issued
-by one rank in program order, this equals a per-instruction model with a FIFO resource per link; the tests
-check it against exactly such a naive model on every schedule.
+Two engines compute the same timeline (the tests prove them equal, float for float):
+
+- :attr:`Engine.GRAPH` (the default): the longest path through the static dependency graph
+  (:mod:`pipesim.sim.graph_engine`), compiled by numba for large Programs;
+- :attr:`Engine.SIMPY`: the reference discrete-event model, one SimPy process per rank. A rank does not
+  yield for every instruction: it runs ahead on its own clock through every instruction whose inputs are
+  known and yields only to wait for a message its peer has not sent yet (the lookahead of conservative
+  parallel discrete-event simulation). It is the engine to extend for effects a static graph cannot hold
+  (bandwidth shared by concurrent transfers).
+
+Several steps back to back (``steps=S``): each rank runs its program S times; the messages of step s follow
+those of step s−1 on every link, and :class:`StepBoundary` says what separates the steps.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -22,29 +29,83 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from pipesim.errors import DeadlockError
+from pipesim.errors import DeadlockError, PipesimError
 from pipesim.io.timeline import Source, make_frame
-from pipesim.program.ir import Op, Program
-from pipesim.program.table import KIND_RECV, KIND_SEND, OP_CODE, OP_NAMES, OP_ORDER, ProgramTable, table_of
-from pipesim.program.validate import describe_deadlock, validate_static
+from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
+from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_steps, table_of
+from pipesim.program.validate import describe_deadlock, validate, validate_static
 from pipesim.sim.costs import CostModel
+from pipesim.sim.graph_engine import run_longest_path, worth_compiling
 from pipesim.sim.memory import MemoryProfile, memory_profile
 from pipesim.sim.metrics import Metrics, compute_metrics
 
 
+class Engine(enum.Enum):
+    """Which engine computes the timeline; all give the same one.
+
+    AUTO: the compiled graph engine for large Programs (:func:`graph_engine.worth_compiling`) and once it is
+    loaded in the process (sweeps), SimPy for small one-off runs, where numba's start-up would cost more
+    than the whole simulation. Every cost model pipesim has today is a static graph; a model in which
+    concurrent transfers share bandwidth would need the event-driven SimPy engine.
+    """
+
+    AUTO = "auto"
+    GRAPH = "graph"
+    SIMPY = "simpy"
+
+
+class StepBoundary(enum.Enum):
+    """What separates consecutive training steps in a multi-step simulation.
+
+    SYNC: the optimizer step waits for an all-ranks synchronisation (the global gradient-norm / inf-nan check
+    of mixed-precision training with clipping), so every rank's STEP starts when the last rank reaches it and
+    all ranks begin the next step together. POST_VALIDATION: zero-bubble's post-update validation (Qi et al.
+    2024, "Zero Bubble Pipeline Parallelism", §4): each rank updates speculatively and starts the next step as
+    soon as its own STEP is done, the check running off the critical path (a rare rollback is not modelled).
+    The last simulated step has no successor to hold back, so its STEP rows are those of a lone step.
+    """
+
+    SYNC = "sync"
+    POST_VALIDATION = "post-validation"
+
+
 @dataclass(frozen=True, eq=False)
 class SimulationResult:
-    """Start/end of every instruction of a Program under a cost model, and what follows from them."""
+    """Start/end of every instruction of a Program under a cost model, and what follows from them.
+
+    With ``steps > 1`` the table holds each rank's program ``steps`` times (column ``step``), and
+    :attr:`step_times` / :attr:`step_time` give each step's duration and the steady-state one.
+    """
 
     table: ProgramTable
     costs: CostModel
     start: np.ndarray
     end: np.ndarray
     durations: np.ndarray
+    steps: int = 1
+    boundary: StepBoundary = StepBoundary.SYNC
 
     @property
     def program(self) -> Program:
         return self.table.program
+
+    @cached_property
+    def step_ends(self) -> np.ndarray:
+        """When each step finished: the last rank's STEP end."""
+        step_rows = self.table.op == OP_CODE[Op.STEP]
+        ends = np.zeros(self.steps)
+        np.maximum.at(ends, self.table.step_of_rows[step_rows], self.end[step_rows])
+        return ends
+
+    @cached_property
+    def step_times(self) -> tuple[float, ...]:
+        """Duration of each step, from the previous step's end (the first from time 0)."""
+        return tuple(np.diff(self.step_ends, prepend=0.0).tolist())
+
+    @property
+    def step_time(self) -> float:
+        """Steady-state step time: the last step's duration (simulate ≥ 3 steps for a steady state)."""
+        return self.step_times[-1]
 
     @cached_property
     def metrics(self) -> Metrics:
@@ -63,7 +124,7 @@ class SimulationResult:
             sizes = np.array([self.costs.stage(s).p2p_bytes for s in range(t.program.shape.num_stages)])
             bytes_moved[comm] = sizes[t.boundary_stage[comm]]
         return make_frame({
-            "step": np.zeros(t.num_rows, dtype=np.int64), "rank": t.rank, "stage": t.stage, "chunk": t.chunk,
+            "step": t.step_of_rows, "rank": t.rank, "stage": t.stage, "chunk": t.chunk,
             "op": OP_NAMES[t.op], "microbatch": t.microbatch, "peer": t.peer, "seq": t.seq,
             "start": self.start, "end": self.end, "source": Source.PREDICTED.value, "bytes": bytes_moved,
         })
@@ -89,32 +150,76 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     return durations
 
 
-def simulate(program: Program, costs: CostModel | None = None, *, check: bool = True) -> SimulationResult:
-    """Simulate ``program`` under ``costs`` (unit costs by default). Validates first unless ``check=False``."""
+def simulate(
+    program: Program,
+    costs: CostModel | None = None,
+    *,
+    check: bool = True,
+    steps: int = 1,
+    boundary: StepBoundary = StepBoundary.SYNC,
+    engine: Engine = Engine.AUTO,
+) -> SimulationResult:
+    """Simulate ``program`` under ``costs`` (unit costs by default). Validates first unless ``check=False``.
+
+    ``steps`` training steps run back to back, separated as ``boundary`` says (:class:`StepBoundary`); the
+    result's ``step_time`` is the last step's duration (the steady state from about 3 steps on), and its
+    timeline's ``step`` column tells the steps apart. ``engine`` picks the engine (:class:`Engine`); both give
+    the same timeline. A Program that deadlocks raises :class:`DeadlockError` naming the cycle of waits.
+    """
     costs = costs or CostModel()
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise PipesimError(f"steps={steps!r} must be a positive integer")
+    boundary, engine = StepBoundary(boundary), Engine(engine)
     if check:
         validate_static(program)  # deadlock freedom is proven by the run itself below
-    table = table_of(program)
+    single = table_of(program)
+    table = repeat_steps(single, steps)
     durations = durations_of(table, costs)
-    start, end = _run_simpy(table, durations)
-    return SimulationResult(table, costs, start, end, durations)
+    barrier = _barriers(table, steps, boundary)
+    num_barriers = steps - 1 if boundary is StepBoundary.SYNC else 0
+    if engine is Engine.AUTO:
+        engine = Engine.GRAPH if worth_compiling(table.num_rows) else Engine.SIMPY
+    if engine is Engine.SIMPY:
+        start, end, position = _run_simpy(table, durations, barrier)
+    else:
+        start, end, position = run_longest_path(table.kind, table.link, table.message, table.num_links,
+                                                table.input_recv, durations, table.rank_bounds, barrier,
+                                                num_barriers)
+    if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
+        if steps > 1:  # a Program that deadlocks does so in its first step: name that cycle
+            validate(program)
+        raise DeadlockError(describe_deadlock(table, position))
+    return SimulationResult(table, costs, start, end, durations, steps, boundary)
 
 
-def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _barriers(table: ProgramTable, steps: int, boundary: StepBoundary) -> np.ndarray:
+    """Barrier index per row: each STEP but the last one's under SYNC, else -1."""
+    barrier = np.full(table.num_rows, -1, dtype=np.int64)
+    if boundary is StepBoundary.SYNC and steps > 1:
+        held = (table.op == OP_CODE[Op.STEP]) & (table.step_of_rows < steps - 1)
+        barrier[held] = table.step_of_rows[held]
+    return barrier
+
+
+def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarray):
     env = simpy.Environment()
     n = table.num_rows
+    pp = len(table.rank_bounds)
     start = [0.0] * n
     end = [0.0] * n
     kinds = table.kind.tolist()
     links = table.link.tolist()
     messages = table.message.tolist()
     durs = durations.tolist()
+    barriers = barrier_of.tolist()
     arrivals: list[list[float]] = [[] for _ in range(table.num_links)]  # per link, arrival time of message k
     link_free = [0.0] * table.num_links
     waiting: list[simpy.Event | None] = [None] * table.num_links  # the receiver blocked on each link
     wanted = [0] * table.num_links  # which message that receiver waits for
     input_recv = table.input_recv.tolist()
     position = [stop for _, stop in table.rank_bounds]  # where each rank waits; its end once finished
+    reached: dict[int, list[float]] = {}  # barrier → the clocks at which ranks reached it
+    released: dict[int, simpy.Event] = {}
 
     def rank_process(rank: int, begin: int, stop: int):
         clock = 0.0
@@ -155,6 +260,22 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
                         end[source] = arrival
                     if arrival > clock:
                         clock = arrival
+                barrier = barriers[row]
+                if barrier >= 0:  # every rank reaches its STEP before any runs it (StepBoundary.SYNC)
+                    if clock > env.now:
+                        yield env.timeout(clock - env.now)
+                    clocks = reached.setdefault(barrier, [])
+                    clocks.append(clock)
+                    event = released.setdefault(barrier, env.event())
+                    if len(clocks) == pp:
+                        event.succeed()
+                    else:
+                        position[rank] = row
+                        yield event
+                        position[rank] = stop
+                    latest = max(clocks)  # from the clocks, not env.now, so both engines add the same floats
+                    if latest > clock:
+                        clock = latest
                 start[row] = clock
                 clock += durs[row]
                 end[row] = clock
@@ -164,6 +285,4 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray) -> tuple[np.ndarray, 
     for rank, (begin, stop) in enumerate(table.rank_bounds):
         env.process(rank_process(rank, begin, stop))
     env.run()
-    if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
-        raise DeadlockError(describe_deadlock(table, position))
-    return np.asarray(start), np.asarray(end)
+    return np.asarray(start), np.asarray(end), position

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pipesim.cli.arg_types import output_file
-from pipesim.cli.shared_args import add_schedule_args
+from pipesim.cli.shared_args import add_p2p_arg, add_schedule_args
 
 NAME = "lower"
 
@@ -16,13 +16,15 @@ def register(sub) -> None:
     add_schedule_args(low, csv=True)
     low.add_argument("--output", "-o", metavar="FILE", type=output_file(what="program text"),
                      help="write to FILE instead of stdout")
+    add_p2p_arg(low)
     low.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipesim.io.atomic import write_or_print
     from pipesim.program.build import build_program
+    from pipesim.program.grouped import P2PLowering
 
-    built = build_program(args.schedule, args.pp, args.mb, args.chunks)
+    built = build_program(args.schedule, args.pp, args.mb, args.chunks, p2p=P2PLowering(args.p2p))
     write_or_print(built.program.to_text(), args.output)
     return 0

@@ -1,0 +1,183 @@
+"""The graph engine (compiled and plain Python) against the SimPy reference, and multi-step simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pipesim.errors import DeadlockError, ScheduleError
+from pipesim.program.build import build_program
+from pipesim.program.ir import Program
+from pipesim.program.validate import validate, validate_static
+from pipesim.sim import graph_engine
+from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.simulator import Engine, StepBoundary, simulate
+from tests.test_validate import configurations
+
+
+@st.composite
+def per_stage_costs(draw, num_stages: int) -> CostModel:
+    """Random costs for every stage, random latency and bandwidth-bound transfers."""
+    times = st.floats(0.01, 10, allow_nan=False)
+    overrides = {
+        stage: {"forward": draw(times), "backward": draw(times), "backward_input": draw(times),
+                "backward_weight": draw(times), "reduce_grad": draw(st.floats(0, 2)),
+                "p2p_bytes": draw(st.floats(0, 100))}
+        for stage in range(num_stages)
+    }
+    return CostModel(overrides=overrides, p2p_latency=draw(st.floats(0, 3)),
+                     p2p_bandwidth=draw(st.sampled_from([None, 10.0, 1000.0])),
+                     optimizer_step=draw(st.floats(0, 2)))
+
+
+def _assert_same(a, b) -> None:
+    np.testing.assert_array_equal(a.start, b.start)  # float for float: both add the same numbers in order
+    np.testing.assert_array_equal(a.end, b.end)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(configurations(), st.data(), st.integers(1, 3), st.sampled_from(list(StepBoundary)))
+def test_graph_engine_equals_simpy_on_every_schedule(config, data, steps, boundary):
+    program = build_program(*config).program
+    costs = data.draw(per_stage_costs(program.shape.num_stages))
+    reference = simulate(program, costs, steps=steps, boundary=boundary, engine=Engine.SIMPY)
+    _assert_same(simulate(program, costs, steps=steps, boundary=boundary, engine=Engine.GRAPH), reference)
+    assert reference.step_times == pytest.approx(
+        simulate(program, costs, steps=steps, boundary=boundary, engine=Engine.GRAPH).step_times, abs=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(configurations(), st.data())
+def test_plain_python_kernel_equals_compiled(config, data):
+    program = build_program(*config).program
+    costs = data.draw(per_stage_costs(program.shape.num_stages))
+    table = simulate(program, costs).table
+    from pipesim.sim.simulator import _barriers, durations_of
+
+    args = (table.kind, table.link, table.message, table.num_links, table.input_recv, durations_of(table, costs),
+            table.rank_bounds, _barriers(table, 1, StepBoundary.SYNC), 0)
+    compiled = graph_engine.run_longest_path(*args, compiled=True)
+    plain = graph_engine.run_longest_path(*args, compiled=False)
+    np.testing.assert_array_equal(compiled[0], plain[0])
+    np.testing.assert_array_equal(compiled[1], plain[1])
+
+
+def _outcome(program: Program, engine: Engine, steps: int):
+    try:
+        result = simulate(program, CostModel(p2p_latency=0.5), check=False, steps=steps, engine=engine)
+    except DeadlockError as err:
+        return "deadlock", str(err)
+    return "ok", (result.start.tolist(), result.end.tolist())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(configurations(), st.data(), st.integers(1, 2))
+def test_mutated_programs_deadlock_alike(config, data, steps):
+    """Move one instruction of one rank elsewhere; statically valid results run or deadlock the same way."""
+    program = build_program(*config).program
+    ranks = [list(code) for code in program.ranks]
+    rank = data.draw(st.integers(0, len(ranks) - 1))
+    code = ranks[rank]
+    i = data.draw(st.integers(0, len(code) - 1))
+    j = data.draw(st.integers(0, len(code) - 1))
+    code.insert(j, code.pop(i))
+    mutated = Program(program.name, program.shape, ranks)
+    try:
+        validate_static(mutated)
+    except ScheduleError:
+        assume(False)
+    graph, reference = _outcome(mutated, Engine.GRAPH, steps), _outcome(mutated, Engine.SIMPY, steps)
+    assert graph == reference
+    # And the validator's progress check agrees on which programs deadlock (its cycle is the same one).
+    try:
+        validate(mutated)
+        assert reference[0] == "ok"
+    except DeadlockError as err:
+        assert reference == ("deadlock", str(err))
+
+
+def _move_before(code: list, what: tuple, anchor: tuple, count: int) -> None:
+    """Move ``count`` instructions starting at the first (op, mb) ``what`` to just before ``anchor``."""
+    def find(op, mb):
+        return next(k for k, ins in enumerate(code) if ins.op.value == op and ins.mb == mb)
+
+    start = find(*what)
+    block = code[start:start + count]
+    del code[start:start + count]
+    at = find(*anchor)
+    code[at:at] = block
+
+
+def test_a_known_deadlock_is_named_by_both_engines(program_of):
+    program = program_of("1f1b", 2, 2)
+    ranks = [list(code) for code in program.ranks]
+    # Rank 0 waits for mb 0's gradient before it sends mb 1's activation; rank 1 waits for mb 1's activation
+    # before it computes (and sends) mb 0's gradient.
+    _move_before(ranks[0], ("F", 1), ("B", 1), 2)  # F mb=1 and its SEND_F after B mb=0
+    _move_before(ranks[1], ("RECV_F", 1), ("B", 0), 2)  # RECV_F mb=1 and F mb=1 before B mb=0
+    mutated = Program(program.name, program.shape, ranks)
+    validate_static(mutated)
+    messages = set()
+    for engine in (Engine.GRAPH, Engine.SIMPY):
+        with pytest.raises(DeadlockError, match="cycle") as err:
+            simulate(mutated, engine=engine)
+        messages.add(str(err.value))
+    assert len(messages) == 1
+
+
+# --- several steps --------------------------------------------------------------------------------------
+
+def test_one_step_is_the_single_step_timeline(program_of):
+    program = program_of("zb-h1", 4, 8)
+    costs = CostModel(StageCosts(forward=1.0, backward_input=1.0, backward_weight=1.0), optimizer_step=0.5)
+    one = simulate(program, costs)
+    for boundary in StepBoundary:
+        _assert_same(simulate(program, costs, steps=1, boundary=boundary), one)
+    assert one.step_times == (one.metrics.makespan,)
+
+
+def test_sync_steps_repeat_the_lone_step_exactly(program_of):
+    """Under SYNC every step starts with all ranks idle, so each takes as long as a lone step."""
+    program = program_of("1f1b", 4, 8)
+    costs = CostModel(StageCosts(forward=1.0, backward=2.0), optimizer_step=0.5, p2p_latency=0.25)
+    lone = simulate(program, costs).metrics.makespan
+    result = simulate(program, costs, steps=3, boundary=StepBoundary.SYNC)
+    assert result.step_times == pytest.approx((lone, lone, lone))
+    assert result.step_time == pytest.approx(lone)
+    frame = result.timeline
+    assert sorted(set(frame["step"])) == [0, 1, 2]
+    assert (frame.groupby(["step", "rank"])["seq"].min() == 0).all()
+    assert len(frame) == 3 * program.num_instructions
+    # All ranks start step 1 together, at the end of step 0.
+    step1 = frame[(frame["step"] == 1) & (frame["seq"] == 0)]
+    assert set(step1["start"]) == {lone}
+
+
+def test_post_validation_lets_the_next_step_start_early(program_of):
+    """ZB-H2 leaves rank 0 idle at the end of a step; without the sync the next step's warm-up fills it
+    (Qi et al. 2024 §4), so its steady-state step is shorter than ZB-H1's, where a lone step cannot tell."""
+    costs = CostModel(StageCosts(forward=1.0, backward_input=1.0, backward_weight=1.0))
+    times = {}
+    for name in ("zb-h1", "zb-h2"):
+        program = program_of(name, 4, 8)
+        sync = simulate(program, costs, steps=3, boundary=StepBoundary.SYNC)
+        post = simulate(program, costs, steps=3, boundary=StepBoundary.POST_VALIDATION)
+        assert post.step_time <= sync.step_time
+        assert post.step_times[0] == sync.step_times[0]  # the first step has nothing before it
+        times[name] = post.step_time
+    assert times["zb-h2"] < times["zb-h1"]
+
+
+def test_memory_of_several_steps_returns_to_zero(program_of):
+    result = simulate(program_of("1f1b", 4, 8), steps=2, boundary=StepBoundary.POST_VALIDATION)
+    curve = result.memory.curve
+    assert curve.groupby("rank")["activations"].last().abs().max() < 1e-9
+    assert result.memory.peak_activations == simulate(program_of("1f1b", 4, 8)).memory.peak_activations
+
+
+@pytest.mark.parametrize("steps", [0, -1, 1.5, True])
+def test_bad_step_count_is_refused(program_of, steps):
+    with pytest.raises(Exception, match="steps="):
+        simulate(program_of("1f1b", 2, 2), steps=steps)
