@@ -5,14 +5,18 @@ forever (the CLI or every executor rank hangs with no output) and call ``sys.exi
 whatever status the file chose, often 0, having printed nothing). Both become a :class:`ScheduleError` naming
 the file.
 
-The time bound has two layers. In the main thread a ``SIGALRM`` timer interrupts Python code where it is, so
-the error is an ordinary exception (tests call the CLI in-process). Code that does not return to the
-interpreter (a long C call) or swallows the interruption is caught by a watchdog thread a few seconds later,
-which prints the same one-line error and ends the process with exit status 2: a hang is never the outcome.
+The time bound has three layers. In the main thread a ``SIGALRM`` timer interrupts Python code where it is,
+so the error is an ordinary exception (tests call the CLI in-process). Code that swallows the interruption
+(``except BaseException``) is caught by a watchdog thread a few seconds later, which prints the same one-line
+error and ends the process with exit status 2. Code that never returns to the interpreter (one long C call,
+e.g. ``sum(range(10**18))``) holds the GIL, so no Python thread can run: :mod:`faulthandler`'s C-level timer
+ends the process a few seconds after that, printing Python's traceback (which names the file) and exit status
+1. A hang is never the outcome.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import sys
@@ -28,7 +32,7 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
 TIMEOUT_ENV = "PIPESIM_USER_CODE_TIMEOUT_S"
 # How long after the timer the watchdog waits for the interrupted code to unwind before ending the process.
-_WATCHDOG_GRACE_S = 5.0
+_WATCHDOG_GRACE_S = 2.0
 EXIT_USAGE = 2
 
 
@@ -60,6 +64,7 @@ def run_user_code(call: Callable[[], T], what: str, timeout_s: float | None = No
                                 name="pipesim-user-code-watchdog", daemon=True)
     watchdog.start()
     timer = _start_timer(timeout_s)
+    last_resort = _start_last_resort(timeout_s + 2 * _WATCHDOG_GRACE_S)
     try:
         return call()
     except _Timeout:
@@ -71,6 +76,8 @@ def run_user_code(call: Callable[[], T], what: str, timeout_s: float | None = No
         finished.set()
         if timer is not None:
             _stop_timer(timer)
+        if last_resort:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def _watch(finished: threading.Event, seconds: float, message: str) -> None:
@@ -78,6 +85,15 @@ def _watch(finished: threading.Event, seconds: float, message: str) -> None:
         sys.stderr.write(f"pipesim: error: {message}\n")
         sys.stderr.flush()
         os._exit(EXIT_USAGE)
+
+
+def _start_last_resort(seconds: float) -> bool:
+    """Arm faulthandler's C timer (it runs without the GIL) unless stderr has no file descriptor to write to."""
+    try:
+        faulthandler.dump_traceback_later(seconds, exit=True, file=sys.__stderr__)
+    except (AttributeError, ValueError, OSError, RuntimeError):  # no real stderr (embedded, closed)
+        return False
+    return True
 
 
 def _start_timer(seconds: float):
