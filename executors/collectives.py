@@ -101,6 +101,12 @@ GatherSequenceReplicated = _conjugate(
     _all_gather_seq, _split_seq)
 
 
+# The raw collectives, outside autograd (emulation runs them on stand-in tensors of the real size).
+all_reduce_copy = _all_reduce
+all_gather_along_sequence = _all_gather_seq
+reduce_scatter_along_sequence = _reduce_scatter_seq
+
+
 def copy_to_tp(x, group):
     return CopyToTensorParallel.apply(x, group)
 

@@ -23,6 +23,7 @@ from torch import nn
 
 from executors import collectives as C
 from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, TPMode, set_shard_spec
+from executors.weight_grad import WeightGradStore, linear
 from pipesim.errors import PipesimError
 from pipesim.topology import Dim
 
@@ -181,6 +182,7 @@ class GPTStage(nn.Module):
     ):
         super().__init__()
         self.cfg, self.stage, self.mode, self.tp_group = cfg, stage, mode, tp_group
+        self.weight_grad_store: WeightGradStore | None = None  # see use_weight_grad_store
         self.is_first, self.is_last = stage == 0, stage == num_stages - 1
         if self.is_first:
             self.embed = nn.Module()
@@ -203,6 +205,12 @@ class GPTStage(nn.Module):
                 param, ShardSpec(name, spec.dim, spec.shard_dim, stage, chunk, spec.partial_grad_over)
             )
 
+    def use_weight_grad_store(self, store: WeightGradStore | None) -> None:
+        """Route every weight GEMM of this stage through ``store`` (split backward defers them to W)."""
+        for module in self.modules():
+            if hasattr(module, "weight_grad_store"):
+                module.weight_grad_store = store
+
     def forward(self, x: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         sequence_parallel = self.mode is TPMode.REDUCE_SCATTER
         if self.is_first:
@@ -216,7 +224,7 @@ class GPTStage(nn.Module):
         x = self.ln_f(x)
         if sequence_parallel:
             x = C.gather_seq_replicated(x, self.tp_group)
-        logits = F.linear(x, self.head.weight)  # [s, b, vocab], replicated over TP
+        logits = linear(x, self.head.weight, self.weight_grad_store)  # [s, b, vocab], replicated over TP
         if targets is None:  # an external runtime computes the loss itself (torch.distributed.pipelining)
             return logits
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.t().reshape(-1))

@@ -144,23 +144,38 @@ class ActivationMeter:
         self.held = 0
         self.peak = 0
         self.curve: list[tuple[float, int]] = []  # (clock stamp, bytes held) after each compute op
-        self.per_forward: dict[tuple[int, int], int] = {}
+        self.per_forward: dict[tuple[int, int], int] = {}  # (mb, stage) → bytes its forward saved
+        self.per_weight: dict[tuple[int, int], int] = {}  # (mb, stage) → bytes its I kept for W
 
     def _pack(self, tensor):
+        if self._owner is not None:
+            self._count(self._owner, tensor)
+        return tensor
+
+    def _count(self, owner: tuple[int, int], tensor: torch.Tensor) -> None:
+        """Charge ``tensor``'s storage to ``owner`` (once per owner; shared storages counted once in all)."""
         storage = tensor.untyped_storage()
         ptr = storage.data_ptr()
-        if self._owner is not None and ptr not in self._param_storages:
-            owned = self._owned.setdefault(self._owner, set())
-            if ptr not in owned:
-                owned.add(ptr)
-                ref = self._refs.get(ptr)
-                if ref is None:
-                    self._refs[ptr] = [storage.nbytes(), 1]
-                    self.held += storage.nbytes()
-                else:
-                    ref[1] += 1
-                self.peak = max(self.peak, self.held)
-        return tensor
+        if ptr in self._param_storages:
+            return
+        owned = self._owned.setdefault(owner, set())
+        if ptr in owned:
+            return
+        owned.add(ptr)
+        ref = self._refs.get(ptr)
+        if ref is None:
+            self._refs[ptr] = [storage.nbytes(), 1]
+            self.held += storage.nbytes()
+        else:
+            ref[1] += 1
+        self.peak = max(self.peak, self.held)
+
+    def hold(self, owner: tuple[int, int], tensors) -> None:
+        """``owner`` keeps ``tensors`` alive past its backward (split backward's M_W, until W)."""
+        before = self.held
+        for tensor in tensors:
+            self._count(owner, tensor)
+        self.per_weight[owner] = self.held - before
 
     @contextlib.contextmanager
     def owning(self, owner: tuple[int, int]):

@@ -1,7 +1,8 @@
 """Command line: ``torchrun --nproc-per-node N -m executors.run SCHEDULE [flags]`` runs a schedule for real.
 
-Everything that can be checked without communication (layout, schedule, Program validation, model sizes,
-output formats) is checked before ``init_process_group``; failures are one line and exit code 2. A rank
+Everything that can be checked without communication (flags and their ranges, output paths, layout,
+schedule, Program validation, model sizes, ``--fail-at``, the ``--emulate`` costs file) is checked before
+``init_process_group``; every rank that finds a problem prints the same line and exits 2. A rank
 whose instruction raises prints ``rank R (pp rank P) failed at B mb=2 chunk=0 ...`` and exits 1 at once;
 torchrun then stops the other ranks, and the 60 s process-group timeout bounds any wait on a dead peer.
 Backend: NCCL when CUDA is available, gloo otherwise. ``--p2p`` picks the Program: ``grouped`` (default on
@@ -21,62 +22,131 @@ from executors.interpreter import FailMode
 from executors.model import ModelConfig
 from executors.runtime import OptimizerKind, RunConfig, p2p_lowering, plan
 from executors.tp_layers import TPMode
+from pipesim.cli.arg_types import non_negative_int, positive_float, positive_int
 from pipesim.errors import PipesimError
+from pipesim.io.atomic import check_output_path
 from pipesim.io.timeline import TimelineFormat
 from pipesim.program.grouped import P2PLowering
 from pipesim.program.ir import Instruction
+from pipesim.sim.costs import CostModel
 from pipesim.topology import Topology
 
 _TIMEOUT = timedelta(seconds=60)
+EXIT_USAGE = 2
+_SCHEDULE = "1f1b"  # the defaults of `pipesim simulate`, so both tools mean the same run by default
+_MICROBATCHES = 8
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (every rank prints the same one, see :func:`main`), exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise PipesimError(f"{message} (see python -m executors.run --help)")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="executors.run", description=__doc__.splitlines()[0])
-    p.add_argument("schedule", help="built-in name (gpipe, 1f1b, interleaved) or path to a schedule .py")
-    for flag in ("--tp", "--cp", "--dp"):
-        p.add_argument(flag, type=int, default=1)
-    p.add_argument("--pp", type=int, default=None, help="default: world / (tp·cp·dp)")
-    p.add_argument("--mb", type=int, default=4, help="microbatches per step")
-    p.add_argument("--chunks", type=int, default=None, help="chunks per rank (default: the schedule's)")
-    p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tp-mode", choices=[m.value for m in TPMode], default=TPMode.ALL_REDUCE.value)
-    p.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], default=OptimizerKind.SGD.value)
-    p.add_argument("--lr", type=float, default=0.1)
+    from pipesim.program.loader import builtin_names
+
     d = ModelConfig()
-    p.add_argument("--layers", type=int, default=d.layers)
-    p.add_argument("--hidden", type=int, default=d.hidden)
-    p.add_argument("--heads", type=int, default=d.heads)
-    p.add_argument("--seq-len", type=int, default=d.seq_len)
-    p.add_argument("--micro-batch-size", type=int, default=d.micro_batch_size)
-    p.add_argument("--vocab", type=int, default=d.vocab)
-    p.add_argument("--timeline", help="write the measured Timeline (.csv or .parquet)")
-    p.add_argument("--trace", help="write a Chrome trace (.json, opens in Perfetto)")
-    p.add_argument(
+    p = _Parser(
+        prog="executors.run",
+        description="Run a pipeline schedule for real on torch.distributed (gloo on CPU, NCCL on CUDA), "
+        "instruction by instruction, the same Program pipesim simulates.",
+        epilog="Launch with torchrun: torchrun --nproc-per-node N -m executors.run -s 1f1b --mb 8. "
+        "Bad input exits 2 with one line 'executors.run: error: ...' on every rank that finds it.",
+    )
+    schedule_help = (
+        f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file (default: {_SCHEDULE})"
+    )
+    p.add_argument("schedule", nargs="?", default=None, metavar="SCHEDULE", help=f"{schedule_help}; same as -s")
+    p.add_argument("--schedule", "-s", dest="schedule_flag", default=None, metavar="SCHEDULE", help=schedule_help)
+    layout = p.add_argument_group("layout (tp·cp·dp·pp must equal the number of processes torchrun starts)")
+    for flag, what in (("--tp", "tensor"), ("--cp", "context"), ("--dp", "data")):
+        layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
+    layout.add_argument("--pp", type=positive_int, default=None,
+                        help="pipeline ranks (default: world size / (tp·cp·dp))")
+    layout.add_argument("--mb", type=positive_int, default=_MICROBATCHES,
+                        help=f"microbatches per optimizer step (default {_MICROBATCHES}, as pipesim simulate)")
+    layout.add_argument("--chunks", "-v", type=positive_int, default=None,
+                        help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
+    train = p.add_argument_group("training")
+    train.add_argument("--steps", type=positive_int, default=3, help="optimizer steps to run (default 3)")
+    train.add_argument("--seed", type=non_negative_int, default=0, help="seed of weights and data (default 0)")
+    train.add_argument("--tp-mode", choices=[m.value for m in TPMode], default=TPMode.ALL_REDUCE.value,
+                       help="TP collectives: Megatron all-reduce, or reduce-scatter = sequence parallel "
+                       "(default all-reduce)")
+    train.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], default=OptimizerKind.SGD.value,
+                       help="sgd (momentum 0.9) or adamw (weight decay 0.01) (default sgd)")
+    train.add_argument("--lr", type=positive_float, default=0.1, help="learning rate, finite and > 0 (default 0.1)")
+    model = p.add_argument_group("model (a small GPT; sizes in elements)")
+    for flag, default, what in (
+        ("--layers", d.layers, "transformer blocks, split over the pp·v stages"),
+        ("--hidden", d.hidden, "hidden size h"),
+        ("--heads", d.heads, "attention heads (divisible by --tp)"),
+        ("--seq-len", d.seq_len, "sequence length in tokens"),
+        ("--micro-batch-size", d.micro_batch_size, "sequences per microbatch"),
+        ("--vocab", d.vocab, "vocabulary size"),
+    ):
+        model.add_argument(flag, type=positive_int, default=default, help=f"{what} (default {default})")
+    p.add_argument("--emulate", metavar="COSTS",
+                   help="costs file (.json/.yaml, as pipesim simulate --costs reads it, durations in seconds): "
+                   "each compute instruction sleeps its cost instead of computing, while tensors of the real "
+                   "activation size still cross the real P2P path and TP/DP collectives; transfers take the "
+                   "file's p2p_latency (+ bytes/bandwidth) at least (default: off, real compute)")
+    out = p.add_argument_group("outputs (checked before any process group starts)")
+    out.add_argument("--timeline", metavar="FILE",
+                     help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)")
+    out.add_argument("--trace", metavar="FILE.json",
+                     help="write a Chrome trace (.json, opens in Perfetto) (default: none)")
+    debug = p.add_argument_group("debugging")
+    debug.add_argument(
         "--fail-at",
         metavar="RANK:INSTRUCTION",
-        help="debugging: make global RANK raise at INSTRUCTION, e.g. '1:B mb=0 chunk=0'",
+        help="make global RANK raise at INSTRUCTION of its program, e.g. '1:B mb=0 chunk=0' (default: none)",
     )
-    p.add_argument(
+    debug.add_argument(
         "--fail-mode",
         choices=[m.value for m in FailMode],
         default=FailMode.RAISE.value,
-        help="with --fail-at: raise an exception, or kill the process (SIGKILL)",
+        help="with --fail-at: raise an exception, or kill the process with SIGKILL (default raise)",
     )
-    p.add_argument("--p2p", choices=[m.value for m in P2PLowering], default=None,
-                   help="eager: receives just before their consumers, all posted at step start (safe with "
-                   "gloo's buffered sends); grouped: the Program proven deadlock-free under NCCL's grouped "
-                   "semantics, each run of transfers one batch_isend_irecv. Default: grouped on NCCL, eager on gloo")
-    p.add_argument("--allow-unsafe-p2p", action="store_true",
-                   help="on NCCL, run a Program that is not proven safe under grouped semantics instead of "
-                   "refusing it (it can hang once activations exceed NCCL's eager buffer)")
+    comm = p.add_argument_group("point-to-point")
+    comm.add_argument("--p2p", choices=[m.value for m in P2PLowering], default=None,
+                      help="eager: receives just before their consumers, all posted at step start (safe with "
+                      "gloo's buffered sends); grouped: the Program proven deadlock-free under NCCL's grouped "
+                      "semantics, each run of transfers one batch_isend_irecv (default: grouped on NCCL, eager "
+                      "on gloo)")
+    comm.add_argument("--allow-unsafe-p2p", action="store_true",
+                      help="on NCCL, run a Program that is not proven safe under grouped semantics instead of "
+                      "refusing it; it can hang once activations exceed NCCL's eager buffer (default: off)")
     return p
+
+
+def _schedule_of(args: argparse.Namespace) -> str:
+    """The positional SCHEDULE (README form) and ``--schedule/-s`` (pipesim's) name the same thing."""
+    if args.schedule and args.schedule_flag and args.schedule != args.schedule_flag:
+        raise PipesimError(
+            f"two schedules given ({args.schedule!r} and --schedule {args.schedule_flag!r}); give one"
+        )
+    return args.schedule or args.schedule_flag or _SCHEDULE
+
+
+def check_local(args: argparse.Namespace) -> None:
+    """Checks of the flags alone, no communication and no schedule: output paths, formats."""
+    for flag, path, allowed in (
+        ("--timeline", args.timeline, (TimelineFormat.CSV, TimelineFormat.PARQUET)),
+        ("--trace", args.trace, (TimelineFormat.CHROME_TRACE,)),
+    ):
+        if path is None:
+            continue
+        check_output_path(path, flag)
+        if TimelineFormat.of(path, flag) not in allowed:
+            raise PipesimError(f"{flag} {path}: use {' or '.join(f.value for f in allowed)}")
 
 
 def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
     """Turn flags into a RunConfig; one-line PipesimError on nonsense."""
-    if min(args.tp, args.cp, args.dp) < 1:
-        raise PipesimError("--tp, --cp and --dp must be positive integers")
+    check_local(args)
     inner = args.tp * args.cp * args.dp
     if args.pp is None and world_size % inner:
         raise PipesimError(
@@ -92,23 +162,12 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
                 f"--fail-at {args.fail_at!r}: expected RANK:INSTRUCTION, e.g. '1:B mb=0 chunk=0'"
             )
         fail_at = (int(rank), Instruction.parse(text))
-    for flag, path, allowed in (
-        ("--timeline", args.timeline, (TimelineFormat.CSV, TimelineFormat.PARQUET)),
-        ("--trace", args.trace, (TimelineFormat.CHROME_TRACE,)),
-    ):
-        if path and TimelineFormat.of(path, flag) not in allowed:
-            raise PipesimError(f"{flag} {path}: use {' or '.join(f.value for f in allowed)}")
+    emulate = CostModel.load(args.emulate) if args.emulate else None
     model = ModelConfig(
         args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed
     )
-    for name, value in vars(args).items():
-        if (
-            name in ("layers", "hidden", "heads", "seq_len", "micro_batch_size", "vocab", "mb", "steps")
-            and value < 1
-        ):
-            raise PipesimError(f"--{name.replace('_', '-')} {value} must be a positive integer")
     return RunConfig(
-        schedule=args.schedule,
+        schedule=_schedule_of(args),
         topology=Topology(args.tp, args.cp, args.dp, pp),
         microbatches=args.mb,
         chunks=args.chunks,
@@ -119,6 +178,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         lr=args.lr,
         fail_at=fail_at,
         fail_mode=FailMode(args.fail_mode),
+        emulate=emulate,
         p2p=P2PLowering(args.p2p) if args.p2p else None,
         allow_unsafe_p2p=args.allow_unsafe_p2p,
     )
@@ -131,17 +191,27 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def emulation_report(program, costs: CostModel, measured) -> str:
+    """Predicted (the simulator, same costs) against the measured last step, in one line."""
+    from pipesim.analysis.overlay import one_step, overlay_errors
+    from pipesim.sim.simulator import simulate
+
+    predicted = simulate(program, costs, check=False).timeline
+    return overlay_errors(one_step(predicted), one_step(measured)).text()
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     try:
+        args = parser().parse_args(argv)
         cfg = config_from_args(args, world_size)
         program = plan(cfg, world_size, nccl=_cuda())
     except PipesimError as err:
-        if rank == 0:  # every rank reaches the same verdict; say it once
-            print(f"executors.run: error: {err}", file=sys.stderr, flush=True)
-        return 2
+        # Every rank reaches the same verdict from the same flags and prints the same line: whichever rank
+        # torchrun lets finish first, the line is on stderr (torchrun then adds its own failure report).
+        print(f"executors.run: error: {err}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     import torch
     import torch.distributed as dist
 
@@ -159,9 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
     tokens = cfg.topology.dp * cfg.microbatches * cfg.model.micro_batch_size * cfg.model.seq_len
 
+    emulated = cfg.emulate is not None
+
     def report(step: int, loss: float, seconds: float) -> None:
+        shown = "n/a (emulated)" if emulated else f"{loss:.5f}"
         print(
-            f"step {step}  loss {loss:.5f}  time {seconds * 1e3:8.1f} ms  tokens/s {tokens / seconds:10.0f}",
+            f"step {step}  loss {shown}  time {seconds * 1e3:8.1f} ms  tokens/s {tokens / seconds:10.0f}",
             flush=True,
         )
 
@@ -171,11 +244,14 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {cfg.microbatches} microbatches, "
                 f"{program.shape.chunks} chunk(s)/rank, {cfg.tp_mode.value}, {'nccl' if cuda else 'gloo'}, "
-                f"p2p {p2p_lowering(cfg, cuda).value}",
+                f"p2p {p2p_lowering(cfg, cuda).value}"
+                + (f", compute emulated from {args.emulate}" if emulated else ""),
                 flush=True,
             )
         result = execute(cfg, program, device=device, report=report)
-        if rank == 0:
+        if rank == 0 and emulated:
+            print(f"last step against pipesim simulate: {emulation_report(program, cfg.emulate, result.timeline)}")
+        elif rank == 0:
             peaks = ", ".join(
                 f"pp{r}: {b / 1024:.1f} KiB" for r, b in enumerate(result.peak_activation_bytes)
             )

@@ -15,17 +15,27 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
-from executors.interpreter import FailMode, Interpreter, RecvPolicy
+from executors.compute import TorchCompute
+from executors.emulation import (
+    EmulatedCompute,
+    EmulatedTransport,
+    Sleeper,
+    check_emulation_costs,
+    row_durations,
+)
+from executors.interpreter import FailMode, Interpreter
 from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weights, synthetic_batch
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
 from executors.tp_layers import TPMode, shard_spec
+from executors.transport import RecvPolicy, transport_for
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.grouped import P2PLowering, grouped_program
 from pipesim.program.ir import Instruction, Program
 from pipesim.program.loader import load_schedule
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate
+from pipesim.sim.costs import CostModel
 from pipesim.topology import Topology
 
 
@@ -50,6 +60,7 @@ class RunConfig:
     recv_policy: RecvPolicy | None = None  # None: GROUPED on NCCL or with p2p GROUPED, else EAGER
     p2p: P2PLowering | None = None  # which Program runs; None: GROUPED on NCCL, EAGER on gloo
     allow_unsafe_p2p: bool = False  # run on NCCL a Program not proven safe under grouped semantics
+    emulate: CostModel | None = None  # sleep each compute instruction's cost instead of computing
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
@@ -80,7 +91,24 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
                 f"refusing to run {program.name} with --p2p eager on NCCL: it can hang once activations exceed "
                 f"NCCL's eager buffer ({err}); use --p2p grouped, or --allow-unsafe-p2p to run it anyway"
             ) from None
+    if cfg.fail_at is not None:
+        _check_fail_at(cfg, program, world_size)
+    if cfg.emulate is not None:
+        check_emulation_costs(cfg.emulate, program)
     return program
+
+
+def _check_fail_at(cfg: RunConfig, program: Program, world_size: int) -> None:
+    """``--fail-at`` must name a rank of this world and an instruction that rank really executes."""
+    rank, instruction = cfg.fail_at
+    if rank >= world_size:
+        raise PipesimError(f"--fail-at names rank {rank}, but this world has ranks 0..{world_size - 1}")
+    pp_rank = cfg.topology.coordinates(rank).pp
+    if instruction not in program.ranks[pp_rank]:
+        raise PipesimError(
+            f"--fail-at: rank {rank} (pp rank {pp_rank}) never executes '{instruction}'; name one of its "
+            f"instructions, e.g. '{rank}:{program.ranks[pp_rank][0]}' (see pipesim lower)"
+        )
 
 
 def p2p_lowering(cfg: RunConfig, nccl: bool) -> P2PLowering:
@@ -99,6 +127,8 @@ class RankResult:
     peak_activation_bytes: list[int] | None = None  # per pipeline rank, rank 0 only
     bytes_per_forward: list[int] | None = None  # per pipeline rank: largest single forward's saved bytes
     memory_curves: list[list[tuple[float, int]]] | None = None  # per pipeline rank: (seconds, bytes held)
+    # per stage: (bytes one forward saves, bytes its split backward's I keeps for W), rank 0 only
+    saved_bytes_by_stage: dict[int, tuple[int, int]] | None = None
     full_grads: list[dict[str, torch.Tensor]] = field(default_factory=list)  # per step
     full_params: dict[str, torch.Tensor] | None = None  # after the last step
     instructions: int = 0
@@ -125,22 +155,28 @@ def execute(
         optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01, foreach=False)
     seq_local = mcfg.seq_len // ctx.tp if cfg.tp_mode is TPMode.REDUCE_SCATTER else mcfg.seq_len
     act_shape = (seq_local, mcfg.micro_batch_size, mcfg.hidden)
-    clock = CudaClock() if device.type == "cuda" else CpuClock()
+    emulated = cfg.emulate is not None
+    # Emulation sleeps on the host clock; real runs time the device (CUDA events) when there is one.
+    clock = CudaClock() if device.type == "cuda" and not emulated else CpuClock()
     recorder = TimelineRecorder(program, ctx.pp_rank, clock)
     meter = ActivationMeter(params)
     fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
+    policy = cfg.recv_policy or recv_policy_for(cfg, dist.get_backend() == "nccl")
+    transport = transport_for(policy, act_shape, device)
+    if emulated:
+        durations = row_durations(program, cfg.emulate, ctx.pp_rank)
+        sleeper = Sleeper()
+        transport = EmulatedTransport(transport, durations, sleeper)
+        compute = EmulatedCompute(
+            ctx, stages, durations, act_shape, sleeper,
+            device=device, num_stages=shape.num_stages, tp_mode=cfg.tp_mode,
+        )
+    else:
+        compute = TorchCompute(
+            ctx, stages, optimizer, meter, microbatches=shape.microbatches, num_stages=shape.num_stages
+        )
     interpreter = Interpreter(
-        program,
-        ctx,
-        stages,
-        optimizer,
-        act_shape,
-        recorder,
-        meter,
-        device=device,
-        fail_at=fail_at,
-        fail_mode=cfg.fail_mode,
-        recv_policy=cfg.recv_policy or recv_policy_for(cfg, dist.get_backend() == "nccl"),
+        program, ctx, compute, transport, recorder, meter, fail_at=fail_at, fail_mode=cfg.fail_mode
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp
@@ -164,14 +200,20 @@ def execute(
             report(step, result.losses[-1], result.step_times[-1])
         if cfg.capture:
             grads = {shard_spec(p).name: p.grad for p in params}
+            assert all(g is not None for g in grads.values()), [n for n, g in grads.items() if g is None]
             result.full_grads.append(gather_full_state(ctx, params, grads))
     if cfg.capture:
         result.full_params = gather_full_state(ctx, params, {shard_spec(p).name: p.detach() for p in params})
     # Merge the measured timeline and memory peaks of one replica (tp=cp=dp=0) of every pipeline rank.
     replica0 = ctx.coords.tp == 0 and ctx.coords.cp == 0 and ctx.coords.dp == 0
     curve = list(zip(clock.resolve([t for t, _ in meter.curve]), [b for _, b in meter.curve], strict=True))
+    by_stage: dict[int, tuple[int, int]] = {}
+    for (mb, stage), nbytes in meter.per_forward.items():
+        kept = meter.per_weight.get((mb, stage), 0)
+        old = by_stage.get(stage, (0, 0))
+        by_stage[stage] = (max(old[0], nbytes), max(old[1], kept))
     mine = (
-        (recorder.frame(), meter.peak, max(meter.per_forward.values(), default=0), curve)
+        (recorder.frame(), meter.peak, max(meter.per_forward.values(), default=0), curve, by_stage)
         if replica0
         else None
     )
@@ -183,6 +225,7 @@ def execute(
         result.peak_activation_bytes = [g[1] for g in parts]
         result.bytes_per_forward = [g[2] for g in parts]
         result.memory_curves = [g[3] for g in parts]
+        result.saved_bytes_by_stage = {s: v for g in parts for s, v in g[4].items()}
     return result
 
 

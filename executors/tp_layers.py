@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 
 from executors import collectives as C
+from executors.weight_grad import WeightGradStore, linear
 from pipesim.topology import Dim
 
 
@@ -73,10 +73,11 @@ class ColumnParallelLinear(nn.Module):
         self.group, self.mode = group, mode
         self.weight = nn.Parameter(_shard(full_weight, 0, group))
         set_shard_spec(self.weight, ShardSpec(dim=Dim.TP, shard_dim=0))
+        self.weight_grad_store: WeightGradStore | None = None  # split backward defers the weight GEMM
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = C.copy_to_tp(x, self.group) if self.mode is TPMode.ALL_REDUCE else C.gather_seq_for_column(x, self.group)
-        return F.linear(x, self.weight)
+        return linear(x, self.weight, self.weight_grad_store)
 
 
 class RowParallelLinear(nn.Module):
@@ -91,9 +92,10 @@ class RowParallelLinear(nn.Module):
         self.group, self.mode = group, mode
         self.weight = nn.Parameter(_shard(full_weight, 1, group))
         set_shard_spec(self.weight, ShardSpec(dim=Dim.TP, shard_dim=1))
+        self.weight_grad_store: WeightGradStore | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        partial = F.linear(x, self.weight)
+        partial = linear(x, self.weight, self.weight_grad_store)
         if self.mode is TPMode.ALL_REDUCE:
             return C.reduce_from_tp(partial, self.group)
         return C.reduce_scatter_seq(partial, self.group)

@@ -52,8 +52,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-pp", type=int, default=8, help="at most this many pipeline ranks (default 8)")
     p.add_argument("--message-mib", type=float, default=64.0,
                    help="bytes of one activation transfer, in MiB (default 64: far above NCCL's eager buffer)")
-    p.add_argument("--hidden", type=int, default=4096, help="hidden size; --seq-len follows from --message-mib")
-    p.add_argument("--heads", type=int, default=32, help="attention heads (default 32)")
+    # Narrow and long: 64 MiB messages at 1024 × 16384 tokens, while every process's full weight copy (the
+    # executor slices its stages from it) stays small: 2·pp blocks of 12·h² parameters.
+    p.add_argument("--hidden", type=int, default=1024,
+                   help="hidden size (default 1024); the sequence length follows from --message-mib")
+    p.add_argument("--heads", type=int, default=8, help="attention heads (default 8)")
     p.add_argument("--steps", type=int, default=3, help="optimizer steps per run (default 3)")
     p.add_argument("--hang-timeout", type=float, default=300.0,
                    help="seconds before a run counts as hung and is killed (default 300)")

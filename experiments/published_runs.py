@@ -26,6 +26,8 @@ NARAYANAN = "Narayanan et al. 2021, Megatron-LM on A100, Table 1"
 KORTHIKANTI = "Korthikanti et al. 2023, Table 5"
 LLAMA3 = "Llama Team 2024, The Llama 3 Herd of Models, Table 4"
 NEMO = "NVIDIA NeMo 24.07 performance summary (DGX-H100 FP8)"
+QI = "Qi et al. 2024, Zero Bubble Pipeline Parallelism, Table 4"
+QI6 = "Qi et al. 2024, Zero Bubble Pipeline Parallelism, Table 6"
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class PublishedRun:
     zero: ZeroStage = ZeroStage.NONE
     precision: Precision = Precision.BF16
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
+    boundary: StepBoundary = StepBoundary.SYNC
+    overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
     # exactly one of these is the published throughput
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
     mfu_tflops: float | None = None  # model TFLOP/s per GPU
@@ -70,6 +74,7 @@ class PublishedRun:
     def label(self) -> str:
         extra = f" cp{self.cp}" if self.cp > 1 else ""
         extra += f" v{self.chunks}" if self.chunks > 1 else ""
+        extra += f" m{self.microbatches} b{self.micro_batch} {self.schedule}" if self.source in (QI, QI6) else ""
         return f"{self.model} tp{self.tp} pp{self.pp}{extra} {self.gpus}×{self.chip.split('-')[0]}"
 
 
@@ -102,7 +107,7 @@ def _rows() -> list[PublishedRun]:
     for gpus, batch, tf in [(8192, 2048, 430), (16384, 2048, 400)]:
         rows.append(PublishedRun(LLAMA3, "llama3.1-405b", "h100-sxm", gpus, batch, tp=8, pp=16, chunks=2,
                                  schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
-                                 first_last=3, mfu_tflops=tf))
+                                 first_last=3, overlap_p2p=True, mfu_tflops=tf))
     # NeMo 24.07, DGX-H100, FP8 (Transformer Engine), distributed optimizer, SP when tp > 1.
     for name, gpus, batch, mbs, tp, pp, cp, vp, tokens in [
         ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),
@@ -113,7 +118,72 @@ def _rows() -> list[PublishedRun]:
         rows.append(PublishedRun(NEMO, name, "h100-sxm", gpus, batch, tp=tp, pp=pp, cp=cp, chunks=vp,
                                  micro_batch=mbs, schedule="interleaved" if vp > 1 else "1f1b",
                                  sequence_parallel=tp > 1, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8,
-                                 tokens_per_gpu=tokens))
+                                 overlap_p2p=True, tokens_per_gpu=tokens))
+    rows += _zero_bubble_rows()
+    return rows
+
+
+def _zero_bubble_rows() -> list[PublishedRun]:
+    """Qi et al. 2024, Table 3 (setup) and Table 4 (samples per GPU per second, memory in GB): A100 SXM 80G,
+    one GPU per stage (dp = 1, tp = 1), first and last stage one layer fewer, no recompute, 2023 Megatron-LM
+    (unfused attention). ZB-1p is pipesim's zb-h1 (Table 5 gives them the same bubble), ZB-2p its zb-h2 (the
+    nearest handcrafted schedule to the searched one), both with the optimizer post-validation the paper
+    uses (Table 10); 1F1B-I is interleaved with one layer per chunk and the two end chunks empty."""
+    table = {  # model: (pp, micro-batch size, {m: {schedule: (samples/GPU/s, GB)}})
+        "zb-1.5b": (8, 6, {24: (14.5, 12.9, 11.8, 13.1), 32: (14.8, 13.4, 12.5, 13.4), 64: (14.9, 14.2, 13.6, 13.9)},
+                    (59, 32, 30, 40)),
+        "zb-6.2b": (8, 3, {24: (4.32, 3.88, 3.50, 4.01), 32: (4.35, 4.00, 3.70, 4.08), 64: (4.39, 4.20, 4.03, 4.19)},
+                    (70, 42, 39, 48)),
+        "zb-14.6b": (16, 1, {48: (1.81, 1.61, 1.40, 1.54), 64: (1.83, 1.67, 1.49, 1.59),
+                             128: (1.85, 1.76, 1.64, 1.66)}, (51, 33, 32, 39)),
+        "zb-28.3b": (32, 1, {96: (0.99, 0.87, 0.76, 0.82), 128: (1.00, 0.90, 0.80, 0.85),
+                             256: (1.00, 0.96, 0.88, 0.90)}, (74, 44, 43, 58)),
+    }
+    post = StepBoundary.POST_VALIDATION
+    rows = []
+    for name, (pp, mbs, by_m, memory) in table.items():
+        layers = MODEL_PRESETS[name].layers
+        for m, samples in by_m.items():
+            for schedule, rate, gib, boundary in zip(("zb-h2", "zb-h1", "1f1b", "interleaved"), samples, memory,
+                                                      (post, post, StepBoundary.SYNC, StepBoundary.SYNC),
+                                                      strict=True):
+                interleaved = schedule == "interleaved"
+                rows.append(PublishedRun(
+                    QI, name, "a100-80gb", pp, m * mbs, pp=pp, micro_batch=mbs, schedule=schedule,
+                    chunks=(layers + 2) // pp if interleaved else 1, attention=AttentionKernel.UNFUSED,
+                    first_last=0 if interleaved else (layers + 2) // pp - 1, boundary=boundary,
+                    step_s=m * mbs / (rate * pp), memory_gib=gib))
+    return rows + _zero_bubble_v_rows()
+
+
+def _zero_bubble_v_rows() -> list[PublishedRun]:
+    """Qi et al. 2024, Table 6 (same memory budget): ZB-V (pipesim's zb-v: two chunks per rank in a V, one
+    layer per chunk, the two end chunks empty), ZB-2p* (zb-h2 at half the micro-batch size and twice the
+    microbatches), ZB-1p (zb-h1) and 1F1B, one GPU per stage."""
+    table = {  # model: (GPUs, b, {m: (ZB-V, ZB-2p*, ZB-1p, 1F1B samples/GPU/s)}, memory GB in that order)
+        "zb-6.2b": (16, 6, {48: (4.15, 4.36, 3.87, 3.38), 64: (4.21, 4.37, 4.00, 3.57), 128: (4.35, 4.45, 4.29, 3.91)},
+                    ((64, 64, 64), (63, 64, 65), (62, 62, 62), (61, 61, 61))),
+        "zb-14.6b": (24, 2, {72: (1.85, 1.84, 1.72, 1.52), 96: (1.88, 1.84, 1.78, 1.61),
+                             192: (1.93, 1.85, 1.89, 1.76)},
+                     ((45, 45, 45), (46, 46, 46), (46, 46, 46), (44, 44, 44))),
+        "zb-28.3b": (32, 2, {96: (1.01, 1.00, 0.94, 0.82), 128: (1.02, 1.00, 0.97, 0.87),
+                             256: (1.06, 1.01, 1.03, 0.95)},
+                     ((71, 71, 71), (72, 72, 72), (73, 73, 73), (69, 69, 69))),
+    }
+    post = StepBoundary.POST_VALIDATION
+    rows = []
+    for name, (pp, b, by_m, memory) in table.items():
+        layers = MODEL_PRESETS[name].layers
+        for i, (m, samples) in enumerate(by_m.items()):
+            for j, schedule in enumerate(("zb-v", "zb-h2", "zb-h1", "1f1b")):
+                mbs, count = (b // 2, 2 * m) if schedule == "zb-h2" else (b, m)
+                v = schedule == "zb-v"
+                rows.append(PublishedRun(
+                    QI6, name, "a100-80gb", pp, m * b, pp=pp, micro_batch=mbs, schedule=schedule,
+                    chunks=2 if v else 1, attention=AttentionKernel.UNFUSED,
+                    first_last=0 if v else (layers + 2) // pp - 1,
+                    boundary=StepBoundary.SYNC if schedule == "1f1b" else post,
+                    step_s=count * mbs / (samples[j] * pp), memory_gib=memory[j][i]))
     return rows
 
 
@@ -137,7 +207,7 @@ class Comparison:
         return self.report.memory.peak.total / 2**30 / self.run.memory_gib - 1
 
 
-def predict(run: PublishedRun, boundary: StepBoundary = StepBoundary.SYNC) -> Comparison:
+def predict(run: PublishedRun) -> Comparison:
     model = MODEL_PRESETS[run.model].with_shape(run.seq_len, run.micro_batch)
     chip = CHIP_PRESETS[run.chip]
     built = build_program(run.schedule, run.pp, run.microbatches, run.chunks if run.chunks > 1 else None)
@@ -148,11 +218,37 @@ def predict(run: PublishedRun, boundary: StepBoundary = StepBoundary.SYNC) -> Co
                                      StageSplitRequest(run.first_last, run.first_last))
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
-                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split)
+                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
+                    overlap_p2p=run.overlap_p2p)
     result = simulate(built.program, build_cost_model(model, chip, layout, shape), check=False)
-    step = steady_state_step_time(result, boundary, sync_latency(layout, chip))
-    report = step_report(model, chip, layout, result, step, boundary)
+    step = steady_state_step_time(result, run.boundary, sync_latency(layout, chip))
+    report = step_report(model, chip, layout, result, step, run.boundary)
     return Comparison(run, report, _published_step(run, report))
+
+
+def cli_args(run: PublishedRun) -> list[str]:
+    """The ``pipesim simulate`` command line that expresses ``run`` (a test checks it gives predict()'s numbers)."""
+    argv = ["simulate", "--model", run.model, "--hardware", run.chip, "-s", run.schedule, "--pp", str(run.pp),
+            "--mb", str(run.microbatches), "--micro-batch-size", str(run.micro_batch), "--tp", str(run.tp),
+            "--dp", str(run.dp), "--recompute", run.recompute.value, "--attention", run.attention.value,
+            "--step-boundary", run.boundary.value]
+    if run.chunks > 1:
+        argv += ["--chunks", str(run.chunks)]
+    if run.cp > 1:
+        argv += ["--cp", str(run.cp)]
+    if run.seq_len:
+        argv += ["--seq-len", str(run.seq_len)]
+    if run.sequence_parallel:
+        argv.append("--sequence-parallel")
+    if run.zero is not ZeroStage.NONE:
+        argv += ["--zero", str(int(run.zero))]
+    if run.precision is Precision.FP8:
+        argv.append("--fp8")
+    if run.overlap_p2p:
+        argv.append("--overlap-p2p")
+    if run.first_last is not None:
+        argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
+    return argv
 
 
 def _published_step(run: PublishedRun, report: StepReport) -> float:
@@ -168,9 +264,15 @@ def _published_step(run: PublishedRun, report: StepReport) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--commands", action="store_true", help="print the pipesim command of each row instead")
     args = parser.parse_args()
+    if args.commands:
+        for run in PUBLISHED_RUNS:
+            print("pipesim " + " ".join(cli_args(run)))
+        return
     comparisons = [predict(run) for run in PUBLISHED_RUNS]
-    header = ["source", "configuration", "published s/step", "pipesim s/step", "error"]
+    header = ["source", "configuration", "published s/step", "pipesim s/step", "error", "published GiB",
+              "pipesim GiB", "memory error"]
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
@@ -178,9 +280,15 @@ def main() -> None:
         cells = [c.run.source.split(",")[0], c.run.label + f" {c.run.recompute.value}"
                  + (" +sp" if c.run.sequence_parallel else ""), f"{c.published_step_s:.3g}",
                  f"{c.report.step_time:.3g}", f"{c.step_error:+.1%}"]
+        if c.memory_error is None:
+            cells += ["", "", ""]
+        else:
+            cells += [f"{c.run.memory_gib:g}", f"{c.report.memory.peak.total / 2**30:.1f}", f"{c.memory_error:+.1%}"]
         print("| " + " | ".join(cells) + " |" if args.markdown else "  ".join(f"{x:<14}" for x in cells))
     errors = [abs(c.step_error) for c in comparisons]
     print(f"\nstep time: {len(errors)} rows, mean |error| {sum(errors) / len(errors):.1%}, max {max(errors):.1%}")
+    memory = [abs(c.memory_error) for c in comparisons if c.memory_error is not None]
+    print(f"memory: {len(memory)} rows, mean |error| {sum(memory) / len(memory):.1%}, max {max(memory):.1%}")
 
 
 if __name__ == "__main__":

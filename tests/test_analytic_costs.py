@@ -20,7 +20,7 @@ LLAMA = MODEL_PRESETS["llama2-13b"]
 
 def test_stage_times_are_flops_over_rate_plus_tp_comm():
     """With --achievable-fraction (the override), every FLOP runs at one rate."""
-    layout = Layout(tp=4, pp=4, microbatches=8)
+    layout = Layout(tp=4, pp=4, microbatches=8, overlap_p2p=True)  # sends outside the compute
     chip = replace(H100, achievable_fraction=0.6)
     costs = build_cost_model(LLAMA, chip, layout)
     rate = 4 * H100.peak_flops * 0.6

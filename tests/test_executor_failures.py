@@ -85,3 +85,66 @@ def test_rejected_schedule_fails_before_communication():
 def test_cp_execution_is_refused_clearly():
     proc = _direct("1f1b", "--cp", "2", world=4)
     assert proc.returncode == 2 and "not yet supported" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _one_error_line(proc, *needles):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("executors.run: error: "), proc.stderr
+    for needle in needles:
+        assert needle in lines[0], proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--lr", "nan"), ("--lr", "finite")),
+        (("--lr", "-5"), ("--lr", "> 0")),
+        (("--fail-at", "5:F mb=0 chunk=0"), ("rank 5", "ranks 0..1")),
+        (("--fail-at", "1:F mb=99 chunk=0"), ("never executes", "F mb=99")),
+        (("--timeline", "no_such_folder/t.csv"), ("--timeline", "does not exist")),
+        (("--mb", "0"), ("--mb",)),
+        (("--schedule", "zb-v", "1f1b"), ("two schedules",)),
+    ],
+)
+def test_bad_input_is_one_line_on_a_non_zero_rank_before_communication(args, needles):
+    """Rank 1, not only rank 0, says what is wrong (torchrun may stop rank 0 before it prints)."""
+    env = _env(WORLD_SIZE="2", RANK="1", MASTER_ADDR="", MASTER_PORT="")
+    proc = subprocess.run([sys.executable, "-m", "executors.run", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    _one_error_line(proc, *needles)
+
+
+def test_emulation_needs_costs_in_seconds(tmp_path):
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("default: {forward: 1, backward: 2}\n")  # abstract units
+    _one_error_line(_direct("1f1b", "--emulate", str(costs)), "--emulate", "seconds")
+
+
+def test_under_torchrun_bad_input_reaches_the_user_with_exit_code_2():
+    proc, elapsed = _torchrun("--lr", "nan")
+    assert proc.returncode != 0
+    assert "executors.run: error: argument --lr: nan must be a finite number > 0" in proc.stderr, proc.stderr
+    assert "exitcode  : 2" in proc.stderr, proc.stderr  # torchrun's report names our exit status
+    assert elapsed < 60
+
+
+def test_help_names_every_schedule_and_every_default():
+    from pipesim.program.loader import builtin_names
+
+    proc = subprocess.run([sys.executable, "-m", "executors.run", "--help"], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    for name in builtin_names():
+        assert name in text
+    for flag in ("--schedule", "-s", "--mb", "--pp", "--tp", "--steps", "--lr", "--emulate", "--timeline"):
+        assert flag in text
+    assert "(default 8, as pipesim simulate)" in text
+    # Every option's help states its default.
+    from executors.run import parser
+
+    for action in parser()._actions:
+        if action.option_strings and action.dest != "help":
+            assert "default" in (action.help or ""), action.option_strings

@@ -4,24 +4,27 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
 from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
 from pipesim.analytic.kernels import gemm_time, wave_efficiency
 from pipesim.analytic.layout import Layout, Precision, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
 from pipesim.analytic.model_spec import model_from_dict
 from pipesim.analytic.params import embedding_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
-from pipesim.analytic.steady_state import post_validation_step_time, sync_step_time
+from pipesim.analytic.steady_state import StepBoundary, multi_step_time
 from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
 from pipesim.program.build import build_program
 from pipesim.sim.costs import CostModel
-from pipesim.sim.simulator import simulate
 
 H100 = CHIP_PRESETS["h100-sxm"]
 LLAMA = MODEL_PRESETS["llama3.1-405b"]
@@ -56,7 +59,7 @@ def test_split_errors_name_the_fix(request_, words):
 
 
 def test_uneven_split_puts_embedding_and_head_on_the_right_stages():
-    layout = Layout(tp=8, pp=8, microbatches=8, stage_layers=(15, 16, 16, 16, 16, 16, 16, 15))
+    layout = Layout(tp=8, pp=8, microbatches=8, stage_layers=(15, 16, 16, 16, 16, 16, 16, 15), overlap_p2p=True)
     first, middle, last = (stage_breakdown(LLAMA, layout, s) for s in (0, 1, 7))
     per_layer = layer_params(LLAMA)
     assert first.params * 8 == 15 * per_layer + embedding_params(LLAMA)
@@ -108,8 +111,8 @@ def test_post_validation_lets_zb_h2_beat_zb_h1_and_changes_nothing_for_1f1b():
     times = {}
     for name in ("1f1b", "zb-h1", "zb-h2"):
         program = build_program(name, 4, 8, None).program
-        sync = sync_step_time(simulate(program, costs), 0.0)
-        times[name] = (sync, post_validation_step_time(program, costs, 3))
+        times[name] = (multi_step_time(program, costs, StepBoundary.SYNC),
+                       multi_step_time(program, costs, StepBoundary.POST_VALIDATION))
     assert times["1f1b"][0] == times["1f1b"][1] == 33.5  # (m + p − 1)·(F + B) + step = 11·3 + 0.5
     assert times["zb-h1"][0] == times["zb-h2"][0]  # one isolated step: the same
     assert times["zb-h2"][1] < times["zb-h1"][1]
@@ -118,12 +121,15 @@ def test_post_validation_lets_zb_h2_beat_zb_h1_and_changes_nothing_for_1f1b():
 def test_cli_step_boundary_and_steps(capsys):
     base = ["simulate", "--model", "gpt-1.7b", "--hardware", "a100-80gb", "--pp", "4", "--mb", "8", "-s", "zb-h2",
             "--json"]
-    assert main(base) == 0
+    assert main([*base, "--step-boundary", "sync"]) == 0
     sync = json.loads(capsys.readouterr().out)["model_report"]
-    assert main([*base, "--step-boundary", "post-validation", "--steps", "3"]) == 0
+    assert main([*base, "--steps", "3"]) == 0  # zero-bubble schedules default to post-validation
     post = json.loads(capsys.readouterr().out)["model_report"]
     assert post["step_boundary"] == "post-validation" and post["step_time_s"] < sync["step_time_s"]
-    assert "--step-boundary post-validation" in _error(capsys, [*base, "--steps", "3"])
+    assert "drop one" in _error(capsys, [*base, "--step-boundary", "sync", "--steps", "3"])
+    one_f = ["simulate", "--model", "gpt-1.7b", "--hardware", "a100-80gb", "--pp", "4", "--mb", "8", "--json"]
+    assert main(one_f) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"]["step_boundary"] == "sync"
 
 
 # --- FP8, ZeRO, CP, async TP -----------------------------------------------------------------------------
@@ -212,12 +218,10 @@ def test_chip_file_accepts_yaml11_exponent_strings_and_refuses_bad_values():
 def test_docs_list_every_key():
     from pathlib import Path
 
-    from pipesim.analytic import chip_spec, model_spec
-    from pipesim.analytic.spec_fields import fields_markdown
+    from pipesim.analytic.spec_docs import model_and_chip_doc
 
     text = (Path(__file__).parent.parent / "docs" / "model-and-chip-files.md").read_text()
-    assert fields_markdown(model_spec.FIELDS, model_spec.ALIASES) in text
-    assert fields_markdown(chip_spec.FIELDS) in text
+    assert text == model_and_chip_doc(), "regenerate: python -m pipesim.analytic.spec_docs > docs/…md"
 
 
 def test_executor_takes_the_same_uneven_split():
@@ -227,3 +231,61 @@ def test_executor_takes_the_same_uneven_split():
     assert [list(layers_of_stage(cfg, s, 4)) for s in range(4)] == [[0], [1, 2], [3, 4], [5]]
     with pytest.raises(PipesimError, match="summing to --layers 6"):
         layers_of_stage(ModelConfig(layers=6, stage_layers=(3, 2)), 0, 2)
+
+
+def test_model_file_takes_params_as_listed():
+    data = {"layers": 32, "hidden": 4096, "heads": 32, "ffn": 11008, "vocab": 32000, "seq": 4096, "mlp": "swiglu",
+            "bias": False, "rms_norm": True}
+    assert model_from_dict({**data, "params": "6.7B"}, "m.yaml").layers == 32
+    with pytest.raises(PipesimError, match="the shape gives"):
+        model_from_dict({**data, "params": "70B"}, "m.yaml")
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(allow_nan=True),
+                    st.text(max_size=12), st.lists(st.integers(-5, 500), max_size=3),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from([f.key for f in CHIP_FIELDS] + ["peak", "bogus"]), _VALUES, max_size=8))
+def test_any_chip_file_is_a_chip_or_one_clear_error(data):
+    try:
+        chip = chip_from_dict(data, "c.yaml")
+    except PipesimError as err:
+        assert "c.yaml" in str(err) and "\n" not in str(err)
+    else:
+        assert chip.peak_flops > 0 and chip.memory_gib > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from([f.key for f in MODEL_FIELDS] + ["ffn", "seq", "kv", "width"]), _VALUES,
+                       max_size=10))
+def test_any_model_file_is_a_model_or_one_clear_error(data):
+    try:
+        model = model_from_dict(data, "m.yaml")
+    except PipesimError as err:
+        assert "m.yaml" in str(err) or "model m.yaml" in str(err)
+        assert "\n" not in str(err)
+    else:
+        assert model.layers >= 1 and model.hidden % model.heads == 0
+
+
+def test_blocking_sends_join_the_senders_compute_by_hand():
+    model = MODEL_PRESETS["llama2-7b"]
+    overlapped = build_cost_model(model, H100, Layout(pp=2, microbatches=4, overlap_p2p=True))
+    blocking = build_cost_model(model, H100, Layout(pp=2, microbatches=4))
+    wire = overlapped.stage(0).p2p_bytes / (H100.intra_node_bandwidth * H100.p2p_efficiency)
+    assert blocking.stage(0).forward == pytest.approx(overlapped.stage(0).forward + wire)
+    assert blocking.stage(1).backward_input == pytest.approx(overlapped.stage(1).backward_input + wire)
+    assert blocking.stage(1).forward == overlapped.stage(1).forward  # the last stage sends nothing forward
+    assert blocking.p2p_bandwidth is None  # the wire time moved into the compute; transfers cost their latency
+
+
+def test_a_boundary_that_crosses_nodes_uses_the_nic():
+    model = MODEL_PRESETS["zb-14.6b"]
+    costs = build_cost_model(model, CHIP_PRESETS["a100-80gb"], Layout(pp=16, microbatches=16, overlap_p2p=True,
+                                                                      stage_layers=(2,) + (3,) * 14 + (2,)))
+    a100 = CHIP_PRESETS["a100-80gb"]
+    assert costs.p2p_bandwidth == a100.inter_node_bandwidth  # 16 ranks over two nodes of 8
+    assert costs.stage(7).p2p_bandwidth is None  # ranks 7 → 8: the NIC
+    assert costs.stage(0).p2p_bandwidth == a100.intra_node_bandwidth * a100.p2p_efficiency  # inside node 0

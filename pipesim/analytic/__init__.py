@@ -14,8 +14,9 @@ Assumptions that move the result, in order of how much (each is detailed where i
 1. Kernel efficiencies, one per chip and kernel class (``chip_presets``): large GEMMs at 0.80 of peak (FP8
    0.60), fused attention 0.55–0.60 forward / 0.45–0.48 backward, streaming kernels 0.90 of HBM bandwidth.
    ``--achievable-fraction`` replaces them with one fraction for all work.
-2. TP collectives exposed unless ``--async-tp``; DP sync and P2P not overlapped with compute (``comm``); TP
-   on the intra-node link when ``tp ≤ node_size``; DP/P2P on the inter-node NIC once their group leaves a node.
+2. TP collectives exposed unless ``--async-tp``; pipeline sends block their sender unless ``--overlap-p2p``;
+   DP sync not overlapped (``comm``); TP on the intra-node link when ``tp ≤ node_size``; a P2P boundary or a
+   DP group that leaves a node on the inter-node NIC.
 3. FLOPs for MFU count the full s² attention (no causal halving); fused attention *time* skips the causal half.
 4. Gradients are FP32 (4 B/param) both in memory and on the wire; 18 B/param in total (``layout``).
 5. Activation bytes per Korthikanti et al. 2023 Table 2, generalized to GQA/SwiGLU/no-dropout; FlashAttention

@@ -6,19 +6,26 @@ Memory: HBM capacity in GiB as the driver reports it where that differs from the
 
 Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel class:
 
-- GEMM, Hopper: an 8192³ BF16 product through PyTorch on an H200 ran at 788 TFLOP/s on random data (0.80 of
-  989.4; the H100 SXM has the same SMs and clocks). Ampere: no kernel measurement was at hand; the Hopper
-  share 0.80 is assumed, and the A100 rows of the README's table (Narayanan et al. 2021, Korthikanti et al.
-  2023) are what check it.
+- GEMM: Bekman, "Machine Learning Engineering" (the Maximum Achievable Matmul FLOPS table, BF16, best shape
+  of a shape sweep): H100 SXM 792.1 of 989 TFLOP/s (0.80), A100 SXM 267.9 of 312 (0.86). An 8192³ BF16
+  product through PyTorch on an H200 (same SMs and clocks as the H100) ran at 788 TFLOP/s here (0.80). Both
+  chips take 0.80: the best shape's 0.86 on A100 is a ceiling the layers' shapes do not all reach, and tile
+  and wave quantization are modelled separately.
 - FP8 GEMM: no cuBLAS FP8 measurement was at hand; Shah et al. 2024 ("FlashAttention-3", abstract) reach
   close to 1.2 PFLOP/s with FP8 on H100, 0.61 of the 1,979 dense FP8 peak, taken as the FP8 tensor-core
-  share (0.60) for every chip with FP8.
+  share (0.60) for every chip with FP8. Cross-check: torchtitan's Llama 3.1 8B benchmark (benchmarks/
+  llama3_h100_202412_torchtitan.md, Table 1) runs 1.28× faster end to end with Float8 linears, which with
+  about 70 % of the time in linears means FP8 GEMMs at ~1.46× the BF16 rate: 0.58 of the FP8 peak.
 - Fused attention: Dao 2023 ("FlashAttention-2", abstract and §4.1): 50–73 % of the A100's peak in the
   forward, the backward lower → 0.60 and 0.48. Shah et al. 2024 ("FlashAttention-3", abstract): up to 740
   TFLOP/s (75 %) BF16 forward on H100 at long sequences; at the 2k–8k causal sequences of training less →
   0.55 forward, 0.45 backward.
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.
+- Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
+  for the 25–28 MB boundary tensors of their 1.5B/6.2B models inside one node, 47–53 GB/s of NVLink's
+  300 GB/s one way (0.16), and 0.38–0.46 ms for 10–13 MB across nodes. A100's ``p2p_efficiency`` is 0.16;
+  other chips keep 1.0 (no measurement at hand).
 - Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
   wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
 B200 and MI300X efficiencies are the Hopper ones, unvalidated: no published measurement is in the test table.
@@ -35,6 +42,7 @@ _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
+             p2p_efficiency=0.16,
              attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.

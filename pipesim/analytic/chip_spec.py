@@ -32,6 +32,8 @@ FIELDS: tuple[Field, ...] = (
           required=True, low=0, low_open=True),
     Field("node_size", Kind.INT, "chips", "chips sharing the intra-node link", default=8, low=1),
     Field("link_latency", Kind.FLOAT, "s", "per P2P transfer / collective step", default=10e-6, low=0),
+    Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
+          default=1.0, low=0, high=1, low_open=True),
     Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
           low=0, low_open=True),
     Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches", default=0.8, low=0,
@@ -65,6 +67,7 @@ class ChipSpec:
     inter_node_bandwidth: float  # bytes/s per chip, one direction (one NIC per chip)
     node_size: int = 8  # chips sharing the intra-node fabric
     link_latency: float = 10e-6  # s per P2P transfer / collective step (NCCL small-message latency order)
+    p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
     gemm_efficiency: float = 0.8
     fp8_gemm_efficiency: float = 0.6

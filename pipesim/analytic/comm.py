@@ -77,8 +77,26 @@ def p2p_bytes(model: ModelSpec, layout: Layout) -> float:
 
 
 def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
-    """Pipeline neighbours are ``tp·cp·dp`` ranks apart; the pipeline fits a node only if the world does."""
-    return group_bandwidth(chip, layout.world_size)
+    """The bandwidth of a pipeline send when the whole pipeline fits one node, else the NIC's.
+
+    Inside a node a point-to-point send reaches less than a ring collective on the same link (NCCL gives it
+    fewer channels): ``p2p_efficiency`` of it, a chip constant (see the presets). Between nodes the NIC is
+    the bottleneck either way."""
+    if layout.world_size <= chip.node_size:
+        return chip.intra_node_bandwidth * chip.p2p_efficiency
+    return chip.inter_node_bandwidth
+
+
+def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
+    """Bandwidth of each stage's output boundary (stage s → s+1): pipeline neighbours are ``tp·cp·dp``
+    ranks apart (Megatron's rank order); a boundary whose two ranks sit in different nodes uses the NIC."""
+    group = layout.tp * layout.cp * layout.dp
+    intra = chip.intra_node_bandwidth * chip.p2p_efficiency
+    result = []
+    for s in range(shape.num_stages - 1):
+        a, b = shape.rank_of(s) * group, shape.rank_of(s + 1) * group
+        result.append(intra if a // chip.node_size == b // chip.node_size else chip.inter_node_bandwidth)
+    return result
 
 
 def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:

@@ -89,6 +89,9 @@ class Layout:
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     precision: Precision = Precision.BF16
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
+    # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
+    # for its transfer), the behaviour of the 2021–2023 runs in the published table.
+    overlap_p2p: bool = False
 
     def __post_init__(self) -> None:
         for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp"):

@@ -40,8 +40,9 @@ class RankMemory:
     weights: float
     grads: float
     optimizer: float
-    activations: float  # simulated peak
+    activations: float  # simulated peak of stored activations
     in_flight: float  # simulated peak in microbatch-stages (M_B units)
+    working: float = 0.0  # transient gradients of the layer in backward (backward_working_set)
 
     @property
     def static(self) -> float:
@@ -50,10 +51,11 @@ class RankMemory:
     @property
     def total(self) -> float:
         # Static memory is constant over the step, so the peak total is static + peak activations.
-        return self.static + self.activations
+        return self.static + self.activations + self.working
 
     def to_dict(self) -> dict:
-        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "total")}
+        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "working",
+                                                 "total")}
         return {"rank": self.rank, "stages": list(self.stages), "params": self.params,
                 "in_flight_microbatch_stages": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
 
@@ -127,6 +129,15 @@ def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) 
     return weights, grads, optimizer
 
 
+def backward_working_set(model: ModelSpec, layout: Layout) -> float:
+    """Transient bytes while one layer runs its backward: autograd gives each saved tensor of the layer a
+    gradient of the same size before the saved tensor is freed, so about one layer's stored activations
+    (per microbatch) exist twice at the peak. Counted once per rank, on top of the simulated peak."""
+    from pipesim.analytic.activations import layer_activation_bytes
+
+    return layer_activation_bytes(model, layout) / layout.cp
+
+
 def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> MemoryReport:
     """Per-rank memory from the simulated schedule ``result`` (built from :func:`build_cost_model`'s costs)."""
     shape = result.program.shape
@@ -139,5 +150,5 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         weights, grads, optimizer = static_bytes(params[r], layout, model)
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
         ranks.append(RankMemory(r, stages, params[r], weights, grads, optimizer, peaks[r],
-                                result.memory.peak_activations[r]))
+                                result.memory.peak_activations[r], backward_working_set(model, layout)))
     return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout)

@@ -45,6 +45,13 @@ _PRESETS = [
     _gpt("gpt-22b", 48, 6144, 64),
     _gpt("gpt-530b", 105, 20480, 128),
     _gpt("gpt-1t", 128, 25600, 160),
+    # Qi et al. 2024, "Zero Bubble Pipeline Parallelism", Table 3 (layers, heads, hidden, sequence 1024) and
+    # their Megatron-LM script of the time (examples/pretrain_zero_bubble.sh: GPTSentencePieceTokenizer, a
+    # 32000-token vocabulary; learned positions, tied embeddings, dropout 0.1, unfused attention).
+    _gpt("zb-1.5b", 22, 2304, 24, vocab=32000, seq_len=1024),
+    _gpt("zb-6.2b", 30, 4096, 32, vocab=32000, seq_len=1024),
+    _gpt("zb-14.6b", 46, 5120, 40, vocab=32000, seq_len=1024),
+    _gpt("zb-28.3b", 62, 6144, 48, vocab=32000, seq_len=1024),
     # Touvron et al. 2023, "Llama 2", Table 1 and the released config.json files (hidden_size,
     # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
     _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),

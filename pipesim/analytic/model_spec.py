@@ -96,7 +96,21 @@ FIELDS: tuple[Field, ...] = (
 ALIASES = {"ffn": "ffn_hidden", "seq": "seq_len", "kv": "kv_heads"}
 
 
+_SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def _params_text(value):
+    """``params: 6.7B`` as `pipesim models` prints it → 6.7e9; anything else is left to the schema check."""
+    if isinstance(value, str) and value[-1:].upper() in _SUFFIX:
+        try:
+            return float(value[:-1]) * _SUFFIX[value[-1].upper()]
+        except ValueError:
+            return value
+    return value
+
+
 def model_from_dict(data: dict, source: str) -> ModelSpec:
+    data = {k: _params_text(v) if k == "params" else v for k, v in data.items()}
     values = parse_fields(data, FIELDS, source, ALIASES)
     values.setdefault("name", source)
     mlp = values.pop("mlp", None)

@@ -67,7 +67,8 @@ class StepReport:
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
-                       "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp},
+                       "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
+                       "overlap_p2p": lay.overlap_p2p},
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
             "single_step_makespan_s": self.single_step,
@@ -109,16 +110,17 @@ def report_text(report: StepReport) -> str:
         f"step time {report.step_time:.4g} s   tokens/s {report.tokens_per_second:,.0f}   "
         f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
         f"bubble {report.bubble_fraction:.1%}",
-        f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'total':>8}"
-        f" {'in-flight':>9}  (GiB per GPU; in-flight = peak microbatch-stages)",
+        f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
+        f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients; in-flight = peak "
+        f"microbatch-stages)",
     ]
     peak = report.memory.peak.rank
     for r in report.memory.ranks:
         stages = ",".join(map(str, r.stages))
         lines.append(
             f"{r.rank:>4} {stages:<10} {r.weights / GIB:>8.2f} {r.grads / GIB:>8.2f} {r.optimizer / GIB:>8.2f} "
-            f"{r.activations / GIB:>8.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}" + ("  ← peak" if r.rank == peak
-                                                                                          else "")
+            f"{r.activations / GIB:>8.2f} {r.working / GIB:>6.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}"
+            + ("  ← peak" if r.rank == peak else "")
         )
     lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB of {c.memory_gib:g} GiB")
     lines += [f"warning: {w}" for w in report.memory.warnings()]

@@ -20,7 +20,7 @@ Not modelled: data loading, kernel-launch gaps, stragglers, DP sync overlapped w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.activations import (
     embedding_activation_bytes,
@@ -31,6 +31,7 @@ from pipesim.analytic.activations import (
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import (
     LayerComm,
+    boundary_bandwidths,
     cp_ring_comm,
     dp_grad_sync,
     fsdp_layer_comm,
@@ -184,6 +185,19 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     return reduce
 
 
+def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float]) -> list[StageCosts]:
+    """Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
+    tensor is busy until it has arrived, so the transfer joins the forward of the stage below the boundary and
+    the input backward of the stage above it."""
+    result = list(per_stage)
+    for s, bandwidth in enumerate(boundaries):
+        wire = per_stage[s].p2p_bytes / bandwidth
+        below, above = result[s], result[s + 1]
+        result[s] = replace(below, forward=below.forward + wire)
+        result[s + 1] = replace(above, backward_input=above.backward_input + wire, backward=above.backward + wire)
+    return result
+
+
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages)."""
     return [sum(stage_breakdown(model, layout, shape.stage(r, c)).params for c in range(shape.chunks))
@@ -198,23 +212,32 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     """
     check_layout(model, layout, chip)
     stages = layout.num_stages
+    if shape is None:
+        from pipesim.program.ir import PipelineShape
+
+        shape = PipelineShape(layout.pp, layout.microbatches, layout.chunks)
     layer, head = _compute_times(model, chip, layout)
     comm = _layer_comm(model, chip, layout, layer)
     per_stage = [_stage_costs(model, chip, layout, s, layer, head, comm) for s in range(stages)]
+    link = p2p_bandwidth(layout, chip)
+    boundaries = boundary_bandwidths(layout, chip, shape)
+    if layout.overlap_p2p:
+        for s, bandwidth in enumerate(boundaries):
+            if bandwidth != link:
+                per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
+    else:
+        per_stage = _blocking_sends(per_stage, boundaries)
+        link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}
     for s, costs in enumerate(per_stage):
         diff = {k: v for k, v in vars(costs).items() if getattr(default, k) != v}
         if diff:
             overrides[s] = diff
-    if shape is None:
-        from pipesim.program.ir import PipelineShape
-
-        shape = PipelineShape(layout.pp, layout.microbatches, layout.chunks)
     unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
     step = max(
         optimizer_step_time(p, layout, chip) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip).gather)
         for p in rank_params(model, layout, shape)
     )
     return CostModel(default=default, overrides=overrides, p2p_latency=chip.link_latency,
-                     p2p_bandwidth=p2p_bandwidth(layout, chip), optimizer_step=step, time_unit="s")
+                     p2p_bandwidth=link, optimizer_step=step, time_unit="s")

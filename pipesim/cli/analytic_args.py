@@ -14,7 +14,7 @@ from pipesim.analytic.chip_spec import ChipSpec, load_chip
 from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec, load_model
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
-from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time
+from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import report_text, step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.cli.arg_types import fraction, positive_int
@@ -27,7 +27,7 @@ _COST_FLAGS = ("costs", "forward", "backward", "backward_input", "backward_weigh
 _MODEL_ONLY = ("tp", "dp", "recompute", "sequence_parallel", "distributed_optimizer", "attention",
                "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes",
                "first_stage_layers", "last_stage_layers", "stage_layers", "zero", "cp", "fp8", "async_tp",
-               "step_boundary", "steps")
+               "step_boundary", "steps", "overlap_p2p")
 
 
 def layer_list(text: str) -> tuple[int, ...]:
@@ -98,9 +98,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the weights")
     group.add_argument("--async-tp", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed")
+    group.add_argument("--overlap-p2p", action="store_true", default=None,
+                       help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
+                       "blocking sends, the sender waits for its transfer")
     group.add_argument("--step-boundary", choices=[b.value for b in StepBoundary], default=None,
-                       help="what separates training steps: sync (global all-reduce before the optimizer; "
-                       "default) or post-validation (zero-bubble's optimizer bypass)")
+                       help="what separates training steps: sync (global all-reduce before the optimizer) or "
+                       "post-validation (zero-bubble's optimizer bypass); default: post-validation for "
+                       "split-backward schedules (zb-*), sync for the others")
     group.add_argument("--steps", type=at_least_two, default=None,
                        help="steps simulated back to back for the post-validation steady state (default 3)")
 
@@ -113,7 +117,7 @@ class ModelSetup:
     chip: ChipSpec
     layout: Layout
     costs: CostModel
-    boundary: StepBoundary = StepBoundary.SYNC
+    boundary: StepBoundary | None = None  # None: default_boundary of the schedule
     steps: int = 3
 
 
@@ -137,10 +141,10 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
     split = StageSplitRequest(args.first_stage_layers, args.last_stage_layers, args.stage_layers)
     stage_layers = None if split.is_default else resolve_stage_layers(
         model.layers, shape.num_stages, split, model_name=f"model {model.name}")
-    boundary = StepBoundary(args.step_boundary or "sync")
-    if args.steps is not None and boundary is not StepBoundary.POST_VALIDATION:
-        raise PipesimError("--steps sets how many steps the post-validation steady state simulates; "
-                           "add --step-boundary post-validation or drop it")
+    boundary = StepBoundary(args.step_boundary) if args.step_boundary else None
+    if args.steps is not None and boundary is StepBoundary.SYNC:
+        raise PipesimError("--steps sets how many steps the post-validation steady state simulates, but "
+                           "--step-boundary is sync; drop one")
     layout = Layout(
         tp=args.tp or 1, dp=args.dp or 1, pp=shape.pp, chunks=shape.chunks, microbatches=shape.microbatches,
         recompute=Recompute(args.recompute or "none"), sequence_parallel=bool(args.sequence_parallel),
@@ -150,6 +154,7 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
         param_bytes=_PARAM_BYTES[args.param_bytes or "18"],
         stage_layers=stage_layers, zero=ZeroStage(args.zero or 0), cp=args.cp or 1,
         precision=Precision.FP8 if args.fp8 else Precision.BF16, async_tp=bool(args.async_tp),
+        overlap_p2p=bool(args.overlap_p2p),
     )
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
@@ -157,21 +162,24 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
                       args.steps or 3)
 
 
+def _boundary(setup: ModelSetup, result) -> StepBoundary:
+    return setup.boundary or default_boundary(result.program)
+
+
 def steady_step_time(setup: ModelSetup, result) -> float:
     """Seconds per step with steps back to back (:mod:`pipesim.analytic.steady_state`)."""
-    from pipesim.analytic.steady_state import sync_latency
-
-    return steady_state_step_time(result, setup.boundary, sync_latency(setup.layout, setup.chip), setup.steps)
+    return steady_state_step_time(result, _boundary(setup, result), sync_latency(setup.layout, setup.chip),
+                                  setup.steps)
 
 
 def model_report_dict(setup: ModelSetup, result) -> dict:
     """Step time, tokens/s, MFU, bubble and per-rank GiB for ``--json`` (key ``model_report``)."""
     return step_report(setup.model, setup.chip, setup.layout, result, steady_step_time(setup, result),
-                       setup.boundary).to_dict()
+                       _boundary(setup, result)).to_dict()
 
 
 def model_report_text(setup: ModelSetup, result) -> str:
     """The same as text, printed after the simulator's summary."""
     return report_text(step_report(setup.model, setup.chip, setup.layout, result, steady_step_time(setup, result),
-                                   setup.boundary))
+                                   _boundary(setup, result)))
 

@@ -49,6 +49,11 @@ def fraction(text: str) -> float:
     return _parsed(text, float, lambda v: 0 < v <= 1, "in (0, 1]")
 
 
+def positive_float(text: str) -> float:
+    """A finite number > 0 (a learning rate, a scale): NaN, inf, zero and negatives are refused."""
+    return _parsed(text, float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
+
+
 def cost_value(text: str) -> float:
     """A duration or byte count of the costs schema (:mod:`pipesim.sim.costs`): 0, or within its stated range."""
     from pipesim.sim.costs import COST_RANGE, in_cost_range

@@ -40,8 +40,9 @@ label ≤ L that q has not done:
 2. r's group waits for an earlier receive from q to finish (a pair's stream runs in order): that receive,
    earlier on r, has a label < L, so its send on q is unfinished with a label < L — impossible;
 3. r's issued send, labelled L, waits for q to post its receive, also labelled L: q has not issued the
-   group holding it; q's events before that group have labels < L, so q is stuck on that very group,
-   which waits (case 2) for a send labelled < L — impossible.
+   group holding it; q's events before that group have labels < L, so q is stuck on that very group
+   (stuck earlier, it would hold a smaller unfinished label), which waits (case 2) for a send labelled
+   < L — impossible.
 
 So no run is stuck: the Program is deadlock-free under GROUPED semantics, and by the same argument under
 RENDEZVOUS (each send alone) and BUFFERED; case 2 even holds if a group waited for *all* of its rank's
@@ -74,10 +75,9 @@ from pipesim.sim.costs import CostModel
 LOGICAL_DURATION = {Op.F: 1, Op.B: 2, Op.I: 1, Op.W: 1}
 
 _COMPUTE_CODES = {OP_CODE[op]: LOGICAL_DURATION[op] for op in LOGICAL_DURATION}
-_REDUCE, _STEP = OP_CODE[Op.REDUCE_GRAD], OP_CODE[Op.STEP]
+_STEP = OP_CODE[Op.STEP]
 # Label classes at one instant: a compute ending then, the transfers its end releases, REDUCE_GRAD.
 _COMPUTE, _MESSAGE, _LOCAL = 0, 1, 2
-
 
 
 class P2PLowering(enum.Enum):

@@ -11,7 +11,8 @@ The costs-file schema (every key optional; anything else is refused, naming the 
     p2p_bandwidth: null          # bytes per time unit, > 0; null: bytes cost nothing
     optimizer_step: 0            # time of the optimizer step
     default: {forward: 1, backward: 2, backward_input: 1, backward_weight: 1, reduce_grad: 0,
-              activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0}
+              activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0,
+              p2p_bandwidth: null}   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
     stages: {0: {forward: 1.5}}  # stage index (integer ≥ 0) → fields of 'default' to override
 
 Every value is a number (booleans are refused), 0 or within ``COST_RANGE`` = [1e-12, 1e15];
@@ -49,6 +50,7 @@ class StageCosts:
     weight_grad_activation: float = 0.5  # M_W ≤ M_B
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
     p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
+    p2p_bandwidth: float | None = None  # this boundary's bandwidth when it differs (crosses nodes); None: the model's
 
     def duration(self, op: Op) -> float:
         return _DURATION_FIELD[op](self)
@@ -62,7 +64,8 @@ _DURATION_FIELD = {
     Op.REDUCE_GRAD: lambda c: c.reduce_grad,
 }
 _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
-_OPTIONAL_FIELDS = {"activation_bytes"}  # None: memory is reported in activation units only
+# None allowed: memory is reported in activation units only; the boundary uses the model's p2p_bandwidth.
+_OPTIONAL_FIELDS = {"activation_bytes", "p2p_bandwidth"}
 _TOP_KEYS = ("time_unit", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default", "stages")
 TIME_UNITS = ("unit", "s")
 # Every duration, byte count, memory amount and bandwidth of a costs file is 0 or inside this range: wide enough
@@ -95,8 +98,9 @@ class CostModel:
 
     def transfer_time(self, stage: int) -> float:
         """Duration of sending the boundary tensor of ``stage`` (its output, or its input gradient)."""
-        size = self.stage(stage).p2p_bytes
-        bandwidth_term = size / self.p2p_bandwidth if self.p2p_bandwidth else 0.0
+        costs = self.stage(stage)
+        bandwidth = costs.p2p_bandwidth or self.p2p_bandwidth
+        bandwidth_term = costs.p2p_bytes / bandwidth if bandwidth else 0.0
         return self.p2p_latency + bandwidth_term
 
     def is_uniform(self) -> bool:
@@ -213,7 +217,7 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
         for key, value in values.items():
             if value is None and key in _OPTIONAL_FIELDS:
                 continue
-            check(f"{where}.{key}", value)
+            check(f"{where}.{key}", value, zero_ok=key != "p2p_bandwidth")
         if values["weight_grad_activation"] > values["activation"]:
             raise PipesimError(
                 f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="
@@ -233,7 +237,7 @@ def _check_range(name: str, value: object, *, zero_ok: bool, tiny_ok: bool) -> N
     fits = 0 <= value <= high if tiny_ok else in_cost_range(value)
     if not fits or (value == 0 and not zero_ok):
         rule = f"a number in [{low:g}, {high:g}]" if not zero_ok else f"0 or a number in [{low:g}, {high:g}]"
-        fix = "; omit it (or null) for transfers whose bytes cost nothing" if name == "p2p_bandwidth" else ""
+        fix = "; omit it (or null) for transfers whose bytes cost nothing" if name.endswith("p2p_bandwidth") else ""
         raise PipesimError(f"{name}={value!r} must be {rule}{fix}")
 
 

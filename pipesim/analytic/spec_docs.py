@@ -1,0 +1,63 @@
+"""docs/model-and-chip-files.md, generated from the schemas so the two cannot drift:
+``python -m pipesim.analytic.spec_docs > docs/model-and-chip-files.md`` (a test compares them)."""
+
+from __future__ import annotations
+
+from pipesim.analytic import chip_spec, model_spec
+from pipesim.analytic.spec_fields import fields_markdown
+
+
+def model_and_chip_doc() -> str:
+    return f"""# Model and chip files
+
+`pipesim simulate --model FILE --hardware FILE` take YAML (`.yaml`, `.yml`) or JSON (`.json`) files as well
+as preset names (`pipesim models`, `pipesim chips`). Every key is checked where the file enters: an unknown
+key is named with the known ones, a wrong type, a value out of range, `.inf`/`.nan` or a boolean where a
+number belongs each give one line naming the file and the key, exit 2. Numbers may be written as YAML 1.1
+reads them or as strings Python reads as numbers (`989.4e12`, which YAML 1.1 leaves a string, is accepted).
+This page is generated: `python -m pipesim.analytic.spec_docs > docs/model-and-chip-files.md`.
+
+## Model file
+
+Units: counts unless stated. The column names that `pipesim models` prints (`ffn`, `seq`, `kv`, `mlp`,
+`params`) are accepted beside the full names.
+
+```yaml
+name: my-llama
+layers: 32
+hidden: 4096
+heads: 32
+kv: 8            # or kv_heads
+ffn: 14336       # or ffn_hidden
+vocab: 128256
+seq: 8192        # or seq_len
+mlp: swiglu      # or gated: true
+dropout: false
+bias: false
+rms_norm: true
+```
+
+{fields_markdown(model_spec.FIELDS, model_spec.ALIASES)}
+
+## Chip file
+
+Bandwidths are per chip and one direction (halve a datasheet's bidirectional NVLink figure). The kernel
+efficiencies feed `pipesim/analytic/kernels.py`; the presets' values and their sources are in
+`pipesim/analytic/chip_presets.py`.
+
+```yaml
+name: my-h100
+peak_flops: 989.4e12
+fp8_peak_flops: 1979e12
+memory_gib: 79.6
+hbm_bandwidth: 3.35e12
+intra_node_bandwidth: 450e9
+inter_node_bandwidth: 50e9
+```
+
+{fields_markdown(chip_spec.FIELDS)}
+"""
+
+
+if __name__ == "__main__":
+    print(model_and_chip_doc(), end="")
