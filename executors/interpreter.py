@@ -27,7 +27,7 @@ from executors.compute import Compute
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, TimelineRecorder
 from executors.transport import P2P, RecvPolicy, Transfer, Transport
-from pipesim.program.ir import Instruction, Op, Program
+from pipesim.program.ir import Instruction, Message, Op, Program
 
 __all__ = ["FailMode", "InstructionError", "Interpreter", "RecvPolicy", "StepResult"]
 
@@ -208,7 +208,7 @@ class Interpreter:
             self._acts[(ins.mb, stage - 1)] = tensor
 
 
-def _incoming_key(gradient: bool, mb: int, stage: int) -> tuple[bool, int, int]:
-    """What a received tensor is, from the receiving stage: the gradient from stage+1 or the activation
-    of stage−1 — the same for the RECV that posts it and the compute that consumes it."""
-    return gradient, mb, stage + 1 if gradient else stage - 1
+def _incoming_key(gradient: bool, mb: int, stage: int) -> Message:
+    """What a received tensor is (pipesim's one :class:`Message` identity), from the receiving stage — the
+    same for the RECV that posts it and the compute that consumes it."""
+    return Message.received(gradient, mb, stage)

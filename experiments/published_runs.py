@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass, field
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time, sync_latency
@@ -54,6 +54,7 @@ class PublishedRun:
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
     # exactly one of these is the published throughput
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
     mfu_tflops: float | None = None  # model TFLOP/s per GPU
@@ -81,8 +82,9 @@ class PublishedRun:
 def _rows() -> list[PublishedRun]:
     full, unfused = Recompute.FULL, AttentionKernel.UNFUSED
     rows = [
+        # 2021 Megatron-LM all-reduced FP16 gradients (--accumulate-allreduce-grads-in-fp32 was opt-in)
         PublishedRun(NARAYANAN, name, "a100-80gb", gpus, batch, tp=tp, pp=pp, recompute=full, attention=unfused,
-                     hfu_tflops=tf)
+                     fp16_grads=True, hfu_tflops=tf)
         for name, tp, pp, gpus, batch, tf in [
             ("gpt-1.7b", 1, 1, 32, 512, 137), ("gpt-3.6b", 2, 1, 64, 512, 138), ("gpt-7.5b", 4, 1, 128, 512, 142),
             ("gpt-18.4b", 8, 1, 256, 1024, 135), ("gpt-39.1b", 8, 2, 512, 1536, 138),
@@ -219,7 +221,8 @@ def predict(run: PublishedRun) -> Comparison:
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
-                    overlap_p2p=run.overlap_p2p)
+                    overlap_p2p=run.overlap_p2p,
+                    param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     result = simulate(built.program, build_cost_model(model, chip, layout, shape), check=False)
     step = steady_state_step_time(result, run.boundary, sync_latency(layout, chip))
     report = step_report(model, chip, layout, result, step, run.boundary)
@@ -246,6 +249,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--fp8")
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
+    if run.fp16_grads:
+        argv += ["--param-bytes", "16"]
     if run.first_last is not None:
         argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
     return argv

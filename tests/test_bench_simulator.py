@@ -1,66 +1,103 @@
-"""Simulator benchmarks (pytest-benchmark; skipped in the normal run, see README for how to run them).
+"""Benchmarks (pytest-benchmark; skipped in the normal run, see README "Simulator speed" for how to run them).
 
-Side by side in one run: pipesim's simulator and the naive SimPy model (tests/naive_simpy.py) on the same
-Programs, and a 1,000-configuration sweep. Ratios, not absolute times, are what we report.
+Side by side in one run:
+
+- the whole job as a user runs it — ``pipesim simulate --json`` in-process: schedule build → lower → validate →
+  simulate → metrics → memory → JSON summary — against a naive SimPy model that builds and simulates the same
+  schedule itself (tests/naive_simpy.py: one process per rank, one Store per link, one timeout per compute op);
+- both engines on a pre-built Program;
+- a sweep of 1,000 random configurations over every built-in schedule.
+
+Ratios, not absolute times, are what we report.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import random
 
 import pytest
 
 from pipesim.analysis.sweep import SweepPoint, run_sweep
-from pipesim.program.build import build_program
+from pipesim.cli.main import main
+from pipesim.program.build import _build_cached, build_program
+from pipesim.program.loader import builtin_names
 from pipesim.program.table import forget_table
 from pipesim.sim.costs import CostModel, StageCosts
-from pipesim.sim.simulator import simulate
-from tests.naive_simpy import naive_simulate
+from pipesim.sim.simulator import Engine, simulate
+from tests.naive_simpy import naive_whole_job
 
-CASES = {"1f1b-pp64-m1024": ("1f1b", 64, 1024, 1), "interleaved-pp16-v4-m256": ("interleaved", 16, 256, 4)}
-
-
-def _fresh_simulate(program):
-    forget_table(program)  # count the flattening of the Program, as a one-off simulation pays it
-    return simulate(program, check=False)
+WHOLE_JOB = {"1f1b-pp64-m8192": ("1f1b", 64, 8192, 1), "interleaved-pp32-v4-m1024": ("interleaved", 32, 1024, 4)}
 
 
-@pytest.mark.parametrize("case", list(CASES))
+def _pipesim_job(name: str, pp: int, mb: int, chunks: int) -> dict:
+    _build_cached.cache_clear()  # a fresh build each round, as a new process pays it
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", "-s", name, "--pp", str(pp), "--mb", str(mb), "-v", str(chunks), "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("case", list(WHOLE_JOB))
 @pytest.mark.parametrize("engine", ["pipesim", "naive"])
-def test_bench_simulate(benchmark, case, engine):
-    program = build_program(*CASES[case]).program
-    benchmark.group = case
+def test_bench_whole_job(benchmark, case, engine):
+    benchmark.group = f"whole job {case}"
+    name, pp, mb, chunks = WHOLE_JOB[case]
     if engine == "pipesim":
-        result = benchmark.pedantic(_fresh_simulate, args=(program,), rounds=5, iterations=1)
-        assert result.metrics.makespan > 0
+        summary = benchmark.pedantic(_pipesim_job, args=WHOLE_JOB[case], rounds=3, iterations=1)
+        makespan = summary["metrics"]["makespan"]
     else:
-        times = benchmark.pedantic(naive_simulate, args=(program, CostModel()), rounds=3, iterations=1)
-        assert times[0][0] == (0.0, 1.0)
+        summary = json.loads(benchmark.pedantic(naive_whole_job, args=(name, pp, mb, chunks, CostModel()),
+                                                rounds=1, iterations=1))
+        makespan = summary["makespan"]
+    assert makespan > 0
+
+
+KERNEL = {"1f1b-pp64-m1024": ("1f1b", 64, 1024, 1), "interleaved-pp16-v4-m256": ("interleaved", 16, 256, 4)}
+
+
+def _fresh_simulate(program, engine):
+    forget_table(program)  # count the flattening of the Program, as a one-off simulation pays it
+    return simulate(program, check=False, engine=engine)
+
+
+@pytest.mark.parametrize("case", list(KERNEL))
+@pytest.mark.parametrize("engine", [Engine.GRAPH, Engine.SIMPY])
+def test_bench_engines(benchmark, case, engine):
+    program = build_program(*KERNEL[case]).program
+    benchmark.group = f"engine {case}"
+    result = benchmark.pedantic(_fresh_simulate, args=(program, engine), rounds=3, iterations=1,
+                                warmup_rounds=1)
+    assert result.metrics.makespan > 0
 
 
 def sweep_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
-    """Random configurations: gpipe / 1f1b / interleaved (v=2), pp in 2..16, microbatches in 1..128."""
+    """Random configurations: every built-in schedule, pp in 2..32, microbatches in 1..256 (rounded to what the
+    schedule accepts), backward cost 1–3."""
     rng = random.Random(seed)
+    names = builtin_names()
     points = []
     for _ in range(count):
-        schedule = rng.choice(["gpipe", "1f1b", "interleaved"])
-        pp, mb = rng.randint(2, 16), rng.randint(1, 128)
-        if schedule == "interleaved":
+        schedule = rng.choice(names)
+        pp, mb = rng.randint(2, 32), rng.randint(1, 256)
+        if schedule in ("interleaved", "looped-bfs"):
             mb = max(pp, mb // pp * pp)
+        if schedule == "dualpipe-v":
+            mb = max(mb, 2 * pp)
         costs = CostModel(StageCosts(forward=1.0, backward=rng.choice([1.0, 2.0, 3.0])))
         points.append(SweepPoint(schedule, pp, mb, None, costs))
     return points
 
 
-def _fresh_sweep(points):
-    from pipesim.program.build import _build_cached
-
+def _fresh_sweep(points, jobs=1):
     _build_cached.cache_clear()  # fresh Programs, hence fresh tables
-    return run_sweep(points)
+    return run_sweep(points, jobs=jobs)
 
 
 def test_bench_sweep_1000(benchmark):
     points = sweep_points()
     benchmark.group = "sweep"
-    result = benchmark.pedantic(_fresh_sweep, args=(points,), rounds=3, iterations=1)
+    result = benchmark.pedantic(_fresh_sweep, args=(points,), rounds=2, iterations=1)
     assert len(result.frame) == 1000 and result.skipped == 0

@@ -38,14 +38,15 @@ def _assert_same(a, b) -> None:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(configurations(), st.data(), st.integers(1, 3), st.sampled_from(list(StepBoundary)))
-def test_graph_engine_equals_simpy_on_every_schedule(config, data, steps, boundary):
+@given(configurations(), st.data(), st.integers(1, 3), st.sampled_from([None, *StepBoundary]), st.floats(0, 1))
+def test_graph_engine_equals_simpy_on_every_schedule(config, data, steps, boundary, sync):
     program = build_program(*config).program
     costs = data.draw(per_stage_costs(program.shape.num_stages))
-    reference = simulate(program, costs, steps=steps, boundary=boundary, engine=Engine.SIMPY)
-    _assert_same(simulate(program, costs, steps=steps, boundary=boundary, engine=Engine.GRAPH), reference)
-    assert reference.step_times == pytest.approx(
-        simulate(program, costs, steps=steps, boundary=boundary, engine=Engine.GRAPH).step_times, abs=0)
+    options = {"steps": steps, "boundary": boundary, "sync_latency": sync}
+    reference = simulate(program, costs, **options, engine=Engine.SIMPY)
+    graph = simulate(program, costs, **options, engine=Engine.GRAPH)
+    _assert_same(graph, reference)
+    assert graph.step_times == reference.step_times
 
 
 @settings(max_examples=25, deadline=None)
@@ -57,7 +58,7 @@ def test_plain_python_kernel_equals_compiled(config, data):
     from pipesim.sim.simulator import _barriers, durations_of
 
     args = (table.kind, table.link, table.message, table.num_links, table.input_recv, durations_of(table, costs),
-            table.rank_bounds, _barriers(table, 1, StepBoundary.SYNC), 0)
+            table.rank_bounds, _barriers(table, StepBoundary.SYNC), 1, 0.25)
     compiled = graph_engine.run_longest_path(*args, compiled=True)
     plain = graph_engine.run_longest_path(*args, compiled=False)
     np.testing.assert_array_equal(compiled[0], plain[0])
@@ -133,17 +134,22 @@ def test_one_step_is_the_single_step_timeline(program_of):
     program = program_of("zb-h1", 4, 8)
     costs = CostModel(StageCosts(forward=1.0, backward_input=1.0, backward_weight=1.0), optimizer_step=0.5)
     one = simulate(program, costs)
-    for boundary in StepBoundary:
-        _assert_same(simulate(program, costs, steps=1, boundary=boundary), one)
+    _assert_same(simulate(program, costs, steps=1, boundary=StepBoundary.POST_VALIDATION), one)
     assert one.step_times == (one.metrics.makespan,)
+    # SYNC holds every STEP until the last rank reaches its own, plus the synchronisation's latency.
+    synced = simulate(program, costs, steps=1, boundary=StepBoundary.SYNC, sync_latency=0.25)
+    step = synced.table.op == synced.table.op[-1]
+    assert np.array_equal(synced.start[~step], one.start[~step])
+    assert set(synced.start[step]) == {one.end[~step].max() + 0.25}
+    assert synced.step_time == one.metrics.makespan + 0.25
 
 
 def test_sync_steps_repeat_the_lone_step_exactly(program_of):
-    """Under SYNC every step starts with all ranks idle, so each takes as long as a lone step."""
+    """Under SYNC every step starts with all ranks idle, so each takes as long as a lone synced step."""
     program = program_of("1f1b", 4, 8)
     costs = CostModel(StageCosts(forward=1.0, backward=2.0), optimizer_step=0.5, p2p_latency=0.25)
-    lone = simulate(program, costs).metrics.makespan
-    result = simulate(program, costs, steps=3, boundary=StepBoundary.SYNC)
+    lone = simulate(program, costs, boundary=StepBoundary.SYNC, sync_latency=0.125).metrics.makespan
+    result = simulate(program, costs, steps=3, boundary=StepBoundary.SYNC, sync_latency=0.125)
     assert result.step_times == pytest.approx((lone, lone, lone))
     assert result.step_time == pytest.approx(lone)
     frame = result.timeline

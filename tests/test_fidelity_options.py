@@ -140,6 +140,8 @@ def test_zero_stages_memory_by_hand():
     assert static_bytes(1000, Layout(dp=4, zero=ZeroStage.PARAMETERS)) == (500, 1000, 3000)
     assert static_bytes(1000, Layout(dp=4, pp=2, zero=ZeroStage.PARAMETERS)) == (2000, 4000, 3000)
     assert static_bytes(1000, Layout(precision=Precision.FP8)) == (3000, 4000, 12000)  # FP8 weight copy
+    fsdp_fp8 = Layout(dp=4, zero=ZeroStage.PARAMETERS, precision=Precision.FP8)
+    assert static_bytes(1000, fsdp_fp8) == (750, 1000, 3000)  # (2 + 1)·1000 / 4
 
 
 def test_context_parallel_by_hand():

@@ -97,3 +97,20 @@ def test_costs_file_round_trip(tmp_path):
     for name in ("c.json", "c.yaml"):
         costs.save(tmp_path / name)
         assert CostModel.load(tmp_path / name) == costs
+
+
+@pytest.mark.parametrize(("name", "pp", "mb", "chunks"), [("1f1b", 4, 8, 1), ("1f1b", 3, 2, 1),
+                                                          ("interleaved", 4, 8, 2), ("interleaved", 2, 6, 3)])
+def test_naive_whole_job_agrees(name, pp, mb, chunks):
+    """The benchmark's yardstick builds the schedule itself: it must compute what pipesim computes."""
+    import json
+
+    from tests.naive_simpy import naive_whole_job
+
+    costs = CostModel(StageCosts(forward=1.3, backward=2.2), p2p_latency=0.4, optimizer_step=0.3,
+                      overrides={0: {"reduce_grad": 0.5}})
+    naive = json.loads(naive_whole_job(name, pp, mb, chunks, costs))
+    result = simulate(build_program(name, pp, mb, chunks).program, costs)
+    assert naive["makespan"] == pytest.approx(result.metrics.makespan, abs=1e-9)
+    assert naive["busy"] == pytest.approx([r.busy for r in result.metrics.ranks], abs=1e-9)
+    assert naive["peak_activations"] == pytest.approx(list(result.memory.peak_activations), abs=1e-9)

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
-from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
 
 _FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight",
                 "REDUCE_GRAD": "reduce_grad"}
 
 
-def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: str = "s") -> CostModel:
+def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit = TimeUnit.SECONDS) -> CostModel:
     """Build a :class:`CostModel` from ``frame``. ``warmup_steps`` are dropped when later steps exist."""
     steps = sorted(frame["step"].unique())
     if len(steps) > warmup_steps:

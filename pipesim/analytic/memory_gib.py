@@ -124,8 +124,8 @@ def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) 
             unsharded = 2 * layer_params(model) / layout.tp
             weights += unsharded * b.weights
             grads += unsharded * b.grads
-    if layout.precision is Precision.FP8:
-        weights += params * 1.0
+    if layout.precision is Precision.FP8:  # sharded like the BF16 weights under ZeRO-3 without pipelining
+        weights += params * 1.0 / (n if zero is ZeroStage.PARAMETERS and layout.pp == 1 else 1)
     return weights, grads, optimizer
 
 

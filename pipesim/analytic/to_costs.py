@@ -50,7 +50,7 @@ from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import layer_params, stage_params
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
-from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
 
 
 def stage_layer_counts(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
@@ -240,4 +240,4 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         for p in rank_params(model, layout, shape)
     )
     return CostModel(default=default, overrides=overrides, p2p_latency=chip.link_latency,
-                     p2p_bandwidth=link, optimizer_step=step, time_unit="s")
+                     p2p_bandwidth=link, optimizer_step=step, time_unit=TimeUnit.SECONDS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from pipesim import __version__
@@ -43,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:  # `pipesim lower | head`
         return 0
-    except KeyboardInterrupt:
-        print("pipesim: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM where a command turns it into an interrupt
+        signum = getattr(err, "signum", signal.SIGINT)
+        print(f"pipesim: interrupted by {signal.Signals(signum).name}; stopped cleanly", file=sys.stderr)
+        return 128 + signum
     except Exception as err:  # a bug in pipesim: still one line, with a way to see the traceback
         if os.environ.get("PIPESIM_DEBUG"):
             raise

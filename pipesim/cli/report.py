@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from pipesim.program.build import BuiltProgram
 from pipesim.sim.closed_forms import AnalyticBubble
+from pipesim.sim.costs import TimeUnit
 from pipesim.sim.simulator import SimulationResult
 
 
@@ -28,7 +29,7 @@ def summary_dict(built: BuiltProgram, result: SimulationResult, analytic: Analyt
             "instructions": built.program.num_instructions,
         },
         "costs": result.costs.to_dict(),
-        "time_unit": result.costs.time_unit,
+        "time_unit": result.costs.time_unit.value,
         "metrics": metrics.to_dict(),
         "analytic": asdict(analytic) if analytic else None,
         "memory": {
@@ -44,7 +45,7 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
     costs = result.costs
     m = result.metrics
     memory = result.memory
-    unit = "units" if costs.time_unit == "unit" else costs.time_unit
+    unit = "units" if costs.time_unit is TimeUnit.UNIT else costs.time_unit.value
     d = costs.default
     cost_text = (
         f"F={_fmt(d.forward)} B={_fmt(d.backward)}"

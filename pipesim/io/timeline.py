@@ -22,11 +22,12 @@ import pandas as pd
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_text_atomic, write_with
 from pipesim.io.text_files import read_text_file
-from pipesim.program.ir import Op
+from pipesim.program.ir import COMPUTE_OPS as IR_COMPUTE_OPS
+from pipesim.program.ir import OP_ORDER, Op
 
 COLUMNS = ["step", "rank", "stage", "chunk", "op", "microbatch", "peer", "seq", "start", "end", "source", "bytes"]
 INT_COLUMNS = ["step", "rank", "stage", "chunk", "microbatch", "peer", "seq"]
-COMPUTE_OPS = ("F", "B", "I", "W")
+COMPUTE_OPS = tuple(op.value for op in OP_ORDER if op in IR_COMPUTE_OPS)  # their names in the op column
 
 
 class Source(enum.Enum):

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_with
+from pipesim.sim.costs import TimeUnit
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
@@ -75,7 +76,7 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
     ax.set_ylim(pp - 0.5, -0.5)
     ax.set_yticks(range(pp))
     ax.set_yticklabels([f"rank {r}" for r in range(pp)])
-    ax.set_xlabel(f"time ({time_unit})" if time_unit != "unit" else "time (cost units)")
+    ax.set_xlabel("time (cost units)" if time_unit == TimeUnit.UNIT else f"time ({time_unit})")
     ax.set_xlim(frame["start"].min(), frame["start"].min() + makespan)
 
 

@@ -46,7 +46,8 @@ label ≤ L that q has not done:
 
 So no run is stuck: the Program is deadlock-free under GROUPED semantics, and by the same argument under
 RENDEZVOUS (each send alone) and BUFFERED; case 2 even holds if a group waited for *all* of its rank's
-earlier receives (one stream per rank, as with coalesced ``batch_isend_irecv``). This is the classic
+earlier receives (one stream per rank, as with coalesced ``batch_isend_irecv``; tested with
+:class:`~pipesim.sim.grouped_timing.StreamScope`). This is the classic
 result that synchronous message passing cannot deadlock when every rank meets its partners in one global
 order. :func:`grouped_program` still runs the validator on the result, so the proof is checked, not
 trusted.

@@ -27,7 +27,7 @@ from collections import deque
 import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
-from pipesim.program.ir import COMPUTE_CODES, Op, Payload, Program
+from pipesim.program.ir import COMPUTE_CODES, Op, Payload, Program, leaving_stage
 from pipesim.program.table import (
     KIND_BUSY,
     KIND_RECV,
@@ -289,7 +289,7 @@ class _Checker:
         grad = ((t.op == _SEND_B) | (t.op == _RECV_B)).astype(np.int64)
         # Label of what travels: (payload, mb, stage it leaves). A send leaves its own stage; a receive expects
         # the neighbouring one.
-        label_stage = np.where(is_send, t.stage, self.neighbour)
+        label_stage = np.where(is_send, t.stage, leaving_stage(grad, t.stage))  # the Message identity
         links = t.num_links
         sends = np.flatnonzero(is_send)
         recvs = np.flatnonzero(is_recv)

@@ -21,6 +21,7 @@ Every value is a number (booleans are refused), 0 or within ``COST_RANGE`` = [1e
 
 from __future__ import annotations
 
+import enum
 import json
 import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -30,6 +31,30 @@ import yaml
 
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Op
+
+
+class TimeUnit(str, enum.Enum):
+    """The unit of every duration in a cost model (and of the timelines simulated from it).
+
+    A ``str`` enum, so it reads and writes as its value in costs files, JSON summaries and labels.
+    """
+
+    UNIT = "unit"  # abstract cost units (the defaults F=1, B=2)
+    SECONDS = "s"  # calibrated from measurements or derived from a model and a chip
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, value: object, source: str = "costs") -> TimeUnit:
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(repr(u.value) for u in cls)
+            raise PipesimError(f"{source}: time_unit {value!r} is not one of {allowed}") from None
 
 
 @dataclass(frozen=True)
@@ -67,7 +92,7 @@ _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
 # None allowed: memory is reported in activation units only; the boundary uses the model's p2p_bandwidth.
 _OPTIONAL_FIELDS = {"activation_bytes", "p2p_bandwidth"}
 _TOP_KEYS = ("time_unit", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default", "stages")
-TIME_UNITS = ("unit", "s")
+TIME_UNITS = tuple(unit.value for unit in TimeUnit)
 # Every duration, byte count, memory amount and bandwidth of a costs file is 0 or inside this range: wide enough
 # for picoseconds to hours and for bytes up to a petabyte, narrow enough that sums over any Program pipesim can
 # build stay finite and their ratios (bubble, MFU) are numbers.
@@ -87,9 +112,11 @@ class CostModel:
     p2p_latency: float = 0.0
     p2p_bandwidth: float | None = None  # bytes per time unit; None means bytes cost nothing
     optimizer_step: float = 0.0
-    time_unit: str = "unit"  # "unit" for abstract costs, "s" for calibrated or analytic ones
+    time_unit: TimeUnit = TimeUnit.UNIT  # a plain "unit"/"s" string is accepted and converted
 
     def __post_init__(self) -> None:
+        # A TimeUnit or its value; anything else is refused by TimeUnit.parse with the allowed values.
+        object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         _check_costs(self)
 
     def stage(self, stage: int) -> StageCosts:
@@ -122,7 +149,7 @@ class CostModel:
     # --- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return {
-            "time_unit": self.time_unit,
+            "time_unit": self.time_unit.value,
             "p2p_latency": self.p2p_latency,
             "p2p_bandwidth": self.p2p_bandwidth,
             "optimizer_step": self.optimizer_step,
@@ -160,7 +187,7 @@ class CostModel:
                 p2p_latency=_number(data.get("p2p_latency", 0.0), source, "p2p_latency"),
                 p2p_bandwidth=None if bandwidth is None else _number(bandwidth, source, "p2p_bandwidth"),
                 optimizer_step=_number(data.get("optimizer_step", 0.0), source, "optimizer_step"),
-                time_unit=time_unit,
+                time_unit=TimeUnit(time_unit),
             )
             _check_costs(model, user_input=True)
         except PipesimError as err:
@@ -196,8 +223,6 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
     def check(name: str, value: object, zero_ok: bool = True) -> None:
         _check_range(name, value, zero_ok=zero_ok, tiny_ok=not user_input)
 
-    if model.time_unit not in TIME_UNITS:
-        raise PipesimError(f"time_unit={model.time_unit!r} must be one of {', '.join(TIME_UNITS)}")
     check("p2p_latency", model.p2p_latency)
     check("optimizer_step", model.optimizer_step)
     if model.p2p_bandwidth is not None:

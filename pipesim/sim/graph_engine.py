@@ -28,11 +28,11 @@ COMPILE_THRESHOLD = 200_000
 
 
 def _longest_path(kind, link, message, msg_base, input_recv, duration, begin, end, barrier, num_barriers,
-                  start, finish, position):  # pragma: no cover - numba compiles it; tests run both forms
+                  barrier_delay, start, finish, position):  # pragma: no cover - numba compiles it; tests run both forms
     """Fill ``start``/``finish`` (rows) and ``position`` (per rank: stuck row, or its end when finished).
 
     ``msg_base[l]`` is where link l's messages begin in a flat arrival array; ``barrier[row]`` ≥ 0 marks an
-    instruction that starts only once every rank has reached its own row of that barrier.
+    instruction that starts ``barrier_delay`` after the last rank has reached its own row of that barrier.
     """
     pp = len(begin)
     num_links = len(msg_base) - 1
@@ -111,8 +111,9 @@ def _longest_path(kind, link, message, msg_base, input_recv, duration, begin, en
                                     size += 1
                     if barrier_count[b] < pp:
                         break
-                    if barrier_time[b] > t:
-                        t = barrier_time[b]
+                    released = barrier_time[b] + barrier_delay
+                    if released > t:
+                        t = released
                 start[row] = t
                 t += duration[row]
                 finish[row] = t
@@ -151,12 +152,12 @@ def warm_up() -> bool:
     if kernel is None:
         return False
     run_longest_path(np.zeros(1, np.int64), np.full(1, -1, np.int64), np.full(1, -1, np.int64), 0,
-                     np.full(1, -1, np.int64), np.ones(1), ((0, 1),), np.full(1, -1, np.int64), 0)
+                     np.full(1, -1, np.int64), np.ones(1), ((0, 1),), np.full(1, -1, np.int64), 0, 0.0)
     return True
 
 
 def run_longest_path(kind, link, message, num_links, input_recv, durations, bounds, barrier, num_barriers,
-                     *, compiled: bool = True) -> tuple[np.ndarray, np.ndarray, list[int]]:
+                     barrier_delay=0.0, *, compiled: bool = True) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Start and end of every row, and where each rank stopped (its end row when it finished).
 
     ``compiled=False`` runs the kernel as plain Python (tests check both forms agree; slow: ~4 µs a row).
@@ -173,5 +174,5 @@ def run_longest_path(kind, link, message, num_links, input_recv, durations, boun
     position = np.zeros(len(bounds), dtype=np.int64)
     kernel = (_load_compiled() if compiled else None) or _longest_path
     kernel(kind, link, message, msg_base, input_recv, np.ascontiguousarray(durations, dtype=np.float64),
-           begin, end, barrier, num_barriers, start, finish, position)
+           begin, end, barrier, num_barriers, float(barrier_delay), start, finish, position)
     return start, finish, position.tolist()

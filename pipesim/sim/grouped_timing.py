@@ -15,6 +15,8 @@ schedule (:func:`pipesim.program.grouped.grouped_program` keeps the faster):
 
 from __future__ import annotations
 
+import enum
+
 from pipesim.errors import DeadlockError
 from pipesim.program.ir import Program
 from pipesim.program.table import KIND_BUSY, KIND_RECV, KIND_SEND, table_of
@@ -24,7 +26,18 @@ from pipesim.sim.simulator import durations_of
 _UNKNOWN = -1.0
 
 
-def grouped_makespan(program: Program, costs: CostModel | None = None) -> float:
+class StreamScope(enum.Enum):
+    """Which earlier receives a group waits for: those from its own peers (PAIR: one NCCL stream per pair of
+    ranks, the validator's rule) or all of the rank's (RANK: one stream per rank, as when PyTorch coalesces
+    a ``batch_isend_irecv`` over several peers onto one communicator) — stricter, for checking a Program
+    against either runtime."""
+
+    PAIR = "pair"
+    RANK = "rank"
+
+
+def grouped_makespan(program: Program, costs: CostModel | None = None,
+                     scope: StreamScope = StreamScope.PAIR) -> float:
     """The step time of ``program`` under grouped rendezvous sends; raises DeadlockError if it hangs.
 
     ``program`` should have passed :func:`~pipesim.program.validate.validate_static` (pairing).
@@ -92,7 +105,10 @@ def grouped_makespan(program: Program, costs: CostModel | None = None) -> float:
                     continue
                 end = group_end[row]
                 if not group_issued[r]:
-                    earlier = [last_recv[r][peer[m]] for m in range(row, end) if peer[m] in last_recv[r]]
+                    if scope is StreamScope.RANK:
+                        earlier = list(last_recv[r].values())
+                    else:
+                        earlier = [last_recv[r][peer[m]] for m in range(row, end) if peer[m] in last_recv[r]]
                     times = [known(m) for m in earlier]
                     if _UNKNOWN in times:
                         break

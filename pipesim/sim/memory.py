@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pipesim.program.ir import Op
-from pipesim.program.table import OP_CODE, ProgramTable
+from pipesim.program.ir import COMPUTE_CODES, OP_CODE, Op
+from pipesim.program.table import ProgramTable
 from pipesim.sim.costs import CostModel
 
 
@@ -32,7 +32,7 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     stage_costs = [costs.stage(s) for s in range(num_stages)]
     known_bytes = all(c.activation_bytes is not None for c in stage_costs)
     f, b, i, w = (OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W))
-    rows = np.flatnonzero(np.isin(table.op, (f, b, i, w)))
+    rows = np.flatnonzero(np.isin(table.op, COMPUTE_CODES))
     ops, stages = table.op[rows], table.stage[rows]
     m_b = np.array([c.activation for c in stage_costs])[stages]
     m_w = np.array([c.weight_grad_activation for c in stage_costs])[stages]

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pipesim.program.ir import Op
-from pipesim.program.table import OP_CODE, ProgramTable
+from pipesim.program.ir import COMPUTE_CODES
+from pipesim.program.table import ProgramTable
 
-COMPUTE_CODES = np.array([OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W)])
+__all__ = ["COMPUTE_CODES", "Metrics", "RankMetrics", "compute_metrics", "metrics_from_arrays"]
 
 
 @dataclass(frozen=True)

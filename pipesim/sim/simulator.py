@@ -55,14 +55,13 @@ class Engine(enum.Enum):
 
 
 class StepBoundary(enum.Enum):
-    """What separates consecutive training steps in a multi-step simulation.
+    """What separates consecutive training steps (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §4).
 
     SYNC: the optimizer step waits for an all-ranks synchronisation (the global gradient-norm / inf-nan check
-    of mixed-precision training with clipping), so every rank's STEP starts when the last rank reaches it and
-    all ranks begin the next step together. POST_VALIDATION: zero-bubble's post-update validation (Qi et al.
-    2024, "Zero Bubble Pipeline Parallelism", §4): each rank updates speculatively and starts the next step as
-    soon as its own STEP is done, the check running off the critical path (a rare rollback is not modelled).
-    The last simulated step has no successor to hold back, so its STEP rows are those of a lone step.
+    of mixed-precision training with clipping): every rank's STEP starts ``sync_latency`` after the last rank
+    reaches it, so all ranks begin the next step together. POST_VALIDATION: zero-bubble's post-update
+    validation: each rank updates speculatively and starts the next step as soon as its own STEP is done, the
+    check running off the critical path (the rare rollback is not modelled).
     """
 
     SYNC = "sync"
@@ -83,7 +82,7 @@ class SimulationResult:
     end: np.ndarray
     durations: np.ndarray
     steps: int = 1
-    boundary: StepBoundary = StepBoundary.SYNC
+    boundary: StepBoundary | None = None
 
     @property
     def program(self) -> Program:
@@ -156,35 +155,45 @@ def simulate(
     *,
     check: bool = True,
     steps: int = 1,
-    boundary: StepBoundary = StepBoundary.SYNC,
+    boundary: StepBoundary | None = None,
+    sync_latency: float = 0.0,
     engine: Engine = Engine.AUTO,
 ) -> SimulationResult:
     """Simulate ``program`` under ``costs`` (unit costs by default). Validates first unless ``check=False``.
 
-    ``steps`` training steps run back to back, separated as ``boundary`` says (:class:`StepBoundary`); the
-    result's ``step_time`` is the last step's duration (the steady state from about 3 steps on), and its
-    timeline's ``step`` column tells the steps apart. ``engine`` picks the engine (:class:`Engine`); both give
-    the same timeline. A Program that deadlocks raises :class:`DeadlockError` naming the cycle of waits.
+    Several steps: ``simulate(program, costs, steps=3, boundary=StepBoundary.POST_VALIDATION)`` runs each
+    rank's program 3 times back to back (microbatch ids restart each step; the timeline's ``step`` column
+    tells steps apart, ``seq`` restarts). ``boundary`` (:class:`StepBoundary`) says what separates steps;
+    ``None`` means SYNC for several steps and, for one step, no synchronisation at all (the lone step as
+    always simulated). Under SYNC, ``sync_latency`` is the time of the all-ranks synchronisation before
+    STEP (a scalar all-reduce). The result's ``step_time`` is the last step's duration (the steady state,
+    from about 3 steps on) and ``step_times`` every step's.
+
+    ``engine`` picks the engine (:class:`Engine`); all give the same timeline. A Program that deadlocks
+    raises :class:`DeadlockError` naming the cycle of waits.
     """
     costs = costs or CostModel()
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise PipesimError(f"steps={steps!r} must be a positive integer")
-    boundary, engine = StepBoundary(boundary), Engine(engine)
+    engine = Engine(engine)
+    if boundary is None and steps > 1:
+        boundary = StepBoundary.SYNC
+    boundary = None if boundary is None else StepBoundary(boundary)
     if check:
         validate_static(program)  # deadlock freedom is proven by the run itself below
     single = table_of(program)
     table = repeat_steps(single, steps)
     durations = durations_of(table, costs)
-    barrier = _barriers(table, steps, boundary)
-    num_barriers = steps - 1 if boundary is StepBoundary.SYNC else 0
+    barrier = _barriers(table, boundary)
+    num_barriers = steps if boundary is StepBoundary.SYNC else 0
     if engine is Engine.AUTO:
         engine = Engine.GRAPH if worth_compiling(table.num_rows) else Engine.SIMPY
     if engine is Engine.SIMPY:
-        start, end, position = _run_simpy(table, durations, barrier)
+        start, end, position = _run_simpy(table, durations, barrier, sync_latency)
     else:
         start, end, position = run_longest_path(table.kind, table.link, table.message, table.num_links,
                                                 table.input_recv, durations, table.rank_bounds, barrier,
-                                                num_barriers)
+                                                num_barriers, sync_latency)
     if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
         if steps > 1:  # a Program that deadlocks does so in its first step: name that cycle
             validate(program)
@@ -192,16 +201,16 @@ def simulate(
     return SimulationResult(table, costs, start, end, durations, steps, boundary)
 
 
-def _barriers(table: ProgramTable, steps: int, boundary: StepBoundary) -> np.ndarray:
-    """Barrier index per row: each STEP but the last one's under SYNC, else -1."""
+def _barriers(table: ProgramTable, boundary: StepBoundary | None) -> np.ndarray:
+    """Barrier index per row: under SYNC each STEP waits on its step's barrier; -1 elsewhere."""
     barrier = np.full(table.num_rows, -1, dtype=np.int64)
-    if boundary is StepBoundary.SYNC and steps > 1:
-        held = (table.op == OP_CODE[Op.STEP]) & (table.step_of_rows < steps - 1)
+    if boundary is StepBoundary.SYNC:
+        held = table.op == OP_CODE[Op.STEP]
         barrier[held] = table.step_of_rows[held]
     return barrier
 
 
-def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarray):
+def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarray, sync_latency: float):
     env = simpy.Environment()
     n = table.num_rows
     pp = len(table.rank_bounds)
@@ -273,7 +282,7 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarra
                         position[rank] = row
                         yield event
                         position[rank] = stop
-                    latest = max(clocks)  # from the clocks, not env.now, so both engines add the same floats
+                    latest = max(clocks) + sync_latency  # from the clocks, not env.now: the graph engine's sum
                     if latest > clock:
                         clock = latest
                 start[row] = clock

@@ -23,7 +23,10 @@ def register(sub) -> None:
     swp.add_argument("--backward", "-B", type=cost_value_list, default=[2.0], help="backward costs (default 2)")
     swp.add_argument("--comm", type=cost_value_list, default=[0.0], help="P2P latencies (default 0)")
     swp.add_argument("--costs", metavar="FILE", help="base costs file; the lists above override its defaults")
-    swp.add_argument("--jobs", "-j", type=int, default=1, help="processes (0 = all cores; default 1)")
+    swp.add_argument("--jobs", "-j", type=int, default=1,
+                     help="local processes (0 = all cores; capped at the cores and the work; default 1)")
+    swp.add_argument("--cluster", metavar="tcp://HOST:8786", default=None,
+                     help="run on an existing Dask distributed scheduler instead of local processes")
     swp.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     swp.add_argument("--output", "-o", required=True, metavar="FILE", type=output_file(*RESULT_SUFFIXES,
                                                                                        what="sweep results"),
@@ -34,7 +37,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from pipesim.analysis.sweep import SweepGrid, run_sweep
+    from pipesim.analysis.sweep import SweepGrid, run_sweep, stop_on_signals, worker_count
     from pipesim.io.atomic import write_with
     from pipesim.program.loader import load_schedule
     from pipesim.sim.costs import CostModel
@@ -47,9 +50,11 @@ def run(args: argparse.Namespace) -> int:
     for name in grid.schedules:
         load_schedule(name)  # an unknown name is an error up front, not a skipped point
     points = grid.points()
-    with Progress(transient=True, disable=args.quiet) as bar:
-        task = bar.add_task(f"simulating {len(points)} configurations", total=len(points))
-        result = run_sweep(points, jobs=args.jobs, progress=lambda n: bar.advance(task, n))
+    worker_count(args.jobs, len(points))  # a bad --jobs is an error before any work
+    where = f" on {args.cluster}" if args.cluster else ""
+    with stop_on_signals(), Progress(transient=True, disable=args.quiet) as bar:
+        task = bar.add_task(f"simulating {len(points)} configurations{where}", total=len(points))
+        result = run_sweep(points, jobs=args.jobs, progress=lambda n: bar.advance(task, n), cluster=args.cluster)
     path = args.output
     if path.suffix.lower() == ".csv":
         write_with(path, lambda tmp: result.frame.to_csv(tmp, index=False))
