@@ -12,9 +12,11 @@ arrival time and sends it in an 8-byte header in front of the data; the receiver
 are there, sleeps until it. The ranks share one clock (``CLOCK_MONOTONIC`` on one host), so emulation is
 for one machine; a transfer that really takes longer than its cost shows up as such.
 
-Sleeping is deadline-based (``sleep(deadline − now)``, no accumulation of overshoot) and the thread's
-timer slack is set to 1 µs where Linux allows (the default 50 µs slack is the largest part of the error
-of a short sleep).
+Sleeping is deadline-based (``sleep(deadline − now)``, no accumulation of overshoot), learns the kernel's
+wake-up lateness and asks to wake that much earlier; the thread's timer slack is set to 1 µs and, where
+permitted, the process's threads get nice −10 (see :func:`raise_priority`): on a busy machine, waking on
+time is what separates an emulation from the costs file. What remains is each instruction's own CPU time
+(Python, and gloo's ``isend``: 0.1–0.4 ms a send on a loaded machine, where the simulator's sends are free).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -38,7 +42,7 @@ from executors.transport import P2P, Transfer, Transport
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Program
 from pipesim.program.table import table_of
-from pipesim.sim.costs import CostModel
+from pipesim.sim.costs import CostModel, TimeUnit
 
 _HEADER = 8  # bytes: one float64, the arrival time
 _LONGEST_RUN_S = 3600.0  # refuse emulations predicted to take longer than this per step
@@ -49,11 +53,10 @@ def check_emulation_costs(costs: CostModel, program: Program) -> None:
     """Refuse a costs file that cannot drive an emulation of ``program`` (one line, before any work)."""
     from pipesim.sim.simulator import simulate
 
-    unit = getattr(costs.time_unit, "value", costs.time_unit)
-    if unit != "s":
+    if costs.time_unit is not TimeUnit.SECONDS:
         raise PipesimError(
-            f"--emulate: the costs file is in {unit!r} time units; emulation sleeps real time, so give "
-            "durations in seconds (time_unit: s), e.g. forward: 0.018"
+            f"--emulate: the costs file is in {costs.time_unit.value!r} time units; emulation sleeps real time, "
+            "so give durations in seconds (time_unit: s), e.g. forward: 0.018"
         )
     num_stages = program.shape.num_stages
     bad = [s for s in costs.overrides if s >= num_stages]
@@ -85,6 +88,25 @@ def fine_timer_slack() -> None:
         return
     with contextlib.suppress(OSError, AttributeError):  # no libc symbol: keep the default slack
         ctypes.CDLL(None, use_errno=True).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK = 29, in ns
+
+
+def raise_priority(niceness: int = -10) -> bool:
+    """Give every thread of this process (gloo's included) a higher CPU priority, where permitted.
+
+    Emulated ranks sleep almost all the time, so this takes little CPU from anyone; what it buys is waking
+    on time on a busy machine: on two shared cores at load ≈ 11, the 90th percentile of a 3.6 ms sleep's
+    lateness falls from 2.8 ms to 0.08 ms with nice −10. Linux sets niceness per thread, hence the loop.
+    Without the privilege (CAP_SYS_NICE) nothing changes and this returns False.
+    """
+    tasks = Path("/proc/self/task")
+    if not hasattr(os, "setpriority") or not tasks.is_dir():
+        return False
+    raised = False
+    for task in tasks.iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
+            raised = True
+    return raised
 
 
 class Sleeper:
@@ -142,19 +164,28 @@ class EmulatedTransport(Transport):
         super().__init__(inner.shape, inner.device, inner.dtype)
         self.inner, self.policy, self._durations, self._sleeper = inner, inner.policy, durations, sleeper
         self._link_free: dict[int, float] = {}  # peer → when this rank's last message to it arrives
+        self._frames: dict[int, torch.Tensor] = {}  # SEND seq → its frame
+        self._headers: dict[int, torch.Tensor] = {}  # SEND seq → the frame's float64 header
 
     def receive_buffer(self) -> torch.Tensor:
         data = math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
         return torch.empty(_HEADER + data, dtype=torch.uint8, device=self.device)
 
     def _frame(self, op: P2P) -> P2P:
-        now = time.perf_counter()
-        arrival = max(now, self._link_free.get(op.peer, 0.0)) + self._durations[op.seq]
+        """The message of ``op``: a frame of the real size whose header says when it may arrive.
+
+        The simulator's link model: the transfer starts when issued or when the link's previous message
+        has arrived, and takes the link time. Emulated compute's tensors are stand-ins (zeros), so the
+        payload is not copied: each SEND instruction owns one zeroed frame, reused every step (a step's
+        sends have all completed before the next step starts), and only its header is written.
+        """
+        arrival = max(time.perf_counter(), self._link_free.get(op.peer, 0.0)) + self._durations[op.seq]
         self._link_free[op.peer] = arrival
-        data = op.tensor.contiguous().reshape(-1).view(torch.uint8)
-        frame = torch.empty(_HEADER + data.numel(), dtype=torch.uint8, device=data.device)
-        frame[:_HEADER].view(torch.float64).fill_(arrival)
-        frame[_HEADER:].copy_(data)
+        frame = self._frames.get(op.seq)
+        if frame is None:
+            frame = self._frames[op.seq] = self.receive_buffer().zero_()
+            self._headers[op.seq] = frame[:_HEADER].view(torch.float64)
+        self._headers[op.seq].fill_(arrival)
         return P2P(op.seq, op.peer, frame, send=True)
 
     def _start(self, ops: Sequence[P2P]) -> list[Transfer]:
@@ -188,6 +219,7 @@ class EmulatedCompute(Compute):
         tp_mode: TPMode,
     ):
         fine_timer_slack()
+        raise_priority()
         self.ctx, self.durations, self.tp_mode, self.sleeper = ctx, durations, tp_mode, sleeper
         self.last_stage = num_stages - 1
         self._blocks = {chunk: len(getattr(module, "blocks", ())) for chunk, module in stages.items()}

@@ -66,7 +66,7 @@ def measure(costs: CostModel, microbatches: tuple[int, ...], steps: int) -> pd.D
 
 def draw(table: pd.DataFrame):
     """Left: measured against predicted makespan, every schedule × m, with the ±2% band. Right: errors."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 3.0))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(PAGE_WIDTH_IN, 3.4))
     names = list(dict.fromkeys(table["schedule"]))
     markers = dict(zip(names, "osD^vP*XhH", strict=False))
     colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
@@ -89,7 +89,7 @@ def draw(table: pd.DataFrame):
     right.axhspan(-2, 2, color="0.85", zorder=0)
     right.set_xticks(x, [f"{s} m={m}" for s, m in zip(table["schedule"], table["m"], strict=True)], rotation=90,
                      fontsize=6)
-    right.set_ylabel("makespan error, measured vs predicted (%)")
+    right.set_ylabel("makespan error (%, bars)")
     twin = right.twinx()
     twin.plot(x, table["start error median (ms)"], "k.", ms=5)
     twin.set_ylabel("median start error (ms, dots)")

@@ -5,7 +5,7 @@ microbatches and then predicts the run with 8 (GPipe is predicted from 1F1B's ca
 schedule on the same stages; interleaved, whose chunks are other stages, from its own 4-microbatch run).
 The headline number is the makespan error of the prediction against the median measured step (the first
 step is warm-up and dropped); the figure overlays the last measured step on the prediction.
-Run: ``python experiments/predicted_vs_measured.py [--fast]``.
+Run: ``python experiments/predicted_vs_measured.py [--fast] [--out DIR | --update-docs]``.
 """
 
 from __future__ import annotations

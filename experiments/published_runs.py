@@ -110,6 +110,10 @@ def _rows() -> list[PublishedRun]:
         rows.append(PublishedRun(LLAMA3, "llama3.1-405b", "h100-sxm", gpus, batch, tp=8, pp=16, chunks=2,
                                  schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
                                  first_last=3, overlap_p2p=True, mfu_tflops=tf))
+    # The long-context stage: 131,072 tokens per sequence, context parallel 16 (dp 8), 380 TFLOP/s per GPU.
+    rows.append(PublishedRun(LLAMA3, "llama3.1-405b", "h100-sxm", 16384, 128, tp=8, pp=16, cp=16, chunks=2,
+                             seq_len=131072, schedule="interleaved", sequence_parallel=True,
+                             zero=ZeroStage.OPTIMIZER, first_last=3, overlap_p2p=True, mfu_tflops=380))
     # NeMo 24.07, DGX-H100, FP8 (Transformer Engine), distributed optimizer, SP when tp > 1.
     for name, gpus, batch, mbs, tp, pp, cp, vp, tokens in [
         ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),

@@ -1,10 +1,13 @@
 """pipesim: simulate pipeline-parallel schedules, and replay the same instruction lists for real.
 
-The schedule-author's API is importable from here: ``from pipesim import F, B, I, W, Schedule, Placement``.
+The schedule-author's API is importable from here:
+``from pipesim import F, B, I, W, Schedule, Placement, ScheduleLimits``.
 """
 
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W
+from pipesim.program.limits import ScheduleLimits
 
-__all__ = ["B", "F", "I", "Instruction", "PipesimError", "Placement", "Schedule", "ScheduleError", "W"]
+__all__ = ["B", "F", "I", "Instruction", "PipesimError", "Placement", "Schedule", "ScheduleError", "ScheduleLimits",
+           "W"]
 __version__ = "0.2.0"

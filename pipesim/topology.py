@@ -1,6 +1,6 @@
 """Rank layout of a tp × cp × dp × pp job: pure arithmetic, no processes, shared by the executor and the CLI.
 
-Order (DESIGN.md, "Executor"): tp fastest, then cp, dp, pp —
+Order (docs/architecture.md, "Executor"): tp fastest, then cp, dp, pp —
 ``rank = ((pp_rank·dp + dp_rank)·cp + cp_rank)·tp + tp_rank`` (nanotron's (pp, dp, tp) with Megatron's cp
 slot). A group of one dimension joins the ranks that agree on every other coordinate. DP gradient sync runs
 over dp×cp (each CP rank holds a slice of the sequence and full weights).

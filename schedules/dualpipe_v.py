@@ -23,8 +23,10 @@ from collections import deque
 
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W
+from pipesim.program.limits import ScheduleLimits
 
 DEFAULT_CHUNKS = 2
+LIMITS = ScheduleLimits(chunks=(2,), min_microbatches_per_pp=2)
 
 
 class _Rank:

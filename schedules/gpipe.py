@@ -6,10 +6,12 @@ Each rank holds all ``m`` microbatches' activations at the turn; with uniform co
 
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import B, F, Schedule
+from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
 from pipesim.sim.costs import StageCosts
 
 DEFAULT_CHUNKS = 1
+LIMITS = ScheduleLimits(chunks=(1,))
 
 
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:

@@ -8,10 +8,12 @@ alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``.
 
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import B, F, Placement, Schedule
+from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, interleaved_bubble
 from pipesim.sim.costs import StageCosts
 
 DEFAULT_CHUNKS = 2
+LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:

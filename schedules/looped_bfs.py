@@ -11,8 +11,10 @@ both take the same time). Measured on uniform costs with m a multiple of p: bubb
 """
 
 from pipesim.program.ir import B, F, Placement, Schedule
+from pipesim.program.limits import ScheduleLimits
 
 DEFAULT_CHUNKS = 2
+LIMITS = ScheduleLimits(chunks=None)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:

@@ -13,11 +13,13 @@ Closed forms (uniform stages, no communication; span convention ``max_r span_r â
 
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import Schedule
+from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, zero_bubble_bubble
 from pipesim.sim.costs import StageCosts
 from schedules._zero_bubble import split_backward_order
 
 DEFAULT_CHUNKS = 1
+LIMITS = ScheduleLimits(chunks=(1,))
 
 
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:

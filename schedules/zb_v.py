@@ -24,8 +24,10 @@ from __future__ import annotations
 
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import F, I, Instruction, Placement, Schedule, W
+from pipesim.program.limits import ScheduleLimits
 
 DEFAULT_CHUNKS = 2
+LIMITS = ScheduleLimits(chunks=(2,))  # fewer than 2p−1 microbatches are padded, then dropped
 
 
 class _RankOrder:

@@ -53,7 +53,7 @@ def naive_simulate(program: Program, costs: CostModel) -> list[list[tuple[float,
                 if op is Op.STEP:
                     duration = costs.optimizer_step
                 else:
-                    duration = costs.stage(shape.stage(rank, ins.chunk)).duration(op)
+                    duration = costs.chunk_costs(shape.stage(rank, ins.chunk), shape.chunks).duration(op)
                 begin = env.now
                 yield env.timeout(duration)
                 times[rank][index] = (begin, env.now)
@@ -128,7 +128,7 @@ def naive_whole_job(schedule: str, pp: int, microbatches: int, chunks: int, cost
                      for chunk in range(chunks)}
         for index, (op, mb, chunk) in enumerate(order):
             stage = chunk * pp + rank
-            stage_costs = costs.stage(stage)
+            stage_costs = costs.chunk_costs(stage, chunks)  # a chunk of v takes 1/v of the rank's share
             if op == "F":
                 if stage > 0:
                     store, _ = link((stage - 1) % pp, rank)

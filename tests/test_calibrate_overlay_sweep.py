@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 
@@ -76,13 +73,14 @@ def test_overlay_cli_writes_figure_and_rejects_mismatch(tmp_path, capsys):
         (lambda d: (d / "x.txt").write_text("hello"), "unknown format"),
     ],
 )
-def test_bad_timeline_files_are_one_line_errors(tmp_path, make, fragment):
+def test_bad_timeline_files_are_one_line_errors(tmp_path, capsys, make, fragment):
     make(tmp_path)
     path = next(tmp_path.iterdir())
     for args in (["calibrate", str(path), "-o", str(tmp_path / "c.json")], ["overlay", str(path), str(path)]):
-        result = subprocess.run([sys.executable, "-m", "pipesim.cli.main", *args], capture_output=True, text=True)
-        assert result.returncode == 2
-        assert fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c.json").exists()
 
 
 def test_overlay_rejects_different_rank_counts(tmp_path, capsys):

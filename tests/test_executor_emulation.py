@@ -7,6 +7,8 @@ generous bound: a shared machine stretches every instruction's CPU time; the 2% 
 import numpy as np
 import pytest
 
+pytest.importorskip("torch")
+
 from executors.harness import spawn
 from executors.runtime import RunConfig, plan, run_configs
 from executors.tp_layers import TPMode

@@ -1,77 +1,102 @@
 """The executor computes what one process computes: losses, every gradient and the parameters after two
-optimizer steps, for gpipe, 1f1b and interleaved × TP mode, and the zero-bubble / V family (zb-h1, zb-h2,
-zb-v, dualpipe-v, looped-bfs; split backward, V placement with its same-rank hand-off) in sequence-parallel mode, each
-× tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2; and every schedule's grouped-safe Program issued in groups, as on NCCL.
+optimizer steps, for **every built-in schedule** (parametrized over the loader's list, so a new schedule file
+is executed without anyone adding it here) × tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2, in sequence-parallel TP
+mode; every schedule's grouped-safe Program issued in groups, as on NCCL (all at tp = dp = 1, two elsewhere);
+plus the variants that exercise other runtime paths (all-reduce TP mode, receives posted at use).
 
-One spawned world per layout runs every schedule × mode, to amortise process start and group init.
+One spawned world per layout runs every config (a module-scoped cache), to amortise process start and group
+init; each (layout, config) is still its own test.
 """
 
-import pytest
-import torch
+from functools import cache
 
-from executors.harness import spawn
-from executors.interpreter import RecvPolicy
-from executors.runtime import RunConfig, reference_run, run_configs
-from executors.tp_layers import TPMode
-from pipesim.program.grouped import P2PLowering
-from pipesim.topology import Topology
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from executors.harness import spawn  # noqa: E402 — only after torch is known present
+from executors.interpreter import RecvPolicy  # noqa: E402
+from executors.runtime import RunConfig, reference_run, run_configs  # noqa: E402
+from executors.tp_layers import TPMode  # noqa: E402
+from pipesim.program.grouped import P2PLowering  # noqa: E402
+from pipesim.program.loader import builtin_names  # noqa: E402
+from pipesim.topology import Topology  # noqa: E402
 
 pytestmark = pytest.mark.distributed
 
-CLASSIC = ("gpipe", "1f1b", "interleaved")
-# Split backward (I then W), V placement and breadth-first chunks: the harder TP mode is enough for them.
-ZERO_BUBBLE = ("zb-h1", "zb-h2", "zb-v", "dualpipe-v", "looped-bfs")
 RTOL, ATOL = 1e-5, 1e-6
+LAYOUTS = [(1, 1), (2, 1), (1, 2), (2, 2)]  # (tp, dp)
+RS, AR = TPMode.REDUCE_SCATTER, TPMode.ALL_REDUCE
+# (schedule, TP mode, receive policy, P2P lowering); None: the backend's default.
+EVERY_LAYOUT = [(s, RS, None, None) for s in builtin_names()] + [
+    # The all-reduce TP mode on the fused-backward schedules, one and two chunks.
+    ("gpipe", AR, None, None), ("1f1b", AR, None, None), ("interleaved", AR, None, None),
+    # Operations issued one by one at their instruction give the same numbers as eager posting.
+    ("interleaved", RS, RecvPolicy.AT_USE, None),
+]
+# Every schedule's grouped-safe Program issued in groups (the NCCL policy, pipesim.program.grouped).
+GROUPED = [(s, RS, None, P2PLowering.GROUPED) for s in builtin_names()]
+GROUPED_BEYOND_TP1_DP1 = [v for v in GROUPED if v[0] in ("1f1b", "zb-v")]
 
 
-@pytest.mark.parametrize(("tp", "dp"), [(1, 1), (2, 1), (1, 2), (2, 2)])
-def test_matches_single_process(tp, dp):
-    topology = Topology(tp=tp, dp=dp, pp=2)
-    configs = [
-        RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=mode, capture=True)
-        for s in CLASSIC
-        for mode in TPMode
-    ]
-    configs += [
-        RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=TPMode.REDUCE_SCATTER,
-                  capture=True)
-        for s in ZERO_BUBBLE
-    ]
-    # Operations issued one by one at their instruction give the same numbers as eager posting; so does every
-    # schedule's grouped-safe Program issued in groups (the NCCL policy, pipesim.program.grouped).
-    configs.append(RunConfig(schedule="interleaved", topology=topology, microbatches=4, steps=2,
-                             tp_mode=TPMode.REDUCE_SCATTER, capture=True, recv_policy=RecvPolicy.AT_USE))
-    configs += [
-        RunConfig(schedule=s, topology=topology, microbatches=4, steps=2, tp_mode=TPMode.REDUCE_SCATTER,
-                  capture=True, p2p=P2PLowering.GROUPED)
-        for s in (CLASSIC + ZERO_BUBBLE if tp == dp == 1 else ("1f1b", "zb-v"))
-    ]
-    results = spawn(run_configs, topology.world_size, configs)[0]
-    for cfg, got in zip(configs, results, strict=True):
-        ref = reference_run(cfg)
-        where = f"{cfg.schedule} {cfg.tp_mode.value} tp={tp} dp={dp}"
-        torch.testing.assert_close(
-            torch.tensor(got.losses),
-            torch.tensor(ref.losses),
-            rtol=RTOL,
-            atol=ATOL,
-            msg=lambda m, w=where: f"{w} losses: {m}",
-        )
-        for step, (grads, ref_grads) in enumerate(zip(got.full_grads, ref.grads, strict=True)):
-            assert grads.keys() == ref_grads.keys(), where
-            for name, expected in ref_grads.items():
-                torch.testing.assert_close(
-                    grads[name],
-                    expected,
-                    rtol=RTOL,
-                    atol=ATOL,
-                    msg=lambda m, w=where, n=name, s=step: f"{w} step {s} grad {n}: {m}",
-                )
-        for name, expected in ref.params.items():
-            torch.testing.assert_close(
-                got.full_params[name],
-                expected,
-                rtol=RTOL,
-                atol=ATOL,
-                msg=lambda m, w=where, n=name: f"{w} param {n} after 2 steps: {m}",
-            )
+def variants_of(layout) -> list[tuple]:
+    return EVERY_LAYOUT + (GROUPED if layout == (1, 1) else GROUPED_BEYOND_TP1_DP1)
+
+
+def _config(layout, variant) -> RunConfig:
+    (tp, dp), (schedule, mode, policy, p2p) = layout, variant
+    return RunConfig(schedule=schedule, topology=Topology(tp=tp, dp=dp, pp=2), microbatches=4, steps=2,
+                     tp_mode=mode, capture=True, recv_policy=policy, p2p=p2p)
+
+
+@pytest.fixture(scope="module")
+def world_results():
+    """Results of every variant on a layout, from one spawned world per layout (run on first use)."""
+    cache: dict = {}
+
+    def of(layout):
+        if layout not in cache:
+            variants = variants_of(layout)
+            configs = [_config(layout, v) for v in variants]
+            results = spawn(run_configs, configs[0].topology.world_size, configs)[0]
+            cache[layout] = dict(zip(variants, results, strict=True))
+        return cache[layout]
+
+    return of
+
+
+@cache
+def _reference(model, optimizer, lr, dp, microbatches, steps):
+    """The single-process run depends on the model, the optimizer and the global batch only — not on the
+    schedule, tp or P2P policy — so every case shares one of two."""
+    cfg = RunConfig(schedule="1f1b", topology=Topology(dp=dp, pp=2), microbatches=microbatches, steps=steps,
+                    model=model, optimizer=optimizer, lr=lr)
+    return reference_run(cfg)
+
+
+def _variant_id(variant) -> str:
+    schedule, mode, policy, p2p = variant
+    return (f"{schedule}-{mode.value}" + (f"-{policy.value}" if policy else "")
+            + (f"-p2p-{p2p.value}" if p2p else ""))
+
+
+CASES = [(layout, v) for layout in LAYOUTS for v in variants_of(layout)]
+
+
+@pytest.mark.parametrize(("layout", "variant"), CASES,
+                         ids=[f"{_variant_id(v)}-tp{tp}-dp{dp}" for (tp, dp), v in CASES])
+def test_matches_single_process(world_results, layout, variant):
+    cfg = _config(layout, variant)
+    got = world_results(layout)[variant]
+    ref = _reference(cfg.model, cfg.optimizer, cfg.lr, cfg.topology.dp, cfg.microbatches, cfg.steps)
+    where = f"{_variant_id(variant)} tp={layout[0]} dp={layout[1]}"
+    torch.testing.assert_close(torch.tensor(got.losses), torch.tensor(ref.losses), rtol=RTOL, atol=ATOL,
+                               msg=lambda m: f"{where} losses: {m}")
+    for step, (grads, ref_grads) in enumerate(zip(got.full_grads, ref.grads, strict=True)):
+        assert grads.keys() == ref_grads.keys(), where
+        for name, expected in ref_grads.items():
+            torch.testing.assert_close(grads[name], expected, rtol=RTOL, atol=ATOL,
+                                       msg=lambda m, n=name, s=step: f"{where} step {s} grad {n}: {m}")
+    for name, expected in ref.params.items():
+        torch.testing.assert_close(got.full_params[name], expected, rtol=RTOL, atol=ATOL,
+                                   msg=lambda m, n=name: f"{where} param {n} after 2 steps: {m}")

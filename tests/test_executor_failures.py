@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("torch")
+
 from executors.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,15 +6,16 @@ test_executor_equivalence's worlds.
 """
 
 import pytest
-import torch
 
-from executors.harness import spawn
-from executors.model import ModelConfig
-from executors.runtime import RunConfig, plan, reference_run, run_configs
-from pipesim.program.build import build_program
-from pipesim.program.grouped import P2PLowering
-from pipesim.program.loader import builtin_names
-from pipesim.topology import Topology
+torch = pytest.importorskip("torch")
+
+from executors.harness import spawn  # noqa: E402 — only after torch is known present
+from executors.model import ModelConfig  # noqa: E402
+from executors.runtime import RunConfig, plan, reference_run, run_configs  # noqa: E402
+from pipesim.program.build import build_program  # noqa: E402
+from pipesim.program.grouped import P2PLowering  # noqa: E402
+from pipesim.program.loader import builtin_names  # noqa: E402
+from pipesim.topology import Topology  # noqa: E402
 
 pytestmark = pytest.mark.distributed
 

@@ -1,7 +1,13 @@
-"""What the executor measures: a Timeline holding exactly the Program, and per-rank activation memory in
-the ratio the simulator predicts (1F1B, and zero-bubble's split backward)."""
+"""What the executor measures: a Timeline holding exactly the Program, in order and causally consistent, and
+per-rank activation memory in the ratio the simulator predicts (1F1B, and zero-bubble's split backward).
+
+Only what is deterministic is asserted: which instructions, in which order, and that no data arrives before
+it was sent. How much of a step the instructions cover depends on the machine's load (the interpreter's gaps
+between instructions); ``experiments/bench_executor_vs_torch.py`` reports that overhead instead."""
 
 import pytest
+
+pytest.importorskip("torch")
 
 from executors.harness import spawn
 from executors.model import ModelConfig, layers_of_stage
@@ -13,9 +19,9 @@ from pipesim.topology import Topology
 pytestmark = pytest.mark.distributed
 
 
-def test_timeline_is_the_program_and_covers_the_step():
+def test_timeline_is_the_program_in_order_and_causal():
     configs = [
-        RunConfig(schedule=s, topology=Topology(pp=2), microbatches=4, steps=3)
+        RunConfig(schedule=s, topology=Topology(pp=2), microbatches=4, steps=2)
         for s in ("gpipe", "1f1b", "interleaved")
     ]
     results = spawn(run_configs, 2, configs)[0]
@@ -41,14 +47,30 @@ def test_timeline_is_the_program_and_covers_the_step():
                 assert got == expected, (cfg.schedule, step, rank)
                 assert (rows["end"] >= rows["start"]).all()
                 assert (rows["start"].to_numpy()[1:] >= rows["end"].to_numpy()[:-1] - 1e-9).all()
-                if step == 0:
-                    continue  # the first step pays one-off costs (allocator, lazy init) between instructions
-                wall = rows["end"].max() - rows["start"].min()
-                covered = (rows["end"] - rows["start"]).sum()
-                assert covered >= 0.9 * wall, f"{cfg.schedule} step {step} rank {rank}: {covered / wall:.1%}"
+            _assert_messages_arrive_after_sent(frame[frame["step"] == step], cfg.schedule)
+        # Steps do not overlap on a rank: the optimizer step ends before the next step's first instruction.
+        for rank in range(2):
+            by_step = frame[frame["rank"] == rank].groupby("step")
+            assert (by_step["start"].min().to_numpy()[1:] >= by_step["end"].max().to_numpy()[:-1] - 1e-9).all()
 
 
-@pytest.mark.parametrize("pp", [2, 3, 4])
+def _assert_messages_arrive_after_sent(frame, schedule: str) -> None:
+    """The k-th receive on link a→b completes no earlier than the k-th send on it starts (one host's
+    CLOCK_MONOTONIC is every rank's clock, so the comparison across processes is exact)."""
+    sends = frame[frame["op"].isin(["SEND_F", "SEND_B"])].sort_values(["rank", "peer", "seq"])
+    recvs = frame[frame["op"].isin(["RECV_F", "RECV_B"])].sort_values(["peer", "rank", "seq"])
+    assert len(sends) == len(recvs) > 0, schedule
+    sends = sends.assign(k=sends.groupby(["rank", "peer"]).cumcount())
+    recvs = recvs.assign(k=recvs.groupby(["peer", "rank"]).cumcount())
+    pairs = recvs.merge(sends, left_on=["peer", "rank", "k"], right_on=["rank", "peer", "k"],
+                        suffixes=("_recv", "_send"))
+    assert len(pairs) == len(recvs), schedule
+    assert (pairs["op_recv"].str[-1] == pairs["op_send"].str[-1]).all(), schedule  # RECV_F ↔ SEND_F
+    late = pairs[pairs["end_recv"] < pairs["start_send"] - 1e-9]
+    assert late.empty, f"{schedule}: data received before it was sent:\n{late}"
+
+
+@pytest.mark.parametrize("pp", [2, 4])  # pp=4 shows the whole p − r pattern; 2 the smallest
 def test_1f1b_activation_memory_matches_simulator(pp):
     cfg = RunConfig(
         schedule="1f1b",
@@ -100,8 +122,11 @@ def test_split_backward_memory_follows_the_simulators_peaks():
             head = sbh + mcfg.seq_len * mcfg.micro_batch_size * mcfg.vocab if stage == last else 0
             assert m_w == 4 * (16 * sbh * blocks + head), (cfg.schedule, stage, m_b, m_w)
             assert m_w < m_b, (cfg.schedule, stage, m_b, m_w)
+        # Costs describe a rank's share of the model: a measured chunk's bytes × v (the simulator gives each
+        # chunk 1/v of it back).
+        v = program.shape.chunks
         overrides = {
-            stage: {"activation": 1.0, "weight_grad_activation": m_w / m_b, "activation_bytes": float(m_b)}
+            stage: {"activation": 1.0, "weight_grad_activation": m_w / m_b, "activation_bytes": v * float(m_b)}
             for stage, (m_b, m_w) in per_stage.items()
         }
         predicted = simulate(program, CostModel(overrides=overrides)).memory.peak_bytes

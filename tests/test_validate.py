@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pipesim.errors import DeadlockError, ScheduleError
 from pipesim.program.build import build_program
 from pipesim.program.ir import B, F, Instruction, Op, Program, Schedule
-from pipesim.program.loader import builtin_names
+from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate
 
@@ -20,13 +20,12 @@ SCHEDULES = builtin_names()
 def configurations(draw):
     """A built-in schedule with a (pp, microbatches, chunks) it accepts."""
     name = draw(st.sampled_from(SCHEDULES))
+    limits = load_schedule(name).limits  # each schedule file declares what it builds
     pp = draw(st.integers(1, 6))
-    chunks = None
-    if name in ("interleaved", "looped-bfs"):
-        chunks = draw(st.integers(1, 3))
-    mb = pp * draw(st.integers(1, 4)) if name in ("interleaved", "looped-bfs") else draw(st.integers(1, 16))
-    if name == "dualpipe-v":
-        mb = max(mb, 2 * pp)
+    chunks = draw(st.sampled_from(limits.chunks) if limits.chunks else st.integers(1, 3))
+    mb = pp * draw(st.integers(1, 4)) if limits.microbatches_multiple_of_pp else draw(st.integers(1, 16))
+    mb = max(mb, limits.min_microbatches_per_pp * pp)
+    assert limits.accepts(pp, mb, chunks)
     return name, pp, mb, chunks
 
 
@@ -158,3 +157,19 @@ def test_grouped_semantics_keep_a_pairs_stream_order():
     with pytest.raises(DeadlockError, match=r"rank 0 waits for RECV_B mb=1 chunk=0 peer=1 to finish before its "
                                             r"next group to rank 1"):
         validate(early, CommSemantics.GROUPED)
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_declared_limits_are_what_build_accepts(name):
+    """A schedule's LIMITS and its build() agree on every small (pp, microbatches, chunks)."""
+    source = load_schedule(name)
+    for pp in range(1, 5):
+        for mb in range(1, 10):
+            for chunks in range(1, 4):
+                accepted = source.limits.accepts(pp, mb, chunks)
+                try:
+                    source.build(pp, mb, chunks)
+                    built = True
+                except ScheduleError:
+                    built = False
+                assert built == accepted, (name, pp, mb, chunks)

@@ -1,7 +1,10 @@
 """Calibration: a cost model taken from a measured (or any) Timeline.
 
 Per stage, each compute op's duration is a 10%-trimmed mean over microbatches and steps; warm-up steps are
-dropped first. Trimmed rather than a median: on a shared machine slow-downs are frequent and one-sided, and
+dropped first. Costs files hold a rank's share of the model (:mod:`pipesim.sim.costs`), so a run with v chunks
+per rank has its per-chunk means multiplied by v, and the file records the pipeline's pp·v stages.
+
+Trimmed rather than a median: on a shared machine slow-downs are frequent and one-sided, and
 a makespan adds durations up, so the typical *sum* (a mean) is what predicts it — the median runs several
 percent fast — while trimming the tails still drops the odd preempted instruction. The P2P latency is the
 median delay from a send's issue to its data being there, over receives whose consumer waited for it (so
@@ -30,10 +33,12 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
     compute = durations[durations["op"].isin(list(_FIELD_OF_OP))]
     if compute.empty:
         raise PipesimError("timeline has no compute instructions (F, B, I, W) to calibrate from")
-    medians = compute.groupby(["stage", "op"])["duration"].agg(trimmed_mean)
+    means = compute.groupby(["stage", "op"])["duration"].agg(trimmed_mean)
+    # A measured chunk is 1/v of its rank's share of the model; costs files hold the rank's share.
+    chunks = int(compute["chunk"].max()) + 1
     per_stage: dict[int, dict[str, float]] = {}
-    for (stage, op), value in medians.items():
-        per_stage.setdefault(int(stage), {})[_FIELD_OF_OP[op]] = float(value)
+    for (stage, op), value in means.items():
+        per_stage.setdefault(int(stage), {})[_FIELD_OF_OP[op]] = chunks * float(value)
     # The most common value of each field becomes the default; stages that differ become overrides.
     default_values = {}
     for field in _FIELD_OF_OP.values():
@@ -52,6 +57,7 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
         p2p_latency=_p2p_latency(frame),
         optimizer_step=trimmed_mean(step_rows["duration"]) if len(step_rows) else 0.0,
         time_unit=time_unit,
+        num_stages=int(compute["stage"].max()) + 1,
     )
 
 

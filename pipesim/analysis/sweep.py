@@ -78,7 +78,7 @@ def simulate_point(point: SweepPoint) -> dict:
     peaks = result.memory.peak_activations
     default: StageCosts = point.costs.default
     return {
-        "schedule": built.source.name, "pp": shape.pp, "microbatches": shape.microbatches, "chunks": shape.chunks,
+        "schedule": built.name, "pp": shape.pp, "microbatches": shape.microbatches, "chunks": shape.chunks,
         "forward": default.forward, "backward": default.backward, "backward_input": default.backward_input,
         "backward_weight": default.backward_weight, "p2p_latency": point.costs.p2p_latency,
         "makespan": metrics.makespan, "ideal": metrics.ideal, "bubble_fraction": metrics.bubble_fraction,

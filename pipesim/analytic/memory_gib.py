@@ -41,7 +41,7 @@ class RankMemory:
     grads: float
     optimizer: float
     activations: float  # simulated peak of stored activations
-    in_flight: float  # simulated peak in microbatch-stages (M_B units)
+    in_flight: float  # simulated peak, in microbatches through one rank's share of the model
     working: float = 0.0  # transient gradients of the layer in backward (backward_working_set)
 
     @property
@@ -57,7 +57,7 @@ class RankMemory:
         gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "working",
                                                  "total")}
         return {"rank": self.rank, "stages": list(self.stages), "params": self.params,
-                "in_flight_microbatch_stages": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
+                "in_flight_microbatches": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def report_text(report: StepReport) -> str:
         f"bubble {report.bubble_fraction:.1%}",
         f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
         f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients; in-flight = peak "
-        f"microbatch-stages)",
+        f"microbatches through a rank's share of the model)",
     ]
     peak = report.memory.peak.rank
     for r in report.memory.ranks:

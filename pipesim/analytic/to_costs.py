@@ -8,9 +8,12 @@ Per stage (its layer count from :mod:`.stage_split`; stage 0 adds the embedding,
   TP collectives (all of them, or with ``async_tp`` what the GEMMs do not hide), the ring-attention P2P of
   context parallelism beyond the attention it overlaps, and ZeRO-3's per-layer gathers beyond the compute
   they overlap. Recomputation runs inside the input backward; ``backward = backward_input + backward_weight``;
-- ``activation = 1`` (one microbatch-stage) and ``activation_bytes`` from :mod:`.activations` (divided by cp),
-  so the simulator's memory profile is in bytes; ``weight_grad_activation`` is the share of linear-layer
-  inputs (what the zero-bubble W pass keeps);
+- values per rank's share of the model, pipesim's one convention (:mod:`pipesim.sim.costs`): a stage is one
+  of the rank's v chunks, so its times and ``activation_bytes`` are multiplied by v and the simulator takes
+  1/v of them back;
+- ``activation = 1`` (one microbatch through a rank's share) and ``activation_bytes`` from
+  :mod:`.activations` (divided by cp), so the simulator's memory profile is in bytes;
+  ``weight_grad_activation`` is the share of linear-layer inputs (what the zero-bubble W pass keeps);
 - ``reduce_grad``: the stage's data-parallel gradient sync; ``optimizer_step``: Adam on the rank with the most
   parameters plus the sharded optimizer's parameter all-gather;
 - ``p2p_bytes`` per tp rank, with the P2P link's latency and bandwidth.
@@ -158,15 +161,18 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
         backward_input += head.backward_input
         backward_weight += head.backward_weight
     kept_for_w = n * linear_input_bytes(model, layout) / layout.cp
+    # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
+    # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
+    v = layout.chunks
     return StageCosts(
-        forward=forward,
-        backward=backward_input + backward_weight,
-        backward_input=backward_input,
-        backward_weight=backward_weight,
-        reduce_grad=_reduce_grad(part.params, layout, chip),
+        forward=v * forward,
+        backward=v * (backward_input + backward_weight),
+        backward_input=v * backward_input,
+        backward_weight=v * backward_weight,
+        reduce_grad=v * _reduce_grad(part.params, layout, chip),
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
-        activation_bytes=part.activation_bytes,
+        activation_bytes=v * part.activation_bytes,
         p2p_bytes=p2p_bytes(model, layout),
     )
 
@@ -185,13 +191,14 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     return reduce
 
 
-def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float]) -> list[StageCosts]:
+def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks: int) -> list[StageCosts]:
     """Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
     tensor is busy until it has arrived, so the transfer joins the forward of the stage below the boundary and
-    the input backward of the stage above it."""
+    the input backward of the stage above it. Stage values are a rank's share (v chunks' worth), so one
+    chunk's transfer is added v times over: the simulator gives the chunk 1/v of it back."""
     result = list(per_stage)
     for s, bandwidth in enumerate(boundaries):
-        wire = per_stage[s].p2p_bytes / bandwidth
+        wire = chunks * per_stage[s].p2p_bytes / bandwidth
         below, above = result[s], result[s + 1]
         result[s] = replace(below, forward=below.forward + wire)
         result[s + 1] = replace(above, backward_input=above.backward_input + wire, backward=above.backward + wire)
@@ -226,7 +233,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             if bandwidth != link:
                 per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
     else:
-        per_stage = _blocking_sends(per_stage, boundaries)
+        per_stage = _blocking_sends(per_stage, boundaries, layout.chunks)
         link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}

@@ -61,6 +61,23 @@ def cost_value(text: str) -> float:
     return _parsed(text, float, in_cost_range, f"0 or a number in [{COST_RANGE[0]:g}, {COST_RANGE[1]:g}]")
 
 
+def number_pair(text: str) -> tuple[float, float]:
+    """``A,B``: two finite numbers, for a figure's size or axis limits."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected two numbers A,B, e.g. 3.5,2.4")
+    finite = [_parsed(part.strip(), float, math.isfinite, "a finite number") for part in parts]
+    return finite[0], finite[1]
+
+
+def positive_pair(text: str) -> tuple[float, float]:
+    """``W,H``: two finite numbers > 0, for a figure's size in inches."""
+    first, second = number_pair(text)
+    if first <= 0 or second <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: both numbers must be > 0, e.g. 3.5,2.4")
+    return first, second
+
+
 def positive_int_list(text: str) -> list[int]:
     """Comma-separated positive integers, e.g. ``2,4,8``; at least one."""
     values = [positive_int(v.strip()) for v in text.split(",") if v.strip()]

@@ -6,12 +6,17 @@ from dataclasses import asdict
 
 from pipesim.program.build import BuiltProgram
 from pipesim.sim.closed_forms import AnalyticBubble
-from pipesim.sim.costs import TimeUnit
+from pipesim.sim.costs import ACTIVATION_UNIT, TimeUnit
 from pipesim.sim.simulator import SimulationResult
 
 
 def _fmt(value: float) -> str:
     return f"{value:.6g}"
+
+
+def _convention(chunks: int) -> str:
+    share = "per microbatch through one rank's share of the model"
+    return share if chunks == 1 else f"{share}; each of the v={chunks} chunks takes 1/{chunks}"
 
 
 def summary_dict(built: BuiltProgram, result: SimulationResult, analytic: AnalyticBubble | None) -> dict:
@@ -20,7 +25,7 @@ def summary_dict(built: BuiltProgram, result: SimulationResult, analytic: Analyt
     memory = result.memory
     return {
         "config": {
-            "schedule": built.source.name,
+            "schedule": built.name,
             "schedule_path": str(built.source.path),
             "pp": shape.pp,
             "microbatches": shape.microbatches,
@@ -33,7 +38,7 @@ def summary_dict(built: BuiltProgram, result: SimulationResult, analytic: Analyt
         "metrics": metrics.to_dict(),
         "analytic": asdict(analytic) if analytic else None,
         "memory": {
-            "unit": "activations of one microbatch of one stage (M_B)",
+            "unit": ACTIVATION_UNIT,
             "peak_activations": list(memory.peak_activations),
             "peak_bytes": list(memory.peak_bytes) if memory.peak_bytes else None,
         },
@@ -54,9 +59,9 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
         + (f", {len(costs.overrides)} stage override(s)" if costs.overrides else "")
     )
     lines = [
-        f"schedule {built.source.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
+        f"schedule {built.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
         f"({shape.placement.value} placement, {shape.num_stages} stages)",
-        f"costs [{unit}]: {cost_text}",
+        f"costs [{unit}]: {cost_text} ({_convention(shape.chunks)})",
         f"makespan {_fmt(m.makespan)} {unit}   ideal {_fmt(m.ideal)} {unit} (busiest rank's compute)",
     ]
     rows = [
@@ -88,5 +93,5 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
         if has_bytes:
             line += f" {memory.peak_bytes[r] / 2**20:>10.1f}"
         lines.append(line)
-    lines.append("peak act: activations held at once, in microbatch-stages (M_B); idle = T − busy")
+    lines.append(f"peak act: activations held at once, in {ACTIVATION_UNIT}; idle = T − busy")
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """The Timeline: one row per executed instruction, shared by predicted and measured runs.
 
-Columns (DESIGN.md, "Timeline schema"): ``rank, stage, chunk, op, microbatch, start, end`` in seconds (or the
+Columns (docs/architecture.md, "Timeline schema"): ``rank, stage, chunk, op, microbatch, start, end`` in seconds (or the
 cost model's time unit), ``source`` (``predicted``/``measured``), ``bytes``; plus ``step`` (optimizer step
 index, 0 for a simulation), ``peer`` (the other rank of a SEND/RECV) and ``seq`` (position of the instruction
 in its rank's program). Integer fields that do not apply (the microbatch of STEP, the peer of F) are -1.

@@ -10,8 +10,10 @@ Import reads the compute actions into a :class:`~pipesim.program.ir.Schedule` (s
 holds each stage; the placement, loop or V, from that mapping) and lowers it with :func:`lower`. When the
 CSV also holds communication (PyTorch's ``compute_comms`` format), each rank's sends, receives and gradient
 reductions must be exactly the ones ``lower()`` derives, or the import fails naming the first difference.
-Their *positions* are not copied: PyTorch posts a receive as soon as the sender has sent (an ``irecv`` it
-waits on later), while a pipesim ``RECV`` is the wait itself, placed before the compute that needs it.
+Their *positions* are not copied: ``lower()`` places them by pipesim's own rules (docs/architecture.md,
+"Communication semantics") — a send right after the compute that produces its tensor, a ``RECV`` that *posts*
+the receive in the sender's order on its link, with the consuming compute waiting for the data — which is
+what PyTorch's runtime does with its ``irecv``s too, but the cell where each lands may differ.
 ``UNSHARD``/``RESHARD`` (FSDP prefetch) are skipped — pipesim models no FSDP; ``OVERLAP_F_B`` runs its
 forward and backward one after the other. Any other kind is an error naming the cell. No torch import.
 """

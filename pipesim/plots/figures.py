@@ -1,4 +1,5 @@
-"""Conventions shared by the scripts in ``experiments/``: their flags (--fast, --out) and saving PDF + PNG.
+"""Conventions shared by the scripts in ``experiments/``: their flags (--fast, --out, --update-docs) and saving
+PDF + PNG.
 
 Every figure is written as vector PDF (for papers) and PNG (for the README), at column width, with the op
 and schedule colours of :mod:`pipesim.plots.gantt` and :mod:`pipesim.plots.sweep_plot`.
@@ -18,11 +19,25 @@ plt.rcParams.update({"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "
                      "xtick.labelsize": 7, "ytick.labelsize": 7, "pdf.fonttype": 42, "svg.fonttype": "none"})
 
 
-def experiment_args(description: str) -> argparse.Namespace:
+DEFAULT_OUT = Path("pipesim-figures")
+# The README's figures live in the checkout; only --update-docs writes there, so running a script leaves
+# `git status` clean.
+DOCS_FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures"
+
+
+def experiment_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--fast", action="store_true", help="tiny sizes: checks the script end to end in seconds")
-    parser.add_argument("--out", type=Path, default=Path("docs/figures"), help="output folder (default docs/figures)")
-    args = parser.parse_args()
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                       help=f"output folder (default ./{DEFAULT_OUT}, created if missing)")
+    where.add_argument("--update-docs", action="store_true",
+                       help="regenerate the README's figures in docs/figures of this checkout")
+    args = parser.parse_args(argv)
+    if args.update_docs:
+        if args.fast:
+            parser.error("--update-docs with --fast would put smoke-test figures into the README; drop --fast")
+        args.out = DOCS_FIGURES
     args.out.mkdir(parents=True, exist_ok=True)
     return args
 

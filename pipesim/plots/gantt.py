@@ -17,11 +17,12 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_with
-from pipesim.sim.costs import TimeUnit
+from pipesim.plots.paths import FIGURE_SUFFIXES, check_figure_path
 
-FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+__all__ = ["FIGURE_SUFFIXES", "check_figure_path", "draw_gantt", "legend_handles", "plot_gantt", "save_figure",
+           "visible_ops"]
+from pipesim.sim.costs import TimeUnit
 
 
 @dataclass(frozen=True)
@@ -44,17 +45,19 @@ DRAWN_OPS = tuple(OP_STYLES)
 CHUNK_HATCH = "\\\\"
 
 
-def check_figure_path(path: str | Path, flag: str = "--plot") -> None:
-    if Path(path).suffix.lower() not in FIGURE_SUFFIXES:
-        raise PipesimError(f"{flag} {path}: unknown figure format; use .png, .pdf or .svg")
+LABEL_FONT_SIZE = 6.5
 
 
 def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: bool = False,
-               label_boxes: bool = True) -> None:
-    """Draw one row per rank (rank 0 on top). ``outline`` draws unfilled boxes (for overlays)."""
+               label_boxes: bool = True, xlim: tuple[float, float] | None = None) -> None:
+    """Draw one row per rank (rank 0 on top). ``outline`` draws unfilled boxes (for overlays); ``xlim``
+    fixes the time axis (several charts on one scale), else it spans the timeline."""
     pp = int(frame["rank"].max()) + 1
     compute = frame[frame["op"].isin(DRAWN_OPS)]
     makespan = float(frame["end"].max() - frame["start"].min()) or 1.0
+    if xlim is None:
+        xlim = (float(frame["start"].min()), float(frame["start"].min()) + makespan)
+    points_per_unit = _points_per_unit(ax, xlim[1] - xlim[0])
     for op, rows in compute.groupby("op"):
         style = OP_STYLES[op]
         bars = [(s, e - s) for s, e in zip(rows["start"], rows["end"], strict=True)]
@@ -70,14 +73,24 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
         if label_boxes and not outline:
             for row in rows.itertuples(index=False):
                 width = row.end - row.start
-                if row.microbatch >= 0 and width / makespan > 0.012:
-                    ax.text(row.start + width / 2, row.rank, str(row.microbatch), ha="center", va="center",
-                            fontsize=7, color=style.text)
+                text = str(row.microbatch)
+                # Only where the digits fit inside the box (≈0.62 em per digit plus a margin): narrow chunk
+                # boxes of V schedules would otherwise print over their neighbours.
+                if row.microbatch >= 0 and width * points_per_unit >= (0.62 * len(text) + 0.5) * LABEL_FONT_SIZE:
+                    ax.text(row.start + width / 2, row.rank, text, ha="center", va="center",
+                            fontsize=LABEL_FONT_SIZE, color=style.text)
     ax.set_ylim(pp - 0.5, -0.5)
     ax.set_yticks(range(pp))
     ax.set_yticklabels([f"rank {r}" for r in range(pp)])
     ax.set_xlabel("time (cost units)" if time_unit == TimeUnit.UNIT else f"time ({time_unit})")
-    ax.set_xlim(frame["start"].min(), frame["start"].min() + makespan)
+    ax.set_xlim(*xlim)
+
+
+def _points_per_unit(ax: Axes, span: float) -> float:
+    """Typographic points per unit of time on ``ax`` when it shows ``span`` (from the figure's layout now)."""
+    fig = ax.get_figure()
+    width_in = ax.get_position().width * fig.get_figwidth()
+    return 72.0 * width_in / (span or 1.0)
 
 
 def legend_handles(ops, *, chunks: bool = False) -> list[Patch]:

@@ -20,6 +20,12 @@ class BuiltProgram:
     schedule: Schedule
     program: Program
 
+    @property
+    def name(self) -> str:
+        """The one name every output shows (simulate, lower, sweeps, figures, the executor): the one the
+        schedule gives itself in ``Schedule.from_orders(name, ...)``; the file it came from is ``source.path``."""
+        return self.program.name
+
 
 DEFAULT_PP, DEFAULT_MICROBATCHES = 4, 8
 

@@ -4,6 +4,8 @@ The contract of a schedule file (see ``schedules/1f1b.py``):
 
 - ``build(pp: int, microbatches: int, chunks: int) -> pipesim.program.ir.Schedule`` — the compute order per rank;
 - optional ``DEFAULT_CHUNKS: int`` (1 when absent);
+- optional ``LIMITS: pipesim.program.limits.ScheduleLimits`` — the chunk counts and microbatch counts it
+  builds (one chunk, any microbatches when absent), which tests and tools read instead of knowing names;
 - optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
   form on uniform costs, printed beside the simulated value.
 
@@ -24,6 +26,7 @@ from types import ModuleType
 
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import Instruction, Schedule
+from pipesim.program.limits import ScheduleLimits
 from pipesim.program.user_code import run_user_code
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import StageCosts
@@ -45,6 +48,10 @@ class ScheduleSource:
     @property
     def default_chunks(self) -> int:
         return int(getattr(self.module, "DEFAULT_CHUNKS", 1))
+
+    @property
+    def limits(self) -> ScheduleLimits:
+        return getattr(self.module, "LIMITS", ScheduleLimits())
 
     @property
     def summary(self) -> str:

@@ -1,6 +1,6 @@
 """Validation: prove a Program complete, correctly ordered and deadlock-free, or name what is wrong.
 
-The rules are the executor's communication semantics (DESIGN.md, "Communication semantics"): each directed
+The rules are the executor's communication semantics (docs/architecture.md, "Communication semantics"): each directed
 link is one FIFO channel, the k-th send on a→b is consumed by the k-th receive on b from a, and both must
 agree on what travels; a receive blocks its rank until its message was sent. A send either returns at once
 (:attr:`CommSemantics.BUFFERED`, the executor's ``isend`` on gloo) or waits until the peer reaches the

@@ -1,4 +1,4 @@
-"""Reference closed forms (DESIGN.md, "Reference results"): what a schedule's bubble should be on uniform costs.
+"""Reference closed forms: what a schedule's bubble should be on uniform costs (docs/architecture.md).
 
 Schedules return one of these from their optional ``analytic_bubble`` hook so the CLI can print the analytic
 value beside the simulated one; tests assert the simulator matches them exactly.

@@ -1,12 +1,21 @@
 """Cost model: how long each instruction takes on each stage, and what each microbatch costs in memory.
 
-Defaults are DESIGN.md's unit costs (F=1, B=2; split backward I=1, W=1; communication 0). Stages can be
-overridden one by one (an embedding on the first stage, the LM head on the last). The same object is read
-from and written to a costs file (JSON or YAML), which calibration and the analytic model also produce.
+One convention for every schedule (the CLI, sweeps, figures and costs files): a stage's ``forward``,
+``backward`` (``I``, ``W``), ``reduce_grad`` and ``activation`` are those of **one microbatch through one
+rank's share of the model**. A schedule with v chunks per rank splits that share into v stages, so each chunk
+takes 1/v of it (:meth:`CostModel.chunk_costs`): with the same F and B, 1F1B and interleaved do the same
+work, and their makespans and peak memories compare directly (Narayanan et al. 2021, §2.2.2, count the
+interleaved schedule's forward per chunk as t_f/v in the same way).
+
+Defaults are unit costs (F=1, B=2; split backward I=1, W=1; communication 0). Stages can be overridden one
+by one (an embedding on the first stage, the LM head on the last). The same object is read from and written
+to a costs file (JSON or YAML), which calibration and the analytic model also produce.
 
 The costs-file schema (every key optional; anything else is refused, naming the key)::
 
     time_unit: unit | s          # 'unit' for abstract costs (default), 's' for seconds
+    convention: "per microbatch through one rank's share of the model; a chunk of v takes 1/v"  # if given
+    num_stages: 4                # pp·v the values were calibrated on (integer ≥ 1), or null
     p2p_latency: 0               # time per P2P transfer
     p2p_bandwidth: null          # bytes per time unit, > 0; null: bytes cost nothing
     optimizer_step: 0            # time of the optimizer step
@@ -59,7 +68,8 @@ class TimeUnit(str, enum.Enum):
 
 @dataclass(frozen=True)
 class StageCosts:
-    """Durations (in the model's time unit) and memory of one stage, per microbatch.
+    """Durations (in the model's time unit) and memory of one stage, per microbatch, as if the stage were a
+    rank's whole share of the model (see the module docstring: a chunk of v takes 1/v of each).
 
     Memory follows Qi et al. 2024 (Zero Bubble): ``F`` stores ``activation`` (M_B); a fused ``B`` frees it
     all; a split backward's ``I`` frees ``activation − weight_grad_activation`` and ``W`` frees the
@@ -71,7 +81,7 @@ class StageCosts:
     backward_input: float = 1.0
     backward_weight: float = 1.0
     reduce_grad: float = 0.0  # DP gradient sync of this stage's weights (0 when dp = 1)
-    activation: float = 1.0  # M_B, in "one microbatch of one stage" units
+    activation: float = 1.0  # M_B, in units of one microbatch through one rank's share of the model
     weight_grad_activation: float = 0.5  # M_W ≤ M_B
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
     p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
@@ -89,9 +99,16 @@ _DURATION_FIELD = {
     Op.REDUCE_GRAD: lambda c: c.reduce_grad,
 }
 _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
+# What a chunk of v holds 1/v of: its compute, its share of the gradient sync and its activations. Bytes per
+# activation unit and the boundary tensor crossing to the next stage do not shrink with v.
+_PER_RANK_SHARE = ("forward", "backward", "backward_input", "backward_weight", "reduce_grad", "activation",
+                   "weight_grad_activation")
+ACTIVATION_UNIT = "microbatches through one rank's share of the model"
+COST_CONVENTION = "per microbatch through one rank's share of the model; a chunk of v takes 1/v"
 # None allowed: memory is reported in activation units only; the boundary uses the model's p2p_bandwidth.
 _OPTIONAL_FIELDS = {"activation_bytes", "p2p_bandwidth"}
-_TOP_KEYS = ("time_unit", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default", "stages")
+_TOP_KEYS = ("time_unit", "convention", "num_stages", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default",
+             "stages")
 TIME_UNITS = tuple(unit.value for unit in TimeUnit)
 # Every duration, byte count, memory amount and bandwidth of a costs file is 0 or inside this range: wide enough
 # for picoseconds to hours and for bytes up to a petabyte, narrow enough that sums over any Program pipesim can
@@ -113,6 +130,9 @@ class CostModel:
     p2p_bandwidth: float | None = None  # bytes per time unit; None means bytes cost nothing
     optimizer_step: float = 0.0
     time_unit: TimeUnit = TimeUnit.UNIT  # a plain "unit"/"s" string is accepted and converted
+    # pp·v of the pipeline the per-stage values were measured on (calibration), or None when they do not
+    # depend on it; a costs file for 4 stages cannot describe a 2-stage pipeline.
+    num_stages: int | None = None
 
     def __post_init__(self) -> None:
         # A TimeUnit or its value; anything else is refused by TimeUnit.parse with the allowed values.
@@ -120,8 +140,31 @@ class CostModel:
         _check_costs(self)
 
     def stage(self, stage: int) -> StageCosts:
+        """The values of ``stage`` as written (per rank's share of the model)."""
         values = self.overrides.get(stage)
         return replace(self.default, **values) if values else self.default
+
+    def chunk_costs(self, stage: int, chunks: int) -> StageCosts:
+        """What one chunk-stage of a schedule with ``chunks`` chunks per rank costs: 1/v of the rank's share."""
+        costs = self.stage(stage)
+        if chunks == 1:
+            return costs
+        return replace(costs, **{name: getattr(costs, name) / chunks for name in _PER_RANK_SHARE})
+
+    def check_pipeline(self, num_stages: int, source: str = "the cost model") -> None:
+        """Refuse per-stage values that cannot describe a pipeline of ``num_stages`` = pp·v stages."""
+        if self.num_stages is not None and self.num_stages != num_stages:
+            raise PipesimError(
+                f"{source} was calibrated on a pipeline of {self.num_stages} stages (pp·v), but this one has "
+                f"{num_stages}: simulate with --pp and --chunks whose product is {self.num_stages}, or calibrate "
+                f"a run with {num_stages} stages"
+            )
+        beyond = sorted(s for s in self.overrides if s >= num_stages)
+        if beyond:
+            raise PipesimError(
+                f"{source} sets costs for stage {beyond[0]}, but this pipeline has stages 0..{num_stages - 1} "
+                "(pp·v of them): use a pipeline with more stages, or remove that stage from the costs"
+            )
 
     def transfer_time(self, stage: int) -> float:
         """Duration of sending the boundary tensor of ``stage`` (its output, or its input gradient)."""
@@ -153,6 +196,8 @@ class CostModel:
             "p2p_latency": self.p2p_latency,
             "p2p_bandwidth": self.p2p_bandwidth,
             "optimizer_step": self.optimizer_step,
+            "convention": COST_CONVENTION,
+            **({"num_stages": self.num_stages} if self.num_stages is not None else {}),
             "default": asdict(self.default),
             "stages": {str(s): dict(v) for s, v in sorted(self.overrides.items())},
         }
@@ -179,6 +224,10 @@ class CostModel:
         if time_unit not in TIME_UNITS:
             raise PipesimError(f"{source}: time_unit={_short(time_unit)} must be one of {', '.join(TIME_UNITS)} "
                                "('unit' for abstract costs, 's' for seconds)")
+        convention = data.get("convention", COST_CONVENTION)
+        if convention != COST_CONVENTION:
+            raise PipesimError(f"{source}: convention={_short(convention)} is not how pipesim reads costs "
+                               f"({COST_CONVENTION!r}); convert the values, or drop the key if they already are")
         bandwidth = data.get("p2p_bandwidth")
         try:
             model = cls(
@@ -188,6 +237,7 @@ class CostModel:
                 p2p_bandwidth=None if bandwidth is None else _number(bandwidth, source, "p2p_bandwidth"),
                 optimizer_step=_number(data.get("optimizer_step", 0.0), source, "optimizer_step"),
                 time_unit=TimeUnit(time_unit),
+                num_stages=_stage_count(data.get("num_stages"), source),
             )
             _check_costs(model, user_input=True)
         except PipesimError as err:
@@ -287,6 +337,16 @@ def _stage_fields(values: object, source: str, where: str) -> dict[str, float | 
         fields_read[key] = None if value is None and key in _OPTIONAL_FIELDS else _number(value, source,
                                                                                          f"{where}.{key}")
     return fields_read
+
+
+def _stage_count(value: object, source: str) -> int | None:
+    """``num_stages``: null, or the pp·v (an integer ≥ 1) the values were calibrated on."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10**6:
+        raise PipesimError(f"{source}: num_stages={_short(value)} must be the pipeline's pp·v, an integer ≥ 1, "
+                           "or null")
+    return value
 
 
 def _stage_index(key: object, source: str) -> int:

@@ -2,8 +2,9 @@
 
 Zero Bubble's accounting (Qi et al. 2024, §2): ``F`` stores M_B (``StageCosts.activation``) when it starts; a
 fused ``B`` frees M_B when it ends; a split backward's ``I`` frees ``M_B − M_W`` and ``W`` frees the M_W it
-kept. Units are "one microbatch's activations of one stage"; bytes follow when the cost model gives
-``activation_bytes`` per unit.
+kept. The unit is one microbatch through one rank's share of the model (``costs.ACTIVATION_UNIT``), for every
+schedule: a chunk of v holds 1/v of it, so 1F1B and ZB-V peaks compare directly. Bytes follow when the cost
+model gives ``activation_bytes`` per unit.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from pipesim.sim.costs import CostModel
 class MemoryProfile:
     """Peak activations per rank and the step function of held activations over time."""
 
-    peak_activations: tuple[float, ...]  # in units
+    peak_activations: tuple[float, ...]  # in microbatches through one rank's share of the model
     peak_bytes: tuple[float, ...] | None  # when every stage's activation_bytes is known
     curve: pd.DataFrame  # rank, time, activations, bytes (value after the event at that time)
 
 
 def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end: np.ndarray) -> MemoryProfile:
-    num_stages = table.program.shape.num_stages
-    stage_costs = [costs.stage(s) for s in range(num_stages)]
+    shape = table.program.shape
+    stage_costs = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
     known_bytes = all(c.activation_bytes is not None for c in stage_costs)
     f, b, i, w = (OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W))
     rows = np.flatnonzero(np.isin(table.op, COMPUTE_CODES))

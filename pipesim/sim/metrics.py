@@ -1,4 +1,4 @@
-"""Step metrics from a timeline's start/end columns, each named by its convention (DESIGN.md, "Metrics").
+"""Step metrics from a timeline's start/end columns, each named by its convention (docs/architecture.md).
 
 With ``busy_r`` the compute time (F, B, I, W) of rank r and ``T`` the makespan:
 

@@ -1,6 +1,6 @@
 """The simulator: a Program (for one or several training steps) under a cost model → the timeline.
 
-Semantics (the executor's, DESIGN.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
+Semantics (the executor's, docs/architecture.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
 asynchronous — its transfer holds the directed link for ``p2p_latency + bytes/bandwidth`` and transfers on one
 link serialize in the order they were issued; a receive posts the transfer, and the compute that consumes it
 waits until the data has arrived. A RECV row spans from its post to the data's arrival.
@@ -130,11 +130,13 @@ class SimulationResult:
 
 
 def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
-    """Duration of every row: compute and REDUCE_GRAD from the stage, STEP constant, SEND the transfer."""
-    num_stages = table.program.shape.num_stages
+    """Duration of every row: compute and REDUCE_GRAD from the stage (1/v of the rank's share with v chunks),
+    STEP constant, SEND the transfer."""
+    shape = table.program.shape
+    num_stages = shape.num_stages
     per_stage = np.zeros((num_stages, len(OP_ORDER)))
     for stage in range(num_stages):
-        stage_costs = costs.stage(stage)
+        stage_costs = costs.chunk_costs(stage, shape.chunks)  # a chunk of v takes 1/v of the rank's share
         for op in (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD):
             per_stage[stage, OP_CODE[op]] = stage_costs.duration(op)
     durations = np.zeros(table.num_rows)
@@ -173,6 +175,7 @@ def simulate(
     raises :class:`DeadlockError` naming the cycle of waits.
     """
     costs = costs or CostModel()
+    costs.check_pipeline(program.shape.num_stages)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise PipesimError(f"steps={steps!r} must be a positive integer")
     engine = Engine(engine)

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from pipesim.cli.arg_types import non_negative_int, output_file
-from pipesim.plots.gantt import FIGURE_SUFFIXES
+from pipesim.plots.paths import FIGURE_SUFFIXES
 
 NAME = "overlay"
 

@@ -12,7 +12,7 @@ from pipesim.cli.report import summary_dict, summary_text
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_model_from_args
 from pipesim.errors import PipesimError
 from pipesim.io.timeline import TimelineFormat
-from pipesim.plots.gantt import FIGURE_SUFFIXES
+from pipesim.plots.paths import FIGURE_SUFFIXES
 
 NAME = "simulate"
 
@@ -38,21 +38,13 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     # Output paths were checked as the flags were parsed: nothing below can fail on them half-way.
     from pipesim.io.timeline import write_timeline
-    from pipesim.plots.gantt import plot_gantt
     from pipesim.plots.terminal import render
     from pipesim.program.build import build_program
     from pipesim.sim.simulator import simulate
 
     built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None)  # the run proves progress
     setup = model_setup_from_args(args, built.program.shape)
-    costs = setup.costs if setup else cost_model_from_args(args)
-    num_stages = built.program.shape.num_stages
-    bad = [s for s in costs.overrides if s >= num_stages]
-    if bad:
-        origin = "--stage-cost" if args.stage_cost else f"costs file {args.costs}"
-        raise PipesimError(f"{origin} overrides stage {bad[0]}, but this pipeline has stages 0..{num_stages - 1} "
-                           f"(pp·chunks = {num_stages}); simulate the pipeline the costs were made for, or drop "
-                           "that stage")
+    costs = setup.costs if setup else cost_model_from_args(args, built.program.shape.num_stages)
     result = simulate(built.program, costs, check=False)
     if not (math.isfinite(result.metrics.makespan) and math.isfinite(result.metrics.ideal)):
         raise PipesimError("the costs overflow: the makespan is not a finite number; use smaller costs")
@@ -65,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         write_timeline(result.timeline, args.trace, flag="--trace")
         written.append(("trace", args.trace))
-    title = f"{built.source.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
+    if args.plot:
+        from pipesim.plots.gantt import plot_gantt  # matplotlib only when a figure is drawn
+    title = f"{built.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
     for path in args.plot:
         plot_gantt(result.timeline, path, title=title, time_unit=costs.time_unit)
         written.append(("plot", path))

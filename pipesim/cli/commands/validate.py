@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics, p2p)
         program = built.program
-        what = f"schedule {built.source.name}"
+        what = f"schedule {built.name}"
     if p2p is P2PLowering.GROUPED:
         what += " (grouped lowering)"
     shape = program.shape
