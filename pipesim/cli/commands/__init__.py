@@ -10,6 +10,7 @@ from pipesim.cli.commands import (
     lower,
     models,
     overlay,
+    plan,
     plot,
     schedules,
     simulate,
@@ -18,4 +19,5 @@ from pipesim.cli.commands import (
     validate,
 )
 
-COMMANDS = (simulate, validate, lower, schedules, models, chips, export, topology, sweep, plot, calibrate, overlay)
+COMMANDS = (simulate, validate, lower, schedules, models, chips, export, topology, sweep, plot, calibrate, overlay,
+            plan)

@@ -13,6 +13,7 @@ from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_model
 from pipesim.errors import PipesimError
 from pipesim.io.timeline import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
+from pipesim.sim.simulator import Engine, simulate
 
 NAME = "simulate"
 
@@ -25,6 +26,9 @@ def register(sub) -> None:
     add_cost_args(sim)
     add_model_args(sim)
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
+    sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
+                     help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
+                     "reference; both give the same timeline. auto (default): graph for large programs")
     sim.add_argument("--timeline", metavar="FILE", type=output_file(*(f.value for f in TimelineFormat),
                                                                     what="timeline"),
                      help="write the timeline (.csv or .parquet, or .json for a Chrome trace; times in cost units)")
@@ -40,12 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from pipesim.io.timeline import write_timeline
     from pipesim.plots.terminal import render
     from pipesim.program.build import build_program
-    from pipesim.sim.simulator import simulate
 
     built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None)  # the run proves progress
     setup = model_setup_from_args(args, built.program.shape)
     costs = setup.costs if setup else cost_model_from_args(args, built.program.shape.num_stages)
-    result = simulate(built.program, costs, check=False)
+    result = simulate(built.program, costs, check=False, engine=Engine(args.engine))
     if not (math.isfinite(result.metrics.makespan) and math.isfinite(result.metrics.ideal)):
         raise PipesimError("the costs overflow: the makespan is not a finite number; use smaller costs")
     shape = built.program.shape
