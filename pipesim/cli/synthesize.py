@@ -72,7 +72,7 @@ def add_synthesize_command(sub, add_schedule_args, add_cost_args, add_model_args
 
 def cmd_synthesize(args: argparse.Namespace) -> int:
     from pipesim.cli.analytic_args import model_setup_from_args
-    from pipesim.cli.main import cost_model_from_args
+    from pipesim.cli.shared_args import cost_model_from_args
     from pipesim.io.atomic import check_output_path, write_text_atomic
     from pipesim.io.torch_csv import export_rows, rows_to_text
     from pipesim.program.lowering import lower
