@@ -53,7 +53,7 @@ class SynthesisProblem:
 
     @classmethod
     def from_costs(cls, shape: PipelineShape, costs: CostModel, memory_limit: float | None) -> SynthesisProblem:
-        stages = [costs.stage(s) for s in range(shape.num_stages)]
+        stages = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]  # a chunk: 1/v of a rank
         if memory_limit is not None and memory_limit <= 0:
             raise PipesimError(f"--memory-limit {memory_limit} must be positive")
         return cls(
