@@ -138,8 +138,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         TimelineFormat.of(args.timeline)
     if args.trace and Path(args.trace).suffix.lower() != ".json":
         raise PipesimError(f"--trace {args.trace}: Chrome traces are JSON; use a .json file name")
-    if args.plot:
-        check_figure_path(args.plot)
+    plots = args.plot or []
+    for plot in plots:
+        check_figure_path(plot)
     built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None)  # the run proves progress
     setup = model_setup_from_args(args, built.program.shape)
     costs = setup.costs if setup else _cost_model(args, built.program.shape.num_stages)
@@ -150,11 +151,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         write_timeline(result.timeline, args.timeline)
     if args.trace:
         write_timeline(result.timeline, args.trace, flag="--trace")
-    if args.plot:
+    if plots:
         from pipesim.plots.gantt import plot_gantt  # matplotlib only when a figure is drawn
 
         title = f"{built.name}: pp={shape.pp}, m={shape.microbatches}, v={shape.chunks}"
-        plot_gantt(result.timeline, args.plot, title=title, time_unit=costs.time_unit)
+        for plot in plots:
+            plot_gantt(result.timeline, plot, title=title, time_unit=costs.time_unit)
     if args.json:
         data = summary_dict(built, result, analytic)
         if setup:
@@ -167,7 +169,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(drawing)
     if setup:
         print(model_report_text(setup, result))
-    for flag, path in (("timeline", args.timeline), ("trace", args.trace), ("plot", args.plot)):
+    for flag, path in (("timeline", args.timeline), ("trace", args.trace), *(("plot", p) for p in plots)):
         if path:
             print(f"wrote {flag} {path}")
     return 0
@@ -333,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--timeline", metavar="FILE", help="write the timeline (.csv or .parquet; times in cost units)")
     sim.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (Perfetto; 1 cost unit = 1 s)")
-    sim.add_argument("--plot", metavar="FILE", help="write a Gantt chart (.png, .pdf or .svg)")
+    sim.add_argument("--plot", metavar="FILE", action="append",
+                     help="write a Gantt chart (.png, .pdf or .svg); repeat for several files, e.g. a PDF and a PNG")
     sim.set_defaults(func=cmd_simulate)
 
     val = sub.add_parser("validate", help="check a schedule or program text: complete, ordered, deadlock-free",
