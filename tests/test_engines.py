@@ -187,3 +187,14 @@ def test_memory_of_several_steps_returns_to_zero(program_of):
 def test_bad_step_count_is_refused(program_of, steps):
     with pytest.raises(Exception, match="steps="):
         simulate(program_of("1f1b", 2, 2), steps=steps)
+
+
+def test_cli_engines_print_the_same_summary(capsys):
+    from pipesim.cli.main import main
+
+    outputs = []
+    for engine in ("graph", "simpy", "auto"):
+        assert main(["simulate", "-s", "zb-v", "--pp", "4", "--mb", "8", "--comm", "0.3", "--engine", engine,
+                     "--json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] == outputs[2]

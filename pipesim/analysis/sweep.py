@@ -190,18 +190,26 @@ def _on_processes(points: list[SweepPoint], workers: int) -> Iterator[tuple[int,
         pool.join()
 
 
-def _on_dask(points: list[SweepPoint], address: str) -> Iterator[tuple[int, list]]:
+def connect_dask(address: str):
+    """A ``dask.distributed.Client`` on the scheduler at ``address``, or one line saying why not (also used by
+    ``pipesim plan --cluster``)."""
     try:
-        from dask.distributed import Client, as_completed
+        from dask.distributed import Client
     except ImportError:  # pragma: no cover - a dependency, but a stripped install says what to add
         raise PipesimError("--cluster needs dask.distributed: pip install 'dask[distributed]'") from None
     try:
-        client = Client(address, timeout="10s")
+        return Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError) as err:
         raise PipesimError(
             f"--cluster {address}: cannot reach a Dask scheduler there ({type(err).__name__}: {err}); start one "
             "with 'dask scheduler' and workers with 'dask worker ADDRESS'"
         ) from None
+
+
+def _on_dask(points: list[SweepPoint], address: str) -> Iterator[tuple[int, list]]:
+    from dask.distributed import as_completed
+
+    client = connect_dask(address)
     futures = []
     try:
         workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))

@@ -23,6 +23,7 @@ from pipesim.cli.analytic_args import (
     model_setup_from_args,
 )
 from pipesim.cli.arg_types import non_negative_float, positive_int
+from pipesim.cli.plan import add_plan_command
 from pipesim.cli.report import summary_dict, summary_text
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_or_print
@@ -36,7 +37,7 @@ from pipesim.program.ir import Program
 from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.validate import CommSemantics, validate
 from pipesim.sim.costs import CostModel
-from pipesim.sim.simulator import simulate
+from pipesim.sim.simulator import Engine, simulate
 from pipesim.topology import Topology
 
 EXIT_USAGE = 2
@@ -144,7 +145,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics=None)  # the run proves progress
     setup = model_setup_from_args(args, built.program.shape)
     costs = setup.costs if setup else _cost_model(args, built.program.shape.num_stages)
-    result = simulate(built.program, costs, check=False)
+    result = simulate(built.program, costs, check=False, engine=Engine(args.engine))
     shape = built.program.shape
     analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, costs.default)
     if args.timeline:
@@ -333,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cost_args(sim)
     add_model_args(sim)
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
+    sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
+                     help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
+                     "reference; both give the same timeline. auto (default): graph for large programs")
     sim.add_argument("--timeline", metavar="FILE", help="write the timeline (.csv or .parquet; times in cost units)")
     sim.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (Perfetto; 1 cost unit = 1 s)")
     sim.add_argument("--plot", metavar="FILE", action="append",
@@ -431,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     ovl.add_argument("--json", action="store_true", help="print the errors as JSON")
     ovl.add_argument("--output", "-o", metavar="FILE", help="figure (.png, .pdf or .svg)")
     ovl.set_defaults(func=cmd_overlay)
+
+    add_plan_command(sub)
     return parser
 
 

@@ -44,6 +44,8 @@ from pipesim.program.ir import (
 from pipesim.program.table import ranks_of, stages_of
 
 _F, _B, _I, _W = (OP_CODE[o] for o in (Op.F, Op.B, Op.I, Op.W))
+_SEND_F, _SEND_B, _RECV_F, _RECV_B = (OP_CODE[o] for o in (Op.SEND_F, Op.SEND_B, Op.RECV_F, Op.RECV_B))
+_GRADIENT, _ACTIVATION = int(Payload.GRADIENT), int(Payload.ACTIVATION)  # plain ints for numpy
 _WEIGHT_GRAD_CODES = np.array([OP_CODE[o] for o in WEIGHT_GRAD_OPS])
 
 
@@ -67,11 +69,16 @@ def _compute_columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
     n = sum(lengths)
     rank = np.repeat(np.arange(len(orders), dtype=np.int64), lengths)
     flat = list(chain.from_iterable(orders))
-    try:  # C-level iteration; a None or non-integer field falls back to the careful path below
-        op = np.fromiter(map(OP_CODE.__getitem__, map(attrgetter("op"), flat)), dtype=np.int64, count=n)
-        mb = np.fromiter(map(attrgetter("mb"), flat), dtype=np.int64, count=n)
-        chunk = np.fromiter(map(attrgetter("chunk"), flat), dtype=np.int64, count=n)
-    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
+    # Schedules repeat a few distinct (interned) Instructions many times: read the fields of each distinct
+    # object once and spread them by identity, instead of three attribute reads per instruction.
+    ids = np.fromiter(map(id, flat), dtype=np.int64, count=n)
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    distinct = [flat[i] for i in first.tolist()]
+    try:
+        op = np.fromiter(map(OP_CODE.__getitem__, map(attrgetter("op"), distinct)), np.int64, len(distinct))[inverse]
+        mb = np.fromiter(map(attrgetter("mb"), distinct), dtype=np.int64, count=len(distinct))[inverse]
+        chunk = np.fromiter(map(attrgetter("chunk"), distinct), dtype=np.int64, count=len(distinct))[inverse]
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):  # None fields, not Instructions
         columns = ProgramColumns.of_instructions(orders)
         op, mb, chunk = columns.op, columns.microbatch, columns.chunk
     return rank, op, mb, chunk
@@ -155,7 +162,26 @@ def _lower_columns(shape: PipelineShape, rank, op, mb, chunk) -> ProgramColumns:
     out_chunk[step_rows] = -1
 
     columns = ProgramColumns(out_op, out_mb, out_chunk, out_peer, lengths)
+    if _received_in_send_order(pp, rank, mb, stage, is_bwd, has_recv, recv_peer, has_send, send_peer):
+        return columns  # every link is received in its send order (1F1B, interleaved, ...): nothing moves
     return _post_receives_in_send_order(shape, columns)
+
+
+def _received_in_send_order(pp, rank, mb, stage, is_bwd, has_recv, recv_peer, has_send, send_peer) -> bool:
+    """Whether every link's receivers consume its messages in the order its sender sends them, judged on the
+    compute instructions (each sends and receives at most one message, in program order)."""
+    if has_recv.sum() != has_send.sum():
+        return False
+    recv_link = (recv_peer * pp + rank)[has_recv]
+    send_link = (rank * pp + send_peer)[has_send]
+    r_order = np.argsort(recv_link, kind="stable")
+    s_order = np.argsort(send_link, kind="stable")
+    if not np.array_equal(recv_link[r_order], send_link[s_order]):
+        return False
+    payload = is_bwd.astype(np.int64)
+    recv_stage = np.where(is_bwd, stage + 1, stage - 1)  # the stage the received tensor leaves
+    return all(np.array_equal(column[has_recv][r_order], sent[has_send][s_order])
+               for column, sent in ((payload, payload), (mb, mb), (recv_stage, stage)))
 
 
 def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) -> ProgramColumns:
@@ -166,25 +192,29 @@ def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) 
     with the sends are left alone for the validator to report. Receives moved before the same instruction
     keep the order (link, message), links numbered as ranks and their chunks first meet them.
     """
-    op, mb, chunk, peer = columns.op, columns.microbatch, columns.chunk, columns.peer
+    op, mb_all, chunk_all, peer_all = columns.op, columns.microbatch, columns.chunk, columns.peer
     pp = shape.pp
     n = len(op)
-    rank = np.repeat(np.arange(pp, dtype=np.int64), columns.rank_lengths)
+    rank_all = np.repeat(np.arange(pp, dtype=np.int64), columns.rank_lengths)
     seq = np.arange(n) - np.repeat(np.cumsum(columns.rank_lengths) - columns.rank_lengths, columns.rank_lengths)
-    is_send = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.SEND_B])
-    is_recv = (op == OP_CODE[Op.RECV_F]) | (op == OP_CODE[Op.RECV_B])
-    if not is_recv.any():
+    # Work on the communication rows only; `rows` maps them back.
+    is_send_all = (op == _SEND_F) | (op == _SEND_B)
+    is_recv_all = (op == _RECV_F) | (op == _RECV_B)
+    if not is_recv_all.any():
         return columns
+    rows = np.flatnonzero(is_send_all | is_recv_all)
+    comm_op, rank, mb, chunk, peer = op[rows], rank_all[rows], mb_all[rows], chunk_all[rows], peer_all[rows]
+    is_send = is_send_all[rows]
     stage = stages_of(shape, rank, chunk)
-    payload = np.where((op == OP_CODE[Op.SEND_B]) | (op == OP_CODE[Op.RECV_B]), Payload.GRADIENT, Payload.ACTIVATION)
+    payload = np.where((comm_op == _SEND_B) | (comm_op == _RECV_B), _GRADIENT, _ACTIVATION)
     label_stage = np.where(is_send, stage, leaving_stage(payload, stage))
     sender = np.where(is_send, rank, peer)
     receiver = np.where(is_send, peer, rank)
     link_key = sender * pp + receiver
     link_number = _link_numbering(shape)
 
-    send_rows = np.flatnonzero(is_send)
-    recv_rows = np.flatnonzero(is_recv)
+    send_rows = np.flatnonzero(is_send)  # positions among the communication rows
+    recv_rows = np.flatnonzero(~is_send)
     send_rows = send_rows[np.argsort(link_key[send_rows], kind="stable")]
     recv_rows = recv_rows[np.argsort(link_key[recv_rows], kind="stable")]
     send_keys, send_starts = np.unique(link_key[send_rows], return_index=True)
@@ -213,9 +243,9 @@ def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) 
         # The receive of the k-th sent message (each receive sits right before its consumer so far).
         recv_of_message = np.empty(len(s_rows), dtype=np.int64)
         recv_of_message[s_order] = r_rows[r_order]
-        where = seq[recv_of_message]
+        where = seq[rows[recv_of_message]]
         target = np.minimum.accumulate(where[::-1])[::-1]
-        moved_rows.append(recv_of_message)
+        moved_rows.append(rows[recv_of_message])
         targets.append(target)
         links.append(np.full(len(target), link_number[key]))
         ks.append(np.arange(len(target)))
@@ -231,8 +261,8 @@ def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) 
     after_moved[moved] = 0
     link_sort[moved] = np.concatenate(links)
     k_sort[moved] = np.concatenate(ks)
-    order = np.lexsort((k_sort, link_sort, after_moved, position, rank))
-    return ProgramColumns(op[order], mb[order], chunk[order], peer[order], columns.rank_lengths)
+    order = np.lexsort((k_sort, link_sort, after_moved, position, rank_all))
+    return ProgramColumns(op[order], mb_all[order], chunk_all[order], peer_all[order], columns.rank_lengths)
 
 
 def _link_numbering(shape: PipelineShape) -> dict[int, int]:

@@ -157,13 +157,22 @@ def _build_table(program: Program) -> ProgramTable:
     message = np.full(num_rows, -1, dtype=np.int64)
     num_links = 0
     if comm.any():
-        keys, dense = np.unique(link_key[comm], return_inverse=True)
-        num_links = len(keys)
+        comm_keys = link_key[comm]
+        if comm_keys.min() >= 0 and comm_keys.max() < pp * pp:  # links numbered densely, in key order
+            used = np.zeros(pp * pp, dtype=bool)
+            used[comm_keys] = True
+            dense = (np.cumsum(used) - 1)[comm_keys]
+            num_links = int(used.sum())
+        else:  # a peer out of range: the validator reports it; number what is there
+            keys, dense = np.unique(comm_keys, return_inverse=True)
+            num_links = len(keys)
         link[comm] = dense
-        group = link[comm] * 2 + is_send[comm]  # sends and receives of a link are counted separately
-        order = np.argsort(group, kind="stable")
-        sorted_group = group[order]
-        first = np.searchsorted(sorted_group, sorted_group, side="left")
+        group = dense * 2 + is_send[comm]  # sends and receives of a link are counted separately
+        # Small integer types make numpy's stable sort a radix sort: linear in the rows.
+        narrow = np.int16 if 2 * num_links < np.iinfo(np.int16).max else np.int32
+        order = np.argsort(group.astype(narrow), kind="stable")
+        counts = np.bincount(group, minlength=2 * num_links)
+        first = np.repeat(np.cumsum(counts) - counts, counts)  # where each group starts in sorted order
         position = np.empty_like(order)
         position[order] = np.arange(len(order)) - first
         message[comm] = position
@@ -186,18 +195,27 @@ def _input_receives(op: np.ndarray, rank: np.ndarray, microbatch: np.ndarray, ch
     """Match each F to its rank's RECV_F of the same (mb, chunk), each B/I to its RECV_B (first one wins)."""
     rows = np.arange(len(op))
     gradient = (op == OP_CODE[Op.RECV_B]) | (op == OP_CODE[Op.B]) | (op == OP_CODE[Op.I])
-    key = ((rank * 2 + gradient) * (microbatch.max(initial=0) + 2) + microbatch + 1) * (chunk.max(initial=0) + 2) + (
-        chunk + 1)
+    mb_span, chunk_span = microbatch.max(initial=0) + 2, chunk.max(initial=0) + 2
+    key = ((rank * 2 + gradient) * mb_span + microbatch + 1) * chunk_span + (chunk + 1)
     is_recv = (op == OP_CODE[Op.RECV_F]) | (op == OP_CODE[Op.RECV_B])
     consumes = (op == OP_CODE[Op.F]) | (op == OP_CODE[Op.B]) | (op == OP_CODE[Op.I])
     result = np.full(len(op), -1, dtype=np.int64)
     if not is_recv.any():
         return result
-    recv_keys, first = np.unique(key[is_recv], return_index=True)
-    recv_rows = rows[is_recv][first]
-    index = np.minimum(np.searchsorted(recv_keys, key[consumes]), len(recv_keys) - 1)
-    found = recv_keys[index] == key[consumes]
-    result[rows[consumes][found]] = recv_rows[index[found]]
+    recv_rows = rows[is_recv]
+    recv_keys = key[is_recv]
+    space = int(key.max()) + 1
+    if key.min() >= 0 and space <= 4 * len(op) + 1024 and np.bincount(recv_keys, minlength=space).max() == 1:
+        # Dense: one slot per (rank, kind, mb, chunk), each received once (as in every valid program).
+        slot = np.full(space, -1, dtype=np.int64)
+        slot[recv_keys] = recv_rows
+        result[consumes] = slot[key[consumes]]
+        return result
+    unique_keys, first = np.unique(recv_keys, return_index=True)  # sparse keys (out-of-range fields)
+    first_rows = recv_rows[first]
+    index = np.minimum(np.searchsorted(unique_keys, key[consumes]), len(unique_keys) - 1)
+    found = unique_keys[index] == key[consumes]
+    result[rows[consumes][found]] = first_rows[index[found]]
     return result
 
 

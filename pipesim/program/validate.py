@@ -231,7 +231,11 @@ class _Checker:
         grid_rank, grid_chunk, grid_mb = (g.ravel() for g in np.meshgrid(
             np.arange(pp), np.arange(shape.chunks), np.arange(m), indexing="ij"))
         grid_stage = stages_of(shape, grid_rank, grid_chunk)
+        present = backward_kind[compute]
         for what, name in ((_F, "F"), (_B, "B (or I)")):
+            # Keys are unique and in range (checked above), so a full count means nothing is missing.
+            if np.count_nonzero(present == what) == len(grid_rank):
+                continue
             missing = np.flatnonzero(~np.isin(key(what, grid_mb, grid_stage, grid_rank), compute_keys))
             if len(missing):
                 i = missing[0]
@@ -239,11 +243,11 @@ class _Checker:
                     f"rank {grid_rank[i]} never runs {name} mb={grid_mb[i]} chunk={grid_chunk[i]} (stage "
                     f"{grid_stage[i]}); every microbatch must pass every stage once, forward and backward"
                 )
-        split = set(compute_keys[op[compute] == _I].tolist())
-        done_w = {k - (_W - _B) * m * (s_count + 2) for k in compute_keys[op[compute] == _W].tolist()}
-        missing_w = split - done_w
-        if missing_w:
-            row = rows[compute][np.flatnonzero(compute_keys == min(missing_w))[0]]
+        split = compute_keys[op[compute] == _I]
+        done_w = compute_keys[op[compute] == _W] - (_W - _B) * m * (s_count + 2)  # as the key of its I
+        missing_w = split[~np.isin(split, done_w)] if len(split) else split
+        if len(missing_w):
+            row = rows[compute][np.flatnonzero(compute_keys == missing_w.min())[0]]
             raise ScheduleError(f"{self.ins(row)} has no W: its weight gradient is never computed")
 
     def _missing_input(self, row: int, kind: int, needed_stage: int, recv: str) -> str:

@@ -1,0 +1,74 @@
+"""When nothing fits: the smallest change that would make something fit, in one line.
+
+Three levers, each checked by the same exact memory the search uses (schedules built, nothing simulated):
+a higher cap (the least memory any candidate needs), recomputation (if the search was told to leave it out),
+and more GPUs (the smallest power-of-two multiple of the GPU count, up to 16×, whose split fits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipesim.analytic.layout import Recompute
+from pipesim.errors import PipesimError
+from pipesim.plan.bounds import lower_bounds
+from pipesim.plan.evaluate import peak_memory, prepare
+from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
+
+
+def least_memory(request: PlanRequest) -> tuple[float, Candidate] | None:
+    """The smallest exact peak GiB over every candidate, and which; None if no schedule accepts any shape.
+
+    Candidates are visited by increasing memory bound and the walk stops once the bound exceeds the best
+    exact peak found: the bound never exceeds the exact value, so nothing later can need less.
+    """
+    try:
+        candidates = list(enumerate_candidates(request))
+    except PipesimError:
+        return None
+    bounded = []
+    for c in candidates:
+        try:
+            bounded.append((lower_bounds(request, c).memory_gib, c))
+        except PipesimError:
+            continue
+    bounded.sort(key=lambda bc: (bc[0], bc[1].key()))
+    best: tuple[float, Candidate] | None = None
+    for bound, c in bounded:
+        if best is not None and bound >= best[0]:
+            break
+        model, layout = request.model_of(c), request.layout_of(c)
+        try:
+            peak, _ = peak_memory(model, request.chip, layout, prepare(model, request.chip, layout, c.schedule))
+        except PipesimError:
+            continue
+        if best is None or peak < best[0]:
+            best = (peak, c)
+    return best
+
+
+def nothing_fits_message(request: PlanRequest) -> str:
+    cap = request.cap_gib
+    parts = []
+    least = least_memory(request)
+    if least is not None:
+        peak, c = least
+        parts.append(f"the leanest configuration ({c.label()}) needs {peak:.1f} GiB: raise --memory-cap to "
+                     f"{_round_up(peak)}")
+    if Recompute.FULL not in request.recompute:
+        with_full = least_memory(replace(request, recompute=(*request.recompute, Recompute.FULL)))
+        if with_full is not None and with_full[0] <= cap:
+            parts.append("allow --recompute full")
+    for factor in (2, 4, 8, 16):
+        more = replace(request, gpus=request.gpus * factor)
+        found = least_memory(more)
+        if found is not None and found[0] <= cap:
+            parts.append(f"use --gpus {more.gpus}")
+            break
+    fixes = "; or ".join(parts) if parts else "no change of cap, recomputation or GPU count up to 16× helps"
+    return (f"no configuration of {request.model.name} on {request.gpus}× {request.chip.name} fits in {cap:g} GiB "
+            f"per GPU: {fixes}")
+
+
+def _round_up(gib: float) -> str:
+    return f"{int(gib) + 1}"

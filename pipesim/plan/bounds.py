@@ -1,0 +1,61 @@
+"""Cheap lower bounds on a configuration's step time and peak memory, computed without building its schedule.
+
+Time: no schedule finishes before its busiest rank has done its own work, and rank ``r`` cannot start before
+the first microbatch has gone forward through stages ``0…r−1`` (both placements put stage ``r`` first on
+rank ``r``) and crossed their boundaries. So ``T ≥ max_r (Σ_{s<r} (F_s + transfer_s) + busy_r)`` with
+``busy_r = m · Σ_{stages of r} (F + B) + Σ REDUCE_GRAD + STEP`` — the busy-rank bound of Narayanan et al. 2021
+§2.2 with the unavoidable warm-up of the first microbatch added — plus the global barrier before the
+optimizer, for schedules run with a synchronized step boundary (:mod:`pipesim.analytic.steady_state`). With
+post-validation (the zero-bubble schedules) the next step's warm-up overlaps this step's cool-down, so only
+``T ≥ max_r busy_r`` holds: every step, every rank does its own work one instruction at a time (whatever
+communication the cost model overlaps is already inside the durations).
+
+Memory: the weights, gradients and optimizer state a rank holds, plus at least one microbatch of activations
+of one of its stages (every rank runs a forward and keeps its activations until the backward).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pipesim.analytic.memory_gib import GIB, static_bytes
+from pipesim.analytic.steady_state import StepBoundary, sync_latency
+from pipesim.analytic.to_costs import build_cost_model, rank_params
+from pipesim.plan.evaluate import schedule_traits
+from pipesim.plan.space import Candidate, PlanRequest
+from pipesim.program.ir import PipelineShape
+
+
+@dataclass(frozen=True)
+class Bounds:
+    time_s: float
+    memory_gib: float
+
+
+def bounds_key(candidate: Candidate) -> Candidate:
+    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its traits."""
+    traits = schedule_traits(candidate.schedule, candidate.chunks)
+    return replace(candidate, schedule=f"{traits.placement.value}/{traits.boundary.value}")
+
+
+def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
+    layout, model, chip = request.layout_of(candidate), request.model_of(candidate), request.chip
+    traits = schedule_traits(candidate.schedule, candidate.chunks)
+    shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
+    costs = build_cost_model(model, chip, layout, shape)
+    stages = [costs.stage(s) for s in range(shape.num_stages)]
+    m = candidate.microbatches
+    synchronized = traits.boundary is StepBoundary.SYNC
+    barrier = sync_latency(layout, chip) if synchronized else 0.0  # the all-reduce before the optimizer
+    time = 0.0
+    head = 0.0  # Σ_{s<r} (F_s + transfer_s): when rank r can start at the earliest
+    params = rank_params(model, layout, shape)
+    memory = 0.0
+    for r in range(shape.pp):
+        own = [shape.stage(r, c) for c in range(shape.chunks)]
+        busy = sum(m * (stages[s].forward + stages[s].backward) + stages[s].reduce_grad for s in own)
+        time = max(time, (head if synchronized else 0.0) + busy + barrier + costs.optimizer_step)
+        head += stages[r].forward + costs.transfer_time(r)
+        one_microbatch = min(stages[s].activation * (stages[s].activation_bytes or 0.0) for s in own)
+        memory = max(memory, sum(static_bytes(params[r], layout, model)) + one_microbatch)
+    return Bounds(time, memory / GIB)

@@ -1,0 +1,140 @@
+"""The one narrow interface between the planner and the models: a configuration → what it costs.
+
+:func:`evaluate` takes a model, a chip, a :class:`~pipesim.analytic.layout.Layout` and a schedule name and
+returns the steady-state step time, tokens/s per GPU, MFU, peak GiB and the rank that holds it, and the
+bubble — by building the schedule's real Program, timing it with the analytic cost model (:func:`build_cost_model`) and
+simulating it. Everything the planner knows about costs and memory comes through this module, so the
+cost/memory model and the simulator can change underneath without the search noticing.
+
+:func:`peak_memory` is the adapter that gives a configuration's exact per-rank memory *without* simulating:
+activation memory depends only on each rank's instruction order (F stores, B/I/W free; Qi et al. 2024), never
+on timing, so :func:`pipesim.analytic.memory_gib.memory_report` is handed a result whose times are all zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import Layout
+from pipesim.analytic.memory_gib import GIB, memory_report
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
+from pipesim.analytic.step_report import step_report
+from pipesim.analytic.to_costs import build_cost_model
+from pipesim.program.build import build_program
+from pipesim.program.ir import Placement, Program
+from pipesim.program.table import table_of
+from pipesim.sim.costs import CostModel
+from pipesim.sim.graph_engine import warm_up
+from pipesim.sim.simulator import SimulationResult, durations_of, simulate
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What one configuration costs per training step (the planner's ranking inputs)."""
+
+    step_time: float  # s
+    tokens_per_s_per_gpu: float
+    mfu: float  # model FLOPs utilization (PaLM convention; no recomputation counted)
+    peak_gib: float  # the most memory any GPU needs
+    peak_rank: int  # the pipeline rank that needs it
+    bubble_fraction: float  # 1 − Σ busy / (pp · T)
+
+    def to_dict(self) -> dict:
+        return {"step_time_s": self.step_time, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "mfu": self.mfu,
+                "peak_gib": self.peak_gib, "peak_rank": self.peak_rank, "bubble_fraction": self.bubble_fraction}
+
+
+@dataclass(frozen=True)
+class ScheduleTraits:
+    """What the bounds need to know of a schedule without building it at full size."""
+
+    placement: Placement
+    boundary: StepBoundary  # how it runs steps back to back (as ``pipesim simulate --model`` does)
+
+
+@lru_cache(maxsize=128)
+def schedule_traits(schedule: str, chunks: int) -> ScheduleTraits:
+    """Placement and step boundary, read from a small build (neither depends on pp or microbatches)."""
+    program = build_program(schedule, 2, 4, chunks, semantics=None).program
+    return ScheduleTraits(program.shape.placement, default_boundary(program))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A configuration's Program and CostModel, built once and used by the memory check and the simulation."""
+
+    program: Program
+    costs: CostModel
+
+
+def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Prepared:
+    """Build (statically validate, cached per shape) the schedule and its cost model in seconds."""
+    built = build_program(schedule, layout.pp, layout.microbatches, layout.chunks, semantics=None)
+    shape = built.program.shape
+    return Prepared(built.program, build_cost_model(model, chip, layout, shape))
+
+
+def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:
+    """Exact peak GiB and its pipeline rank, from the instruction order alone (no simulation)."""
+    table = table_of(prepared.program)
+    zeros = np.zeros(table.num_rows)
+    result = SimulationResult(table, prepared.costs, zeros, zeros, zeros)
+    peak = memory_report(model, chip, layout, result).peak
+    return peak.total / GIB, peak.rank
+
+
+# Timelines by (Program, every instruction's duration): configurations that differ only in what does not
+# change a duration (e.g. sequence parallelism's memory, or ZeRO-3's optimizer sharding under a pipeline) get
+# the very same timeline and steady-state period, so they are simulated once. Bounded, oldest dropped first.
+_TIMELINES: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+_TIMELINES_KEPT = 256
+
+
+_ENGINE_WARM: list[bool] = []
+
+
+def warm_engine() -> None:
+    """A search simulates thousands of Programs: load the compiled engine once per process (workers too)."""
+    if not _ENGINE_WARM:
+        warm_up()
+        _ENGINE_WARM.append(True)
+
+
+def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[SimulationResult, float, StepBoundary]:
+    """One step's simulation (timeline, bubble, memory) and the steady-state seconds per step."""
+    warm_engine()
+    program, costs = prepared.program, prepared.costs
+    boundary = default_boundary(program)
+    table = table_of(program)
+    durations = durations_of(table, costs)
+    barrier = sync_latency(layout, chip)
+    key = (program.name, program.shape, boundary, barrier, durations.tobytes())
+    hit = _TIMELINES.get(key)
+    if hit is not None:
+        return SimulationResult(table, costs, hit[0], hit[1], durations), hit[2], boundary
+    # The deadlock proof is the simulation itself; build_program already ran the static checks.
+    result = simulate(program, costs, check=False)
+    period = steady_state_step_time(result, boundary, barrier)
+    if len(_TIMELINES) >= _TIMELINES_KEPT:
+        del _TIMELINES[next(iter(_TIMELINES))]
+    _TIMELINES[key] = (result.start, result.end, period)
+    return result, period, boundary
+
+
+def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
+    # Steps back to back, each schedule with its own boundary, as `pipesim simulate --model` reports.
+    result, period, boundary = _timed(prepared, layout, chip)
+    report = step_report(model, chip, layout, result, period, boundary)
+    peak = report.memory.peak
+    return Evaluation(report.step_time, report.tokens_per_second / layout.world_size, report.mfu, peak.total / GIB,
+                      peak.rank, report.bubble_fraction)
+
+
+def evaluate(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Evaluation:
+    """Simulate one step of ``schedule`` for ``model`` on ``chip`` split as ``layout``."""
+    return evaluate_prepared(model, chip, layout, prepare(model, chip, layout, schedule))

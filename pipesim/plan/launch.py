@@ -1,0 +1,119 @@
+"""Launch lines for a configuration: pipesim's own executor under torchrun, and Megatron-LM's flags.
+
+The executor line reproduces the parallel layout and the schedule exactly (tp, cp, dp, pp, chunks, microbatches,
+sequence parallelism as ``--tp-mode reduce-scatter``) on the executor's GPT block at the model's width, depth,
+heads, sequence and micro-batch size; what the executor does not implement is listed in
+:func:`executor_gaps` rather than silently dropped.
+
+Megatron-LM flags follow its ``megatron/training/arguments.py``: ``--tensor-model-parallel-size``,
+``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (interleaved 1F1B),
+``--context-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer`` (ZeRO-1),
+``--recompute-granularity`` (with ``--recompute-method uniform --recompute-num-layers 1`` for full
+recomputation, Korthikanti et al. 2023 §5), ``--fp8-format hybrid`` (Transformer Engine). Megatron-LM's pipeline
+schedules are 1F1B and interleaved 1F1B only and its data parallelism shards at most the optimizer state, so
+other schedules and ZeRO-2/3 have no equivalent line.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.plan.space import Candidate
+
+MEGATRON_SCHEDULES = frozenset({"1f1b", "interleaved"})
+
+
+def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *, steps: int = 3) -> list[str]:
+    """``torchrun … -m executors.run …`` as an argument list (multi-node: fill in the rendezvous host)."""
+    c = candidate
+    gpus = c.gpus
+    if gpus <= gpus_per_node:
+        launcher = ["torchrun", "--nproc-per-node", str(gpus)]
+    else:
+        launcher = ["torchrun", "--nnodes", str(gpus // gpus_per_node), "--nproc-per-node", str(gpus_per_node),
+                    "--rdzv-backend", "c10d", "--rdzv-endpoint", "HOST:29500"]
+    args = [c.schedule, "--tp", str(c.tp), "--cp", str(c.cp), "--dp", str(c.dp), "--pp", str(c.pp),
+            "--mb", str(c.microbatches),
+            "--chunks", str(c.chunks), "--layers", str(model.layers), "--hidden", str(model.hidden),
+            "--heads", str(model.heads), "--seq-len", str(model.seq_len), "--micro-batch-size",
+            str(c.micro_batch_size), "--vocab", str(model.vocab), "--optimizer", "adamw", "--steps", str(steps)]
+    if c.sequence_parallel:
+        args += ["--tp-mode", "reduce-scatter"]
+    return [*launcher, "-m", "executors.run", *args]
+
+
+def executor_gaps(candidate: Candidate, model: ModelSpec) -> list[str]:
+    """What of this configuration the executor's model does not reproduce."""
+    gaps = []
+    if model.gated or model.kv_heads != model.heads or model.rms_norm:
+        gaps.append("GPT block (MHA, GELU MLP, LayerNorm) instead of the model's GQA/SwiGLU/RMSNorm")
+    if candidate.recompute is not Recompute.NONE:
+        gaps.append(f"no {candidate.recompute.value} recomputation")
+    if candidate.zero is not ZeroStage.NONE:
+        gaps.append(f"no ZeRO-{int(candidate.zero)} (optimizer state, gradients and weights replicated)")
+    if candidate.precision is Precision.FP8:
+        gaps.append("no FP8 GEMMs")
+    return gaps
+
+
+def megatron_gap(candidate: Candidate) -> str | None:
+    """Why Megatron-LM cannot run this configuration, or None if it can."""
+    if candidate.pp > 1 and candidate.schedule not in MEGATRON_SCHEDULES:
+        return (f"Megatron-LM has no {candidate.schedule} schedule; its pipeline schedules are 1F1B and "
+                "interleaved 1F1B")
+    if candidate.zero > ZeroStage.OPTIMIZER:
+        return f"Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO-{int(candidate.zero)}"
+    return None
+
+
+def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int) -> list[str] | None:
+    """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`)."""
+    c = candidate
+    if megatron_gap(c) is not None:
+        return None
+    args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
+    if c.cp > 1:
+        args += ["--context-parallel-size", str(c.cp)]
+    if c.pp > 1 and c.schedule == "interleaved":
+        args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
+    args += ["--micro-batch-size", str(c.micro_batch_size), "--global-batch-size", str(global_batch),
+             "--num-layers", str(model.layers), "--hidden-size", str(model.hidden),
+             "--num-attention-heads", str(model.heads), "--ffn-hidden-size", str(model.ffn_hidden),
+             "--seq-length", str(model.seq_len), "--max-position-embeddings", str(model.seq_len)]
+    if model.kv_heads != model.heads:
+        args += ["--group-query-attention", "--num-query-groups", str(model.kv_heads)]
+    if model.gated:
+        args.append("--swiglu")
+    if model.rms_norm:
+        args += ["--normalization", "RMSNorm"]
+    if not model.learned_positions:
+        args += ["--position-embedding-type", "rope"]
+    if not model.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if not model.bias:
+        args.append("--disable-bias-linear")
+    if c.sequence_parallel:
+        args.append("--sequence-parallel")
+    if c.zero is ZeroStage.OPTIMIZER:
+        args.append("--use-distributed-optimizer")
+    if c.recompute is Recompute.SELECTIVE:
+        args += ["--recompute-granularity", "selective"]
+    elif c.recompute is Recompute.FULL:
+        args += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+    args.append("--bf16")
+    if c.precision is Precision.FP8:
+        args += ["--fp8-format", "hybrid"]
+    return args
+
+
+def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int) -> str:
+    argv = megatron_argv(candidate, model, global_batch)
+    if argv is None:
+        return f"({megatron_gap(candidate)})"
+    return "pretrain_gpt.py " + shlex.join(argv)
+
+
+def executor_line(candidate: Candidate, model: ModelSpec, gpus_per_node: int) -> str:
+    return shlex.join(executor_argv(candidate, model, gpus_per_node))

@@ -1,0 +1,188 @@
+"""The search: enumerate, prune by lower bounds, simulate the survivors with their real schedules, rank.
+
+Order of work, cheapest first:
+
+1. every candidate gets its lower bounds (:mod:`.bounds`, no schedule built); those whose memory bound
+   exceeds the cap cannot fit and are dropped;
+2. the rest are taken in order of their time bound, in batches. For each, the schedule is built and its
+   exact per-rank memory read from the instruction order (:func:`.evaluate.peak_memory`); a configuration
+   over the cap stops there, one that fits is simulated;
+3. between batches, a candidate is dropped when it can neither enter the top ``top`` (at least ``top``
+   simulated configurations that fit are already at most as slow as its time bound: a bubble that cannot
+   win) nor the Pareto front (one of them is also at most its memory bound). So the top list and the
+   Pareto front are exactly those of a search that simulated everything.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import pandas as pd
+
+from pipesim.errors import PipesimError
+from pipesim.plan.bounds import Bounds, bounds_key, lower_bounds
+from pipesim.plan.evaluate import Evaluation, evaluate_prepared, peak_memory, prepare
+from pipesim.plan.pareto import pareto_mask
+from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
+from pipesim.plan.workers import Workers
+
+
+class Status(Enum):
+    SIMULATED = "simulated"
+    OVER_MEMORY = "over memory"  # exact schedule memory above the cap; not simulated
+    REJECTED = "rejected"  # the schedule or the cost model refuses this shape (a one-line reason is kept)
+    PRUNED_MEMORY = "pruned: memory bound"
+    PRUNED_TIME = "pruned: cannot win"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    candidate: Candidate
+    bounds: Bounds
+    status: Status
+    evaluation: Evaluation | None = None
+    peak_gib: float | None = None  # exact, when the schedule was built
+    peak_rank: int | None = None
+    reason: str | None = None
+
+    def row(self, cap_gib: float) -> dict:
+        row = {"label": self.candidate.label(), **self.candidate.to_dict(), "status": self.status.value,
+               "bound_step_time_s": self.bounds.time_s, "bound_peak_gib": self.bounds.memory_gib,
+               "step_time_s": None, "tokens_per_s_per_gpu": None, "mfu": None, "peak_gib": self.peak_gib,
+               "peak_rank": self.peak_rank, "bubble_fraction": None}
+        if self.evaluation is not None:
+            row.update(self.evaluation.to_dict())
+        row["fits"] = row["peak_gib"] is not None and row["peak_gib"] <= cap_gib
+        return row
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a worker needs to evaluate one candidate (picklable, for processes and Dask)."""
+
+    request: PlanRequest
+    candidate: Candidate
+    bounds: Bounds
+
+
+def _run_job(job: _Job) -> Outcome:
+    req, c = job.request, job.candidate
+    layout, model = req.layout_of(c), req.model_of(c)
+    try:
+        prepared = prepare(model, req.chip, layout, c.schedule)
+    except PipesimError as err:  # the schedule refuses the shape (e.g. interleaved needs m % pp == 0)
+        return Outcome(c, job.bounds, Status.REJECTED, reason=str(err))
+    peak, rank = peak_memory(model, req.chip, layout, prepared)
+    if peak > req.cap_gib:
+        return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak, peak_rank=rank)
+    evaluation = evaluate_prepared(model, req.chip, layout, prepared)
+    return Outcome(c, job.bounds, Status.SIMULATED, evaluation, evaluation.peak_gib, evaluation.peak_rank)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    request: PlanRequest
+    outcomes: tuple[Outcome, ...]
+
+    def count(self, *statuses: Status) -> int:
+        return sum(o.status in statuses for o in self.outcomes)
+
+    @property
+    def considered(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def pruned(self) -> int:
+        return self.count(Status.PRUNED_MEMORY, Status.PRUNED_TIME, Status.OVER_MEMORY)
+
+    def fitting(self) -> list[Outcome]:
+        """Simulated configurations within the cap, fastest first (ties: less memory, then the fields)."""
+        ok = [o for o in self.outcomes if o.status is Status.SIMULATED]
+        return sorted(ok, key=lambda o: (o.evaluation.step_time, o.evaluation.peak_gib, o.candidate.key()))
+
+    def pareto(self) -> list[Outcome]:
+        ok = self.fitting()
+        if not ok:
+            return []
+        times = np.array([o.evaluation.step_time for o in ok])
+        mask = pareto_mask(times, np.array([o.evaluation.peak_gib for o in ok]))
+        return [o for o, keep in zip(ok, mask, strict=True) if keep]
+
+    def frame(self) -> pd.DataFrame:
+        """Every candidate, simulated or not, one row each (the -o file)."""
+        front = {id(o) for o in self.pareto()}
+        rows = [o.row(self.request.cap_gib) | {"pareto": id(o) in front} for o in self.outcomes]
+        return pd.DataFrame(rows)
+
+
+class _Frontier:
+    """The simulated configurations that fit, kept sorted by step time, for the pruning test."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.peaks: list[float] = []  # in the order of self.times
+
+    def add(self, time: float, peak: float) -> None:
+        i = bisect.bisect_right(self.times, time)
+        self.times.insert(i, time)
+        self.peaks.insert(i, peak)
+
+    def cannot_matter(self, bounds: Bounds, top: int) -> bool:
+        """At least ``top`` are no slower than the bound, and one of those also needs no more memory."""
+        faster = bisect.bisect_right(self.times, bounds.time_s)
+        return faster >= top and min(self.peaks[:faster]) <= bounds.memory_gib
+
+
+def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = None,
+             progress: Callable[[int], None] | None = None,
+             on_queue: Callable[[int], None] | None = None) -> PlanResult:
+    """Search ``request``'s space. ``on_queue(n)``: how many candidates survived the memory bound (the
+    progress total); ``progress(k)``: k more of them were decided (simulated, or pruned on the way)."""
+    workers = workers or Workers()
+    candidates = list(enumerate_candidates(request))
+    outcomes: list[Outcome] = []
+    queue: list[tuple[Candidate, Bounds]] = []
+    known: dict[Candidate, Bounds | str] = {}
+    for c in candidates:
+        key = bounds_key(c)
+        if key not in known:
+            try:
+                known[key] = lower_bounds(request, c)
+            except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
+                known[key] = str(err)
+        b = known[key]
+        if isinstance(b, str):
+            outcomes.append(Outcome(c, Bounds(float("nan"), float("nan")), Status.REJECTED, reason=b))
+            continue
+        if b.memory_gib > request.cap_gib:
+            outcomes.append(Outcome(c, b, Status.PRUNED_MEMORY))
+        else:
+            queue.append((c, b))
+    if on_queue:
+        on_queue(len(queue))
+    queue.sort(key=lambda cb: (cb[1].time_s, cb[1].memory_gib, cb[0].key()))
+    frontier = _Frontier()
+    batch_size = max(16, 8 * workers.width)
+    position = 0
+    while position < len(queue):
+        batch: list[_Job] = []
+        while position < len(queue) and len(batch) < batch_size:
+            c, b = queue[position]
+            position += 1
+            if frontier.cannot_matter(b, top):
+                outcomes.append(Outcome(c, b, Status.PRUNED_TIME))
+                if progress:
+                    progress(1)
+            else:
+                batch.append(_Job(request, c, b))
+        for outcome in workers.map_in_order(_run_job, batch, progress):
+            outcomes.append(outcome)
+            if outcome.status is Status.SIMULATED:
+                frontier.add(outcome.evaluation.step_time, outcome.evaluation.peak_gib)
+    order = {c: i for i, c in enumerate(candidates)}
+    outcomes.sort(key=lambda o: order[o.candidate])
+    return PlanResult(request, tuple(outcomes))

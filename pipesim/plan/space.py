@@ -1,0 +1,230 @@
+"""The search space: every meaningful parallel configuration of a GPU count and a global batch, or why none.
+
+A configuration (:class:`Candidate`) fixes tp × cp × pp × dp = GPUs, the micro-batch size ``b`` (so the
+microbatches per pipeline ``m = global batch / (dp · b)``), the schedule and its chunks per rank ``v``,
+recomputation, sequence parallelism, the ZeRO stage and the GEMM precision. What is *meaningful*:
+
+- tp stays within a node (it divides ``gpus_per_node``; Narayanan et al. 2021, §3.3 takeaway #1) and divides
+  the model's heads, KV heads, FFN width and vocabulary; pp·v divides the layers (stages are even);
+- context parallelism (cp) splits each sequence into ``2·cp`` load-balanced chunks, so ``2·cp`` divides the
+  sequence, and each rank keeps at least ``min_cp_tokens`` tokens (below that the ring's transfers cannot
+  hide behind attention, and cp only exists for long sequences: Megatron-LM's CP guide);
+- ZeRO-2 only without pipelining (with pp > 1 every microbatch accumulates into the full gradients: no
+  framework shards them), FP8 only on chips with FP8 tensor cores;
+- pp = 1 has no pipeline schedule, so it is one candidate (simulated as 1F1B on one rank, which is
+  plain gradient accumulation), not one per schedule;
+- sequence parallelism needs tp > 1, ZeRO dp > 1 (at degree 1 they are off);
+- schedules with a fixed chunk count (1 for 1F1B-like, 2 for the V schedules) get that; those with a free
+  one (interleaved, looped BFS) get every ``v ≥ 2`` up to ``max_chunks`` that splits the layers evenly.
+  Constraints of a schedule's own (interleaved needs m to be a multiple of pp) are left to the schedule:
+  the search builds it and counts the refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.errors import PipesimError
+from pipesim.program.loader import builtin_names, load_schedule
+
+MEGATRON_PARAM_BYTES = OptimizerBytes()  # 18 B/param: BF16 weights, FP32 grads, FP32 master + Adam m, v
+NO_PIPELINE_SCHEDULE = "1f1b"  # what pp = 1 is simulated as: m forward/backward pairs, no bubble
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the user asks: this model on this many chips at this global batch (sequences per step)."""
+
+    model: ModelSpec
+    chip: ChipSpec
+    gpus: int
+    global_batch: int
+    gpus_per_node: int = 8
+    memory_cap_gib: float | None = None  # default: the chip's HBM
+    schedules: tuple[str, ...] = field(default_factory=lambda: tuple(builtin_names()))
+    recompute: tuple[Recompute, ...] = tuple(Recompute)
+    micro_batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    sequence_parallel: tuple[bool, ...] = (False, True)
+    zero: tuple[ZeroStage, ...] = tuple(ZeroStage)
+    precision: tuple[Precision, ...] = tuple(Precision)
+    context_parallel: tuple[int, ...] = (1, 2, 4, 8)
+    min_cp_tokens: int = 2048
+    max_chunks: int = 4
+    param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES
+    attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
+
+    def __post_init__(self) -> None:
+        for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks", "min_cp_tokens"):
+            if getattr(self, name) < 1:
+                raise PipesimError(f"--{name.replace('_', '-')} {getattr(self, name)} must be ≥ 1")
+        if self.memory_cap_gib is not None and not self.memory_cap_gib > 0:
+            raise PipesimError(f"--memory-cap {self.memory_cap_gib} must be > 0 GiB")
+        for name in ("schedules", "recompute", "micro_batch_sizes", "sequence_parallel", "zero", "precision",
+                     "context_parallel"):
+            if not getattr(self, name):
+                raise PipesimError(f"--{name.replace('_', '-')} is empty; give at least one value")
+
+    @property
+    def cap_gib(self) -> float:
+        return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
+
+    def layout_of(self, candidate: Candidate) -> Layout:
+        """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel)."""
+        return candidate.layout(self.param_bytes, self.attention)
+
+    def model_of(self, candidate: Candidate) -> ModelSpec:
+        return candidate.shaped(self.model)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration to evaluate; :meth:`key` orders them so every listing is deterministic."""
+
+    tp: int
+    pp: int
+    dp: int
+    micro_batch_size: int
+    microbatches: int  # per pipeline per step
+    schedule: str
+    chunks: int
+    recompute: Recompute
+    sequence_parallel: bool
+    zero: ZeroStage = ZeroStage.NONE
+    precision: Precision = Precision.BF16
+    cp: int = 1
+
+    def key(self) -> tuple:
+        return (self.tp, self.cp, self.pp, self.dp, self.micro_batch_size, self.schedule, self.chunks,
+                list(Recompute).index(self.recompute), self.sequence_parallel, int(self.zero),
+                list(Precision).index(self.precision))
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
+               attention: AttentionKernel = AttentionKernel.FUSED) -> Layout:
+        return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks,
+                      microbatches=self.microbatches, recompute=self.recompute,
+                      sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
+                      attention=attention, param_bytes=param_bytes)
+
+    def shaped(self, model: ModelSpec) -> ModelSpec:
+        """The model at this configuration's micro-batch size (the ModelSpec carries b, the Layout does not)."""
+        return model.with_shape(micro_batch=self.micro_batch_size)
+
+    def label(self) -> str:
+        """A short name for tables and figure labels, e.g. ``tp8 pp4 dp32 b1 interleaved v2 sel sp zero1``."""
+        parts = [f"tp{self.tp}"] + ([f"cp{self.cp}"] if self.cp > 1 else []) + [
+            f"pp{self.pp}", f"dp{self.dp}", f"b{self.micro_batch_size}",
+            self.schedule if self.pp > 1 else "no-pipeline"]
+        if self.chunks > 1:
+            parts.append(f"v{self.chunks}")
+        parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full"}[self.recompute])
+        if self.sequence_parallel:
+            parts.append("sp")
+        if self.zero is not ZeroStage.NONE:
+            parts.append(f"zero{int(self.zero)}")
+        if self.precision is Precision.FP8:
+            parts.append("fp8")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"tp": self.tp, "cp": self.cp, "pp": self.pp, "dp": self.dp, "micro_batch_size": self.micro_batch_size,
+                "microbatches": self.microbatches, "schedule": self.schedule, "chunks": self.chunks,
+                "recompute": self.recompute.value, "sequence_parallel": self.sequence_parallel,
+                "zero": int(self.zero), "precision": self.precision.value}
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def tensor_parallel_degrees(model: ModelSpec, gpus: int, gpus_per_node: int) -> list[int]:
+    """tp within one node that divides the GPUs, the heads, the KV heads, the FFN width and the vocabulary."""
+    return [t for t in divisors(min(gpus_per_node, gpus))
+            if gpus % t == 0 and all(n % t == 0 for n in (model.heads, model.kv_heads, model.ffn_hidden, model.vocab))]
+
+
+def context_parallel_degrees(request: PlanRequest) -> list[int]:
+    s = request.model.seq_len
+    return [c for c in request.context_parallel
+            if c == 1 or (s % (2 * c) == 0 and s // c >= request.min_cp_tokens)]
+
+
+def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
+    """Every (tp, cp, pp, dp) of the GPUs the model can be split into (pp divides the layers)."""
+    model, gpus = request.model, request.gpus
+    return [(t, c, p, gpus // (t * c * p)) for t in tensor_parallel_degrees(model, gpus, request.gpus_per_node)
+            for c in context_parallel_degrees(request) if (gpus // t) % c == 0
+            for p in divisors(gpus // (t * c)) if model.layers % p == 0]
+
+
+def _chunk_options(request: PlanRequest, schedule: str, pp: int) -> list[int]:
+    fixed = load_schedule(schedule).default_chunks
+    options = range(2, request.max_chunks + 1) if schedule in _FREE_CHUNKS else [fixed]
+    return [v for v in options if request.model.layers % (pp * v) == 0]
+
+
+# Schedules whose chunks per rank are a free parameter (Megatron's virtual pipeline size, the looped BFS of
+# Lamy-Poirier 2023); every other built-in fixes them (1, or 2 for the V placement).
+_FREE_CHUNKS = frozenset({"interleaved", "looped-bfs"})
+
+
+def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
+    """The (tp, cp, pp, dp) splits, or a PipesimError saying why the GPUs or the batch leave none."""
+    gpus, node = request.gpus, request.gpus_per_node
+    if gpus > node and gpus % node:
+        lower, upper = gpus // node * node, (gpus // node + 1) * node
+        raise PipesimError(f"--gpus {gpus} is not a whole number of nodes of --gpus-per-node {node}; tensor "
+                           f"parallelism stays within a node and a partial node cannot hold a tp group evenly: "
+                           f"use --gpus {lower} or {upper}")
+    layouts = grid_layouts(request)  # never empty: tp = pp = 1, dp = GPUs always qualifies
+    batch = request.global_batch
+    sizes = request.micro_batch_sizes
+    if not any(batch % (dp * b) == 0 for *_, dp in layouts for b in sizes):
+        dps = sorted({dp for *_, dp in layouts})
+        step = min(dps) * min(sizes)
+        near = sorted({max(step, batch // step * step), (batch // step + 1) * step})
+        raise PipesimError(f"--global-batch {batch} is not divisible by dp × micro-batch size for any split of "
+                           f"{gpus} GPUs (dp ∈ {dps}, micro-batch sizes {list(sizes)}): use --global-batch "
+                           + " or ".join(map(str, near)))
+    for name in request.schedules:
+        load_schedule(name)  # an unknown schedule is an error up front
+    return layouts
+
+
+def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
+    """Every meaningful configuration, in a fixed order (see the module docstring for the rules)."""
+    model = request.model
+    chip_precisions = [p for p in request.precision if p is Precision.BF16 or request.chip.fp8_peak_flops]
+    for tp, cp, pp, dp in check_request(request):
+        for b in request.micro_batch_sizes:
+            if request.global_batch % (dp * b):
+                continue
+            m = request.global_batch // (dp * b)
+            if pp == 1:
+                shapes = [(NO_PIPELINE_SCHEDULE, 1)]
+            else:
+                shapes = [(s, v) for s in request.schedules for v in _chunk_options(request, s, pp)]
+            for schedule, chunks in shapes:
+                if model.layers % (pp * chunks):
+                    continue
+                for recompute in request.recompute:
+                    # Sequence parallelism shards along tp and ZeRO along dp: at degree 1 both are off.
+                    for sp in sorted({sp and tp > 1 for sp in request.sequence_parallel}):
+                        for zero in _zero_options(request.zero, dp, pp):
+                            for precision in chip_precisions:
+                                yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision,
+                                                cp)
+
+
+def _zero_options(asked: tuple[ZeroStage, ...], replicas: int, pp: int) -> list[ZeroStage]:
+    """The ZeRO stages that exist here: none without replicas; no ZeRO-2 with a pipeline (module docstring)."""
+    if replicas == 1:
+        return [ZeroStage.NONE]
+    return sorted({z for z in asked if not (z is ZeroStage.GRADIENTS and pp > 1)})

@@ -1,0 +1,215 @@
+"""``pipesim plan``: a search small enough to list by hand, pruning that never changes the answer, lower bounds
+that are lower, a Pareto front that is non-dominated, refusals that say what to change, and launch lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.memory_gib import GIB
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.params import total_params
+from pipesim.errors import PipesimError
+from pipesim.plan.evaluate import evaluate
+from pipesim.plan.launch import executor_argv, megatron_argv
+from pipesim.plan.pareto import pareto_mask
+from pipesim.plan.search import Status, run_plan
+from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
+
+NONE = Recompute.NONE
+TINY = ModelSpec("tiny", layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=128, seq_len=32, tied_embeddings=True,
+                 learned_positions=True)
+# One GPU per node (so tp = 1), fast links with no latency: step time is compute plus a little communication.
+TOY_CHIP = ChipSpec("toy", peak_flops=1e12, memory_gib=1.0, hbm_bandwidth=1e12, intra_node_bandwidth=1e12,
+                    inter_node_bandwidth=1e12, node_size=1, achievable_fraction=1.0, link_latency=0.0)
+
+
+def _hand_request() -> PlanRequest:
+    # The cap is 3/4 of the whole model's 18 B/param: one GPU holding every layer (pp = 1) cannot fit, half of
+    # them (pp = 2) can, with room for the tiny model's activations.
+    cap = 0.75 * total_params(TINY) * 18 / GIB
+    return PlanRequest(TINY, TOY_CHIP, gpus=2, global_batch=4, gpus_per_node=1, memory_cap_gib=cap,
+                       schedules=("gpipe", "1f1b"), recompute=(NONE,), micro_batch_sizes=(1, 2),
+                       zero=(ZeroStage.NONE,), context_parallel=(1,))
+
+
+def test_small_search_by_hand():
+    request = _hand_request()
+    # 2 GPUs, tp = 1: pp = 1 (dp = 2) or pp = 2 (dp = 1). m = 4 / (dp · b). pp = 1 is one candidate per b;
+    # pp = 2 one per schedule and b.
+    expected = {
+        Candidate(1, 1, 2, 1, 2, "1f1b", 1, NONE, False),
+        Candidate(1, 1, 2, 2, 1, "1f1b", 1, NONE, False),
+        Candidate(1, 2, 1, 1, 4, "gpipe", 1, NONE, False),
+        Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False),
+        Candidate(1, 2, 1, 2, 2, "gpipe", 1, NONE, False),
+        Candidate(1, 2, 1, 2, 2, "1f1b", 1, NONE, False),
+    }
+    assert set(enumerate_candidates(request)) == expected
+    result = run_plan(request, top=10)
+    status = {o.candidate.pp: o.status for o in result.outcomes if o.candidate.pp == 1}
+    assert status == {1: Status.PRUNED_MEMORY}  # the whole model's weights and Adam state exceed the cap
+    ranked = [o.candidate for o in result.fitting()]
+    # b = 1 has m = 4: (m + p − 1) = 5 slots of one-sequence work; b = 2 has m = 2: 3 slots of two-sequence
+    # work = 6. GPipe and 1F1B take the same time on two stages, and 1F1B holds 2 microbatches on rank 0
+    # instead of GPipe's 4: the tie goes to the leaner one. Winner: 1F1B, b = 1.
+    assert ranked == [Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False),
+                      Candidate(1, 2, 1, 1, 4, "gpipe", 1, NONE, False),
+                      Candidate(1, 2, 1, 2, 2, "1f1b", 1, NONE, False),
+                      Candidate(1, 2, 1, 2, 2, "gpipe", 1, NONE, False)]
+    times = [o.evaluation.step_time for o in result.fitting()]
+    assert times[0] / times[2] == pytest.approx(5 / 6, rel=0.03)  # LM head and optimizer step: not exact
+    peaks = {o.candidate: o.evaluation.peak_gib for o in result.fitting()}
+    assert peaks[ranked[0]] < peaks[ranked[1]]
+
+
+def _brute_force(request: PlanRequest):
+    rows = []
+    for c in enumerate_candidates(request):
+        try:
+            e = evaluate(request.model_of(c), request.chip, request.layout_of(c), c.schedule)
+        except PipesimError:
+            continue
+        if e.peak_gib <= request.cap_gib:
+            rows.append((e.step_time, e.peak_gib, c))
+    return sorted(rows, key=lambda r: (r[0], r[1], r[2].key()))
+
+
+def test_pruning_keeps_the_top_and_the_front():
+    model = MODEL_PRESETS["gpt3-2.7b"]
+    request = PlanRequest(model, CHIP_PRESETS["a100-80gb"], gpus=16, global_batch=32, memory_cap_gib=20.0,
+                          schedules=("1f1b", "interleaved", "zb-h1", "zb-v"), micro_batch_sizes=(1, 2))
+    top = 3
+    result = run_plan(request, top=top)
+    assert result.count(Status.PRUNED_TIME) > 0 and result.count(Status.PRUNED_MEMORY) > 0
+    everything = _brute_force(request)
+    assert [o.candidate for o in result.fitting()[:top]] == [r[2] for r in everything[:top]]
+    full_front = pareto_mask(np.array([r[0] for r in everything]), np.array([r[1] for r in everything]))
+    expected_front = {r[2] for r, keep in zip(everything, full_front, strict=True) if keep}
+    assert {o.candidate for o in result.pareto()} == expected_front
+
+
+def test_bounds_are_lower_bounds():
+    request = PlanRequest(MODEL_PRESETS["llama2-7b"], CHIP_PRESETS["h100-sxm"], gpus=16, global_batch=64,
+                          schedules=("gpipe", "1f1b", "interleaved", "zb-h2", "dualpipe-v"), micro_batch_sizes=(1, 4))
+    frame = run_plan(request, top=10_000).frame()  # top that large: nothing is pruned by time
+    simulated = frame[frame["status"] == "simulated"]
+    assert len(simulated) > 50
+    assert (simulated["bound_step_time_s"] <= simulated["step_time_s"] * (1 + 1e-12)).all()
+    checked = frame[frame["peak_gib"].notna()]
+    assert (checked["bound_peak_gib"] <= checked["peak_gib"] * (1 + 1e-12)).all()
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=40))
+def test_pareto_front_is_exactly_the_non_dominated(points):
+    t, m = np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
+    mask = pareto_mask(t, m)
+    for i in range(len(points)):
+        dominated = any(t[j] <= t[i] and m[j] <= m[i] and (t[j] < t[i] or m[j] < m[i]) for j in range(len(points)))
+        if mask[i]:
+            assert not dominated
+        elif not dominated:  # left out only as an exact duplicate of a point on the front
+            assert any(mask[j] and t[j] == t[i] and m[j] == m[i] for j in range(len(points)))
+
+
+def test_plan_front_points_are_not_dominated_by_any_simulated_point():
+    request = PlanRequest(MODEL_PRESETS["llama2-13b"], CHIP_PRESETS["h100-sxm"], gpus=32, global_batch=128)
+    result = run_plan(request, top=5)
+    ok = [(o.evaluation.step_time, o.evaluation.peak_gib) for o in result.fitting()]
+    front = result.pareto()
+    assert front
+    for o in front:
+        t, m = o.evaluation.step_time, o.evaluation.peak_gib
+        assert not any(t2 <= t and m2 <= m and (t2 < t or m2 < m) for t2, m2 in ok)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipesim.cli.main", "plan", "-q", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--gpus", "12", "--global-batch", "64"],
+     "--gpus 12 is not a whole number of nodes of --gpus-per-node 8; "),
+    # At most tp 8 · cp 2 (2048 tokens per rank) · pp 16 (a divisor of 80 layers and of 512/16) = 256: dp ≥ 2.
+    (["--gpus", "512", "--global-batch", "63"],
+     "--global-batch 63 is not divisible by dp × micro-batch size for any split of 512 GPUs (dp ∈ [2, "),
+    (["--gpus", "7", "--global-batch", "8"],  # 7 GPUs split only as dp = 7
+     "--global-batch 8 is not divisible by dp × micro-batch size for any split of 7 GPUs (dp ∈ [7], "
+     "micro-batch sizes [1, 2, 4, 8]): use --global-batch 7 or 14"),
+])
+def test_refusals_name_the_input_and_the_fix(args, message):
+    proc = run_cli("--model", "llama2-70b", *args)
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert "\n" not in line and line.startswith("pipesim: error: ") and message in line
+    assert "use --g" in line
+
+
+def test_nothing_fits_names_the_smallest_change():
+    proc = run_cli("--model", "llama2-70b", "--gpus", "8", "--global-batch", "64", "--memory-cap", "60",
+                   "--schedules", "1f1b,interleaved", "--micro-batch-sizes", "1")
+    assert proc.returncode == 2, proc.stdout
+    line = proc.stderr.strip()
+    assert "no configuration of llama2-70b on 8× h100-sxm fits in 60 GiB" in line
+    # 69B params × 18 B over 8 GPUs is ~145 GiB each even with full recomputation; 16 GPUs still need
+    # over 60 (ZeRO-1 only shards the 12 optimizer bytes over dp = 2); 32 GPUs bring it under.
+    assert "raise --memory-cap to 146" in line and "use --gpus 32" in line
+
+
+def test_nothing_fits_suggests_recomputation_when_it_was_left_out():
+    # Llama 2 7B at micro-batch 4: 22.4 GiB at least without recomputation, 14.9 GiB with full.
+    base = ["--model", "llama2-7b", "--gpus", "8", "--global-batch", "64", "--micro-batch-sizes", "4",
+            "--schedules", "1f1b"]
+    proc = run_cli(*base, "--recompute", "none", "--memory-cap", "18")
+    assert proc.returncode == 2
+    assert "raise --memory-cap to 23; or allow --recompute full" in proc.stderr
+    assert run_cli(*base, "--recompute", "none,full", "--memory-cap", "18").returncode == 0
+
+
+def test_cli_writes_every_candidate_and_the_figure(tmp_path):
+    out, fig = tmp_path / "plan.csv", tmp_path / "pareto.png"
+    proc = run_cli("--model", "gpt3-2.7b", "--hardware", "a100-80gb", "--gpus", "16", "--global-batch", "32",
+                   "--schedules", "1f1b,zb-v", "--top", "3", "-o", str(out), "--plot", str(fig))
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    frame = pd.read_csv(out)
+    considered = int(proc.stdout.split("considered ")[1].split(",")[0])
+    assert len(frame) == considered
+    assert frame["status"].value_counts().sum() == considered
+    assert fig.stat().st_size > 10_000
+    assert proc.stdout.count("executor: torchrun") == 3 and proc.stdout.count("megatron: ") == 3
+
+
+def test_megatron_flags():
+    model = MODEL_PRESETS["llama2-70b"]
+    c = Candidate(8, 8, 16, 1, 64, "interleaved", 2, Recompute.FULL, True, ZeroStage.OPTIMIZER, Precision.FP8, 2)
+    argv = megatron_argv(c, model, 1024)
+    text = " ".join(argv)
+    assert "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8" in text
+    assert "--num-layers-per-virtual-pipeline-stage 5" in text  # 80 layers / (8 ranks · 2 chunks)
+    assert "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1" in text
+    assert "--sequence-parallel" in argv and "--use-distributed-optimizer" in argv
+    assert "--num-query-groups 8" in text and "--global-batch-size 1024" in text
+    assert "--context-parallel-size 2" in text and "--fp8-format hybrid" in text
+    assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True), model, 1024) is None
+    assert megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
+
+
+def test_executor_line_multi_node():
+    c = Candidate(4, 8, 32, 1, 32, "zb-v", 2, NONE, True)
+    argv = executor_argv(c, MODEL_PRESETS["llama2-70b"], 8)
+    assert argv[:5] == ["torchrun", "--nnodes", "128", "--nproc-per-node", "8"]
+    text = " ".join(argv)
+    assert "-m executors.run zb-v --tp 4 --cp 1 --dp 32 --pp 8 --mb 32 --chunks 2" in text
+    assert "--tp-mode reduce-scatter" in text

@@ -1,0 +1,56 @@
+"""The executor line ``pipesim plan`` prints really runs: a scaled-down GPT planned on 4 GPUs, launched with
+gloo under torchrun exactly as printed (only ``torchrun`` spelled ``python -m torch.distributed.run``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from executors.harness import free_port
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.plan.launch import executor_argv
+from pipesim.plan.search import run_plan
+from pipesim.plan.space import PlanRequest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.distributed
+
+# The executor's block: multi-head attention, a 4h GELU MLP, LayerNorm, tied embeddings, learned positions.
+MINI_GPT = ModelSpec("mini-gpt", layers=4, hidden=32, heads=4, ffn_hidden=128, vocab=64, seq_len=16,
+                     tied_embeddings=True, learned_positions=True)
+
+
+def _plan():
+    request = PlanRequest(MINI_GPT, CHIP_PRESETS["h100-sxm"], gpus=4, global_batch=8, gpus_per_node=4,
+                          micro_batch_sizes=(1, 2))
+    return run_plan(request, top=3).fitting()
+
+
+def _launch(argv: list[str]) -> subprocess.CompletedProcess:
+    assert argv[0] == "torchrun"
+    argv = [sys.executable, "-m", "torch.distributed.run", "--master-port", str(free_port()), *argv[1:]]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.parametrize("pick", ["winner", "best with tp and pp"])
+def test_printed_executor_command_runs(pick):
+    ranked = _plan()
+    if pick == "winner":
+        chosen = ranked[0].candidate
+    else:
+        chosen = next(o.candidate for o in ranked if o.candidate.tp > 1 and o.candidate.pp > 1)
+    argv = executor_argv(chosen, MINI_GPT, gpus_per_node=4, steps=2)
+    proc = _launch(argv)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    c = chosen
+    assert f"{c.schedule}: tp {c.tp} cp 1 dp {c.dp} pp {c.pp}, {c.microbatches} microbatches, {c.chunks} chunk" in out
+    losses = [float(x) for x in re.findall(r"loss[ =:]+([0-9.]+)", out)]
+    assert len(losses) >= 2 and all(0 < x < 20 for x in losses), out
