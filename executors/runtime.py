@@ -202,6 +202,7 @@ def execute(
             grads = {shard_spec(p).name: p.grad for p in params}
             assert all(g is not None for g in grads.values()), [n for n, g in grads.items() if g is None]
             result.full_grads.append(gather_full_state(ctx, params, grads))
+    transport.close()
     if cfg.capture:
         result.full_params = gather_full_state(ctx, params, {shard_spec(p).name: p.detach() for p in params})
     # Merge the measured timeline and memory peaks of one replica (tp=cp=dp=0) of every pipeline rank.

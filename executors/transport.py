@@ -89,6 +89,9 @@ class Transport(abc.ABC):
     def _start(self, ops: Sequence[P2P]) -> list[Transfer]:
         """Start the operations, in order, and return their transfers."""
 
+    def close(self) -> None:  # noqa: B027 - most transports hold nothing; those that do override it
+        """Release what the transport holds beyond a step (threads); the run is over."""
+
     def finish_step(self) -> int:
         """Wait until every send of the step has left; return how many there were."""
         sends, self._sends = self._sends, []
