@@ -131,23 +131,35 @@ def instruction(op: Op, mb: int | None = None, chunk: int | None = None, peer: i
     return Instruction(op, mb, chunk, peer)
 
 
+def _check_ids(mb: object, chunk: object) -> None:
+    """A schedule author's ids must be ints ≥ 0: the interned constructor would otherwise hand back ``F(0)``
+    for ``F(0.0)`` or ``F(False)`` (equal keys), silently turning a wrong id into a right-looking one."""
+    for name, value in (("microbatch", mb), ("chunk", chunk)):
+        if type(value) is not int or value < 0:
+            raise TypeError(f"{name} id {value!r} ({type(value).__name__}) must be an int ≥ 0")
+
+
 def F(mb: int, chunk: int = 0) -> Instruction:
     """Forward of microbatch ``mb`` through local chunk ``chunk``."""
+    _check_ids(mb, chunk)
     return instruction(Op.F, mb, chunk)
 
 
 def B(mb: int, chunk: int = 0) -> Instruction:
     """Full backward of microbatch ``mb`` through local chunk ``chunk``."""
+    _check_ids(mb, chunk)
     return instruction(Op.B, mb, chunk)
 
 
 def I(mb: int, chunk: int = 0) -> Instruction:  # noqa: E743
     """Input-gradient half of a split backward (zero-bubble schedules)."""
+    _check_ids(mb, chunk)
     return instruction(Op.I, mb, chunk)
 
 
 def W(mb: int, chunk: int = 0) -> Instruction:
     """Weight-gradient half of a split backward (zero-bubble schedules)."""
+    _check_ids(mb, chunk)
     return instruction(Op.W, mb, chunk)
 
 

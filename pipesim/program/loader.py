@@ -9,8 +9,9 @@ The contract of a schedule file (see ``schedules/1f1b.py``):
 - optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
   form on uniform costs, printed beside the simulated value.
 
-Every failure — missing file, syntax error, exception inside ``build``, wrong return type — becomes a
-one-line :class:`ScheduleError` naming the file and what to fix.
+Every failure — missing file, syntax error, exception inside ``build``, wrong return type, a microbatch id
+that is not an int in range, ``sys.exit``, an import or ``build`` that does not finish in time
+(:mod:`pipesim.program.user_code`) — becomes a one-line :class:`ScheduleError` naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from types import ModuleType
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import Instruction, Schedule
 from pipesim.program.limits import ScheduleLimits
+from pipesim.program.user_code import run_user_code
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import StageCosts
 
@@ -62,8 +64,10 @@ class ScheduleSource:
         for flag, value in (("--pp", pp), ("--mb", microbatches), ("--chunks", chunks)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PipesimError(f"{flag} {value} must be a positive integer")
+        call = f"build(pp={pp}, microbatches={microbatches}, chunks={chunks})"
         try:
-            schedule = self.module.build(pp, microbatches, chunks)
+            schedule = run_user_code(lambda: self.module.build(pp, microbatches, chunks),
+                                     f"schedule {self.path}: {call}")
         except PipesimError:
             raise
         except Exception as err:  # a researcher's file: report, never show a traceback
@@ -118,7 +122,9 @@ def _import_file(path: Path) -> ModuleType:
         raise ScheduleError(f"schedule file {path} cannot be imported; it must be a Python file ending in .py")
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        run_user_code(lambda: spec.loader.exec_module(module), f"schedule file {path} (on import)")
+    except PipesimError:
+        raise
     except SyntaxError as err:
         raise ScheduleError(f"schedule file {path} has a syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:
@@ -148,6 +154,17 @@ def _check_built(source: ScheduleSource, schedule: object, pp: int, microbatches
         for ins in order:
             if not isinstance(ins, Instruction):
                 raise ScheduleError(f"{where}: rank {rank} holds {ins!r}; use F(mb, chunk), B(...), I(...), W(...)")
+            # Identifiers are ints in range: a float or string id would be truncated, compared wrongly or
+            # overflow a fixed-width table later, far from the line that wrote it.
+            if not ins.op.is_compute:
+                continue  # lowering and validation name a comm op in a compute order
+            for field, value, count in (("microbatch", ins.mb, microbatches), ("chunk", ins.chunk, chunks)):
+                if type(value) is not int or not 0 <= value < count:
+                    raise ScheduleError(
+                        f"{where}: rank {rank} holds {ins.op.value}({ins.mb!r}, {ins.chunk!r}) whose {field} "
+                        f"{value!r} is not an int in 0..{count - 1}; number each {field} 0..{count - 1} with a "
+                        "Python int"
+                    )
 
 
 def _one_line(err: BaseException) -> str:

@@ -67,8 +67,24 @@ assert max(OP_CODE.values()) < _WHAT_SPAN and max(Payload) < _WHAT_SPAN
 
 
 def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED) -> None:
-    """Raise :class:`ScheduleError` (or :class:`DeadlockError`) with a one-line reason, or return None."""
-    validate_static(program).check_progress(semantics)
+    """Raise :class:`ScheduleError` (or :class:`DeadlockError`) with a one-line reason, or return None.
+
+    Under BUFFERED sends the progress check is the graph engine's walk (a compute waits only for its input's
+    send), so large Programs use its compiled kernel; the stuck positions, hence the cycle named, are the same.
+    """
+    checker = validate_static(program)
+    if semantics is CommSemantics.BUFFERED:
+        from pipesim.sim.graph_engine import run_longest_path, worth_compiling
+
+        t = checker.t
+        if worth_compiling(t.num_rows):
+            no_barrier = np.full(t.num_rows, -1, dtype=np.int64)
+            _, _, position = run_longest_path(t.kind, t.link, t.message, t.num_links, t.input_recv,
+                                              np.zeros(t.num_rows), t.rank_bounds, no_barrier, 0)
+            if any(p < stop for p, (_, stop) in zip(position, t.rank_bounds, strict=True)):
+                raise DeadlockError(checker.cycle_message(position))
+            return
+    checker.check_progress(semantics)
 
 
 def validate_static(program: Program) -> _Checker:
