@@ -21,7 +21,7 @@ from experiments.published_runs import NARAYANAN, PUBLISHED_RUNS
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.layout import AttentionKernel, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
-from pipesim.cli.plan import distinct_top
+from pipesim.cli.commands.plan import distinct_top
 from pipesim.plan.search import run_plan
 from pipesim.plan.space import PlanRequest
 

@@ -82,7 +82,7 @@ DEADLOCKING = textwrap.dedent("""
         (["simulate", "--pp", "2", "--mb", "2", "--stage-cost", "7:forward=1"], "stages 0..1"),
         (["simulate", "--timeline", "out.txt"], "use .csv, .parquet"),
         (["simulate", "--costs", "nosuch.json"], "costs file nosuch.json does not exist"),
-        (["simulate", "--forward", "-1"], "-1 must be a finite number ≥ 0"),
+        (["simulate", "--forward", "-1"], "-1 must be 0 or a number in [1e-12, 1e+15]"),
         (["validate", "--schedule", "1f1b", "--semantics", "rendezvous"], "deadlock: rank 0 waits at SEND_F"),
         (["topology", "--tp", "0"], "--tp: 0 must be a positive integer"),
     ],

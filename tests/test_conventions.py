@@ -97,3 +97,11 @@ def test_readme_schedule_example_runs_as_documented(tmp_path, capsys):
     assert out.startswith("schedule bfs-v: pp=4 microbatches=8 chunks=2 (v placement, 8 stages)")
     assert "makespan 30 units" in out and "simulated 0.2000" in out
     assert main(["simulate", "--schedule", str(path), "--pp", "4", "--mb", "8", "--chunks", "3"]) == 2
+
+
+def test_repeated_plot_writes_every_file(tmp_path, capsys):
+    pdf, png = tmp_path / "g.pdf", tmp_path / "g.png"
+    assert main(["simulate", "--pp", "2", "--mb", "2", "--plot", str(pdf), "--plot", str(png)]) == 0
+    assert pdf.read_bytes()[:4] == b"%PDF" and png.read_bytes()[:4] == b"\x89PNG"
+    out = capsys.readouterr().out
+    assert f"wrote plot {pdf}" in out and f"wrote plot {png}" in out

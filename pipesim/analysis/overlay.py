@@ -43,7 +43,8 @@ def one_step(frame: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
     chosen = int(frame["step"].max()) if step is None else step
     rows = frame[frame["step"] == chosen]
     if rows.empty:
-        raise PipesimError(f"timeline has no step {chosen}; it holds steps {sorted(frame['step'].unique())}")
+        steps = ", ".join(str(int(s)) for s in sorted(frame["step"].unique()))
+        raise PipesimError(f"timeline has no step {chosen}; it holds step(s) {steps}: pick one with --step")
     return rows.assign(start=rows["start"] - rows["start"].min(), end=rows["end"] - rows["start"].min())
 
 

@@ -1,7 +1,8 @@
-"""The CLI's model/chip side: ``simulate --model … --hardware …`` arguments, report printing, ``models``, ``chips``.
+"""The CLI's model/chip side of ``simulate --model … --hardware …``: the arguments and the report printing.
 
-Kept out of :mod:`pipesim.cli.main` so that file only calls in here: :func:`add_model_args`,
-:func:`model_setup_from_args`, :func:`model_report_dict`, :func:`model_report_text` and :func:`add_preset_commands`.
+Kept out of :mod:`pipesim.cli.commands.simulate` so that module only calls in here: :func:`add_model_args`,
+:func:`model_setup_from_args`, :func:`model_report_dict` and :func:`model_report_text`. The ``models`` and
+``chips`` listings are commands of their own (:mod:`pipesim.cli.commands`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, replace
 
-from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec, load_chip
 from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
-from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec, load_model
-from pipesim.analytic.params import total_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import report_text, step_report
@@ -185,33 +183,3 @@ def model_report_text(setup: ModelSetup, result) -> str:
     return report_text(step_report(setup.model, setup.chip, setup.layout, result, steady_step_time(setup, result),
                                    _boundary(setup, result)))
 
-
-def cmd_models(args: argparse.Namespace) -> int:
-    print(f"{'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'ffn':>6} "
-          f"{'vocab':>6} {'seq':>5}  mlp")
-    for m in MODEL_PRESETS.values():
-        print(f"{m.name:<15} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
-              f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}")
-    return 0
-
-
-def cmd_chips(args: argparse.Namespace) -> int:
-    print(f"{'name':<10} {'BF16 TFLOP/s':>12} {'FP8':>6} {'HBM GiB':>8} {'HBM TB/s':>8} {'intra GB/s':>10} "
-          f"{'inter GB/s':>10} {'node':>4} {'gemm':>5} {'attn f/b':>9} {'mem':>4}")
-    for c in CHIP_PRESETS.values():
-        fp8 = f"{c.fp8_peak_flops / 1e12:.0f}" if c.fp8_peak_flops else "-"
-        print(f"{c.name:<10} {c.peak_flops / 1e12:>12.1f} {fp8:>6} {c.memory_gib:>8.1f} "
-              f"{c.hbm_bandwidth / 1e12:>8.2f} {c.intra_node_bandwidth / 1e9:>10.0f} "
-              f"{c.inter_node_bandwidth / 1e9:>10.0f} {c.node_size:>4} {c.gemm_efficiency:>5.2f} "
-              f"{c.attention_forward_efficiency:>4.2f}/{c.attention_backward_efficiency:<4.2f} "
-              f"{c.memory_efficiency:>4.2f}")
-    print("link bandwidths: per chip, one direction (datasheet NVLink figures are bidirectional; halved here); "
-          "gemm/attn/mem: kernel efficiencies (docs/model-and-chip-files.md)")
-    return 0
-
-
-def add_preset_commands(sub) -> None:
-    models = sub.add_parser("models", help="list model presets", description="List model presets (--model).")
-    models.set_defaults(func=cmd_models)
-    chips = sub.add_parser("chips", help="list chip presets", description="List chip presets (--hardware).")
-    chips.set_defaults(func=cmd_chips)

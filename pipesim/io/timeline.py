@@ -16,12 +16,14 @@ import enum
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_text_atomic, write_with
+from pipesim.io.text_files import read_text_file
 from pipesim.program.ir import COMPUTE_OPS as IR_COMPUTE_OPS
-from pipesim.program.ir import OP_ORDER
+from pipesim.program.ir import OP_ORDER, Op
 
 COLUMNS = ["step", "rank", "stage", "chunk", "op", "microbatch", "peer", "seq", "start", "end", "source", "bytes"]
 INT_COLUMNS = ["step", "rank", "stage", "chunk", "microbatch", "peer", "seq"]
@@ -69,28 +71,107 @@ def write_timeline(frame: pd.DataFrame, path: str | Path, flag: str = "--timelin
         write_text_atomic(path, json.dumps(chrome_trace(frame)))
 
 
+REQUIRED_COLUMNS = ["rank", "stage", "chunk", "op", "microbatch", "start", "end"]
+# Smallest value of each integer column: -1 marks a field that does not apply (the microbatch of STEP, the peer
+# of F), and rank and step are always real. Largest: a 32-bit index, far beyond any run.
+_INT_MINIMUM = {"step": 0, "rank": 0, "stage": -1, "chunk": -1, "microbatch": -1, "peer": -1, "seq": 0}
+_INT_MAXIMUM = 2**31 - 1
+_OPS = sorted(op.value for op in Op)
+
+
 def read_timeline(path: str | Path, flag: str = "timeline") -> pd.DataFrame:
-    """Read a Timeline written by pipesim (CSV or Parquet) and check its schema."""
+    """Read a Timeline written by pipesim (CSV or Parquet) and check it against the schema, row by row.
+
+    Schema (module docstring): the columns of ``REQUIRED_COLUMNS``; integer columns hold integers within
+    ``_INT_MINIMUM``..2³¹−1 (no empty cell, no fraction); ``op`` is an :class:`~pipesim.program.ir.Op`;
+    ``start`` and ``end`` are finite with ``end ≥ start``; ``bytes`` is finite and ≥ 0. A missing ``step``
+    is 0, a missing ``seq`` the row order on each rank. Errors name the file, the row and the fix.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise PipesimError(f"{flag} {path} is a folder; give the timeline file inside it")
     if not path.is_file():
         raise PipesimError(f"{flag} {path} does not exist")
     fmt = TimelineFormat.of(path, flag)
+    if fmt is TimelineFormat.CHROME_TRACE:
+        raise PipesimError(f"{flag} {path} is a Chrome trace; read timelines from .csv or .parquet")
     try:
         if fmt is TimelineFormat.CSV:
-            frame = pd.read_csv(path, keep_default_na=False)
-        elif fmt is TimelineFormat.PARQUET:
-            frame = pd.read_parquet(path)
+            read_text_file(path, flag)  # binary or not UTF-8: say so, rather than what the CSV parser trips on
+            frame = pd.read_csv(path, keep_default_na=False, dtype=str)
         else:
-            raise PipesimError(f"{flag} {path} is a Chrome trace; read timelines from .csv or .parquet")
-    except (ValueError, OSError, pd.errors.ParserError) as err:
+            frame = pd.read_parquet(path)
+    except PipesimError:
+        raise
+    except Exception as err:  # pandas and pyarrow raise many types for one cause: not this format
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise PipesimError(f"{flag} {path} cannot be read as {fmt.name.lower()}: {first}") from None
     if frame.empty:
         raise PipesimError(f"{flag} {path} holds no rows; write it with pipesim simulate --timeline or the executor")
-    missing = [c for c in ("rank", "stage", "chunk", "op", "microbatch", "start", "end") if c not in frame.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise PipesimError(f"{flag} {path} is not a pipesim timeline: missing column(s) {', '.join(missing)}")
-    return make_frame({c: frame[c] for c in frame.columns if c in COLUMNS})
+    where = f"{flag} {path}"
+    columns: dict = {}
+    for column in INT_COLUMNS:
+        if column in frame.columns:
+            columns[column] = _integers(frame[column], column, where)
+    for column in ("start", "end", "bytes"):
+        if column in frame.columns:
+            columns[column] = _finite(frame[column], column, where)
+    for column in ("rank", "stage"):  # every rank and stage has rows: a larger index is a typo, not a size
+        too_big = columns[column] >= len(frame)
+        if too_big.any():
+            row = _row(too_big)
+            raise PipesimError(f"{where} row {row}: {column} {columns[column].iloc[row - 2]} but the file holds only "
+                               f"{len(frame)} rows; number {column}s from 0")
+    backwards = (columns["end"] < columns["start"]).to_numpy()
+    if backwards.any():
+        row = int(backwards.argmax())
+        raise PipesimError(f"{where} row {row + 2}: end {columns['end'].iloc[row]:g} is before start "
+                           f"{columns['start'].iloc[row]:g}; an instruction ends after it starts")
+    if "bytes" in columns and (columns["bytes"] < 0).any():
+        row = int((columns["bytes"] < 0).to_numpy().argmax())
+        raise PipesimError(f"{where} row {row + 2}: bytes {columns['bytes'].iloc[row]:g} must be ≥ 0")
+    ops = frame["op"].astype(str).str.strip()
+    unknown = ~ops.isin(_OPS)
+    if unknown.any():
+        row = int(unknown.to_numpy().argmax())
+        raise PipesimError(f"{where} row {row + 2}: op {ops.iloc[row][:20]!r} is not one of {', '.join(_OPS)}")
+    columns["op"] = ops
+    if "source" in frame.columns:
+        columns["source"] = frame["source"].astype(str)
+    columns.setdefault("step", pd.Series(0, index=frame.index))
+    if "seq" not in columns:
+        columns["seq"] = pd.DataFrame(columns)[["step", "rank"]].groupby(["step", "rank"]).cumcount()
+    return make_frame(columns)
+
+
+def _row(mask) -> int:
+    """The file's row number (header is row 1) of the first true entry."""
+    return int(mask.to_numpy().argmax()) + 2
+
+
+def _integers(values: pd.Series, column: str, where: str) -> pd.Series:
+    numbers = pd.to_numeric(values.astype(str).str.strip() if values.dtype == object else values, errors="coerce")
+    numbers = numbers.astype("float64")
+    bad = numbers.isna() | (numbers != numbers.round()) | (numbers < _INT_MINIMUM[column]) | (numbers > _INT_MAXIMUM)
+    if bad.any():
+        row = _row(bad)
+        raw = values.iloc[row - 2]
+        rule = f"an integer from {_INT_MINIMUM[column]}" + (" (-1: does not apply)" if _INT_MINIMUM[column] < 0 else "")
+        raise PipesimError(f"{where} row {row}: {column} {str(raw)[:20]!r} must be {rule}")
+    return numbers.astype("int64")
+
+
+def _finite(values: pd.Series, column: str, where: str) -> pd.Series:
+    numbers = pd.to_numeric(values.astype(str).str.strip() if values.dtype == object else values, errors="coerce")
+    numbers = numbers.astype("float64")
+    bad = ~np.isfinite(numbers.to_numpy())
+    if bad.any():
+        row = int(bad.argmax()) + 2
+        raise PipesimError(f"{where} row {row}: {column} {str(values.iloc[row - 2])[:20]!r} must be a finite number")
+    return numbers
 
 
 def chrome_trace(frame: pd.DataFrame) -> dict:

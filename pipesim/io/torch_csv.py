@@ -20,7 +20,6 @@ forward and backward one after the other. Any other kind is an error naming the 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import enum
 import io
@@ -76,6 +75,9 @@ class ImportedCsv:
 def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
     """Parse every cell; an unknown action is a one-line error naming the cell and the kinds PyTorch writes."""
     parsed: list[list[CsvAction]] = []
+    # Each stage runs, and each microbatch is forwarded, in some cell: an index beyond the count of cells can
+    # only be a typo, and taking it as a size would allocate for it.
+    limit = sum(1 for row in rows for raw in row if raw.strip())
     for rank, row in enumerate(rows):
         actions: list[CsvAction] = []
         for column, raw in enumerate(row):
@@ -88,7 +90,7 @@ def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
                 match = _CELL.match(part)
                 if not match:
                     raise ScheduleError(
-                        f"{source}: cell {text!r} at rank {rank} (row {rank + 1}), column {column + 1} is not a "
+                        f"{source}: cell {_clip(text)} at rank {rank} (row {rank + 1}), column {column + 1} is not a "
                         "PyTorch action; use {stage}{F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B}{microbatch}, "
                         "{stage}REDUCE_GRAD or (…)OVERLAP_F_B"
                     )
@@ -96,10 +98,24 @@ def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
                 needs_mb = kind in _COMPUTE or kind in _COMM
                 if needs_mb != bool(mb):
                     what = "needs a microbatch number" if needs_mb else "takes no microbatch number"
-                    raise ScheduleError(f"{source}: cell {text!r} at rank {rank}, column {column + 1}: {kind} {what}")
+                    raise ScheduleError(
+                        f"{source}: cell {_clip(text)} at rank {rank}, column {column + 1}: {kind} {what}"
+                    )
+                for what, digits in (("stage", stage), ("microbatch", mb)):
+                    if digits and (len(digits) > 9 or int(digits) >= limit):
+                        raise ScheduleError(
+                            f"{source}: cell {_clip(text)} at rank {rank}, column {column + 1} names {what} "
+                            f"{_clip(digits)}, but the file holds only {limit} action(s); number the {what} "
+                            "indices from 0 without gaps"
+                        )
                 actions.append(CsvAction(int(stage), kind, int(mb) if mb else None, rank, column))
         parsed.append(actions)
     return parsed
+
+
+def _clip(text: str, width: int = 24) -> str:
+    """A cell as quoted in an error: whole when short, its start and length when not."""
+    return repr(text) if len(text) <= width else f"{text[:width]!r}… ({len(text)} characters)"
 
 
 def _shape_of(actions: list[list[CsvAction]], source: str) -> PipelineShape:
@@ -245,10 +261,16 @@ def rows_to_text(rows: list[list[str]]) -> str:
 
 
 def read_csv_file(path: Path) -> list[list[str]]:
-    if not path.is_file():
+    """The rows of a torch CSV: UTF-8 text (:func:`read_text_file`) that Python's csv module accepts."""
+    from pipesim.io.text_files import read_text_file
+
+    if not path.exists():
         raise ScheduleError(f"torch CSV {path} does not exist; check the path")
-    with path.open(newline="") as handle:
-        return [row for row in csv.reader(handle)]
+    text = read_text_file(path, "torch CSV")
+    try:
+        return list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as err:  # e.g. a field longer than csv.field_size_limit()
+        raise ScheduleError(f"torch CSV {path} is not a readable CSV: {err}") from None
 
 
 # --- the loader's view: a CSV as a schedule source whose shape is fixed ---------------------------------------
@@ -275,42 +297,3 @@ def csv_module(path: Path) -> ModuleType:
 
     module.build = build
     return module
-
-
-# --- the `pipesim export` command ------------------------------------------------------------------------------
-
-
-class ExportFormat(enum.Enum):
-    TORCH_CSV = "torch-csv"
-    PROGRAM = "program"
-
-
-def add_export_command(sub) -> None:
-    """Register ``pipesim export`` on the CLI's subparsers."""
-    exp = sub.add_parser("export", help="write a schedule as a PyTorch action CSV (or program text)",
-                         description="Export a schedule's per-rank actions as a torch.distributed.pipelining CSV "
-                         "(cells like 0F0, 1I3, 3SEND_F2; global stage indices).")
-    exp.add_argument("--schedule", "-s", default="1f1b", help="built-in name, schedule .py file or torch .csv")
-    exp.add_argument("--pp", type=int, default=None, help="pipeline ranks (default 4)")
-    exp.add_argument("--mb", type=int, default=None, help="microbatches (default 8)")
-    exp.add_argument("--chunks", "-v", type=int, default=None, help="chunks per rank (default: the schedule's)")
-    exp.add_argument("--format", choices=[f.value for f in ExportFormat], default=ExportFormat.TORCH_CSV.value)
-    exp.add_argument("--with-comms", action="store_true",
-                     help="include SEND/RECV and REDUCE_GRAD cells (PyTorch's compute_comms format)")
-    exp.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
-    exp.set_defaults(func=cmd_export)
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-
-    from pipesim.io.atomic import write_or_print
-    from pipesim.program.build import build_program
-
-    program = build_program(args.schedule, args.pp, args.mb, args.chunks).program
-    if ExportFormat(args.format) is ExportFormat.PROGRAM:
-        text = program.to_text()
-    else:
-        fmt = CsvFormat.COMPUTE_COMMS if args.with_comms else CsvFormat.COMPUTE_ONLY
-        text = rows_to_text(export_rows(program, fmt))
-    write_or_print(text, args.output)
-    return 0

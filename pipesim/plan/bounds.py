@@ -43,7 +43,8 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     traits = schedule_traits(candidate.schedule, candidate.chunks)
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
     costs = build_cost_model(model, chip, layout, shape)
-    stages = [costs.stage(s) for s in range(shape.num_stages)]
+    # One chunk-stage's costs (a CostModel holds a rank's share of the model; a chunk of v takes 1/v of it).
+    stages = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
     m = candidate.microbatches
     synchronized = traits.boundary is StepBoundary.SYNC
     barrier = sync_latency(layout, chip) if synchronized else 0.0  # the all-reduce before the optimizer

@@ -45,7 +45,9 @@ class PlanRequest:
     global_batch: int
     gpus_per_node: int = 8
     memory_cap_gib: float | None = None  # default: the chip's HBM
-    schedules: tuple[str, ...] = field(default_factory=lambda: tuple(builtin_names()))
+    # Fixed-order built-ins only: a cost-aware one (zb-auto) would be synthesised per candidate's costs.
+    schedules: tuple[str, ...] = field(default_factory=lambda: tuple(
+        n for n in builtin_names() if not load_schedule(n).build_options))
     recompute: tuple[Recompute, ...] = tuple(Recompute)
     micro_batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     sequence_parallel: tuple[bool, ...] = (False, True)

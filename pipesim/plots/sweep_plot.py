@@ -69,9 +69,9 @@ def read_results(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise PipesimError(f"sweep results {path} do not exist; write them with 'pipesim sweep -o {path.name}'")
     try:
-        if path.suffix == ".csv":
+        if path.suffix.lower() == ".csv":
             frame = pd.read_csv(path)
-        elif path.suffix == ".parquet":
+        elif path.suffix.lower() == ".parquet":
             frame = pd.read_parquet(path)
         else:
             raise PipesimError(f"sweep results {path}: unknown format {path.suffix or '(none)'}; use .csv or .parquet")
@@ -115,6 +115,10 @@ def plot_sweep(frame: pd.DataFrame, path: str | Path, *, x: str, y: str, hue: st
         if column is not None and column not in frame.columns:
             known = ", ".join(RESULT_COLUMNS)
             raise PipesimError(f"{flag} {column} is not a column of the results; use one of {known}")
+    if not pd.api.types.is_numeric_dtype(frame[y]) or pd.api.types.is_bool_dtype(frame[y]):
+        numeric = ", ".join(c for c in frame.columns
+                            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c]))
+        raise PipesimError(f"--y {y} is not a numeric column, so it cannot be plotted; use one of {numeric}")
     if options.percent and y not in RATIO_COLUMNS:
         raise PipesimError(f"--percent needs a fraction on the y axis ({', '.join(RATIO_COLUMNS)}), not --y {y}")
     if options.ylim and options.ylim[0] >= options.ylim[1]:

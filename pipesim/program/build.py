@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,6 +13,7 @@ from pipesim.program.ir import Program, Schedule
 from pipesim.program.loader import ScheduleSource, load_schedule
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate, validate_static
+from pipesim.sim.costs import CostModel
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ def build_program(
     chunks: int | None = None,
     semantics: CommSemantics | None = CommSemantics.BUFFERED,
     p2p: P2PLowering = P2PLowering.EAGER,
+    *,
+    costs: CostModel | None = None,
+    memory_limit: float | None = None,
 ) -> BuiltProgram:
     """Load schedule ``spec``, build it for (pp, microbatches, chunks), lower and validate it.
 
@@ -44,8 +49,13 @@ def build_program(
     ``semantics=None`` skips only the progress (deadlock) proof, for callers about to simulate: the
     simulator proves it on the way under the same buffered semantics and names the same cycle.
     ``p2p=GROUPED`` returns the grouped-safe Program of :mod:`pipesim.program.grouped` (proven there).
+    ``costs`` and ``memory_limit`` reach schedules whose build takes them (``zb-auto``); ``costs`` is dropped
+    for the others, so their cached Program is shared across cost models.
     """
-    return _build_cached(spec, pp, microbatches, chunks, semantics, p2p)
+    if costs is not None and "costs" not in load_schedule(spec).build_options:
+        costs = None
+    costs_key = None if costs is None else json.dumps(costs.to_dict(), sort_keys=True)
+    return _build_cached(spec, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit)
 
 
 #: Peak memory per lowered instruction of a whole job (schedule, columns, table, timeline arrays), measured:
@@ -89,8 +99,10 @@ def check_fits(pp: int, microbatches: int, chunks: int, available: int | None = 
 
 
 @lru_cache(maxsize=512)
-def _build_cached(spec, pp, microbatches, chunks, semantics, p2p) -> BuiltProgram:
-    # Cached: a sweep simulates one Program under many cost models, and building it is pure.
+def _build_cached(spec, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit) -> BuiltProgram:
+    # Cached: a sweep simulates one Program under many cost models, and building it is pure. The costs travel
+    # as their JSON text, which is hashable and equal exactly when the cost models are.
+    costs = None if costs_key is None else CostModel.from_dict(json.loads(costs_key))
     source = load_schedule(spec)
     fixed = source.fixed_shape
     if pp is None:
@@ -100,7 +112,7 @@ def _build_cached(spec, pp, microbatches, chunks, semantics, p2p) -> BuiltProgra
     resolved_chunks = source.default_chunks if chunks is None else chunks
     if all(isinstance(v, int) and v > 0 for v in (pp, microbatches, resolved_chunks)):
         check_fits(pp, microbatches, resolved_chunks)  # bad values get the schedule's own error below
-    schedule = source.build(pp, microbatches, chunks)
+    schedule = source.build(pp, microbatches, chunks, costs=costs, memory_limit=memory_limit)
     program = lower(schedule)
     if p2p is P2PLowering.GROUPED:
         program = grouped_program(program)  # validates under buffered and grouped semantics

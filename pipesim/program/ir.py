@@ -133,20 +133,29 @@ def instruction(op: Op, mb: int | None = None, chunk: int | None = None, peer: i
     return Instruction(op, mb, chunk, peer)
 
 
+def _check_ids(mb: object, chunk: object) -> None:
+    """A schedule author's ids must be ints ≥ 0: the interned constructor would otherwise hand back ``F(0)``
+    for ``F(0.0)`` or ``F(False)`` (equal keys), silently turning a wrong id into a right-looking one."""
+    for name, value in (("microbatch", mb), ("chunk", chunk)):
+        if type(value) is not int or value < 0:
+            raise TypeError(f"{name} id {value!r} ({type(value).__name__}) must be an int ≥ 0")
+
+
 def _interned(op: Op, name: str, doc: str):
     """The constructor ``name(mb, chunk=0)`` of ``op`` instructions, interned in its own (mb, chunk) table:
     schedule files call F/B/I/W about 7,000 times per sweep point, and a plain dict hit costs a third of a
-    call through the shared ``instruction`` cache (whose key hashes the Op enum in Python)."""
+    call through the shared ``instruction`` cache (whose key hashes the Op enum in Python). Ids are checked
+    when a pair is first seen; a later hit with plain ints is the same, already checked, pair."""
     table: dict[tuple[int, int], Instruction] = {}
 
     def make(mb: int, chunk: int = 0) -> Instruction:
-        try:
-            return table[mb, chunk]
-        except KeyError:
-            made = table[mb, chunk] = instruction(op, mb, chunk)
-            return made
-        except TypeError:  # an unhashable argument: the dataclass reports it as before
-            return instruction(op, mb, chunk)
+        if type(mb) is int and type(chunk) is int:
+            made = table.get((mb, chunk))
+            if made is not None:
+                return made
+        _check_ids(mb, chunk)
+        made = table[mb, chunk] = instruction(op, mb, chunk)
+        return made
 
     make.__name__ = make.__qualname__ = name
     make.__doc__ = doc

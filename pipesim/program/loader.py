@@ -3,20 +3,25 @@
 The contract of a schedule file (see ``schedules/1f1b.py``):
 
 - ``build(pp: int, microbatches: int, chunks: int) -> pipesim.program.ir.Schedule`` — the compute order per rank;
+- optional keyword-only ``costs`` and/or ``memory_limit`` parameters of ``build`` — a schedule that adapts to
+  the cost model (a :class:`~pipesim.sim.costs.CostModel`) and to a per-rank activation limit (units of one
+  microbatch-stage's activations) receives them; files without them are called exactly as before;
 - optional ``DEFAULT_CHUNKS: int`` (1 when absent);
 - optional ``LIMITS: pipesim.program.limits.ScheduleLimits`` — the chunk counts and microbatch counts it
   builds (one chunk, any microbatches when absent), which tests and tools read instead of knowing names;
 - optional ``analytic_bubble(pp, microbatches, chunks, costs: StageCosts) -> AnalyticBubble`` — the closed
   form on uniform costs, printed beside the simulated value.
 
-Every failure — missing file, syntax error, exception inside ``build``, wrong return type — becomes a
-one-line :class:`ScheduleError` naming the file and what to fix.
+Every failure — missing file, syntax error, exception inside ``build``, wrong return type, a microbatch id
+that is not an int in range, ``sys.exit``, an import or ``build`` that does not finish in time
+(:mod:`pipesim.program.user_code`) — becomes a one-line :class:`ScheduleError` naming the file and the fix.
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,8 +32,11 @@ from types import ModuleType
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import Instruction, Schedule
 from pipesim.program.limits import ScheduleLimits
+from pipesim.program.user_code import run_user_code
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import StageCosts
+
+BUILD_OPTIONS = ("costs", "memory_limit")
 
 
 @dataclass(frozen=True)
@@ -57,14 +65,41 @@ class ScheduleSource:
         doc = (self.module.__doc__ or "").strip()
         return doc.splitlines()[0] if doc else self.name
 
-    def build(self, pp: int, microbatches: int, chunks: int | None = None) -> Schedule:
-        """Call the file's ``build`` and check what comes back."""
+    @property
+    def build_options(self) -> frozenset[str]:
+        """Which of the optional keyword-only build options (``costs``, ``memory_limit``) the file's build takes."""
+        try:
+            params = inspect.signature(self.module.build).parameters
+        except (TypeError, ValueError):
+            return frozenset()
+        return frozenset(
+            name for name in BUILD_OPTIONS
+            if name in params and params[name].kind is inspect.Parameter.KEYWORD_ONLY
+        )
+
+    def build(self, pp: int, microbatches: int, chunks: int | None = None, *, costs=None,
+              memory_limit: float | None = None) -> Schedule:
+        """Call the file's ``build`` and check what comes back.
+
+        ``costs`` reaches a build that takes it and is otherwise ignored (every schedule is simulated under
+        costs); ``memory_limit`` is an error for a schedule that cannot honour it.
+        """
         chunks = self.default_chunks if chunks is None else chunks
         for flag, value in (("--pp", pp), ("--mb", microbatches), ("--chunks", chunks)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PipesimError(f"{flag} {value} must be a positive integer")
+        accepted = self.build_options
+        if memory_limit is not None and "memory_limit" not in accepted:
+            raise PipesimError(
+                f"schedule {self.name} has a fixed order and takes no --memory-limit; use --schedule zb-auto "
+                "to synthesise one for the limit"
+            )
+        options = {k: v for k, v in (("costs", costs), ("memory_limit", memory_limit))
+                   if k in accepted and v is not None}
+        call = f"build(pp={pp}, microbatches={microbatches}, chunks={chunks})"
         try:
-            schedule = self.module.build(pp, microbatches, chunks)
+            schedule = run_user_code(lambda: self.module.build(pp, microbatches, chunks, **options),
+                                     f"schedule {self.path}: {call}")
         except PipesimError:
             raise
         except Exception as err:  # a researcher's file: report, never show a traceback
@@ -119,7 +154,9 @@ def _import_file(path: Path) -> ModuleType:
         raise ScheduleError(f"schedule file {path} cannot be imported; it must be a Python file ending in .py")
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        run_user_code(lambda: spec.loader.exec_module(module), f"schedule file {path} (on import)")
+    except PipesimError:
+        raise
     except SyntaxError as err:
         raise ScheduleError(f"schedule file {path} has a syntax error at line {err.lineno}: {err.msg}") from None
     except Exception as err:
@@ -155,6 +192,17 @@ def _check_built(source: ScheduleSource, schedule: object, pp: int, microbatches
         for ins in order:
             if not isinstance(ins, Instruction):
                 raise ScheduleError(f"{where}: rank {rank} holds {ins!r}; use F(mb, chunk), B(...), I(...), W(...)")
+            # Identifiers are ints in range: a float or string id would be truncated, compared wrongly or
+            # overflow a fixed-width table later, far from the line that wrote it.
+            if not ins.op.is_compute:
+                continue  # lowering and validation name a comm op in a compute order
+            for field, value, count in (("microbatch", ins.mb, microbatches), ("chunk", ins.chunk, chunks)):
+                if type(value) is not int or not 0 <= value < count:
+                    raise ScheduleError(
+                        f"{where}: rank {rank} holds {ins.op.value}({ins.mb!r}, {ins.chunk!r}) whose {field} "
+                        f"{value!r} is not an int in 0..{count - 1}; number each {field} 0..{count - 1} with a "
+                        "Python int"
+                    )
 
 
 def _one_line(err: BaseException) -> str:

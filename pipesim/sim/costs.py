@@ -10,13 +10,29 @@ interleaved schedule's forward per chunk as t_f/v in the same way).
 Defaults are unit costs (F=1, B=2; split backward I=1, W=1; communication 0). Stages can be overridden one
 by one (an embedding on the first stage, the LM head on the last). The same object is read from and written
 to a costs file (JSON or YAML), which calibration and the analytic model also produce.
+
+The costs-file schema (every key optional; anything else is refused, naming the key)::
+
+    time_unit: unit | s          # 'unit' for abstract costs (default), 's' for seconds
+    convention: "per microbatch through one rank's share of the model; a chunk of v takes 1/v"  # if given
+    num_stages: 4                # pp·v the values were calibrated on (integer ≥ 1), or null
+    p2p_latency: 0               # time per P2P transfer
+    p2p_bandwidth: null          # bytes per time unit, > 0; null: bytes cost nothing
+    optimizer_step: 0            # time of the optimizer step
+    default: {forward: 1, backward: 2, backward_input: 1, backward_weight: 1, reduce_grad: 0,
+              activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0,
+              p2p_bandwidth: null}   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
+    stages: {0: {forward: 1.5}}  # stage index (integer ≥ 0) → fields of 'default' to override
+
+Every value is a number (booleans are refused), 0 or within ``COST_RANGE`` = [1e-12, 1e15];
+``weight_grad_activation ≤ activation`` on every stage (M_W is part of M_B).
 """
 
 from __future__ import annotations
 
 import enum
 import json
-import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -92,8 +108,19 @@ _PER_RANK_SHARE = ("forward", "backward", "backward_input", "backward_weight", "
 def _chunk_share(costs: StageCosts, chunks: int) -> StageCosts:
     """One chunk-stage's values when a rank holds ``chunks`` of them: 1/v of the per-rank share."""
     return replace(costs, **{name: getattr(costs, name) / chunks for name in _PER_RANK_SHARE})
+
+
 ACTIVATION_UNIT = "microbatches through one rank's share of the model"
 COST_CONVENTION = "per microbatch through one rank's share of the model; a chunk of v takes 1/v"
+# None allowed: memory is reported in activation units only; the boundary uses the model's p2p_bandwidth.
+_OPTIONAL_FIELDS = {"activation_bytes", "p2p_bandwidth"}
+_TOP_KEYS = ("time_unit", "convention", "num_stages", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default",
+             "stages")
+TIME_UNITS = tuple(unit.value for unit in TimeUnit)
+# Every duration, byte count, memory amount and bandwidth of a costs file is 0 or inside this range: wide enough
+# for picoseconds to hours and for bytes up to a petabyte, narrow enough that sums over any Program pipesim can
+# build stay finite and their ratios (bubble, MFU) are numbers.
+COST_RANGE = (1e-12, 1e15)
 
 
 @dataclass(frozen=True)
@@ -115,14 +142,8 @@ class CostModel:
     num_stages: int | None = None
 
     def __post_init__(self) -> None:
+        # A TimeUnit or its value; anything else is refused by TimeUnit.parse with the allowed values.
         object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
-        for stage, values in self.overrides.items():
-            unknown = set(values) - _STAGE_FIELDS
-            if unknown:
-                raise PipesimError(
-                    f"cost override for stage {stage} has unknown field(s) {sorted(unknown)}; "
-                    f"use {sorted(_STAGE_FIELDS)}"
-                )
         _check_costs(self)
 
     def stage(self, stage: int) -> StageCosts:
@@ -172,11 +193,15 @@ class CostModel:
             self.default.p2p_bytes == 0 or not self.p2p_bandwidth
         )
 
-    def with_overrides(self, overrides: dict[int, dict[str, float]]) -> CostModel:
+    def with_overrides(self, overrides: dict[int, dict[str, float]], source: str = "cost override") -> CostModel:
+        """These per-stage values on top of the current ones; ``source`` names where they came from in errors."""
         merged = {s: dict(v) for s, v in self.overrides.items()}
         for stage, values in overrides.items():
             merged.setdefault(stage, {}).update(values)
-        return replace(self, overrides=merged)
+        try:
+            return replace(self, overrides=merged)
+        except PipesimError as err:
+            raise PipesimError(f"{source}: {err}") from None
 
     # --- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -192,38 +217,53 @@ class CostModel:
         }
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = "costs") -> CostModel:
+    def from_dict(cls, data: object, source: str = "costs") -> CostModel:
+        """Read the costs-file schema (module docstring): every key, type and range checked, errors name the key."""
         if not isinstance(data, dict):
-            raise PipesimError(f"{source}: expected a mapping at the top level")
-        known = {"time_unit", "p2p_latency", "p2p_bandwidth", "optimizer_step", "convention", "num_stages", "default",
-                 "stages"}
-        unknown = set(data) - known
+            raise PipesimError(f"{source}: expected a mapping of key: value at the top level, e.g. default: "
+                               "{forward: 1.0}")
+        unknown = [k for k in data if k not in _TOP_KEYS]
         if unknown:
-            raise PipesimError(f"{source}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known)}")
-        default = data.get("default") or {}
-        bad = set(default) - _STAGE_FIELDS
-        if bad:
-            raise PipesimError(f"{source}: unknown field(s) {sorted(bad)} in 'default'; use {sorted(_STAGE_FIELDS)}")
+            raise PipesimError(f"{source}: unknown key {unknown[0]!r}; allowed: {', '.join(_TOP_KEYS)}")
+        default = _stage_fields(data.get("default"), source, "default")
+        stages = data.get("stages")
+        if stages is None:
+            stages = {}
+        if not isinstance(stages, dict):
+            raise PipesimError(f"{source}: 'stages' must map a stage index to its fields, e.g. stages: "
+                               f"{{0: {{forward: 1.5}}}}, not {type(stages).__name__} {_short(stages)}")
+        overrides = {_stage_index(key, source): _stage_fields(values, source, f"stages.{key}")
+                     for key, values in stages.items()}
+        time_unit = data.get("time_unit", "unit")
+        if time_unit not in TIME_UNITS:
+            raise PipesimError(f"{source}: time_unit={_short(time_unit)} must be one of {', '.join(TIME_UNITS)} "
+                               "('unit' for abstract costs, 's' for seconds)")
+        convention = data.get("convention", COST_CONVENTION)
+        if convention != COST_CONVENTION:
+            raise PipesimError(f"{source}: convention={_short(convention)} is not how pipesim reads costs "
+                               f"({COST_CONVENTION!r}); convert the values, or drop the key if they already are")
+        bandwidth = data.get("p2p_bandwidth")
         try:
-            overrides = {int(s): dict(v) for s, v in (data.get("stages") or {}).items()}
-            return cls(
+            model = cls(
                 default=StageCosts(**default),
                 overrides=overrides,
-                p2p_latency=float(data.get("p2p_latency", 0.0)),
-                p2p_bandwidth=data.get("p2p_bandwidth"),
-                optimizer_step=float(data.get("optimizer_step", 0.0)),
-                time_unit=TimeUnit.parse(data.get("time_unit", TimeUnit.UNIT.value), source),
-                num_stages=None if data.get("num_stages") is None else int(data["num_stages"]),
+                p2p_latency=_number(data.get("p2p_latency", 0.0), source, "p2p_latency"),
+                p2p_bandwidth=None if bandwidth is None else _number(bandwidth, source, "p2p_bandwidth"),
+                optimizer_step=_number(data.get("optimizer_step", 0.0), source, "optimizer_step"),
+                time_unit=TimeUnit(time_unit),
+                num_stages=_stage_count(data.get("num_stages"), source),
             )
-        except (TypeError, ValueError) as err:
+            _check_costs(model, user_input=True)
+        except PipesimError as err:
             raise PipesimError(f"{source}: {err}") from None
+        return model
 
     @classmethod
     def load(cls, path: str | Path) -> CostModel:
         from pipesim.io.spec_files import read_mapping
 
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise PipesimError(f"costs file {path} does not exist; write one with 'pipesim calibrate' or by hand")
         return cls.from_dict(read_mapping(path, "costs"), source=f"costs file {path}")
 
@@ -232,20 +272,111 @@ class CostModel:
 
         path = Path(path)
         data = self.to_dict()
-        text = yaml.safe_dump(data, sort_keys=False) if path.suffix in (".yaml", ".yml") else json.dumps(data, indent=2)
+        is_yaml = path.suffix.lower() in (".yaml", ".yml")
+        text = yaml.safe_dump(data, sort_keys=False) if is_yaml else json.dumps(data, indent=2)
         write_text_atomic(path, text + ("" if text.endswith("\n") else "\n"))
 
 
-def _check_costs(model: CostModel) -> None:
-    """Durations and memory must be finite and non-negative: a negative cost makes time run backwards."""
-    checks = [("p2p_latency", model.p2p_latency), ("optimizer_step", model.optimizer_step)]
-    checks += [(f"default.{k}", v) for k, v in asdict(model.default).items() if v is not None]
-    checks += [(f"stages.{s}.{k}", v) for s, vals in model.overrides.items() for k, v in vals.items() if v is not None]
+def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
+    """Every value of the schema, type and range: a negative cost makes time run backwards, an absurd one makes
+    sums overflow to inf (and ratios to NaN), a zero bandwidth makes a transfer take forever.
+
+    ``user_input`` adds the lower end of ``COST_RANGE`` (a file or flag giving 1e-320 is a typo whose ratios
+    overflow); values computed inside pipesim only need to be finite, ≥ 0 and at most its upper end.
+    """
+    def check(name: str, value: object, zero_ok: bool = True) -> None:
+        _check_range(name, value, zero_ok=zero_ok, tiny_ok=not user_input)
+
+    check("p2p_latency", model.p2p_latency)
+    check("optimizer_step", model.optimizer_step)
     if model.p2p_bandwidth is not None:
-        checks.append(("p2p_bandwidth", model.p2p_bandwidth))
-    for name, value in checks:
-        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-            raise PipesimError(f"cost {name}={value!r} must be a finite number ≥ 0")
-        if name.endswith("p2p_bandwidth") and value == 0:
-            raise PipesimError(f"cost {name}=0 would make every transfer take forever; give bytes per time "
-                               "unit > 0, or leave it out for free transfers")
+        check("p2p_bandwidth", model.p2p_bandwidth, zero_ok=False)
+    stages = [("default", asdict(model.default))]
+    for stage, values in model.overrides.items():
+        if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or stage < 0:
+            raise PipesimError(f"stage {stage!r} must be a stage index, an integer ≥ 0")
+        if not isinstance(values, dict):
+            raise PipesimError(f"stages.{stage} must map fields to values, e.g. {{forward: 1.5}}")
+        unknown = [k for k in values if k not in _STAGE_FIELDS]
+        if unknown:
+            raise PipesimError(f"stage {stage} override has unknown field {unknown[0]!r}; use "
+                               f"{', '.join(sorted(_STAGE_FIELDS))}")
+        stages.append((f"stages.{stage}", {**asdict(model.default), **values}))
+    for where, values in stages:
+        for key, value in values.items():
+            if value is None and key in _OPTIONAL_FIELDS:
+                continue
+            check(f"{where}.{key}", value, zero_ok=key != "p2p_bandwidth")
+        if values["weight_grad_activation"] > values["activation"]:
+            raise PipesimError(
+                f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="
+                f"{values['activation']:g}; M_W is the part of M_B kept for W, so it is at most activation"
+            )
+
+
+def in_cost_range(value: float) -> bool:
+    """0, or a number in ``COST_RANGE`` (false for NaN and ±inf): what files and flags may give."""
+    return value == 0 or COST_RANGE[0] <= value <= COST_RANGE[1]
+
+
+def _check_range(name: str, value: object, *, zero_ok: bool, tiny_ok: bool) -> None:
+    low, high = COST_RANGE
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise PipesimError(f"{name}={_short(value)} must be a number")
+    fits = 0 <= value <= high if tiny_ok else in_cost_range(value)
+    if not fits or (value == 0 and not zero_ok):
+        rule = f"a number in [{low:g}, {high:g}]" if not zero_ok else f"0 or a number in [{low:g}, {high:g}]"
+        fix = "; omit it (or null) for transfers whose bytes cost nothing" if name.endswith("p2p_bandwidth") else ""
+        raise PipesimError(f"{name}={value!r} must be {rule}{fix}")
+
+
+def _number(value: object, source: str, name: str) -> float:
+    """A number of the file as a float; YAML and JSON booleans are refused, not read as 0 and 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise PipesimError(f"{source}: {name}={_short(value)} must be a number")
+    return float(value)
+
+
+def _stage_fields(values: object, source: str, where: str) -> dict[str, float | None]:
+    """The fields of ``default`` or of one stage override, as floats (None kept for the optional ones)."""
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise PipesimError(f"{source}: '{where}' must map fields to values, e.g. {{forward: 1.0, backward: 2.0}}, "
+                           f"not {type(values).__name__} {_short(values)}")
+    fields_read: dict[str, float | None] = {}
+    for key, value in values.items():
+        if key not in _STAGE_FIELDS:
+            raise PipesimError(f"{source}: unknown field {key!r} in '{where}'; use {', '.join(sorted(_STAGE_FIELDS))}")
+        fields_read[key] = None if value is None and key in _OPTIONAL_FIELDS else _number(value, source,
+                                                                                         f"{where}.{key}")
+    return fields_read
+
+
+def _stage_count(value: object, source: str) -> int | None:
+    """``num_stages``: null, or the pp·v (an integer ≥ 1) the values were calibrated on."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10**6:
+        raise PipesimError(f"{source}: num_stages={_short(value)} must be the pipeline's pp·v, an integer ≥ 1, "
+                           "or null")
+    return value
+
+
+def _stage_index(key: object, source: str) -> int:
+    """A stage key: an integer ≥ 0, or its decimal text (JSON keys are always strings)."""
+    text = key.strip() if isinstance(key, str) else None
+    if isinstance(key, int) and not isinstance(key, bool):
+        index = key
+    elif text is not None and text.isdigit() and len(text) < 10:
+        index = int(text)
+    else:
+        index = -1
+    if index < 0:
+        raise PipesimError(f"{source}: stage {_short(key)} in 'stages' must be a stage index, an integer ≥ 0")
+    return index
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -11,8 +11,9 @@ from pipesim.analytic.layout import Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import load_model
 from pipesim.analytic.params import total_params
 from pipesim.cli.analytic_args import _PARAM_BYTES
-from pipesim.cli.arg_types import fraction, positive_int
+from pipesim.cli.arg_types import fraction, output_file, positive_int
 from pipesim.errors import PipesimError
+from pipesim.plots.paths import FIGURE_SUFFIXES
 from pipesim.program.loader import builtin_names
 
 DESCRIPTION = (
@@ -57,8 +58,11 @@ def _memory(text: str) -> float:
     return value
 
 
-def add_plan_command(sub) -> None:
-    p = sub.add_parser("plan", help="find the fastest parallel configuration that fits, by simulation",
+NAME = "plan"
+
+
+def register(sub) -> None:
+    p = sub.add_parser(NAME, help="find the fastest parallel configuration that fits, by simulation",
                        description=DESCRIPTION)
     p.add_argument("--model", required=True, metavar="NAME|FILE", help="model preset (pipesim models) or file")
     p.add_argument("--hardware", default="h100-sxm", metavar="NAME|FILE",
@@ -92,12 +96,14 @@ def add_plan_command(sub) -> None:
     p.add_argument("--param-bytes", choices=sorted(_PARAM_BYTES), default="18",
                    help="bytes per parameter for weights+grads+Adam (default 18, Megatron's count)")
     p.add_argument("--top", type=positive_int, default=10, help="configurations to print (default 10)")
-    p.add_argument("--output", "-o", metavar="FILE", help="every candidate and its outcome (.parquet or .csv)")
-    p.add_argument("--plot", metavar="FILE", help="Pareto front of step time vs peak memory (.png/.pdf/.svg)")
+    p.add_argument("--output", "-o", metavar="FILE", type=output_file(".csv", ".parquet", what="plan results"),
+                   help="every candidate and its outcome (.parquet or .csv)")
+    p.add_argument("--plot", metavar="FILE", type=output_file(*FIGURE_SUFFIXES, what="figure"),
+                   help="Pareto front of step time vs peak memory (.png/.pdf/.svg)")
     p.add_argument("--cluster", metavar="tcp://HOST:8786", help="evaluate on a running Dask scheduler")
     p.add_argument("--jobs", "-j", type=int, default=1, help="local processes (0 = all cores; default 1)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=run)
 
 
 def request_from_args(args: argparse.Namespace):
@@ -114,22 +120,15 @@ def request_from_args(args: argparse.Namespace):
                        max_chunks=args.max_chunks, param_bytes=_PARAM_BYTES[args.param_bytes])
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from pipesim.io.atomic import check_output_path, write_with
+    from pipesim.io.atomic import write_with
     from pipesim.plan.advice import nothing_fits_message
     from pipesim.plan.search import run_plan
     from pipesim.plan.workers import Workers
-    from pipesim.plots.gantt import check_figure_path
 
-    if args.output:
-        if Path(args.output).suffix not in (".csv", ".parquet"):
-            raise PipesimError(f"-o {args.output}: plan results are .csv or .parquet")
-        check_output_path(args.output, "plan results")
-    if args.plot:
-        check_figure_path(args.plot)
-        check_output_path(args.plot, "figure")
+    # -o and --plot were checked as the flags were parsed (folder, suffix, writable): before any work.
     request = request_from_args(args)
     with Workers(args.jobs, args.cluster) as workers, Progress(transient=True, disable=args.quiet) as bar:
         task = bar.add_task("planning", total=None)
@@ -144,7 +143,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.output:
         frame = result.frame()
         path = Path(args.output)
-        if path.suffix == ".csv":
+        if path.suffix.lower() == ".csv":
             write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
         else:
             write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))

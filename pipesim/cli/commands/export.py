@@ -1,0 +1,45 @@
+"""``pipesim export``: a schedule as a PyTorch ``torch.distributed.pipelining`` action CSV, or program text."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+
+from pipesim.cli.arg_types import output_file
+from pipesim.cli.shared_args import add_schedule_args
+
+NAME = "export"
+
+
+class ExportFormat(enum.Enum):
+    TORCH_CSV = "torch-csv"
+    PROGRAM = "program"
+
+
+def register(sub) -> None:
+    exp = sub.add_parser(NAME, help="write a schedule as a PyTorch action CSV (or program text)",
+                         description="Export a schedule's per-rank actions as a torch.distributed.pipelining CSV "
+                         "(cells like 0F0, 1I3, 3SEND_F2; global stage indices).")
+    add_schedule_args(exp, csv=True)
+    exp.add_argument("--format", choices=[f.value for f in ExportFormat], default=ExportFormat.TORCH_CSV.value,
+                     help="torch-csv (default) or program (the text of 'pipesim lower')")
+    exp.add_argument("--with-comms", action="store_true",
+                     help="include SEND/RECV and REDUCE_GRAD cells (PyTorch's compute_comms format)")
+    exp.add_argument("--output", "-o", metavar="FILE", type=output_file(what="export"),
+                     help="write to FILE instead of stdout")
+    exp.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipesim.io.atomic import write_or_print
+    from pipesim.io.torch_csv import CsvFormat, export_rows, rows_to_text
+    from pipesim.program.build import build_program
+
+    program = build_program(args.schedule, args.pp, args.mb, args.chunks).program
+    if ExportFormat(args.format) is ExportFormat.PROGRAM:
+        text = program.to_text()
+    else:
+        fmt = CsvFormat.COMPUTE_COMMS if args.with_comms else CsvFormat.COMPUTE_ONLY
+        text = rows_to_text(export_rows(program, fmt))
+    write_or_print(text, args.output)
+    return 0

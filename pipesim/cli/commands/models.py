@@ -1,0 +1,24 @@
+"""``pipesim models``: the model presets ``simulate --model`` accepts, with the fields a model file takes."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "models"
+
+
+def register(sub) -> None:
+    models = sub.add_parser(NAME, help="list model presets", description="List model presets (--model).")
+    models.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipesim.analytic.model_presets import MODEL_PRESETS
+    from pipesim.analytic.params import total_params
+
+    print(f"{'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'ffn':>6} "
+          f"{'vocab':>6} {'seq':>5}  mlp")
+    for m in MODEL_PRESETS.values():
+        print(f"{m.name:<15} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
+              f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}")
+    return 0

@@ -1,0 +1,149 @@
+"""What schedule synthesis is given: the pipeline's shape, what each pass costs, and the memory each rank may hold.
+
+The model is Zero Bubble's (Qi et al., ICLR 2024, §3 and Appendix G): every stage runs, per microbatch, a
+forward ``F``, an input-gradient backward ``I`` (the paper's ``B``) and a weight-gradient backward ``W``.
+``F`` on stage s waits for ``F`` on stage s−1, ``I`` on stage s for ``I`` on stage s+1 (or for the last stage's
+own ``F``), each plus ``T_comm`` when the two stages live on different ranks; ``W`` waits for its ``I``.
+Memory (Table 1): ``F`` holds ``M_B`` from its start, ``I`` releases ``M_B − M_W`` at its end, ``W`` releases
+``M_W`` at its end; the activations a rank holds must never exceed the limit.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pipesim.errors import PipesimError
+from pipesim.program.ir import PipelineShape, Placement
+from pipesim.sim.costs import CostModel
+
+# Floating-point slack when comparing memory against the limit (levels are sums of a few floats).
+MEMORY_EPS = 1e-9
+
+
+class Pass(enum.IntEnum):
+    """The three passes of one microbatch on one stage, in dependency order."""
+
+    F = 0
+    I = 1  # noqa: E741 — the paper's B: the input gradient
+    W = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One pass of one microbatch on one (global) stage."""
+
+    kind: Pass
+    stage: int
+    mb: int
+
+
+@dataclass(frozen=True)
+class SynthesisProblem:
+    """Shape, per-stage costs and the per-rank activation limit (units of ``StageCosts.activation``)."""
+
+    shape: PipelineShape
+    forward: tuple[float, ...]  # per global stage
+    backward_input: tuple[float, ...]
+    backward_weight: tuple[float, ...]
+    transfer: tuple[float, ...]  # time to move stage s's output (or input gradient) to its neighbour
+    activation: tuple[float, ...]  # M_B per stage
+    weight_grad_activation: tuple[float, ...]  # M_W per stage
+    memory_limit: float | None  # per rank; None: unlimited
+
+    @classmethod
+    def from_costs(cls, shape: PipelineShape, costs: CostModel, memory_limit: float | None) -> SynthesisProblem:
+        stages = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]  # a chunk: 1/v of a rank
+        if memory_limit is not None and memory_limit <= 0:
+            raise PipesimError(f"--memory-limit {memory_limit} must be positive")
+        return cls(
+            shape=shape,
+            forward=tuple(c.forward for c in stages),
+            backward_input=tuple(c.backward_input for c in stages),
+            backward_weight=tuple(c.backward_weight for c in stages),
+            transfer=tuple(costs.transfer_time(s) for s in range(shape.num_stages)),
+            activation=tuple(c.activation for c in stages),
+            weight_grad_activation=tuple(min(c.weight_grad_activation, c.activation) for c in stages),
+            memory_limit=memory_limit,
+        )
+
+    # --- structure ------------------------------------------------------------------------------------
+    @property
+    def pp(self) -> int:
+        return self.shape.pp
+
+    @property
+    def microbatches(self) -> int:
+        return self.shape.microbatches
+
+    @property
+    def num_stages(self) -> int:
+        return self.shape.num_stages
+
+    def rank_of(self, stage: int) -> int:
+        return self.shape.rank_of(stage)
+
+    def duration(self, task: Task) -> float:
+        table = (self.forward, self.backward_input, self.backward_weight)[task.kind]
+        return table[task.stage]
+
+    def memory_delta(self, task: Task) -> float:
+        """Change in held activations the task causes (at its start for F, at its end for I and W)."""
+        m_b, m_w = self.activation[task.stage], self.weight_grad_activation[task.stage]
+        return (m_b, -(m_b - m_w), -m_w)[task.kind]
+
+    def predecessor(self, task: Task) -> tuple[Task, float] | None:
+        """The cross-stage (or same-task-chain) dependency of ``task`` and the delay after its end."""
+        last = self.num_stages - 1
+        if task.kind is Pass.F:
+            if task.stage == 0:
+                return None
+            pred = Task(Pass.F, task.stage - 1, task.mb)
+        elif task.kind is Pass.I:
+            pred = Task(Pass.F, last, task.mb) if task.stage == last else Task(Pass.I, task.stage + 1, task.mb)
+        else:
+            return Task(Pass.I, task.stage, task.mb), 0.0
+        delay = 0.0 if self.rank_of(pred.stage) == self.rank_of(task.stage) else self._link_delay(pred, task)
+        return pred, delay
+
+    def consumer(self, task: Task) -> tuple[Task, float] | None:
+        """The pass on the next stage that waits for ``task``'s output (F→F, last F→I, I→I), and the transfer
+        time were it on another rank; None for W and the first stage's I."""
+        last = self.num_stages - 1
+        if task.kind is Pass.F:
+            succ = Task(Pass.I, last, task.mb) if task.stage == last else Task(Pass.F, task.stage + 1, task.mb)
+        elif task.kind is Pass.I and task.stage > 0:
+            succ = Task(Pass.I, task.stage - 1, task.mb)
+        else:
+            return None
+        return succ, self._link_delay(task, succ)
+
+    def _link_delay(self, pred: Task, task: Task) -> float:
+        # F crosses the boundary after the sending stage (its output); I crosses after the receiving stage.
+        boundary = pred.stage if task.kind is Pass.F else task.stage
+        return self.transfer[boundary]
+
+    def stages_of(self, rank: int) -> list[int]:
+        return [self.shape.stage(rank, chunk) for chunk in range(self.shape.chunks)]
+
+    def fits(self, level: float) -> bool:
+        return self.memory_limit is None or level <= self.memory_limit + MEMORY_EPS
+
+    def describe(self) -> str:
+        s = self.shape
+        limit = "unlimited" if self.memory_limit is None else f"{self.memory_limit:g}"
+        return (f"pp={s.pp} microbatches={s.microbatches} chunks={s.chunks} ({s.placement.value} placement), "
+                f"memory limit {limit} per rank")
+
+
+def lower_bound(problem: SynthesisProblem) -> float:
+    """No schedule's longest stage span is below the busiest rank's compute (the paper's m·(T_F+T_B+T_W))."""
+    busiest = 0.0
+    for rank in range(problem.pp):
+        work = sum(problem.forward[s] + problem.backward_input[s] + problem.backward_weight[s]
+                   for s in problem.stages_of(rank))
+        busiest = max(busiest, work * problem.microbatches)
+    return busiest
+
+
+__all__ = ["MEMORY_EPS", "Pass", "Placement", "SynthesisProblem", "Task", "lower_bound"]

@@ -1,0 +1,141 @@
+"""Schedule synthesis end to end: greedy policies and built-in schedules → best feasible → local search →
+(small problems) CP-SAT, warm-started → a :class:`~pipesim.program.ir.Schedule` every pipesim path accepts.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+
+from pipesim.errors import PipesimError
+from pipesim.program.ir import F, I, Instruction, PipelineShape, Placement, Schedule, W
+from pipesim.sim.costs import CostModel
+from pipesim.synth.candidates import builtin_candidates, sequential_orders
+from pipesim.synth.evaluate import Evaluation, Orders, evaluate
+from pipesim.synth.exact import solve_exact
+from pipesim.synth.greedy import Infeasible, greedy_orders, policy_grid
+from pipesim.synth.local_search import improve
+from pipesim.synth.lockstep import lockstep_orders, lockstep_policies
+from pipesim.synth.problem import Pass, SynthesisProblem, lower_bound
+
+
+class Method(enum.Enum):
+    """How hard to search: the heuristic alone, plus local search, plus the exact solver."""
+
+    GREEDY = "greedy"
+    LOCAL = "local"
+    EXACT = "exact"
+
+
+@dataclass(frozen=True)
+class SynthesisResult:
+    problem: SynthesisProblem
+    orders: Orders
+    evaluation: Evaluation
+    origin: str  # which candidate won: a greedy policy, a built-in, "local search" or "cp-sat"
+    optimal: bool = False  # proven by the exact solver
+    solver_bound: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def bubble_rate(self) -> float:
+        """The paper's bubble rate: (longest stage span − busiest rank's compute) / longest span."""
+        span = self.evaluation.max_span
+        return (span - lower_bound(self.problem)) / span if span > 0 else 0.0
+
+    def schedule(self, name: str = "zb-auto") -> Schedule:
+        return to_schedule(self.problem, self.orders, name)
+
+
+def synthesize(
+    problem: SynthesisProblem,
+    method: Method = Method.LOCAL,
+    *,
+    local_evaluations: int = 300,
+    local_seconds: float = 3.0,
+    exact_seconds: float = 10.0,
+    exact_max_tasks: int = 300,
+) -> SynthesisResult:
+    """Best order found for ``problem`` by ``method``; raises PipesimError when no candidate fits the limit."""
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    best: tuple[Evaluation, Orders, str] | None = None
+
+    def consider(orders: Orders, origin: str) -> None:
+        nonlocal best
+        result = evaluate(problem, orders)
+        if result.feasible and (best is None or result.key < best[0].key):
+            best = (result, orders, origin)
+
+    for name, orders in builtin_candidates(problem).items():
+        consider(orders, f"built-in {name}")
+    consider(sequential_orders(problem), "one microbatch at a time")
+    if problem.shape.chunks == 1:
+        for lockstep in lockstep_policies():
+            try:
+                consider(lockstep_orders(problem, lockstep), str(lockstep))
+            except Infeasible:
+                continue
+    for policy in policy_grid(problem):
+        try:
+            consider(greedy_orders(problem, policy), f"greedy {policy}")
+        except Infeasible:
+            continue
+    timings["heuristic"] = time.perf_counter() - clock
+    if best is None:
+        raise PipesimError(
+            f"no schedule fits memory limit {problem.memory_limit:g} per rank ({problem.describe()}); "
+            f"a rank needs at least one microbatch's activations per chunk it holds: raise --memory-limit"
+        )
+    evaluation, orders, origin = best
+    if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0:
+        clock = time.perf_counter()
+        improved, improved_eval = improve(problem, orders, evaluations=local_evaluations, seconds=local_seconds)
+        if improved_eval.key < evaluation.key:
+            evaluation, orders, origin = improved_eval, improved, "local search"
+        timings["local search"] = time.perf_counter() - clock
+    optimal, bound = False, None
+    num_tasks = 3 * problem.num_stages * problem.microbatches
+    if method is Method.EXACT and num_tasks <= exact_max_tasks:
+        clock = time.perf_counter()
+        exact = solve_exact(problem, orders, seconds=exact_seconds)
+        timings["cp-sat"] = time.perf_counter() - clock
+        if exact is not None:
+            bound = exact.lower_bound
+            optimal = exact.optimal
+            if exact.evaluation.feasible and exact.evaluation.key < evaluation.key:
+                evaluation, orders, origin = exact.evaluation, exact.orders, "cp-sat"
+    return SynthesisResult(problem, orders, evaluation, origin, optimal, bound, timings)
+
+
+_INSTRUCTION = {Pass.F: F, Pass.I: I, Pass.W: W}
+
+
+def to_schedule(problem: SynthesisProblem, orders: Orders, name: str = "zb-auto") -> Schedule:
+    shape = problem.shape
+    rank_orders: list[list[Instruction]] = [
+        [_INSTRUCTION[t.kind](t.mb, shape.chunk_of(t.stage)) for t in order] for order in orders
+    ]
+    return Schedule.from_orders(name, rank_orders, microbatches=shape.microbatches, chunks=shape.chunks,
+                                placement=shape.placement)
+
+
+def synthesis_shape(pp: int, microbatches: int, chunks: int) -> PipelineShape:
+    """One chunk: the classic placement; two or more: the V placement (ZB-V's family)."""
+    return PipelineShape(pp, microbatches, chunks, Placement.LOOP if chunks == 1 else Placement.V)
+
+
+def default_memory_limit(shape: PipelineShape) -> float:
+    """2·pp activation units per rank: ZB-2p's limit for one chunk, 1F1B's memory (ZB-V's budget) for V."""
+    return 2.0 * shape.pp
+
+
+def synthesize_schedule(
+    pp: int, microbatches: int, chunks: int, costs: CostModel | None, memory_limit: float | None,
+    method: Method = Method.LOCAL, name: str = "zb-auto",
+) -> Schedule:
+    shape = synthesis_shape(pp, microbatches, chunks)
+    limit = default_memory_limit(shape) if memory_limit is None else memory_limit
+    problem = SynthesisProblem.from_costs(shape, costs or CostModel(), limit)
+    return synthesize(problem, method).schedule(name)
