@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
+
+from executors.harness import free_port  # after the torch check: harness imports torch
 
 pytestmark = pytest.mark.distributed
 
@@ -33,12 +34,6 @@ def readme_chain() -> list[str]:
     block = re.search(r"```bash\n(.*?)```", after, re.S)
     assert block, "README.md: no ```bash block after the readme-chain marker"
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scaled_down(command: str) -> list[str]:
