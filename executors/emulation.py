@@ -8,26 +8,39 @@ collectives run on real-size buffers. Ranks sleep rather than spin, so many rank
 Transfers follow the simulator's link model: a message on the directed link (sender, receiver) starts
 when it is issued or when the link's previous message has arrived, whichever is later, and arrives
 ``p2p_latency + bytes/bandwidth`` later. The sender, the only one that issues on its link, computes that
-arrival time and sends it in an 8-byte header in front of the data; the receiver, once the real bytes
-are there, sleeps until it. The ranks share one clock (``CLOCK_MONOTONIC`` on one host), so emulation is
-for one machine; a transfer that really takes longer than its cost shows up as such.
+arrival time and sends it in a header in front of the data; the receiver, once the real bytes are
+there, sleeps until it. The ranks share one clock (``CLOCK_MONOTONIC`` on one host), so emulation is for
+one machine; a transfer whose real path takes longer than its cost shows up as such.
+
+Emulated time runs on a device stream, as on a GPU (:class:`EmulatedStream`). A GPU kernel starts when
+the stream is free and its inputs are there, not when the host thread got round to launching it: the host
+runs ahead and its own time per instruction (Python, gloo ``isend``, waking from a sleep) is hidden. The
+emulation keeps that: an instruction ends at ``max(stream free, inputs arrived) + cost``, and a message's
+arrival is counted from the end of the compute that produced it, not from when the host issued it. The
+host cannot run further ahead than the instruction it is in (it sleeps through it), so host lateness is
+hidden up to one instruction's cost and shows beyond that — as a GPU starves when its host falls behind.
+Everything real stays real: a receive whose bytes come later than their cost says, a collective slower
+than its instruction, a wait on a receive posted too late all delay the stream.
 
 Sleeping is deadline-based (``sleep(deadline − now)``, no accumulation of overshoot), learns the kernel's
 wake-up lateness and asks to wake that much earlier; the thread's timer slack is set to 1 µs and, where
-permitted, the process's threads get nice −10 (see :func:`raise_priority`): on a busy machine, waking on
-time is what separates an emulation from the costs file. Sends go through a sender thread (see
-:class:`_Sender`). What remains is each instruction's own CPU time (Python, gloo) on a busy machine.
+permitted, the process's threads get nice −10 (see :func:`raise_priority`); cyclic garbage collection
+waits for the end of the step.
+
+Measured with ``python experiments/emulated_vs_predicted.py`` (pp=4, m ∈ {8, 16}, every built-in
+schedule, a quiet 2-core machine): anchoring compute on the host clock gave makespans 0.9–4.3% long and
+median start errors of 2–21 ms, growing with the instruction count; on the stream, makespans within 0.5%
+and median start errors of 0.1–1.5 ms.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import math
 import os
-import queue
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,15 +53,18 @@ from executors import collectives as C
 from executors.compute import Compute
 from executors.parallel_context import ParallelContext
 from executors.tp_layers import TPMode
-from executors.transport import P2P, RecvPolicy, Transfer, Transport
+from executors.transport import P2P, Transfer, Transport
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Program
 from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel, TimeUnit
 
-_HEADER = 8  # bytes: one float64, the arrival time
+_HEADER = 16  # bytes: two float64, the arrival time and the sending host's lag behind its stream
 _LONGEST_RUN_S = 3600.0  # refuse emulations predicted to take longer than this per step
 _MAX_EARLY = 0.2e-3  # a sleep never asks to wake more than this before its deadline
+_BLOCKED = 0.3e-3  # a receive's wait longer than this found its bytes missing
+_MIN_LEAD = 2e-3  # a step starts at least this long after the ranks agree on when
+_HOST_LAG = 0.5e-3  # host lateness always hidden, even behind an instruction of no cost
 
 
 def check_emulation_costs(costs: CostModel, program: Program) -> None:
@@ -135,94 +151,87 @@ class Sleeper:
         self.lateness = min(max(self.lateness, 0.0), _MAX_EARLY)
 
 
-def agree_on_start(sleeper: Sleeper, lead: float = 0.002) -> None:
-    """All ranks start the step at one instant: the latest rank's now + ``lead``, on the shared clock.
+class EmulatedStream:
+    """The emulated device's time on the shared host clock (see the module docstring).
 
-    The simulator starts every rank at time 0; ranks leaving the previous step's collectives a fraction of
-    a millisecond apart would otherwise add that skew to every step.
+    ``free_at`` is when the stream finishes its last instruction; ``inputs_at`` when the data of the next
+    one is there (the latest arrival waited for since). :meth:`run` gives an instruction its deadline.
     """
-    start = torch.tensor([time.perf_counter() + lead], dtype=torch.float64)
-    dist.all_reduce(start, op=dist.ReduceOp.MAX)
-    sleeper.until(float(start))
+
+    def __init__(self, sleeper: Sleeper):
+        self.sleeper = sleeper
+        self.free_at = 0.0
+        self.inputs_at = 0.0
+        self._lead = _MIN_LEAD
+
+    def start_step(self) -> None:
+        """All ranks start the step at one instant: the latest rank's now + a lead, on the shared clock.
+
+        The simulator starts every rank at time 0; ranks leaving the previous step's collectives a fraction
+        of a millisecond apart would otherwise add that skew to every step. The lead is a few times what
+        the agreement itself last took, so every rank has the answer before the instant it names (a loaded
+        host can take several ms over a 4-rank all-reduce).
+        """
+        asked = time.perf_counter()
+        start = torch.tensor([asked + self._lead], dtype=torch.float64)
+        dist.all_reduce(start, op=dist.ReduceOp.MAX)
+        self._lead = max(_MIN_LEAD, 3 * (time.perf_counter() - asked))
+        self.free_at = self.inputs_at = float(start)
+        self.sleeper.until(self.free_at)
+
+    def arrived(self, when: float) -> None:
+        """Data the next instruction consumes is there at ``when`` (sleeps until then: the host waits too)."""
+        self.inputs_at = max(self.inputs_at, when)
+        self.sleeper.until(when)
+
+    def deadline(self, duration: float) -> float:
+        """When an instruction of ``duration`` issued now ends on the stream: started when the stream is free
+        and its inputs are there, or when the host issues it if the host fell further behind than that."""
+        start = max(self.free_at, self.inputs_at)
+        now = time.perf_counter()
+        if now > start + max(duration, _HOST_LAG):  # later than one instruction can hide: the stream starved
+            start = now
+        return start + duration
+
+    def finish(self, deadline: float) -> None:
+        """Sleep out an instruction; real work (a collective) that overran its deadline ends it later."""
+        overran = time.perf_counter() > deadline
+        self.sleeper.until(deadline)
+        self.free_at = time.perf_counter() if overran else deadline
 
 
 class _FramedTransfer(Transfer):
-    """A received frame: wait for the bytes, then for the arrival time in its header; yield the data."""
+    """A received frame: wait for the bytes, then for the arrival time in its header; yield the data.
 
-    def __init__(self, inner: Transfer, shape: tuple[int, ...], dtype: torch.dtype, sleeper: Sleeper):
-        self._inner, self._shape, self._dtype, self._sleeper = inner, shape, dtype, sleeper
+    The data is there at the header's arrival time, unless the real path was slower than the link's cost:
+    if the wait found the bytes missing (it blocked), they are there when they came less the sending
+    host's lag behind its stream (the header's second field), which a GPU's launch queue hides (see
+    :class:`EmulatedStream`). gloo's ``is_completed`` stays false until ``wait``, so blocking is told by the
+    wait's own duration."""
+
+    def __init__(self, inner: Transfer, shape: tuple[int, ...], dtype: torch.dtype, stream: EmulatedStream):
+        self._inner, self._shape, self._dtype, self._stream = inner, shape, dtype, stream
         self.tensor = inner.tensor
 
     def wait(self) -> torch.Tensor:
+        asked = time.perf_counter()
         frame = self._inner.wait()
-        self._sleeper.until(float(frame[:_HEADER].view(torch.float64)[0]))
+        came = time.perf_counter()
+        arrival, sender_lag = frame[:_HEADER].view(torch.float64).tolist()
+        blocked = came - asked > _BLOCKED
+        self._stream.arrived(max(arrival, came - sender_lag) if blocked else arrival)
         return frame[_HEADER:].view(self._dtype).view(self._shape)
-
-
-class _QueuedSend(Transfer):
-    """A send handed to the sender thread: done once the thread has issued it and it has completed."""
-
-    def __init__(self, frame: torch.Tensor):
-        self.tensor = frame
-        self.issued = threading.Event()
-        self.transfer: Transfer | None = None
-        self.error: BaseException | None = None
-
-    def wait(self) -> torch.Tensor:
-        self.issued.wait()
-        if self.error is not None:
-            raise self.error
-        return self.transfer.wait()
-
-
-class _Sender:
-    """One thread that issues a rank's sends, in order (each link stays FIFO), off the rank's own loop.
-
-    The simulator's sends cost their rank nothing (on a GPU a send is a kernel launch); gloo's ``isend``
-    costs 0.1–0.4 ms of CPU on a loaded machine, on the critical path of every pipeline hop. Alternating
-    runs (pp=2, m=8, costs at 1/5 of the GPU ratios, load ≈ 10): 1F1B's makespan error 7.8% with the
-    thread against 10.2% without, ZB-H1's 5.0% against 5.8%.
-    """
-
-    def __init__(self, inner: Transport):
-        self._inner = inner
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._run, name="pipesim-emulated-sender", daemon=True).start()
-
-    def submit(self, op: P2P) -> _QueuedSend:
-        handle = _QueuedSend(op.tensor)
-        self._queue.put((op, handle))
-        return handle
-
-    def close(self) -> None:
-        self._queue.put(None)
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            op, handle = item
-            try:
-                (handle.transfer,) = self._inner._start([op])
-            except BaseException as err:  # surfaced on the rank's own thread by wait()
-                handle.error = err
-            handle.issued.set()
 
 
 class EmulatedTransport(Transport):
     """Wraps a real transport; every message takes at least its link time from the costs file."""
 
-    def __init__(self, inner: Transport, durations: list[float], sleeper: Sleeper):
+    def __init__(self, inner: Transport, durations: list[float], stream: EmulatedStream):
         super().__init__(inner.shape, inner.device, inner.dtype)
-        self.inner, self.policy, self._durations, self._sleeper = inner, inner.policy, durations, sleeper
+        self.inner, self.policy, self._durations, self._stream = inner, inner.policy, durations, stream
         self._link_free: dict[int, float] = {}  # peer → when this rank's last message to it arrives
         self._frames: dict[int, torch.Tensor] = {}  # SEND seq → its frame
         self._headers: dict[int, torch.Tensor] = {}  # SEND seq → the frame's float64 header
-        # EAGER posts a step's receives at its start; after that only sends touch the process group, so a
-        # sender thread may issue them (grouped transports issue receives with sends: the rank does it).
-        self._sender = _Sender(inner) if inner.policy is RecvPolicy.EAGER else None
-
-    def close(self) -> None:
-        if self._sender is not None:
-            self._sender.close()
 
     def receive_buffer(self) -> torch.Tensor:
         data = math.prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
@@ -231,27 +240,29 @@ class EmulatedTransport(Transport):
     def _frame(self, op: P2P) -> P2P:
         """The message of ``op``: a frame of the real size whose header says when it may arrive.
 
-        The simulator's link model: the transfer starts when issued or when the link's previous message
-        has arrived, and takes the link time. Emulated compute's tensors are stand-ins (zeros), so the
-        payload is not copied: each SEND instruction owns one zeroed frame, reused every step (a step's
-        sends have all completed before the next step starts), and only its header is written.
+        The simulator's link model: the transfer starts when issued (on the stream: when the compute that
+        produced it ended) or when the link's previous message has arrived, and takes the link time.
+        Emulated compute's tensors are stand-ins (zeros), so the payload is not copied: each SEND
+        instruction owns one zeroed frame, reused every step (a step's sends have all completed before the
+        next step starts), and only its header is written.
         """
-        arrival = max(time.perf_counter(), self._link_free.get(op.peer, 0.0)) + self._durations[op.seq]
+        issued = self._stream.free_at
+        arrival = max(issued, self._link_free.get(op.peer, 0.0)) + self._durations[op.seq]
         self._link_free[op.peer] = arrival
         frame = self._frames.get(op.seq)
         if frame is None:
             frame = self._frames[op.seq] = self.receive_buffer().zero_()
             self._headers[op.seq] = frame[:_HEADER].view(torch.float64)
-        self._headers[op.seq].fill_(arrival)
+        header = self._headers[op.seq]
+        header[0] = arrival
+        header[1] = time.perf_counter() - issued  # the host's lag behind the stream, which a GPU hides
         return P2P(op.seq, op.peer, frame, send=True)
 
     def _start(self, ops: Sequence[P2P]) -> list[Transfer]:
-        if self._sender is not None and all(op.send for op in ops):
-            return [self._sender.submit(self._frame(op)) for op in ops]
         framed = [self._frame(op) if op.send else op for op in ops]
         transfers = self.inner._start(framed)
         return [
-            t if op.send else _FramedTransfer(t, self.shape, self.dtype, self._sleeper)
+            t if op.send else _FramedTransfer(t, self.shape, self.dtype, self._stream)
             for op, t in zip(ops, transfers, strict=True)
         ]
 
@@ -271,7 +282,7 @@ class EmulatedCompute(Compute):
         stages: dict[int, nn.Module],
         durations: list[float],
         act_shape: tuple[int, ...],
-        sleeper: Sleeper,
+        stream: EmulatedStream,
         *,
         device: torch.device,
         num_stages: int,
@@ -279,7 +290,7 @@ class EmulatedCompute(Compute):
     ):
         fine_timer_slack()
         raise_priority()
-        self.ctx, self.durations, self.tp_mode, self.sleeper = ctx, durations, tp_mode, sleeper
+        self.ctx, self.durations, self.tp_mode, self.stream = ctx, durations, tp_mode, stream
         self.last_stage = num_stages - 1
         self._blocks = {chunk: len(getattr(module, "blocks", ())) for chunk, module in stages.items()}
         self._params = {chunk: sum(p.numel() for p in module.parameters()) for chunk, module in stages.items()}
@@ -290,14 +301,18 @@ class EmulatedCompute(Compute):
     def begin_step(self, tokens, targets) -> None:
         self._reduces: list[dist.Work] = []
         self._forwards_on_last = 0
-        agree_on_start(self.sleeper)
+        # No cyclic garbage collection inside a step (Megatron's --manual-gc does the same): a collection
+        # pause of several ms, on the host, would reach the stream as a late transfer.
+        gc.collect()
+        gc.disable()
+        self.stream.start_step()
 
     def _busy(self, seq: int, chunk: int | None = None) -> None:
         """Run the instruction's TP collectives, then sleep out the rest of its cost."""
-        deadline = time.perf_counter() + self.durations[seq]
+        deadline = self.stream.deadline(self.durations[seq])
         if chunk is not None and self.ctx.tp > 1:
             self._tp_collectives(self._blocks[chunk])
-        self.sleeper.until(deadline)
+        self.stream.finish(deadline)
 
     def _tp_collectives(self, blocks: int) -> None:
         """The collectives ``blocks`` real blocks run in one pass, on tensors of the real size."""
@@ -323,18 +338,19 @@ class EmulatedCompute(Compute):
         self._busy(seq)
 
     def reduce_grad(self, seq, chunk) -> None:
-        deadline = time.perf_counter() + self.durations[seq]
+        deadline = self.stream.deadline(self.durations[seq])
         if self.ctx.dp_cp > 1:
             flat = torch.zeros(self._params[chunk], device=self._device)
             self._reduces.append(dist.all_reduce(flat, group=self.ctx.dp_cp_group, async_op=True))
-        self.sleeper.until(deadline)
+        self.stream.finish(deadline)
 
     def step(self, seq) -> None:
-        deadline = time.perf_counter() + self.durations[seq]
+        deadline = self.stream.deadline(self.durations[seq])
         for work in self._reduces:
             work.wait()
         self._reduces = []
-        self.sleeper.until(deadline)
+        self.stream.finish(deadline)
 
     def end_step(self) -> float | None:
+        gc.enable()
         return 0.0 if self._forwards_on_last else None

@@ -85,7 +85,6 @@ class Interpreter:
     # --- one optimizer step ---------------------------------------------------------------------------
     def run_step(self, step: int, tokens: list[torch.Tensor], targets: list[torch.Tensor]) -> StepResult:
         """Execute the whole program once; ``tokens[mb]``/``targets[mb]`` are this data-parallel rank's."""
-        self.compute.begin_step(tokens, targets)
         rank = self.ctx.pp_rank
         self._acts: dict[tuple[int, int], torch.Tensor] = {}  # (mb, stage) → output of that stage
         self._grads: dict[tuple[int, int], torch.Tensor] = {}  # (mb, stage) → grad of that stage's output
@@ -93,8 +92,10 @@ class Interpreter:
         policy = self.transport.policy
         if policy is RecvPolicy.EAGER:
             # Post every receive now, in program order: per link that is the FIFO order the validator proved.
+            # Before the step begins, so an emulated step's agreed start is not spent allocating buffers.
             recvs = [self._p2p(seq, ins) for seq, ins in enumerate(self.code) if ins.op.is_recv]
             self._posted = {op.seq: t for op, t in zip(recvs, self.transport.issue(recvs), strict=True)}
+        self.compute.begin_step(tokens, targets)
         self._incoming: dict[tuple[bool, int, int], tuple[int, float, Transfer]] = {}
         stamp, record, sample = self.recorder.clock.stamp, self.recorder.record, self.meter.sample
         issued_until = 0  # GROUPED: instructions before this one were issued with their group

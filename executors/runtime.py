@@ -18,6 +18,7 @@ import torch.distributed as dist
 from executors.compute import TorchCompute
 from executors.emulation import (
     EmulatedCompute,
+    EmulatedStream,
     EmulatedTransport,
     Sleeper,
     check_emulation_costs,
@@ -165,10 +166,10 @@ def execute(
     transport = transport_for(policy, act_shape, device)
     if emulated:
         durations = row_durations(program, cfg.emulate, ctx.pp_rank)
-        sleeper = Sleeper()
-        transport = EmulatedTransport(transport, durations, sleeper)
+        stream = EmulatedStream(Sleeper())
+        transport = EmulatedTransport(transport, durations, stream)
         compute = EmulatedCompute(
-            ctx, stages, durations, act_shape, sleeper,
+            ctx, stages, durations, act_shape, stream,
             device=device, num_stages=shape.num_stages, tp_mode=cfg.tp_mode,
         )
     else:

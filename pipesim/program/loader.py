@@ -25,6 +25,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache, cached_property, lru_cache
 from itertools import chain
 from pathlib import Path
 from types import ModuleType
@@ -46,6 +47,9 @@ class ScheduleSource:
     name: str
     path: Path
     module: ModuleType
+    #: A schedule shipped with pipesim: tested to finish, so its build runs without the time bound that a user's
+    #: file gets (arming it costs a thread and two timers per build, a tenth of a small sweep point).
+    builtin: bool = False
 
     @property
     def fixed_shape(self):
@@ -65,7 +69,7 @@ class ScheduleSource:
         doc = (self.module.__doc__ or "").strip()
         return doc.splitlines()[0] if doc else self.name
 
-    @property
+    @cached_property
     def build_options(self) -> frozenset[str]:
         """Which of the optional keyword-only build options (``costs``, ``memory_limit``) the file's build takes."""
         try:
@@ -98,8 +102,11 @@ class ScheduleSource:
                    if k in accepted and v is not None}
         call = f"build(pp={pp}, microbatches={microbatches}, chunks={chunks})"
         try:
-            schedule = run_user_code(lambda: self.module.build(pp, microbatches, chunks, **options),
-                                     f"schedule {self.path}: {call}")
+            if self.builtin:
+                schedule = self.module.build(pp, microbatches, chunks, **options)
+            else:
+                schedule = run_user_code(lambda: self.module.build(pp, microbatches, chunks, **options),
+                                         f"schedule {self.path}: {call}")
         except PipesimError:
             raise
         except Exception as err:  # a researcher's file: report, never show a traceback
@@ -117,10 +124,17 @@ class ScheduleSource:
 
 def builtin_names() -> list[str]:
     """Built-in schedule names as users type them: file ``zb_h1.py`` is ``zb-h1``."""
+    return list(_builtin_names())
+
+
+@lru_cache(maxsize=1)
+def _builtin_names() -> tuple[str, ...]:
+    # Read once per process: the installed package does not change under a running pipesim, and sweeps
+    # resolve a name per point.
     folder = importlib.resources.files("schedules")
-    return sorted(
+    return tuple(sorted(
         p.name[:-3].replace("_", "-") for p in folder.iterdir() if p.name.endswith(".py") and not p.name.startswith("_")
-    )
+    ))
 
 
 def load_schedule(spec: str) -> ScheduleSource:
@@ -141,8 +155,14 @@ def load_schedule(spec: str) -> ScheduleSource:
         raise ScheduleError(
             f"unknown schedule {spec!r}: use one of {', '.join(builtin_names())}, or a path to a .py file"
         )
+    return _builtin_source(name)
+
+
+@cache
+def _builtin_source(name: str) -> ScheduleSource:
+    """One source per built-in and process (the module is imported once anyway): its hooks are read once."""
     path = Path(str(importlib.resources.files("schedules") / f"{name.replace('-', '_')}.py"))
-    return ScheduleSource(name, path, _import_file(path))
+    return ScheduleSource(name, path, _import_file(path), builtin=True)
 
 
 def _import_file(path: Path) -> ModuleType:
