@@ -136,10 +136,28 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int) -> float:
     residuals = 2 * (3 * width * d + mask * 2 * width)
     activation = (3 if model.gated else 2) * f / t * d
     rope = 0.0 if model.learned_positions else 2 * (h + model.kv_dim) / t * d
-    casts = 0.0
-    if layout.precision is Precision.FP8:  # each GEMM input is cast once: read BF16, write FP8
-        casts = sum(k_in for _, k_in in _linear_shapes(model, layout)) * 3
-    return tokens * (norms + residuals + activation + rope + casts)
+    return tokens * (norms + residuals + activation + rope)
+
+
+FP8_CAST_BYTES = 4  # Transformer Engine's cast-transpose: read BF16, write FP8 and its FP8 transpose
+
+
+def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int) -> tuple[float, float]:
+    """Bytes Transformer Engine's FP8 casts move per tp rank: (forward, input backward); 0 in BF16.
+
+    Hopper's FP8 tensor cores take only the "TN" layout (cuBLASLt's FP8 requirement), so every tensor a GEMM
+    uses both ways is cast with its transpose in one kernel (TE's ``cast_transpose``): each GEMM input in the
+    forward (kept for the weight gradient as ``Xᵀ``) and each GEMM's output gradient in the backward
+    (``dY`` for the input gradient, ``dYᵀ`` for the weight gradient) — read BF16, write FP8 twice. The
+    forward's widths are the GEMMs' inputs, the backward's their outputs; the weights' casts run once per
+    step (cached across microbatches) and are not counted.
+    """
+    if layout.precision is not Precision.FP8:
+        return 0.0, 0.0
+    shapes = _linear_shapes(model, layout)
+    forward = sum(k_in for _, k_in in shapes) * FP8_CAST_BYTES * tokens
+    backward = sum(n_out for n_out, _ in shapes) * FP8_CAST_BYTES * tokens
+    return forward, backward
 
 
 def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
@@ -148,18 +166,23 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     linear = linear_times(model, layout, chip, tokens)
     core = attention_core_times(model, layout, chip)
     elementwise = elementwise_bytes(model, layout, tokens) / chip.stream_bandwidth
-    forward = linear.forward + core.forward + elementwise
-    backward_input = linear.backward_input + core.backward_input + NON_GEMM_BACKWARD * elementwise
+    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens))
+    forward = linear.forward + core.forward + elementwise + cast_forward
+    backward_input = (linear.backward_input + core.backward_input + NON_GEMM_BACKWARD * elementwise
+                      + cast_backward)
     recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
                  Recompute.FULL: forward}[layout.recompute]
     return PassTimes(forward, backward_input, linear.backward_weight, recompute)
 
 
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
-    """Final norm, the vocabulary projection (vocabulary-parallel over tp) and the FP32 cross-entropy."""
+    """Final norm, the vocabulary projection (vocabulary-parallel over tp) and the FP32 cross-entropy.
+
+    The projection stays BF16 in FP8 runs: Megatron-LM's (and NeMo's) output layer is its own
+    ``ColumnParallelLinear``, not a Transformer Engine module, so TE's FP8 autocast does not reach it."""
     tokens = model.micro_batch * model.seq_len // layout.cp
     v, h = model.vocab // layout.tp, model.hidden
-    p = layout.precision
+    p = Precision.BF16
     loss_bytes = tokens * v * 4 * 3  # FP32 logits: written, read by the softmax, gradient written
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
