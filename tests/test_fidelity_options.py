@@ -11,12 +11,19 @@ from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
 from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
-from pipesim.analytic.kernels import gemm_time, linear_times, wave_efficiency
+from pipesim.analytic.kernels import (
+    fp8_cast_bytes,
+    gemm_time,
+    head_times,
+    layer_times,
+    linear_times,
+    wave_efficiency,
+)
 from pipesim.analytic.layout import Layout, Precision, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
-from pipesim.analytic.model_spec import model_from_dict
+from pipesim.analytic.model_spec import ModelSpec, model_from_dict
 from pipesim.analytic.params import embedding_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, multi_step_time
@@ -114,6 +121,23 @@ def test_weight_gradient_pays_its_accumulation_on_ampere_only():
     weights = sum(n * k for n, k in [(3 * 5120, 5120), (5120, 5120), (4 * 5120, 5120), (5120, 4 * 5120)])
     assert w - w_hidden == pytest.approx(4 * weights / a100.stream_bandwidth)  # the FP32 main_grad load
     assert linear_times(model, layout, a100, 1024).forward == linear_times(model, layout, hidden, 1024).forward
+
+
+def test_fp8_cast_transpose_bytes_by_hand():
+    # h = 8, 2 heads, 1 KV head (kv_dim 4), gated FFN 16, tp 2, 10 tokens. GEMM (out, in) per tp rank:
+    # QKV (8, 8), proj (8, 4), up+gate (16, 8), down (8, 8): inputs 28 wide, outputs 40 wide; 4 B each.
+    model = ModelSpec("toy", 1, 8, 2, 16, 32, 10, kv_heads=1, gated=True)
+    fp8 = Layout(tp=2, precision=Precision.FP8)
+    assert fp8_cast_bytes(model, fp8, 10) == (28 * 4 * 10, 40 * 4 * 10)
+    assert fp8_cast_bytes(model, Layout(tp=2), 10) == (0.0, 0.0)
+
+
+def test_fp8_leaves_the_lm_head_in_bf16():
+    model = MODEL_PRESETS["llama3.1-8b"]
+    fp8, bf16 = head_times(model, Layout(precision=Precision.FP8), H100), head_times(model, Layout(), H100)
+    assert fp8 == bf16
+    layer_fp8 = layer_times(model, Layout(precision=Precision.FP8), H100)
+    assert layer_fp8.forward < layer_times(model, Layout(), H100).forward  # the layers' GEMMs do run in FP8
 
 
 def test_weight_gradient_is_pure_gemm_and_faster_than_forward():
