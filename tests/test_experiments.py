@@ -53,7 +53,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize(
     ("script", "args", "expect"),
     [
-        ("published_runs", [], "mean |error|"),
+        ("published_runs", ["--fast"], "mean |error|"),
         ("plan_narayanan2021", ["--fast"], "| gpt-1.7b | 32 | 512 | (1, 1) |"),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
         pytest.param("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1",
