@@ -26,6 +26,7 @@ import pandas as pd
 
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program import fast_checks
+from pipesim.program import table as program_table
 from pipesim.program.build import build_program
 from pipesim.sim import graph_engine
 from pipesim.sim.costs import CostModel, StageCosts
@@ -104,7 +105,9 @@ def _run_batch(batch: tuple[int, list[SweepPoint]]) -> tuple[int, list[dict | st
 
 
 def _warm_up() -> None:
-    """Load the compiled kernels (validation's yes/no pass, the graph engine) before simulating points."""
+    """Load the compiled kernels (the table's columns, validation's yes/no pass, the graph engine) before
+    simulating points."""
+    program_table.warm_up()
     fast_checks.warm_up()
     graph_engine.warm_up()
 

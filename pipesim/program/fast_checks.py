@@ -14,17 +14,17 @@ only the yes/no question, rank by rank in program order, in O(instructions) with
 
 These are exactly the numpy checks' predicates, so a Program passes here if and only if it passes there
 (a property test mutates Programs to hold both to that). On a failure the caller runs the numpy checks,
-which name the fault. The kernel is plain Python compiled by numba, used where the graph engine is (in
-sweeps, which load the compiler up front, and for large Programs).
+which name the fault. The kernel is plain Python compiled by numba (:class:`pipesim.jit.Kernel`), used in
+sweeps, which load the compiler up front, and for large Programs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from pipesim.jit import Kernel
 from pipesim.program.ir import OP_CODE, Op, Placement
 from pipesim.program.table import KIND_BUSY, KIND_RECV, KIND_SEND, ProgramTable
-from pipesim.sim import graph_engine
 
 _F, _B, _I, _W = (OP_CODE[o] for o in (Op.F, Op.B, Op.I, Op.W))
 _SEND_F, _SEND_B, _RECV_F, _RECV_B = (OP_CODE[o] for o in (Op.SEND_F, Op.SEND_B, Op.RECV_F, Op.RECV_B))
@@ -149,28 +149,16 @@ def _static_ok(op, mb, chunk, stage, peer, kind, link, message, begin, end, num_
     return True
 
 
-_compiled = None
-
-
-def _load_compiled():
-    """The numba-compiled kernel, or None without numba (the numpy checks then do all the work)."""
-    global _compiled
-    if _compiled is None:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - numba is a dependency
-            return None
-        _compiled = numba.njit(cache=True, nogil=True)(_static_ok)
-    return _compiled
+_KERNEL = Kernel(_static_ok)
 
 
 def passes(table: ProgramTable, *, compiled: bool = True) -> bool | None:
     """Whether the Program of ``table`` passes checks 1–3; None where the compiled kernel is not worth loading
     (small one-shot runs: the numpy checks are quicker than importing numba). ``compiled=False`` runs the
     kernel as plain Python (tests compare both forms)."""
-    if compiled and _compiled is None and table.num_rows < graph_engine.COMPILE_THRESHOLD:
+    if compiled and not _KERNEL.worth_compiling(table.num_rows):
         return None
-    kernel = _load_compiled() if compiled else _static_ok
+    kernel = _KERNEL.compiled() if compiled else _static_ok
     if kernel is None:  # pragma: no cover - numba is a dependency
         return None
     shape = table.program.shape
@@ -183,7 +171,7 @@ def passes(table: ProgramTable, *, compiled: bool = True) -> bool | None:
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the kernel now; sweeps call this before forking workers."""
-    kernel = _load_compiled()
+    kernel = _KERNEL.compiled()
     if kernel is not None:
         one = np.zeros(1, dtype=np.int64)
         kernel(one + _STEP, one - 1, one - 1, one - 1, one - 1, one + KIND_BUSY, one - 1, one - 1, one * 0,
