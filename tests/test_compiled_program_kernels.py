@@ -1,9 +1,8 @@
 """The compiled kernels of the Program layer agree with the numpy passes they stand in for, compiled and as
 plain Python: validation's yes/no pass (:mod:`pipesim.program.fast_checks`) with the numpy checks that name
 faults, and the table's link, message and input columns (:mod:`pipesim.program.table`) with their numpy
-forms. On every built-in schedule, and on
-Programs mutated every way a hand edit or a buggy schedule could (an instruction dropped, repeated, moved, or
-one of its fields changed)."""
+forms. On every built-in schedule, and on Programs mutated every way a hand edit or a buggy schedule could
+(an instruction dropped, repeated, moved, or one of its fields changed)."""
 
 from __future__ import annotations
 
@@ -99,4 +98,3 @@ def test_table_kernel_equals_the_numpy_columns(config, mutation, data):
             assert links == num_links
             for mine, expected in zip(got, (link, message, inputs), strict=True):
                 np.testing.assert_array_equal(mine, expected)
-
