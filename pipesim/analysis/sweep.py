@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from pipesim.errors import PipesimError, ScheduleError
+from pipesim.program import fast_checks
+from pipesim.program import table as program_table
 from pipesim.program.build import build_program
 from pipesim.sim import graph_engine
 from pipesim.sim.costs import CostModel, StageCosts
@@ -98,8 +100,16 @@ def _try_point(point: SweepPoint) -> dict | str:
 def _run_batch(batch: tuple[int, list[SweepPoint]]) -> tuple[int, list[dict | str]]:
     """Simulate consecutive points (from ``start``) in a worker: one task per batch keeps overheads small."""
     start, points = batch
-    graph_engine.warm_up()  # once per process; a no-op afterwards
+    _warm_up()  # once per process; a no-op afterwards
     return start, [_try_point(point) for point in points]
+
+
+def _warm_up() -> None:
+    """Load the compiled kernels (the table's columns, validation's yes/no pass, the graph engine) before
+    simulating points."""
+    program_table.warm_up()
+    fast_checks.warm_up()
+    graph_engine.warm_up()
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -140,7 +150,7 @@ def run_sweep(
     workers = worker_count(jobs, len(points))
     report = progress or (lambda n: None)
     if cluster is None:
-        graph_engine.warm_up()  # before forking: workers inherit the loaded kernel
+        _warm_up()  # before forking: workers inherit the loaded kernels
     if cluster is not None:
         outcomes = _collect(_on_dask(points, cluster), len(points), report)
     elif workers == 1:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipesim.jit import Kernel
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Payload, PipelineShape, Placement, Program, leaving_stage
 
 __all__ = ["OP_CODE", "OP_NAMES", "OP_ORDER", "ProgramTable", "forget_table", "ranks_of", "stages_of", "table_of"]
@@ -149,6 +150,38 @@ def _build_table(program: Program) -> ProgramTable:
     kind = _KIND_BY_CODE[op]
     is_send, is_recv = kind == KIND_SEND, kind == KIND_RECV
     comm = is_send | is_recv
+    link, message, num_links, input_recv = _links_and_inputs(op, kind, rank, peer, microbatch, chunk, pp)
+    # The tensor crossing the boundary between stage s and s+1 is sized by stage s's output: a forward
+    # message leaves its sender's stage; a backward one crosses the boundary below its sender's stage.
+    forward = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.RECV_F])
+    payload = np.where(forward, Payload.ACTIVATION, Payload.GRADIENT)
+    sender_stage = np.where(is_send, stage, leaving_stage(payload, stage))
+    boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
+    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True))
+    return ProgramTable(
+        program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
+        kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
+        input_recv=input_recv,
+    )
+
+
+def _links_and_inputs(op, kind, rank, peer, microbatch, chunk, pp):
+    """``link``, ``message``, ``num_links`` and ``input_recv`` columns: by the compiled kernel where it is worth
+    loading and the fields are in its dense range, else by the numpy passes (identical results, tested)."""
+    if _LINKS_KERNEL.worth_compiling(len(op)) and (kernel := _LINKS_KERNEL.compiled()) is not None:
+        n = len(op)
+        link, message, input_recv = (np.empty(n, dtype=np.int64) for _ in range(3))
+        num_links = kernel(op, kind, rank, peer, microbatch, chunk, pp, link, message, input_recv)
+        if num_links >= 0:
+            return link, message, int(num_links), input_recv
+    link, message, num_links = _links_numpy(kind, rank, peer, pp)
+    return link, message, num_links, _input_receives(op, rank, microbatch, chunk)
+
+
+def _links_numpy(kind, rank, peer, pp):
+    num_rows = len(kind)
+    is_send, is_recv = kind == KIND_SEND, kind == KIND_RECV
+    comm = is_send | is_recv
     # A directed link is (sender, receiver); both ends number its messages 0, 1, 2, ... in program order.
     sender = np.where(is_send, rank, peer)
     receiver = np.where(is_send, peer, rank)
@@ -176,19 +209,69 @@ def _build_table(program: Program) -> ProgramTable:
         position = np.empty_like(order)
         position[order] = np.arange(len(order)) - first
         message[comm] = position
-    # The tensor crossing the boundary between stage s and s+1 is sized by stage s's output: a forward
-    # message leaves its sender's stage; a backward one crosses the boundary below its sender's stage.
-    forward = (op == OP_CODE[Op.SEND_F]) | (op == OP_CODE[Op.RECV_F])
-    payload = np.where(forward, Payload.ACTIVATION, Payload.GRADIENT)
-    sender_stage = np.where(is_send, stage, leaving_stage(payload, stage))
-    boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
-    input_recv = _input_receives(op, rank, microbatch, chunk)
-    bounds = tuple((int(e - n), int(e)) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True))
-    return ProgramTable(
-        program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
-        kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
-        input_recv=input_recv,
-    )
+    return link, message, num_links
+
+
+def _links_kernel(op, kind, rank, peer, microbatch, chunk, pp, link, message,
+                  input_recv):  # pragma: no cover - numba compiles it; tests run both forms
+    """Fill ``link``, ``message`` and ``input_recv`` as :func:`_links_numpy` and :func:`_input_receives` do, in
+    a few linear passes; return the number of links, or -1 where a field is outside the dense range (a peer
+    that is no rank, ids below −1, a (mb, chunk) space far beyond the rows) for the numpy passes to handle."""
+    n = len(op)
+    comm_count = 0
+    top_mb = 0
+    top_chunk = 0
+    for row in range(n):
+        if microbatch[row] < -1 or chunk[row] < -1:
+            return -1
+        top_mb = max(top_mb, microbatch[row])
+        top_chunk = max(top_chunk, chunk[row])
+        if kind[row] != KIND_BUSY:
+            if peer[row] < 0 or peer[row] >= pp:
+                return -1
+            comm_count += 1
+    # Links: the used (sender, receiver) keys, numbered in key order.
+    keys = np.empty(comm_count, dtype=np.int64)
+    at = 0
+    for row in range(n):
+        if kind[row] != KIND_BUSY:
+            send = kind[row] == KIND_SEND
+            keys[at] = (rank[row] * pp + peer[row]) if send else (peer[row] * pp + rank[row])
+            at += 1
+    distinct = np.unique(keys)
+    counters = np.zeros(2 * len(distinct), dtype=np.int64)
+    at = 0
+    for row in range(n):
+        link[row] = -1
+        message[row] = -1
+        if kind[row] != KIND_BUSY:
+            number = np.searchsorted(distinct, keys[at])
+            at += 1
+            link[row] = number
+            group = 2 * number + (1 if kind[row] == KIND_SEND else 0)
+            message[row] = counters[group]
+            counters[group] += 1
+    # Inputs: each F (B, I) reads the first RECV_F (RECV_B) of its rank, microbatch and chunk.
+    mb_span = top_mb + 2
+    chunk_span = top_chunk + 2
+    space = (rank[n - 1] + 1) * 2 * mb_span * chunk_span if n else 0
+    if space > 4 * n + 1024:
+        return -1
+    first_recv = np.full(space, -1, dtype=np.int64)
+    for row in range(n):
+        o = op[row]
+        gradient = 1 if (o in (_RECV_B_CODE, _B_CODE, _I_CODE)) else 0
+        slot = ((rank[row] * 2 + gradient) * mb_span + microbatch[row] + 1) * chunk_span + chunk[row] + 1
+        if (o in (_RECV_F_CODE, _RECV_B_CODE)) and first_recv[slot] < 0:
+            first_recv[slot] = row
+    for row in range(n):
+        o = op[row]
+        input_recv[row] = -1
+        if o in (_F_CODE, _B_CODE, _I_CODE):
+            gradient = 0 if o == _F_CODE else 1
+            input_recv[row] = first_recv[((rank[row] * 2 + gradient) * mb_span + microbatch[row] + 1) * chunk_span
+                                         + chunk[row] + 1]
+    return len(distinct)
 
 
 def _input_receives(op: np.ndarray, rank: np.ndarray, microbatch: np.ndarray, chunk: np.ndarray) -> np.ndarray:
@@ -223,3 +306,14 @@ _CODE_BY_OP = OP_CODE
 _KIND_BY_CODE = np.array(
     [KIND_SEND if op.is_send else KIND_RECV if op.is_recv else KIND_BUSY for op in OP_ORDER], dtype=np.int64
 )
+_F_CODE, _B_CODE, _I_CODE = OP_CODE[Op.F], OP_CODE[Op.B], OP_CODE[Op.I]
+_RECV_F_CODE, _RECV_B_CODE = OP_CODE[Op.RECV_F], OP_CODE[Op.RECV_B]
+_LINKS_KERNEL = Kernel(_links_kernel)
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the table kernel now; sweeps call this before forking workers."""
+    kernel = _LINKS_KERNEL.compiled()
+    if kernel is not None:
+        one = np.zeros(1, dtype=np.int64)
+        kernel(one, one + KIND_BUSY, one, one - 1, one, one, 1, one.copy(), one.copy(), one.copy())

@@ -27,6 +27,7 @@ from collections import deque
 import numpy as np
 
 from pipesim.errors import DeadlockError, ScheduleError
+from pipesim.program import fast_checks
 from pipesim.program.ir import IS_COMPUTE, Op, Payload, Program, leaving_stage
 from pipesim.program.table import (
     KIND_BUSY,
@@ -92,9 +93,8 @@ def validate_static(program: Program) -> _Checker:
     if program.num_ranks != program.shape.pp:
         raise ScheduleError(f"program has {program.num_ranks} ranks but pp={program.shape.pp}")
     checker = _Checker(table_of(program))
-    checker.check_fields()
-    checker.check_local_order()
-    checker.check_pairing()
+    if not fast_checks.passes(checker.t):  # the compiled yes/no pass (sweeps, large Programs), when loaded
+        checker.check_static()  # finds and names the fault
     return checker
 
 
@@ -140,6 +140,12 @@ class _Checker:
         """``rank r: <instruction>`` for error messages."""
         rank = int(self.t.rank[row])
         return f"rank {rank}: {self.code[rank][int(self.t.seq[row])]}"
+
+    def check_static(self) -> None:
+        """Checks 1–3 with numpy, raising at the first fault."""
+        self.check_fields()
+        self.check_local_order()
+        self.check_pairing()
 
     # --- 1. fields --------------------------------------------------------------------------------------
     def check_fields(self) -> None:

@@ -12,19 +12,17 @@ does: a worklist of ranks, each run ahead until it needs a message not yet sent 
 and woken when it is. It is O(instructions), and a rank left unfinished when the worklist empties is stuck:
 the same deadlock the SimPy engine finds, at the same instruction.
 
-The kernel is one plain Python function over numpy arrays. numba compiles it (``cache=True``) for large
-Programs and for sweeps, where the one-off import and compilation pay off; small one-shot runs call the
-function uncompiled. Measured choices are in README, "Simulator speed".
+The kernel is one plain Python function over numpy arrays (:class:`pipesim.jit.Kernel`). numba compiles it
+(``cache=True``) for large Programs and for sweeps, where the one-off import and compilation pay off; small
+one-shot runs use the SimPy engine. Measured choices are in README, "Simulator speed".
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from pipesim.jit import Kernel
 from pipesim.program.table import KIND_RECV, KIND_SEND
-
-#: Rows from which a one-shot simulation compiles the kernel (importing numba costs ~0.5 s once).
-COMPILE_THRESHOLD = 200_000
 
 
 def _longest_path(kind, link, message, msg_base, input_recv, duration, begin, end, barrier, num_barriers,
@@ -124,32 +122,19 @@ def _longest_path(kind, link, message, msg_base, input_recv, duration, begin, en
         position[r] = pc[r]
 
 
-_compiled = None
-
-
-def _load_compiled():
-    """The numba-compiled kernel (compiled once, then read from numba's cache), or None without numba."""
-    global _compiled
-    if _compiled is None:
-        try:
-            import numba
-        except ImportError:  # numba is a dependency, but a stripped install still simulates, only slower
-            return None
-        _compiled = numba.njit(cache=True, nogil=True)(_longest_path)
-    return _compiled
+_KERNEL = Kernel(_longest_path)
 
 
 def worth_compiling(rows: int) -> bool:
     """Whether the compiled kernel is the fast choice for ``rows`` instructions: always once it is loaded
-    in this process (sweeps warm it up), else from :data:`COMPILE_THRESHOLD` rows, where the SimPy engine's
-    per-instruction cost (~3 µs) outgrows numba's one-off start (~0.5–1 s: import and cached code)."""
-    return _compiled is not None or rows >= COMPILE_THRESHOLD
+    in this process (sweeps warm it up), else from :data:`~pipesim.jit.COMPILE_THRESHOLD` rows, where the
+    SimPy engine's per-instruction cost (~3 µs) outgrows numba's one-off start (~0.5–1 s)."""
+    return _KERNEL.worth_compiling(rows)
 
 
 def warm_up() -> bool:
     """Load the compiled kernel now and run it once (sweeps call this up front); False without numba."""
-    kernel = _load_compiled()
-    if kernel is None:
+    if _KERNEL.compiled() is None:
         return False
     run_longest_path(np.zeros(1, np.int64), np.full(1, -1, np.int64), np.full(1, -1, np.int64), 0,
                      np.full(1, -1, np.int64), np.ones(1), ((0, 1),), np.full(1, -1, np.int64), 0, 0.0)
@@ -172,7 +157,7 @@ def run_longest_path(kind, link, message, num_links, input_recv, durations, boun
     start = np.zeros(n)
     finish = np.zeros(n)
     position = np.zeros(len(bounds), dtype=np.int64)
-    kernel = (_load_compiled() if compiled else None) or _longest_path
+    kernel = (_KERNEL.compiled() if compiled else None) or _longest_path
     kernel(kind, link, message, msg_base, input_recv, np.ascontiguousarray(durations, dtype=np.float64),
            begin, end, barrier, num_barriers, float(barrier_delay), start, finish, position)
     return start, finish, position.tolist()
