@@ -16,7 +16,6 @@ from pipesim.analytic.kernels import (
     gemm_time,
     head_times,
     layer_times,
-    linear_times,
     wave_efficiency,
 )
 from pipesim.analytic.layout import Layout, Precision, ZeroStage
@@ -98,29 +97,6 @@ def test_gemm_roofline_by_hand():
     assert gemm_time(256, 256, 256, SMALL, Precision.BF16) == pytest.approx(max(compute, memory))
     # 1×256 output: 2 tiles of 128×128, one wave on 4 SMs: it costs what a full wave (4 tiles) costs
     assert gemm_time(1, 256, 256, SMALL, Precision.BF16) == pytest.approx(2 * 4 * 128 * 128 * 256 / 50)
-
-
-def test_accumulating_gemm_epilogue_by_hand():
-    # C += A·B into a 4-byte buffer: the roofline's memory side reads and writes C (8 B per output element)
-    compute = 2 * 256**3 / 50
-    memory = (2 * 2 * 256 * 256 + 8 * 256 * 256) / 10
-    assert gemm_time(256, 256, 256, SMALL, Precision.BF16, accumulate=4) == pytest.approx(max(compute, memory))
-    # A chip whose thread blocks load C after their K loop adds that load (4 B per element) to the math
-    ampere = replace(SMALL, hbm_bandwidth=1e4, gemm_epilogue_exposed=1.0)
-    load = 4 * 256 * 256 / 1e4
-    assert gemm_time(256, 256, 256, ampere, Precision.BF16, accumulate=4) == pytest.approx(compute + load)
-    assert gemm_time(256, 256, 256, ampere, Precision.BF16) == pytest.approx(compute)  # stores stay hidden
-
-
-def test_weight_gradient_pays_its_accumulation_on_ampere_only():
-    model, layout = MODEL_PRESETS["zb-14.6b"].with_shape(1024, 1), Layout()
-    a100 = CHIP_PRESETS["a100-80gb"]
-    hidden = replace(a100, gemm_epilogue_exposed=0.0)
-    w = linear_times(model, layout, a100, 1024).backward_weight
-    w_hidden = linear_times(model, layout, hidden, 1024).backward_weight
-    weights = sum(n * k for n, k in [(3 * 5120, 5120), (5120, 5120), (4 * 5120, 5120), (5120, 4 * 5120)])
-    assert w - w_hidden == pytest.approx(4 * weights / a100.stream_bandwidth)  # the FP32 main_grad load
-    assert linear_times(model, layout, a100, 1024).forward == linear_times(model, layout, hidden, 1024).forward
 
 
 def test_fp8_cast_transpose_bytes_by_hand():

@@ -26,11 +26,6 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   for the 25–28 MB boundary tensors of their 1.5B/6.2B models inside one node, 47–53 GB/s of NVLink's
   300 GB/s one way (0.16), and 0.38–0.46 ms for 10–13 MB across nodes. A100's ``p2p_efficiency`` is 0.16;
   other chips keep 1.0 (no measurement at hand).
-- GEMM epilogue (``gemm_epilogue_exposed``, :mod:`pipesim.analytic.kernels`): A100 1 — Ampere GEMM kernels
-  (CUTLASS 2.x multistage, "Efficient GEMM in CUDA" in the CUTLASS docs: a thread block's main loop, then its
-  epilogue) load an accumulated output only after the K loop; Hopper 0 — CUTLASS 3.x warp-specialized
-  persistent kernels overlap one tile's epilogue with another's main loop (the "ping-pong" schedule, same
-  docs). B200 keeps Hopper's 0 (its kernels are warp-specialized too); MI300X 0, unvalidated.
 - Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
   wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
 B200 and MI300X efficiencies are the Hopper ones, unvalidated: no published measurement is in the test table.
@@ -47,7 +42,7 @@ _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, gemm_epilogue_exposed=1.0,
+             p2p_efficiency=0.16,
              attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.

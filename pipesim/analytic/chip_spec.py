@@ -50,9 +50,6 @@ FIELDS: tuple[Field, ...] = (
           default=132, low=1),
     Field("gemm_tile", Kind.INT_PAIR, "elements", "GEMM output tile [rows, columns] one SM computes at a time",
           default=(128, 256), low=1),
-    Field("gemm_epilogue_exposed", Kind.FLOAT, "fraction", "share of an accumulating GEMM's load of its output "
-          "buffer that adds to the math: 1 where each thread block loads it after its K loop (Ampere), 0 where "
-          "warp-specialized kernels overlap it with another tile's math (Hopper)", default=0.0, low=0, high=1),
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
           "per-kernel model (what --achievable-fraction sets)", low=0, high=1, low_open=True),
 )
@@ -79,7 +76,6 @@ class ChipSpec:
     memory_efficiency: float = 0.9
     sm_count: int = 132
     gemm_tile: tuple[int, int] = (128, 256)
-    gemm_epilogue_exposed: float = 0.0  # 1: an accumulating GEMM loads C after its K loop (Ampere); 0: hidden
     achievable_fraction: float | None = None  # set: one fraction of peak for everything (the old model)
 
     def __post_init__(self) -> None:

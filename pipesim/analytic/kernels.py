@@ -8,20 +8,6 @@ has its own rate, one constant per chip, from a cited measurement (:mod:`.chip_p
   where ``q`` is tile and wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide": the
   output is cut into ``T_m × T_n`` tiles, one per SM at a time, so a partial last tile or a partial last wave
   of ``sm_count`` tiles runs at the full tiles' cost). ``e_gemm`` is what a large GEMM reaches.
-- **Weight-gradient accumulation**: each microbatch's weight gradient is added into the gradient buffer (FP32
-  ``main_grad``): Megatron-LM's ``--gradient-accumulation-fusion`` (on in Megatron-LM and in NeMo's recipes,
-  ``gradient_accumulation_fusion: true``; Transformer Engine's ``fuse_wgrad_accumulation``) makes the wgrad
-  GEMM compute ``C += Xᵀ·dY`` in place, so its epilogue first loads ``C`` (``grads`` bytes per weight) and
-  writes it back. Stores drain behind the next tile's math, but the load sits between a tile's K loop and its
-  store: Ampere kernels (CUTLASS 2.x multistage and cuBLAS's sm80 kernels: per thread block, main loop then
-  epilogue) leave the tensor cores idle meanwhile, and a wave's tiles reach it together; Hopper's
-  warp-specialized persistent kernels (CUTLASS 3.x, "ping-pong": one consumer warp group's epilogue runs
-  beside the other's main loop) hide it. The chip's ``gemm_epilogue_exposed`` (A100 1, Hopper 0) is that
-  choice. With ``K`` = one microbatch's tokens, the load is ``2·rate/(β·K)`` of the wgrad math: 13 % on an
-  A100 at 2,048 tokens, 27 % at 1,024 — which is why one-sequence microbatches of 1,024 tokens run ~8 % slower
-  per sample than two-sequence ones in Qi et al. 2024 (1F1B, Table 4 against Table 6 at the same bubble
-  (p−1)/(m+p−1): 14.6B 1.40 against 1.52, 28.3B 0.76 against 0.82 samples/GPU/s) while their 3- and
-  6-sequence microbatches run alike (6.2B: 3.50 against 3.38).
 - **Fused attention** (FlashAttention; Dao 2023, "FlashAttention-2", §4.1): causal kernels skip the masked
   half; forward at ``e_attn_fwd`` of peak, backward (2.5× the forward's FLOPs: it recomputes ``QKᵀ``) at
   ``e_attn_bwd``. Unfused attention runs its two batched GEMMs over the full ``s²`` and a softmax over them.
@@ -67,23 +53,16 @@ def wave_efficiency(m: int, n: int, chip: ChipSpec) -> float:
     return m * n / (waves * chip.sm_count * tm * tn)
 
 
-def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision, accumulate: float = 0.0) -> float:
-    """One ``(M×K)·(K×N)`` product: the slower of the compute and the memory roofline.
-
-    ``accumulate``: bytes per element of an output buffer the GEMM adds into (``C += A·B``, the FP32 gradient
-    buffer of a weight-gradient GEMM); 0 for a plain ``D = A·B`` that writes BF16. Its read of ``C`` adds to
-    the math by the chip's ``gemm_epilogue_exposed`` share; the stores drain behind the next tile's math.
-    """
+def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
+    """One ``(M×K)·(K×N)`` product: the slower of the compute and the memory roofline."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
     peak = chip.peak_for(precision)
     in_bytes = 1 if precision is Precision.FP8 else 2
     efficiency = chip.fp8_gemm_efficiency if precision is Precision.FP8 else chip.gemm_efficiency
     compute = 2 * m * n * k / (peak * efficiency * wave_efficiency(m, n, chip))
-    output = (2 * accumulate if accumulate else 2) * m * n  # read and written back, or written once
-    memory = (in_bytes * (m * k + k * n) + output) / chip.stream_bandwidth
-    exposed = chip.gemm_epilogue_exposed * accumulate * m * n / chip.stream_bandwidth
-    return max(compute + exposed, memory)
+    memory = (in_bytes * (m * k + k * n) + 2 * m * n) / chip.stream_bandwidth
+    return max(compute, memory)
 
 
 def _linear_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
@@ -100,7 +79,7 @@ def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int) 
     for n_out, k_in in _linear_shapes(model, layout):
         fwd += gemm_time(tokens, n_out, k_in, chip, p)
         bwd_in += gemm_time(tokens, k_in, n_out, chip, p)
-        bwd_w += gemm_time(k_in, n_out, tokens, chip, p, layout.param_bytes.grads)
+        bwd_w += gemm_time(k_in, n_out, tokens, chip, p)
     return PassTimes(fwd, bwd_in, bwd_w)
 
 
@@ -188,4 +167,4 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     stream = chip.stream_bandwidth
     forward = gemm_time(tokens, v, h, chip, p) + (loss_bytes + norm_bytes) / stream
     backward_input = gemm_time(tokens, h, v, chip, p) + (loss_bytes + 2 * norm_bytes) / stream
-    return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p, layout.param_bytes.grads))
+    return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))
