@@ -26,11 +26,21 @@ KNOWN_STEP_MISSES = {
     # attention is 57 % of pipesim's count, and counting the causal half turns -21 % into +11 %.
     ("llama3.1-405b", "Llama", 8192, 1): "405B on 8192 H100: ~20 % scale loss not modelled; v unpublished",
     ("llama3.1-405b", "Llama", 16384, 16): "405B at 131k tokens: FLOP convention of the published TFLOP/s",
+    # Qi et al.'s 14.6B over two nodes (pp 16, 1,024-token microbatches): pipesim's per-stage F/B/W are 4-5 %
+    # below the paper's own per-pass profile (Table 9), and a 1F1B simulated *with that profile* is still
+    # 7.6 % faster than the published 1F1B (4.5 % at pp 8): an overhead of the real pipeline that grows with
+    # its depth, outside per-pass compute, not modelled. Interleaved with one layer per chunk (three times the
+    # boundary crossings) adds to it.
+    ("zb-14.6b", "Qi", 16, 48): "interleaved 1F1B, 14.6B over 2 nodes: per-pass -5 % and pipeline overhead",
+    ("zb-14.6b", "Qi", 16, 64): "interleaved 1F1B, 14.6B over 2 nodes: per-pass -5 % and pipeline overhead",
 }
 
 
 def _miss(run):
-    return KNOWN_STEP_MISSES.get((run.model, run.source.split(" ")[0], run.gpus, run.cp))
+    key = (run.model, run.source.split(" ")[0], run.gpus)
+    if run.schedule == "interleaved" and run.source.startswith("Qi"):
+        return KNOWN_STEP_MISSES.get((*key, run.microbatches))
+    return KNOWN_STEP_MISSES.get((*key, run.cp))
 
 
 def _id(run):
