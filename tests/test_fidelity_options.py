@@ -12,6 +12,7 @@ from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
 from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
 from pipesim.analytic.kernels import (
+    attention_core_times,
     fp8_cast_bytes,
     gemm_time,
     head_times,
@@ -97,6 +98,15 @@ def test_gemm_roofline_by_hand():
     assert gemm_time(256, 256, 256, SMALL, Precision.BF16) == pytest.approx(max(compute, memory))
     # 1×256 output: 2 tiles of 128×128, one wave on 4 SMs: it costs what a full wave (4 tiles) costs
     assert gemm_time(1, 256, 256, SMALL, Precision.BF16) == pytest.approx(2 * 4 * 128 * 128 * 256 / 50)
+
+
+def test_hopper_attention_at_flash_attention_2_rates_by_hand():
+    # Llama 2 7B, one 4096-token sequence: causal QKᵀ and ·V over 32 heads of 128 → 4·4096²·32·128 / 2 FLOP,
+    # forward at 35 % of 989.4 TFLOP/s, backward (2.5× the FLOPs) at 28 %
+    executed = 4 * 4096**2 * 32 * 128 / 2
+    core = attention_core_times(MODEL_PRESETS["llama2-7b"], Layout(), H100)
+    assert core.forward == pytest.approx(executed / (989.4e12 * 0.35))
+    assert core.backward_input == pytest.approx(2.5 * executed / (989.4e12 * 0.28))
 
 
 def test_fp8_cast_transpose_bytes_by_hand():

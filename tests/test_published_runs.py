@@ -10,22 +10,6 @@ from experiments.published_runs import PUBLISHED_RUNS, cli_args, predict
 from pipesim.cli.main import main
 
 KNOWN_STEP_MISSES = {
-    # NeMo FP8 rows without tensor parallelism are predicted too fast (llama2-7b -14 %, these two -15 % and
-    # -22 %) while the tp = 4 rows of the same table land within ±3 %. Those are right partly by compensation:
-    # pipesim exposes every TP collective (~17 % of a layer there) and NeMo's recipes overlap them
-    # (ub_tp_comm_overlap). Not FP8 itself: pipesim's FP8/BF16 speedup for torchtitan's Llama 3.1 8B setup
-    # (1.22×) is at or below the one measured there (1.28×, benchmarks/llama3_h100_202412_torchtitan.md) —
-    # the H100 compute of h = 4096-5120 layers is what is optimistic, by a cause not identified here.
-    ("llama2-13b", "NVIDIA", 16, 1): "H100 tp=1 layers predicted too fast",
-    ("llama3.1-8b", "NVIDIA", 8, 2): "H100 tp=1 + context parallel predicted too fast",
-    # Llama 3 405B (BF16): the interleaving depth is not published (v = 2 assumed). The two 16M-token runs lose
-    # only 7 % TFLOP/s when the microbatches per step halve (430 → 400), less than v = 2's bubble gives
-    # (pipesim: -15 % and -4 %); a deeper v (4, 8) makes the two rows agree but at -18 to -26 %: a ~20 % loss
-    # at this scale that pipesim does not model (stragglers, collectives over 8-16k GPUs) — not identified.
-    # The 131k-token row also depends on how Meta counts attention FLOPs: at s = 131,072 the full s²
-    # attention is 57 % of pipesim's count, and counting the causal half turns -21 % into +11 %.
-    ("llama3.1-405b", "Llama", 8192, 1): "405B on 8192 H100: ~20 % scale loss not modelled; v unpublished",
-    ("llama3.1-405b", "Llama", 16384, 16): "405B at 131k tokens: FLOP convention of the published TFLOP/s",
     # Qi et al.'s 14.6B over two nodes (pp 16, 1,024-token microbatches): pipesim's per-stage F/B/W are 4-5 %
     # below the paper's own per-pass profile (Table 9), and a 1F1B simulated *with that profile* is still
     # 7.6 % faster than the published 1F1B (4.5 % at pp 8): an overhead of the real pipeline that grows with
