@@ -23,8 +23,9 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   peak → 0.35 forward, and the backward at FlashAttention-2's own backward/forward ratio on A100 (0.48/0.60)
   → 0.28. FlashAttention-3 itself reaches up to 740 TFLOP/s (75 %) BF16 forward at long sequences, less at
   the 2k–8k causal sequences of training: 0.55 forward, 0.45 backward, the fields' defaults — a chip file
-  sets them for a run that uses it. With FA3's constants the H100 rows of the published-runs table were
-  6–14 points too fast wherever attention weighs (Llama 3 405B at 131k tokens: −21 %, now −1…+3 %).
+  sets them for a run that uses it. With FA3's constants the H100 rows of the published-runs table came
+  out too fast where attention weighs: NeMo's tp = 1 rows −14…−22 % (now −6…−10 %), Llama 3 405B at 131k
+  tokens −21 % (now +3 %).
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
