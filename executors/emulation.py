@@ -30,7 +30,8 @@ waits for the end of the step.
 Measured with ``python experiments/emulated_vs_predicted.py`` (pp=4, m ∈ {8, 16}, every built-in
 schedule, a quiet 2-core machine): anchoring compute on the host clock gave makespans 0.9–4.3% long and
 median start errors of 2–21 ms, growing with the instruction count; on the stream, makespans within 0.5%
-and median start errors of 0.1–1.5 ms.
+and median start errors of 0.1–0.6 ms, 1–2 ms in a run or two of the 18 where one real transfer came late
+(a receiver blocked in gloo's wait waking up to 1 ms after its bytes, on two shared cores).
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ class EmulatedStream:
     """The emulated device's time on the shared host clock (see the module docstring).
 
     ``free_at`` is when the stream finishes its last instruction; ``inputs_at`` when the data of the next
-    one is there (the latest arrival waited for since). :meth:`run` gives an instruction its deadline.
+    one is there (the latest arrival waited for since). :meth:`deadline` gives an instruction its end,
+    :meth:`finish` sleeps until it.
     """
 
     def __init__(self, sleeper: Sleeper):
