@@ -27,11 +27,13 @@ wake-up lateness and asks to wake that much earlier; the thread's timer slack is
 permitted, the process's threads get nice −10 (see :func:`raise_priority`); cyclic garbage collection
 waits for the end of the step.
 
+The timeline is stamped in stream time (:class:`StreamClock`), as a GPU run stamps CUDA events.
+
 Measured with ``python experiments/emulated_vs_predicted.py`` (pp=4, m ∈ {8, 16}, every built-in
-schedule, a quiet 2-core machine): anchoring compute on the host clock gave makespans 0.9–4.3% long and
-median start errors of 2–21 ms, growing with the instruction count; on the stream, makespans within 0.5%
-and median start errors of 0.1–0.6 ms, 1–2 ms in a run or two of the 18 where one real transfer came late
-(a receiver blocked in gloo's wait waking up to 1 ms after its bytes, on two shared cores).
+schedule, a 2-core machine): anchoring compute on the host clock gave makespans 0.9–4.3% long and median
+start errors of 2–21 ms, growing with the instruction count; on the stream, makespans within 0.7% and
+median start errors under 0.35 ms, the rest being transfers that really came late (a receiver blocked in
+gloo's wait getting its bytes up to a few ms late on two shared cores).
 """
 
 from __future__ import annotations
@@ -165,6 +167,11 @@ class EmulatedStream:
         self.free_at = 0.0
         self.inputs_at = 0.0
         self._lead = _MIN_LEAD
+        self.last_stamp: list[float] | None = None  # the latest timeline stamp (see StreamClock)
+
+    def position(self) -> float:
+        """Where the stream is: when the next instruction could start, by what it has run and received."""
+        return max(self.free_at, self.inputs_at)
 
     def start_step(self) -> None:
         """All ranks start the step at one instant: the latest rank's now + a lead, on the shared clock.
@@ -189,10 +196,12 @@ class EmulatedStream:
     def deadline(self, duration: float) -> float:
         """When an instruction of ``duration`` issued now ends on the stream: started when the stream is free
         and its inputs are there, or when the host issues it if the host fell further behind than that."""
-        start = max(self.free_at, self.inputs_at)
+        start = self.position()
         now = time.perf_counter()
         if now > start + max(duration, _HOST_LAG):  # later than one instruction can hide: the stream starved
             start = now
+        if self.last_stamp is not None:  # the instruction's start stamp, taken just before it was issued
+            self.last_stamp[0] = start
         return start + duration
 
     def finish(self, deadline: float) -> None:
@@ -200,6 +209,29 @@ class EmulatedStream:
         overran = time.perf_counter() > deadline
         self.sleeper.until(deadline)
         self.free_at = time.perf_counter() if overran else deadline
+
+
+class StreamClock:
+    """The measured timeline's clock under emulation: stamps in emulated-stream time.
+
+    A GPU run stamps its timeline with CUDA events on the compute stream (:class:`executors.recorder.CudaClock`):
+    device time, in which the host's own time per instruction does not appear. An emulated run's device is
+    :class:`EmulatedStream`, so its stamps are the stream's position; host time would measure the emulation's
+    inability to run ahead of its device, not the schedule. A stamp is a one-element list, resolved at the
+    step's end like a CUDA event: the start stamp of an instruction that starves the stream is moved to when
+    the stream really started it.
+    """
+
+    def __init__(self, stream: EmulatedStream, origin: float):
+        self.stream, self.origin = stream, origin
+
+    def stamp(self) -> list[float]:
+        token = [self.stream.position()]
+        self.stream.last_stamp = token
+        return token
+
+    def resolve(self, stamps: list) -> list[float]:
+        return [s[0] - self.origin for s in stamps]
 
 
 class _FramedTransfer(Transfer):

@@ -42,14 +42,30 @@ def _worker(rank: int, world_size: int, port: int, fn, args, queue) -> None:
         raise
 
 
+#: Fresh ports to try when the rendezvous port was taken between choosing and binding it.
+_PORT_ATTEMPTS = 3
+
+
 def spawn(fn, world_size: int, *args, timeout: float = 240.0) -> list:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` gloo processes; return the values by rank.
 
-    ``fn`` must be importable (module level) because processes start with the ``spawn`` method.
+    ``fn`` must be importable (module level) because processes start with the ``spawn`` method. The
+    rendezvous port is free when chosen, but another process (a parallel test's world, an ephemeral gloo
+    connection) can bind it before rank 0 does; then nothing has run yet, and the world starts again on a
+    fresh port.
     """
+    for attempt in range(_PORT_ATTEMPTS):
+        try:
+            return _spawn_once(fn, world_size, args, timeout, free_port())
+        except RuntimeError as err:
+            if "EADDRINUSE" not in str(err) or attempt == _PORT_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _spawn_once(fn, world_size: int, args: tuple, timeout: float, port: int) -> list:
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    port = free_port()
     procs = [
         ctx.Process(target=_worker, args=(r, world_size, port, fn, args, queue), daemon=True)
         for r in range(world_size)

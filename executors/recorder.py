@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import Protocol
 
 import pandas as pd
 import torch
@@ -20,6 +21,17 @@ import torch.distributed as dist
 
 from pipesim.io.timeline import Source, make_frame
 from pipesim.program.ir import Program
+
+
+class Clock(Protocol):
+    """What the recorder stamps instructions with: ``stamp()`` now, ``resolve(stamps)`` to seconds since
+    ``origin`` (stamps may resolve late: CUDA events, emulated-stream stamps)."""
+
+    origin: object
+
+    def stamp(self): ...
+
+    def resolve(self, stamps: list) -> list[float]: ...
 
 
 class CpuClock:
@@ -76,7 +88,7 @@ class TimelineRecorder:
     from the rank's program, so bookkeeping between two instructions stays a few microseconds.
     """
 
-    def __init__(self, program: Program, rank: int, clock: CpuClock | CudaClock):
+    def __init__(self, program: Program, rank: int, clock: Clock):
         self.program, self.rank, self.clock = program, rank, clock
         self._raw: list[tuple] = []  # (step, seq, start stamp, end stamp, bytes) of this step
         self._rows: list[tuple] = []  # the same with stamps resolved to seconds

@@ -21,6 +21,7 @@ from executors.emulation import (
     EmulatedStream,
     EmulatedTransport,
     Sleeper,
+    StreamClock,
     check_emulation_costs,
     row_durations,
 )
@@ -157,8 +158,11 @@ def execute(
     seq_local = mcfg.seq_len // ctx.tp if cfg.tp_mode is TPMode.REDUCE_SCATTER else mcfg.seq_len
     act_shape = (seq_local, mcfg.micro_batch_size, mcfg.hidden)
     emulated = cfg.emulate is not None
-    # Emulation sleeps on the host clock; real runs time the device (CUDA events) when there is one.
+    # Real runs time the device (CUDA events) when there is one; emulation times its emulated stream.
     clock = CudaClock() if device.type == "cuda" and not emulated else CpuClock()
+    stream = EmulatedStream(Sleeper()) if emulated else None
+    if stream is not None:
+        clock = StreamClock(stream, clock.origin)
     recorder = TimelineRecorder(program, ctx.pp_rank, clock)
     meter = ActivationMeter(params)
     fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
@@ -166,7 +170,6 @@ def execute(
     transport = transport_for(policy, act_shape, device)
     if emulated:
         durations = row_durations(program, cfg.emulate, ctx.pp_rank)
-        stream = EmulatedStream(Sleeper())
         transport = EmulatedTransport(transport, durations, stream)
         compute = EmulatedCompute(
             ctx, stages, durations, act_shape, stream,
