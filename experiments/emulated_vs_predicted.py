@@ -51,19 +51,17 @@ def measure(costs: CostModel, microbatches: tuple[int, ...], steps: int) -> pd.D
         predicted = one_step(simulate(plan(cfg, PP), costs).timeline)
         # Step 0 warms up; each figure is the median over the steps after it (a typical step: one transfer
         # that a busy host delivers late shifts the rest of its step, and that step only).
-        per_step = [overlay_errors(predicted, one_step(result.timeline, step)) for step in range(1, steps)]
-
-        def typical(figure, per_step=per_step) -> float:
-            return float(np.median([figure(e) for e in per_step]))
-
+        per_step = pd.DataFrame([overlay_errors(predicted, one_step(result.timeline, step)).to_dict()
+                                 for step in range(1, steps)])
+        typical = per_step.median()
         rows.append({
             "schedule": cfg.schedule, "m": cfg.microbatches,
-            "predicted (ms)": 1e3 * per_step[0].makespan_predicted,
-            "measured (ms)": 1e3 * typical(lambda e: e.makespan_measured),
-            "makespan error": typical(lambda e: e.makespan_measured / e.makespan_predicted - 1),
-            "start error median (ms)": 1e3 * typical(lambda e: e.start_error_median),
-            "start error p90 (ms)": 1e3 * typical(lambda e: e.start_error_p90),
-            "instructions": per_step[0].instructions,
+            "predicted (ms)": 1e3 * typical["makespan_predicted"],
+            "measured (ms)": 1e3 * typical["makespan_measured"],
+            "makespan error": (per_step["makespan_measured"] / per_step["makespan_predicted"] - 1).median(),
+            "start error median (ms)": 1e3 * typical["start_error_median"],
+            "start error p90 (ms)": 1e3 * typical["start_error_p90"],
+            "instructions": int(typical["instructions"]),
         })
     return pd.DataFrame(rows)
 

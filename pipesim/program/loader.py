@@ -25,7 +25,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, cached_property, lru_cache
+from functools import cache, cached_property
 from itertools import chain
 from pathlib import Path
 from types import ModuleType
@@ -127,7 +127,7 @@ def builtin_names() -> list[str]:
     return list(_builtin_names())
 
 
-@lru_cache(maxsize=1)
+@cache
 def _builtin_names() -> tuple[str, ...]:
     # Read once per process: the installed package does not change under a running pipesim, and sweeps
     # resolve a name per point.
