@@ -24,6 +24,7 @@ from pipesim.program.build import build_program
 from pipesim.program.ir import PipelineShape
 from pipesim.program.loader import load_schedule
 from pipesim.sim.simulator import simulate
+from pipesim.synth.paper import QI_TABLE4, QI_TABLE4_SCHEDULES
 
 NARAYANAN = "Narayanan et al. 2021, Megatron-LM on A100, Table 1"
 KORTHIKANTI = "Korthikanti et al. 2023, Table 5"
@@ -142,22 +143,12 @@ def _zero_bubble_rows() -> list[PublishedRun]:
     under-predicted ZB-2p's memory by 13–15 % on the 1.5B and 6.2B models. Both with the optimizer
     post-validation the paper uses (Table 10); 1F1B-I is interleaved with one layer per chunk and the two end
     chunks empty."""
-    table = {  # model: (pp, micro-batch size, {m: {schedule: (samples/GPU/s, GB)}})
-        "zb-1.5b": (8, 6, {24: (14.5, 12.9, 11.8, 13.1), 32: (14.8, 13.4, 12.5, 13.4), 64: (14.9, 14.2, 13.6, 13.9)},
-                    (59, 32, 30, 40)),
-        "zb-6.2b": (8, 3, {24: (4.32, 3.88, 3.50, 4.01), 32: (4.35, 4.00, 3.70, 4.08), 64: (4.39, 4.20, 4.03, 4.19)},
-                    (70, 42, 39, 48)),
-        "zb-14.6b": (16, 1, {48: (1.81, 1.61, 1.40, 1.54), 64: (1.83, 1.67, 1.49, 1.59),
-                             128: (1.85, 1.76, 1.64, 1.66)}, (51, 33, 32, 39)),
-        "zb-28.3b": (32, 1, {96: (0.99, 0.87, 0.76, 0.82), 128: (1.00, 0.90, 0.80, 0.85),
-                             256: (1.00, 0.96, 0.88, 0.90)}, (74, 44, 43, 58)),
-    }
     post = StepBoundary.POST_VALIDATION
     rows = []
-    for name, (pp, mbs, by_m, memory) in table.items():
+    for name, (pp, mbs, by_m, memory) in QI_TABLE4.items():
         layers = MODEL_PRESETS[name].layers
         for m, samples in by_m.items():
-            for schedule, rate, gib, boundary in zip(("zb-auto", "zb-h1", "1f1b", "interleaved"), samples, memory,
+            for schedule, rate, gib, boundary in zip(QI_TABLE4_SCHEDULES, samples, memory,
                                                       (post, post, StepBoundary.SYNC, StepBoundary.SYNC),
                                                       strict=True):
                 interleaved = schedule == "interleaved"

@@ -311,10 +311,25 @@ def test_blocking_sends_join_the_senders_compute_by_hand():
     overlapped = build_cost_model(model, H100, Layout(pp=2, microbatches=4, overlap_p2p=True))
     blocking = build_cost_model(model, H100, Layout(pp=2, microbatches=4))
     wire = overlapped.stage(0).p2p_bytes / (H100.intra_node_bandwidth * H100.p2p_efficiency)
-    assert blocking.stage(0).forward == pytest.approx(overlapped.stage(0).forward + wire)
-    assert blocking.stage(1).backward_input == pytest.approx(overlapped.stage(1).backward_input + wire)
+    sync = H100.p2p_sync_overhead  # the device idles after each synchronising call
+    assert blocking.stage(0).forward == pytest.approx(overlapped.stage(0).forward + wire + sync)
+    assert blocking.stage(1).backward_input == pytest.approx(overlapped.stage(1).backward_input + wire + sync)
     assert blocking.stage(1).forward == overlapped.stage(1).forward  # the last stage sends nothing forward
     assert blocking.p2p_bandwidth is None  # the wire time moved into the compute; transfers cost their latency
+
+
+def test_interleaved_chunks_share_one_synchronising_call_per_forward_backward_pair_by_hand():
+    """v = 2 chunks: a rank's stage value carries two chunk passes, each with its own wire time and half a
+    synchronisation (Megatron's interleaved schedule sends a forward's output and a backward's gradient in one
+    call); without synchronisation (p2p_sync_overhead 0) only the wire time is left."""
+    model = MODEL_PRESETS["llama2-7b"]
+    layout = Layout(pp=2, chunks=2, microbatches=4)
+    overlapped = build_cost_model(model, H100, replace(layout, overlap_p2p=True))
+    wire = overlapped.stage(0).p2p_bytes / (H100.intra_node_bandwidth * H100.p2p_efficiency)
+    for sync in (H100.p2p_sync_overhead, 0.0):
+        blocking = build_cost_model(model, replace(H100, p2p_sync_overhead=sync), layout)
+        assert blocking.stage(0).forward == pytest.approx(overlapped.stage(0).forward + 2 * (wire + sync / 2))
+        assert blocking.stage(3).forward == overlapped.stage(3).forward  # the last stage sends nothing forward
 
 
 def test_a_boundary_that_crosses_nodes_uses_the_nic():

@@ -32,6 +32,12 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   for the 25–28 MB boundary tensors of their 1.5B/6.2B models inside one node, 47–53 GB/s of NVLink's
   300 GB/s one way (0.16), and 0.38–0.46 ms for 10–13 MB across nodes. A100's ``p2p_efficiency`` is 0.16;
   other chips keep 1.0 (no measurement at hand).
+- Pipeline P2P synchronisation (``p2p_sync_overhead``, 1.2 ms per call): Megatron-LM synchronises the device
+  after each batched isend/irecv, so the next pass starts with nothing queued. Qi et al.'s runs spend
+  1.3–4.8 ms per microbatch more than their own Table 9 profile of the passes and sends (Table 4's step time
+  per microbatch); per synchronising call the 16 (model, schedule) cells give 0.65–2.4 ms, median 1.18
+  (``experiments/p2p_sync_overhead.py``). A cost of the host side and the software, not of the GPU: every
+  chip takes it (the field's default); ``--overlap-p2p`` (no synchronisation) removes it.
 - Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
   wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
 B200 and MI300X take the fields' defaults (Hopper's GEMM constants, FlashAttention-3-class attention),

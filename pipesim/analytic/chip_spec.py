@@ -34,6 +34,9 @@ FIELDS: tuple[Field, ...] = (
     Field("link_latency", Kind.FLOAT, "s", "per P2P transfer / collective step", default=10e-6, low=0),
     Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
           default=1.0, low=0, high=1, low_open=True),
+    Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
+          "sends: Megatron-LM's batched isend/irecv then a device synchronize); unused with --overlap-p2p",
+          default=1.2e-3, low=0),
     Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
           low=0, low_open=True),
     Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches", default=0.8, low=0,
@@ -68,6 +71,7 @@ class ChipSpec:
     node_size: int = 8  # chips sharing the intra-node fabric
     link_latency: float = 10e-6  # s per P2P transfer / collective step (NCCL small-message latency order)
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
+    p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
     gemm_efficiency: float = 0.8
     fp8_gemm_efficiency: float = 0.6

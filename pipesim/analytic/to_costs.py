@@ -16,9 +16,11 @@ Per stage (its layer count from :mod:`.stage_split`; stage 0 adds the embedding,
   ``weight_grad_activation`` is the share of linear-layer inputs (what the zero-bubble W pass keeps);
 - ``reduce_grad``: the stage's data-parallel gradient sync; ``optimizer_step``: Adam on the rank with the most
   parameters plus the sharded optimizer's parameter all-gather;
-- ``p2p_bytes`` per tp rank, with the P2P link's latency and bandwidth.
+- ``p2p_bytes`` per tp rank, with the P2P link's latency and bandwidth; blocking sends (the default) put the
+  wire time and the device synchronisation after each call (``p2p_sync_overhead``) into the sender's pass.
 
-Not modelled: data loading, kernel-launch gaps, stragglers, DP sync overlapped with the backward.
+Not modelled: data loading, kernel-launch gaps within a pass, stragglers, DP sync overlapped with the
+backward.
 """
 
 from __future__ import annotations
@@ -191,14 +193,24 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     return reduce
 
 
-def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks: int) -> list[StageCosts]:
+def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks: int,
+                    sync_overhead: float) -> list[StageCosts]:
     """Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
     tensor is busy until it has arrived, so the transfer joins the forward of the stage below the boundary and
     the input backward of the stage above it. Stage values are a rank's share (v chunks' worth), so one
-    chunk's transfer is added v times over: the simulator gives the chunk 1/v of it back."""
+    chunk's transfer is added v times over: the simulator gives the chunk 1/v of it back.
+
+    Each such call also leaves the device idle for ``sync_overhead`` (the chip's ``p2p_sync_overhead``):
+    Megatron-LM synchronises the device after a batched isend/irecv (``batch_p2p_sync``, on by default), so
+    the host has no work queued ahead when the next pass starts. 1F1B and the zero-bubble schedules make one
+    call per sending pass; Megatron's interleaved schedule exchanges a forward's output and a backward's
+    gradient in one call, so a chunk's pass pays half of it. The constant is measured, not assumed:
+    ``experiments/p2p_sync_overhead.py`` derives it from Qi et al. 2024 (Table 4's step time per microbatch
+    against Table 9's per-pass profile of the same runs)."""
+    per_pass = sync_overhead if chunks == 1 else sync_overhead / 2
     result = list(per_stage)
     for s, bandwidth in enumerate(boundaries):
-        wire = chunks * per_stage[s].p2p_bytes / bandwidth
+        wire = chunks * (per_stage[s].p2p_bytes / bandwidth + per_pass)
         below, above = result[s], result[s + 1]
         result[s] = replace(below, forward=below.forward + wire)
         result[s + 1] = replace(above, backward_input=above.backward_input + wire, backward=above.backward + wire)
@@ -233,7 +245,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             if bandwidth != link:
                 per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
     else:
-        per_stage = _blocking_sends(per_stage, boundaries, layout.chunks)
+        per_stage = _blocking_sends(per_stage, boundaries, layout.chunks, chip.p2p_sync_overhead)
         link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}

@@ -69,3 +69,19 @@ PAPER_ROWS: tuple[PaperRow, ...] = (
     PaperRow("28.3B", 32, 128, 10.408, 10.204, 7.703, 0.408, 0.1106, 0.0029),
     PaperRow("28.3B", 32, 256, 10.402, 10.248, 7.698, 0.460, 0.0594, 0.0018),
 )
+
+# Qi et al. 2024, Table 4: model: (pp, micro-batch size, {m: samples/GPU/s of (ZB-2p, ZB-1p, 1F1B, 1F1B-I)},
+# peak memory GB of the same four)
+QI_TABLE4 = {
+    "zb-1.5b": (8, 6, {24: (14.5, 12.9, 11.8, 13.1), 32: (14.8, 13.4, 12.5, 13.4), 64: (14.9, 14.2, 13.6, 13.9)},
+                (59, 32, 30, 40)),
+    "zb-6.2b": (8, 3, {24: (4.32, 3.88, 3.50, 4.01), 32: (4.35, 4.00, 3.70, 4.08), 64: (4.39, 4.20, 4.03, 4.19)},
+                (70, 42, 39, 48)),
+    "zb-14.6b": (16, 1, {48: (1.81, 1.61, 1.40, 1.54), 64: (1.83, 1.67, 1.49, 1.59),
+                         128: (1.85, 1.76, 1.64, 1.66)}, (51, 33, 32, 39)),
+    "zb-28.3b": (32, 1, {96: (0.99, 0.87, 0.76, 0.82), 128: (1.00, 0.90, 0.80, 0.85),
+                         256: (1.00, 0.96, 0.88, 0.90)}, (74, 44, 43, 58)),
+}
+# pipesim's schedule for each column: ZB-1p is zb-h1 (Table 5 gives them the same bubble), ZB-2p is the
+# paper's search under 2p·M_B (zb-auto), 1F1B-I is interleaved
+QI_TABLE4_SCHEDULES = ("zb-auto", "zb-h1", "1f1b", "interleaved")
