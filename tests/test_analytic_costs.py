@@ -5,7 +5,13 @@ from dataclasses import replace
 import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.analytic.comm import dp_grad_sync, p2p_bandwidth, ring_all_reduce_time, tp_layer_comm
+from pipesim.analytic.comm import (
+    dp_grad_sync,
+    group_bandwidth,
+    p2p_bandwidth,
+    ring_all_reduce_time,
+    tp_layer_comm,
+)
 from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -44,6 +50,23 @@ def test_tp_allreduce_ring_on_nvlink():
     assert tp_layer_comm(LLAMA, Layout(tp=8, sequence_parallel=True), H100) == comm  # same bytes on the wire
     full = tp_layer_comm(LLAMA, Layout(tp=8, recompute=Recompute.FULL), H100)
     assert full.backward == pytest.approx(2 * expected)
+
+
+def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():
+    """NCCL balances a cross-node collective's rings over the node's NICs: k members of the group per node
+    move data through k NICs, capped by NVLink. A100: 25 GB/s NICs, 300 GB/s NVLink, 8 per node."""
+    a100 = CHIP_PRESETS["a100-80gb"]
+    assert group_bandwidth(a100, 8) == 300e9  # inside one node
+    assert group_bandwidth(a100, 32, stride=1) == 200e9  # tp = 1, dp = 32: 8 members per node, 8 NICs
+    assert group_bandwidth(a100, 64, stride=2) == 100e9  # tp = 2: 4 members per node
+    assert group_bandwidth(a100, 256, stride=8) == 25e9  # tp = 8: one member per node, its own NIC
+    assert group_bandwidth(a100, 16, stride=8) == 25e9  # two members, in two nodes
+    h100 = CHIP_PRESETS["h100-sxm"]  # 8 × 50 GB/s NICs exceed NVLink's 450 GB/s: NVLink caps it
+    assert group_bandwidth(h100, 32) == 400e9
+    assert group_bandwidth(replace(h100, inter_node_bandwidth=100e9), 32) == 450e9
+    layout = Layout(tp=1, dp=32)
+    expected = ring_all_reduce_time(4e9, 32, 200e9, a100.link_latency)
+    assert dp_grad_sync(1e9, layout, a100).reduce == pytest.approx(expected)
 
 
 def test_dp_sync_link_and_distributed_optimizer():

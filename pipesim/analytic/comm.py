@@ -7,8 +7,9 @@ all-reduce is one of each, ``2(n−1)/n · N/β``. Latency: ``n−1`` (or ``2(n�
 
 Which link: ranks are ordered tp fastest, then cp, then dp, then pp (Megatron-LM's order). A group whose
 ranks all lie in one node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and
-the inter-node NIC is its bottleneck. TP collectives are exposed unless ``async_tp`` (Megatron-LM's defaults in
-Narayanan et al. 2021 and Korthikanti et al. 2023); DP sync is one REDUCE_GRAD per chunk in the Program.
+the NICs are its bottleneck: as many NICs as the group has members in a node (:func:`group_bandwidth`). TP
+collectives are exposed unless ``async_tp`` (Megatron-LM's defaults in Narayanan et al. 2021 and Korthikanti
+et al. 2023); DP sync is one REDUCE_GRAD per chunk in the Program.
 """
 
 from __future__ import annotations
@@ -32,9 +33,20 @@ def ring_all_reduce_time(nbytes: float, n: int, bandwidth: float, latency: float
     return 2 * ring_reduce_scatter_time(nbytes, n, bandwidth, latency)
 
 
-def group_bandwidth(chip: ChipSpec, span: int) -> float:
-    """Per-chip one-direction bandwidth of a group of ``span`` consecutive ranks."""
-    return chip.intra_node_bandwidth if span <= chip.node_size else chip.inter_node_bandwidth
+def group_bandwidth(chip: ChipSpec, span: int, stride: int = 1) -> float:
+    """Per-chip one-direction bandwidth of a collective over ranks ``stride`` apart that span ``span``
+    consecutive ranks.
+
+    Inside one node: the intra-node link. Across nodes, NCCL builds one ring per NIC and balances them over the
+    node's NICs through NVLink (NVIDIA/nccl issue #601, the maintainers' answer: "we can use NVLink to split the
+    operations in N parts then balance the traffic onto the N NICs"), so a group with ``k`` members in each
+    node moves its data through ``k`` NICs (one per chip, as the presets assume), never faster than the
+    intra-node link. Data parallelism with tp = 1 has all of a node's chips in one group (k = node size);
+    with tp = 8 each chip's group has one member per node (k = 1, one NIC)."""
+    if span <= chip.node_size:
+        return chip.intra_node_bandwidth
+    members_per_node = max(1, min(span // stride, chip.node_size // stride))
+    return min(chip.intra_node_bandwidth, members_per_node * chip.inter_node_bandwidth)
 
 
 @dataclass(frozen=True)
@@ -111,7 +123,8 @@ def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
     if cp == 1:
         return LayerComm(0.0, 0.0)
     block = 2 * model.dtype_bytes * model.micro_batch * model.seq_len / cp * model.kv_dim / layout.tp
-    bandwidth = group_bandwidth(chip, layout.tp * cp)
+    # P2P hops, not a collective: a hop between nodes is one chip's send over its own NIC
+    bandwidth = chip.intra_node_bandwidth if layout.tp * cp <= chip.node_size else chip.inter_node_bandwidth
     forward = (cp - 1) * (block / bandwidth + chip.link_latency)
     return LayerComm(forward, 2 * forward)
 
@@ -140,7 +153,7 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -
     d = layout.dp * layout.cp  # context-parallel ranks hold the same weights: gradients reduce over dp·cp
     if d == 1:
         return GradSync(0.0, 0.0)
-    bandwidth = group_bandwidth(chip, layout.tp * d)
+    bandwidth = group_bandwidth(chip, layout.tp * d, stride=layout.tp)
     grad_bytes = stage_params_per_rank * layout.param_bytes.grads
     if layout.sharding is ZeroStage.NONE:
         return GradSync(ring_all_reduce_time(grad_bytes, d, bandwidth, chip.link_latency), 0.0)
@@ -162,7 +175,7 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     before its backward, and its gradients reduce-scattered after it. Total transfer time; the prefetch
     overlaps it with the neighbouring layer's compute, so :func:`overlapped` decides what is exposed."""
     n = layout.dp * layout.cp
-    bandwidth = group_bandwidth(chip, layout.tp * n)
+    bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
     gather = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth,
                                       chip.link_latency)
     scatter = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth,

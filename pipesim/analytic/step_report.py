@@ -104,7 +104,9 @@ def report_text(report: StepReport) -> str:
         f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
         + (f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s" if c.achievable_fraction
            else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
-                f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g})"),
+                f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g})")
+        + (f", P2P {'overlapped' if lay.overlap_p2p else f'blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)'}"
+           if lay.pp > 1 else ""),
         f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}; steady state ({report.boundary.value} "
         f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
         f"step time {report.step_time:.4g} s   tokens/s {report.tokens_per_second:,.0f}   "

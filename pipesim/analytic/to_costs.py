@@ -187,8 +187,8 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     reduce = dp_grad_sync(params, layout, chip).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
-        one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, group_bandwidth(chip, layout.tp * n),
-                                       chip.link_latency)
+        bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
+        one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth, chip.link_latency)
         return layout.microbatches * one
     return reduce
 
