@@ -8,6 +8,7 @@ report as "achieved teraFLOP/s per GPU".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.flops import model_flops_per_microbatch
@@ -16,7 +17,9 @@ from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import total_params
 from pipesim.analytic.steady_state import StepBoundary
+from pipesim.analytic.time_breakdown import RankTime, rank_times
 from pipesim.analytic.to_costs import stage_layer_counts
+from pipesim.program.ir import PipelineShape
 from pipesim.sim.simulator import SimulationResult
 
 
@@ -33,6 +36,19 @@ class StepReport:
     memory: MemoryReport
     boundary: StepBoundary = StepBoundary.SYNC
     single_step: float | None = None  # makespan of one isolated step, s
+    shape: PipelineShape | None = None  # the simulated placement of stages on ranks
+
+    @cached_property
+    def rank_times(self) -> tuple[RankTime, ...]:
+        """Where each rank's seconds of the step go (computed on first use: the planner never asks)."""
+        if self.shape is None:
+            return ()
+        return tuple(rank_times(self.model, self.chip, self.layout, self.shape, self.step_time))
+
+    @property
+    def busiest(self) -> RankTime | None:
+        """The rank with the least idle time: the one that sets the pace."""
+        return min(self.rank_times, key=lambda t: t.idle, default=None)
 
     @property
     def tokens_per_second(self) -> float:
@@ -79,6 +95,7 @@ class StepReport:
             "tflops_per_chip": self.tflops_per_chip,
             "bubble_fraction": self.bubble_fraction,
             "memory": self.memory.to_dict(),
+            "time_per_rank": [t.to_dict() for t in self.rank_times],
         }
 
 
@@ -87,10 +104,11 @@ def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simula
     """``step_time``: the steady-state seconds per step (:mod:`.steady_state`); default the one step's makespan."""
     per_mb = model_flops_per_microbatch(model, layout)
     replicas_mb = layout.dp * layout.microbatches
-    return StepReport(model, chip, layout, result.metrics.makespan if step_time is None else step_time,
-                      replicas_mb * model.tokens_per_microbatch, replicas_mb * per_mb.model,
-                      replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
-                      memory_report(model, chip, layout, result), boundary, result.metrics.makespan)
+    step = result.metrics.makespan if step_time is None else step_time
+    return StepReport(model, chip, layout, step, replicas_mb * model.tokens_per_microbatch,
+                      replicas_mb * per_mb.model, replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
+                      memory_report(model, chip, layout, result), boundary, result.metrics.makespan,
+                      result.program.shape)
 
 
 def report_text(report: StepReport) -> str:
@@ -112,6 +130,8 @@ def report_text(report: StepReport) -> str:
         f"step time {report.step_time:.4g} s   tokens/s {report.tokens_per_second:,.0f}   "
         f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
         f"bubble {report.bubble_fraction:.1%}",
+        *([f"where the step goes on rank {report.busiest.rank}, the busiest: {report.busiest.text()}"]
+          if report.busiest else []),
         f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
         f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients; in-flight = peak "
         f"microbatches through a rank's share of the model)",

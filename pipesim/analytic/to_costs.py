@@ -118,6 +118,16 @@ def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakd
     return StageBreakdown(layers, stage_params(model, stage, stages, layers) / layout.tp, act / layout.cp)
 
 
+@dataclass(frozen=True)
+class StageTimeParts:
+    """One microbatch through one stage (one chunk), seconds, by what the time is spent on."""
+
+    compute: float  # the passes' kernels, recomputation included
+    exposed_comm: float  # TP collectives, ring attention and ZeRO-3 gathers that compute does not hide
+    p2p_wire: float  # blocking sends' transfer time (0 with overlap_p2p: the links carry it)
+    p2p_sync: float  # the device synchronisation after each blocking P2P call
+
+
 def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[PassTimes, PassTimes]:
     """One layer and the head: per-operation times, or FLOPs at one achievable fraction when it is set."""
     if chip.achievable_fraction is None:
@@ -151,18 +161,25 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
 
 
+def _stage_parts(model: ModelSpec, layout: Layout, stage: int, layer: PassTimes, head: PassTimes,
+                 comm: LayerComm) -> tuple[PassTimes, LayerComm]:
+    """The stage's pass times (its layers, plus the LM head on the last stage) and its exposed communication."""
+    n = stage_layer_counts(model, layout)[stage]
+    passes = PassTimes(n * layer.forward, n * layer.backward_input, n * layer.backward_weight, n * layer.recompute)
+    if stage == layout.num_stages - 1:
+        passes = PassTimes(passes.forward + head.forward, passes.backward_input + head.backward_input,
+                           passes.backward_weight + head.backward_weight, passes.recompute)
+    return passes, LayerComm(n * comm.forward, n * comm.backward)
+
+
 def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
                  layer: PassTimes, head: PassTimes, comm: LayerComm) -> StageCosts:
     part = stage_breakdown(model, layout, stage)
-    n = part.layers
-    forward = n * (layer.forward + comm.forward)
-    backward_input = n * (layer.backward_input + layer.recompute + comm.backward)
-    backward_weight = n * layer.backward_weight
-    if stage == layout.num_stages - 1:
-        forward += head.forward
-        backward_input += head.backward_input
-        backward_weight += head.backward_weight
-    kept_for_w = n * linear_input_bytes(model, layout) / layout.cp
+    passes, exposed = _stage_parts(model, layout, stage, layer, head, comm)
+    forward = passes.forward + exposed.forward
+    backward_input = passes.backward_input + passes.recompute + exposed.backward
+    backward_weight = passes.backward_weight
+    kept_for_w = part.layers * linear_input_bytes(model, layout) / layout.cp
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
     # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
     v = layout.chunks
@@ -171,7 +188,7 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
         backward=v * (backward_input + backward_weight),
         backward_input=v * backward_input,
         backward_weight=v * backward_weight,
-        reduce_grad=v * _reduce_grad(part.params, layout, chip),
+        reduce_grad=v * stage_reduce_grad(part.params, layout, chip),
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
         activation_bytes=v * part.activation_bytes,
@@ -179,7 +196,7 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
     )
 
 
-def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
+def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
     (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
@@ -193,27 +210,65 @@ def _reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     return reduce
 
 
+def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
+                    sync_overhead: float) -> list[tuple[float, float]]:
+    """(wire, sync) seconds of one blocking send of ``nbytes`` across each stage boundary, for one chunk's pass.
+
+    Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
+    tensor is busy until it has arrived. Each such call also leaves the device idle for ``sync_overhead``
+    (the chip's ``p2p_sync_overhead``): Megatron-LM synchronises the device after a batched isend/irecv
+    (``batch_p2p_sync``, on by default), so the host has no work queued ahead when the next pass starts. 1F1B
+    and the zero-bubble schedules make one call per sending pass; Megatron's interleaved schedule exchanges a
+    forward's output and a backward's gradient in one call, so a chunk's pass pays half of it. The constant
+    is measured, not assumed: ``experiments/p2p_sync_overhead.py`` derives it from Qi et al. 2024 (Table 4's
+    step time per microbatch against Table 9's per-pass profile of the same runs)."""
+    per_pass = sync_overhead if chunks == 1 else sync_overhead / 2
+    return [(nbytes / bandwidth, per_pass) for bandwidth in boundaries]
+
+
 def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks: int,
                     sync_overhead: float) -> list[StageCosts]:
-    """Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
-    tensor is busy until it has arrived, so the transfer joins the forward of the stage below the boundary and
-    the input backward of the stage above it. Stage values are a rank's share (v chunks' worth), so one
-    chunk's transfer is added v times over: the simulator gives the chunk 1/v of it back.
-
-    Each such call also leaves the device idle for ``sync_overhead`` (the chip's ``p2p_sync_overhead``):
-    Megatron-LM synchronises the device after a batched isend/irecv (``batch_p2p_sync``, on by default), so
-    the host has no work queued ahead when the next pass starts. 1F1B and the zero-bubble schedules make one
-    call per sending pass; Megatron's interleaved schedule exchanges a forward's output and a backward's
-    gradient in one call, so a chunk's pass pays half of it. The constant is measured, not assumed:
-    ``experiments/p2p_sync_overhead.py`` derives it from Qi et al. 2024 (Table 4's step time per microbatch
-    against Table 9's per-pass profile of the same runs)."""
-    per_pass = sync_overhead if chunks == 1 else sync_overhead / 2
+    """Blocking sends (:func:`_boundary_sends`) join the sender's pass: the forward of the stage below the
+    boundary and the input backward of the stage above it. Stage values are a rank's share (v chunks' worth),
+    so one chunk's send is added v times over: the simulator gives the chunk 1/v of it back."""
     result = list(per_stage)
-    for s, bandwidth in enumerate(boundaries):
-        wire = chunks * (per_stage[s].p2p_bytes / bandwidth + per_pass)
+    sends = _boundary_sends(per_stage[0].p2p_bytes, boundaries, chunks, sync_overhead)
+    for s, (wire, sync) in enumerate(sends):
+        added = chunks * (wire + sync)
         below, above = result[s], result[s + 1]
-        result[s] = replace(below, forward=below.forward + wire)
-        result[s + 1] = replace(above, backward_input=above.backward_input + wire, backward=above.backward + wire)
+        result[s] = replace(below, forward=below.forward + added)
+        result[s + 1] = replace(above, backward_input=above.backward_input + added, backward=above.backward + added)
+    return result
+
+
+def _shape_of(layout: Layout, shape):
+    """``shape``, or the loop placement of ``layout`` when none is given."""
+    if shape is not None:
+        return shape
+    from pipesim.program.ir import PipelineShape
+
+    return PipelineShape(layout.pp, layout.microbatches, layout.chunks)
+
+
+def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> list[StageTimeParts]:
+    """Each stage's :class:`StageTimeParts`: the terms :func:`build_cost_model` adds into its pass times, kept
+    apart (for the report of where a step's time goes)."""
+    check_layout(model, layout, chip)
+    shape = _shape_of(layout, shape)
+    layer, head = _compute_times(model, chip, layout)
+    comm = _layer_comm(model, chip, layout, layer)
+    parts = [_stage_parts(model, layout, s, layer, head, comm) for s in range(layout.num_stages)]
+    sends = [(0.0, 0.0)] * (layout.num_stages - 1)
+    if not layout.overlap_p2p:
+        sends = _boundary_sends(p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks,
+                                chip.p2p_sync_overhead)
+    result = []
+    for s, (passes, exposed) in enumerate(parts):
+        crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
+        result.append(StageTimeParts(
+            compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute,
+            exposed_comm=exposed.forward + exposed.backward,
+            p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing)))
     return result
 
 
@@ -231,10 +286,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     """
     check_layout(model, layout, chip)
     stages = layout.num_stages
-    if shape is None:
-        from pipesim.program.ir import PipelineShape
-
-        shape = PipelineShape(layout.pp, layout.microbatches, layout.chunks)
+    shape = _shape_of(layout, shape)
     layer, head = _compute_times(model, chip, layout)
     comm = _layer_comm(model, chip, layout, layer)
     per_stage = [_stage_costs(model, chip, layout, s, layer, head, comm) for s in range(stages)]
