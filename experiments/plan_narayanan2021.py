@@ -2,9 +2,10 @@
 
 For each row (model, GPUs, global batch), the planner searches only what that paper had: 1F1B and interleaved
 1F1B, full activation recomputation, no sequence parallelism (Korthikanti et al. 2023 came later), no
-ZeRO, BF16, no context parallelism, unfused attention, A100 80 GB. The table gives the published (tp, pp), the planner's
-winner, and where the best configuration with the published (tp, pp) ranks among every configuration that fits
-(configurations that tie on step time with a leaner one are not counted, as in ``pipesim plan``'s list).
+ZeRO, BF16, no context parallelism, unfused attention, blocking pipeline sends (no P2P overlap yet), A100 80 GB.
+The table gives the published (tp, pp), the planner's winner, and where the best configuration with the
+published (tp, pp) ranks among every configuration that fits (configurations that tie on step time with a
+leaner one are not counted, as in ``pipesim plan``'s list).
 Run: ``python experiments/plan_narayanan2021.py [--fast]`` (``--fast``: the three smallest rows).
 """
 
@@ -32,7 +33,7 @@ def plan_row(name: str, gpus: int, batch: int):
     request = PlanRequest(MODEL_PRESETS[name], CHIP_PRESETS["a100-80gb"], gpus, batch,
                           schedules=("1f1b", "interleaved"), recompute=(Recompute.FULL,), sequence_parallel=(False,),
                           zero=(ZeroStage.NONE,), precision=(Precision.BF16,), context_parallel=(1,),
-                          attention=AttentionKernel.UNFUSED)
+                          attention=AttentionKernel.UNFUSED, overlap_p2p=False)  # 2021: no P2P overlap yet
     ranked, _ = distinct_top(run_plan(request, top=EVERY).fitting(), EVERY)
     return ranked
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -193,6 +194,17 @@ def test_cli_writes_every_candidate_and_the_figure(tmp_path):
     assert proc.stdout.count("executor: torchrun") == 3 and proc.stdout.count("megatron: ") == 3
 
 
+def test_interleaved_candidates_overlap_their_sends_unless_asked_not_to():
+    request = _hand_request()
+    interleaved = Candidate(1, 2, 1, 1, 4, "interleaved", 2, NONE, False)
+    one_f_one_b = Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False)
+    assert request.layout_of(interleaved).overlap_p2p and not request.layout_of(one_f_one_b).overlap_p2p
+    blocking = replace(request, overlap_p2p=False)
+    assert not blocking.layout_of(interleaved).overlap_p2p
+    no_pipeline = Candidate(1, 1, 2, 1, 2, "interleaved", 2, NONE, False)
+    assert not request.layout_of(no_pipeline).overlap_p2p
+
+
 def test_megatron_flags():
     model = MODEL_PRESETS["llama2-70b"]
     c = Candidate(8, 8, 16, 1, 64, "interleaved", 2, Recompute.FULL, True, ZeroStage.OPTIMIZER, Precision.FP8, 2)
@@ -204,6 +216,10 @@ def test_megatron_flags():
     assert "--sequence-parallel" in argv and "--use-distributed-optimizer" in argv
     assert "--num-query-groups 8" in text and "--global-batch-size 1024" in text
     assert "--context-parallel-size 2" in text and "--fp8-format hybrid" in text
+    assert "--overlap-p2p-communication" in argv  # the plan overlapped the interleaved schedule's sends
+    assert "--overlap-p2p-communication" not in megatron_argv(c, model, 1024, overlap_p2p=False)
+    one_f_one_b = Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True)
+    assert "--overlap-p2p-communication" not in megatron_argv(one_f_one_b, model, 1024)  # Megatron: interleaved only
     assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True), model, 1024) is None
     assert megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
 

@@ -68,8 +68,10 @@ def megatron_gap(candidate: Candidate) -> str | None:
     return None
 
 
-def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int) -> list[str] | None:
-    """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`)."""
+def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
+                  overlap_p2p: bool = True) -> list[str] | None:
+    """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
+    ``overlap_p2p``: the plan overlapped the interleaved schedule's sends."""
     c = candidate
     if megatron_gap(c) is not None:
         return None
@@ -78,6 +80,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int) -> 
         args += ["--context-parallel-size", str(c.cp)]
     if c.pp > 1 and c.schedule == "interleaved":
         args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
+        if overlap_p2p:
+            args.append("--overlap-p2p-communication")
     args += ["--micro-batch-size", str(c.micro_batch_size), "--global-batch-size", str(global_batch),
              "--num-layers", str(model.layers), "--hidden-size", str(model.hidden),
              "--num-attention-heads", str(model.heads), "--ffn-hidden-size", str(model.ffn_hidden),
@@ -108,8 +112,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int) -> 
     return args
 
 
-def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int) -> str:
-    argv = megatron_argv(candidate, model, global_batch)
+def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True) -> str:
+    argv = megatron_argv(candidate, model, global_batch, overlap_p2p)
     if argv is None:
         return f"({megatron_gap(candidate)})"
     return "pretrain_gpt.py " + shlex.join(argv)

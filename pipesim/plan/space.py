@@ -58,6 +58,9 @@ class PlanRequest:
     max_chunks: int = 4
     param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES
     attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
+    # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
+    # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
+    overlap_p2p: bool = True
 
     def __post_init__(self) -> None:
         for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks", "min_cp_tokens"):
@@ -75,8 +78,9 @@ class PlanRequest:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
 
     def layout_of(self, candidate: Candidate) -> Layout:
-        """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel)."""
-        return candidate.layout(self.param_bytes, self.attention)
+        """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel, P2P
+        overlap)."""
+        return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         return candidate.shaped(self.model)
@@ -109,11 +113,18 @@ class Candidate:
         return self.tp * self.cp * self.pp * self.dp
 
     def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
-               attention: AttentionKernel = AttentionKernel.FUSED) -> Layout:
+               attention: AttentionKernel = AttentionKernel.FUSED, overlap_p2p: bool = False) -> Layout:
+        """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`)."""
         return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks,
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
-                      attention=attention, param_bytes=param_bytes)
+                      attention=attention, param_bytes=param_bytes,
+                      overlap_p2p=overlap_p2p and self.overlaps_p2p)
+
+    @property
+    def overlaps_p2p(self) -> bool:
+        """Whether Megatron-LM can overlap this candidate's pipeline sends: its interleaved schedule only."""
+        return self.schedule == "interleaved" and self.pp > 1
 
     def shaped(self, model: ModelSpec) -> ModelSpec:
         """The model at this configuration's micro-batch size (the ModelSpec carries b, the Layout does not)."""

@@ -95,6 +95,9 @@ def register(sub) -> None:
                    help="fraction of peak FLOP/s the layers reach (default: the chip's)")
     p.add_argument("--param-bytes", choices=sorted(_PARAM_BYTES), default="18",
                    help="bytes per parameter for weights+grads+Adam (default 18, Megatron's count)")
+    p.add_argument("--blocking-p2p", action="store_true",
+                   help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
+                   "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
     p.add_argument("--top", type=positive_int, default=10, help="configurations to print (default 10)")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file(".csv", ".parquet", what="plan results"),
                    help="every candidate and its outcome (.parquet or .csv)")
@@ -117,7 +120,8 @@ def request_from_args(args: argparse.Namespace):
                        memory_cap_gib=args.memory_cap, schedules=args.schedules, recompute=args.recompute,
                        zero=args.zero, precision=args.precision, context_parallel=args.cp,
                        min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
-                       max_chunks=args.max_chunks, param_bytes=_PARAM_BYTES[args.param_bytes])
+                       max_chunks=args.max_chunks, param_bytes=_PARAM_BYTES[args.param_bytes],
+                       overlap_p2p=not args.blocking_p2p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -207,5 +211,5 @@ def ranking_text(request, shown: list) -> str:
         gaps = executor_gaps(c, request.model)
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
-        lines.append(f"   megatron: {megatron_line(c, request.model, request.global_batch)}")
+        lines.append(f"   megatron: {megatron_line(c, request.model, request.global_batch, request.overlap_p2p)}")
     return "\n".join(lines)
