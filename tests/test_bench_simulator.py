@@ -16,16 +16,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import random
 
 import pytest
 
-from pipesim.analysis.sweep import SweepPoint, run_sweep
+from pipesim.analysis.sweep import random_points, run_sweep
 from pipesim.cli.main import main
 from pipesim.program.build import _build_cached, build_program
-from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.table import forget_table
-from pipesim.sim.costs import CostModel, StageCosts
+from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import Engine, simulate
 from tests.naive_simpy import naive_whole_job
 
@@ -73,32 +71,13 @@ def test_bench_engines(benchmark, case, engine):
     assert result.metrics.makespan > 0
 
 
-def sweep_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
-    """Random configurations: every fixed-order built-in schedule, pp in 2..32, microbatches in 1..256 (rounded to
-    what the schedule accepts), backward cost 1–3. zb-auto is left out: it is synthesised per cost model, so a
-    sweep point would time the synthesis, not the whole-job path (the synthesis has its own benchmark)."""
-    rng = random.Random(seed)
-    names = [name for name in builtin_names() if not load_schedule(name).build_options]
-    points = []
-    for _ in range(count):
-        schedule = rng.choice(names)
-        pp, mb = rng.randint(2, 32), rng.randint(1, 256)
-        if schedule in ("interleaved", "looped-bfs"):
-            mb = max(pp, mb // pp * pp)
-        if schedule == "dualpipe-v":
-            mb = max(mb, 2 * pp)
-        costs = CostModel(StageCosts(forward=1.0, backward=rng.choice([1.0, 2.0, 3.0])))
-        points.append(SweepPoint(schedule, pp, mb, None, costs))
-    return points
-
-
 def _fresh_sweep(points, jobs=1):
     _build_cached.cache_clear()  # fresh Programs, hence fresh tables
     return run_sweep(points, jobs=jobs)
 
 
 def test_bench_sweep_1000(benchmark):
-    points = sweep_points()
+    points = random_points()
     benchmark.group = "sweep"
     result = benchmark.pedantic(_fresh_sweep, args=(points,), rounds=2, iterations=1)
     assert len(result.frame) == 1000 and result.skipped == 0

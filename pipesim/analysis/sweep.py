@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import random
 import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program import fast_checks
 from pipesim.program import table as program_table
 from pipesim.program.build import build_program
+from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.sim import graph_engine
 from pipesim.sim.costs import CostModel, StageCosts
 from pipesim.sim.simulator import Engine, simulate
@@ -71,6 +73,25 @@ class SweepGrid:
         return points
 
 
+def random_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
+    """Random configurations, the speed benchmark's: every fixed-order built-in schedule, pp in 2..32, microbatches
+    in 1..256 (rounded to what the schedule accepts), backward cost 1–3. zb-auto is left out: it is synthesised
+    per cost model, so a point would time the synthesis, not the whole-job path (it has its own benchmark)."""
+    rng = random.Random(seed)
+    names = [name for name in builtin_names() if not load_schedule(name).build_options]
+    points = []
+    for _ in range(count):
+        schedule = rng.choice(names)
+        pp, mb = rng.randint(2, 32), rng.randint(1, 256)
+        if schedule in ("interleaved", "looped-bfs"):
+            mb = max(pp, mb // pp * pp)
+        if schedule == "dualpipe-v":
+            mb = max(mb, 2 * pp)
+        costs = CostModel(StageCosts(forward=1.0, backward=rng.choice([1.0, 2.0, 3.0])))
+        points.append(SweepPoint(schedule, pp, mb, None, costs))
+    return points
+
+
 def simulate_point(point: SweepPoint) -> dict:
     # The simulation proves deadlock freedom itself (and names the cycle), so only static checks here.
     built = build_program(point.schedule, point.pp, point.microbatches, point.chunks, semantics=None)
@@ -100,11 +121,11 @@ def _try_point(point: SweepPoint) -> dict | str:
 def _run_batch(batch: tuple[int, list[SweepPoint]]) -> tuple[int, list[dict | str]]:
     """Simulate consecutive points (from ``start``) in a worker: one task per batch keeps overheads small."""
     start, points = batch
-    _warm_up()  # once per process; a no-op afterwards
+    warm_up()  # once per process; a no-op afterwards
     return start, [_try_point(point) for point in points]
 
 
-def _warm_up() -> None:
+def warm_up() -> None:
     """Load the compiled kernels (the table's columns, validation's yes/no pass, the graph engine) before
     simulating points."""
     program_table.warm_up()
@@ -150,7 +171,7 @@ def run_sweep(
     workers = worker_count(jobs, len(points))
     report = progress or (lambda n: None)
     if cluster is None:
-        _warm_up()  # before forking: workers inherit the loaded kernels
+        warm_up()  # before forking: workers inherit the loaded kernels
     if cluster is not None:
         outcomes = _collect(_on_dask(points, cluster), len(points), report)
     elif workers == 1:
