@@ -217,10 +217,11 @@ def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
     Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
     tensor is busy until it has arrived. Each such call also leaves the device idle for ``sync_overhead``
     (the chip's ``p2p_sync_overhead``): Megatron-LM synchronises the device after a batched isend/irecv
-    (``batch_p2p_sync``, on by default), so the host has no work queued ahead when the next pass starts. 1F1B
-    and the zero-bubble schedules make one call per sending pass; Megatron's interleaved schedule exchanges a
-    forward's output and a backward's gradient in one call, so a chunk's pass pays half of it. The constant
-    is measured, not assumed: ``experiments/p2p_sync_overhead.py`` derives it from Qi et al. 2024 (Table 4's
+    (``batch_p2p_sync``, on by default), so the host has no work queued ahead when the next pass starts.
+    Single-chunk schedules (GPipe, 1F1B, ZB-H1/H2) make one call per sending pass. Megatron's interleaved
+    schedule exchanges a forward's output and a backward's gradient in one call, so a chunk's pass pays half
+    of it; every schedule with several chunks per rank (the V schedules too, unmeasured) is taken alike. The
+    constant is measured, not assumed: ``experiments/p2p_sync_overhead.py`` derives it from Qi et al. 2024 (Table 4's
     step time per microbatch against Table 9's per-pass profile of the same runs)."""
     per_pass = sync_overhead if chunks == 1 else sync_overhead / 2
     return [(nbytes / bandwidth, per_pass) for bandwidth in boundaries]
