@@ -182,7 +182,7 @@ def test_nothing_fits_suggests_recomputation_when_it_was_left_out():
 def test_cli_writes_every_candidate_and_the_figure(tmp_path):
     out, fig = tmp_path / "plan.csv", tmp_path / "pareto.png"
     proc = run_cli("--model", "gpt3-2.7b", "--hardware", "a100-80gb", "--gpus", "16", "--global-batch", "32",
-                   "--schedules", "1f1b,zb-v", "--top", "3", "-o", str(out), "--plot", str(fig))
+                   "--schedules", "1f1b,zb-v,interleaved", "--top", "3", "-o", str(out), "--plot", str(fig))
     assert proc.returncode == 0, proc.stderr
     import pandas as pd
 
@@ -190,6 +190,8 @@ def test_cli_writes_every_candidate_and_the_figure(tmp_path):
     considered = int(proc.stdout.split("considered ")[1].split(",")[0])
     assert len(frame) == considered
     assert frame["status"].value_counts().sum() == considered
+    overlapping = (frame["schedule"] == "interleaved") & (frame["pp"] > 1)
+    assert overlapping.any() and (frame["overlap_p2p"] == overlapping).all()  # Megatron overlaps interleaved only
     assert fig.stat().st_size > 10_000
     assert proc.stdout.count("executor: torchrun") == 3 and proc.stdout.count("megatron: ") == 3
 

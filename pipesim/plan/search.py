@@ -115,7 +115,9 @@ class PlanResult:
     def frame(self) -> pd.DataFrame:
         """Every candidate, simulated or not, one row each (the -o file)."""
         front = {id(o) for o in self.pareto()}
-        rows = [o.row(self.request.cap_gib) | {"pareto": id(o) in front} for o in self.outcomes]
+        rows = [o.row(self.request.cap_gib) | {"pareto": id(o) in front,
+                                                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p}
+                for o in self.outcomes]
         return pd.DataFrame(rows)
 
 
