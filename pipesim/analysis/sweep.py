@@ -75,20 +75,22 @@ class SweepGrid:
 
 def random_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
     """Random configurations, the speed benchmark's: every fixed-order built-in schedule, pp in 2..32, microbatches
-    in 1..256 (rounded to what the schedule accepts), backward cost 1–3. zb-auto is left out: it is synthesised
-    per cost model, so a point would time the synthesis, not the whole-job path (it has its own benchmark)."""
+    in 1..256 raised or rounded down to what the schedule's ``LIMITS`` accept, backward cost 1–3. zb-auto is left
+    out: it is synthesised per cost model, so a point would time the synthesis, not the whole-job path (it has
+    its own benchmark)."""
     rng = random.Random(seed)
-    names = [name for name in builtin_names() if not load_schedule(name).build_options]
+    sources = [load_schedule(name) for name in builtin_names()]
+    sources = [source for source in sources if not source.build_options]
     points = []
     for _ in range(count):
-        schedule = rng.choice(names)
+        source = rng.choice(sources)
+        limits = source.limits
         pp, mb = rng.randint(2, 32), rng.randint(1, 256)
-        if schedule in ("interleaved", "looped-bfs"):
+        if limits.microbatches_multiple_of_pp:
             mb = max(pp, mb // pp * pp)
-        if schedule == "dualpipe-v":
-            mb = max(mb, 2 * pp)
+        mb = max(mb, limits.min_microbatches_per_pp * pp)
         costs = CostModel(StageCosts(forward=1.0, backward=rng.choice([1.0, 2.0, 3.0])))
-        points.append(SweepPoint(schedule, pp, mb, None, costs))
+        points.append(SweepPoint(source.name, pp, mb, None, costs))
     return points
 
 
