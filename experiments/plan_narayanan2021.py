@@ -18,13 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import the sibling table
 
-from experiments.published_runs import NARAYANAN, PUBLISHED_RUNS
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.layout import AttentionKernel, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.cli.commands.plan import distinct_top
 from pipesim.plan.search import run_plan
 from pipesim.plan.space import PlanRequest
+from pipesim.validation.sources import PUBLISHED_RUNS
+from pipesim.validation.sources.narayanan2021 import SOURCE as NARAYANAN
 
 EVERY = 10**9  # rank every configuration: no pruning by time, so the rank of the published one is exact
 

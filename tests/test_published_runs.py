@@ -7,9 +7,10 @@ import json
 import pytest
 
 from experiments.p2p_sync_overhead import derived_overhead, sync_gaps
-from experiments.published_runs import PUBLISHED_RUNS, cli_args, predict
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.cli.main import main
+from pipesim.validation.runs import cli_args, predict
+from pipesim.validation.sources import PUBLISHED_RUNS
 
 # (model, source, GPUs, microbatches for Qi's interleaved rows else cp): why the row misses the 15 % bar. Empty
 # since the P2P synchronisation overhead (chip field p2p_sync_overhead) took Qi et al.'s 14.6B interleaved rows

@@ -1,0 +1,1 @@
+"""pipesim against published training runs: the rows, the predictions, and validation by source left out."""

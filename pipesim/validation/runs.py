@@ -1,0 +1,155 @@
+"""A published training run, the configuration it was measured at, and pipesim's prediction of it.
+
+A :class:`PublishedRun` holds one measurement (step time, or a throughput turned into step time with the
+run's own batch) and every setting the source states or the row infers; :func:`predict` simulates it with the
+chip presets' constants and :func:`cli_args` gives the ``pipesim simulate`` line that expresses it (a test
+holds the two equal). The rows themselves live in :mod:`pipesim.validation.sources`, one module per source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
+from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time, sync_latency
+from pipesim.analytic.step_report import StepReport, step_report
+from pipesim.analytic.to_costs import build_cost_model
+from pipesim.program.build import build_program
+from pipesim.program.ir import PipelineShape
+from pipesim.program.loader import load_schedule
+from pipesim.sim.simulator import simulate
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """One published measurement and the configuration it was taken at."""
+
+    source: str
+    model: str
+    chip: str
+    gpus: int
+    global_batch: int  # sequences per step
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    chunks: int = 1
+    micro_batch: int = 1
+    seq_len: int | None = None
+    schedule: str = "1f1b"
+    recompute: Recompute = Recompute.NONE
+    sequence_parallel: bool = False
+    attention: AttentionKernel = AttentionKernel.FUSED
+    zero: ZeroStage = ZeroStage.NONE
+    precision: Precision = Precision.BF16
+    first_last: int | None = None  # layers on the first and on the last stage, when lighter
+    boundary: StepBoundary = StepBoundary.SYNC
+    overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
+    # exactly one of these is the published throughput
+    hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
+    mfu_tflops: float | None = None  # model TFLOP/s per GPU
+    tokens_per_gpu: float | None = None
+    step_s: float | None = None
+    memory_gib: float | None = None
+    note: str = field(default="", compare=False)
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def microbatches(self) -> int:
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def label(self) -> str:
+        extra = f" cp{self.cp}" if self.cp > 1 else ""
+        extra += f" v{self.chunks}" if self.chunks > 1 else ""
+        extra += f" m{self.microbatches} b{self.micro_batch} {self.schedule}"
+        return f"{self.model} tp{self.tp} pp{self.pp}{extra} {self.gpus}×{self.chip.split('-')[0]}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    run: PublishedRun
+    report: StepReport
+    published_step_s: float
+
+    @property
+    def step_error(self) -> float:
+        return self.report.step_time / self.published_step_s - 1
+
+    @property
+    def memory_error(self) -> float | None:
+        if self.run.memory_gib is None:
+            return None
+        return self.report.memory.peak.total / 2**30 / self.run.memory_gib - 1
+
+
+def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
+    """Simulate ``run`` on its chip preset, or on ``chip`` (a preset with re-derived constants)."""
+    model = MODEL_PRESETS[run.model].with_shape(run.seq_len, run.micro_batch)
+    chip = chip if chip is not None else CHIP_PRESETS[run.chip]
+    chunks = run.chunks if run.chunks > 1 else None
+    split = None
+    if run.first_last is not None:
+        split = resolve_stage_layers(model.layers, run.pp * run.chunks,
+                                     StageSplitRequest(run.first_last, run.first_last))
+    layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=run.chunks, microbatches=run.microbatches,
+                    recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
+                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
+                    overlap_p2p=run.overlap_p2p,
+                    param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
+    if load_schedule(run.schedule).build_options:  # zb-auto: its order is synthesised for these costs
+        costs = build_cost_model(model, chip, layout, PipelineShape(run.pp, run.microbatches, run.chunks))
+        built = build_program(run.schedule, run.pp, run.microbatches, chunks, costs=costs)
+    else:
+        built = build_program(run.schedule, run.pp, run.microbatches, chunks)
+        costs = build_cost_model(model, chip, layout, built.program.shape)
+    result = simulate(built.program, costs, check=False)
+    step = steady_state_step_time(result, run.boundary, sync_latency(layout, chip))
+    report = step_report(model, chip, layout, result, step, run.boundary)
+    return Comparison(run, report, published_step(run, report))
+
+
+def cli_args(run: PublishedRun) -> list[str]:
+    """The ``pipesim simulate`` command line that expresses ``run`` (a test checks it gives predict()'s numbers)."""
+    argv = ["simulate", "--model", run.model, "--hardware", run.chip, "-s", run.schedule, "--pp", str(run.pp),
+            "--mb", str(run.microbatches), "--micro-batch-size", str(run.micro_batch), "--tp", str(run.tp),
+            "--dp", str(run.dp), "--recompute", run.recompute.value, "--attention", run.attention.value,
+            "--step-boundary", run.boundary.value]
+    if run.chunks > 1:
+        argv += ["--chunks", str(run.chunks)]
+    if run.cp > 1:
+        argv += ["--cp", str(run.cp)]
+    if run.seq_len:
+        argv += ["--seq-len", str(run.seq_len)]
+    if run.sequence_parallel:
+        argv.append("--sequence-parallel")
+    if run.zero is not ZeroStage.NONE:
+        argv += ["--zero", str(int(run.zero))]
+    if run.precision is Precision.FP8:
+        argv.append("--fp8")
+    if run.overlap_p2p:
+        argv.append("--overlap-p2p")
+    if run.fp16_grads:
+        argv += ["--param-bytes", "16"]
+    if run.first_last is not None:
+        argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
+    return argv
+
+
+def published_step(run: PublishedRun, report: StepReport) -> float:
+    if run.step_s is not None:
+        return run.step_s
+    if run.tokens_per_gpu is not None:
+        return report.tokens_per_step / (run.tokens_per_gpu * run.gpus)
+    if run.hfu_tflops is not None:
+        return report.hardware_flops / (run.hfu_tflops * 1e12 * run.gpus)
+    return report.model_flops / (run.mfu_tflops * 1e12 * run.gpus)
+
+

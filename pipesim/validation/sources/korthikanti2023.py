@@ -1,0 +1,23 @@
+"""Korthikanti et al. 2023, "Reducing Activation Recomputation in Large Transformer Models": Table 3
+(configurations) and Table 5 (seconds per iteration) on A100 80 GB, full recomputation against selective
+recomputation with sequence parallelism ("present work").
+
+Stated: model shapes, tp 8, pp, GPUs, global batch, micro-batch 1, sequence 2048. Inferred: unfused
+attention (the paper's activation accounting materialises the scores), blocking pipeline sends, 1F1B.
+"""
+
+from pipesim.analytic.layout import AttentionKernel, Recompute
+from pipesim.validation.runs import PublishedRun
+
+SOURCE = "Korthikanti et al. 2023, Table 5"
+
+ROWS = []
+for _name, _pp, _gpus, _batch, _t_full, _t_sel in [
+    ("gpt-22b", 1, 8, 4, 1.42, 1.10), ("gpt3-175b", 8, 64, 64, 18.13, 13.75),
+    ("gpt-530b", 35, 280, 280, 49.05, 37.83), ("gpt-1t", 64, 512, 512, 94.42, 71.49),
+]:
+    ROWS.append(PublishedRun(SOURCE, _name, "a100-80gb", _gpus, _batch, tp=8, pp=_pp, recompute=Recompute.FULL,
+                             attention=AttentionKernel.UNFUSED, step_s=_t_full))
+    ROWS.append(PublishedRun(SOURCE, _name, "a100-80gb", _gpus, _batch, tp=8, pp=_pp,
+                             recompute=Recompute.SELECTIVE, sequence_parallel=True,
+                             attention=AttentionKernel.UNFUSED, step_s=_t_sel))

@@ -1,0 +1,24 @@
+"""Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+Table 1: hardware TFLOP/s per A100 (80 GB, DGX A100 nodes, 8 × 200 Gb/s HDR), weak scaling 1.7B–1T.
+
+Stated: model shape, tp, pp, GPUs, global batch, micro-batch 1, full recomputation, 1F1B (PTD-P without
+interleaving for these rows), mixed precision. Inferred: unfused attention (2021, before FlashAttention),
+FP16 gradients all-reduced (Megatron-LM's 2021 default; ``--accumulate-allreduce-grads-in-fp32`` was opt-in),
+blocking pipeline sends, sequence 2048.
+"""
+
+from pipesim.analytic.layout import AttentionKernel, Recompute
+from pipesim.validation.runs import PublishedRun
+
+SOURCE = "Narayanan et al. 2021, Megatron-LM on A100, Table 1"
+
+ROWS = [
+    PublishedRun(SOURCE, name, "a100-80gb", gpus, batch, tp=tp, pp=pp, recompute=Recompute.FULL,
+                 attention=AttentionKernel.UNFUSED, fp16_grads=True, hfu_tflops=tf)
+    for name, tp, pp, gpus, batch, tf in [
+        ("gpt-1.7b", 1, 1, 32, 512, 137), ("gpt-3.6b", 2, 1, 64, 512, 138), ("gpt-7.5b", 4, 1, 128, 512, 142),
+        ("gpt-18.4b", 8, 1, 256, 1024, 135), ("gpt-39.1b", 8, 2, 512, 1536, 138),
+        ("gpt-76.1b", 8, 4, 1024, 1792, 140), ("gpt-145.6b", 8, 8, 1536, 2304, 148),
+        ("gpt-310.1b", 8, 16, 1920, 2160, 155), ("gpt-529.6b", 8, 35, 2520, 2520, 163),
+        ("gpt-1008b", 8, 64, 3072, 3072, 163)]
+]
