@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
@@ -51,6 +52,13 @@ class StepReport:
         return min(self.rank_times, key=lambda t: t.idle, default=None)
 
     @property
+    def error_band(self) -> ErrorBand:
+        """The step-time error validation measured on published runs of this kind (chip family, precision)."""
+        if self.chip.achievable_fraction is not None:
+            return ErrorBand(None, None, 0, "--achievable-fraction replaces the validated per-kernel model")
+        return error_band(self.chip.name, self.layout.precision)
+
+    @property
     def tokens_per_second(self) -> float:
         return self.tokens_per_step / self.step_time
 
@@ -87,6 +95,7 @@ class StepReport:
                        "overlap_p2p": lay.overlap_p2p},
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
+            "step_time_band": self.error_band.to_dict(),
             "single_step_makespan_s": self.single_step,
             "tokens_per_step": self.tokens_per_step,
             "tokens_per_s": self.tokens_per_second,
@@ -127,7 +136,8 @@ def report_text(report: StepReport) -> str:
            if lay.pp > 1 else ""),
         f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}; steady state ({report.boundary.value} "
         f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
-        f"step time {report.step_time:.4g} s   tokens/s {report.tokens_per_second:,.0f}   "
+        f"step time {report.step_time:.4g} s {report.error_band.text()}",
+        f"tokens/s {report.tokens_per_second:,.0f}   "
         f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
         f"bubble {report.bubble_fraction:.1%}",
         *([f"where the step goes on rank {report.busiest.rank}, the busiest: {report.busiest.text()}"]

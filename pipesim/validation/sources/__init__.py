@@ -23,3 +23,13 @@ def _load() -> list[PublishedRun]:
 
 
 PUBLISHED_RUNS: list[PublishedRun] = _load()
+
+
+def runs_by_source() -> dict[str, list[PublishedRun]]:
+    """Rows grouped by source module (the unit left out in validation), in :data:`SOURCE_MODULES` order."""
+    return {name: list(import_module(f"{__name__}.{name}").ROWS) for name in SOURCE_MODULES}
+
+
+def source_title(name: str) -> str:
+    """A source module's short citation, e.g. ``Qi et al. 2024``."""
+    return import_module(f"{__name__}.{name}").SOURCE.split(",")[0]

@@ -1,0 +1,132 @@
+"""Validation by source left out: pipesim's step-time error on each published source with the fitted constants
+re-derived without it (the headline), beside the in-sample error (the presets as shipped).
+
+Run: ``python experiments/validation_loso.py [--markdown] [--json FILE] [--fast]`` (about five minutes: each
+row is simulated at every grid value of each constant that informs it; ``--fast`` takes every fourth row and
+leaves out the rows whose order is synthesised, a smoke run of the whole path). The fitted constants, their
+provenance and their grids are in ``pipesim/validation/constants.py``; the method in
+``pipesim/validation/loso.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pipesim.analytic.error_band import run_kind
+from pipesim.io.atomic import write_text_atomic
+from pipesim.validation.constants import FITTED_CONSTANTS
+from pipesim.validation.loso import ValidationResult, leave_one_source_out, summary
+from pipesim.validation.sources import runs_by_source, source_title
+
+
+def _pct(value: float) -> str:
+    return f"{value:+.1%}" if value == value else "–"
+
+
+def _abs(value: float) -> str:
+    return f"{value:.1%}" if value == value else "–"
+
+
+def table(result: ValidationResult, markdown: bool) -> str:
+    header = ["source", "rows", "in-sample mean |e|", "in-sample bias", "left-out mean |e|", "left-out bias",
+              "left-out max |e|", "constants refit without it"]
+    lines = []
+    if markdown:
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = [(source_title(s.source), s.in_sample, s.left_out, _fit_text(s.left_out_fit)) for s in result.sources]
+    rows.append(("all sources", result.pooled("in_sample"), result.pooled("left_out"), ""))
+    for name, inside, outside, fitted in rows:
+        a, b = summary(inside), summary(outside)
+        cells = [name, str(a["rows"]), _abs(a["mean_abs"]), _pct(a["bias"]), _abs(b["mean_abs"]), _pct(b["bias"]),
+                 _abs(b["max_abs"]), fitted]
+        lines.append("| " + " | ".join(cells) + " |" if markdown else "  ".join(f"{c:<18}" for c in cells))
+    return "\n".join(lines)
+
+
+def _fit_text(fit) -> str:
+    moved = [f"{c.name} {fit.values[c.name]:g}" for c in FITTED_CONSTANTS
+             if c.name in fit.values and fit.values[c.name] != c.preset_value]
+    kept = [f"{name} (no row: preset)" for name in fit.unfitted]
+    return ", ".join(moved + kept) or "as preset"
+
+
+def to_dict(result: ValidationResult) -> dict:
+    return {
+        "fitted_on_all_sources": result.all_sources_fit.values,
+        "presets": {c.name: c.preset_value for c in FITTED_CONSTANTS},
+        "sources": {s.source: {"title": source_title(s.source), "in_sample": summary(s.in_sample),
+                               "left_out": summary(s.left_out), "memory": summary(s.memory),
+                               "left_out_fit": s.left_out_fit.values, "unfitted": list(s.left_out_fit.unfitted)}
+                    for s in result.sources},
+        "all": {"in_sample": summary(result.pooled("in_sample")), "left_out": summary(result.pooled("left_out")),
+                "memory": summary(result.pooled("memory"))},
+    }
+
+
+BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "validation_bands.py"
+
+
+def bands(result: ValidationResult) -> tuple[dict[str, tuple[float, int]], tuple[float, int]]:
+    """p90 of |left-out error| per kind (chip family, precision), and over every row."""
+    per_kind: dict[str, list[float]] = {}
+    for s in result.sources:
+        for run, error in zip(s.runs, s.left_out, strict=True):
+            per_kind.setdefault(run_kind(run.chip, run.precision), []).append(abs(error))
+    pooled = [abs(e) for e in result.pooled("left_out")]
+    return ({k: (round(float(np.percentile(v, 90)), 3), len(v)) for k, v in sorted(per_kind.items())},
+            (round(float(np.percentile(pooled, 90)), 3), len(pooled)))
+
+
+def bands_module(per_kind: dict[str, tuple[float, int]], pooled: tuple[float, int]) -> str:
+    return (
+        '"""Step-time error bands measured by validation by source left out (written by '
+        "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
+        'kind: (p90 of |left-out step-time error|, published rows of that kind)."""\n\n'
+        f"BANDS: dict[str, tuple[float, int]] = {per_kind!r}\n"
+        f"POOLED: tuple[float, int] = {pooled!r}\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
+    parser.add_argument("--fast", action="store_true", help="every fourth row, no synthesised orders: a smoke run")
+    parser.add_argument("--update-bands", action="store_true",
+                        help="write the per-kind error bands into pipesim/analytic/validation_bands.py")
+    args = parser.parse_args(argv)
+    by_source = runs_by_source()
+    if args.fast:
+        by_source = {name: runs[::4] for name, runs in by_source.items()}
+    started = time.perf_counter()
+    result = leave_one_source_out(by_source, include_synthesised=not args.fast,
+                                  progress=lambda what: print(f"  {what}", file=sys.stderr))
+    print(table(result, args.markdown))
+    everything = result.all_sources_fit
+    print("\nconstants fitted on every source (preset → fit, informing rows):")
+    for c in FITTED_CONSTANTS:
+        fitted = everything.values.get(c.name, c.preset_value)
+        print(f"  {c.name}: {c.preset_value:g} → {fitted:g} ({everything.informing_rows.get(c.name, 0)} rows)")
+    memory = summary(result.pooled("memory"))
+    print(f"memory: {memory['rows']} rows, mean |error| {_abs(memory['mean_abs'])}, bias {_pct(memory['bias'])} "
+          "(no fitted constant moves memory: left out = in sample)")
+    print(f"({time.perf_counter() - started:.0f} s)")
+    per_kind, pooled = bands(result)
+    print("error bands (p90 of |left-out error|): "
+          + ", ".join(f"{k} ±{v:.0%} ({n} rows)" for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%}")
+    if args.update_bands:
+        if args.fast:
+            parser.error("--update-bands needs the full run (drop --fast)")
+        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Which planned configurations the model cannot tell from the best: their error bands overlap.
+
+Each step time carries the band that validation by source left out measured for its kind of run
+(:mod:`pipesim.analytic.error_band`). A candidate whose fastest plausible time, ``t·(1 − b)``, is not above the
+best one's slowest, ``t₀·(1 + b₀)``, might really be the faster of the two. This is conservative: errors of
+runs of one kind are correlated (the left-out bias is shared), so rankings hold better than the bands alone
+suggest; the planner's rank correlation on published layouts is reported beside the bands in the README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.error_band import error_band
+from pipesim.plan.search import Outcome
+
+
+def band_of(outcome: Outcome, chip: ChipSpec) -> float:
+    """The relative band of one candidate (0 when its kind is unvalidated: nothing to widen it by)."""
+    if chip.achievable_fraction is not None:
+        return 0.0
+    return error_band(chip.name, outcome.candidate.precision).relative or 0.0
+
+
+def overlaps_best(ranked: Sequence[Outcome], chip: ChipSpec) -> list[bool]:
+    """For each of ``ranked`` (fastest first): does its band overlap the fastest one's?"""
+    if not ranked:
+        return []
+    best = ranked[0].evaluation.step_time * (1 + band_of(ranked[0], chip))
+    return [o.evaluation.step_time * (1 - band_of(o, chip)) <= best for o in ranked]

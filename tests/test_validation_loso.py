@@ -1,0 +1,111 @@
+"""Validation by source left out (pipesim.validation.loso): the fit recovers a constant that generated the
+data, a source is never fitted on itself, and the error bands reach the reports."""
+
+import json
+import math
+from dataclasses import replace
+
+import pytest
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.error_band import MIN_ROWS, error_band, run_kind
+from pipesim.analytic.layout import Precision
+from pipesim.cli.main import main
+from pipesim.validation.constants import FITTED_CONSTANTS, chips_with
+from pipesim.validation.loso import fit, leave_one_source_out, sensitivity, summary
+from pipesim.validation.runs import Comparison, predict
+from pipesim.validation.sources import PUBLISHED_RUNS, runs_by_source
+
+SYNC = next(c for c in FITTED_CONSTANTS if c.name == "p2p_sync_overhead")
+# A100 1F1B rows with blocking sends (Narayanan's pipelines), a cheap set that p2p_sync_overhead informs
+PIPELINES = [r for r in runs_by_source()["narayanan2021"] if r.pp > 1][:3]
+
+
+def _generated_by(value: float):
+    """A predictor whose 'published' step time is pipesim's own at p2p_sync_overhead = value."""
+    truth = {id(r): predict(r, SYNC.apply(CHIP_PRESETS[r.chip], value)).report.step_time for r in PIPELINES}
+
+    def predictor(run, chip=None):
+        c = predict(run, chip)
+        return Comparison(replace(run, step_s=truth[id(run)]), c.report, truth[id(run)])
+
+    return predictor
+
+
+@pytest.mark.parametrize("value", [0.4e-3, 2.0e-3])
+def test_the_fit_recovers_the_constant_that_made_the_data(value):
+    predictor = _generated_by(value)
+    rows = [sensitivity(r, (SYNC,), predictor) for r in PIPELINES]
+    assert all(math.isfinite(r.log_error) and "p2p_sync_overhead" in r.shifts for r in rows)
+    assert fit(rows, (SYNC,)).values["p2p_sync_overhead"] == value
+
+
+def test_a_left_out_source_is_predicted_with_constants_fitted_without_it():
+    """Two sources generated at different overhead values: each left out is predicted with the other's value,
+    so its left-out error is the gap between the two; in sample both sit at the shipped preset."""
+    low, high = _generated_by(0.4e-3), _generated_by(2.0e-3)
+    a, b = PIPELINES[:2], PIPELINES[2:]
+    owner = {id(r): low for r in a} | {id(r): high for r in b}
+
+    def predictor(run, chip=None):
+        return owner[id(run)](run, chip)
+
+    result = leave_one_source_out({"a": a, "b": b}, constants=(SYNC,), predictor=predictor)
+    by = {s.source: s for s in result.sources}
+    assert by["a"].left_out_fit.values["p2p_sync_overhead"] == 2.0e-3
+    assert by["b"].left_out_fit.values["p2p_sync_overhead"] == 0.4e-3
+    assert all(e > 0 for e in by["a"].left_out)  # predicted with the larger overhead: too slow
+    assert all(e < 0 for e in by["b"].left_out)
+    assert summary(by["a"].left_out)["bias"] > summary(by["a"].in_sample)["bias"]
+
+
+def test_a_constant_no_row_informs_keeps_its_preset():
+    only_a100 = [r for r in PUBLISHED_RUNS if r.chip == "a100-80gb"][:1]
+    hopper = next(c for c in FITTED_CONSTANTS if c.name == "hopper_attention_forward")
+    result = fit([sensitivity(r, (hopper,)) for r in only_a100], (hopper,))
+    assert result.values == {} and result.unfitted == ("hopper_attention_forward",)
+    assert chips_with({})["h100-sxm"] == CHIP_PRESETS["h100-sxm"]
+
+
+def test_every_fitted_constant_has_its_provenance_and_its_preset_on_its_grid():
+    for c in FITTED_CONSTANTS:
+        assert len(c.provenance) > 40 and c.preset_value in c.grid
+        assert any(c.informs(r) for r in PUBLISHED_RUNS), c.name
+
+
+def test_bands_follow_the_kind_and_say_when_unvalidated():
+    assert run_kind("h100-sxm", Precision.FP8) == "hopper-fp8" and run_kind("b200", Precision.BF16) is None
+    band = error_band("b200", Precision.BF16)
+    assert band.relative is None and "b200" in band.text()
+    hopper = error_band("h100-sxm", Precision.BF16)
+    assert hopper.relative is not None and 0 < hopper.relative < 1
+    assert (hopper.rows >= MIN_ROWS) == ("p90 of all" not in hopper.basis)
+
+
+def test_simulate_prints_and_writes_the_band(capsys):
+    argv = ["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "8"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    band = error_band("h100-sxm", Precision.BF16)
+    assert f"± {band.relative:.0%}" in out
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["model_report"]
+    assert report["step_time_band"]["relative"] == band.relative
+
+
+def test_plan_marks_the_candidates_whose_band_overlaps_the_best():
+    from types import SimpleNamespace
+
+    from pipesim.plan.uncertainty import overlaps_best
+
+    chip = CHIP_PRESETS["h100-sxm"]
+    b = error_band("h100-sxm", Precision.BF16).relative
+
+    def outcome(step):
+        return SimpleNamespace(evaluation=SimpleNamespace(step_time=step),
+                               candidate=SimpleNamespace(precision=Precision.BF16))
+
+    edge = (1 + b) / (1 - b)  # the slowest time whose fastest plausible value still reaches the best's slowest
+    ranked = [outcome(1.0), outcome(edge * 0.999), outcome(edge * 1.001)]
+    assert overlaps_best(ranked, chip) == [True, True, False]
+    assert overlaps_best(ranked, replace(chip, achievable_fraction=0.5)) == [True, False, False]
