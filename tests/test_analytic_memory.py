@@ -126,3 +126,21 @@ def test_over_capacity_warns():
     model = MODEL_PRESETS["gpt3-175b"]
     _, _, report = _run(model, "1f1b", 8, 2, 8, recompute=Recompute.NONE, sp=False)
     assert report.over_capacity and "rank 0 needs" in report.warnings()[0]
+
+
+def test_backward_working_set_counts_what_recomputation_rematerialises():
+    """Llama 2 7B, b = 1, s = 4096, tp = 1, fused attention, by hand (d = 2, gated MLP, no dropout):
+    A = 4d·sbh (two norm inputs, QKV and MLP inputs) + 2d·sbh (Q, out-proj input) + 2d·sb·kv (K, V)
+      + 3d·sb·ffn (gate, up, product) = 538,968,064 bytes, the layer's full activations.
+    Without recomputation the working set is A (the gradients); with full recomputation 2A − S, S = d·sbh the
+    stored layer input (the recomputed forward re-materialises A − S, and the gradients are A again)."""
+    from pipesim.analytic.layout import Layout, Recompute
+    from pipesim.analytic.memory_gib import backward_working_set
+    from pipesim.analytic.model_presets import MODEL_PRESETS
+
+    model = MODEL_PRESETS["llama2-7b"].with_shape(4096, 1)
+    sbh, sb = 4096 * 4096, 4096
+    full = 8 * sbh + (2 * sbh + 4 * sb * 4096 + 2 * sbh + 6 * sb * 11008)  # replicated + sharded, tp = 1
+    assert full == 538_968_064
+    assert backward_working_set(model, Layout()) == full
+    assert backward_working_set(model, Layout(recompute=Recompute.FULL)) == 2 * full - 2 * sbh

@@ -18,7 +18,7 @@ buffers of the backward (e.g. the all-gathered input under sequence parallelism)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
@@ -130,12 +130,21 @@ def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) 
 
 
 def backward_working_set(model: ModelSpec, layout: Layout) -> float:
-    """Transient bytes while one layer runs its backward: autograd gives each saved tensor of the layer a
-    gradient of the same size before the saved tensor is freed, so about one layer's stored activations
-    (per microbatch) exist twice at the peak. Counted once per rank, on top of the simulated peak."""
+    """Transient bytes while one layer runs its backward, on top of the simulated peak (once per rank).
+
+    Autograd gives each saved tensor of the layer a gradient of the same size before the saved tensor is
+    freed, so about one layer's full activations ``A`` (what the layer saves without recomputation) exist
+    twice at the peak: the saved copy, and the gradients. What the schedule already holds is the layer's stored
+    activations ``S``; recomputation re-materialises the rest of ``A`` inside the backward (Korthikanti et al.
+    2023 §5: full recomputation re-runs the layer's forward from its stored input; selective re-runs the
+    attention core). So the working set is ``A`` (gradients) plus ``A − S`` (recomputed): ``A`` without
+    recomputation, ``2A − S`` under full recomputation, ``A + scores`` under selective.
+    """
     from pipesim.analytic.activations import layer_activation_bytes
 
-    return layer_activation_bytes(model, layout) / layout.cp
+    full = layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE))
+    stored = layer_activation_bytes(model, layout)
+    return (2 * full - stored) / layout.cp
 
 
 def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> MemoryReport:
