@@ -2,7 +2,7 @@
 re-derived without it (the headline), beside the in-sample error (the presets as shipped).
 
 Run: ``python experiments/validation_loso.py [--markdown] [--json FILE] [--fast]`` (about five minutes: each
-row is simulated at every grid value of each constant that informs it; ``--fast`` takes every fourth row and
+row is simulated at every grid value of each constant that informs it; ``--fast`` takes every sixth row and
 leaves out the rows whose order is synthesised, a smoke run of the whole path). The fitted constants, their
 provenance and their grids are in ``pipesim/validation/constants.py``; the method in
 ``pipesim/validation/loso.py``.
@@ -22,6 +22,7 @@ from pipesim.analytic.error_band import run_kind
 from pipesim.io.atomic import write_text_atomic
 from pipesim.validation.constants import FITTED_CONSTANTS
 from pipesim.validation.loso import ValidationResult, leave_one_source_out, summary
+from pipesim.validation.ranking import rankings, summarise
 from pipesim.validation.sources import runs_by_source, source_title
 
 
@@ -64,6 +65,7 @@ def to_dict(result: ValidationResult) -> dict:
                                "left_out": summary(s.left_out), "memory": summary(s.memory),
                                "left_out_fit": s.left_out_fit.values, "unfitted": list(s.left_out_fit.unfitted)}
                     for s in result.sources},
+        "ranking_left_out": vars(summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))),
         "all": {"in_sample": summary(result.pooled("in_sample")), "left_out": summary(result.pooled("left_out")),
                 "memory": summary(result.pooled("memory"))},
     }
@@ -97,13 +99,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
-    parser.add_argument("--fast", action="store_true", help="every fourth row, no synthesised orders: a smoke run")
+    parser.add_argument("--fast", action="store_true", help="every sixth row, no synthesised orders: a smoke run")
     parser.add_argument("--update-bands", action="store_true",
                         help="write the per-kind error bands into pipesim/analytic/validation_bands.py")
     args = parser.parse_args(argv)
     by_source = runs_by_source()
     if args.fast:
-        by_source = {name: runs[::4] for name, runs in by_source.items()}
+        by_source = {name: runs[::6] for name, runs in by_source.items()}
     started = time.perf_counter()
     result = leave_one_source_out(by_source, include_synthesised=not args.fast,
                                   progress=lambda what: print(f"  {what}", file=sys.stderr))
@@ -117,6 +119,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"memory: {memory['rows']} rows, mean |error| {_abs(memory['mean_abs'])}, bias {_pct(memory['bias'])} "
           "(no fitted constant moves memory: left out = in sample)")
     print(f"({time.perf_counter() - started:.0f} s)")
+    ranked = summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))
+    print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f}, "
+          f"pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} ({ranked.pair_accuracy:.0%})")
     per_kind, pooled = bands(result)
     print("error bands (p90 of |left-out error|): "
           + ", ".join(f"{k} ±{v:.0%} ({n} rows)" for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%}")

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
 FIGURE_SCRIPTS = [
+    "rank_correlation",
     "bubble_vs_microbatches",
     "memory_per_rank",
     "gantt_gallery",
@@ -54,6 +55,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
     ("script", "args", "expect"),
     [
         ("published_runs", ["--fast"], "mean |error|"),
+        ("validation_loso", ["--fast", "--markdown"], "| all sources"),
         ("plan_narayanan2021", ["--fast"], "| gpt-1.7b | 32 | 512 | (1, 1) |"),
         ("p2p_sync_overhead", [], "median per call: 1.18 ms"),
         ("sweep_floor", ["--points", "20"], "× the floor"),

@@ -112,6 +112,7 @@ class SourceResult:
     left_out: list[float]  # signed step-time errors, constants fitted without this source
     left_out_fit: Fit
     memory: list[float]  # signed memory errors (no fitted constant moves memory)
+    left_out_comparisons: list[Comparison] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def leave_one_source_out(by_source: dict[str, list[PublishedRun]], *, include_sy
         inside = errors_with(kept, {}, predictor)
         outside = errors_with(kept, held.values, predictor)
         results.append(SourceResult(name, kept, [c.step_error for c in inside], [c.step_error for c in outside], held,
-                                    [c.memory_error for c in inside if c.memory_error is not None]))
+                                    [c.memory_error for c in inside if c.memory_error is not None], outside))
     return ValidationResult(everything, results)
 
 

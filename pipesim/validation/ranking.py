@@ -1,0 +1,81 @@
+"""Ranking is the planner's fidelity: does pipesim order the layouts of one job as the measurements do?
+
+A *comparison group* is a set of published runs of the same work on the same system — one source, one model,
+one chip, the same GPU count and global batch — that differ only in how the job is laid out (schedule,
+parallel degrees, micro-batch size, recomputation). A planner needs their order right more than their
+seconds. Per group: the Spearman rank correlation between predicted and published throughput, and the share
+of pairs that pipesim orders as the measurement does (ties in the published figure are not counted).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+
+import pandas as pd
+
+from pipesim.validation.runs import Comparison
+
+MIN_GROUP = 3
+
+
+def group_key(c: Comparison) -> tuple:
+    r = c.run
+    return (r.source.split(",")[0], r.model, r.chip, r.gpus, r.global_batch, r.seq_len)
+
+
+@dataclass(frozen=True)
+class GroupRanking:
+    key: tuple
+    labels: list[str]
+    published: list[float]  # throughput, steps per second (the group's work per step is one and the same)
+    predicted: list[float]
+
+    @property
+    def spearman(self) -> float:
+        frame = pd.DataFrame({"published": self.published, "predicted": self.predicted})
+        return float(frame.corr(method="spearman").iloc[0, 1])
+
+    @property
+    def pairs(self) -> tuple[int, int]:
+        """(pairs ordered as measured, pairs compared)."""
+        right = total = 0
+        for i, j in itertools.combinations(range(len(self.published)), 2):
+            if self.published[i] == self.published[j]:
+                continue
+            total += 1
+            right += (self.published[i] > self.published[j]) == (self.predicted[i] > self.predicted[j])
+        return right, total
+
+
+def rankings(comparisons: list[Comparison]) -> list[GroupRanking]:
+    groups: dict[tuple, list[Comparison]] = {}
+    for c in comparisons:
+        groups.setdefault(group_key(c), []).append(c)
+    return [GroupRanking(key, [c.run.label for c in members], [1 / c.published_step_s for c in members],
+                         [1 / c.report.step_time for c in members])
+            for key, members in groups.items() if len(members) >= MIN_GROUP]
+
+
+@dataclass(frozen=True)
+class RankingSummary:
+    groups: int
+    rows: int
+    mean_spearman: float
+    median_spearman: float
+    pairs_right: int
+    pairs: int
+
+    @property
+    def pair_accuracy(self) -> float:
+        return self.pairs_right / self.pairs if self.pairs else float("nan")
+
+
+def summarise(groups: list[GroupRanking]) -> RankingSummary:
+    rho = [g.spearman for g in groups if len(set(g.published)) > 1]
+    right = sum(g.pairs[0] for g in groups)
+    total = sum(g.pairs[1] for g in groups)
+    return RankingSummary(len(groups), sum(len(g.labels) for g in groups),
+                          statistics.fmean(rho) if rho else float("nan"),
+                          statistics.median(rho) if rho else float("nan"), right, total)
