@@ -28,6 +28,7 @@ from pipesim.plan.bounds import Bounds, bounds_key, lower_bounds
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, peak_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
+from pipesim.plan.uncertainty import band_of, overlaps_best
 from pipesim.plan.workers import Workers
 
 
@@ -115,8 +116,12 @@ class PlanResult:
     def frame(self) -> pd.DataFrame:
         """Every candidate, simulated or not, one row each (the -o file)."""
         front = {id(o) for o in self.pareto()}
+        ranked = self.fitting()
+        close = {id(o) for o, near in zip(ranked, overlaps_best(ranked, self.request.chip), strict=True) if near}
         rows = [o.row(self.request.cap_gib) | {"pareto": id(o) in front,
-                                                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p}
+                                                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
+                                                "step_time_band": band_of(o, self.request.chip),
+                                                "within_band_of_best": id(o) in close}
                 for o in self.outcomes]
         return pd.DataFrame(rows)
 

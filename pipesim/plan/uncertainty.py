@@ -10,10 +10,13 @@ suggest; the planner's rank correlation on published layouts is reported beside 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import error_band
-from pipesim.plan.search import Outcome
+
+if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
+    from pipesim.plan.search import Outcome
 
 
 def band_of(outcome: Outcome, chip: ChipSpec) -> float:
