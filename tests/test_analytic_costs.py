@@ -44,7 +44,8 @@ def test_stage_times_are_flops_over_rate_plus_tp_comm():
 def test_tp_allreduce_ring_on_nvlink():
     layout = Layout(tp=8)
     nbytes = 2 * 4096 * 5120
-    expected = 2 * (2 * 7 / 8 * nbytes / H100.intra_node_bandwidth + 2 * 7 * H100.link_latency)
+    # NCCL's ring/Simple latency inside a node: 8.4 µs + 2·7 steps · 3.4 µs = 56 µs per all-reduce
+    expected = 2 * (2 * 7 / 8 * nbytes / H100.intra_node_bandwidth + 56e-6)
     comm = tp_layer_comm(LLAMA, layout, H100)
     assert comm.forward == pytest.approx(expected) and comm.backward == pytest.approx(expected)
     assert tp_layer_comm(LLAMA, Layout(tp=8, sequence_parallel=True), H100) == comm  # same bytes on the wire
@@ -65,7 +66,8 @@ def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():
     assert group_bandwidth(h100, 32) == 400e9
     assert group_bandwidth(replace(h100, inter_node_bandwidth=100e9), 32) == 450e9
     layout = Layout(tp=1, dp=32)
-    expected = ring_all_reduce_time(4e9, 32, 200e9, a100.link_latency)
+    # 32 ranks in 4 nodes: 2·31 steps, 2·3 of them across nodes (9.6 µs), the rest on NVLink (3.4 µs)
+    expected = ring_all_reduce_time(4e9, 32, 200e9, 8.4e-6 + 56 * 3.4e-6 + 6 * 9.6e-6)
     assert dp_grad_sync(1e9, layout, a100).reduce == pytest.approx(expected)
 
 
@@ -73,10 +75,12 @@ def test_dp_sync_link_and_distributed_optimizer():
     params = 1e9
     inside = dp_grad_sync(params, Layout(tp=2, dp=4), H100)  # 8 ranks: one node
     across = dp_grad_sync(params, Layout(tp=8, dp=4), H100)  # 32 ranks: NICs
-    assert inside.reduce == pytest.approx(ring_all_reduce_time(4e9, 4, H100.intra_node_bandwidth, H100.link_latency))
-    assert across.reduce == pytest.approx(ring_all_reduce_time(4e9, 4, H100.inter_node_bandwidth, H100.link_latency))
+    assert inside.reduce == pytest.approx(ring_all_reduce_time(4e9, 4, H100.intra_node_bandwidth, 8.4e-6 + 6 * 3.4e-6))
+    # four members, one per node (tp = 8): every step crosses a node
+    assert across.reduce == pytest.approx(ring_all_reduce_time(4e9, 4, H100.inter_node_bandwidth, 8.4e-6 + 6 * 9.6e-6))
     zero = dp_grad_sync(params, Layout(tp=8, dp=4, distributed_optimizer=True), H100)
-    assert zero.reduce == pytest.approx(across.reduce / 2)  # reduce-scatter is half an all-reduce
+    # reduce-scatter moves half an all-reduce's bytes; its latency has one base, not two halves
+    assert zero.reduce == pytest.approx(across.reduce / 2 + (8.4e-6 + 3 * 9.6e-6) - (8.4e-6 + 6 * 9.6e-6) / 2)
     assert zero.gather == pytest.approx(zero.reduce / 2, rel=1e-3)  # BF16 parameters: half the FP32 bytes
     assert p2p_bandwidth(Layout(tp=2, pp=4), H100) == H100.intra_node_bandwidth
     assert p2p_bandwidth(Layout(tp=8, pp=2), H100) == H100.inter_node_bandwidth
@@ -98,3 +102,14 @@ def test_cli_writes_trace_in_seconds(tmp_path, capsys):
                  "--trace", str(trace)]) == 0
     out = capsys.readouterr().out
     assert trace.is_file() and "step time" in out and f"wrote trace {trace}" in out
+
+
+def test_ring_latency_is_nccls_ring_simple_model_by_hand():
+    """NCCL src/graph/tuning.cc (Ring, Simple): base 8.4 µs, 3.4 µs per NVLink step, 9.6 µs per network step."""
+    from pipesim.analytic.comm import ring_latency
+
+    assert ring_latency(H100, 1, 1) == 0.0
+    assert ring_latency(H100, 8, 8) == pytest.approx(8.4e-6 + 7 * 3.4e-6)  # reduce-scatter in one node
+    assert ring_latency(H100, 8, 8, all_reduce=True) == pytest.approx(8.4e-6 + 14 * 3.4e-6)
+    assert ring_latency(H100, 16, 16) == pytest.approx(8.4e-6 + 14 * 3.4e-6 + 1 * 9.6e-6)  # two nodes
+    assert ring_latency(H100, 4, 32) == pytest.approx(8.4e-6 + 3 * 9.6e-6)  # one member per node

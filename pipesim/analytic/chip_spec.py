@@ -31,7 +31,14 @@ FIELDS: tuple[Field, ...] = (
     Field("inter_node_bandwidth", Kind.FLOAT, "bytes/s", "per chip, one direction, between nodes (NIC)",
           required=True, low=0, low_open=True),
     Field("node_size", Kind.INT, "chips", "chips sharing the intra-node link", default=8, low=1),
-    Field("link_latency", Kind.FLOAT, "s", "per P2P transfer / collective step", default=10e-6, low=0),
+    Field("link_latency", Kind.FLOAT, "s", "per P2P transfer (pipeline and ring-attention sends)", default=10e-6,
+          low=0),
+    Field("collective_base_latency", Kind.FLOAT, "s", "a ring collective's fixed latency (NCCL's tuning model, "
+          "Simple protocol)", default=8.4e-6, low=0),
+    Field("nvlink_hop_latency", Kind.FLOAT, "s", "a ring collective's latency per step inside a node",
+          default=3.4e-6, low=0),
+    Field("network_hop_latency", Kind.FLOAT, "s", "a ring collective's latency per step between nodes",
+          default=9.6e-6, low=0),
     Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
           default=1.0, low=0, high=1, low_open=True),
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
@@ -69,7 +76,12 @@ class ChipSpec:
     intra_node_bandwidth: float  # bytes/s per chip, one direction (NVLink / Infinity Fabric)
     inter_node_bandwidth: float  # bytes/s per chip, one direction (one NIC per chip)
     node_size: int = 8  # chips sharing the intra-node fabric
-    link_latency: float = 10e-6  # s per P2P transfer / collective step (NCCL small-message latency order)
+    link_latency: float = 10e-6  # s per P2P transfer (NCCL small-message latency order)
+    # A ring collective's latency: NCCL's own cost model (src/graph/tuning.cc, ncclTopoTuneModel), Ring/Simple:
+    # base 8.4 µs, 3.4 µs per step on NVLink, 9.6 µs per step on the network (pipesim.analytic.comm.ring_latency)
+    collective_base_latency: float = 8.4e-6
+    nvlink_hop_latency: float = 3.4e-6
+    network_hop_latency: float = 9.6e-6
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
     p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores

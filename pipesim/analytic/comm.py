@@ -3,7 +3,10 @@
 Ring collectives over ``n`` ranks with per-rank one-direction bandwidth ``β`` (Patarasuk & Yuan 2009,
 "Bandwidth optimal all-reduce algorithms"; Thakur et al. 2005, "Optimization of collective communication
 operations in MPICH"): reduce-scatter and all-gather of an ``N``-byte buffer take ``(n−1)/n · N/β``;
-all-reduce is one of each, ``2(n−1)/n · N/β``. Latency: ``n−1`` (or ``2(n−1)``) steps of ``α``.
+all-reduce is one of each, ``2(n−1)/n · N/β``. Latency is NCCL's own cost model for its ring with the Simple
+protocol (``src/graph/tuning.cc``, ``ncclTopoTuneModel``), the protocol NCCL picks for the megabyte messages
+of training: a base latency plus one hop latency per ring step, NVLink's for the steps inside a node and the
+network's for the ``nodes − 1`` (all-reduce: ``2(nodes − 1)``) steps that cross one (:func:`ring_latency`).
 
 Which link: ranks are ordered tp fastest, then cp, then dp, then pp (Megatron-LM's order). A group whose
 ranks all lie in one node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and
@@ -21,16 +24,33 @@ from pipesim.analytic.layout import Layout, Recompute, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec
 
 
-def ring_reduce_scatter_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
-    """Ring reduce-scatter (equally all-gather): ``(n−1)/n · N/β + (n−1)α`` (Thakur et al. 2005)."""
+def ring_latency(chip: ChipSpec, n: int, span: int, all_reduce: bool = False) -> float:
+    """Latency of one ring collective over ``n`` ranks spanning ``span`` consecutive ranks (NCCL's model, see
+    the module doc): ``base + (steps − inter)·hop_nvlink + inter·hop_network`` with ``steps = n − 1`` and
+    ``inter = nodes − 1`` (twice both for an all-reduce)."""
     if n <= 1:
         return 0.0
-    return (n - 1) / n * nbytes / bandwidth + (n - 1) * latency
+    nodes = min(n, max(1, -(-span // chip.node_size)))
+    factor = 2 if all_reduce else 1
+    steps, inter = factor * (n - 1), factor * (nodes - 1)
+    return (chip.collective_base_latency + (steps - inter) * chip.nvlink_hop_latency
+            + inter * chip.network_hop_latency)
+
+
+def ring_reduce_scatter_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
+    """Ring reduce-scatter (equally all-gather): ``(n−1)/n · N/β`` (Thakur et al. 2005) plus the collective's
+    whole ``latency`` (:func:`ring_latency`)."""
+    if n <= 1:
+        return 0.0
+    return (n - 1) / n * nbytes / bandwidth + latency
 
 
 def ring_all_reduce_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
-    """Ring all-reduce = reduce-scatter + all-gather: ``2(n−1)/n · N/β`` (Patarasuk & Yuan 2009)."""
-    return 2 * ring_reduce_scatter_time(nbytes, n, bandwidth, latency)
+    """Ring all-reduce = reduce-scatter + all-gather: ``2(n−1)/n · N/β`` (Patarasuk & Yuan 2009) plus the
+    collective's whole ``latency`` (:func:`ring_latency` with ``all_reduce``)."""
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) / n * nbytes / bandwidth + latency
 
 
 def group_bandwidth(chip: ChipSpec, span: int, stride: int = 1) -> float:
@@ -72,7 +92,7 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
         return LayerComm(0.0, 0.0)
     nbytes = model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
     bandwidth = group_bandwidth(chip, t)
-    one = ring_all_reduce_time(nbytes, t, bandwidth, chip.link_latency)  # = one all-gather + one reduce-scatter
+    one = ring_all_reduce_time(nbytes, t, bandwidth, ring_latency(chip, t, t, all_reduce=True))  # = one AG + one RS
     forward = 2 * one
     backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
     return LayerComm(forward, backward)
@@ -153,13 +173,16 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -
     d = layout.dp * layout.cp  # context-parallel ranks hold the same weights: gradients reduce over dp·cp
     if d == 1:
         return GradSync(0.0, 0.0)
-    bandwidth = group_bandwidth(chip, layout.tp * d, stride=layout.tp)
+    span = layout.tp * d
+    bandwidth = group_bandwidth(chip, span, stride=layout.tp)
     grad_bytes = stage_params_per_rank * layout.param_bytes.grads
     if layout.sharding is ZeroStage.NONE:
-        return GradSync(ring_all_reduce_time(grad_bytes, d, bandwidth, chip.link_latency), 0.0)
+        return GradSync(ring_all_reduce_time(grad_bytes, d, bandwidth, ring_latency(chip, d, span, all_reduce=True)),
+                        0.0)
     weight_bytes = stage_params_per_rank * layout.param_bytes.weights
-    return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, chip.link_latency),
-                    ring_reduce_scatter_time(weight_bytes, d, bandwidth, chip.link_latency))
+    latency = ring_latency(chip, d, span)
+    return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, latency),
+                    ring_reduce_scatter_time(weight_bytes, d, bandwidth, latency))
 
 
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec) -> float:
@@ -176,8 +199,7 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     overlaps it with the neighbouring layer's compute, so :func:`overlapped` decides what is exposed."""
     n = layout.dp * layout.cp
     bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
-    gather = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth,
-                                      chip.link_latency)
-    scatter = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth,
-                                       chip.link_latency)
+    latency = ring_latency(chip, n, layout.tp * n)
+    gather = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth, latency)
+    scatter = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth, latency)
     return LayerComm(gather, gather + scatter)

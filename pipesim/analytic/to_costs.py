@@ -45,6 +45,7 @@ from pipesim.analytic.comm import (
     overlapped,
     p2p_bandwidth,
     p2p_bytes,
+    ring_latency,
     ring_reduce_scatter_time,
     tp_layer_comm,
 )
@@ -205,7 +206,8 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
-        one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth, chip.link_latency)
+        one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth,
+                                       ring_latency(chip, n, layout.tp * n))
         return layout.microbatches * one
     return reduce
 
