@@ -10,10 +10,11 @@ start is when the rank began waiting, end when the data was there; SEND — the 
 (predicted) or the time spent issuing it (measured).
 
 ``CP_RING`` (measured only, not an instruction): one hop of context parallelism's ring attention inside the
-F, B or I whose ``seq``, stage, chunk and microbatch it carries, from posting the isend/irecv pair to both
-being done; ``peer`` is the global rank it was sent to, ``bytes`` what it sent. Forward hops overlap the
-attention compute; comparing them with the predicted ring cost is ``experiments/cp_ring_share.py``. Matching
-predicted and measured rows (overlay, calibrate) skips them.
+F, B or I whose ``seq``, stage, chunk and microbatch it carries: the time the rank waited for the hop (a K/V
+hop is posted before the attention compute it overlaps, so only what that compute did not hide shows; a
+dK/dV hop is waited at once, so its row is the whole transfer); ``peer`` is the global rank it was sent to,
+``bytes`` what it sent. ``experiments/cp_ring_share.py`` compares them with the simulator's ring cost.
+Matching predicted and measured rows (overlay, calibrate) skips them.
 """
 
 from __future__ import annotations
