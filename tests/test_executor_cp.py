@@ -23,6 +23,7 @@ from executors.runtime import RunConfig, plan, reference_run, run_configs  # noq
 from executors.tp_layers import TPMode  # noqa: E402
 from pipesim.errors import PipesimError  # noqa: E402
 from pipesim.io.timeline import RING_OP  # noqa: E402
+from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.program.loader import builtin_names  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
 
@@ -50,6 +51,8 @@ TP2_SCHEDULES = ("1f1b", "zb-h1", "zb-v")
 def _variants(tp: int) -> dict[str, RunConfig]:
     full = tp == 1 or os.environ.get("PIPESIM_CP_FULL_MATRIX") == "1"
     variants = {s: _config(tp, s) for s in builtin_names() if full or s in TP2_SCHEDULES}
+    if tp == 1:  # the NCCL path on gloo: the grouped-safe Program, its transfers issued in groups
+        variants["zb-v-p2p-grouped"] = RunConfig(**{**_config(tp, "zb-v").__dict__, "p2p": P2PLowering.GROUPED})
     if tp == 2:
         variants["done-when"] = _done_when()
     return variants
