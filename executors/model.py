@@ -57,9 +57,9 @@ class ModelConfig:
                 f"2·cp chunks (two per cp rank, for causal load balance)"
             )
         if mode is TPMode.REDUCE_SCATTER and (self.seq_len // cp) % tp:
+            share = f"--seq-len {self.seq_len}" + (f" / --cp {cp}" if cp > 1 else "")
             raise PipesimError(
-                f"--seq-len {self.seq_len} / --cp {cp} is not divisible by --tp {tp}; sequence parallelism "
-                "splits each cp rank's tokens"
+                f"{share} is not divisible by --tp {tp}; sequence parallelism splits each cp rank's tokens"
             )
 
 
