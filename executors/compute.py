@@ -2,7 +2,9 @@
 ``executors.emulation``, a sleep of its cost. The interpreter hands tensors in and out; it never looks inside.
 
 Loss scaling: each microbatch's mean loss is divided by the number of microbatches and gradients are
-averaged over dp×cp, so the step equals one full-batch mean (all microbatches hold equally many tokens).
+averaged over dp×cp, so the step equals one full-batch mean (all microbatches hold equally many tokens, and
+so do all cp ranks of one: under context parallelism a rank's loss is the mean over its seq/cp tokens, and
+the ring backward has already sent each rank the gradient of the other cp ranks' losses through its K/V).
 
 Split backward (Zero Bubble, Qi et al. 2024): ``I`` runs the stage's backward once, graph-freeing, with
 the weight GEMMs deferred (:mod:`executors.weight_grad`); it keeps only their inputs and output gradients

@@ -113,6 +113,7 @@ class Interpreter:
                     continue
                 if ins.op in _CONSUMERS:
                     self._await_input(step, ins, stage)
+                self.recorder.current = (step, seq)  # ring-attention hops inside it are recorded against it
                 t0 = stamp()
                 nbytes = self._execute(seq, ins, stage)
             except Exception as err:

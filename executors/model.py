@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from executors import collectives as C
+from executors.ring_attention import Ring, ring_attention
 from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, TPMode, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
 from pipesim.errors import PipesimError
@@ -42,17 +43,23 @@ class ModelConfig:
     # Layers per stage, stage 0 first (pipesim simulate's --stage-layers); None: the even split below.
     stage_layers: tuple[int, ...] | None = None
 
-    def check(self, tp: int, mode: TPMode) -> None:
-        """One-line errors for sizes the TP layout cannot split."""
+    def check(self, tp: int, mode: TPMode, cp: int = 1) -> None:
+        """One-line errors for sizes the TP and CP layouts cannot split."""
         if self.hidden % self.heads:
             raise PipesimError(f"--hidden {self.hidden} is not divisible by --heads {self.heads}")
         if self.heads % tp:
             raise PipesimError(
                 f"--heads {self.heads} is not divisible by --tp {tp}; each TP rank needs whole heads"
             )
-        if mode is TPMode.REDUCE_SCATTER and self.seq_len % tp:
+        if cp > 1 and self.seq_len % (2 * cp):
             raise PipesimError(
-                f"--seq-len {self.seq_len} is not divisible by --tp {tp}; sequence parallelism splits it"
+                f"--seq-len {self.seq_len} is not divisible by 2·cp = {2 * cp}; context parallelism cuts it into "
+                f"2·cp chunks (two per cp rank, for causal load balance)"
+            )
+        if mode is TPMode.REDUCE_SCATTER and (self.seq_len // cp) % tp:
+            share = f"--seq-len {self.seq_len}" + (f" / --cp {cp}" if cp > 1 else "")
+            raise PipesimError(
+                f"{share} is not divisible by --tp {tp}; sequence parallelism splits each cp rank's tokens"
             )
 
 
@@ -118,18 +125,22 @@ def _layer_norm(prefix: str, full: dict[str, torch.Tensor], mode: TPMode) -> nn.
 
 
 class Attention(nn.Module):
-    def __init__(self, prefix, cfg, full, group, mode):
+    def __init__(self, prefix, cfg, full, group, mode, ring: Ring | None = None):
         super().__init__()
         self.head_dim = cfg.hidden // cfg.heads
         self.local_heads = cfg.heads // dist.get_world_size(group)
         self.qkv = ColumnParallelLinear(full[f"{prefix}.qkv.weight"], group, mode)
         self.proj = RowParallelLinear(full[f"{prefix}.proj.weight"], group, mode)
+        self.ring = ring  # context parallelism: this rank's tokens attend the others' around the cp ring
 
     def forward(self, x):
-        qkv = self.qkv(x)  # [s, b, local_heads·3·head_dim]
+        qkv = self.qkv(x)  # [s, b, local_heads·3·head_dim]; s: this cp rank's tokens, all TP ranks' heads split
         s, b, _ = qkv.shape
         q, k, v = qkv.view(s, b, self.local_heads, 3, self.head_dim).permute(3, 1, 2, 0, 4).unbind(0)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [b, heads, s, hd]
+        if self.ring is not None:
+            out = ring_attention(q, k, v, self.ring)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [b, heads, s, hd]
         return self.proj(out.permute(2, 0, 1, 3).reshape(s, b, self.local_heads * self.head_dim))
 
 
@@ -144,11 +155,11 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, layer, cfg, full, group, mode):
+    def __init__(self, layer, cfg, full, group, mode, ring=None):
         super().__init__()
         p = f"blocks.{layer}"
         self.ln1 = _layer_norm(f"{p}.ln1", full, mode)
-        self.attn = Attention(f"{p}.attn", cfg, full, group, mode)
+        self.attn = Attention(f"{p}.attn", cfg, full, group, mode, ring)
         self.ln2 = _layer_norm(f"{p}.ln2", full, mode)
         self.mlp = MLP(f"{p}.mlp", full, group, mode)
 
@@ -165,7 +176,11 @@ def _replicated(tensor: torch.Tensor) -> nn.Parameter:
 
 class GPTStage(nn.Module):
     """Stage ``stage`` of ``num_stages``: first takes token ids, last returns the mean loss, others map
-    ``[s_local, b, h] → [s_local, b, h]`` (``s_local = s/tp`` under sequence parallelism).
+    ``[s_local, b, h] → [s_local, b, h]`` (``s_local = s/cp``, and ``/tp`` under sequence parallelism).
+
+    Context parallelism (``cp_ring`` given): the stage sees only its cp rank's load-balanced tokens, at the
+    global positions ``positions``; attention runs as a ring over the cp group, and the loss is the mean over
+    these tokens (every cp rank holds equally many, so the mean over cp ranks is the full-sequence mean).
 
     Parameter names equal the full model's state-dict keys, and each carries a :class:`ShardSpec`.
     """
@@ -179,9 +194,12 @@ class GPTStage(nn.Module):
         full: dict[str, torch.Tensor],
         tp_group: dist.ProcessGroup,
         mode: TPMode,
+        cp_ring: Ring | None = None,
+        positions: torch.Tensor | None = None,
     ):
         super().__init__()
         self.cfg, self.stage, self.mode, self.tp_group = cfg, stage, mode, tp_group
+        self.positions = positions  # None: all seq_len tokens, in order
         self.weight_grad_store: WeightGradStore | None = None  # see use_weight_grad_store
         self.is_first, self.is_last = stage == 0, stage == num_stages - 1
         if self.is_first:
@@ -191,7 +209,7 @@ class GPTStage(nn.Module):
             self.pos.weight = _replicated(full["pos.weight"])
         self.blocks = nn.ModuleDict(
             {
-                str(layer): Block(layer, cfg, full, tp_group, mode)
+                str(layer): Block(layer, cfg, full, tp_group, mode, cp_ring)
                 for layer in layers_of_stage(cfg, stage, num_stages)
             }
         )
@@ -214,7 +232,8 @@ class GPTStage(nn.Module):
     def forward(self, x: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         sequence_parallel = self.mode is TPMode.REDUCE_SCATTER
         if self.is_first:
-            x = F.embedding(x.t(), self.embed.weight) + self.pos.weight[:, None, :]  # [s, b, h]
+            pos = self.pos.weight if self.positions is None else self.pos.weight[self.positions]
+            x = F.embedding(x.t(), self.embed.weight) + pos[:, None, :]  # [s, b, h]
             if sequence_parallel:
                 x = C.scatter_seq(x, self.tp_group)
         for block in self.blocks.values():

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
-from pipesim.io.timeline import Source, make_frame
+from pipesim.io.timeline import RING_OP, Source, make_frame
 from pipesim.program.ir import Program
 
 
@@ -90,11 +90,20 @@ class TimelineRecorder:
 
     def __init__(self, program: Program, rank: int, clock: Clock):
         self.program, self.rank, self.clock = program, rank, clock
-        self._raw: list[tuple] = []  # (step, seq, start stamp, end stamp, bytes) of this step
+        self._raw: list[tuple] = []  # (step, seq, start stamp, end stamp, bytes, ring peer) of this step
         self._rows: list[tuple] = []  # the same with stamps resolved to seconds
+        self.current: tuple[int, int] = (0, 0)  # (step, seq) of the instruction running; the interpreter sets it
 
     def record(self, step: int, seq: int, t0, t1, nbytes: float = 0.0) -> None:
-        self._raw.append((step, seq, t0, t1, nbytes))
+        self._raw.append((step, seq, t0, t1, nbytes, None))
+
+    # The ring-attention TransferLog (executors.ring_attention): each hop is a CP_RING row of the running
+    # instruction (its F, B or I), so overlay can draw it beside the compute that hides it.
+    def stamp(self):
+        return self.clock.stamp()
+
+    def ring_transfer(self, t0, t1, nbytes: int, peer: int) -> None:
+        self._raw.append((*self.current, t0, t1, nbytes, peer))
 
     def flush(self) -> None:
         """Turn this step's stamps into seconds (one device sync on CUDA, none on CPU)."""
@@ -102,7 +111,7 @@ class TimelineRecorder:
             return
         starts = self.clock.resolve([r[2] for r in self._raw])
         ends = self.clock.resolve([r[3] for r in self._raw])
-        self._rows += [(r[0], r[1], t0, t1, r[4]) for r, t0, t1 in zip(self._raw, starts, ends, strict=True)]
+        self._rows += [(r[0], r[1], t0, t1, r[4], r[5]) for r, t0, t1 in zip(self._raw, starts, ends, strict=True)]
         self._raw = []
 
     def frame(self) -> pd.DataFrame:
@@ -124,18 +133,21 @@ class TimelineRecorder:
                 "bytes",
             )
         }
-        # A RECV row is recorded when its data is consumed, after later instructions: restore program order.
-        for step, seq, t0, t1, nbytes in sorted(self._rows, key=lambda row: (row[0], row[1])):
+        # A RECV row is recorded when its data is consumed, after later instructions: restore program order
+        # (a compute's ring hops follow its own row, in the order they ran).
+        rows = sorted(self._rows, key=lambda row: (row[0], row[1], row[5] is not None))
+        for step, seq, t0, t1, nbytes, ring_peer in rows:
             ins = code[seq]
             chunk = -1 if ins.chunk is None else ins.chunk
+            ring = ring_peer is not None
             for key, value in (
                 ("step", step),
                 ("rank", self.rank),
                 ("stage", shape.stage(self.rank, chunk) if chunk >= 0 else -1),
                 ("chunk", chunk),
-                ("op", ins.op.value),
+                ("op", RING_OP if ring else ins.op.value),
                 ("microbatch", -1 if ins.mb is None else ins.mb),
-                ("peer", -1 if ins.peer is None else ins.peer),
+                ("peer", ring_peer if ring else (-1 if ins.peer is None else ins.peer)),
                 ("seq", seq),
                 ("start", t0),
                 ("end", t1),

@@ -8,7 +8,8 @@ torchrun then stops the other ranks, and the 60 s process-group timeout bounds a
 Backend: NCCL when CUDA is available, gloo otherwise. ``--p2p`` picks the Program: ``grouped`` (default on
 NCCL) is proven deadlock-free under NCCL's grouped point-to-point semantics (pipesim.program.grouped);
 ``eager`` (default on gloo) is lower()'s, and on NCCL is refused before any communication when not proven
-safe, unless ``--allow-unsafe-p2p``.
+safe, unless ``--allow-unsafe-p2p``. ``--cp N`` splits each sequence over N ranks (load-balanced chunks,
+ring attention: :mod:`executors.ring_attention`); ``--seq-len`` must divide by 2·N.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from executors.interpreter import FailMode, Interpreter
 from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weights, synthetic_batch
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
+from executors.ring_attention import GroupRing, local_positions, split_sequence
 from executors.tp_layers import TPMode, shard_spec
 from executors.transport import RecvPolicy, transport_for
 from pipesim.errors import DeadlockError, PipesimError
@@ -74,12 +75,7 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
     eager buffer (:mod:`pipesim.program.grouped`).
     """
     cfg.topology.check_world(world_size)
-    if cfg.topology.cp > 1:
-        raise PipesimError(
-            f"--cp {cfg.topology.cp}: executing context parallelism is not yet supported (its groups are"
-            " built and `pipesim topology` shows them); run with --cp 1"
-        )
-    cfg.model.check(cfg.topology.tp, cfg.tp_mode)
+    cfg.model.check(cfg.topology.tp, cfg.tp_mode, cfg.topology.cp)
     source = load_schedule(cfg.schedule)
     program = lower(source.build(cfg.topology.pp, cfg.microbatches, cfg.chunks))
     validate(program)
@@ -144,9 +140,15 @@ def execute(
     ctx = ParallelContext.create(cfg.topology)
     shape, mcfg = program.shape, cfg.model
     full = init_full_weights(mcfg)
+    cp, cp_rank = cfg.topology.cp, ctx.coords.cp
+    # Context parallelism: one ring per cp group, shared by every attention layer of this rank (each layer's
+    # forward and backward use it in turn, in the same order on every cp rank: they run the same Program).
+    ring = GroupRing(ctx.cp_group) if cp > 1 else None
+    positions = local_positions(cp_rank, cp, mcfg.seq_len).to(device) if cp > 1 else None
     stages = {
         chunk: GPTStage(
-            mcfg, shape.stage(ctx.pp_rank, chunk), shape.num_stages, chunk, full, ctx.tp_group, cfg.tp_mode
+            mcfg, shape.stage(ctx.pp_rank, chunk), shape.num_stages, chunk, full, ctx.tp_group, cfg.tp_mode,
+            ring, positions,
         ).to(device)
         for chunk in range(shape.chunks)
     }
@@ -155,7 +157,8 @@ def execute(
         optimizer = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
     else:
         optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01, foreach=False)
-    seq_local = mcfg.seq_len // ctx.tp if cfg.tp_mode is TPMode.REDUCE_SCATTER else mcfg.seq_len
+    seq_local = mcfg.seq_len // cp
+    seq_local = seq_local // ctx.tp if cfg.tp_mode is TPMode.REDUCE_SCATTER else seq_local
     act_shape = (seq_local, mcfg.micro_batch_size, mcfg.hidden)
     emulated = cfg.emulate is not None
     # Real runs time the device (CUDA events) when there is one; emulation times its emulated stream.
@@ -164,6 +167,8 @@ def execute(
     if stream is not None:
         clock = StreamClock(stream, clock.origin)
     recorder = TimelineRecorder(program, ctx.pp_rank, clock)
+    if ring is not None:
+        ring.log = recorder
     meter = ActivationMeter(params)
     fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
     policy = cfg.recv_policy or recv_policy_for(cfg, dist.get_backend() == "nccl")
@@ -188,14 +193,17 @@ def execute(
     for step in range(cfg.steps):
         tokens, targets = synthetic_batch(mcfg, step, dp * m * mbs)
         rows = [slice((ctx.coords.dp * m + mb) * mbs, (ctx.coords.dp * m + mb + 1) * mbs) for mb in range(m)]
+
+        def share(batch, r):  # this cp rank's load-balanced tokens of the microbatch
+            return split_sequence(batch[r], cp_rank, cp, dim=1).to(device)
+
         t0 = time.perf_counter()
-        out = interpreter.run_step(
-            step, [tokens[r].to(device) for r in rows], [targets[r].to(device) for r in rows]
-        )
+        out = interpreter.run_step(step, [share(tokens, r) for r in rows], [share(targets, r) for r in rows])
         elapsed = time.perf_counter() - t0
-        # Outside the timed region: the loss lives on the last stage; each TP replica holds the same value.
-        loss = out.loss if (last and ctx.tp_rank == 0 and ctx.coords.cp == 0) else 0.0
-        stats = torch.tensor([loss / dp, elapsed], dtype=torch.float64, device=device)
+        # Outside the timed region: the loss lives on the last stage; each TP replica holds the same value,
+        # each cp rank the mean over its (equally many) tokens, so the batch mean is the mean over dp×cp.
+        loss = out.loss if (last and ctx.tp_rank == 0) else 0.0
+        stats = torch.tensor([loss / (dp * cp), elapsed], dtype=torch.float64, device=device)
         dist.all_reduce(stats[:1])
         dist.all_reduce(stats[1:], op=dist.ReduceOp.MAX)
         result.losses.append(float(stats[0]))

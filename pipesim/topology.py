@@ -107,8 +107,25 @@ class Topology:
             groups = self.groups(*dims)
             listed = " ".join("{" + ",".join(map(str, g)) + "}" for g in groups)
             lines.append(f"{label} groups ({len(groups)}): {listed}")
+        lines += self._grid()
         lines.append("rank → (tp, cp, dp, pp):")
         for rank in range(self.world_size):
             c = self.coordinates(rank)
             lines.append(f"  {rank:>4} → ({c.tp}, {c.cp}, {c.dp}, {c.pp})")
         return "\n".join(lines)
+
+    def _grid(self) -> list[str]:
+        """The Megatron/nanotron picture: one block per pipeline stage, a row per dp rank, a column per cp rank,
+        each cell one tp group; a cp group is a row, a dp group a column, a pp group one cell position."""
+        cells = {(c.pp, c.dp, c.cp): [] for c in map(self.coordinates, range(self.world_size))}
+        for rank in range(self.world_size):
+            c = self.coordinates(rank)
+            cells[(c.pp, c.dp, c.cp)].append(str(rank))
+        width = max(len("[" + " ".join(v) + "]") for v in cells.values())
+        lines = ["grid (a block per pp rank; rows dp, columns cp; each cell a tp group):"]
+        for pp in range(self.pp):
+            lines.append(f"{f'  pp {pp}':<9}" + " ".join(f"{f'cp {cp}':>{width}}" for cp in range(self.cp)))
+            for dp in range(self.dp):
+                row = " ".join(f"{'[' + ' '.join(cells[(pp, dp, cp)]) + ']':>{width}}" for cp in range(self.cp))
+                lines.append(f"{f'    dp {dp}':<9}" + row)
+        return lines

@@ -154,6 +154,8 @@ def test_topology_prints_groups(capsys):
     out = capsys.readouterr().out
     assert "tp groups (8): {0,1}" in out and "cp groups (8): {0,2}" in out
     assert "dp groups (8): {0,4}" in out and "pp groups (8): {0,8}" in out
+    # The grid: per pp rank, a row per dp rank (a cp group), a column per cp rank, each cell a tp group.
+    assert "    dp 0   [0 1]   [2 3]" in out and "    dp 1 [12 13] [14 15]" in out
 
 
 def test_help_mentions_units():

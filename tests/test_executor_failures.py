@@ -84,9 +84,11 @@ def test_rejected_schedule_fails_before_communication():
     assert "deadlock: rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B" in proc.stderr
 
 
-def test_cp_execution_is_refused_clearly():
-    proc = _direct("1f1b", "--cp", "2", world=4)
-    assert proc.returncode == 2 and "not yet supported" in proc.stderr and "Traceback" not in proc.stderr
+def test_cp_sequence_that_does_not_split_fails_before_communication():
+    proc = _direct("1f1b", "--cp", "2", "--seq-len", "6", world=4)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--seq-len 6 is not divisible by 2·cp = 4" in proc.stderr
 
 
 def _one_error_line(proc, *needles):

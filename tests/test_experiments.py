@@ -59,6 +59,9 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("plan_narayanan2021", ["--fast"], "| gpt-1.7b | 32 | 512 | (1, 1) |"),
         ("p2p_sync_overhead", [], "median per call: 1.18 ms"),
         ("sweep_floor", ["--points", "20"], "× the floor"),
+        # A 2-process cp world: the measured ring share beside the simulator's.
+        pytest.param("cp_ring_share", ["--fast"], "ring share of F+B: measured",
+                     marks=[pytest.mark.distributed, needs_torch]),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
         pytest.param("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1",
                                                  "--layers", "2", "--hidden", "32"], "interleaved",

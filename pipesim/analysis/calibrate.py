@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
+from pipesim.io.timeline import RING_OP
 from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
 
 _FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight",
@@ -26,6 +27,7 @@ _FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "ba
 
 def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit = TimeUnit.SECONDS) -> CostModel:
     """Build a :class:`CostModel` from ``frame``. ``warmup_steps`` are dropped when later steps exist."""
+    frame = frame[frame["op"] != RING_OP]  # ring-attention hops already lie inside their F/B/I rows
     steps = sorted(frame["step"].unique())
     if len(steps) > warmup_steps:
         frame = frame[frame["step"] >= steps[warmup_steps]]

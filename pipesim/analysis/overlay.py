@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
+from pipesim.io.timeline import RING_OP
 from pipesim.plots.gantt import check_figure_path, draw_gantt, legend_handles, plt, save_figure, visible_ops
 
 
@@ -57,6 +58,8 @@ def match(predicted: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     if ranks_p != ranks_m:
         raise PipesimError(f"timelines have different rank counts (predicted {ranks_p}, measured {ranks_m}); "
                            "overlay runs of the same pp")
+    # Ring-attention hops (CP_RING) are measured inside an instruction and have no predicted row of their own.
+    predicted, measured = (f[f["op"] != RING_OP] for f in (predicted, measured))
     keys = ["rank", "seq"]
     joined = predicted.merge(measured, on=keys, suffixes=("_pred", "_meas"), how="outer", indicator=True)
     same = (joined["_merge"] == "both") & (joined["op_pred"] == joined["op_meas"]) & (

@@ -8,6 +8,13 @@ in its rank's program). Integer fields that do not apply (the microbatch of STEP
 Row meaning per op: compute (F, B, I, W, REDUCE_GRAD, STEP) — the rank is busy from start to end; RECV —
 start is when the rank began waiting, end when the data was there; SEND — the transfer on its link
 (predicted) or the time spent issuing it (measured).
+
+``CP_RING`` (measured only, not an instruction): one hop of context parallelism's ring attention inside the
+F, B or I whose ``seq``, stage, chunk and microbatch it carries: the time the rank waited for the hop (a K/V
+hop is posted before the attention compute it overlaps, so only what that compute did not hide shows; a
+dK/dV hop is waited at once, so its row is the whole transfer); ``peer`` is the global rank it was sent to,
+``bytes`` what it sent. ``experiments/cp_ring_share.py`` compares them with the simulator's ring cost.
+Matching predicted and measured rows (overlay, calibrate) skips them.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pipesim.program.ir import OP_ORDER, Op
 COLUMNS = ["step", "rank", "stage", "chunk", "op", "microbatch", "peer", "seq", "start", "end", "source", "bytes"]
 INT_COLUMNS = ["step", "rank", "stage", "chunk", "microbatch", "peer", "seq"]
 COMPUTE_OPS = tuple(op.value for op in OP_ORDER if op in IR_COMPUTE_OPS)  # their names in the op column
+RING_OP = "CP_RING"  # a measured ring-attention hop (module docstring); not an IR op
 
 
 class Source(enum.Enum):
@@ -76,7 +84,7 @@ REQUIRED_COLUMNS = ["rank", "stage", "chunk", "op", "microbatch", "start", "end"
 # of F), and rank and step are always real. Largest: a 32-bit index, far beyond any run.
 _INT_MINIMUM = {"step": 0, "rank": 0, "stage": -1, "chunk": -1, "microbatch": -1, "peer": -1, "seq": 0}
 _INT_MAXIMUM = 2**31 - 1
-_OPS = sorted(op.value for op in Op)
+_OPS = sorted([op.value for op in Op] + [RING_OP])
 
 
 def read_timeline(path: str | Path, flag: str = "timeline") -> pd.DataFrame:

@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
 from pipesim.io.atomic import write_with
+from pipesim.io.timeline import RING_OP
 from pipesim.plots.paths import FIGURE_SUFFIXES, check_figure_path
 
 __all__ = ["FIGURE_SUFFIXES", "check_figure_path", "draw_gantt", "legend_handles", "plot_gantt", "save_figure",
@@ -40,6 +41,8 @@ OP_STYLES: dict[str, OpStyle] = {
     "W": OpStyle("weight grad (W)", "#009E73", "xx", "white"),  # green, dark
     "REDUCE_GRAD": OpStyle("grad reduce", "#CC79A7", "..", "black"),
     "STEP": OpStyle("optimizer step", "#999999", "", "black"),
+    # Measured only: a ring-attention hop the rank waited for, drawn as a thin band inside its F/B/I.
+    RING_OP: OpStyle("ring attention wait (CP_RING)", "#D55E00", "", "white"),  # vermillion
 }
 DRAWN_OPS = tuple(OP_STYLES)
 CHUNK_HATCH = "\\\\"
@@ -69,8 +72,8 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
                 if outline
                 else {"facecolor": style.face, "edgecolor": "black", "linewidth": 0.4, "hatch": hatch}
             )
-            ax.broken_barh([bar], (rank - 0.4, 0.8), **kwargs)
-        if label_boxes and not outline:
+            ax.broken_barh([bar], (rank + 0.15, 0.25) if op == RING_OP else (rank - 0.4, 0.8), **kwargs)
+        if label_boxes and not outline and op != RING_OP:
             for row in rows.itertuples(index=False):
                 width = row.end - row.start
                 text = str(row.microbatch)
