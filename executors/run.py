@@ -65,8 +65,9 @@ def parser() -> argparse.ArgumentParser:
         layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
     layout.add_argument("--pp", type=positive_int, default=None,
                         help="pipeline ranks (default: world size / (tp·cp·dp))")
-    layout.add_argument("--mb", type=positive_int, default=_MICROBATCHES,
-                        help=f"microbatches per optimizer step (default {_MICROBATCHES}, as pipesim simulate)")
+    layout.add_argument("--mb", type=positive_int, default=None,
+                        help=f"microbatches per optimizer step (default: the order's own for a torch CSV or "
+                        f"program text, else {_MICROBATCHES}, as pipesim simulate)")
     layout.add_argument("--chunks", "-v", type=positive_int, default=None,
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
     train = p.add_argument_group("training")
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
-    tokens = cfg.topology.dp * cfg.microbatches * cfg.model.micro_batch_size * cfg.model.seq_len
+    tokens = cfg.topology.dp * program.shape.microbatches * cfg.model.micro_batch_size * cfg.model.seq_len
 
     emulated = cfg.emulate is not None
 
@@ -242,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             t = cfg.topology
             print(
-                f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {cfg.microbatches} microbatches, "
+                f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {program.shape.microbatches} microbatches, "
                 f"{program.shape.chunks} chunk(s)/rank, {cfg.tp_mode.value}, {'nccl' if cuda else 'gloo'}, "
                 f"p2p {p2p_lowering(cfg, cuda).value}"
                 + (f", compute emulated from {args.emulate}" if emulated else ""),
