@@ -259,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"peak saved activations per pipeline rank: {peaks}", flush=True)
             if cuda:
                 print(f"cuda max allocated: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", flush=True)
+        if rank == 0:  # emulated or not: the measured timeline is written when asked
             if args.timeline:
                 write_timeline(result.timeline, args.timeline)
             if args.trace:
