@@ -120,3 +120,23 @@ def test_sweep_and_plot_cli(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--y nonsense is not a column" in err and "unknown schedule 'nosuch'" in err
     assert not (tmp_path / "g.pdf").exists() and not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize(("measured", "reused"), [(("interleaved", 2, 2), ("1f1b", 4, 1)),
+                                                  (("1f1b", 4, 1), ("interleaved", 2, 2))])
+def test_costs_file_reused_on_another_pp_times_v_keeps_each_stage_time(tmp_path, measured, reused):
+    """By hand: a rank's share F = 4 s, B = 8 s under interleaved pp 2, v 2 makes each of its 4 stages (a quarter
+    of the model) take F 2 s, B 4 s. 1F1B on pp 4 has the same 4 stages, so each must take 2 s and 4 s again,
+    not v times that (#23); and the other way round."""
+    name, pp, chunks = measured
+    per_stage = CostModel(StageCosts(forward=2.0 * chunks, backward=4.0 * chunks), time_unit="s")
+    program = build_program(name, pp, 8, chunks).program
+    path = tmp_path / "costs.json"
+    calibrate(simulate(program, per_stage).timeline).save(path)
+    costs = CostModel.load(path)
+    assert (costs.num_stages, costs.chunks) == (4, chunks)
+    name, pp, chunks = reused
+    timeline = simulate(build_program(name, pp, 8, chunks).program, costs).timeline
+    durations = (timeline["end"] - timeline["start"]).groupby(timeline["op"]).agg(["min", "max"])
+    assert durations.loc["F"].tolist() == pytest.approx([2.0, 2.0])
+    assert durations.loc["B"].tolist() == pytest.approx([4.0, 4.0])

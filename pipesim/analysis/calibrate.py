@@ -2,7 +2,9 @@
 
 Per stage, each compute op's duration is a 10%-trimmed mean over microbatches and steps; warm-up steps are
 dropped first. Costs files hold a rank's share of the model (:mod:`pipesim.sim.costs`), so a run with v chunks
-per rank has its per-chunk means multiplied by v, and the file records the pipeline's pp·v stages.
+per rank has its per-chunk means multiplied by v, and the file records the pipeline's pp·v stages and its v
+(``chunks``): reused on another pp×v of the same product, each stage — the same slice of the model — takes the
+time measured for it.
 
 Trimmed rather than a median: on a shared machine slow-downs are frequent and one-sided, and
 a makespan adds durations up, so the typical *sum* (a mean) is what predicts it — the median runs several
@@ -58,6 +60,7 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
         optimizer_step=trimmed_mean(step_rows["duration"]) if len(step_rows) else 0.0,
         time_unit=time_unit,
         num_stages=int(compute["stage"].max()) + 1,
+        chunks=chunks,  # so a stage keeps its measured time on another pp×v of the same pp·v
     )
 
 
