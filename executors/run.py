@@ -56,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
         "Bad input exits 2 with one line 'executors.run: error: ...' on every rank that finds it.",
     )
     schedule_help = (
-        f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file (default: {_SCHEDULE})"
+        f"built-in name ({', '.join(builtin_names())}), path to a schedule .py file, a PyTorch action .csv or "
+        f"program text (pipesim synthesize/lower -o) (default: {_SCHEDULE})"
     )
     p.add_argument("schedule", nargs="?", default=None, metavar="SCHEDULE", help=f"{schedule_help}; same as -s")
     p.add_argument("--schedule", "-s", dest="schedule_flag", default=None, metavar="SCHEDULE", help=schedule_help)
