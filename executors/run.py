@@ -95,6 +95,11 @@ def parser() -> argparse.ArgumentParser:
                    "each compute instruction sleeps its cost instead of computing, while tensors of the real "
                    "activation size still cross the real P2P path and TP/DP collectives; transfers take the "
                    "file's p2p_latency (+ bytes/bandwidth) at least (default: off, real compute)")
+    p.add_argument("--costs", metavar="COSTS",
+                   help="costs file (.json/.yaml) a cost-aware schedule (zb-auto) synthesises its order for, the "
+                   "one pipesim plan/synthesize used, so every rank builds the same order for the same costs; or "
+                   "run the order itself: pipesim synthesize -o order.txt, then pass order.txt as SCHEDULE "
+                   "(default: unit costs)")
     out = p.add_argument_group("outputs (checked before any process group starts)")
     out.add_argument("--timeline", metavar="FILE",
                      help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)")
@@ -165,6 +170,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
             )
         fail_at = (int(rank), Instruction.parse(text))
     emulate = CostModel.load(args.emulate) if args.emulate else None
+    costs = CostModel.load(args.costs) if args.costs else None
     model = ModelConfig(
         args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed
     )
@@ -181,6 +187,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         fail_at=fail_at,
         fail_mode=FailMode(args.fail_mode),
         emulate=emulate,
+        costs=costs,
         p2p=P2PLowering(args.p2p) if args.p2p else None,
         allow_unsafe_p2p=args.allow_unsafe_p2p,
     )

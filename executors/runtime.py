@@ -71,6 +71,9 @@ class RunConfig:
     p2p: P2PLowering | None = None  # which Program runs; None: GROUPED on NCCL, EAGER on gloo
     allow_unsafe_p2p: bool = False  # run on NCCL a Program not proven safe under grouped semantics
     emulate: CostModel | None = None  # sleep each compute instruction's cost instead of computing
+    # The costs a cost-aware schedule (zb-auto) synthesises its order for, e.g. those `pipesim plan` used; None:
+    # the schedule's own default (unit costs).
+    costs: CostModel | None = None
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
@@ -89,7 +92,11 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
         )
     cfg.model.check(cfg.topology.tp, cfg.tp_mode)
     source = load_schedule(cfg.schedule)
-    program = lower(source.build(cfg.topology.pp, resolved_microbatches(cfg, source), cfg.chunks))
+    costs = cfg.costs
+    if cfg.costs is not None and "costs" not in source.build_options:
+        raise PipesimError(f"--costs is for schedules that synthesise their order for costs (zb-auto); "
+                           f"{source.name} has a fixed order: drop --costs")
+    program = lower(source.build(cfg.topology.pp, resolved_microbatches(cfg, source), cfg.chunks, costs=costs))
     validate(program)
     check_layers(cfg.model, program)
     if p2p_lowering(cfg, nccl) is P2PLowering.GROUPED:
