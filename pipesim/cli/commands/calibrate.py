@@ -14,8 +14,9 @@ def register(sub) -> None:
     cal = sub.add_parser(NAME, help="derive a costs file from a measured timeline",
                          description="Per-stage F/B/I/W 10%-trimmed means (warm-up steps dropped) and P2P "
                          "latency from a timeline, written as a costs file for 'pipesim simulate --costs' (per "
-                         "rank's share of the model: a run with v chunks has its chunk times multiplied by v). A fused-backward "
-                         "timeline gives I = W = B/2, a split one B = I + W; the output notes which were derived.")
+                         "rank's share of the model: a run with v chunks has its chunk times multiplied by v). A "
+                         "fused-backward timeline gives I = W = B/2, a split one B = I + W; the output notes which "
+                         "were derived.")
     cal.add_argument("timeline", help="measured timeline (.csv or .parquet)")
     cal.add_argument("--warmup-steps", type=non_negative_int, default=1,
                      help="leading steps to drop when more exist (default 1)")
