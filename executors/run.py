@@ -57,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
         "Bad input exits 2 with one line 'executors.run: error: ...' on every rank that finds it.",
     )
     schedule_help = (
-        f"built-in name ({', '.join(builtin_names())}) or path to a schedule .py file (default: {_SCHEDULE})"
+        f"built-in name ({', '.join(builtin_names())}), path to a schedule .py file, a PyTorch action .csv or "
+        f"program text (pipesim synthesize/lower -o) (default: {_SCHEDULE})"
     )
     p.add_argument("schedule", nargs="?", default=None, metavar="SCHEDULE", help=f"{schedule_help}; same as -s")
     p.add_argument("--schedule", "-s", dest="schedule_flag", default=None, metavar="SCHEDULE", help=schedule_help)
@@ -66,8 +67,9 @@ def parser() -> argparse.ArgumentParser:
         layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
     layout.add_argument("--pp", type=positive_int, default=None,
                         help="pipeline ranks (default: world size / (tp·cp·dp))")
-    layout.add_argument("--mb", type=positive_int, default=_MICROBATCHES,
-                        help=f"microbatches per optimizer step (default {_MICROBATCHES}, as pipesim simulate)")
+    layout.add_argument("--mb", type=positive_int, default=None,
+                        help=f"microbatches per optimizer step (default: the order's own for a torch CSV or "
+                        f"program text, else {_MICROBATCHES}, as pipesim simulate)")
     layout.add_argument("--chunks", "-v", type=positive_int, default=None,
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
     train = p.add_argument_group("training")
@@ -94,6 +96,11 @@ def parser() -> argparse.ArgumentParser:
                    "each compute instruction sleeps its cost instead of computing, while tensors of the real "
                    "activation size still cross the real P2P path and TP/DP collectives; transfers take the "
                    "file's p2p_latency (+ bytes/bandwidth) at least (default: off, real compute)")
+    p.add_argument("--costs", metavar="COSTS",
+                   help="costs file (.json/.yaml) a cost-aware schedule (zb-auto) synthesises its order for, the "
+                   "one pipesim plan/synthesize used, so every rank builds the same order for the same costs; or "
+                   "run the order itself: pipesim synthesize -o order.txt, then pass order.txt as SCHEDULE "
+                   "(default: unit costs)")
     out = p.add_argument_group("outputs (checked before any process group starts)")
     out.add_argument("--timeline", metavar="FILE",
                      help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)")
@@ -164,6 +171,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
             )
         fail_at = (int(rank), Instruction.parse(text))
     emulate = CostModel.load(args.emulate) if args.emulate else None
+    costs = CostModel.load(args.costs) if args.costs else None
     model = ModelConfig(
         args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed
     )
@@ -180,6 +188,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         fail_at=fail_at,
         fail_mode=FailMode(args.fail_mode),
         emulate=emulate,
+        costs=costs,
         p2p=P2PLowering(args.p2p) if args.p2p else None,
         allow_unsafe_p2p=args.allow_unsafe_p2p,
     )
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
-    tokens = cfg.topology.dp * cfg.microbatches * cfg.model.micro_batch_size * cfg.model.seq_len
+    tokens = cfg.topology.dp * program.shape.microbatches * cfg.model.micro_batch_size * cfg.model.seq_len
 
     emulated = cfg.emulate is not None
 
@@ -243,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             t = cfg.topology
             print(
-                f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {cfg.microbatches} microbatches, "
+                f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {program.shape.microbatches} microbatches, "
                 f"{program.shape.chunks} chunk(s)/rank, {cfg.tp_mode.value}, {'nccl' if cuda else 'gloo'}, "
                 f"p2p {p2p_lowering(cfg, cuda).value}"
                 + (f", compute emulated from {args.emulate}" if emulated else ""),
@@ -259,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"peak saved activations per pipeline rank: {peaks}", flush=True)
             if cuda:
                 print(f"cuda max allocated: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", flush=True)
+        if rank == 0:  # emulated or not: the measured timeline is written when asked
             if args.timeline:
                 write_timeline(result.timeline, args.timeline)
             if args.trace:

@@ -26,13 +26,21 @@ from executors.emulation import (
     row_durations,
 )
 from executors.interpreter import FailMode, Interpreter
-from executors.model import GPTStage, ModelConfig, ReferenceGPT, init_full_weights, synthetic_batch
+from executors.model import (
+    GPTStage,
+    ModelConfig,
+    ReferenceGPT,
+    init_full_weights,
+    layers_of_stage,
+    synthetic_batch,
+)
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
 from executors.ring_attention import GroupRing, local_positions, split_sequence
 from executors.tp_layers import TPMode, shard_spec
 from executors.transport import RecvPolicy, transport_for
 from pipesim.errors import DeadlockError, PipesimError
+from pipesim.program.build import DEFAULT_MICROBATCHES
 from pipesim.program.grouped import P2PLowering, grouped_program
 from pipesim.program.ir import Instruction, Program
 from pipesim.program.loader import load_schedule
@@ -51,7 +59,7 @@ class OptimizerKind(enum.Enum):
 class RunConfig:
     schedule: str = "1f1b"
     topology: Topology = field(default_factory=lambda: Topology(pp=2))
-    microbatches: int = 4
+    microbatches: int | None = 4  # None: the schedule's own (a torch CSV fixes it), else 8 as pipesim simulate
     chunks: int | None = None  # None: the schedule's default
     steps: int = 2
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -64,6 +72,9 @@ class RunConfig:
     p2p: P2PLowering | None = None  # which Program runs; None: GROUPED on NCCL, EAGER on gloo
     allow_unsafe_p2p: bool = False  # run on NCCL a Program not proven safe under grouped semantics
     emulate: CostModel | None = None  # sleep each compute instruction's cost instead of computing
+    # The costs a cost-aware schedule (zb-auto) synthesises its order for, e.g. those `pipesim plan` used; None:
+    # the schedule's own default (unit costs).
+    costs: CostModel | None = None
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
 
 
@@ -77,8 +88,13 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
     cfg.topology.check_world(world_size)
     cfg.model.check(cfg.topology.tp, cfg.tp_mode, cfg.topology.cp)
     source = load_schedule(cfg.schedule)
-    program = lower(source.build(cfg.topology.pp, cfg.microbatches, cfg.chunks))
+    costs = cfg.costs
+    if cfg.costs is not None and "costs" not in source.build_options:
+        raise PipesimError(f"--costs is for schedules that synthesise their order for costs (zb-auto); "
+                           f"{source.name} has a fixed order: drop --costs")
+    program = lower(source.build(cfg.topology.pp, resolved_microbatches(cfg, source), cfg.chunks, costs=costs))
     validate(program)
+    check_layers(cfg.model, program)
     if p2p_lowering(cfg, nccl) is P2PLowering.GROUPED:
         program = grouped_program(program)
     elif nccl and not cfg.allow_unsafe_p2p:
@@ -94,6 +110,31 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
     if cfg.emulate is not None:
         check_emulation_costs(cfg.emulate, program)
     return program
+
+
+def resolved_microbatches(cfg: RunConfig, source) -> int:
+    """``--mb`` as given; else the schedule's own (a torch CSV or program text fixes it), else 8."""
+    if cfg.microbatches is not None:
+        return cfg.microbatches
+    fixed = source.fixed_shape
+    return fixed.microbatches if fixed is not None else DEFAULT_MICROBATCHES
+
+
+def check_layers(model: ModelConfig, program: Program) -> None:
+    """Every pipeline rank must hold some parameters: a rank whose stages all get no transformer block (and
+    that holds neither the embedding nor the head) would build an optimizer over nothing."""
+    shape = program.shape
+    stages = shape.num_stages
+    for rank in range(shape.pp):
+        mine = [shape.stage(rank, chunk) for chunk in range(shape.chunks)]
+        if any(s in (0, stages - 1) for s in mine):
+            continue
+        if sum(len(layers_of_stage(model, s, stages)) for s in mine) == 0:
+            raise PipesimError(
+                f"--layers {model.layers} leaves pipeline rank {rank} without a transformer block: the model is "
+                f"split over pp·v = {shape.pp}·{shape.chunks} = {stages} stages; use --layers {stages} or more, "
+                "or fewer pipeline ranks (--pp) or chunks"
+            )
 
 
 def _check_fail_at(cfg: RunConfig, program: Program, world_size: int) -> None:
@@ -292,7 +333,8 @@ def reference_run(cfg: RunConfig) -> ReferenceResult:
         optimizer = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
     else:
         optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01, foreach=False)
-    global_batch = cfg.topology.dp * cfg.microbatches * mcfg.micro_batch_size
+    microbatches = resolved_microbatches(cfg, load_schedule(cfg.schedule))
+    global_batch = cfg.topology.dp * microbatches * mcfg.micro_batch_size
     losses, grads = [], []
     for step in range(cfg.steps):
         optimizer.zero_grad(set_to_none=True)

@@ -144,3 +144,44 @@ def test_backward_working_set_counts_what_recomputation_rematerialises():
     assert full == 538_968_064
     assert backward_working_set(model, Layout()) == full
     assert backward_working_set(model, Layout(recompute=Recompute.FULL)) == 2 * full - 2 * sbh
+
+
+# --- ZeRO shards over dp·cp (#24) ----------------------------------------------------------------------------
+def test_zero_shards_over_dp_times_cp_by_hand():
+    """ZeRO-3 with dp 1, cp 8, pp 2: the optimizer state of P parameters is P·12 B / (dp·cp) = P·12/8 B per rank
+    (pipelined, so weights and gradients stay whole); the same layout with cp 1 would have nothing to shard."""
+    from pipesim.analytic.layout import OptimizerBytes, ZeroStage
+    from pipesim.analytic.memory_gib import static_bytes
+
+    layout = Layout(dp=1, cp=8, pp=2, zero=ZeroStage.PARAMETERS)
+    assert layout.shards == 8 and layout.sharding is ZeroStage.PARAMETERS and layout.sharding_note is None
+    b = OptimizerBytes()
+    weights, grads, optimizer = static_bytes(1e9, layout)
+    assert optimizer == pytest.approx(1e9 * b.optimizer / 8)
+    assert (weights, grads) == (pytest.approx(1e9 * b.weights), pytest.approx(1e9 * b.grads))
+    dist = Layout(dp=2, cp=4, pp=2, distributed_optimizer=True)
+    assert static_bytes(1e9, dist)[2] == pytest.approx(1e9 * b.optimizer / 8)
+
+
+@pytest.mark.parametrize("flags", [{"distributed_optimizer": True}, {"zero": 2}, {"zero": 3}])
+def test_zero_with_nothing_to_shard_runs_as_zero_0_with_a_note(flags):
+    from pipesim.analytic.layout import ZeroStage
+    from pipesim.analytic.memory_gib import static_bytes
+
+    flags = {k: ZeroStage(v) if k == "zero" else v for k, v in flags.items()}
+    layout = Layout(dp=1, cp=1, pp=2, **flags)  # refused before #24
+    assert layout.sharding is ZeroStage.NONE
+    assert layout.sharding_note.startswith("nothing to shard (dp·cp = 1): ")
+    assert static_bytes(1e9, layout) == static_bytes(1e9, Layout(dp=1, cp=1, pp=2))
+
+
+def test_cli_distributed_optimizer_on_one_replica_notes_it(capsys):
+    from pipesim.cli.main import main
+
+    assert main(["simulate", "--model", "llama2-7b", "--pp", "2", "--mb", "4", "--dp", "1",
+                 "--distributed-optimizer"]) == 0
+    out = capsys.readouterr().out
+    assert "note: nothing to shard (dp·cp = 1): the distributed optimizer keeps the full state" in out
+    assert main(["simulate", "--model", "llama2-7b", "--pp", "2", "--mb", "4", "--dp", "1", "--cp", "8",
+                 "--zero", "3", "--hardware", "h100-sxm", "--tp", "1"]) == 0
+    assert "ZeRO 3" in capsys.readouterr().out

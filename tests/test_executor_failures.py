@@ -145,10 +145,50 @@ def test_help_names_every_schedule_and_every_default():
         assert name in text
     for flag in ("--schedule", "-s", "--mb", "--pp", "--tp", "--steps", "--lr", "--emulate", "--timeline"):
         assert flag in text
-    assert "(default 8, as pipesim simulate)" in text
+    assert "else 8, as pipesim simulate)" in text
     # Every option's help states its default.
     from executors.run import parser
 
     for action in parser()._actions:
         if action.option_strings and action.dest != "help":
             assert "default" in (action.help or ""), action.option_strings
+
+
+def _csv_order(tmp_path, pp=2, mb=6):
+    from pipesim.cli.main import main
+
+    path = tmp_path / "order.csv"
+    assert main(["export", "-s", "1f1b", "--pp", str(pp), "--mb", str(mb), "--format", "torch-csv",
+                 "-o", str(path)]) == 0
+    return path
+
+
+def test_torch_csv_order_takes_its_microbatches_without_mb(tmp_path):
+    """Without --mb the CSV's own count is used; the executor's default is not the user's flag (#23)."""
+    from executors.run import config_from_args, parser
+    from executors.runtime import plan
+
+    path = _csv_order(tmp_path, mb=6)
+    program = plan(config_from_args(parser().parse_args([str(path)]), 2), 2)
+    assert program.shape.microbatches == 6 and program.shape.pp == 2
+
+
+def test_torch_csv_order_with_an_explicit_other_mb_is_refused(tmp_path):
+    path = _csv_order(tmp_path, mb=6)
+    _one_error_line(_direct(str(path), "--mb", "8"), "--mb 8 disagrees with torch CSV", "--mb 6")
+    assert _direct(str(path), "--mb", "6").returncode != 2  # agrees: planning passes (communication fails)
+
+
+def test_more_pipeline_ranks_than_layers_is_refused_before_communication():
+    line = _one_error_line(_direct("1f1b", world=8), "--layers 4", "pipeline rank 4", "--layers 8 or more")
+    assert "empty parameter list" not in line
+
+
+def test_enough_layers_for_every_rank_passes_planning():
+    from executors.model import ModelConfig
+    from executors.runtime import RunConfig, plan
+    from pipesim.topology import Topology
+
+    plan(RunConfig(topology=Topology(pp=8), model=ModelConfig(layers=7)), 8)  # rank 7 holds the head
+    with pytest.raises(Exception, match="--layers 6 leaves pipeline rank 6"):
+        plan(RunConfig(topology=Topology(pp=8), model=ModelConfig(layers=6)), 8)

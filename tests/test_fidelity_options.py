@@ -207,7 +207,6 @@ def test_fp8_is_faster_on_h100():
 @pytest.mark.parametrize(("argv", "words"), [
     (["--hardware", "a100-80gb", "--fp8"], "no FP8"),
     (["--dp", "2", "--zero", "2", "--pp", "2"], "--zero 2"),
-    (["--zero", "3"], "--dp is 1"),
     (["--async-tp"], "--tp is 1"),
     (["--cp", "3"], "not divisible by 6"),
     (["--stage-layers", "10,10"], "sums to 20"),

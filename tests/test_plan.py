@@ -233,3 +233,12 @@ def test_executor_line_multi_node():
     text = " ".join(argv)
     assert "-m executors.run zb-v --tp 4 --cp 1 --dp 32 --pp 8 --mb 32 --chunks 2" in text
     assert "--tp-mode reduce-scatter" in text
+
+
+def test_executor_line_with_cp_says_the_executor_refuses_it():
+    from pipesim.plan.launch import executor_line
+
+    model = MODEL_PRESETS["llama2-70b"]
+    with_cp = executor_line(Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True, cp=2), model, 8)
+    assert "--cp 2" in with_cp and with_cp.endswith("  # executor: cp>1 not yet executable")
+    assert "#" not in executor_line(Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True), model, 8)

@@ -122,3 +122,31 @@ def test_builtin_zb_auto_takes_costs_and_limit_through_build_program():
     assert v.program.shape.placement is Placement.V
     with pytest.raises(PipesimError, match="zb-auto"):
         build_program("1f1b", 4, 8, memory_limit=4.0)
+
+
+def test_local_search_is_reproducible_under_any_machine_load(monkeypatch):
+    """The local search is bounded by evaluations, not by the clock (#23: a 3 s deadline made zb-auto move with
+    machine load). A clock that runs 40 ms per reading — a loaded machine, on which the old deadline stopped
+    after ~75 moves — gives the same order as a normal run, and two normal runs agree."""
+    import time as real_time
+
+    from pipesim.synth import local_search
+
+    problem = SynthesisProblem.from_costs(PipelineShape(4, 8), _costs(1.0, 1.3, 0.7, 0.15, 0.4), 8.0)
+    first = synthesize(problem, Method.LOCAL)
+    second = synthesize(problem, Method.LOCAL)
+    assert first.orders == second.orders and first.notes == ()
+    ticks = iter(range(10**9))
+
+    class SlowClock:
+        @staticmethod
+        def monotonic():
+            return next(ticks) * 0.04
+
+        perf_counter = staticmethod(real_time.perf_counter)
+
+    monkeypatch.setattr(local_search, "time", SlowClock)
+    loaded = synthesize(problem, Method.LOCAL)
+    assert loaded.orders == first.orders and loaded.notes == ()
+    stopped = synthesize(problem, Method.LOCAL, local_seconds=1.0)  # the safety net, when hit, is reported
+    assert stopped.notes and "safety limit" in stopped.notes[0]

@@ -76,7 +76,7 @@ class Layout:
     microbatches: int = 1  # per pipeline per step (m)
     recompute: Recompute = Recompute.NONE
     sequence_parallel: bool = False  # Korthikanti et al. 2023 §4.2.2: norms/dropout sharded along sequence
-    distributed_optimizer: bool = False  # ZeRO-1 / Megatron distributed optimizer: optimizer state / dp
+    distributed_optimizer: bool = False  # ZeRO-1 / Megatron distributed optimizer: optimizer state / (dp·cp)
     attention: AttentionKernel = AttentionKernel.FUSED
     # Causal masking skips half of QKᵀ and ·V in FlashAttention kernels; Narayanan et al. 2021 and the MFU
     # convention of Chowdhery et al. 2022 (PaLM, App. B) count the full s² work. Off by default so FLOPs,
@@ -99,16 +99,36 @@ class Layout:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
         if self.stage_layers is not None and len(self.stage_layers) != self.num_stages:
             raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
-        if self.sharding > ZeroStage.NONE and self.dp == 1:
-            raise PipesimError(f"--zero {int(self.sharding)} shards over the data-parallel group, but --dp is 1; "
-                               "add --dp N (N > 1) or drop it")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
 
     @property
-    def sharding(self) -> ZeroStage:
-        """The ZeRO stage in force: ``zero``, or ZeRO-1 when only ``distributed_optimizer`` is set."""
+    def shards(self) -> int:
+        """Ranks the ZeRO state is sharded over: the data-parallel group *with* context parallel, dp·cp. CP ranks
+        hold the same weights and reduce their gradients together; Megatron-Core's ``get_megatron_optimizer``
+        gives its DistributedOptimizer the ``intra_dp_cp_group`` (megatron/core/optimizer/__init__.py), and
+        torchtitan's FSDP mesh is dp_shard·cp."""
+        return self.dp * self.cp
+
+    @property
+    def asked_sharding(self) -> ZeroStage:
+        """The ZeRO stage asked for: ``zero``, or ZeRO-1 when only ``distributed_optimizer`` is set."""
         return max(self.zero, ZeroStage.OPTIMIZER if self.distributed_optimizer else ZeroStage.NONE)
+
+    @property
+    def sharding(self) -> ZeroStage:
+        """The ZeRO stage in force: the one asked for, or none when dp·cp = 1 — nothing to shard; the run goes on
+        as ZeRO-0, as Megatron does with --use-distributed-optimizer on one replica (see :attr:`sharding_note`)."""
+        return self.asked_sharding if self.shards > 1 else ZeroStage.NONE
+
+    @property
+    def sharding_note(self) -> str | None:
+        """A note for reports when a ZeRO stage was asked for but dp·cp = 1, else None."""
+        if self.asked_sharding is ZeroStage.NONE or self.shards > 1:
+            return None
+        what = ("the distributed optimizer" if self.asked_sharding is ZeroStage.OPTIMIZER
+                else f"ZeRO-{int(self.asked_sharding)}")
+        return f"nothing to shard (dp·cp = 1): {what} keeps the full state (runs as ZeRO-0)"
 
     @property
     def num_stages(self) -> int:

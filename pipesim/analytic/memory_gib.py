@@ -95,8 +95,8 @@ def remedies(layout: Layout) -> list[str]:
     if layout.sharding < ZeroStage.PARAMETERS:
         options.append("add --distributed-optimizer" if layout.sharding is ZeroStage.NONE
                        else "raise --zero")
-        if layout.dp == 1:
-            options[-1] += " with --dp > 1"
+        if layout.shards == 1:
+            options[-1] += " with dp·cp > 1"
     return options
 
 
@@ -111,7 +111,7 @@ def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) 
     FP8 copy of every weight beside the BF16 one: +1 byte per parameter.
     """
     b = layout.param_bytes
-    n = layout.dp * layout.cp
+    n = layout.shards
     zero = layout.sharding
     weights, grads, optimizer = params * b.weights, params * b.grads, params * b.optimizer
     if zero >= ZeroStage.OPTIMIZER:

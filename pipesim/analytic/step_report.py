@@ -91,6 +91,7 @@ class StepReport:
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
+                       "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
                        "overlap_p2p": lay.overlap_p2p},
             "step_boundary": self.boundary.value,
@@ -156,4 +157,6 @@ def report_text(report: StepReport) -> str:
         )
     lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB of {c.memory_gib:g} GiB")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
+    if lay.sharding_note:
+        lines.append(f"note: {lay.sharding_note}")
     return "\n".join(lines)

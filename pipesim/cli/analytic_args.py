@@ -90,8 +90,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--stage-layers", type=layer_list, default=None, metavar="N,N,...",
                        help="layers on every stage, stage 0 first (pp·v counts summing to the model's layers)")
     group.add_argument("--zero", type=int, choices=[1, 2, 3], default=None,
-                       help="ZeRO stage over dp: 1 optimizer state (= --distributed-optimizer), 2 + gradients, "
-                       "3 + weights (FSDP)")
+                       help="ZeRO stage over the dp·cp ranks: 1 optimizer state (= --distributed-optimizer), "
+                       "2 + gradients, 3 + weights (FSDP); with dp·cp = 1 nothing is sharded (a note says so)")
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--fp8", action="store_true", default=None,

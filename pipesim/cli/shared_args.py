@@ -14,16 +14,16 @@ from pipesim.sim.costs import CostModel
 def add_schedule_args(parser: argparse.ArgumentParser, *, csv: bool = False, with_schedule: bool = True) -> None:
     from pipesim.cli.synthesize import add_memory_limit_arg
 
-    extra = ", a PyTorch action .csv" if csv else ""
+    extra = ", a PyTorch action .csv, program text (pipesim synthesize/lower -o)" if csv else ""
     if with_schedule:
         parser.add_argument("--schedule", "-s", default="1f1b",
                             help=f"built-in name ({', '.join(builtin_names())}){extra} or path to a schedule .py "
                             "file (default: 1f1b)")
         add_memory_limit_arg(parser)
     parser.add_argument("--pp", type=positive_int, default=None,
-                        help="pipeline ranks (default: 4; a torch .csv fixes it)")
+                        help="pipeline ranks (default: 4; a torch .csv or program text fixes it)")
     parser.add_argument("--mb", type=positive_int, default=None,
-                        help="microbatches per step (default: 8; a torch .csv fixes it)")
+                        help="microbatches per step (default: 8; a torch .csv or program text fixes it)")
     parser.add_argument("--chunks", "-v", type=positive_int, default=None,
                         help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
 

@@ -110,6 +110,7 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         "proven_optimal": result.optimal,
         "solver_bound": result.solver_bound,
         "seconds": result.timings,
+        "notes": list(result.notes),
     }
     if args.output:
         text = (rows_to_text(export_rows(program)) if Path(args.output).suffix.lower() == ".csv"
@@ -129,6 +130,8 @@ def cmd_synthesize(args: argparse.Namespace) -> int:
         state = "optimal" if result.optimal else f"solver bound {result.solver_bound:.6g}"
         print(f"cp-sat: {state}")
     print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in result.timings.items()))
+    for note in result.notes:
+        print(f"note: {note}")
     if args.output:
         print(f"wrote {args.output}")
     return 0

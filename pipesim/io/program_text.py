@@ -37,3 +37,56 @@ def read_program_file(path: str | Path, flag: str = "--program") -> Program:
                     raise ScheduleError(f"{flag} {path}: rank {rank} instruction '{ins}' has {key}={value}, outside "
                                         f"0..{limit - 1} of the header; fix the instruction or the header")
     return program
+
+
+#: The first line :meth:`Program.to_text` writes; how the loader tells program text from other files.
+PROGRAM_TEXT_HEADER = "# pipesim program v1"
+
+
+def is_program_text(path: Path) -> bool:
+    """Whether ``path`` is a file that starts like program text (``pipesim lower -o``, ``synthesize -o``)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(PROGRAM_TEXT_HEADER)).decode("utf-8", "replace") == PROGRAM_TEXT_HEADER
+    except OSError:
+        return False
+
+
+def program_module(path: Path):
+    """A module with the schedule-file contract (``build``) for :func:`pipesim.program.loader.load_schedule`.
+
+    Program text is a lowered Program; what a schedule source gives is its compute order, which every command
+    lowers again. So the file's SEND/RECV must be what :func:`~pipesim.program.lowering.lower` derives from
+    that order (true of every file pipesim writes with the default eager lowering); a hand-edited or grouped
+    communication order is refused here rather than silently replaced (``validate --program`` checks it as is).
+    Like a torch CSV, the file fixes pp, microbatches and chunks.
+    """
+    from types import ModuleType
+
+    from pipesim.errors import PipesimError
+    from pipesim.program.ir import Schedule
+    from pipesim.program.lowering import lower
+
+    program = read_program_file(path, flag="schedule")
+    shape = program.shape
+    orders = tuple(tuple(ins for ins in rank if ins.op.is_compute) for rank in program.ranks)
+    schedule = Schedule(program.name, shape, orders)
+    if lower(schedule).ranks != program.ranks:
+        raise ScheduleError(f"program text {path}: its communication is not what pipesim lowers from its compute "
+                            "order (hand-edited, or lowered with --p2p grouped); write it with 'pipesim lower' "
+                            "(default --p2p) or 'pipesim synthesize -o', or check it as is with validate --program")
+    module = ModuleType(f"pipesim_program_text_{path.stem}")
+    module.__doc__ = f"Program text {path.name} ({shape.placement.value} placement)"
+    module.DEFAULT_CHUNKS = shape.chunks
+    module.FIXED_SHAPE = shape
+
+    def build(pp: int, microbatches: int, chunks: int) -> Schedule:
+        for flag, asked, fixed in (("--pp", pp, shape.pp), ("--mb", microbatches, shape.microbatches),
+                                   ("--chunks", chunks, shape.chunks)):
+            if asked != fixed:
+                raise PipesimError(f"{flag} {asked} disagrees with program text {path}, which fixes {flag} {fixed}; "
+                                   f"drop {flag} or pass {flag} {fixed}")
+        return schedule
+
+    module.build = build
+    return module

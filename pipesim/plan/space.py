@@ -228,9 +228,9 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                 if model.layers % (pp * chunks):
                     continue
                 for recompute in request.recompute:
-                    # Sequence parallelism shards along tp and ZeRO along dp: at degree 1 both are off.
+                    # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.
                     for sp in sorted({sp and tp > 1 for sp in request.sequence_parallel}):
-                        for zero in _zero_options(request.zero, dp, pp):
+                        for zero in _zero_options(request.zero, dp * cp, pp):
                             for precision in chip_precisions:
                                 yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision,
                                                 cp)

@@ -138,12 +138,19 @@ def _builtin_names() -> tuple[str, ...]:
 
 
 def load_schedule(spec: str) -> ScheduleSource:
-    """Resolve ``spec`` — a built-in name, a ``.py`` schedule file or a PyTorch ``.csv`` — into a source."""
+    """Resolve ``spec`` — a built-in name, a ``.py`` schedule file, a PyTorch ``.csv`` or a program text file
+    (``pipesim lower -o`` / ``synthesize -o``, recognised by its first line) — into a source."""
     if spec.lower().endswith(".csv"):  # a torch.distributed.pipelining action CSV: its shape is fixed
         from pipesim.io.torch_csv import csv_module
 
         path = Path(spec)
         return ScheduleSource(path.stem, path, csv_module(path))
+    if not spec.lower().endswith(".py") and Path(spec).is_file():  # program text: pipesim lower/synthesize -o
+        from pipesim.io.program_text import is_program_text, program_module
+
+        if is_program_text(Path(spec)):
+            path = Path(spec)
+            return ScheduleSource(path.stem, path, program_module(path))
     looks_like_path = spec.endswith(".py") or "/" in spec or "\\" in spec
     if looks_like_path:
         path = Path(spec)

@@ -16,6 +16,7 @@ The costs-file schema (every key optional; anything else is refused, naming the 
     time_unit: unit | s          # 'unit' for abstract costs (default), 's' for seconds
     convention: "per microbatch through one rank's share of the model; a chunk of v takes 1/v"  # if given
     num_stages: 4                # pp·v the values were calibrated on (integer ≥ 1), or null
+    chunks: 2                    # with num_stages: the v of that pipeline (integer ≥ 1), or null
     p2p_latency: 0               # time per P2P transfer
     p2p_bandwidth: null          # bytes per time unit, > 0; null: bytes cost nothing
     optimizer_step: 0            # time of the optimizer step
@@ -114,8 +115,8 @@ ACTIVATION_UNIT = "microbatches through one rank's share of the model"
 COST_CONVENTION = "per microbatch through one rank's share of the model; a chunk of v takes 1/v"
 # None allowed: memory is reported in activation units only; the boundary uses the model's p2p_bandwidth.
 _OPTIONAL_FIELDS = {"activation_bytes", "p2p_bandwidth"}
-_TOP_KEYS = ("time_unit", "convention", "num_stages", "p2p_latency", "p2p_bandwidth", "optimizer_step", "default",
-             "stages")
+_TOP_KEYS = ("time_unit", "convention", "num_stages", "chunks", "p2p_latency", "p2p_bandwidth", "optimizer_step",
+             "default", "stages")
 TIME_UNITS = tuple(unit.value for unit in TimeUnit)
 # Every duration, byte count, memory amount and bandwidth of a costs file is 0 or inside this range: wide enough
 # for picoseconds to hours and for bytes up to a petabyte, narrow enough that sums over any Program pipesim can
@@ -140,11 +141,18 @@ class CostModel:
     # pp·v of the pipeline the per-stage values were measured on (calibration), or None when they do not
     # depend on it; a costs file for 4 stages cannot describe a 2-stage pipeline.
     num_stages: int | None = None
+    # With num_stages: the chunks per rank v of the pipeline measured on. Its pp·v stages are the same slices of
+    # the model on any pp×v with that product, so a stage takes value / (this v) whatever v it is reused with
+    # (chunk_costs); None: a stage of a v-chunk schedule takes value / v, the convention's 1/v.
+    chunks: int | None = None
 
     def __post_init__(self) -> None:
         # A TimeUnit or its value; anything else is refused by TimeUnit.parse with the allowed values.
         object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         _check_costs(self)
+        if self.chunks is not None and (self.num_stages is None or self.num_stages % self.chunks):
+            raise PipesimError(f"chunks={self.chunks} is the v of the pipeline the costs were calibrated on: it "
+                               f"needs num_stages (its pp·v, a multiple of {self.chunks}); got {self.num_stages}")
 
     def stage(self, stage: int) -> StageCosts:
         """The values of ``stage`` as written (per rank's share of the model)."""
@@ -152,7 +160,14 @@ class CostModel:
         return replace(self.default, **values) if values else self.default
 
     def chunk_costs(self, stage: int, chunks: int) -> StageCosts:
-        """What one chunk-stage of a schedule with ``chunks`` chunks per rank costs: 1/v of the rank's share."""
+        """What one chunk-stage of a schedule with ``chunks`` chunks per rank costs: 1/v of the rank's share.
+
+        For values calibrated on a pipeline of ``num_stages`` stages with ``self.chunks`` chunks per rank, the
+        v they were multiplied by is the recorded one: a stage is the same slice of the model on every pp×v
+        of that product (``check_pipeline``), so it takes what was measured, whatever ``chunks`` is now.
+        """
+        if self.chunks is not None:
+            chunks = self.chunks
         if chunks == 1:
             return self.stage(stage)
         if stage in self.overrides:
@@ -212,6 +227,7 @@ class CostModel:
             "optimizer_step": self.optimizer_step,
             "convention": COST_CONVENTION,
             **({"num_stages": self.num_stages} if self.num_stages is not None else {}),
+            **({"chunks": self.chunks} if self.chunks is not None else {}),
             "default": asdict(self.default),
             "stages": {str(s): dict(v) for s, v in sorted(self.overrides.items())},
         }
@@ -252,6 +268,7 @@ class CostModel:
                 optimizer_step=_number(data.get("optimizer_step", 0.0), source, "optimizer_step"),
                 time_unit=TimeUnit(time_unit),
                 num_stages=_stage_count(data.get("num_stages"), source),
+                chunks=_stage_count(data.get("chunks"), source, "chunks"),
             )
             _check_costs(model, user_input=True)
         except PipesimError as err:
@@ -353,12 +370,13 @@ def _stage_fields(values: object, source: str, where: str) -> dict[str, float | 
     return fields_read
 
 
-def _stage_count(value: object, source: str) -> int | None:
-    """``num_stages``: null, or the pp·v (an integer ≥ 1) the values were calibrated on."""
+def _stage_count(value: object, source: str, key: str = "num_stages") -> int | None:
+    """``num_stages`` (``chunks``): null, or the pp·v (the v) an integer ≥ 1, the values were calibrated on."""
     if value is None:
         return None
+    what = "pp·v" if key == "num_stages" else "chunks per rank v"
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10**6:
-        raise PipesimError(f"{source}: num_stages={_short(value)} must be the pipeline's pp·v, an integer ≥ 1, "
+        raise PipesimError(f"{source}: {key}={_short(value)} must be the pipeline's {what}, an integer ≥ 1, "
                            "or null")
     return value
 

@@ -7,7 +7,9 @@ takes one pass on one rank and puts it ``k`` places earlier or later in that ran
 slide freely within their rank; an F or I move changes which microbatch's pass comes first). A move is kept
 when the candidate stays feasible (completes, within the memory limit) and its objective — longest stage span,
 then makespan — is no worse; equal moves are kept too so the search can cross plateaus. Seeded and
-bounded by a number of evaluations, so a run is reproducible.
+bounded by a number of evaluations (a work budget, never the clock), so a run gives the same order on any
+machine under any load. ``seconds`` is only an outer safety net: when it stops the search, ``stats`` says so,
+and the caller reports that this order depends on the machine.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ def improve(
     evaluations: int = 2000,
     seconds: float | None = None,
     seed: int = 0,
+    stats: dict | None = None,
 ) -> tuple[Orders, Evaluation]:
-    """Hill-climb from ``orders`` (assumed feasible); returns the best orders found and their evaluation."""
+    """Hill-climb from ``orders`` (assumed feasible); returns the best orders found and their evaluation.
+
+    ``stats``, when given, receives ``evaluations`` (moves tried) and ``safety_stop`` (True when ``seconds``
+    ended the search before its budget: the only way a result can depend on the machine).
+    """
+    stats = {} if stats is None else stats
+    stats.update(evaluations=0, safety_stop=False)
     rng = random.Random(seed)
     best = [list(o) for o in orders]
     best_eval = evaluate(problem, best)
@@ -38,22 +47,27 @@ def improve(
     while budget > 0:
         moved = False
         for rank, i, j in _targeted_moves(problem, best, best_eval):
-            if budget <= 0 or (deadline is not None and time.monotonic() > deadline):
+            if budget <= 0:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                stats["safety_stop"] = True
                 break
             candidate = list(best[rank])
             candidate.insert(j, candidate.pop(i))
             trial = [*best[:rank], candidate, *best[rank + 1:]]
             result = evaluate(problem, trial)
             budget -= 1
+            stats["evaluations"] += 1
             if result.feasible and result.key < best_eval.key:
                 best, best_eval, moved = trial, result, True
                 break  # positions shift: recompute the moves for the new order
-        if not moved:
+        if not moved or stats["safety_stop"]:
             break
     evaluations = budget
     ranks = [r for r in range(problem.pp) if len(best[r]) > 1]
-    for _ in range(evaluations):
+    for _ in range(evaluations if not stats["safety_stop"] else 0):
         if deadline is not None and time.monotonic() > deadline:
+            stats["safety_stop"] = True
             break
         rank = _critical_rank(best_eval, best, rng) if rng.random() < 0.7 else rng.choice(ranks)
         order = best[rank]
@@ -67,6 +81,7 @@ def improve(
         candidate.insert(j, candidate.pop(i))
         trial = [*best[:rank], candidate, *best[rank + 1:]]
         result = evaluate(problem, trial)
+        stats["evaluations"] += 1
         if result.feasible and result.key <= best_eval.key:
             best, best_eval = trial, result
     return best, best_eval
