@@ -235,10 +235,14 @@ def test_executor_line_multi_node():
     assert "--tp-mode reduce-scatter" in text
 
 
-def test_executor_line_with_cp_says_the_executor_refuses_it():
+def test_executor_line_with_cp_is_one_the_executor_parses():
+    """CP executes (executors/ring_attention.py): the planner's launch line carries --cp and no refusal."""
+    pytest.importorskip("torch")
+    from executors.run import parser
     from pipesim.plan.launch import executor_line
 
     model = MODEL_PRESETS["llama2-70b"]
     with_cp = executor_line(Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True, cp=2), model, 8)
-    assert "--cp 2" in with_cp and with_cp.endswith("  # executor: cp>1 not yet executable")
-    assert "#" not in executor_line(Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True), model, 8)
+    assert "--cp 2" in with_cp and "#" not in with_cp
+    args = parser().parse_args(with_cp.split(" -m executors.run ")[1].split())
+    assert args.cp == 2 and args.tp == 8

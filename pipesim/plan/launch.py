@@ -120,16 +120,4 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
 
 
 def executor_line(candidate: Candidate, model: ModelSpec, gpus_per_node: int) -> str:
-    line = shlex.join(executor_argv(candidate, model, gpus_per_node))
-    refusal = executor_refusal(candidate)
-    return line if refusal is None else f"{line}  # {refusal}"
-
-
-# --- temporary: what the executor refuses today (remove a case once it executes; CP is being built on branch cp) -----
-def executor_refusal(candidate: Candidate) -> str | None:
-    """Why ``executors.run`` refuses this launch line before it starts, or None. Appended to the line as a
-    shell comment, so the line still pastes and the reader knows it stops."""
-    if candidate.cp > 1:
-        return "executor: cp>1 not yet executable"
-    return None
-# --- end temporary -------------------------------------------------------------------------------------------------
+    return shlex.join(executor_argv(candidate, model, gpus_per_node))
