@@ -15,7 +15,8 @@ from pipesim.validation.sources import IN_SAMPLE_RUNS, PUBLISHED_RUNS, module_of
 
 def _key(run):
     """A row's name in KNOWN_STEP_MISSES: its source, configuration, recomputation and sequence length."""
-    return f"{run.source} | {run.label} {run.recompute.value} s{run.seq_len or '-'}"
+    extra = (" fp8" if run.precision.value == "fp8" else "") + (" async-tp" if run.async_tp else "")
+    return f"{run.source} | {run.label} {run.recompute.value} s{run.seq_len or '-'}{extra}"
 
 
 # row key (_key): why the row misses the 15 % bar, as a strict xfail. No in-sample row is here since the P2P
@@ -84,6 +85,65 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         "-17%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 16384 tokens (FlashAttention share too high?)",
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b6 1f1b 8×a100 none s2048':
         "-17%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the gathers/reduce-scatters less hidden",
+    # torchtitan2024
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 selective s8192':
+        "-35%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 selective s8192 fp8':
+        "-28%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 2 | llama3.1-8b tp1 pp1 m1 b1 1f1b 8×h100 full s32768 fp8':
+        "-24%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; attention-bound at 32768 tokens (FlashAttention share too high?)",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 2 | llama3.1-8b tp1 pp1 cp2 m1 b1 1f1b 8×h100 full s65536 fp8':
+        "-18%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; cp 2; attention-bound at 65536 tokens (FlashAttention share too high?)",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 2 | llama3.1-8b tp1 pp1 cp4 m1 b1 1f1b 8×h100 full s131072 fp8':
+        "-38%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; cp 4; attention-bound at 131072 tokens (FlashAttention share too high?)",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 3 | llama3.1-8b tp1 pp1 m1 b2 1f1b 128×h100 selective s8192':
+        "-37%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 3 | llama3.1-8b tp1 pp1 m1 b2 1f1b 128×h100 selective s8192 fp8':
+        "-30%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 4 | llama3.1-70b tp8 pp1 m1 b16 1f1b 256×h100 full s8192 fp8':
+        "-17%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 4 | llama3.1-70b tp8 pp1 m1 b16 1f1b 256×h100 full s8192 fp8 async-tp':
+        "-28%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 5 | llama3.1-405b tp8 pp8 m32 b1 1f1b 512×h100 full s8192 fp8 async-tp':
+        "-51%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 5 | llama3.1-405b tp8 pp8 v2 m32 b1 interleaved 512×h100 full s8192 fp8 async-tp':
+        "-43%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 6 | llama3.1-405b tp8 pp8 m8 b1 1f1b 512×h100 full s32768 fp8 async-tp':
+        "-24%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP; attention-bound at 32768 tokens (FlashAttention share too high?)",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 6 | llama3.1-405b tp8 pp8 cp2 m8 b1 1f1b 512×h100 full s65536 fp8 async-tp':
+        "-35%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP; cp 2; attention-bound at 65536 tokens (FlashAttention share too high?)",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 6 | llama3.1-405b tp8 pp8 cp4 m8 b1 1f1b 512×h100 full s131072 fp8 async-tp':
+        "-34%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP; cp 4; attention-bound at 131072 tokens (FlashAttention share too high?)",
+}
+
+
+# row key: why its peak memory misses the 15 % bar (strict xfail), for the out-of-sample sources.
+KNOWN_MEMORY_MISSES: dict[str, str] = {
+    # torchtitan2024
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 selective s8192':
+        "+27%, pipesim too high: selective AC: torchtitan's per-op SAC keeps fewer activations than pipesim's selective",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 selective s8192 fp8':
+        "+28%, pipesim too high: selective AC: torchtitan's per-op SAC keeps fewer activations than pipesim's selective",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 2 | llama3.1-8b tp1 pp1 m1 b1 1f1b 8×h100 full s32768 fp8':
+        "-47%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 2 | llama3.1-8b tp1 pp1 cp2 m1 b1 1f1b 8×h100 full s65536 fp8':
+        "-47%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 2 | llama3.1-8b tp1 pp1 cp4 m1 b1 1f1b 8×h100 full s131072 fp8':
+        "-47%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 3 | llama3.1-8b tp1 pp1 m1 b2 1f1b 128×h100 selective s8192':
+        "+32%, pipesim too high: selective AC: torchtitan's per-op SAC keeps fewer activations than pipesim's selective",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 3 | llama3.1-8b tp1 pp1 m1 b2 1f1b 128×h100 selective s8192 fp8':
+        "+32%, pipesim too high: selective AC: torchtitan's per-op SAC keeps fewer activations than pipesim's selective",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 4 | llama3.1-70b tp8 pp1 m1 b16 1f1b 256×h100 full s8192 fp8':
+        "-52%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 4 | llama3.1-70b tp8 pp1 m1 b16 1f1b 256×h100 full s8192 fp8 async-tp':
+        "-49%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 5 | llama3.1-405b tp8 pp8 m32 b1 1f1b 512×h100 full s8192 fp8 async-tp':
+        "-35%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 5 | llama3.1-405b tp8 pp8 v2 m32 b1 interleaved 512×h100 full s8192 fp8 async-tp':
+        "-23%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
+    'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 6 | llama3.1-405b tp8 pp8 cp4 m8 b1 1f1b 512×h100 full s131072 fp8 async-tp':
+        "-16%, pipesim too low: reserved (allocator) peak vs pipesim's allocated; FSDP gather/reduce buffers, fragmentation",
 }
 
 
@@ -91,9 +151,15 @@ def _miss(run):
     return KNOWN_STEP_MISSES.get(_key(run))
 
 
+def _memory_miss(run):
+    return KNOWN_MEMORY_MISSES.get(_key(run))
+
+
 def _id(run):
     seq = f"-s{run.seq_len}" if run.seq_len else ""
-    return f"{run.source.split(' ')[0]}-{run.label.replace(' ', '_')}-{run.schedule}-{run.recompute.value}{seq}"
+    extra = ("-fp8" if run.precision.value == "fp8" else "") + ("-async_tp" if run.async_tp else "")
+    return (f"{run.source.split(' ')[0]}-{run.label.replace(' ', '_')}-{run.schedule}-{run.recompute.value}{seq}"
+            f"{extra}")
 
 
 _COMPARISONS: dict[int, object] = {}
@@ -114,7 +180,9 @@ def test_step_time_within_15_percent(run):
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
 
 
-@pytest.mark.parametrize("run", [r for r in PUBLISHED_RUNS if r.memory_gib is not None], ids=_id)
+@pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=_memory_miss(r)))
+                                 if _memory_miss(r) else r for r in PUBLISHED_RUNS if r.memory_gib is not None],
+                         ids=_id)
 def test_memory_within_15_percent(run):
     error = _comparison(run).memory_error
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
@@ -141,7 +209,8 @@ def test_every_row_has_a_source_module_and_a_unique_key():
     assert all(module_of(run) for run in PUBLISHED_RUNS)
     assert len({_key(run) for run in PUBLISHED_RUNS if module_of(run) not in {"qi2024"}}) \
         == sum(module_of(run) != "qi2024" for run in PUBLISHED_RUNS)
-    assert set(KNOWN_STEP_MISSES) <= {_key(run) for run in PUBLISHED_RUNS}  # no stale entries
+    keys = {_key(run) for run in PUBLISHED_RUNS}
+    assert set(KNOWN_STEP_MISSES) <= keys and set(KNOWN_MEMORY_MISSES) <= keys  # no stale entries
 
 
 @pytest.mark.parametrize("run", PUBLISHED_RUNS[::10], ids=_id)

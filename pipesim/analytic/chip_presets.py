@@ -63,6 +63,12 @@ _PRESETS = [
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
     ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
              **_HOPPER_FA2),
+    # Meta's Grand Teton H100 (torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"): SXM H100
+    # with 96GB HBM2e at 2.4 TB/s, run at a 500 W power limit, NVLink within the 8-GPU host, 400 Gb/s RDMA per
+    # GPU. Its peak is "between SXM and NVL" (the file's footnote 2), not published: the SXM figures (989.4 BF16,
+    # 1,979 FP8 dense) are taken, an upper bound; 96GB taken as 96 GiB (no nvidia-smi reading at hand).
+    ChipSpec("h100-96gb-hbm2e", 989.4 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
+             **_HOPPER_FA2),
     # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
     # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
     ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
