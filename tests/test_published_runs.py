@@ -114,6 +114,11 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         "-35%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP; cp 2; attention-bound at 65536 tokens (FlashAttention share too high?)",
     'torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 6 | llama3.1-405b tp8 pp8 cp4 m8 b1 1f1b 512×h100 full s131072 fp8 async-tp':
         "-34%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears; pp 8 with FSDP; cp 4; attention-bound at 131072 tokens (FlashAttention share too high?)",
+    # fmsfsdp2024
+    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-7b tp1 pp1 m1 b2 1f1b 128×a100 none s4096':
+        "-28%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the gathers/reduce-scatters less hidden",
+    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-13b tp1 pp1 m1 b1 1f1b 128×a100 none s4096':
+        "-39%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the gathers/reduce-scatters less hidden",
 }
 
 
