@@ -53,7 +53,14 @@ def main() -> None:
             continue
         print(f"\n{title} sources:")
         _summary(group)
-    print("\nper source (signed error: negative = pipesim faster / smaller than published):")
+    print("\nper source module (signed error: negative = pipesim faster / smaller than published):")
+    by_module: dict[str, list] = {}
+    for c in comparisons:
+        by_module.setdefault(module_of(c.run), []).append(c)
+    for module, group in by_module.items():
+        print(f"  {module}{'' if module in IN_SAMPLE_MODULES else ' (out-of-sample)'}")
+        _summary(group, indent="    ")
+    print("\nper table:")
     by_source: dict[str, list] = {}
     for c in comparisons:
         by_source.setdefault(c.run.source, []).append(c)
