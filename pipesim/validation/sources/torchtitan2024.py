@@ -9,24 +9,24 @@ length for Tables 2 and 6, torch.compile and Float8 linears (torchao) where the 
 pipeline schedule (1F1B, interleaved 1F1B) for Tables 5–6, TPS/GPU read at the 90th iteration, memory the
 maximum over GPUs (footnote 1).
 
-Inferred: sequence length 8192 where the table does not state one (torchtitan's Llama 3.1 training configs);
-pipeline microbatch size 1 (torchtitan's default), so a rank's local batch is its microbatch count; two
-stages per rank for interleaved 1F1B; 126 layers split with the lighter stages at the ends (1F1B: 15 on the
-first and last stage, 16 elsewhere; interleaved: 7 and 8) — torchtitan's own split points are not stated; FSDP as ZeRO-3 over the data-parallel degree; TP with sequence parallelism
-(torchtitan shards the norms along the sequence); fused attention (PyTorch SDPA's FlashAttention-2 backend:
-the Hopper FA2 shares of the H100 preset); the memory column as PyTorch's reserved peak (torchtitan logs
-``max_reserved``), which sits above allocated memory by the caching allocator's fragmentation.
+Inferred: sequence length 8192 where the table does not state one (Llama 3.1's pre-training length);
+pipeline microbatch size 1 (assumed), so a pipelined rank's local batch is its microbatch count, and without
+PP the local batch is one microbatch; two stages per rank for interleaved 1F1B; 126 layers split with the
+lighter stages at the ends (1F1B: 15 on the first and last stage, 16 elsewhere; interleaved: 7 and 8) —
+torchtitan's own split points are not stated; FSDP as ZeRO-3; TP with sequence parallelism (assumed for the
+norms); fused attention (PyTorch SDPA's FlashAttention-2 backend: the Hopper FA2 shares of the H100 preset);
+the memory column as PyTorch's reserved peak (assumed), which sits above allocated memory by the caching
+allocator's fragmentation.
 
-Approximations: torchtitan's "selective" checkpointing (per-op SAC: matmul outputs kept, every other one
-recomputed) is taken as pipesim's selective recomputation (attention core only), which recomputes less;
-torch.compile is not modelled — only the compiled rows (BF16 and Float8) are used, the eager FSDP rows of
-Tables 1 and 3 are left out; FSDP in torchtitan shards over data × context parallel ranks, as pipesim's ZeRO-3
-does (n = dp·cp); torchtitan's FSDP with PP keeps the gathered weights of a stage across its microbatches
-(``reshard_after_forward`` off under PP), which pipesim's ZeRO-3 may count differently. Left out: the "FSDP 1, CP 8" rows of Tables 2 and 6
-(ZeRO-3 with dp = 1 is refused by ``Layout`` although cp > 1 — the bug fixed on another branch; add them
-when it lands).
+Approximations: torchtitan's "selective" checkpointing (its own per-op policy, which this file does not
+describe) is taken as pipesim's selective recomputation (attention core only); torch.compile is not modelled —
+only the compiled rows (BF16 and Float8) are used, the eager FSDP rows of Tables 1 and 3 are left out; FSDP in
+torchtitan shards over data × context parallel ranks, as pipesim's ZeRO-3 does (n = dp·cp); with PP, whether
+torchtitan's FSDP re-gathers a stage's weights for each microbatch is not stated, and pipesim's ZeRO-3 under
+pipelining may count it differently. Left out: the "FSDP 1, CP 8" rows of Tables 2 and 6 (ZeRO-3 with dp = 1 is
+refused by ``Layout`` although cp > 1 — the bug fixed on another branch; add them when it lands).
 
-Uncertain: the chip's real peak (500 W), the Float8 recipe (tensorwise dynamic scaling); the chip presets'
+Uncertain: the chip's real peak (500 W), the Float8 recipe (not stated); the chip presets'
 FP8 share cites Table 1's Float8/BF16 ratio as a cross-check, so Table 1's Float8 row is not fully held out.
 """
 
