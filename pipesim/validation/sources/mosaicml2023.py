@@ -2,15 +2,15 @@
 BF16", "A100 80GB with 1600 Gbps node-node interconnect (RoCE)" and "A100 40GB with 1600 Gbps node-node
 interconnect (RoCE)"): tokens/s per GPU of MPT 7B–70B trained with PyTorch FSDP on the MosaicML platform.
 
-Stated (per row): model, sequence length, GPUs, micro-batch size, gradient accumulation (= microbatches),
-global batch, precision (amp_bf16, or bf16 PURE for the A100 80GB 70B rows and the whole A100 40GB table),
-sharding strategy FULL_SHARD (ZeRO-3: weights, gradients and optimizer state sharded over every GPU, dp = GPUs,
-no tensor or pipeline parallelism), activation checkpointing on or off (on → full recomputation: FSDP's
-checkpoint wrapper around each block, ``activation_checkpointing_reentrant: false``), no CPU offload, and the
-throughput in tokens/s per GPU (the column used here). Inferred: fused attention (the yamls' ``attn_impl: triton`` / ``flash``, FlashAttention
-kernels), no dropout, the model shapes of the pretrain yamls (see ``model_presets``), the A100 preset's
-25 GB/s per GPU inter-node (1600 Gbps = 8 × 200 Gb/s per node, as the header states); the H100 table does not
-state its interconnect, taken as the preset's 400 Gb/s per GPU.
+Stated (per row): model, sequence length, GPUs, micro-batch size, gradient accumulation (= microbatches), global
+batch, precision (amp_bf16, or bf16 PURE for the A100 80GB 70B rows and the whole A100 40GB table), sharding
+strategy FULL_SHARD (ZeRO-3: weights, gradients and optimizer state sharded over every GPU, dp = GPUs, no tensor or
+pipeline parallelism), activation checkpointing on or off (on → full recomputation: FSDP's checkpoint wrapper
+around each block, ``activation_checkpointing_reentrant: false``), no CPU offload, and the throughput in tokens/s
+per GPU (the column used here). Inferred: fused attention (the yamls' ``attn_impl: triton`` / ``flash``,
+FlashAttention kernels), no dropout, the model shapes of the pretrain yamls (see ``model_presets``), the A100
+preset's 25 GB/s per GPU inter-node (1600 Gbps = 8 × 200 Gb/s per node, as the header states); the H100 table does
+not state its interconnect, taken as the preset's 400 Gb/s per GPU.
 
 Not expressible / uncertain: FSDP's ``limit_all_gathers`` and its prefetch of the next block's all-gather
 (pipesim models ZeRO-3's per-layer gathers with its own overlap rule); the MFU/HFU columns use MosaicML's own
