@@ -16,7 +16,7 @@ Not expressible / uncertain: FSDP's ``limit_all_gathers`` and its prefetch of th
 (pipesim models ZeRO-3's per-layer gathers with its own overlap rule); the MFU/HFU columns use MosaicML's own
 FLOP count (no norms or activations), so only the token throughput is compared. The rows are 12-step runs
 (the README's ``submit_benchmarks.py`` runs), not production training. Rows with 1B and smaller models are
-left out (kernel-launch bound at these sizes, not what pipesim models). No memory is published. The A100
+left out (the table is kept to 7B and larger). No memory is published. The A100
 40GB table gives within-model GPU-count series (7B and 13B on 8–128 GPUs at 2048 tokens), the others
 sequence-length series at 8 GPUs.
 
