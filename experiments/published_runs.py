@@ -15,7 +15,7 @@ import argparse
 
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import PUBLISHED_RUNS
+from pipesim.validation.sources import IN_SAMPLE_MODULES, PUBLISHED_RUNS, module_of
 
 __all__ = ["PUBLISHED_RUNS", "cli_args", "main", "predict"]
 
@@ -47,10 +47,35 @@ def main() -> None:
         else:
             cells += [f"{c.run.memory_gib:g}", f"{c.report.memory.peak.total / 2**30:.1f}", f"{c.memory_error:+.1%}"]
         print("| " + " | ".join(cells) + " |" if args.markdown else "  ".join(f"{x:<14}" for x in cells))
-    errors = [abs(c.step_error) for c in comparisons]
-    print(f"\nstep time: {len(errors)} rows, mean |error| {sum(errors) / len(errors):.1%}, max {max(errors):.1%}")
-    memory = [abs(c.memory_error) for c in comparisons if c.memory_error is not None]
-    print(f"memory: {len(memory)} rows, mean |error| {sum(memory) / len(memory):.1%}, max {max(memory):.1%}")
+    for title, group in (("in-sample", [c for c in comparisons if module_of(c.run) in IN_SAMPLE_MODULES]),
+                         ("out-of-sample", [c for c in comparisons if module_of(c.run) not in IN_SAMPLE_MODULES])):
+        if not group:
+            continue
+        print(f"\n{title} sources:")
+        _summary(group)
+    print("\nper source module (signed error: negative = pipesim faster / smaller than published):")
+    by_module: dict[str, list] = {}
+    for c in comparisons:
+        by_module.setdefault(module_of(c.run), []).append(c)
+    for module, group in by_module.items():
+        print(f"  {module}{'' if module in IN_SAMPLE_MODULES else ' (out-of-sample)'}")
+        _summary(group, indent="    ")
+    print("\nper table:")
+    by_source: dict[str, list] = {}
+    for c in comparisons:
+        by_source.setdefault(c.run.source, []).append(c)
+    for source, group in by_source.items():
+        print(f"  [{module_of(group[0].run)}] {source}")
+        _summary(group, indent="    ")
+
+
+def _summary(group: list, indent: str = "  ") -> None:
+    """Rows, mean signed and mean |error|, for step time and (where published) memory."""
+    for what, errors in (("step time", [c.step_error for c in group]),
+                         ("memory", [c.memory_error for c in group if c.memory_error is not None])):
+        if errors:
+            print(f"{indent}{what}: {len(errors)} rows, mean signed {sum(errors) / len(errors):+.1%}, "
+                  f"mean |error| {sum(map(abs, errors)) / len(errors):.1%}, max |error| {max(map(abs, errors)):.1%}")
 
 
 if __name__ == "__main__":

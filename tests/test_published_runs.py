@@ -10,23 +10,181 @@ from experiments.p2p_sync_overhead import derived_overhead, sync_gaps
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.cli.main import main
 from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import PUBLISHED_RUNS
+from pipesim.validation.sources import IN_SAMPLE_RUNS, PUBLISHED_RUNS, module_of
 
-# (model, source, GPUs, microbatches for Qi's interleaved rows else cp): why the row misses the 15 % bar. Empty
-# since the P2P synchronisation overhead (chip field p2p_sync_overhead) took Qi et al.'s 14.6B interleaved rows
-# from -16 % to -6 %; a row that misses again is listed here with its reason, as a strict xfail.
-KNOWN_STEP_MISSES: dict[tuple, str] = {}
+
+def _key(run):
+    """A row's name in KNOWN_STEP_MISSES: its source, configuration, recomputation and sequence length."""
+    extra = (" fp8" if run.precision.value == "fp8" else "") + (" async-tp" if run.async_tp else "")
+    return f"{run.source} | {run.label} {run.recompute.value} s{run.seq_len or '-'}{extra}"
+
+
+# row key (_key): why the row misses the 15 % bar, as a strict xfail. No in-sample row is here since the P2P
+# synchronisation overhead (chip field p2p_sync_overhead) took Qi et al.'s 14.6B interleaved rows from -16 % to
+# -6 %. The out-of-sample sources (issue #24) were added without touching any constant; their misses are listed
+# with the measured error, so the day the model improves the test says so.
+KNOWN_STEP_MISSES: dict[str, str] = {
+    # mosaicml2023
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-70b tp1 pp1 m4 b8 1f1b 64×h100 full '
+     's2048'):
+        '-24%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-70b tp1 pp1 m16 b2 1f1b 32×h100 full '
+     's2048'):
+        '-35%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full '
+     's8192'):
+        '-44%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full '
+     's4096'):
+        '-34%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m3 b14 1f1b 32×h100 full '
+     's2048'):
+        '-22%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m3 b10 1f1b 16×h100 full '
+     's2048'):
+        '-24%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b3 1f1b 8×h100 full '
+     's2048'):
+        '-31%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b6 1f1b 8×h100 full '
+     's1024'):
+        '-30%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b1 1f1b 8×h100 full '
+     's32768'):
+        ('-33%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound '
+         'at 32768 tokens (FlashAttention share too high?)'),
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b3 1f1b 8×h100 full '
+     's16384'):
+        ('-29%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound '
+         'at 16384 tokens (FlashAttention share too high?)'),
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b10 1f1b 8×h100 full '
+     's4096'):
+        '-23%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 64×h100 none '
+     's2048'):
+        ('-44%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no '
+         'recomputation: few microbatches, the gathers/reduce-scatters less hidden'),
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 32×h100 none '
+     's2048'):
+        ('-44%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no '
+         'recomputation: few microbatches, the gathers/reduce-scatters less hidden'),
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 16×h100 none '
+     's2048'):
+        ('-44%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no '
+         'recomputation: few microbatches, the gathers/reduce-scatters less hidden'),
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 8×h100 none s2048':
+        ('-42%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no '
+         'recomputation: few microbatches, the gathers/reduce-scatters less hidden'),
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b40 1f1b 8×h100 full '
+     's1024'):
+        '-20%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b1 1f1b 8×h100 full s65536':
+        ('-36%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound '
+         'at 65536 tokens (FlashAttention share too high?)'),
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b2 1f1b 8×h100 full s32768':
+        ('-34%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound '
+         'at 32768 tokens (FlashAttention share too high?)'),
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b8 1f1b 8×h100 full s8192':
+        '-27%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b16 1f1b 8×h100 full s4096':
+        '-24%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m1 b6 1f1b 8×h100 none s2048':
+        ('-34%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no '
+         'recomputation: few microbatches, the gathers/reduce-scatters less hidden'),
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b64 1f1b 8×h100 full s1024':
+        '-22%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-70b tp1 pp1 m16 b2 1f1b 32×a100 full s2048':
+        '-18%, pipesim too fast: FSDP/ZeRO-3',
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-30b tp1 pp1 m21 b1 1f1b 8×a100 full s8192':
+        '-34%, pipesim too fast: FSDP/ZeRO-3',
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-13b tp1 pp1 m3 b1 1f1b 8×a100 full s32768':
+        ('-20%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 32768 tokens (FlashAttention share too '
+         'high?)'),
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-13b tp1 pp1 m3 b2 1f1b 8×a100 none s2048':
+        ('-23%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the '
+         'gathers/reduce-scatters less hidden'),
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b1 1f1b 8×a100 full s65536':
+        ('-30%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 65536 tokens (FlashAttention share too '
+         'high?)'),
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b2 1f1b 8×a100 full s32768':
+        ('-24%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 32768 tokens (FlashAttention share too '
+         'high?)'),
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b4 1f1b 8×a100 full s16384':
+        ('-17%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 16384 tokens (FlashAttention share too '
+         'high?)'),
+    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b6 1f1b 8×a100 none s2048':
+        ('-17%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the '
+         'gathers/reduce-scatters less hidden'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-70b tp1 pp1 m1 b4 1f1b 128×a100 full s2048':
+        '-17%, pipesim too fast: FSDP/ZeRO-3',
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-70b tp1 pp1 m1 b2 1f1b 64×a100 full s2048':
+        '-39%, pipesim too fast: FSDP/ZeRO-3',
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b1 1f1b 8×a100 full s8192':
+        ('-27%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node '
+         'one-microbatch rows miss by half as much'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b2 1f1b 8×a100 full s4096':
+        ('-24%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node '
+         'one-microbatch rows miss by half as much'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b4 1f1b 8×a100 full s2048':
+        ('-24%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node '
+         'one-microbatch rows miss by half as much'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b8 1f1b 8×a100 full s1024':
+        ('-24%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node '
+         'one-microbatch rows miss by half as much'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b16 1f1b 8×a100 full s512':
+        ('-23%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node '
+         'one-microbatch rows miss by half as much'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-7b tp1 pp1 m4 b1 1f1b 8×a100 full s16384':
+        ('-23%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 16384 tokens (FlashAttention share too '
+         'high?)'),
+    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-7b tp1 pp1 m4 b3 1f1b 8×a100 full s8192':
+        '-18%, pipesim too fast: FSDP/ZeRO-3',
+    # torchtitan2024
+    ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 '
+     'pp1 m1 b2 1f1b 8×h100 selective s8192'):
+        '-35%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak',
+    ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 '
+     'pp1 m1 b2 1f1b 8×h100 selective s8192 fp8'):
+        '-28%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears',
+    # fmsfsdp2024
+    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-7b tp1 pp1 m1 b2 1f1b 128×a100 none s4096':
+        ('-28%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the '
+         'gathers/reduce-scatters less hidden; HSDP taken as 128-way ZeRO-3, which should make pipesim '
+         'slower, not faster'),
+    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-13b tp1 pp1 m1 b1 1f1b 128×a100 none s4096':
+        ('-39%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the '
+         'gathers/reduce-scatters less hidden; HSDP taken as 128-way ZeRO-3, which should make pipesim '
+         'slower, not faster'),
+}
+
+
+# row key: why its peak memory misses the 15 % bar (strict xfail), for the out-of-sample sources.
+KNOWN_MEMORY_MISSES: dict[str, str] = {
+    # torchtitan2024
+    ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 '
+     'pp1 m1 b2 1f1b 8×h100 selective s8192'):
+        ("+27%, pipesim too high: selective AC: torchtitan's per-op SAC keeps fewer activations than "
+         "pipesim's selective"),
+    ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 | llama3.1-8b tp1 '
+     'pp1 m1 b2 1f1b 8×h100 selective s8192 fp8'):
+        ("+28%, pipesim too high: selective AC: torchtitan's per-op SAC keeps fewer activations than "
+         "pipesim's selective"),
+}
 
 
 def _miss(run):
-    key = (run.model, run.source.split(" ")[0], run.gpus)
-    if run.schedule == "interleaved" and run.source.startswith("Qi"):
-        return KNOWN_STEP_MISSES.get((*key, run.microbatches))
-    return KNOWN_STEP_MISSES.get((*key, run.cp))
+    return KNOWN_STEP_MISSES.get(_key(run))
+
+
+def _memory_miss(run):
+    return KNOWN_MEMORY_MISSES.get(_key(run))
 
 
 def _id(run):
-    return f"{run.source.split(' ')[0]}-{run.label.replace(' ', '_')}-{run.schedule}-{run.recompute.value}"
+    seq = f"-s{run.seq_len}" if run.seq_len else ""
+    extra = ("-fp8" if run.precision.value == "fp8" else "") + ("-async_tp" if run.async_tp else "")
+    return (f"{run.source.split(' ')[0]}-{run.label.replace(' ', '_')}-{run.schedule}-{run.recompute.value}{seq}"
+            f"{extra}")
 
 
 _COMPARISONS: dict[int, object] = {}
@@ -47,7 +205,9 @@ def test_step_time_within_15_percent(run):
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
 
 
-@pytest.mark.parametrize("run", [r for r in PUBLISHED_RUNS if r.memory_gib is not None], ids=_id)
+@pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=_memory_miss(r)))
+                                 if _memory_miss(r) else r for r in PUBLISHED_RUNS if r.memory_gib is not None],
+                         ids=_id)
 def test_memory_within_15_percent(run):
     error = _comparison(run).memory_error
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
@@ -60,12 +220,22 @@ def test_the_p2p_sync_overhead_is_the_one_qi_et_al_measure():
 
 
 def test_table_size_and_mean_errors():
-    comparisons = [_comparison(run) for run in PUBLISHED_RUNS]
+    """The in-sample sources (those the constants were chosen against) hold the 8 % bound; the out-of-sample
+    sources' means are reported by experiments/published_runs.py, not bounded (issue #24)."""
+    comparisons = [_comparison(run) for run in IN_SAMPLE_RUNS]
     steps = [abs(c.step_error) for c in comparisons]
     memory = [abs(c.memory_error) for c in comparisons if c.memory_error is not None]
     assert len(steps) >= 20 and len(memory) >= 20
     assert sum(steps) / len(steps) <= 0.08
     assert sum(memory) / len(memory) <= 0.08
+
+
+def test_every_row_has_a_source_module_and_a_unique_key():
+    assert all(module_of(run) for run in PUBLISHED_RUNS)
+    assert len({_key(run) for run in PUBLISHED_RUNS if module_of(run) not in {"qi2024"}}) \
+        == sum(module_of(run) != "qi2024" for run in PUBLISHED_RUNS)
+    keys = {_key(run) for run in PUBLISHED_RUNS}
+    assert set(KNOWN_STEP_MISSES) <= keys and set(KNOWN_MEMORY_MISSES) <= keys  # no stale entries
 
 
 @pytest.mark.parametrize("run", PUBLISHED_RUNS[::10], ids=_id)

@@ -59,9 +59,20 @@ _PRESETS = [
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
              p2p_efficiency=0.16,
              attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
+    # NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB): the 80GB part's compute, NVLink and SMs; 40GB HBM2
+    # (40960 MiB); 1,555 GB/s. Inter-node as MosaicML's A100 40GB table states it: 1600 Gbps per 8-GPU node.
+    ChipSpec("a100-40gb", 312 * TFLOPS, 40.0, 1555 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
+             p2p_efficiency=0.16,
+             attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
     ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
+             **_HOPPER_FA2),
+    # Meta's Grand Teton H100 (torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"): SXM H100
+    # with 96GB HBM2e at 2.4 TB/s, run at a 500 W power limit, NVLink within the 8-GPU host, 400 Gb/s RDMA per
+    # GPU. Its peak is "between SXM and NVL" (the file's footnote 2), not published: the SXM figures (989.4 BF16,
+    # 1,979 FP8 dense) are taken, an upper bound; 96GB taken as 96 GiB (no nvidia-smi reading at hand).
+    ChipSpec("h100-96gb-hbm2e", 989.4 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
              **_HOPPER_FA2),
     # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
     # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.

@@ -62,6 +62,15 @@ _PRESETS = [
     _llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
     _llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
     _llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
+    # MosaicML llm-foundry, scripts/train/yamls/pretrain/mpt-{7b,13b,30b,70b}.yaml (n_layers, d_model, n_heads,
+    # expansion_ratio 4, vocab_size 50368, max_seq_len 2048). The benchmark tables' NumParams column
+    # (scripts/train/benchmarking/README.md) implies biases, LayerNorm with bias and a max_seq_len × d_model
+    # learned position table (7b: 6,658,859,008 at 2048 tokens = 12·L·h² + 50368·h + 2048·h + 9h·L biases +
+    # (4L + 2)·h norm parameters; 4,194,304 = 1024·h fewer at 1024 tokens), tied embeddings; no dropout (assumed:
+    # the yamls set none).
+    *(ModelSpec(name, layers, hidden, heads, 4 * hidden, 50368, 2048, tied_embeddings=True, learned_positions=True,
+                dropout=False) for name, layers, hidden, heads in [
+        ("mpt-7b", 32, 4096, 32), ("mpt-13b", 40, 5120, 40), ("mpt-30b", 48, 7168, 56), ("mpt-70b", 80, 8192, 64)]),
 ]
 
 MODEL_PRESETS: dict[str, ModelSpec] = {m.name: m for m in _PRESETS}

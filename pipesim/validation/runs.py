@@ -48,6 +48,7 @@ class PublishedRun:
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
     # exactly one of these is the published throughput
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
@@ -102,7 +103,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=run.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
-                    overlap_p2p=run.overlap_p2p,
+                    overlap_p2p=run.overlap_p2p, async_tp=run.async_tp,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     if load_schedule(run.schedule).build_options:  # zb-auto: its order is synthesised for these costs
         costs = build_cost_model(model, chip, layout, PipelineShape(run.pp, run.microbatches, run.chunks))
@@ -136,6 +137,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--fp8")
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
+    if run.async_tp:
+        argv.append("--async-tp")
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
     if run.first_last is not None:

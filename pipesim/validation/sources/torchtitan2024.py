@@ -1,0 +1,49 @@
+"""torchtitan team, "Llama 3.1 8B, 70B, 405B" benchmarks of December 2024 (pytorch/torchtitan,
+benchmarks/llama3_h100_202412_torchtitan.md, **Table 1 only**: Llama 3.1 8B, BF16 and Float8): tokens/s per GPU
+and peak memory on Meta's Grand Teton H100s (96GB HBM2e, 500 W; the ``h100-96gb-hbm2e`` preset).
+
+Only the Llama 3.1 8B Float8 table is ours to use: the team keeps torchtitan's other benchmark tables (the
+70B and 405B FSDP/TP/PP/CP runs of Tables 2–6, the same numbers as Liang et al. 2024, arXiv 2410.06511) for
+its own held-out validation. They were read once while this module was written and then removed, before any
+constant was re-derived; nothing here or in :mod:`pipesim.validation.constants` was fitted to them. The notes
+below on Tables 2–6 describe what was stated there, for whoever holds that validation.
+
+Stated (Table 1): Llama 3.1 8B on 8 GPUs, FSDP over all 8 (ZeRO-3), local batch 2 (global 16), selective
+activation checkpointing, torch.compile, BF16 or Float8 linears (torchao, tensorwise dynamic scaling), TPS/GPU
+read at the 90th iteration, memory the maximum over GPUs. Inferred: sequence length 8192 (torchtitan's Llama 3.1
+training configs); the whole local batch as one microbatch; fused attention (PyTorch SDPA's FlashAttention-2
+backend: the Hopper FA2 shares of the H100 preset); the memory column as PyTorch's reserved peak (torchtitan
+logs ``max_reserved``), which sits above allocated memory by the caching allocator's fragmentation.
+
+Approximations: torchtitan's "selective" checkpointing (per-op SAC: matmul outputs kept, every other one
+recomputed) is taken as pipesim's selective recomputation (attention core only); torch.compile is not
+modelled. Uncertain: the chip's real peak (500 W; the SXM peak is used, so pipesim is optimistic by
+construction here). The chip presets' FP8 share cites this table's Float8/BF16 ratio as a cross-check, so its
+Float8 row is not fully held out.
+"""
+
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.validation.runs import PublishedRun
+
+SOURCE = "torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md)"
+_CHIP = "h100-96gb-hbm2e"
+_FSDP = ZeroStage.PARAMETERS
+_BF16, _FP8 = Precision.BF16, Precision.FP8
+
+
+def _row(table, model, gpus, local_batch, seq, precision, recompute, tps, gib, tp=1, pp=1, cp=1, chunks=1,
+         schedule="1f1b", async_tp=False, first_last=None):
+    dp = gpus // (tp * pp * cp)
+    micro = local_batch if pp == 1 else 1  # no PP: the whole local batch is one microbatch
+    return PublishedRun(f"{SOURCE}, Table {table}", model, _CHIP, gpus, local_batch * dp, tp=tp, pp=pp, cp=cp,
+                        chunks=chunks, micro_batch=micro, seq_len=seq, schedule=schedule, recompute=recompute,
+                        sequence_parallel=tp > 1, zero=_FSDP, precision=precision, async_tp=async_tp,
+                        first_last=first_last, tokens_per_gpu=tps, memory_gib=gib)
+
+
+_SEL, _FULL = Recompute.SELECTIVE, Recompute.FULL
+ROWS = [
+    # Table 1: 8B, 8 GPUs, local batch 2, global 16, selective AC (FSDP + torch.compile, + Float8)
+    _row(1, "llama3.1-8b", 8, 2, 8192, _BF16, _SEL, 6667, 77.0),
+    _row(1, "llama3.1-8b", 8, 2, 8192, _FP8, _SEL, 8532, 76.8),
+]
