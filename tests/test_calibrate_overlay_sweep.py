@@ -140,3 +140,28 @@ def test_costs_file_reused_on_another_pp_times_v_keeps_each_stage_time(tmp_path,
     durations = (timeline["end"] - timeline["start"]).groupby(timeline["op"]).agg(["min", "max"])
     assert durations.loc["F"].tolist() == pytest.approx([2.0, 2.0])
     assert durations.loc["B"].tolist() == pytest.approx([4.0, 4.0])
+
+
+def test_calibrating_a_fused_backward_derives_i_and_w_and_says_so(tmp_path, capsys):
+    """#23: a fused-backward timeline used to give split schedules I = W = 0 (a free backward, zb-h1 −35%)."""
+    program = build_program("1f1b", 4, 8).program
+    measured = simulate(program, CostModel(StageCosts(forward=1.0, backward=3.0), time_unit="s")).timeline
+    notes = []
+    costs = calibrate(measured, notes=notes)
+    assert costs.default.backward_input == pytest.approx(1.5) and costs.default.backward_weight == pytest.approx(1.5)
+    assert notes and "I and W derived from the fused B" in notes[0]
+    path = tmp_path / "t.csv"
+    write_timeline(measured, path)
+    assert main(["calibrate", str(path), "-o", str(tmp_path / "c.json")]) == 0
+    assert "note: I and W derived from the fused B" in capsys.readouterr().out
+    zb = simulate(build_program("zb-h1", 4, 8).program, CostModel.load(tmp_path / "c.json"))
+    assert zb.metrics.ideal == pytest.approx(8 * (1.0 + 3.0))  # every rank still does F + I + W = F + B of work
+
+
+def test_calibrating_a_split_backward_derives_b():
+    program = build_program("zb-h1", 4, 8).program
+    split = CostModel(StageCosts(forward=1.0, backward=3.0, backward_input=2.0, backward_weight=1.0), time_unit="s")
+    notes = []
+    costs = calibrate(simulate(program, split).timeline, notes=notes)
+    assert costs.default.backward == pytest.approx(3.0) and notes == ["B derived as I + W (the timeline has no "
+                                                                      "fused backward)"]

@@ -26,8 +26,20 @@ _FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "ba
                 "REDUCE_GRAD": "reduce_grad"}
 
 
-def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit = TimeUnit.SECONDS) -> CostModel:
-    """Build a :class:`CostModel` from ``frame``. ``warmup_steps`` are dropped when later steps exist."""
+#: The share of a fused backward B given to the input gradient I when only B was measured (W gets the rest): a
+#: layer's input- and weight-gradient GEMMs do the same FLOPs (each as many as the forward: Qi et al. 2024 §2
+#: take T_B ≈ T_W), so I = W = B/2. Measure a split-backward run for the real split.
+INPUT_GRAD_SHARE = 0.5
+
+
+def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit = TimeUnit.SECONDS,
+              notes: list[str] | None = None) -> CostModel:
+    """Build a :class:`CostModel` from ``frame``. ``warmup_steps`` are dropped when later steps exist.
+
+    A timeline has either fused backwards (B) or split ones (I, W); the passes it lacks are derived, never left
+    at 0 (a free backward): from a fused B, I = ``INPUT_GRAD_SHARE``·B and W = B − I; from I and W, B = I + W.
+    Each derivation is appended to ``notes`` (``pipesim calibrate`` prints them).
+    """
     steps = sorted(frame["step"].unique())
     if len(steps) > warmup_steps:
         frame = frame[frame["step"] >= steps[warmup_steps]]
@@ -41,6 +53,9 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
     per_stage: dict[int, dict[str, float]] = {}
     for (stage, op), value in means.items():
         per_stage.setdefault(int(stage), {})[_FIELD_OF_OP[op]] = chunks * float(value)
+    derived = _derive_missing_backward(per_stage)
+    if derived and notes is not None:
+        notes.append(derived)
     # The most common value of each field becomes the default; stages that differ become overrides.
     default_values = {}
     for field in _FIELD_OF_OP.values():
@@ -70,6 +85,22 @@ def trimmed_mean(values, cut: float = 0.1) -> float:
     drop = int(len(ordered) * cut)
     kept = ordered[drop : len(ordered) - drop] if len(ordered) > 2 * drop else ordered
     return float(kept.mean())
+
+
+def _derive_missing_backward(per_stage: dict[int, dict[str, float]]) -> str | None:
+    """Fill the backward passes a timeline lacks (module docstring's rule); say what was derived, or None."""
+    said = set()
+    for values in per_stage.values():
+        has_split = "backward_input" in values and "backward_weight" in values
+        if "backward" in values and "backward_input" not in values and "backward_weight" not in values:
+            values["backward_input"] = INPUT_GRAD_SHARE * values["backward"]
+            values["backward_weight"] = values["backward"] - values["backward_input"]
+            said.add(f"I and W derived from the fused B (I = {INPUT_GRAD_SHARE:g}·B, W = B − I; the timeline has no "
+                     "split backward): split-backward schedules are predicted from that rule, not measured")
+        elif has_split and "backward" not in values:
+            values["backward"] = values["backward_input"] + values["backward_weight"]
+            said.add("B derived as I + W (the timeline has no fused backward)")
+    return "; ".join(sorted(said)) or None
 
 
 def _zero_unused(values: dict[str, float]) -> dict[str, float]:
