@@ -131,8 +131,11 @@ def chip_from_dict(data: dict, source: str) -> ChipSpec:
 
 
 def load_chip(spec: str) -> ChipSpec:
-    """A preset name (``pipesim chips``) or a path to a .yaml/.json chip file."""
+    """A preset name, a committed measured chip's name (``pipesim chips``) or a path to a .yaml/.json chip file."""
     from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.measured_chips import measured_chip_files
 
+    if spec.lower() not in CHIP_PRESETS and spec.lower() in measured_chip_files():  # a committed measured file
+        spec = str(measured_chip_files()[spec.lower()])
     return preset_or_file(spec, CHIP_PRESETS, flag="--hardware", what="chip", listing="pipesim chips",
                           from_dict=chip_from_dict)
