@@ -6,7 +6,7 @@ For each (schedule, pp, tp): the executor's GPT is written as a model file (``ex
 number of processes measuring at once, the same ``--threads`` per process (the cores shared out, at least 1),
 the model's exact GEMM and attention shapes at each tp; the executor runs ``--repeats`` times and its
 steady-state step time is the median of each run's steps after the first. Reported: the prediction's error
-against the mean of the runs, and the run-to-run spread ((max − min) / mean) — the noise the error sits in.
+against the median run, and the run-to-run spread ((max − min) / median) — the noise the error sits in.
 
 Run from the repository root: ``python experiments/closed_loop.py [--fast] [--update-docs]``.
 """
@@ -66,7 +66,8 @@ class Outcome:
 
     @property
     def measured(self) -> float:
-        return statistics.fmean(self.runs)
+        """The median run: one run slowed by a neighbour's job on a shared machine does not move it."""
+        return statistics.median(self.runs)
 
     @property
     def error(self) -> float:
@@ -160,7 +161,7 @@ def closed_loop(out: Path, fast: bool, log=print) -> list[Outcome]:
 
 
 def table(outcomes: list[Outcome]) -> str:
-    rows = ["| schedule | pp | tp | predicted s | measured s (mean) | runs | run-to-run spread | error |",
+    rows = ["| schedule | pp | tp | predicted s | measured s (median run) | runs | run-to-run spread | error |",
             "|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         c = o.config
