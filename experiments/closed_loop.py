@@ -2,9 +2,9 @@
 executor's step time from that file, and ``torchrun -m executors.run`` (real compute) measures it.
 
 For each (schedule, pp, tp): the executor's GPT is written as a model file (``executors.run
---print-model-file``); the machine is profiled once per process count, as the executor will run — the same
-number of processes measuring at once, the same ``--threads`` per process (the cores shared out, at least 1),
-the model's exact GEMM and attention shapes at each tp; the executor runs ``--repeats`` times and its
+--print-model-file``); the machine is profiled right before each configuration's runs, as the executor will
+run — the same number of processes measuring at once, the same ``--threads`` per process (the cores shared
+out, at least 1), the model's exact GEMM and attention shapes at that tp; the executor runs ``--repeats`` times and its
 steady-state step time is the median of each run's steps after the first. Reported: the prediction's error
 against the median run, and the run-to-run spread ((max − min) / median) — the noise the error sits in.
 
@@ -143,15 +143,13 @@ def closed_loop(out: Path, fast: bool, log=print) -> list[Outcome]:
     model, configs, repeats, steps, microbatches = FAST if fast else FULL
     model_file = out / "closed_loop_gpt.yaml"
     _run([sys.executable, "-m", "executors.run", "--print-model-file", str(model_file), *model.flags()])
-    chips: dict[int, Path] = {}
     outcomes = []
     for config in configs:
-        if config.processes not in chips:
-            tps = sorted({c.tp for c in configs if c.processes == config.processes})
-            chips[config.processes] = profile(out, model_file, config.processes, tps)
-            log(f"profiled with {config.processes} processes × {threads_for(config.processes)} thread(s): "
-                f"{chips[config.processes]}")
-        predicted = predict(config, model_file, chips[config.processes], microbatches)
+        # Profiled again right before each configuration's runs: on a shared machine the load changes within
+        # minutes, and a profile taken under other load than the runs' is the largest error there is.
+        chip = profile(out, model_file, config.processes, [config.tp])
+        log(f"profiled with {config.processes} processes × {threads_for(config.processes)} thread(s): {chip}")
+        predicted = predict(config, model_file, chip, microbatches)
         runs = tuple(measure(config, model, microbatches, steps) for _ in range(repeats))
         outcome = Outcome(config, predicted, runs)
         log(f"{config.label:<22} predicted {predicted:7.3f} s  measured {outcome.measured:7.3f} s "
