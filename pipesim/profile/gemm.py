@@ -1,9 +1,11 @@
 """GEMM timing: a standard (M, N, K) grid plus the exact products of a model's layers (forward, input
 gradient, weight gradient), each timed as the executor computes it (``X·Wᵀ``, ``dY·W``, ``dYᵀ·X``).
 
-Dtypes: BF16 on CUDA (what training runs; FP8 via ``torch._scaled_mm`` where the device has it), FP32 on CPU —
-the executor computes in FP32 there (its weights are drawn as FP32 and never cast), and CPU torch's BF16
-matmuls are not faster than FP32 on CPUs without AMX, so FP32 is the rate the CPU cost terms need.
+Dtypes: BF16 on CUDA (what training runs; FP8 via ``torch._scaled_mm`` where the device has it), FP32 on CPU:
+the executor computes in FP32 there (its weights are drawn as FP32 and never cast), so FP32 is the rate the
+CPU cost terms need, whatever BF16 would reach. (Speed does not decide it: on this project's 2-core AVX-512
+Xeon a single-thread 512³ BF16 product ran ~3× faster than FP32 — torch uses the CPU's BF16 dot-product
+instructions — so a CPU BF16 table would predict an executor that does not exist.)
 """
 
 from __future__ import annotations
