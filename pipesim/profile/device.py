@@ -102,7 +102,8 @@ def provenance(device: Device, command: list[str], backend: str | None) -> dict:
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()}",
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join(["pipesim", "profile", *command]) if command else "pipesim profile",
+        "command": " ".join([*(["torchrun", "--nproc-per-node", str(device.world_size), "-m", "pipesim.profile"]
+                               if device.world_size > 1 else ["pipesim", "profile"]), *command]),
         "processes": device.world_size,
         "collective_backend": backend or "none (one process: collectives not measured)",
     }
