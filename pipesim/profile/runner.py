@@ -96,6 +96,8 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
     fp8_ok, fp8_reason = device.has_fp8
     fp8_shapes = [s for s in gemm_shapes if s.m % 16 == 0 and s.n % 16 == 0 and s.k % 16 == 0] if fp8_ok else []
     stream_shapes = stream.shapes(tokens, hidden, vocab)
+    if device.cuda:  # a model's small tensors are launch-bound on a GPU: a 256 MiB copy gives the HBM rate
+        stream_shapes.append(stream.StreamShape(stream.StreamKernel.COPY, 32768, 4096))
     sizes = collectives.QUICK_SIZES if request.quick else collectives.FULL_SIZES
     n_coll = sum(len(sizes) * (4 if n == 2 else 3) for n in collectives.group_sizes(world))
     total = len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + n_coll
