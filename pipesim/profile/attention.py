@@ -47,12 +47,12 @@ def time_attention(shape: AttentionShape, device: Device, repeats: Repeats) -> A
         with torch.no_grad():
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    def forward_backward():
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        out.backward(grad)
-        q.grad = k.grad = v.grad = None
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def backward():  # the backward alone, through the kept graph: (forward + backward) − forward, two noisy
+        out.backward(grad, retain_graph=True)  # medians apart, came out at a fraction of the forward on a
+        q.grad = k.grad = v.grad = None  # loaded CPU, where the backward really takes ~2.5× the forward
 
     fwd = median_seconds(forward, repeats, device.cuda)
-    both = median_seconds(forward_backward, repeats, device.cuda)
-    bwd = max(both - fwd, 1e-3 * fwd)  # the backward alone: what is left of forward + backward
+    bwd = median_seconds(backward, repeats, device.cuda)
     return AttentionRow(shape.seq, shape.head_dim, shape.forward_flops / fwd, 2.5 * shape.forward_flops / bwd)
