@@ -101,7 +101,13 @@ def parser() -> argparse.ArgumentParser:
                    "one pipesim plan/synthesize used, so every rank builds the same order for the same costs; or "
                    "run the order itself: pipesim synthesize -o order.txt, then pass order.txt as SCHEDULE "
                    "(default: unit costs)")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="CPU threads per process (torch.set_num_threads; profile with the same: pipesim profile "
+                   "--threads) (default: torch's own, all cores)")
     out = p.add_argument_group("outputs (checked before any process group starts)")
+    out.add_argument("--print-model-file", metavar="FILE.yaml",
+                     help="write this GPT (the model flags) as a pipesim model file and exit, without running "
+                     "(pipesim simulate --model FILE.yaml)")
     out.add_argument("--timeline", metavar="FILE",
                      help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)")
     out.add_argument("--trace", metavar="FILE.json",
@@ -194,6 +200,25 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
     )
 
 
+def write_model_file(args: argparse.Namespace) -> int:
+    """``--print-model-file``: the model flags as a pipesim model file (rank 0 writes; atomic)."""
+    import yaml
+
+    from executors.model import model_file_dict
+    from pipesim.io.atomic import write_text_atomic
+
+    check_output_path(args.print_model_file, "--print-model-file")
+    if not args.print_model_file.lower().endswith((".yaml", ".yml")):
+        raise PipesimError(f"--print-model-file {args.print_model_file}: use a .yaml file")
+    cfg = ModelConfig(args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab,
+                      args.seed)
+    cfg.check(1, TPMode.ALL_REDUCE)
+    if int(os.environ.get("RANK", "0")) == 0:
+        write_text_atomic(args.print_model_file, yaml.safe_dump(model_file_dict(cfg), sort_keys=False))
+        print(f"wrote {args.print_model_file}")
+    return 0
+
+
 def _cuda() -> bool:
     """NCCL when CUDA is available, gloo otherwise."""
     import torch
@@ -215,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     try:
         args = parser().parse_args(argv)
+        if args.print_model_file:
+            return write_model_file(args)
         cfg = config_from_args(args, world_size)
         program = plan(cfg, world_size, nccl=_cuda())
     except PipesimError as err:
@@ -226,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch.distributed as dist
 
     from executors.interpreter import InstructionError
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     from executors.runtime import execute
     from pipesim.io.timeline import write_timeline
 

@@ -11,6 +11,13 @@
 
 Prints one table: schedule, p2p lowering, status (ok / hang / failed), median step time and peak CUDA
 memory. Run from the repository root: ``python experiments/gpu_check.py`` (``--help`` for the knobs).
+
+First, on CUDA, ``pipesim profile --quick`` (under torchrun over all GPUs, so collectives are measured too)
+writes the measured chip file into the repository, ``pipesim/analytic/measured_chips/<device>.yaml``
+(``--hardware <device>`` loads it, ``pipesim chips`` lists it as measured), and prints how far each constant
+of the matching preset (GEMM, attention and memory efficiencies, link bandwidths) sits from the measurement
+(``--no-profile`` skips this). Without CUDA nothing is profiled either: the script says so and exits 0 — there
+is nothing to check, which is not a failure (a CPU chip file comes from ``pipesim profile`` itself).
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=3, help="optimizer steps per run (default 3)")
     p.add_argument("--hang-timeout", type=float, default=300.0,
                    help="seconds before a run counts as hung and is killed (default 300)")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip pipesim profile --quick and the preset comparison (default: run them first)")
     p.add_argument("--also-eager", action="store_true",
                    help="also force lower()'s Programs through with --allow-unsafe-p2p (slow: hangs wait out "
                    "the timeout)")
@@ -71,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("gpu_check: no CUDA device on this machine; nothing to check (run it where torch sees a GPU)")
+        print("gpu_check: no CUDA device on this machine; nothing to check and nothing profiled (run it where "
+              "torch sees a GPU; on a CPU, pipesim profile -o cpu.yaml measures this machine)")
         return 0
     gpus = torch.cuda.device_count()
     print(f"gpu_check: {gpus} × {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}")
+    if not args.no_profile:
+        profile_and_compare(gpus)
     if gpus == 1:
         single_gpu(args)
         return 0
@@ -83,6 +95,45 @@ def main(argv: list[str] | None = None) -> int:
     print(table(outcomes))
     bad = [o for o in outcomes if o.p2p == "grouped" and o.status != "ok"]
     return 1 if bad else 0
+
+
+def measured_chip_path(device_name: str) -> Path:
+    """Where the device's measured chip file is committed: pipesim/analytic/measured_chips/<slug>.yaml."""
+    slug = "-".join("".join(c.lower() if c.isalnum() else "-" for c in device_name).split("-"))
+    slug = "-".join(p for p in slug.split("-") if p) or "cuda-device"
+    return ROOT / "pipesim" / "analytic" / "measured_chips" / f"{slug}.yaml"
+
+
+def profile_and_compare(gpus: int) -> Path:
+    """pipesim profile --quick over every GPU, into the repository; then the preset's constants against it."""
+    import torch
+
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.chip_spec import load_chip
+    from pipesim.profile.compare import preset_for, preset_gaps
+
+    name = torch.cuda.get_device_name(0)
+    path = measured_chip_path(name)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(gpus), "--master-port",
+           str(_free_port()), "-m", "pipesim.profile", "-o", str(path), "--quick", "--no-progress", "--name",
+           path.stem]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    began = time.monotonic()
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    print(result.stdout.strip())
+    if result.returncode != 0:
+        print(f"gpu_check: pipesim profile failed (rc {result.returncode}): {result.stderr.strip()[-400:]}")
+        return path
+    print(f"profile --quick over {gpus} GPU(s): {time.monotonic() - began:.1f} s; wrote {path.relative_to(ROOT)} "
+          f"(pipesim chips lists it; --hardware {path.stem})")
+    preset_name = preset_for(name)
+    if preset_name is None:
+        print(f"no preset matches {name!r}: nothing to compare")
+        return path
+    print(f"preset {preset_name} against the measurement:")
+    for gap in preset_gaps(load_chip(str(path)), CHIP_PRESETS[preset_name]):
+        print(f"  {gap.text()}")
+    return path
 
 
 def single_gpu(args: argparse.Namespace) -> None:

@@ -13,9 +13,10 @@ replaces all of that by one fraction of peak for every FLOP, element-wise work f
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from pipesim.analytic.layout import Precision
+from pipesim.analytic.measured import MeasuredTables, parse_measured, parse_provenance
 from pipesim.analytic.spec_fields import Field, Kind, parse_fields
 from pipesim.errors import PipesimError
 from pipesim.io.spec_files import preset_or_file
@@ -62,6 +63,10 @@ FIELDS: tuple[Field, ...] = (
           default=(128, 256), low=1),
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
           "per-kernel model (what --achievable-fraction sets)", low=0, high=1, low_open=True),
+    Field("measured", Kind.TABLE, "", "tables timed by `pipesim profile` (gemm, attention, stream, collectives; "
+          "pipesim/analytic/measured.py): the cost model reads them instead of the roofline", parse=parse_measured),
+    Field("provenance", Kind.TABLE, "", "where and how the tables were measured (device, versions, date, "
+          "command)", parse=parse_provenance),
 )
 
 
@@ -93,11 +98,13 @@ class ChipSpec:
     sm_count: int = 132
     gemm_tile: tuple[int, int] = (128, 256)
     achievable_fraction: float | None = None  # set: one fraction of peak for everything (the old model)
+    measured: MeasuredTables | None = None  # pipesim profile's tables (pipesim.analytic.measured)
+    provenance: dict | None = field(default=None, compare=False, hash=False)  # where the tables come from
 
     def __post_init__(self) -> None:
         for f in FIELDS:  # presets and replace() get the same checks as files
             value = getattr(self, f.key)
-            if value is not None and f.key != "name":
+            if value is not None and f.key != "name" and f.kind is not Kind.TABLE:
                 from pipesim.analytic.spec_fields import check_value
 
                 check_value(value, f, f"chip {self.name}")
@@ -121,6 +128,11 @@ class ChipSpec:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["gemm_tile"] = list(self.gemm_tile)
+        for key in ("measured", "provenance"):
+            if data[key] is None:
+                del data[key]
+        if self.measured is not None:
+            data["measured"] = self.measured.to_dict()
         return data
 
 
@@ -131,8 +143,11 @@ def chip_from_dict(data: dict, source: str) -> ChipSpec:
 
 
 def load_chip(spec: str) -> ChipSpec:
-    """A preset name (``pipesim chips``) or a path to a .yaml/.json chip file."""
+    """A preset name, a committed measured chip's name (``pipesim chips``) or a path to a .yaml/.json chip file."""
     from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.measured_chips import measured_chip_files
 
+    if spec.lower() not in CHIP_PRESETS and spec.lower() in measured_chip_files():  # a committed measured file
+        spec = str(measured_chip_files()[spec.lower()])
     return preset_or_file(spec, CHIP_PRESETS, flag="--hardware", what="chip", listing="pipesim chips",
                           from_dict=chip_from_dict)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout, Recompute, ZeroStage
+from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import ModelSpec
 
 
@@ -92,7 +93,9 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
         return LayerComm(0.0, 0.0)
     nbytes = model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
     bandwidth = group_bandwidth(chip, t)
-    one = ring_all_reduce_time(nbytes, t, bandwidth, ring_latency(chip, t, t, all_reduce=True))  # = one AG + one RS
+    one = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, t, nbytes)  # pipesim profile's fit
+    if one is None:  # = one all-gather + one reduce-scatter
+        one = ring_all_reduce_time(nbytes, t, bandwidth, ring_latency(chip, t, t, all_reduce=True))
     forward = 2 * one
     backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
     return LayerComm(forward, backward)
@@ -177,8 +180,10 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -
     bandwidth = group_bandwidth(chip, span, stride=layout.tp)
     grad_bytes = stage_params_per_rank * layout.param_bytes.grads
     if layout.sharding is ZeroStage.NONE:
-        return GradSync(ring_all_reduce_time(grad_bytes, d, bandwidth, ring_latency(chip, d, span, all_reduce=True)),
-                        0.0)
+        measured = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, d, grad_bytes)
+        if measured is None:
+            measured = ring_all_reduce_time(grad_bytes, d, bandwidth, ring_latency(chip, d, span, all_reduce=True))
+        return GradSync(measured, 0.0)
     weight_bytes = stage_params_per_rank * layout.param_bytes.weights
     latency = ring_latency(chip, d, span)
     return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, latency),

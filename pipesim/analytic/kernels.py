@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute
+from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
 from pipesim.analytic.model_spec import ModelSpec
 
 NON_GEMM_BACKWARD = 1.0  # backward / forward time of element-wise and unfused-attention work (Qi et al. Table 9)
@@ -57,6 +58,8 @@ def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> f
     """One ``(M×K)·(K×N)`` product: the slower of the compute and the memory roofline."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
+    if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:  # pipesim profile's table
+        return 2 * m * n * k / rate
     peak = chip.peak_for(precision)
     in_bytes = 1 if precision is Precision.FP8 else 2
     efficiency = chip.fp8_gemm_efficiency if precision is Precision.FP8 else chip.gemm_efficiency
@@ -65,11 +68,14 @@ def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> f
     return max(compute, memory)
 
 
-def _linear_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
+def linear_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
     """(output width, input width) per tp rank of the layer's weight matrices."""
     h, t, f = model.hidden, layout.tp, model.ffn_hidden
     up = f * (2 if model.gated else 1)
     return [((h + 2 * model.kv_dim) // t, h), (h, h // t), (up // t, h), (h, f // t)]
+
+
+_linear_shapes = linear_shapes  # the old private name (pipesim profile times these shapes)
 
 
 def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int) -> PassTimes:
@@ -90,6 +96,8 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
     full = 4 * b * s * s * heads * model.head_dim / cp  # QKᵀ and ·V of this rank's queries against all keys
     if layout.attention is AttentionKernel.FUSED:
         executed = full / 2  # causal: the kernel skips blocks above the diagonal
+        if (rates := measured_attention_rates(chip.measured, s, model.head_dim)) is not None:
+            return PassTimes(executed / rates[0], 2.5 * executed / rates[1], 0.0)
         peak = chip.peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
         forward = executed / (peak * chip.attention_forward_efficiency)
         backward = 2.5 * executed / (peak * chip.attention_backward_efficiency)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipesim.errors import PipesimError
@@ -21,6 +22,7 @@ class Kind(enum.Enum):
     BOOL = "true/false"
     TEXT = "text"
     INT_PAIR = "two integers"
+    TABLE = "mapping of tables"  # parsed by the field's own ``parse`` (e.g. pipesim.analytic.measured)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Field:
     high: float | None = None
     low_open: bool = False
     choices: tuple[str, ...] = ()
+    parse: Callable | None = None  # Kind.TABLE: parse(value, source) -> the checked value, or PipesimError
 
 
 def _number(value, field: Field, source: str):
@@ -84,6 +87,8 @@ def check_value(value, field: Field, source: str):
             allowed = f" one of {', '.join(field.choices)}" if field.choices else " text"
             raise PipesimError(f"{source}: {field.key}={value!r} must be{allowed}")
         return value
+    if field.kind is Kind.TABLE:
+        return field.parse(value, source)
     if field.kind is Kind.INT_PAIR:
         if not isinstance(value, list | tuple) or len(value) != 2:
             raise PipesimError(f"{source}: {field.key}={value!r} must be a list of two integers, e.g. [128, 256]")

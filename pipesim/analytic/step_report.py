@@ -14,6 +14,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.layout import Layout
+from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import total_params
@@ -94,6 +95,7 @@ class StepReport:
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
                        "overlap_p2p": lay.overlap_p2p},
+            "cost_sources": cost_sources(self.chip),
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
             "step_time_band": self.error_band.to_dict(),
@@ -107,6 +109,17 @@ class StepReport:
             "memory": self.memory.to_dict(),
             "time_per_rank": [t.to_dict() for t in self.rank_times],
         }
+
+
+def cost_sources(chip: ChipSpec) -> dict[str, str]:
+    """Which cost terms come from measurement (a ``pipesim profile`` chip file) and which from the roofline."""
+    if chip.measured is None:
+        return {"all": "roofline"}
+    sources = chip.measured.sources()
+    sources["pipeline P2P"] = ("measured (the p2p fit, as the link fields)" if chip.measured.collective(
+        CollectiveOp.P2P, 2) else "roofline (link fields derived from the stream rate)")
+    sources["optimizer step"] = "roofline over the measured stream rate"
+    return sources
 
 
 def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult,
@@ -135,6 +148,8 @@ def report_text(report: StepReport) -> str:
                 f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g})")
         + (f", P2P {'overlapped' if lay.overlap_p2p else f'blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)'}"
            if lay.pp > 1 else ""),
+        *([f"cost terms from {c.name}'s measured tables (pipesim profile) or the roofline: "
+           + "; ".join(f"{k} {v}" for k, v in cost_sources(c).items())] if c.measured else []),
         f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}; steady state ({report.boundary.value} "
         f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
         f"step time {report.step_time:.4g} s {report.error_band.text()}",

@@ -12,6 +12,7 @@ from pipesim.cli.commands import (
     overlay,
     plan,
     plot,
+    profile,
     schedules,
     simulate,
     sweep,
@@ -21,4 +22,4 @@ from pipesim.cli.commands import (
 )
 
 COMMANDS = (simulate, validate, lower, schedules, models, chips, export, topology, sweep, plot, calibrate, overlay,
-            plan, synthesize)
+            plan, synthesize, profile)

@@ -1,29 +1,51 @@
-"""``pipesim chips``: the chip presets ``simulate --hardware`` accepts."""
+"""``pipesim chips``: the chip presets ``simulate --hardware`` accepts, the committed measured chip files, and
+any chip files given (a ``pipesim profile`` file is listed as measured, with its provenance)."""
 
 from __future__ import annotations
 
 import argparse
 
 NAME = "chips"
+_PROVENANCE = ("device", "date", "torch", "cuda", "cuda_driver", "cpu_threads_per_process", "processes",
+               "collective_backend", "command")
 
 
 def register(sub) -> None:
-    chips = sub.add_parser(NAME, help="list chip presets", description="List chip presets (--hardware).")
+    chips = sub.add_parser(NAME, help="list chip presets and measured chip files",
+                           description="List chip presets, the measured chip files committed in "
+                           "pipesim/analytic/measured_chips (--hardware NAME), and any chip FILEs given.")
+    chips.add_argument("files", nargs="*", metavar="FILE", help="chip files to list too (.yaml/.json)")
     chips.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.chip_spec import load_chip
+    from pipesim.analytic.measured_chips import measured_chip_files
 
-    print(f"{'name':<10} {'BF16 TFLOP/s':>12} {'FP8':>6} {'HBM GiB':>8} {'HBM TB/s':>8} {'intra GB/s':>10} "
-          f"{'inter GB/s':>10} {'node':>4} {'gemm':>5} {'attn f/b':>9} {'mem':>4}")
-    for c in CHIP_PRESETS.values():
+    chips = [("preset", c) for c in CHIP_PRESETS.values()]
+    chips += [("measured", load_chip(str(path))) for path in measured_chip_files().values()]
+    for path in args.files:
+        chip = load_chip(path)
+        chips.append(("measured" if chip.measured else "file", chip))
+    w = max(10, *(len(c.name) for _, c in chips))
+    print(f"{'name':<{w}} {'source':<8} {'BF16 TFLOP/s':>12} {'FP8':>6} {'HBM GiB':>8} {'HBM TB/s':>8} "
+          f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'attn f/b':>9} {'mem':>4}")
+    for source, c in chips:
         fp8 = f"{c.fp8_peak_flops / 1e12:.0f}" if c.fp8_peak_flops else "-"
-        print(f"{c.name:<10} {c.peak_flops / 1e12:>12.1f} {fp8:>6} {c.memory_gib:>8.1f} "
-              f"{c.hbm_bandwidth / 1e12:>8.2f} {c.intra_node_bandwidth / 1e9:>10.0f} "
-              f"{c.inter_node_bandwidth / 1e9:>10.0f} {c.node_size:>4} {c.gemm_efficiency:>5.2f} "
+        print(f"{c.name:<{w}} {source:<8} {c.peak_flops / 1e12:>12.3g} {fp8:>6} {c.memory_gib:>8.1f} "
+              f"{c.hbm_bandwidth / 1e12:>8.3g} {c.intra_node_bandwidth / 1e9:>10.3g} "
+              f"{c.inter_node_bandwidth / 1e9:>10.3g} {c.node_size:>4} {c.gemm_efficiency:>5.2f} "
               f"{c.attention_forward_efficiency:>4.2f}/{c.attention_backward_efficiency:<4.2f} "
               f"{c.memory_efficiency:>4.2f}")
+    for _, c in chips:
+        if c.measured is None:
+            continue
+        record = c.provenance or {}
+        given = [f"{k} {record[k]}" for k in _PROVENANCE if k in record]
+        terms = "; ".join(f"{k} {v}" for k, v in c.measured.sources().items())
+        print(f"measured {c.name}: {', '.join(given) or 'no provenance recorded'}\n  tables: {terms}")
     print("link bandwidths: per chip, one direction (datasheet NVLink figures are bidirectional; halved here); "
-          "gemm/attn/mem: kernel efficiencies (docs/model-and-chip-files.md)")
+          "gemm/attn/mem: kernel efficiencies (docs/model-and-chip-files.md); measured: pipesim profile's "
+          "tables, which the cost model reads instead of these constants")
     return 0

@@ -1,0 +1,80 @@
+"""How far a preset's constants sit from a measured chip file: each efficiency (and link bandwidth) the
+measurement implies against the preset's own value (``experiments/gpu_check.py`` prints this on CUDA)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.measured import CollectiveOp, GemmDtype, StreamKernel
+from pipesim.errors import PipesimError
+from pipesim.profile.stream import ELEMENTWISE
+
+
+@dataclass(frozen=True)
+class Gap:
+    constant: str
+    preset: float
+    measured: float
+    how: str
+
+    @property
+    def ratio(self) -> float:
+        return self.measured / self.preset
+
+    def text(self) -> str:
+        return (f"{self.constant:<30} preset {self.preset:>10.4g}  measured {self.measured:>10.4g}  "
+                f"({self.ratio - 1:+.0%})  {self.how}")
+
+
+_NAMES = (("h200", "h200"), ("h100", "h100-sxm"), ("a100", "a100-80gb"), ("b200", "b200"), ("mi300x", "mi300x"))
+
+
+def preset_for(device_name: str) -> str | None:
+    """The preset a device name (``torch.cuda.get_device_name``) corresponds to, if any."""
+    lowered = device_name.lower().replace(" ", "")
+    return next((preset for key, preset in _NAMES if key in lowered), None)
+
+
+def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
+    """Each preset constant beside what ``measured``'s tables give for it, in the preset's own terms (shares
+    of the preset's peak and HBM bandwidth)."""
+    tables = measured.measured
+    if tables is None:
+        raise PipesimError(f"chip {measured.name} has no measured tables; write one with pipesim profile")
+    gaps = []
+    main = [r.flops_per_s for r in tables.gemm if r.dtype is tables.dtype]
+    if main:
+        gaps.append(Gap("gemm_efficiency", preset.gemm_efficiency, max(main) / preset.peak_flops,
+                        f"best {tables.dtype.value} GEMM / preset peak"))
+    fp8 = [r.flops_per_s for r in tables.gemm if r.dtype is GemmDtype.FP8]
+    if fp8 and preset.fp8_peak_flops:
+        gaps.append(Gap("fp8_gemm_efficiency", preset.fp8_gemm_efficiency, max(fp8) / preset.fp8_peak_flops,
+                        "best FP8 GEMM / preset FP8 peak"))
+    if tables.attention:
+        fwd = statistics.median(r.forward_flops_per_s for r in tables.attention)
+        bwd = statistics.median(r.backward_flops_per_s for r in tables.attention)
+        gaps += [Gap("attention_forward_efficiency", preset.attention_forward_efficiency, fwd / preset.peak_flops,
+                     "median SDPA forward / preset peak"),
+                 Gap("attention_backward_efficiency", preset.attention_backward_efficiency,
+                     bwd / preset.peak_flops, "median SDPA backward / preset peak")]
+    elementwise = tables.stream_rate(ELEMENTWISE)
+    if elementwise:
+        gaps.append(Gap("memory_efficiency", preset.memory_efficiency, elementwise / preset.hbm_bandwidth,
+                        "median layer norm/add/gelu / preset HBM bandwidth"))
+    copy = tables.stream_rate((StreamKernel.COPY,))
+    if copy:
+        gaps.append(Gap("memory_efficiency (copy)", preset.memory_efficiency, copy / preset.hbm_bandwidth,
+                        "device copy / preset HBM bandwidth"))
+    p2p = tables.collective(CollectiveOp.P2P, 2)
+    if p2p:
+        gaps.append(Gap("intra_node_bandwidth·p2p_eff", preset.intra_node_bandwidth * preset.p2p_efficiency,
+                        p2p.bandwidth, "P2P fit, bytes/s"))
+        gaps.append(Gap("link_latency", preset.link_latency, p2p.latency_s, "P2P fit latency, s"))
+    for row in tables.collectives:
+        if row.op is CollectiveOp.ALL_REDUCE:
+            bus = row.bandwidth * 2 * (row.ranks - 1) / row.ranks  # the ring formula's per-chip link rate
+            gaps.append(Gap(f"intra_node_bandwidth (all-reduce×{row.ranks})", preset.intra_node_bandwidth, bus,
+                            "all-reduce fit as ring bus bandwidth, bytes/s"))
+    return gaps

@@ -1,0 +1,87 @@
+"""GEMM timing: a standard (M, N, K) grid plus the exact products of a model's layers (forward, input
+gradient, weight gradient), each timed as the executor computes it (``X·Wᵀ``, ``dY·W``, ``dYᵀ·X``).
+
+Dtypes: BF16 on CUDA (what training runs; FP8 via ``torch._scaled_mm`` where the device has it), FP32 on CPU:
+the executor computes in FP32 there (its weights are drawn as FP32 and never cast), so FP32 is the rate the
+CPU cost terms need, whatever BF16 would reach. (Speed does not decide it: on this project's 2-core AVX-512
+Xeon a single-thread 512³ BF16 product ran ~3× faster than FP32 — torch uses the CPU's BF16 dot-product
+instructions — so a CPU BF16 table would predict an executor that does not exist.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipesim.analytic.measured import GemmDtype, GemmRow
+from pipesim.profile.device import Device
+from pipesim.profile.timing import Repeats, median_seconds
+
+QUICK_GRID = (128, 256, 512, 1024)
+FULL_GRID = (128, 256, 512, 1024, 2048, 4096)
+GPU_GRID = (256, 1024, 2048, 4096, 8192)
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """``(M×K)·(K×N)`` in the cost model's naming; ``pass_`` says which product of a linear layer it is."""
+
+    m: int
+    n: int
+    k: int
+    pass_: str = "grid"  # grid, forward, input-grad, weight-grad
+
+
+def model_shapes(model, tps: list[int]) -> list[GemmShape]:
+    """Every GEMM of one layer and of the LM head, per tp degree: what kernels.linear_times and head_times time."""
+    from pipesim.analytic.kernels import linear_shapes
+    from pipesim.analytic.layout import Layout
+
+    shapes: list[GemmShape] = []
+    tokens = model.micro_batch * model.seq_len
+    for tp in tps:
+        widths = [*linear_shapes(model, Layout(tp=tp)), (model.vocab // tp, model.hidden)]
+        for n_out, k_in in widths:
+            shapes += [GemmShape(tokens, n_out, k_in, "forward"), GemmShape(tokens, k_in, n_out, "input-grad"),
+                       GemmShape(k_in, n_out, tokens, "weight-grad")]
+    unique: dict[tuple[int, int, int], GemmShape] = {}
+    for s in shapes:
+        unique.setdefault((s.m, s.n, s.k), s)
+    return list(unique.values())
+
+
+def grid_shapes(device: Device, quick: bool) -> list[GemmShape]:
+    sizes = GPU_GRID if device.cuda else (QUICK_GRID if quick else FULL_GRID)
+    return [GemmShape(s, s, s) for s in sizes]
+
+
+def time_gemm(shape: GemmShape, dtype: GemmDtype, device: Device, repeats: Repeats) -> GemmRow:
+    """One product's achieved FLOP/s."""
+    import torch
+
+    dev = device.torch_device
+    torch_dtype = {GemmDtype.BF16: torch.bfloat16, GemmDtype.FP32: torch.float32}.get(dtype, torch.bfloat16)
+    m, n, k = shape.m, shape.n, shape.k
+    if dtype is GemmDtype.FP8:
+        a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major second operand (TN)
+        one = torch.ones((), device=dev)
+
+        def run():
+            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    elif shape.pass_ == "input-grad":  # dY[T, out] · W[out, in]
+        a, b = torch.randn(m, k, device=dev, dtype=torch_dtype), torch.randn(k, n, device=dev, dtype=torch_dtype)
+
+        def run():
+            return a @ b
+    elif shape.pass_ == "weight-grad":  # dYᵀ · X, dY[T, out], X[T, in]: an (out × in) result, k = T
+        dy, x = torch.randn(k, n, device=dev, dtype=torch_dtype), torch.randn(k, m, device=dev, dtype=torch_dtype)
+
+        def run():
+            return dy.t() @ x
+    else:  # forward and the grid: X[T, in] · W[out, in]ᵀ
+        a, w = torch.randn(m, k, device=dev, dtype=torch_dtype), torch.randn(n, k, device=dev, dtype=torch_dtype)
+
+        def run():
+            return a @ w.t()
+    seconds = median_seconds(run, repeats, device.cuda)
+    return GemmRow(m, n, k, dtype, 2.0 * m * n * k / seconds)
