@@ -79,7 +79,9 @@ def bands(result: ValidationResult) -> tuple[dict[str, tuple[float, int]], tuple
     per_kind: dict[str, list[float]] = {}
     for s in result.sources:
         for run, error in zip(s.runs, s.left_out, strict=True):
-            per_kind.setdefault(run_kind(run.chip, run.precision), []).append(abs(error))
+            kind = run_kind(run.chip, run.precision)
+            if kind is not None:  # a chip error_band does not know yet gets no band of its own
+                per_kind.setdefault(kind, []).append(abs(error))
     pooled = [abs(e) for e in result.pooled("left_out")]
     return ({k: (round(float(np.percentile(v, 90)), 3), len(v)) for k, v in sorted(per_kind.items())},
             (round(float(np.percentile(pooled, 90)), 3), len(pooled)))

@@ -21,10 +21,22 @@ from pipesim.synth.lockstep import lockstep_orders, lockstep_policies
 from pipesim.synth.problem import Pass, SynthesisProblem, lower_bound
 
 #: The local search's work budget: moves evaluated (about as long as the 3 s deadline it replaces allowed on a
-#: pp 8 · mb 32 problem here, far less on small ones), the same on every machine.
+#: pp 8 · mb 32 problem here, far less on small ones), the same on every machine. One evaluation simulates the
+#: whole order, so its cost grows with the passes to place: larger problems get proportionally fewer moves
+#: (:func:`local_budget`), which keeps a search's time near that of the reference problem, as the deadline did.
 LOCAL_EVALUATIONS = 300
+_REFERENCE_TASKS = 8 * 32  # pp · microbatches · chunks of the problem LOCAL_EVALUATIONS was sized on
+_MIN_LOCAL_EVALUATIONS = 2
 #: An outer safety net only (a huge problem on a slow machine); reported in the result's notes when it is hit.
 LOCAL_SAFETY_SECONDS = 120.0
+
+
+def local_budget(problem: SynthesisProblem) -> int:
+    """Moves the local search evaluates: ``LOCAL_EVALUATIONS`` up to the reference size, fewer beyond it in
+    proportion to the passes (never under ``_MIN_LOCAL_EVALUATIONS``)."""
+    shape = problem.shape
+    tasks = shape.pp * shape.microbatches * shape.chunks
+    return max(_MIN_LOCAL_EVALUATIONS, min(LOCAL_EVALUATIONS, round(LOCAL_EVALUATIONS * _REFERENCE_TASKS / tasks)))
 
 
 class Method(enum.Enum):
@@ -60,19 +72,22 @@ def synthesize(
     problem: SynthesisProblem,
     method: Method = Method.LOCAL,
     *,
-    local_evaluations: int = LOCAL_EVALUATIONS,
+    local_evaluations: int | None = None,
     local_seconds: float | None = LOCAL_SAFETY_SECONDS,
     exact_seconds: float = 10.0,
     exact_max_tasks: int = 300,
 ) -> SynthesisResult:
     """Best order found for ``problem`` by ``method``; raises PipesimError when no candidate fits the limit.
 
-    Deterministic: the local search is bounded by ``local_evaluations`` moves; ``local_seconds`` is only a safety
+    Deterministic: the local search is bounded by ``local_evaluations`` moves (default :func:`local_budget`, which
+    depends only on the problem's size); ``local_seconds`` is only a safety
     net, and when it ends the search the result's ``notes`` say so. (CP-SAT, ``Method.EXACT``, keeps its time
     limit: it is the solver's own.)
     """
     timings: dict[str, float] = {}
     notes: list[str] = []
+    if local_evaluations is None:
+        local_evaluations = local_budget(problem)
     clock = time.perf_counter()
     best: tuple[Evaluation, Orders, str] | None = None
 
