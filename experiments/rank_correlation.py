@@ -1,5 +1,5 @@
 """Within-model ranking: pipesim's order of the layouts of one job against the published order, per comparison
-group (same source, model, chip, GPUs and batch; see pipesim/validation/ranking.py).
+group (same source, model, chip and sequence; see pipesim/validation/ranking.py).
 
 Run: ``python experiments/rank_correlation.py [--fast] [--out DIR | --update-docs]`` (``--fast`` leaves out the
 rows whose order is synthesised). Prints each group's Spearman correlation and pair accuracy and draws
@@ -22,7 +22,7 @@ def main() -> None:
     groups = rankings([predict(r) for r in runs])
     for g in groups:
         right, total = g.pairs
-        print(f"{' '.join(map(str, g.key[:3]))} gpus={g.key[3]} batch={g.key[4]}: {len(g.labels)} layouts, "
+        print(f"{' '.join(map(str, g.key[:3]))} seq={g.key[3]}: {len(g.labels)} layouts, "
               f"Spearman {g.spearman:+.2f}, pairs {right}/{total}")
     s = summarise(groups)
     print(f"\n{s.groups} groups, {s.rows} rows: mean Spearman {s.mean_spearman:+.2f}, median {s.median_spearman:+.2f}, "

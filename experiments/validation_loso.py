@@ -89,7 +89,7 @@ def bands(result: ValidationResult) -> tuple[dict[str, tuple[float, int]], tuple
 
 def bands_module(per_kind: dict[str, tuple[float, int]], pooled: tuple[float, int]) -> str:
     return (
-        '"""Step-time error bands measured by validation by source left out (written by '
+        '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
         'kind: (p90 of |left-out step-time error|, published rows of that kind)."""\n\n'
         f"BANDS: dict[str, tuple[float, int]] = {per_kind!r}\n"

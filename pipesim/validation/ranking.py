@@ -1,10 +1,11 @@
 """Ranking is the planner's fidelity: does pipesim order the layouts of one job as the measurements do?
 
-A *comparison group* is a set of published runs of the same work on the same system — one source, one model,
-one chip, the same GPU count and global batch — that differ only in how the job is laid out (schedule,
-parallel degrees, micro-batch size, recomputation). A planner needs their order right more than their
-seconds. Per group: the Spearman rank correlation between predicted and published throughput, and the share
-of pairs that pipesim orders as the measurement does (ties in the published figure are not counted).
+A *comparison group* is a set of published runs of one model at one sequence length on one system (one source,
+one chip) that differ in how the job is laid out: schedule, parallel degrees, GPU count, micro-batch size,
+microbatches, recomputation. A planner needs their order right more than their seconds. Throughput is
+tokens per second per GPU, which compares runs of different batches and GPU counts. Per group: the Spearman
+rank correlation between predicted and published throughput, and the share of pairs that pipesim orders as
+the measurement does (ties in the published figure are not counted).
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ MIN_GROUP = 3
 
 def group_key(c: Comparison) -> tuple:
     r = c.run
-    return (r.source.split(",")[0], r.model, r.chip, r.gpus, r.global_batch, r.seq_len)
+    return (r.source.split(",")[0], r.model, r.chip, r.seq_len)
 
 
 @dataclass(frozen=True)
 class GroupRanking:
     key: tuple
     labels: list[str]
-    published: list[float]  # throughput, steps per second (the group's work per step is one and the same)
+    published: list[float]  # throughput, tokens per second per GPU
     predicted: list[float]
 
     @property
@@ -53,8 +54,11 @@ def rankings(comparisons: list[Comparison]) -> list[GroupRanking]:
     groups: dict[tuple, list[Comparison]] = {}
     for c in comparisons:
         groups.setdefault(group_key(c), []).append(c)
-    return [GroupRanking(key, [c.run.label for c in members], [1 / c.published_step_s for c in members],
-                         [1 / c.report.step_time for c in members])
+    def per_gpu(c: Comparison, step: float) -> float:
+        return c.report.tokens_per_step / (step * c.run.gpus)
+
+    return [GroupRanking(key, [c.run.label for c in members], [per_gpu(c, c.published_step_s) for c in members],
+                         [per_gpu(c, c.report.step_time) for c in members])
             for key, members in groups.items() if len(members) >= MIN_GROUP]
 
 
