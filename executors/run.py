@@ -107,7 +107,7 @@ def parser() -> argparse.ArgumentParser:
     out = p.add_argument_group("outputs (checked before any process group starts)")
     out.add_argument("--print-model-file", metavar="FILE.yaml",
                      help="write this GPT (the model flags) as a pipesim model file and exit, without running "
-                     "(pipesim simulate --model FILE.yaml)")
+                     "(pipesim simulate --model FILE.yaml) (default: off, run)")
     out.add_argument("--timeline", metavar="FILE",
                      help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)")
     out.add_argument("--trace", metavar="FILE.json",
