@@ -61,9 +61,7 @@ def program_module(path: Path):
     communication order is refused here rather than silently replaced (``validate --program`` checks it as is).
     Like a torch CSV, the file fixes pp, microbatches and chunks.
     """
-    from types import ModuleType
-
-    from pipesim.errors import PipesimError
+    from pipesim.program.fixed_order import fixed_order_module
     from pipesim.program.ir import Schedule
     from pipesim.program.lowering import lower
 
@@ -75,18 +73,5 @@ def program_module(path: Path):
         raise ScheduleError(f"program text {path}: its communication is not what pipesim lowers from its compute "
                             "order (hand-edited, or lowered with --p2p grouped); write it with 'pipesim lower' "
                             "(default --p2p) or 'pipesim synthesize -o', or check it as is with validate --program")
-    module = ModuleType(f"pipesim_program_text_{path.stem}")
-    module.__doc__ = f"Program text {path.name} ({shape.placement.value} placement)"
-    module.DEFAULT_CHUNKS = shape.chunks
-    module.FIXED_SHAPE = shape
-
-    def build(pp: int, microbatches: int, chunks: int) -> Schedule:
-        for flag, asked, fixed in (("--pp", pp, shape.pp), ("--mb", microbatches, shape.microbatches),
-                                   ("--chunks", chunks, shape.chunks)):
-            if asked != fixed:
-                raise PipesimError(f"{flag} {asked} disagrees with program text {path}, which fixes {flag} {fixed}; "
-                                   f"drop {flag} or pass {flag} {fixed}")
-        return schedule
-
-    module.build = build
-    return module
+    return fixed_order_module(schedule, f"pipesim_program_text_{path.stem}",
+                              f"Program text {path.name} ({shape.placement.value} placement)", f"program text {path}")

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from pipesim.errors import PipesimError, ScheduleError
+from pipesim.errors import ScheduleError
+from pipesim.program.fixed_order import fixed_order_module
 from pipesim.program.ir import Instruction, Op, PipelineShape, Placement, Program, Schedule, instruction
 from pipesim.program.lowering import lower
 
@@ -280,20 +281,6 @@ def csv_module(path: Path) -> ModuleType:
     """A module with the schedule-file contract (``build``), for :func:`pipesim.program.loader.load_schedule`."""
     imported = import_rows(read_csv_file(path), source=f"torch CSV {path}", name=path.stem)
     shape = imported.schedule.shape
-    module = ModuleType(f"pipesim_torch_csv_{path.stem}")
-    module.__doc__ = f"PyTorch action CSV {path.name} ({imported.format.value}, {shape.placement.value} placement)"
-    module.DEFAULT_CHUNKS = shape.chunks
-    module.FIXED_SHAPE = shape
-
-    def build(pp: int, microbatches: int, chunks: int) -> Schedule:
-        for flag, asked, fixed in (("--pp", pp, shape.pp), ("--mb", microbatches, shape.microbatches),
-                                   ("--chunks", chunks, shape.chunks)):
-            if asked != fixed:
-                raise PipesimError(
-                    f"{flag} {asked} disagrees with torch CSV {path}, which fixes {flag} {fixed}; "
-                    f"drop {flag} or pass {flag} {fixed}"
-                )
-        return imported.schedule
-
-    module.build = build
-    return module
+    return fixed_order_module(imported.schedule, f"pipesim_torch_csv_{path.stem}",
+                              f"PyTorch action CSV {path.name} ({imported.format.value}, {shape.placement.value} "
+                              "placement)", f"torch CSV {path}")
