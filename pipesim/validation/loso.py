@@ -50,8 +50,8 @@ def sensitivity(run: PublishedRun, constants: Iterable[FittedConstant] = FITTED_
     base = predictor(run)
     shifts = {}
     for constant in constants:
-        if not constant.informs(run):
-            continue
+        if not constant.informs(run) or run.chip not in constant.chips:
+            continue  # a row on a chip the constant does not set cannot inform it
         times = []
         for value in constant.grid:
             chip = constant.apply(chips_with({})[run.chip], value)
