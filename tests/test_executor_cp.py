@@ -26,8 +26,8 @@ from pipesim.io.timeline import RING_OP  # noqa: E402
 from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.program.loader import builtin_names  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
+from tests.reference_checks import assert_matches_reference  # noqa: E402
 
-RTOL, ATOL = 1e-5, 1e-6
 TPS = [1, 2]
 DONE_WHEN = "-s interleaved --tp 2 --cp 2 --pp 2 --mb 4 --steps 2"
 
@@ -91,16 +91,7 @@ def test_cp_matches_single_process(world_results, tp, variant):
     got = world_results(tp)[variant]
     ref = _reference(cfg.model, cfg.optimizer, cfg.lr, cfg.microbatches, cfg.steps)
     where = f"{variant} cp=2 tp={tp}"
-    torch.testing.assert_close(torch.tensor(got.losses), torch.tensor(ref.losses), rtol=RTOL, atol=ATOL,
-                               msg=lambda m: f"{where} losses: {m}")
-    for step, (grads, ref_grads) in enumerate(zip(got.full_grads, ref.grads, strict=True)):
-        assert grads.keys() == ref_grads.keys(), where
-        for name, expected in ref_grads.items():
-            torch.testing.assert_close(grads[name], expected, rtol=RTOL, atol=ATOL,
-                                       msg=lambda m, n=name, s=step: f"{where} step {s} grad {n}: {m}")
-    for name, expected in ref.params.items():
-        torch.testing.assert_close(got.full_params[name], expected, rtol=RTOL, atol=ATOL,
-                                   msg=lambda m, n=name: f"{where} param {n} after 2 steps: {m}")
+    assert_matches_reference(got, ref, where)
     # Every attention layer's forward and backward hop over the ring, and the timeline shows each hop.
     ring = got.timeline[got.timeline["op"] == RING_OP]
     layers_per_rank = cfg.model.layers // cfg.topology.pp

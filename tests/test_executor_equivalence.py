@@ -21,10 +21,10 @@ from executors.tp_layers import TPMode  # noqa: E402
 from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.program.loader import builtin_names  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
+from tests.reference_checks import assert_matches_reference  # noqa: E402
 
 pytestmark = pytest.mark.distributed
 
-RTOL, ATOL = 1e-5, 1e-6
 LAYOUTS = [(1, 1), (2, 1), (1, 2), (2, 2)]  # (tp, dp)
 RS, AR = TPMode.REDUCE_SCATTER, TPMode.ALL_REDUCE
 # (schedule, TP mode, receive policy, P2P lowering); None: the backend's default.
@@ -90,13 +90,4 @@ def test_matches_single_process(world_results, layout, variant):
     got = world_results(layout)[variant]
     ref = _reference(cfg.model, cfg.optimizer, cfg.lr, cfg.topology.dp, cfg.microbatches, cfg.steps)
     where = f"{_variant_id(variant)} tp={layout[0]} dp={layout[1]}"
-    torch.testing.assert_close(torch.tensor(got.losses), torch.tensor(ref.losses), rtol=RTOL, atol=ATOL,
-                               msg=lambda m: f"{where} losses: {m}")
-    for step, (grads, ref_grads) in enumerate(zip(got.full_grads, ref.grads, strict=True)):
-        assert grads.keys() == ref_grads.keys(), where
-        for name, expected in ref_grads.items():
-            torch.testing.assert_close(grads[name], expected, rtol=RTOL, atol=ATOL,
-                                       msg=lambda m, n=name, s=step: f"{where} step {s} grad {n}: {m}")
-    for name, expected in ref.params.items():
-        torch.testing.assert_close(got.full_params[name], expected, rtol=RTOL, atol=ATOL,
-                                   msg=lambda m, n=name: f"{where} param {n} after 2 steps: {m}")
+    assert_matches_reference(got, ref, where)
