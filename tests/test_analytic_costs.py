@@ -6,14 +6,19 @@ import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.comm import (
+    contended_overlap,
     dp_grad_sync,
+    fsdp_layer_comm,
     group_bandwidth,
+    overlapped,
     p2p_bandwidth,
     ring_all_reduce_time,
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
-from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.kernels import layer_times
+from pipesim.analytic.layout import Layout, Recompute, ZeroStage
+from pipesim.analytic.params import layer_params
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.cli.main import main
@@ -56,7 +61,7 @@ def test_tp_allreduce_ring_on_nvlink():
 def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():
     """NCCL balances a cross-node collective's rings over the node's NICs: k members of the group per node
     move data through k NICs, capped by NVLink. A100: 25 GB/s NICs, 300 GB/s NVLink, 8 per node."""
-    a100 = CHIP_PRESETS["a100-80gb"]
+    a100 = replace(CHIP_PRESETS["a100-80gb"], collective_efficiency=1.0)  # the links alone (see the next test)
     assert group_bandwidth(a100, 8) == 300e9  # inside one node
     assert group_bandwidth(a100, 32, stride=1) == 200e9  # tp = 1, dp = 32: 8 members per node, 8 NICs
     assert group_bandwidth(a100, 64, stride=2) == 100e9  # tp = 2: 4 members per node
@@ -69,6 +74,45 @@ def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():
     # 32 ranks in 4 nodes: 2·31 steps, 2·3 of them across nodes (9.6 µs), the rest on NVLink (3.4 µs)
     expected = ring_all_reduce_time(4e9, 32, 200e9, 8.4e-6 + 56 * 3.4e-6 + 6 * 9.6e-6)
     assert dp_grad_sync(1e9, layout, a100).reduce == pytest.approx(expected)
+
+
+def test_ring_collectives_reach_the_bus_bandwidth_nccl_tests_measure_by_hand():
+    """A100's preset: nccl-tests' 240 GB/s bus bandwidth of NVLink's 300, so every ring collective runs at 0.8
+    of the link, inside a node and across nodes; pipeline P2P keeps its own p2p_efficiency."""
+    a100 = CHIP_PRESETS["a100-80gb"]
+    assert a100.collective_efficiency == pytest.approx(0.8)
+    assert group_bandwidth(a100, 8) == pytest.approx(240e9)
+    assert group_bandwidth(a100, 256, stride=8) == pytest.approx(20e9)
+    layout = Layout(tp=8)
+    nbytes = 2 * 4096 * 5120  # one bsh tensor of llama2-13b (b = 1, s = 4096), BF16
+    expected = 2 * (2 * 7 / 8 * nbytes / 240e9 + 56e-6)  # two all-reduces, NCCL's latency 56 µs each
+    assert tp_layer_comm(LLAMA, layout, a100).forward == pytest.approx(expected)
+    assert p2p_bandwidth(Layout(pp=4), a100) == pytest.approx(300e9 * 0.16)
+
+
+def test_zero3_gathers_beside_compute_take_the_sms_nccl_holds_by_hand():
+    """ZeRO-3's per-layer collectives are never free: while one runs, its 24 CTAs hold 24 of the chip's SMs, so
+    the compute beside it is slowed by 24/sm_count of the collective's time; a collective longer than the
+    compute sticks out as before."""
+    assert contended_overlap(1.0, 10.0, 0.25) == pytest.approx(0.25)  # compute ends σ·comm later
+    assert contended_overlap(8.0, 10.0, 0.25) == pytest.approx(2.0)
+    assert contended_overlap(12.0, 10.0, 0.25) == pytest.approx(3.0)  # the collective dominates: comm − compute
+    assert contended_overlap(12.0, 10.0, 0.0) == overlapped(12.0, 10.0)
+    a100 = CHIP_PRESETS["a100-80gb"]
+    assert a100.comm_sm_share == pytest.approx(24 / 108) and H100.comm_sm_share == pytest.approx(24 / 132)
+    model = MODEL_PRESETS["llama2-7b"]
+    layout = Layout(dp=8, zero=ZeroStage.PARAMETERS, recompute=Recompute.FULL)
+    costs = build_cost_model(model, a100, layout)
+    free = build_cost_model(model, replace(a100, collective_ctas=0), layout)
+    layer = layer_times(model, layout, a100)
+    fsdp = fsdp_layer_comm(layer_params(model) / layout.tp, layout, a100)
+    assert fsdp.forward < layer.forward  # hidden under the old rule: only the SMs it takes show
+    share = 24 / 108
+    extra_forward = model.layers * share * fsdp.forward  # one stage holds every layer (pp = 1)
+    extra_backward = model.layers * max(share * fsdp.backward,
+                                        fsdp.backward - layer.backward_input - layer.backward_weight - layer.recompute)
+    assert costs.stage(0).forward - free.stage(0).forward == pytest.approx(extra_forward)
+    assert costs.stage(0).backward - free.stage(0).backward == pytest.approx(extra_backward)
 
 
 def test_dp_sync_link_and_distributed_optimizer():

@@ -28,6 +28,12 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   tokens −21 % (now +3 %).
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.
+- Ring collectives (``collective_efficiency``): nccl-tests' bus bandwidth at large sizes on 8×A100 SXM over
+  NVLink 3 is 230–250 GB/s of the link's 300 (Alaya New, "NCCL-tests in practice", reference table; other A100
+  systems report 200–208: NVIDIA/nccl-tests issues #149, #178) → 0.80 for A100. On 8×H100 SXM the same table
+  gives 460–480 GB/s, above the 450 GB/s link because NVLink SHARP reduces inside the switch: H100/H200 keep 1.0.
+- Overlapped collectives take SMs (``collective_ctas``, 24 of the chip's ``sm_count``): see
+  :func:`pipesim.analytic.comm.contended_overlap`; used for ZeRO-3's per-layer gathers and reduce-scatters.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
   for the 25–28 MB boundary tensors of their 1.5B/6.2B models inside one node, 47–53 GB/s of NVLink's
   300 GB/s one way (0.16), and 0.38–0.46 ms for 10–13 MB across nodes. A100's ``p2p_efficiency`` is 0.16;
@@ -53,16 +59,18 @@ TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
 _HOPPER_FA2 = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28}  # 0.35 · 0.48/0.60
 
+_A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
+
 _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16,
+             p2p_efficiency=0.16, collective_efficiency=_A100_RING,
              attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB): the 80GB part's compute, NVLink and SMs; 40GB HBM2
     # (40960 MiB); 1,555 GB/s. Inter-node as MosaicML's A100 40GB table states it: 1600 Gbps per 8-GPU node.
     ChipSpec("a100-40gb", 312 * TFLOPS, 40.0, 1555 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16,
+             p2p_efficiency=0.16, collective_efficiency=_A100_RING,
              attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.

@@ -40,6 +40,8 @@ FIELDS: tuple[Field, ...] = (
           default=3.4e-6, low=0),
     Field("network_hop_latency", Kind.FLOAT, "s", "a ring collective's latency per step between nodes",
           default=9.6e-6, low=0),
+    Field("collective_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a ring collective "
+          "reaches (nccl-tests' bus bandwidth over the link's)", default=1.0, low=0, high=1, low_open=True),
     Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
           default=1.0, low=0, high=1, low_open=True),
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
@@ -59,6 +61,8 @@ FIELDS: tuple[Field, ...] = (
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
           default=132, low=1),
+    Field("collective_ctas", Kind.INT, "SMs", "SMs an NCCL collective holds while it runs beside compute (one CTA "
+          "per channel; NCCL's CTAs never share an SM with a compute kernel)", default=24, low=0),
     Field("gemm_tile", Kind.INT_PAIR, "elements", "GEMM output tile [rows, columns] one SM computes at a time",
           default=(128, 256), low=1),
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
@@ -87,6 +91,7 @@ class ChipSpec:
     collective_base_latency: float = 8.4e-6
     nvlink_hop_latency: float = 3.4e-6
     network_hop_latency: float = 9.6e-6
+    collective_efficiency: float = 1.0  # share of the link a ring collective reaches (nccl-tests bus bandwidth)
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
     p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
@@ -96,6 +101,12 @@ class ChipSpec:
     attention_backward_efficiency: float = 0.45
     memory_efficiency: float = 0.9
     sm_count: int = 132
+    # NCCL runs one CTA per channel and its CTAs never share an SM with a compute kernel (NVIDIA/nccl issue #689,
+    # the maintainers' answer), so an overlapped collective takes these SMs from the GEMMs beside it
+    # (pipesim.analytic.comm.contended_overlap). 24: the channels NCCL builds on an 8-GPU NVSwitch node — HGX A100
+    # (NVIDIA/nccl-tests issue #100: "Channel 23/24") and an FSDP all-gather on H100 (NVIDIA developer forum,
+    # "Compute-communication overlap causes severe GEMM performance degradation": ncclAllGather launches 24 blocks).
+    collective_ctas: int = 24
     gemm_tile: tuple[int, int] = (128, 256)
     achievable_fraction: float | None = None  # set: one fraction of peak for everything (the old model)
     measured: MeasuredTables | None = None  # pipesim profile's tables (pipesim.analytic.measured)
@@ -120,6 +131,11 @@ class ChipSpec:
     def stream_bandwidth(self) -> float:
         """Bytes/s a memory-bound kernel reaches."""
         return self.hbm_bandwidth * self.memory_efficiency
+
+    @property
+    def comm_sm_share(self) -> float:
+        """Share of the SMs an overlapped NCCL collective takes from the compute beside it."""
+        return min(1.0, self.collective_ctas / self.sm_count)
 
     @property
     def memory_bytes(self) -> float:

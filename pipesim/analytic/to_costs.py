@@ -37,6 +37,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import (
     LayerComm,
     boundary_bandwidths,
+    contended_overlap,
     cp_ring_comm,
     dp_grad_sync,
     fsdp_layer_comm,
@@ -156,9 +157,13 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
         ring = LayerComm(overlapped(ring.forward, core.forward), overlapped(ring.backward, core.backward_input))
     gathers = LayerComm(0.0, 0.0)
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+        # ZeRO-3's NCCL gathers and reduce-scatters run beside the layers' kernels and take SMs from them
+        # (comm.contended_overlap); in the backward they overlap the recomputed forward too.
         fsdp = fsdp_layer_comm(layer_params(model) / layout.tp, layout, chip)
-        gathers = LayerComm(overlapped(fsdp.forward, layer.forward),
-                            overlapped(fsdp.backward, layer.backward_input + layer.backward_weight))
+        share = chip.comm_sm_share
+        gathers = LayerComm(
+            contended_overlap(fsdp.forward, layer.forward, share),
+            contended_overlap(fsdp.backward, layer.backward_input + layer.backward_weight + layer.recompute, share))
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
 
 
