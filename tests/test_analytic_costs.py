@@ -18,8 +18,8 @@ from pipesim.analytic.comm import (
 from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.kernels import layer_times
 from pipesim.analytic.layout import Layout, Recompute, ZeroStage
-from pipesim.analytic.params import layer_params
 from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.params import layer_params
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.cli.main import main
 from pipesim.program.build import build_program

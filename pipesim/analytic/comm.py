@@ -63,8 +63,8 @@ def group_bandwidth(chip: ChipSpec, span: int, stride: int = 1) -> float:
     operations in N parts then balance the traffic onto the N NICs"), so a group with ``k`` members in each
     node moves its data through ``k`` NICs (one per chip, as the presets assume), never faster than the
     intra-node link. Times ``collective_efficiency``: the share of the link NCCL's ring kernels reach (the bus
-    bandwidth nccl-tests reports over the link's). Data parallelism with tp = 1 has all of a node's chips in one group (k = node size);
-    with tp = 8 each chip's group has one member per node (k = 1, one NIC)."""
+    bandwidth nccl-tests reports over the link's). Data parallelism with tp = 1 has all of a node's chips in
+    one group (k = node size); with tp = 8 each chip's group has one member per node (k = 1, one NIC)."""
     if span <= chip.node_size:
         link = chip.intra_node_bandwidth
     else:
