@@ -51,9 +51,10 @@ class Outcome:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpu_check", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    from pipesim.plots.figures import experiment_parser
+
+    p = experiment_parser(__doc__, figures=False, fast_help="pp 2 at most, 1 step, no profile: the quickest check")
+    p.prog = "gpu_check"
     p.add_argument("--schedules", default=None,
                    help="comma-separated schedules (default: every built-in one)")
     p.add_argument("--max-pp", type=int, default=8, help="at most this many pipeline ranks (default 8)")
@@ -76,7 +77,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    from pipesim.plots.figures import parse_experiment_args, record_output
+
+    args = parse_experiment_args(parser(), argv)
+    if args.fast:
+        args.max_pp, args.steps, args.no_profile = 2, 1, True
+    record_output(args.out, "gpu_check.txt")
     import torch
 
     if not torch.cuda.is_available():
