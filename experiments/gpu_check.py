@@ -79,16 +79,16 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from pipesim.plots.figures import parse_experiment_args, record_output
 
-    args = parse_experiment_args(parser(), argv)
+    args = parse_experiment_args(parser(), argv, create=False)
     if args.fast:
         args.max_pp, args.steps, args.no_profile = 2, 1, True
-    record_output(args.out, "gpu_check.txt")
     import torch
 
     if not torch.cuda.is_available():
         print("gpu_check: no CUDA device on this machine; nothing to check and nothing profiled (run it where "
               "torch sees a GPU; on a CPU, pipesim profile -o cpu.yaml measures this machine)")
         return 0
+    record_output(args.out, "gpu_check.txt")  # only once there is something to record
     gpus = torch.cuda.device_count()
     print(f"gpu_check: {gpus} × {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}")

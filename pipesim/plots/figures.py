@@ -46,20 +46,32 @@ def experiment_parser(description: str, *, figures: bool = True,
     return parser
 
 
-def parse_experiment_args(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
-    """Parse, resolve ``--update-docs`` to docs/figures (refused with ``--fast``), create ``--out``."""
+def parse_experiment_args(parser: argparse.ArgumentParser, argv: list[str] | None = None, *,
+                          create: bool = True) -> argparse.Namespace:
+    """Parse, resolve ``--update-docs`` to docs/figures (refused with ``--fast``), create ``--out`` (unless
+    ``create=False``: a script that may find nothing to write leaves it to :func:`record_output`)."""
     args = parser.parse_args(argv)
     if getattr(args, "update_docs", False):
         if args.fast:
             parser.error("--update-docs with --fast would put smoke-test figures into the docs; drop --fast")
         args.out = DOCS_FIGURES
-    args.out.mkdir(parents=True, exist_ok=True)
+    if create:
+        args.out.mkdir(parents=True, exist_ok=True)
     return args
 
 
 def experiment_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
     """A figure script with no flags of its own: :func:`experiment_parser` + :func:`parse_experiment_args`."""
     return parse_experiment_args(experiment_parser(description), argv)
+
+
+def as_percent(frame, columns: list[str]):
+    """A copy of ``frame`` for printing with the fraction ``columns`` as signed percentages (``+0.66%``): the
+    tables say percent where the manual does; the CSVs keep the fractions."""
+    shown = frame.copy()
+    for column in columns:
+        shown[column] = [f"{v:+.2%}" for v in frame[column]]
+    return shown
 
 
 class _Tee(io.TextIOBase):
@@ -79,6 +91,7 @@ class _Tee(io.TextIOBase):
 def record_output(out: Path, name: str) -> Path:
     """From here on, what the script prints also goes to ``out/name`` (its table as a file, beside the
     figures; closed at exit). A table script's one line of setup, so every script's ``--out`` means the same."""
+    out.mkdir(parents=True, exist_ok=True)
     path = out / name
     handle = path.open("w", encoding="utf-8")
     terminal = sys.stdout
