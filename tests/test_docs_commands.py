@@ -10,6 +10,9 @@ joined, ``$`` prompts stripped (in console blocks only prompted lines are comman
   (``-m pipesim.profile`` through ``pipesim profile``'s);
 - ``python experiments/NAME.py ...``: the script exists and every flag given is one it defines.
 
+Inline examples in the prose count too: `` `pipesim simulate -s zb-v --pp 4 --mb 32` `` and
+`` `python experiments/NAME.py --flag` ``.
+
 The Python example at the top of docs/api.md is run, and prints what the page says.
 """
 
@@ -33,6 +36,9 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(bash|console|shell)\n(.*?)^```", re.S | re.M)
 # Inline experiment commands (`python experiments/NAME.py --flag`), which name the script behind a figure or table.
 INLINE_EXPERIMENT = re.compile(r"`(python3? experiments/\w+\.py[^`]*)`")
+# Inline pipesim examples in the prose (`pipesim simulate -s zb-v --pp 4 --mb 32`): a subcommand and at least
+# two arguments (shorter spans name a command or a flag, not an example), no ellipsis.
+INLINE_PIPESIM = re.compile(r"`(pipesim [a-z]+(?: [^`…]+){2,})`")
 HEREDOC = re.compile(r"<<-?\s*'?(\w+)'?")
 # Commands that are not pipesim's and need no check here (CI runs the install and the suite themselves).
 FOREIGN = {"cat", "dask", "mkdocs", "cd", "export"}
@@ -86,6 +92,10 @@ def examples() -> list[Example]:
                     if argv:
                         shown = following.strip() if following.startswith("pipesim: error:") else None
                         found.append(Example(page.relative_to(ROOT).as_posix(), first_line + offset, argv, shown))
+        for match in INLINE_PIPESIM.finditer(text):
+            if "..." not in match.group(1):
+                found.append(Example(page.relative_to(ROOT).as_posix(), text[:match.start()].count("\n") + 1,
+                                     tuple(shlex.split(match.group(1))), None))
         for match in INLINE_EXPERIMENT.finditer(text):
             argv = tuple(a for a in shlex.split(match.group(1)) if not a.startswith(("[", "|")) and a != "DIR")
             found.append(Example(page.relative_to(ROOT).as_posix(), text[:match.start()].count("\n") + 1, argv, None))
