@@ -130,7 +130,8 @@ def check(example: Example) -> None:
         if name in {"pip", "pytest"}:
             return
         if name == "executors.run":
-            pytest.importorskip("torch")
+            if importlib.util.find_spec("torch") is None:
+                return  # the executor's parser imports torch; without it only the other examples are checked
             from executors.run import parser
 
             parse = parser().parse_args
