@@ -10,7 +10,6 @@ count). Run by hand: ``python experiments/bench_executor_vs_torch.py``.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -119,7 +118,10 @@ def bench_world(
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
+
+    p = experiment_parser(__doc__, figures=False, fast_help="tiny sizes (pp 2, 2 microbatches, 2 steps, 1 repeat, "
+                          "2 layers of hidden 32): checks both runtimes run every schedule")
     p.add_argument("--pp", type=int, nargs="+", default=[2, 4])
     p.add_argument("--mb", type=int, default=8)
     p.add_argument("--steps", type=int, default=6)
@@ -130,7 +132,10 @@ def main() -> None:
     p.add_argument("--seq-len", type=int, default=64)
     p.add_argument("--micro-batch-size", type=int, default=4)
     p.add_argument("--vocab", type=int, default=512)
-    a = p.parse_args()
+    a = parse_experiment_args(p)
+    if a.fast:
+        a.pp, a.mb, a.steps, a.repeats, a.layers, a.hidden = [2], 2, 2, 1, 2, 32
+    record_output(a.out, "bench_executor_vs_torch.txt")
     mcfg = ModelConfig(a.layers, a.hidden, a.heads, a.seq_len, a.micro_batch_size, a.vocab)
     print(
         f"model {mcfg}, {a.mb} microbatches, CPU gloo, 1 thread/rank, median of "

@@ -19,7 +19,6 @@ Run: ``python experiments/cp_ring_share.py`` (``--fast``: a smaller model and fe
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
@@ -35,6 +34,7 @@ from pipesim.analytic.comm import cp_ring_comm
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.io.timeline import RING_OP
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.topology import Topology
 
 CP, PP = 2, 1  # two processes on a two-core host: the cp ranks run side by side, as on chips
@@ -65,9 +65,9 @@ def _world(rank: int, world_size: int, cfg: RunConfig, repeats: int):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true", help="a smaller model and fewer steps (seconds)")
-    args = parser.parse_args(argv)
+    args = parse_experiment_args(experiment_parser(__doc__, figures=False,
+                                                   fast_help="a smaller model and fewer steps (seconds)"), argv)
+    record_output(args.out, "cp_ring_share.txt")
     model = ModelConfig(layers=4, hidden=32, heads=4, seq_len=16) if args.fast else \
         ModelConfig(layers=4, hidden=128, heads=4, seq_len=256)
     steps, mb = (2, 2) if args.fast else (3, 4)

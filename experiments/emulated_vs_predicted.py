@@ -18,7 +18,7 @@ import pandas as pd
 from executors.harness import spawn
 from executors.runtime import RunConfig, plan, run_configs
 from pipesim.analysis.overlay import one_step, overlay_errors
-from pipesim.plots.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
+from pipesim.plots.figures import PAGE_WIDTH_IN, as_percent, experiment_args, save_pdf_png
 from pipesim.plots.gantt import plt
 from pipesim.program.loader import builtin_names
 from pipesim.sim.costs import CostModel, StageCosts
@@ -108,7 +108,7 @@ def main() -> None:
         table = measure(gpu_ratio_costs(0.1), microbatches=(8,), steps=2)
     else:
         table = measure(gpu_ratio_costs(), microbatches=(8, 16), steps=6)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(as_percent(table, ["makespan error"]).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     worst = table.loc[table["makespan error"].abs().idxmax()]
     print(f"worst makespan error {worst['makespan error']:+.2%} ({worst['schedule']}, m={worst['m']}); "
           f"largest median start error {table['start error median (ms)'].max():.2f} ms")

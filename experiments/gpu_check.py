@@ -51,9 +51,10 @@ class Outcome:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpu_check", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    from pipesim.plots.figures import experiment_parser
+
+    p = experiment_parser(__doc__, figures=False, fast_help="pp 2 at most, 1 step, no profile: the quickest check")
+    p.prog = "gpu_check"
     p.add_argument("--schedules", default=None,
                    help="comma-separated schedules (default: every built-in one)")
     p.add_argument("--max-pp", type=int, default=8, help="at most this many pipeline ranks (default 8)")
@@ -76,13 +77,18 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    from pipesim.plots.figures import parse_experiment_args, record_output
+
+    args = parse_experiment_args(parser(), argv, create=False)
+    if args.fast:
+        args.max_pp, args.steps, args.no_profile = 2, 1, True
     import torch
 
     if not torch.cuda.is_available():
         print("gpu_check: no CUDA device on this machine; nothing to check and nothing profiled (run it where "
               "torch sees a GPU; on a CPU, pipesim profile -o cpu.yaml measures this machine)")
         return 0
+    record_output(args.out, "gpu_check.txt")  # only once there is something to record
     gpus = torch.cuda.device_count()
     print(f"gpu_check: {gpus} × {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}")

@@ -58,7 +58,12 @@ def derived_overhead() -> float:
     return statistics.median(g.per_call_ms for g in sync_gaps()) / 1e3
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
+
+    args = parse_experiment_args(experiment_parser(__doc__, figures=False,
+                                                   fast_help="no effect: the table is instant"), argv)
+    record_output(args.out, "p2p_sync_overhead.txt")
     print(f"{'model':<10}{'schedule':<13}{'slope ms':>10}{'profiled ms':>13}{'calls':>7}{'gap/call ms':>13}")
     for g in sync_gaps():
         print(f"{g.model:<10}{g.schedule:<13}{g.slope_ms:>10.2f}{g.profiled_ms:>13.2f}{g.calls:>7}"

@@ -11,7 +11,6 @@ Run: ``python experiments/plan_narayanan2021.py [--fast]`` (``--fast``: the thre
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.cli.commands.plan import distinct_top
 from pipesim.plan.search import run_plan
 from pipesim.plan.space import PlanRequest
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.sources import PUBLISHED_RUNS
 from pipesim.validation.sources.narayanan2021 import SOURCE as NARAYANAN
 
@@ -40,10 +40,11 @@ def plan_row(name: str, gpus: int, batch: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true", help="only the three smallest rows")
+    parser = experiment_parser(__doc__, figures=False, fast_help="only the three smallest rows")
     table1 = [(r.model, r.tp, r.pp, r.gpus, r.global_batch) for r in PUBLISHED_RUNS if r.source == NARAYANAN]
-    rows = table1[:3] if parser.parse_args().fast else table1
+    args = parse_experiment_args(parser)
+    record_output(args.out, "plan_narayanan2021.md")
+    rows = table1[:3] if args.fast else table1
     print("| model | GPUs | batch | published (tp, pp) | planner #1 | its step s | rank of published (tp, pp) | "
           "step s at published | slower than #1 | ranked | s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -20,7 +20,7 @@ from executors.model import ModelConfig
 from executors.runtime import RunConfig, run_configs
 from pipesim.analysis.calibrate import calibrate
 from pipesim.analysis.overlay import one_step, overlay_errors
-from pipesim.plots.figures import PAGE_WIDTH_IN, experiment_args, save_pdf_png
+from pipesim.plots.figures import PAGE_WIDTH_IN, as_percent, experiment_args, save_pdf_png
 from pipesim.plots.gantt import draw_gantt, legend_handles, plt, visible_ops
 from pipesim.program.build import build_program
 from pipesim.sim.simulator import simulate
@@ -138,7 +138,8 @@ def main() -> None:
     else:
         predictions = predict_all(FULL_MODEL)
     table = error_table(predictions)
-    print(table.to_markdown(index=False, floatfmt=".3g") if _has_tabulate() else table.to_string(index=False))
+    shown = as_percent(table, ["makespan error", "error vs fastest", "self-calibrated error"])
+    print(shown.to_markdown(index=False, floatfmt=".3g") if _has_tabulate() else shown.to_string(index=False))
     table.to_csv(args.out / "predicted_vs_measured.csv", index=False)
     save_pdf_png(draw(predictions), args.out, "predicted_vs_measured")
 

@@ -11,8 +11,7 @@ The rows are in :mod:`pipesim.validation.sources`, one module per source.
 
 from __future__ import annotations
 
-import argparse
-
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
 from pipesim.validation.sources import IN_SAMPLE_MODULES, PUBLISHED_RUNS, module_of
@@ -21,12 +20,13 @@ __all__ = ["PUBLISHED_RUNS", "cli_args", "main", "predict"]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(__doc__, figures=False, fast_help="skip the rows whose order is synthesised for "
+                               "their costs (zb-auto, ~1 s each): a smoke run")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--commands", action="store_true", help="print the pipesim command of each row instead")
-    parser.add_argument("--fast", action="store_true", help="skip the rows whose order is synthesised for their "
-                        "costs (zb-auto, ~1 s each): a smoke run")
-    args = parser.parse_args()
+    args = parse_experiment_args(parser)
+    record_output(args.out, "published_runs_commands.txt" if args.commands
+                  else "published_runs.md" if args.markdown else "published_runs.txt")
     if args.commands:
         for run in PUBLISHED_RUNS:
             print("pipesim " + " ".join(cli_args(run)))

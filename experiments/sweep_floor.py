@@ -10,10 +10,10 @@ Run: ``python experiments/sweep_floor.py [--points N]``.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from pipesim.analysis.sweep import random_points, run_sweep, warm_up
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.build import _build_cached
 from pipesim.program.loader import load_schedule
 
@@ -28,9 +28,12 @@ def best_of(runs: int, work) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(__doc__, figures=False, fast_help="50 points instead of --points")
     parser.add_argument("--points", type=int, default=1000, help="random configurations (default 1000)")
-    args = parser.parse_args()
+    args = parse_experiment_args(parser)
+    if args.fast:
+        args.points = 50
+    record_output(args.out, "sweep_floor.txt")
     points = random_points(args.points)
     sources = {p.schedule: load_schedule(p.schedule) for p in points}
     instructions = 0

@@ -8,9 +8,9 @@ CP-SAT (2 workers, --exact-seconds limit) where the problem has at most 300 pass
 
 from __future__ import annotations
 
-import argparse
 import time
 
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.ir import PipelineShape
 from pipesim.synth.exact import solve_exact
 from pipesim.synth.paper import PAPER_ROWS
@@ -21,10 +21,10 @@ SIZES = [(2, 4), (3, 6), (4, 4), (4, 8), (8, 16), (8, 64), (16, 128), (32, 256)]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--fast", action="store_true")
-    parser.add_argument("--exact-seconds", type=float, default=60.0)
-    args = parser.parse_args()
+    parser = experiment_parser(__doc__, figures=False, fast_help="the two smallest sizes")
+    parser.add_argument("--exact-seconds", type=float, default=60.0, help="CP-SAT's time limit per size (default 60)")
+    args = parse_experiment_args(parser)
+    record_output(args.out, "synth_scaling.md")
     costs = PAPER_ROWS[3].costs()
     print("| pp | m | passes | greedy s | + local s | CP-SAT s | heuristic gap to CP-SAT |")
     print("|---|---|---|---|---|---|---|")

@@ -10,7 +10,6 @@ provenance and their grids are in ``pipesim/validation/constants.py``; the metho
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -20,6 +19,7 @@ import numpy as np
 
 from pipesim.analytic.error_band import run_kind
 from pipesim.io.atomic import write_text_atomic
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.constants import FITTED_CONSTANTS
 from pipesim.validation.loso import ValidationResult, leave_one_source_out, summary
 from pipesim.validation.ranking import rankings, summarise
@@ -98,13 +98,14 @@ def bands_module(per_kind: dict[str, tuple[float, int]], pooled: tuple[float, in
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(__doc__, figures=False,
+                               fast_help="every sixth row, no synthesised orders: a smoke run")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
-    parser.add_argument("--fast", action="store_true", help="every sixth row, no synthesised orders: a smoke run")
     parser.add_argument("--update-bands", action="store_true",
                         help="write the per-kind error bands into pipesim/analytic/validation_bands.py")
-    args = parser.parse_args(argv)
+    args = parse_experiment_args(parser, argv)
+    record_output(args.out, "validation_loso.md" if args.markdown else "validation_loso.txt")
     by_source = runs_by_source()
     if args.fast:
         by_source = {name: runs[::6] for name, runs in by_source.items()}

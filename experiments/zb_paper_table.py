@@ -7,9 +7,9 @@ span) beside the published one. ``--fast``: the p = 8 rows only. ``--markdown``:
 
 from __future__ import annotations
 
-import argparse
 import time
 
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.lowering import lower
 from pipesim.sim.simulator import simulate
 from pipesim.synth.paper import PAPER_ROWS
@@ -30,14 +30,15 @@ def measure(row, factor: int, method: Method):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--fast", action="store_true", help="only the pp = 8 rows")
+    parser = experiment_parser(__doc__, figures=False, fast_help="only the pp = 8 rows")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--method", choices=[m.value for m in Method], default="local")
-    args = parser.parse_args()
+    args = parse_experiment_args(parser)
+    record_output(args.out, "zb_paper_table.md" if args.markdown else "zb_paper_table.txt")
     rows = [r for r in PAPER_ROWS if r.pp == 8] if args.fast else PAPER_ROWS
     if args.markdown:
-        print("| model | p | m | ZB-1p paper | zb-auto p·M_B | ZB-2p paper | zb-auto 2p·M_B | seconds |")
+        print("| model | p | m | ZB-1p paper | zb-auto p·M_B | ZB-2p paper | zb-auto 2p·M_B "
+              "| search s (both limits, wall clock) |")
         print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         cells = []

@@ -87,7 +87,7 @@ def test_one_shown_name_the_schedule_gives_itself(tmp_path, capsys):
 def test_readme_schedule_example_runs_as_documented(tmp_path, capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "own-schedule.md").read_text()
     after = readme[readme.index("<!-- readme-schedule-example:"):]
     code = after[after.index("```python\n") + len("```python\n"):after.index("```\n", after.index("```python"))]
     path = tmp_path / "bfs_v.py"

@@ -72,3 +72,34 @@ def test_table_experiments_run(script, args, expect, tmp_path):
     result = run_script(script, *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert expect in result.stdout
+
+
+SCRIPTS = sorted(p for p in (ROOT / "experiments").glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_every_script_takes_the_shared_flags(script):
+    """--help, --fast and --out come from one helper, so every script spells and means them alike."""
+    source = script.read_text()
+    assert "experiment_parser(" in source or "experiment_args(" in source, \
+        f"{script.name}: parse its flags with pipesim.plots.figures.experiment_parser / experiment_args"
+    assert "argparse.ArgumentParser(" not in source, f"{script.name}: a parser of its own"
+
+
+def test_shared_parser_flags(tmp_path):
+    from pipesim.plots.figures import experiment_parser, parse_experiment_args
+
+    tables = experiment_parser("x", figures=False)
+    args = parse_experiment_args(tables, ["--fast", "--out", str(tmp_path / "o")])
+    assert args.fast and args.out == tmp_path / "o" and args.out.is_dir()
+    with pytest.raises(SystemExit):  # a table script has no docs copy to update
+        parse_experiment_args(experiment_parser("x", figures=False), ["--update-docs"])
+    assert "--update-docs" in experiment_parser("x").format_help()
+
+
+def test_a_table_script_writes_its_table_into_out(tmp_path):
+    result = run_script("grouped_step_time", "--fast", "--out", "tables", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "tables" / "grouped_step_time_comm0.md").read_text()
+    assert "| interleaved | 4 | 8 | 28.5 | hangs | 28.5 | reordered |" in written
+    assert written in result.stdout  # the file holds what was printed

@@ -1,7 +1,7 @@
-"""The README's measure → calibrate → simulate → overlay block runs top to bottom as written.
+"""The manual's measure → calibrate → simulate → overlay block runs top to bottom as written.
 
-The block is read from README.md (after its ``readme-chain`` marker), so the test follows the README rather
-than a copy of it. Scaled down for a 2-core machine: 2 ranks instead of 4 (``--nproc-per-node 4`` and
+The block is read from docs/calibration.md (after its ``readme-chain`` marker), so the test follows the page
+rather than a copy of it. Scaled down for a 2-core machine: 2 ranks instead of 4 (``--nproc-per-node 4`` and
 ``--pp 4`` become 2). ``torchrun`` runs as ``python -m torch.distributed.run`` on a free port and ``pipesim``
 as ``python -m pipesim.cli``, so the checkout under test is what runs. Then the mismatch the README warns
 about: the same costs file with half the stages fails with one line naming the file, the cause and the fix.
@@ -25,14 +25,15 @@ from executors.harness import free_port  # after the torch check: harness import
 pytestmark = pytest.mark.distributed
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "calibration.md"
 MARKER = "<!-- readme-chain:"
 
 
 def readme_chain() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = PAGE.read_text()
     after = text[text.index(MARKER):]
     block = re.search(r"```bash\n(.*?)```", after, re.S)
-    assert block, "README.md: no ```bash block after the readme-chain marker"
+    assert block, f"{PAGE}: no ```bash block after the readme-chain marker"
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 

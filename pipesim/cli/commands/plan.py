@@ -10,6 +10,7 @@ from pipesim.analytic.chip_spec import load_chip
 from pipesim.analytic.layout import Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import load_model
 from pipesim.analytic.params import total_params
+from pipesim.analytic.step_report import MFU_PEAK_NOTE
 from pipesim.cli.analytic_args import _PARAM_BYTES
 from pipesim.cli.arg_types import fraction, output_file, positive_int
 from pipesim.errors import PipesimError
@@ -217,6 +218,8 @@ def ranking_text(request, shown: list) -> str:
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         lines.append(f"   megatron: {megatron_line(c, request.model, request.global_batch, request.overlap_p2p)}")
+    if any(o.candidate.precision is Precision.FP8 for o in shown):
+        lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 candidate's MFU can pass what BF16 could reach)")
     tied = sum(close[1:])
     if tied:
         lines.append(f"≈#1: {tied} of the listed configurations lie within the error band of #1 (validation's "
