@@ -143,3 +143,17 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys, monkeypatch):
     assert "\n" not in err
     assert main(["x.csv", "--steps", "0"]) == 2
     assert "\n" not in capsys.readouterr().err.strip()
+
+
+@pytest.mark.parametrize(("schedule", "pp"), [("zb-v", 2), ("dualpipe-v", 4), ("interleaved", 4), ("1f1b", 4)])
+def test_pipesim_placement_is_torchs_for_the_named_style(schedule, pp):
+    """The stage→rank map of pipesim's order is the one torch generates for the style that the torchtitan
+    schedule name of the export note selects (V for ZBVZeroBubble, loop for the others)."""
+    from torch.distributed.pipelining._utils import generate_stage_to_rank_mapping
+
+    from pipesim.io.torch_runtime_rules import torchtitan_schedule_name
+
+    shape = _program(schedule, pp, 2 * pp, None, None).shape
+    style = "v" if torchtitan_schedule_name(shape) == "ZBVZeroBubble" else "loop"
+    assert generate_stage_to_rank_mapping(pp, shape.num_stages, style) == {
+        s: shape.rank_of(s) for s in range(shape.num_stages)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pipesim.errors import ScheduleError
 from pipesim.io.torch_csv import CsvFormat, parse_cells
+from pipesim.program.ir import PipelineShape, Placement
 
 _COMMS = {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD", "UNSHARD", "RESHARD"}
 
@@ -42,3 +43,37 @@ def check_torch_runtime_order(rows: list[list[str]], fmt: CsvFormat, *, source: 
                 "scales gradients by 1/microbatches only there, so this would train with gradients "
                 "microbatches× too large: export with pipesim export --with-comms, which writes it"
             )
+
+
+# --- torchtitan: what its config must say for an order (torchtitan/distributed/pipeline_parallel.py) -------------
+#
+# torchtitan builds its stages *before* it reads the CSV, from two settings: how many stages per rank (1 for a
+# single-stage schedule name, else 2, or what ``pipeline_parallel_layers_per_stage`` /
+# ``module_fqns_per_model_part`` make of the model) and where each stage lives (V-style only for the names
+# ZBVZeroBubble and DualPipeV, looped for every other name). Then ``_PipelineScheduleRuntime._load_csv(path)``
+# reads the CSV as compute_only and takes its stage→rank map from the rows; a rank that holds a stage the rows
+# give to another rank makes the run fail (or wait on a peer until the timeout). So the schedule name must be
+# chosen for the order's placement.
+
+
+def torchtitan_schedule_name(shape: PipelineShape) -> str:
+    """The ``pipeline_parallel_schedule`` under which torchtitan places stages as ``shape`` does."""
+    if shape.placement is Placement.V:
+        return "ZBVZeroBubble"  # V-style placement, two stages per rank (DualPipeV would do the same)
+    return "PipelineScheduleSingle" if shape.chunks == 1 else "PipelineScheduleMulti"
+
+
+def torchtitan_note(shape: PipelineShape, fmt: CsvFormat, csv_name: str) -> str:
+    """One line for ``pipesim export``: the torchtitan settings that run this CSV, or why none does."""
+    if fmt is CsvFormat.COMPUTE_COMMS:
+        return ("warning: --with-comms writes PyTorch's compute_comms format, which "
+                "_PipelineScheduleRuntime._load_csv(path, format=\"compute_comms\") runs as written; torchtitan's "
+                "pipeline_parallel_schedule_csv loads compute_only only: export without --with-comms for torchtitan")
+    stages = ""
+    if shape.placement is Placement.LOOP and shape.chunks > 2:
+        stages = (f", and module_fqns_per_model_part with {shape.num_stages} lists ({shape.chunks} stages per rank; "
+                  "torchtitan's default for a multi-stage name is 2)")
+    return (f"note: torchtitan: [parallelism] pipeline_parallel_degree = {shape.pp}, num_pp_microbatches = "
+            f"{shape.microbatches}, pipeline_parallel_schedule = \"{torchtitan_schedule_name(shape)}\" (places "
+            f"stages {shape.placement.value}-style as this order does), pipeline_parallel_schedule_csv = "
+            f"\"{csv_name}\"{stages}; see docs/torch-runtime.md")
