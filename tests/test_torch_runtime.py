@@ -4,7 +4,7 @@ Every built-in schedule (zb-auto synthesised for non-uniform costs, with one chu
 exported as a PyTorch action CSV, loaded by ``torch.distributed.pipelining.schedules._PipelineScheduleRuntime``
 (``_load_csv``, in both of its formats) around the executor's GPT stages, and trained for two optimizer steps on
 gloo; losses, each step's gradients and the parameters after the steps must equal the single-process reference
-and pipesim's own executor running the same CSV. One spawned world per pipeline size runs everything.
+and (at pp = 2) pipesim's own executor running the same CSV. One spawned world per pipeline size runs everything.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ SKEWED = CostModel(default=StageCosts(), overrides={1: {"forward": 3.0}})
 # (label, schedule, chunks, costs): every built-in (zb-auto for the skewed costs), and zb-auto's V placement.
 ORDERS = [(n, n, None, SKEWED if n == "zb-auto" else None) for n in builtin_names()] + [
     ("zb-auto-v", "zb-auto", 2, SKEWED)]
-PP4_ORDERS = ["1f1b", "interleaved", "zb-h2", "zb-v", "dualpipe-v", "zb-auto", "zb-auto-v"]
+# At pp = 4 the orders whose links carry two kinds of message (loop v = 2, V), against the reference only: the
+# executor comparison is made at pp = 2; kept few, for the suite's time.
+PP4_ORDERS = ["interleaved", "zb-v", "dualpipe-v", "zb-auto-v"]
 # (pp, microbatches, layers): the layers cover pp·v stages with at least one block each.
 WORLDS = {2: (2, 4, 4), 4: (4, 8, 8)}
 
@@ -69,7 +71,7 @@ def world(tmp_path_factory):
             cases = _cases(pp)
             paths = {case: _write(directory, case[0], pp, case[1]) for case in cases}
             torch_cfgs = [TorchRunConfig(paths[c], c[1], model, steps=2, capture=True) for c in cases]
-            labels = sorted({label for label, _ in cases})
+            labels = sorted({label for label, _ in cases}) if pp == 2 else []
             # pipesim's executor runs the very same file (compute-only: its comms are derived from it anyway).
             executor_cfgs = [RunConfig(schedule=paths[(label, CsvFormat.COMPUTE_ONLY)], topology=Topology(pp=pp),
                                        microbatches=None, steps=2, model=model, capture=True) for label in labels]
@@ -93,9 +95,10 @@ def test_torch_runtime_trains_like_the_reference_and_the_executor(world, pp, lab
     got = torch_results[(label, fmt)]
     where = f"torch runtime pp={pp} {label} {fmt.value}"
     assert_matches_reference(got, reference, f"{where} vs single process")
-    executor = executor_results[label]
-    assert_matches_reference(got, ReferenceResult(executor.losses, executor.full_grads, executor.full_params),
-                             f"{where} vs pipesim's executor")
+    if pp == 2:
+        executor = executor_results[label]
+        assert_matches_reference(got, ReferenceResult(executor.losses, executor.full_grads, executor.full_params),
+                                 f"{where} vs pipesim's executor")
     assert len(got.losses) == 2 and got.losses[0] != got.losses[1]  # two real steps: the weights moved
 
 
