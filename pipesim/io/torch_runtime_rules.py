@@ -4,12 +4,15 @@
 
 - ``compute_only`` (what torchtitan's ``pipeline_parallel_schedule_csv`` loads): only F, B, I, W (and
   ``(…)OVERLAP_F_B``) cells; torch's own lowering adds UNSHARD/RESHARD, a REDUCE_GRAD after each stage's
-  last backward, and the sends and receives. A communication cell is refused by torch.
+  last backward, and the sends and receives. Any other cell (communication, UNSHARD/RESHARD) is refused by torch.
 - ``compute_comms``: the cells are run exactly as written, no lowering and no check. Gradients are scaled by
   1/microbatches only inside ``REDUCE_GRAD``, so a file without a stage's ``REDUCE_GRAD`` trains with m×
   too large gradients, silently.
 
-No torch import: ``pipesim export`` applies these rules too.
+The rest torch checks (a stage on one rank, F once per microbatch, W after its I, the backward count) pipesim's
+importer and ``validate()`` already hold. :func:`check_torch_runtime_order` is what ``executors.torch_runtime``
+applies before any process group starts; :func:`torchtitan_note` the line ``pipesim export -o`` prints. No
+torch import.
 """
 
 from __future__ import annotations
