@@ -6,5 +6,7 @@ GEMMs), ``model`` (the GPT stage model and its single-process reference), ``inte
 Program, instruction by instruction), ``compute`` (what a compute instruction does: autograd) and
 ``transport`` (how messages move: gloo eager, NCCL grouped) — the interpreter's two seams —,
 ``emulation`` (both seams at a costs file's durations), ``recorder`` (measured Timeline and saved-activation
-bytes), ``harness`` (in-process spawning for tests), ``run`` (the ``torchrun -m executors.run`` entry point).
+bytes), ``harness`` (in-process spawning for tests), ``run`` (the ``torchrun -m executors.run`` entry point),
+``torch_runtime`` (an order's CSV trained by PyTorch's own ``_PipelineScheduleRuntime`` around the same stage
+modules; ``torchrun -m executors.torch_runtime``).
 """

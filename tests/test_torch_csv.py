@@ -48,3 +48,17 @@ def test_placement_is_read_from_the_rows():
     program = import_rows([["0F0", "3F0", "3B0", "0B0"], ["1F0", "2F0", "2B0", "1B0"]]).program
     assert program.shape.placement.value == "v" and program.shape.chunks == 2
     validate(program)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["-s", "zb-v", "--pp", "2", "--mb", "4"], 'pipeline_parallel_schedule = "ZBVZeroBubble" (places stages v-style'),
+    (["-s", "1f1b", "--pp", "4", "--mb", "8"], 'num_pp_microbatches = 8, pipeline_parallel_schedule = '
+                                               '"PipelineScheduleSingle"'),
+    (["-s", "interleaved", "--pp", "2", "--mb", "4", "--chunks", "3"], "module_fqns_per_model_part with 6 lists"),
+    (["-s", "zb-h1", "--pp", "2", "--mb", "4", "--with-comms"], "torchtitan's pipeline_parallel_schedule_csv loads "
+                                                                 "compute_only only"),
+])
+def test_export_names_the_torchtitan_settings_in_one_line(tmp_path, capsys, argv, expected):
+    assert main(["export", *argv, "-o", str(tmp_path / "order.csv")]) == 0
+    err = capsys.readouterr().err.strip()
+    assert expected in err and "\n" not in err

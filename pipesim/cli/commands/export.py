@@ -42,4 +42,12 @@ def run(args: argparse.Namespace) -> int:
         fmt = CsvFormat.COMPUTE_COMMS if args.with_comms else CsvFormat.COMPUTE_ONLY
         text = rows_to_text(export_rows(program, fmt))
     write_or_print(text, args.output)
+    if args.output and ExportFormat(args.format) is ExportFormat.TORCH_CSV:
+        # Where the file goes next (torchtitan, torch's runtime): the settings that run it, one line on stderr.
+        import sys
+        from pathlib import Path
+
+        from pipesim.io.torch_runtime_rules import torchtitan_note
+
+        print(torchtitan_note(program.shape, fmt, Path(args.output).name), file=sys.stderr)
     return 0
