@@ -199,3 +199,18 @@ def test_simulate_deepseek_v3_prints_step_a2a_share_and_memory(capsys):
     assert report["layout"]["ep"] == 64 and report["active_parameters"] < report["parameters"] / 10
     busiest = min(report["time_per_rank"], key=lambda r: r["idle_s"])
     assert busiest["a2a_s"] > 0 and report["memory"]["peak_gib"] > 0 and report["step_time_s"] > 0
+
+
+def test_zero3_gathers_only_the_ranks_share_of_the_experts():
+    from pipesim.analytic.comm import fsdp_layer_comm
+    from pipesim.analytic.params import layer_params
+    from pipesim.analytic.to_costs import _layer_comm
+
+    layout = Layout(dp=8, ep=8, zero=ZeroStage.PARAMETERS, microbatches=2)
+    held = layer_params(MIXTRAL, LayerKind.MOE) - layer_expert_params(MIXTRAL, LayerKind.MOE) * 7 / 8
+    gathers = fsdp_layer_comm(held, layout, H100)
+    times = layer_times(MIXTRAL, layout, H100, LayerKind.MOE)
+    comm = _layer_comm(MIXTRAL, H100, layout, times, LayerKind.MOE)
+    assert comm.forward == pytest.approx(max(0.0, gathers.forward - times.forward))
+    wide = _layer_comm(MIXTRAL, H100, replace(layout, ep=1), times, LayerKind.MOE)
+    assert wide.forward > comm.forward

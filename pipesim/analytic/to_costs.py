@@ -57,7 +57,7 @@ from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.kernels import PassTimes, attention_core_times, head_times, layer_times, linear_times
 from pipesim.analytic.layout import Layout, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
-from pipesim.analytic.params import layer_params, stage_expert_params, stage_params
+from pipesim.analytic.params import layer_expert_params, layer_params, stage_expert_params, stage_params
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
 from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
@@ -211,7 +211,9 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
         ring = LayerComm(overlapped(ring.forward, core.forward), overlapped(ring.backward, core.backward_input))
     gathers = LayerComm(0.0, 0.0)
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
-        fsdp = fsdp_layer_comm(layer_params(model, kind) / layout.tp, layout, chip)
+        # a rank gathers its share: the dense weights and its ep-th of the routed experts
+        held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
+        fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
         gathers = LayerComm(overlapped(fsdp.forward, layer.forward),
                             overlapped(fsdp.backward, layer.backward_input + layer.backward_weight))
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
