@@ -210,9 +210,10 @@ def test_zero3_gathers_only_the_ranks_share_of_the_experts():
 
     layout = Layout(dp=8, ep=8, zero=ZeroStage.PARAMETERS, microbatches=2)
     held = layer_params(MIXTRAL, LayerKind.MOE) - layer_expert_params(MIXTRAL, LayerKind.MOE) * 7 / 8
-    gathers = fsdp_layer_comm(held, layout, H100)
+    whole = layer_params(MIXTRAL, LayerKind.MOE)
+    # 1/8 of the 8 experts plus the attention and router: the gather moves that many bytes, not the whole layer
+    assert fsdp_layer_comm(held, layout, H100).forward < fsdp_layer_comm(whole, layout, H100).forward / 4
     times = layer_times(MIXTRAL, layout, H100, LayerKind.MOE)
     comm = _layer_comm(MIXTRAL, H100, layout, times, LayerKind.MOE)
-    assert comm.forward == pytest.approx(max(0.0, gathers.forward - times.forward))
     wide = _layer_comm(MIXTRAL, H100, replace(layout, ep=1), times, LayerKind.MOE)
-    assert wide.forward > comm.forward
+    assert wide.forward > comm.forward  # what the compute does not hide shrinks with ep
