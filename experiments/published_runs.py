@@ -6,7 +6,9 @@ Nothing here is fitted per row: the chip constants are the presets' (pipesim/ana
 cited there), the rest is each paper's stated configuration. Step time is compared in seconds: a published
 throughput (TFLOP/s per GPU, tokens/s per GPU, MFU) is turned into seconds per step with the paper's own
 batch, and a published TFLOP/s with pipesim's FLOP count of the same step (both count the full s² attention).
-The rows are in :mod:`pipesim.validation.sources`, one module per source.
+The rows are in :mod:`pipesim.validation.sources`, one module per source. ``--moe`` prints the
+mixture-of-experts rows instead (held out of every fit, :data:`pipesim.validation.sources.MOE_MODULES`),
+with the exposed all-to-all's share of the busiest rank's step.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import IN_SAMPLE_MODULES, PUBLISHED_RUNS, module_of
+from pipesim.validation.sources import IN_SAMPLE_MODULES, MOE_RUNS, PUBLISHED_RUNS, module_of
 
 __all__ = ["PUBLISHED_RUNS", "cli_args", "main", "predict"]
 
@@ -24,17 +26,19 @@ def main() -> None:
                                "their costs (zb-auto, ~1 s each): a smoke run")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--commands", action="store_true", help="print the pipesim command of each row instead")
+    parser.add_argument("--moe", action="store_true", help="the mixture-of-experts rows (held out of every fit)")
     args = parse_experiment_args(parser)
     record_output(args.out, "published_runs_commands.txt" if args.commands
                   else "published_runs.md" if args.markdown else "published_runs.txt")
+    table = MOE_RUNS if args.moe else PUBLISHED_RUNS
     if args.commands:
-        for run in PUBLISHED_RUNS:
+        for run in table:
             print("pipesim " + " ".join(cli_args(run)))
         return
-    runs = [r for r in PUBLISHED_RUNS if not (args.fast and load_schedule(r.schedule).build_options)]
+    runs = [r for r in table if not (args.fast and load_schedule(r.schedule).build_options)]
     comparisons = [predict(run) for run in runs]
     header = ["source", "configuration", "published s/step", "pipesim s/step", "error", "published GiB",
-              "pipesim GiB", "memory error"]
+              "pipesim GiB", "memory error"] + (["exposed all-to-all"] if args.moe else [])
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
@@ -46,6 +50,8 @@ def main() -> None:
             cells += ["", "", ""]
         else:
             cells += [f"{c.run.memory_gib:g}", f"{c.report.memory.peak.total / 2**30:.1f}", f"{c.memory_error:+.1%}"]
+        if args.moe:
+            cells.append(f"{c.report.busiest.a2a_exposed_share:.0%} of the step")
         print("| " + " | ".join(cells) + " |" if args.markdown else "  ".join(f"{x:<14}" for x in cells))
     for title, group in (("in-sample", [c for c in comparisons if module_of(c.run) in IN_SAMPLE_MODULES]),
                          ("out-of-sample", [c for c in comparisons if module_of(c.run) not in IN_SAMPLE_MODULES])):

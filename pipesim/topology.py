@@ -4,6 +4,11 @@ Order (docs/architecture.md, "Executor"): tp fastest, then cp, dp, pp —
 ``rank = ((pp_rank·dp + dp_rank)·cp + cp_rank)·tp + tp_rank`` (nanotron's (pp, dp, tp) with Megatron's cp
 slot). A group of one dimension joins the ranks that agree on every other coordinate. DP gradient sync runs
 over dp×cp (each CP rank holds a slice of the sequence and full weights).
+
+Expert parallelism (``ep``) is not a dimension of its own: as in Megatron-Core, the expert-parallel groups are
+carved out of each dp×cp group — ``ep`` consecutive members of it (in rank order) hold the experts of one
+replica between them, so ep divides dp·cp — and the members at the same position of each expert-parallel
+group form an expert data-parallel group (dp·cp/ep ranks), over which the experts' gradients sync.
 """
 
 from __future__ import annotations
@@ -45,12 +50,18 @@ class Topology:
     cp: int = 1
     dp: int = 1
     pp: int = 1
+    ep: int = 1  # expert-parallel degree, folded over dp×cp (module docstring)
 
     def __post_init__(self) -> None:
         for dim in _ORDER:
             size = self.size(dim)
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
                 raise PipesimError(f"--{dim.value} {size} must be a positive integer")
+        if isinstance(self.ep, bool) or not isinstance(self.ep, int) or self.ep < 1:
+            raise PipesimError(f"--ep {self.ep} must be a positive integer")
+        if (self.dp * self.cp) % self.ep:
+            raise PipesimError(f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
+                               "expert-parallel groups are carved out of the dp×cp ranks; raise --dp or lower --ep")
 
     def size(self, dim: Dim) -> int:
         return getattr(self, dim.value)
@@ -92,6 +103,15 @@ class Topology:
             result.append(sorted(members))
         return sorted(result)
 
+    def ep_groups(self) -> list[list[int]]:
+        """Expert-parallel groups: each dp×cp group cut into runs of ``ep`` consecutive members."""
+        return sorted(g[i:i + self.ep] for g in self.groups(Dim.DP, Dim.CP) for i in range(0, len(g), self.ep))
+
+    def expert_dp_groups(self) -> list[list[int]]:
+        """Expert data-parallel groups: the members at one position of every expert-parallel group of a dp×cp
+        group (they hold the same experts and sync their gradients)."""
+        return sorted(g[i::self.ep] for g in self.groups(Dim.DP, Dim.CP) for i in range(self.ep))
+
     def group_of(self, rank: int, *dims: Dim) -> list[int]:
         for group in self.groups(*dims):
             if rank in group:
@@ -107,6 +127,11 @@ class Topology:
             groups = self.groups(*dims)
             listed = " ".join("{" + ",".join(map(str, g)) + "}" for g in groups)
             lines.append(f"{label} groups ({len(groups)}): {listed}")
+        if self.ep > 1:
+            for label, groups in (("ep (expert all-to-all, folded over dp×cp)", self.ep_groups()),
+                                  ("expert dp (expert gradient sync)", self.expert_dp_groups())):
+                listed = " ".join("{" + ",".join(map(str, g)) + "}" for g in groups)
+                lines.append(f"{label} groups ({len(groups)}): {listed}")
         lines += self._grid()
         lines.append("rank → (tp, cp, dp, pp):")
         for rank in range(self.world_size):

@@ -26,15 +26,47 @@ Models without dropout (Llama) drop the mask terms. Embedding (first stage): the
 (Megatron-LM's accounting; not sharded) and the embedding dropout mask ``sbh``. Output (last stage):
 Korthikanti §4.3 / Megatron-LM's ``4sbh(1 + V/h)``: final-norm input and output-layer input ``2·d·sbh``, and
 FP32 logits for the loss ``4sbV`` (vocabulary-parallel, so ``/t``).
+
+Mixture of experts (a MoE layer; Megatron-Core's token dispatcher): the router's FP32 scores ``4sbE``; the
+dispatched tokens ``d·sb·k·h`` that the experts' first GEMMs read, and the experts' outputs ``d·sb·k·h``
+that the weighted combine reads in its backward; the routed experts' intermediates as a dense MLP's, of width
+``k·f_e``, plus the shared experts' (``n_s·f_s``). The routed terms scale with ``Layout.moe_imbalance``: the
+most-loaded rank holds that many times the mean of the tokens. Expert weights are sharded over tp like the
+dense MLP's (expert tensor parallelism = tp), the dispatched tokens are not. Latent attention: Q, K and V
+at their per-head widths, plus the latents ``c_Q`` and ``c_KV`` (and the shared RoPE key), each stored as its
+norm's input and its up-projection's input, replicated over tp (the down-projections are not split).
 """
 
 from __future__ import annotations
 
 from pipesim.analytic.layout import AttentionKernel, Layout, Recompute
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 
-def layer_activation_bytes(model: ModelSpec, layout: Layout) -> float:
+def _mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """The MLP inner width whose intermediates one token leaves on the most-loaded rank."""
+    if kind is LayerKind.DENSE:
+        return model.ffn_hidden
+    routed = model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
+    return routed + model.shared_experts * model.shared_expert_ffn_hidden
+
+
+def _moe_replicated(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """Per token: the router's FP32 scores and the dispatched tokens in and out of the experts (bytes)."""
+    if kind is LayerKind.DENSE:
+        return 0.0
+    dispatched = 2 * model.dtype_bytes * model.experts_per_token * model.hidden * layout.moe_imbalance
+    return 4 * model.experts + dispatched
+
+
+def _mla_latents(model: ModelSpec) -> float:
+    """Per token, under latent attention: c_Q and c_KV as norm input and up-projection input, the RoPE key."""
+    if not model.mla:
+        return 0.0
+    return model.dtype_bytes * (2 * model.q_lora_rank + 2 * model.kv_lora_rank + model.qk_rope_head_dim)
+
+
+def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> float:
     """Bytes one transformer layer keeps for its backward, per microbatch, on one tp rank."""
     b, s, h, a, d, t = model.micro_batch, model.seq_len, model.hidden, model.heads, model.dtype_bytes, layout.tp
     sbh = s * b * h
@@ -42,23 +74,28 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout) -> float:
     if layout.recompute is Recompute.FULL:
         return d * sbh / (t if sp else 1)
     mask = 1.0 if model.dropout else 0.0
-    replicated = 2 * d * sbh + d * sbh + d * sbh + 2 * mask * sbh
-    mlp_mid = (3 if model.gated else 2) * d * s * b * model.ffn_hidden
-    sharded = d * sbh + 2 * d * s * b * model.kv_dim + d * sbh + mlp_mid
+    replicated = (2 * d * sbh + d * sbh + d * sbh + 2 * mask * sbh
+                  + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
+    mlp_mid = (3 if model.gated else 2) * d * s * b * _mlp_width(model, layout, kind)
+    attention = d * s * b * (model.q_width + model.k_width + model.v_width + model.attention_out_width)
+    sharded = attention + mlp_mid
     scores_kept = layout.recompute is Recompute.NONE and layout.attention is AttentionKernel.UNFUSED
     # softmax output (d), and with dropout its mask (1) and output (d): 5as²b for d = 2
     scores = (d + mask * (1 + d)) * a * s * s * b if scores_kept else 0.0
     return replicated / (t if sp else 1) + (sharded + scores) / t
 
 
-def linear_input_bytes(model: ModelSpec, layout: Layout) -> float:
+def linear_input_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> float:
     """The part of a layer's stored activations that the weight-gradient pass (W) needs: linear-layer inputs."""
     b, s, h, d, t = model.micro_batch, model.seq_len, model.hidden, model.dtype_bytes, layout.tp
     sp = layout.sequence_parallel
     if layout.recompute is Recompute.FULL:
-        return layer_activation_bytes(model, layout)
-    replicated = 2 * d * s * b * h  # QKV input, MLP input
-    sharded = d * s * b * h + d * s * b * model.ffn_hidden  # output-projection input, down-projection input
+        return layer_activation_bytes(model, layout, kind)
+    # QKV input and MLP input (plus, for MoE, the dispatched tokens the experts' first GEMMs read)
+    dispatched = 0.0 if kind is LayerKind.DENSE else d * model.experts_per_token * h * layout.moe_imbalance
+    replicated = s * b * (2 * d * h + dispatched + _mla_latents(model) / 2)
+    # output-projection input, down-projection input
+    sharded = d * s * b * model.attention_out_width + d * s * b * _mlp_width(model, layout, kind)
     return replicated / (t if sp else 1) + sharded / t
 
 

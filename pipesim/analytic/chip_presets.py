@@ -82,6 +82,13 @@ _PRESETS = [
     # 1,979 FP8 dense) are taken, an upper bound; 96GB taken as 96 GiB (no nvidia-smi reading at hand).
     ChipSpec("h100-96gb-hbm2e", 989.4 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
              **_HOPPER_FA2),
+    # NVIDIA H800 SXM (the export variant of the H100): the H100 SXM's die, clocks and HBM3 (80GB, 3.35 TB/s,
+    # 989.4 BF16 / 1,979 FP8 dense TFLOPS), NVLink cut to 400 GB/s bidirectional → 200 GB/s one way (vendor
+    # briefings of the part, as the DeepSeek-V3 report's §3.2.2 discussion of its "NVLink (160 GB/s)" achieved
+    # and "IB (50 GB/s)" reflects); one 400 Gb/s InfiniBand NIC per GPU (DeepSeek-V3 report §3.1: 8 GPUs per
+    # node, IB across nodes) → 50 GB/s. Kernel constants: the H100's (same SMs).
+    ChipSpec("h800", 989.4 * TFLOPS, 79.6, 3350 * GB, 200 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
+             **_HOPPER_FA2),
     # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
     # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
     ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,

@@ -185,19 +185,77 @@ class GradSync:
     gather: float
 
 
-def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -> GradSync:
+def moe_all_to_all_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes one rank sends in one dispatch (or combine) all-to-all of a MoE layer, per microbatch.
+
+    Each of the rank's ``b·s/cp`` tokens goes to ``k`` experts: ``tokens·k·h`` elements, of which the share
+    ``(ep−1)/ep`` is for experts on the other ranks of the expert-parallel group (uniform routing), times
+    ``moe_imbalance`` (the most-loaded rank receives, and in the combine sends back, that many times the mean).
+    Expert tensor parallelism is tp (each tp rank exchanges the whole tokens with its peers' same tp rank)."""
+    if layout.ep == 1 or not model.is_moe:
+        return 0.0
+    tokens = model.micro_batch * model.seq_len / layout.cp
+    elements = tokens * model.experts_per_token * model.hidden * layout.moe_imbalance
+    return model.dtype_bytes * elements * (layout.ep - 1) / layout.ep
+
+
+def moe_all_to_all_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
+    """Seconds of one dispatch (or combine) all-to-all over the ep ranks, per microbatch.
+
+    The expert-parallel group is ``ep`` members of the stage's dp·cp ranks, ``tp`` ranks apart (Megatron's
+    order), so ``min(ep, node_size/tp)`` of them share a node. A rank sends to every peer at once (NCCL's
+    all-to-all is one grouped send/receive per peer): the part for peers in its node goes over NVLink, the
+    rest over its own NIC, in parallel, and the slower of the two is the time. Latency: NCCL's base latency
+    plus one hop (network when the group crosses nodes), the peers being reached at once rather than in
+    ``ep − 1`` ring steps."""
+    nbytes = moe_all_to_all_bytes(model, layout)
+    if nbytes == 0:
+        return 0.0
+    ep = layout.ep
+    local = max(1, min(ep, chip.node_size // layout.tp))
+    intra = nbytes * (local - 1) / (ep - 1)
+    inter = nbytes - intra
+    wire = max(intra / chip.intra_node_bandwidth, inter / chip.inter_node_bandwidth)
+    hop = chip.network_hop_latency if inter > 0 else chip.nvlink_hop_latency
+    return wire + chip.collective_base_latency + hop
+
+
+def moe_layer_a2a(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
+    """A MoE layer's all-to-alls per microbatch: dispatch and combine in the forward, their gradients (combine
+    and dispatch reversed) in the backward, and under full recomputation the forward's two again."""
+    one = moe_all_to_all_time(model, layout, chip)
+    forward = 2 * one
+    return LayerComm(forward, 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0))
+
+
+def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
+                 expert_params_per_rank: float = 0.0) -> GradSync:
     """Gradient sync of ``stage_params_per_rank`` parameters (already divided by tp) over the dp group.
 
     Plain data parallel: ring all-reduce of the gradient buffer (``grads`` bytes per parameter, FP32 in
     Megatron-LM). Distributed optimizer / ZeRO-1 (Rajbhandari et al. 2020, §5.1; Megatron-LM's distributed
     optimizer): reduce-scatter of the gradients, the optimizer updates its 1/dp shard, then an all-gather of
     the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks.
+
+    ``expert_params_per_rank`` of them are routed experts sharded over ep: those sync over their expert
+    data-parallel group instead, the dp·cp/ep ranks that hold the same experts (``tp·ep`` ranks apart).
     """
-    d = layout.dp * layout.cp  # context-parallel ranks hold the same weights: gradients reduce over dp·cp
+    # context-parallel ranks hold the same weights: gradients reduce over dp·cp
+    dense = _grad_sync(stage_params_per_rank - expert_params_per_rank, layout.dp * layout.cp, layout.tp, layout,
+                       chip)
+    if not expert_params_per_rank:
+        return dense
+    expert = _grad_sync(expert_params_per_rank, layout.expert_shards, layout.tp * layout.ep, layout, chip)
+    return GradSync(dense.reduce + expert.reduce, dense.gather + expert.gather)
+
+
+def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpec) -> GradSync:
+    """:func:`dp_grad_sync` of ``params`` over ``d`` ranks ``stride`` apart (spanning ``tp·dp·cp`` ranks)."""
     if d == 1:
         return GradSync(0.0, 0.0)
-    span = layout.tp * d
-    bandwidth = group_bandwidth(chip, span, stride=layout.tp)
+    span = stride * d
+    bandwidth = group_bandwidth(chip, span, stride=stride)
+    stage_params_per_rank = params
     grad_bytes = stage_params_per_rank * layout.param_bytes.grads
     if layout.sharding is ZeroStage.NONE:
         measured = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, d, grad_bytes)
@@ -210,10 +268,15 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec) -
                     ring_reduce_scatter_time(weight_bytes, d, bandwidth, latency))
 
 
-def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec) -> float:
+def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
+                        expert_params_per_rank: float = 0.0) -> float:
     """Adam is memory-bound: per updated parameter it reads grad, master weight, m, v (16 B) and writes master,
-    m, v (12 B) and the BF16 weight (2 B) — 30 B over HBM bandwidth (the fused Adam kernels of Apex/TE)."""
-    updated = params_per_rank / (layout.dp * layout.cp if layout.sharding > ZeroStage.NONE else 1)
+    m, v (12 B) and the BF16 weight (2 B) — 30 B over HBM bandwidth (the fused Adam kernels of Apex/TE).
+    Sharded, a rank updates 1/(dp·cp) of its dense parameters and 1/(dp·cp/ep) of its experts."""
+    sharded = layout.sharding > ZeroStage.NONE
+    dense = params_per_rank - expert_params_per_rank
+    updated = (dense / (layout.dp * layout.cp if sharded else 1)
+               + expert_params_per_rank / (layout.expert_shards if sharded else 1))
     return 30.0 * updated / chip.stream_bandwidth
 
 

@@ -16,7 +16,7 @@ from pipesim.analytic.layout import Precision
 
 MIN_ROWS = 5
 _FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "h100-sxm": "hopper", "h100-96gb-hbm2e": "hopper",
-             "h200": "hopper"}
+             "h200": "hopper", "h800": "hopper"}
 
 
 def run_kind(chip_name: str, precision: Precision) -> str | None:

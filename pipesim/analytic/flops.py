@@ -14,6 +14,12 @@ matmuls' gradients belong to ``I``. Hence ``I = linear + 2·core``, ``W = linear
 (selective) or the whole layer (full, Narayanan et al.'s factor 4 instead of 3). Element-wise FLOPs (norms,
 softmax, activations) are left out, as in both papers; their time is in ``ChipSpec.achievable_fraction``.
 The LM head is ``2bshV`` forward, ``2bshV`` each for I and W; the embedding lookup is not a matmul (0).
+
+Mixture of experts: a token goes through its top-k routed experts and the shared ones, so a MoE layer's MLP
+is ``2bsh · (k·f_e + n_s·f_s) · mats`` plus the router ``2bsh·E`` — the work of a dense MLP of the width a
+token sees (:attr:`ModelSpec.moe_ffn_per_token`). Latent attention: its projections are
+``2bs · (their weights)`` (:func:`pipesim.analytic.params.attention_params`, norms aside) and the core's
+``QKᵀ`` and ``·V`` use ``qk_nope + qk_rope`` and ``v_head_dim`` per head: ``2bs²·heads·(d_qk + d_v)``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipesim.analytic.layout import Layout, Recompute
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -48,24 +54,40 @@ class PassFlops:
         return self.model + self.recompute
 
 
-def linear_flops(model: ModelSpec) -> float:
+def attention_linear_flops(model: ModelSpec) -> float:
+    """Forward FLOPs of the attention block's projections."""
+    tokens, h = model.micro_batch * model.seq_len, model.hidden
+    if model.mla:
+        q = h * model.q_lora_rank + model.q_lora_rank * model.q_width if model.q_lora_rank else h * model.q_width
+        kv = (h * (model.kv_lora_rank + model.qk_rope_head_dim)
+              + model.kv_lora_rank * model.heads * (model.qk_nope_head_dim + model.v_head_dim))
+        return 2 * tokens * (q + kv + model.attention_out_width * h)
+    return 2 * tokens * h * (h + 2 * model.kv_dim) + 2 * tokens * h * h
+
+
+def mlp_flops(model: ModelSpec, kind: LayerKind = LayerKind.DENSE) -> float:
+    """Forward FLOPs of the MLP: dense, or a token's top-k and shared experts plus the router."""
+    tokens, h, mats = model.micro_batch * model.seq_len, model.hidden, (3 if model.gated else 2)
+    if kind is LayerKind.DENSE:
+        return 2 * tokens * h * model.ffn_hidden * mats
+    return 2 * tokens * h * model.moe_ffn_per_token * mats + 2 * tokens * h * model.experts
+
+
+def linear_flops(model: ModelSpec, kind: LayerKind = LayerKind.DENSE) -> float:
     """Forward FLOPs of the layer's weight matmuls (QKV, output projection, MLP)."""
-    b, s, h = model.micro_batch, model.seq_len, model.hidden
-    attention = 2 * b * s * h * (h + 2 * model.kv_dim) + 2 * b * s * h * h
-    mlp = 2 * b * s * h * model.ffn_hidden * (3 if model.gated else 2)
-    return attention + mlp
+    return attention_linear_flops(model) + mlp_flops(model, kind)
 
 
 def attention_core_flops(model: ModelSpec, layout: Layout) -> float:
-    """Forward FLOPs of ``QKᵀ`` and ``softmax·V`` (query width = hidden)."""
-    b, s, h = model.micro_batch, model.seq_len, model.hidden
-    full = 2 * 2 * b * s * s * h
+    """Forward FLOPs of ``QKᵀ`` and ``softmax·V`` (``4bs²h`` for standard attention)."""
+    b, s = model.micro_batch, model.seq_len
+    full = 2 * b * s * s * model.heads * (model.qk_head_dim + model.value_head_dim)
     return full / 2 if layout.halve_causal_attention else full
 
 
-def layer_flops(model: ModelSpec, layout: Layout) -> PassFlops:
+def layer_flops(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> PassFlops:
     """One transformer layer, whole (divide by tp for one rank's share)."""
-    linear = linear_flops(model)
+    linear = linear_flops(model, kind)
     core = attention_core_flops(model, layout)
     recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: linear + core}[layout.recompute]
     return PassFlops(linear + core, linear + 2 * core, linear, recompute)
@@ -79,8 +101,10 @@ def lm_head_flops(model: ModelSpec) -> PassFlops:
 
 def model_flops_per_microbatch(model: ModelSpec, layout: Layout) -> PassFlops:
     """All layers plus the LM head, for one microbatch of one pipeline (sum of model and hardware FLOPs)."""
-    layer = layer_flops(model, layout)
     head = lm_head_flops(model)
-    n = model.layers
-    return PassFlops(n * layer.forward + head.forward, n * layer.backward_input + head.backward_input,
-                     n * layer.backward_weight + head.backward_weight, n * layer.recompute)
+    kinds = model.layer_kinds()
+    layers = [(kinds.count(kind), layer_flops(model, layout, kind)) for kind in LayerKind if kind in kinds]
+    return PassFlops(sum(n * f.forward for n, f in layers) + head.forward,
+                     sum(n * f.backward_input for n, f in layers) + head.backward_input,
+                     sum(n * f.backward_weight for n, f in layers) + head.backward_weight,
+                     sum(n * f.recompute for n, f in layers))

@@ -20,6 +20,14 @@ has its own rate, one constant per chip, from a cited measurement (:mod:`.chip_p
   T_W`` — the input backward's non-GEMM part takes what the forward's does (the forward also generates the
   dropout masks, the backward only reads them). One constant for this kernel class: 1.0.
 
+- **Routed experts** (mixture of experts): a grouped GEMM, one product per local expert
+  (Megatron-Core's GroupedMLP / TE's grouped linear). With ``E`` experts over ``ep`` ranks a rank holds
+  ``E/ep`` experts and, after the dispatch, ``tokens·k`` routed tokens (those of its ``ep`` peers that chose
+  its experts), ``tokens·k·ep/E`` per expert on average — times ``moe_imbalance`` on the most-loaded rank,
+  which sets the pace. Each expert's GEMM goes through the same roofline with wave quantization, so small
+  per-expert GEMMs (few tokens, weights read from HBM for few rows) run below the large-GEMM rate: the
+  shape-dependent efficiency is the one above, not a separate constant.
+
 All times are for one tensor-parallel rank and one microbatch of ``b`` sequences of ``s/cp`` tokens.
 """
 
@@ -31,7 +39,7 @@ from dataclasses import dataclass
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 NON_GEMM_BACKWARD = 1.0  # backward / forward time of element-wise and unfused-attention work (Qi et al. Table 9)
 
@@ -68,35 +76,81 @@ def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> f
     return max(compute, memory)
 
 
+def attention_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
+    """(output width, input width) per tp rank of the attention block's weight matrices. Latent attention's
+    down-projections are not split over tp (Megatron-Core keeps them whole on every tp rank)."""
+    h, t = model.hidden, layout.tp
+    if model.mla:
+        q = ([(model.q_lora_rank, h), (model.q_width // t, model.q_lora_rank)] if model.q_lora_rank
+             else [(model.q_width // t, h)])
+        kv = [(model.kv_lora_rank + model.qk_rope_head_dim, h),
+              (model.heads * (model.qk_nope_head_dim + model.v_head_dim) // t, model.kv_lora_rank)]
+        return q + kv + [(h, model.attention_out_width // t)]
+    return [((h + 2 * model.kv_dim) // t, h), (h, h // t)]
+
+
+def _mlp_shapes(model: ModelSpec, width: int, t: int) -> list[tuple[int, int]]:
+    up = width * (2 if model.gated else 1)
+    return [(up // t, model.hidden), (model.hidden, width // t)]
+
+
 def linear_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
-    """(output width, input width) per tp rank of the layer's weight matrices."""
-    h, t, f = model.hidden, layout.tp, model.ffn_hidden
-    up = f * (2 if model.gated else 1)
-    return [((h + 2 * model.kv_dim) // t, h), (h, h // t), (up // t, h), (h, f // t)]
+    """(output width, input width) per tp rank of a dense layer's weight matrices."""
+    return attention_shapes(model, layout) + _mlp_shapes(model, model.ffn_hidden, layout.tp)
 
 
 _linear_shapes = linear_shapes  # the old private name (pipesim profile times these shapes)
 
 
-def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int) -> PassTimes:
-    """The four weight GEMMs: forward ``X·W``, input gradient ``dY·Wᵀ``, weight gradient ``Xᵀ·dY``."""
-    p = layout.precision
+def tokens_per_expert(model: ModelSpec, layout: Layout, tokens: int) -> float:
+    """Routed tokens one local expert computes on the most-loaded rank: ``tokens·k·ep/E · imbalance``."""
+    return tokens * model.experts_per_token * layout.ep / model.experts * layout.moe_imbalance
+
+
+def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
+                kind: LayerKind = LayerKind.DENSE) -> list[tuple[int, int, int, int]]:
+    """Every weight GEMM of one layer on one rank as ``(rows M, output width N, input width K, count)``.
+
+    A MoE layer: the attention, the router (not split over tp), the shared experts as one MLP of their summed
+    width, and the routed experts' grouped GEMM — ``E/ep`` products of :func:`tokens_per_expert` rows."""
+    groups = [(tokens, n, k, 1) for n, k in attention_shapes(model, layout)]
+    if kind is LayerKind.DENSE:
+        return groups + [(tokens, n, k, 1) for n, k in _mlp_shapes(model, model.ffn_hidden, layout.tp)]
+    groups.append((tokens, model.experts, model.hidden, 1))
+    if model.shared_experts:
+        width = model.shared_experts * model.shared_expert_ffn_hidden
+        groups += [(tokens, n, k, 1) for n, k in _mlp_shapes(model, width, layout.tp)]
+    rows = max(1, round(tokens_per_expert(model, layout, tokens)))
+    local = model.experts // layout.ep
+    groups += [(rows, n, k, local) for n, k in _mlp_shapes(model, model.expert_ffn_hidden, layout.tp)]
+    return groups
+
+
+def gemm_group_times(groups: list[tuple[int, int, int, int]], chip: ChipSpec, precision: Precision) -> PassTimes:
+    """Forward ``X·W``, input gradient ``dY·Wᵀ`` and weight gradient ``Xᵀ·dY`` of each GEMM, summed."""
     fwd = bwd_in = bwd_w = 0.0
-    for n_out, k_in in _linear_shapes(model, layout):
-        fwd += gemm_time(tokens, n_out, k_in, chip, p)
-        bwd_in += gemm_time(tokens, k_in, n_out, chip, p)
-        bwd_w += gemm_time(k_in, n_out, tokens, chip, p)
+    for rows, n_out, k_in, count in groups:
+        fwd += count * gemm_time(rows, n_out, k_in, chip, precision)
+        bwd_in += count * gemm_time(rows, k_in, n_out, chip, precision)
+        bwd_w += count * gemm_time(k_in, n_out, rows, chip, precision)
     return PassTimes(fwd, bwd_in, bwd_w)
+
+
+def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                 kind: LayerKind = LayerKind.DENSE) -> PassTimes:
+    """The layer's weight GEMMs (:func:`layer_gemms`): forward, input gradient, weight gradient."""
+    return gemm_group_times(layer_gemms(model, layout, tokens, kind), chip, layout.precision)
 
 
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half) or unfused (two batched GEMMs, full s²)."""
     b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
     heads = model.heads // t
-    full = 4 * b * s * s * heads * model.head_dim / cp  # QKᵀ and ·V of this rank's queries against all keys
+    # QKᵀ and ·V of this rank's queries against all keys (per head d_qk + d_v; 2·head_dim without MLA)
+    full = 2 * b * s * s * heads * (model.qk_head_dim + model.value_head_dim) / cp
     if layout.attention is AttentionKernel.FUSED:
         executed = full / 2  # causal: the kernel skips blocks above the diagonal
-        if (rates := measured_attention_rates(chip.measured, s, model.head_dim)) is not None:
+        if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
             return PassTimes(executed / rates[0], 2.5 * executed / rates[1], 0.0)
         peak = chip.peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
         forward = executed / (peak * chip.attention_forward_efficiency)
@@ -104,8 +158,8 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         return PassTimes(forward, backward, 0.0)
     # Unfused: per (sequence, head) a s×s = (s×d)(d×s) product and a (s×s)(s×d) one; softmax in between.
     sq = s // cp
-    one = gemm_time(sq, s, model.head_dim, chip, Precision.BF16) + gemm_time(sq, model.head_dim, s, chip,
-                                                                             Precision.BF16)
+    one = gemm_time(sq, s, model.qk_head_dim, chip, Precision.BF16) + gemm_time(sq, model.value_head_dim, s, chip,
+                                                                                Precision.BF16)
     gemms = b * heads * one
     mask = 1 if model.dropout else 0
     scores = b * heads * sq * s
@@ -114,22 +168,32 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
     return PassTimes(forward, NON_GEMM_BACKWARD * forward, 0.0)
 
 
-def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int) -> float:
-    """Bytes the forward's memory-bound kernels move per tp rank (norms, residual adds, activation, RoPE)."""
-    h, t, f, d = model.hidden, layout.tp, model.ffn_hidden, model.dtype_bytes
+def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE) -> float:
+    """Bytes the forward's memory-bound kernels move per tp rank (norms, residual adds, activation, RoPE; in a
+    MoE layer also the permutation of the routed tokens before the experts and back after them, each a read
+    and a write of ``k·h`` elements per token)."""
+    h, t, d = model.hidden, layout.tp, model.dtype_bytes
     width = h / (t if layout.sequence_parallel else 1)  # norms and residuals see the whole h unless SP
     mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
     norms = 2 * 2 * width * d
     residuals = 2 * (3 * width * d + mask * 2 * width)
+    if kind is LayerKind.DENSE:
+        f, permute = model.ffn_hidden, 0.0
+    else:
+        imbalance = layout.moe_imbalance
+        f = model.experts_per_token * model.expert_ffn_hidden * imbalance + (
+            model.shared_experts * model.shared_expert_ffn_hidden)
+        permute = 2 * 2 * model.experts_per_token * h * d * imbalance
     activation = (3 if model.gated else 2) * f / t * d
-    rope = 0.0 if model.learned_positions else 2 * (h + model.kv_dim) / t * d
-    return tokens * (norms + residuals + activation + rope)
+    rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
+    return tokens * (norms + residuals + activation + rope + permute)
 
 
 FP8_CAST_BYTES = 4  # Transformer Engine's cast-transpose: read BF16, write FP8 and its FP8 transpose
 
 
-def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int) -> tuple[float, float]:
+def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
+                   kind: LayerKind = LayerKind.DENSE) -> tuple[float, float]:
     """Bytes Transformer Engine's FP8 casts move per tp rank: (forward, input backward); 0 in BF16.
 
     Hopper's FP8 tensor cores take only the "TN" layout (cuBLASLt's FP8 requirement), so every tensor a GEMM
@@ -141,19 +205,19 @@ def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int) -> tuple[float
     """
     if layout.precision is not Precision.FP8:
         return 0.0, 0.0
-    shapes = _linear_shapes(model, layout)
-    forward = sum(k_in for _, k_in in shapes) * FP8_CAST_BYTES * tokens
-    backward = sum(n_out for n_out, _ in shapes) * FP8_CAST_BYTES * tokens
+    groups = layer_gemms(model, layout, tokens, kind)
+    forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * FP8_CAST_BYTES
+    backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * FP8_CAST_BYTES
     return forward, backward
 
 
-def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
-    """One transformer layer on one tp rank, per microbatch (TP communication not included)."""
+def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKind = LayerKind.DENSE) -> PassTimes:
+    """One transformer layer on one tp rank, per microbatch (TP communication and MoE all-to-all not included)."""
     tokens = model.micro_batch * model.seq_len // layout.cp
-    linear = linear_times(model, layout, chip, tokens)
+    linear = linear_times(model, layout, chip, tokens, kind)
     core = attention_core_times(model, layout, chip)
-    elementwise = elementwise_bytes(model, layout, tokens) / chip.stream_bandwidth
-    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens))
+    elementwise = elementwise_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
+    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens, kind))
     forward = linear.forward + core.forward + elementwise + cast_forward
     backward_input = (linear.backward_input + core.backward_input + NON_GEMM_BACKWARD * elementwise
                       + cast_backward)

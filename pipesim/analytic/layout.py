@@ -92,11 +92,26 @@ class Layout:
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False
+    # Expert parallelism (mixture-of-experts models): each MoE layer's routed experts sharded over ep ranks,
+    # which are carved out of the stage's dp·cp ranks (Megatron-Core: the expert-parallel group is folded over
+    # data and context parallelism, so ep divides dp·cp); its expert weights sync over dp·cp/ep ranks.
+    ep: int = 1
+    # The most-loaded expert-parallel rank's routed tokens over the mean (1: perfectly balanced routing; a
+    # capacity factor is the bound a dropping router enforces). Scales the expert compute, the all-to-all and
+    # the routed activations on the critical path.
+    moe_imbalance: float = 1.0
 
     def __post_init__(self) -> None:
-        for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp"):
+        for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp", "ep"):
             if getattr(self, key) < 1:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
+        if (self.dp * self.cp) % self.ep:
+            raise PipesimError(f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
+                               "expert-parallel groups are carved out of a stage's data- and context-parallel "
+                               "ranks; raise --dp or lower --ep")
+        if not self.moe_imbalance >= 1.0:
+            raise PipesimError(f"--moe-imbalance {self.moe_imbalance} must be ≥ 1 (the most-loaded rank's tokens "
+                               "over the mean)")
         if self.stage_layers is not None and len(self.stage_layers) != self.num_stages:
             raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
         if self.async_tp and self.tp == 1:
@@ -129,6 +144,12 @@ class Layout:
         what = ("the distributed optimizer" if self.asked_sharding is ZeroStage.OPTIMIZER
                 else f"ZeRO-{int(self.asked_sharding)}")
         return f"nothing to shard (dp·cp = 1): {what} keeps the full state (runs as ZeRO-0)"
+
+    @property
+    def expert_shards(self) -> int:
+        """Ranks an expert's ZeRO state is sharded over and its gradients sync over: dp·cp/ep (the expert
+        data-parallel group)."""
+        return self.shards // self.ep
 
     @property
     def num_stages(self) -> int:

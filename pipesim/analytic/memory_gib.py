@@ -4,7 +4,9 @@ Static part (per tp rank, for the stages the rank holds under the schedule's pla
 :class:`~pipesim.analytic.layout.OptimizerBytes` (default 18 B = 2 BF16 weight + 4 FP32 gradient + 12 FP32
 master/m/v, Megatron-LM's count; see ``OptimizerBytes`` for why not ZeRO's 16), with the 12 optimizer bytes
 divided by dp under a distributed optimizer / ZeRO-1 (Rajbhandari et al. 2020; Megatron-LM's
-``6 + 12/dp``).
+``6 + 12/dp``). Mixture of experts: a rank holds ``E/ep`` of each MoE layer's routed experts (and 1/tp of
+each), every dense weight in full (1/tp); the experts' ZeRO state is sharded over their own data-parallel
+group, dp·cp/ep ranks (Megatron-Core's expert data parallelism), the dense weights' over dp·cp.
 
 Activations: not a formula for "the first stage". Each stage's per-microbatch bytes
 (:mod:`.activations`, Korthikanti et al. 2023 Table 2 per layer, plus embedding / logits on the stages that
@@ -22,9 +24,9 @@ from dataclasses import dataclass, field, replace
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
-from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.params import layer_params
-from pipesim.analytic.to_costs import rank_params
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.analytic.params import largest_layer_params
+from pipesim.analytic.to_costs import rank_expert_params, rank_params
 from pipesim.sim.simulator import SimulationResult
 
 GIB = 2**30
@@ -100,7 +102,8 @@ def remedies(layout: Layout) -> list[str]:
     return options
 
 
-def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) -> tuple[float, float, float]:
+def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None,
+                 expert_params: float = 0.0) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state for ``params`` parameters on one rank.
 
     ZeRO (Rajbhandari et al. 2020, §5): stage 1 divides the optimizer state by the data-parallel size
@@ -108,24 +111,30 @@ def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None) 
     unsharded weights and gradients of the layer being computed and the one prefetched (two layers; Zhao et
     al. 2023, PyTorch FSDP §3.2). With pipelining a stage's weights stay gathered through the step (what
     torchtitan's FSDP + PP does), so only the optimizer state is divided. FP8 (Transformer Engine) keeps an
-    FP8 copy of every weight beside the BF16 one: +1 byte per parameter.
+    FP8 copy of every weight beside the BF16 one: +1 byte per parameter. ``expert_params`` of ``params`` are
+    routed experts, sharded over dp·cp/ep instead of dp·cp.
     """
     b = layout.param_bytes
-    n = layout.shards
     zero = layout.sharding
+    dense = params - expert_params
+
+    def sharded(per_param: float) -> float:
+        """``per_param`` bytes of every parameter, divided over each part's ZeRO group."""
+        return dense * per_param / layout.shards + expert_params * per_param / layout.expert_shards
+
     weights, grads, optimizer = params * b.weights, params * b.grads, params * b.optimizer
     if zero >= ZeroStage.OPTIMIZER:
-        optimizer /= n
+        optimizer = sharded(b.optimizer)
     if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
-        grads /= n
+        grads = sharded(b.grads)
     if zero is ZeroStage.PARAMETERS and layout.pp == 1:
-        weights /= n
+        weights = sharded(b.weights)
         if model is not None:
-            unsharded = 2 * layer_params(model) / layout.tp
+            unsharded = 2 * largest_layer_params(model) / layout.tp
             weights += unsharded * b.weights
             grads += unsharded * b.grads
     if layout.precision is Precision.FP8:  # sharded like the BF16 weights under ZeRO-3 without pipelining
-        weights += params * 1.0 / (n if zero is ZeroStage.PARAMETERS and layout.pp == 1 else 1)
+        weights += sharded(1.0) if zero is ZeroStage.PARAMETERS and layout.pp == 1 else params * 1.0
     return weights, grads, optimizer
 
 
@@ -142,9 +151,9 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     """
     from pipesim.analytic.activations import layer_activation_bytes
 
-    full = layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE))
-    stored = layer_activation_bytes(model, layout)
-    return (2 * full - stored) / layout.cp
+    kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
+    return max(2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE), kind)
+               - layer_activation_bytes(model, layout, kind) for kind in kinds) / layout.cp
 
 
 def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> MemoryReport:
@@ -154,9 +163,10 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
     if peaks is None:
         raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
     params = rank_params(model, layout, shape)
+    experts = rank_expert_params(model, layout, shape)
     ranks = []
     for r in range(shape.pp):
-        weights, grads, optimizer = static_bytes(params[r], layout, model)
+        weights, grads, optimizer = static_bytes(params[r], layout, model, experts[r])
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
         ranks.append(RankMemory(r, stages, params[r], weights, grads, optimizer, peaks[r],
                                 result.memory.peak_activations[r], backward_working_set(model, layout)))

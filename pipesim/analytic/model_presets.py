@@ -73,4 +73,39 @@ _PRESETS = [
         ("mpt-7b", 32, 4096, 32), ("mpt-13b", 40, 5120, 40), ("mpt-30b", 48, 7168, 56), ("mpt-70b", 80, 8192, 64)]),
 ]
 
+
+
+def _moe(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int, seq_len: int,
+         **moe) -> ModelSpec:
+    # Llama-style blocks (RMSNorm, SwiGLU experts, RoPE, no biases, no dropout, untied output) with MoE MLPs.
+    return ModelSpec(name, layers, hidden, heads, ffn, vocab, seq_len, kv_heads=kv_heads, gated=True,
+                     dropout=False, bias=False, rms_norm=True, **moe)
+
+
+_PRESETS += [
+    # Mistral AI, mistralai/Mixtral-8x7B-v0.1 config.json (hidden_size 4096, intermediate_size 14336, 32 layers,
+    # 32 heads, 8 KV heads, num_local_experts 8, num_experts_per_tok 2, vocab 32000); Jiang et al. 2024,
+    # "Mixtral of Experts" §2: 46.7B total, 12.9B active parameters, 32k-token context.
+    _moe("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, experts=8, experts_per_token=2),
+    # mistralai/Mixtral-8x22B-v0.1 config.json (6144, 16384, 56 layers, 48 heads, 8 KV heads, 8 experts top-2,
+    # vocab 32768, max_position_embeddings 65536); Mistral's announcement: 141B total, 39B active.
+    _moe("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 65536, experts=8, experts_per_token=2),
+    # DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" (arXiv 2412.19437) §4.2 and deepseek-ai/DeepSeek-V3
+    # config.json: 61 layers, hidden 7168, 128 heads, MLA (q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
+    # qk_rope 64, v 128), the first 3 layers dense (intermediate_size 18432), the rest 1 shared + 256 routed
+    # experts of 2048, top-8, vocab 129280, untied; pre-training sequence 4096 (§4.2). 671B total, 37B active
+    # (§1); the multi-token-prediction module (14B, num_nextn_predict_layers 1) is not part of that count
+    # and is left out here.
+    _moe("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, experts=256, experts_per_token=8,
+         expert_ffn_hidden=2048, shared_experts=1, first_dense_layers=3, q_lora_rank=1536, kv_lora_rank=512,
+         qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
+    # DeepSeek-AI 2024, "DeepSeek-V2" (arXiv 2405.04434) App. B and deepseek-ai/DeepSeek-V2-Lite config.json:
+    # 27 layers, hidden 2048, 16 heads, MLA without a query bottleneck (kv_lora_rank 512, qk_nope 128, qk_rope
+    # 64, v 128), layer 0 dense (10944), the rest 2 shared + 64 routed experts of 1408, top-6, vocab 102400;
+    # 15.7B total, 2.4B active; sequence 4096.
+    _moe("deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 4096, experts=64, experts_per_token=6,
+         expert_ffn_hidden=1408, shared_experts=2, first_dense_layers=1, kv_lora_rank=512, qk_nope_head_dim=128,
+         qk_rope_head_dim=64, v_head_dim=128),
+]
+
 MODEL_PRESETS: dict[str, ModelSpec] = {m.name: m for m in _PRESETS}

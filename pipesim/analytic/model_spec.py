@@ -4,15 +4,35 @@ The fields are those that move FLOPs, bytes and parameters: GQA (``kv_heads`` < 
 projections and their activations; a gated MLP (SwiGLU, Shazeer 2020) has three ``hidden × ffn_hidden``
 matrices instead of two; ``dropout`` adds Korthikanti et al.'s 1-byte masks; ``bias`` and ``rms_norm`` only
 change the parameter count a little. Head dimension is ``hidden / heads`` (true of every preset).
+
+Mixture of experts (``experts`` > 0; Shazeer et al. 2017, GShard, Switch; the HF ``config.json`` names are in
+the field docs): a MoE layer replaces the MLP by ``experts`` routed experts of width ``expert_ffn_hidden``, of
+which each token uses ``experts_per_token`` (top-k), plus ``shared_experts`` every token uses (DeepSeekMoE),
+and a router (one ``hidden × experts`` linear). Layer ``i`` (from 0) is MoE when ``i ≥ first_dense_layers``
+and ``i % moe_layer_frequency == 0`` (DeepSeek's ``first_k_dense_replace`` and ``moe_layer_freq``); the other
+layers keep the dense MLP of width ``ffn_hidden``.
+
+Multi-head latent attention (``kv_lora_rank`` > 0; DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1): queries through an
+optional low-rank ``q_lora_rank`` bottleneck, keys and values from one ``kv_lora_rank`` latent plus a shared
+``qk_rope_head_dim`` RoPE key; per head, queries and keys are ``qk_nope_head_dim + qk_rope_head_dim`` wide and
+values ``v_head_dim``.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import asdict, dataclass, replace
 
 from pipesim.analytic.spec_fields import Field, Kind, parse_fields
 from pipesim.errors import PipesimError
 from pipesim.io.spec_files import preset_or_file
+
+
+class LayerKind(enum.Enum):
+    """A layer's MLP: the dense one, or mixture-of-experts (attention is the same in both)."""
+
+    DENSE = "dense"
+    MOE = "moe"
 
 
 @dataclass(frozen=True)
@@ -35,6 +55,20 @@ class ModelSpec:
     bias: bool = True  # biases in the linear layers (GPT), none in Llama
     rms_norm: bool = False  # RMSNorm (h parameters) instead of LayerNorm (2h)
     learned_positions: bool = False  # a seq_len × hidden position embedding (GPT-2/3); RoPE has no parameters
+    # Mixture of experts (0 experts: a dense model; the module docstring gives the layer rule).
+    experts: int = 0  # routed experts per MoE layer
+    experts_per_token: int = 0  # top-k (required with experts)
+    expert_ffn_hidden: int = 0  # one routed expert's inner width; 0: ffn_hidden
+    shared_experts: int = 0  # experts every token goes through (DeepSeekMoE)
+    shared_expert_ffn_hidden: int = 0  # one shared expert's inner width; 0: expert_ffn_hidden
+    first_dense_layers: int = 0  # the first k layers keep the dense MLP
+    moe_layer_frequency: int = 1  # every n-th layer (counted from 0) is MoE
+    # Multi-head latent attention (0 kv_lora_rank: standard multi-head / grouped-query attention).
+    q_lora_rank: int = 0  # 0: queries projected directly from the hidden state
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
 
     def __post_init__(self) -> None:
         for key in ("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len", "micro_batch", "dtype_bytes"):
@@ -46,8 +80,53 @@ class ModelSpec:
         if isinstance(self.kv_heads, bool) or not isinstance(self.kv_heads, int) or self.kv_heads < 1 \
                 or self.heads % self.kv_heads:
             raise PipesimError(f"model {self.name}: heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
-        if self.hidden % self.heads:
+        if self.hidden % self.heads and not self.mla:
             raise PipesimError(f"model {self.name}: hidden={self.hidden} must be a multiple of heads={self.heads}")
+        self._check_moe()
+        self._check_mla()
+
+    def _check_moe(self) -> None:
+        keys = ("experts", "experts_per_token", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden",
+                "first_dense_layers")
+        for key in (*keys, "moe_layer_frequency"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "moe_layer_frequency"
+                                                                                else 0):
+                raise PipesimError(f"model {self.name}: {key}={value!r} must be an integer ≥ "
+                                   f"{1 if key == 'moe_layer_frequency' else 0}")
+        if not self.experts:
+            given = [k for k in keys[1:] if getattr(self, k)]
+            if given or self.moe_layer_frequency != 1:
+                raise PipesimError(f"model {self.name}: {(given or ['moe_layer_frequency'])[0]} describes "
+                                   "mixture-of-experts layers, but experts is 0; set experts or drop it")
+            return
+        if not 1 <= self.experts_per_token <= self.experts:
+            raise PipesimError(f"model {self.name}: experts_per_token={self.experts_per_token} must be between 1 "
+                               f"and experts={self.experts} (the router's top-k)")
+        if self.first_dense_layers >= self.layers:
+            raise PipesimError(f"model {self.name}: first_dense_layers={self.first_dense_layers} leaves no MoE "
+                               f"layer of {self.layers}; lower it or set experts to 0")
+        if not self.expert_ffn_hidden:
+            object.__setattr__(self, "expert_ffn_hidden", self.ffn_hidden)
+        if not self.shared_expert_ffn_hidden:
+            object.__setattr__(self, "shared_expert_ffn_hidden", self.expert_ffn_hidden)
+
+    def _check_mla(self) -> None:
+        keys = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+        for key in keys:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise PipesimError(f"model {self.name}: {key}={value!r} must be an integer ≥ 0")
+        if not self.kv_lora_rank:
+            given = [k for k in keys if getattr(self, k)]
+            if given:
+                raise PipesimError(f"model {self.name}: {given[0]} describes latent attention (MLA), but "
+                                   "kv_lora_rank is 0; set kv_lora_rank or drop it")
+            return
+        missing = [k for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim") if not getattr(self, k)]
+        if missing:
+            raise PipesimError(f"model {self.name}: latent attention (kv_lora_rank={self.kv_lora_rank}) needs "
+                               f"{missing[0]} ≥ 1")
 
     @property
     def head_dim(self) -> int:
@@ -57,6 +136,61 @@ class ModelSpec:
     def kv_dim(self) -> int:
         """Width of K (and of V): ``kv_heads · head_dim``; equals ``hidden`` without GQA."""
         return self.kv_heads * self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one head's query and key: ``qk_nope + qk_rope`` under MLA, else ``head_dim``."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.mla else self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim if self.mla else self.head_dim
+
+    @property
+    def q_width(self) -> int:
+        """Width of Q (all heads): ``hidden`` for standard attention."""
+        return self.heads * self.qk_head_dim
+
+    @property
+    def k_width(self) -> int:
+        """Width of K as the attention kernel reads it: ``kv_dim`` (GQA), or every head's key under MLA."""
+        return self.heads * self.qk_head_dim if self.mla else self.kv_dim
+
+    @property
+    def v_width(self) -> int:
+        return self.heads * self.v_head_dim if self.mla else self.kv_dim
+
+    @property
+    def attention_out_width(self) -> int:
+        """Input width of the output projection: ``heads · value_head_dim`` (= hidden for standard attention)."""
+        return self.heads * self.value_head_dim
+
+    @property
+    def moe_ffn_per_token(self) -> int:
+        """The MLP width one token goes through in a MoE layer: top-k routed plus the shared experts."""
+        return self.experts_per_token * self.expert_ffn_hidden + self.shared_experts * self.shared_expert_ffn_hidden
+
+    def layer_kind(self, index: int) -> LayerKind:
+        """Whether layer ``index`` (from 0) has the dense MLP or a MoE one (module docstring)."""
+        if self.experts and index >= self.first_dense_layers and index % self.moe_layer_frequency == 0:
+            return LayerKind.MOE
+        return LayerKind.DENSE
+
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        return tuple(self.layer_kind(i) for i in range(self.layers))
+
+    @property
+    def moe_layers(self) -> int:
+        return sum(k is LayerKind.MOE for k in self.layer_kinds())
 
     @property
     def tokens_per_microbatch(self) -> int:
@@ -89,6 +223,25 @@ FIELDS: tuple[Field, ...] = (
     Field("bias", Kind.BOOL, "", "biases in the linear layers", default=True),
     Field("rms_norm", Kind.BOOL, "", "RMSNorm (h weights) instead of LayerNorm (2h)", default=False),
     Field("learned_positions", Kind.BOOL, "", "a learned seq_len × h position table (else RoPE)", default=False),
+    Field("experts", Kind.INT, "", "routed experts per MoE layer (n_routed_experts, num_local_experts); 0: dense",
+          default=0, low=0),
+    Field("experts_per_token", Kind.INT, "", "experts each token is routed to, top-k (num_experts_per_tok)",
+          default=0, low=0),
+    Field("expert_ffn_hidden", Kind.INT, "", "one routed expert's inner width (moe_intermediate_size); "
+          "default: ffn_hidden", low=0),
+    Field("shared_experts", Kind.INT, "", "experts every token uses (n_shared_experts)", default=0, low=0),
+    Field("shared_expert_ffn_hidden", Kind.INT, "", "one shared expert's inner width; default: expert_ffn_hidden",
+          low=0),
+    Field("first_dense_layers", Kind.INT, "", "the first k layers keep the dense MLP (first_k_dense_replace)",
+          default=0, low=0),
+    Field("moe_layer_frequency", Kind.INT, "", "layer i ≥ first_dense_layers is MoE when i % this == 0 "
+          "(moe_layer_freq)", default=1, low=1),
+    Field("q_lora_rank", Kind.INT, "", "MLA query bottleneck rank; 0: no bottleneck", default=0, low=0),
+    Field("kv_lora_rank", Kind.INT, "", "MLA key/value latent rank; 0: standard attention", default=0, low=0),
+    Field("qk_nope_head_dim", Kind.INT, "", "MLA per-head query/key width without RoPE", default=0, low=0),
+    Field("qk_rope_head_dim", Kind.INT, "", "MLA per-head RoPE query/key width (the key part is shared)",
+          default=0, low=0),
+    Field("v_head_dim", Kind.INT, "", "MLA per-head value width", default=0, low=0),
     Field("params", Kind.FLOAT, "parameters", "as `pipesim models` prints it (e.g. 7.0e9); checked against the "
           "count from the shape (within 5 %), not used", low=0, low_open=True),
 )

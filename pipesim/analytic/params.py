@@ -5,20 +5,68 @@ for GPT), generalized to GQA (K and V projections of width ``kv_dim``), gated ML
 models without biases or with RMSNorm. With tied embeddings and more than one stage, the last stage keeps
 its own copy of the embedding matrix for the output layer (Megatron-LM does; the copies' gradients are
 all-reduced), so both ends hold ``V·h`` parameters.
+
+Mixture of experts: a MoE layer's MLP is ``experts`` routed experts plus ``shared_experts``, each
+``mats · hidden · width`` (mats = 3 gated, 2 not), and the router's ``hidden × experts`` matrix. Routed-expert
+parameters are what expert parallelism shards (:func:`layer_expert_params`); everything else is "dense" and
+replicated over the data-parallel ranks. *Active* parameters count the top-k routed experts a token uses
+(DeepSeek-V3's "37B activated").
+
+Latent attention (MLA, DeepSeek-V2 §2.1.2, as the released ``modeling_deepseek.py`` builds it): ``W_DQ``
+(h × q_lora) with its RMSNorm and ``W_UQ`` (q_lora × heads·(nope+rope)) — or one h × heads·(nope+rope) matrix
+without a query bottleneck —, ``W_DKV`` with the shared RoPE key (h × (kv_lora + rope)), its RMSNorm
+(kv_lora), ``W_UKV`` (kv_lora × heads·(nope + v)), and the output projection (heads·v × h).
 """
 
 from __future__ import annotations
 
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 
-def layer_params(model: ModelSpec) -> int:
-    h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
-    attention = h * (h + 2 * kv) + h * h  # QKV and output projection
-    mlp = h * f * (3 if model.gated else 2)
-    norms = 2 * h * (1 if model.rms_norm else 2)
-    biases = (h + 2 * kv) + h + f * (2 if model.gated else 1) + h if model.bias else 0
-    return attention + mlp + norms + biases
+def _mats(model: ModelSpec) -> int:
+    return 3 if model.gated else 2
+
+
+def attention_params(model: ModelSpec) -> int:
+    """The attention block's weights (and biases for standard attention)."""
+    h = model.hidden
+    if model.mla:
+        q = (h * model.q_lora_rank + model.q_lora_rank + model.q_lora_rank * model.q_width if model.q_lora_rank
+             else h * model.q_width)
+        kv = (h * (model.kv_lora_rank + model.qk_rope_head_dim) + model.kv_lora_rank
+              + model.kv_lora_rank * model.heads * (model.qk_nope_head_dim + model.v_head_dim))
+        return q + kv + model.attention_out_width * h
+    kv = model.kv_dim
+    biases = (h + 2 * kv) + h if model.bias else 0
+    return h * (h + 2 * kv) + h * h + biases
+
+
+def _mlp(model: ModelSpec, width: int) -> int:
+    biases = width * (2 if model.gated else 1) + model.hidden if model.bias else 0
+    return model.hidden * width * _mats(model) + biases
+
+
+def layer_expert_params(model: ModelSpec, kind: LayerKind = LayerKind.DENSE) -> int:
+    """Parameters of the routed experts of one layer (0 for a dense layer): what expert parallelism shards."""
+    return model.experts * _mlp(model, model.expert_ffn_hidden) if kind is LayerKind.MOE else 0
+
+
+def mlp_params(model: ModelSpec, kind: LayerKind = LayerKind.DENSE, active: bool = False) -> int:
+    """The MLP of one layer: dense, or routed experts + shared experts + router (``active``: only top-k)."""
+    if kind is LayerKind.DENSE:
+        return _mlp(model, model.ffn_hidden)
+    routed = (model.experts_per_token if active else model.experts) * _mlp(model, model.expert_ffn_hidden)
+    return routed + model.shared_experts * _mlp(model, model.shared_expert_ffn_hidden) + model.hidden * model.experts
+
+
+def layer_params(model: ModelSpec, kind: LayerKind = LayerKind.DENSE, active: bool = False) -> int:
+    norms = 2 * model.hidden * (1 if model.rms_norm else 2)
+    return attention_params(model) + mlp_params(model, kind, active) + norms
+
+
+def largest_layer_params(model: ModelSpec) -> int:
+    """The parameters of the model's largest layer (what ZeRO-3 gathers at once)."""
+    return max(layer_params(model, kind) for kind in set(model.layer_kinds()))
 
 
 def embedding_params(model: ModelSpec) -> int:
@@ -35,14 +83,39 @@ def output_params(model: ModelSpec, num_stages: int) -> int:
 
 def total_params(model: ModelSpec) -> int:
     """Unique parameters (a tied output layer counted once)."""
-    return model.layers * layer_params(model) + embedding_params(model) + output_params(model, 1)
+    layers = sum(layer_params(model, kind) for kind in model.layer_kinds())
+    return layers + embedding_params(model) + output_params(model, 1)
 
 
-def stage_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None) -> int:
-    """Parameters of pipeline stage ``stage`` of ``num_stages`` holding ``layers`` layers (default: L/stages)."""
-    count = (model.layers // num_stages if layers is None else layers) * layer_params(model)
+def active_params(model: ModelSpec) -> int:
+    """Parameters whose weights one token's computation uses: the top-k routed experts instead of all, and no
+    input embedding (a table lookup, not a product: DeepSeek-V2's 2.4B of V2-Lite and V3's 37B leave it out)."""
+    layers = sum(layer_params(model, kind, active=True) for kind in model.layer_kinds())
+    return layers + output_params(model, 1)
+
+
+def _stage_range(model: ModelSpec, stage: int, num_stages: int, layers: int | None,
+                 first_layer: int | None) -> range:
+    count = model.layers // num_stages if layers is None else layers
+    start = stage * count if first_layer is None else first_layer
+    return range(start, start + count)
+
+
+def stage_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None,
+                 first_layer: int | None = None) -> int:
+    """Parameters of pipeline stage ``stage`` of ``num_stages`` holding ``layers`` layers (default: L/stages)
+    from ``first_layer`` on (default: ``stage · layers``; it matters only where dense and MoE layers mix)."""
+    count = sum(layer_params(model, model.layer_kind(i))
+                for i in _stage_range(model, stage, num_stages, layers, first_layer))
     if stage == 0:
         count += embedding_params(model)
     if stage == num_stages - 1:
         count += output_params(model, num_stages)
     return count
+
+
+def stage_expert_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None,
+                        first_layer: int | None = None) -> int:
+    """The routed-expert part of :func:`stage_params` (before expert parallelism divides it)."""
+    return sum(layer_expert_params(model, model.layer_kind(i))
+               for i in _stage_range(model, stage, num_stages, layers, first_layer))

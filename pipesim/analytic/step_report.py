@@ -19,7 +19,7 @@ from pipesim.analytic.layout import Layout, Precision
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.params import total_params
+from pipesim.analytic.params import active_params, total_params
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.analytic.time_breakdown import RankTime, rank_times
 from pipesim.analytic.to_costs import stage_layer_counts
@@ -44,13 +44,15 @@ class StepReport:
     boundary: StepBoundary = StepBoundary.SYNC
     single_step: float | None = None  # makespan of one isolated step, s
     shape: PipelineShape | None = None  # the simulated placement of stages on ranks
+    simulated_busy: tuple[float, ...] | None = None  # each rank's compute time in the simulated step
 
     @cached_property
     def rank_times(self) -> tuple[RankTime, ...]:
         """Where each rank's seconds of the step go (computed on first use: the planner never asks)."""
         if self.shape is None:
             return ()
-        return tuple(rank_times(self.model, self.chip, self.layout, self.shape, self.step_time))
+        busy = None if self.simulated_busy is None else list(self.simulated_busy)
+        return tuple(rank_times(self.model, self.chip, self.layout, self.shape, self.step_time, busy))
 
     @property
     def busiest(self) -> RankTime | None:
@@ -94,6 +96,7 @@ class StepReport:
         return {
             "model": self.model.to_dict(),
             "parameters": total_params(self.model),
+            "active_parameters": active_params(self.model),
             "chip": self.chip.to_dict(),
             "layout": {"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "chunks": lay.chunks,
                        "microbatches": lay.microbatches, "world_size": lay.world_size,
@@ -104,7 +107,7 @@ class StepReport:
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
-                       "overlap_p2p": lay.overlap_p2p},
+                       "overlap_p2p": lay.overlap_p2p, "ep": lay.ep, "moe_imbalance": lay.moe_imbalance},
             "cost_sources": cost_sources(self.chip),
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
@@ -142,15 +145,22 @@ def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simula
     return StepReport(model, chip, layout, step, replicas_mb * model.tokens_per_microbatch,
                       replicas_mb * per_mb.model, replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
                       memory_report(model, chip, layout, result), boundary, result.metrics.makespan,
-                      result.program.shape)
+                      result.program.shape, tuple(r.busy for r in result.metrics.ranks))
 
 
 def report_text(report: StepReport) -> str:
     m, c, lay = report.model, report.chip, report.layout
+    moe = ""
+    if m.is_moe:
+        moe = (f", MoE {m.experts} experts top-{m.experts_per_token}"
+               f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active")
     lines = [
-        f"model {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
-        f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}, "
-        f"{lay.microbatches} microbatches/pipeline)",
+        f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
+        f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}"
+        f"{f' ep={lay.ep}' if m.is_moe else ''}, {lay.microbatches} microbatches/pipeline)",
+        *([f"expert parallelism: {m.experts // lay.ep} experts per rank, expert gradients sync over "
+           f"dp·cp/ep = {lay.expert_shards} ranks, routing imbalance {lay.moe_imbalance:g}× (most-loaded rank / "
+           f"mean); expert tensor parallelism = tp"] if m.is_moe else []),
         f"recompute {lay.recompute.value}, sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
@@ -169,6 +179,9 @@ def report_text(report: StepReport) -> str:
         f"bubble {report.bubble_fraction:.1%}" + (f"   ({report.mfu_note})" if report.mfu_note else ""),
         *([f"where the step goes on rank {report.busiest.rank}, the busiest: {report.busiest.text()}"]
           if report.busiest else []),
+        *([f"MoE all-to-all on rank {report.busiest.rank}: {report.busiest.a2a + report.busiest.a2a_hidden:.4g} s "
+           f"per step, hidden by overlap {report.busiest.a2a_hidden:.4g} s, exposed {report.busiest.a2a:.4g} s "
+           f"({report.busiest.a2a_exposed_share:.1%} of the step)"] if report.busiest and m.is_moe else []),
         f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
         f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients; in-flight = peak "
         f"microbatches through a rank's share of the model)",

@@ -6,6 +6,12 @@ compute does not hide (TP collectives, ring attention, ZeRO-3 gathers), and with
 wire time and the device synchronisation after each call (:func:`pipesim.analytic.to_costs.stage_time_parts`).
 Then its gradient sync (and ZeRO's parameter gather) and the optimizer. What is left of the step is idle:
 the pipeline bubble and waits on other ranks.
+
+Mixture-of-experts models add the expert-parallel all-to-all, split into the part the schedule hid and the
+exposed part. The cost model puts each pass's all-to-all inside the pass; a schedule that runs one
+microbatch's forward together with another's backward (an overlapped pair) takes less time than the two
+passes' costs, and the difference — the rank's summed pass costs minus its simulated busy time, at most
+its all-to-all — is what was hidden. A schedule that runs passes one at a time hides nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +22,13 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import dp_grad_sync, optimizer_step_time
 from pipesim.analytic.layout import Layout, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.to_costs import rank_params, stage_breakdown, stage_reduce_grad, stage_time_parts
+from pipesim.analytic.to_costs import (
+    rank_expert_params,
+    rank_params,
+    stage_breakdown,
+    stage_reduce_grad,
+    stage_time_parts,
+)
 
 
 @dataclass(frozen=True)
@@ -31,11 +43,18 @@ class RankTime:
     grad_sync: float
     optimizer: float
     idle: float
+    a2a: float = 0.0  # the expert-parallel all-to-all the rank waits for (exposed)
+    a2a_hidden: float = 0.0  # the all-to-all an overlapped forward-and-backward pair hid (not part of the step)
 
     @property
     def step(self) -> float:
         return (self.compute + self.exposed_comm + self.p2p_wire + self.p2p_sync + self.grad_sync + self.optimizer
-                + self.idle)
+                + self.idle + self.a2a)
+
+    @property
+    def a2a_exposed_share(self) -> float:
+        """The exposed all-to-all's share of the step."""
+        return self.a2a / self.step if self.step else 0.0
 
     def to_dict(self) -> dict:
         return {k if k == "rank" else f"{k}_s": v for k, v in asdict(self).items()}
@@ -45,28 +64,46 @@ class RankTime:
             return f"{seconds / self.step:.1%}"
 
         p2p = self.p2p_wire + self.p2p_sync
+        moe = ""
+        if self.a2a or self.a2a_hidden:
+            moe = (f", MoE all-to-all exposed {share(self.a2a)} (hidden by overlap: {self.a2a_hidden:.4g} s = "
+                   f"{self.a2a_hidden / (self.a2a + self.a2a_hidden):.0%} of it)")
         return (f"compute {share(self.compute)}, exposed TP/CP/ZeRO comm {share(self.exposed_comm)}, P2P "
-                f"{share(p2p)} (sync {share(self.p2p_sync)}), gradient sync {share(self.grad_sync)}, optimizer "
-                f"{share(self.optimizer)}, idle {share(self.idle)}")
+                f"{share(p2p)} (sync {share(self.p2p_sync)}){moe}, gradient sync {share(self.grad_sync)}, "
+                f"optimizer {share(self.optimizer)}, idle {share(self.idle)}")
 
 
-def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_time: float) -> list[RankTime]:
+def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_time: float,
+               simulated_busy: list[float] | None = None) -> list[RankTime]:
     """Each rank's :class:`RankTime` for a step of ``step_time`` seconds; ``shape`` (a PipelineShape) places the
-    stages on ranks."""
+    stages on ranks. ``simulated_busy``: each rank's compute time in the simulated step (the metrics' busy),
+    from which the all-to-all an overlapped pair hid is read (module docstring); None: nothing hidden."""
     parts = stage_time_parts(model, chip, layout, shape)
     params = rank_params(model, layout, shape)
+    experts = rank_expert_params(model, layout, shape)
     m = layout.microbatches
     result = []
     for rank in range(shape.pp):
         stages = [shape.stage(rank, c) for c in range(shape.chunks)]
         mine = [parts[s] for s in stages]
-        grad_sync = sum(stage_reduce_grad(stage_breakdown(model, layout, s).params, layout, chip) for s in stages)
+        grad_sync = 0.0
+        for s in stages:
+            part = stage_breakdown(model, layout, s)
+            grad_sync += stage_reduce_grad(part.params, layout, chip, part.expert_params)
         if not (layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1):
-            grad_sync += dp_grad_sync(params[rank], layout, chip).gather
+            grad_sync += dp_grad_sync(params[rank], layout, chip, experts[rank]).gather
+        a2a = m * sum(p.a2a for p in mine)
         busy = dict(
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),
             p2p_wire=m * sum(p.p2p_wire for p in mine), p2p_sync=m * sum(p.p2p_sync for p in mine),
-            grad_sync=grad_sync, optimizer=optimizer_step_time(params[rank], layout, chip),
+            grad_sync=grad_sync, optimizer=optimizer_step_time(params[rank], layout, chip, experts[rank]),
         )
-        result.append(RankTime(rank, **busy, idle=max(0.0, step_time - sum(busy.values()))))
+        hidden = 0.0
+        if simulated_busy is not None and a2a:
+            passes = busy["compute"] + busy["exposed_comm"] + busy["p2p_wire"] + busy["p2p_sync"] + a2a
+            # relative slack: the two sums add the same terms in another order
+            gap = passes - simulated_busy[rank]
+            hidden = min(a2a, gap) if gap > 1e-9 * passes else 0.0
+        busy["a2a"] = a2a - hidden
+        result.append(RankTime(rank, **busy, idle=max(0.0, step_time - sum(busy.values())), a2a_hidden=hidden))
     return result

@@ -7,7 +7,10 @@ Per stage (its layer count from :mod:`.stage_split`; stage 0 adds the embedding,
   bandwidth), or FLOPs / (tp · peak · ``achievable_fraction``) when that override is set; plus the exposed
   TP collectives (all of them, or with ``async_tp`` what the GEMMs do not hide), the ring-attention P2P of
   context parallelism beyond the attention it overlaps, and ZeRO-3's per-layer gathers beyond the compute
-  they overlap. Recomputation runs inside the input backward; ``backward = backward_input + backward_weight``;
+  they overlap; for mixture-of-experts layers the expert-parallel all-to-all (dispatch and combine, forward
+  and backward), kept also as ``a2a_forward``/``a2a_backward`` (the part an overlapped pair of a forward and
+  a backward may hide). Recomputation runs inside the input backward; ``backward = backward_input +
+  backward_weight``;
 - values per rank's share of the model, pipesim's one convention (:mod:`pipesim.sim.costs`): a stage is one
   of the rank's v chunks, so its times and ``activation_bytes`` are multiplied by v and the simulator takes
   1/v of them back;
@@ -42,6 +45,7 @@ from pipesim.analytic.comm import (
     dp_grad_sync,
     fsdp_layer_comm,
     group_bandwidth,
+    moe_layer_a2a,
     optimizer_step_time,
     overlapped,
     p2p_bandwidth,
@@ -53,8 +57,8 @@ from pipesim.analytic.comm import (
 from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.kernels import PassTimes, attention_core_times, head_times, layer_times, linear_times
 from pipesim.analytic.layout import Layout, ZeroStage
-from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.params import layer_params, stage_params
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.analytic.params import layer_expert_params, layer_params, stage_expert_params, stage_params
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
 from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
@@ -68,6 +72,18 @@ def stage_layer_counts(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
                                f"but {model.name} has {model.layers} layers")
         return layout.stage_layers
     return resolve_stage_layers(model.layers, layout.num_stages, model_name=f"model {model.name}")
+
+
+def stage_kind_counts(model: ModelSpec, layout: Layout, stage: int) -> dict[LayerKind, int]:
+    """How many dense and MoE layers ``stage`` holds (stages take consecutive layers, stage 0 first)."""
+    counts = stage_layer_counts(model, layout)
+    first = sum(counts[:stage])
+    kinds = [model.layer_kind(i) for i in range(first, first + counts[stage])]
+    return {kind: kinds.count(kind) for kind in LayerKind if kind in kinds}
+
+
+def stage_first_layer(model: ModelSpec, layout: Layout, stage: int) -> int:
+    return sum(stage_layer_counts(model, layout)[:stage])
 
 
 def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None) -> None:
@@ -94,8 +110,28 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
     if layout.sharding is ZeroStage.GRADIENTS and layout.pp > 1:
         raise PipesimError("--zero 2 shards gradients that every pipeline microbatch accumulates into, which "
                            "no framework supports with --pp > 1 (DeepSpeed refuses it); use --zero 1 or --zero 3")
+    _check_moe_layout(model, layout)
     if chip is not None:
         chip.peak_for(layout.precision)  # FP8 on a chip without it: one clear line
+
+
+def _check_moe_layout(model: ModelSpec, layout: Layout) -> None:
+    if not model.is_moe:
+        if layout.ep > 1:
+            raise PipesimError(f"--ep {layout.ep} shards mixture-of-experts layers, but model {model.name} is dense "
+                               "(experts: 0); drop --ep or use a MoE model (pipesim models)")
+        if layout.moe_imbalance != 1.0:
+            raise PipesimError(f"--moe-imbalance describes routing, but model {model.name} is dense; drop it")
+        return
+    if model.experts % layout.ep:
+        options = [d for d in range(1, model.experts + 1) if model.experts % d == 0]
+        raise PipesimError(f"model {model.name} has {model.experts} experts per layer, which --ep {layout.ep} does "
+                           f"not divide (each rank holds whole experts); use --ep in {options}")
+    t = layout.tp
+    for key in ("expert_ffn_hidden", "shared_expert_ffn_hidden"):
+        if getattr(model, key) % t:
+            raise PipesimError(f"model {model.name}: {key}={getattr(model, key)} is not divisible by --tp {t} "
+                               "(expert tensor parallelism is tp here; a separate expert-tp degree is not modelled)")
 
 
 @dataclass(frozen=True)
@@ -103,21 +139,28 @@ class StageBreakdown:
     """Per-stage quantities the report and memory model reuse."""
 
     layers: int
-    params: float  # per tp rank
+    params: float  # per tp rank (the routed experts' also divided by ep)
     activation_bytes: float  # per microbatch, per tp (and cp) rank
+    expert_params: float = 0.0  # the routed experts' part of ``params`` (per tp·ep rank)
 
 
 def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakdown:
     stages = layout.num_stages
     layers = stage_layer_counts(model, layout)[stage]
-    act = layers * layer_activation_bytes(model, layout)
+    act = sum(n * layer_activation_bytes(model, layout, kind)
+              for kind, n in stage_kind_counts(model, layout, stage).items())
     if stage == 0:
         act += embedding_activation_bytes(model, layout)
     if stage == stages - 1:
         act += output_activation_bytes(model, layout)
     # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
     # does the same; replicated norm weights are < 0.01 % of a layer).
-    return StageBreakdown(layers, stage_params(model, stage, stages, layers) / layout.tp, act / layout.cp)
+    first = stage_first_layer(model, layout, stage)
+    total = stage_params(model, stage, stages, layers, first)
+    experts = stage_expert_params(model, stage, stages, layers, first)
+    per_rank_experts = experts / (layout.tp * layout.ep)
+    return StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp,
+                          per_rank_experts)
 
 
 @dataclass(frozen=True)
@@ -128,27 +171,39 @@ class StageTimeParts:
     exposed_comm: float  # TP collectives, ring attention and ZeRO-3 gathers that compute does not hide
     p2p_wire: float  # blocking sends' transfer time (0 with overlap_p2p: the links carry it)
     p2p_sync: float  # the device synchronisation after each blocking P2P call
+    a2a: float = 0.0  # expert-parallel all-to-all, forward and backward (inside the passes; an overlapped pair
+    #                   of a forward and a backward may hide it)
 
 
-def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[PassTimes, PassTimes]:
-    """One layer and the head: per-operation times, or FLOPs at one achievable fraction when it is set."""
+Layers = dict  # LayerKind → PassTimes (or LayerComm): one value per kind of layer the model has
+
+
+def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[Layers, PassTimes]:
+    """One layer of each kind and the head: per-operation times, or FLOPs at one achievable fraction when set."""
+    kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     if chip.achievable_fraction is None:
-        return layer_times(model, layout, chip), head_times(model, layout, chip)
+        return {k: layer_times(model, layout, chip, k) for k in kinds}, head_times(model, layout, chip)
     rate = chip.peak_for(layout.precision) * chip.achievable_fraction * layout.tp * layout.cp
-    f, h = layer_flops(model, layout), lm_head_flops(model)
-    return (PassTimes(f.forward / rate, f.backward_input / rate, f.backward_weight / rate, f.recompute / rate),
-            PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate))
+    h = lm_head_flops(model)
+    layers = {}
+    for kind in kinds:
+        f = layer_flops(model, layout, kind)
+        layers[kind] = PassTimes(f.forward / rate, f.backward_input / rate, f.backward_weight / rate,
+                                 f.recompute / rate)
+    return layers, PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate)
 
 
-def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTimes) -> LayerComm:
-    """Exposed communication of one layer per microbatch: TP collectives, CP ring, ZeRO-3 gathers."""
+def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTimes,
+                kind: LayerKind = LayerKind.DENSE) -> LayerComm:
+    """Exposed communication of one layer per microbatch: TP collectives, CP ring, ZeRO-3 gathers (the MoE
+    all-to-all is kept apart: :func:`_layer_a2a`)."""
     tp = tp_layer_comm(model, layout, chip)
     if layout.async_tp:
         # Async TP (Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition"):
         # each collective is cut into tp chunks run beside the GEMM that consumes or produces it; the
         # first chunk cannot overlap.
         tokens = model.micro_batch * model.seq_len // layout.cp
-        gemms = linear_times(model, layout, chip, tokens)
+        gemms = linear_times(model, layout, chip, tokens, kind)
         tp = LayerComm(overlapped(tp.forward, gemms.forward, tp.forward / layout.tp),
                        overlapped(tp.backward, gemms.backward_input, tp.backward / layout.tp))
     ring = cp_ring_comm(model, layout, chip)
@@ -158,8 +213,10 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
     gathers = LayerComm(0.0, 0.0)
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
         # ZeRO-3's NCCL gathers and reduce-scatters run beside the layers' kernels and take SMs from them
-        # (comm.contended_overlap); in the backward they overlap the recomputed forward too.
-        fsdp = fsdp_layer_comm(layer_params(model) / layout.tp, layout, chip)
+        # (comm.contended_overlap); in the backward they overlap the recomputed forward too. A rank gathers
+        # its share: the dense weights and its ep-th of the routed experts.
+        held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
+        fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
         share = chip.comm_sm_share
         gathers = LayerComm(
             contended_overlap(fsdp.forward, layer.forward, share),
@@ -167,25 +224,57 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
 
 
-def _stage_parts(model: ModelSpec, layout: Layout, stage: int, layer: PassTimes, head: PassTimes,
-                 comm: LayerComm) -> tuple[PassTimes, LayerComm]:
-    """The stage's pass times (its layers, plus the LM head on the last stage) and its exposed communication."""
-    n = stage_layer_counts(model, layout)[stage]
-    passes = PassTimes(n * layer.forward, n * layer.backward_input, n * layer.backward_weight, n * layer.recompute)
+def _layer_a2a(model: ModelSpec, chip: ChipSpec, layout: Layout, kind: LayerKind) -> LayerComm:
+    """The expert-parallel all-to-all of one layer per microbatch (0 for dense layers and ep = 1). It runs on
+    the critical path between the router and the experts and between the experts and the combine, so a
+    pass waits for it in full; only a schedule that pairs one microbatch's forward with another's backward
+    can hide it (the StageCosts ``a2a_*`` fields say how much there is to hide)."""
+    return moe_layer_a2a(model, layout, chip) if kind is LayerKind.MOE else LayerComm(0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class _LayerCosts:
+    """Per kind of layer: its compute, its exposed communication and its all-to-all (one microbatch)."""
+
+    passes: Layers
+    comm: Layers
+    a2a: Layers
+    head: PassTimes
+
+
+def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCosts:
+    layers, head = _compute_times(model, chip, layout)
+    return _LayerCosts(layers, {k: _layer_comm(model, chip, layout, t, k) for k, t in layers.items()},
+                       {k: _layer_a2a(model, chip, layout, k) for k in layers}, head)
+
+
+def _stage_parts(model: ModelSpec, layout: Layout, stage: int,
+                 costs: _LayerCosts) -> tuple[PassTimes, LayerComm, LayerComm]:
+    """The stage's pass times (its layers, plus the LM head on the last stage), its exposed communication and
+    its all-to-all."""
+    counts = stage_kind_counts(model, layout, stage)
+
+    def total(values: Layers, attribute: str) -> float:
+        return sum(n * getattr(values[kind], attribute) for kind, n in counts.items())
+
+    passes = PassTimes(total(costs.passes, "forward"), total(costs.passes, "backward_input"),
+                       total(costs.passes, "backward_weight"), total(costs.passes, "recompute"))
     if stage == layout.num_stages - 1:
+        head = costs.head
         passes = PassTimes(passes.forward + head.forward, passes.backward_input + head.backward_input,
                            passes.backward_weight + head.backward_weight, passes.recompute)
-    return passes, LayerComm(n * comm.forward, n * comm.backward)
+    return (passes, LayerComm(total(costs.comm, "forward"), total(costs.comm, "backward")),
+            LayerComm(total(costs.a2a, "forward"), total(costs.a2a, "backward")))
 
 
-def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
-                 layer: PassTimes, head: PassTimes, comm: LayerComm) -> StageCosts:
+def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
     part = stage_breakdown(model, layout, stage)
-    passes, exposed = _stage_parts(model, layout, stage, layer, head, comm)
-    forward = passes.forward + exposed.forward
-    backward_input = passes.backward_input + passes.recompute + exposed.backward
+    passes, exposed, a2a = _stage_parts(model, layout, stage, costs)
+    forward = passes.forward + exposed.forward + a2a.forward
+    backward_input = passes.backward_input + passes.recompute + exposed.backward + a2a.backward
     backward_weight = passes.backward_weight
-    kept_for_w = part.layers * linear_input_bytes(model, layout) / layout.cp
+    kept_for_w = sum(n * linear_input_bytes(model, layout, kind)
+                     for kind, n in stage_kind_counts(model, layout, stage).items()) / layout.cp
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
     # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
     v = layout.chunks
@@ -194,20 +283,22 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
         backward=v * (backward_input + backward_weight),
         backward_input=v * backward_input,
         backward_weight=v * backward_weight,
-        reduce_grad=v * stage_reduce_grad(part.params, layout, chip),
+        reduce_grad=v * stage_reduce_grad(part.params, layout, chip, part.expert_params),
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
         activation_bytes=v * part.activation_bytes,
         p2p_bytes=p2p_bytes(model, layout),
+        a2a_forward=v * a2a.forward,
+        a2a_backward=v * a2a.backward,
     )
 
 
-def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec) -> float:
+def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
     (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
         return 0.0
-    reduce = dp_grad_sync(params, layout, chip).reduce
+    reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
@@ -263,26 +354,32 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     apart (for the report of where a step's time goes)."""
     check_layout(model, layout, chip)
     shape = _shape_of(layout, shape)
-    layer, head = _compute_times(model, chip, layout)
-    comm = _layer_comm(model, chip, layout, layer)
-    parts = [_stage_parts(model, layout, s, layer, head, comm) for s in range(layout.num_stages)]
+    costs = _layer_costs(model, chip, layout)
+    parts = [_stage_parts(model, layout, s, costs) for s in range(layout.num_stages)]
     sends = [(0.0, 0.0)] * (layout.num_stages - 1)
     if not layout.overlap_p2p:
         sends = _boundary_sends(p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks,
                                 chip.p2p_sync_overhead)
     result = []
-    for s, (passes, exposed) in enumerate(parts):
+    for s, (passes, exposed, a2a) in enumerate(parts):
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
         result.append(StageTimeParts(
             compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute,
             exposed_comm=exposed.forward + exposed.backward,
-            p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing)))
+            p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
+            a2a=a2a.forward + a2a.backward))
     return result
 
 
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
-    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages)."""
+    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep)."""
     return [sum(stage_breakdown(model, layout, shape.stage(r, c)).params for c in range(shape.chunks))
+            for r in range(shape.pp)]
+
+
+def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
+    """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
+    return [sum(stage_breakdown(model, layout, shape.stage(r, c)).expert_params for c in range(shape.chunks))
             for r in range(shape.pp)]
 
 
@@ -295,9 +392,8 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     check_layout(model, layout, chip)
     stages = layout.num_stages
     shape = _shape_of(layout, shape)
-    layer, head = _compute_times(model, chip, layout)
-    comm = _layer_comm(model, chip, layout, layer)
-    per_stage = [_stage_costs(model, chip, layout, s, layer, head, comm) for s in range(stages)]
+    costs = _layer_costs(model, chip, layout)
+    per_stage = [_stage_costs(model, chip, layout, s, costs) for s in range(stages)]
     link = p2p_bandwidth(layout, chip)
     boundaries = boundary_bandwidths(layout, chip, shape)
     if layout.overlap_p2p:
@@ -315,8 +411,8 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             overrides[s] = diff
     unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
     step = max(
-        optimizer_step_time(p, layout, chip) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip).gather)
-        for p in rank_params(model, layout, shape)
+        optimizer_step_time(p, layout, chip, e) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip, e).gather)
+        for p, e in zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape), strict=True)
     )
     return CostModel(default=default, overrides=overrides, p2p_latency=chip.link_latency,
                      p2p_bandwidth=link, optimizer_step=step, time_unit=TimeUnit.SECONDS)

@@ -27,7 +27,7 @@ _COST_FLAGS = ("costs", "forward", "backward", "backward_input", "backward_weigh
 _MODEL_ONLY = ("tp", "dp", "recompute", "sequence_parallel", "distributed_optimizer", "attention",
                "halve_causal_attention", "achievable_fraction", "seq_len", "micro_batch_size", "param_bytes",
                "first_stage_layers", "last_stage_layers", "stage_layers", "zero", "cp", "fp8", "async_tp",
-               "step_boundary", "steps", "overlap_p2p")
+               "step_boundary", "steps", "overlap_p2p", "ep", "moe_imbalance", "expert_tp")
 
 
 def layer_list(text: str) -> tuple[int, ...]:
@@ -55,6 +55,18 @@ def at_least_two(text: str) -> int:
     value = positive_int(text)
     if value < 2:
         raise argparse.ArgumentTypeError(f"{text} must be ≥ 2 (a steady state needs two steps)")
+    return value
+
+
+def imbalance(text: str) -> float:
+    """``--moe-imbalance 1.3``: a finite number ≥ 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (the most-loaded rank's tokens over the mean, "
+                                         "e.g. 1.2)") from None
+    if not (1.0 <= value < 1e6):
+        raise argparse.ArgumentTypeError(f"{text} must be ≥ 1 (1: perfectly balanced routing)")
     return value
 
 
@@ -101,6 +113,15 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--overlap-p2p", action="store_true", default=None,
                        help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
                        "blocking sends, the sender waits for its transfer")
+    group.add_argument("--ep", type=positive_int, default=None,
+                       help="expert-parallel degree for mixture-of-experts models: routed experts sharded over ep "
+                       "ranks carved out of dp·cp (ep divides dp·cp and the experts; default 1)")
+    group.add_argument("--expert-tp", type=positive_int, default=None, metavar="N",
+                       help="expert tensor-parallel degree (Megatron's --expert-tensor-parallel-size): only --tp "
+                       "itself, the default, is modelled")
+    group.add_argument("--moe-imbalance", type=imbalance, default=None, metavar="X",
+                       help="most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1: "
+                       "balanced); scales expert compute, all-to-all and routed activations")
     group.add_argument("--step-boundary", choices=[b.value for b in StepBoundary], default=None,
                        help="what separates training steps: sync (global all-reduce before the optimizer) or "
                        "post-validation (zero-bubble's optimizer bypass); default: post-validation for "
@@ -154,8 +175,12 @@ def model_setup_from_args(args: argparse.Namespace, shape) -> ModelSetup | None:
         param_bytes=_PARAM_BYTES[args.param_bytes or "18"],
         stage_layers=stage_layers, zero=ZeroStage(args.zero or 0), cp=args.cp or 1,
         precision=Precision.FP8 if args.fp8 else Precision.BF16, async_tp=bool(args.async_tp),
-        overlap_p2p=bool(args.overlap_p2p),
+        overlap_p2p=bool(args.overlap_p2p), ep=args.ep or 1, moe_imbalance=args.moe_imbalance or 1.0,
     )
+    if args.expert_tp is not None and args.expert_tp != layout.tp:
+        raise PipesimError(f"--expert-tp {args.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "
+                           f"tensor parallelism = --tp {layout.tp}, Megatron's default); a separate expert-tp degree "
+                           "(MoE parallel folding) is not modelled: drop --expert-tp or set it to --tp")
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(model, chip, layout, build_cost_model(model, chip, layout, shape), boundary,

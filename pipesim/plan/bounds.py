@@ -10,6 +10,10 @@ post-validation (the zero-bubble schedules) the next step's warm-up overlaps thi
 ``T ≥ max_r busy_r`` holds: every step, every rank does its own work one instruction at a time (whatever
 communication the cost model overlaps is already inside the durations).
 
+A mixture-of-experts pass holds its all-to-all (``a2a_forward``/``a2a_backward``), which a schedule that
+overlaps one microbatch's forward with another's backward may hide: that part is left out of ``busy``, so
+the bound stays below what such a schedule can reach.
+
 Memory: the weights, gradients and optimizer state a rank holds, plus at least one microbatch of activations
 of one of its stages (every rank runs a forward and keeps its activations until the backward).
 """
@@ -20,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
 from pipesim.analytic.steady_state import StepBoundary, sync_latency
-from pipesim.analytic.to_costs import build_cost_model, rank_params
+from pipesim.analytic.to_costs import build_cost_model, rank_expert_params, rank_params
 from pipesim.plan.evaluate import schedule_traits
 from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape
@@ -51,12 +55,14 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     time = 0.0
     head = 0.0  # Σ_{s<r} (F_s + transfer_s): when rank r can start at the earliest
     params = rank_params(model, layout, shape)
+    experts = rank_expert_params(model, layout, shape)
     memory = 0.0
     for r in range(shape.pp):
         own = [shape.stage(r, c) for c in range(shape.chunks)]
-        busy = sum(m * (stages[s].forward + stages[s].backward) + stages[s].reduce_grad for s in own)
+        busy = sum(m * (stages[s].forward + stages[s].backward - stages[s].a2a_forward - stages[s].a2a_backward)
+                   + stages[s].reduce_grad for s in own)
         time = max(time, (head if synchronized else 0.0) + busy + barrier + costs.optimizer_step)
         head += stages[r].forward + costs.transfer_time(r)
         one_microbatch = min(stages[s].activation * (stages[s].activation_bytes or 0.0) for s in own)
-        memory = max(memory, sum(static_bytes(params[r], layout, model)) + one_microbatch)
+        memory = max(memory, sum(static_bytes(params[r], layout, model, experts[r])) + one_microbatch)
     return Bounds(time, memory / GIB)

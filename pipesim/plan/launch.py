@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 
 from pipesim.analytic.layout import Precision, Recompute, ZeroStage
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 
 MEGATRON_SCHEDULES = frozenset({"1f1b", "interleaved"})
@@ -55,6 +55,8 @@ def executor_gaps(candidate: Candidate, model: ModelSpec) -> list[str]:
         gaps.append(f"no ZeRO-{int(candidate.zero)} (optimizer state, gradients and weights replicated)")
     if candidate.precision is Precision.FP8:
         gaps.append("no FP8 GEMMs")
+    if model.is_moe:
+        gaps.append("dense MLP instead of the model's experts (no expert parallelism)")
     return gaps
 
 
@@ -98,6 +100,22 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args.append("--untie-embeddings-and-output-weights")
     if not model.bias:
         args.append("--disable-bias-linear")
+    if model.is_moe:
+        args += ["--num-experts", str(model.experts), "--moe-router-topk", str(model.experts_per_token),
+                 "--moe-ffn-hidden-size", str(model.expert_ffn_hidden), "--expert-model-parallel-size", str(c.ep),
+                 "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+        if model.shared_experts:
+            args += ["--moe-shared-expert-intermediate-size",
+                     str(model.shared_experts * model.shared_expert_ffn_hidden)]
+        if model.first_dense_layers or model.moe_layer_frequency > 1:
+            pattern = ",".join("1" if k is LayerKind.MOE else "0" for k in model.layer_kinds())
+            args += ["--moe-layer-freq", f"[{pattern}]"]
+    if model.mla:
+        args += ["--multi-latent-attention", "--kv-lora-rank", str(model.kv_lora_rank), "--qk-head-dim",
+                 str(model.qk_nope_head_dim), "--qk-pos-emb-head-dim", str(model.qk_rope_head_dim),
+                 "--v-head-dim", str(model.v_head_dim)]
+        if model.q_lora_rank:
+            args += ["--q-lora-rank", str(model.q_lora_rank)]
     if c.sequence_parallel:
         args.append("--sequence-parallel")
     if c.zero is ZeroStage.OPTIMIZER:

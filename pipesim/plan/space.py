@@ -14,6 +14,8 @@ recomputation, sequence parallelism, the ZeRO stage and the GEMM precision. What
 - pp = 1 has no pipeline schedule, so it is one candidate (simulated as 1F1B on one rank, which is
   plain gradient accumulation), not one per schedule;
 - sequence parallelism needs tp > 1, ZeRO dp > 1 (at degree 1 they are off);
+- expert parallelism (mixture-of-experts models only): every ep in ``expert_parallel`` (default: all) that
+  divides dp·cp (the expert-parallel groups are carved out of them) and the experts per layer;
 - schedules with a fixed chunk count (1 for 1F1B-like, 2 for the V schedules) get that; those with a free
   one (interleaved, looped BFS) get every ``v ≥ 2`` up to ``max_chunks`` that splits the layers evenly.
   Constraints of a schedule's own (interleaved needs m to be a multiple of pp) are left to the schedule:
@@ -61,6 +63,8 @@ class PlanRequest:
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True
+    # Expert-parallel degrees to consider (MoE models); None: every one that divides dp·cp and the experts.
+    expert_parallel: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks", "min_cp_tokens"):
@@ -72,6 +76,12 @@ class PlanRequest:
                      "context_parallel"):
             if not getattr(self, name):
                 raise PipesimError(f"--{name.replace('_', '-')} is empty; give at least one value")
+        if self.expert_parallel is not None:
+            if not self.expert_parallel:
+                raise PipesimError("--ep is empty; give at least one value")
+            if not self.model.is_moe and self.expert_parallel != (1,):
+                raise PipesimError(f"--ep searches expert parallelism, but model {self.model.name} is dense "
+                                   "(experts: 0); drop --ep or use a MoE model (pipesim models)")
 
     @property
     def cap_gib(self) -> float:
@@ -102,11 +112,12 @@ class Candidate:
     zero: ZeroStage = ZeroStage.NONE
     precision: Precision = Precision.BF16
     cp: int = 1
+    ep: int = 1
 
     def key(self) -> tuple:
         return (self.tp, self.cp, self.pp, self.dp, self.micro_batch_size, self.schedule, self.chunks,
                 list(Recompute).index(self.recompute), self.sequence_parallel, int(self.zero),
-                list(Precision).index(self.precision))
+                list(Precision).index(self.precision), self.ep)
 
     @property
     def gpus(self) -> int:
@@ -119,7 +130,7 @@ class Candidate:
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
                       attention=attention, param_bytes=param_bytes,
-                      overlap_p2p=overlap_p2p and self.overlaps_p2p)
+                      overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep)
 
     @property
     def overlaps_p2p(self) -> bool:
@@ -134,7 +145,7 @@ class Candidate:
         """A short name for tables and figure labels, e.g. ``tp8 pp4 dp32 b1 interleaved v2 sel sp zero1``."""
         parts = [f"tp{self.tp}"] + ([f"cp{self.cp}"] if self.cp > 1 else []) + [
             f"pp{self.pp}", f"dp{self.dp}", f"b{self.micro_batch_size}",
-            self.schedule if self.pp > 1 else "no-pipeline"]
+            self.schedule if self.pp > 1 else "no-pipeline"] + ([f"ep{self.ep}"] if self.ep > 1 else [])
         if self.chunks > 1:
             parts.append(f"v{self.chunks}")
         parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full"}[self.recompute])
@@ -150,7 +161,7 @@ class Candidate:
         return {"tp": self.tp, "cp": self.cp, "pp": self.pp, "dp": self.dp, "micro_batch_size": self.micro_batch_size,
                 "microbatches": self.microbatches, "schedule": self.schedule, "chunks": self.chunks,
                 "recompute": self.recompute.value, "sequence_parallel": self.sequence_parallel,
-                "zero": int(self.zero), "precision": self.precision.value}
+                "zero": int(self.zero), "precision": self.precision.value, "ep": self.ep}
 
 
 def divisors(n: int) -> list[int]:
@@ -160,7 +171,8 @@ def divisors(n: int) -> list[int]:
 def tensor_parallel_degrees(model: ModelSpec, gpus: int, gpus_per_node: int) -> list[int]:
     """tp within one node that divides the GPUs, the heads, the KV heads, the FFN width and the vocabulary."""
     return [t for t in divisors(min(gpus_per_node, gpus))
-            if gpus % t == 0 and all(n % t == 0 for n in (model.heads, model.kv_heads, model.ffn_hidden, model.vocab))]
+            if gpus % t == 0 and all(n % t == 0 for n in (model.heads, model.kv_heads, model.ffn_hidden, model.vocab,
+                                                          model.expert_ffn_hidden, model.shared_expert_ffn_hidden))]
 
 
 def context_parallel_degrees(request: PlanRequest) -> list[int]:
@@ -232,8 +244,18 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                     for sp in sorted({sp and tp > 1 for sp in request.sequence_parallel}):
                         for zero in _zero_options(request.zero, dp * cp, pp):
                             for precision in chip_precisions:
-                                yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision,
-                                                cp)
+                                for ep in expert_parallel_degrees(request, dp * cp):
+                                    yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero,
+                                                    precision, cp, ep)
+
+
+def expert_parallel_degrees(request: PlanRequest, replicas: int) -> list[int]:
+    """The ep degrees of a MoE model that divide dp·cp (``replicas``) and its experts; [1] for a dense model."""
+    model = request.model
+    if not model.is_moe:
+        return [1]
+    asked = request.expert_parallel or divisors(replicas)
+    return [e for e in sorted(set(asked)) if replicas % e == 0 and model.experts % e == 0]
 
 
 def _zero_options(asked: tuple[ZeroStage, ...], replicas: int, pp: int) -> list[ZeroStage]:

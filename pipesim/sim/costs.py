@@ -22,7 +22,8 @@ The costs-file schema (every key optional; anything else is refused, naming the 
     optimizer_step: 0            # time of the optimizer step
     default: {forward: 1, backward: 2, backward_input: 1, backward_weight: 1, reduce_grad: 0,
               activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0,
-              p2p_bandwidth: null}   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
+              p2p_bandwidth: null,   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
+              a2a_forward: 0, a2a_backward: 0}  # MoE all-to-all inside forward / backward (≤ them)
     stages: {0: {forward: 1.5}}  # stage index (integer ≥ 0) → fields of 'default' to override
 
 Every value is a number (booleans are refused), 0 or within ``COST_RANGE`` = [1e-12, 1e15];
@@ -87,6 +88,11 @@ class StageCosts:
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
     p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
     p2p_bandwidth: float | None = None  # this boundary's bandwidth when it differs (crosses nodes); None: the model's
+    # Expert-parallel all-to-all (dispatch + combine) of one microbatch through the rank's share, INCLUDED in
+    # forward (a2a_forward) and in backward / backward_input (a2a_backward): the part an overlapped
+    # forward-and-backward pair of two microbatches may hide behind the other half's compute.
+    a2a_forward: float = 0.0
+    a2a_backward: float = 0.0
 
     def duration(self, op: Op) -> float:
         return _DURATION_FIELD[op](self)
@@ -103,7 +109,7 @@ _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
 # What a chunk of v holds 1/v of: its compute, its share of the gradient sync and its activations. Bytes per
 # activation unit and the boundary tensor crossing to the next stage do not shrink with v.
 _PER_RANK_SHARE = ("forward", "backward", "backward_input", "backward_weight", "reduce_grad", "activation",
-                   "weight_grad_activation")
+                   "weight_grad_activation", "a2a_forward", "a2a_backward")
 
 
 def _chunk_share(costs: StageCosts, chunks: int) -> StageCosts:
@@ -324,6 +330,10 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
             if value is None and key in _OPTIONAL_FIELDS:
                 continue
             check(f"{where}.{key}", value, zero_ok=key != "p2p_bandwidth")
+        for part, whole in (("a2a_forward", "forward"), ("a2a_backward", "backward")):
+            if values[part] > values[whole] * (1 + 1e-9):
+                raise PipesimError(f"{where}: {part}={values[part]:g} exceeds {whole}={values[whole]:g}; the "
+                                   f"all-to-all time is part of the {whole} pass, so it is at most {whole}")
         if values["weight_grad_activation"] > values["activation"]:
             raise PipesimError(
                 f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="

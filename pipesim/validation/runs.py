@@ -50,6 +50,8 @@ class PublishedRun:
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
+    ep: int = 1  # expert-parallel degree (mixture-of-experts models), folded over dp·cp
+    stage_layers: tuple[int, ...] | None = None  # layers on every stage, stage 0 first, when stated or inferred
     # exactly one of these is the published throughput
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
     mfu_tflops: float | None = None  # model TFLOP/s per GPU
@@ -70,6 +72,7 @@ class PublishedRun:
     def label(self) -> str:
         extra = f" cp{self.cp}" if self.cp > 1 else ""
         extra += f" v{self.chunks}" if self.chunks > 1 else ""
+        extra += f" ep{self.ep}" if self.ep > 1 else ""
         extra += f" m{self.microbatches} b{self.micro_batch} {self.schedule}"
         return f"{self.model} tp{self.tp} pp{self.pp}{extra} {self.gpus}×{self.chip.split('-')[0]}"
 
@@ -96,14 +99,14 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     model = MODEL_PRESETS[run.model].with_shape(run.seq_len, run.micro_batch)
     chip = chip if chip is not None else CHIP_PRESETS[run.chip]
     chunks = run.chunks if run.chunks > 1 else None
-    split = None
+    split = run.stage_layers
     if run.first_last is not None:
         split = resolve_stage_layers(model.layers, run.pp * run.chunks,
                                      StageSplitRequest(run.first_last, run.first_last))
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=run.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
-                    overlap_p2p=run.overlap_p2p, async_tp=run.async_tp,
+                    overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     if load_schedule(run.schedule).build_options:  # zb-auto: its order is synthesised for these costs
         costs = build_cost_model(model, chip, layout, PipelineShape(run.pp, run.microbatches, run.chunks))
@@ -141,6 +144,10 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--async-tp")
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
+    if run.ep > 1:
+        argv += ["--ep", str(run.ep)]
+    if run.stage_layers is not None:
+        argv += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     if run.first_last is not None:
         argv += ["--first-stage-layers", str(run.first_last), "--last-stage-layers", str(run.first_last)]
     return argv

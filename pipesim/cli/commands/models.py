@@ -14,11 +14,18 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipesim.analytic.model_presets import MODEL_PRESETS
-    from pipesim.analytic.params import total_params
+    from pipesim.analytic.params import active_params, total_params
 
-    print(f"{'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'ffn':>6} "
+    print(f"{'name':<16} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'ffn':>6} "
           f"{'vocab':>6} {'seq':>5}  mlp")
     for m in MODEL_PRESETS.values():
-        print(f"{m.name:<15} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
-              f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}")
+        moe = ""
+        if m.is_moe:
+            shared = f" + {m.shared_experts} shared" if m.shared_experts else ""
+            moe = (f", MoE {m.experts} experts of {m.expert_ffn_hidden} top-{m.experts_per_token}{shared} "
+                   f"on {m.moe_layers} layers, {active_params(m) / 1e9:.1f}B active")
+        if m.mla:
+            moe += f", MLA (kv_lora {m.kv_lora_rank}, q_lora {m.q_lora_rank or '-'})"
+        print(f"{m.name:<16} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
+              f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}{moe}")
     return 0

@@ -85,6 +85,9 @@ def register(sub) -> None:
     p.add_argument("--cp", type=_ints, default=(1, 2, 4, 8),
                    help="context-parallel degrees to consider (default 1,2,4,8; only where each rank keeps "
                    "≥ --min-cp-tokens tokens)")
+    p.add_argument("--ep", type=_ints, default=None,
+                   help="expert-parallel degrees to consider, MoE models only (default: every one dividing dp·cp "
+                   "and the experts)")
     p.add_argument("--min-cp-tokens", type=positive_int, default=2048,
                    help="least sequence tokens per context-parallel rank (default 2048)")
     p.add_argument("--micro-batch-sizes", type=_ints, default=(1, 2, 4, 8),
@@ -122,7 +125,7 @@ def request_from_args(args: argparse.Namespace):
                        zero=args.zero, precision=args.precision, context_parallel=args.cp,
                        min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
                        max_chunks=args.max_chunks, param_bytes=_PARAM_BYTES[args.param_bytes],
-                       overlap_p2p=not args.blocking_p2p)
+                       overlap_p2p=not args.blocking_p2p, expert_parallel=args.ep)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,6 +19,8 @@ def register(sub) -> None:
                           f"Worlds of up to {MAX_LISTED_WORLD} ranks.")
     for dim in ("tp", "cp", "dp", "pp"):
         topo.add_argument(f"--{dim}", type=positive_int, default=1, help=f"{dim} degree (default 1)")
+    topo.add_argument("--ep", type=positive_int, default=1,
+                      help="expert-parallel degree, folded over dp×cp (divides dp·cp; default 1)")
     topo.set_defaults(func=run)
 
 
@@ -29,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     if world > MAX_LISTED_WORLD:
         raise PipesimError(f"tp·cp·dp·pp = {args.tp}·{args.cp}·{args.dp}·{args.pp} = {world} ranks is more than "
                            f"the {MAX_LISTED_WORLD} 'pipesim topology' lists; use smaller degrees")
-    print(Topology(args.tp, args.cp, args.dp, args.pp).describe())
+    print(Topology(args.tp, args.cp, args.dp, args.pp, ep=args.ep).describe())
     return 0
