@@ -342,9 +342,9 @@ class _Checker:
     # --- 2b. overlapped pairs -------------------------------------------------------------------------
     def check_pairs(self) -> None:
         """Each overlapped half (flagged B or I) directly follows, on its rank, the F it runs with; that F is
-        of another microbatch or stage (a backward cannot run beside its own forward); and the half's input
-        is received before the pair starts. The rest (both inputs sent, no cycle through the pair) is the
-        progress check's, where a pair's F waits for both halves' inputs."""
+        of another microbatch or stage (a backward cannot run beside its own forward). Its input is then
+        received before the pair starts (before the half, by the local-order check, so before its F). The
+        rest (both inputs sent, no cycle through the pair) is the progress check's, where a pair's F waits for both halves' inputs."""
         t = self.t
         tails = np.flatnonzero(t.overlap)
         heads = np.maximum(tails - 1, 0)
@@ -360,12 +360,6 @@ class _Checker:
             row = int(tails[np.flatnonzero(own)[0]])
             raise ScheduleError(f"{self.ins(row)} overlaps its own forward; a backward runs after its F, so pair "
                                 "it with the F of another microbatch or chunk")
-        source = t.input_recv[tails]
-        late = (source >= 0) & (source > heads)
-        if late.any():
-            row = int(tails[np.flatnonzero(late)[0]])
-            raise ScheduleError(f"{self.ins(row)} consumes a receive posted after its pair's F started; post "
-                                "both halves' receives before the pair")
 
     # --- 3. pairing -------------------------------------------------------------------------------------
     def check_pairing(self) -> None:
