@@ -344,7 +344,8 @@ class _Checker:
         """Each overlapped half (flagged B or I) directly follows, on its rank, the F it runs with; that F is
         of another microbatch or stage (a backward cannot run beside its own forward). Its input is then
         received before the pair starts (before the half, by the local-order check, so before its F). The
-        rest (both inputs sent, no cycle through the pair) is the progress check's, where a pair's F waits for both halves' inputs."""
+        rest (both inputs sent, no cycle through the pair) is the progress check's, where a pair's F waits
+        for both halves' inputs."""
         t = self.t
         tails = np.flatnonzero(t.overlap)
         heads = np.maximum(tails - 1, 0)
