@@ -6,7 +6,8 @@ message it consumes (send → receive) — for the first half of an overlapped p
 half consumes, since the pair starts when both are there —, for a send the end of the previous transfer on
 its directed link (FIFO per link), and, with a synchronised step boundary, the last rank to reach the
 optimizer step. A timeline is then the longest-path labelling of that DAG: ``start = max(predecessor
-ends)``, ``end = start + duration`` (for a transfer, ``start = max(issue time, link free)``, exactly the SimPy engine's rule).
+ends)``, ``end = start + duration`` (for a transfer, ``start = max(issue time, link free)``, exactly the
+SimPy engine's rule).
 
 The kernel walks the graph in a topological order found on the fly, the way the validator's progress check
 does: a worklist of ranks, each run ahead until it needs a message not yet sent (or a barrier not yet full),
