@@ -127,6 +127,9 @@ class Interpreter:
                     continue
                 if ins.op in _CONSUMERS:
                     self._await_input(step, ins, stage)
+                if seq + 1 < len(self.code) and self.code[seq + 1].overlap:
+                    # An overlapped pair starts when both halves' inputs are there, as the simulator says.
+                    self._await_input(step, self.code[seq + 1], self._stages_by_seq[seq + 1])
                 self.recorder.current = (step, seq)  # ring-attention hops inside it are recorded against it
                 t0 = stamp()
                 nbytes = self._execute(seq, ins, stage)
