@@ -297,3 +297,41 @@ def test_dualpipe_v_pairs_sit_in_phases_four_and_five():
         assert len(pairs) == expected
         assert {i.op for i in pairs} == {Op.B}
     assert not any(i.overlap and i.op is I for order in schedule.orders for i in order)
+
+
+# --- drawing, overlay, calibration ----------------------------------------------------------------------
+
+def test_pairs_draw_in_two_lanes_and_overlay_and_calibrate(tmp_path):
+    from pipesim.analysis.calibrate import calibrate
+    from pipesim.analysis.overlay import overlay_errors, plot_overlay
+    from pipesim.io.timeline import pair_halves
+    from pipesim.plots.gantt import pair_lanes, plot_gantt
+    from pipesim.plots.terminal import render
+
+    costs = CostModel(StageCosts(forward=1, backward=2, a2a_forward=0.4, a2a_backward=0.8))
+    paired = simulate(build_program("interleaved-overlap", 2, 4, 1).program, costs).timeline
+    tails = paired["op"].eq("B") & pair_halves(paired)
+    heads = paired["op"].eq("F") & pair_halves(paired)
+    assert tails.sum() == heads.sum() == 4  # warm-ups of 3 and 1 forwards: rank 0 one pair, rank 1 three
+    lanes = pair_lanes(paired[paired["op"].isin(["F", "B"])])
+    assert set(lanes[heads[heads].index]) == {1} and set(lanes[tails[tails].index]) == {2}
+    drawing = render(paired)  # a pair is one box labelled F<mb>+B<mb> (cut to its width)
+    assert "F3+B" in drawing.splitlines()[0] and "F1+B" in drawing.splitlines()[1]
+    plot_gantt(paired, tmp_path / "pairs.png", title="pairs")
+    assert (tmp_path / "pairs.png").stat().st_size > 0
+    # The executor on CPU runs the same Program with each pair's halves one after the other: its timeline has
+    # no pair rows, and overlays on the prediction instruction by instruction.
+    measured = paired.copy()
+    middle = (measured.loc[heads, "start"] + measured.loc[heads, "end"]).to_numpy() / 2
+    measured.loc[heads, "end"] = middle
+    measured.loc[tails, "start"] = middle
+    assert not pair_halves(measured).any()
+    errors = overlay_errors(paired, measured)
+    assert errors is not None
+    plot_overlay(paired, measured, errors, tmp_path / "overlay.png", title="overlay")
+    assert (tmp_path / "overlay.png").stat().st_size > 0
+    # Calibrating a predicted timeline with pairs reads F and B from the instructions that ran alone.
+    notes: list[str] = []
+    calibrated = calibrate(paired, warmup_steps=0, notes=notes)
+    assert (calibrated.default.forward, calibrated.default.backward) == (1.0, 2.0)
+    assert any("overlapped F-and-B pairs" in note for note in notes)
