@@ -76,6 +76,13 @@ class Interpreter:
         self.last_stage = self.shape.num_stages - 1
         rank = ctx.pp_rank
         self._stages_by_seq = [-1 if i.chunk is None else self.shape.stage(rank, i.chunk) for i in self.code]
+        # Overlapped F-and-B pairs: on CPU (one thread) the two halves run one after the other, F first, each
+        # recorded on its own; on CUDA the F runs on a side stream while the B runs on the current one, so the
+        # device overlaps them (both recorded over the pair's span). The CUDA path is untested in CI.
+        self._side_stream = None
+        if torch.cuda.is_available() and type(recorder.clock).__name__ == "CudaClock" and any(
+                i.overlap for i in self.code):
+            self._side_stream = torch.cuda.Stream()
 
     def _fail(self) -> None:
         if self.fail_mode is FailMode.KILL:
@@ -99,8 +106,15 @@ class Interpreter:
         self._incoming: dict[tuple[bool, int, int], tuple[int, float, Transfer]] = {}
         stamp, record, sample = self.recorder.clock.stamp, self.recorder.record, self.meter.sample
         issued_until = 0  # GROUPED: instructions before this one were issued with their group
+        ran_with_pair = -1  # CUDA: the second half of the pair just run on two streams
         for seq, ins in enumerate(self.code):
             stage = self._stages_by_seq[seq]
+            if seq == ran_with_pair:
+                continue
+            if self._side_stream is not None and seq + 1 < len(self.code) and self.code[seq + 1].overlap:
+                self._run_pair_on_streams(step, seq)
+                ran_with_pair = seq + 1
+                continue
             try:
                 if ins == self.fail_at:
                     self._fail()
@@ -113,6 +127,9 @@ class Interpreter:
                     continue
                 if ins.op in _CONSUMERS:
                     self._await_input(step, ins, stage)
+                if seq + 1 < len(self.code) and self.code[seq + 1].overlap:
+                    # An overlapped pair starts when both halves' inputs are there, as the simulator says.
+                    self._await_input(step, self.code[seq + 1], self._stages_by_seq[seq + 1])
                 self.recorder.current = (step, seq)  # ring-attention hops inside it are recorded against it
                 t0 = stamp()
                 nbytes = self._execute(seq, ins, stage)
@@ -128,6 +145,35 @@ class Interpreter:
         sends = self.transport.finish_step()
         self.recorder.flush()
         return StepResult(self.compute.end_step(), sends=sends)
+
+    def _run_pair_on_streams(self, step: int, seq: int) -> None:
+        """CUDA: an overlapped pair's F on the side stream beside its B on the current stream; both inputs are
+        awaited first (the pair starts when both are there), and the current stream waits for the side one
+        before anything after the pair."""
+        head, tail = self.code[seq], self.code[seq + 1]
+        head_stage, tail_stage = self._stages_by_seq[seq], self._stages_by_seq[seq + 1]
+        try:
+            self._await_input(step, head, head_stage)
+            self._await_input(step, tail, tail_stage)
+            main, side = torch.cuda.current_stream(), self._side_stream
+            self.recorder.current = (step, seq)
+            t0 = self.recorder.clock.stamp()
+            side.wait_stream(main)
+            inputs = self._acts.get((head.mb, head_stage - 1))
+            if inputs is not None:
+                inputs.record_stream(side)  # allocated on the current stream, read on the side one
+            with torch.cuda.stream(side):
+                self._execute(seq, head, head_stage)
+            self._execute(seq + 1, tail, tail_stage)
+            main.wait_stream(side)
+        except Exception as err:
+            raise InstructionError(
+                f"rank {self.ctx.rank} (pp rank {self.ctx.pp_rank}) failed at the pair {head} + {tail} "
+                f"(step {step}, #{seq}): {type(err).__name__}: {err}") from err
+        t1 = self.recorder.clock.stamp()
+        self.recorder.record(step, seq, t0, t1, 0.0)
+        self.recorder.record(step, seq + 1, t0, t1, 0.0)
+        self.meter.sample(t1)
 
     # --- instructions ---------------------------------------------------------------------------------
     def _execute(self, seq: int, ins: Instruction, stage: int) -> float:

@@ -7,11 +7,12 @@ that later ``W`` steps drain (zero-bubble style). Per rank, eight phases:
 1. ``2(p−r−1)`` chunk-0 forwards;
 2. ``r+1`` pairs: chunk-0 F, chunk-1 F;
 3. ``p−r−1`` triples: chunk-1 I, its W at once, chunk-1 F;
-4. main, ``m − 2p + r + 1`` rounds: (chunk-0 F with chunk-1 B) then (chunk-1 F with chunk-0 B) — DualPipe
-   *overlaps* each pair's forward and backward computation and communication; pipesim runs them one after
-   the other (F first), so its timelines show the order, not the overlap's speed-up (and the last rank's
-   first pair is not overlapped in DualPipe either);
-5. ``p−r−1`` rounds: chunk-1 B, then (chunk-1 F with chunk-0 B);
+4. main, ``m − 2p + r + 1`` rounds: (chunk-0 F with chunk-1 B) then (chunk-1 F with chunk-0 B), each an
+   overlapped pair (:func:`~pipesim.program.ir.overlap`, torch's ``OVERLAP_F_B``): DualPipe runs the two
+   chunks' attention, MLP and all-to-all interleaved so one's communication hides behind the other's compute
+   (timed by :func:`~pipesim.sim.costs.pair_duration`). The last rank's first round is not overlapped, as in
+   DualPipe's own code ("to further reduce bubble size"): its F and B run one after the other;
+5. ``p−r−1`` rounds: chunk-1 B, then the pair (chunk-1 F with chunk-0 B);
 6. ``r+1`` pairs: chunk-1 then chunk-0 backward, switching from full B to I (W deferred) half-way;
 7. ``p−r−1`` pairs: a deferred W, then chunk-0 I (W deferred);
 8. ``r+1`` deferred W's.
@@ -22,7 +23,7 @@ Needs at least ``2p`` microbatches.
 from collections import deque
 
 from pipesim.errors import ScheduleError
-from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W
+from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W, overlap
 from pipesim.program.limits import ScheduleLimits
 
 DEFAULT_CHUNKS = 2
@@ -52,6 +53,14 @@ class _Rank:
         else:
             self.order.append(B(mb, chunk))
 
+    def pair(self, forward_chunk: int, backward_chunk: int) -> None:
+        """An overlapped pair: F of ``forward_chunk`` together with a full B of ``backward_chunk``."""
+        forward = F(self.next_forward[forward_chunk], forward_chunk)
+        backward = B(self.next_backward[backward_chunk], backward_chunk)
+        self.next_forward[forward_chunk] += 1
+        self.next_backward[backward_chunk] += 1
+        self.order.extend(overlap(forward, backward))
+
     def weight(self) -> None:
         mb, chunk = self.deferred.popleft()
         self.order.append(W(mb, chunk))
@@ -76,15 +85,16 @@ def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
             r.backward(1, split=True)
             r.weight()
             r.forward(1)
-        for _ in range(microbatches - 2 * pp + rank + 1):  # 4. main: F0+B1, then F1+B0 (overlapped in DualPipe)
-            r.forward(0)
+        for i in range(microbatches - 2 * pp + rank + 1):  # 4. main: the pairs F0+B1, then F1+B0
+            if i == 0 and rank == pp - 1:  # DualPipe runs the last rank's first round one after the other
+                r.forward(0)
+                r.backward(1)
+            else:
+                r.pair(0, 1)
+            r.pair(1, 0)
+        for _ in range(pp - rank - 1):  # 5. chunk-1 B, then the pair F1+B0
             r.backward(1)
-            r.forward(1)
-            r.backward(0)
-        for _ in range(pp - rank - 1):  # 5. chunk-1 B, then F1+B0 (overlapped in DualPipe)
-            r.backward(1)
-            r.forward(1)
-            r.backward(0)
+            r.pair(1, 0)
         split = False
         for i in range(rank + 1):  # 6. both chunks backward, deferring weights from half-way
             if i == (rank + 1) // 2 and rank % 2 == 1:

@@ -14,8 +14,21 @@ from pipesim.program.ir import Op, Program
 from pipesim.sim.costs import CostModel
 
 
+def naive_pair(forward, backward, op: Op) -> float:
+    """An overlapped pair, straight from DeepSeek-V3 §3.2.1: all compute of both halves, slowed by the SMs
+    the communication takes, plus each half's all-to-all that the other half's compute does not cover."""
+    f_total, b_total = forward.forward, backward.duration(op)
+    f_comm, b_comm = min(forward.a2a_forward, f_total), min(backward.a2a_backward, b_total)
+    f_compute, b_compute = f_total - f_comm, b_total - b_comm
+    hidden_f_comm_exposed = f_comm - b_compute if f_comm > b_compute else 0.0
+    hidden_b_comm_exposed = b_comm - f_compute if b_comm > f_compute else 0.0
+    slow = 1.0 + max(forward.overlap_slowdown, backward.overlap_slowdown)
+    return (f_compute + b_compute) * slow + hidden_f_comm_exposed + hidden_b_comm_exposed
+
+
 def naive_simulate(program: Program, costs: CostModel) -> list[list[tuple[float, float]]]:
-    """(start, end) of every instruction, per rank, in program order."""
+    """(start, end) of every instruction, per rank, in program order. An overlapped pair (an F and the
+    flagged B/I right after it) is one timeout, and both its rows span it."""
     shape = program.shape
     env = simpy.Environment()
     stores: dict[tuple[int, int], simpy.Store] = {}
@@ -38,8 +51,12 @@ def naive_simulate(program: Program, costs: CostModel) -> list[list[tuple[float,
             yield store.put(env.now)
 
     def rank_process(rank: int):
-        for index, ins in enumerate(program.ranks[rank]):
+        code = program.ranks[rank]
+        for index, ins in enumerate(code):
             op = ins.op
+            if ins.overlap:
+                times[rank][index] = times[rank][index - 1]  # ran with its F
+                continue
             if op is Op.SEND_F or op is Op.SEND_B:
                 stage = shape.stage(rank, ins.chunk)
                 boundary = stage if op is Op.SEND_F else stage - 1
@@ -52,6 +69,11 @@ def naive_simulate(program: Program, costs: CostModel) -> list[list[tuple[float,
             else:
                 if op is Op.STEP:
                     duration = costs.optimizer_step
+                elif index + 1 < len(code) and code[index + 1].overlap:
+                    partner = code[index + 1]
+                    duration = naive_pair(costs.chunk_costs(shape.stage(rank, ins.chunk), shape.chunks),
+                                          costs.chunk_costs(shape.stage(rank, partner.chunk), shape.chunks),
+                                          partner.op)
                 else:
                     duration = costs.chunk_costs(shape.stage(rank, ins.chunk), shape.chunks).duration(op)
                 begin = env.now

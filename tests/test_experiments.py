@@ -20,6 +20,7 @@ FIGURE_SCRIPTS = [
     "bubble_vs_microbatches",
     "memory_per_rank",
     "gantt_gallery",
+    "dualpipe_overlap",
     # Spawns a 2-process gloo world, measures, calibrates and predicts.
     pytest.param("predicted_vs_measured", marks=[pytest.mark.distributed, needs_torch]),
 ]

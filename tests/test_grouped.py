@@ -239,8 +239,8 @@ def _moved_programs(draw):
     place them: a receive posted long before its use, a send held long after its producer."""
     name = draw(st.sampled_from(builtin_names()))
     pp = draw(st.integers(2, 4))
-    m = pp * draw(st.integers(1, 2)) if name in ("interleaved", "looped-bfs", "dualpipe-v") else draw(
-        st.integers(1, 8))
+    multiple = ("interleaved", "interleaved-overlap", "looped-bfs", "dualpipe-v")
+    m = pp * draw(st.integers(1, 2)) if name in multiple else draw(st.integers(1, 8))
     m = max(m, 2 * pp) if name == "dualpipe-v" else m
     ranks = [list(code) for code in build_program(name, pp, m).program.ranks]
     for _ in range(draw(st.integers(1, 8))):

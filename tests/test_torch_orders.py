@@ -96,7 +96,8 @@ def test_pytorch_orders_whose_links_carry_two_kinds_of_message(cls_name, shape):
 @pytest.mark.parametrize(("pp", "m"), [(2, 4), (2, 7), (4, 8), (4, 13), (8, 16)])
 def test_v_schedules_match_pytorchs_orders(program_of, name, cls_name, pp, m):
     """pipesim's ZB-V and DualPipe-V, written from the papers, run the same compute order per rank as
-    PyTorch's implementations (whose overlapped F&B pairs import as F then B)."""
+    PyTorch's implementations — DualPipe-V's overlapped pairs included: PyTorch's ``OVERLAP_F_B`` actions
+    import as pipesim's pairs and land exactly where pipesim's DualPipe-V puts its own."""
     theirs = import_rows(_rows(_torch_schedule(getattr(schedules, cls_name), pp, m, 2).pipeline_order)).program
     ours = program_of(name, pp, m)
     for rank in range(pp):

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
-from pipesim.io.timeline import RING_OP
+from pipesim.io.timeline import RING_OP, pair_halves
 from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
 
 _FIELD_OF_OP = {"F": "forward", "B": "backward", "I": "backward_input", "W": "backward_weight",
@@ -47,6 +47,12 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
         frame = frame[frame["step"] >= steps[warmup_steps]]
     durations = frame.assign(duration=frame["end"] - frame["start"])
     compute = durations[durations["op"].isin(list(_FIELD_OF_OP))]
+    halves = pair_halves(compute)
+    if halves.any():  # a predicted pair spans F + B together: it says nothing about F or B alone
+        compute = compute[~halves]
+        if notes is not None:
+            notes.append(f"left out {int(halves.sum())} rows of overlapped F-and-B pairs (both halves span the "
+                         "pair); F and B come from the instructions that ran alone")
     if compute.empty:
         raise PipesimError("timeline has no compute instructions (F, B, I, W) to calibrate from")
     means = compute.groupby(["stage", "op"])["duration"].agg(trimmed_mean)

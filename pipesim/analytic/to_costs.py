@@ -290,6 +290,9 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
         p2p_bytes=p2p_bytes(model, layout),
         a2a_forward=v * a2a.forward,
         a2a_backward=v * a2a.backward,
+        # An overlapped pair's all-to-all kernels hold SMs beside its compute, as any overlapped NCCL
+        # collective does (comm.contended_overlap): the same share of the chip.
+        overlap_slowdown=chip.comm_sm_share if a2a.forward or a2a.backward else 0.0,
     )
 
 

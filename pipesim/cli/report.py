@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import numpy as np
+
 from pipesim.program.build import BuiltProgram
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import ACTIVATION_UNIT, TimeUnit
@@ -55,6 +57,8 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
     cost_text = (
         f"F={_fmt(d.forward)} B={_fmt(d.backward)}"
         + (f" I={_fmt(d.backward_input)} W={_fmt(d.backward_weight)}" if built.schedule.split_backward else "")
+        + (f" a2a F={_fmt(d.a2a_forward)} B={_fmt(d.a2a_backward)} overlap slowdown={_fmt(d.overlap_slowdown)}"
+           if d.a2a_forward or d.a2a_backward or d.overlap_slowdown else "")
         + f" p2p latency={_fmt(costs.p2p_latency)}"
         + (f", {len(costs.overrides)} stage override(s)" if costs.overrides else "")
     )
@@ -62,6 +66,8 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
         f"schedule {built.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
         f"({shape.placement.value} placement, {shape.num_stages} stages)",
         f"costs [{unit}]: {cost_text} ({_convention(shape.chunks)})",
+        *([f"overlapped F-and-B pairs: {pairs} (each F runs together with a B/I; docs/overlap.md)"]
+          if (pairs := int(np.count_nonzero(result.table.overlap_mask))) else []),
         f"makespan {_fmt(m.makespan)} {unit}   ideal {_fmt(m.ideal)} {unit} (busiest rank's compute)",
     ]
     rows = [

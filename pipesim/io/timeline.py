@@ -57,6 +57,18 @@ class TimelineFormat(enum.Enum):
         raise PipesimError(f"{flag} {path}: unknown format {suffix or '(none)'}; use .csv, .parquet or .json (trace)")
 
 
+def pair_halves(frame: pd.DataFrame) -> pd.Series:
+    """Rows that are a half of an overlapped F-and-B pair in a predicted timeline: an F and a B or I of one
+    rank (and step) spanning exactly the same interval, which is how the simulator writes a pair (both halves
+    span it). A measured timeline on CPU runs the halves one after the other, so it has none."""
+    timed = frame[(frame["end"] > frame["start"]) & frame["op"].isin(["F", "B", "I"])]
+    keys = ["step", "rank", "start", "end"] if "step" in frame else ["rank", "start", "end"]
+    mask = pd.Series(False, index=frame.index)
+    if len(timed):
+        mask[timed.index[timed.duplicated(keys, keep=False).to_numpy()]] = True
+    return mask
+
+
 def make_frame(columns: dict) -> pd.DataFrame:
     """Build a Timeline DataFrame with the schema's column order and dtypes."""
     frame = pd.DataFrame(columns)

@@ -14,8 +14,10 @@ Their *positions* are not copied: ``lower()`` places them by pipesim's own rules
 "Communication semantics") — a send right after the compute that produces its tensor, a ``RECV`` that *posts*
 the receive in the sender's order on its link, with the consuming compute waiting for the data — which is
 what PyTorch's runtime does with its ``irecv``s too, but the cell where each lands may differ.
-``UNSHARD``/``RESHARD`` (FSDP prefetch) are skipped — pipesim models no FSDP; ``OVERLAP_F_B`` runs its
-forward and backward one after the other. Any other kind is an error naming the cell. No torch import.
+``UNSHARD``/``RESHARD`` (FSDP prefetch) are skipped — pipesim models no FSDP. ``(0F3;1B1)OVERLAP_F_B``, a
+forward and a backward (B or I) run together, is read as pipesim's overlapped pair
+(:func:`~pipesim.program.ir.overlap`) and written back the same way. Any other kind is an error naming the
+cell. No torch import.
 """
 
 from __future__ import annotations
@@ -31,7 +33,17 @@ from types import ModuleType
 
 from pipesim.errors import ScheduleError
 from pipesim.program.fixed_order import fixed_order_module
-from pipesim.program.ir import Instruction, Op, PipelineShape, Placement, Program, Schedule, instruction
+from pipesim.program.ir import (
+    OVERLAP_NAME,
+    Instruction,
+    Op,
+    PipelineShape,
+    Placement,
+    Program,
+    Schedule,
+    instruction,
+    overlap,
+)
 from pipesim.program.lowering import lower
 
 
@@ -58,6 +70,7 @@ class CsvAction:
     mb: int | None
     rank: int
     column: int  # 0-based column of the cell in its row
+    overlapped: bool = False  # the backward half of an OVERLAP_F_B cell (its forward is the action before)
 
     @property
     def where(self) -> str:
@@ -87,7 +100,9 @@ def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
                 continue  # an idle slot
             overlap = _OVERLAP.match(text)
             parts = [p.strip() for p in overlap.group(1).split(";") if p.strip()] if overlap else [text]
-            for part in parts:
+            if overlap:
+                parts = _pair_parts(parts, text, rank, column, source)
+            for index, part in enumerate(parts):
                 match = _CELL.match(part)
                 if not match:
                     raise ScheduleError(
@@ -109,9 +124,19 @@ def parse_cells(rows: list[list[str]], source: str) -> list[list[CsvAction]]:
                             f"{_clip(digits)}, but the file holds only {limit} action(s); number the {what} "
                             "indices from 0 without gaps"
                         )
-                actions.append(CsvAction(int(stage), kind, int(mb) if mb else None, rank, column))
+                actions.append(CsvAction(int(stage), kind, int(mb) if mb else None, rank, column,
+                                         overlapped=bool(overlap) and index == 1))
         parsed.append(actions)
     return parsed
+
+
+def _pair_parts(parts: list[str], text: str, rank: int, column: int, source: str) -> list[str]:
+    """An OVERLAP_F_B cell's two actions, forward first: one F and one B or I, as torch pairs them."""
+    kinds = [m.group(2) if (m := _CELL.match(p)) else None for p in parts]
+    if len(parts) == 2 and sorted(kinds, key=str) in (["B", "F"], ["F", "I"]):
+        return parts if kinds[0] == "F" else parts[::-1]
+    raise ScheduleError(f"{source}: cell {_clip(text)} at rank {rank} (row {rank + 1}), column {column + 1}: an "
+                        "OVERLAP_F_B cell holds one forward and one backward, e.g. (0F3;1B1)OVERLAP_F_B")
 
 
 def _clip(text: str, width: int = 24) -> str:
@@ -197,7 +222,13 @@ def import_rows(rows: list[list[str]], *, source: str = "torch CSV", name: str =
     for rank_actions in actions:
         order, comms = [], Counter()
         for a in rank_actions:
-            if a.kind in _COMPUTE:
+            if a.kind in _COMPUTE and a.overlapped:
+                forward = order.pop()
+                try:
+                    order.extend(overlap(forward, instruction(_COMPUTE[a.kind], a.mb, shape.chunk_of(a.stage))))
+                except ScheduleError as err:
+                    raise ScheduleError(f"{source}: {a.where}: {err}") from None
+            elif a.kind in _COMPUTE:
                 order.append(instruction(_COMPUTE[a.kind], a.mb, shape.chunk_of(a.stage)))
             elif a.kind in _COMM:
                 comms[(_COMM[a.kind], a.mb, shape.chunk_of(a.stage))] += 1
@@ -250,7 +281,11 @@ def export_rows(program: Program, fmt: CsvFormat = CsvFormat.COMPUTE_ONLY) -> li
                 continue
             if fmt is CsvFormat.COMPUTE_ONLY and not ins.op.is_compute:
                 continue
-            row.append(_cell(ins.op, program.shape.stage(rank, ins.chunk), ins.mb))
+            cell = _cell(ins.op, program.shape.stage(rank, ins.chunk), ins.mb)
+            if ins.overlap and row:  # the pair's forward is the cell just written (its neighbour in the Program)
+                row[-1] = f"({row[-1]};{cell}){OVERLAP_NAME}"
+            else:
+                row.append(cell)
         rows.append(row)
     return rows
 

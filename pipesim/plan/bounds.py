@@ -3,7 +3,8 @@
 Time: no schedule finishes before its busiest rank has done its own work, and rank ``r`` cannot start before
 the first microbatch has gone forward through stages ``0…r−1`` (both placements put stage ``r`` first on
 rank ``r``) and crossed their boundaries. So ``T ≥ max_r (Σ_{s<r} (F_s + transfer_s) + busy_r)`` with
-``busy_r = m · Σ_{stages of r} (F + B) + Σ REDUCE_GRAD + STEP`` — the busy-rank bound of Narayanan et al. 2021
+``busy_r = m · Σ_{stages of r} (F + B − a2a) + Σ REDUCE_GRAD + STEP`` (an overlapped pair can hide its
+all-to-all ``a2a``, 0 for dense models) — the busy-rank bound of Narayanan et al. 2021
 §2.2 with the unavoidable warm-up of the first microbatch added — plus the global barrier before the
 optimizer, for schedules run with a synchronized step boundary (:mod:`pipesim.analytic.steady_state`). With
 post-validation (the zero-bubble schedules) the next step's warm-up overlaps this step's cool-down, so only
@@ -59,10 +60,12 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     memory = 0.0
     for r in range(shape.pp):
         own = [shape.stage(r, c) for c in range(shape.chunks)]
+        # An overlapped F-and-B pair may hide its all-to-all (docs/overlap.md): it lasts at least its compute,
+        # F + B − a2a, so that is what a bound may count (F + B exactly when there is no all-to-all).
         busy = sum(m * (stages[s].forward + stages[s].backward - stages[s].a2a_forward - stages[s].a2a_backward)
                    + stages[s].reduce_grad for s in own)
         time = max(time, (head if synchronized else 0.0) + busy + barrier + costs.optimizer_step)
-        head += stages[r].forward + costs.transfer_time(r)
+        head += stages[r].forward - stages[r].a2a_forward + costs.transfer_time(r)
         one_microbatch = min(stages[s].activation * (stages[s].activation_bytes or 0.0) for s in own)
         memory = max(memory, sum(static_bytes(params[r], layout, model, experts[r])) + one_microbatch)
     return Bounds(time, memory / GIB)

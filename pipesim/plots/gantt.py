@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
 from pipesim.io.atomic import write_with
-from pipesim.io.timeline import RING_OP
+from pipesim.io.timeline import RING_OP, pair_halves
 from pipesim.plots.paths import FIGURE_SUFFIXES, check_figure_path
 
 __all__ = ["FIGURE_SUFFIXES", "check_figure_path", "draw_gantt", "legend_handles", "plot_gantt", "save_figure",
@@ -51,20 +51,35 @@ CHUNK_HATCH = "\\\\"
 LABEL_FONT_SIZE = 6.5
 
 
+def pair_lanes(compute: pd.DataFrame) -> pd.Series:
+    """Which lane each compute box takes: 0 the whole row; for the two halves of an overlapped F-and-B pair
+    (:func:`~pipesim.io.timeline.pair_halves`) 1 for the forward (upper half of the row) and 2 for the
+    backward (lower half). Measured CPU timelines run a pair's halves one after the other: ordinary boxes."""
+    lanes = pd.Series(0, index=compute.index)
+    halves = pair_halves(compute)
+    lanes[halves] = (compute.loc[halves, "op"] != "F").astype(int) + 1
+    return lanes
+
+
+LANES = {0: (-0.4, 0.8), 1: (-0.4, 0.4), 2: (0.0, 0.4)}  # (offset from the rank's centre, height)
+
+
 def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: bool = False,
                label_boxes: bool = True, xlim: tuple[float, float] | None = None) -> None:
     """Draw one row per rank (rank 0 on top). ``outline`` draws unfilled boxes (for overlays); ``xlim``
-    fixes the time axis (several charts on one scale), else it spans the timeline."""
+    fixes the time axis (several charts on one scale), else it spans the timeline. An overlapped pair is one
+    box split in two lanes, its forward above its backward (:func:`pair_lanes`)."""
     pp = int(frame["rank"].max()) + 1
     compute = frame[frame["op"].isin(DRAWN_OPS)]
     makespan = float(frame["end"].max() - frame["start"].min()) or 1.0
     if xlim is None:
         xlim = (float(frame["start"].min()), float(frame["start"].min()) + makespan)
     points_per_unit = _points_per_unit(ax, xlim[1] - xlim[0])
+    lane_of = pair_lanes(compute)
     for op, rows in compute.groupby("op"):
         style = OP_STYLES[op]
         bars = [(s, e - s) for s, e in zip(rows["start"], rows["end"], strict=True)]
-        for rank, chunk, bar in zip(rows["rank"], rows["chunk"], bars, strict=True):
+        for rank, chunk, bar, lane in zip(rows["rank"], rows["chunk"], bars, lane_of[rows.index], strict=True):
             # Later chunks of a rank (interleaved, V) get a sparse hatch so chunk 0 and 1 read apart.
             hatch = style.hatch + (CHUNK_HATCH if chunk % 2 == 1 else "")
             kwargs = (
@@ -72,16 +87,18 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
                 if outline
                 else {"facecolor": style.face, "edgecolor": "black", "linewidth": 0.4, "hatch": hatch}
             )
-            ax.broken_barh([bar], (rank + 0.15, 0.25) if op == RING_OP else (rank - 0.4, 0.8), **kwargs)
+            offset, height = LANES[int(lane)]
+            ax.broken_barh([bar], (rank + 0.15, 0.25) if op == RING_OP else (rank + offset, height), **kwargs)
         if label_boxes and not outline and op != RING_OP:
-            for row in rows.itertuples(index=False):
+            for row, lane in zip(rows.itertuples(index=False), lane_of[rows.index], strict=True):
                 width = row.end - row.start
                 text = str(row.microbatch)
+                offset, height = LANES[int(lane)]
                 # Only where the digits fit inside the box (≈0.62 em per digit plus a margin): narrow chunk
                 # boxes of V schedules would otherwise print over their neighbours.
                 if row.microbatch >= 0 and width * points_per_unit >= (0.62 * len(text) + 0.5) * LABEL_FONT_SIZE:
-                    ax.text(row.start + width / 2, row.rank, text, ha="center", va="center",
-                            fontsize=LABEL_FONT_SIZE, color=style.text)
+                    ax.text(row.start + width / 2, row.rank + offset + height / 2, text, ha="center",
+                            va="center", fontsize=LABEL_FONT_SIZE * (1 if lane == 0 else 0.8), color=style.text)
     ax.set_ylim(pp - 0.5, -0.5)
     ax.set_yticks(range(pp))
     ax.set_yticklabels([f"rank {r}" for r in range(pp)])

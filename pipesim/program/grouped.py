@@ -171,6 +171,8 @@ def _asap(t, op, input_recv, sender_of) -> list[int]:
     compute ended and its received input was produced. Ranks advance round-robin until all are done."""
     end = [0] * t.num_rows
     rank_of_row = t.rank.tolist()
+    partner = t.partner_inputs.tolist()
+    overlap = t.overlap_mask.tolist()
     pc = [begin for begin, _ in t.rank_bounds]  # rows before pc[r] have their times
     clock = [0] * len(pc)
     progress = True
@@ -182,12 +184,22 @@ def _asap(t, op, input_recv, sender_of) -> list[int]:
                 duration = _COMPUTE_CODES.get(op[row])
                 if duration is not None:
                     ready = clock[r]
-                    source = input_recv[row]
-                    if source >= 0:
-                        made = sender_of(source)
-                        if made >= pc[rank_of_row[made]]:
-                            break  # its producer has no time yet
-                        ready = max(ready, end[made])
+                    blocked = False
+                    # An overlapped pair is one unit: its F waits for both inputs and lasts both halves,
+                    # its second half ends with it (so nothing sorts between the two).
+                    for source in (input_recv[row], partner[row]):
+                        if source >= 0:
+                            made = sender_of(source)
+                            if made >= pc[rank_of_row[made]]:
+                                blocked = True  # its producer has no time yet
+                                break
+                            ready = max(ready, end[made])
+                    if blocked:
+                        break
+                    if overlap[row]:
+                        duration = 0
+                    elif row + 1 < stop and overlap[row + 1]:
+                        duration += _COMPUTE_CODES[op[row + 1]]
                     end[row] = clock[r] = ready + duration
                 row += 1
             if row > pc[r]:

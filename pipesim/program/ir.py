@@ -88,16 +88,27 @@ class Instruction:
 
     The text form is ``OP key=value ...``: ``F mb=3 chunk=0``, ``SEND_F mb=3 chunk=0 peer=1``,
     ``REDUCE_GRAD chunk=0``, ``STEP``; :meth:`parse` reads it back.
+
+    ``overlap`` marks the second half of an **overlapped forward-and-backward pair** (torch's
+    ``OVERLAP_F_B``, DualPipe's overlapped chunks): a ``B`` or ``I`` that runs *together with* the ``F``
+    right before it on its rank (of another microbatch or chunk). The pair is one unit of work: it starts
+    when both halves' inputs are there, its receives are posted before it and its sends follow it, and it
+    lasts as :meth:`pipesim.sim.costs.CostModel.pair_duration` says. Build one with :func:`overlap`; its
+    text form is ``B mb=1 chunk=1 overlap=1`` (and a Program writes the pair on one line,
+    ``OVERLAP_F_B(F mb=3 chunk=0; B mb=1 chunk=1)``).
     """
 
     op: Op
     mb: int | None = None
     chunk: int | None = None
     peer: int | None = None
+    overlap: bool = False
 
     def __str__(self) -> str:
         parts = [self.op.value]
         parts.extend(f"{name}={getattr(self, name)}" for name in _FIELDS_BY_OP[self.op])
+        if self.overlap:
+            parts.append("overlap=1")
         return " ".join(parts)
 
     @classmethod
@@ -112,8 +123,13 @@ class Instruction:
             known = ", ".join(o.value for o in Op)
             raise ScheduleError(f"unknown op {tokens[0]!r} in {text!r}: use one of {known}") from None
         values: dict[str, int] = {}
+        overlapped = False
         for token in tokens[1:]:
             key, sep, value = token.partition("=")
+            if key == "overlap" and op in _OVERLAP_OPS and value in ("0", "1") and "overlap" not in values:
+                values["overlap"] = 1  # only seen once; the flag itself is kept apart from the int fields
+                overlapped = value == "1"
+                continue
             if not sep or key not in _FIELDS_BY_OP[op] or key in values:
                 expected = " ".join(f"{k}=<int>" for k in _FIELDS_BY_OP[op])
                 raise ScheduleError(f"bad field {token!r} in {text!r}: {op.value} takes '{expected}'")
@@ -124,13 +140,51 @@ class Instruction:
         missing = [k for k in _FIELDS_BY_OP[op] if k not in values]
         if missing:
             raise ScheduleError(f"instruction {text!r} lacks {', '.join(missing)}")
-        return cls(op, **values)
+        values.pop("overlap", None)
+        return cls(op, **values, overlap=overlapped)
+
+
+#: Ops that may be the second half of an overlapped pair (the first half is always an F).
+_OVERLAP_OPS = frozenset({Op.B, Op.I})
+#: How a Program's text and torch's CSV name a pair: ``OVERLAP_F_B(F mb=3 chunk=0; B mb=1 chunk=1)``.
+OVERLAP_NAME = "OVERLAP_F_B"
 
 
 @lru_cache(maxsize=1 << 20)
-def instruction(op: Op, mb: int | None = None, chunk: int | None = None, peer: int | None = None) -> Instruction:
+def instruction(op: Op, mb: int | None = None, chunk: int | None = None, peer: int | None = None,
+                overlap: bool = False) -> Instruction:
     """Interned constructor: schedules and lowering build millions of the same small values in sweeps."""
-    return Instruction(op, mb, chunk, peer)
+    return Instruction(op, mb, chunk, peer, bool(overlap))
+
+
+def overlap(forward: Instruction, backward: Instruction) -> tuple[Instruction, Instruction]:
+    """An overlapped pair: ``forward`` (an F) and ``backward`` (a B or I of another microbatch or chunk) run
+    together. Returns the two instructions to put, in this order, into a rank's compute order
+    (``order += overlap(F(3, 0), B(1, 1))``); the second carries :attr:`Instruction.overlap`."""
+    if not isinstance(forward, Instruction) or forward.op is not Op.F or forward.overlap:
+        raise ScheduleError(f"an overlapped pair starts with a plain F, not {forward}")
+    if not isinstance(backward, Instruction) or backward.op not in _OVERLAP_OPS or backward.overlap:
+        raise ScheduleError(f"an overlapped pair ends with a plain B or I, not {backward}")
+    if (forward.mb, forward.chunk) == (backward.mb, backward.chunk):
+        raise ScheduleError(f"{forward} cannot overlap {backward}: a backward needs its own forward done first")
+    return forward, instruction(backward.op, backward.mb, backward.chunk, None, True)
+
+
+def pair_text(forward: Instruction, backward: Instruction) -> str:
+    """The one-line text of a pair, as a Program writes it."""
+    plain = instruction(backward.op, backward.mb, backward.chunk)
+    return f"{OVERLAP_NAME}({forward}; {plain})"
+
+
+def parse_pair(text: str) -> tuple[Instruction, Instruction]:
+    """Read :func:`pair_text` back (``OVERLAP_F_B(F mb=3 chunk=0; B mb=1 chunk=1)``)."""
+    inner = text.strip()
+    if not (inner.startswith(OVERLAP_NAME + "(") and inner.endswith(")")):
+        raise ScheduleError(f"expected {OVERLAP_NAME}(F mb=.. chunk=..; B mb=.. chunk=..), got {text!r}")
+    halves = inner[len(OVERLAP_NAME) + 1:-1].split(";")
+    if len(halves) != 2:
+        raise ScheduleError(f"{text!r}: an {OVERLAP_NAME} pair holds exactly two instructions, separated by ';'")
+    return overlap(Instruction.parse(halves[0]), Instruction.parse(halves[1]))
 
 
 def _check_ids(mb: object, chunk: object) -> None:
@@ -284,6 +338,8 @@ class ProgramColumns:
 
     ``op`` holds :data:`OP_CODE` values; ``microbatch``, ``chunk`` and ``peer`` hold -1 where the field does not
     apply to the op (``Instruction``'s ``None``). ``rank_lengths[r]`` is the length of rank r's program.
+    ``overlap`` (bool, or None when the Program has no overlapped pair) marks the second half of each pair
+    (:attr:`Instruction.overlap`); every pass that reorders rows carries it along.
     """
 
     op: np.ndarray
@@ -291,14 +347,27 @@ class ProgramColumns:
     chunk: np.ndarray
     peer: np.ndarray
     rank_lengths: np.ndarray
+    overlap: np.ndarray | None = None
 
     @property
     def num_rows(self) -> int:
         return len(self.op)
 
+    @property
+    def overlap_mask(self) -> np.ndarray:
+        """``overlap`` as a bool array of every row (all False without pairs)."""
+        if self.overlap is None:
+            return np.zeros(len(self.op), dtype=bool)
+        return np.asarray(self.overlap, dtype=bool)
+
+    @property
+    def has_pairs(self) -> bool:
+        return self.overlap is not None and bool(np.any(self.overlap))
+
     def equals(self, other: ProgramColumns) -> bool:
         return all(np.array_equal(getattr(self, f), getattr(other, f))
-                   for f in ("rank_lengths", "op", "microbatch", "chunk", "peer"))
+                   for f in ("rank_lengths", "op", "microbatch", "chunk", "peer")) and np.array_equal(
+            self.overlap_mask, other.overlap_mask)
 
     @classmethod
     def of_instructions(cls, ranks) -> ProgramColumns:
@@ -309,10 +378,11 @@ class ProgramColumns:
             op = np.fromiter((OP_CODE[ins.op] for ins in flat), dtype=np.int64, count=n)
             fields = [np.fromiter((-1 if v is None else v for v in (getattr(ins, name) for ins in flat)),
                                   dtype=np.int64, count=n) for name in ("mb", "chunk", "peer")]
+            overlapped = np.fromiter((ins.overlap for ins in flat), dtype=bool, count=n)
         except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as err:
             raise ScheduleError(f"a program holds something that is not a valid Instruction ({err})") from None
         lengths = np.fromiter((len(code) for code in ranks), dtype=np.int64, count=len(ranks))
-        return cls(op, *fields, lengths)
+        return cls(op, *fields, lengths, overlapped if overlapped.any() else None)
 
     def instructions(self) -> tuple[tuple[Instruction, ...], ...]:
         """Per-rank Instruction tuples (interned), built on demand: text form, error messages, executors."""
@@ -320,7 +390,7 @@ class ProgramColumns:
         mbs, chunks, peers = (
             [None if v < 0 else v for v in column.tolist()] for column in (self.microbatch, self.chunk, self.peer)
         )
-        everything = list(map(instruction, ops, mbs, chunks, peers))
+        everything = list(map(instruction, ops, mbs, chunks, peers, self.overlap_mask.tolist()))
         bounds = np.concatenate(([0], np.cumsum(self.rank_lengths))).tolist()
         return tuple(tuple(everything[b:e]) for b, e in pairwise(bounds))
 
@@ -405,7 +475,14 @@ class Program:
         ]
         for rank, instructions in enumerate(self.ranks):
             lines.append(f"rank {rank}:")
-            lines.extend(f"  {ins}" for ins in instructions)
+            for index, ins in enumerate(instructions):
+                after = instructions[index + 1] if index + 1 < len(instructions) else None
+                if ins.overlap and index > 0 and instructions[index - 1].op is Op.F:
+                    continue  # written with its F, on the pair's line
+                if after is not None and after.overlap and ins.op is Op.F:
+                    lines.append(f"  {pair_text(ins, after)}")
+                else:
+                    lines.append(f"  {ins}")
         return "\n".join(lines) + "\n"
 
     @classmethod
@@ -422,6 +499,8 @@ class Program:
                     if int(line[5:-1]) != len(ranks):
                         raise ScheduleError(f"expected 'rank {len(ranks)}:'")
                     ranks.append([])
+                elif ranks and line.startswith(OVERLAP_NAME):
+                    ranks[-1].extend(parse_pair(line))
                 elif ranks:
                     ranks[-1].append(Instruction.parse(line))
                 else:

@@ -14,7 +14,11 @@ Rules, identical for the simulator and the executor:
 - stages that hand off to the same rank (V placement at the fold) exchange nothing: the data stays local;
 - ``REDUCE_GRAD(chunk)`` right after the last instruction that accumulates that chunk's weight gradient
   (its last ``B`` or ``W``), so DP sync of early-finished chunks overlaps the rest of the backward;
-- ``STEP`` last.
+- ``STEP`` last;
+- an overlapped pair (``F`` then a ``B``/``I`` flagged :attr:`~pipesim.program.ir.Instruction.overlap`) is one
+  unit: both halves' receives come before the pair, the two computes stay adjacent, and both halves' sends
+  (then the backward's ``REDUCE_GRAD``) follow it — the pair starts once both inputs are there, and neither
+  half's output leaves before the pair is done.
 
 The whole pass is vectorised over the compute instructions (numpy columns in, :class:`ProgramColumns` out):
 no Instruction object is created, so lowering a 3-million-instruction Program costs array operations, not
@@ -56,14 +60,15 @@ def lower(schedule: Schedule) -> Program:
         raise ScheduleError(
             f"schedule {schedule.name!r} has {len(schedule.orders)} rank orders but pp={shape.pp}"
         )
-    rank, op, mb, chunk = _compute_columns(schedule)
+    rank, op, mb, chunk, tail = _compute_columns(schedule)
     _check_compute(schedule, rank, op, chunk)
-    columns = _lower_columns(shape, rank, op, mb, chunk)
+    _check_pairs(schedule, rank, op, mb, chunk, tail)
+    columns = _lower_columns(shape, rank, op, mb, chunk, tail)
     return Program(schedule.name, shape, columns=columns)
 
 
 def _compute_columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
-    """rank, op code, microbatch, chunk of every compute instruction, ranks in order."""
+    """rank, op code, microbatch, chunk and the overlap flag of every compute instruction, ranks in order."""
     orders = schedule.orders
     lengths = [len(order) for order in orders]
     n = sum(lengths)
@@ -78,10 +83,11 @@ def _compute_columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
         op = np.fromiter(map(OP_CODE.__getitem__, map(attrgetter("op"), distinct)), np.int64, len(distinct))[inverse]
         mb = np.fromiter(map(attrgetter("mb"), distinct), dtype=np.int64, count=len(distinct))[inverse]
         chunk = np.fromiter(map(attrgetter("chunk"), distinct), dtype=np.int64, count=len(distinct))[inverse]
+        tail = np.fromiter(map(attrgetter("overlap"), distinct), dtype=bool, count=len(distinct))[inverse]
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError):  # None fields, not Instructions
         columns = ProgramColumns.of_instructions(orders)
-        op, mb, chunk = columns.op, columns.microbatch, columns.chunk
-    return rank, op, mb, chunk
+        op, mb, chunk, tail = columns.op, columns.microbatch, columns.chunk, columns.overlap_mask
+    return rank, op, mb, chunk, tail
 
 
 def _check_compute(schedule: Schedule, rank: np.ndarray, op: np.ndarray, chunk: np.ndarray) -> None:
@@ -108,7 +114,30 @@ def _check_compute(schedule: Schedule, rank: np.ndarray, op: np.ndarray, chunk: 
     )
 
 
-def _lower_columns(shape: PipelineShape, rank, op, mb, chunk) -> ProgramColumns:
+def _check_pairs(schedule: Schedule, rank, op, mb, chunk, tail) -> None:
+    """Each overlapped half (a B or I flagged overlap) directly follows an F of another (microbatch, chunk) on
+    its rank: the pair the flag names. The first offence is named."""
+    rows = np.flatnonzero(tail)
+    if not len(rows):
+        return
+    head = rows - 1
+    ok = (head >= 0) & ((op[rows] == _B) | (op[rows] == _I))
+    safe = np.maximum(head, 0)
+    ok &= (rank[safe] == rank[rows]) & (op[safe] == _F) & ~tail[safe]
+    ok &= (mb[safe] != mb[rows]) | (chunk[safe] != chunk[rows])
+    if ok.all():
+        return
+    row = int(rows[np.flatnonzero(~ok)[0]])
+    r = int(rank[row])
+    begin = int(np.flatnonzero(rank == r)[0])
+    ins = schedule.orders[r][row - begin]
+    raise ScheduleError(
+        f"schedule {schedule.name!r} rank {r} lists {ins} as the second half of an overlapped pair, but the "
+        "instruction before it is not an F of another microbatch or chunk; build pairs with overlap(F(..), B(..))"
+    )
+
+
+def _lower_columns(shape: PipelineShape, rank, op, mb, chunk, tail=None) -> ProgramColumns:
     pp, last_stage = shape.pp, shape.num_stages - 1
     n = len(op)
     stage = stages_of(shape, rank, chunk)
@@ -150,18 +179,37 @@ def _lower_columns(shape: PipelineShape, rank, op, mb, chunk) -> ProgramColumns:
     everything = np.ones(n, dtype=bool)
     recv_code = np.where(is_f, OP_CODE[Op.RECV_F], OP_CODE[Op.RECV_B])
     send_code = np.where(is_f, OP_CODE[Op.SEND_F], OP_CODE[Op.SEND_B])
-    place(first, has_recv, recv_code, mb, recv_peer)
+    recv_at = first.copy()
     compute_at = first + has_recv
+    send_at = compute_at + 1
+    reduce_at = compute_at + 1 + has_send
+    pairs = tail is not None and bool(np.any(tail))
+    if pairs:
+        # A pair (head h, tail t = h+1) fills the rows of both: recv_h, recv_t, F, B/I, send_h, send_t, reduce_t.
+        t = np.flatnonzero(tail)
+        h = t - 1
+        base = first[h]
+        recv_at[t] = base + has_recv[h]
+        compute_at[h] = base + has_recv[h] + has_recv[t]
+        compute_at[t] = compute_at[h] + 1
+        send_at[h] = compute_at[t] + 1
+        send_at[t] = send_at[h] + has_send[h]
+        reduce_at[t] = send_at[t] + has_send[t]
+    place(recv_at, has_recv, recv_code, mb, recv_peer)
     place(compute_at, everything, op, mb, None)
-    place(compute_at + 1, has_send, send_code, mb, send_peer)
-    place(compute_at + 1 + has_send, has_reduce, OP_CODE[Op.REDUCE_GRAD], -1, None)
+    place(send_at, has_send, send_code, mb, send_peer)
+    place(reduce_at, has_reduce, OP_CODE[Op.REDUCE_GRAD], -1, None)
     lengths = np.bincount(rank, weights=counts, minlength=pp).astype(np.int64) + 1
     step_rows = np.cumsum(lengths) - 1
     out_op[step_rows] = OP_CODE[Op.STEP]
     out_mb[step_rows] = -1
     out_chunk[step_rows] = -1
+    out_overlap = None
+    if pairs:
+        out_overlap = np.zeros(total, dtype=bool)
+        out_overlap[compute_at[tail]] = True
 
-    columns = ProgramColumns(out_op, out_mb, out_chunk, out_peer, lengths)
+    columns = ProgramColumns(out_op, out_mb, out_chunk, out_peer, lengths, out_overlap)
     if _received_in_send_order(pp, rank, mb, stage, is_bwd, has_recv, recv_peer, has_send, send_peer):
         return columns  # every link is received in its send order (1F1B, interleaved, ...): nothing moves
     return _post_receives_in_send_order(shape, columns)
@@ -262,7 +310,9 @@ def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) 
     link_sort[moved] = np.concatenate(links)
     k_sort[moved] = np.concatenate(ks)
     order = np.lexsort((k_sort, link_sort, after_moved, position, rank_all))
-    return ProgramColumns(op[order], mb_all[order], chunk_all[order], peer_all[order], columns.rank_lengths)
+    overlapped = None if columns.overlap is None else columns.overlap_mask[order]
+    return ProgramColumns(op[order], mb_all[order], chunk_all[order], peer_all[order], columns.rank_lengths,
+                          overlapped)
 
 
 def _link_numbering(shape: PipelineShape) -> dict[int, int]:

@@ -41,10 +41,30 @@ class ProgramTable:
     input_recv: np.ndarray  # for a compute op, the row of the receive that delivers its input, else -1
     step: np.ndarray | None = None  # training step of each row when the program repeats (repeat_steps)
     steps: int = 1
+    # Overlapped pairs (Instruction.overlap): ``overlap`` marks each pair's second half (None: no pairs), and
+    # ``partner_recv`` gives a pair's first half (its F) the receive its second half consumes, else -1: the
+    # pair starts when both inputs are there, so whoever runs the F waits for both.
+    overlap: np.ndarray | None = None
+    partner_recv: np.ndarray | None = None
 
     @property
     def num_rows(self) -> int:
         return len(self.op)
+
+    @property
+    def has_pairs(self) -> bool:
+        return self.overlap is not None
+
+    @property
+    def overlap_mask(self) -> np.ndarray:
+        return self.overlap if self.overlap is not None else np.zeros(self.num_rows, dtype=bool)
+
+    @property
+    def partner_inputs(self) -> np.ndarray:
+        """:attr:`partner_recv`, all -1 without pairs (what the engines and the validator read)."""
+        if self.partner_recv is not None:
+            return self.partner_recv
+        return np.full(self.num_rows, -1, dtype=np.int64)
 
     @property
     def step_of_rows(self) -> np.ndarray:
@@ -91,12 +111,24 @@ def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
         -1,
     )
     bounds = tuple((int(b), int(b + n_r * steps)) for b, n_r in zip(new_begin.tolist(), lengths.tolist(), strict=True))
+    overlap = None if table.overlap is None else take(table.overlap)
     return ProgramTable(
         program=table.program, op=take(table.op), rank=rank, stage=take(table.stage), chunk=take(table.chunk),
         microbatch=take(table.microbatch), peer=take(table.peer), seq=take(table.seq), kind=take(table.kind),
         link=link, message=message, rank_bounds=bounds, num_links=table.num_links,
         boundary_stage=take(table.boundary_stage), input_recv=input_recv, step=step, steps=steps,
+        overlap=overlap, partner_recv=None if overlap is None else partner_receives(overlap, input_recv),
     )
+
+
+def partner_receives(overlap: np.ndarray, input_recv: np.ndarray) -> np.ndarray:
+    """For the first half of each overlapped pair (the row before a flagged one), the second half's input
+    receive; -1 elsewhere."""
+    partner = np.full(len(overlap), -1, dtype=np.int64)
+    tails = np.flatnonzero(overlap)
+    tails = tails[tails > 0]
+    partner[tails - 1] = input_recv[tails]
+    return partner
 
 
 def stages_of(shape: PipelineShape, rank: np.ndarray, chunk: np.ndarray) -> np.ndarray:
@@ -158,10 +190,12 @@ def _build_table(program: Program) -> ProgramTable:
     sender_stage = np.where(is_send, stage, leaving_stage(payload, stage))
     boundary = np.where(comm, np.where(forward, sender_stage, sender_stage - 1), -1)
     bounds = tuple((int(e - n), int(e)) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True))
+    overlap = columns.overlap_mask if columns.has_pairs else None
     return ProgramTable(
         program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
         kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
-        input_recv=input_recv,
+        input_recv=input_recv, overlap=overlap,
+        partner_recv=None if overlap is None else partner_receives(overlap, input_recv),
     )
 
 

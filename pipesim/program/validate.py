@@ -81,7 +81,8 @@ def validate(program: Program, semantics: CommSemantics = CommSemantics.BUFFERED
         if worth_compiling(t.num_rows):
             no_barrier = np.full(t.num_rows, -1, dtype=np.int64)
             _, _, position = run_longest_path(t.kind, t.link, t.message, t.num_links, t.input_recv,
-                                              np.zeros(t.num_rows), t.rank_bounds, no_barrier, 0)
+                                              np.zeros(t.num_rows), t.rank_bounds, no_barrier, 0,
+                                              partner_recv=t.partner_recv)
             if any(p < stop for p, (_, stop) in zip(position, t.rank_bounds, strict=True)):
                 raise DeadlockError(checker.cycle_message(position))
             return
@@ -95,6 +96,8 @@ def validate_static(program: Program) -> _Checker:
     checker = _Checker(table_of(program))
     if not fast_checks.passes(checker.t):  # the compiled yes/no pass (sweeps, large Programs), when loaded
         checker.check_static()  # finds and names the fault
+    if checker.t.has_pairs:
+        checker.check_pairs()
     return checker
 
 
@@ -336,6 +339,29 @@ class _Checker:
                         "incomplete"
                     )
 
+    # --- 2b. overlapped pairs -------------------------------------------------------------------------
+    def check_pairs(self) -> None:
+        """Each overlapped half (flagged B or I) directly follows, on its rank, the F it runs with; that F is
+        of another microbatch or stage (a backward cannot run beside its own forward). Its input is then
+        received before the pair starts (before the half, by the local-order check, so before its F). The
+        rest (both inputs sent, no cycle through the pair) is the progress check's, where a pair's F waits
+        for both halves' inputs."""
+        t = self.t
+        tails = np.flatnonzero(t.overlap)
+        heads = np.maximum(tails - 1, 0)
+        good = (tails > 0) & (t.rank[heads] == t.rank[tails]) & (t.op[heads] == _F) & ~t.overlap[heads]
+        good &= (t.op[tails] == _B) | (t.op[tails] == _I)
+        if not good.all():
+            row = int(tails[np.flatnonzero(~good)[0]])
+            raise ScheduleError(f"{self.ins(row)} is the second half of an overlapped pair, but the instruction "
+                                "before it is not an F; a pair is an F directly followed by its B or I (move "
+                                "its receives before the F and its sends after the pair)")
+        own = (t.microbatch[heads] == t.microbatch[tails]) & (t.stage[heads] == t.stage[tails])
+        if own.any():
+            row = int(tails[np.flatnonzero(own)[0]])
+            raise ScheduleError(f"{self.ins(row)} overlaps its own forward; a backward runs after its F, so pair "
+                                "it with the F of another microbatch or chunk")
+
     # --- 3. pairing -------------------------------------------------------------------------------------
     def check_pairing(self) -> None:
         t = self.t
@@ -398,6 +424,7 @@ class _Checker:
         t = self.t
         kinds, links, messages = t.kind.tolist(), t.link.tolist(), t.message.tolist()
         peers, input_recv = t.peer.tolist(), t.input_recv.tolist()
+        partner_recv = t.partner_inputs.tolist()
         bounds = t.rank_bounds
         pc = [begin for begin, _ in bounds]
         blocked_at = [stop for _, stop in bounds]  # the row each rank waits on (its end once finished)
@@ -462,14 +489,31 @@ class _Checker:
                         break
                     issue(row)
                 else:
-                    source = input_recv[row]
-                    if source >= 0 and sent[links[source]] <= messages[source]:
+                    source, partner = input_recv[row], partner_recv[row]
+                    if (source >= 0 and sent[links[source]] <= messages[source]) or (
+                            partner >= 0 and sent[links[partner]] <= messages[partner]):
                         blocked_at[rank] = row
-                        break  # its input has not been sent yet
+                        break  # its input (or its overlapped half's) has not been sent yet
                 row += 1
             pc[rank] = row
         if any(pc[r] < stop for r, (_, stop) in enumerate(bounds)):
             raise DeadlockError(self.cycle_message(blocked_at))
+
+    def _awaited_input(self, row: int, pc: list[int]) -> int:
+        """The receive a stuck compute waits for: its own, or — for an overlapped pair's F whose own input
+        was sent — its second half's (whose sender has not reached the send)."""
+        t = self.t
+        source = int(t.input_recv[row])
+        partner = int(t.partner_inputs[row])
+        if partner < 0:
+            return source
+        if source < 0:
+            return partner
+        link, message = t.link[source], t.message[source]
+        sends = np.flatnonzero((t.kind == KIND_SEND) & (t.link == link) & (t.message == message))
+        if len(sends) and pc[int(t.rank[sends[0]])] > sends[0]:
+            return partner  # its own input was sent: the pair waits on the other half's
+        return source
 
     def cycle_message(self, pc: list[int]) -> str:
         """Follow who-waits-on-whom from the first stuck rank until a rank repeats; ``pc[r]`` is the row
@@ -491,7 +535,7 @@ class _Checker:
                 chain.append(f"rank {rank} waits for {ins} to finish before its next group to rank {ins.peer}")
                 rank = ins.peer
             else:
-                source = int(self.t.input_recv[row])
+                source = self._awaited_input(row, pc)
                 recv = self.code[rank][self.t.seq[source]]
                 chain.append(f"rank {rank} waits at {ins} for rank {recv.peer} ({recv})")
                 rank = recv.peer

@@ -23,11 +23,13 @@ The costs-file schema (every key optional; anything else is refused, naming the 
     default: {forward: 1, backward: 2, backward_input: 1, backward_weight: 1, reduce_grad: 0,
               activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0,
               p2p_bandwidth: null,   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
-              a2a_forward: 0, a2a_backward: 0}  # MoE all-to-all inside forward / backward (≤ them)
+              a2a_forward: 0, a2a_backward: 0,  # expert all-to-all inside forward / backward (≤ them)
+              overlap_slowdown: 0}   # compute slowdown inside an overlapped pair, a fraction in [0, 1]
     stages: {0: {forward: 1.5}}  # stage index (integer ≥ 0) → fields of 'default' to override
 
 Every value is a number (booleans are refused), 0 or within ``COST_RANGE`` = [1e-12, 1e15];
-``weight_grad_activation ≤ activation`` on every stage (M_W is part of M_B).
+``weight_grad_activation ≤ activation`` on every stage (M_W is part of M_B), ``a2a_forward ≤ forward`` and
+``a2a_backward ≤ backward``. An overlapped F-and-B pair lasts :func:`pair_duration`.
 """
 
 from __future__ import annotations
@@ -88,11 +90,16 @@ class StageCosts:
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
     p2p_bytes: float = 0.0  # bytes of the activation (and gradient) crossing this stage's output boundary
     p2p_bandwidth: float | None = None  # this boundary's bandwidth when it differs (crosses nodes); None: the model's
-    # Expert-parallel all-to-all (dispatch + combine) of one microbatch through the rank's share, INCLUDED in
-    # forward (a2a_forward) and in backward / backward_input (a2a_backward): the part an overlapped
-    # forward-and-backward pair of two microbatches may hide behind the other half's compute.
+    # Expert-parallel all-to-all (MoE dispatch + combine) per microbatch through the rank's share, INCLUDED in
+    # forward / backward (and in backward_input: the all-to-all is on the input-gradient path). Sequential
+    # instructions just take forward/backward; an overlapped pair hides one half's all-to-all behind the other
+    # half's compute (pair_duration).
     a2a_forward: float = 0.0
     a2a_backward: float = 0.0
+    # Fraction by which compute slows while an overlapped pair runs, from the SMs its communication kernels
+    # take (DeepSeek-V3 §3.2.1 reserves 20 of the H800's 132 SMs for communication: about 0.15 when compute is
+    # SM-bound). Applies to the compute of a whole pair; sequential instructions do not pay it.
+    overlap_slowdown: float = 0.0
 
     def duration(self, op: Op) -> float:
         return _DURATION_FIELD[op](self)
@@ -110,6 +117,29 @@ _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
 # activation unit and the boundary tensor crossing to the next stage do not shrink with v.
 _PER_RANK_SHARE = ("forward", "backward", "backward_input", "backward_weight", "reduce_grad", "activation",
                    "weight_grad_activation", "a2a_forward", "a2a_backward")
+
+
+def pair_duration(forward: StageCosts, backward: StageCosts, backward_op: Op = Op.B) -> float:
+    """Duration of an overlapped pair: ``forward``'s F together with ``backward``'s B (or I).
+
+    DeepSeek-V3 (2024), §3.2.1 and Figure 4: each chunk of the pair is split into attention, all-to-all
+    dispatch, MLP and all-to-all combine, and the two chunks' pieces are interleaved so that one half's
+    communication runs while the other half computes. With ``c_f = F − a2a_f`` and ``c_b = B − a2a_b`` the
+    compute of each half, and ``s`` the overlap slowdown (the larger of the two stages'),
+
+        pair = (c_f + c_b)·(1 + s) + max(0, a2a_f − c_b) + max(0, a2a_b − c_f)
+
+    — all compute, slowed by the SMs communication holds, plus whatever part of each half's all-to-all the
+    other half's compute cannot cover. With no all-to-all and no slowdown it is exactly F + B, the two run
+    one after the other. For an I the all-to-all is capped at the I's own duration.
+    """
+    total_b = backward.duration(backward_op)
+    a2a_f = min(forward.a2a_forward, forward.forward)
+    a2a_b = min(backward.a2a_backward, total_b)
+    compute_f = forward.forward - a2a_f
+    compute_b = total_b - a2a_b
+    slowdown = max(forward.overlap_slowdown, backward.overlap_slowdown)
+    return (compute_f + compute_b) * (1.0 + slowdown) + max(0.0, a2a_f - compute_b) + max(0.0, a2a_b - compute_f)
 
 
 def _chunk_share(costs: StageCosts, chunks: int) -> StageCosts:
@@ -331,9 +361,12 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
                 continue
             check(f"{where}.{key}", value, zero_ok=key != "p2p_bandwidth")
         for part, whole in (("a2a_forward", "forward"), ("a2a_backward", "backward")):
-            if values[part] > values[whole] * (1 + 1e-9):
+            if values[part] > values[whole] * (1 + 1e-9):  # to_costs' sums may round a hair above
                 raise PipesimError(f"{where}: {part}={values[part]:g} exceeds {whole}={values[whole]:g}; the "
-                                   f"all-to-all time is part of the {whole} pass, so it is at most {whole}")
+                                   f"all-to-all time is included in {whole}, so it is at most {whole}")
+        if values["overlap_slowdown"] > 1:
+            raise PipesimError(f"{where}: overlap_slowdown={values['overlap_slowdown']:g} must be a fraction in "
+                               "[0, 1] (0.15: compute runs 15% slower beside the all-to-all)")
         if values["weight_grad_activation"] > values["activation"]:
             raise PipesimError(
                 f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="

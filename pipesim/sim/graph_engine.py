@@ -2,10 +2,12 @@
 
 Without shared-bandwidth contention every instruction's start is fixed by a handful of earlier events, known
 before the run: the previous instruction on its rank (program order), for a compute op the arrival of the
-message it consumes (send → receive), for a send the end of the previous transfer on its directed link (FIFO
-per link), and, with a synchronised step boundary, the last rank to reach the optimizer step. A timeline is
-then the longest-path labelling of that DAG: ``start = max(predecessor ends)``, ``end = start + duration``
-(for a transfer, ``start = max(issue time, link free)``, exactly the SimPy engine's rule).
+message it consumes (send → receive) — for the first half of an overlapped pair also the message its second
+half consumes, since the pair starts when both are there —, for a send the end of the previous transfer on
+its directed link (FIFO per link), and, with a synchronised step boundary, the last rank to reach the
+optimizer step. A timeline is then the longest-path labelling of that DAG: ``start = max(predecessor
+ends)``, ``end = start + duration`` (for a transfer, ``start = max(issue time, link free)``, exactly the
+SimPy engine's rule).
 
 The kernel walks the graph in a topological order found on the fly, the way the validator's progress check
 does: a worklist of ranks, each run ahead until it needs a message not yet sent (or a barrier not yet full),
@@ -25,7 +27,7 @@ from pipesim.jit import Kernel
 from pipesim.program.table import KIND_RECV, KIND_SEND
 
 
-def _longest_path(kind, link, message, msg_base, input_recv, duration, begin, end, barrier, num_barriers,
+def _longest_path(kind, link, message, msg_base, input_recv, partner_recv, duration, begin, end, barrier, num_barriers,
                   barrier_delay, start, finish, position):  # pragma: no cover - numba compiles it; tests run both forms
     """Fill ``start``/``finish`` (rows) and ``position`` (per rank: stuck row, or its end when finished).
 
@@ -93,6 +95,19 @@ def _longest_path(kind, link, message, msg_base, input_recv, duration, begin, en
                         finish[src] = a
                     if a > t:
                         t = a
+                src = partner_recv[row]  # a pair's F also waits for its backward half's input
+                if src >= 0:
+                    ln = link[src]
+                    m = message[src]
+                    if sent[ln] <= m:
+                        waiter[ln] = r
+                        wanted[ln] = m
+                        break
+                    a = arrival[msg_base[ln] + m]
+                    if a > finish[src]:
+                        finish[src] = a
+                    if a > t:
+                        t = a
                 b = barrier[row]
                 if b >= 0:
                     if counted[r] != row:
@@ -142,12 +157,17 @@ def warm_up() -> bool:
 
 
 def run_longest_path(kind, link, message, num_links, input_recv, durations, bounds, barrier, num_barriers,
-                     barrier_delay=0.0, *, compiled: bool = True) -> tuple[np.ndarray, np.ndarray, list[int]]:
+                     barrier_delay=0.0, *, compiled: bool = True,
+                     partner_recv: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Start and end of every row, and where each rank stopped (its end row when it finished).
 
+    ``partner_recv`` (a table's :attr:`~pipesim.program.table.ProgramTable.partner_recv`): the second input
+    receive of each overlapped pair's first half, -1 elsewhere; None when the Program has no pairs.
     ``compiled=False`` runs the kernel as plain Python (tests check both forms agree; slow: ~4 µs a row).
     """
     n = len(kind)
+    if partner_recv is None:
+        partner_recv = np.full(n, -1, dtype=np.int64)
     sends = kind == KIND_SEND
     per_link = np.bincount(link[sends], minlength=num_links) if num_links else np.zeros(0, np.int64)
     msg_base = np.zeros(num_links + 1, dtype=np.int64)
@@ -158,6 +178,6 @@ def run_longest_path(kind, link, message, num_links, input_recv, durations, boun
     finish = np.zeros(n)
     position = np.zeros(len(bounds), dtype=np.int64)
     kernel = (_KERNEL.compiled() if compiled else None) or _longest_path
-    kernel(kind, link, message, msg_base, input_recv, np.ascontiguousarray(durations, dtype=np.float64),
+    kernel(kind, link, message, msg_base, input_recv, partner_recv, np.ascontiguousarray(durations, dtype=np.float64),
            begin, end, barrier, num_barriers, float(barrier_delay), start, finish, position)
     return start, finish, position.tolist()

@@ -47,6 +47,7 @@ def grouped_makespan(program: Program, costs: CostModel | None = None,
     duration = durations_of(t, costs).tolist()
     kind, link, message = t.kind.tolist(), t.link.tolist(), t.message.tolist()
     peer, input_recv = t.peer.tolist(), t.input_recv.tolist()
+    partner_recv = t.partner_inputs.tolist()
     bounds = t.rank_bounds
     # Per (link, message): when the send was issued, when the receive was posted, when the data arrived.
     issued = [[] for _ in range(t.num_links)]
@@ -93,13 +94,12 @@ def grouped_makespan(program: Program, costs: CostModel | None = None,
             row = pc[r]
             while row < stop:
                 if kind[row] == KIND_BUSY:
-                    source = input_recv[row]
                     ready = clock[r]
-                    if source >= 0:
-                        data = known(source)
-                        if data == _UNKNOWN:
-                            break
-                        ready = max(ready, data)
+                    # an overlapped pair's F waits for both halves' inputs
+                    data = [known(source) for source in (input_recv[row], partner_recv[row]) if source >= 0]
+                    if _UNKNOWN in data:
+                        break
+                    ready = max([ready, *data])
                     clock[r] = ready + duration[row]
                     row += 1
                     continue

@@ -8,7 +8,9 @@ With ``busy_r`` the compute time (F, B, I, W) of rank r and ``T`` the makespan:
   (``max_r span_r − busy_r``), the zero-bubble paper's convention (Qi et al. 2024, §3: bubbles measured
   against the longest stage).
 
-REDUCE_GRAD and STEP occupy a rank but are not pipeline compute, so they count as idle here.
+REDUCE_GRAD and STEP occupy a rank but are not pipeline compute, so they count as idle here. ``busy_r`` is
+the length of the union of the rank's compute intervals: the two halves of an overlapped F-and-B pair span
+the same interval in a predicted timeline and count once.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def metrics_from_arrays(
     """Metrics from parallel arrays (also used for measured timelines)."""
     makespan = float(end.max() - start.min()) if len(end) else 0.0
     compute = IS_COMPUTE[op_code]
-    busy = np.bincount(rank[compute], weights=(end - start)[compute], minlength=pp)
+    busy = _busy(rank[compute], start[compute], end[compute], pp)
     first = np.full(pp, np.inf)
     last = np.full(pp, -np.inf)
     np.minimum.at(first, rank[compute], start[compute])
@@ -81,3 +83,21 @@ def metrics_from_arrays(
         bubble_overhead=(makespan - ideal) / ideal if ideal > 0 else 0.0,
         ranks=ranks,
     )
+
+
+def _busy(rank: np.ndarray, start: np.ndarray, end: np.ndarray, pp: int) -> np.ndarray:
+    """Per rank, the length of the union of its compute intervals (their sum when none overlap)."""
+    order = np.lexsort((start, rank))
+    rank, start, end = rank[order], start[order], end[order]
+    same = rank[1:] == rank[:-1]
+    if not (same & (start[1:] < end[:-1])).any():  # the usual case: one instruction at a time
+        return np.bincount(rank, weights=end - start, minlength=pp)
+    busy = np.zeros(pp)
+    reach = -np.inf
+    for i, (r, s, e) in enumerate(zip(rank.tolist(), start.tolist(), end.tolist(), strict=True)):
+        if i == 0 or rank[i - 1] != r:
+            reach = -np.inf
+        if e > reach:
+            busy[r] += e - max(s, reach)
+            reach = e
+    return busy

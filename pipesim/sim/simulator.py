@@ -34,7 +34,7 @@ from pipesim.io.timeline import Source, make_frame
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
 from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_steps, table_of
 from pipesim.program.validate import describe_deadlock, validate, validate_static
-from pipesim.sim.costs import CostModel
+from pipesim.sim.costs import CostModel, pair_duration
 from pipesim.sim.graph_engine import run_longest_path, worth_compiling
 from pipesim.sim.memory import MemoryProfile, memory_profile
 from pipesim.sim.metrics import Metrics, compute_metrics
@@ -131,7 +131,7 @@ class SimulationResult:
 
 def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     """Duration of every row: compute and REDUCE_GRAD from the stage (1/v of the rank's share with v chunks),
-    STEP constant, SEND the transfer."""
+    STEP constant, SEND the transfer; an overlapped pair's F the whole pair, its second half 0."""
     shape = table.program.shape
     num_stages = shape.num_stages
     per_stage = np.zeros((num_stages, len(OP_ORDER)))
@@ -148,7 +148,38 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
         transfer = np.array([costs.transfer_time(s) for s in range(num_stages)])
         durations[sends] = transfer[table.boundary_stage[sends]]
     durations[table.kind == KIND_RECV] = 0.0
+    if table.has_pairs:
+        _pair_durations(table, costs, durations)
     return durations
+
+
+def _pair_durations(table: ProgramTable, costs: CostModel, durations: np.ndarray) -> None:
+    """An overlapped pair runs as one unit: its F row takes the pair's whole duration
+    (:func:`~pipesim.sim.costs.pair_duration`) and its second half none; :func:`_pair_spans` then gives the
+    second half the pair's span as well."""
+    shape = table.program.shape
+    tails = np.flatnonzero(table.overlap)
+    heads = tails - 1
+    chunked = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
+    cache: dict[tuple[int, int, int], float] = {}
+    values = np.empty(len(tails))
+    for i, (f_stage, b_stage, b_op) in enumerate(zip(table.stage[heads].tolist(), table.stage[tails].tolist(),
+                                                     table.op[tails].tolist(), strict=True)):
+        key = (f_stage, b_stage, b_op)
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = pair_duration(chunked[f_stage], chunked[b_stage], OP_ORDER[b_op])
+        values[i] = value
+    durations[heads] = values
+    durations[tails] = 0.0
+
+
+def _pair_spans(table: ProgramTable, start: np.ndarray, end: np.ndarray) -> None:
+    """Both halves of a pair span the pair: the second half (0 long, run right after its F) starts with it."""
+    if table.has_pairs:
+        tails = np.flatnonzero(table.overlap)
+        start[tails] = start[tails - 1]
+        end[tails] = end[tails - 1]
 
 
 def simulate(
@@ -196,11 +227,12 @@ def simulate(
     else:
         start, end, position = run_longest_path(table.kind, table.link, table.message, table.num_links,
                                                 table.input_recv, durations, table.rank_bounds, barrier,
-                                                num_barriers, sync_latency)
+                                                num_barriers, sync_latency, partner_recv=table.partner_recv)
     if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
         if steps > 1:  # a Program that deadlocks does so in its first step: name that cycle
             validate(program)
         raise DeadlockError(describe_deadlock(table, position))
+    _pair_spans(table, start, end)
     return SimulationResult(table, costs, start, end, durations, steps, boundary)
 
 
@@ -229,6 +261,7 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarra
     waiting: list[simpy.Event | None] = [None] * table.num_links  # the receiver blocked on each link
     wanted = [0] * table.num_links  # which message that receiver waits for
     input_recv = table.input_recv.tolist()
+    partner_recv = table.partner_inputs.tolist()
     position = [stop for _, stop in table.rank_bounds]  # where each rank waits; its end once finished
     reached: dict[int, list[float]] = {}  # barrier → the clocks at which ranks reached it
     released: dict[int, simpy.Event] = {}
@@ -252,8 +285,10 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarra
                     waiting[link] = None
                     event.succeed(arrival)
             else:
-                source = input_recv[row]
-                if source >= 0:
+                # A compute waits for its input; an overlapped pair's F also for its second half's.
+                for source in (input_recv[row], partner_recv[row]):
+                    if source < 0:
+                        continue
                     link = links[source]
                     queue = arrivals[link]
                     index = messages[source]

@@ -1,0 +1,52 @@
+"""Interleaved 1F1B with overlapped F-and-B pairs ("combined 1F1B": Megatron-Core's
+``--overlap-moe-expert-parallel-comm``, which hides MoE all-to-all inside interleaved 1F1B).
+
+The order of interleaved 1F1B (Narayanan et al. 2021, §2.2.2; ``schedules/interleaved.py``): ``v`` chunks
+per rank in loop placement, forwards visiting the chunks in groups of p microbatches and backwards the chunks
+in reverse. In the steady state every forward runs *together with* a backward of another microbatch, as one
+overlapped pair (:func:`~pipesim.program.ir.overlap`, timed by :func:`~pipesim.sim.costs.pair_duration`): the
+all-to-all of one half hides behind the other half's attention and expert compute.
+
+A backward cannot overlap the forward it depends on, and in plain interleaved 1F1B the last rank's first
+steady-state forward *is* the forward of its next backward. So each rank warms up with one forward more than
+interleaved 1F1B (``2(p−r−1) + (v−1)·p + 1``, capped at m·v): every pair then joins the forward of a later
+microbatch with the backward of an earlier one, and each rank holds one more chunk's activations (1/v of
+a microbatch through its share) than interleaved 1F1B at its peak. Where a forward and the backward it would
+meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the other.
+"""
+
+from pipesim.errors import ScheduleError
+from pipesim.program.ir import B, F, Placement, Schedule, overlap
+from pipesim.program.limits import ScheduleLimits
+
+DEFAULT_CHUNKS = 2
+LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
+
+
+def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
+    if microbatches % pp != 0:
+        lower = (microbatches // pp) * pp
+        options = " or ".join(f"--mb {m}" for m in (lower, lower + pp) if m > 0)
+        raise ScheduleError(
+            f"interleaved-overlap needs --mb to be a multiple of --pp {pp} (got --mb {microbatches}); use {options}"
+        )
+    total = microbatches * chunks
+
+    def forward(k: int):
+        return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
+
+    def backward(k: int):
+        return B((k // (pp * chunks)) * pp + k % pp, chunks - 1 - (k // pp) % chunks)
+
+    orders = []
+    for rank in range(pp):
+        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp + 1, total)
+        order = [forward(k) for k in range(warmup)]
+        for k in range(total - warmup):
+            f, b = forward(warmup + k), backward(k)
+            order += overlap(f, b) if (f.mb, f.chunk) != (b.mb, b.chunk) else [f, b]
+        order += [backward(k) for k in range(total - warmup, total)]
+        orders.append(order)
+    return Schedule.from_orders(
+        "interleaved-overlap", orders, microbatches=microbatches, chunks=chunks, placement=Placement.LOOP
+    )
