@@ -92,7 +92,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "post-validation (zero-bubble's optimizer bypass); default: post-validation for "
                        "split-backward schedules (zb-*), sync for the others")
     group.add_argument("--steps", type=at_least_two, default=None,
-                       help=f"steps simulated back to back for the post-validation steady state (default {DEFAULT_STEPS})")
+                       help="steps simulated back to back for the post-validation steady state (default "
+                       f"{DEFAULT_STEPS})")
 
 
 def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
