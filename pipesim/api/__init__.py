@@ -1,0 +1,41 @@
+"""pipesim's Python API: everything the ``pipesim`` command line does, as functions that return result objects.
+
+Each command is one call here; the command only parses its flags, makes that call and prints the result,
+so a notebook gets exactly what the command prints (``str(result)``) and its JSON (``result.to_dict()``),
+plus the data behind it as DataFrames and figures drawn on the caller's axes.
+
+Example:
+    >>> import pipesim
+    >>> r = pipesim.simulate("1f1b", pp=4, mb=8)
+    >>> r.metrics.bubble_fraction            # (p − 1)/(m + p − 1) on uniform costs
+    0.2727...
+    >>> r.memory.over_time.groupby("rank")["activations"].max().tolist()
+    [4.0, 3.0, 2.0, 1.0]
+
+Defaults are the command line's (:mod:`pipesim.api.defaults`, which the argparse layer reads).
+"""
+
+from pipesim.api.defaults import (
+    DEFAULT_HARDWARE,
+    DEFAULT_MICROBATCHES,
+    DEFAULT_PP,
+    DEFAULT_SCHEDULE,
+    PLAN_DEFAULTS,
+    SWEEP_DEFAULTS,
+)
+from pipesim.api.listings import chips, models
+from pipesim.api.model_setup import ModelOptions, ModelSetup
+from pipesim.api.plan import PlanResult, plan, plan_request
+from pipesim.api.programs import Validation, build_program, load_program, schedules, validate
+from pipesim.api.results import MemoryResult, SimResult
+from pipesim.api.simulate import simulate
+from pipesim.api.sweep import grid_size, sweep
+from pipesim.api.synthesize import SynthOutcome, synthesize
+from pipesim.api.timelines import Calibration, OverlayResult, calibrate, overlay
+
+__all__ = [
+    "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "PLAN_DEFAULTS", "SWEEP_DEFAULTS",
+    "Calibration", "MemoryResult", "ModelOptions", "ModelSetup", "OverlayResult", "PlanResult", "SimResult",
+    "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "grid_size", "load_program", "models",
+    "overlay", "plan", "plan_request", "schedules", "simulate", "sweep", "synthesize", "validate",
+]
