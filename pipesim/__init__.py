@@ -29,6 +29,8 @@ __version__ = "0.2.0"
 
 
 def __getattr__(name: str):
+    if name == "plan":  # the planner package, which calls pipesim.api.plan (see pipesim/plan/__init__.py)
+        return import_module("pipesim.plan")
     if name in _API_NAMES:
         value = getattr(import_module("pipesim.api"), name)
         globals()[name] = value  # later accesses skip this hook
