@@ -26,7 +26,7 @@ from pipesim.api.defaults import (
 from pipesim.api.listings import chips, models
 from pipesim.api.model_setup import ModelOptions, ModelSetup
 from pipesim.api.plan import PlanResult, plan, plan_request
-from pipesim.api.programs import Validation, build_program, load_program, schedules, validate
+from pipesim.api.programs import ExportFormat, Validation, build_program, export, load_program, schedules, validate
 from pipesim.api.results import MemoryResult, SimResult
 from pipesim.api.simulate import simulate
 from pipesim.api.sweep import grid_size, sweep
@@ -35,7 +35,8 @@ from pipesim.api.timelines import Calibration, OverlayResult, calibrate, overlay
 
 __all__ = [
     "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "PLAN_DEFAULTS", "SWEEP_DEFAULTS",
-    "Calibration", "MemoryResult", "ModelOptions", "ModelSetup", "OverlayResult", "PlanResult", "SimResult",
-    "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "grid_size", "load_program", "models",
-    "overlay", "plan", "plan_request", "schedules", "simulate", "sweep", "synthesize", "validate",
+    "Calibration", "ExportFormat", "MemoryResult", "ModelOptions", "ModelSetup", "OverlayResult", "PlanResult",
+    "SimResult", "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "export", "grid_size",
+    "load_program", "models", "overlay", "plan", "plan_request", "schedules", "simulate", "sweep", "synthesize",
+    "validate",
 ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,14 @@ from pipesim.program.grouped import P2PLowering
 from pipesim.program.ir import Program
 from pipesim.program.validate import CommSemantics
 
-__all__ = ["Validation", "build_program", "load_program", "schedules", "validate"]
+__all__ = ["ExportFormat", "Validation", "build_program", "export", "load_program", "schedules", "validate"]
+
+
+class ExportFormat(enum.Enum):
+    """What ``pipesim export`` writes."""
+
+    TORCH_CSV = "torch-csv"  # torch.distributed.pipelining's action CSV
+    PROGRAM = "program"  # the text of ``pipesim lower``
 
 
 def schedules() -> pd.DataFrame:
@@ -36,6 +44,20 @@ def load_program(schedule: str = DEFAULT_SCHEDULE, pp: int | None = None, mb: in
     executor runs on NCCL. For the schedule and its source too, use :func:`build_program`.
     """
     return build_program(schedule, pp, mb, chunks, p2p=P2PLowering(p2p), memory_limit=memory_limit).program
+
+
+def export(schedule: str = DEFAULT_SCHEDULE, pp: int | None = None, mb: int | None = None,
+           chunks: int | None = None, *, format: str | ExportFormat = ExportFormat.TORCH_CSV,
+           with_comms: bool = False, memory_limit: float | None = None) -> str:
+    """A schedule's per-rank actions as a PyTorch action CSV (cells like ``0F0``, ``1I3``; global stage indices)
+    or as Program text (``pipesim export``). ``with_comms`` adds SEND/RECV and REDUCE_GRAD cells (PyTorch's
+    compute_comms format)."""
+    from pipesim.io.torch_csv import CsvFormat, export_rows, rows_to_text
+
+    program = load_program(schedule, pp, mb, chunks, memory_limit=memory_limit)
+    if ExportFormat(format) is ExportFormat.PROGRAM:
+        return program.to_text()
+    return rows_to_text(export_rows(program, CsvFormat.COMPUTE_COMMS if with_comms else CsvFormat.COMPUTE_ONLY))
 
 
 @dataclass(frozen=True)
