@@ -40,6 +40,7 @@ def unit_cost_model(num_stages: int, costs: str | Path | CostModel | None = None
     model = CostModel()
     if isinstance(costs, CostModel):
         model = costs
+        model.check_pipeline(num_stages, source="costs")
     elif costs:
         model = CostModel.load(costs)
         model.check_pipeline(num_stages, source=f"costs file {costs}")
