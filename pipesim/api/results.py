@@ -4,7 +4,7 @@ the step time, figures, and the same text and JSON the ``pipesim simulate`` comm
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -226,6 +226,3 @@ class SimResult:
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:  # IPython/Jupyter show the CLI's text
         printer.text(repr(self) if cycle else self.text())
-
-    def analytic_dict(self) -> dict | None:
-        return asdict(self.analytic) if self.analytic else None
