@@ -25,12 +25,12 @@ from pipesim.api.defaults import (
 )
 from pipesim.api.listings import chips, models
 from pipesim.api.model_setup import ModelOptions, ModelSetup
-from pipesim.api.plan import PlanResult, plan, plan_request
+from pipesim.api.planning import PlanResult, plan, plan_request
 from pipesim.api.programs import ExportFormat, Validation, build_program, export, load_program, schedules, validate
 from pipesim.api.results import MemoryResult, SimResult
-from pipesim.api.simulate import simulate
-from pipesim.api.sweep import grid_size, sweep
-from pipesim.api.synthesize import SynthOutcome, synthesize
+from pipesim.api.simulation import simulate
+from pipesim.api.sweeping import grid_size, sweep
+from pipesim.api.synthesis import SynthOutcome, synthesize
 from pipesim.api.timelines import Calibration, OverlayResult, calibrate, overlay
 
 __all__ = [

@@ -13,12 +13,12 @@ import types
 
 
 class _CallablePackage(types.ModuleType):
-    """``pipesim.plan`` is both this package and the API's :func:`pipesim.api.plan.plan`: once any module of the
+    """``pipesim.plan`` is both this package and the API's :func:`pipesim.api.planning.plan`: once any module of the
     package is imported, Python binds the package to the name ``plan`` on ``pipesim``, which would hide the
     function. Calling the package calls the function, so ``pipesim.plan(...)`` works whichever was bound."""
 
     def __call__(self, *args, **kwargs):
-        from pipesim.api.plan import plan
+        from pipesim.api.planning import plan
 
         return plan(*args, **kwargs)
 

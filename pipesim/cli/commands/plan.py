@@ -114,7 +114,7 @@ def register(sub) -> None:
 
 
 def space_from_args(args: argparse.Namespace) -> dict:
-    """The flags as :func:`pipesim.api.plan.plan_request`'s keyword arguments."""
+    """The flags as :func:`pipesim.api.planning.plan_request`'s keyword arguments."""
     return dict(hardware=args.hardware, gpus_per_node=args.gpus_per_node, memory_cap=args.memory_cap,
                 schedules=args.schedules, recompute=args.recompute, zero=args.zero, precision=args.precision,
                 cp=args.cp, min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
@@ -125,7 +125,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from pipesim.api.plan import plan
+    from pipesim.api.planning import plan
 
     # -o and --plot were checked as the flags were parsed (folder, suffix, writable): before any work.
     with Progress(transient=True, disable=args.quiet) as bar:

@@ -46,7 +46,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Output paths were checked as the flags were parsed: nothing below can fail on them half-way.
-    from pipesim.api.simulate import simulate
+    from pipesim.api.simulation import simulate
     from pipesim.io.timeline import write_timeline
 
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),

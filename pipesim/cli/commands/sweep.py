@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from pipesim.analysis.sweep import stop_on_signals
-    from pipesim.api.sweep import grid_size, sweep
+    from pipesim.api.sweeping import grid_size, sweep
     from pipesim.io.atomic import write_with
 
     kwargs = dict(schedule=args.schedule, pp=args.pp, mb=args.mb, chunks=args.chunks, forward=args.forward,

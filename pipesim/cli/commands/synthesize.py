@@ -1,4 +1,4 @@
-"""``pipesim synthesize``: its arguments, and printing the order found (the search is :mod:`pipesim.api.synthesize`
+"""``pipesim synthesize``: its arguments, and printing the order found (the search is :mod:`pipesim.api.synthesis`
 over :mod:`pipesim.synth`)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pipesim.api.synthesize import SYNTH_DEFAULTS
+from pipesim.api.synthesis import SYNTH_DEFAULTS
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import positive_float
 from pipesim.cli.shared_args import add_cost_args, add_memory_limit_arg, add_schedule_args, cost_values_from_args
@@ -40,7 +40,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipesim.api.synthesize import synthesize
+    from pipesim.api.synthesis import synthesize
     from pipesim.io.atomic import check_output_path
 
     if args.output:
