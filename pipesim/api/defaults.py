@@ -12,7 +12,8 @@ from pipesim.sim.costs import StageCosts
 
 __all__ = [
     "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "DEFAULT_STEPS", "PARAM_BYTES",
-    "PLAN_DEFAULTS", "SWEEP_DEFAULTS", "UNIT_COSTS", "PlanDefaults", "SweepDefaults",
+    "PLAN_DEFAULTS", "SWEEP_DEFAULTS", "SYNTH_DEFAULTS", "UNIT_COSTS", "PlanDefaults", "SweepDefaults",
+    "SynthDefaults",
 ]
 
 DEFAULT_SCHEDULE = "1f1b"
@@ -51,5 +52,14 @@ class PlanDefaults:
     jobs = 1
 
 
+class SynthDefaults:
+    """``pipesim synthesize``'s search when not told otherwise."""
+
+    method = "local"  # greedy, then local search
+    exact_seconds = 30.0  # CP-SAT's time limit with method "exact"
+    exact_max_tasks = 300  # CP-SAT is skipped above this many F/I/W passes
+
+
 SWEEP_DEFAULTS = SweepDefaults()
+SYNTH_DEFAULTS = SynthDefaults()
 PLAN_DEFAULTS = PlanDefaults()

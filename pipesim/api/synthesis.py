@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.api.defaults import DEFAULT_MICROBATCHES, DEFAULT_PP
+from pipesim.api.defaults import DEFAULT_MICROBATCHES, DEFAULT_PP, SYNTH_DEFAULTS
 from pipesim.api.model_setup import ModelOptions, check_no_model_options, model_setup
 from pipesim.api.unit_costs import memory_limit_units, unit_cost_model
 from pipesim.errors import PipesimError
@@ -19,16 +19,7 @@ from pipesim.sim.simulator import SimulationResult
 from pipesim.synth.problem import SynthesisProblem
 from pipesim.synth.search import SynthesisResult
 
-__all__ = ["SYNTH_DEFAULTS", "SynthOutcome", "synthesize"]
-
-
-class SynthDefaults:
-    method = "local"
-    exact_seconds = 30.0
-    exact_max_tasks = 300
-
-
-SYNTH_DEFAULTS = SynthDefaults()
+__all__ = ["SynthOutcome", "synthesize"]
 
 
 @dataclass(frozen=True, eq=False)

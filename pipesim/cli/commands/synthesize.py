@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pipesim.api.synthesis import SYNTH_DEFAULTS
+from pipesim.api.defaults import SYNTH_DEFAULTS
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import positive_float
 from pipesim.cli.shared_args import add_cost_args, add_memory_limit_arg, add_schedule_args, cost_values_from_args
