@@ -48,10 +48,10 @@ class ModelOptions:
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         async_tp: overlap tensor-parallel collectives with their GEMMs.
-        overlap_p2p: pipeline sends overlap compute (default: blocking sends).
         step_boundary: ``"sync"`` or ``"post-validation"`` (default: post-validation for split-backward
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
+        overlap_p2p: pipeline sends overlap compute (default: blocking sends).
     """
 
     tp: int | None = None
@@ -72,9 +72,9 @@ class ModelOptions:
     cp: int | None = None
     fp8: bool | None = None
     async_tp: bool | None = None
-    overlap_p2p: bool | None = None
     step_boundary: str | None = None
     steps: int | None = None
+    overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
 
     def given(self) -> list[str]:
         """Names of the options set (not None), in declaration order."""
