@@ -43,7 +43,9 @@ class ModelOptions:
         seq_len: override the model's sequence length.
         micro_batch_size: sequences per microbatch (default: the model's).
         param_bytes: ``"18"`` (default) or ``"16"`` bytes per parameter for weights, grads and Adam.
-        first_stage_layers, last_stage_layers, stage_layers: the layer split over stages (default even).
+        first_stage_layers: layers on stage 0, which also holds the embedding (default: an even split).
+        last_stage_layers: layers on the last stage, which also holds the LM head and loss.
+        stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).
         zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.

@@ -206,7 +206,7 @@ def plan(
     cluster: str | None = None,
     progress: Callable[[int], None] | None = None,
     on_queue: Callable[[int], None] | None = None,
-    **space,
+    **space: object,
 ) -> PlanResult:
     """Find the fastest parallel configuration that fits (``pipesim plan``).
 
@@ -217,7 +217,8 @@ def plan(
         top: configurations the ranking lists (default 10).
         jobs: local processes (0 = all cores; default 1).
         cluster: a Dask scheduler address (``tcp://HOST:8786``) to evaluate on instead.
-        progress, on_queue: progress callbacks (k more decided; n candidates queued).
+        progress: called with k as k more candidates are decided.
+        on_queue: called once with how many candidates survived the memory bound (the progress total).
         **space: the search space, as :func:`plan_request`: ``hardware`` (default h100-sxm),
             ``gpus_per_node`` (default the chip's), ``memory_cap`` GiB (default the chip's HBM), ``schedules``
             (default every built-in), ``recompute``, ``zero``, ``precision`` (default all), ``cp``

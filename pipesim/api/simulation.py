@@ -42,7 +42,7 @@ def simulate(
     hardware: str | ChipSpec | None = None,
     memory_limit: float | None = None,
     engine: str | Engine = Engine.AUTO,
-    **model_options,
+    **model_options: object,
 ) -> SimResult:
     """Simulate one training step of ``schedule`` (what ``pipesim simulate`` prints, as an object).
 
@@ -58,8 +58,11 @@ def simulate(
         chunks: model chunks per rank, v (default: the schedule's own, 2 for interleaved).
         costs: a costs file (.json/.yaml) or a :class:`~pipesim.sim.costs.CostModel`; the values below
             override its defaults.
-        forward, backward, backward_input, backward_weight: default stage durations, per microbatch through
-            one rank's share of the model (each of v chunks takes 1/v).
+        forward: the forward time F of a stage, per microbatch through one rank's share of the model (each of
+            v chunks takes 1/v; default 1).
+        backward: the fused backward time B (default 2).
+        backward_input: the split backward's input-gradient time I (default 1).
+        backward_weight: the split backward's weight-gradient time W (default 1).
         comm: P2P latency per transfer (default 0).
         activation_bytes: bytes of one microbatch's activations through a rank's share (adds byte peaks).
         stage_cost: per-stage overrides, ``{stage: {field: value}}``.

@@ -42,9 +42,11 @@ def sweep(
         pp: pipeline ranks (default 2, 4, 8).
         mb: microbatches (default 8, 16, 32, 64).
         chunks: chunks per rank (default: each schedule's own).
-        forward, backward: F and fused-backward B costs (default 1 and 2).
-        backward_input, backward_weight: the split backward's I and W costs, which split-backward schedules
-            (zb-*) run instead of B (default: the base costs', 1 and 1 for unit costs).
+        forward: forward costs F (default 1).
+        backward: fused-backward costs B, of the schedules that run B (default 2).
+        backward_input: the split backward's I costs, which split-backward schedules (zb-*) run instead of B
+            (default: the base costs', 1 for unit costs).
+        backward_weight: the split backward's W costs (default: the base costs', 1 for unit costs).
         comm: P2P latencies (default 0).
         costs: a base costs file or CostModel; the lists override its defaults.
         jobs: local processes (0 = all cores; capped at the cores and the work; default 1).

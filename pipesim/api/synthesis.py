@@ -109,7 +109,7 @@ def synthesize(
     method: str = SYNTH_DEFAULTS.method,
     exact_seconds: float = SYNTH_DEFAULTS.exact_seconds,
     exact_max_tasks: int = SYNTH_DEFAULTS.exact_max_tasks,
-    **model_options,
+    **model_options: object,
 ) -> SynthOutcome:
     """Find the best split-backward order (``pipesim synthesize``); arguments as :func:`pipesim.simulate`'s.
 

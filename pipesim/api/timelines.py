@@ -71,7 +71,8 @@ class OverlayResult:
 
     Attributes:
         errors: makespan error and per-instruction start-time errors.
-        predicted, measured: the compared steps, each shifted to start at 0.
+        predicted: the predicted step compared, shifted to start at 0.
+        measured: the measured step compared, shifted to start at 0.
         measured_step: which step of the measured timeline was compared.
         measured_steps: how many steps the measured timeline holds.
         time_unit: the unit of both timelines.

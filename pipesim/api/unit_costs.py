@@ -33,8 +33,12 @@ def unit_cost_model(num_stages: int, costs: str | Path | CostModel | None = None
     Args:
         num_stages: pp·v of the pipeline the costs are for (a calibrated file must match it).
         costs: a costs file path (.json/.yaml) or a :class:`~pipesim.sim.costs.CostModel`; None: unit costs.
-        forward, backward, backward_input, backward_weight, activation_bytes: default stage values to set.
+        forward: the default stage's forward time F.
+        backward: its fused backward time B.
+        backward_input: its split backward's input-gradient time I.
+        backward_weight: its split backward's weight-gradient time W.
         comm: P2P latency per transfer.
+        activation_bytes: bytes of one microbatch's activations through a rank's share of the model.
         stage_cost: per-stage overrides, ``{stage: {field: value}}`` or ``(stage, {field: value})`` pairs.
     """
     model = CostModel()
