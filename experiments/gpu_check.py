@@ -114,8 +114,8 @@ def profile_and_compare(gpus: int) -> Path:
     """pipesim profile --quick over every GPU, into the repository; then the preset's constants against it."""
     import torch
 
+    from pipesim.analytic.chip_load import load_chip
     from pipesim.analytic.chip_presets import CHIP_PRESETS
-    from pipesim.analytic.chip_spec import load_chip
     from pipesim.profile.compare import preset_for, preset_gaps
 
     name = torch.cuda.get_device_name(0)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.layout import AttentionKernel, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
-from pipesim.cli.commands.plan import distinct_top
+from pipesim.plan.ranking import distinct_top
 from pipesim.plan.search import run_plan
 from pipesim.plan.space import PlanRequest
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output

@@ -21,9 +21,10 @@ from pipesim.analytic.kernels import (
 )
 from pipesim.analytic.layout import Layout, Precision, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
+from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
-from pipesim.analytic.model_spec import ModelSpec, model_from_dict
+from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import embedding_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, multi_step_time

@@ -6,8 +6,9 @@ import pytest
 from pipesim.analytic.activations import layer_activation_bytes
 from pipesim.analytic.flops import attention_core_flops, layer_flops, mlp_flops, model_flops_per_microbatch
 from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
-from pipesim.analytic.model_spec import LayerKind, ModelSpec, model_from_dict
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import active_params, attention_params, layer_expert_params, total_params
 from pipesim.errors import PipesimError
 

@@ -9,7 +9,7 @@ import yaml
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import chip_from_dict
-from pipesim.analytic.model_spec import load_model
+from pipesim.analytic.model_load import load_model
 from pipesim.cli.main import main
 from pipesim.profile.compare import preset_for, preset_gaps
 from tests.test_profile_tables import chip_data

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.distributed,
 
 def test_profile_predicts_the_executor_within_a_factor(tmp_path):
     from experiments.closed_loop import closed_loop
-    from pipesim.analytic.chip_spec import load_chip
+    from pipesim.analytic.chip_load import load_chip
     from pipesim.analytic.measured import CollectiveOp
 
     outcomes = closed_loop(tmp_path, fast=True, log=lambda _: None)

@@ -7,7 +7,8 @@ import math
 import pytest
 import yaml
 
-from pipesim.analytic.chip_spec import chip_from_dict, load_chip
+from pipesim.analytic.chip_load import load_chip
+from pipesim.analytic.chip_spec import chip_from_dict
 from pipesim.analytic.comm import tp_layer_comm
 from pipesim.analytic.kernels import attention_core_times, gemm_time, layer_times
 from pipesim.analytic.layout import Layout, Precision

@@ -62,14 +62,19 @@ class SweepGrid:
     backward: Sequence[float] = (2.0,)
     p2p_latency: Sequence[float] = (0.0,)
     base: CostModel = field(default_factory=CostModel)
+    # Split-backward schedules (zb-*) run I and W, not B: None keeps the base's value.
+    backward_input: Sequence[float | None] = (None,)
+    backward_weight: Sequence[float | None] = (None,)
 
     def points(self) -> list[SweepPoint]:
         points = []
-        for schedule, pp, mb, chunks, f, b, lat in itertools.product(
-            self.schedules, self.pp, self.microbatches, self.chunks, self.forward, self.backward, self.p2p_latency
+        for schedule, pp, mb, chunks, f, b, lat, i, w in itertools.product(
+            self.schedules, self.pp, self.microbatches, self.chunks, self.forward, self.backward, self.p2p_latency,
+            self.backward_input, self.backward_weight,
         ):
-            costs = replace(self.base, default=replace(self.base.default, forward=f, backward=b), p2p_latency=lat)
-            points.append(SweepPoint(schedule, pp, mb, chunks, costs))
+            split = {k: v for k, v in (("backward_input", i), ("backward_weight", w)) if v is not None}
+            default = replace(self.base.default, forward=f, backward=b, **split)
+            points.append(SweepPoint(schedule, pp, mb, chunks, replace(self.base, default=default, p2p_latency=lat)))
         return points
 
 

@@ -19,7 +19,6 @@ from pipesim.analytic.layout import Precision
 from pipesim.analytic.measured import MeasuredTables, parse_measured, parse_provenance
 from pipesim.analytic.spec_fields import Field, Kind, parse_fields
 from pipesim.errors import PipesimError
-from pipesim.io.spec_files import preset_or_file
 
 FIELDS: tuple[Field, ...] = (
     Field("name", Kind.TEXT, "", "shown in reports", default="the file name"),
@@ -156,14 +155,3 @@ def chip_from_dict(data: dict, source: str) -> ChipSpec:
     values = parse_fields(data, FIELDS, source)
     values.setdefault("name", source)
     return ChipSpec(**values)
-
-
-def load_chip(spec: str) -> ChipSpec:
-    """A preset name, a committed measured chip's name (``pipesim chips``) or a path to a .yaml/.json chip file."""
-    from pipesim.analytic.chip_presets import CHIP_PRESETS
-    from pipesim.analytic.measured_chips import measured_chip_files
-
-    if spec.lower() not in CHIP_PRESETS and spec.lower() in measured_chip_files():  # a committed measured file
-        spec = str(measured_chip_files()[spec.lower()])
-    return preset_or_file(spec, CHIP_PRESETS, flag="--hardware", what="chip", listing="pipesim chips",
-                          from_dict=chip_from_dict)

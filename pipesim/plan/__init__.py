@@ -7,3 +7,20 @@ bounds that prune before simulating), ``search`` (order, prune, simulate the sur
 ``pareto`` (the non-dominated step time / peak memory points), ``launch`` (the executor's torchrun line and
 Megatron-LM's flags for a configuration) and ``advice`` (the smallest change that makes something fit).
 """
+
+import sys
+import types
+
+
+class _CallablePackage(types.ModuleType):
+    """``pipesim.plan`` is both this package and the API's :func:`pipesim.api.planning.plan`: once any module of the
+    package is imported, Python binds the package to the name ``plan`` on ``pipesim``, which would hide the
+    function. Calling the package calls the function, so ``pipesim.plan(...)`` works whichever was bound."""
+
+    def __call__(self, *args, **kwargs):
+        from pipesim.api.planning import plan
+
+        return plan(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

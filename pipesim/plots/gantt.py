@@ -22,7 +22,7 @@ from pipesim.io.timeline import RING_OP, pair_halves
 from pipesim.plots.paths import FIGURE_SUFFIXES, check_figure_path
 
 __all__ = ["FIGURE_SUFFIXES", "check_figure_path", "draw_gantt", "legend_handles", "plot_gantt", "save_figure",
-           "visible_ops"]
+           "time_label", "visible_ops"]
 from pipesim.sim.costs import TimeUnit
 
 
@@ -64,14 +64,29 @@ def pair_lanes(compute: pd.DataFrame) -> pd.Series:
 LANES = {0: (-0.4, 0.8), 1: (-0.4, 0.4), 2: (0.0, 0.4)}  # (offset from the rank's centre, height)
 
 
-def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: bool = False,
+def time_label(time_unit: str | None) -> str:
+    """The time axis label: abstract costs are "cost units", not seconds."""
+    return "time (cost units)" if time_unit == TimeUnit.UNIT else f"time ({time_unit or TimeUnit.SECONDS})"
+
+
+def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str | None = None, outline: bool = False,
                label_boxes: bool = True, xlim: tuple[float, float] | None = None) -> None:
-    """Draw one row per rank (rank 0 on top). ``outline`` draws unfilled boxes (for overlays); ``xlim``
-    fixes the time axis (several charts on one scale), else it spans the timeline. An overlapped pair is one
-    box split in two lanes, its forward above its backward (:func:`pair_lanes`)."""
+    """Draw one row per rank (rank 0 on top) on ``ax``.
+
+    ``time_unit`` labels the time axis (default: the frame's ``attrs["time_unit"]``, which pipesim's results
+    set, else seconds; abstract costs read "time (cost units)"). ``outline`` draws unfilled boxes (for
+    overlays). ``xlim`` fixes the time axis (several charts on one scale); without it the axis spans the
+    timeline, unless ``ax`` shares its x axis with other axes: then the caller's limits are kept and only
+    widened by autoscaling. An x label already on the axes is kept. An overlapped pair is one box split in
+    two lanes, its forward above its backward (:func:`pair_lanes`).
+    """
+    if time_unit is None:
+        time_unit = frame.attrs.get("time_unit", TimeUnit.SECONDS.value)
     pp = int(frame["rank"].max()) + 1
     compute = frame[frame["op"].isin(DRAWN_OPS)]
     makespan = float(frame["end"].max() - frame["start"].min()) or 1.0
+    shared = len(ax.get_shared_x_axes().get_siblings(ax)) > 1
+    set_xlim = xlim is not None or not shared
     if xlim is None:
         xlim = (float(frame["start"].min()), float(frame["start"].min()) + makespan)
     points_per_unit = _points_per_unit(ax, xlim[1] - xlim[0])
@@ -102,8 +117,10 @@ def draw_gantt(ax: Axes, frame: pd.DataFrame, *, time_unit: str = "s", outline: 
     ax.set_ylim(pp - 0.5, -0.5)
     ax.set_yticks(range(pp))
     ax.set_yticklabels([f"rank {r}" for r in range(pp)])
-    ax.set_xlabel("time (cost units)" if time_unit == TimeUnit.UNIT else f"time ({time_unit})")
-    ax.set_xlim(*xlim)
+    if not ax.get_xlabel():
+        ax.set_xlabel(time_label(time_unit))
+    if set_xlim:
+        ax.set_xlim(*xlim)
 
 
 def _points_per_unit(ax: Axes, span: float) -> float:
@@ -135,7 +152,7 @@ def save_figure(fig, path: str | Path, *, close: bool = True) -> None:
         plt.close(fig)
 
 
-def plot_gantt(frame: pd.DataFrame, path: str | Path, *, title: str, time_unit: str = "s") -> None:
+def plot_gantt(frame: pd.DataFrame, path: str | Path, *, title: str, time_unit: str | None = None) -> None:
     """Write a Gantt chart of ``frame`` to ``path`` (.png/.pdf/.svg)."""
     check_figure_path(path)
     pp = int(frame["rank"].max()) + 1

@@ -107,8 +107,39 @@ def costs_note(frame: pd.DataFrame) -> str:
     return "costs: " + " ".join(parts) + " per microbatch through a rank's share of the model (a chunk of v takes 1/v)"
 
 
+#: The columns a sweep varies: a point of the figure stands for one value of each, or for their mean.
+GRID_COLUMNS = ("schedule", "pp", "microbatches", "chunks", "forward", "backward", "backward_input",
+                "backward_weight", "p2p_latency")
+
+
+def averaged_columns(frame: pd.DataFrame, *, x: str, hue: str, facet: str | None) -> dict[str, list]:
+    """Grid columns that take several values within one plotted point (panel, line, x): the figure shows their
+    mean there. Returns each such column with its values."""
+    shown = {x, hue, *([facet] if facet else []), *(["chunks"] if hue == "schedule" else [])}
+    out = {}
+    keys = [c for c in shown if c in frame.columns]
+    for column in GRID_COLUMNS:
+        if column in shown or column not in frame.columns:
+            continue
+        if (frame.groupby(keys)[column].nunique() > 1).any():
+            out[column] = sorted(frame[column].unique().tolist())
+    return out
+
+
+def averaged_note(averaged: dict[str, list]) -> str:
+    """``mean over microbatches ∈ {8, 16}`` for the figure and the command's note; empty when nothing is."""
+    def values(vs) -> str:
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in vs)
+
+    if not averaged:
+        return ""
+    return "mean over " + ", ".join(f"{column} ∈ {{{values(vs)}}}" for column, vs in averaged.items())
+
+
 def plot_sweep(frame: pd.DataFrame, path: str | Path, *, x: str, y: str, hue: str = "schedule",
-               facet: str | None = "pp", logx: bool = False, options: PlotOptions | None = None) -> None:
+               facet: str | None = "pp", logx: bool = False, options: PlotOptions | None = None) -> dict[str, list]:
+    """Write the figure; returns the grid columns each point averages over (see :func:`averaged_columns`), which
+    the line under the axes also states."""
     options = options or PlotOptions()
     check_figure_path(path, flag="-o")
     for flag, column in (("--x", x), ("--y", y), ("--hue", hue), ("--facet", facet)):
@@ -123,6 +154,7 @@ def plot_sweep(frame: pd.DataFrame, path: str | Path, *, x: str, y: str, hue: st
         raise PipesimError(f"--percent needs a fraction on the y axis ({', '.join(RATIO_COLUMNS)}), not --y {y}")
     if options.ylim and options.ylim[0] >= options.ylim[1]:
         raise PipesimError(f"--ylim {options.ylim[0]:g},{options.ylim[1]:g}: the lower limit must be below the upper")
+    averaged = averaged_columns(frame, x=x, hue=hue, facet=facet)
     frame = frame.assign(_series=series_label(frame, hue))
     panels = sorted(frame[facet].unique()) if facet else [None]
     size = options.size or (3.3 * len(panels), 2.8)
@@ -160,7 +192,10 @@ def plot_sweep(frame: pd.DataFrame, path: str | Path, *, x: str, y: str, hue: st
     if options.title:
         fig.suptitle(options.title, fontsize=10)
     note = costs_note(frame) if options.costs_note else ""
+    if averaged:  # said even without the costs note: a mean the reader is not told about misleads
+        note = "\n".join(filter(None, [note, f"each point: {averaged_note(averaged)}"]))
     fig.tight_layout()
     if note:
         fig.text(0.5, -0.02, note, ha="center", va="top", fontsize=6.5)
     save_figure(fig, path)
+    return averaged

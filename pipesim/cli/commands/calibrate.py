@@ -1,4 +1,4 @@
-"""``pipesim calibrate``: a costs file from a measured timeline."""
+"""``pipesim calibrate``: a costs file from a measured timeline (:func:`pipesim.api.calibrate`)."""
 
 from __future__ import annotations
 
@@ -27,17 +27,11 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipesim.analysis.calibrate import calibrate
-    from pipesim.io.timeline import read_timeline
+    from pipesim.api.timelines import calibrate
 
-    frame = read_timeline(args.timeline, flag="timeline")
-    notes: list[str] = []
-    costs = calibrate(frame, warmup_steps=args.warmup_steps, notes=notes)
-    costs.save(args.output)
-    d = costs.default
-    print(f"wrote {args.output}: F={d.forward:.4g} B={d.backward:.4g} I={d.backward_input:.4g} "
-          f"W={d.backward_weight:.4g} p2p latency={costs.p2p_latency:.4g} [{costs.time_unit}], "
-          f"{len(costs.overrides)} stage override(s)")
-    for note in notes:
+    result = calibrate(args.timeline, warmup_steps=args.warmup_steps)
+    result.save(args.output)
+    print(f"wrote {args.output}: {result.summary()}")
+    for note in result.notes:
         print(f"note: {note}")
     return 0

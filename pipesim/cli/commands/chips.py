@@ -19,8 +19,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipesim.analytic.chip_load import load_chip
     from pipesim.analytic.chip_presets import CHIP_PRESETS
-    from pipesim.analytic.chip_spec import load_chip
     from pipesim.analytic.measured_chips import measured_chip_files
 
     chips = [("preset", c) for c in CHIP_PRESETS.values()]

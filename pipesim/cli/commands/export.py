@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import enum
 
+from pipesim.api.programs import ExportFormat
 from pipesim.cli.arg_types import output_file
 from pipesim.cli.shared_args import add_schedule_args
 
 NAME = "export"
-
-
-class ExportFormat(enum.Enum):
-    TORCH_CSV = "torch-csv"
-    PROGRAM = "program"
 
 
 def register(sub) -> None:
@@ -31,23 +26,22 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipesim.api.programs import export
     from pipesim.io.atomic import write_or_print
-    from pipesim.io.torch_csv import CsvFormat, export_rows, rows_to_text
-    from pipesim.program.build import build_program
 
-    program = build_program(args.schedule, args.pp, args.mb, args.chunks).program
-    if ExportFormat(args.format) is ExportFormat.PROGRAM:
-        text = program.to_text()
-    else:
-        fmt = CsvFormat.COMPUTE_COMMS if args.with_comms else CsvFormat.COMPUTE_ONLY
-        text = rows_to_text(export_rows(program, fmt))
+    text = export(args.schedule, args.pp, args.mb, args.chunks, format=args.format, with_comms=args.with_comms,
+                  memory_limit=args.memory_limit)
     write_or_print(text, args.output)
     if args.output and ExportFormat(args.format) is ExportFormat.TORCH_CSV:
         # Where the file goes next (torchtitan, torch's runtime): the settings that run it, one line on stderr.
         import sys
         from pathlib import Path
 
+        from pipesim.api.programs import load_program
+        from pipesim.io.torch_csv import CsvFormat
         from pipesim.io.torch_runtime_rules import torchtitan_note
 
+        program = load_program(args.schedule, args.pp, args.mb, args.chunks, memory_limit=args.memory_limit)
+        fmt = CsvFormat.COMPUTE_COMMS if args.with_comms else CsvFormat.COMPUTE_ONLY
         print(torchtitan_note(program.shape, fmt, Path(args.output).name), file=sys.stderr)
     return 0

@@ -21,11 +21,10 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipesim.api.programs import load_program
     from pipesim.io.atomic import write_or_print
-    from pipesim.program.build import build_program
-    from pipesim.program.grouped import P2PLowering
 
-    built = build_program(args.schedule, args.pp, args.mb, args.chunks, p2p=P2PLowering(args.p2p),
-                          memory_limit=args.memory_limit)
-    write_or_print(built.program.to_text(), args.output)
+    program = load_program(args.schedule, args.pp, args.mb, args.chunks, p2p=args.p2p,
+                           memory_limit=args.memory_limit)
+    write_or_print(program.to_text(), args.output)
     return 0

@@ -13,7 +13,8 @@ NAME = "plot"
 def register(sub) -> None:
     plo = sub.add_parser(NAME, help="draw a figure from sweep results",
                          description="Plot one metric of a sweep against one axis, a line per --hue, a panel "
-                         "per --facet value.")
+                         "per --facet value. Where the sweep varied a column that is none of --x, --hue and "
+                         "--facet, each point is the mean over it: the figure and a note say so.")
     plo.add_argument("results", help="sweep results (.csv or .parquet) from 'pipesim sweep'")
     plo.add_argument("--x", default="microbatches", help="x axis column (default microbatches)")
     plo.add_argument("--y", default="bubble_fraction", help="y axis column, numeric (default bubble_fraction)")
@@ -36,12 +37,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipesim.plots.sweep_plot import PlotOptions, plot_sweep, read_results
+    from pipesim.plots.sweep_plot import PlotOptions, averaged_note, plot_sweep, read_results
 
     frame = read_results(args.results)
     options = PlotOptions(title=args.title, xlabel=args.xlabel, ylabel=args.ylabel, size=args.size, ylim=args.ylim,
                           percent=args.percent, costs_note=not args.no_costs_note)
-    plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None, logx=args.logx,
-               options=options)
+    averaged = plot_sweep(frame, args.output, x=args.x, y=args.y, hue=args.hue, facet=args.facet or None,
+                          logx=args.logx, options=options)
     print(f"wrote {args.output}")
+    if averaged:
+        print(f"note: each point is the {averaged_note(averaged)} (the figure says so under the axes); to see "
+              "one value, sweep it alone or make it --hue or --facet")
     return 0

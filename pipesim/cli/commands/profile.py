@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     model = None
     if args.model is not None:
-        from pipesim.analytic.model_spec import load_model
+        from pipesim.analytic.model_load import load_model
 
         model = load_model(args.model).with_shape(args.seq_len, args.micro_batch_size)
     elif args.seq_len or args.micro_batch_size:

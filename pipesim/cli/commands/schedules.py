@@ -13,8 +13,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipesim.program.loader import builtin_names, load_schedule
+    from pipesim.api.programs import schedules
 
-    for name in builtin_names():
-        print(f"{name:<14} {load_schedule(name).summary}")
+    for row in schedules().itertuples(index=False):
+        print(f"{row.name:<14} {row.summary}")
     return 0

@@ -26,26 +26,9 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipesim.io.program_text import read_program_file
-    from pipesim.program.build import build_program
-    from pipesim.program.grouped import P2PLowering, grouped_program
-    from pipesim.program.validate import validate
+    from pipesim.api.programs import validate
 
-    semantics, p2p = CommSemantics(args.semantics), P2PLowering(args.p2p)
-    if args.program:
-        program = read_program_file(args.program, flag="--program")
-        if p2p is P2PLowering.GROUPED:
-            program = grouped_program(program)
-        validate(program, semantics)
-        what = f"program {args.program}"
-    else:
-        built = build_program(args.schedule, args.pp, args.mb, args.chunks, semantics, p2p,
-                              memory_limit=args.memory_limit)
-        program = built.program
-        what = f"schedule {built.name}"
-    if p2p is P2PLowering.GROUPED:
-        what += " (grouped lowering)"
-    shape = program.shape
-    print(f"ok: {what} is valid for pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
-          f"({program.num_instructions} instructions, {semantics.value} sends, no deadlock)")
+    result = validate(args.schedule, args.pp, args.mb, args.chunks, program=args.program,
+                      semantics=args.semantics, p2p=args.p2p, memory_limit=args.memory_limit)
+    print(result.text())
     return 0

@@ -1,4 +1,5 @@
-"""The summary of one simulation, as text for a person and as a dict for ``--json``."""
+"""How results read: the summary of one simulation as text for a person and as a dict for JSON, and the plan's
+header, counts and ranking. The CLI prints exactly these; the result objects render themselves with them."""
 
 from __future__ import annotations
 

@@ -1,0 +1,65 @@
+"""Every default the Python API and the ``pipesim`` command line share, defined once.
+
+The argparse layer reads these (for its ``default=`` values and the defaults its help texts state), so a
+notebook call and the command with the same arguments run the same configuration.
+"""
+
+from __future__ import annotations
+
+from pipesim.analytic.layout import OptimizerBytes
+from pipesim.program.build import DEFAULT_MICROBATCHES, DEFAULT_PP
+from pipesim.sim.costs import StageCosts
+
+__all__ = [
+    "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "DEFAULT_STEPS", "PARAM_BYTES",
+    "PLAN_DEFAULTS", "SWEEP_DEFAULTS", "SYNTH_DEFAULTS", "UNIT_COSTS", "PlanDefaults", "SweepDefaults",
+    "SynthDefaults",
+]
+
+DEFAULT_SCHEDULE = "1f1b"
+DEFAULT_HARDWARE = "h100-sxm"
+#: Back-to-back steps simulated for a post-validation steady state (two is the least that has one).
+DEFAULT_STEPS = 3
+#: ``param_bytes`` choices: weights + gradients + Adam state per parameter. 18 is Megatron's (FP32 gradients),
+#: 16 the ZeRO paper's (16-bit gradients).
+PARAM_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
+DEFAULT_PARAM_BYTES = "18"
+#: The unit-cost model's defaults (F=1, B=2, I=W=1, no P2P latency): ``StageCosts()``'s own values.
+UNIT_COSTS = StageCosts()
+
+
+class SweepDefaults:
+    """``pipesim sweep``'s grid when an axis is not given."""
+
+    schedules = ("gpipe", "1f1b", "interleaved")
+    pp = (2, 4, 8)
+    microbatches = (8, 16, 32, 64)
+    forward = (UNIT_COSTS.forward,)
+    backward = (UNIT_COSTS.backward,)
+    comm = (0.0,)
+
+
+class PlanDefaults:
+    """``pipesim plan``'s search space when an option is not given."""
+
+    hardware = DEFAULT_HARDWARE
+    context_parallel = (1, 2, 4, 8)
+    min_cp_tokens = 2048
+    micro_batch_sizes = (1, 2, 4, 8)
+    max_chunks = 4
+    param_bytes = DEFAULT_PARAM_BYTES
+    top = 10
+    jobs = 1
+
+
+class SynthDefaults:
+    """``pipesim synthesize``'s search when not told otherwise."""
+
+    method = "local"  # greedy, then local search
+    exact_seconds = 30.0  # CP-SAT's time limit with method "exact"
+    exact_max_tasks = 300  # CP-SAT is skipped above this many F/I/W passes
+
+
+SWEEP_DEFAULTS = SweepDefaults()
+SYNTH_DEFAULTS = SynthDefaults()
+PLAN_DEFAULTS = PlanDefaults()

@@ -1,0 +1,33 @@
+"""The model and chip presets as tables (``pipesim models``, ``pipesim chips``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["chips", "models"]
+
+
+def models() -> pd.DataFrame:
+    """Every model preset: one row each, its fields and ``params`` (the parameter count)."""
+    from pipesim.analytic.model_presets import MODEL_PRESETS
+    from pipesim.analytic.params import total_params
+
+    return pd.DataFrame([m.to_dict() | {"params": total_params(m)} for m in MODEL_PRESETS.values()])
+
+
+def chips() -> pd.DataFrame:
+    """Every chip preset and committed measured chip: name, ``source`` (preset or measured) and the roofline
+    fields (measured tables left out)."""
+    from pipesim.analytic.chip_load import load_chip
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.measured_chips import measured_chip_files
+
+    found = [("preset", c) for c in CHIP_PRESETS.values()]
+    found += [("measured", load_chip(str(path))) for path in measured_chip_files().values()]
+    rows = []
+    for source, chip in found:
+        data = chip.to_dict()
+        data.pop("measured", None)
+        data.pop("provenance", None)
+        rows.append({"name": data.pop("name"), "source": source} | data)
+    return pd.DataFrame(rows)

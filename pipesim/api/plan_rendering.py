@@ -1,0 +1,53 @@
+"""How a plan reads: the header naming the job, the candidate counts, and the ranking with launch lines."""
+
+from __future__ import annotations
+
+from pipesim.analytic.layout import Precision
+from pipesim.analytic.params import total_params
+from pipesim.analytic.step_report import MFU_PEAK_NOTE
+from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
+from pipesim.plan.search import PlanResult as SearchResult
+from pipesim.plan.search import Status
+from pipesim.plan.space import PlanRequest
+from pipesim.plan.uncertainty import band_of, overlaps_best
+
+__all__ = ["counts_line", "header", "ranking_text"]
+
+
+def header(request: PlanRequest) -> str:
+    m = request.model
+    return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}) on {request.gpus}× "
+            f"{request.chip.name} ({request.gpus_per_node} per node), global batch {request.global_batch} sequences, "
+            f"memory cap {request.cap_gib:g} GiB")
+
+
+def counts_line(result: SearchResult) -> str:
+    c = result.count
+    return (f"considered {result.considered}, pruned {result.pruned} ({c(Status.PRUNED_MEMORY)} by the memory "
+            f"bound, {c(Status.OVER_MEMORY)} over the cap in their schedule, {c(Status.PRUNED_TIME)} unable to "
+            f"win), rejected by their schedule {c(Status.REJECTED)}, simulated {c(Status.SIMULATED)}")
+
+
+def ranking_text(request: PlanRequest, shown: list) -> str:
+    close = overlaps_best(shown, request.chip)
+    lines = [f"{'#':>2} {'step s':>8} {'± band':>6} {'tok/s/GPU':>10} {'MFU':>6} {'peak GiB':>9} {'rank':>4} "
+             f"{'bubble':>7}  configuration"]
+    for i, o in enumerate(shown, 1):
+        e, c = o.evaluation, o.candidate
+        band = band_of(o, request.chip)
+        mark = " ≈#1" if i > 1 and close[i - 1] else ""
+        lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
+                     f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
+                     f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
+        lines.append(f"   executor: {executor_line(c, request.model, request.gpus_per_node)}")
+        gaps = executor_gaps(c, request.model)
+        if gaps:
+            lines.append(f"             (executor model: {'; '.join(gaps)})")
+        lines.append(f"   megatron: {megatron_line(c, request.model, request.global_batch, request.overlap_p2p)}")
+    if any(o.candidate.precision is Precision.FP8 for o in shown):
+        lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 candidate's MFU can pass what BF16 could reach)")
+    tied = sum(close[1:])
+    if tied:
+        lines.append(f"≈#1: {tied} of the listed configurations lie within the error band of #1 (validation's "
+                     "left-out error for this kind of run): the model cannot tell them from the best")
+    return "\n".join(lines)

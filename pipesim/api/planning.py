@@ -1,0 +1,240 @@
+"""``pipesim.plan``: the fastest parallel configuration of a model on a number of GPUs that fits in memory,
+found by simulating each candidate's real schedule (the search is :mod:`pipesim.plan`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from pipesim.analytic.chip_load import load_chip
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.model_load import load_model
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
+from pipesim.api.plan_rendering import counts_line, header, ranking_text
+from pipesim.errors import PipesimError
+from pipesim.plan.ranking import distinct_top
+from pipesim.plan.search import Outcome
+from pipesim.plan.search import PlanResult as SearchResult
+from pipesim.plan.space import PlanRequest
+
+__all__ = ["PlanResult", "plan", "plan_request"]
+
+
+@dataclass(frozen=True, eq=False)
+class PlanResult:
+    """The outcome of a plan: every candidate, the ranking ``pipesim plan`` prints, the Pareto front.
+
+    Attributes:
+        request: what was asked (model, chip, GPUs, global batch and the search space).
+        search: the search's own result (every :class:`~pipesim.plan.search.Outcome`).
+        top: how many configurations the ranking lists.
+    """
+
+    request: PlanRequest
+    search: SearchResult
+    top: int = PLAN_DEFAULTS.top
+
+    @cached_property
+    def candidates(self) -> pd.DataFrame:
+        """Every candidate, simulated or not, one row each (what ``pipesim plan -o`` writes)."""
+        return self.search.frame()
+
+    @cached_property
+    def _listed(self) -> tuple[list[Outcome], int]:
+        return distinct_top(self.search.fitting(), self.top)
+
+    @property
+    def ranked(self) -> list[Outcome]:
+        """The listed configurations, fastest first (exact step-time ties needing more memory left out)."""
+        return self._listed[0]
+
+    @property
+    def hidden_ties(self) -> int:
+        """Configurations tying with a listed one on step time but needing more memory (not listed)."""
+        return self._listed[1]
+
+    @property
+    def best(self) -> Outcome | None:
+        """The fastest configuration that fits (the ranking's #1), or None when nothing fits."""
+        return self.ranked[0] if self.ranked else None
+
+    @property
+    def pareto(self) -> pd.DataFrame:
+        """The candidates on the Pareto front of step time against peak memory."""
+        frame = self.candidates
+        return frame[frame["pareto"]].reset_index(drop=True) if len(frame) else frame
+
+    def nothing_fits(self) -> str | None:
+        """Why nothing fits and the smallest change that would help, in one line; None when something fits."""
+        if self.ranked:
+            return None
+        from pipesim.plan.advice import nothing_fits_message
+
+        return nothing_fits_message(self.request)
+
+    def header(self) -> str:
+        """The job line and the candidate counts ``pipesim plan`` prints first."""
+        return f"{header(self.request)}\n{counts_line(self.search)}"
+
+    def text(self) -> str:
+        """What ``pipesim plan`` prints (without its "wrote FILE" lines)."""
+        parts = [self.header()]
+        if not self.ranked:
+            parts.append(f"nothing fits: {self.nothing_fits()}")
+            return "\n".join(parts)
+        parts.append(self.ranking_text())
+        return "\n".join(parts)
+
+    def ranking_text(self) -> str:
+        """The ranked configurations with their launch lines (empty when nothing fits)."""
+        if not self.ranked:
+            return ""
+        lines = [ranking_text(self.request, self.ranked)]
+        if self.hidden_ties:
+            lines.append(f"({self.hidden_ties} configuration(s) tying with a listed one on step time but needing "
+                         "more memory not listed)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        best = self.best
+        what = (f"best {best.candidate.label()} at {best.evaluation.step_time:.4g} s" if best
+                else "nothing fits")
+        return f"<PlanResult {self.request.model.name} on {self.request.gpus}× {self.request.chip.name}: {what}>"
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(repr(self) if cycle else self.text())
+
+    def to_dict(self) -> dict:
+        """The ranking as data: each listed configuration's label, step time, band, throughput, MFU, memory."""
+        from pipesim.plan.uncertainty import band_of
+
+        rows = []
+        for o in self.ranked:
+            e = o.evaluation
+            rows.append({"label": o.candidate.label(), "step_time_s": e.step_time,
+                         "step_time_band": band_of(o, self.request.chip),
+                         "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu, "mfu": e.mfu, "peak_gib": e.peak_gib,
+                         "peak_rank": e.peak_rank, "bubble_fraction": e.bubble_fraction})
+        s = self.search
+        return {"model": self.request.model.name, "chip": self.request.chip.name, "gpus": self.request.gpus,
+                "global_batch": self.request.global_batch, "memory_cap_gib": self.request.cap_gib,
+                "considered": s.considered, "pruned": s.pruned, "ranked": rows, "hidden_ties": self.hidden_ties}
+
+    def write(self, path: str | Path) -> None:
+        """Every candidate (.csv or .parquet), atomically."""
+        from pipesim.io.atomic import write_with
+
+        frame, path = self.candidates, Path(path)
+        if path.suffix.lower() == ".csv":
+            write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
+        else:
+            write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+    def plot(self, path: str | Path, *, labelled: int = 5) -> None:
+        """The Pareto front of step time against peak memory, the first ``labelled`` listed ones marked."""
+        from pipesim.plots.pareto_plot import plot_pareto
+
+        r = self.request
+        plot_pareto(self.candidates, path, cap_gib=r.cap_gib,
+                    labelled=[o.candidate.label() for o in self.ranked[:labelled]],
+                    title=f"{r.model.name} on {r.gpus}× {r.chip.name}, global batch {r.global_batch}")
+
+
+def _tuple(values, convert) -> tuple:
+    if isinstance(values, (str, int)):
+        values = [values]
+    return tuple(convert(v) for v in values)
+
+
+def plan_request(
+    model: str | ModelSpec,
+    gpus: int,
+    global_batch: int,
+    *,
+    hardware: str | ChipSpec = PLAN_DEFAULTS.hardware,
+    gpus_per_node: int | None = None,
+    memory_cap: float | None = None,
+    schedules: Sequence[str] | None = None,
+    recompute: Sequence[str | Recompute] | None = None,
+    zero: Sequence[int | ZeroStage] | None = None,
+    precision: Sequence[str | Precision] | None = None,
+    cp: Sequence[int] = PLAN_DEFAULTS.context_parallel,
+    ep: Sequence[int] | None = None,
+    min_cp_tokens: int = PLAN_DEFAULTS.min_cp_tokens,
+    micro_batch_sizes: Sequence[int] = PLAN_DEFAULTS.micro_batch_sizes,
+    max_chunks: int = PLAN_DEFAULTS.max_chunks,
+    seq_len: int | None = None,
+    achievable_fraction: float | None = None,
+    param_bytes: str = PLAN_DEFAULTS.param_bytes,
+    blocking_p2p: bool = False,
+) -> PlanRequest:
+    """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
+    from pipesim.program.loader import builtin_names
+
+    spec = (load_model(model) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
+    chip = load_chip(hardware) if isinstance(hardware, str) else hardware
+    if achievable_fraction is not None:
+        chip = replace(chip, achievable_fraction=achievable_fraction)
+    if str(param_bytes) not in PARAM_BYTES:
+        raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
+    return PlanRequest(
+        spec, chip, gpus, global_batch, gpus_per_node=gpus_per_node or chip.node_size, memory_cap_gib=memory_cap,
+        schedules=tuple(builtin_names()) if schedules is None else _tuple(schedules, str),
+        recompute=tuple(Recompute) if recompute is None else _tuple(recompute, Recompute),
+        zero=tuple(ZeroStage) if zero is None else _tuple(zero, lambda z: ZeroStage(int(z))),
+        precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
+        context_parallel=_tuple(cp, int), min_cp_tokens=min_cp_tokens,
+        micro_batch_sizes=_tuple(micro_batch_sizes, int), max_chunks=max_chunks,
+        param_bytes=PARAM_BYTES[str(param_bytes)], overlap_p2p=not blocking_p2p,
+        expert_parallel=None if ep is None else _tuple(ep, int))
+
+
+def plan(
+    model: str | ModelSpec,
+    gpus: int,
+    global_batch: int,
+    *,
+    top: int = PLAN_DEFAULTS.top,
+    jobs: int = PLAN_DEFAULTS.jobs,
+    cluster: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_queue: Callable[[int], None] | None = None,
+    **space: object,
+) -> PlanResult:
+    """Find the fastest parallel configuration that fits (``pipesim plan``).
+
+    Args:
+        model: a model preset (:func:`pipesim.models`), file or ``ModelSpec``.
+        gpus: GPUs in the job.
+        global_batch: sequences per optimizer step.
+        top: configurations the ranking lists (default 10).
+        jobs: local processes (0 = all cores; default 1).
+        cluster: a Dask scheduler address (``tcp://HOST:8786``) to evaluate on instead.
+        progress: called with k as k more candidates are decided.
+        on_queue: called once with how many candidates survived the memory bound (the progress total).
+        **space: the search space, as :func:`plan_request`: ``hardware`` (default h100-sxm),
+            ``gpus_per_node`` (default the chip's), ``memory_cap`` GiB (default the chip's HBM), ``schedules``
+            (default every built-in), ``recompute``, ``zero``, ``precision`` (default all), ``cp``
+            (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one dividing
+            dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
+            ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False).
+
+    Returns:
+        A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).
+    """
+    from pipesim.plan.search import run_plan
+    from pipesim.plan.workers import Workers
+
+    request = plan_request(model, gpus, global_batch, **space)
+    with Workers(jobs, cluster) as workers:
+        result = run_plan(request, top=top, workers=workers, progress=progress, on_queue=on_queue)
+    return PlanResult(request, result, top)

@@ -1,0 +1,126 @@
+"""``pipesim.simulate``: one training step of a schedule, on abstract costs or a real model on a real chip."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.api.defaults import DEFAULT_SCHEDULE
+from pipesim.api.model_setup import ModelOptions, check_no_model_options, model_setup
+from pipesim.api.results import SimResult
+from pipesim.api.unit_costs import memory_limit_units, planned_shape, unit_cost_model
+from pipesim.errors import PipesimError
+from pipesim.program.build import build_program
+from pipesim.program.loader import load_schedule
+from pipesim.sim.costs import CostModel
+from pipesim.sim.simulator import Engine
+from pipesim.sim.simulator import simulate as run_simulation
+
+__all__ = ["simulate"]
+
+_COST_ARGS = ("costs", "forward", "backward", "backward_input", "backward_weight", "comm", "activation_bytes")
+
+
+def simulate(
+    schedule: str = DEFAULT_SCHEDULE,
+    pp: int | None = None,
+    mb: int | None = None,
+    chunks: int | None = None,
+    *,
+    costs: str | Path | CostModel | None = None,
+    forward: float | None = None,
+    backward: float | None = None,
+    backward_input: float | None = None,
+    backward_weight: float | None = None,
+    comm: float | None = None,
+    activation_bytes: float | None = None,
+    stage_cost: Mapping[int, Mapping[str, float]] | Iterable[tuple[int, Mapping[str, float]]] = (),
+    model: str | ModelSpec | None = None,
+    hardware: str | ChipSpec | None = None,
+    memory_limit: float | None = None,
+    engine: str | Engine = Engine.AUTO,
+    **model_options: object,
+) -> SimResult:
+    """Simulate one training step of ``schedule`` (what ``pipesim simulate`` prints, as an object).
+
+    Either abstract costs (``costs`` file or model, ``forward``/``backward``/... values; default F=1, B=2,
+    I=W=1 cost units) or a real model on a chip (``model`` and ``hardware``: costs in seconds from FLOPs and
+    bytes), not both.
+
+    Args:
+        schedule: a built-in name (:func:`pipesim.schedules`), a schedule ``.py`` file, a PyTorch action
+            ``.csv`` or Program text.
+        pp: pipeline ranks (default 4; a .csv or Program text fixes it).
+        mb: microbatches per step (default 8; a .csv or Program text fixes it).
+        chunks: model chunks per rank, v (default: the schedule's own, 2 for interleaved).
+        costs: a costs file (.json/.yaml) or a :class:`~pipesim.sim.costs.CostModel`; the values below
+            override its defaults.
+        forward: the forward time F of a stage, per microbatch through one rank's share of the model (each of
+            v chunks takes 1/v; default 1).
+        backward: the fused backward time B (default 2).
+        backward_input: the split backward's input-gradient time I (default 1).
+        backward_weight: the split backward's weight-gradient time W (default 1).
+        comm: P2P latency per transfer (default 0).
+        activation_bytes: bytes of one microbatch's activations through a rank's share (adds byte peaks).
+        stage_cost: per-stage overrides, ``{stage: {field: value}}``.
+        model: a model preset (:func:`pipesim.models`), a .yaml/.json file, or a ``ModelSpec``.
+        hardware: a chip preset, file or ``ChipSpec`` (default h100-sxm); only with ``model``.
+        memory_limit: activation memory per rank for schedules that synthesise their order (zb-auto), in
+            microbatch units (GiB of activations with ``model``; default 2·pp units).
+        engine: ``"auto"`` (default), ``"graph"`` or ``"simpy"``: all give the same timeline.
+        **model_options: with ``model`` only, the fields of :class:`~pipesim.api.model_setup.ModelOptions`
+            (``tp``, ``dp``, ``cp``, ``zero``, ``recompute``, ``sequence_parallel``, ``fp8``, ...).
+
+    Returns:
+        A :class:`~pipesim.api.results.SimResult`.
+
+    Raises:
+        PipesimError: bad input, named in one line.
+    """
+    try:
+        options = ModelOptions(**model_options)
+    except TypeError:
+        known = ", ".join(ModelOptions.__dataclass_fields__)
+        raise PipesimError(f"simulate() got an unknown option among {sorted(model_options)}; model options are "
+                           f"{known}") from None
+    engine = Engine(engine)
+    values = dict(forward=forward, backward=backward, backward_input=backward_input,
+                  backward_weight=backward_weight, comm=comm, activation_bytes=activation_bytes)
+    def costs_for(shape):
+        # Checked where the shape is known, as the command always has (the order its errors come in).
+        if model is None:
+            check_no_model_options(options, hardware)
+        else:
+            clash = [f"--{k.replace('_', '-')}" for k in _COST_ARGS
+                     if (costs if k == "costs" else values[k]) is not None]
+            if clash or stage_cost:
+                flag = clash[0] if clash else "--stage-cost"
+                raise PipesimError(f"{flag} sets unit costs, but --model derives the costs from FLOPs and bytes; "
+                                   "drop one")
+        setup = model_setup(model, hardware, options, shape) if model is not None else None
+        cost_model = setup.costs if setup else unit_cost_model(shape.num_stages, costs, stage_cost=stage_cost,
+                                                               **values)
+        return setup, cost_model
+
+    source = load_schedule(schedule)
+    limit = None
+    if source.build_options:
+        # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
+        shape = planned_shape(source, pp, mb, chunks)
+        setup, cost_model = costs_for(shape)
+        limit = memory_limit_units(memory_limit, cost_model, shape, setup is not None)
+        built = build_program(schedule, pp, mb, chunks, semantics=None,  # the run proves progress
+                              costs=cost_model, memory_limit=limit)
+    else:
+        built = build_program(schedule, pp, mb, chunks, semantics=None,
+                              memory_limit=memory_limit)  # a limit here is an error naming zb-auto
+        setup, cost_model = costs_for(built.program.shape)
+    raw = run_simulation(built.program, cost_model, check=False, engine=engine)
+    if not (math.isfinite(raw.metrics.makespan) and math.isfinite(raw.metrics.ideal)):
+        raise PipesimError("the costs overflow: the makespan is not a finite number; use smaller costs")
+    shape = built.program.shape
+    analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, cost_model.default)
+    return SimResult(built, raw, analytic, setup, limit)
