@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from pipesim.program.build import build_program
@@ -34,6 +36,31 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: keeps each module's own order
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _each_synthesis_problem_solved_once():
+    """zb-auto's order is a pure function of its problem (a work budget, not a clock, bounds the search), and
+    many tests build it for the same costs through different paths (the Program cache is keyed by more than
+    the problem: semantics, P2P lowering). Each distinct problem is synthesised once per test process.
+
+    Installed after collection, so the synthesis tests that import ``synthesize`` by name (test_synth's
+    reproducibility check among them) still call the real search every time."""
+    from pipesim.synth import search
+
+    solve = search.synthesize
+    solved: dict = {}
+
+    @functools.wraps(solve)
+    def once(problem, method=search.Method.LOCAL, **options):
+        key = (problem, method, tuple(sorted(options.items())))
+        if key not in solved:
+            solved[key] = solve(problem, method, **options)
+        return solved[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search, "synthesize", once)
+        yield
 
 
 @pytest.fixture
