@@ -10,7 +10,8 @@ from pipesim.program.build import build_program
 
 # Modules whose tests take longest (spawned gloo worlds, the published-runs table, scripts run end to end),
 # longest first, from `pytest -n 2 --durations=60` on the 2-core machine. They run before everything else so
-# that no long unit is left for the end while the other xdist worker idles (--dist loadgroup, pyproject.toml).
+# that no long module is left for the end while the other xdist worker idles (--dist loadfile,
+# pyproject.toml).
 # Only the order changes, never what runs; a module's tests stay together (module-scoped fixtures stay warm),
 # and a module missing here simply runs after these in collection order.
 LONGEST_FIRST = (

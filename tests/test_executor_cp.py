@@ -85,10 +85,7 @@ CASES = [(tp, v) for tp in TPS for v in _variants(tp)]
 
 
 @pytest.mark.distributed
-# A layout's cases are one xdist work unit (--dist loadgroup, pyproject.toml): its world is spawned once.
-@pytest.mark.parametrize(("tp", "variant"), [pytest.param(tp, v, marks=pytest.mark.xdist_group(f"cp2-tp{tp}"))
-                                             for tp, v in CASES],
-                         ids=[f"{v}-cp2-tp{tp}" for tp, v in CASES])
+@pytest.mark.parametrize(("tp", "variant"), CASES, ids=[f"{v}-cp2-tp{tp}" for tp, v in CASES])
 def test_cp_matches_single_process(world_results, tp, variant):
     cfg = _variants(tp)[variant]
     got = world_results(tp)[variant]

@@ -83,11 +83,7 @@ def _variant_id(variant) -> str:
 CASES = [(layout, v) for layout in LAYOUTS for v in variants_of(layout)]
 
 
-# A layout's cases are one xdist work unit (--dist loadgroup, pyproject.toml): its world is spawned once, by
-# one worker, not once by each worker that drew one of its cases.
-@pytest.mark.parametrize(("layout", "variant"),
-                         [pytest.param(layout, v, marks=pytest.mark.xdist_group(f"equivalence-{layout}"))
-                          for layout, v in CASES],
+@pytest.mark.parametrize(("layout", "variant"), CASES,
                          ids=[f"{_variant_id(v)}-tp{tp}-dp{dp}" for (tp, dp), v in CASES])
 def test_matches_single_process(world_results, layout, variant):
     cfg = _config(layout, variant)

@@ -12,10 +12,6 @@ from pipesim.cli.main import main
 from pipesim.validation.runs import cli_args, predict
 from pipesim.validation.sources import IN_SAMPLE_RUNS, PUBLISHED_RUNS, module_of
 
-# One xdist work unit (--dist loadgroup, pyproject.toml): every row is predicted once per run, by one worker,
-# instead of once by each worker that drew one of its tests (a ZB-2p row's zb-auto synthesis takes seconds).
-pytestmark = pytest.mark.xdist_group("published-runs")
-
 
 def _key(run):
     """A row's name in KNOWN_STEP_MISSES: its source, configuration, recomputation and sequence length."""
@@ -195,8 +191,8 @@ _COMPARISONS: dict[int, object] = {}
 
 
 def _comparison(run):
-    """Each row predicted once per process, on first use (the ZB-2p rows synthesise zb-auto for their costs,
-    the slow part); the module's tests share one worker (pytestmark), so that is once per run."""
+    """Each row predicted once per process, on first use: a worker predicts only the rows it tests (the ZB-2p
+    rows synthesise zb-auto for their costs, the slow part), the table test all of them."""
     if id(run) not in _COMPARISONS:
         _COMPARISONS[id(run)] = predict(run)
     return _COMPARISONS[id(run)]
