@@ -11,6 +11,7 @@ import time
 import psutil
 import pytest
 
+from pipesim.analysis import sweep
 from pipesim.analysis.sweep import SweepGrid, SweepPoint, run_sweep, worker_count
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
@@ -54,7 +55,8 @@ def test_dask_local_cluster_equals_serial():
     assert result.skipped == serial.skipped and sum(seen) == len(points)
 
 
-def test_unreachable_cluster_is_a_one_line_error(tmp_path, capsys):
+def test_unreachable_cluster_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 1)  # a refused connection is retried until then
     assert main(["sweep", "-s", "1f1b", "--cluster", "tcp://127.0.0.1:9", "-q", "-o", str(tmp_path / "r.csv")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--cluster tcp://127.0.0.1:9" in err and "\n" not in err

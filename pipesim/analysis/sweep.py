@@ -228,6 +228,10 @@ def _on_processes(points: list[SweepPoint], workers: int) -> Iterator[tuple[int,
         pool.join()
 
 
+#: How long a Dask client keeps retrying an unreachable scheduler before the one-line refusal (tests shorten it).
+CONNECT_TIMEOUT_S = 10
+
+
 def connect_dask(address: str):
     """A ``dask.distributed.Client`` on the scheduler at ``address``, or one line saying why not (also used by
     ``pipesim plan --cluster``)."""
@@ -236,7 +240,7 @@ def connect_dask(address: str):
     except ImportError:  # pragma: no cover - a dependency, but a stripped install says what to add
         raise PipesimError("--cluster needs dask.distributed: pip install 'dask[distributed]'") from None
     try:
-        return Client(address, timeout="10s")
+        return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError, ValueError) as err:
         raise PipesimError(
             f"--cluster {address}: cannot reach a Dask scheduler there ({type(err).__name__}: {err}); start one "

@@ -55,8 +55,8 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
     position = [0] * pp
     clock = [0.0] * pp
     remaining = sum(len(o) for o in orders)
-    predecessor = problem.predecessor
-    duration = problem.duration
+    predecessor, consumer_of = problem.predecessor, problem.consumer  # bound once: called for every task
+    duration, rank_of = problem.duration, problem.rank_of
     while remaining:
         progressed = False
         for rank in range(pp):
@@ -67,7 +67,7 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
                 dep = predecessor(task)
                 if dep is not None:
                     pred = dep[0]
-                    ready = arrival.get(pred) if dep[1] or problem.rank_of(pred.stage) != rank else end.get(pred)
+                    ready = arrival.get(pred) if dep[1] or rank_of(pred.stage) != rank else end.get(pred)
                     if ready is None:
                         break
                     if ready > t:
@@ -75,9 +75,9 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
                 start[task] = t
                 t += duration(task)
                 end[task] = t
-                consumer = problem.consumer(task)
+                consumer = consumer_of(task)
                 if consumer is not None:
-                    link = (rank, problem.rank_of(consumer[0].stage))
+                    link = (rank, rank_of(consumer[0].stage))
                     if link[1] != rank:
                         sent = max(t, link_free.get(link, 0.0))
                         arrival[task] = link_free[link] = sent + consumer[1]

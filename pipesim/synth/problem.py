@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import cached_property
 
 from pipesim.errors import PipesimError
 from pipesim.program.ir import PipelineShape, Placement
@@ -81,7 +82,20 @@ class SynthesisProblem:
         return self.shape.num_stages
 
     def rank_of(self, stage: int) -> int:
-        return self.shape.rank_of(stage)
+        ranks = self._stage_ranks
+        return ranks[stage] if 0 <= stage < len(ranks) else self.shape.rank_of(stage)
+
+    # The structure below is asked for millions of times per synthesis (every evaluation walks every task), so
+    # it is tabulated once per problem; cached_property stores it beside the frozen fields, outside eq/hash.
+    @cached_property
+    def _stage_ranks(self) -> tuple[int, ...]:
+        return tuple(self.shape.rank_of(s) for s in range(self.num_stages))
+
+    @cached_property
+    def _links(self) -> dict[Task, tuple[tuple[Task, float] | None, tuple[Task, float] | None]]:
+        return {task: (self._predecessor(task), self._consumer(task))
+                for kind in Pass for stage in range(self.num_stages) for mb in range(self.microbatches)
+                for task in [Task(kind, stage, mb)]}
 
     def duration(self, task: Task) -> float:
         table = (self.forward, self.backward_input, self.backward_weight)[task.kind]
@@ -94,6 +108,16 @@ class SynthesisProblem:
 
     def predecessor(self, task: Task) -> tuple[Task, float] | None:
         """The cross-stage (or same-task-chain) dependency of ``task`` and the delay after its end."""
+        links = self._links.get(task)
+        return self._predecessor(task) if links is None else links[0]
+
+    def consumer(self, task: Task) -> tuple[Task, float] | None:
+        """The pass on the next stage that waits for ``task``'s output (F→F, last F→I, I→I), and the transfer
+        time were it on another rank; None for W and the first stage's I."""
+        links = self._links.get(task)
+        return self._consumer(task) if links is None else links[1]
+
+    def _predecessor(self, task: Task) -> tuple[Task, float] | None:
         last = self.num_stages - 1
         if task.kind is Pass.F:
             if task.stage == 0:
@@ -106,9 +130,7 @@ class SynthesisProblem:
         delay = 0.0 if self.rank_of(pred.stage) == self.rank_of(task.stage) else self._link_delay(pred, task)
         return pred, delay
 
-    def consumer(self, task: Task) -> tuple[Task, float] | None:
-        """The pass on the next stage that waits for ``task``'s output (F→F, last F→I, I→I), and the transfer
-        time were it on another rank; None for W and the first stage's I."""
+    def _consumer(self, task: Task) -> tuple[Task, float] | None:
         last = self.num_stages - 1
         if task.kind is Pass.F:
             succ = Task(Pass.I, last, task.mb) if task.stage == last else Task(Pass.F, task.stage + 1, task.mb)
