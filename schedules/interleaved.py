@@ -6,34 +6,21 @@ k visits the chunks in reverse. Rank r warms up with ``2(p−r−1) + (v−1)·p
 alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``.
 """
 
-from pipesim.errors import ScheduleError
-from pipesim.program.ir import B, F, Placement, Schedule
+from pipesim.program.ir import Placement, Schedule
 from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, interleaved_bubble
 from pipesim.sim.costs import StageCosts
+from schedules._interleaved_order import interleaved_passes, warmup_forwards
 
 DEFAULT_CHUNKS = 2
 LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
-    if microbatches % pp != 0:
-        lower = (microbatches // pp) * pp
-        options = " or ".join(f"--mb {m}" for m in (lower, lower + pp) if m > 0)
-        raise ScheduleError(
-            f"interleaved 1F1B needs --mb to be a multiple of --pp {pp} (got --mb {microbatches}); use {options}"
-        )
-    total = microbatches * chunks
-
-    def forward(k: int):
-        return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
-
-    def backward(k: int):
-        return B((k // (pp * chunks)) * pp + k % pp, chunks - 1 - (k // pp) % chunks)
-
+    total, forward, backward = interleaved_passes("interleaved 1F1B", pp, microbatches, chunks)
     orders = []
     for rank in range(pp):
-        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp, total)
+        warmup = min(warmup_forwards(pp, rank, chunks), total)
         order = [forward(k) for k in range(warmup)]
         for k in range(total - warmup):
             order += [forward(warmup + k), backward(k)]

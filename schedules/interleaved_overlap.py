@@ -15,32 +15,19 @@ a microbatch through its share) than interleaved 1F1B at its peak. Where a forwa
 meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the other.
 """
 
-from pipesim.errors import ScheduleError
-from pipesim.program.ir import B, F, Placement, Schedule, overlap
+from pipesim.program.ir import Placement, Schedule, overlap
 from pipesim.program.limits import ScheduleLimits
+from schedules._interleaved_order import interleaved_passes, warmup_forwards
 
 DEFAULT_CHUNKS = 2
 LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
-    if microbatches % pp != 0:
-        lower = (microbatches // pp) * pp
-        options = " or ".join(f"--mb {m}" for m in (lower, lower + pp) if m > 0)
-        raise ScheduleError(
-            f"interleaved-overlap needs --mb to be a multiple of --pp {pp} (got --mb {microbatches}); use {options}"
-        )
-    total = microbatches * chunks
-
-    def forward(k: int):
-        return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
-
-    def backward(k: int):
-        return B((k // (pp * chunks)) * pp + k % pp, chunks - 1 - (k // pp) % chunks)
-
+    total, forward, backward = interleaved_passes("interleaved-overlap", pp, microbatches, chunks)
     orders = []
     for rank in range(pp):
-        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp + 1, total)
+        warmup = min(warmup_forwards(pp, rank, chunks) + 1, total)
         order = [forward(k) for k in range(warmup)]
         for k in range(total - warmup):
             f, b = forward(warmup + k), backward(k)
