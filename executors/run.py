@@ -45,10 +45,24 @@ class _Parser(argparse.ArgumentParser):
         raise PipesimError(f"{message} (see python -m executors.run --help)")
 
 
+def add_model_args(group, split_over: str) -> None:
+    """The small GPT's sizes, shared with :mod:`executors.torch_runtime` (``split_over``: what its layers are
+    split over)."""
+    d = ModelConfig()
+    for flag, default, what in (
+        ("--layers", d.layers, f"transformer blocks, split over {split_over}"),
+        ("--hidden", d.hidden, "hidden size h"),
+        ("--heads", d.heads, "attention heads (divisible by --tp)"),
+        ("--seq-len", d.seq_len, "sequence length in tokens"),
+        ("--micro-batch-size", d.micro_batch_size, "sequences per microbatch"),
+        ("--vocab", d.vocab, "vocabulary size"),
+    ):
+        group.add_argument(flag, type=positive_int, default=default, help=f"{what} (default {default})")
+
+
 def parser() -> argparse.ArgumentParser:
     from pipesim.program.loader import builtin_names
 
-    d = ModelConfig()
     p = _Parser(
         prog="executors.run",
         description="Run a pipeline schedule for real on torch.distributed (gloo on CPU, NCCL on CUDA), "
@@ -81,16 +95,7 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], default=OptimizerKind.SGD.value,
                        help="sgd (momentum 0.9) or adamw (weight decay 0.01) (default sgd)")
     train.add_argument("--lr", type=positive_float, default=0.1, help="learning rate, finite and > 0 (default 0.1)")
-    model = p.add_argument_group("model (a small GPT; sizes in elements)")
-    for flag, default, what in (
-        ("--layers", d.layers, "transformer blocks, split over the pp·v stages"),
-        ("--hidden", d.hidden, "hidden size h"),
-        ("--heads", d.heads, "attention heads (divisible by --tp)"),
-        ("--seq-len", d.seq_len, "sequence length in tokens"),
-        ("--micro-batch-size", d.micro_batch_size, "sequences per microbatch"),
-        ("--vocab", d.vocab, "vocabulary size"),
-    ):
-        model.add_argument(flag, type=positive_int, default=default, help=f"{what} (default {default})")
+    add_model_args(p.add_argument_group("model (a small GPT; sizes in elements)"), "the pp·v stages")
     p.add_argument("--emulate", metavar="COSTS",
                    help="costs file (.json/.yaml, as pipesim simulate --costs reads it, durations in seconds): "
                    "each compute instruction sleeps its cost instead of computing, while tensors of the real "

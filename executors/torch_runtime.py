@@ -200,9 +200,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
+    from executors.run import add_model_args
     from pipesim.cli.arg_types import non_negative_int, positive_float, positive_int
 
-    d = ModelConfig()
     p = _Parser(
         prog="executors.torch_runtime",
         description="Train pipesim's GPT with PyTorch's own pipelining runtime (_PipelineScheduleRuntime, what "
@@ -219,15 +219,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], default=OptimizerKind.SGD.value,
                    help="sgd (momentum 0.9) or adamw (default sgd)")
     p.add_argument("--lr", type=positive_float, default=0.1, help="learning rate (default 0.1)")
-    for flag, default, what in (
-        ("--layers", d.layers, "transformer blocks, split over the CSV's stages"),
-        ("--hidden", d.hidden, "hidden size"),
-        ("--heads", d.heads, "attention heads"),
-        ("--seq-len", d.seq_len, "sequence length"),
-        ("--micro-batch-size", d.micro_batch_size, "sequences per microbatch"),
-        ("--vocab", d.vocab, "vocabulary size"),
-    ):
-        p.add_argument(flag, type=positive_int, default=default, help=f"{what} (default {default})")
+    add_model_args(p, "the CSV's stages")
     return p
 
 
