@@ -25,7 +25,7 @@ import torch
 
 from executors.compute import Compute
 from executors.parallel_context import ParallelContext
-from executors.recorder import ActivationMeter, TimelineRecorder
+from executors.recorder import ActivationMeter, CudaClock, TimelineRecorder
 from executors.transport import P2P, RecvPolicy, Transfer, Transport
 from pipesim.program.ir import Instruction, Message, Op, Program
 
@@ -80,7 +80,7 @@ class Interpreter:
         # recorded on its own; on CUDA the F runs on a side stream while the B runs on the current one, so the
         # device overlaps them (both recorded over the pair's span). The CUDA path is untested in CI.
         self._side_stream = None
-        if torch.cuda.is_available() and type(recorder.clock).__name__ == "CudaClock" and any(
+        if torch.cuda.is_available() and isinstance(recorder.clock, CudaClock) and any(
                 i.overlap for i in self.code):
             self._side_stream = torch.cuda.Stream()
 

@@ -38,11 +38,12 @@ _SCHEDULE = "1f1b"  # the defaults of `pipesim simulate`, so both tools mean the
 _MICROBATCHES = 8
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line (every rank prints the same one, see :func:`main`), exit 2."""
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line naming ``--help`` (every rank prints the same one, see :func:`main`),
+    exit 2; :mod:`executors.torch_runtime` uses it too."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise PipesimError(f"{message} (see python -m executors.run --help)")
+        raise PipesimError(f"{message} (see python -m {self.prog} --help)")
 
 
 def add_model_args(group, split_over: str) -> None:
@@ -63,7 +64,7 @@ def add_model_args(group, split_over: str) -> None:
 def parser() -> argparse.ArgumentParser:
     from pipesim.program.loader import builtin_names
 
-    p = _Parser(
+    p = OneLineParser(
         prog="executors.run",
         description="Run a pipeline schedule for real on torch.distributed (gloo on CPU, NCCL on CUDA), "
         "instruction by instruction, the same Program pipesim simulates.",

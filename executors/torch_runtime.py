@@ -194,16 +194,11 @@ def run_orders(rank: int, world_size: int, configs: list[TorchRunConfig], execut
 # --- command line ---------------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        raise PipesimError(f"{message} (see python -m executors.torch_runtime --help)")
-
-
 def parser() -> argparse.ArgumentParser:
-    from executors.run import add_model_args
+    from executors.run import OneLineParser, add_model_args
     from pipesim.cli.arg_types import non_negative_int, positive_float, positive_int
 
-    p = _Parser(
+    p = OneLineParser(
         prog="executors.torch_runtime",
         description="Train pipesim's GPT with PyTorch's own pipelining runtime (_PipelineScheduleRuntime, what "
         "torchtitan's pipeline_parallel_schedule_csv loads) running an order from pipesim export/synthesize.",
