@@ -103,11 +103,29 @@ def test_gemm_roofline_by_hand():
 
 def test_hopper_attention_at_flash_attention_2_rates_by_hand():
     # Llama 2 7B, one 4096-token sequence: causal QKᵀ and ·V over 32 heads of 128 → 4·4096²·32·128 / 2 FLOP,
-    # forward at 35 % of 989.4 TFLOP/s, backward (2.5× the FLOPs) at 28 %
+    # forward at 35 % of 989.4 TFLOP/s, backward (2.5× the FLOPs) at 28 %, both at the sustained clock
+    # (gpu-fryer's 730 TFLOP/s over a short run's 792: 0.922)
     executed = 4 * 4096**2 * 32 * 128 / 2
     core = attention_core_times(MODEL_PRESETS["llama2-7b"], Layout(), H100)
-    assert core.forward == pytest.approx(executed / (989.4e12 * 0.35))
-    assert core.backward_input == pytest.approx(2.5 * executed / (989.4e12 * 0.28))
+    assert core.forward == pytest.approx(executed / (989.4e12 * 0.922 * 0.35))
+    assert core.backward_input == pytest.approx(2.5 * executed / (989.4e12 * 0.922 * 0.28))
+
+
+def test_sustained_clock_scales_tensor_core_work_only():
+    # The toy chip at a 0.5 sustained clock: a compute-bound GEMM takes twice as long, a memory-bound one
+    # (the same GEMM on a chip with an enormous peak) keeps its time, and the streaming bandwidth of the
+    # element-wise kernels is untouched (HBM is not clocked down with the SMs).
+    slow = replace(SMALL, sustained_clock_ratio=0.5)
+    compute_bound = gemm_time(256, 256, 256, replace(SMALL, hbm_bandwidth=1e12), Precision.BF16)
+    assert gemm_time(256, 256, 256, replace(slow, hbm_bandwidth=1e12), Precision.BF16) == pytest.approx(
+        2 * compute_bound)
+    memory_bound = replace(SMALL, peak_flops=1e18)
+    assert gemm_time(256, 256, 256, replace(memory_bound, sustained_clock_ratio=0.5), Precision.BF16) == (
+        gemm_time(256, 256, 256, memory_bound, Precision.BF16))
+    assert slow.stream_bandwidth == SMALL.stream_bandwidth
+    # the presets: H100 at gpu-fryer's 730 of a short run's 792, A100 at HPL's 1,305 of 1,410 MHz
+    assert H100.sustained_clock_ratio == pytest.approx(730 / 792, abs=5e-4)
+    assert CHIP_PRESETS["a100-80gb"].sustained_clock_ratio == pytest.approx(1305 / 1410, abs=5e-4)
 
 
 def test_fp8_cast_transpose_bytes_by_hand():

@@ -7,10 +7,18 @@ Memory: HBM capacity in GiB as the driver reports it where that differs from the
 Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel class:
 
 - GEMM: Bekman, "Machine Learning Engineering" (the Maximum Achievable Matmul FLOPS table, BF16, best shape
-  of a shape sweep): H100 SXM 792.1 of 989 TFLOP/s (0.80), A100 SXM 267.9 of 312 (0.86). An 8192³ BF16
-  product through PyTorch on an H200 (same SMs and clocks as the H100) ran at 788 TFLOP/s here (0.80). Both
-  chips take 0.80: the best shape's 0.86 on A100 is a ceiling the layers' shapes do not all reach, and tile
-  and wave quantization are modelled separately.
+  of a shape sweep, each shape timed briefly): H100 SXM 792.1 of 989 TFLOP/s (0.80), A100 SXM 267.9 of 312
+  (0.86). An 8192³ BF16 product through PyTorch on an H200 (same SMs and clocks as the H100) ran at 788
+  TFLOP/s here (0.80). These are ``gemm_efficiency``: a short run's rate; tile and wave quantization are
+  modelled separately.
+- Sustained clocks (``sustained_clock_ratio``): a training run holds all eight GPUs of a node at the power
+  limit for hours, and the tensor cores run at the clock that limit sustains, below the boost clock a short
+  benchmark sees. Hugging Face's gpu-fryer (README, reference table: cuBLAS 8192² BF16 products on every GPU of
+  an 8×H100 80GB HBM3 node, burned for a minute) sustains ~730 TFLOP/s, against the 792 of a short run →
+  0.92 for H100, H200 and H800 (the same die and 700 W limit). A100: NVIDIA computes its HPL peak at the clock
+  the A100 sustains at its power limit, 1,305 MHz against the 1,410 MHz boost (G. Lockwood, "Peak FLOPS"
+  notes) → 0.93. It scales the GEMM and fused-attention rates, whose benchmarks were short too; not the
+  memory-bound kernels (HBM is not clocked down with the SMs).
 - FP8 GEMM: no cuBLAS FP8 measurement was at hand; Shah et al. 2024 ("FlashAttention-3", abstract) reach
   close to 1.2 PFLOP/s with FP8 on H100, 0.61 of the 1,979 dense FP8 peak, taken as the FP8 tensor-core
   share (0.60) for every chip with FP8. Cross-check: torchtitan's Llama 3.1 8B benchmark (benchmarks/
@@ -57,42 +65,47 @@ from pipesim.analytic.chip_spec import ChipSpec
 GB = 1e9
 TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
-_HOPPER_FA2 = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28}  # 0.35 · 0.48/0.60
+# (0.35 · 0.48/0.60); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
+_HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
+                   "sustained_clock_ratio": round(730 / 792, 3)}
 
+_A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
 
 _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, collective_efficiency=_A100_RING,
-             attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
+             p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
+             sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
+             attention_backward_efficiency=0.48),
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB): the 80GB part's compute, NVLink and SMs; 40GB HBM2
     # (40960 MiB); 1,555 GB/s. Inter-node as MosaicML's A100 40GB table states it: 1600 Gbps per 8-GPU node.
     ChipSpec("a100-40gb", 312 * TFLOPS, 40.0, 1555 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, collective_efficiency=_A100_RING,
-             attention_forward_efficiency=0.60, attention_backward_efficiency=0.48),
+             p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
+             sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
+             attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
     ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_FA2),
+             **_HOPPER_KERNELS),
     # Meta's Grand Teton H100 (torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"): SXM H100
     # with 96GB HBM2e at 2.4 TB/s, run at a 500 W power limit, NVLink within the 8-GPU host, 400 Gb/s RDMA per
     # GPU. Its peak is "between SXM and NVL" (the file's footnote 2), not published: the SXM figures (989.4 BF16,
     # 1,979 FP8 dense) are taken, an upper bound; 96GB taken as 96 GiB (no nvidia-smi reading at hand).
     ChipSpec("h100-96gb-hbm2e", 989.4 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_FA2),
+             **_HOPPER_KERNELS),
     # NVIDIA H800 SXM (the export variant of the H100): the H100 SXM's die, clocks and HBM3 (80GB, 3.35 TB/s,
     # 989.4 BF16 / 1,979 FP8 dense TFLOPS), NVLink cut to 400 GB/s bidirectional → 200 GB/s one way (vendor
     # briefings of the part, as the DeepSeek-V3 report's §3.2.2 discussion of its "NVLink (160 GB/s)" achieved
     # and "IB (50 GB/s)" reflects); one 400 Gb/s InfiniBand NIC per GPU (DeepSeek-V3 report §3.1: 8 GPUs per
     # node, IB across nodes) → 50 GB/s. Kernel constants: the H100's (same SMs).
     ChipSpec("h800", 989.4 * TFLOPS, 79.6, 3350 * GB, 200 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_FA2),
+             **_HOPPER_KERNELS),
     # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
     # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
     ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_FA2),
+             **_HOPPER_KERNELS),
     # NVIDIA HGX B200 datasheet: 8 GPUs give FP16/BF16 36 PFLOPS sparse → 2.25 PFLOPS dense per GPU, FP8
     # 72 → 4.5 PFLOPS; 1.44 TB HBM3e total → 180 GB each (taken as 180 GiB); 64 TB/s → 8 TB/s each;
     # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s.

@@ -48,14 +48,17 @@ FIELDS: tuple[Field, ...] = (
           default=1.2e-3, low=0),
     Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
           low=0, low_open=True),
-    Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches", default=0.8, low=0,
-          high=1, low_open=True),
+    Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches in a short benchmark",
+          default=0.8, low=0, high=1, low_open=True),
     Field("fp8_gemm_efficiency", Kind.FLOAT, "fraction", "share of the FP8 peak a large FP8 GEMM reaches",
           default=0.6, low=0, high=1, low_open=True),
     Field("attention_forward_efficiency", Kind.FLOAT, "fraction", "fused attention forward, share of peak",
           default=0.55, low=0, high=1, low_open=True),
     Field("attention_backward_efficiency", Kind.FLOAT, "fraction", "fused attention backward, share of peak",
           default=0.45, low=0, high=1, low_open=True),
+    Field("sustained_clock_ratio", Kind.FLOAT, "fraction", "tensor-core throughput a training run sustains at "
+          "the power limit, over a short benchmark's (scales the GEMM and attention rates, not the roofline "
+          "of --achievable-fraction nor measured tables)", default=1.0, low=0, high=1, low_open=True),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
@@ -98,6 +101,9 @@ class ChipSpec:
     fp8_gemm_efficiency: float = 0.6
     attention_forward_efficiency: float = 0.55
     attention_backward_efficiency: float = 0.45
+    # The efficiencies above come from short benchmarks, run at boost clocks; a training run keeps every GPU of
+    # the node at its power limit for hours, where the tensor cores run at the clock the limit sustains.
+    sustained_clock_ratio: float = 1.0
     memory_efficiency: float = 0.9
     sm_count: int = 132
     # NCCL runs one CTA per channel and its CTAs never share an SM with a compute kernel (NVIDIA/nccl issue #689,
@@ -125,6 +131,10 @@ class ChipSpec:
                 raise PipesimError(f"chip {self.name} has no FP8 tensor cores (no fp8_peak_flops); drop --fp8")
             return self.fp8_peak_flops
         return self.peak_flops
+
+    def sustained_peak_for(self, precision: Precision) -> float:
+        """The tensor-core peak at the clock a training run sustains (what the kernel efficiencies multiply)."""
+        return self.peak_for(precision) * self.sustained_clock_ratio
 
     @property
     def stream_bandwidth(self) -> float:

@@ -68,7 +68,7 @@ def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> f
         return 0.0
     if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:  # pipesim profile's table
         return 2 * m * n * k / rate
-    peak = chip.peak_for(precision)
+    peak = chip.sustained_peak_for(precision)
     in_bytes = 1 if precision is Precision.FP8 else 2
     efficiency = chip.fp8_gemm_efficiency if precision is Precision.FP8 else chip.gemm_efficiency
     compute = 2 * m * n * k / (peak * efficiency * wave_efficiency(m, n, chip))
@@ -152,7 +152,7 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         executed = full / 2  # causal: the kernel skips blocks above the diagonal
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
             return PassTimes(executed / rates[0], 2.5 * executed / rates[1], 0.0)
-        peak = chip.peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
+        peak = chip.sustained_peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
         forward = executed / (peak * chip.attention_forward_efficiency)
         backward = 2.5 * executed / (peak * chip.attention_backward_efficiency)
         return PassTimes(forward, backward, 0.0)
