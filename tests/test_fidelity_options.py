@@ -128,6 +128,21 @@ def test_sustained_clock_scales_tensor_core_work_only():
     assert CHIP_PRESETS["a100-80gb"].sustained_clock_ratio == pytest.approx(1305 / 1410, abs=5e-4)
 
 
+def test_cross_entropy_moves_megatrons_bytes_per_logit():
+    # The toy model's head on a chip with an enormous peak (GEMMs free up to their memory roofline), tp 2:
+    # 10 tokens × 16 logits per rank; forward 38 B per logit + the final norm's 10·8·2·2, backward 14 B per
+    # logit + twice the norm's bytes, over the streaming bandwidth.
+    model = ModelSpec("toy", 1, 8, 2, 16, 32, 10)
+    chip = replace(SMALL, peak_flops=1e30)
+    layout = Layout(tp=2)
+    head = head_times(model, layout, chip)
+    logits, norm = 10 * 16, 10 * 8 * 2 * 2
+    gemm_forward = gemm_time(10, 16, 8, chip, Precision.BF16)
+    gemm_backward = gemm_time(10, 8, 16, chip, Precision.BF16)
+    assert head.forward == pytest.approx(gemm_forward + (38 * logits + norm) / chip.stream_bandwidth)
+    assert head.backward_input == pytest.approx(gemm_backward + (14 * logits + 2 * norm) / chip.stream_bandwidth)
+
+
 def test_fp8_cast_transpose_bytes_by_hand():
     # h = 8, 2 heads, 1 KV head (kv_dim 4), gated FFN 16, tp 2, 10 tokens. GEMM (out, in) per tp rank:
     # QKV (8, 8), proj (8, 4), up+gate (16, 8), down (8, 8): inputs 28 wide, outputs 40 wide; 4 B each.

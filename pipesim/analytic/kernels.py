@@ -226,6 +226,17 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     return PassTimes(forward, backward_input, linear.backward_weight, recompute)
 
 
+# Bytes per logit of the vocabulary-parallel cross-entropy as Megatron-LM runs it by default (unfused, eager
+# PyTorch ops; megatron/core/tensor_parallel/cross_entropy.py). Forward: the cast of the BF16 logits to FP32
+# (read 2, write 4), the max over the vocabulary (read 4), the in-place subtraction of the max (read 4, write 4),
+# exp in place (4 + 4), the sum (4), the in-place division into the softmax kept for the backward (4 + 4): 38.
+# Backward: the in-place multiplication by the loss gradient (4 + 4) and the cast's gradient back to BF16
+# (read 4, write 2): 14 (the one-hot subtraction touches one logit per token). PyTorch's own
+# F.cross_entropy on FP32 logits moves fewer (a cast, one log-softmax kernel and its backward: ~20 and ~18).
+CROSS_ENTROPY_FORWARD_BYTES = 38
+CROSS_ENTROPY_BACKWARD_BYTES = 14
+
+
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     """Final norm, the vocabulary projection (vocabulary-parallel over tp) and the FP32 cross-entropy.
 
@@ -234,9 +245,10 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     tokens = model.micro_batch * model.seq_len // layout.cp
     v, h = model.vocab // layout.tp, model.hidden
     p = Precision.BF16
-    loss_bytes = tokens * v * 4 * 3  # FP32 logits: written, read by the softmax, gradient written
+    logits = tokens * v
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
-    forward = gemm_time(tokens, v, h, chip, p) + (loss_bytes + norm_bytes) / stream
-    backward_input = gemm_time(tokens, h, v, chip, p) + (loss_bytes + 2 * norm_bytes) / stream
+    forward = gemm_time(tokens, v, h, chip, p) + (CROSS_ENTROPY_FORWARD_BYTES * logits + norm_bytes) / stream
+    backward_input = gemm_time(tokens, h, v, chip, p) + (CROSS_ENTROPY_BACKWARD_BYTES * logits
+                                                         + 2 * norm_bytes) / stream
     return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))
