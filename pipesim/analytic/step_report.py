@@ -166,7 +166,8 @@ def report_text(report: StepReport) -> str:
         f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
         + (f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s" if c.achievable_fraction
            else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
-                f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g})")
+                f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
+                f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''})")
         + (f", P2P {'overlapped' if lay.overlap_p2p else f'blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)'}"
            if lay.pp > 1 else ""),
         *([f"cost terms from {c.name}'s measured tables (pipesim profile) or the roofline: "
