@@ -6,6 +6,7 @@ import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.comm import (
+    chunked_overlap,
     contended_overlap,
     dp_grad_sync,
     fsdp_layer_comm,
@@ -16,9 +17,10 @@ from pipesim.analytic.comm import (
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
-from pipesim.analytic.kernels import layer_times
+from pipesim.analytic.kernels import layer_times, linear_times
 from pipesim.analytic.layout import Layout, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import LayerKind
 from pipesim.analytic.params import layer_params
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.cli.main import main
@@ -98,6 +100,25 @@ def test_zero3_gathers_beside_compute_take_the_sms_nccl_holds_by_hand():
     assert contended_overlap(8.0, 10.0, 0.25) == pytest.approx(2.0)
     assert contended_overlap(12.0, 10.0, 0.25) == pytest.approx(3.0)  # the collective dominates: comm − compute
     assert contended_overlap(12.0, 10.0, 0.0) == overlapped(12.0, 10.0)
+
+
+def test_async_tp_exposes_its_first_chunk_and_the_reduce_scatters_sm_share():
+    # 8 s of collectives in 4 chunks beside 10 s of GEMMs, σ = 0.2: the first 2 s wait for nothing to hide
+    # behind; the other 6 overlap and slow the GEMMs by 0.2·6 = 1.2 s → 3.2 s beyond the compute
+    assert chunked_overlap(8.0, 10.0, 4, 0.2) == pytest.approx(2.0 + 1.2)
+    # longer than the GEMMs: the rest sticks out, 2 + (6 − 3) = 5
+    assert chunked_overlap(8.0, 3.0, 4, 0.2) == pytest.approx(5.0)
+    # on H100 only the reduce-scatter half of the volume takes SMs: σ = 24/132 · 0.5
+    model = MODEL_PRESETS["llama2-70b"]
+    layout = Layout(tp=8, microbatches=2, async_tp=True, sequence_parallel=True)
+    plain = build_cost_model(model, H100, Layout(tp=8, microbatches=2, sequence_parallel=True))
+    overlapped_tp = build_cost_model(model, H100, layout)
+    comm = tp_layer_comm(model, layout, H100).forward
+    gemm = linear_times(model, layout, H100, model.seq_len, LayerKind.DENSE).forward
+    per_layer = chunked_overlap(comm, gemm, 8, 24 / 132 * 0.5)
+    assert per_layer == pytest.approx(comm / 8 + 24 / 132 * 0.5 * comm * 7 / 8)  # the GEMMs outlast the rest
+    assert plain.default.forward - overlapped_tp.default.forward == pytest.approx(
+        model.layers * (comm - per_layer), rel=1e-9)
     a100 = CHIP_PRESETS["a100-80gb"]
     assert a100.comm_sm_share == pytest.approx(24 / 108) and H100.comm_sm_share == pytest.approx(24 / 132)
     model = MODEL_PRESETS["llama2-7b"]

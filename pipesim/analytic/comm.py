@@ -177,6 +177,22 @@ def contended_overlap(comm: float, compute: float, sm_share: float) -> float:
     return max(sm_share * comm, comm - compute)
 
 
+# Share of a tensor-parallel collective's volume that runs on SMs when it is overlapped with the GEMMs
+# (Transformer Engine's userbuffers, what Megatron-LM's --tp-comm-overlap uses): the reduce-scatters run as
+# pipelined or bulk SM kernels (their num_sm, up to UB_MAX_SM = 32 in TE's comm_gemm_overlap), the all-gathers
+# as ring-exchange P2P copies that hold one SM (RingExchangeOverlapCfg's num_sm = 1). With sequence
+# parallelism the two move the same bytes, so half the volume takes SMs.
+TP_OVERLAP_SM_VOLUME = 0.5
+
+
+def chunked_overlap(comm: float, compute: float, chunks: int, sm_share: float) -> float:
+    """Exposed time of a collective cut into ``chunks`` pieces that run beside the GEMM consuming or producing
+    them (async TP): the first piece has nothing to hide behind, the rest overlap ``compute`` while holding
+    ``sm_share`` of the SMs (:func:`contended_overlap`)."""
+    first = comm / chunks
+    return first + contended_overlap(comm - first, compute, sm_share)
+
+
 @dataclass(frozen=True)
 class GradSync:
     """Data-parallel time for one stage's gradients (REDUCE_GRAD) and the post-step parameter all-gather."""

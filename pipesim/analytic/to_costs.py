@@ -38,8 +38,10 @@ from pipesim.analytic.activations import (
 )
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import (
+    TP_OVERLAP_SM_VOLUME,
     LayerComm,
     boundary_bandwidths,
+    chunked_overlap,
     contended_overlap,
     cp_ring_comm,
     dp_grad_sync,
@@ -201,11 +203,12 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
     if layout.async_tp:
         # Async TP (Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition"):
         # each collective is cut into tp chunks run beside the GEMM that consumes or produces it; the
-        # first chunk cannot overlap.
+        # first chunk cannot overlap, and the reduce-scatter half takes SMs from the GEMMs beside it.
         tokens = model.micro_batch * model.seq_len // layout.cp
         gemms = linear_times(model, layout, chip, tokens, kind)
-        tp = LayerComm(overlapped(tp.forward, gemms.forward, tp.forward / layout.tp),
-                       overlapped(tp.backward, gemms.backward_input, tp.backward / layout.tp))
+        share = chip.comm_sm_share * TP_OVERLAP_SM_VOLUME
+        tp = LayerComm(chunked_overlap(tp.forward, gemms.forward, layout.tp, share),
+                       chunked_overlap(tp.backward, gemms.backward_input, layout.tp, share))
     ring = cp_ring_comm(model, layout, chip)
     if layout.cp > 1:
         core = attention_core_times(model, layout, chip)

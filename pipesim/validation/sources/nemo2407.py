@@ -2,10 +2,14 @@
 
 Stated: model, GPUs, global batch, micro-batch, tp, pp, cp, virtual pipeline size. Inferred: the
 distributed optimizer (ZeRO-1), sequence parallelism when tp > 1, overlapped pipeline sends, fused
-attention, the model's own sequence length.
+attention, the model's own sequence length. Inferred from the NeMo-Framework-Launcher training configs of the
+same models (launcher_scripts/conf/training/gpt3/175b.yaml, llama/llama3_1_70b.yaml): TP communication
+overlapped with the GEMMs when tp > 1 (``ub_tp_comm_overlap: true`` → ``async_tp``), and selective
+recomputation for GPT-3 175B (``activations_checkpoint_granularity: selective``). Uncertain: that the summary's
+runs used those configs unchanged.
 """
 
-from pipesim.analytic.layout import Precision, ZeroStage
+from pipesim.analytic.layout import Precision, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "NVIDIA NeMo 24.07 performance summary (DGX-H100 FP8)"
@@ -13,7 +17,8 @@ SOURCE = "NVIDIA NeMo 24.07 performance summary (DGX-H100 FP8)"
 ROWS = [
     PublishedRun(SOURCE, name, "h100-sxm", gpus, batch, tp=tp, pp=pp, cp=cp, chunks=vp, micro_batch=mbs,
                  schedule="interleaved" if vp > 1 else "1f1b", sequence_parallel=tp > 1, zero=ZeroStage.OPTIMIZER,
-                 precision=Precision.FP8, overlap_p2p=True, tokens_per_gpu=tokens)
+                 precision=Precision.FP8, overlap_p2p=True, async_tp=tp > 1, tokens_per_gpu=tokens,
+                 recompute=Recompute.SELECTIVE if name == "gpt3-175b" else Recompute.NONE)
     for name, gpus, batch, mbs, tp, pp, cp, vp, tokens in [
         ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),
         ("llama2-7b", 8, 128, 1, 1, 1, 1, 1, 16847), ("llama2-13b", 16, 128, 1, 1, 4, 1, 10, 8646),
