@@ -67,6 +67,16 @@ def test_a_constant_no_row_informs_keeps_its_preset():
     assert chips_with({})["h100-sxm"] == CHIP_PRESETS["h100-sxm"]
 
 
+def test_the_gemm_rates_come_from_measurements_no_row_gave():
+    """Bekman's best shapes (H100 0.80, A100 0.86) at the sustained clocks (gpu-fryer 730/792, HPL 1305/1410):
+    independent of the table, so not refit per left-out source."""
+    assert not any("gemm_efficiency" in c.name and "fp8" not in c.name for c in FITTED_CONSTANTS)
+    h100, a100 = CHIP_PRESETS["h100-sxm"], CHIP_PRESETS["a100-80gb"]
+    assert (h100.gemm_efficiency, a100.gemm_efficiency) == (0.80, 0.86)
+    assert h100.gemm_efficiency * h100.sustained_clock_ratio == pytest.approx(0.80 * 730 / 792, abs=1e-3)
+    assert a100.gemm_efficiency * a100.sustained_clock_ratio == pytest.approx(0.86 * 1305 / 1410, abs=1e-3)
+
+
 def test_every_fitted_constant_has_its_provenance_and_its_preset_on_its_grid():
     for c in FITTED_CONSTANTS:
         assert len(c.provenance) > 40 and c.preset_value in c.grid

@@ -1,10 +1,13 @@
 """Every chip constant that was chosen by looking at published runs, with its provenance and how to re-derive it.
 
 A constant taken from an independent measurement (a datasheet, a kernel benchmark, a profile that no row of
-the table comes from) is not listed here: nothing in the published-runs table moved it. The ones below were
-either chosen while looking at the table (the Hopper attention rates, the FP8 share) or derived from a
-source whose rows are also in the table (Qi et al.'s P2P figures), so the table cannot tell how good they
-are. :mod:`pipesim.validation.loso` re-derives each from every source but one and predicts the one left out.
+the table comes from) is not listed here: nothing in the published-runs table moved it. The GEMM rates left this
+list when both their factors came from such measurements: the best shape of a short benchmark (Bekman's
+Maximum Achievable Matmul FLOPS: H100 0.80, A100 0.86) times the clock a training run sustains (gpu-fryer's
+sustained 8×H100 rate, the A100 clock NVIDIA's HPL peak assumes; ``ChipSpec.sustained_clock_ratio``).
+The ones below were either chosen while looking at the table (the Hopper attention rates, the FP8 share) or
+derived from a source whose rows are also in the table (Qi et al.'s P2P figures), so the table cannot tell how
+good they are. :mod:`pipesim.validation.loso` re-derives each from every source but one and predicts the one left out.
 
 Each constant names the rows that inform it (``informs``): a row whose step time does not depend on the
 constant says nothing about it, and fitting on it would only add noise. The grid spans what is physically
@@ -65,17 +68,7 @@ def _blocking_pipeline(run: PublishedRun) -> bool:
     return run.pp > 1 and not run.overlap_p2p
 
 
-_GEMM_GRID = (0.60, 0.64, 0.68, 0.72, 0.76, 0.80, 0.86, 0.92)
-_SUSTAINED = ("a short benchmark's best shape (Bekman, Maximum Achievable Matmul FLOPS), times the chip's sustained "
-              "clock ratio (an independent measurement, not refit); the shapes of a training run need not reach "
-              "it: re-derived here from the rows as the BF16 GEMM rate in training")
 FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
-    FittedConstant(
-        "hopper_gemm_efficiency", HOPPER, "0.80 from " + _SUSTAINED, _GEMM_GRID,
-        lambda run: run.chip in HOPPER, _set("gemm_efficiency"), _get("gemm_efficiency")),
-    FittedConstant(
-        "a100_gemm_efficiency", ("a100-80gb",), "0.86 from " + _SUSTAINED, _GEMM_GRID,
-        lambda run: run.chip == "a100-80gb", _set("gemm_efficiency"), _get("gemm_efficiency")),
     FittedConstant(
         "hopper_attention_forward", HOPPER,
         "FlashAttention-2 on H100 at 35 % of peak (Shah et al. 2024, abstract), chosen over FlashAttention-3's rates "
