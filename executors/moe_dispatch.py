@@ -76,7 +76,7 @@ def local_expert_order(recv_counts: torch.Tensor) -> tuple[torch.Tensor, list[in
     local expert e). Returns the permutation that groups them by local expert (source order kept within one)
     and the number of rows of each local expert."""
     ep, local = recv_counts.shape
-    expert_of_row = torch.arange(local).repeat(ep).repeat_interleave(recv_counts.reshape(-1))
+    expert_of_row = torch.arange(local, device=recv_counts.device).repeat(ep).repeat_interleave(recv_counts.reshape(-1))
     return torch.sort(expert_of_row, stable=True).indices, recv_counts.sum(dim=0).tolist()
 
 
