@@ -21,25 +21,30 @@ from executors.model import GPTStage, ModelConfig, init_full_weights  # noqa: E4
 from executors.moe import MoEConfig, MoELayer, init_moe_weights, is_expert, reference_moe  # noqa: E402
 from executors.moe_dispatch import inverse, local_expert_order, plan_dispatch, route  # noqa: E402
 from executors.parallel_context import ParallelContext  # noqa: E402
-from executors.runtime import RunConfig, reference_run, run_configs  # noqa: E402
+from executors.runtime import RunConfig, plan, reference_run, run_configs  # noqa: E402
 from executors.tp_layers import TPMode  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
 from tests.reference_checks import assert_matches_reference  # noqa: E402
 
-MOE = MoEConfig(experts=4, top_k=2, ffn_hidden=32)
-SHARED = MoEConfig(experts=4, top_k=2, ffn_hidden=32, shared_experts=1, first_dense_layers=1)
+MOE = MoEConfig(experts=4, top_k=2, ffn_hidden=64)  # 2·hidden, the flags' default
+SHARED = MoEConfig(experts=4, top_k=2, ffn_hidden=64, shared_experts=1, first_dense_layers=1)
 EP2 = Topology(dp=2, pp=2, ep=2)
+# The issue's done-when, from the command line's own flags (docs/moe.md shows it under torchrun).
+DONE_WHEN = "-s dualpipe-v --pp 2 --dp 2 --ep 2 --moe-experts 4 --moe-top-k 2 --mb 4 --steps 2"
 # name → (topology, schedule, MoE layers)
 CASES = {
     "1f1b-pp2-dp2-ep2": (EP2, "1f1b", MOE),
     "interleaved-pp2-dp2-ep2": (EP2, "interleaved", MOE),
-    "dualpipe-v-pp2-dp2-ep2": (EP2, "dualpipe-v", MOE),
+    "done-when": (EP2, "dualpipe-v", MOE),  # dualpipe-v at pp2·dp2·ep2, built from DONE_WHEN
     "1f1b-shared-first-dense-pp2-dp2-ep2": (EP2, "1f1b", SHARED),
     "1f1b-pp1-dp4-ep2": (Topology(dp=4, pp=1, ep=2), "1f1b", MOE),
 }
 
 
 def _config(name: str) -> RunConfig:
+    if name == "done-when":
+        cfg = run_cli.config_from_args(run_cli.parser().parse_args(DONE_WHEN.split()), world_size=4)
+        return RunConfig(**{**cfg.__dict__, "capture": True})
     topology, schedule, moe = CASES[name]
     return RunConfig(
         schedule=schedule, topology=topology, microbatches=4, steps=2, model=ModelConfig(moe=moe), capture=True
@@ -171,3 +176,11 @@ def test_bad_moe_flags_are_refused_in_one_line_before_any_process_group(monkeypa
     assert run_cli.main(argv.split()) == run_cli.EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("executors.run: error: ") and named in err[0], err
+
+
+def test_the_done_when_program_has_overlapped_pairs():
+    """DualPipe-V at pp2 with 4 microbatches runs F-and-B pairs (one half after the other on CPU)."""
+    cfg = _config("done-when")
+    assert cfg.model == ModelConfig(moe=MOE) and cfg.topology == EP2
+    program = plan(cfg, 4)
+    assert any(ins.overlap for code in program.ranks for ins in code)
