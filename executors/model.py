@@ -182,7 +182,11 @@ class Block(nn.Module):
         self.attn = Attention(f"{p}.attn", cfg, full, group, mode, ring)
         self.ln2 = _layer_norm(f"{p}.ln2", full, mode)
         moe = _is_moe(cfg, layer)
-        self.mlp = MoELayer(f"{p}.mlp", cfg.moe, full, ep_group) if moe else MLP(f"{p}.mlp", full, group, mode)
+        if moe:
+            sequence_parallel = mode is TPMode.REDUCE_SCATTER
+            self.mlp = MoELayer(f"{p}.mlp", cfg.moe, full, ep_group, sequence_parallel=sequence_parallel)
+        else:
+            self.mlp = MLP(f"{p}.mlp", full, group, mode)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))

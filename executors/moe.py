@@ -27,9 +27,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from executors.moe_dispatch import exchange, exchange_counts, inverse, local_expert_order, plan_dispatch, route
+from executors.tp_layers import ShardSpec, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
 from pipesim.errors import PipesimError
-from pipesim.topology import Topology
+from pipesim.topology import Dim, Topology
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,6 @@ class MoEConfig:
             raise PipesimError(
                 f"--moe-first-dense {self.first_dense_layers} leaves no MoE layer among --layers "
                 f"{layers}; lower it below {layers}"
-            )
-        if topology.tp > 1 or topology.cp > 1:
-            raise PipesimError(
-                f"--moe-experts runs with --tp 1 and --cp 1 (got --tp {topology.tp} --cp "
-                f"{topology.cp}): the executor's expert layers are not tensor- or context-parallel"
             )
         if self.experts % topology.ep:
             raise PipesimError(
@@ -118,9 +114,15 @@ class MoELayer(nn.Module):
     Forward: route every token, dispatch its k copies to the EP ranks owning their experts (counts first, then
     the rows), run the local experts on what arrived, combine the outputs back and sum them weighted by the
     gates (:mod:`executors.moe_dispatch`). ``ep_group`` None: one EP rank holding every expert.
+
+    Not tensor-parallel: each TP rank holds the whole layer. Under Megatron's all-reduce mode the TP ranks then
+    compute the same thing on the same tokens; under sequence parallelism (``sequence_parallel``) each routes
+    its own slice of the sequence, so every weight's gradient is partial over TP (summed at REDUCE_GRAD).
     """
 
-    def __init__(self, prefix: str, moe: MoEConfig, full: dict[str, torch.Tensor], ep_group):
+    def __init__(
+        self, prefix: str, moe: MoEConfig, full: dict[str, torch.Tensor], ep_group, *, sequence_parallel=False
+    ):
         super().__init__()
         self.moe, self.group = moe, ep_group
         self.ep = 1 if ep_group is None else dist.get_world_size(ep_group)
@@ -146,6 +148,8 @@ class MoELayer(nn.Module):
             }
         )
         self.weight_grad_store: WeightGradStore | None = None
+        for param in self.parameters():
+            set_shard_spec(param, ShardSpec(partial_grad_over=Dim.TP if sequence_parallel else None))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         s, b, h = x.shape

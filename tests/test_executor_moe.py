@@ -31,13 +31,19 @@ SHARED = MoEConfig(experts=4, top_k=2, ffn_hidden=64, shared_experts=1, first_de
 EP2 = Topology(dp=2, pp=2, ep=2)
 # The done-when, from the command line's own flags (docs/moe.md shows it under torchrun).
 DONE_WHEN = "-s dualpipe-v --pp 2 --dp 2 --ep 2 --moe-experts 4 --moe-top-k 2 --mb 4 --steps 2"
-# name → (topology, schedule, MoE layers)
+AR, RS = TPMode.ALL_REDUCE, TPMode.REDUCE_SCATTER
+# name → (topology, schedule, MoE layers, TP mode)
 CASES = {
-    "1f1b-pp2-dp2-ep2": (EP2, "1f1b", MOE),
-    "interleaved-pp2-dp2-ep2": (EP2, "interleaved", MOE),
-    "done-when": (EP2, "dualpipe-v", MOE),  # dualpipe-v at pp2·dp2·ep2, built from DONE_WHEN
-    "1f1b-shared-first-dense-pp2-dp2-ep2": (EP2, "1f1b", SHARED),
-    "1f1b-pp1-dp4-ep2": (Topology(dp=4, pp=1, ep=2), "1f1b", MOE),
+    "1f1b-pp2-dp2-ep2": (EP2, "1f1b", MOE, AR),
+    "interleaved-pp2-dp2-ep2": (EP2, "interleaved", MOE, AR),
+    "done-when": (EP2, "dualpipe-v", MOE, AR),  # dualpipe-v at pp2·dp2·ep2, built from DONE_WHEN
+    "1f1b-shared-first-dense-pp2-dp2-ep2": (EP2, "1f1b", SHARED, AR),
+    "1f1b-pp1-dp4-ep2": (Topology(dp=4, pp=1, ep=2), "1f1b", MOE, AR),
+    # The layer replicated over TP: all TP ranks compute it (all-reduce mode), or each its sequence slice.
+    "1f1b-tp2-dp2-ep2": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, AR),
+    "1f1b-tp2-dp2-ep2-sequence-parallel": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, RS),
+    # EP folded over the cp ranks; a split backward (I, then W) on a V placement.
+    "zb-v-cp2-pp2-ep2": (Topology(cp=2, pp=2, ep=2), "zb-v", MOE, AR),
 }
 
 
@@ -45,9 +51,15 @@ def _config(name: str) -> RunConfig:
     if name == "done-when":
         cfg = run_cli.config_from_args(run_cli.parser().parse_args(DONE_WHEN.split()), world_size=4)
         return RunConfig(**{**cfg.__dict__, "capture": True})
-    topology, schedule, moe = CASES[name]
+    topology, schedule, moe, mode = CASES[name]
     return RunConfig(
-        schedule=schedule, topology=topology, microbatches=4, steps=2, model=ModelConfig(moe=moe), capture=True
+        schedule=schedule,
+        topology=topology,
+        microbatches=4,
+        steps=2,
+        model=ModelConfig(moe=moe),
+        tp_mode=mode,
+        capture=True,
     )
 
 
@@ -167,7 +179,6 @@ def test_layer_at_ep1_equals_the_reference_forward_and_backward():
         ("--moe-experts 4 --moe-top-k 5 --pp 2", 2, "--moe-top-k 5"),
         ("--moe-top-k 2 --pp 2", 2, "--moe-top-k describes MoE layers"),
         ("--ep 2 --dp 2 --pp 1", 2, "--ep 2 shards experts, but the model is dense"),
-        ("--moe-experts 4 --tp 2 --pp 1", 2, "--tp 1 and --cp 1"),
         ("--moe-experts 4 --moe-first-dense 4 --pp 2", 2, "--moe-first-dense 4"),
     ],
 )
