@@ -8,11 +8,11 @@ blocks keep the dense MLP (DeepSeek's ``first_k_dense_replace``). No token is dr
 and there is no load-balancing loss, so the layer is a deterministic function of its input and the one-process
 reference computes exactly the same numbers.
 
-Expert parallelism folds over the data-parallel ranks as in Megatron-Core (:mod:`pipesim.topology`): EP rank j
-of an EP group holds the routed experts ``j·E/ep … (j+1)·E/ep − 1`` of every MoE layer of its stages; the
-router and shared experts are replicated like every dense weight. Expert parameters carry
+Expert parallelism folds over the dp×cp ranks as in Megatron-Core (:mod:`pipesim.topology`): EP rank j of an
+EP group holds the routed experts ``j·E/ep … (j+1)·E/ep − 1`` of every MoE layer of its stages; the router and
+shared experts are replicated like every dense weight, and the whole layer over TP. Expert parameters carry
 ``pipesim_expert = True`` (:func:`is_expert`): their gradients sync over the expert data-parallel group, not
-over dp (:mod:`executors.moe_compute`).
+over dp×cp (:mod:`executors.moe_compute`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Gradient sync of a MoE GPT: dense weights over dp, routed experts over their expert data-parallel group.
+"""Gradient sync of a MoE GPT: dense weights over dp×cp, routed experts over their expert data-parallel group.
 
-Each EP rank holds distinct experts, so summing expert gradients over dp (as :class:`TorchCompute` does for
+Each EP rank holds distinct experts, so summing expert gradients over dp×cp (as :class:`TorchCompute` does for
 dense weights) would add unrelated tensors. An expert's gradient on its rank already sums the gradients of the
 losses of every EP rank whose tokens it served (the combine and dispatch all-to-alls carried them back); the
-expert data-parallel group (the ranks holding the same experts, dp/ep of them, possibly one) sums the rest,
-and dividing by dp — as for the dense weights — gives the gradient of the global batch mean.
+expert data-parallel group (the ranks holding the same experts, dp·cp/ep of them, possibly one) sums the rest,
+and dividing by dp·cp — as for the dense weights — gives the gradient of the global batch mean.
 """
 
 from __future__ import annotations

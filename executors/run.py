@@ -10,7 +10,7 @@ NCCL) is proven deadlock-free under NCCL's grouped point-to-point semantics (pip
 ``eager`` (default on gloo) is lower()'s, and on NCCL is refused before any communication when not proven
 safe, unless ``--allow-unsafe-p2p``. ``--cp N`` splits each sequence over N ranks (load-balanced chunks,
 ring attention: :mod:`executors.ring_attention`); ``--seq-len`` must divide by 2·N. ``--moe-experts E``
-makes the blocks mixture-of-experts, their experts sharded over ``--ep`` data-parallel ranks
+makes the blocks mixture-of-experts, their experts sharded over ``--ep`` data- (or context-) parallel ranks
 (:mod:`executors.moe`).
 """
 
@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
         layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
     layout.add_argument("--ep", type=positive_int, default=1,
                         help="expert-parallel degree, folded over the dp ranks: each EP rank holds E/ep experts "
-                        "of every MoE layer (needs --moe-experts; divides --dp) (default 1)")
+                        "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)")
     layout.add_argument("--pp", type=positive_int, default=None,
                         help="pipeline ranks (default: world size / (tp·cp·dp))")
     layout.add_argument("--mb", type=positive_int, default=None,
