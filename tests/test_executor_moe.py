@@ -2,11 +2,12 @@
 
 A spawned four-process gloo world runs a MoE GPT (top-2 of 4 experts) with its experts sharded over EP ranks
 and the tokens dispatched and combined by all-to-all: pp2·dp2·ep2 under 1F1B, interleaved and DualPipe-V (whose
-overlapped pairs run one half after the other on CPU), shared experts with a dense first block, and pp1·dp4·ep2
-(experts replicated twice: their gradients sync over an expert data-parallel group of two). Losses, every
-gradient and the parameters after two steps equal the single-process run with all experts (fp32 tolerance).
-Process-free: the router, the dispatch arithmetic (an exchange between simulated EP ranks), the layer at ep = 1
-against the reference, and the refusals.
+overlapped pairs run one half after the other on CPU; also its grouped-safe Program, transfers issued in groups
+as on NCCL), shared experts with a dense first block, pp1·dp4·ep2 (experts replicated twice: their gradients
+sync over an expert data-parallel group of two), tp2·dp2·ep2 in both TP modes and cp2·pp2·ep2 under ZB-V.
+Losses, every gradient and the parameters after two steps equal the single-process run with all experts (fp32
+tolerance). Process-free: the router, the dispatch arithmetic (an exchange between simulated EP ranks), the
+layer at ep = 1 against the reference, and the refusals.
 """
 
 from functools import cache
@@ -23,6 +24,7 @@ from executors.moe_dispatch import inverse, local_expert_order, plan_dispatch, r
 from executors.parallel_context import ParallelContext  # noqa: E402
 from executors.runtime import RunConfig, plan, reference_run, run_configs  # noqa: E402
 from executors.tp_layers import TPMode  # noqa: E402
+from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
 from tests.reference_checks import assert_matches_reference  # noqa: E402
 
@@ -32,18 +34,20 @@ EP2 = Topology(dp=2, pp=2, ep=2)
 # The issue's done-when, from the command line's own flags (docs/moe.md shows it under torchrun).
 DONE_WHEN = "-s dualpipe-v --pp 2 --dp 2 --ep 2 --moe-experts 4 --moe-top-k 2 --mb 4 --steps 2"
 AR, RS = TPMode.ALL_REDUCE, TPMode.REDUCE_SCATTER
-# name → (topology, schedule, MoE layers, TP mode)
+# name → (topology, schedule, MoE layers, TP mode, P2P lowering: None is gloo's eager default)
 CASES = {
-    "1f1b-pp2-dp2-ep2": (EP2, "1f1b", MOE, AR),
-    "interleaved-pp2-dp2-ep2": (EP2, "interleaved", MOE, AR),
-    "done-when": (EP2, "dualpipe-v", MOE, AR),  # dualpipe-v at pp2·dp2·ep2, built from DONE_WHEN
-    "1f1b-shared-first-dense-pp2-dp2-ep2": (EP2, "1f1b", SHARED, AR),
-    "1f1b-pp1-dp4-ep2": (Topology(dp=4, pp=1, ep=2), "1f1b", MOE, AR),
+    "1f1b-pp2-dp2-ep2": (EP2, "1f1b", MOE, AR, None),
+    "interleaved-pp2-dp2-ep2": (EP2, "interleaved", MOE, AR, None),
+    "done-when": (EP2, "dualpipe-v", MOE, AR, None),  # dualpipe-v at pp2·dp2·ep2, built from DONE_WHEN
+    "1f1b-shared-first-dense-pp2-dp2-ep2": (EP2, "1f1b", SHARED, AR, None),
+    "1f1b-pp1-dp4-ep2": (Topology(dp=4, pp=1, ep=2), "1f1b", MOE, AR, None),
     # The layer replicated over TP: all TP ranks compute it (all-reduce mode), or each its sequence slice.
-    "1f1b-tp2-dp2-ep2": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, AR),
-    "1f1b-tp2-dp2-ep2-sequence-parallel": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, RS),
+    "1f1b-tp2-dp2-ep2": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, AR, None),
+    "1f1b-tp2-dp2-ep2-sequence-parallel": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, RS, None),
     # EP folded over the cp ranks; a split backward (I, then W) on a V placement.
-    "zb-v-cp2-pp2-ep2": (Topology(cp=2, pp=2, ep=2), "zb-v", MOE, AR),
+    "zb-v-cp2-pp2-ep2": (Topology(cp=2, pp=2, ep=2), "zb-v", MOE, AR, None),
+    # What NCCL runs: the grouped-safe Program, each run of transfers issued as one group.
+    "dualpipe-v-pp2-dp2-ep2-p2p-grouped": (EP2, "dualpipe-v", MOE, AR, P2PLowering.GROUPED),
 }
 
 
@@ -51,7 +55,7 @@ def _config(name: str) -> RunConfig:
     if name == "done-when":
         cfg = run_cli.config_from_args(run_cli.parser().parse_args(DONE_WHEN.split()), world_size=4)
         return RunConfig(**{**cfg.__dict__, "capture": True})
-    topology, schedule, moe, mode = CASES[name]
+    topology, schedule, moe, mode, p2p = CASES[name]
     return RunConfig(
         schedule=schedule,
         topology=topology,
@@ -59,6 +63,7 @@ def _config(name: str) -> RunConfig:
         steps=2,
         model=ModelConfig(moe=moe),
         tp_mode=mode,
+        p2p=p2p,
         capture=True,
     )
 
