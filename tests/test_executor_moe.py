@@ -200,3 +200,12 @@ def test_the_done_when_program_has_overlapped_pairs():
     assert cfg.model == ModelConfig(moe=MOE) and cfg.topology == EP2
     program = plan(cfg, 4)
     assert any(ins.overlap for code in program.ranks for ins in code)
+
+
+def test_emulation_of_moe_layers_is_refused(tmp_path, monkeypatch, capsys):
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("time_unit: s\ndefault: {forward: 0.001, backward: 0.002}\n")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert run_cli.main(["--pp", "2", "--moe-experts", "4", "--emulate", str(costs)]) == run_cli.EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--emulate does not model MoE layers" in err[0], err
