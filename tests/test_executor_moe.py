@@ -4,10 +4,10 @@ A spawned four-process gloo world runs a MoE GPT (top-2 of 4 experts) with its e
 and the tokens dispatched and combined by all-to-all: pp2·dp2·ep2 under 1F1B, interleaved and DualPipe-V (whose
 overlapped pairs run one half after the other on CPU; also its grouped-safe Program, transfers issued in groups
 as on NCCL), shared experts with a dense first block, pp1·dp4·ep2 (experts replicated twice: their gradients
-sync over an expert data-parallel group of two), tp2·dp2·ep2 in both TP modes and cp2·pp2·ep2 under ZB-V.
-Losses, every gradient and the parameters after two steps equal the single-process run with all experts (fp32
-tolerance). Process-free: the router, the dispatch arithmetic (an exchange between simulated EP ranks), the
-layer at ep = 1 against the reference, and the refusals.
+sync over an expert data-parallel group of two), pp2·dp2 at ep = 1, tp2·dp2·ep2 in both TP modes and
+cp2·pp2·ep2 under ZB-V. Losses, every gradient and the parameters after two steps equal the single-process run
+with all experts (fp32 tolerance). Process-free: the router, the dispatch arithmetic (an exchange between
+simulated EP ranks), the layer at ep = 1 against the reference, and the refusals.
 """
 
 from functools import cache
@@ -41,6 +41,8 @@ CASES = {
     "done-when": (EP2, "dualpipe-v", MOE, AR, None),  # dualpipe-v at pp2·dp2·ep2, built from DONE_WHEN
     "1f1b-shared-first-dense-pp2-dp2-ep2": (EP2, "1f1b", SHARED, AR, None),
     "1f1b-pp1-dp4-ep2": (Topology(dp=4, pp=1, ep=2), "1f1b", MOE, AR, None),
+    # ep = 1: every dp rank holds every expert, and expert gradients average over dp like dense ones.
+    "1f1b-pp2-dp2-ep1": (Topology(dp=2, pp=2), "1f1b", MOE, AR, None),
     # The layer replicated over TP: all TP ranks compute it (all-reduce mode), or each its sequence slice.
     "1f1b-tp2-dp2-ep2": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, AR, None),
     "1f1b-tp2-dp2-ep2-sequence-parallel": (Topology(tp=2, dp=2, pp=1, ep=2), "1f1b", MOE, RS, None),
