@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     for flag, what in (("--tp", "tensor"), ("--cp", "context"), ("--dp", "data")):
         layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
     layout.add_argument("--ep", type=positive_int, default=1,
-                        help="expert-parallel degree, folded over the dp ranks: each EP rank holds E/ep experts "
+                        help="expert-parallel degree, folded over the dp×cp ranks: each EP rank holds E/ep experts "
                         "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)")
     layout.add_argument("--pp", type=positive_int, default=None,
                         help="pipeline ranks (default: world size / (tp·cp·dp))")

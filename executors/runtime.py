@@ -313,7 +313,8 @@ def gather_full_state(
     # DP/CP replicas hold identical copies; of the routed experts, the first EP group holds one copy of each.
     first_replica = ctx.coords.dp == 0 and ctx.coords.cp == 0
     for p in params:
-        if first_replica if not is_expert(p) else ctx.expert_replica == 0:
+        holds_copy = ctx.expert_replica == 0 if is_expert(p) else first_replica
+        if holds_copy:
             spec = shard_spec(p)
             if spec.dim is not None or ctx.tp_rank == 0:
                 entries.append((spec, ctx.tp_rank, tensors[spec.name].detach().cpu().clone()))
