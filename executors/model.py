@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from executors import collectives as C
+from executors.moe import MoEConfig, MoELayer, init_moe_weights, reference_moe
 from executors.ring_attention import Ring, ring_attention
 from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, TPMode, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
@@ -42,6 +43,7 @@ class ModelConfig:
     seed: int = 0
     # Layers per stage, stage 0 first (pipesim simulate's --stage-layers); None: the even split below.
     stage_layers: tuple[int, ...] | None = None
+    moe: MoEConfig | None = None  # mixture-of-experts MLPs (executors.moe); None: every block dense
 
     def check(self, tp: int, mode: TPMode, cp: int = 1) -> None:
         """One-line errors for sizes the TP and CP layouts cannot split."""
@@ -70,7 +72,8 @@ def model_file_dict(cfg: ModelConfig, name: str = "executor-gpt") -> dict:
     return {"name": name, "layers": cfg.layers, "hidden": cfg.hidden, "heads": cfg.heads,
             "ffn_hidden": 4 * cfg.hidden, "vocab": cfg.vocab, "seq_len": cfg.seq_len,
             "micro_batch": cfg.micro_batch_size, "dtype_bytes": 4, "gated": False, "dropout": False,
-            "bias": False, "rms_norm": False, "learned_positions": True, "tied_embeddings": False}
+            "bias": False, "rms_norm": False, "learned_positions": True, "tied_embeddings": False,
+            **(cfg.moe.model_file_keys() if cfg.moe else {})}
 
 
 def init_full_weights(cfg: ModelConfig) -> dict[str, torch.Tensor]:
@@ -92,11 +95,18 @@ def init_full_weights(cfg: ModelConfig) -> dict[str, torch.Tensor]:
         weights[f"{p}.attn.qkv.weight"] = normal(3 * h, h)
         weights[f"{p}.attn.proj.weight"] = normal(h, h, scale=std / math.sqrt(2 * cfg.layers))
         weights.update(norm_pair(f"{p}.ln2"))
+        if _is_moe(cfg, layer):
+            weights.update(init_moe_weights(f"{p}.mlp", cfg.moe, h, cfg.layers, normal))
+            continue
         weights[f"{p}.mlp.fc1.weight"] = normal(4 * h, h)
         weights[f"{p}.mlp.fc2.weight"] = normal(h, 4 * h, scale=std / math.sqrt(2 * cfg.layers))
     weights.update(norm_pair("ln_f"))
     weights["head.weight"] = normal(cfg.vocab, h)
     return weights
+
+
+def _is_moe(cfg: ModelConfig, layer: int) -> bool:
+    return cfg.moe is not None and cfg.moe.is_moe_layer(layer)
 
 
 def synthetic_batch(cfg: ModelConfig, step: int, global_batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,13 +175,18 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, layer, cfg, full, group, mode, ring=None):
+    def __init__(self, layer, cfg, full, group, mode, ring=None, ep_group=None):
         super().__init__()
         p = f"blocks.{layer}"
         self.ln1 = _layer_norm(f"{p}.ln1", full, mode)
         self.attn = Attention(f"{p}.attn", cfg, full, group, mode, ring)
         self.ln2 = _layer_norm(f"{p}.ln2", full, mode)
-        self.mlp = MLP(f"{p}.mlp", full, group, mode)
+        moe = _is_moe(cfg, layer)
+        if moe:
+            sequence_parallel = mode is TPMode.REDUCE_SCATTER
+            self.mlp = MoELayer(f"{p}.mlp", cfg.moe, full, ep_group, sequence_parallel=sequence_parallel)
+        else:
+            self.mlp = MLP(f"{p}.mlp", full, group, mode)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
@@ -192,6 +207,9 @@ class GPTStage(nn.Module):
     global positions ``positions``; attention runs as a ring over the cp group, and the loss is the mean over
     these tokens (every cp rank holds equally many, so the mean over cp ranks is the full-sequence mean).
 
+    Mixture of experts (``cfg.moe``): the MoE blocks' routed experts are this rank's share of the ``ep_group``
+    (:class:`~executors.moe.MoELayer`); ``ep_group`` None holds them all.
+
     Parameter names equal the full model's state-dict keys, and each carries a :class:`ShardSpec`.
     """
 
@@ -206,6 +224,7 @@ class GPTStage(nn.Module):
         mode: TPMode,
         cp_ring: Ring | None = None,
         positions: torch.Tensor | None = None,
+        ep_group: dist.ProcessGroup | None = None,
     ):
         super().__init__()
         self.cfg, self.stage, self.mode, self.tp_group = cfg, stage, mode, tp_group
@@ -219,7 +238,7 @@ class GPTStage(nn.Module):
             self.pos.weight = _replicated(full["pos.weight"])
         self.blocks = nn.ModuleDict(
             {
-                str(layer): Block(layer, cfg, full, tp_group, mode, cp_ring)
+                str(layer): Block(layer, cfg, full, tp_group, mode, cp_ring, ep_group)
                 for layer in layers_of_stage(cfg, stage, num_stages)
             }
         )
@@ -289,6 +308,9 @@ class ReferenceGPT(nn.Module):
             q, k, v = qkv.view(batch, s, cfg.heads, 3, hd).permute(3, 0, 2, 1, 4).unbind(0)
             att = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, s, h)
             x = x + att @ w[f"{p}.attn.proj.weight"].t()
+            if _is_moe(cfg, layer):
+                x = x + reference_moe(norm(x, f"{p}.ln2"), w, f"{p}.mlp", cfg.moe)
+                continue
             x = x + F.gelu(norm(x, f"{p}.ln2") @ w[f"{p}.mlp.fc1.weight"].t()) @ w[f"{p}.mlp.fc2.weight"].t()
         logits = norm(x, "ln_f") @ w["head.weight"].t()
         return F.cross_entropy(logits.reshape(-1, cfg.vocab), targets.reshape(-1))

@@ -38,6 +38,10 @@ class ParallelContext:
     pp_group: dist.ProcessGroup
     dp_cp_group: dist.ProcessGroup
     pp_ranks: tuple[int, ...]  # global rank of each pipeline rank that shares this rank's (tp, cp, dp)
+    # Expert parallelism (folded over dp×cp, pipesim.topology): the all-to-all group (None: ep = 1) and the group
+    # that syncs expert gradients (ep = 1: dp×cp itself; None: this rank holds the only copy of its experts).
+    ep_group: dist.ProcessGroup | None = None
+    expert_dp_group: dist.ProcessGroup | None = None
 
     @classmethod
     def create(cls, topology: Topology) -> ParallelContext:
@@ -53,6 +57,11 @@ class ParallelContext:
                 group = dist.new_group(ranks)
                 if rank in ranks:
                     mine[dims], members[dims] = group, ranks
+        ep_group, expert_dp_group = None, mine[(Dim.DP, Dim.CP)]
+        if topology.ep > 1:
+            ep_group = _own_group(topology.ep_groups(), rank)
+            replicated = topology.ep < topology.dp * topology.cp
+            expert_dp_group = _own_group(topology.expert_dp_groups(), rank) if replicated else None
         return cls(
             topology=topology,
             rank=rank,
@@ -63,7 +72,14 @@ class ParallelContext:
             pp_group=mine[(Dim.PP,)],
             dp_cp_group=mine[(Dim.DP, Dim.CP)],
             pp_ranks=tuple(members[(Dim.PP,)]),
+            ep_group=ep_group,
+            expert_dp_group=expert_dp_group,
         )
+
+    @property
+    def expert_replica(self) -> int:
+        """Which copy of this rank's experts it holds: its EP group's index within its dp×cp group."""
+        return (self.coords.dp * self.topology.cp + self.coords.cp) // self.topology.ep
 
     @property
     def pp_rank(self) -> int:
@@ -84,3 +100,13 @@ class ParallelContext:
     def peer(self, pp_rank: int) -> int:
         """Global rank of pipeline rank ``pp_rank`` in this rank's pipeline (same tp, cp, dp)."""
         return self.pp_ranks[pp_rank]
+
+
+def _own_group(groups: list[list[int]], rank: int) -> dist.ProcessGroup:
+    """Create every group (new_group is collective over the world) and return this rank's."""
+    own = None
+    for ranks in groups:
+        group = dist.new_group(ranks)
+        if rank in ranks:
+            own = group
+    return own

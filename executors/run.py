@@ -9,7 +9,9 @@ Backend: NCCL when CUDA is available, gloo otherwise. ``--p2p`` picks the Progra
 NCCL) is proven deadlock-free under NCCL's grouped point-to-point semantics (pipesim.program.grouped);
 ``eager`` (default on gloo) is lower()'s, and on NCCL is refused before any communication when not proven
 safe, unless ``--allow-unsafe-p2p``. ``--cp N`` splits each sequence over N ranks (load-balanced chunks,
-ring attention: :mod:`executors.ring_attention`); ``--seq-len`` must divide by 2·N.
+ring attention: :mod:`executors.ring_attention`); ``--seq-len`` must divide by 2·N. ``--moe-experts E``
+makes the blocks mixture-of-experts, their experts sharded over ``--ep`` data- (or context-) parallel ranks
+(:mod:`executors.moe`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import timedelta
 
 from executors.interpreter import FailMode
 from executors.model import ModelConfig
+from executors.moe import MoEConfig
 from executors.runtime import OptimizerKind, RunConfig, p2p_lowering, plan
 from executors.tp_layers import TPMode
 from pipesim.cli.arg_types import non_negative_int, positive_float, positive_int
@@ -80,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
     layout = p.add_argument_group("layout (tp·cp·dp·pp must equal the number of processes torchrun starts)")
     for flag, what in (("--tp", "tensor"), ("--cp", "context"), ("--dp", "data")):
         layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
+    layout.add_argument("--ep", type=positive_int, default=1,
+                        help="expert-parallel degree, folded over the dp×cp ranks: each EP rank holds E/ep experts "
+                        "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)")
     layout.add_argument("--pp", type=positive_int, default=None,
                         help="pipeline ranks (default: world size / (tp·cp·dp))")
     layout.add_argument("--mb", type=positive_int, default=None,
@@ -97,6 +103,17 @@ def parser() -> argparse.ArgumentParser:
                        help="sgd (momentum 0.9) or adamw (weight decay 0.01) (default sgd)")
     train.add_argument("--lr", type=positive_float, default=0.1, help="learning rate, finite and > 0 (default 0.1)")
     add_model_args(p.add_argument_group("model (a small GPT; sizes in elements)"), "the pp·v stages")
+    moe = p.add_argument_group("mixture of experts (default: a dense GPT)")
+    moe.add_argument("--moe-experts", type=positive_int, default=None, metavar="E",
+                     help="routed experts per MoE layer; makes the blocks MoE (default: none, dense)")
+    moe.add_argument("--moe-top-k", type=positive_int, default=None, metavar="K",
+                     help="experts each token is routed to (default 2)")
+    moe.add_argument("--moe-ffn-hidden", type=positive_int, default=None, metavar="F",
+                     help="one expert's inner width (default 2·hidden)")
+    moe.add_argument("--moe-shared-experts", type=non_negative_int, default=None, metavar="N",
+                     help="experts every token goes through, each of width F (default 0)")
+    moe.add_argument("--moe-first-dense", type=non_negative_int, default=None, metavar="N",
+                     help="the first N blocks keep the dense MLP (default 0)")
     p.add_argument("--emulate", metavar="COSTS",
                    help="costs file (.json/.yaml, as pipesim simulate --costs reads it, durations in seconds): "
                    "each compute instruction sleeps its cost instead of computing, while tensors of the real "
@@ -184,12 +201,10 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         fail_at = (int(rank), Instruction.parse(text))
     emulate = CostModel.load(args.emulate) if args.emulate else None
     costs = CostModel.load(args.costs) if args.costs else None
-    model = ModelConfig(
-        args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed
-    )
+    model = model_config(args)
     return RunConfig(
         schedule=_schedule_of(args),
-        topology=Topology(args.tp, args.cp, args.dp, pp),
+        topology=Topology(args.tp, args.cp, args.dp, pp, ep=args.ep),
         microbatches=args.mb,
         chunks=args.chunks,
         steps=args.steps,
@@ -206,6 +221,29 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
     )
 
 
+_MOE_FLAGS = ("moe_top_k", "moe_ffn_hidden", "moe_shared_experts", "moe_first_dense")
+
+
+def model_config(args: argparse.Namespace) -> ModelConfig:
+    """The model flags as a ModelConfig; MoE flags without ``--moe-experts`` are refused."""
+    moe = None
+    if args.moe_experts is not None:
+        moe = MoEConfig(
+            args.moe_experts,
+            2 if args.moe_top_k is None else args.moe_top_k,
+            2 * args.hidden if args.moe_ffn_hidden is None else args.moe_ffn_hidden,
+            args.moe_shared_experts or 0,
+            args.moe_first_dense or 0,
+        )
+    else:
+        given = [name for name in _MOE_FLAGS if getattr(args, name) is not None]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise PipesimError(f"{flag} describes MoE layers, but the model is dense; add --moe-experts E")
+    return ModelConfig(args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab,
+                       args.seed, moe=moe)
+
+
 def write_model_file(args: argparse.Namespace) -> int:
     """``--print-model-file``: the model flags as a pipesim model file (rank 0 writes; atomic)."""
     import yaml
@@ -216,8 +254,7 @@ def write_model_file(args: argparse.Namespace) -> int:
     check_output_path(args.print_model_file, "--print-model-file")
     if not args.print_model_file.lower().endswith((".yaml", ".yml")):
         raise PipesimError(f"--print-model-file {args.print_model_file}: use a .yaml file")
-    cfg = ModelConfig(args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab,
-                      args.seed)
+    cfg = model_config(args)
     cfg.check(1, TPMode.ALL_REDUCE)
     if int(os.environ.get("RANK", "0")) == 0:
         write_text_atomic(args.print_model_file, yaml.safe_dump(model_file_dict(cfg), sort_keys=False))
@@ -291,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{program.name}: tp {t.tp} cp {t.cp} dp {t.dp} pp {t.pp}, {program.shape.microbatches} microbatches, "
                 f"{program.shape.chunks} chunk(s)/rank, {cfg.tp_mode.value}, {'nccl' if cuda else 'gloo'}, "
                 f"p2p {p2p_lowering(cfg, cuda).value}"
+                + (f", MoE {m.experts} experts top-{m.top_k} over ep {t.ep}" if (m := cfg.model.moe) else "")
                 + (f", compute emulated from {args.emulate}" if emulated else ""),
                 flush=True,
             )

@@ -34,6 +34,8 @@ from executors.model import (
     layers_of_stage,
     synthetic_batch,
 )
+from executors.moe import is_expert
+from executors.moe_compute import MoECompute
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
 from executors.ring_attention import GroupRing, local_positions, split_sequence
@@ -87,6 +89,7 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
     """
     cfg.topology.check_world(world_size)
     cfg.model.check(cfg.topology.tp, cfg.tp_mode, cfg.topology.cp)
+    _check_moe(cfg)
     source = load_schedule(cfg.schedule)
     costs = cfg.costs
     if cfg.costs is not None and "costs" not in source.build_options:
@@ -110,6 +113,19 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
     if cfg.emulate is not None:
         check_emulation_costs(cfg.emulate, program)
     return program
+
+
+def _check_moe(cfg: RunConfig) -> None:
+    """MoE runs: the layer's own limits, and the runtime paths it does not take."""
+    moe = cfg.model.moe
+    if moe is None:
+        if cfg.topology.ep > 1:
+            raise PipesimError(f"--ep {cfg.topology.ep} shards experts, but the model is dense; add --moe-experts")
+        return
+    moe.check(cfg.model.layers, cfg.topology)
+    if cfg.emulate is not None:
+        raise PipesimError("--emulate does not model MoE layers (no all-to-all is emulated); drop --emulate or "
+                           "--moe-experts")
 
 
 def resolved_microbatches(cfg: RunConfig, source) -> int:
@@ -189,7 +205,7 @@ def execute(
     stages = {
         chunk: GPTStage(
             mcfg, shape.stage(ctx.pp_rank, chunk), shape.num_stages, chunk, full, ctx.tp_group, cfg.tp_mode,
-            ring, positions,
+            ring, positions, ctx.ep_group,
         ).to(device)
         for chunk in range(shape.chunks)
     }
@@ -222,7 +238,7 @@ def execute(
             device=device, num_stages=shape.num_stages, tp_mode=cfg.tp_mode,
         )
     else:
-        compute = TorchCompute(
+        compute = (MoECompute if mcfg.moe else TorchCompute)(
             ctx, stages, optimizer, meter, microbatches=shape.microbatches, num_stages=shape.num_stages
         )
     interpreter = Interpreter(
@@ -294,8 +310,11 @@ def gather_full_state(
 ) -> dict[str, torch.Tensor]:
     """Reassemble full tensors on global rank 0 from the shards, using each parameter's ShardSpec."""
     entries = []
-    if ctx.coords.dp == 0 and ctx.coords.cp == 0:  # DP/CP replicas hold identical copies
-        for p in params:
+    # DP/CP replicas hold identical copies; of the routed experts, the first EP group holds one copy of each.
+    first_replica = ctx.coords.dp == 0 and ctx.coords.cp == 0
+    for p in params:
+        holds_copy = ctx.expert_replica == 0 if is_expert(p) else first_replica
+        if holds_copy:
             spec = shard_spec(p)
             if spec.dim is not None or ctx.tp_rank == 0:
                 entries.append((spec, ctx.tp_rank, tensors[spec.name].detach().cpu().clone()))
