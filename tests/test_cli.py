@@ -17,6 +17,31 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pipesim.cli.main", *args], capture_output=True, text=True, timeout=60)
 
 
+@pytest.fixture
+def cli(capsys):
+    """``pipesim ARGS`` through main() in this process, its status and output as a process's would be: an
+    interpreter per refusal would test Python's start, not pipesim; test_a_refusal_is_the_process_exit_status
+    checks the process itself once."""
+
+    def call(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()  # only what this call prints
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # --help
+            code = stop.code
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(["pipesim", *args], code, captured.out, captured.err)
+
+    return call
+
+
+def test_a_refusal_is_the_process_exit_status():
+    result = run("simulate", "--pp", "0")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pipesim: error: argument --pp: 0 must be a positive integer")
+
+
 def test_simulate_prints_summary_and_terminal_timeline(capsys):
     assert main(["simulate", "--pp", "4", "--mb", "16"]) == 0
     out = capsys.readouterr().out
@@ -87,15 +112,15 @@ DEADLOCKING = textwrap.dedent("""
         (["topology", "--tp", "0"], "--tp: 0 must be a positive integer"),
     ],
 )
-def test_bad_input_is_one_line_and_nonzero(args, fragment):
-    result = run(*args)
+def test_bad_input_is_one_line_and_nonzero(cli, args, fragment):
+    result = cli(*args)
     assert result.returncode == 2
     assert fragment in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
 
 
-def test_schedule_file_errors(tmp_path):
+def test_schedule_file_errors(cli, tmp_path):
     syntax = tmp_path / "broken.py"
     syntax.write_text("def build(pp, microbatches, chunks:\n")
     raises = tmp_path / "raises.py"
@@ -111,16 +136,16 @@ def test_schedule_file_errors(tmp_path):
         (hangs, "deadlock: rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B mb=0 chunk=0 peer=1); rank 1 waits at F"),
     ]
     for path, fragment in cases:
-        result = run("simulate", "--schedule", str(path), "--pp", "2", "--mb", "2")
+        result = cli("simulate", "--schedule", str(path), "--pp", "2", "--mb", "2")
         assert result.returncode == 2, result.stderr
         assert fragment in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_failed_run_leaves_no_file(tmp_path):
+def test_failed_run_leaves_no_file(cli, tmp_path):
     out = tmp_path / "t.csv"
     figure = tmp_path / "g.png"
-    result = run("simulate", "--schedule", "interleaved", "--pp", "4", "--mb", "6", "--timeline", str(out),
+    result = cli("simulate", "--schedule", "interleaved", "--pp", "4", "--mb", "6", "--timeline", str(out),
                  "--plot", str(figure))
     assert result.returncode == 2
     assert list(tmp_path.iterdir()) == []
@@ -158,7 +183,7 @@ def test_topology_prints_groups(capsys):
     assert "    dp 0   [0 1]   [2 3]" in out and "    dp 1 [12 13] [14 15]" in out
 
 
-def test_help_mentions_units():
-    result = run("simulate", "--help")
+def test_help_mentions_units(cli):
+    result = cli("simulate", "--help")
     assert result.returncode == 0
     assert "cost units" in result.stdout and "microbatches per step" in result.stdout

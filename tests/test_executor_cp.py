@@ -2,14 +2,14 @@
 
 Every built-in schedule (the loader's list) at cp = 2 × tp ∈ {1, 2}, pp = 2, sequence-parallel TP mode:
 losses, every gradient and the parameters after two optimizer steps equal the one-process reference (fp32
-tolerance) — at tp = 2 a schedule per runtime path unless PIPESIM_CP_FULL_MATRIX=1. cp = 1 at tp ∈ {1, 2} is
+tolerance) — at tp = 2 a schedule per runtime path unless PIPESIM_FULL_MATRIX=1
+(tests/matrix.py). cp = 1 at tp ∈ {1, 2} is
 ``test_executor_equivalence``'s matrix, unchanged. The issue's
 done-when command (``executors.run -s interleaved --tp 2 --cp 2 --pp 2``, all-reduce TP mode) runs in the
 tp = 2 world from its own argv, with fewer microbatches. One spawned world per layout runs every config.
 The ring's measured hops are in the timeline (CP_RING rows).
 """
 
-import os
 from functools import cache
 
 import pytest
@@ -26,6 +26,7 @@ from pipesim.io.timeline import RING_OP  # noqa: E402
 from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.program.loader import builtin_names  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
+from tests.matrix import full_matrix  # noqa: E402
 from tests.reference_checks import assert_matches_reference  # noqa: E402
 
 TPS = [1, 2]
@@ -44,12 +45,12 @@ def _done_when() -> RunConfig:
 
 # The eight-process world is the suite's slowest (≈ 6 s a config on two cores): by default it runs one schedule
 # per runtime path — fused backward, split backward (I/W), V placement — plus the done-when command
-# (interleaved); PIPESIM_CP_FULL_MATRIX=1 runs every built-in schedule there too.
+# (interleaved); PIPESIM_FULL_MATRIX=1 runs every built-in schedule there too.
 TP2_SCHEDULES = ("1f1b", "zb-h1", "zb-v")
 
 
 def _variants(tp: int) -> dict[str, RunConfig]:
-    full = tp == 1 or os.environ.get("PIPESIM_CP_FULL_MATRIX") == "1"
+    full = tp == 1 or full_matrix()
     variants = {s: _config(tp, s) for s in builtin_names() if full or s in TP2_SCHEDULES}
     if tp == 1:  # the NCCL path on gloo: the grouped-safe Program, its transfers issued in groups
         variants["zb-v-p2p-grouped"] = RunConfig(**{**_config(tp, "zb-v").__dict__, "p2p": P2PLowering.GROUPED})

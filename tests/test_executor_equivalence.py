@@ -2,7 +2,8 @@
 optimizer steps, for **every built-in schedule** (parametrized over the loader's list, so a new schedule file
 is executed without anyone adding it here) × tp ∈ {1, 2} × dp ∈ {1, 2} at pp = 2, in sequence-parallel TP
 mode; every schedule's grouped-safe Program issued in groups, as on NCCL (all at tp = dp = 1, two elsewhere);
-plus the variants that exercise other runtime paths (all-reduce TP mode, receives posted at use).
+plus the variants that exercise other runtime paths (all-reduce TP mode, receives posted at use). At tp = dp = 2
+(eight processes) a schedule per runtime path unless PIPESIM_FULL_MATRIX=1 (tests/matrix.py).
 
 One spawned world per layout runs every config (a module-scoped cache), to amortise process start and group
 init; each (layout, config) is still its own test.
@@ -21,6 +22,7 @@ from executors.tp_layers import TPMode  # noqa: E402
 from pipesim.program.grouped import P2PLowering  # noqa: E402
 from pipesim.program.loader import builtin_names  # noqa: E402
 from pipesim.topology import Topology  # noqa: E402
+from tests.matrix import full_matrix  # noqa: E402
 from tests.reference_checks import assert_matches_reference  # noqa: E402
 
 pytestmark = pytest.mark.distributed
@@ -37,10 +39,17 @@ EVERY_LAYOUT = [(s, RS, None, None) for s in builtin_names()] + [
 # Every schedule's grouped-safe Program issued in groups (the NCCL policy, pipesim.program.grouped).
 GROUPED = [(s, RS, None, P2PLowering.GROUPED) for s in builtin_names()]
 GROUPED_BEYOND_TP1_DP1 = [v for v in GROUPED if v[0] in ("1f1b", "zb-v")]
+# The eight-process tp2·dp2 world is the suite's slowest: by default it runs a schedule per runtime path —
+# fused backward, split backward (I/W), two chunks in a loop, V placement, overlapped F-and-B pairs — and the
+# grouped ones; every other variant runs at tp2·dp1 and tp1·dp2. PIPESIM_FULL_MATRIX=1 runs all of them here.
+TP2_DP2_SCHEDULES = ("1f1b", "zb-h1", "interleaved", "zb-v", "dualpipe-v")
 
 
 def variants_of(layout) -> list[tuple]:
-    return EVERY_LAYOUT + (GROUPED if layout == (1, 1) else GROUPED_BEYOND_TP1_DP1)
+    every = EVERY_LAYOUT
+    if layout == (2, 2) and not full_matrix():
+        every = [v for v in EVERY_LAYOUT if v[0] in TP2_DP2_SCHEDULES and v[1:] == (RS, None, None)]
+    return every + (GROUPED if layout == (1, 1) else GROUPED_BEYOND_TP1_DP1)
 
 
 def _config(layout, variant) -> RunConfig:

@@ -70,22 +70,51 @@ def _direct(*args, world=2):
     )
 
 
+@pytest.fixture
+def in_process(monkeypatch, capsys):
+    """``executors.run.main`` in this process, as rank RANK of WORLD_SIZE, its stderr captured: the refusals
+    below happen before any communication, so what a process adds (an interpreter, torch's import) is not
+    what they test — the process-level exit status and line are checked by _direct and _torchrun above and
+    below. Reaching init_process_group fails the test at once instead of waiting for peers."""
+    import torch.distributed as dist
+
+    from executors import run as run_cli
+
+    def reached(*args, **kwargs):
+        raise AssertionError("executors.run reached init_process_group: the input was not refused")
+
+    monkeypatch.setattr(dist, "init_process_group", reached)
+
+    def call(*args, world=2, rank=0):
+        monkeypatch.setenv("WORLD_SIZE", str(world))
+        monkeypatch.setenv("RANK", str(rank))
+        capsys.readouterr()  # only what this call prints
+        try:
+            code = run_cli.main(list(args))
+        except SystemExit as stop:  # --help
+            code = stop.code
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(["executors.run", *args], code, captured.out, captured.err)
+
+    return call
+
+
 def test_world_size_that_does_not_factor_fails_before_communication():
-    proc = _direct("1f1b", "--tp", "2", world=3)
+    proc = _direct("1f1b", "--tp", "2", world=3)  # as a process: exit status 2, one line, no traceback
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "world size 3" in proc.stderr and "--tp" in proc.stderr
 
 
-def test_rejected_schedule_fails_before_communication():
-    proc = _direct(str(ROOT / "tests" / "schedules" / "deadlock_1f1b.py"))
+def test_rejected_schedule_fails_before_communication(in_process):
+    proc = in_process(str(ROOT / "tests" / "schedules" / "deadlock_1f1b.py"))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "deadlock: rank 0 waits at B mb=0 chunk=0 for rank 1 (RECV_B" in proc.stderr
 
 
-def test_cp_sequence_that_does_not_split_fails_before_communication():
-    proc = _direct("1f1b", "--cp", "2", "--seq-len", "6", world=4)
+def test_cp_sequence_that_does_not_split_fails_before_communication(in_process):
+    proc = in_process("1f1b", "--cp", "2", "--seq-len", "6", world=4)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "--seq-len 6 is not divisible by 2·cp = 4" in proc.stderr
@@ -112,18 +141,15 @@ def _one_error_line(proc, *needles):
         (("--schedule", "zb-v", "1f1b"), ("two schedules",)),
     ],
 )
-def test_bad_input_is_one_line_on_a_non_zero_rank_before_communication(args, needles):
+def test_bad_input_is_one_line_on_a_non_zero_rank_before_communication(in_process, args, needles):
     """Rank 1, not only rank 0, says what is wrong (torchrun may stop rank 0 before it prints)."""
-    env = _env(WORLD_SIZE="2", RANK="1", MASTER_ADDR="", MASTER_PORT="")
-    proc = subprocess.run([sys.executable, "-m", "executors.run", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
-    _one_error_line(proc, *needles)
+    _one_error_line(in_process(*args, rank=1), *needles)
 
 
-def test_emulation_needs_costs_in_seconds(tmp_path):
+def test_emulation_needs_costs_in_seconds(in_process, tmp_path):
     costs = tmp_path / "costs.yaml"
     costs.write_text("default: {forward: 1, backward: 2}\n")  # abstract units
-    _one_error_line(_direct("1f1b", "--emulate", str(costs)), "--emulate", "seconds")
+    _one_error_line(in_process("1f1b", "--emulate", str(costs)), "--emulate", "seconds")
 
 
 def test_under_torchrun_bad_input_reaches_the_user_with_exit_code_2():
@@ -134,11 +160,10 @@ def test_under_torchrun_bad_input_reaches_the_user_with_exit_code_2():
     assert elapsed < 60
 
 
-def test_help_names_every_schedule_and_every_default():
+def test_help_names_every_schedule_and_every_default(in_process):
     from pipesim.program.loader import builtin_names
 
-    proc = subprocess.run([sys.executable, "-m", "executors.run", "--help"], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=60)
+    proc = in_process("--help")  # .ci/run runs `python -m executors.run --help` as a process
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     for name in builtin_names():
@@ -173,14 +198,18 @@ def test_torch_csv_order_takes_its_microbatches_without_mb(tmp_path):
     assert program.shape.microbatches == 6 and program.shape.pp == 2
 
 
-def test_torch_csv_order_with_an_explicit_other_mb_is_refused(tmp_path):
+def test_torch_csv_order_with_an_explicit_other_mb_is_refused(in_process, tmp_path):
+    from executors.run import config_from_args, parser
+    from executors.runtime import plan
+
     path = _csv_order(tmp_path, mb=6)
-    _one_error_line(_direct(str(path), "--mb", "8"), "--mb 8 disagrees with torch CSV", "--mb 6")
-    assert _direct(str(path), "--mb", "6").returncode != 2  # agrees: planning passes (communication fails)
+    _one_error_line(in_process(str(path), "--mb", "8"), "--mb 8 disagrees with torch CSV", "--mb 6")
+    agreeing = plan(config_from_args(parser().parse_args([str(path), "--mb", "6"]), 2), 2)  # planning passes
+    assert agreeing.shape.microbatches == 6
 
 
-def test_more_pipeline_ranks_than_layers_is_refused_before_communication():
-    line = _one_error_line(_direct("1f1b", world=8), "--layers 4", "pipeline rank 4", "--layers 8 or more")
+def test_more_pipeline_ranks_than_layers_is_refused_before_communication(in_process):
+    line = _one_error_line(in_process("1f1b", world=8), "--layers 4", "pipeline rank 4", "--layers 8 or more")
     assert "empty parameter list" not in line
 
 

@@ -4,7 +4,6 @@ that are lower, a Pareto front that is non-dominated, refusals that say what to 
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -19,6 +18,7 @@ from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import total_params
+from pipesim.cli.main import main
 from pipesim.errors import PipesimError
 from pipesim.plan.evaluate import evaluate
 from pipesim.plan.launch import executor_argv, megatron_argv
@@ -89,7 +89,8 @@ def _brute_force(request: PlanRequest):
 
 def test_pruning_keeps_the_top_and_the_front():
     model = MODEL_PRESETS["gpt3-2.7b"]
-    request = PlanRequest(model, CHIP_PRESETS["a100-80gb"], gpus=16, global_batch=32, memory_cap_gib=20.0,
+    # 8 GPUs: both prunings still happen (about 390 by time, 50 by memory) against a brute force of 530 fits.
+    request = PlanRequest(model, CHIP_PRESETS["a100-80gb"], gpus=8, global_batch=32, memory_cap_gib=20.0,
                           schedules=("1f1b", "interleaved", "zb-h1", "zb-v"), micro_batch_sizes=(1, 2))
     top = 3
     result = run_plan(request, top=top)
@@ -105,9 +106,11 @@ def test_pruning_keeps_the_top_and_the_front():
 def unpruned_plan():
     """One search with nothing pruned by time (top that large), shared by the bound and the front checks: every
     candidate that fits is simulated, so both are checked against the whole space, not only the top."""
-    # 16 GPUs: two nodes, so bounds on NIC-crossing groups are checked too (about 2,500 candidates)
-    request = PlanRequest(MODEL_PRESETS["llama2-7b"], CHIP_PRESETS["h100-sxm"], gpus=16, global_batch=32,
-                          schedules=("gpipe", "1f1b", "interleaved", "zb-h2", "dualpipe-v"), micro_batch_sizes=(1,))
+    # 8 GPUs of 4 per node: two nodes, so bounds on NIC-crossing groups are checked too (about 1,300 candidates,
+    # half of 16 GPUs of 8 per node's, every schedule family and both sides of the NIC still in)
+    request = PlanRequest(MODEL_PRESETS["llama2-7b"], CHIP_PRESETS["h100-sxm"], gpus=8, global_batch=32,
+                          gpus_per_node=4, schedules=("gpipe", "1f1b", "interleaved", "zb-h2", "dualpipe-v"),
+                          micro_batch_sizes=(1,))
     return run_plan(request, top=10_000)
 
 
@@ -142,9 +145,18 @@ def test_plan_front_points_are_not_dominated_by_any_simulated_point(unpruned_pla
         assert not any(t2 <= t and m2 <= m and (t2 < t or m2 < m) for t2, m2 in ok)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipesim.cli.main", "plan", "-q", *args], capture_output=True,
-                          text=True, timeout=300)
+@pytest.fixture
+def run_cli(capsys):
+    """``pipesim plan -q ARGS`` through main() in this process (test_cli checks a refusal's process exit status
+    once; an interpreter per call here would only add Python's start to the plan's own work)."""
+
+    def call(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()  # only what this call prints
+        code = main(["plan", "-q", *args])
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(["pipesim", "plan", "-q", *args], code, captured.out, captured.err)
+
+    return call
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -157,7 +169,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
      "--global-batch 8 is not divisible by dp × micro-batch size for any split of 7 GPUs (dp ∈ [7], "
      "micro-batch sizes [1, 2, 4, 8]): use --global-batch 7 or 14"),
 ])
-def test_refusals_name_the_input_and_the_fix(args, message):
+def test_refusals_name_the_input_and_the_fix(run_cli, args, message):
     proc = run_cli("--model", "llama2-70b", *args)
     assert proc.returncode == 2
     line = proc.stderr.strip()
@@ -165,7 +177,7 @@ def test_refusals_name_the_input_and_the_fix(args, message):
     assert "use --g" in line
 
 
-def test_nothing_fits_names_the_smallest_change():
+def test_nothing_fits_names_the_smallest_change(run_cli):
     proc = run_cli("--model", "llama2-70b", "--gpus", "8", "--global-batch", "64", "--memory-cap", "60",
                    "--schedules", "1f1b,interleaved", "--micro-batch-sizes", "1")
     assert proc.returncode == 2, proc.stdout
@@ -176,7 +188,7 @@ def test_nothing_fits_names_the_smallest_change():
     assert "raise --memory-cap to 146" in line and "use --gpus 32" in line
 
 
-def test_nothing_fits_suggests_recomputation_when_it_was_left_out():
+def test_nothing_fits_suggests_recomputation_when_it_was_left_out(run_cli):
     # Llama 2 7B at micro-batch 4: 22.4 GiB at least without recomputation, 14.9 GiB with full.
     base = ["--model", "llama2-7b", "--gpus", "8", "--global-batch", "64", "--micro-batch-sizes", "4",
             "--schedules", "1f1b"]
@@ -186,7 +198,7 @@ def test_nothing_fits_suggests_recomputation_when_it_was_left_out():
     assert run_cli(*base, "--recompute", "none,full", "--memory-cap", "18").returncode == 0
 
 
-def test_cli_writes_every_candidate_and_the_figure(tmp_path):
+def test_cli_writes_every_candidate_and_the_figure(run_cli, tmp_path):
     out, fig = tmp_path / "plan.csv", tmp_path / "pareto.png"
     proc = run_cli("--model", "gpt3-2.7b", "--hardware", "a100-80gb", "--gpus", "16", "--global-batch", "32",
                    "--schedules", "1f1b,zb-v,interleaved", "--top", "3", "-o", str(out), "--plot", str(fig))
