@@ -102,6 +102,22 @@ def test_pruning_keeps_the_top_and_the_front():
     assert {o.candidate for o in result.pareto()} == expected_front
 
 
+def test_synthesised_schedules_go_last_and_keep_the_top_and_the_front():
+    # zb-auto is synthesised per shape (seconds where a fixed order takes milliseconds), so the search takes it
+    # after every fixed-order candidate, against the tightest frontier: the answer must not change.
+    request = PlanRequest(TINY, TOY_CHIP, gpus=4, global_batch=16, gpus_per_node=1,
+                          schedules=("1f1b", "zb-h1", "zb-auto"), recompute=(NONE,), micro_batch_sizes=(1, 2),
+                          zero=(ZeroStage.NONE,), context_parallel=(1,))
+    top = 2
+    result = run_plan(request, top=top)
+    assert result.fitting()[0].candidate.schedule == "zb-auto"  # it wins here: taken last, still found
+    everything = _brute_force(request)
+    assert [o.candidate for o in result.fitting()[:top]] == [r[2] for r in everything[:top]]
+    full_front = pareto_mask(np.array([r[0] for r in everything]), np.array([r[1] for r in everything]))
+    assert {o.candidate for o in result.pareto()} == {r[2] for r, keep in zip(everything, full_front, strict=True)
+                                                      if keep}
+
+
 @pytest.fixture(scope="module")
 def unpruned_plan():
     """One search with nothing pruned by time (top that large), shared by the bound and the front checks: every

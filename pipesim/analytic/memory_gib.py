@@ -164,10 +164,11 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
+    working = backward_working_set(model, layout)  # the same on every rank
     ranks = []
     for r in range(shape.pp):
         weights, grads, optimizer = static_bytes(params[r], layout, model, experts[r])
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
         ranks.append(RankMemory(r, stages, params[r], weights, grads, optimizer, peaks[r],
-                                result.memory.peak_activations[r], backward_working_set(model, layout)))
+                                result.memory.peak_activations[r], working))
     return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout)

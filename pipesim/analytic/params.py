@@ -20,6 +20,8 @@ without a query bottleneck —, ``W_DKV`` with the shared RoPE key (h × (kv_lor
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 
@@ -101,6 +103,7 @@ def _stage_range(model: ModelSpec, stage: int, num_stages: int, layers: int | No
     return range(start, start + count)
 
 
+@lru_cache(maxsize=4096)  # pure, and asked for per stage of every layout a planner considers
 def stage_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None,
                  first_layer: int | None = None) -> int:
     """Parameters of pipeline stage ``stage`` of ``num_stages`` holding ``layers`` layers (default: L/stages)
@@ -114,6 +117,7 @@ def stage_params(model: ModelSpec, stage: int, num_stages: int, layers: int | No
     return count
 
 
+@lru_cache(maxsize=4096)
 def stage_expert_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None,
                         first_layer: int | None = None) -> int:
     """The routed-expert part of :func:`stage_params` (before expert parallelism divides it)."""

@@ -11,6 +11,7 @@ tokens, stage ``pp·v − 1`` computes the loss, whatever rank (and chunk) each 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pipesim.errors import PipesimError
 
@@ -28,6 +29,7 @@ class StageSplitRequest:
         return self.first is None and self.last is None and self.explicit is None
 
 
+@lru_cache(maxsize=1024)  # pure; the planner resolves the same splits tens of thousands of times
 def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = StageSplitRequest(),
                          model_name: str = "the model") -> tuple[int, ...]:
     """One layer count per stage, summing to ``layers``; a one-line error naming a split that works otherwise."""

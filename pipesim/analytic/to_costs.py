@@ -29,6 +29,7 @@ backward.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from pipesim.analytic.activations import (
     embedding_activation_bytes,
@@ -78,10 +79,21 @@ def stage_layer_counts(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
 
 def stage_kind_counts(model: ModelSpec, layout: Layout, stage: int) -> dict[LayerKind, int]:
     """How many dense and MoE layers ``stage`` holds (stages take consecutive layers, stage 0 first)."""
-    counts = stage_layer_counts(model, layout)
-    first = sum(counts[:stage])
-    kinds = [model.layer_kind(i) for i in range(first, first + counts[stage])]
-    return {kind: kinds.count(kind) for kind in LayerKind if kind in kinds}
+    return dict(_kind_counts_per_stage(model, stage_layer_counts(model, layout))[stage])
+
+
+@lru_cache(maxsize=1024)
+def _kind_counts_per_stage(model: ModelSpec, counts: tuple[int, ...]) -> tuple[tuple[tuple[LayerKind, int], ...], ...]:
+    """Per stage, (kind, layers of that kind) in LayerKind order. Cached: the planner asks for the same split
+    of one model tens of thousands of times, and walking its layers one by one dominated its search."""
+    kinds = model.layer_kinds()
+    out = []
+    first = 0
+    for n in counts:
+        own = kinds[first:first + n]
+        out.append(tuple((kind, own.count(kind)) for kind in LayerKind if kind in own))
+        first += n
+    return tuple(out)
 
 
 def stage_first_layer(model: ModelSpec, layout: Layout, stage: int) -> int:
@@ -147,22 +159,36 @@ class StageBreakdown:
 
 
 def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakdown:
+    return stage_breakdowns(model, layout)[stage]
+
+
+@lru_cache(maxsize=4096)
+def stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
+    """:class:`StageBreakdown` of every stage. Cached per (model, layout), both frozen: a cost model, the
+    optimizer step and the memory report each read every stage's parameters, and the planner builds the
+    same layout's cost model for its bound and again for its simulation."""
     stages = layout.num_stages
-    layers = stage_layer_counts(model, layout)[stage]
-    act = sum(n * layer_activation_bytes(model, layout, kind)
-              for kind, n in stage_kind_counts(model, layout, stage).items())
-    if stage == 0:
-        act += embedding_activation_bytes(model, layout)
-    if stage == stages - 1:
-        act += output_activation_bytes(model, layout)
-    # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
-    # does the same; replicated norm weights are < 0.01 % of a layer).
-    first = stage_first_layer(model, layout, stage)
-    total = stage_params(model, stage, stages, layers, first)
-    experts = stage_expert_params(model, stage, stages, layers, first)
-    per_rank_experts = experts / (layout.tp * layout.ep)
-    return StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp,
-                          per_rank_experts)
+    counts = stage_layer_counts(model, layout)
+    kind_counts = _kind_counts_per_stage(model, counts)
+    activation = {kind: layer_activation_bytes(model, layout, kind) for kind in LayerKind
+                  if any(kind is k for per_stage in kind_counts for k, _ in per_stage)}
+    out = []
+    first = 0
+    for stage, layers in enumerate(counts):
+        act = sum(n * activation[kind] for kind, n in kind_counts[stage])
+        if stage == 0:
+            act += embedding_activation_bytes(model, layout)
+        if stage == stages - 1:
+            act += output_activation_bytes(model, layout)
+        # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
+        # does the same; replicated norm weights are < 0.01 % of a layer).
+        total = stage_params(model, stage, stages, layers, first)
+        experts = stage_expert_params(model, stage, stages, layers, first)
+        per_rank_experts = experts / (layout.tp * layout.ep)
+        out.append(StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp,
+                                  per_rank_experts))
+        first += layers
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -299,6 +325,23 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
     )
 
 
+def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _LayerCosts) -> list[StageCosts]:
+    """:func:`_stage_costs` of every stage, computed once per distinct stage: a stage's values follow from how
+    many layers of each kind it holds and whether it is the first (embedding) or the last (LM head), so the
+    middle stages of an even split share one (the same object, the same floats)."""
+    kind_counts = _kind_counts_per_stage(model, stage_layer_counts(model, layout))
+    last = layout.num_stages - 1
+    made: dict[tuple, StageCosts] = {}
+    result = []
+    for s in range(layout.num_stages):
+        key = (kind_counts[s], s == 0, s == last)
+        value = made.get(key)
+        if value is None:
+            value = made[key] = _stage_costs(model, chip, layout, s, costs)
+        result.append(value)
+    return result
+
+
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
     (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
@@ -336,13 +379,26 @@ def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks
     """Blocking sends (:func:`_boundary_sends`) join the sender's pass: the forward of the stage below the
     boundary and the input backward of the stage above it. Stage values are a rank's share (v chunks' worth),
     so one chunk's send is added v times over: the simulator gives the chunk 1/v of it back."""
-    result = list(per_stage)
     sends = _boundary_sends(per_stage[0].p2p_bytes, boundaries, chunks, sync_overhead)
-    for s, (wire, sync) in enumerate(sends):
-        added = chunks * (wire + sync)
-        below, above = result[s], result[s + 1]
-        result[s] = replace(below, forward=below.forward + added)
-        result[s + 1] = replace(above, backward_input=above.backward_input + added, backward=above.backward + added)
+    added = [chunks * (wire + sync) for wire, sync in sends]
+    result = []
+    # Stages with the same values and the same sends share one result (most of a long pipeline's stages do):
+    # `replace` costs more than the arithmetic, and the planner builds tens of thousands of these.
+    made: dict[tuple[int, float | None, float | None], StageCosts] = {}
+    for s, costs in enumerate(per_stage):
+        forward = added[s] if s < len(added) else None  # this stage's output crosses boundary s
+        backward = added[s - 1] if s > 0 else None  # its input gradient crosses boundary s − 1
+        key = (id(costs), forward, backward)
+        new = made.get(key)
+        if new is None:
+            changes = {}
+            if forward is not None:
+                changes["forward"] = costs.forward + forward
+            if backward is not None:
+                changes["backward_input"] = costs.backward_input + backward
+                changes["backward"] = costs.backward + backward
+            new = made[key] = replace(costs, **changes) if changes else costs
+        result.append(new)
     return result
 
 
@@ -379,14 +435,14 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
 
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep)."""
-    return [sum(stage_breakdown(model, layout, shape.stage(r, c)).params for c in range(shape.chunks))
-            for r in range(shape.pp)]
+    stages = stage_breakdowns(model, layout)
+    return [sum(stages[shape.stage(r, c)].params for c in range(shape.chunks)) for r in range(shape.pp)]
 
 
 def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
-    return [sum(stage_breakdown(model, layout, shape.stage(r, c)).expert_params for c in range(shape.chunks))
-            for r in range(shape.pp)]
+    stages = stage_breakdowns(model, layout)
+    return [sum(stages[shape.stage(r, c)].expert_params for c in range(shape.chunks)) for r in range(shape.pp)]
 
 
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:
@@ -399,7 +455,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     stages = layout.num_stages
     shape = _shape_of(layout, shape)
     costs = _layer_costs(model, chip, layout)
-    per_stage = [_stage_costs(model, chip, layout, s, costs) for s in range(stages)]
+    per_stage = _all_stage_costs(model, chip, layout, costs)
     link = p2p_bandwidth(layout, chip)
     boundaries = boundary_bandwidths(layout, chip, shape)
     if layout.overlap_p2p:
@@ -411,10 +467,13 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}
+    diffs: dict[int, dict] = {}  # by id: stages sharing one StageCosts share its difference to the default
     for s, costs in enumerate(per_stage):
-        diff = {k: v for k, v in vars(costs).items() if getattr(default, k) != v}
+        diff = diffs.get(id(costs))
+        if diff is None:
+            diff = diffs[id(costs)] = {k: v for k, v in vars(costs).items() if getattr(default, k) != v}
         if diff:
-            overrides[s] = diff
+            overrides[s] = dict(diff)
     unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
     step = max(
         optimizer_step_time(p, layout, chip, e) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip, e).gather)

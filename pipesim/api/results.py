@@ -9,8 +9,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from pipesim.analytic.error_band import ErrorBand
 from pipesim.analytic.step_report import StepReport, report_text
 from pipesim.api.model_setup import ModelSetup, model_step_report
@@ -24,6 +22,7 @@ from pipesim.sim.metrics import Metrics
 from pipesim.sim.simulator import SimulationResult
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.axes import Axes
 
 __all__ = ["MemoryResult", "SimResult"]
@@ -61,6 +60,8 @@ class MemoryResult:
 
         A step function per rank, zero before its first row; its maximum per rank is the peak.
         """
+        import pandas as pd  # here, not with the module: `simulate --json` builds no frame
+
         curve = self.profile.curve
         frame = pd.DataFrame({"rank": curve["rank"].astype(int), "time": curve["time"],
                               "activations": curve["activations"]})

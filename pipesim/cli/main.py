@@ -13,7 +13,7 @@ import signal
 import sys
 
 from pipesim import __version__
-from pipesim.cli.commands import COMMANDS
+from pipesim.cli.commands import NAMES, command
 from pipesim.errors import PipesimError
 
 EXIT_USAGE = 2
@@ -26,18 +26,24 @@ class _Parser(argparse.ArgumentParser):
         raise PipesimError(f"{' '.join(message.split())} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` (a command's name) just that command's: what a command line naming
+    it needs, without importing the other commands' modules (and what they import)."""
     parser = _Parser(prog="pipesim", description="Simulate pipeline-parallel training schedules.")
     parser.add_argument("--version", action="version", version=f"pipesim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in COMMANDS:
-        command.register(sub)
+    for name in NAMES if only is None else (only,):
+        command(name).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        # The first word names the command unless it is an option (--version, --help) or a typo, which
+        # need every command's parser (the choices argparse lists).
+        only = argv[0] if argv and argv[0] in NAMES else None
+        args = build_parser(only).parse_args(argv)
         return args.func(args)
     except PipesimError as err:
         print(f"pipesim: error: {' '.join(str(err).split())}", file=sys.stderr)

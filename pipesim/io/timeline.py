@@ -29,6 +29,7 @@ import pandas as pd
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import write_text_atomic, write_with
 from pipesim.io.text_files import read_text_file
+from pipesim.io.timeline_format import TimelineFormat
 from pipesim.program.ir import COMPUTE_OPS as IR_COMPUTE_OPS
 from pipesim.program.ir import OP_ORDER, Op
 
@@ -41,20 +42,6 @@ RING_OP = "CP_RING"  # a measured ring-attention hop (module docstring); not an 
 class Source(enum.Enum):
     PREDICTED = "predicted"
     MEASURED = "measured"
-
-
-class TimelineFormat(enum.Enum):
-    CSV = ".csv"
-    PARQUET = ".parquet"
-    CHROME_TRACE = ".json"
-
-    @classmethod
-    def of(cls, path: str | Path, flag: str = "--timeline") -> TimelineFormat:
-        suffix = Path(path).suffix.lower()
-        for fmt in cls:
-            if fmt.value == suffix:
-                return fmt
-        raise PipesimError(f"{flag} {path}: unknown format {suffix or '(none)'}; use .csv, .parquet or .json (trace)")
 
 
 def pair_halves(frame: pd.DataFrame) -> pd.Series:

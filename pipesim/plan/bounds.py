@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
 from pipesim.analytic.steady_state import StepBoundary, sync_latency
-from pipesim.analytic.to_costs import build_cost_model, rank_expert_params, rank_params
-from pipesim.plan.evaluate import schedule_traits
+from pipesim.analytic.to_costs import rank_expert_params, rank_params
+from pipesim.plan.evaluate import cost_model, schedule_traits
 from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape
 
@@ -47,7 +47,7 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     layout, model, chip = request.layout_of(candidate), request.model_of(candidate), request.chip
     traits = schedule_traits(candidate.schedule, candidate.chunks)
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
-    costs = build_cost_model(model, chip, layout, shape)
+    costs = cost_model(model, chip, layout, shape)
     # One chunk-stage's costs (a CostModel holds a rank's share of the model; a chunk of v takes 1/v of it).
     stages = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
     m = candidate.microbatches

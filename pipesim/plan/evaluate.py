@@ -26,7 +26,7 @@ from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady
 from pipesim.analytic.step_report import step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.program.build import build_program
-from pipesim.program.ir import Placement, Program
+from pipesim.program.ir import PipelineShape, Placement, Program
 from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel
 from pipesim.sim.graph_engine import warm_up
@@ -72,11 +72,31 @@ class Prepared:
     costs: CostModel
 
 
+# Cost models by (chip, model, layout, shape): a cost model sees the schedule only through its placement, so
+# the bound of a candidate and the simulation of every schedule with that placement share one. Bounded,
+# oldest dropped first; the chip is kept in the value, so its id in the key cannot be reused while it is.
+_COST_MODELS: dict[tuple, tuple[ChipSpec, CostModel]] = {}
+_COST_MODELS_KEPT = 1 << 15
+
+
+def cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape: PipelineShape) -> CostModel:
+    """:func:`build_cost_model`, cached (all four are frozen values; the chip, which may hold tables, by id)."""
+    key = (id(chip), model, layout, shape)
+    hit = _COST_MODELS.get(key)
+    if hit is not None:
+        return hit[1]
+    costs = build_cost_model(model, chip, layout, shape)
+    if len(_COST_MODELS) >= _COST_MODELS_KEPT:
+        del _COST_MODELS[next(iter(_COST_MODELS))]
+    _COST_MODELS[key] = (chip, costs)
+    return costs
+
+
 def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Prepared:
     """Build (statically validate, cached per shape) the schedule and its cost model in seconds."""
     built = build_program(schedule, layout.pp, layout.microbatches, layout.chunks, semantics=None)
     shape = built.program.shape
-    return Prepared(built.program, build_cost_model(model, chip, layout, shape))
+    return Prepared(built.program, cost_model(model, chip, layout, shape))
 
 
 def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:

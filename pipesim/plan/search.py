@@ -30,6 +30,7 @@ from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 from pipesim.plan.uncertainty import band_of, overlaps_best
 from pipesim.plan.workers import Workers
+from pipesim.program.loader import load_schedule
 
 
 class Status(Enum):
@@ -171,7 +172,11 @@ def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = N
             queue.append((c, b))
     if on_queue:
         on_queue(len(queue))
-    queue.sort(key=lambda cb: (cb[1].time_s, cb[1].memory_gib, cb[0].key()))
+    # Schedules synthesised per shape (zb-auto) cost seconds to build where a fixed order costs milliseconds:
+    # they go after every other candidate, so they meet the tightest frontier and most are pruned unbuilt.
+    # Any order gives the same top list and front; pruning only ever needs `top` simulated configurations.
+    synthesised = {name: bool(load_schedule(name).build_options) for name in {c.schedule for c, _ in queue}}
+    queue.sort(key=lambda cb: (synthesised[cb[0].schedule], cb[1].time_s, cb[1].memory_gib, cb[0].key()))
     frontier = _Frontier()
     batch_size = max(16, 8 * workers.width)
     position = 0

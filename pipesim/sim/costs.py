@@ -193,7 +193,16 @@ class CostModel:
     def stage(self, stage: int) -> StageCosts:
         """The values of ``stage`` as written (per rank's share of the model)."""
         values = self.overrides.get(stage)
-        return replace(self.default, **values) if values else self.default
+        if not values:
+            return self.default
+        # Kept beside the fields (not in __eq__), as the chunk shares below: the planner's bounds and the
+        # simulator's durations ask for every stage, and `replace` costs more than their arithmetic. The
+        # overrides are never changed after construction (with_overrides makes a new model).
+        made = self.__dict__.setdefault("_stages", {})
+        costs = made.get(stage)
+        if costs is None:
+            costs = made[stage] = replace(self.default, **values)
+        return costs
 
     def chunk_costs(self, stage: int, chunks: int) -> StageCosts:
         """What one chunk-stage of a schedule with ``chunks`` chunks per rank costs: 1/v of the rank's share.
@@ -207,7 +216,11 @@ class CostModel:
         if chunks == 1:
             return self.stage(stage)
         if stage in self.overrides:
-            return _chunk_share(self.stage(stage), chunks)
+            shares = self.__dict__.setdefault("_stage_chunk_shares", {})
+            share = shares.get((stage, chunks))
+            if share is None:
+                share = shares[stage, chunks] = _chunk_share(self.stage(stage), chunks)
+            return share
         # Every stage without overrides shares one value: kept beside the fields (not in __eq__), since a
         # sweep asks for it per stage, twice per point, and `replace` re-validates each time.
         shares = self.__dict__.setdefault("_default_chunk_shares", {})
@@ -344,7 +357,10 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
     check("optimizer_step", model.optimizer_step)
     if model.p2p_bandwidth is not None:
         check("p2p_bandwidth", model.p2p_bandwidth, zero_ok=False)
-    stages = [("default", asdict(model.default))]
+    # StageCosts holds scalars only: a shallow copy of its fields is what asdict's deep copy gives, at a
+    # fraction of the cost (every CostModel is checked, and the planner makes tens of thousands).
+    default = dict(vars(model.default))
+    stages = [("default", default)]
     for stage, values in model.overrides.items():
         if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or stage < 0:
             raise PipesimError(f"stage {stage!r} must be a stage index, an integer ≥ 0")
@@ -354,7 +370,7 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
         if unknown:
             raise PipesimError(f"stage {stage} override has unknown field {unknown[0]!r}; use "
                                f"{', '.join(sorted(_STAGE_FIELDS))}")
-        stages.append((f"stages.{stage}", {**asdict(model.default), **values}))
+        stages.append((f"stages.{stage}", {**default, **values}))
     for where, values in stages:
         for key, value in values.items():
             if value is None and key in _OPTIONAL_FIELDS:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from pipesim.program.ir import IS_COMPUTE, OP_CODE, Op
 from pipesim.program.table import ProgramTable
 from pipesim.sim.costs import CostModel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class MemoryProfile:
     def curve(self) -> pd.DataFrame:
         """rank, time, activations, bytes (value after the event at that time); a DataFrame only when asked
         for, since sweeps read the peaks alone."""
+        import pandas as pd  # only for the curve: a summary of peaks needs no frame
+
         return pd.DataFrame(self.curve_columns)
 
 

@@ -24,13 +24,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import simpy
 
 from pipesim.errors import DeadlockError, PipesimError
-from pipesim.io.timeline import Source, make_frame
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
 from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_steps, table_of
 from pipesim.program.validate import describe_deadlock, validate, validate_static
@@ -38,6 +37,9 @@ from pipesim.sim.costs import CostModel, pair_duration
 from pipesim.sim.graph_engine import run_longest_path, worth_compiling
 from pipesim.sim.memory import MemoryProfile, memory_profile
 from pipesim.sim.metrics import Metrics, compute_metrics
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Engine(enum.Enum):
@@ -116,6 +118,9 @@ class SimulationResult:
 
     @cached_property
     def timeline(self) -> pd.DataFrame:
+        # pandas is imported here, not with the module: a `simulate --json` never builds a frame.
+        from pipesim.io.timeline import Source, make_frame
+
         t = self.table
         bytes_moved = np.zeros(t.num_rows)
         comm = t.boundary_stage >= 0

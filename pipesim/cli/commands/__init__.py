@@ -1,25 +1,29 @@
 """Every ``pipesim`` command, one module each. A command module defines ``NAME``, ``register(sub)`` (adds its
 subparser, with ``func=run``) and ``run(args) -> int``. To add a command, write its module and list it here:
-``COMMANDS`` is the one registry, in the order ``pipesim --help`` shows them.
+``NAMES`` is the one registry, in the order ``pipesim --help`` shows them (a module's file name is its NAME).
+
+The modules are imported on demand (:func:`command`): a command line that names one command builds only
+that command's parser, so ``pipesim simulate`` does not import the planner, pandas-heavy exports or
+matplotlib for the other commands. ``COMMANDS`` (every module) is there for whoever needs them all.
 """
 
-from pipesim.cli.commands import (
-    calibrate,
-    chips,
-    export,
-    lower,
-    models,
-    overlay,
-    plan,
-    plot,
-    profile,
-    schedules,
-    simulate,
-    sweep,
-    synthesize,
-    topology,
-    validate,
-)
+from __future__ import annotations
 
-COMMANDS = (simulate, validate, lower, schedules, models, chips, export, topology, sweep, plot, calibrate, overlay,
-            plan, synthesize, profile)
+import importlib
+from types import ModuleType
+
+NAMES = ("simulate", "validate", "lower", "schedules", "models", "chips", "export", "topology", "sweep", "plot",
+         "calibrate", "overlay", "plan", "synthesize", "profile")
+
+
+def command(name: str) -> ModuleType:
+    """The module of command ``name`` (one of :data:`NAMES`), imported on first use."""
+    module = importlib.import_module(f"{__name__}.{name}")
+    assert name == module.NAME, f"command module {name} calls itself {module.NAME}"
+    return module
+
+
+def __getattr__(attribute: str):
+    if attribute == "COMMANDS":
+        return tuple(command(name) for name in NAMES)
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")

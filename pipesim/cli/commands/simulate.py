@@ -11,7 +11,7 @@ import json
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import output_file
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
-from pipesim.io.timeline import TimelineFormat
+from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
 from pipesim.sim.simulator import Engine
 
@@ -47,12 +47,13 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     # Output paths were checked as the flags were parsed: nothing below can fail on them half-way.
     from pipesim.api.simulation import simulate
-    from pipesim.io.timeline import write_timeline
 
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=args.model, hardware=args.hardware, memory_limit=args.memory_limit,
                       engine=args.engine, **vars(model_options_from_args(args)))
     written = []
+    if args.timeline or args.trace:
+        from pipesim.io.timeline import write_timeline  # pandas: only when a timeline file is asked for
     if args.timeline:
         write_timeline(result.timeline, args.timeline)
         written.append(("timeline", args.timeline))
