@@ -133,12 +133,7 @@ class TorchCompute(Compute):
 
     def reduce_grad(self, seq, chunk) -> None:
         params = [p for p in self._chunk_params[chunk] if p.grad is not None]
-        # Sequence-parallel LayerNorm weights: each TP rank saw a slice of the sequence; sum the partials.
-        partial = [p for p in params if shard_spec(p).partial_grad_over is Dim.TP]
-        if partial and self.ctx.tp > 1:
-            flat = torch.cat([p.grad.reshape(-1) for p in partial])
-            dist.all_reduce(flat, group=self.ctx.tp_group)
-            _unflatten_into(flat, partial)
+        sum_tp_partial_grads(params, self.ctx)
         if self.ctx.dp_cp == 1:
             return
         # One coalesced buffer per chunk, reduced asynchronously; STEP waits for it.
@@ -155,6 +150,16 @@ class TorchCompute(Compute):
 
     def end_step(self) -> float | None:
         return float(torch.stack(self._losses).sum()) if self._losses else None
+
+
+def sum_tp_partial_grads(params: list[nn.Parameter], ctx: ParallelContext) -> None:
+    """Sequence parallelism: each TP rank saw a slice of the sequence, so the weights marked TP-partial (the
+    LayerNorms, and the MoE layer replicated over tp) hold partial gradients; sum them over the TP group."""
+    partial = [p for p in params if shard_spec(p).partial_grad_over is Dim.TP]
+    if partial and ctx.tp > 1:
+        flat = torch.cat([p.grad.reshape(-1) for p in partial])
+        dist.all_reduce(flat, group=ctx.tp_group)
+        _unflatten_into(flat, partial)
 
 
 def _unflatten_into(flat: torch.Tensor, params: list[nn.Parameter]) -> None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from executors.compute import TorchCompute, _unflatten_into
+from executors.compute import TorchCompute, sum_tp_partial_grads
 from executors.moe import is_expert
-from executors.tp_layers import shard_spec
-from pipesim.topology import Dim
 
 
 class MoECompute(TorchCompute):
@@ -30,13 +28,7 @@ class MoECompute(TorchCompute):
     def reduce_grad(self, seq, chunk) -> None:
         super().reduce_grad(seq, chunk)
         params = [p for p in self._expert_params[chunk] if p.grad is not None]
-        # Sequence parallelism: each TP rank routed its slice of the tokens; sum the partials (as the base class
-        # does for the dense weights it sees).
-        partial = [p for p in params if shard_spec(p).partial_grad_over is Dim.TP]
-        if partial and self.ctx.tp > 1:
-            flat = torch.cat([p.grad.reshape(-1) for p in partial])
-            dist.all_reduce(flat, group=self.ctx.tp_group)
-            _unflatten_into(flat, partial)
+        sum_tp_partial_grads(params, self.ctx)  # each TP rank routed its slice of the tokens
         if not params or self.ctx.dp_cp == 1:
             return
         group = self.ctx.expert_dp_group
