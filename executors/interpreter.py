@@ -16,7 +16,6 @@ backwards, as lowering intends) and ``STEP`` waits for it before the optimizer.
 
 from __future__ import annotations
 
-import enum
 import os
 import signal
 from dataclasses import dataclass
@@ -24,19 +23,13 @@ from dataclasses import dataclass
 import torch
 
 from executors.compute import Compute
+from executors.config import FailMode
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CudaClock, TimelineRecorder
 from executors.transport import P2P, RecvPolicy, Transfer, Transport
 from pipesim.program.ir import Instruction, Message, Op, Program
 
 __all__ = ["FailMode", "InstructionError", "Interpreter", "RecvPolicy", "StepResult"]
-
-
-class FailMode(enum.Enum):
-    """How ``--fail-at`` breaks a rank: raise at the instruction, or die at once as if killed (SIGKILL)."""
-
-    RAISE = "raise"
-    KILL = "kill"
 
 
 # Compute ops that may consume a received tensor: F (an activation), B and I (a gradient).

@@ -14,7 +14,6 @@ ours, and it makes the single-process :class:`ReferenceGPT` bit-identical at sta
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -22,58 +21,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from executors import collectives as C
-from executors.moe import MoEConfig, MoELayer, init_moe_weights, reference_moe
+from executors.config import ModelConfig, TPMode
+from executors.moe import MoELayer, init_moe_weights, reference_moe
 from executors.ring_attention import Ring, ring_attention
-from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, TPMode, set_shard_spec
+from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
 from pipesim.errors import PipesimError
 from pipesim.topology import Dim
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Model and data sizes; defaults keep a CPU step far below a second."""
-
-    layers: int = 4
-    hidden: int = 32
-    heads: int = 4
-    seq_len: int = 16
-    micro_batch_size: int = 2
-    vocab: int = 64
-    seed: int = 0
-    # Layers per stage, stage 0 first (pipesim simulate's --stage-layers); None: the even split below.
-    stage_layers: tuple[int, ...] | None = None
-    moe: MoEConfig | None = None  # mixture-of-experts MLPs (executors.moe); None: every block dense
-
-    def check(self, tp: int, mode: TPMode, cp: int = 1) -> None:
-        """One-line errors for sizes the TP and CP layouts cannot split."""
-        if self.hidden % self.heads:
-            raise PipesimError(f"--hidden {self.hidden} is not divisible by --heads {self.heads}")
-        if self.heads % tp:
-            raise PipesimError(
-                f"--heads {self.heads} is not divisible by --tp {tp}; each TP rank needs whole heads"
-            )
-        if cp > 1 and self.seq_len % (2 * cp):
-            raise PipesimError(
-                f"--seq-len {self.seq_len} is not divisible by 2·cp = {2 * cp}; context parallelism cuts it into "
-                f"2·cp chunks (two per cp rank, for causal load balance)"
-            )
-        if mode is TPMode.REDUCE_SCATTER and (self.seq_len // cp) % tp:
-            share = f"--seq-len {self.seq_len}" + (f" / --cp {cp}" if cp > 1 else "")
-            raise PipesimError(
-                f"{share} is not divisible by --tp {tp}; sequence parallelism splits each cp rank's tokens"
-            )
-
-
-def model_file_dict(cfg: ModelConfig, name: str = "executor-gpt") -> dict:
-    """This GPT as a pipesim model file (``pipesim simulate --model FILE``): GPT-2 shape with a 4h GELU MLP,
-    learned positions, no biases, no dropout, untied embeddings, FP32 (what the executor computes in on CPU;
-    on CUDA too: nothing is cast). Attention is SDPA, causal: the fused kernel of the cost model."""
-    return {"name": name, "layers": cfg.layers, "hidden": cfg.hidden, "heads": cfg.heads,
-            "ffn_hidden": 4 * cfg.hidden, "vocab": cfg.vocab, "seq_len": cfg.seq_len,
-            "micro_batch": cfg.micro_batch_size, "dtype_bytes": 4, "gated": False, "dropout": False,
-            "bias": False, "rms_norm": False, "learned_positions": True, "tied_embeddings": False,
-            **(cfg.moe.model_file_keys() if cfg.moe else {})}
 
 
 def init_full_weights(cfg: ModelConfig) -> dict[str, torch.Tensor]:

@@ -19,57 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from executors.config import MoEConfig
 from executors.moe_dispatch import exchange, exchange_counts, inverse, local_expert_order, plan_dispatch, route
 from executors.tp_layers import ShardSpec, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
-from pipesim.errors import PipesimError
-from pipesim.topology import Dim, Topology
-
-
-@dataclass(frozen=True)
-class MoEConfig:
-    """The MoE layers of the executor's GPT (``executors.run --moe-experts E --moe-top-k K ...``)."""
-
-    experts: int  # routed experts per MoE layer, E
-    top_k: int = 2  # routed experts per token, k
-    ffn_hidden: int = 64  # one expert's inner width f
-    shared_experts: int = 0  # experts every token goes through, each of width f
-    first_dense_layers: int = 0  # the first blocks keep the dense 4h MLP
-
-    def is_moe_layer(self, layer: int) -> bool:
-        return layer >= self.first_dense_layers
-
-    def check(self, layers: int, topology: Topology) -> None:
-        """One-line errors for what the executor's MoE layers cannot run (no process group needed)."""
-        if not 1 <= self.top_k <= self.experts:
-            raise PipesimError(f"--moe-top-k {self.top_k} must be between 1 and --moe-experts {self.experts}")
-        if self.first_dense_layers >= layers:
-            raise PipesimError(
-                f"--moe-first-dense {self.first_dense_layers} leaves no MoE layer among --layers "
-                f"{layers}; lower it below {layers}"
-            )
-        if self.experts % topology.ep:
-            raise PipesimError(
-                f"--moe-experts {self.experts} is not divisible by --ep {topology.ep}: each EP rank "
-                f"holds E/ep whole experts; use a multiple of {topology.ep} experts"
-            )
-
-    def model_file_keys(self) -> dict:
-        """The pipesim model-file keys (docs/moe.md) describing these layers."""
-        return {
-            "experts": self.experts,
-            "experts_per_token": self.top_k,
-            "expert_ffn_hidden": self.ffn_hidden,
-            "shared_experts": self.shared_experts,
-            "first_dense_layers": self.first_dense_layers,
-        }
+from pipesim.topology import Dim
 
 
 def init_moe_weights(prefix: str, moe: MoEConfig, hidden: int, layers: int, normal: Callable) -> dict:

@@ -20,12 +20,11 @@ import argparse
 import os
 import sys
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from executors.interpreter import FailMode
-from executors.model import ModelConfig
-from executors.moe import MoEConfig
-from executors.runtime import OptimizerKind, RunConfig, p2p_lowering, plan
-from executors.tp_layers import TPMode
+# Only torch-free modules at import time: `--help` and a bad flag are answered before torch loads (about a
+# CPU-second and a half); executors.runtime and torch are imported once the flags parse.
+from executors.config import FailMode, ModelConfig, MoEConfig, OptimizerKind, TPMode
 from pipesim.cli.arg_types import non_negative_int, positive_float, positive_int
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import check_output_path
@@ -34,6 +33,9 @@ from pipesim.program.grouped import P2PLowering
 from pipesim.program.ir import Instruction
 from pipesim.sim.costs import CostModel
 from pipesim.topology import Topology
+
+if TYPE_CHECKING:
+    from executors.runtime import RunConfig
 
 _TIMEOUT = timedelta(seconds=60)
 EXIT_USAGE = 2
@@ -183,6 +185,8 @@ def check_local(args: argparse.Namespace) -> None:
 
 def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
     """Turn flags into a RunConfig; one-line PipesimError on nonsense."""
+    from executors.runtime import RunConfig
+
     check_local(args)
     inner = args.tp * args.cp * args.dp
     if args.pp is None and world_size % inner:
@@ -248,7 +252,7 @@ def write_model_file(args: argparse.Namespace) -> int:
     """``--print-model-file``: the model flags as a pipesim model file (rank 0 writes; atomic)."""
     import yaml
 
-    from executors.model import model_file_dict
+    from executors.config import model_file_dict
     from pipesim.io.atomic import write_text_atomic
 
     check_output_path(args.print_model_file, "--print-model-file")
@@ -286,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.print_model_file:
             return write_model_file(args)
         cfg = config_from_args(args, world_size)
+        from executors.runtime import plan
+
         program = plan(cfg, world_size, nccl=_cuda())
     except PipesimError as err:
         # Every rank reaches the same verdict from the same flags and prints the same line: whichever rank
@@ -299,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    from executors.runtime import execute
+    from executors.runtime import execute, p2p_lowering
     from pipesim.io.timeline import write_timeline
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")

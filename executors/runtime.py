@@ -7,7 +7,6 @@ process group. Also the single-process reference run the tests compare against.
 
 from __future__ import annotations
 
-import enum
 import time
 from dataclasses import dataclass, field
 
@@ -16,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from executors.compute import TorchCompute
+from executors.config import FailMode, OptimizerKind, TPMode
 from executors.emulation import (
     EmulatedCompute,
     EmulatedStream,
@@ -25,7 +25,7 @@ from executors.emulation import (
     check_emulation_costs,
     row_durations,
 )
-from executors.interpreter import FailMode, Interpreter
+from executors.interpreter import Interpreter
 from executors.model import (
     GPTStage,
     ModelConfig,
@@ -39,7 +39,7 @@ from executors.moe_compute import MoECompute
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRecorder
 from executors.ring_attention import GroupRing, local_positions, split_sequence
-from executors.tp_layers import TPMode, shard_spec
+from executors.tp_layers import shard_spec
 from executors.transport import RecvPolicy, transport_for
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.build import DEFAULT_MICROBATCHES
@@ -50,11 +50,6 @@ from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate
 from pipesim.sim.costs import CostModel
 from pipesim.topology import Topology
-
-
-class OptimizerKind(enum.Enum):
-    SGD = "sgd"  # momentum SGD: linear in the gradients, so parallel and reference agree tightly
-    ADAMW = "adamw"
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from executors.model import ModelConfig
-from executors.runtime import OptimizerKind
+from executors.config import ModelConfig, OptimizerKind
 from pipesim.errors import PipesimError
 from pipesim.io.torch_csv import CsvFormat, ImportedCsv, import_rows, read_csv_file
 from pipesim.io.torch_runtime_rules import check_torch_runtime_order

@@ -11,7 +11,6 @@ Every parameter carries a :class:`ShardSpec`, enough to rebuild the full tensor 
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import torch
@@ -19,13 +18,9 @@ import torch.distributed as dist
 from torch import nn
 
 from executors import collectives as C
+from executors.config import TPMode
 from executors.weight_grad import WeightGradStore, linear
 from pipesim.topology import Dim
-
-
-class TPMode(enum.Enum):
-    ALL_REDUCE = "all-reduce"
-    REDUCE_SCATTER = "reduce-scatter"  # sequence parallel
 
 
 @dataclass(frozen=True)
