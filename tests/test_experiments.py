@@ -4,8 +4,8 @@ of the directory it runs in (never into the checkout's docs/figures unless told 
 from __future__ import annotations
 
 import atexit
+import importlib
 import importlib.util
-import os
 import runpy
 import subprocess
 import sys
@@ -16,9 +16,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # Scripts that run the executor need torch; without it they are skipped, not failed.
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-# Scripts that spawn gloo worlds run as processes; the rest run in this process (run_here).
+# Scripts that spawn gloo worlds: run_here imports them as modules (experiments.SCRIPT) rather than running them
+# as ``__main__``, so that their ranks can unpickle the script's functions by that name.
 SPAWNING = {"predicted_vs_measured", "cp_ring_share", "bench_executor_vs_torch"}
+# Modules whose atexit hooks belong to the process, not to a script run in it (run_here).
+LIBRARY_EXIT_HOOKS = {"multiprocessing.util", "multiprocessing.forkserver", "multiprocessing.resource_tracker"}
 FIGURE_SCRIPTS = [
     "rank_correlation",
     "bubble_vs_microbatches",
@@ -30,17 +32,14 @@ FIGURE_SCRIPTS = [
 ]
 
 
-def run_script(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "experiments" / f"{script}.py"), *args],
-                          capture_output=True, text=True, timeout=240, cwd=cwd, env=ENV)
-
-
 @pytest.fixture
 def run_here(monkeypatch, capsys):
     """A script run in this process as ``python experiments/SCRIPT.py ARGS`` would run it (``__main__``, its
     argv, in ``cwd``): what the tests check is its output, not a process, and a new interpreter would pay the
-    imports (numpy, pandas, matplotlib) again. Scripts that spawn gloo worlds stay processes (run_script):
-    their workers must import the script's functions by module name."""
+    imports (numpy, pandas, torch, matplotlib) again. A script that spawns a gloo world (SPAWNING) is imported
+    as ``experiments.SCRIPT`` and its ``main()`` called, what its ``if __name__ == "__main__"`` line does: its
+    ranks then find the functions it hands them (executors.harness forks them from a server that imports
+    them by module name; a function of a ``__main__`` run by runpy has no importable name)."""
 
     def run(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
         path = ROOT / "experiments" / f"{script}.py"
@@ -48,10 +47,24 @@ def run_here(monkeypatch, capsys):
         monkeypatch.setattr(sys, "argv", [str(path), *args])
         monkeypatch.setenv("MPLBACKEND", "Agg")
         at_exit: list = []  # what the script leaves for interpreter exit (record_output closes its file)
-        monkeypatch.setattr(atexit, "register", lambda fn, *a, **k: at_exit.append((fn, a, k)) or fn)
+        register = atexit.register
+
+        def defer(fn, *a, **k):
+            # Only the script's own exit work runs when it ends; a library imported for the first time during
+            # the run (multiprocessing's, which removes the forkserver's socket) keeps its hook for this
+            # process's real exit, as it would have had the library been imported before.
+            if getattr(fn, "__module__", None) in LIBRARY_EXIT_HOOKS:
+                return register(fn, *a, **k)
+            at_exit.append((fn, a, k))
+            return fn
+
+        monkeypatch.setattr(atexit, "register", defer)
         code = 0
         try:
-            runpy.run_path(str(path), run_name="__main__")
+            if script in SPAWNING:
+                importlib.import_module(f"experiments.{script}").main()
+            else:
+                runpy.run_path(str(path), run_name="__main__")
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         finally:
@@ -68,7 +81,7 @@ def run_here(monkeypatch, capsys):
 
 @pytest.mark.parametrize("script", FIGURE_SCRIPTS)
 def test_experiment_fast_mode_writes_figures(script, tmp_path, run_here):
-    result = (run_script if script in SPAWNING else run_here)(script, "--fast", cwd=tmp_path)
+    result = run_here(script, "--fast", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = tmp_path / "pipesim-figures"
     assert (out / f"{script}.pdf").read_bytes()[:4] == b"%PDF"
@@ -105,7 +118,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
     ],
 )
 def test_table_experiments_run(script, args, expect, tmp_path, run_here):
-    result = (run_script if script in SPAWNING else run_here)(script, *args, cwd=tmp_path)
+    result = run_here(script, *args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert expect in result.stdout
 
