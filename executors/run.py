@@ -85,58 +85,117 @@ def parser() -> argparse.ArgumentParser:
     layout = p.add_argument_group("layout (tp·cp·dp·pp must equal the number of processes torchrun starts)")
     for flag, what in (("--tp", "tensor"), ("--cp", "context"), ("--dp", "data")):
         layout.add_argument(flag, type=positive_int, default=1, help=f"{what}-parallel degree (default 1)")
-    layout.add_argument("--ep", type=positive_int, default=1,
-                        help="expert-parallel degree, folded over the dp×cp ranks: each EP rank holds E/ep experts "
-                        "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)")
-    layout.add_argument("--pp", type=positive_int, default=None,
-                        help="pipeline ranks (default: world size / (tp·cp·dp))")
-    layout.add_argument("--mb", type=positive_int, default=None,
-                        help=f"microbatches per optimizer step (default: the order's own for a torch CSV or "
-                        f"program text, else {_MICROBATCHES}, as pipesim simulate)")
-    layout.add_argument("--chunks", "-v", type=positive_int, default=None,
-                        help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)")
+    layout.add_argument(
+        "--ep",
+        type=positive_int,
+        default=1,
+        help="expert-parallel degree, folded over the dp×cp ranks: each EP rank holds E/ep experts "
+        "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)",
+    )
+    layout.add_argument(
+        "--pp", type=positive_int, default=None, help="pipeline ranks (default: world size / (tp·cp·dp))"
+    )
+    layout.add_argument(
+        "--mb",
+        type=positive_int,
+        default=None,
+        help=f"microbatches per optimizer step (default: the order's own for a torch CSV or "
+        f"program text, else {_MICROBATCHES}, as pipesim simulate)",
+    )
+    layout.add_argument(
+        "--chunks",
+        "-v",
+        type=positive_int,
+        default=None,
+        help="model chunks per rank, v (default: the schedule's own, 2 for interleaved)",
+    )
     train = p.add_argument_group("training")
     train.add_argument("--steps", type=positive_int, default=3, help="optimizer steps to run (default 3)")
     train.add_argument("--seed", type=non_negative_int, default=0, help="seed of weights and data (default 0)")
-    train.add_argument("--tp-mode", choices=[m.value for m in TPMode], default=TPMode.ALL_REDUCE.value,
-                       help="TP collectives: Megatron all-reduce, or reduce-scatter = sequence parallel "
-                       "(default all-reduce)")
-    train.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], default=OptimizerKind.SGD.value,
-                       help="sgd (momentum 0.9) or adamw (weight decay 0.01) (default sgd)")
+    train.add_argument(
+        "--tp-mode",
+        choices=[m.value for m in TPMode],
+        default=TPMode.ALL_REDUCE.value,
+        help="TP collectives: Megatron all-reduce, or reduce-scatter = sequence parallel (default all-reduce)",
+    )
+    train.add_argument(
+        "--optimizer",
+        choices=[o.value for o in OptimizerKind],
+        default=OptimizerKind.SGD.value,
+        help="sgd (momentum 0.9) or adamw (weight decay 0.01) (default sgd)",
+    )
     train.add_argument("--lr", type=positive_float, default=0.1, help="learning rate, finite and > 0 (default 0.1)")
     add_model_args(p.add_argument_group("model (a small GPT; sizes in elements)"), "the pp·v stages")
     moe = p.add_argument_group("mixture of experts (default: a dense GPT)")
-    moe.add_argument("--moe-experts", type=positive_int, default=None, metavar="E",
-                     help="routed experts per MoE layer; makes the blocks MoE (default: none, dense)")
-    moe.add_argument("--moe-top-k", type=positive_int, default=None, metavar="K",
-                     help="experts each token is routed to (default 2)")
-    moe.add_argument("--moe-ffn-hidden", type=positive_int, default=None, metavar="F",
-                     help="one expert's inner width (default 2·hidden)")
-    moe.add_argument("--moe-shared-experts", type=non_negative_int, default=None, metavar="N",
-                     help="experts every token goes through, each of width F (default 0)")
-    moe.add_argument("--moe-first-dense", type=non_negative_int, default=None, metavar="N",
-                     help="the first N blocks keep the dense MLP (default 0)")
-    p.add_argument("--emulate", metavar="COSTS",
-                   help="costs file (.json/.yaml, as pipesim simulate --costs reads it, durations in seconds): "
-                   "each compute instruction sleeps its cost instead of computing, while tensors of the real "
-                   "activation size still cross the real P2P path and TP/DP collectives; transfers take the "
-                   "file's p2p_latency (+ bytes/bandwidth) at least (default: off, real compute)")
-    p.add_argument("--costs", metavar="COSTS",
-                   help="costs file (.json/.yaml) a cost-aware schedule (zb-auto) synthesises its order for, the "
-                   "one pipesim plan/synthesize used, so every rank builds the same order for the same costs; or "
-                   "run the order itself: pipesim synthesize -o order.txt, then pass order.txt as SCHEDULE "
-                   "(default: unit costs)")
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help="CPU threads per process (torch.set_num_threads; profile with the same: pipesim profile "
-                   "--threads) (default: torch's own, all cores)")
+    moe.add_argument(
+        "--moe-experts",
+        type=positive_int,
+        default=None,
+        metavar="E",
+        help="routed experts per MoE layer; makes the blocks MoE (default: none, dense)",
+    )
+    moe.add_argument(
+        "--moe-top-k", type=positive_int, default=None, metavar="K", help="experts each token is routed to (default 2)"
+    )
+    moe.add_argument(
+        "--moe-ffn-hidden",
+        type=positive_int,
+        default=None,
+        metavar="F",
+        help="one expert's inner width (default 2·hidden)",
+    )
+    moe.add_argument(
+        "--moe-shared-experts",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="experts every token goes through, each of width F (default 0)",
+    )
+    moe.add_argument(
+        "--moe-first-dense",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="the first N blocks keep the dense MLP (default 0)",
+    )
+    p.add_argument(
+        "--emulate",
+        metavar="COSTS",
+        help="costs file (.json/.yaml, as pipesim simulate --costs reads it, durations in seconds): "
+        "each compute instruction sleeps its cost instead of computing, while tensors of the real "
+        "activation size still cross the real P2P path and TP/DP collectives; transfers take the "
+        "file's p2p_latency (+ bytes/bandwidth) at least (default: off, real compute)",
+    )
+    p.add_argument(
+        "--costs",
+        metavar="COSTS",
+        help="costs file (.json/.yaml) a cost-aware schedule (zb-auto) synthesises its order for, the "
+        "one pipesim plan/synthesize used, so every rank builds the same order for the same costs; or "
+        "run the order itself: pipesim synthesize -o order.txt, then pass order.txt as SCHEDULE "
+        "(default: unit costs)",
+    )
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="CPU threads per process (torch.set_num_threads; profile with the same: pipesim profile "
+        "--threads) (default: torch's own, all cores)",
+    )
     out = p.add_argument_group("outputs (checked before any process group starts)")
-    out.add_argument("--print-model-file", metavar="FILE.yaml",
-                     help="write this GPT (the model flags) as a pipesim model file and exit, without running "
-                     "(pipesim simulate --model FILE.yaml) (default: off, run)")
-    out.add_argument("--timeline", metavar="FILE",
-                     help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)")
-    out.add_argument("--trace", metavar="FILE.json",
-                     help="write a Chrome trace (.json, opens in Perfetto) (default: none)")
+    out.add_argument(
+        "--print-model-file",
+        metavar="FILE.yaml",
+        help="write this GPT (the model flags) as a pipesim model file and exit, without running "
+        "(pipesim simulate --model FILE.yaml) (default: off, run)",
+    )
+    out.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="write the measured Timeline (.csv or .parquet; times in seconds) (default: none)",
+    )
+    out.add_argument(
+        "--trace", metavar="FILE.json", help="write a Chrome trace (.json, opens in Perfetto) (default: none)"
+    )
     debug = p.add_argument_group("debugging")
     debug.add_argument(
         "--fail-at",
@@ -150,23 +209,28 @@ def parser() -> argparse.ArgumentParser:
         help="with --fail-at: raise an exception, or kill the process with SIGKILL (default raise)",
     )
     comm = p.add_argument_group("point-to-point")
-    comm.add_argument("--p2p", choices=[m.value for m in P2PLowering], default=None,
-                      help="eager: receives just before their consumers, all posted at step start (safe with "
-                      "gloo's buffered sends); grouped: the Program proven deadlock-free under NCCL's grouped "
-                      "semantics, each run of transfers one batch_isend_irecv (default: grouped on NCCL, eager "
-                      "on gloo)")
-    comm.add_argument("--allow-unsafe-p2p", action="store_true",
-                      help="on NCCL, run a Program that is not proven safe under grouped semantics instead of "
-                      "refusing it; it can hang once activations exceed NCCL's eager buffer (default: off)")
+    comm.add_argument(
+        "--p2p",
+        choices=[m.value for m in P2PLowering],
+        default=None,
+        help="eager: receives just before their consumers, all posted at step start (safe with "
+        "gloo's buffered sends); grouped: the Program proven deadlock-free under NCCL's grouped "
+        "semantics, each run of transfers one batch_isend_irecv (default: grouped on NCCL, eager "
+        "on gloo)",
+    )
+    comm.add_argument(
+        "--allow-unsafe-p2p",
+        action="store_true",
+        help="on NCCL, run a Program that is not proven safe under grouped semantics instead of "
+        "refusing it; it can hang once activations exceed NCCL's eager buffer (default: off)",
+    )
     return p
 
 
 def _schedule_of(args: argparse.Namespace) -> str:
     """The positional SCHEDULE (README form) and ``--schedule/-s`` (pipesim's) name the same thing."""
     if args.schedule and args.schedule_flag and args.schedule != args.schedule_flag:
-        raise PipesimError(
-            f"two schedules given ({args.schedule!r} and --schedule {args.schedule_flag!r}); give one"
-        )
+        raise PipesimError(f"two schedules given ({args.schedule!r} and --schedule {args.schedule_flag!r}); give one")
     return args.schedule or args.schedule_flag or _SCHEDULE
 
 
@@ -199,9 +263,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
     if args.fail_at:
         rank, sep, text = args.fail_at.partition(":")
         if not sep or not rank.strip().isdigit():
-            raise PipesimError(
-                f"--fail-at {args.fail_at!r}: expected RANK:INSTRUCTION, e.g. '1:B mb=0 chunk=0'"
-            )
+            raise PipesimError(f"--fail-at {args.fail_at!r}: expected RANK:INSTRUCTION, e.g. '1:B mb=0 chunk=0'")
         fail_at = (int(rank), Instruction.parse(text))
     emulate = CostModel.load(args.emulate) if args.emulate else None
     costs = CostModel.load(args.costs) if args.costs else None
@@ -244,8 +306,9 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise PipesimError(f"{flag} describes MoE layers, but the model is dense; add --moe-experts E")
-    return ModelConfig(args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab,
-                       args.seed, moe=moe)
+    return ModelConfig(
+        args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed, moe=moe
+    )
 
 
 def write_model_file(args: argparse.Namespace) -> int:
@@ -342,9 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0 and emulated:
             print(f"last step against pipesim simulate: {emulation_report(program, cfg.emulate, result.timeline)}")
         elif rank == 0:
-            peaks = ", ".join(
-                f"pp{r}: {b / 1024:.1f} KiB" for r, b in enumerate(result.peak_activation_bytes)
-            )
+            peaks = ", ".join(f"pp{r}: {b / 1024:.1f} KiB" for r, b in enumerate(result.peak_activation_bytes))
             print(f"peak saved activations per pipeline rank: {peaks}", flush=True)
             if cuda:
                 print(f"cuda max allocated: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", flush=True)

@@ -205,23 +205,31 @@ def parser() -> argparse.ArgumentParser:
         "executors.torch_runtime order.csv. Bad input exits 2 with one line on every rank.",
     )
     p.add_argument("order", metavar="ORDER.csv", help="PyTorch action CSV (pipesim export -o / synthesize -o)")
-    p.add_argument("--format", choices=[f.value for f in CsvFormat], default=CsvFormat.COMPUTE_ONLY.value,
-                   help="compute_only: torch adds the communication (what torchtitan loads); compute_comms: the "
-                   "CSV's own sends/receives (pipesim export --with-comms) (default compute_only)")
+    p.add_argument(
+        "--format",
+        choices=[f.value for f in CsvFormat],
+        default=CsvFormat.COMPUTE_ONLY.value,
+        help="compute_only: torch adds the communication (what torchtitan loads); compute_comms: the "
+        "CSV's own sends/receives (pipesim export --with-comms) (default compute_only)",
+    )
     p.add_argument("--steps", type=positive_int, default=3, help="optimizer steps (default 3)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="seed of weights and data (default 0)")
-    p.add_argument("--optimizer", choices=[o.value for o in OptimizerKind], default=OptimizerKind.SGD.value,
-                   help="sgd (momentum 0.9) or adamw (default sgd)")
+    p.add_argument(
+        "--optimizer",
+        choices=[o.value for o in OptimizerKind],
+        default=OptimizerKind.SGD.value,
+        help="sgd (momentum 0.9) or adamw (default sgd)",
+    )
     p.add_argument("--lr", type=positive_float, default=0.1, help="learning rate (default 0.1)")
     add_model_args(p, "the CSV's stages")
     return p
 
 
 def config_from_args(args: argparse.Namespace) -> TorchRunConfig:
-    model = ModelConfig(args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab,
-                        args.seed)
-    return TorchRunConfig(args.order, CsvFormat(args.format), model, args.steps, OptimizerKind(args.optimizer),
-                          args.lr)
+    model = ModelConfig(
+        args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed
+    )
+    return TorchRunConfig(args.order, CsvFormat(args.format), model, args.steps, OptimizerKind(args.optimizer), args.lr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,9 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     shape = imported.program.shape
     try:
         if rank == 0:
-            print(f"{cfg.order}: PyTorch _PipelineScheduleRuntime ({cfg.fmt.value}), pp {shape.pp}, "
-                  f"{shape.microbatches} microbatches, {shape.chunks} stage(s)/rank, {shape.placement.value} "
-                  f"placement, {'nccl' if cuda else 'gloo'}", flush=True)
+            print(
+                f"{cfg.order}: PyTorch _PipelineScheduleRuntime ({cfg.fmt.value}), pp {shape.pp}, "
+                f"{shape.microbatches} microbatches, {shape.chunks} stage(s)/rank, {shape.placement.value} "
+                f"placement, {'nccl' if cuda else 'gloo'}",
+                flush=True,
+            )
         result = execute(cfg, imported, device=device)
         if rank == 0:
             for step, loss in enumerate(result.losses):

@@ -8,28 +8,36 @@ import pytest
 
 from pipesim.program.build import build_program
 
-# Modules whose tests take longest (spawned gloo worlds, the published-runs table, scripts run end to end),
-# longest first, from `pytest -n 2 --durations=60` on the 2-core machine. They run before everything else so
-# that no long module is left for the end while the other xdist worker idles (--dist loadfile,
-# pyproject.toml).
+# Modules whose tests take longest (spawned gloo worlds, torchrun launches, scripts run end to end), longest
+# first, from `pytest -n 2 -m distributed --durations=0` and the fast tier's `--durations=0`, summed per module,
+# on the 2-core machine (after the forkserver harness). They run before everything else so that no long module
+# is left for the end while the other xdist worker idles (--dist loadfile, pyproject.toml); the many short
+# modules after them fill the gaps.
 # Only the order changes, never what runs; a module's tests stay together (module-scoped fixtures stay warm),
 # and a module missing here simply runs after these in collection order.
 LONGEST_FIRST = (
-    "test_published_runs.py",
+    "test_plan_launch.py",  # two torchrun launches of four processes
     "test_executor_equivalence.py",
-    "test_experiments.py",
-    "test_executor_failures.py",
-    "test_executor_cp.py",
-    "test_executor_measure.py",
-    "test_plan.py",
-    "test_executor_emulation.py",
-    "test_plan_launch.py",
-    "test_executor_grouped.py",
+    "test_executor_emulation.py",  # emulated costs are real sleeps, and a torchrun launch
+    "test_executor_failures.py",  # three torchrun launches
     "test_profile_closed_loop.py",
-    "test_plan_cluster.py",
-    "test_sweep_scale.py",
+    "test_executor_cp.py",
+    "test_experiments.py",
+    "test_torch_runtime.py",
+    "test_executor_measure.py",
     "test_readme_chain.py",
+    "test_bad_hangs.py",  # user code looping until its timeouts, in real processes
+    "test_executor_grouped.py",
+    "test_executor_moe.py",
+    "test_examples.py",
+    "test_published_runs.py",
+    "test_plan.py",
+    "test_plan_cluster.py",
+    "test_validate.py",
+    "test_sweep_scale.py",
+    "test_engines.py",
     "test_grouped.py",
+    "test_compiled_program_kernels.py",
     "test_synth_executor.py",
 )
 

@@ -109,12 +109,16 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("p2p_sync_overhead", [], "median per call: 1.18 ms"),
         ("sweep_floor", ["--points", "20"], "× the floor"),
         # A 2-process cp world: the measured ring share beside the simulator's.
-        pytest.param("cp_ring_share", ["--fast"], "ring share of F+B: measured",
-                     marks=[pytest.mark.distributed, needs_torch]),
+        pytest.param(
+            "cp_ring_share", ["--fast"], "ring share of F+B: measured", marks=[pytest.mark.distributed, needs_torch]
+        ),
         # Tiny sizes: checks our executor and torch.distributed.pipelining both run every schedule.
-        pytest.param("bench_executor_vs_torch", ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1",
-                                                 "--layers", "2", "--hidden", "32"], "interleaved",
-                     marks=[pytest.mark.distributed, needs_torch]),
+        pytest.param(
+            "bench_executor_vs_torch",
+            ["--pp", "2", "--mb", "2", "--steps", "2", "--repeats", "1", "--layers", "2", "--hidden", "32"],
+            "interleaved",
+            marks=[pytest.mark.distributed, needs_torch],
+        ),
     ],
 )
 def test_table_experiments_run(script, args, expect, tmp_path, run_here):
@@ -130,8 +134,9 @@ SCRIPTS = sorted(p for p in (ROOT / "experiments").glob("*.py") if not p.name.st
 def test_every_script_takes_the_shared_flags(script):
     """--help, --fast and --out come from one helper, so every script spells and means them alike."""
     source = script.read_text()
-    assert "experiment_parser(" in source or "experiment_args(" in source, \
+    assert "experiment_parser(" in source or "experiment_args(" in source, (
         f"{script.name}: parse its flags with pipesim.plots.figures.experiment_parser / experiment_args"
+    )
     assert "argparse.ArgumentParser(" not in source, f"{script.name}: a parser of its own"
 
 
