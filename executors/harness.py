@@ -38,19 +38,24 @@ def free_port() -> int:
 _PRELOAD = ["__main__", "executors.runtime"]
 
 
-def _worker(rank: int, world_size: int, port: int, fn, args, queue, environ: dict, cwd: str) -> None:
+def _worker(rank: int, world_size: int, port: int, fn, args, queue, environ: dict, cwd: str, group: bool) -> None:
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if not group:  # what torchrun tells each process it starts (fn initialises the group from it)
+        sizes = {"RANK": rank, "LOCAL_RANK": rank, "WORLD_SIZE": world_size, "LOCAL_WORLD_SIZE": world_size}
+        os.environ.update({name: str(value) for name, value in sizes.items()})
     try:
         # One thread per rank, as torchrun does: N ranks on a few cores must not oversubscribe them.
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
+        if group:
+            dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=_TIMEOUT)
         value = fn(rank, world_size, *args)
         # Plain pickle bytes: torch's queue reducers would share tensors by fd, gone once we exit.
         queue.put((rank, True, pickle.dumps(value)))
-        dist.barrier()
-        dist.destroy_process_group()
+        if group:
+            dist.barrier()
+            dist.destroy_process_group()
     except BaseException as err:  # report every failure to the parent, then die
         queue.put((rank, False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
         raise
@@ -60,8 +65,12 @@ def _worker(rank: int, world_size: int, port: int, fn, args, queue, environ: dic
 _PORT_ATTEMPTS = 3
 
 
-def spawn(fn, world_size: int, *args, timeout: float = 240.0) -> list:
+def spawn(fn, world_size: int, *args, timeout: float = 240.0, process_group: bool = True) -> list:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` gloo processes; return the values by rank.
+
+    With ``process_group=False`` no group is initialised for ``fn``: each rank gets torchrun's environment
+    (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``PORT``) instead, for an entry point that
+    initialises and destroys its own group (``executors.run.main``).
 
     ``fn`` must be importable (module level): each rank unpickles it by name. The
     rendezvous port is free when chosen, but another process (a parallel test's world, an ephemeral gloo
@@ -70,18 +79,18 @@ def spawn(fn, world_size: int, *args, timeout: float = 240.0) -> list:
     """
     for attempt in range(_PORT_ATTEMPTS):
         try:
-            return _spawn_once(fn, world_size, args, timeout, free_port())
+            return _spawn_once(fn, world_size, args, timeout, free_port(), process_group)
         except RuntimeError as err:
             if "EADDRINUSE" not in str(err) or attempt == _PORT_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _spawn_once(fn, world_size: int, args: tuple, timeout: float, port: int) -> list:
+def _spawn_once(fn, world_size: int, args: tuple, timeout: float, port: int, group: bool) -> list:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)  # takes effect when the server starts (the first world)
     queue = ctx.SimpleQueue()
-    here = (dict(os.environ), os.getcwd())
+    here = (dict(os.environ), os.getcwd(), group)
     procs = [
         ctx.Process(target=_worker, args=(r, world_size, port, fn, args, queue, *here), daemon=True)
         for r in range(world_size)

@@ -1,8 +1,14 @@
-"""The executor line ``pipesim plan`` prints really runs: a scaled-down GPT planned on 4 GPUs, launched with
-gloo under torchrun exactly as printed (only ``torchrun`` spelled ``python -m torch.distributed.run``)."""
+"""The executor line ``pipesim plan`` prints really runs: a scaled-down GPT planned on 4 GPUs. The winner's line
+is launched with gloo under torchrun exactly as printed (only ``torchrun`` spelled ``python -m
+torch.distributed.run``); the best candidate with tp and pp, whose line has the same torchrun part, runs its
+``executors.run`` arguments in a world of as many processes given torchrun's environment (executors.harness), as
+torchrun would start them — the launcher itself is the winner's case, and four more interpreters importing torch
+would add nothing to it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -11,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from executors.harness import free_port
+from executors.harness import free_port, spawn
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.plan.launch import executor_argv
@@ -22,13 +28,23 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.distributed
 
 # The executor's block: multi-head attention, a 4h GELU MLP, LayerNorm, tied embeddings, learned positions.
-MINI_GPT = ModelSpec("mini-gpt", layers=4, hidden=32, heads=4, ffn_hidden=128, vocab=64, seq_len=16,
-                     tied_embeddings=True, learned_positions=True)
+MINI_GPT = ModelSpec(
+    "mini-gpt",
+    layers=4,
+    hidden=32,
+    heads=4,
+    ffn_hidden=128,
+    vocab=64,
+    seq_len=16,
+    tied_embeddings=True,
+    learned_positions=True,
+)
 
 
 def _plan():
-    request = PlanRequest(MINI_GPT, CHIP_PRESETS["h100-sxm"], gpus=4, global_batch=8, gpus_per_node=4,
-                          micro_batch_sizes=(1, 2))
+    request = PlanRequest(
+        MINI_GPT, CHIP_PRESETS["h100-sxm"], gpus=4, global_batch=8, gpus_per_node=4, micro_batch_sizes=(1, 2)
+    )
     return run_plan(request, top=3).fitting()
 
 
@@ -39,6 +55,25 @@ def _launch(argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
 
 
+# What every printed line starts with on one node of 4 GPUs; the executor's own arguments follow.
+TORCHRUN_PART = ["torchrun", "--nproc-per-node", "4", "-m", "executors.run"]
+
+
+def _executor_main(rank: int, world_size: int, argv: list[str]) -> tuple[int, str]:
+    """One rank of a launched line: ``executors.run``'s main on its arguments, what it printed."""
+    from executors.run import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(argv)
+    return code, printed.getvalue()
+
+
+def _launch_in_world(argv: list[str]) -> subprocess.CompletedProcess:
+    code, out = spawn(_executor_main, 4, argv[len(TORCHRUN_PART) :], process_group=False)[0]  # rank 0 prints
+    return subprocess.CompletedProcess(argv, code, out, "")
+
+
 @pytest.mark.parametrize("pick", ["winner", "best with tp and pp"])
 def test_printed_executor_command_runs(pick):
     ranked = _plan()
@@ -47,7 +82,8 @@ def test_printed_executor_command_runs(pick):
     else:
         chosen = next(o.candidate for o in ranked if o.candidate.tp > 1 and o.candidate.pp > 1)
     argv = executor_argv(chosen, MINI_GPT, gpus_per_node=4, steps=2)
-    proc = _launch(argv)
+    assert argv[: len(TORCHRUN_PART)] == TORCHRUN_PART, argv
+    proc = _launch(argv) if pick == "winner" else _launch_in_world(argv)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     c = chosen
