@@ -226,6 +226,60 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     return PassTimes(forward, backward_input, linear.backward_weight, recompute)
 
 
+@dataclass(frozen=True)
+class PassKernels:
+    """Kernels the host issues for one block per microbatch, by pass (:func:`layer_kernel_counts`)."""
+
+    forward: int
+    backward_input: int
+    backward_weight: int
+    recompute: int = 0
+
+    def __add__(self, other: PassKernels) -> PassKernels:
+        return PassKernels(self.forward + other.forward, self.backward_input + other.backward_input,
+                           self.backward_weight + other.backward_weight, self.recompute + other.recompute)
+
+    def scaled(self, n: int) -> PassKernels:
+        return PassKernels(n * self.forward, n * self.backward_input, n * self.backward_weight, n * self.recompute)
+
+
+def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> PassKernels:
+    """Kernels one layer launches per microbatch on one rank, the way Megatron-Core with Transformer Engine runs
+    it: each launch costs the host :attr:`ChipSpec.host_kernel_overhead` whatever its size.
+
+    Forward: two norms; one launch per weight GEMM (a routed expert's GEMM is one per local expert: TE's
+    grouped linear loops over them); fused RoPE on the queries and on the keys; the attention kernel (one per
+    ring step under context parallelism, with the step's transfer; unfused: two batched GEMMs and a softmax);
+    two fused bias-dropout-adds; the activation; the tensor-parallel collectives (an all-gather and a
+    reduce-scatter per block with sequence parallelism, an all-reduce without); in a MoE layer the router's
+    softmax and top-k, the permutation and its inverse, and the dispatch and combine all-to-alls; in FP8, a
+    cast-transpose per GEMM input. The input backward mirrors it, with FlashAttention's backward as three
+    kernels (the dO·O preprocessing, the main kernel, the dQ conversion); the weight backward is one GEMM
+    per weight. Counted from the modules' structure, not from a trace: a few kernels either way."""
+    gemms = sum(count for *_, count in layer_gemms(model, layout, 1, kind))
+    rope = 0 if model.learned_positions else 2
+    if layout.attention is AttentionKernel.FUSED:
+        attention_fwd, attention_bwd = 2 * layout.cp - 1, 4 * layout.cp - 1
+    else:
+        attention_fwd, attention_bwd = 3 + (1 if model.dropout else 0), 5
+    tp_comm = (4 if layout.sequence_parallel else 2) if layout.tp > 1 else 0
+    moe = 0
+    if kind is LayerKind.MOE:
+        moe = 4 + (2 if layout.ep > 1 else 0)
+    casts = gemms if layout.precision is Precision.FP8 else 0
+    forward = 2 + gemms + rope + attention_fwd + 2 + 1 + tp_comm + moe + casts
+    backward_input = 2 + gemms + rope + attention_bwd + 2 + 1 + tp_comm + moe + casts
+    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward}[layout.recompute]
+    return PassKernels(forward, backward_input, gemms, recompute)
+
+
+# The LM head (final norm, projection, Megatron-LM's unfused vocabulary-parallel cross-entropy: the cast, the
+# max and its all-reduce, the subtraction, exp, the sum and its all-reduce, the division, the target gather)
+# and the embedding (lookup and, under tp, its all-reduce; backward a scatter-add).
+HEAD_KERNELS = PassKernels(forward=1 + 1 + 9, backward_input=1 + 1 + 3, backward_weight=1)
+EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
+
+
 # Bytes per logit of the vocabulary-parallel cross-entropy as Megatron-LM runs it by default (unfused, eager
 # PyTorch ops; megatron/core/tensor_parallel/cross_entropy.py). Forward: the cast of the BF16 logits to FP32
 # (read 2, write 4), the max over the vocabulary (read 4), the in-place subtraction of the max (read 4, write 4),
