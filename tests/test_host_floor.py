@@ -71,3 +71,26 @@ def test_the_wait_is_reported_where_the_step_goes():
     [rank] = rank_times(LLAMA, chip, layout, PipelineShape(1, 4, 1), step_time=10.0)
     assert rank.host_wait == pytest.approx(4 * wait.host_wait)
     assert "waiting for the host to launch kernels" in rank.text()
+
+
+def test_eager_elementwise_bytes_by_hand():
+    """--elementwise eager: the reference Llama modules' ops one kernel each (kernels._eager_bytes)."""
+    from pipesim.analytic.kernels import elementwise_bytes
+    from pipesim.analytic.layout import ElementwiseKernels
+
+    model = MODEL_PRESETS["llama2-7b"]  # RMSNorm, RoPE, SwiGLU, no dropout, MHA: q = k = h
+    h, f, d = model.hidden, model.ffn_hidden, 2
+    fused = Layout()
+    eager = replace(fused, elementwise=ElementwiseKernels.EAGER)
+    fused_bytes = 2 * 2 * h * d + 2 * 3 * h * d + 3 * f * d + 2 * 2 * h * d  # norms, residuals, SwiGLU, RoPE
+    assert elementwise_bytes(model, fused, 1) == fused_bytes
+    eager_bytes = (2 * (28 + 4 * d) * h  # RMSNorm: to FP32, pow, mean, × rsqrt, back, × weight
+                   + 2 * 3 * h * d  # residual adds: unchanged
+                   + 5 * f * d  # silu(gate), × up
+                   + (16 + 2 * d) * 2 * h  # RoPE in FP32 on q and k
+                   + 2 * d * h)  # the attention output's transpose copy
+    assert elementwise_bytes(model, eager, 1) == eager_bytes
+    mpt = MODEL_PRESETS["mpt-7b"]  # LayerNorm (one kernel eager too), GELU, learned positions, no dropout
+    assert elementwise_bytes(mpt, eager, 1) - elementwise_bytes(mpt, fused, 1) == 2 * d * mpt.hidden
+    counts = layer_kernel_counts(model, eager)
+    assert counts.forward == layer_kernel_counts(model, fused).forward + 2 * 7 + 2 * 2 + 1 + 1

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Precision, Recompute
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -186,7 +186,41 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
         permute = 2 * 2 * model.experts_per_token * h * d * imbalance
     activation = (3 if model.gated else 2) * f / t * d
     rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
+    if layout.elementwise is ElementwiseKernels.EAGER:
+        norms, residuals, activation, rope, transpose = _eager_bytes(model, layout, width, f, norms, residuals,
+                                                                     activation, rope)
+        return tokens * (norms + residuals + activation + rope + permute + transpose)
     return tokens * (norms + residuals + activation + rope + permute)
+
+
+FP32 = 4  # bytes of an FP32 intermediate
+
+
+def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms: float, residuals: float,
+                 activation: float, rope: float) -> tuple[float, float, float, float, float]:
+    """Bytes per token of the same work run as one PyTorch kernel per op (the reference Llama modules, Meta's
+    ``llama/model.py`` and Hugging Face's, without torch.compile), from the fused counts of
+    :func:`elementwise_bytes` (d: the activations' bytes, 2 in BF16).
+
+    - RMSNorm: ``x.float()`` (read d, write 4), ``pow(2)`` (4 + 4), ``mean`` (read 4), ``x * rsqrt(...)``
+      (4 + 4), ``.type_as(x)`` (4 + d), ``* weight`` (d + d): 28 + 4d bytes per element, where the fused kernel
+      reads and writes d each. ``F.layer_norm`` is one kernel in eager PyTorch too: unchanged.
+    - RoPE in the complex form: queries and keys to FP32 (d + 4), the complex product with the cached
+      frequencies (4 + 4), back to BF16 (4 + d): 16 + 2d per element, against the fused kernel's 2d.
+    - SwiGLU: ``silu(gate)`` (d + d), then ``* up`` (2d + d): 5d per inner element, against 3d.
+    - Dropout before a residual add is its own kernel (read d, write d) beside the add.
+    - The attention output is transposed back to (tokens, heads·d_v) by a copy (d + d)."""
+    d = model.dtype_bytes
+    if model.rms_norm:
+        norms = 2 * (7 * FP32 + 4 * d) * width
+    if not model.learned_positions:
+        rope = (4 * FP32 + 2 * d) * (model.q_width + model.k_width) / layout.tp
+    if model.gated:
+        activation = 5 * f / layout.tp * d
+    if model.dropout:
+        residuals += 2 * 2 * d * width
+    transpose = 2 * d * model.attention_out_width / layout.tp
+    return norms, residuals, activation, rope, transpose
 
 
 FP8_CAST_BYTES = 4  # Transformer Engine's cast-transpose: read BF16, write FP8 and its FP8 transpose
@@ -267,8 +301,16 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     if kind is LayerKind.MOE:
         moe = 4 + (2 if layout.ep > 1 else 0)
     casts = gemms if layout.precision is Precision.FP8 else 0
-    forward = 2 + gemms + rope + attention_fwd + 2 + 1 + tp_comm + moe + casts
-    backward_input = 2 + gemms + rope + attention_bwd + 2 + 1 + tp_comm + moe + casts
+    norms, activation, residuals, transpose = 2, 1, 2, 0
+    if layout.elementwise is ElementwiseKernels.EAGER:  # the ops of _eager_bytes, one kernel each
+        norms = 2 * (8 if model.rms_norm else 1)  # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight
+        rope = 0 if model.learned_positions else 2 * 3
+        activation = 2 if model.gated else 1
+        residuals = 2 * (2 if model.dropout else 1)
+        transpose = 1
+    elementwise = norms + rope + residuals + activation + transpose
+    forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
+    backward_input = gemms + attention_bwd + elementwise + tp_comm + moe + casts
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward}[layout.recompute]
     return PassKernels(forward, backward_input, gemms, recompute)
 

@@ -45,6 +45,13 @@ class AttentionKernel(enum.Enum):
     FUSED = "fused"  # FlashAttention (Dao et al. 2022): scores recomputed block-wise, never stored
 
 
+class ElementwiseKernels(enum.Enum):
+    """How the memory-bound work around the GEMMs runs (norms, RoPE, activations, residual adds)."""
+
+    FUSED = "fused"  # one kernel per norm, RoPE, activation, residual (Megatron-LM / TE fused kernels, torch.compile)
+    EAGER = "eager"  # one kernel per PyTorch op (the reference Llama modules without torch.compile)
+
+
 @dataclass(frozen=True)
 class OptimizerBytes:
     """Bytes per parameter of mixed-precision Adam; only ``optimizer`` is sharded by a distributed optimizer.
@@ -89,6 +96,7 @@ class Layout:
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     precision: Precision = Precision.BF16
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
+    elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False
