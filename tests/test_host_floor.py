@@ -94,3 +94,15 @@ def test_eager_elementwise_bytes_by_hand():
     assert elementwise_bytes(mpt, eager, 1) - elementwise_bytes(mpt, fused, 1) == 2 * d * mpt.hidden
     counts = layer_kernel_counts(model, eager)
     assert counts.forward == layer_kernel_counts(model, fused).forward + 2 * 7 + 2 * 2 + 1 + 1
+
+
+def test_profile_times_the_host_per_kernel():
+    """pipesim profile's measurement: a chain of tiny autograd-recorded ops, timed per op (on this CPU, the
+    dispatcher's cost per op; on a GPU, what the device waits for each launch)."""
+    pytest.importorskip("torch")
+    from pipesim.profile import host
+    from pipesim.profile.device import open_device
+    from pipesim.profile.timing import QUICK
+
+    seconds = host.time_host_overhead(open_device(1, 0, 1), QUICK)
+    assert 1e-8 < seconds < 1e-3  # microseconds per op on any CPU torch runs on
