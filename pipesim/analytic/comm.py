@@ -131,7 +131,7 @@ def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
     group = layout.tp * layout.cp * layout.dp
     intra = chip.intra_node_bandwidth * chip.p2p_efficiency
     result = []
-    for s in range(shape.num_stages - 1):
+    for s in range(shape.num_slices - 1):  # DUAL: the down pipeline's; the up one crosses the same rank pairs
         a, b = shape.rank_of(s) * group, shape.rank_of(s + 1) * group
         result.append(intra if a // chip.node_size == b // chip.node_size else chip.inter_node_bandwidth)
     return result

@@ -403,11 +403,13 @@ def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks
 
 
 def _shape_of(layout: Layout, shape):
-    """``shape``, or the loop placement of ``layout`` when none is given."""
+    """``shape``, or the placement of ``layout`` when none is given: loop, or DualPipe's with two copies."""
     if shape is not None:
         return shape
-    from pipesim.program.ir import PipelineShape
+    from pipesim.program.ir import PipelineShape, Placement
 
+    if layout.model_copies == 2:
+        return PipelineShape(layout.pp, layout.microbatches, 2, Placement.DUAL)
     return PipelineShape(layout.pp, layout.microbatches, layout.chunks)
 
 
@@ -434,15 +436,16 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
 
 
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
-    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep)."""
+    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep). Under
+    DualPipe's dual placement a rank holds two whole slices, one of each copy: twice the parameters."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[shape.stage(r, c)].params for c in range(shape.chunks)) for r in range(shape.pp)]
+    return [sum(stages[s].params for s in shape.rank_slices(r)) for r in range(shape.pp)]
 
 
 def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[shape.stage(r, c)].expert_params for c in range(shape.chunks)) for r in range(shape.pp)]
+    return [sum(stages[s].expert_params for s in shape.rank_slices(r)) for r in range(shape.pp)]
 
 
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:

@@ -323,6 +323,15 @@ class PipelineShape:
         """The model slice a stage runs (its cost-model stage): itself, or under DUAL stage mod pp."""
         return stage % self.stages_per_pipeline if self.pipelines > 1 else stage
 
+    @property
+    def microbatches_per_stage(self) -> int:
+        """How many microbatches pass each stage: all of them, or half under DUAL."""
+        return self.microbatches // self.pipelines
+
+    def rank_slices(self, rank: int) -> tuple[int, ...]:
+        """The model slices (cost-model stages) of ``rank``'s chunks, chunk 0 first."""
+        return tuple(self.slice_of(self.stage(rank, c)) for c in range(self.chunks))
+
     def pipeline_of_stage(self, stage):
         return stage // self.stages_per_pipeline
 
