@@ -21,9 +21,15 @@ from pipesim.program.validate import CommSemantics, validate
 from pipesim.sim.costs import CostModel, StageCosts
 from pipesim.sim.simulator import Engine, simulate
 
+# Issue #25's done-when command (the DeepSeek-V3 report's layout: PP16, EP64, ZeRO-1 DP, FP8, 61 layers).
+DONE_WHEN = (
+    "simulate --model deepseek-v3 --hardware h800 --pp 16 --dp 128 --ep 64 -s dualpipe --mb 120 "
+    "--distributed-optimizer --fp8 --stage-layers 3,4,4,4,4,4,4,4,4,4,4,4,4,4,3,3"
+)
 SHAPES = [(pp, m) for pp in (2, 4, 6, 8) for m in (2 * pp, 2 * pp + 2, 4 * pp)]
-MOE_COSTS = StageCosts(forward=1.0, backward=2.0, backward_input=1.0, backward_weight=1.0,
-                       a2a_forward=0.4, a2a_backward=0.8)
+MOE_COSTS = StageCosts(
+    forward=1.0, backward=2.0, backward_input=1.0, backward_weight=1.0, a2a_forward=0.4, a2a_backward=0.8
+)
 
 
 def _program(pp: int, m: int) -> Program:
@@ -74,8 +80,13 @@ def test_validator_names_a_microbatch_on_the_other_pipeline():
     # Completeness asks for the microbatch's own pipeline only: a full V-style order is refused too.
     v_orders = build_program("dualpipe-v", 2, 4).schedule.orders
     with pytest.raises(ScheduleError, match="dual placement"):
-        validate(lower(Schedule.from_orders("x", [list(o) for o in v_orders], microbatches=4, chunks=2,
-                                            placement=Placement.DUAL)))
+        validate(
+            lower(
+                Schedule.from_orders(
+                    "x", [list(o) for o in v_orders], microbatches=4, chunks=2, placement=Placement.DUAL
+                )
+            )
+        )
 
 
 @pytest.mark.parametrize("pp", [2, 4, 6, 8])
@@ -123,8 +134,11 @@ def _sequential(program: Program) -> Program:
     """The same compute order with every pair run one op after the other."""
     schedule = build_program("dualpipe", program.shape.pp, program.shape.microbatches).schedule
     plain = [[instruction(i.op, i.mb, i.chunk) for i in order] for order in schedule.orders]
-    return lower(Schedule.from_orders("dualpipe-sequential", plain, microbatches=program.shape.microbatches,
-                                      chunks=2, placement=Placement.DUAL))
+    return lower(
+        Schedule.from_orders(
+            "dualpipe-sequential", plain, microbatches=program.shape.microbatches, chunks=2, placement=Placement.DUAL
+        )
+    )
 
 
 @pytest.mark.parametrize(("pp", "m"), [(4, 8), (4, 16), (8, 24)])
@@ -139,8 +153,9 @@ def test_pairs_hide_the_all_to_all(pp, m):
     assert simulate(program, no_a2a).metrics.makespan >= simulate(_sequential(program), no_a2a).metrics.makespan
 
 
-@pytest.mark.parametrize("costs", [CostModel(MOE_COSTS),
-                                   CostModel(StageCosts(p2p_bytes=10.0), p2p_latency=0.3, p2p_bandwidth=20.0)])
+@pytest.mark.parametrize(
+    "costs", [CostModel(MOE_COSTS), CostModel(StageCosts(p2p_bytes=10.0), p2p_latency=0.3, p2p_bandwidth=20.0)]
+)
 def test_engines_agree(costs):
     program = _program(6, 14)
     for steps in (1, 3):
@@ -172,9 +187,7 @@ def test_two_copies_of_the_parameters_per_rank():
 def test_done_when_command_prints_step_exposed_all_to_all_and_gib(capsys):
     from pipesim.cli.main import main
 
-    argv = ("simulate --model deepseek-v3 --hardware h800 --pp 16 --dp 128 --ep 64 -s dualpipe --mb 120 "
-            "--distributed-optimizer --fp8 --stage-layers 3,4,4,4,4,4,4,4,4,4,4,4,4,4,3,3").split()
-    assert main(argv) == 0
+    assert main(DONE_WHEN.split()) == 0
     out = capsys.readouterr().out
     assert "dual placement, 32 stages" in out and "two model copies" in out
     assert "MoE all-to-all exposed" in out and "hidden by overlap" in out
@@ -214,3 +227,46 @@ def test_executor_sums_the_copies_and_matches_one_process():
     (got,) = spawn(run_configs, 4, [cfg])[0]
     assert_matches_reference(got, reference_run(cfg), "dualpipe pp=4")
     assert got.copy_difference == 0.0
+
+
+def test_plan_searches_dualpipe_with_its_two_copies():
+    """The planner's space holds dualpipe where the schedule builds (pp even, m even ≥ 2·pp), with the two
+    copies in its layout; its exact peak memory is that of simulating the same configuration, and shapes
+    it refuses come back rejected with the schedule's reason."""
+    from pipesim.analytic.memory_gib import GIB
+
+    result = api.plan(
+        "gpt-7.5b",
+        16,
+        12,
+        schedules=["dualpipe"],
+        recompute=["none"],
+        zero=[1],
+        precision=["bf16"],
+        micro_batch_sizes=[1, 2],
+        top=50,
+        jobs=1,
+    )
+    dual = [o for o in result.search.outcomes if o.candidate.schedule == "dualpipe" and o.candidate.pp > 1]
+    simulated = [o for o in dual if o.status.value == "simulated"]
+    rejected = [o for o in dual if o.status.value == "rejected"]
+    assert simulated and rejected
+    assert all("dualpipe" in o.reason or "dual placement" in o.reason for o in rejected)
+    best = min(simulated, key=lambda o: o.evaluation.step_time)
+    c = best.candidate
+    layout = result.request.layout_of(c)
+    assert (layout.model_copies, layout.chunks, c.chunks) == (2, 1, 2)
+    direct = api.simulate(
+        "dualpipe",
+        c.pp,
+        c.microbatches,
+        model="gpt-7.5b",
+        hardware="h100-sxm",
+        tp=c.tp,
+        dp=c.dp,
+        micro_batch_size=c.micro_batch_size,
+        distributed_optimizer=True,
+        param_bytes="18",
+        sequence_parallel=c.sequence_parallel or None,
+    )  # the plan's defaults
+    assert best.peak_gib == pytest.approx(direct.model_report.memory.peak.total / GIB, rel=1e-6)
