@@ -1,5 +1,6 @@
-"""DualPipe, bidirectional (DeepSeek-V3 technical report, 2024, §3.2.1 and Figure 5; the ``DualPipe`` class of
-the DualPipe repository).
+"""DualPipe, bidirectional (DeepSeek-V3 technical report, 2024, §3.2.1, Figure 5): two model copies, two ways.
+
+The ``DualPipe`` class of the DualPipe repository, as an order of compute instructions.
 
 Two copies of the model run as two pipelines in opposite directions over the same pp ranks (the dual
 placement, :attr:`~pipesim.program.ir.Placement.DUAL`): rank r holds stage r of the *down* pipeline
