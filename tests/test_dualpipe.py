@@ -270,3 +270,24 @@ def test_plan_searches_dualpipe_with_its_two_copies():
         sequence_parallel=c.sequence_parallel or None,
     )  # the plan's defaults
     assert best.peak_gib == pytest.approx(direct.model_report.memory.peak.total / GIB, rel=1e-6)
+
+
+def test_calibrate_reads_a_dual_timeline_as_model_slices():
+    """A timeline does not name its placement: calibrate recognises the dual one (each half of the microbatch
+    ids on its own half of the stages) and folds the copies onto the pp slices at a whole share each, so the
+    costs it writes simulate the same step again; a V timeline is not taken for one."""
+    from pipesim.analysis.calibrate import calibrate, dual_slices
+
+    costs = CostModel(StageCosts(), overrides={1: {"forward": 2.0, "backward_input": 1.5}}, time_unit="s")
+    program = _program(4, 8)
+    timeline = simulate(program, costs).timeline
+    notes: list[str] = []
+    fitted = calibrate(timeline, notes=notes)
+    assert (fitted.num_stages, fitted.chunks) == (4, 1)
+    assert fitted.default.forward == pytest.approx(1.0)
+    assert fitted.stage(1).forward == pytest.approx(2.0)
+    assert any("two model copies" in n for n in notes)
+    again = simulate(program, fitted).metrics.makespan
+    assert again == pytest.approx(simulate(program, costs).metrics.makespan)
+    v_timeline = simulate(build_program("dualpipe-v", 4, 8).program, CostModel()).timeline
+    assert dual_slices(v_timeline[v_timeline["op"].isin(["F", "B", "I", "W"])]) is None
