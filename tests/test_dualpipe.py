@@ -291,3 +291,23 @@ def test_calibrate_reads_a_dual_timeline_as_model_slices():
     assert again == pytest.approx(simulate(program, costs).metrics.makespan)
     v_timeline = simulate(build_program("dualpipe-v", 4, 8).program, CostModel()).timeline
     assert dual_slices(v_timeline[v_timeline["op"].isin(["F", "B", "I", "W"])]) is None
+
+
+def test_gradient_sync_adds_the_mirror_sum_of_the_held_shard():
+    """Each chunk's REDUCE_GRAD is its slice's data-parallel sync plus the two copies' sum over the mirror
+    ranks: a two-rank all-reduce of the shard left after ZeRO-1's reduce-scatter (the whole gradient without
+    sharding, so more)."""
+    from pipesim.analytic.chip_load import load_chip
+    from pipesim.analytic.comm import mirror_grad_sum
+    from pipesim.analytic.layout import Layout, ZeroStage
+    from pipesim.analytic.to_costs import stage_reduce_grad
+
+    chip = load_chip("h100-sxm")
+    single = Layout(pp=4, dp=8, microbatches=8, zero=ZeroStage.OPTIMIZER)
+    dual = replace(single, model_copies=2)
+    params = 1e9
+    assert mirror_grad_sum(params, single, chip) == 0.0
+    mirror = mirror_grad_sum(params, dual, chip)
+    assert mirror > 0.0
+    assert stage_reduce_grad(params, dual, chip) == pytest.approx(stage_reduce_grad(params, single, chip) + mirror)
+    assert mirror_grad_sum(params, replace(dual, zero=ZeroStage.NONE), chip) > 4 * mirror  # 8× the bytes

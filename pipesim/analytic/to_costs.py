@@ -48,6 +48,7 @@ from pipesim.analytic.comm import (
     dp_grad_sync,
     fsdp_layer_comm,
     group_bandwidth,
+    mirror_grad_sum,
     moe_layer_a2a,
     optimizer_step_time,
     overlapped,
@@ -344,17 +345,19 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
 
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
-    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
+    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
+    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`)."""
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
         return 0.0
+    mirror = mirror_grad_sum(params, layout, chip, expert_params)
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
         one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth,
                                        ring_latency(chip, n, layout.tp * n))
-        return layout.microbatches * one
-    return reduce
+        return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
+    return reduce + mirror
 
 
 def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
