@@ -108,11 +108,17 @@ class Layout:
     # capacity factor is the bound a dropping router enforces). Scales the expert compute, the all-to-all and
     # the routed activations on the critical path.
     moe_imbalance: float = 1.0
+    # Copies of the model over the pipeline ranks: 2 for bidirectional DualPipe (DeepSeek-V3 §3.2.1), where
+    # rank r holds stage r of one copy and stage pp−1−r of the other, each a whole slice (so ``chunks`` is 1:
+    # a microbatch passes one of the two), and half the microbatches run through each copy.
+    model_copies: int = 1
 
     def __post_init__(self) -> None:
         for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp", "ep"):
             if getattr(self, key) < 1:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
+        if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
+            raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
         if (self.dp * self.cp) % self.ep:
             raise PipesimError(f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
                                "expert-parallel groups are carved out of a stage's data- and context-parallel "

@@ -108,7 +108,8 @@ class StepReport:
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
-                       "overlap_p2p": lay.overlap_p2p, "ep": lay.ep, "moe_imbalance": lay.moe_imbalance},
+                       "overlap_p2p": lay.overlap_p2p, "ep": lay.ep, "moe_imbalance": lay.moe_imbalance,
+                       "model_copies": lay.model_copies},
             "cost_sources": cost_sources(self.chip),
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
@@ -158,7 +159,8 @@ def report_text(report: StepReport) -> str:
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
         f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}"
-        f"{f' ep={lay.ep}' if m.is_moe else ''}, {lay.microbatches} microbatches/pipeline)",
+        f"{f' ep={lay.ep}' if m.is_moe else ''}, {lay.microbatches} microbatches/pipeline"
+        f"{', half through each of two model copies (DualPipe)' if lay.model_copies == 2 else ''})",
         *([f"expert parallelism: {m.experts // lay.ep} experts per rank, expert gradients sync over "
            f"dp·cp/ep = {lay.expert_shards} ranks, routing imbalance {lay.moe_imbalance:g}× (most-loaded rank / "
            f"mean); expert tensor parallelism = tp"] if m.is_moe else []),

@@ -84,10 +84,10 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
     parts = stage_time_parts(model, chip, layout, shape)
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
-    m = layout.microbatches
+    m = shape.microbatches_per_stage  # all microbatches pass each stage, or half under DualPipe's two pipelines
     result = []
     for rank in range(shape.pp):
-        stages = [shape.stage(rank, c) for c in range(shape.chunks)]
+        stages = shape.rank_slices(rank)  # the layout's stages (model slices) the rank's chunks run
         mine = [parts[s] for s in stages]
         grad_sync = 0.0
         for s in stages:

@@ -48,6 +48,7 @@ from pipesim.analytic.comm import (
     dp_grad_sync,
     fsdp_layer_comm,
     group_bandwidth,
+    mirror_grad_sum,
     moe_layer_a2a,
     optimizer_step_time,
     overlapped,
@@ -395,17 +396,19 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
 
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
-    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
+    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
+    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`)."""
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
         return 0.0
+    mirror = mirror_grad_sum(params, layout, chip, expert_params)
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
         one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth,
                                        ring_latency(chip, n, layout.tp * n))
-        return layout.microbatches * one
-    return reduce
+        return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
+    return reduce + mirror
 
 
 def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
@@ -454,11 +457,13 @@ def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks
 
 
 def _shape_of(layout: Layout, shape):
-    """``shape``, or the loop placement of ``layout`` when none is given."""
+    """``shape``, or the placement of ``layout`` when none is given: loop, or DualPipe's with two copies."""
     if shape is not None:
         return shape
-    from pipesim.program.ir import PipelineShape
+    from pipesim.program.ir import PipelineShape, Placement
 
+    if layout.model_copies == 2:
+        return PipelineShape(layout.pp, layout.microbatches, 2, Placement.DUAL)
     return PipelineShape(layout.pp, layout.microbatches, layout.chunks)
 
 
@@ -486,15 +491,16 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
 
 
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
-    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep)."""
+    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep). Under
+    DualPipe's dual placement a rank holds two whole slices, one of each copy: twice the parameters."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[shape.stage(r, c)].params for c in range(shape.chunks)) for r in range(shape.pp)]
+    return [sum(stages[s].params for s in shape.rank_slices(r)) for r in range(shape.pp)]
 
 
 def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[shape.stage(r, c)].expert_params for c in range(shape.chunks)) for r in range(shape.pp)]
+    return [sum(stages[s].expert_params for s in shape.rank_slices(r)) for r in range(shape.pp)]
 
 
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:

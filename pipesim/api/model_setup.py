@@ -131,8 +131,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {o.zero} is given; keep one")
     split = StageSplitRequest(o.first_stage_layers, o.last_stage_layers,
                               tuple(o.stage_layers) if o.stage_layers is not None else None)
-    stage_layers = None if split.is_default else resolve_stage_layers(
-        spec.layers, shape.num_stages, split, model_name=f"model {spec.name}")
+    stage_layers = None if split.is_default else resolve_stage_layers(  # per model slice (DualPipe: pp of them)
+        spec.layers, shape.num_slices, split, model_name=f"model {spec.name}")
     boundary = StepBoundary(o.step_boundary) if o.step_boundary else None
     if o.steps is not None and boundary is StepBoundary.SYNC:
         raise PipesimError("--steps sets how many steps the post-validation steady state simulates, but "
@@ -140,7 +140,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.param_bytes is not None and str(o.param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     layout = Layout(
-        tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunks, microbatches=shape.microbatches,
+        # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
+        tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
+        model_copies=shape.pipelines,
         recompute=Recompute(o.recompute or "none"), sequence_parallel=bool(o.sequence_parallel),
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
