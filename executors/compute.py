@@ -20,10 +20,12 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from executors.mirror_grads import MirrorCopies
 from executors.parallel_context import ParallelContext
 from executors.recorder import ActivationMeter
 from executors.tp_layers import shard_spec
 from executors.weight_grad import DeferredGrad, WeightGradStore, apply_weight_grads
+from pipesim.program.ir import PipelineShape
 from pipesim.topology import Dim
 
 
@@ -78,10 +80,11 @@ class TorchCompute(Compute):
         meter: ActivationMeter,
         *,
         microbatches: int,
-        num_stages: int,
+        shape: PipelineShape,
+        mirror: MirrorCopies | None = None,
     ):
         self.ctx, self.stages, self.optimizer, self.meter = ctx, stages, optimizer, meter
-        self.microbatches, self.last_stage = microbatches, num_stages - 1
+        self.microbatches, self.shape, self.mirror = microbatches, shape, mirror
         self.store = WeightGradStore()
         for module in stages.values():
             module.use_weight_grad_store(self.store)
@@ -97,11 +100,12 @@ class TorchCompute(Compute):
 
     def forward(self, seq, mb, chunk, stage, inputs):
         module = self.stages[chunk]
-        # Stage 0 reads tokens; others take the previous stage's output, received from another rank or
-        # handed over locally (V placement fold), as a fresh leaf so backward stops at this stage.
-        x = self._tokens[mb] if stage == 0 else inputs.detach().requires_grad_()
+        # A pipeline's first stage reads tokens; others take the previous stage's output, received from another
+        # rank or handed over locally (V placement fold), as a fresh leaf so backward stops at this stage.
+        first = self.shape.is_first_stage(stage)
+        x = self._tokens[mb] if first else inputs.detach().requires_grad_()
         with self.meter.owning((mb, stage)):
-            if stage == self.last_stage:
+            if self.shape.is_last_stage(stage):
                 # Scale so the microbatch losses sum to the batch mean (equal tokens per microbatch).
                 output = module(x, self._targets[mb]) / self.microbatches
                 self._losses.append(output.detach())
@@ -125,7 +129,7 @@ class TorchCompute(Compute):
         else:
             torch.autograd.backward(pending.output, grad_output)
             self.meter.release(owner)
-        return pending.inputs.grad if stage > 0 else None
+        return None if self.shape.is_first_stage(stage) else pending.inputs.grad
 
     def backward_weight(self, seq, mb, chunk, stage) -> None:
         apply_weight_grads(self._deferred.pop((mb, stage)))
@@ -146,6 +150,8 @@ class TorchCompute(Compute):
             work.wait()
             _unflatten_into(flat.div_(self.ctx.dp_cp), params)
         self._reduces = []
+        if self.mirror is not None:  # DualPipe: sum the two copies of each stage (after dp: sums commute)
+            self.mirror.sum_gradients()
         self.optimizer.step()
 
     def end_step(self) -> float | None:

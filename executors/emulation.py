@@ -58,7 +58,7 @@ from executors.parallel_context import ParallelContext
 from executors.tp_layers import TPMode
 from executors.transport import P2P, Transfer, Transport
 from pipesim.errors import PipesimError
-from pipesim.program.ir import Program
+from pipesim.program.ir import PipelineShape, Program
 from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel, TimeUnit
 
@@ -79,7 +79,7 @@ def check_emulation_costs(costs: CostModel, program: Program) -> None:
             f"--emulate: the costs file is in {costs.time_unit.value!r} time units; emulation sleeps real time, "
             "so give durations in seconds (time_unit: s), e.g. forward: 0.018"
         )
-    num_stages = program.shape.num_stages
+    num_stages = program.shape.num_slices  # the cost model's stages (DualPipe: one per slice, not per copy)
     bad = [s for s in costs.overrides if s >= num_stages]
     if bad:
         raise PipesimError(
@@ -319,13 +319,13 @@ class EmulatedCompute(Compute):
         stream: EmulatedStream,
         *,
         device: torch.device,
-        num_stages: int,
+        shape: PipelineShape,
         tp_mode: TPMode,
     ):
         fine_timer_slack()
         raise_priority()
         self.ctx, self.durations, self.tp_mode, self.stream = ctx, durations, tp_mode, stream
-        self.last_stage = num_stages - 1
+        self.shape = shape
         self._blocks = {chunk: len(getattr(module, "blocks", ())) for chunk, module in stages.items()}
         self._params = {chunk: sum(p.numel() for p in module.parameters()) for chunk, module in stages.items()}
         # One read-only tensor of the real size stands for every output and gradient.
@@ -363,14 +363,14 @@ class EmulatedCompute(Compute):
 
     def forward(self, seq, mb, chunk, stage, inputs):
         self._busy(seq, chunk)
-        if stage == self.last_stage:
+        if self.shape.is_last_stage(stage):
             self._forwards_on_last += 1
             return None
         return self._activation
 
     def backward_input(self, seq, mb, chunk, stage, grad_output, *, split):
         self._busy(seq, chunk)
-        return self._activation if stage > 0 else None
+        return None if self.shape.is_first_stage(stage) else self._activation
 
     def backward_weight(self, seq, mb, chunk, stage) -> None:
         self._busy(seq)

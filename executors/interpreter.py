@@ -66,7 +66,6 @@ class Interpreter:
         self.code = program.ranks[ctx.pp_rank]
         self.recorder, self.meter = recorder, meter
         self.fail_at, self.fail_mode = fail_at, fail_mode
-        self.last_stage = self.shape.num_stages - 1
         rank = ctx.pp_rank
         self._stages_by_seq = [-1 if i.chunk is None else self.shape.stage(rank, i.chunk) for i in self.code]
         # Overlapped F-and-B pairs: on CPU (one thread) the two halves run one after the other, F first, each
@@ -172,14 +171,15 @@ class Interpreter:
     def _execute(self, seq: int, ins: Instruction, stage: int) -> float:
         op, compute = ins.op, self.compute
         if op is Op.F:
-            inputs = None if stage == 0 else self._acts.pop((ins.mb, stage - 1))
+            # A pipeline's first stage reads the batch (DualPipe's two pipelines each have one).
+            inputs = None if self.shape.is_first_stage(stage) else self._acts.pop((ins.mb, stage - 1))
             output = compute.forward(seq, ins.mb, ins.chunk, stage, inputs)
             if output is not None:
                 self._acts[(ins.mb, stage)] = output
         elif op is Op.B or op is Op.I:
-            grad_output = None if stage == self.last_stage else self._grads.pop((ins.mb, stage))
+            grad_output = None if self.shape.is_last_stage(stage) else self._grads.pop((ins.mb, stage))
             grad_input = compute.backward_input(seq, ins.mb, ins.chunk, stage, grad_output, split=op is Op.I)
-            if stage > 0:
+            if not self.shape.is_first_stage(stage):
                 self._grads[(ins.mb, stage - 1)] = grad_input
         elif op is Op.W:
             compute.backward_weight(seq, ins.mb, ins.chunk, stage)

@@ -42,10 +42,14 @@ class ParallelContext:
     # that syncs expert gradients (ep = 1: dp×cp itself; None: this rank holds the only copy of its experts).
     ep_group: dist.ProcessGroup | None = None
     expert_dp_group: dist.ProcessGroup | None = None
+    # DualPipe (dual placement): this rank and its mirror pipeline rank pp−1−r at the same tp, cp, dp, which
+    # hold the two copies of the same two slices (executors.mirror_grads); None for other placements.
+    mirror_group: dist.ProcessGroup | None = None
 
     @classmethod
-    def create(cls, topology: Topology) -> ParallelContext:
-        """Check the world size, then create every group (collectively: all ranks, same order)."""
+    def create(cls, topology: Topology, *, mirror: bool = False) -> ParallelContext:
+        """Check the world size, then create every group (collectively: all ranks, same order); ``mirror``
+        adds the mirror pairs of DualPipe's two model copies."""
         world = dist.get_world_size()
         topology.check_world(world)
         rank = dist.get_rank()
@@ -62,6 +66,11 @@ class ParallelContext:
             ep_group = _own_group(topology.ep_groups(), rank)
             replicated = topology.ep < topology.dp * topology.cp
             expert_dp_group = _own_group(topology.expert_dp_groups(), rank) if replicated else None
+        mirror_group = None
+        if mirror:
+            pp = topology.pp
+            pairs = [[line[r], line[pp - 1 - r]] for line in topology.groups(Dim.PP) for r in range(pp // 2)]
+            mirror_group = _own_group(pairs, rank)
         return cls(
             topology=topology,
             rank=rank,
@@ -74,6 +83,7 @@ class ParallelContext:
             pp_ranks=tuple(members[(Dim.PP,)]),
             ep_group=ep_group,
             expert_dp_group=expert_dp_group,
+            mirror_group=mirror_group,
         )
 
     @property

@@ -26,6 +26,7 @@ from executors.emulation import (
     row_durations,
 )
 from executors.interpreter import Interpreter
+from executors.mirror_grads import MirrorCopies
 from executors.model import (
     GPTStage,
     ModelConfig,
@@ -135,9 +136,9 @@ def check_layers(model: ModelConfig, program: Program) -> None:
     """Every pipeline rank must hold some parameters: a rank whose stages all get no transformer block (and
     that holds neither the embedding nor the head) would build an optimizer over nothing."""
     shape = program.shape
-    stages = shape.num_stages
+    stages = shape.num_slices  # the model's slices (DualPipe's two copies share them)
     for rank in range(shape.pp):
-        mine = [shape.stage(rank, chunk) for chunk in range(shape.chunks)]
+        mine = shape.rank_slices(rank)
         if any(s in (0, stages - 1) for s in mine):
             continue
         if sum(len(layers_of_stage(model, s, stages)) for s in mine) == 0:
@@ -181,6 +182,8 @@ class RankResult:
     saved_bytes_by_stage: dict[int, tuple[int, int]] | None = None
     full_grads: list[dict[str, torch.Tensor]] = field(default_factory=list)  # per step
     full_params: dict[str, torch.Tensor] | None = None  # after the last step
+    # DualPipe with capture: the largest gap between a parameter and its other copy after the last step
+    copy_difference: float | None = None
     instructions: int = 0
 
 
@@ -189,22 +192,29 @@ def execute(
 ) -> RankResult:
     """Run ``cfg.steps`` steps of ``program`` on the initialised default process group."""
     device = device or torch.device("cpu")
-    ctx = ParallelContext.create(cfg.topology)
     shape, mcfg = program.shape, cfg.model
+    dual = shape.pipelines > 1  # DualPipe: two copies of the model, summed over the mirror pair at STEP
+    ctx = ParallelContext.create(cfg.topology, mirror=dual)
     full = init_full_weights(mcfg)
     cp, cp_rank = cfg.topology.cp, ctx.coords.cp
     # Context parallelism: one ring per cp group, shared by every attention layer of this rank (each layer's
     # forward and backward use it in turn, in the same order on every cp rank: they run the same Program).
     ring = GroupRing(ctx.cp_group) if cp > 1 else None
     positions = local_positions(cp_rank, cp, mcfg.seq_len).to(device) if cp > 1 else None
+    # Each chunk is a model slice; under DualPipe chunk 1 is a copy of slice pp−1−r, built from the same full
+    # weights as the mirror rank's chunk 0, so the two copies start equal.
+    slices = shape.rank_slices(ctx.pp_rank)
     stages = {
         chunk: GPTStage(
-            mcfg, shape.stage(ctx.pp_rank, chunk), shape.num_stages, chunk, full, ctx.tp_group, cfg.tp_mode,
+            mcfg, slices[chunk], shape.num_slices, chunk, full, ctx.tp_group, cfg.tp_mode,
             ring, positions, ctx.ep_group,
         ).to(device)
         for chunk in range(shape.chunks)
     }
     params = [p for m in stages.values() for p in m.parameters()]
+    mirror = None
+    if dual:
+        mirror = MirrorCopies(ctx.mirror_group, {slices[c]: list(m.parameters()) for c, m in stages.items()})
     if cfg.optimizer is OptimizerKind.SGD:
         optimizer = torch.optim.SGD(params, lr=cfg.lr, momentum=0.9)
     else:
@@ -230,18 +240,20 @@ def execute(
         transport = EmulatedTransport(transport, durations, stream)
         compute = EmulatedCompute(
             ctx, stages, durations, act_shape, stream,
-            device=device, num_stages=shape.num_stages, tp_mode=cfg.tp_mode,
+            device=device, shape=shape, tp_mode=cfg.tp_mode,
         )
     else:
         compute = (MoECompute if mcfg.moe else TorchCompute)(
-            ctx, stages, optimizer, meter, microbatches=shape.microbatches, num_stages=shape.num_stages
+            ctx, stages, optimizer, meter, microbatches=shape.microbatches, shape=shape, mirror=mirror
         )
     interpreter = Interpreter(
         program, ctx, compute, transport, recorder, meter, fail_at=fail_at, fail_mode=cfg.fail_mode
     )
     result = RankResult(ctx.rank, instructions=len(program.ranks[ctx.pp_rank]))
     m, mbs, dp = shape.microbatches, mcfg.micro_batch_size, cfg.topology.dp
-    last = shape.rank_of(shape.num_stages - 1) == ctx.pp_rank  # rank 0 under V placement
+    # Holds a pipeline's last stage, so a share of the loss: rank 0 under V placement, ranks pp−1 and 0 under
+    # DualPipe's two pipelines (each the sum of its microbatches' losses / m, so the two add up to the mean).
+    last = any(shape.is_last_stage(shape.stage(ctx.pp_rank, c)) for c in range(shape.chunks))
     for step in range(cfg.steps):
         tokens, targets = synthetic_batch(mcfg, step, dp * m * mbs)
         rows = [slice((ctx.coords.dp * m + mb) * mbs, (ctx.coords.dp * m + mb + 1) * mbs) for mb in range(m)]
@@ -265,10 +277,15 @@ def execute(
         if cfg.capture:
             grads = {shard_spec(p).name: p.grad for p in params}
             assert all(g is not None for g in grads.values()), [n for n, g in grads.items() if g is None]
-            result.full_grads.append(gather_full_state(ctx, params, grads))
+            result.full_grads.append(gather_full_state(ctx, params, grads, dual_copy=dual))
     transport.close()
+    if cfg.capture and mirror is not None:
+        gap = torch.tensor([mirror.difference()], dtype=torch.float64, device=device)
+        dist.all_reduce(gap, op=dist.ReduceOp.MAX)
+        result.copy_difference = float(gap)
     if cfg.capture:
-        result.full_params = gather_full_state(ctx, params, {shard_spec(p).name: p.detach() for p in params})
+        result.full_params = gather_full_state(ctx, params, {shard_spec(p).name: p.detach() for p in params},
+                                               dual_copy=dual)
     # Merge the measured timeline and memory peaks of one replica (tp=cp=dp=0) of every pipeline rank.
     replica0 = ctx.coords.tp == 0 and ctx.coords.cp == 0 and ctx.coords.dp == 0
     curve = list(zip(clock.resolve([t for t, _ in meter.curve]), [b for _, b in meter.curve], strict=True))
@@ -301,7 +318,7 @@ def recv_policy_for(cfg: RunConfig, nccl: bool) -> RecvPolicy:
 
 
 def gather_full_state(
-    ctx: ParallelContext, params, tensors: dict[str, torch.Tensor]
+    ctx: ParallelContext, params, tensors: dict[str, torch.Tensor], *, dual_copy: bool = False
 ) -> dict[str, torch.Tensor]:
     """Reassemble full tensors on global rank 0 from the shards, using each parameter's ShardSpec."""
     entries = []
@@ -309,7 +326,8 @@ def gather_full_state(
     first_replica = ctx.coords.dp == 0 and ctx.coords.cp == 0
     for p in params:
         holds_copy = ctx.expert_replica == 0 if is_expert(p) else first_replica
-        if holds_copy:
+        # DualPipe's up copy (chunk 1) equals the down copy after the mirror sum: gathered once, from chunk 0.
+        if holds_copy and not (dual_copy and shard_spec(p).chunk == 1):
             spec = shard_spec(p)
             if spec.dim is not None or ctx.tp_rank == 0:
                 entries.append((spec, ctx.tp_rank, tensors[spec.name].detach().cpu().clone()))

@@ -41,7 +41,7 @@ def _assert_same(a, b) -> None:
 @given(configurations(), st.data(), st.integers(1, 3), st.sampled_from([None, *StepBoundary]), st.floats(0, 1))
 def test_graph_engine_equals_simpy_on_every_schedule(config, data, steps, boundary, sync):
     program = build_program(*config).program
-    costs = data.draw(per_stage_costs(program.shape.num_stages))
+    costs = data.draw(per_stage_costs(program.shape.num_slices))  # the cost model's stages (dualpipe: pp)
     options = {"steps": steps, "boundary": boundary, "sync_latency": sync}
     reference = simulate(program, costs, **options, engine=Engine.SIMPY)
     graph = simulate(program, costs, **options, engine=Engine.GRAPH)
@@ -53,7 +53,7 @@ def test_graph_engine_equals_simpy_on_every_schedule(config, data, steps, bounda
 @given(configurations(), st.data())
 def test_plain_python_kernel_equals_compiled(config, data):
     program = build_program(*config).program
-    costs = data.draw(per_stage_costs(program.shape.num_stages))
+    costs = data.draw(per_stage_costs(program.shape.num_slices))  # the cost model's stages (dualpipe: pp)
     table = simulate(program, costs).table
     from pipesim.sim.simulator import _barriers, durations_of
 

@@ -1,9 +1,10 @@
 """The MoE executor computes what one process computes.
 
 A spawned four-process gloo world runs a MoE GPT (top-2 of 4 experts) with its experts sharded over EP ranks
-and the tokens dispatched and combined by all-to-all: pp2·dp2·ep2 under 1F1B, interleaved and DualPipe-V (whose
-overlapped pairs run one half after the other on CPU; also its grouped-safe Program, transfers issued in groups
-as on NCCL), shared experts with a dense first block, pp1·dp4·ep2 (experts replicated twice: their gradients
+and the tokens dispatched and combined by all-to-all: pp2·dp2·ep2 under 1F1B, interleaved, DualPipe-V and
+bidirectional DualPipe (whose overlapped pairs run one half after the other on CPU; also their grouped-safe
+Programs, transfers issued in groups as on NCCL; DualPipe's two copies of the experts summed over the mirror
+ranks), shared experts with a dense first block, pp1·dp4·ep2 (experts replicated twice: their gradients
 sync over an expert data-parallel group of two), pp2·dp2 at ep = 1, tp2·dp2·ep2 in both TP modes and
 cp2·pp2·ep2 under ZB-V. Losses, every gradient and the parameters after two steps equal the single-process run
 with all experts (fp32 tolerance). Process-free: the router, the dispatch arithmetic (an exchange between
@@ -50,6 +51,9 @@ CASES = {
     "zb-v-cp2-pp2-ep2": (Topology(cp=2, pp=2, ep=2), "zb-v", MOE, AR, None),
     # What NCCL runs: the grouped-safe Program, each run of transfers issued as one group.
     "dualpipe-v-pp2-dp2-ep2-p2p-grouped": (EP2, "dualpipe-v", MOE, AR, P2PLowering.GROUPED),
+    # Bidirectional DualPipe: two copies of each stage's experts, summed over the mirror pair of pp ranks.
+    "dualpipe-pp2-dp2-ep2": (EP2, "dualpipe", MOE, AR, None),
+    "dualpipe-pp2-dp2-ep2-p2p-grouped": (EP2, "dualpipe", MOE, AR, P2PLowering.GROUPED),
 }
 
 
@@ -108,6 +112,8 @@ def _reference(model: ModelConfig, dp: int):
 def test_moe_matches_single_process(world, name):
     cfg = _config(name)
     assert_matches_reference(world[0][name], _reference(cfg.model, cfg.topology.dp), name)
+    if cfg.schedule == "dualpipe":  # the two copies of every stage, experts included, are still identical
+        assert world[0][name].copy_difference == 0.0
 
 
 @pytest.mark.distributed

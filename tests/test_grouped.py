@@ -17,7 +17,7 @@ from pipesim.errors import DeadlockError, PipesimError, ScheduleError
 from pipesim.program.build import build_program
 from pipesim.program.grouped import P2PLowering, grouped_program, relabel
 from pipesim.program.ir import B, F, I, PipelineShape, Placement, Program, Schedule, W
-from pipesim.program.loader import builtin_names
+from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate
 from pipesim.sim.costs import CostModel
@@ -30,7 +30,7 @@ MICROBATCHES = (1, 2, 3, 4, 5, 8, 16)
 def _grid():
     for name in builtin_names():
         for pp in (2, 3, 4, 8):
-            for m in sorted({*MICROBATCHES, 2 * pp}):
+            for m in sorted({*MICROBATCHES, 2 * pp, 2 * pp + 2}):  # 2·pp + 2: dualpipe wants m even, ≥ 2·pp
                 yield name, pp, m
 
 
@@ -110,19 +110,20 @@ def _random_schedule(rng: random.Random) -> Schedule:
     pp, m = rng.randint(2, 4), rng.randint(1, 6)
     chunks = rng.choice((1, 2))
     placement = rng.choice(tuple(Placement)) if chunks == 2 else Placement.LOOP
+    m += m % 2 if placement is Placement.DUAL else 0  # half the microbatches each way
     split = rng.random() < 0.5
     shape = PipelineShape(pp, m, chunks, placement)
-    last = shape.num_stages - 1
     done: set[tuple[str, int, int]] = set()
 
     def ready(kind: str, mb: int, stage: int) -> bool:
         if kind == "F":
-            return stage == 0 or ("F", mb, stage - 1) in done
+            return shape.is_first_stage(stage) or ("F", mb, stage - 1) in done
         if kind == "B":
-            return ("F", mb, stage) in done and (stage == last or ("B", mb, stage + 1) in done)
+            return ("F", mb, stage) in done and (shape.is_last_stage(stage) or ("B", mb, stage + 1) in done)
         return ("B", mb, stage) in done  # W after its I
 
-    todo = [(k, mb, s) for mb in range(m) for s in range(shape.num_stages) for k in ("FBW" if split else "FB")]
+    todo = [(k, mb, s) for mb in range(m) for s in range(shape.num_stages) for k in ("FBW" if split else "FB")
+            if shape.visits(mb, s)]  # under DUAL a microbatch passes its own pipeline only
     orders: list[list] = [[] for _ in range(pp)]
     while todo:
         kind, mb, stage = rng.choice([t for t in todo if ready(*t)])
@@ -241,7 +242,7 @@ def _moved_programs(draw):
     pp = draw(st.integers(2, 4))
     multiple = ("interleaved", "interleaved-overlap", "looped-bfs", "dualpipe-v")
     m = pp * draw(st.integers(1, 2)) if name in multiple else draw(st.integers(1, 8))
-    m = max(m, 2 * pp) if name == "dualpipe-v" else m
+    pp, m = load_schedule(name).limits.round_up(pp, m)
     ranks = [list(code) for code in build_program(name, pp, m).program.ranks]
     for _ in range(draw(st.integers(1, 8))):
         code = ranks[draw(st.integers(0, pp - 1))]

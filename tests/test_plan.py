@@ -29,11 +29,11 @@ from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 NONE = Recompute.NONE
 TINY = ModelSpec("tiny", layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=128, seq_len=32, tied_embeddings=True,
                  learned_positions=True)
-# One GPU per node (so tp = 1), fast links with no latency and no P2P synchronisation gap: step time is compute
-# plus a little communication.
+# One GPU per node (so tp = 1), fast links with no latency, no P2P synchronisation gap and a host that issues
+# kernels for free (no host floor): step time is compute plus a little communication.
 TOY_CHIP = ChipSpec("toy", peak_flops=1e12, memory_gib=1.0, hbm_bandwidth=1e12, intra_node_bandwidth=1e12,
                     inter_node_bandwidth=1e12, node_size=1, achievable_fraction=1.0, link_latency=0.0,
-                    p2p_sync_overhead=0.0)
+                    p2p_sync_overhead=0.0, host_kernel_overhead=0.0)
 
 
 def _hand_request() -> PlanRequest:

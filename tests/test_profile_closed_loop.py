@@ -31,3 +31,5 @@ def test_profile_predicts_the_executor_within_a_factor(tmp_path):
     assert chip.measured.threads is not None and chip.measured.collective(CollectiveOp.P2P, 2) is not None
     assert chip.provenance["processes"] == 2 and chip.provenance["collective_backend"] == "gloo"
     assert not any(key in chip.provenance for key in ("host", "hostname"))
+    # the host's time per kernel, measured (a CPU op's dispatch: microseconds, not the 10 µs preset's exact value)
+    assert 1e-8 < chip.host_kernel_overhead < 1e-3 and chip.host_kernel_overhead != 10e-6

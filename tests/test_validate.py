@@ -24,7 +24,7 @@ def configurations(draw):
     pp = draw(st.integers(1, 6))
     chunks = draw(st.sampled_from(limits.chunks) if limits.chunks else st.integers(1, 3))
     mb = pp * draw(st.integers(1, 4)) if limits.microbatches_multiple_of_pp else draw(st.integers(1, 16))
-    mb = max(mb, limits.min_microbatches_per_pp * pp)
+    pp, mb = limits.round_up(pp, mb)
     assert limits.accepts(pp, mb, chunks)
     return name, pp, mb, chunks
 

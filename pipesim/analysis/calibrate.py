@@ -55,9 +55,17 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
                          "pair); F and B come from the instructions that ran alone")
     if compute.empty:
         raise PipesimError("timeline has no compute instructions (F, B, I, W) to calibrate from")
-    means = compute.groupby(["stage", "op"])["duration"].agg(trimmed_mean)
     # A measured chunk is 1/v of its rank's share of the model; costs files hold the rank's share.
     chunks = int(compute["chunk"].max()) + 1
+    num_stages = int(compute["stage"].max()) + 1
+    slices = dual_slices(compute)
+    if slices is not None:  # DualPipe: stage pp+s is a copy of slice s, and a whole rank's share (v = 1)
+        compute = compute.assign(stage=compute["stage"] % slices)
+        chunks, num_stages = 1, slices
+        if notes is not None:
+            notes.append(f"two model copies (DualPipe's dual placement): stages s and {slices}+s measured as one "
+                         f"slice, {slices} in all")
+    means = compute.groupby(["stage", "op"])["duration"].agg(trimmed_mean)
     per_stage: dict[int, dict[str, float]] = {}
     for (stage, op), value in means.items():
         per_stage.setdefault(int(stage), {})[_FIELD_OF_OP[op]] = chunks * float(value)
@@ -82,9 +90,21 @@ def calibrate(frame: pd.DataFrame, *, warmup_steps: int = 1, time_unit: TimeUnit
         p2p_latency=_p2p_latency(frame),
         optimizer_step=trimmed_mean(step_rows["duration"]) if len(step_rows) else 0.0,
         time_unit=time_unit,
-        num_stages=int(compute["stage"].max()) + 1,
+        num_stages=num_stages,
         chunks=chunks,  # so a stage keeps its measured time on another pp×v of the same pp·v
     )
+
+
+def dual_slices(compute: pd.DataFrame) -> int | None:
+    """The model slices of a timeline of the dual placement (bidirectional DualPipe), else None. A timeline
+    does not name its placement; the dual one is the only one whose first half of the microbatch ids runs
+    exactly the first half of the stages (the down pipeline) and the second half the rest."""
+    passes = compute[compute["microbatch"] >= 0]  # F, B, I, W (REDUCE_GRAD has no microbatch)
+    stages, microbatches = int(compute["stage"].max()) + 1, int(passes["microbatch"].max()) + 1
+    if stages % 2 or microbatches % 2:
+        return None
+    down = passes["microbatch"] < microbatches // 2
+    return stages // 2 if ((passes["stage"] < stages // 2) == down).all() else None
 
 
 def trimmed_mean(values, cut: float = 0.1) -> float:

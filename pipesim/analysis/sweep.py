@@ -93,7 +93,7 @@ def random_points(count: int = 1000, seed: int = 0) -> list[SweepPoint]:
         pp, mb = rng.randint(2, 32), rng.randint(1, 256)
         if limits.microbatches_multiple_of_pp:
             mb = max(pp, mb // pp * pp)
-        mb = max(mb, limits.min_microbatches_per_pp * pp)
+        pp, mb = limits.round_up(pp, mb)
         costs = CostModel(StageCosts(forward=1.0, backward=rng.choice([1.0, 2.0, 3.0])))
         points.append(SweepPoint(source.name, pp, mb, None, costs))
     return points

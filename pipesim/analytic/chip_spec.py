@@ -46,6 +46,8 @@ FIELDS: tuple[Field, ...] = (
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
           "sends: Megatron-LM's batched isend/irecv then a device synchronize); unused with --overlap-p2p",
           default=1.2e-3, low=0),
+    Field("host_kernel_overhead", Kind.FLOAT, "s", "host CPU time to issue one kernel (framework dispatch and "
+          "cudaLaunchKernel): a pass is never shorter than its kernels' issue time", default=10e-6, low=0),
     Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
           low=0, low_open=True),
     Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches in a short benchmark",
@@ -96,6 +98,12 @@ class ChipSpec:
     collective_efficiency: float = 1.0  # share of the link a ring collective reaches (nccl-tests bus bandwidth)
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
     p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)
+    # The host issues every kernel: framework dispatch, then cudaLaunchKernel. Meta's Holistic Trace Analysis
+    # docs (features/cuda_kernel_launch_stats): "Usually, the launch time on the CPU side is between 5-20
+    # microseconds"; 10 µs is the middle of that range on a log scale, before any Python module overhead. When
+    # a pass's kernels are shorter than that (small layers, wide tensor parallelism, small micro-batches) the
+    # device waits for the host (pipesim.analytic.kernels.layer_kernel_counts, to_costs._host_floor).
+    host_kernel_overhead: float = 10e-6
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
     gemm_efficiency: float = 0.8
     fp8_gemm_efficiency: float = 0.6

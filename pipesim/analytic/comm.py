@@ -131,7 +131,7 @@ def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
     group = layout.tp * layout.cp * layout.dp
     intra = chip.intra_node_bandwidth * chip.p2p_efficiency
     result = []
-    for s in range(shape.num_stages - 1):
+    for s in range(shape.num_slices - 1):  # DUAL: the down pipeline's; the up one crosses the same rank pairs
         a, b = shape.rank_of(s) * group, shape.rank_of(s + 1) * group
         result.append(intra if a // chip.node_size == b // chip.node_size else chip.inter_node_bandwidth)
     return result
@@ -282,6 +282,25 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     latency = ring_latency(chip, d, span)
     return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, latency),
                     ring_reduce_scatter_time(weight_bytes, d, bandwidth, latency))
+
+
+def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
+                    expert_params_per_rank: float = 0.0) -> float:
+    """DualPipe's two copies of a stage (``layout.model_copies`` = 2): the sum of their gradients across the
+    mirror pair of pipeline ranks r and pp−1−r before the optimizer step (DeepSeek-V3 §3.2.1), taken as a
+    two-rank all-reduce of what each rank holds after its data-parallel sync — its 1/(dp·cp) shard of the dense
+    and 1/(dp·cp/ep) of the expert gradients under ZeRO ≥ 1, the whole gradient without sharding. The two
+    ranks are (pp−1−2r)·tp·cp·dp ranks apart, so one NIC each, unless the whole job fits in one node."""
+    if layout.model_copies == 1:
+        return 0.0
+    sharded = layout.sharding > ZeroStage.NONE
+    dense = stage_params_per_rank - expert_params_per_rank
+    held = dense / (layout.shards if sharded else 1) + expert_params_per_rank / (layout.expert_shards if sharded
+                                                                                   else 1)
+    span = layout.world_size
+    bandwidth = group_bandwidth(chip, span, stride=max(1, span // 2))
+    return ring_all_reduce_time(held * layout.param_bytes.grads, 2, bandwidth,
+                                ring_latency(chip, 2, span, all_reduce=True))
 
 
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Precision, Recompute
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -186,7 +186,41 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
         permute = 2 * 2 * model.experts_per_token * h * d * imbalance
     activation = (3 if model.gated else 2) * f / t * d
     rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
+    if layout.elementwise is ElementwiseKernels.EAGER:
+        norms, residuals, activation, rope, transpose = _eager_bytes(model, layout, width, f, norms, residuals,
+                                                                     activation, rope)
+        return tokens * (norms + residuals + activation + rope + permute + transpose)
     return tokens * (norms + residuals + activation + rope + permute)
+
+
+FP32 = 4  # bytes of an FP32 intermediate
+
+
+def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms: float, residuals: float,
+                 activation: float, rope: float) -> tuple[float, float, float, float, float]:
+    """Bytes per token of the same work run as one PyTorch kernel per op (the reference Llama modules, Meta's
+    ``llama/model.py`` and Hugging Face's, without torch.compile), from the fused counts of
+    :func:`elementwise_bytes` (d: the activations' bytes, 2 in BF16).
+
+    - RMSNorm: ``x.float()`` (read d, write 4), ``pow(2)`` (4 + 4), ``mean`` (read 4), ``x * rsqrt(...)``
+      (4 + 4), ``.type_as(x)`` (4 + d), ``* weight`` (d + d): 28 + 4d bytes per element, where the fused kernel
+      reads and writes d each. ``F.layer_norm`` is one kernel in eager PyTorch too: unchanged.
+    - RoPE in the complex form: queries and keys to FP32 (d + 4), the complex product with the cached
+      frequencies (4 + 4), back to BF16 (4 + d): 16 + 2d per element, against the fused kernel's 2d.
+    - SwiGLU: ``silu(gate)`` (d + d), then ``* up`` (2d + d): 5d per inner element, against 3d.
+    - Dropout before a residual add is its own kernel (read d, write d) beside the add.
+    - The attention output is transposed back to (tokens, heads·d_v) by a copy (d + d)."""
+    d = model.dtype_bytes
+    if model.rms_norm:
+        norms = 2 * (7 * FP32 + 4 * d) * width
+    if not model.learned_positions:
+        rope = (4 * FP32 + 2 * d) * (model.q_width + model.k_width) / layout.tp
+    if model.gated:
+        activation = 5 * f / layout.tp * d
+    if model.dropout:
+        residuals += 2 * 2 * d * width
+    transpose = 2 * d * model.attention_out_width / layout.tp
+    return norms, residuals, activation, rope, transpose
 
 
 FP8_CAST_BYTES = 4  # Transformer Engine's cast-transpose: read BF16, write FP8 and its FP8 transpose
@@ -224,6 +258,68 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
                  Recompute.FULL: forward}[layout.recompute]
     return PassTimes(forward, backward_input, linear.backward_weight, recompute)
+
+
+@dataclass(frozen=True)
+class PassKernels:
+    """Kernels the host issues for one block per microbatch, by pass (:func:`layer_kernel_counts`)."""
+
+    forward: int
+    backward_input: int
+    backward_weight: int
+    recompute: int = 0
+
+    def __add__(self, other: PassKernels) -> PassKernels:
+        return PassKernels(self.forward + other.forward, self.backward_input + other.backward_input,
+                           self.backward_weight + other.backward_weight, self.recompute + other.recompute)
+
+    def scaled(self, n: int) -> PassKernels:
+        return PassKernels(n * self.forward, n * self.backward_input, n * self.backward_weight, n * self.recompute)
+
+
+def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> PassKernels:
+    """Kernels one layer launches per microbatch on one rank, the way Megatron-Core with Transformer Engine runs
+    it: each launch costs the host :attr:`ChipSpec.host_kernel_overhead` whatever its size.
+
+    Forward: two norms; one launch per weight GEMM (a routed expert's GEMM is one per local expert: TE's
+    grouped linear loops over them); fused RoPE on the queries and on the keys; the attention kernel (one per
+    ring step under context parallelism, with the step's transfer; unfused: two batched GEMMs and a softmax);
+    two fused bias-dropout-adds; the activation; the tensor-parallel collectives (an all-gather and a
+    reduce-scatter per block with sequence parallelism, an all-reduce without); in a MoE layer the router's
+    softmax and top-k, the permutation and its inverse, and the dispatch and combine all-to-alls; in FP8, a
+    cast-transpose per GEMM input. The input backward mirrors it, with FlashAttention's backward as three
+    kernels (the dO·O preprocessing, the main kernel, the dQ conversion); the weight backward is one GEMM
+    per weight. Counted from the modules' structure, not from a trace: a few kernels either way."""
+    gemms = sum(count for *_, count in layer_gemms(model, layout, 1, kind))
+    rope = 0 if model.learned_positions else 2
+    if layout.attention is AttentionKernel.FUSED:
+        attention_fwd, attention_bwd = 2 * layout.cp - 1, 4 * layout.cp - 1
+    else:
+        attention_fwd, attention_bwd = 3 + (1 if model.dropout else 0), 5
+    tp_comm = (4 if layout.sequence_parallel else 2) if layout.tp > 1 else 0
+    moe = 0
+    if kind is LayerKind.MOE:
+        moe = 4 + (2 if layout.ep > 1 else 0)
+    casts = gemms if layout.precision is Precision.FP8 else 0
+    norms, activation, residuals, transpose = 2, 1, 2, 0
+    if layout.elementwise is ElementwiseKernels.EAGER:  # the ops of _eager_bytes, one kernel each
+        norms = 2 * (8 if model.rms_norm else 1)  # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight
+        rope = 0 if model.learned_positions else 2 * 3
+        activation = 2 if model.gated else 1
+        residuals = 2 * (2 if model.dropout else 1)
+        transpose = 1
+    elementwise = norms + rope + residuals + activation + transpose
+    forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
+    backward_input = gemms + attention_bwd + elementwise + tp_comm + moe + casts
+    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward}[layout.recompute]
+    return PassKernels(forward, backward_input, gemms, recompute)
+
+
+# The LM head (final norm, projection, Megatron-LM's unfused vocabulary-parallel cross-entropy: the cast, the
+# max and its all-reduce, the subtraction, exp, the sum and its all-reduce, the division, the target gather)
+# and the embedding (lookup and, under tp, its all-reduce; backward a scatter-add).
+HEAD_KERNELS = PassKernels(forward=1 + 1 + 9, backward_input=1 + 1 + 3, backward_weight=1)
+EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 
 
 # Bytes per logit of the vocabulary-parallel cross-entropy as Megatron-LM runs it by default (unfused, eager

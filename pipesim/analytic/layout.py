@@ -45,6 +45,13 @@ class AttentionKernel(enum.Enum):
     FUSED = "fused"  # FlashAttention (Dao et al. 2022): scores recomputed block-wise, never stored
 
 
+class ElementwiseKernels(enum.Enum):
+    """How the memory-bound work around the GEMMs runs (norms, RoPE, activations, residual adds)."""
+
+    FUSED = "fused"  # one kernel per norm, RoPE, activation, residual (Megatron-LM / TE fused kernels, torch.compile)
+    EAGER = "eager"  # one kernel per PyTorch op (the reference Llama modules without torch.compile)
+
+
 @dataclass(frozen=True)
 class OptimizerBytes:
     """Bytes per parameter of mixed-precision Adam; only ``optimizer`` is sharded by a distributed optimizer.
@@ -89,6 +96,7 @@ class Layout:
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     precision: Precision = Precision.BF16
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
+    elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False
@@ -100,11 +108,17 @@ class Layout:
     # capacity factor is the bound a dropping router enforces). Scales the expert compute, the all-to-all and
     # the routed activations on the critical path.
     moe_imbalance: float = 1.0
+    # Copies of the model over the pipeline ranks: 2 for bidirectional DualPipe (DeepSeek-V3 §3.2.1), where
+    # rank r holds stage r of one copy and stage pp−1−r of the other, each a whole slice (so ``chunks`` is 1:
+    # a microbatch passes one of the two), and half the microbatches run through each copy.
+    model_copies: int = 1
 
     def __post_init__(self) -> None:
         for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp", "ep"):
             if getattr(self, key) < 1:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
+        if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
+            raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
         if (self.dp * self.cp) % self.ep:
             raise PipesimError(f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
                                "expert-parallel groups are carved out of a stage's data- and context-parallel "

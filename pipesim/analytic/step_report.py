@@ -15,7 +15,7 @@ from functools import cached_property
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.layout import Layout, Precision
+from pipesim.analytic.layout import ElementwiseKernels, Layout, Precision
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
@@ -102,12 +102,14 @@ class StepReport:
                        "microbatches": lay.microbatches, "world_size": lay.world_size,
                        "recompute": lay.recompute.value, "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
+                       "elementwise": lay.elementwise.value,
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
-                       "overlap_p2p": lay.overlap_p2p, "ep": lay.ep, "moe_imbalance": lay.moe_imbalance},
+                       "overlap_p2p": lay.overlap_p2p, "ep": lay.ep, "moe_imbalance": lay.moe_imbalance,
+                       "model_copies": lay.model_copies},
             "cost_sources": cost_sources(self.chip),
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
@@ -157,12 +159,14 @@ def report_text(report: StepReport) -> str:
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
         f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}"
-        f"{f' ep={lay.ep}' if m.is_moe else ''}, {lay.microbatches} microbatches/pipeline)",
+        f"{f' ep={lay.ep}' if m.is_moe else ''}, {lay.microbatches} microbatches/pipeline"
+        f"{', half through each of two model copies (DualPipe)' if lay.model_copies == 2 else ''})",
         *([f"expert parallelism: {m.experts // lay.ep} experts per rank, expert gradients sync over "
            f"dp·cp/ep = {lay.expert_shards} ranks, routing imbalance {lay.moe_imbalance:g}× (most-loaded rank / "
            f"mean); expert tensor parallelism = tp"] if m.is_moe else []),
         f"recompute {lay.recompute.value}, sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
+        f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"
         f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
         + (f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s" if c.achievable_fraction
            else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"

@@ -45,11 +45,12 @@ class RankTime:
     idle: float
     a2a: float = 0.0  # the expert-parallel all-to-all the rank waits for (exposed)
     a2a_hidden: float = 0.0  # the all-to-all an overlapped forward-and-backward pair hid (not part of the step)
+    host_wait: float = 0.0  # the device waiting for the host to issue small kernels
 
     @property
     def step(self) -> float:
         return (self.compute + self.exposed_comm + self.p2p_wire + self.p2p_sync + self.grad_sync + self.optimizer
-                + self.idle + self.a2a)
+                + self.idle + self.a2a + self.host_wait)
 
     @property
     def a2a_exposed_share(self) -> float:
@@ -68,7 +69,9 @@ class RankTime:
         if self.a2a or self.a2a_hidden:
             moe = (f", MoE all-to-all exposed {share(self.a2a)} (hidden by overlap: {self.a2a_hidden:.4g} s = "
                    f"{self.a2a_hidden / (self.a2a + self.a2a_hidden):.0%} of it)")
-        return (f"compute {share(self.compute)}, exposed TP/CP/ZeRO comm {share(self.exposed_comm)}, P2P "
+        shown = self.host_wait >= 5e-4 * self.step  # what rounds to 0.0% is left out
+        host = f", waiting for the host to launch kernels {share(self.host_wait)}" if shown else ""
+        return (f"compute {share(self.compute)}{host}, exposed TP/CP/ZeRO comm {share(self.exposed_comm)}, P2P "
                 f"{share(p2p)} (sync {share(self.p2p_sync)}){moe}, gradient sync {share(self.grad_sync)}, "
                 f"optimizer {share(self.optimizer)}, idle {share(self.idle)}")
 
@@ -81,10 +84,10 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
     parts = stage_time_parts(model, chip, layout, shape)
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
-    m = layout.microbatches
+    m = shape.microbatches_per_stage  # all microbatches pass each stage, or half under DualPipe's two pipelines
     result = []
     for rank in range(shape.pp):
-        stages = [shape.stage(rank, c) for c in range(shape.chunks)]
+        stages = shape.rank_slices(rank)  # the layout's stages (model slices) the rank's chunks run
         mine = [parts[s] for s in stages]
         grad_sync = 0.0
         for s in stages:
@@ -97,10 +100,12 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),
             p2p_wire=m * sum(p.p2p_wire for p in mine), p2p_sync=m * sum(p.p2p_sync for p in mine),
             grad_sync=grad_sync, optimizer=optimizer_step_time(params[rank], layout, chip, experts[rank]),
+            host_wait=m * sum(p.host_wait for p in mine),
         )
         hidden = 0.0
         if simulated_busy is not None and a2a:
-            passes = busy["compute"] + busy["exposed_comm"] + busy["p2p_wire"] + busy["p2p_sync"] + a2a
+            passes = (busy["compute"] + busy["exposed_comm"] + busy["p2p_wire"] + busy["p2p_sync"] + a2a
+                      + busy["host_wait"])
             # relative slack: the two sums add the same terms in another order
             gap = passes - simulated_busy[rank]
             hidden = min(a2a, gap) if gap > 1e-9 * passes else 0.0

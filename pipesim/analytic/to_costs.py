@@ -48,6 +48,7 @@ from pipesim.analytic.comm import (
     dp_grad_sync,
     fsdp_layer_comm,
     group_bandwidth,
+    mirror_grad_sum,
     moe_layer_a2a,
     optimizer_step_time,
     overlapped,
@@ -58,7 +59,17 @@ from pipesim.analytic.comm import (
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
-from pipesim.analytic.kernels import PassTimes, attention_core_times, head_times, layer_times, linear_times
+from pipesim.analytic.kernels import (
+    EMBEDDING_KERNELS,
+    HEAD_KERNELS,
+    PassKernels,
+    PassTimes,
+    attention_core_times,
+    head_times,
+    layer_kernel_counts,
+    layer_times,
+    linear_times,
+)
 from pipesim.analytic.layout import Layout, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import layer_expert_params, layer_params, stage_expert_params, stage_params
@@ -201,6 +212,7 @@ class StageTimeParts:
     p2p_sync: float  # the device synchronisation after each blocking P2P call
     a2a: float = 0.0  # expert-parallel all-to-all, forward and backward (inside the passes; an overlapped pair
     #                   of a forward and a backward may hide it)
+    host_wait: float = 0.0  # the device waiting for the host to issue small kernels (ChipSpec.host_kernel_overhead)
 
 
 Layers = dict  # LayerKind → PassTimes (or LayerComm): one value per kind of layer the model has
@@ -296,12 +308,52 @@ def _stage_parts(model: ModelSpec, layout: Layout, stage: int,
             LayerComm(total(costs.a2a, "forward"), total(costs.a2a, "backward")))
 
 
-def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
-    part = stage_breakdown(model, layout, stage)
-    passes, exposed, a2a = _stage_parts(model, layout, stage, costs)
+def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int) -> PassTimes:
+    """Host time to issue the stage's kernels per pass (:func:`~pipesim.analytic.kernels.layer_kernel_counts`,
+    the LM head on the last stage, the embedding on the first)."""
+    kernels = PassKernels(0, 0, 0)
+    for kind, n in stage_kind_counts(model, layout, stage).items():
+        kernels = kernels + layer_kernel_counts(model, layout, kind).scaled(n)
+    if stage == layout.num_stages - 1:
+        kernels = kernels + HEAD_KERNELS
+    if stage == 0:
+        kernels = kernels + EMBEDDING_KERNELS
+    each = chip.host_kernel_overhead
+    return PassTimes(each * kernels.forward, each * kernels.backward_input, each * kernels.backward_weight,
+                     each * kernels.recompute)
+
+
+@dataclass(frozen=True)
+class _PassSeconds:
+    """One microbatch through one stage: each pass at least as long as the host takes to issue its kernels.
+    The host runs ahead of the device within a pass; a pass of many small kernels (small layers, wide tensor
+    parallelism, small micro-batches) leaves the device waiting for it."""
+
+    forward: float
+    backward_input: float
+    backward_weight: float
+    backward: float  # the fused backward (I and W issued together, one floor for both)
+    host_wait: float  # what the floors added to F + B
+
+
+def _host_floor(passes: PassTimes, exposed: LayerComm, a2a: LayerComm, host: PassTimes) -> _PassSeconds:
     forward = passes.forward + exposed.forward + a2a.forward
     backward_input = passes.backward_input + passes.recompute + exposed.backward + a2a.backward
     backward_weight = passes.backward_weight
+    host_input = host.backward_input + host.recompute
+    device_backward = backward_input + backward_weight
+    host_backward = host_input + host.backward_weight
+    wait = max(0.0, host.forward - forward) + max(0.0, host_backward - device_backward)
+    return _PassSeconds(max(forward, host.forward), max(backward_input, host_input),
+                        max(backward_weight, host.backward_weight), max(device_backward, host_backward), wait)
+
+
+def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
+    part = stage_breakdown(model, layout, stage)
+    passes, exposed, a2a = _stage_parts(model, layout, stage, costs)
+    seconds = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, stage))
+    forward, backward_input, backward_weight = seconds.forward, seconds.backward_input, seconds.backward_weight
+    backward = seconds.backward
     kept_for_w = sum(n * linear_input_bytes(model, layout, kind)
                      for kind, n in stage_kind_counts(model, layout, stage).items()) / layout.cp
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
@@ -309,7 +361,7 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
     v = layout.chunks
     return StageCosts(
         forward=v * forward,
-        backward=v * (backward_input + backward_weight),
+        backward=v * backward,
         backward_input=v * backward_input,
         backward_weight=v * backward_weight,
         reduce_grad=v * stage_reduce_grad(part.params, layout, chip, part.expert_params),
@@ -344,17 +396,19 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
 
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
-    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already."""
+    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
+    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`)."""
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
         return 0.0
+    mirror = mirror_grad_sum(params, layout, chip, expert_params)
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
         one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth,
                                        ring_latency(chip, n, layout.tp * n))
-        return layout.microbatches * one
-    return reduce
+        return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
+    return reduce + mirror
 
 
 def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
@@ -403,11 +457,13 @@ def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks
 
 
 def _shape_of(layout: Layout, shape):
-    """``shape``, or the loop placement of ``layout`` when none is given."""
+    """``shape``, or the placement of ``layout`` when none is given: loop, or DualPipe's with two copies."""
     if shape is not None:
         return shape
-    from pipesim.program.ir import PipelineShape
+    from pipesim.program.ir import PipelineShape, Placement
 
+    if layout.model_copies == 2:
+        return PipelineShape(layout.pp, layout.microbatches, 2, Placement.DUAL)
     return PipelineShape(layout.pp, layout.microbatches, layout.chunks)
 
 
@@ -425,24 +481,26 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     result = []
     for s, (passes, exposed, a2a) in enumerate(parts):
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
+        host = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, s))
         result.append(StageTimeParts(
             compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute,
             exposed_comm=exposed.forward + exposed.backward,
             p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
-            a2a=a2a.forward + a2a.backward))
+            a2a=a2a.forward + a2a.backward, host_wait=host.host_wait))
     return result
 
 
 def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
-    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep)."""
+    """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep). Under
+    DualPipe's dual placement a rank holds two whole slices, one of each copy: twice the parameters."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[shape.stage(r, c)].params for c in range(shape.chunks)) for r in range(shape.pp)]
+    return [sum(stages[s].params for s in shape.rank_slices(r)) for r in range(shape.pp)]
 
 
 def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[shape.stage(r, c)].expert_params for c in range(shape.chunks)) for r in range(shape.pp)]
+    return [sum(stages[s].expert_params for s in shape.rank_slices(r)) for r in range(shape.pp)]
 
 
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields, replace
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, Layout, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
@@ -38,6 +38,8 @@ class ModelOptions:
         sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
         attention: ``"fused"`` (FlashAttention, default) or ``"unfused"``.
+        elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default) or ``"eager"`` (one PyTorch
+            kernel per op, as reference model code runs without torch.compile).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.
         achievable_fraction: one fraction of peak FLOP/s for every kernel (default: the chip's per-kernel model).
         seq_len: override the model's sequence length.
@@ -65,6 +67,7 @@ class ModelOptions:
     sequence_parallel: bool | None = None
     distributed_optimizer: bool | None = None
     attention: str | None = None
+    elementwise: str | None = None
     halve_causal_attention: bool | None = None
     achievable_fraction: float | None = None
     seq_len: int | None = None
@@ -128,8 +131,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {o.zero} is given; keep one")
     split = StageSplitRequest(o.first_stage_layers, o.last_stage_layers,
                               tuple(o.stage_layers) if o.stage_layers is not None else None)
-    stage_layers = None if split.is_default else resolve_stage_layers(
-        spec.layers, shape.num_stages, split, model_name=f"model {spec.name}")
+    stage_layers = None if split.is_default else resolve_stage_layers(  # per model slice (DualPipe: pp of them)
+        spec.layers, shape.num_slices, split, model_name=f"model {spec.name}")
     boundary = StepBoundary(o.step_boundary) if o.step_boundary else None
     if o.steps is not None and boundary is StepBoundary.SYNC:
         raise PipesimError("--steps sets how many steps the post-validation steady state simulates, but "
@@ -137,10 +140,13 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.param_bytes is not None and str(o.param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     layout = Layout(
-        tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunks, microbatches=shape.microbatches,
+        # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
+        tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
+        model_copies=shape.pipelines,
         recompute=Recompute(o.recompute or "none"), sequence_parallel=bool(o.sequence_parallel),
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
+        elementwise=ElementwiseKernels(o.elementwise or "fused"),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0), cp=o.cp or 1,

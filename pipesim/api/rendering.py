@@ -17,8 +17,12 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _convention(chunks: int) -> str:
+def _convention(shape) -> str:
     share = "per microbatch through one rank's share of the model"
+    if shape.pipelines > 1:  # DualPipe: a microbatch passes one of the rank's two chunks, each a whole share
+        return (f"{share}; each chunk is a whole share, one per model copy, and half the microbatches pass "
+                "each copy")
+    chunks = shape.chunks
     return share if chunks == 1 else f"{share}; each of the v={chunks} chunks takes 1/{chunks}"
 
 
@@ -66,7 +70,7 @@ def summary_text(built: BuiltProgram, result: SimulationResult, analytic: Analyt
     lines = [
         f"schedule {built.name}: pp={shape.pp} microbatches={shape.microbatches} chunks={shape.chunks} "
         f"({shape.placement.value} placement, {shape.num_stages} stages)",
-        f"costs [{unit}]: {cost_text} ({_convention(shape.chunks)})",
+        f"costs [{unit}]: {cost_text} ({_convention(shape)})",
         *([f"overlapped F-and-B pairs: {pairs} (each F runs together with a B/I; docs/overlap.md)"]
           if (pairs := int(np.count_nonzero(result.table.overlap_mask))) else []),
         f"makespan {_fmt(m.makespan)} {unit}   ideal {_fmt(m.ideal)} {unit} (busiest rank's compute)",

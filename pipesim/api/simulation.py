@@ -101,7 +101,7 @@ def simulate(
                 raise PipesimError(f"{flag} sets unit costs, but --model derives the costs from FLOPs and bytes; "
                                    "drop one")
         setup = model_setup(model, hardware, options, shape) if model is not None else None
-        cost_model = setup.costs if setup else unit_cost_model(shape.num_stages, costs, stage_cost=stage_cost,
+        cost_model = setup.costs if setup else unit_cost_model(shape.num_slices, costs, stage_cost=stage_cost,
                                                                **values)
         return setup, cost_model
 

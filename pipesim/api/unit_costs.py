@@ -81,7 +81,7 @@ def memory_limit_units(limit: float | None, costs: CostModel, shape: PipelineSha
     """A memory limit in activation units; with a model it was GiB, and each unit has known bytes."""
     if limit is None or not with_model:
         return limit
-    unit_bytes = max(costs.stage(s).activation_bytes or 0.0 for s in range(shape.num_stages))
+    unit_bytes = max(costs.stage(s).activation_bytes or 0.0 for s in range(shape.num_slices))
     if unit_bytes <= 0:
         raise PipesimError("--memory-limit in GiB needs the activation bytes of a stage, which this model lacks")
     return limit * GIB / unit_bytes

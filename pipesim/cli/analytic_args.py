@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from pipesim.analytic.layout import AttentionKernel, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute, ZeroStage
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_setup import ModelOptions
@@ -69,6 +69,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="shard optimizer state over dp (ZeRO-1); reduce-scatter + all-gather")
     group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
                        help="fused (FlashAttention: no s² scores stored, default) or unfused (5as²b stored)")
+    group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
+                       help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
+                       "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
+                       "them without torch.compile)")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,

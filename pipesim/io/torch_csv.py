@@ -273,6 +273,10 @@ def _cell(op: Op, stage: int, mb: int | None) -> str:
 
 def export_rows(program: Program, fmt: CsvFormat = CsvFormat.COMPUTE_ONLY) -> list[list[str]]:
     """PyTorch cells per rank. STEP has no PyTorch action (the optimizer runs outside the schedule)."""
+    if program.shape.pipelines > 1:
+        raise ScheduleError(f"{program.name}: the dual placement (two model copies, half the microbatches each way) "
+                            "has no PyTorch action CSV, whose every microbatch passes every stage; export it as "
+                            "Program text (--format program)")
     rows = []
     for rank, instructions in enumerate(program.ranks):
         row = []

@@ -49,8 +49,8 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
     costs = cost_model(model, chip, layout, shape)
     # One chunk-stage's costs (a CostModel holds a rank's share of the model; a chunk of v takes 1/v of it).
-    stages = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
-    m = candidate.microbatches
+    stages = costs.shape_costs(shape)
+    m = shape.microbatches_per_stage  # DualPipe: half the microbatches pass each stage
     synchronized = traits.boundary is StepBoundary.SYNC
     barrier = sync_latency(layout, chip) if synchronized else 0.0  # the all-reduce before the optimizer
     time = 0.0

@@ -94,7 +94,9 @@ def cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape: Pipeline
 
 def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Prepared:
     """Build (statically validate, cached per shape) the schedule and its cost model in seconds."""
-    built = build_program(schedule, layout.pp, layout.microbatches, layout.chunks, semantics=None)
+    # The schedule's chunks per rank: the layout's v, times DualPipe's two copies (each chunk one slice).
+    chunks = layout.chunks * layout.model_copies
+    built = build_program(schedule, layout.pp, layout.microbatches, chunks, semantics=None)
     shape = built.program.shape
     return Prepared(built.program, cost_model(model, chip, layout, shape))
 

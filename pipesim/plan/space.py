@@ -26,11 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.errors import PipesimError
+from pipesim.program.ir import Placement
 from pipesim.program.loader import builtin_names, load_schedule
 
 MEGATRON_PARAM_BYTES = OptimizerBytes()  # 18 B/param: BF16 weights, FP32 grads, FP32 master + Adam m, v
@@ -125,8 +127,11 @@ class Candidate:
 
     def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
                attention: AttentionKernel = AttentionKernel.FUSED, overlap_p2p: bool = False) -> Layout:
-        """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`)."""
-        return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks,
+        """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
+        two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1)."""
+        copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
+        return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks // copies,
+                      model_copies=copies,
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
                       attention=attention, param_bytes=param_bytes,
@@ -164,6 +169,21 @@ class Candidate:
                 "zero": int(self.zero), "precision": self.precision.value, "ep": self.ep}
 
 
+@lru_cache(maxsize=64)
+def model_copies(schedule: str, chunks: int) -> int:
+    """Copies of the model a schedule's placement holds (2 for DualPipe's dual placement, else 1), read from
+    the placement of a small build (it does not depend on pp or microbatches)."""
+    from pipesim.plan.evaluate import schedule_traits
+
+    return 2 if schedule_traits(schedule, chunks).placement is Placement.DUAL else 1
+
+
+def _slices(schedule: str, pp: int, chunks: int) -> int:
+    """The model slices (stages of distinct layers) a schedule splits the layers into: pp·v, or pp for
+    DualPipe, whose two chunks per rank are copies."""
+    return pp * chunks // model_copies(schedule, chunks)
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -192,7 +212,7 @@ def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
 def _chunk_options(request: PlanRequest, schedule: str, pp: int) -> list[int]:
     fixed = load_schedule(schedule).default_chunks
     options = range(2, request.max_chunks + 1) if schedule in _FREE_CHUNKS else [fixed]
-    return [v for v in options if request.model.layers % (pp * v) == 0]
+    return [v for v in options if request.model.layers % _slices(schedule, pp, v) == 0]
 
 
 # Schedules whose chunks per rank are a free parameter (Megatron's virtual pipeline size, the looped BFS of
@@ -237,7 +257,7 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
             else:
                 shapes = [(s, v) for s in request.schedules for v in _chunk_options(request, s, pp)]
             for schedule, chunks in shapes:
-                if model.layers % (pp * chunks):
+                if pp > 1 and model.layers % _slices(schedule, pp, chunks):
                     continue
                 for recompute in request.recompute:
                     # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.

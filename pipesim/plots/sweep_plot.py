@@ -22,7 +22,7 @@ from pipesim.plots.gantt import check_figure_path, plt, save_figure
 SCHEDULE_STYLES = {
     "gpipe": ("#E69F00", "o"), "1f1b": ("#0072B2", "s"), "interleaved": ("#009E73", "^"),
     "zb-h1": ("#D55E00", "D"), "zb-h2": ("#CC79A7", "v"), "zb-v": ("#56B4E9", "P"),
-    "looped-bfs": ("#332288", "X"), "dualpipe-v": ("#000000", "*"),
+    "looped-bfs": ("#332288", "X"), "dualpipe-v": ("#000000", "*"), "dualpipe": ("#661100", "h"),
 }
 LABELS = {
     "bubble_fraction": "bubble fraction  1 − Σbusy/(pp·T)", "bubble_overhead": "bubble overhead  (T − ideal)/ideal",
@@ -35,8 +35,9 @@ RATIO_COLUMNS = ("bubble_fraction", "bubble_overhead")  # what a percent axis ma
 
 
 # The order figures present schedules in: by the idea each adds, not alphabetically — fill-drain, one-forward-
-# one-backward, more chunks per rank, then the split-backward (zero-bubble) family and its V placements.
-READING_ORDER = ("gpipe", "1f1b", "interleaved", "looped-bfs", "zb-h1", "zb-h2", "zb-v", "dualpipe-v")
+# one-backward, more chunks per rank, then the split-backward (zero-bubble) family, its V placements and
+# DualPipe's two model copies.
+READING_ORDER = ("gpipe", "1f1b", "interleaved", "looped-bfs", "zb-h1", "zb-h2", "zb-v", "dualpipe-v", "dualpipe")
 
 
 def in_reading_order(names) -> list[str]:

@@ -30,6 +30,7 @@ class Measurements:
     attention: list = field(default_factory=list)
     stream: list = field(default_factory=list)
     collectives: list = field(default_factory=list)
+    host_kernel_overhead: float | None = None  # seconds per kernel the host takes to issue (profile.host)
     notes: list[str] = field(default_factory=list)
 
 
@@ -63,6 +64,9 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     if fp8:
         data["fp8_peak_flops"] = max(fp8)
         data["fp8_gemm_efficiency"] = 1.0
+    if m.host_kernel_overhead is not None:
+        data["host_kernel_overhead"] = m.host_kernel_overhead
+        notes.append("host_kernel_overhead = a chain of tiny autograd-recorded ops timed per op (the host floor)")
     if m.attention:
         data["attention_forward_efficiency"] = min(1.0, statistics.median(r.forward_flops_per_s
                                                                           for r in m.attention) / peak)

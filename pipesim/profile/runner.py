@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.measured import GemmDtype
 from pipesim.errors import PipesimError
-from pipesim.profile import attention, collectives, gemm, stream
+from pipesim.profile import attention, collectives, gemm, host, stream
 from pipesim.profile.chip_file import Measurements, chip_dict, write_chip_file
 from pipesim.profile.device import Device, memory_gib, open_device, provenance
 from pipesim.profile.timing import FULL, QUICK
@@ -100,7 +100,7 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         stream_shapes.append(stream.StreamShape(stream.StreamKernel.COPY, 32768, 4096))
     sizes = collectives.QUICK_SIZES if request.quick else collectives.FULL_SIZES
     n_coll = sum(len(sizes) * (4 if n == 2 else 3) for n in collectives.group_sizes(world))
-    total = len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + n_coll
+    total = len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 1 + n_coll
     measured = Measurements(dtype)
     if not fp8_ok:
         measured.notes.append(fp8_reason)
@@ -133,6 +133,8 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
             rows.append(stream.time_stream(s, device, repeats))
             tick(f"{s.kernel.value} {s.rows}×{s.width}")
         measured.stream = _median_over_ranks(rows, ("bytes_per_s",), world)
+        measured.host_kernel_overhead = _median_value(host.time_host_overhead(device, repeats), world)
+        tick("kernel launch")
         skipped: tuple[str, ...] = ()
         if world > 1:
             result = collectives.measure(device, sizes, repeats, lambda: tick("collectives"))
@@ -144,6 +146,16 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
     if rank == 0:
         write_chip_file(request.output, data)
     return ProfileResult(request.output, data, device, skipped)
+
+
+def _median_value(value: float, world: int) -> float:
+    if world == 1:
+        return value
+    import torch.distributed as dist
+
+    gathered: list = [None] * world
+    dist.all_gather_object(gathered, value)
+    return statistics.median(gathered)
 
 
 def _dedupe(rows):

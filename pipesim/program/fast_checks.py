@@ -35,7 +35,9 @@ _SLOTS = 6
 
 
 def _static_ok(op, mb, chunk, stage, peer, kind, link, message, begin, end, num_links, chunks, m, num_stages,
-               v_placement):  # pragma: no cover - numba compiles it; tests run both forms
+               v_placement, pipeline_stages, pipeline_mbs):  # pragma: no cover - numba compiles it; tests run both
+    # v_placement: odd chunks run back up the ranks (V and DUAL). pipeline_stages, pipeline_mbs: the stages and
+    # microbatch ids of each pipeline (all of them, except under DUAL's two: halves of each).
     pp = len(begin)
     stamp = np.zeros(_SLOTS * m * num_stages, dtype=np.int64)  # rank + 1 where the slot is set on that rank
     reduced = np.zeros(chunks, dtype=np.int64)  # rank + 1 once the chunk's REDUCE_GRAD ran there
@@ -67,10 +69,12 @@ def _static_ok(op, mb, chunk, stage, peer, kind, link, message, begin, end, num_
             if b < 0 or b >= m:
                 return False
             s = stage[row]
+            if s // pipeline_stages != b // pipeline_mbs:  # the microbatch's own pipeline only
+                return False
             if kind[row] != KIND_BUSY:
                 towards_next = o in (_SEND_F, _RECV_B)
                 neighbour = s + 1 if towards_next else s - 1
-                if neighbour < 0 or neighbour >= num_stages:
+                if neighbour < 0 or neighbour >= num_stages or neighbour // pipeline_stages != s // pipeline_stages:
                     return False
                 lap = neighbour // pp
                 offset = neighbour - lap * pp
@@ -91,7 +95,7 @@ def _static_ok(op, mb, chunk, stage, peer, kind, link, message, begin, end, num_
             if o == _F:
                 if stamp[_F_DONE * m * num_stages + here] == mark:
                     return False
-                if s > 0 and stamp[(_ACT * m + b) * num_stages + s - 1] != mark:
+                if s % pipeline_stages > 0 and stamp[(_ACT * m + b) * num_stages + s - 1] != mark:
                     return False
                 stamp[_F_DONE * m * num_stages + here] = mark
                 stamp[_ACT * m * num_stages + here] = mark
@@ -99,7 +103,7 @@ def _static_ok(op, mb, chunk, stage, peer, kind, link, message, begin, end, num_
             elif o in (_B, _I):
                 if stamp[_B_DONE * m * num_stages + here] == mark or stamp[_F_DONE * m * num_stages + here] != mark:
                     return False
-                if s < num_stages - 1 and stamp[(_GRAD * m + b) * num_stages + s + 1] != mark:
+                if s % pipeline_stages < pipeline_stages - 1 and stamp[(_GRAD * m + b) * num_stages + s + 1] != mark:
                     return False
                 if o == _B and reduced[c] == mark:  # a final weight gradient after its REDUCE_GRAD
                     return False
@@ -117,7 +121,8 @@ def _static_ok(op, mb, chunk, stage, peer, kind, link, message, begin, end, num_
                 stamp[_W_DONE * m * num_stages + here] = mark
                 if stamp[_I_DONE * m * num_stages + here] == mark:
                     weights_of_splits += 1
-        if forwards != chunks * m or backwards != chunks * m or splits != weights_of_splits or reduces != chunks:
+        per_rank = chunks * pipeline_mbs
+        if forwards != per_rank or backwards != per_rank or splits != weights_of_splits or reduces != chunks:
             return False
     # Pairing: the k-th send and receive of each link carry the same (payload, microbatch, leaving stage).
     sends = np.zeros(num_links, dtype=np.int64)
@@ -166,7 +171,8 @@ def passes(table: ProgramTable, *, compiled: bool = True) -> bool | None:
     end = np.array([e for _, e in table.rank_bounds], dtype=np.int64)
     return bool(kernel(table.op, table.microbatch, table.chunk, table.stage, table.peer, table.kind, table.link,
                        table.message, begin, end, table.num_links, shape.chunks, shape.microbatches,
-                       shape.num_stages, shape.placement is Placement.V))
+                       shape.num_stages, shape.placement is not Placement.LOOP, shape.stages_per_pipeline,
+                       shape.microbatches // shape.pipelines))
 
 
 def warm_up() -> None:
@@ -175,4 +181,4 @@ def warm_up() -> None:
     if kernel is not None:
         one = np.zeros(1, dtype=np.int64)
         kernel(one + _STEP, one - 1, one - 1, one - 1, one - 1, one + KIND_BUSY, one - 1, one - 1, one * 0,
-               one + 1, 0, 1, 1, 1, False)
+               one + 1, 0, 1, 1, 1, False, 1, 1)

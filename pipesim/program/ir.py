@@ -264,10 +264,17 @@ class Placement(enum.Enum):
     LOOP: ``stage = chunk·pp + rank`` (Megatron interleaved; with one chunk, stage = rank).
     V: chunks zig-zag, ``stage = chunk·pp + rank`` for even chunks and ``(chunk+1)·pp − 1 − rank`` for odd
     ones, so with two chunks rank r holds stages r and 2·pp−1−r (ZB-V, DualPipe-V).
+    DUAL: two pipelines over two copies of the model (bidirectional DualPipe, DeepSeek-V3 technical report
+    §3.2.1): chunk 0 of rank r is stage r of the *down* pipeline (stages 0..pp−1, ranks 0→pp−1) and chunk 1
+    is stage pp + (pp−1−r) of the *up* pipeline (stages pp..2pp−1, ranks pp−1→0), so the stage numbers are
+    V's. Unlike V no data crosses from stage pp−1 to stage pp: the first half of the microbatch ids flows
+    down, the second half up, and each microbatch passes only its own pipeline's stages. Stage pp+s is a
+    copy of stage s (the same layers, model slice s).
     """
 
     LOOP = "loop"
     V = "v"
+    DUAL = "dual"
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,21 +290,77 @@ class PipelineShape:
         for name, value in (("pp", self.pp), ("microbatches", self.microbatches), ("chunks", self.chunks)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ScheduleError(f"{name}={value!r} must be a positive integer")
+        if self.placement is Placement.DUAL and (self.chunks != 2 or self.microbatches % 2):
+            raise ScheduleError(f"the dual placement holds two chunks per rank and an even number of microbatches "
+                                f"(got chunks={self.chunks}, microbatches={self.microbatches})")
 
     @property
     def num_stages(self) -> int:
         return self.pp * self.chunks
 
+    @property
+    def pipelines(self) -> int:
+        """Pipelines the stages form: 2 under DUAL (down and up, each over its own copy of the model), else 1."""
+        return 2 if self.placement is Placement.DUAL else 1
+
+    @property
+    def stages_per_pipeline(self) -> int:
+        return self.num_stages // self.pipelines
+
+    @property
+    def num_slices(self) -> int:
+        """Distinct model slices, the stages a cost model describes: pp·v, or pp under DUAL (two copies)."""
+        return self.stages_per_pipeline
+
+    @property
+    def chunk_share(self) -> int:
+        """The v of the cost convention: how many of a rank's chunks one microbatch passes, each taking 1/v of
+        the rank's share. Under DUAL a microbatch passes one of the two, which is a whole rank's share."""
+        return self.chunks // self.pipelines
+
+    # The stage arithmetic below works on ints and on numpy arrays alike (the validator passes columns).
+    def slice_of(self, stage):
+        """The model slice a stage runs (its cost-model stage): itself, or under DUAL stage mod pp."""
+        return stage % self.stages_per_pipeline if self.pipelines > 1 else stage
+
+    @property
+    def microbatches_per_stage(self) -> int:
+        """How many microbatches pass each stage: all of them, or half under DUAL."""
+        return self.microbatches // self.pipelines
+
+    def rank_slices(self, rank: int) -> tuple[int, ...]:
+        """The model slices (cost-model stages) of ``rank``'s chunks, chunk 0 first."""
+        return tuple(self.slice_of(self.stage(rank, c)) for c in range(self.chunks))
+
+    def pipeline_of_stage(self, stage):
+        return stage // self.stages_per_pipeline
+
+    def pipeline_of_microbatch(self, mb):
+        """Under DUAL the first half of the ids flows down (0), the second half up (1); else 0."""
+        return mb // (self.microbatches // self.pipelines)
+
+    def visits(self, mb, stage):
+        """Whether microbatch ``mb`` passes ``stage``: always, except across DUAL's two pipelines."""
+        return self.pipeline_of_microbatch(mb) == self.pipeline_of_stage(stage)
+
+    def is_first_stage(self, stage):
+        """A first stage of its pipeline: its F reads the input batch, not a neighbour's activation."""
+        return stage % self.stages_per_pipeline == 0
+
+    def is_last_stage(self, stage):
+        """A last stage of its pipeline: it computes the loss, and its B/I needs no neighbour's gradient."""
+        return stage % self.stages_per_pipeline == self.stages_per_pipeline - 1
+
     def stage(self, rank: int, chunk: int) -> int:
         """Global stage index of ``chunk`` on ``rank``."""
-        if self.placement is Placement.V and chunk % 2 == 1:
+        if self.placement is not Placement.LOOP and chunk % 2 == 1:
             return (chunk + 1) * self.pp - 1 - rank
         return chunk * self.pp + rank
 
     def rank_of(self, stage: int) -> int:
         """The rank that holds ``stage``."""
         chunk, offset = divmod(stage, self.pp)
-        if self.placement is Placement.V and chunk % 2 == 1:
+        if self.placement is not Placement.LOOP and chunk % 2 == 1:
             return self.pp - 1 - offset
         return offset
 

@@ -15,16 +15,34 @@ class ScheduleLimits:
 
     - ``chunks``: the chunk counts per rank it runs (``None``: any v ≥ 1);
     - ``microbatches_multiple_of_pp``: m must be a multiple of pp (Megatron's interleaved groups of p);
-    - ``min_microbatches_per_pp``: m ≥ this · pp (DualPipe-V fills both ends of the V: 2).
+    - ``min_microbatches_per_pp``: m ≥ this · pp (DualPipe-V fills both ends of the V: 2);
+    - ``even_pp``, ``even_microbatches``: pp (m) must be even (DualPipe pairs rank r with rank pp−1−r and
+      sends half the microbatches each way).
     """
 
     chunks: tuple[int, ...] | None = (1,)
     microbatches_multiple_of_pp: bool = False
     min_microbatches_per_pp: int = 0
+    even_pp: bool = False
+    even_microbatches: bool = False
 
     def accepts(self, pp: int, microbatches: int, chunks: int) -> bool:
         if self.chunks is not None and chunks not in self.chunks:
             return False
         if self.microbatches_multiple_of_pp and microbatches % pp:
             return False
+        if (self.even_pp and pp % 2) or (self.even_microbatches and microbatches % 2):
+            return False
         return microbatches >= self.min_microbatches_per_pp * pp
+
+    def round_up(self, pp: int, microbatches: int) -> tuple[int, int]:
+        """The smallest (pp, m) at or above the given ones that these limits accept (given an accepted chunks):
+        what tests and sweeps that draw shapes at random use."""
+        if self.even_pp:
+            pp += pp % 2
+        if self.microbatches_multiple_of_pp:
+            microbatches = -(-microbatches // pp) * pp
+        microbatches = max(microbatches, self.min_microbatches_per_pp * pp)
+        if self.even_microbatches:
+            microbatches += microbatches % 2
+        return pp, microbatches

@@ -12,6 +12,8 @@ Rules, identical for the simulator and the executor:
   consumes in the sender's order (1F1B, interleaved), earlier when it does not — e.g. on a V placement,
   where one link carries chunk-0 activations and chunk-1 gradients that the two ranks order differently;
 - stages that hand off to the same rank (V placement at the fold) exchange nothing: the data stays local;
+  a pipeline's first stage receives no activation and its last no gradient (the dual placement's two
+  pipelines are not joined at their ends);
 - ``REDUCE_GRAD(chunk)`` right after the last instruction that accumulates that chunk's weight gradient
   (its last ``B`` or ``W``), so DP sync of early-finished chunks overlaps the rest of the backward;
 - ``STEP`` last;
@@ -141,8 +143,9 @@ def _lower_columns(shape: PipelineShape, rank, op, mb, chunk, tail=None) -> Prog
     pp, last_stage = shape.pp, shape.num_stages - 1
     n = len(op)
     stage = stages_of(shape, rank, chunk)
-    prev_rank = np.where(stage > 0, ranks_of(shape, np.maximum(stage - 1, 0)), rank)
-    next_rank = np.where(stage < last_stage, ranks_of(shape, np.minimum(stage + 1, last_stage)), rank)
+    # A pipeline's first stage reads the batch and its last computes the loss (DUAL has two pipelines).
+    prev_rank = np.where(~shape.is_first_stage(stage), ranks_of(shape, np.maximum(stage - 1, 0)), rank)
+    next_rank = np.where(~shape.is_last_stage(stage), ranks_of(shape, np.minimum(stage + 1, last_stage)), rank)
     is_f = op == _F
     is_bwd = (op == _B) | (op == _I)
     # The receive before a compute op and the send after it, with their peers (-1: none).
@@ -318,12 +321,11 @@ def _post_receives_in_send_order(shape: PipelineShape, columns: ProgramColumns) 
 def _link_numbering(shape: PipelineShape) -> dict[int, int]:
     """Number each directed link (key sender·pp + receiver) as the receiving ranks and their chunks meet it."""
     numbers: dict[int, int] = {}
-    last_stage = shape.num_stages - 1
     for rank in range(shape.pp):
         for chunk in range(shape.chunks):
             stage = shape.stage(rank, chunk)
-            before = shape.rank_of(stage - 1) if stage > 0 else rank
-            after = shape.rank_of(stage + 1) if stage < last_stage else rank
+            before = rank if shape.is_first_stage(stage) else shape.rank_of(stage - 1)
+            after = rank if shape.is_last_stage(stage) else shape.rank_of(stage + 1)
             for sender in (before, after):
                 numbers.setdefault(sender * shape.pp + rank, len(numbers))
     return numbers

@@ -134,7 +134,7 @@ def partner_receives(overlap: np.ndarray, input_recv: np.ndarray) -> np.ndarray:
 def stages_of(shape: PipelineShape, rank: np.ndarray, chunk: np.ndarray) -> np.ndarray:
     """:meth:`PipelineShape.stage` over arrays."""
     loop = chunk * shape.pp + rank
-    if shape.placement is Placement.V:
+    if shape.placement is not Placement.LOOP:  # V and DUAL number stages alike
         return np.where(chunk % 2 == 1, (chunk + 1) * shape.pp - 1 - rank, loop)
     return loop
 
@@ -142,7 +142,7 @@ def stages_of(shape: PipelineShape, rank: np.ndarray, chunk: np.ndarray) -> np.n
 def ranks_of(shape: PipelineShape, stage: np.ndarray) -> np.ndarray:
     """:meth:`PipelineShape.rank_of` over arrays."""
     chunk, offset = np.divmod(stage, shape.pp)
-    if shape.placement is Placement.V:
+    if shape.placement is not Placement.LOOP:
         return np.where(chunk % 2 == 1, shape.pp - 1 - offset, offset)
     return offset
 

@@ -164,13 +164,24 @@ class _Checker:
             raise ScheduleError(
                 f"{self.ins(bad[0])} names mb {t.microbatch[bad[0]]}; microbatches are 0..{shape.microbatches - 1}"
             )
+        if shape.pipelines > 1:
+            bad = np.flatnonzero(with_mb & ~shape.visits(t.microbatch, t.stage))
+            if len(bad):
+                row, half = bad[0], shape.microbatches // 2
+                raise ScheduleError(
+                    f"{self.ins(row)} runs mb {t.microbatch[row]} on stage {t.stage[row]}, but under the dual "
+                    f"placement mbs 0..{half - 1} pass only chunk 0 (the down pipeline) and mbs "
+                    f"{half}..{shape.microbatches - 1} only chunk 1 (the up pipeline)")
         comm = t.kind != KIND_BUSY
         towards_next = (op == _SEND_F) | (op == _RECV_B)
         neighbour = np.where(towards_next, t.stage + 1, t.stage - 1)
-        bad = np.flatnonzero(comm & ((neighbour < 0) | (neighbour >= shape.num_stages)))
+        outside = (neighbour < 0) | (neighbour >= shape.num_stages)
+        outside |= shape.pipeline_of_stage(neighbour) != shape.pipeline_of_stage(t.stage)  # DUAL: not joined
+        bad = np.flatnonzero(comm & outside)
         if len(bad):
             row = bad[0]
-            raise ScheduleError(f"{self.ins(row)} acts on stage {t.stage[row]}, which has no stage {neighbour[row]}")
+            raise ScheduleError(f"{self.ins(row)} acts on stage {t.stage[row]}, which has no stage {neighbour[row]}"
+                                f"{' in its pipeline' if shape.pipelines > 1 else ''}")
         expected_peer = np.where(comm, ranks_of(shape, np.clip(neighbour, 0, shape.num_stages - 1)), -1)
         bad = np.flatnonzero(comm & (t.peer != expected_peer))
         if len(bad):
@@ -237,14 +248,13 @@ class _Checker:
             if not ok.all():
                 raise ScheduleError(describe(int(consumers[np.flatnonzero(~ok)[0]])))
 
-        last = s_count - 1
-        f_rows = np.flatnonzero((op == _F) & (stage > 0))
+        f_rows = np.flatnonzero((op == _F) & ~shape.is_first_stage(stage))
         require(f_rows, key(_ACT, mb[f_rows], stage[f_rows] - 1, t.rank[f_rows]),
                 lambda r: self._missing_input(r, _ACT, stage[r] - 1, "RECV_F"))
         back = np.flatnonzero((op == _B) | (op == _I))
         require(back, key(_F, mb[back], stage[back], t.rank[back]) + op_slot,
                 lambda r: f"{self.ins(r)} runs before F mb={mb[r]} chunk={t.chunk[r]}")
-        back_mid = back[stage[back] < last]
+        back_mid = back[~shape.is_last_stage(stage[back])]
         require(back_mid, key(_GRAD, mb[back_mid], stage[back_mid] + 1, t.rank[back_mid]),
                 lambda r: self._missing_input(r, _GRAD, stage[r] + 1, "RECV_B"))
         w_rows = np.flatnonzero(op == _W)
@@ -257,15 +267,18 @@ class _Checker:
                     f"computing it; move it after {'F' if kind == _ACT else 'B/I'} mb={mb[r]} chunk={t.chunk[r]}")
         self._check_reduce_and_step(compute, backward_kind)
 
-        # Every microbatch through every stage, forward and backward, on the rank that holds the stage.
+        # Every microbatch through every stage (of its pipeline), forward and backward, on the stage's rank.
         present = backward_kind[compute]
         for what, name in ((_F, "F"), (_B, "B (or I)")):
             # Keys are unique and in range (checked above), so a full count means nothing is missing.
-            if np.count_nonzero(present == what) == pp * shape.chunks * m:
+            if np.count_nonzero(present == what) == pp * shape.chunks * m // shape.pipelines:
                 continue
             grid_rank, grid_chunk, grid_mb = (g.ravel() for g in np.meshgrid(
                 np.arange(pp), np.arange(shape.chunks), np.arange(m), indexing="ij"))
             grid_stage = stages_of(shape, grid_rank, grid_chunk)
+            passed = shape.visits(grid_mb, grid_stage)
+            grid_rank, grid_chunk, grid_mb, grid_stage = (g[passed] for g in (grid_rank, grid_chunk, grid_mb,
+                                                                                   grid_stage))
             missing = np.flatnonzero(~np.isin(key(what, grid_mb, grid_stage, grid_rank), compute_keys))
             if len(missing):
                 i = missing[0]

@@ -229,6 +229,16 @@ class CostModel:
             share = shares[chunks] = _chunk_share(self.default, chunks)
         return share
 
+    def shape_costs(self, shape) -> list[StageCosts]:
+        """What each stage of ``shape`` (a :class:`~pipesim.program.ir.PipelineShape`) costs: the chunk share of
+        the model slice it runs. Under the dual placement stage pp+s is a copy of slice s and, since each
+        microbatch passes one chunk per rank, takes a whole rank's share (``shape.chunk_share`` is 1)."""
+        return [self.chunk_costs(shape.slice_of(s), shape.chunk_share) for s in range(shape.num_stages)]
+
+    def shape_transfer_times(self, shape) -> list[float]:
+        """:meth:`transfer_time` of each stage of ``shape`` (of the model slice it runs)."""
+        return [self.transfer_time(shape.slice_of(s)) for s in range(shape.num_stages)]
+
     def check_pipeline(self, num_stages: int, source: str = "the cost model") -> None:
         """Refuse per-stage values that cannot describe a pipeline of ``num_stages`` = pp·v stages."""
         if self.num_stages is not None and self.num_stages != num_stages:

@@ -42,7 +42,7 @@ class MemoryProfile:
 
 def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end: np.ndarray) -> MemoryProfile:
     shape = table.program.shape
-    stage_costs = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
+    stage_costs = costs.shape_costs(shape)
     known_bytes = all(c.activation_bytes is not None for c in stage_costs)
     f, b, i, w = (OP_CODE[op] for op in (Op.F, Op.B, Op.I, Op.W))
     rows = np.flatnonzero(IS_COMPUTE[table.op])

@@ -125,7 +125,8 @@ class SimulationResult:
         bytes_moved = np.zeros(t.num_rows)
         comm = t.boundary_stage >= 0
         if comm.any():
-            sizes = np.array([self.costs.stage(s).p2p_bytes for s in range(t.program.shape.num_stages)])
+            shape = t.program.shape
+            sizes = np.array([self.costs.stage(shape.slice_of(s)).p2p_bytes for s in range(shape.num_stages)])
             bytes_moved[comm] = sizes[t.boundary_stage[comm]]
         return make_frame({
             "step": t.step_of_rows, "rank": t.rank, "stage": t.stage, "chunk": t.chunk,
@@ -140,8 +141,7 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     shape = table.program.shape
     num_stages = shape.num_stages
     per_stage = np.zeros((num_stages, len(OP_ORDER)))
-    for stage in range(num_stages):
-        stage_costs = costs.chunk_costs(stage, shape.chunks)  # a chunk of v takes 1/v of the rank's share
+    for stage, stage_costs in enumerate(costs.shape_costs(shape)):  # a chunk of v: 1/v of the rank's share
         for op in (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD):
             per_stage[stage, OP_CODE[op]] = stage_costs.duration(op)
     durations = np.zeros(table.num_rows)
@@ -150,7 +150,7 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     durations[table.op == OP_CODE[Op.STEP]] = costs.optimizer_step
     sends = table.kind == KIND_SEND
     if sends.any():
-        transfer = np.array([costs.transfer_time(s) for s in range(num_stages)])
+        transfer = np.array(costs.shape_transfer_times(shape))
         durations[sends] = transfer[table.boundary_stage[sends]]
     durations[table.kind == KIND_RECV] = 0.0
     if table.has_pairs:
@@ -165,7 +165,7 @@ def _pair_durations(table: ProgramTable, costs: CostModel, durations: np.ndarray
     shape = table.program.shape
     tails = np.flatnonzero(table.overlap)
     heads = tails - 1
-    chunked = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
+    chunked = costs.shape_costs(shape)
     cache: dict[tuple[int, int, int], float] = {}
     values = np.empty(len(tails))
     for i, (f_stage, b_stage, b_op) in enumerate(zip(table.stage[heads].tolist(), table.stage[tails].tolist(),
@@ -211,7 +211,7 @@ def simulate(
     raises :class:`DeadlockError` naming the cycle of waits.
     """
     costs = costs or CostModel()
-    costs.check_pipeline(program.shape.num_stages)
+    costs.check_pipeline(program.shape.num_slices)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise PipesimError(f"steps={steps!r} must be a positive integer")
     engine = Engine(engine)

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, Layout, OptimizerBytes, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ElementwiseKernels,
+    Layout,
+    OptimizerBytes,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, steady_state_step_time, sync_latency
@@ -43,6 +51,7 @@ class PublishedRun:
     recompute: Recompute = Recompute.NONE
     sequence_parallel: bool = False
     attention: AttentionKernel = AttentionKernel.FUSED
+    elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # EAGER: the framework runs PyTorch ops unfused
     zero: ZeroStage = ZeroStage.NONE
     precision: Precision = Precision.BF16
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
@@ -105,6 +114,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                                      StageSplitRequest(run.first_last, run.first_last))
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=run.chunks, microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
+                    elementwise=run.elementwise,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
@@ -142,6 +152,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--overlap-p2p")
     if run.async_tp:
         argv.append("--async-tp")
+    if run.elementwise is ElementwiseKernels.EAGER:
+        argv += ["--elementwise", run.elementwise.value]
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
     if run.ep > 1:

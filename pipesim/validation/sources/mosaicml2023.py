@@ -9,7 +9,10 @@ pipeline parallelism), activation checkpointing on or off (on → full recomputa
 around each block, ``activation_checkpointing_reentrant: false``), no CPU offload, and the throughput in tokens/s
 per GPU (the column used here). Inferred: fused attention (the yamls' ``attn_impl: triton`` / ``flash``,
 FlashAttention kernels), no dropout, the model shapes of the pretrain yamls (see ``model_presets``), the A100
-preset's 25 GB/s per GPU inter-node (1600 Gbps = 8 × 200 Gb/s per node, as the header states); the H100 table does
+preset's 25 GB/s per GPU inter-node; eager PyTorch (``--elementwise eager``: the 2023 benchmark yamls set no
+compilation, and Composer then ran modules eagerly; for MPT, whose norm is one ``F.layer_norm`` kernel, whose MLP
+is GELU and whose positions are ALiBi inside the attention kernel, that adds little beyond the attention
+output's transpose copy), the (1600 Gbps = 8 × 200 Gb/s per node, as the header states); the H100 table does
 not state its interconnect, taken as the preset's 400 Gb/s per GPU.
 
 Not expressible / uncertain: FSDP's ``limit_all_gathers`` and its prefetch of the next block's all-gather
@@ -23,7 +26,7 @@ sequence-length series at 8 GPUs.
 Out-of-sample: none of these rows was looked at when the chip constants were chosen.
 """
 
-from pipesim.analytic.layout import Recompute, ZeroStage
+from pipesim.analytic.layout import ElementwiseKernels, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE_H100 = "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table"
@@ -76,6 +79,7 @@ _A100_40 = [
 ROWS = [
     PublishedRun(source, name, chip, gpus, mbs * accum * gpus, micro_batch=mbs, seq_len=seq,
                  recompute=Recompute.FULL if ckpt else Recompute.NONE, zero=ZeroStage.PARAMETERS,
+                 elementwise=ElementwiseKernels.EAGER,
                  tokens_per_gpu=tokens)
     for source, chip, table in ((SOURCE_H100, "h100-sxm", _H100), (SOURCE_A100, "a100-80gb", _A100),
                                 (SOURCE_A100_40, "a100-40gb", _A100_40))

@@ -1,0 +1,108 @@
+"""The host floor: a pass lasts at least as long as the host takes to issue its kernels
+(ChipSpec.host_kernel_overhead × pipesim.analytic.kernels.layer_kernel_counts)."""
+
+from dataclasses import replace
+
+import pytest
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.kernels import EMBEDDING_KERNELS, HEAD_KERNELS, layer_kernel_counts
+from pipesim.analytic.layout import Layout, Precision, Recompute
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.time_breakdown import rank_times
+from pipesim.analytic.to_costs import build_cost_model, stage_time_parts
+from pipesim.program.ir import PipelineShape
+
+H100 = CHIP_PRESETS["h100-sxm"]
+LLAMA = MODEL_PRESETS["llama2-13b"]
+
+
+def test_kernel_counts_of_a_dense_layer_by_hand():
+    """Llama (RoPE, SwiGLU, no dropout), tp 2 with sequence parallelism, fused attention, BF16."""
+    layout = Layout(tp=2, sequence_parallel=True, recompute=Recompute.FULL)
+    counts = layer_kernel_counts(LLAMA, layout)
+    gemms = 4  # QKV, attention output, gate+up, down
+    forward = 2 + gemms + 2 + 1 + 2 + 1 + 4  # norms, GEMMs, RoPE q/k, flash, bias-dropout-adds, SwiGLU, AG/RS ×2
+    assert counts.forward == forward
+    assert counts.backward_input == 2 + gemms + 2 + 3 + 2 + 1 + 4  # flash backward is three kernels
+    assert counts.backward_weight == gemms
+    assert counts.recompute == forward  # full recomputation repeats the forward
+    fp8 = layer_kernel_counts(LLAMA, replace(layout, precision=Precision.FP8, recompute=Recompute.SELECTIVE))
+    assert fp8.forward == forward + gemms  # a cast-transpose per GEMM input
+    assert fp8.recompute == 1  # selective: the attention kernel only
+    ring = layer_kernel_counts(LLAMA, replace(layout, cp=4))
+    assert ring.forward == forward + 2 * 3  # one attention kernel and one transfer per extra ring step
+
+
+def test_a_pass_lasts_at_least_its_kernels_issue_time():
+    layout = Layout(tp=8, sequence_parallel=True, pp=2, microbatches=4, overlap_p2p=True)
+    slow_host = replace(H100, host_kernel_overhead=1e-3)  # 1 ms per kernel: every pass host-bound
+    costs = build_cost_model(LLAMA, slow_host, layout)
+    per_layer = layer_kernel_counts(LLAMA, layout)
+    layers = LLAMA.layers // 2
+    first, last = costs.stage(0), costs.stage(1)
+    assert first.forward == pytest.approx(1e-3 * (layers * per_layer.forward + EMBEDDING_KERNELS.forward))
+    assert last.forward == pytest.approx(1e-3 * (layers * per_layer.forward + HEAD_KERNELS.forward))
+    assert last.backward_weight == pytest.approx(1e-3 * (layers * per_layer.backward_weight + 1))
+    fused = layers * (per_layer.backward_input + per_layer.backward_weight) + HEAD_KERNELS.backward_input + 1
+    assert last.backward == pytest.approx(1e-3 * fused)
+
+
+def test_no_floor_on_a_large_layer_and_none_without_overhead():
+    """A 13B layer's kernels run far longer than they take to issue: the default changes nothing."""
+    layout = Layout(tp=2, pp=2, microbatches=4, overlap_p2p=True)
+    default = build_cost_model(LLAMA, H100, layout)
+    free = build_cost_model(LLAMA, replace(H100, host_kernel_overhead=0.0), layout)
+    assert default.stage(0) == free.stage(0) and default.stage(1) == free.stage(1)
+    assert all(part.host_wait == 0.0 for part in stage_time_parts(LLAMA, H100, layout))
+
+
+def test_the_wait_is_reported_where_the_step_goes():
+    layout = Layout(tp=8, sequence_parallel=True, pp=1, microbatches=4)
+    chip = replace(H100, host_kernel_overhead=1e-3)
+    gpu_only = replace(H100, host_kernel_overhead=0.0)
+    wait = stage_time_parts(LLAMA, chip, layout)[0]
+    device = stage_time_parts(LLAMA, gpu_only, layout)[0]
+    costs = build_cost_model(LLAMA, chip, layout)
+    device_costs = build_cost_model(LLAMA, gpu_only, layout)
+    added = (costs.stage(0).forward + costs.stage(0).backward) - (device_costs.stage(0).forward
+                                                                  + device_costs.stage(0).backward)
+    assert wait.host_wait == pytest.approx(added) and device.host_wait == 0.0
+    [rank] = rank_times(LLAMA, chip, layout, PipelineShape(1, 4, 1), step_time=10.0)
+    assert rank.host_wait == pytest.approx(4 * wait.host_wait)
+    assert "waiting for the host to launch kernels" in rank.text()
+
+
+def test_eager_elementwise_bytes_by_hand():
+    """--elementwise eager: the reference Llama modules' ops one kernel each (kernels._eager_bytes)."""
+    from pipesim.analytic.kernels import elementwise_bytes
+    from pipesim.analytic.layout import ElementwiseKernels
+
+    model = MODEL_PRESETS["llama2-7b"]  # RMSNorm, RoPE, SwiGLU, no dropout, MHA: q = k = h
+    h, f, d = model.hidden, model.ffn_hidden, 2
+    fused = Layout()
+    eager = replace(fused, elementwise=ElementwiseKernels.EAGER)
+    fused_bytes = 2 * 2 * h * d + 2 * 3 * h * d + 3 * f * d + 2 * 2 * h * d  # norms, residuals, SwiGLU, RoPE
+    assert elementwise_bytes(model, fused, 1) == fused_bytes
+    eager_bytes = (2 * (28 + 4 * d) * h  # RMSNorm: to FP32, pow, mean, × rsqrt, back, × weight
+                   + 2 * 3 * h * d  # residual adds: unchanged
+                   + 5 * f * d  # silu(gate), × up
+                   + (16 + 2 * d) * 2 * h  # RoPE in FP32 on q and k
+                   + 2 * d * h)  # the attention output's transpose copy
+    assert elementwise_bytes(model, eager, 1) == eager_bytes
+    mpt = MODEL_PRESETS["mpt-7b"]  # LayerNorm (one kernel eager too), GELU, learned positions, no dropout
+    assert elementwise_bytes(mpt, eager, 1) - elementwise_bytes(mpt, fused, 1) == 2 * d * mpt.hidden
+    counts = layer_kernel_counts(model, eager)
+    assert counts.forward == layer_kernel_counts(model, fused).forward + 2 * 7 + 2 * 2 + 1 + 1
+
+
+def test_profile_times_the_host_per_kernel():
+    """pipesim profile's measurement: a chain of tiny autograd-recorded ops, timed per op (on this CPU, the
+    dispatcher's cost per op; on a GPU, what the device waits for each launch)."""
+    pytest.importorskip("torch")
+    from pipesim.profile import host
+    from pipesim.profile.device import open_device
+    from pipesim.profile.timing import QUICK
+
+    seconds = host.time_host_overhead(open_device(1, 0, 1), QUICK)
+    assert 1e-8 < seconds < 1e-3  # microseconds per op on any CPU torch runs on
