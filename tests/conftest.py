@@ -29,6 +29,7 @@ LONGEST_FIRST = (
     "test_bad_hangs.py",  # user code looping until its timeouts, in real processes
     "test_executor_grouped.py",
     "test_executor_moe.py",
+    "test_dualpipe.py",  # one four-process world, the rest process-free
     "test_examples.py",
     "test_published_runs.py",
     "test_plan.py",
