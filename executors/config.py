@@ -109,8 +109,21 @@ def model_file_dict(cfg: ModelConfig, name: str = "executor-gpt") -> dict:
     """This GPT as a pipesim model file (``pipesim simulate --model FILE``): GPT-2 shape with a 4h GELU MLP,
     learned positions, no biases, no dropout, untied embeddings, FP32 (what the executor computes in on CPU;
     on CUDA too: nothing is cast). Attention is SDPA, causal: the fused kernel of the cost model."""
-    return {"name": name, "layers": cfg.layers, "hidden": cfg.hidden, "heads": cfg.heads,
-            "ffn_hidden": 4 * cfg.hidden, "vocab": cfg.vocab, "seq_len": cfg.seq_len,
-            "micro_batch": cfg.micro_batch_size, "dtype_bytes": 4, "gated": False, "dropout": False,
-            "bias": False, "rms_norm": False, "learned_positions": True, "tied_embeddings": False,
-            **(cfg.moe.model_file_keys() if cfg.moe else {})}
+    return {
+        "name": name,
+        "layers": cfg.layers,
+        "hidden": cfg.hidden,
+        "heads": cfg.heads,
+        "ffn_hidden": 4 * cfg.hidden,
+        "vocab": cfg.vocab,
+        "seq_len": cfg.seq_len,
+        "micro_batch": cfg.micro_batch_size,
+        "dtype_bytes": 4,
+        "gated": False,
+        "dropout": False,
+        "bias": False,
+        "rms_norm": False,
+        "learned_positions": True,
+        "tied_embeddings": False,
+        **(cfg.moe.model_file_keys() if cfg.moe else {}),
+    }

@@ -86,7 +86,7 @@ def examples() -> list[Example]:
     for page in PAGES:
         text = page.read_text()
         for block in FENCE.finditer(text):
-            first_line = text[:block.start()].count("\n") + 2
+            first_line = text[: block.start()].count("\n") + 2
             for offset, command, following in _logical_lines(block.group(2), block.group(1) == "console"):
                 for part in command.split("&&"):
                     argv = tuple(shlex.split(part, comments=True))
@@ -95,11 +95,17 @@ def examples() -> list[Example]:
                         found.append(Example(page.relative_to(ROOT).as_posix(), first_line + offset, argv, shown))
         for match in INLINE_PIPESIM.finditer(text):
             if "..." not in match.group(1):
-                found.append(Example(page.relative_to(ROOT).as_posix(), text[:match.start()].count("\n") + 1,
-                                     tuple(shlex.split(match.group(1))), None))
+                found.append(
+                    Example(
+                        page.relative_to(ROOT).as_posix(),
+                        text[: match.start()].count("\n") + 1,
+                        tuple(shlex.split(match.group(1))),
+                        None,
+                    )
+                )
         for match in INLINE_EXPERIMENT.finditer(text):
             argv = tuple(a for a in shlex.split(match.group(1)) if not a.startswith(("[", "|")) and a != "DIR")
-            found.append(Example(page.relative_to(ROOT).as_posix(), text[:match.start()].count("\n") + 1, argv, None))
+            found.append(Example(page.relative_to(ROOT).as_posix(), text[: match.start()].count("\n") + 1, argv, None))
     return found
 
 
@@ -110,7 +116,7 @@ def _module_argv(argv: tuple[str, ...]) -> tuple[str, list[str]] | None:
     """``-m MODULE args`` inside a python/torchrun command: (MODULE, args)."""
     if "-m" in argv:
         at = argv.index("-m")
-        return argv[at + 1], list(argv[at + 2:])
+        return argv[at + 1], list(argv[at + 2 :])
     return None
 
 
