@@ -106,3 +106,19 @@ def test_profile_times_the_host_per_kernel():
 
     seconds = host.time_host_overhead(open_device(1, 0, 1), QUICK)
     assert 1e-8 < seconds < 1e-3  # microseconds per op on any CPU torch runs on
+
+
+def test_triton_flash_attention_runs_at_the_published_ratio_below_flash_attention_2():
+    """--attention triton: FlashAttention in Triton at 1/1.8 of FA2's rates (Dao 2023 §4.1: FA2 1.3–2.5×
+    faster), the same memory (no scores stored)."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.kernels import TRITON_FLASH_SLOWDOWN, attention_core_times
+    from pipesim.analytic.layout import AttentionKernel
+
+    fa2 = Layout()
+    triton = replace(fa2, attention=AttentionKernel.TRITON)
+    a, b = attention_core_times(LLAMA, fa2, H100), attention_core_times(LLAMA, triton, H100)
+    assert TRITON_FLASH_SLOWDOWN == 1.8
+    assert b.forward == pytest.approx(1.8 * a.forward) and b.backward_input == pytest.approx(1.8 * a.backward_input)
+    assert layer_activation_bytes(LLAMA, triton) == layer_activation_bytes(LLAMA, fa2)
+    assert layer_kernel_counts(LLAMA, triton) == layer_kernel_counts(LLAMA, fa2)

@@ -25,85 +25,48 @@ def _key(run):
 # with the measured error, so the day the model improves the test says so.
 KNOWN_STEP_MISSES: dict[str, str] = {
     # mosaicml2023
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-70b tp1 pp1 m4 b8 1f1b 64×h100 full s2048':
-        '-16%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-70b tp1 pp1 m16 b2 1f1b 32×h100 full s2048':
-        '-24%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full s8192':
-        '-38%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full s4096':
-        '-25%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m3 b10 1f1b 16×h100 full s2048':
-        '-16%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b3 1f1b 8×h100 full s2048':
-        '-22%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b6 1f1b 8×h100 full s1024':
         '-21%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b1 1f1b 8×h100 full s32768':
-        ('-27%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound'
-         ' at 32768 tokens (FlashAttention share too high?)'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b3 1f1b 8×h100 full s16384':
-        ('-22%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound'
-         ' at 16384 tokens (FlashAttention share too high?)'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m3 b10 1f1b 8×h100 full s4096':
-        '-15%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full s8192':
+        '-28%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full s4096':
+        '-18%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b3 1f1b 8×h100 full s2048':
+        '-18%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b6 1f1b 8×h100 full s1024':
+        '-19%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 64×h100 none s2048':
-        ('-33%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
+        ('-29%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
          ' few microbatches, the gathers/reduce-scatters less hidden'),
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 32×h100 none s2048':
-        ('-33%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
+        ('-29%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
          ' few microbatches, the gathers/reduce-scatters less hidden'),
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 16×h100 none s2048':
-        ('-34%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
+        ('-29%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
          ' few microbatches, the gathers/reduce-scatters less hidden'),
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 8×h100 none s2048':
-        ('-33%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
+        ('-29%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
          ' few microbatches, the gathers/reduce-scatters less hidden'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b1 1f1b 8×h100 full s65536':
-        ('-30%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound'
-         ' at 65536 tokens (FlashAttention share too high?)'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b2 1f1b 8×h100 full s32768':
-        ('-28%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); attention-bound'
-         ' at 32768 tokens (FlashAttention share too high?)'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b8 1f1b 8×h100 full s8192':
-        '-21%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b16 1f1b 8×h100 full s4096':
-        '-16%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m1 b6 1f1b 8×h100 none s2048':
-        ('-26%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
+        ('-20%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less); no recomputation:'
          ' few microbatches, the gathers/reduce-scatters less hidden'),
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-30b tp1 pp1 m21 b1 1f1b 8×a100 full s8192':
-        '-32%, pipesim too fast: FSDP/ZeRO-3',
+        '-24%, pipesim too fast: FSDP/ZeRO-3',
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-13b tp1 pp1 m3 b1 1f1b 8×a100 full s32768':
-        '-16%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 32768 tokens (FlashAttention share too high?)',
-    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-13b tp1 pp1 m3 b2 1f1b 8×a100 none s2048':
-        ('-17%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden'),
+        '+16%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 32768 tokens (FlashAttention share too high?)',
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b1 1f1b 8×a100 full s65536':
-        '-26%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 65536 tokens (FlashAttention share too high?)',
-    'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b2 1f1b 8×a100 full s32768':
-        '-20%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 32768 tokens (FlashAttention share too high?)',
+        '+15%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 65536 tokens (FlashAttention share too high?)',
     'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-70b tp1 pp1 m1 b2 1f1b 64×a100 full s2048':
-        '-34%, pipesim too fast: FSDP/ZeRO-3',
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b1 1f1b 8×a100 full s8192':
-        ('-23%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
-         ' one-microbatch rows miss by half as much'),
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b2 1f1b 8×a100 full s4096':
-        ('-21%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
-         ' one-microbatch rows miss by half as much'),
+        '-32%, pipesim too fast: FSDP/ZeRO-3',
     'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b4 1f1b 8×a100 full s2048':
-        ('-22%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
+        ('-18%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
          ' one-microbatch rows miss by half as much'),
     'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b8 1f1b 8×a100 full s1024':
-        ('-21%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
+        ('-19%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
          ' one-microbatch rows miss by half as much'),
     'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b16 1f1b 8×a100 full s512':
         ('-20%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
          ' one-microbatch rows miss by half as much'),
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-7b tp1 pp1 m4 b1 1f1b 8×a100 full s16384':
-        '-20%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 16384 tokens (FlashAttention share too high?)',
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-7b tp1 pp1 m4 b3 1f1b 8×a100 full s8192':
-        '-16%, pipesim too fast: FSDP/ZeRO-3',
     # torchtitan2024
     ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 |'
      ' llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 selective s8192'):

@@ -42,6 +42,10 @@ from pipesim.analytic.measured import measured_attention_rates, measured_gemm_ra
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 NON_GEMM_BACKWARD = 1.0  # backward / forward time of element-wise and unfused-attention work (Qi et al. Table 9)
+# FlashAttention in Triton against FlashAttention-2: Dao 2023 ("FlashAttention-2", §4.1, A100) measures FA2
+# 1.3–2.5× faster than the Triton implementation, most in the backward; 1.8 is that range's middle on a log
+# scale, for both passes (the paper's figures give no single ratio per pass). Uncertain within the range.
+TRITON_FLASH_SLOWDOWN = 1.8
 
 
 @dataclass(frozen=True)
@@ -148,13 +152,15 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
     heads = model.heads // t
     # QKᵀ and ·V of this rank's queries against all keys (per head d_qk + d_v; 2·head_dim without MLA)
     full = 2 * b * s * s * heads * (model.qk_head_dim + model.value_head_dim) / cp
-    if layout.attention is AttentionKernel.FUSED:
+    if layout.attention.fused:
         executed = full / 2  # causal: the kernel skips blocks above the diagonal
+        # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
+        slowdown = TRITON_FLASH_SLOWDOWN if layout.attention is AttentionKernel.TRITON else 1.0
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
-            return PassTimes(executed / rates[0], 2.5 * executed / rates[1], 0.0)
+            return PassTimes(slowdown * executed / rates[0], slowdown * 2.5 * executed / rates[1], 0.0)
         peak = chip.sustained_peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
-        forward = executed / (peak * chip.attention_forward_efficiency)
-        backward = 2.5 * executed / (peak * chip.attention_backward_efficiency)
+        forward = slowdown * executed / (peak * chip.attention_forward_efficiency)
+        backward = slowdown * 2.5 * executed / (peak * chip.attention_backward_efficiency)
         return PassTimes(forward, backward, 0.0)
     # Unfused: per (sequence, head) a s×s = (s×d)(d×s) product and a (s×s)(s×d) one; softmax in between.
     sq = s // cp
@@ -292,7 +298,7 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     per weight. Counted from the modules' structure, not from a trace: a few kernels either way."""
     gemms = sum(count for *_, count in layer_gemms(model, layout, 1, kind))
     rope = 0 if model.learned_positions else 2
-    if layout.attention is AttentionKernel.FUSED:
+    if layout.attention.fused:
         attention_fwd, attention_bwd = 2 * layout.cp - 1, 4 * layout.cp - 1
     else:
         attention_fwd, attention_bwd = 3 + (1 if model.dropout else 0), 5

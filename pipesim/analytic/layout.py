@@ -39,10 +39,16 @@ class Precision(enum.Enum):
 
 
 class AttentionKernel(enum.Enum):
-    """Whether the s×s attention scores are materialized (Korthikanti's 5as²b term) or not."""
+    """Whether the s×s attention scores are materialized (Korthikanti's 5as²b term) or not, and for fused
+    kernels which implementation runs (their rates differ; memory is the same)."""
 
     UNFUSED = "unfused"  # softmax(QKᵀ) and its dropout stored: Korthikanti et al. Table 2 as printed
-    FUSED = "fused"  # FlashAttention (Dao et al. 2022): scores recomputed block-wise, never stored
+    FUSED = "fused"  # FlashAttention-2 (Dao 2023) and its kin: scores recomputed block-wise, never stored
+    TRITON = "triton"  # FlashAttention in OpenAI Triton (llm-foundry's attn_impl: triton): fused, slower
+
+    @property
+    def fused(self) -> bool:
+        return self is not AttentionKernel.UNFUSED
 
 
 class ElementwiseKernels(enum.Enum):

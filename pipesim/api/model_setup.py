@@ -37,7 +37,8 @@ class ModelOptions:
         recompute: ``"none"`` (default), ``"selective"`` or ``"full"`` activation recomputation.
         sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
-        attention: ``"fused"`` (FlashAttention, default) or ``"unfused"``.
+        attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
+            ``"unfused"``.
         elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default) or ``"eager"`` (one PyTorch
             kernel per op, as reference model code runs without torch.compile).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.

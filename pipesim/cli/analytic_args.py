@@ -68,7 +68,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--distributed-optimizer", action="store_true", default=None,
                        help="shard optimizer state over dp (ZeRO-1); reduce-scatter + all-gather")
     group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
-                       help="fused (FlashAttention: no s² scores stored, default) or unfused (5as²b stored)")
+                       help="fused (FlashAttention-2 or cuDNN: no s² scores stored, default), triton (FlashAttention "
+                       "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "

@@ -7,13 +7,16 @@ batch, precision (amp_bf16, or bf16 PURE for the A100 80GB 70B rows and the whol
 strategy FULL_SHARD (ZeRO-3: weights, gradients and optimizer state sharded over every GPU, dp = GPUs, no tensor or
 pipeline parallelism), activation checkpointing on or off (on → full recomputation: FSDP's checkpoint wrapper
 around each block, ``activation_checkpointing_reentrant: false``), no CPU offload, and the throughput in tokens/s
-per GPU (the column used here). Inferred: fused attention (the yamls' ``attn_impl: triton`` / ``flash``,
-FlashAttention kernels), no dropout, the model shapes of the pretrain yamls (see ``model_presets``), the A100
-preset's 25 GB/s per GPU inter-node; eager PyTorch (``--elementwise eager``: the 2023 benchmark yamls set no
-compilation, and Composer then ran modules eagerly; for MPT, whose norm is one ``F.layer_norm`` kernel, whose MLP
-is GELU and whose positions are ALiBi inside the attention kernel, that adds little beyond the attention
-output's transpose copy), the (1600 Gbps = 8 × 200 Gb/s per node, as the header states); the H100 table does
-not state its interconnect, taken as the preset's 400 Gb/s per GPU.
+per GPU (the column used here). Read from the repository's benchmark scripts of the table's commits
+(scripts/train/benchmarking/submit_benchmarks.py and sweep.sh): ``attn_impl`` defaults to ``triton`` and sweep.sh
+does not override it, so attention is llm-foundry's FlashAttention in Triton (``--attention triton``); ``norm_type:
+low_precision_layernorm``; the H100 table and the A100 80GB rows regenerated with it (October 2023) ran the image
+``mosaicml/pytorch:2.1.0_cu121``, the A100 40GB table (May 2023) the earlier ``1.13.1_cu117``; nothing is compiled,
+so Composer runs the modules eagerly (``--elementwise eager``: for MPT, whose norm is one ``F.layer_norm`` kernel,
+whose MLP is GELU and whose positions are ALiBi inside the attention kernel, that adds little beyond the attention
+output's transpose copy). Inferred: no dropout, the model shapes of the pretrain yamls (see ``model_presets``), the
+A100 preset's 25 GB/s per GPU inter-node (1600 Gbps = 8 × 200 Gb/s per node, as the header states); the H100 table
+does not state its interconnect, taken as the preset's 400 Gb/s per GPU.
 
 Not expressible / uncertain: FSDP's ``limit_all_gathers`` and its prefetch of the next block's all-gather
 (pipesim models ZeRO-3's per-layer gathers with its own overlap rule); the MFU/HFU columns use MosaicML's own
@@ -26,7 +29,7 @@ sequence-length series at 8 GPUs.
 Out-of-sample: none of these rows was looked at when the chip constants were chosen.
 """
 
-from pipesim.analytic.layout import ElementwiseKernels, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE_H100 = "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table"
@@ -79,7 +82,7 @@ _A100_40 = [
 ROWS = [
     PublishedRun(source, name, chip, gpus, mbs * accum * gpus, micro_batch=mbs, seq_len=seq,
                  recompute=Recompute.FULL if ckpt else Recompute.NONE, zero=ZeroStage.PARAMETERS,
-                 elementwise=ElementwiseKernels.EAGER,
+                 elementwise=ElementwiseKernels.EAGER, attention=AttentionKernel.TRITON,
                  tokens_per_gpu=tokens)
     for source, chip, table in ((SOURCE_H100, "h100-sxm", _H100), (SOURCE_A100, "a100-80gb", _A100),
                                 (SOURCE_A100_40, "a100-40gb", _A100_40))
