@@ -112,18 +112,20 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     if run.first_last is not None:
         split = resolve_stage_layers(model.layers, run.pp * run.chunks,
                                      StageSplitRequest(run.first_last, run.first_last))
-    layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=run.chunks, microbatches=run.microbatches,
+    synthesised = bool(load_schedule(run.schedule).build_options)  # zb-auto: its order needs these costs
+    built = None if synthesised else build_program(run.schedule, run.pp, run.microbatches, chunks)
+    shape = PipelineShape(run.pp, run.microbatches, run.chunks) if built is None else built.program.shape
+    # DualPipe: a chunk is one slice of one of two model copies (the cost convention's v is 1, the copies 2)
+    layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunk_share, model_copies=shape.pipelines,
+                    microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
-    if load_schedule(run.schedule).build_options:  # zb-auto: its order is synthesised for these costs
-        costs = build_cost_model(model, chip, layout, PipelineShape(run.pp, run.microbatches, run.chunks))
+    costs = build_cost_model(model, chip, layout, shape)
+    if built is None:
         built = build_program(run.schedule, run.pp, run.microbatches, chunks, costs=costs)
-    else:
-        built = build_program(run.schedule, run.pp, run.microbatches, chunks)
-        costs = build_cost_model(model, chip, layout, built.program.shape)
     result = simulate(built.program, costs, check=False)
     step = steady_state_step_time(result, run.boundary, sync_latency(layout, chip))
     report = step_report(model, chip, layout, result, step, run.boundary)
