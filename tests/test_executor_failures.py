@@ -160,6 +160,29 @@ def test_under_torchrun_bad_input_reaches_the_user_with_exit_code_2():
     assert elapsed < 60
 
 
+# Builds both executors' parsers, parses a bad flag, and reports whether torch was imported on the way.
+_PARSE_WITHOUT_TORCH = """
+import sys
+from executors import run, torch_runtime
+from pipesim.errors import PipesimError
+try:
+    run.parser().parse_args(["--lr", "nan"])
+except PipesimError:
+    pass
+torch_runtime.parser().parse_args(["order.csv"])
+print("torch imported" if "torch" in sys.modules else "no torch")
+"""
+
+
+def test_flags_are_parsed_before_torch_is_imported():
+    """--help and a bad flag answer before torch loads (about 1.5 CPU-s a process: every rank of a launch)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PARSE_WITHOUT_TORCH], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "no torch", proc.stdout + proc.stderr
+
+
 def test_help_names_every_schedule_and_every_default(in_process):
     from pipesim.program.loader import builtin_names
 
@@ -183,8 +206,9 @@ def _csv_order(tmp_path, pp=2, mb=6):
     from pipesim.cli.main import main
 
     path = tmp_path / "order.csv"
-    assert main(["export", "-s", "1f1b", "--pp", str(pp), "--mb", str(mb), "--format", "torch-csv",
-                 "-o", str(path)]) == 0
+    assert (
+        main(["export", "-s", "1f1b", "--pp", str(pp), "--mb", str(mb), "--format", "torch-csv", "-o", str(path)]) == 0
+    )
     return path
 
 
