@@ -18,10 +18,13 @@ from pipesim.api.planning import plan
 def fingerprint(result, top: int) -> tuple[str, list[dict]]:
     """sha256 over the top ``top`` fitting rows and the front (label, evaluation, exact memory), in order."""
     search = result.search
-    rows = [{"label": o.candidate.label(), "m": o.candidate.microbatches, **o.evaluation.to_dict()}
-            for o in search.fitting()[:top]]
-    rows += [{"front": o.candidate.label(), "m": o.candidate.microbatches, **o.evaluation.to_dict()}
-             for o in search.pareto()]
+    rows = [
+        {"label": o.candidate.label(), "m": o.candidate.microbatches, **o.evaluation.to_dict()}
+        for o in search.fitting()[:top]
+    ]
+    rows += [
+        {"front": o.candidate.label(), "m": o.candidate.microbatches, **o.evaluation.to_dict()} for o in search.pareto()
+    ]
     text = json.dumps(rows, sort_keys=True)  # floats print exactly (repr), so equal text means equal values
     return hashlib.sha256(text.encode()).hexdigest(), rows
 
@@ -39,8 +42,10 @@ def main() -> None:
     seconds = time.perf_counter() - clock
     digest, rows = fingerprint(result, args.top)
     search = result.search
-    print(f"{digest}  top {args.top} + front {len(rows) - args.top} rows; simulated "
-          f"{search.count(type(search.outcomes[0].status).SIMULATED)}; {seconds:.1f} s")
+    print(
+        f"{digest}  top {args.top} + front {len(rows) - args.top} rows; simulated "
+        f"{search.count(type(search.outcomes[0].status).SIMULATED)}; {seconds:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pipesim.errors import PipesimError
 from pipesim.program.ir import F, I, Instruction, PipelineShape, Placement, Schedule, W
 from pipesim.sim.costs import CostModel
+from pipesim.synth import store
 from pipesim.synth.candidates import builtin_candidates, sequential_orders
 from pipesim.synth.evaluate import Evaluation, Orders, evaluate
 from pipesim.synth.exact import solve_exact
@@ -121,11 +122,14 @@ def synthesize(
     if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0:
         clock = time.perf_counter()
         stats: dict = {}
-        improved, improved_eval = improve(problem, orders, evaluations=local_evaluations, seconds=local_seconds,
-                                          stats=stats)
+        improved, improved_eval = improve(
+            problem, orders, evaluations=local_evaluations, seconds=local_seconds, stats=stats
+        )
         if stats["safety_stop"]:
-            notes.append(f"local search hit its {local_seconds:g} s safety limit after {stats['evaluations']} of "
-                         f"{local_evaluations} evaluations: this order depends on the machine's speed")
+            notes.append(
+                f"local search hit its {local_seconds:g} s safety limit after {stats['evaluations']} of "
+                f"{local_evaluations} evaluations: this order depends on the machine's speed"
+            )
         if improved_eval.key < evaluation.key:
             evaluation, orders, origin = improved_eval, improved, "local search"
         timings["local search"] = time.perf_counter() - clock
@@ -151,8 +155,9 @@ def to_schedule(problem: SynthesisProblem, orders: Orders, name: str = "zb-auto"
     rank_orders: list[list[Instruction]] = [
         [_INSTRUCTION[t.kind](t.mb, shape.chunk_of(t.stage)) for t in order] for order in orders
     ]
-    return Schedule.from_orders(name, rank_orders, microbatches=shape.microbatches, chunks=shape.chunks,
-                                placement=shape.placement)
+    return Schedule.from_orders(
+        name, rank_orders, microbatches=shape.microbatches, chunks=shape.chunks, placement=shape.placement
+    )
 
 
 def synthesis_shape(pp: int, microbatches: int, chunks: int) -> PipelineShape:
@@ -166,13 +171,25 @@ def default_memory_limit(shape: PipelineShape) -> float:
 
 
 def synthesize_schedule(
-    pp: int, microbatches: int, chunks: int, costs: CostModel | None, memory_limit: float | None,
-    method: Method = Method.LOCAL, name: str = "zb-auto",
+    pp: int,
+    microbatches: int,
+    chunks: int,
+    costs: CostModel | None,
+    memory_limit: float | None,
+    method: Method = Method.LOCAL,
+    name: str = "zb-auto",
 ) -> Schedule:
     shape = synthesis_shape(pp, microbatches, chunks)
     limit = default_memory_limit(shape) if memory_limit is None else memory_limit
     problem = SynthesisProblem.from_costs(shape, costs or CostModel(), limit)
+    # CP-SAT stops at its own time limit, so only the deterministic methods' orders are kept between runs.
+    kept = method is not Method.EXACT
+    stored = store.load(problem, method.value) if kept else None
+    if stored is not None:
+        return to_schedule(problem, stored[0], name)
     result = synthesize(problem, method)
     for note in result.notes:
         print(f"{name}: {note}", file=sys.stderr)
+    if kept and not result.notes:  # a safety-time stop depends on the machine: not an answer to keep
+        store.save(problem, method.value, result.orders, result.origin)
     return result.schedule(name)
