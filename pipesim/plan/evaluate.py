@@ -20,7 +20,7 @@ import numpy as np
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout
-from pipesim.analytic.memory_gib import GIB, memory_report
+from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import step_report
@@ -45,8 +45,14 @@ class Evaluation:
     bubble_fraction: float  # 1 − Σ busy / (pp · T)
 
     def to_dict(self) -> dict:
-        return {"step_time_s": self.step_time, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "mfu": self.mfu,
-                "peak_gib": self.peak_gib, "peak_rank": self.peak_rank, "bubble_fraction": self.bubble_fraction}
+        return {
+            "step_time_s": self.step_time,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "mfu": self.mfu,
+            "peak_gib": self.peak_gib,
+            "peak_rank": self.peak_rank,
+            "bubble_fraction": self.bubble_fraction,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,12 +105,18 @@ def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> 
     return Prepared(built.program, cost_model(model, chip, layout, shape))
 
 
-def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:
-    """Exact peak GiB and its pipeline rank, from the instruction order alone (no simulation)."""
+def exact_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> MemoryReport:
+    """Every rank's exact memory, from the instruction order alone (no simulation): the very report a
+    simulation of this configuration gives, so :func:`evaluate_prepared` takes it instead of making it again."""
     table = table_of(prepared.program)
     zeros = np.zeros(table.num_rows)
     result = SimulationResult(table, prepared.costs, zeros, zeros, zeros)
-    peak = memory_report(model, chip, layout, result).peak
+    return memory_report(model, chip, layout, result)
+
+
+def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:
+    """Exact peak GiB and its pipeline rank, from the instruction order alone (no simulation)."""
+    peak = exact_memory(model, chip, layout, prepared).peak
     return peak.total / GIB, peak.rank
 
 
@@ -146,13 +158,22 @@ def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[Simulati
     return result, period, boundary
 
 
-def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
+def evaluate_prepared(
+    model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared, memory: MemoryReport | None = None
+) -> Evaluation:
+    """``memory``: :func:`exact_memory` of this configuration, when the caller made it already."""
     # Steps back to back, each schedule with its own boundary, as `pipesim simulate --model` reports.
     result, period, boundary = _timed(prepared, layout, chip)
-    report = step_report(model, chip, layout, result, period, boundary)
+    report = step_report(model, chip, layout, result, period, boundary, memory)
     peak = report.memory.peak
-    return Evaluation(report.step_time, report.tokens_per_second / layout.world_size, report.mfu, peak.total / GIB,
-                      peak.rank, report.bubble_fraction)
+    return Evaluation(
+        report.step_time,
+        report.tokens_per_second / layout.world_size,
+        report.mfu,
+        peak.total / GIB,
+        peak.rank,
+        report.bubble_fraction,
+    )
 
 
 def evaluate(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Evaluation:

@@ -3,7 +3,7 @@
 Order of work, cheapest first:
 
 1. every candidate gets its lower bounds (:mod:`.bounds`, no schedule built); those whose memory bound
-   exceeds the cap cannot fit and are dropped;
+   exceeds the cap cannot fit and are dropped (before their time bound, which needs a cost model, is made);
 2. the rest are taken in order of their time bound, in batches. For each, the schedule is built and its
    exact per-rank memory read from the instruction order (:func:`.evaluate.peak_memory`); a configuration
    over the cap stops there, one that fits is simulated;
@@ -23,9 +23,10 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
+from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, bounds_key, lower_bounds
-from pipesim.plan.evaluate import Evaluation, evaluate_prepared, peak_memory, prepare
+from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound
+from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 from pipesim.plan.uncertainty import band_of, overlaps_best
@@ -52,10 +53,19 @@ class Outcome:
     reason: str | None = None
 
     def row(self, cap_gib: float) -> dict:
-        row = {"label": self.candidate.label(), **self.candidate.to_dict(), "status": self.status.value,
-               "bound_step_time_s": self.bounds.time_s, "bound_peak_gib": self.bounds.memory_gib,
-               "step_time_s": None, "tokens_per_s_per_gpu": None, "mfu": None, "peak_gib": self.peak_gib,
-               "peak_rank": self.peak_rank, "bubble_fraction": None}
+        row = {
+            "label": self.candidate.label(),
+            **self.candidate.to_dict(),
+            "status": self.status.value,
+            "bound_step_time_s": self.bounds.time_s,
+            "bound_peak_gib": self.bounds.memory_gib,
+            "step_time_s": None,
+            "tokens_per_s_per_gpu": None,
+            "mfu": None,
+            "peak_gib": self.peak_gib,
+            "peak_rank": self.peak_rank,
+            "bubble_fraction": None,
+        }
         if self.evaluation is not None:
             row.update(self.evaluation.to_dict())
         row["fits"] = row["peak_gib"] is not None and row["peak_gib"] <= cap_gib
@@ -78,10 +88,11 @@ def _run_job(job: _Job) -> Outcome:
         prepared = prepare(model, req.chip, layout, c.schedule)
     except PipesimError as err:  # the schedule refuses the shape (e.g. interleaved needs m % pp == 0)
         return Outcome(c, job.bounds, Status.REJECTED, reason=str(err))
-    peak, rank = peak_memory(model, req.chip, layout, prepared)
-    if peak > req.cap_gib:
-        return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak, peak_rank=rank)
-    evaluation = evaluate_prepared(model, req.chip, layout, prepared)
+    memory = exact_memory(model, req.chip, layout, prepared)
+    peak = memory.peak
+    if peak.total / GIB > req.cap_gib:
+        return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak.total / GIB, peak_rank=peak.rank)
+    evaluation = evaluate_prepared(model, req.chip, layout, prepared, memory)
     return Outcome(c, job.bounds, Status.SIMULATED, evaluation, evaluation.peak_gib, evaluation.peak_rank)
 
 
@@ -119,11 +130,16 @@ class PlanResult:
         front = {id(o) for o in self.pareto()}
         ranked = self.fitting()
         close = {id(o) for o, near in zip(ranked, overlaps_best(ranked, self.request.chip), strict=True) if near}
-        rows = [o.row(self.request.cap_gib) | {"pareto": id(o) in front,
-                                                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
-                                                "step_time_band": band_of(o, self.request.chip),
-                                                "within_band_of_best": id(o) in close}
-                for o in self.outcomes]
+        rows = [
+            o.row(self.request.cap_gib)
+            | {
+                "pareto": id(o) in front,
+                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
+                "step_time_band": band_of(o, self.request.chip),
+                "within_band_of_best": id(o) in close,
+            }
+            for o in self.outcomes
+        ]
         return pd.DataFrame(rows)
 
 
@@ -145,9 +161,14 @@ class _Frontier:
         return faster >= top and min(self.peaks[:faster]) <= bounds.memory_gib
 
 
-def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = None,
-             progress: Callable[[int], None] | None = None,
-             on_queue: Callable[[int], None] | None = None) -> PlanResult:
+def run_plan(
+    request: PlanRequest,
+    *,
+    top: int = 10,
+    workers: Workers | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_queue: Callable[[int], None] | None = None,
+) -> PlanResult:
     """Search ``request``'s space. ``on_queue(n)``: how many candidates survived the memory bound (the
     progress total); ``progress(k)``: k more of them were decided (simulated, or pruned on the way)."""
     workers = workers or Workers()
@@ -159,7 +180,11 @@ def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = N
         key = bounds_key(c)
         if key not in known:
             try:
-                known[key] = lower_bounds(request, c)
+                # The memory bound needs no cost model: a candidate it drops never pays for its time bound
+                # (left NaN in its row: not computed).
+                memory = memory_bound(request, c)
+                time = time_bound(request, c) if memory <= request.cap_gib else float("nan")
+                known[key] = Bounds(time, memory)
             except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
                 known[key] = str(err)
         b = known[key]

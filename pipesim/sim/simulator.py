@@ -31,7 +31,7 @@ import simpy
 
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
-from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_steps, table_of
+from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, steps_table
 from pipesim.program.validate import describe_deadlock, validate, validate_static
 from pipesim.sim.costs import CostModel, pair_duration
 from pipesim.sim.graph_engine import run_longest_path, worth_compiling
@@ -127,11 +127,22 @@ class SimulationResult:
         if comm.any():
             sizes = np.array([self.costs.stage(s).p2p_bytes for s in range(t.program.shape.num_stages)])
             bytes_moved[comm] = sizes[t.boundary_stage[comm]]
-        return make_frame({
-            "step": t.step_of_rows, "rank": t.rank, "stage": t.stage, "chunk": t.chunk,
-            "op": OP_NAMES[t.op], "microbatch": t.microbatch, "peer": t.peer, "seq": t.seq,
-            "start": self.start, "end": self.end, "source": Source.PREDICTED.value, "bytes": bytes_moved,
-        })
+        return make_frame(
+            {
+                "step": t.step_of_rows,
+                "rank": t.rank,
+                "stage": t.stage,
+                "chunk": t.chunk,
+                "op": OP_NAMES[t.op],
+                "microbatch": t.microbatch,
+                "peer": t.peer,
+                "seq": t.seq,
+                "start": self.start,
+                "end": self.end,
+                "source": Source.PREDICTED.value,
+                "bytes": bytes_moved,
+            }
+        )
 
 
 def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
@@ -168,8 +179,9 @@ def _pair_durations(table: ProgramTable, costs: CostModel, durations: np.ndarray
     chunked = [costs.chunk_costs(s, shape.chunks) for s in range(shape.num_stages)]
     cache: dict[tuple[int, int, int], float] = {}
     values = np.empty(len(tails))
-    for i, (f_stage, b_stage, b_op) in enumerate(zip(table.stage[heads].tolist(), table.stage[tails].tolist(),
-                                                     table.op[tails].tolist(), strict=True)):
+    for i, (f_stage, b_stage, b_op) in enumerate(
+        zip(table.stage[heads].tolist(), table.stage[tails].tolist(), table.op[tails].tolist(), strict=True)
+    ):
         key = (f_stage, b_stage, b_op)
         value = cache.get(key)
         if value is None:
@@ -220,8 +232,7 @@ def simulate(
     boundary = None if boundary is None else StepBoundary(boundary)
     if check:
         validate_static(program)  # deadlock freedom is proven by the run itself below
-    single = table_of(program)
-    table = repeat_steps(single, steps)
+    table = steps_table(program, steps)
     durations = durations_of(table, costs)
     barrier = _barriers(table, boundary)
     num_barriers = steps if boundary is StepBoundary.SYNC else 0
@@ -230,9 +241,19 @@ def simulate(
     if engine is Engine.SIMPY:
         start, end, position = _run_simpy(table, durations, barrier, sync_latency)
     else:
-        start, end, position = run_longest_path(table.kind, table.link, table.message, table.num_links,
-                                                table.input_recv, durations, table.rank_bounds, barrier,
-                                                num_barriers, sync_latency, partner_recv=table.partner_recv)
+        start, end, position = run_longest_path(
+            table.kind,
+            table.link,
+            table.message,
+            table.num_links,
+            table.input_recv,
+            durations,
+            table.rank_bounds,
+            barrier,
+            num_barriers,
+            sync_latency,
+            partner_recv=table.partner_recv,
+        )
     if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
         if steps > 1:  # a Program that deadlocks does so in its first step: name that cycle
             validate(program)
