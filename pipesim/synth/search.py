@@ -7,7 +7,9 @@ from __future__ import annotations
 import enum
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from pipesim.errors import PipesimError
 from pipesim.program.ir import F, I, Instruction, PipelineShape, Placement, Schedule, W
@@ -19,7 +21,7 @@ from pipesim.synth.exact import solve_exact
 from pipesim.synth.greedy import Infeasible, greedy_orders, policy_grid
 from pipesim.synth.local_search import improve
 from pipesim.synth.lockstep import lockstep_orders, lockstep_policies
-from pipesim.synth.problem import Pass, SynthesisProblem, lower_bound
+from pipesim.synth.problem import Pass, SynthesisProblem, key_floor, lower_bound
 
 #: The local search's work budget: moves evaluated (about as long as the 3 s deadline it replaces allowed on a
 #: pp 8 · mb 32 problem here, far less on small ones), the same on every machine. One evaluation simulates the
@@ -92,26 +94,26 @@ def synthesize(
     clock = time.perf_counter()
     best: tuple[Evaluation, Orders, str] | None = None
 
+    floor = key_floor(problem)
+
     def consider(orders: Orders, origin: str) -> None:
         nonlocal best
         result = evaluate(problem, orders)
         if result.feasible and (best is None or result.key < best[0].key):
             best = (result, orders, origin)
 
-    for name, orders in builtin_candidates(problem).items():
-        consider(orders, f"built-in {name}")
-    consider(sequential_orders(problem), "one microbatch at a time")
-    if problem.shape.chunks == 1:
-        for lockstep in lockstep_policies():
-            try:
-                consider(lockstep_orders(problem, lockstep), str(lockstep))
-            except Infeasible:
-                continue
-    for policy in policy_grid(problem):
+    def unbeatable() -> bool:
+        """The best so far sits on the floor: nothing later can replace it (only a smaller key would)."""
+        return best is not None and floor is not None and best[0].key == floor
+
+    for make, origin in _heuristic_candidates(problem):
         try:
-            consider(greedy_orders(problem, policy), f"greedy {policy}")
+            orders = make()
         except Infeasible:
             continue
+        consider(orders, origin)
+        if unbeatable():  # e.g. ZB-H2 at zero bubble for unit costs: the rest of the search cannot change it
+            break
     timings["heuristic"] = time.perf_counter() - clock
     if best is None:
         raise PipesimError(
@@ -119,7 +121,7 @@ def synthesize(
             f"a rank needs at least one microbatch's activations per chunk it holds: raise --memory-limit"
         )
     evaluation, orders, origin = best
-    if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0:
+    if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0 and not unbeatable():
         clock = time.perf_counter()
         stats: dict = {}
         improved, improved_eval = improve(
@@ -145,6 +147,20 @@ def synthesize(
             if exact.evaluation.feasible and exact.evaluation.key < evaluation.key:
                 evaluation, orders, origin = exact.evaluation, exact.orders, "cp-sat"
     return SynthesisResult(problem, orders, evaluation, origin, optimal, bound, timings, tuple(notes))
+
+
+def _heuristic_candidates(problem: SynthesisProblem) -> Iterator[tuple[Callable[[], Orders], str]]:
+    """The search's starting points, in the order it takes them (the first best is kept): the built-ins, one
+    microbatch at a time, the lockstep policies (one chunk), the greedy grid. Each is made only when asked
+    for, so a search that stops early does not pay for the rest; a policy may raise Infeasible."""
+    for name, orders in builtin_candidates(problem).items():
+        yield (lambda orders=orders: orders), f"built-in {name}"
+    yield (lambda: sequential_orders(problem)), "one microbatch at a time"
+    if problem.shape.chunks == 1:
+        for lockstep in lockstep_policies():
+            yield partial(lockstep_orders, problem, lockstep), str(lockstep)
+    for policy in policy_grid(problem):
+        yield partial(greedy_orders, problem, policy), f"greedy {policy}"
 
 
 _INSTRUCTION = {Pass.F: F, Pass.I: I, Pass.W: W}
