@@ -191,6 +191,14 @@ def steps_table(program: Program, steps: int) -> ProgramTable:
     return table
 
 
+def repeat_rows(values: np.ndarray, table: ProgramTable, steps: int) -> np.ndarray:
+    """A per-row column of one step's ``table`` laid out as :func:`repeat_steps` lays out its rows (each rank's
+    rows ``steps`` times over, rank after rank)."""
+    if steps == 1:
+        return values
+    return np.concatenate([np.tile(values[begin:end], steps) for begin, end in table.rank_bounds])
+
+
 def forget_table(program: Program) -> None:
     """Drop the cached tables (benchmarks measure a cold start)."""
     program.__dict__.pop("_table", None)

@@ -31,7 +31,7 @@ import simpy
 
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
-from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, steps_table
+from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_rows, steps_table, table_of
 from pipesim.program.validate import describe_deadlock, validate, validate_static
 from pipesim.sim.costs import CostModel, pair_duration
 from pipesim.sim.graph_engine import run_longest_path, worth_compiling
@@ -145,16 +145,23 @@ class SimulationResult:
         )
 
 
+_TIMED_OPS = (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD)  # the ops whose duration is the stage's
+_TIMED_CODES = [OP_CODE[op] for op in _TIMED_OPS]
+
+
 def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     """Duration of every row: compute and REDUCE_GRAD from the stage (1/v of the rank's share with v chunks),
     STEP constant, SEND the transfer; an overlapped pair's F the whole pair, its second half 0."""
     shape = table.program.shape
     num_stages = shape.num_stages
     per_stage = np.zeros((num_stages, len(OP_ORDER)))
+    rows: dict[int, list[float]] = {}  # by StageCosts identity: most stages share one (CostModel.chunk_costs)
     for stage in range(num_stages):
         stage_costs = costs.chunk_costs(stage, shape.chunks)  # a chunk of v takes 1/v of the rank's share
-        for op in (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD):
-            per_stage[stage, OP_CODE[op]] = stage_costs.duration(op)
+        row = rows.get(id(stage_costs))
+        if row is None:
+            row = rows[id(stage_costs)] = [stage_costs.duration(op) for op in _TIMED_OPS]
+        per_stage[stage, _TIMED_CODES] = row
     durations = np.zeros(table.num_rows)
     staged = table.stage >= 0
     durations[staged] = per_stage[table.stage[staged], table.op[staged]]
@@ -233,7 +240,10 @@ def simulate(
     if check:
         validate_static(program)  # deadlock freedom is proven by the run itself below
     table = steps_table(program, steps)
-    durations = durations_of(table, costs)
+    # Each step's rows repeat the single step's, and a row's duration depends on the row alone (an overlapped
+    # pair's second half sits right after its first, within one rank's step): time one step, repeat it.
+    single = table_of(program)
+    durations = repeat_rows(durations_of(single, costs), single, steps)
     barrier = _barriers(table, boundary)
     num_barriers = steps if boundary is StepBoundary.SYNC else 0
     if engine is Engine.AUTO:
