@@ -64,9 +64,13 @@ def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
     memory = 0.0
+    static: dict[tuple[float, float], float] = {}  # most ranks hold the same parameters (an even split)
     for r in range(shape.pp):
         one_microbatch = min(per_stage[shape.stage(r, c)] for c in range(shape.chunks))
-        memory = max(memory, sum(static_bytes(params[r], layout, model, experts[r])) + one_microbatch)
+        held = static.get((params[r], experts[r]))
+        if held is None:
+            held = static[params[r], experts[r]] = sum(static_bytes(params[r], layout, model, experts[r]))
+        memory = max(memory, held + one_microbatch)
     return memory / GIB
 
 

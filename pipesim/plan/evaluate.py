@@ -30,6 +30,7 @@ from pipesim.program.ir import PipelineShape, Placement, Program
 from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel
 from pipesim.sim.graph_engine import warm_up
+from pipesim.sim.memory import MemoryProfile
 from pipesim.sim.simulator import SimulationResult, durations_of, simulate
 
 
@@ -108,10 +109,28 @@ def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> 
 def exact_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> MemoryReport:
     """Every rank's exact memory, from the instruction order alone (no simulation): the very report a
     simulation of this configuration gives, so :func:`evaluate_prepared` takes it instead of making it again."""
-    table = table_of(prepared.program)
+    program, costs = prepared.program, prepared.costs
+    table = table_of(program)
     zeros = np.zeros(table.num_rows)
-    result = SimulationResult(table, prepared.costs, zeros, zeros, zeros)
+    result = SimulationResult(table, costs, zeros, zeros, zeros)
+    # The activation profile follows from the order and each stage's activation values alone, so candidates
+    # sharing both (e.g. ZeRO stages, which change only the static bytes) share one; it is handed to the
+    # result as its own cached `memory` would be.
+    stages = [costs.chunk_costs(s, program.shape.chunks) for s in range(program.shape.num_stages)]
+    key = (id(program), tuple((c.activation, c.weight_grad_activation, c.activation_bytes) for c in stages))
+    hit = _PROFILES.get(key)
+    if hit is None:
+        if len(_PROFILES) >= _PROFILES_KEPT:
+            del _PROFILES[next(iter(_PROFILES))]
+        hit = _PROFILES[key] = (program, result.memory)
+    result.__dict__["memory"] = hit[1]
     return memory_report(model, chip, layout, result)
+
+
+# Activation profiles by (Program, per-stage activation values); the Program is kept in the value, so its id
+# in the key cannot be reused while the entry lives. Bounded, oldest dropped first.
+_PROFILES: dict[tuple, tuple[Program, MemoryProfile]] = {}
+_PROFILES_KEPT = 1024
 
 
 def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:
@@ -123,7 +142,7 @@ def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prep
 # Timelines by (Program, every instruction's duration): configurations that differ only in what does not
 # change a duration (e.g. sequence parallelism's memory, or ZeRO-3's optimizer sharding under a pipeline) get
 # the very same timeline and steady-state period, so they are simulated once. Bounded, oldest dropped first.
-_TIMELINES: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+_TIMELINES: dict[tuple, tuple[SimulationResult, float]] = {}
 _TIMELINES_KEPT = 256
 
 
@@ -148,13 +167,18 @@ def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[Simulati
     key = (program.name, program.shape, boundary, barrier, durations.tobytes())
     hit = _TIMELINES.get(key)
     if hit is not None:
-        return SimulationResult(table, costs, hit[0], hit[1], durations), hit[2], boundary
+        first, period = hit
+        result = SimulationResult(table, costs, first.start, first.end, durations)
+        # The same timeline has the same metrics (they read the table, starts and ends alone): computed once,
+        # handed over as the result's own cached `metrics`.
+        result.__dict__["metrics"] = first.metrics
+        return result, period, boundary
     # The deadlock proof is the simulation itself; build_program already ran the static checks.
     result = simulate(program, costs, check=False)
     period = steady_state_step_time(result, boundary, barrier)
     if len(_TIMELINES) >= _TIMELINES_KEPT:
         del _TIMELINES[next(iter(_TIMELINES))]
-    _TIMELINES[key] = (result.start, result.end, period)
+    _TIMELINES[key] = (result, period)
     return result, period, boundary
 
 
