@@ -1,6 +1,7 @@
-"""The cost model caches one layer's costs by the layout fields they depend on (to_costs._layer_costs_key): a
-cost model built through the cache equals one built from scratch, over plan spaces that vary every field a
-search varies (dense and mixture-of-experts, with and without pipelining, every ZeRO stage, FP8, cp, ep)."""
+"""The cost model caches one layer's costs and each stage's breakdown by the layout fields they depend on
+(to_costs._layer_costs_key, _breakdowns_key): a cost model built through the caches equals one built from
+scratch, over plan spaces that vary every field a search varies (dense and mixture-of-experts, with and
+without pipelining, every ZeRO stage, FP8, cp, ep)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_cached_layer_costs_give_the_fresh_cost_model(model, chip, gpus, batch, 
     )
     candidates = list(enumerate_candidates(request))
     assert len(candidates) > 300
-    to_costs._LAYER_COSTS.clear()
+    _forget()
     built = []
     for c in candidates:  # in order: each layout meets the entries its predecessors left
         layout, spec = request.layout_of(c), request.model_of(c)
@@ -42,8 +43,17 @@ def test_cached_layer_costs_give_the_fresh_cost_model(model, chip, gpus, batch, 
             built.append((spec, layout, shape, to_costs.build_cost_model(spec, request.chip, layout, shape)))
         except PipesimError:
             continue
-    hits = len(built) - len(to_costs._LAYER_COSTS)
-    assert hits > len(built) // 2  # the cache is used, so this compares something
+    # The caches are used, so this compares something.
+    assert len(built) - len(to_costs._LAYER_COSTS) > len(built) // 2
+    assert len(built) - len(to_costs._BREAKDOWNS) > len(built) // 2
     for spec, layout, shape, cached in built[::4]:
-        to_costs._LAYER_COSTS.clear()
+        breakdowns = to_costs.stage_breakdowns(spec, layout)
+        _forget()
+        assert to_costs.stage_breakdowns(spec, layout) == breakdowns, layout
+        _forget()
         assert to_costs.build_cost_model(spec, request.chip, layout, shape) == cached, layout
+
+
+def _forget() -> None:
+    to_costs._LAYER_COSTS.clear()
+    to_costs._BREAKDOWNS.clear()

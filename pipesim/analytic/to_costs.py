@@ -180,11 +180,41 @@ def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakd
     return stage_breakdowns(model, layout)[stage]
 
 
-@lru_cache(maxsize=4096)
 def stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
-    """:class:`StageBreakdown` of every stage. Cached per (model, layout), both frozen: a cost model, the
-    optimizer step and the memory report each read every stage's parameters, and the planner builds the
-    same layout's cost model for its bound and again for its simulation."""
+    """:class:`StageBreakdown` of every stage. Cached by what they depend on (:func:`_breakdowns_key`): a cost
+    model, the optimizer step and the memory report each read every stage's parameters, and the planner asks
+    for tens of thousands of layouts that differ only in dp, microbatches, the ZeRO stage or the precision."""
+    key = _breakdowns_key(model, layout)
+    hit = _BREAKDOWNS.get(key)
+    if hit is None:
+        if len(_BREAKDOWNS) >= _BREAKDOWNS_KEPT:
+            del _BREAKDOWNS[next(iter(_BREAKDOWNS))]
+        hit = _BREAKDOWNS[key] = _stage_breakdowns(model, layout)
+    return hit
+
+
+# The layout fields a stage's layers, parameters and activation bytes read (stage_layer_counts, params.py,
+# activations.py); tests/test_layer_costs_key.py holds cached and fresh cost models equal over plan spaces.
+_BREAKDOWNS: dict[tuple, tuple[StageBreakdown, ...]] = {}
+_BREAKDOWNS_KEPT = 4096
+
+
+def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
+    return (
+        model,
+        layout.num_stages,
+        layout.stage_layers,
+        layout.tp,
+        layout.cp,
+        layout.ep,
+        layout.sequence_parallel,
+        layout.recompute,
+        layout.attention,
+        layout.moe_imbalance,
+    )
+
+
+def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
     stages = layout.num_stages
     counts = stage_layer_counts(model, layout)
     kind_counts = _kind_counts_per_stage(model, counts)
