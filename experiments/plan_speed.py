@@ -9,7 +9,8 @@ field of every row (floats print exactly, so equal hashes mean equal values).
   rounds: the command from the checkout in DIR (e.g. ``git worktree add /tmp/base <commit>``), then this
   checkout's on a first run (the on-disk store of synthesised orders switched off: ``PIPESIM_CACHE_DIR=``)
   and again with that store filled (a user iterating on a plan). Both checkouts' hashes are compared first.
-  numba's cache is filled once for both before timing.
+  numba's cache is filled once for both before timing. CPU seconds (user + system of each process) are what
+  the command costs one core whatever else runs; wall seconds follow the machine's load.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -55,16 +57,21 @@ def answer_hash(search, top: int) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
 
 
-def _process(checkout: Path, argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+def _process(checkout: Path, argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system: what it costs one core, whatever else the machine runs) and
+    what it printed."""
     environment = {**os.environ, "PYTHONPATH": str(checkout), **env}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, *argv], cwd=checkout, env=environment, capture_output=True, text=True, check=False
     )
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{checkout}: {' '.join(argv[:4])} failed: {done.stderr[-1000:]}")
-    return seconds, done.stdout
+    return seconds, cpu, done.stdout
 
 
 def side_by_side(baseline: Path, case: tuple, rounds: int) -> None:
@@ -91,30 +98,39 @@ def side_by_side(baseline: Path, case: tuple, rounds: int) -> None:
         warm = {**shared, "PIPESIM_CACHE_DIR": store}
         hashes = {}
         for name, checkout, env in (("before", baseline, shared), ("now", ROOT, warm)):  # also fills numba, store
-            _, out = _process(checkout, ["-c", HASH, model, chip, str(gpus), str(batch), str(TOP)], env)
+            *_, out = _process(checkout, ["-c", HASH, model, chip, str(gpus), str(batch), str(TOP)], env)
             hashes[name] = out.split()[0]
             print(f"{name}: {checkout} answer {out.strip()}")
         if hashes["before"] != hashes["now"]:
             raise SystemExit("the answers differ: the top list or the Pareto front changed")
         runs = {"before (DIR)": (baseline, shared), "now, first run": (ROOT, cold), "now, store filled": (ROOT, warm)}
-        times: dict[str, list[float]] = {name: [] for name in runs}
-        load = os.getloadavg()[0]
+        walls: dict[str, list[float]] = {name: [] for name in runs}
+        cpus: dict[str, list[float]] = {name: [] for name in runs}
+        loads = [os.getloadavg()[0]]
         for _ in range(rounds):
             for name, (checkout, env) in runs.items():
-                times[name].append(_process(checkout, cli, env)[0])
-        load = (load + os.getloadavg()[0]) / 2
-    before = min(times["before (DIR)"])
+                wall, cpu, _ = _process(checkout, cli, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+            loads.append(os.getloadavg()[0])
+    before = min(cpus["before (DIR)"])
     print(
         f"\n`pipesim plan --model {model} --hardware {chip} --gpus {gpus} --global-batch {batch} --top {TOP}`, "
-        f"{rounds} rounds, load ≈ {load:.1f}, same answer (hash {hashes['now'][:12]}):\n"
+        f"{rounds} rounds, 1-minute load {min(loads):.1f}–{max(loads):.1f}, same answer (hash {hashes['now'][:12]}):\n"
     )
-    print("| process | min s | mean s | before / this (min) |\n|---|---|---|---|")
-    for name, values in times.items():
-        print(f"| {name} | {min(values):.2f} | {sum(values) / len(values):.2f} | {before / min(values):.1f}× |")
+    print("| process | CPU s, min / mean | wall s, min / mean | before / this (CPU, min) |\n|---|---|---|---|")
+    for name in runs:
+        c, w = cpus[name], walls[name]
+        print(
+            f"| {name} | {min(c):.2f} / {sum(c) / len(c):.2f} | {min(w):.2f} / {sum(w) / len(w):.2f} | "
+            f"{before / min(c):.1f}× |"
+        )
 
 
 def main() -> None:
-    parser = experiment_parser(__doc__, figures=False, fast_help="GPT-3 2.7B on 8 A100s instead of Llama 2 70B on 1,024 H100s")
+    parser = experiment_parser(
+        __doc__, figures=False, fast_help="GPT-3 2.7B on 8 A100s instead of Llama 2 70B on 1,024 H100s"
+    )
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare with (side by side)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the side-by-side run (default 3)")
     args = parse_experiment_args(parser)
