@@ -9,7 +9,7 @@ import pytest
 from pipesim.errors import PipesimError
 from pipesim.program.build import build_program
 from pipesim.program.loader import builtin_names, load_schedule
-from pipesim.program.table import repeat_rows, repeat_steps, steps_table, table_of
+from pipesim.program.table import first_step_rows, repeat_rows, repeat_steps, steps_table, table_of
 from pipesim.sim.costs import CostModel, StageCosts
 
 COSTS = CostModel(
@@ -52,3 +52,16 @@ def test_a_small_programs_repeated_table_is_kept_and_equal_to_a_fresh_one():
     assert steps_table(program, 3) is kept
     fresh = repeat_steps(table_of(program), 3)
     assert np.array_equal(kept.input_recv, fresh.input_recv) and np.array_equal(kept.message, fresh.message)
+
+
+@pytest.mark.parametrize(("name", "chunks"), [s for s in _programs() if s[0].startswith(("zb", "dualpipe"))])
+def test_under_post_validation_the_first_step_is_the_lone_step(name, chunks):
+    """The planner reads the lone step out of the steady-state run for post-validation schedules."""
+    from pipesim.sim.simulator import StepBoundary, simulate
+
+    program = build_program(name, 4, 8, chunks).program
+    lone = simulate(program, COSTS, check=False)
+    steps = simulate(program, COSTS, check=False, steps=3, boundary=StepBoundary.POST_VALIDATION)
+    first = first_step_rows(table_of(program), 3)
+    assert np.array_equal(steps.start[first], lone.start) and np.array_equal(steps.end[first], lone.end)
+    assert (steps.table.step[first] == 0).all()

@@ -21,7 +21,8 @@ of one of its stages (every rank runs a forward and keeps its activations until 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
 from pipesim.analytic.steady_state import StepBoundary, sync_latency
@@ -37,10 +38,14 @@ class Bounds:
     memory_gib: float
 
 
-def bounds_key(candidate: Candidate) -> Candidate:
-    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its traits."""
+def bounds_key(candidate: Candidate) -> tuple:
+    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its traits.
+    (A plain tuple of every other field: the search makes one per candidate, tens of thousands.)"""
     traits = schedule_traits(candidate.schedule, candidate.chunks)
-    return replace(candidate, schedule=f"{traits.placement.value}/{traits.boundary.value}")
+    return traits.placement, traits.boundary, _BUT_SCHEDULE(candidate)
+
+
+_BUT_SCHEDULE = attrgetter(*(f.name for f in fields(Candidate) if f.name != "schedule"))
 
 
 def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:

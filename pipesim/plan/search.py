@@ -175,7 +175,7 @@ def run_plan(
     candidates = list(enumerate_candidates(request))
     outcomes: list[Outcome] = []
     queue: list[tuple[Candidate, Bounds]] = []
-    known: dict[Candidate, Bounds | str] = {}
+    known: dict[tuple, Bounds | str] = {}
     for c in candidates:
         key = bounds_key(c)
         if key not in known:

@@ -199,6 +199,11 @@ def repeat_rows(values: np.ndarray, table: ProgramTable, steps: int) -> np.ndarr
     return np.concatenate([np.tile(values[begin:end], steps) for begin, end in table.rank_bounds])
 
 
+def first_step_rows(table: ProgramTable, steps: int) -> np.ndarray:
+    """Where one step's ``table`` rows sit in :func:`repeat_steps` of it (each rank's first block)."""
+    return np.concatenate([np.arange(begin * steps, begin * steps + end - begin) for begin, end in table.rank_bounds])
+
+
 def forget_table(program: Program) -> None:
     """Drop the cached tables (benchmarks measure a cold start)."""
     program.__dict__.pop("_table", None)
