@@ -19,9 +19,9 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
@@ -32,6 +32,9 @@ from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 from pipesim.plan.uncertainty import band_of, overlaps_best
 from pipesim.plan.workers import Workers
 from pipesim.program.loader import load_schedule
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Status(Enum):
@@ -127,6 +130,8 @@ class PlanResult:
 
     def frame(self) -> pd.DataFrame:
         """Every candidate, simulated or not, one row each (the -o file)."""
+        import pandas as pd  # only for the frame: a plan that prints its ranking never loads pandas
+
         front = {id(o) for o in self.pareto()}
         ranked = self.fitting()
         close = {id(o) for o, near in zip(ranked, overlaps_best(ranked, self.request.chip), strict=True) if near}
