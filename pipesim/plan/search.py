@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -221,10 +221,15 @@ def run_plan(
                     progress(1)
             else:
                 batch.append(_Job(request, c, b))
-        for outcome in workers.map_in_order(_run_job, batch, progress):
+        for job, outcome in zip(batch, workers.map_in_order(_run_job, batch, progress), strict=True):
+            if outcome.candidate is not job.candidate:  # a worker process sent back an equal copy
+                outcome = replace(outcome, candidate=job.candidate)
             outcomes.append(outcome)
             if outcome.status is Status.SIMULATED:
                 frontier.add(outcome.evaluation.step_time, outcome.evaluation.peak_gib)
-    order = {c: i for i, c in enumerate(candidates)}
-    outcomes.sort(key=lambda o: order[o.candidate])
+    # Back to enumeration order. By identity: every outcome holds one of these very candidates (the copies
+    # from workers were swapped back above), and hashing
+    # tens of thousands of 13-field dataclasses (enums among them) costs more than the rest of this loop.
+    order = {id(c): i for i, c in enumerate(candidates)}
+    outcomes.sort(key=lambda o: order[id(o.candidate)])
     return PlanResult(request, tuple(outcomes))
