@@ -594,9 +594,11 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         if diff:
             overrides[s] = dict(diff)
     unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
+    # Once per distinct (parameters, expert parameters): the ranks of an even split hold the same.
+    held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape), strict=True))
     step = max(
         optimizer_step_time(p, layout, chip, e) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip, e).gather)
-        for p, e in zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape), strict=True)
+        for p, e in held
     )
     return CostModel(
         default=default,
