@@ -102,6 +102,27 @@ class SynthesisProblem:
             for task in [Task(kind, stage, mb)]
         }
 
+    @cached_property
+    def pass_table(self) -> dict[Task, tuple]:
+        """Per task, what scoring an order reads of it, in one tuple (:func:`pipesim.synth.evaluate.evaluate`
+        walks every task of every candidate): :meth:`pass_info` of every task of the problem."""
+        return {task: self.pass_info(task) for task in self._links}
+
+    def pass_info(self, task: Task) -> tuple:
+        """(its input's pass or None, whether that input comes with a delay, the input's rank, the duration,
+        the rank of the pass that waits for its output or None, that transfer's time, the memory delta)."""
+        dep, out = self.predecessor(task), self.consumer(task)
+        pred, delay = dep if dep is not None else (None, 0.0)
+        return (
+            pred,
+            bool(delay),
+            None if pred is None else self.rank_of(pred.stage),
+            self.duration(task),
+            None if out is None else self.rank_of(out[0].stage),
+            0.0 if out is None else out[1],
+            self.memory_delta(task),
+        )
+
     def duration(self, task: Task) -> float:
         table = (self.forward, self.backward_input, self.backward_weight)[task.kind]
         return table[task.stage]
