@@ -5,7 +5,7 @@ Order of work, cheapest first:
 1. every candidate gets its lower bounds (:mod:`.bounds`, no schedule built); those whose memory bound
    exceeds the cap cannot fit and are dropped (before their time bound, which needs a cost model, is made);
 2. the rest are taken in order of their time bound, in batches. For each, the schedule is built and its
-   exact per-rank memory read from the instruction order (:func:`.evaluate.peak_memory`); a configuration
+   exact per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration
    over the cap stops there, one that fits is simulated;
 3. between batches, a candidate is dropped when it can neither enter the top ``top`` (at least ``top``
    simulated configurations that fit are already at most as slow as its time bound: a bubble that cannot
