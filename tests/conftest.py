@@ -49,6 +49,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _own_synthesis_store(tmp_path_factory):
+    """The on-disk store of synthesised orders (pipesim/synth/store.py) in a folder of this session's own, so a
+    developer's cache never answers a test (subprocesses inherit the variable)."""
+    from pipesim.synth.store import CACHE_ENV
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("pipesim-cache")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _each_synthesis_problem_solved_once():
     """zb-auto's order is a pure function of its problem (a work budget, not a clock, bounds the search), and
     many tests build it for the same costs through different paths (the Program cache is keyed by more than

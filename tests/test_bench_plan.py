@@ -11,9 +11,20 @@ from pipesim.plan.space import PlanRequest
 
 
 def _fresh_plan(request: PlanRequest):
+    from pipesim.analytic import to_costs
+    from pipesim.plan import evaluate
     from pipesim.program.build import _build_cached
 
-    _build_cached.cache_clear()  # count building every schedule, as a fresh `pipesim plan` does
+    # Count building every schedule, cost model and timeline, as a fresh `pipesim plan` does.
+    _build_cached.cache_clear()
+    for kept in (
+        to_costs._LAYER_COSTS,
+        to_costs._BREAKDOWNS,
+        evaluate._COST_MODELS,
+        evaluate._TIMELINES,
+        evaluate._PROFILES,
+    ):
+        kept.clear()
     return run_plan(request, top=10)
 
 

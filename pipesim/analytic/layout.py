@@ -126,12 +126,15 @@ class Layout:
         if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
             raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
         if (self.dp * self.cp) % self.ep:
-            raise PipesimError(f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
-                               "expert-parallel groups are carved out of a stage's data- and context-parallel "
-                               "ranks; raise --dp or lower --ep")
+            raise PipesimError(
+                f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
+                "expert-parallel groups are carved out of a stage's data- and context-parallel "
+                "ranks; raise --dp or lower --ep"
+            )
         if not self.moe_imbalance >= 1.0:
-            raise PipesimError(f"--moe-imbalance {self.moe_imbalance} must be ≥ 1 (the most-loaded rank's tokens "
-                               "over the mean)")
+            raise PipesimError(
+                f"--moe-imbalance {self.moe_imbalance} must be ≥ 1 (the most-loaded rank's tokens over the mean)"
+            )
         if self.stage_layers is not None and len(self.stage_layers) != self.num_stages:
             raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
         if self.async_tp and self.tp == 1:
@@ -154,15 +157,22 @@ class Layout:
     def sharding(self) -> ZeroStage:
         """The ZeRO stage in force: the one asked for, or none when dp·cp = 1 — nothing to shard; the run goes on
         as ZeRO-0, as Megatron does with --use-distributed-optimizer on one replica (see :attr:`sharding_note`)."""
-        return self.asked_sharding if self.shards > 1 else ZeroStage.NONE
+        # Kept beside the fields (not in eq/hash): the cost model asks for it hundreds of times per layout.
+        known = self.__dict__.get("_sharding")
+        if known is None:
+            known = self.__dict__["_sharding"] = self.asked_sharding if self.shards > 1 else ZeroStage.NONE
+        return known
 
     @property
     def sharding_note(self) -> str | None:
         """A note for reports when a ZeRO stage was asked for but dp·cp = 1, else None."""
         if self.asked_sharding is ZeroStage.NONE or self.shards > 1:
             return None
-        what = ("the distributed optimizer" if self.asked_sharding is ZeroStage.OPTIMIZER
-                else f"ZeRO-{int(self.asked_sharding)}")
+        what = (
+            "the distributed optimizer"
+            if self.asked_sharding is ZeroStage.OPTIMIZER
+            else f"ZeRO-{int(self.asked_sharding)}"
+        )
         return f"nothing to shard (dp·cp = 1): {what} keeps the full state (runs as ZeRO-0)"
 
     @property

@@ -56,10 +56,14 @@ class RankMemory:
         return self.static + self.activations + self.working
 
     def to_dict(self) -> dict:
-        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "working",
-                                                 "total")}
-        return {"rank": self.rank, "stages": list(self.stages), "params": self.params,
-                "in_flight_microbatches": self.in_flight, **{f"{k}_gib": v for k, v in gib.items()}}
+        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "working", "total")}
+        return {
+            "rank": self.rank,
+            "stages": list(self.stages),
+            "params": self.params,
+            "in_flight_microbatches": self.in_flight,
+            **{f"{k}_gib": v for k, v in gib.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -79,12 +83,20 @@ class MemoryReport:
 
     def warnings(self) -> list[str]:
         fixes = ", ".join(remedies(self.layout))
-        return [f"rank {r.rank} needs {r.total / GIB:.1f} GiB, more than the {self.capacity_gib:g} GiB of one "
-                f"{self.chip}: {fixes}" for r in self.over_capacity]
+        return [
+            f"rank {r.rank} needs {r.total / GIB:.1f} GiB, more than the {self.capacity_gib:g} GiB of one "
+            f"{self.chip}: {fixes}"
+            for r in self.over_capacity
+        ]
 
     def to_dict(self) -> dict:
-        return {"capacity_gib": self.capacity_gib, "peak_rank": self.peak.rank, "peak_gib": self.peak.total / GIB,
-                "ranks": [r.to_dict() for r in self.ranks], "warnings": self.warnings()}
+        return {
+            "capacity_gib": self.capacity_gib,
+            "peak_rank": self.peak.rank,
+            "peak_gib": self.peak.total / GIB,
+            "ranks": [r.to_dict() for r in self.ranks],
+            "warnings": self.warnings(),
+        }
 
 
 def remedies(layout: Layout) -> list[str]:
@@ -95,15 +107,15 @@ def remedies(layout: Layout) -> list[str]:
     if layout.tp > 1 and not layout.sequence_parallel:
         options.append("add --sequence-parallel")
     if layout.sharding < ZeroStage.PARAMETERS:
-        options.append("add --distributed-optimizer" if layout.sharding is ZeroStage.NONE
-                       else "raise --zero")
+        options.append("add --distributed-optimizer" if layout.sharding is ZeroStage.NONE else "raise --zero")
         if layout.shards == 1:
             options[-1] += " with dp·cp > 1"
     return options
 
 
-def static_bytes(params: float, layout: Layout, model: ModelSpec | None = None,
-                 expert_params: float = 0.0) -> tuple[float, float, float]:
+def static_bytes(
+    params: float, layout: Layout, model: ModelSpec | None = None, expert_params: float = 0.0
+) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state for ``params`` parameters on one rank.
 
     ZeRO (Rajbhandari et al. 2020, §5): stage 1 divides the optimizer state by the data-parallel size
@@ -152,8 +164,14 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     from pipesim.analytic.activations import layer_activation_bytes
 
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
-    return max(2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE), kind)
-               - layer_activation_bytes(model, layout, kind) for kind in kinds) / layout.cp
+    return (
+        max(
+            2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE), kind)
+            - layer_activation_bytes(model, layout, kind)
+            for kind in kinds
+        )
+        / layout.cp
+    )
 
 
 def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult) -> MemoryReport:
@@ -166,9 +184,16 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
     experts = rank_expert_params(model, layout, shape)
     working = backward_working_set(model, layout)  # the same on every rank
     ranks = []
+    static: dict[tuple[float, float], tuple[float, float, float]] = {}  # ranks of an even split hold the same
     for r in range(shape.pp):
-        weights, grads, optimizer = static_bytes(params[r], layout, model, experts[r])
+        held = static.get((params[r], experts[r]))
+        if held is None:
+            held = static[params[r], experts[r]] = static_bytes(params[r], layout, model, experts[r])
+        weights, grads, optimizer = held
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
-        ranks.append(RankMemory(r, stages, params[r], weights, grads, optimizer, peaks[r],
-                                result.memory.peak_activations[r], working))
+        ranks.append(
+            RankMemory(
+                r, stages, params[r], weights, grads, optimizer, peaks[r], result.memory.peak_activations[r], working
+            )
+        )
     return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout)

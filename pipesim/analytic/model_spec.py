@@ -76,8 +76,12 @@ class ModelSpec:
                 raise PipesimError(f"model {self.name}: {key}={value!r} must be a positive integer")
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
-        if isinstance(self.kv_heads, bool) or not isinstance(self.kv_heads, int) or self.kv_heads < 1 \
-                or self.heads % self.kv_heads:
+        if (
+            isinstance(self.kv_heads, bool)
+            or not isinstance(self.kv_heads, int)
+            or self.kv_heads < 1
+            or self.heads % self.kv_heads
+        ):
             raise PipesimError(f"model {self.name}: heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
         if self.hidden % self.heads and not self.mla:
             raise PipesimError(f"model {self.name}: hidden={self.hidden} must be a multiple of heads={self.heads}")
@@ -85,26 +89,43 @@ class ModelSpec:
         self._check_mla()
 
     def _check_moe(self) -> None:
-        keys = ("experts", "experts_per_token", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden",
-                "first_dense_layers")
+        keys = (
+            "experts",
+            "experts_per_token",
+            "expert_ffn_hidden",
+            "shared_experts",
+            "shared_expert_ffn_hidden",
+            "first_dense_layers",
+        )
         for key in (*keys, "moe_layer_frequency"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if key == "moe_layer_frequency"
-                                                                                else 0):
-                raise PipesimError(f"model {self.name}: {key}={value!r} must be an integer ≥ "
-                                   f"{1 if key == 'moe_layer_frequency' else 0}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < (1 if key == "moe_layer_frequency" else 0)
+            ):
+                raise PipesimError(
+                    f"model {self.name}: {key}={value!r} must be an integer ≥ "
+                    f"{1 if key == 'moe_layer_frequency' else 0}"
+                )
         if not self.experts:
             given = [k for k in keys[1:] if getattr(self, k)]
             if given or self.moe_layer_frequency != 1:
-                raise PipesimError(f"model {self.name}: {(given or ['moe_layer_frequency'])[0]} describes "
-                                   "mixture-of-experts layers, but experts is 0; set experts or drop it")
+                raise PipesimError(
+                    f"model {self.name}: {(given or ['moe_layer_frequency'])[0]} describes "
+                    "mixture-of-experts layers, but experts is 0; set experts or drop it"
+                )
             return
         if not 1 <= self.experts_per_token <= self.experts:
-            raise PipesimError(f"model {self.name}: experts_per_token={self.experts_per_token} must be between 1 "
-                               f"and experts={self.experts} (the router's top-k)")
+            raise PipesimError(
+                f"model {self.name}: experts_per_token={self.experts_per_token} must be between 1 "
+                f"and experts={self.experts} (the router's top-k)"
+            )
         if self.first_dense_layers >= self.layers:
-            raise PipesimError(f"model {self.name}: first_dense_layers={self.first_dense_layers} leaves no MoE "
-                               f"layer of {self.layers}; lower it or set experts to 0")
+            raise PipesimError(
+                f"model {self.name}: first_dense_layers={self.first_dense_layers} leaves no MoE "
+                f"layer of {self.layers}; lower it or set experts to 0"
+            )
         if not self.expert_ffn_hidden:
             object.__setattr__(self, "expert_ffn_hidden", self.ffn_hidden)
         if not self.shared_expert_ffn_hidden:
@@ -119,13 +140,16 @@ class ModelSpec:
         if not self.kv_lora_rank:
             given = [k for k in keys if getattr(self, k)]
             if given:
-                raise PipesimError(f"model {self.name}: {given[0]} describes latent attention (MLA), but "
-                                   "kv_lora_rank is 0; set kv_lora_rank or drop it")
+                raise PipesimError(
+                    f"model {self.name}: {given[0]} describes latent attention (MLA), but "
+                    "kv_lora_rank is 0; set kv_lora_rank or drop it"
+                )
             return
         missing = [k for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim") if not getattr(self, k)]
         if missing:
-            raise PipesimError(f"model {self.name}: latent attention (kv_lora_rank={self.kv_lora_rank}) needs "
-                               f"{missing[0]} ≥ 1")
+            raise PipesimError(
+                f"model {self.name}: latent attention (kv_lora_rank={self.kv_lora_rank}) needs {missing[0]} ≥ 1"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -185,7 +209,12 @@ class ModelSpec:
         return LayerKind.DENSE
 
     def layer_kinds(self) -> tuple[LayerKind, ...]:
-        return tuple(self.layer_kind(i) for i in range(self.layers))
+        # Kept beside the fields (not in eq/hash; a frozen dataclass's __dict__): the cost model asks for it
+        # per stage, the planner of tens of thousands of configurations of one model.
+        kinds = self.__dict__.get("_layer_kinds")
+        if kinds is None:
+            kinds = self.__dict__["_layer_kinds"] = tuple(self.layer_kind(i) for i in range(self.layers))
+        return kinds
 
     @property
     def moe_layers(self) -> int:
@@ -212,37 +241,78 @@ FIELDS: tuple[Field, ...] = (
     Field("seq_len", Kind.INT, "tokens", "sequence length (--seq-len overrides)", required=True, low=1),
     Field("kv_heads", Kind.INT, "", "key/value heads (GQA); default: heads", low=1),
     Field("gated", Kind.BOOL, "", "SwiGLU/GeGLU MLP (three matrices)", default=False),
-    Field("mlp", Kind.TEXT, "", "as `pipesim models` prints it: swiglu sets gated, gelu clears it",
-          choices=("swiglu", "gelu")),
-    Field("micro_batch", Kind.INT, "sequences", "per microbatch (--micro-batch-size overrides)", default=1,
-          low=1),
+    Field(
+        "mlp",
+        Kind.TEXT,
+        "",
+        "as `pipesim models` prints it: swiglu sets gated, gelu clears it",
+        choices=("swiglu", "gelu"),
+    ),
+    Field("micro_batch", Kind.INT, "sequences", "per microbatch (--micro-batch-size overrides)", default=1, low=1),
     Field("tied_embeddings", Kind.BOOL, "", "output layer shares the input embedding", default=False),
     Field("dtype_bytes", Kind.INT, "bytes", "per weight/activation element (2: BF16)", default=2, low=1, high=8),
     Field("dropout", Kind.BOOL, "", "dropout masks stored (GPT-3 yes, Llama no)", default=True),
     Field("bias", Kind.BOOL, "", "biases in the linear layers", default=True),
     Field("rms_norm", Kind.BOOL, "", "RMSNorm (h weights) instead of LayerNorm (2h)", default=False),
     Field("learned_positions", Kind.BOOL, "", "a learned seq_len × h position table (else RoPE)", default=False),
-    Field("experts", Kind.INT, "", "routed experts per MoE layer (n_routed_experts, num_local_experts); 0: dense",
-          default=0, low=0),
-    Field("experts_per_token", Kind.INT, "", "experts each token is routed to, top-k (num_experts_per_tok)",
-          default=0, low=0),
-    Field("expert_ffn_hidden", Kind.INT, "", "one routed expert's inner width (moe_intermediate_size); "
-          "default: ffn_hidden", low=0),
+    Field(
+        "experts",
+        Kind.INT,
+        "",
+        "routed experts per MoE layer (n_routed_experts, num_local_experts); 0: dense",
+        default=0,
+        low=0,
+    ),
+    Field(
+        "experts_per_token",
+        Kind.INT,
+        "",
+        "experts each token is routed to, top-k (num_experts_per_tok)",
+        default=0,
+        low=0,
+    ),
+    Field(
+        "expert_ffn_hidden",
+        Kind.INT,
+        "",
+        "one routed expert's inner width (moe_intermediate_size); default: ffn_hidden",
+        low=0,
+    ),
     Field("shared_experts", Kind.INT, "", "experts every token uses (n_shared_experts)", default=0, low=0),
-    Field("shared_expert_ffn_hidden", Kind.INT, "", "one shared expert's inner width; default: expert_ffn_hidden",
-          low=0),
-    Field("first_dense_layers", Kind.INT, "", "the first k layers keep the dense MLP (first_k_dense_replace)",
-          default=0, low=0),
-    Field("moe_layer_frequency", Kind.INT, "", "layer i ≥ first_dense_layers is MoE when i % this == 0 "
-          "(moe_layer_freq)", default=1, low=1),
+    Field(
+        "shared_expert_ffn_hidden", Kind.INT, "", "one shared expert's inner width; default: expert_ffn_hidden", low=0
+    ),
+    Field(
+        "first_dense_layers",
+        Kind.INT,
+        "",
+        "the first k layers keep the dense MLP (first_k_dense_replace)",
+        default=0,
+        low=0,
+    ),
+    Field(
+        "moe_layer_frequency",
+        Kind.INT,
+        "",
+        "layer i ≥ first_dense_layers is MoE when i % this == 0 (moe_layer_freq)",
+        default=1,
+        low=1,
+    ),
     Field("q_lora_rank", Kind.INT, "", "MLA query bottleneck rank; 0: no bottleneck", default=0, low=0),
     Field("kv_lora_rank", Kind.INT, "", "MLA key/value latent rank; 0: standard attention", default=0, low=0),
     Field("qk_nope_head_dim", Kind.INT, "", "MLA per-head query/key width without RoPE", default=0, low=0),
-    Field("qk_rope_head_dim", Kind.INT, "", "MLA per-head RoPE query/key width (the key part is shared)",
-          default=0, low=0),
+    Field(
+        "qk_rope_head_dim", Kind.INT, "", "MLA per-head RoPE query/key width (the key part is shared)", default=0, low=0
+    ),
     Field("v_head_dim", Kind.INT, "", "MLA per-head value width", default=0, low=0),
-    Field("params", Kind.FLOAT, "parameters", "as `pipesim models` prints it (e.g. 7.0e9); checked against the "
-          "count from the shape (within 5 %), not used", low=0, low_open=True),
+    Field(
+        "params",
+        Kind.FLOAT,
+        "parameters",
+        "as `pipesim models` prints it (e.g. 7.0e9); checked against the count from the shape (within 5 %), not used",
+        low=0,
+        low_open=True,
+    ),
 )
 # The column names `pipesim models` prints.
 ALIASES = {"ffn": "ffn_hidden", "seq": "seq_len", "kv": "kv_heads"}

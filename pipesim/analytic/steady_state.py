@@ -16,7 +16,9 @@ step's duration; this module picks the boundary a schedule is run with and adds 
 
 from __future__ import annotations
 
-from pipesim.program.ir import Op, Program
+import numpy as np
+
+from pipesim.program.ir import OP_CODE, Op, Program
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import SimulationResult, StepBoundary, simulate
 
@@ -26,7 +28,9 @@ __all__ = ["StepBoundary", "default_boundary", "steady_state_step_time", "sync_l
 def default_boundary(program: Program) -> StepBoundary:
     """Post-validation for split-backward (zero-bubble) schedules, whose published implementation ships it
     (Qi et al. 2024, §4 and Table 10: about 8 % of throughput); a synchronized step for the others."""
-    split = any(ins.op in (Op.I, Op.W) for order in program.ranks for ins in order)
+    # From the op column, not the Instruction view: a Program lowered to columns would build every
+    # Instruction object just to be asked this (the planner asks it of thousands of Programs).
+    split = bool(np.isin(program.columns.op, (OP_CODE[Op.I], OP_CODE[Op.W])).any())
     return StepBoundary.POST_VALIDATION if split else StepBoundary.SYNC
 
 
@@ -43,8 +47,9 @@ def multi_step_time(program: Program, costs: CostModel, boundary: StepBoundary, 
     return simulate(program, costs, check=False, steps=steps, boundary=boundary).step_time
 
 
-def steady_state_step_time(result: SimulationResult, boundary: StepBoundary, sync_latency: float,
-                           steps: int = 3) -> float:
+def steady_state_step_time(
+    result: SimulationResult, boundary: StepBoundary, sync_latency: float, steps: int = 3
+) -> float:
     """Seconds per step once training runs steps back to back, under ``boundary``."""
     period = multi_step_time(result.program, result.costs, boundary, steps)
     return period + (sync_latency if boundary is StepBoundary.SYNC else 0.0)

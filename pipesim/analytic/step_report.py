@@ -132,30 +132,55 @@ def cost_sources(chip: ChipSpec) -> dict[str, str]:
     if chip.measured is None:
         return {"all": "roofline"}
     sources = chip.measured.sources()
-    sources["pipeline P2P"] = ("measured (the p2p fit, as the link fields)" if chip.measured.collective(
-        CollectiveOp.P2P, 2) else "roofline (link fields derived from the stream rate)")
+    sources["pipeline P2P"] = (
+        "measured (the p2p fit, as the link fields)"
+        if chip.measured.collective(CollectiveOp.P2P, 2)
+        else "roofline (link fields derived from the stream rate)"
+    )
     sources["optimizer step"] = "roofline over the measured stream rate"
     return sources
 
 
-def step_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: SimulationResult,
-                step_time: float | None = None, boundary: StepBoundary = StepBoundary.SYNC) -> StepReport:
-    """``step_time``: the steady-state seconds per step (:mod:`.steady_state`); default the one step's makespan."""
+def step_report(
+    model: ModelSpec,
+    chip: ChipSpec,
+    layout: Layout,
+    result: SimulationResult,
+    step_time: float | None = None,
+    boundary: StepBoundary = StepBoundary.SYNC,
+    memory: MemoryReport | None = None,
+) -> StepReport:
+    """``step_time``: the steady-state seconds per step (:mod:`.steady_state`); default the one step's makespan.
+    ``memory``: :func:`memory_report` of this configuration when the caller has it already (it depends on the
+    instruction order alone, never on the timing, so one made from an untimed result is the same)."""
     per_mb = model_flops_per_microbatch(model, layout)
     replicas_mb = layout.dp * layout.microbatches
     step = result.metrics.makespan if step_time is None else step_time
-    return StepReport(model, chip, layout, step, replicas_mb * model.tokens_per_microbatch,
-                      replicas_mb * per_mb.model, replicas_mb * per_mb.hardware, result.metrics.bubble_fraction,
-                      memory_report(model, chip, layout, result), boundary, result.metrics.makespan,
-                      result.program.shape, tuple(r.busy for r in result.metrics.ranks))
+    return StepReport(
+        model,
+        chip,
+        layout,
+        step,
+        replicas_mb * model.tokens_per_microbatch,
+        replicas_mb * per_mb.model,
+        replicas_mb * per_mb.hardware,
+        result.metrics.bubble_fraction,
+        memory or memory_report(model, chip, layout, result),
+        boundary,
+        result.metrics.makespan,
+        result.program.shape,
+        tuple(r.busy for r in result.metrics.ranks),
+    )
 
 
 def report_text(report: StepReport) -> str:
     m, c, lay = report.model, report.chip, report.layout
     moe = ""
     if m.is_moe:
-        moe = (f", MoE {m.experts} experts top-{m.experts_per_token}"
-               f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active")
+        moe = (
+            f", MoE {m.experts} experts top-{m.experts_per_token}"
+            f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active"
+        )
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
         f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}"
@@ -168,25 +193,47 @@ def report_text(report: StepReport) -> str:
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"
         f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
-        + (f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s" if c.achievable_fraction
-           else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
-                f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
-                f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''})")
-        + (f", P2P {'overlapped' if lay.overlap_p2p else f'blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)'}"
-           if lay.pp > 1 else ""),
-        *([f"cost terms from {c.name}'s measured tables (pipesim profile) or the roofline: "
-           + "; ".join(f"{k} {v}" for k, v in cost_sources(c).items())] if c.measured else []),
+        + (
+            f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"
+            if c.achievable_fraction
+            else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
+            f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
+            f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''})"
+        )
+        + (
+            ", P2P "
+            + ("overlapped" if lay.overlap_p2p else f"blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")
+            if lay.pp > 1
+            else ""
+        ),
+        *(
+            [
+                f"cost terms from {c.name}'s measured tables (pipesim profile) or the roofline: "
+                + "; ".join(f"{k} {v}" for k, v in cost_sources(c).items())
+            ]
+            if c.measured
+            else []
+        ),
         f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}; steady state ({report.boundary.value} "
         f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
         f"step time {report.step_time:.4g} s {report.error_band.text()}",
         f"tokens/s {report.tokens_per_second:,.0f}   "
         f"MFU {report.mfu:.1%}   HFU {report.hfu:.1%} ({report.tflops_per_chip:.0f} TFLOP/s/chip)   "
         f"bubble {report.bubble_fraction:.1%}" + (f"   ({report.mfu_note})" if report.mfu_note else ""),
-        *([f"where the step goes on rank {report.busiest.rank}, the busiest: {report.busiest.text()}"]
-          if report.busiest else []),
-        *([f"MoE all-to-all on rank {report.busiest.rank}: {report.busiest.a2a + report.busiest.a2a_hidden:.4g} s "
-           f"per step, hidden by overlap {report.busiest.a2a_hidden:.4g} s, exposed {report.busiest.a2a:.4g} s "
-           f"({report.busiest.a2a_exposed_share:.1%} of the step)"] if report.busiest and m.is_moe else []),
+        *(
+            [f"where the step goes on rank {report.busiest.rank}, the busiest: {report.busiest.text()}"]
+            if report.busiest
+            else []
+        ),
+        *(
+            [
+                f"MoE all-to-all on rank {report.busiest.rank}: {report.busiest.a2a + report.busiest.a2a_hidden:.4g} s "
+                f"per step, hidden by overlap {report.busiest.a2a_hidden:.4g} s, exposed {report.busiest.a2a:.4g} s "
+                f"({report.busiest.a2a_exposed_share:.1%} of the step)"
+            ]
+            if report.busiest and m.is_moe
+            else []
+        ),
         f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
         f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients; in-flight = peak "
         f"microbatches through a rank's share of the model)",

@@ -82,8 +82,10 @@ def stage_layer_counts(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
     """Layers on each stage: the layout's explicit split, or an even one (refused, with a fix, if uneven)."""
     if layout.stage_layers is not None:
         if sum(layout.stage_layers) != model.layers:
-            raise PipesimError(f"the stage split {list(layout.stage_layers)} sums to {sum(layout.stage_layers)}, "
-                               f"but {model.name} has {model.layers} layers")
+            raise PipesimError(
+                f"the stage split {list(layout.stage_layers)} sums to {sum(layout.stage_layers)}, "
+                f"but {model.name} has {model.layers} layers"
+            )
         return layout.stage_layers
     return resolve_stage_layers(model.layers, layout.num_stages, model_name=f"model {model.name}")
 
@@ -101,7 +103,7 @@ def _kind_counts_per_stage(model: ModelSpec, counts: tuple[int, ...]) -> tuple[t
     out = []
     first = 0
     for n in counts:
-        own = kinds[first:first + n]
+        own = kinds[first : first + n]
         out.append(tuple((kind, own.count(kind)) for kind in LayerKind if kind in own))
         first += n
     return tuple(out)
@@ -117,24 +119,34 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
     t = layout.tp
     if model.heads % t:
         options = [d for d in range(1, model.heads + 1) if model.heads % d == 0 and d <= 64]
-        raise PipesimError(f"model {model.name} has {model.heads} attention heads, which --tp {t} does not divide; "
-                           f"use --tp in {options}")
+        raise PipesimError(
+            f"model {model.name} has {model.heads} attention heads, which --tp {t} does not divide; "
+            f"use --tp in {options}"
+        )
     if model.kv_heads % t:
         options = [d for d in range(1, model.kv_heads + 1) if model.kv_heads % d == 0]
-        raise PipesimError(f"model {model.name} has {model.kv_heads} KV heads (GQA), which --tp {t} does not "
-                           f"divide (each tp rank needs whole KV groups); use --tp in {options}")
+        raise PipesimError(
+            f"model {model.name} has {model.kv_heads} KV heads (GQA), which --tp {t} does not "
+            f"divide (each tp rank needs whole KV groups); use --tp in {options}"
+        )
     if model.ffn_hidden % t:
         raise PipesimError(f"model {model.name}: ffn_hidden={model.ffn_hidden} is not divisible by --tp {t}")
     if model.vocab % t:
-        raise PipesimError(f"model {model.name}: vocab={model.vocab} is not divisible by --tp {t} "
-                           "(the output layer is vocabulary-parallel); pad the vocabulary in the model file")
+        raise PipesimError(
+            f"model {model.name}: vocab={model.vocab} is not divisible by --tp {t} "
+            "(the output layer is vocabulary-parallel); pad the vocabulary in the model file"
+        )
     cp = layout.cp
     if cp > 1 and model.seq_len % (2 * cp):
-        raise PipesimError(f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "
-                           f"--seq-len {model.seq_len} is not divisible by {2 * cp}")
+        raise PipesimError(
+            f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "
+            f"--seq-len {model.seq_len} is not divisible by {2 * cp}"
+        )
     if layout.sharding is ZeroStage.GRADIENTS and layout.pp > 1:
-        raise PipesimError("--zero 2 shards gradients that every pipeline microbatch accumulates into, which "
-                           "no framework supports with --pp > 1 (DeepSpeed refuses it); use --zero 1 or --zero 3")
+        raise PipesimError(
+            "--zero 2 shards gradients that every pipeline microbatch accumulates into, which "
+            "no framework supports with --pp > 1 (DeepSpeed refuses it); use --zero 1 or --zero 3"
+        )
     _check_moe_layout(model, layout)
     if chip is not None:
         chip.peak_for(layout.precision)  # FP8 on a chip without it: one clear line
@@ -143,20 +155,26 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
 def _check_moe_layout(model: ModelSpec, layout: Layout) -> None:
     if not model.is_moe:
         if layout.ep > 1:
-            raise PipesimError(f"--ep {layout.ep} shards mixture-of-experts layers, but model {model.name} is dense "
-                               "(experts: 0); drop --ep or use a MoE model (pipesim models)")
+            raise PipesimError(
+                f"--ep {layout.ep} shards mixture-of-experts layers, but model {model.name} is dense "
+                "(experts: 0); drop --ep or use a MoE model (pipesim models)"
+            )
         if layout.moe_imbalance != 1.0:
             raise PipesimError(f"--moe-imbalance describes routing, but model {model.name} is dense; drop it")
         return
     if model.experts % layout.ep:
         options = [d for d in range(1, model.experts + 1) if model.experts % d == 0]
-        raise PipesimError(f"model {model.name} has {model.experts} experts per layer, which --ep {layout.ep} does "
-                           f"not divide (each rank holds whole experts); use --ep in {options}")
+        raise PipesimError(
+            f"model {model.name} has {model.experts} experts per layer, which --ep {layout.ep} does "
+            f"not divide (each rank holds whole experts); use --ep in {options}"
+        )
     t = layout.tp
     for key in ("expert_ffn_hidden", "shared_expert_ffn_hidden"):
         if getattr(model, key) % t:
-            raise PipesimError(f"model {model.name}: {key}={getattr(model, key)} is not divisible by --tp {t} "
-                               "(expert tensor parallelism is tp here; a separate expert-tp degree is not modelled)")
+            raise PipesimError(
+                f"model {model.name}: {key}={getattr(model, key)} is not divisible by --tp {t} "
+                "(expert tensor parallelism is tp here; a separate expert-tp degree is not modelled)"
+            )
 
 
 @dataclass(frozen=True)
@@ -173,16 +191,49 @@ def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakd
     return stage_breakdowns(model, layout)[stage]
 
 
-@lru_cache(maxsize=4096)
 def stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
-    """:class:`StageBreakdown` of every stage. Cached per (model, layout), both frozen: a cost model, the
-    optimizer step and the memory report each read every stage's parameters, and the planner builds the
-    same layout's cost model for its bound and again for its simulation."""
+    """:class:`StageBreakdown` of every stage. Cached by what they depend on (:func:`_breakdowns_key`): a cost
+    model, the optimizer step and the memory report each read every stage's parameters, and the planner asks
+    for tens of thousands of layouts that differ only in dp, microbatches, the ZeRO stage or the precision."""
+    key = _breakdowns_key(model, layout)
+    hit = _BREAKDOWNS.get(key)
+    if hit is None:
+        if len(_BREAKDOWNS) >= _BREAKDOWNS_KEPT:
+            del _BREAKDOWNS[next(iter(_BREAKDOWNS))]
+        hit = _BREAKDOWNS[key] = _stage_breakdowns(model, layout)
+    return hit
+
+
+# The layout fields a stage's layers, parameters and activation bytes read (stage_layer_counts, params.py,
+# activations.py); tests/test_layer_costs_key.py holds cached and fresh cost models equal over plan spaces.
+_BREAKDOWNS: dict[tuple, tuple[StageBreakdown, ...]] = {}
+_BREAKDOWNS_KEPT = 4096
+
+
+def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
+    return (
+        model,
+        layout.num_stages,
+        layout.stage_layers,
+        layout.tp,
+        layout.cp,
+        layout.ep,
+        layout.sequence_parallel,
+        layout.recompute,
+        layout.attention,
+        layout.moe_imbalance,
+    )
+
+
+def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
     stages = layout.num_stages
     counts = stage_layer_counts(model, layout)
     kind_counts = _kind_counts_per_stage(model, counts)
-    activation = {kind: layer_activation_bytes(model, layout, kind) for kind in LayerKind
-                  if any(kind is k for per_stage in kind_counts for k, _ in per_stage)}
+    activation = {
+        kind: layer_activation_bytes(model, layout, kind)
+        for kind in LayerKind
+        if any(kind is k for per_stage in kind_counts for k, _ in per_stage)
+    }
     out = []
     first = 0
     for stage, layers in enumerate(counts):
@@ -196,8 +247,9 @@ def stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, 
         total = stage_params(model, stage, stages, layers, first)
         experts = stage_expert_params(model, stage, stages, layers, first)
         per_rank_experts = experts / (layout.tp * layout.ep)
-        out.append(StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp,
-                                  per_rank_experts))
+        out.append(
+            StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts)
+        )
         first += layers
     return tuple(out)
 
@@ -228,13 +280,15 @@ def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[La
     layers = {}
     for kind in kinds:
         f = layer_flops(model, layout, kind)
-        layers[kind] = PassTimes(f.forward / rate, f.backward_input / rate, f.backward_weight / rate,
-                                 f.recompute / rate)
+        layers[kind] = PassTimes(
+            f.forward / rate, f.backward_input / rate, f.backward_weight / rate, f.recompute / rate
+        )
     return layers, PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate)
 
 
-def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTimes,
-                kind: LayerKind = LayerKind.DENSE) -> LayerComm:
+def _layer_comm(
+    model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTimes, kind: LayerKind = LayerKind.DENSE
+) -> LayerComm:
     """Exposed communication of one layer per microbatch: TP collectives, CP ring, ZeRO-3 gathers (the MoE
     all-to-all is kept apart: :func:`_layer_a2a`)."""
     tp = tp_layer_comm(model, layout, chip)
@@ -245,8 +299,10 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
         tokens = model.micro_batch * model.seq_len // layout.cp
         gemms = linear_times(model, layout, chip, tokens, kind)
         share = chip.comm_sm_share * TP_OVERLAP_SM_VOLUME
-        tp = LayerComm(chunked_overlap(tp.forward, gemms.forward, layout.tp, share),
-                       chunked_overlap(tp.backward, gemms.backward_input, layout.tp, share))
+        tp = LayerComm(
+            chunked_overlap(tp.forward, gemms.forward, layout.tp, share),
+            chunked_overlap(tp.backward, gemms.backward_input, layout.tp, share),
+        )
     ring = cp_ring_comm(model, layout, chip)
     if layout.cp > 1:
         core = attention_core_times(model, layout, chip)
@@ -261,7 +317,8 @@ def _layer_comm(model: ModelSpec, chip: ChipSpec, layout: Layout, layer: PassTim
         share = chip.comm_sm_share
         gathers = LayerComm(
             contended_overlap(fsdp.forward, layer.forward, share),
-            contended_overlap(fsdp.backward, layer.backward_input + layer.backward_weight + layer.recompute, share))
+            contended_overlap(fsdp.backward, layer.backward_input + layer.backward_weight + layer.recompute, share),
+        )
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
 
 
@@ -284,13 +341,55 @@ class _LayerCosts:
 
 
 def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCosts:
+    key = _layer_costs_key(model, chip, layout)
+    hit = _LAYER_COSTS.get(key)
+    if hit is not None:
+        return hit[1]
     layers, head = _compute_times(model, chip, layout)
-    return _LayerCosts(layers, {k: _layer_comm(model, chip, layout, t, k) for k, t in layers.items()},
-                       {k: _layer_a2a(model, chip, layout, k) for k in layers}, head)
+    costs = _LayerCosts(
+        layers,
+        {k: _layer_comm(model, chip, layout, t, k) for k, t in layers.items()},
+        {k: _layer_a2a(model, chip, layout, k) for k in layers},
+        head,
+    )
+    if len(_LAYER_COSTS) >= _LAYER_COSTS_KEPT:
+        del _LAYER_COSTS[next(iter(_LAYER_COSTS))]
+    _LAYER_COSTS[key] = (chip, costs)
+    return costs
 
 
-def _stage_parts(model: ModelSpec, layout: Layout, stage: int,
-                 costs: _LayerCosts) -> tuple[PassTimes, LayerComm, LayerComm]:
+# One layer's costs by what they depend on: a search builds tens of thousands of cost models whose layouts
+# differ in dp, pp, v, microbatches or the ZeRO stage, none of which a layer's kernels, TP/CP collectives or
+# all-to-all read. Only ZeRO-3 without pipelining (its per-layer gathers over dp·cp) reads dp and the bytes
+# per parameter. tests/test_layer_costs_key.py holds cached and fresh cost models equal over plan spaces, so a
+# new dependency that this key misses fails there. The chip is kept in the value: its id cannot be reused.
+_LAYER_COSTS: dict[tuple, tuple[ChipSpec, _LayerCosts]] = {}
+_LAYER_COSTS_KEPT = 4096
+
+
+def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
+    gathers = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
+    return (
+        id(chip),
+        model,
+        layout.tp,
+        layout.cp,
+        layout.ep,
+        layout.recompute,
+        layout.sequence_parallel,
+        layout.attention,
+        layout.elementwise,
+        layout.precision,
+        layout.async_tp,
+        layout.moe_imbalance,
+        layout.halve_causal_attention,
+        (layout.dp, layout.param_bytes) if gathers else None,
+    )
+
+
+def _stage_parts(
+    model: ModelSpec, layout: Layout, stage: int, costs: _LayerCosts
+) -> tuple[PassTimes, LayerComm, LayerComm]:
     """The stage's pass times (its layers, plus the LM head on the last stage), its exposed communication and
     its all-to-all."""
     counts = stage_kind_counts(model, layout, stage)
@@ -298,14 +397,25 @@ def _stage_parts(model: ModelSpec, layout: Layout, stage: int,
     def total(values: Layers, attribute: str) -> float:
         return sum(n * getattr(values[kind], attribute) for kind, n in counts.items())
 
-    passes = PassTimes(total(costs.passes, "forward"), total(costs.passes, "backward_input"),
-                       total(costs.passes, "backward_weight"), total(costs.passes, "recompute"))
+    passes = PassTimes(
+        total(costs.passes, "forward"),
+        total(costs.passes, "backward_input"),
+        total(costs.passes, "backward_weight"),
+        total(costs.passes, "recompute"),
+    )
     if stage == layout.num_stages - 1:
         head = costs.head
-        passes = PassTimes(passes.forward + head.forward, passes.backward_input + head.backward_input,
-                           passes.backward_weight + head.backward_weight, passes.recompute)
-    return (passes, LayerComm(total(costs.comm, "forward"), total(costs.comm, "backward")),
-            LayerComm(total(costs.a2a, "forward"), total(costs.a2a, "backward")))
+        passes = PassTimes(
+            passes.forward + head.forward,
+            passes.backward_input + head.backward_input,
+            passes.backward_weight + head.backward_weight,
+            passes.recompute,
+        )
+    return (
+        passes,
+        LayerComm(total(costs.comm, "forward"), total(costs.comm, "backward")),
+        LayerComm(total(costs.a2a, "forward"), total(costs.a2a, "backward")),
+    )
 
 
 def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int) -> PassTimes:
@@ -411,8 +521,9 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     return reduce + mirror
 
 
-def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
-                    sync_overhead: float) -> list[tuple[float, float]]:
+def _boundary_sends(
+    nbytes: float, boundaries: list[float], chunks: int, sync_overhead: float
+) -> list[tuple[float, float]]:
     """(wire, sync) seconds of one blocking send of ``nbytes`` across each stage boundary, for one chunk's pass.
 
     Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
@@ -428,8 +539,9 @@ def _boundary_sends(nbytes: float, boundaries: list[float], chunks: int,
     return [(nbytes / bandwidth, per_pass) for bandwidth in boundaries]
 
 
-def _blocking_sends(per_stage: list[StageCosts], boundaries: list[float], chunks: int,
-                    sync_overhead: float) -> list[StageCosts]:
+def _blocking_sends(
+    per_stage: list[StageCosts], boundaries: list[float], chunks: int, sync_overhead: float
+) -> list[StageCosts]:
     """Blocking sends (:func:`_boundary_sends`) join the sender's pass: the forward of the stage below the
     boundary and the input backward of the stage above it. Stage values are a rank's share (v chunks' worth),
     so one chunk's send is added v times over: the simulator gives the chunk 1/v of it back."""
@@ -476,8 +588,9 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     parts = [_stage_parts(model, layout, s, costs) for s in range(layout.num_stages)]
     sends = [(0.0, 0.0)] * (layout.num_stages - 1)
     if not layout.overlap_p2p:
-        sends = _boundary_sends(p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks,
-                                chip.p2p_sync_overhead)
+        sends = _boundary_sends(
+            p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks, chip.p2p_sync_overhead
+        )
     result = []
     for s, (passes, exposed, a2a) in enumerate(parts):
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
@@ -533,9 +646,17 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         if diff:
             overrides[s] = dict(diff)
     unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
+    # Once per distinct (parameters, expert parameters): the ranks of an even split hold the same.
+    held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape), strict=True))
     step = max(
         optimizer_step_time(p, layout, chip, e) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip, e).gather)
-        for p, e in zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape), strict=True)
+        for p, e in held
     )
-    return CostModel(default=default, overrides=overrides, p2p_latency=chip.link_latency,
-                     p2p_bandwidth=link, optimizer_step=step, time_unit=TimeUnit.SECONDS)
+    return CostModel(
+        default=default,
+        overrides=overrides,
+        p2p_latency=chip.link_latency,
+        p2p_bandwidth=link,
+        optimizer_step=step,
+        time_unit=TimeUnit.SECONDS,
+    )

@@ -7,8 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
@@ -22,6 +21,9 @@ from pipesim.plan.ranking import distinct_top
 from pipesim.plan.search import Outcome
 from pipesim.plan.search import PlanResult as SearchResult
 from pipesim.plan.space import PlanRequest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PlanResult", "plan", "plan_request"]
 
@@ -97,8 +99,10 @@ class PlanResult:
             return ""
         lines = [ranking_text(self.request, self.ranked)]
         if self.hidden_ties:
-            lines.append(f"({self.hidden_ties} configuration(s) tying with a listed one on step time but needing "
-                         "more memory not listed)")
+            lines.append(
+                f"({self.hidden_ties} configuration(s) tying with a listed one on step time but needing "
+                "more memory not listed)"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -106,8 +110,7 @@ class PlanResult:
 
     def __repr__(self) -> str:
         best = self.best
-        what = (f"best {best.candidate.label()} at {best.evaluation.step_time:.4g} s" if best
-                else "nothing fits")
+        what = f"best {best.candidate.label()} at {best.evaluation.step_time:.4g} s" if best else "nothing fits"
         return f"<PlanResult {self.request.model.name} on {self.request.gpus}× {self.request.chip.name}: {what}>"
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:
@@ -120,14 +123,30 @@ class PlanResult:
         rows = []
         for o in self.ranked:
             e = o.evaluation
-            rows.append({"label": o.candidate.label(), "step_time_s": e.step_time,
-                         "step_time_band": band_of(o, self.request.chip),
-                         "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu, "mfu": e.mfu, "peak_gib": e.peak_gib,
-                         "peak_rank": e.peak_rank, "bubble_fraction": e.bubble_fraction})
+            rows.append(
+                {
+                    "label": o.candidate.label(),
+                    "step_time_s": e.step_time,
+                    "step_time_band": band_of(o, self.request.chip),
+                    "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
+                    "mfu": e.mfu,
+                    "peak_gib": e.peak_gib,
+                    "peak_rank": e.peak_rank,
+                    "bubble_fraction": e.bubble_fraction,
+                }
+            )
         s = self.search
-        return {"model": self.request.model.name, "chip": self.request.chip.name, "gpus": self.request.gpus,
-                "global_batch": self.request.global_batch, "memory_cap_gib": self.request.cap_gib,
-                "considered": s.considered, "pruned": s.pruned, "ranked": rows, "hidden_ties": self.hidden_ties}
+        return {
+            "model": self.request.model.name,
+            "chip": self.request.chip.name,
+            "gpus": self.request.gpus,
+            "global_batch": self.request.global_batch,
+            "memory_cap_gib": self.request.cap_gib,
+            "considered": s.considered,
+            "pruned": s.pruned,
+            "ranked": rows,
+            "hidden_ties": self.hidden_ties,
+        }
 
     def write(self, path: str | Path) -> None:
         """Every candidate (.csv or .parquet), atomically."""
@@ -144,9 +163,13 @@ class PlanResult:
         from pipesim.plots.pareto_plot import plot_pareto
 
         r = self.request
-        plot_pareto(self.candidates, path, cap_gib=r.cap_gib,
-                    labelled=[o.candidate.label() for o in self.ranked[:labelled]],
-                    title=f"{r.model.name} on {r.gpus}× {r.chip.name}, global batch {r.global_batch}")
+        plot_pareto(
+            self.candidates,
+            path,
+            cap_gib=r.cap_gib,
+            labelled=[o.candidate.label() for o in self.ranked[:labelled]],
+            title=f"{r.model.name} on {r.gpus}× {r.chip.name}, global batch {r.global_batch}",
+        )
 
 
 def _tuple(values, convert) -> tuple:
@@ -187,15 +210,24 @@ def plan_request(
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     return PlanRequest(
-        spec, chip, gpus, global_batch, gpus_per_node=gpus_per_node or chip.node_size, memory_cap_gib=memory_cap,
+        spec,
+        chip,
+        gpus,
+        global_batch,
+        gpus_per_node=gpus_per_node or chip.node_size,
+        memory_cap_gib=memory_cap,
         schedules=tuple(builtin_names()) if schedules is None else _tuple(schedules, str),
         recompute=tuple(Recompute) if recompute is None else _tuple(recompute, Recompute),
         zero=tuple(ZeroStage) if zero is None else _tuple(zero, lambda z: ZeroStage(int(z))),
         precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
-        context_parallel=_tuple(cp, int), min_cp_tokens=min_cp_tokens,
-        micro_batch_sizes=_tuple(micro_batch_sizes, int), max_chunks=max_chunks,
-        param_bytes=PARAM_BYTES[str(param_bytes)], overlap_p2p=not blocking_p2p,
-        expert_parallel=None if ep is None else _tuple(ep, int))
+        context_parallel=_tuple(cp, int),
+        min_cp_tokens=min_cp_tokens,
+        micro_batch_sizes=_tuple(micro_batch_sizes, int),
+        max_chunks=max_chunks,
+        param_bytes=PARAM_BYTES[str(param_bytes)],
+        overlap_p2p=not blocking_p2p,
+        expert_parallel=None if ep is None else _tuple(ep, int),
+    )
 
 
 def plan(

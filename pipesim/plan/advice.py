@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from pipesim.analytic.layout import Recompute
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import lower_bounds
+from pipesim.plan.bounds import memory_bound
 from pipesim.plan.evaluate import peak_memory, prepare
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 
@@ -29,7 +29,7 @@ def least_memory(request: PlanRequest) -> tuple[float, Candidate] | None:
     bounded = []
     for c in candidates:
         try:
-            bounded.append((lower_bounds(request, c).memory_gib, c))
+            bounded.append((memory_bound(request, c), c))
         except PipesimError:
             continue
     bounded.sort(key=lambda bc: (bc[0], bc[1].key()))
@@ -53,8 +53,9 @@ def nothing_fits_message(request: PlanRequest) -> str:
     least = least_memory(request)
     if least is not None:
         peak, c = least
-        parts.append(f"the leanest configuration ({c.label()}) needs {peak:.1f} GiB: raise --memory-cap to "
-                     f"{_round_up(peak)}")
+        parts.append(
+            f"the leanest configuration ({c.label()}) needs {peak:.1f} GiB: raise --memory-cap to {_round_up(peak)}"
+        )
     if Recompute.FULL not in request.recompute:
         with_full = least_memory(replace(request, recompute=(*request.recompute, Recompute.FULL)))
         if with_full is not None and with_full[0] <= cap:
@@ -66,8 +67,10 @@ def nothing_fits_message(request: PlanRequest) -> str:
             parts.append(f"use --gpus {more.gpus}")
             break
     fixes = "; or ".join(parts) if parts else "no change of cap, recomputation or GPU count up to 16× helps"
-    return (f"no configuration of {request.model.name} on {request.gpus}× {request.chip.name} fits in {cap:g} GiB "
-            f"per GPU: {fixes}")
+    return (
+        f"no configuration of {request.model.name} on {request.gpus}× {request.chip.name} fits in {cap:g} GiB "
+        f"per GPU: {fixes}"
+    )
 
 
 def _round_up(gib: float) -> str:

@@ -21,11 +21,12 @@ of one of its stages (every rank runs a forward and keeps its activations until 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
 from pipesim.analytic.steady_state import StepBoundary, sync_latency
-from pipesim.analytic.to_costs import rank_expert_params, rank_params
+from pipesim.analytic.to_costs import check_layout, rank_expert_params, rank_params, stage_breakdowns
 from pipesim.plan.evaluate import cost_model, schedule_traits
 from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape
@@ -37,13 +38,49 @@ class Bounds:
     memory_gib: float
 
 
-def bounds_key(candidate: Candidate) -> Candidate:
-    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its traits."""
+def bounds_key(candidate: Candidate) -> tuple:
+    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its traits.
+    (A plain tuple of every other field: the search makes one per candidate, tens of thousands.)"""
     traits = schedule_traits(candidate.schedule, candidate.chunks)
-    return replace(candidate, schedule=f"{traits.placement.value}/{traits.boundary.value}")
+    return traits.placement, traits.boundary, _BUT_SCHEDULE(candidate)
+
+
+_BUT_SCHEDULE = attrgetter(*(f.name for f in fields(Candidate) if f.name != "schedule"))
 
 
 def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
+    return Bounds(time_bound(request, candidate), memory_bound(request, candidate))
+
+
+def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
+    """The memory bound in GiB, from the stage breakdowns alone: no cost model is built, so the search can drop
+    a candidate that cannot fit before paying for its time bound. Raises PipesimError for a layout the cost
+    model refuses (:func:`~pipesim.analytic.to_costs.check_layout`), as :func:`time_bound` would."""
+    layout, model = request.layout_of(candidate), request.model_of(candidate)
+    check_layout(model, layout, request.chip)
+    traits = schedule_traits(candidate.schedule, candidate.chunks)
+    shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
+    v = shape.chunks
+    # One chunk-stage's activations as CostModel.chunk_costs gives them, the same floats in the same order:
+    # a stage's StageCosts has activation 1 and activation_bytes v·(its bytes); a chunk of v > 1 takes 1/v of
+    # the activation units and keeps the bytes per unit.
+    units = 1.0 if v == 1 else 1.0 / v
+    per_stage = [units * ((v * part.activation_bytes) or 0.0) for part in stage_breakdowns(model, layout)]
+    params = rank_params(model, layout, shape)
+    experts = rank_expert_params(model, layout, shape)
+    memory = 0.0
+    static: dict[tuple[float, float], float] = {}  # most ranks hold the same parameters (an even split)
+    for r in range(shape.pp):
+        one_microbatch = min(per_stage[shape.stage(r, c)] for c in range(shape.chunks))
+        held = static.get((params[r], experts[r]))
+        if held is None:
+            held = static[params[r], experts[r]] = sum(static_bytes(params[r], layout, model, experts[r]))
+        memory = max(memory, held + one_microbatch)
+    return memory / GIB
+
+
+def time_bound(request: PlanRequest, candidate: Candidate) -> float:
+    """The step-time bound in seconds (module docstring); builds (and caches) the candidate's cost model."""
     layout, model, chip = request.layout_of(candidate), request.model_of(candidate), request.chip
     traits = schedule_traits(candidate.schedule, candidate.chunks)
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
@@ -55,17 +92,15 @@ def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
     barrier = sync_latency(layout, chip) if synchronized else 0.0  # the all-reduce before the optimizer
     time = 0.0
     head = 0.0  # Σ_{s<r} (F_s + transfer_s): when rank r can start at the earliest
-    params = rank_params(model, layout, shape)
-    experts = rank_expert_params(model, layout, shape)
-    memory = 0.0
     for r in range(shape.pp):
         own = [shape.stage(r, c) for c in range(shape.chunks)]
         # An overlapped F-and-B pair may hide its all-to-all (docs/overlap.md): it lasts at least its compute,
         # F + B − a2a, so that is what a bound may count (F + B exactly when there is no all-to-all).
-        busy = sum(m * (stages[s].forward + stages[s].backward - stages[s].a2a_forward - stages[s].a2a_backward)
-                   + stages[s].reduce_grad for s in own)
+        busy = sum(
+            m * (stages[s].forward + stages[s].backward - stages[s].a2a_forward - stages[s].a2a_backward)
+            + stages[s].reduce_grad
+            for s in own
+        )
         time = max(time, (head if synchronized else 0.0) + busy + barrier + costs.optimizer_step)
         head += stages[r].forward - stages[r].a2a_forward + costs.transfer_time(r)
-        one_microbatch = min(stages[s].activation * (stages[s].activation_bytes or 0.0) for s in own)
-        memory = max(memory, sum(static_bytes(params[r], layout, model, experts[r])) + one_microbatch)
-    return Bounds(time, memory / GIB)
+    return time

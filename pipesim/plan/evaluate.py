@@ -20,16 +20,17 @@ import numpy as np
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout
-from pipesim.analytic.memory_gib import GIB, memory_report
+from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.program.build import build_program
 from pipesim.program.ir import PipelineShape, Placement, Program
-from pipesim.program.table import table_of
+from pipesim.program.table import first_step_rows, table_of
 from pipesim.sim.costs import CostModel
 from pipesim.sim.graph_engine import warm_up
+from pipesim.sim.memory import MemoryProfile
 from pipesim.sim.simulator import SimulationResult, durations_of, simulate
 
 
@@ -45,8 +46,14 @@ class Evaluation:
     bubble_fraction: float  # 1 − Σ busy / (pp · T)
 
     def to_dict(self) -> dict:
-        return {"step_time_s": self.step_time, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu, "mfu": self.mfu,
-                "peak_gib": self.peak_gib, "peak_rank": self.peak_rank, "bubble_fraction": self.bubble_fraction}
+        return {
+            "step_time_s": self.step_time,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "mfu": self.mfu,
+            "peak_gib": self.peak_gib,
+            "peak_rank": self.peak_rank,
+            "bubble_fraction": self.bubble_fraction,
+        }
 
 
 @dataclass(frozen=True)
@@ -101,23 +108,48 @@ def prepare(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> 
     return Prepared(built.program, cost_model(model, chip, layout, shape))
 
 
+def exact_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> MemoryReport:
+    """Every rank's exact memory, from the instruction order alone (no simulation): the very report a
+    simulation of this configuration gives, so :func:`evaluate_prepared` takes it instead of making it again."""
+    program, costs = prepared.program, prepared.costs
+    table = table_of(program)
+    zeros = np.zeros(table.num_rows)
+    result = SimulationResult(table, costs, zeros, zeros, zeros)
+    # The activation profile follows from the order and each stage's activation values alone, so candidates
+    # sharing both (e.g. ZeRO stages, which change only the static bytes) share one; it is handed to the
+    # result as its own cached `memory` would be.
+    stages = [costs.chunk_costs(s, program.shape.chunks) for s in range(program.shape.num_stages)]
+    key = (id(program), tuple((c.activation, c.weight_grad_activation, c.activation_bytes) for c in stages))
+    hit = _PROFILES.get(key)
+    if hit is None:
+        if len(_PROFILES) >= _PROFILES_KEPT:
+            del _PROFILES[next(iter(_PROFILES))]
+        hit = _PROFILES[key] = (program, result.memory)
+    result.__dict__["memory"] = hit[1]
+    return memory_report(model, chip, layout, result)
+
+
+# Activation profiles by (Program, per-stage activation values); the Program is kept in the value, so its id
+# in the key cannot be reused while the entry lives. Bounded, oldest dropped first.
+_PROFILES: dict[tuple, tuple[Program, MemoryProfile]] = {}
+_PROFILES_KEPT = 1024
+
+
 def peak_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> tuple[float, int]:
     """Exact peak GiB and its pipeline rank, from the instruction order alone (no simulation)."""
-    table = table_of(prepared.program)
-    zeros = np.zeros(table.num_rows)
-    result = SimulationResult(table, prepared.costs, zeros, zeros, zeros)
-    peak = memory_report(model, chip, layout, result).peak
+    peak = exact_memory(model, chip, layout, prepared).peak
     return peak.total / GIB, peak.rank
 
 
 # Timelines by (Program, every instruction's duration): configurations that differ only in what does not
 # change a duration (e.g. sequence parallelism's memory, or ZeRO-3's optimizer sharding under a pipeline) get
 # the very same timeline and steady-state period, so they are simulated once. Bounded, oldest dropped first.
-_TIMELINES: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+_TIMELINES: dict[tuple, tuple[SimulationResult, float]] = {}
 _TIMELINES_KEPT = 256
 
 
 _ENGINE_WARM: list[bool] = []
+STEADY_STEPS = 3  # steps simulated back to back for the steady state (steady_state_step_time's default)
 
 
 def warm_engine() -> None:
@@ -138,23 +170,45 @@ def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[Simulati
     key = (program.name, program.shape, boundary, barrier, durations.tobytes())
     hit = _TIMELINES.get(key)
     if hit is not None:
-        return SimulationResult(table, costs, hit[0], hit[1], durations), hit[2], boundary
+        first, period = hit
+        result = SimulationResult(table, costs, first.start, first.end, durations)
+        # The same timeline has the same metrics (they read the table, starts and ends alone): computed once,
+        # handed over as the result's own cached `metrics`.
+        result.__dict__["metrics"] = first.metrics
+        return result, period, boundary
     # The deadlock proof is the simulation itself; build_program already ran the static checks.
-    result = simulate(program, costs, check=False)
-    period = steady_state_step_time(result, boundary, barrier)
+    if boundary is StepBoundary.POST_VALIDATION:
+        # Nothing crosses steps but each rank's own order and links (no barrier), so the first of the
+        # back-to-back steps is timed exactly as the lone step: one simulation gives both.
+        steps = simulate(program, costs, check=False, steps=STEADY_STEPS, boundary=boundary)
+        first = first_step_rows(table, STEADY_STEPS)
+        result = SimulationResult(table, costs, steps.start[first], steps.end[first], durations)
+        period = steps.step_time
+    else:
+        result = simulate(program, costs, check=False)
+        period = steady_state_step_time(result, boundary, barrier, STEADY_STEPS)
     if len(_TIMELINES) >= _TIMELINES_KEPT:
         del _TIMELINES[next(iter(_TIMELINES))]
-    _TIMELINES[key] = (result.start, result.end, period)
+    _TIMELINES[key] = (result, period)
     return result, period, boundary
 
 
-def evaluate_prepared(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared) -> Evaluation:
+def evaluate_prepared(
+    model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Prepared, memory: MemoryReport | None = None
+) -> Evaluation:
+    """``memory``: :func:`exact_memory` of this configuration, when the caller made it already."""
     # Steps back to back, each schedule with its own boundary, as `pipesim simulate --model` reports.
     result, period, boundary = _timed(prepared, layout, chip)
-    report = step_report(model, chip, layout, result, period, boundary)
+    report = step_report(model, chip, layout, result, period, boundary, memory)
     peak = report.memory.peak
-    return Evaluation(report.step_time, report.tokens_per_second / layout.world_size, report.mfu, peak.total / GIB,
-                      peak.rank, report.bubble_fraction)
+    return Evaluation(
+        report.step_time,
+        report.tokens_per_second / layout.world_size,
+        report.mfu,
+        peak.total / GIB,
+        peak.rank,
+        report.bubble_fraction,
+    )
 
 
 def evaluate(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Evaluation:

@@ -3,9 +3,9 @@
 Order of work, cheapest first:
 
 1. every candidate gets its lower bounds (:mod:`.bounds`, no schedule built); those whose memory bound
-   exceeds the cap cannot fit and are dropped;
+   exceeds the cap cannot fit and are dropped (before their time bound, which needs a cost model, is made);
 2. the rest are taken in order of their time bound, in batches. For each, the schedule is built and its
-   exact per-rank memory read from the instruction order (:func:`.evaluate.peak_memory`); a configuration
+   exact per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration
    over the cap stops there, one that fits is simulated;
 3. between batches, a candidate is dropped when it can neither enter the top ``top`` (at least ``top``
    simulated configurations that fit are already at most as slow as its time bound: a bubble that cannot
@@ -17,20 +17,24 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, bounds_key, lower_bounds
-from pipesim.plan.evaluate import Evaluation, evaluate_prepared, peak_memory, prepare
+from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound
+from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 from pipesim.plan.uncertainty import band_of, overlaps_best
 from pipesim.plan.workers import Workers
 from pipesim.program.loader import load_schedule
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Status(Enum):
@@ -52,10 +56,19 @@ class Outcome:
     reason: str | None = None
 
     def row(self, cap_gib: float) -> dict:
-        row = {"label": self.candidate.label(), **self.candidate.to_dict(), "status": self.status.value,
-               "bound_step_time_s": self.bounds.time_s, "bound_peak_gib": self.bounds.memory_gib,
-               "step_time_s": None, "tokens_per_s_per_gpu": None, "mfu": None, "peak_gib": self.peak_gib,
-               "peak_rank": self.peak_rank, "bubble_fraction": None}
+        row = {
+            "label": self.candidate.label(),
+            **self.candidate.to_dict(),
+            "status": self.status.value,
+            "bound_step_time_s": self.bounds.time_s,
+            "bound_peak_gib": self.bounds.memory_gib,
+            "step_time_s": None,
+            "tokens_per_s_per_gpu": None,
+            "mfu": None,
+            "peak_gib": self.peak_gib,
+            "peak_rank": self.peak_rank,
+            "bubble_fraction": None,
+        }
         if self.evaluation is not None:
             row.update(self.evaluation.to_dict())
         row["fits"] = row["peak_gib"] is not None and row["peak_gib"] <= cap_gib
@@ -78,10 +91,11 @@ def _run_job(job: _Job) -> Outcome:
         prepared = prepare(model, req.chip, layout, c.schedule)
     except PipesimError as err:  # the schedule refuses the shape (e.g. interleaved needs m % pp == 0)
         return Outcome(c, job.bounds, Status.REJECTED, reason=str(err))
-    peak, rank = peak_memory(model, req.chip, layout, prepared)
-    if peak > req.cap_gib:
-        return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak, peak_rank=rank)
-    evaluation = evaluate_prepared(model, req.chip, layout, prepared)
+    memory = exact_memory(model, req.chip, layout, prepared)
+    peak = memory.peak
+    if peak.total / GIB > req.cap_gib:
+        return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak.total / GIB, peak_rank=peak.rank)
+    evaluation = evaluate_prepared(model, req.chip, layout, prepared, memory)
     return Outcome(c, job.bounds, Status.SIMULATED, evaluation, evaluation.peak_gib, evaluation.peak_rank)
 
 
@@ -116,14 +130,21 @@ class PlanResult:
 
     def frame(self) -> pd.DataFrame:
         """Every candidate, simulated or not, one row each (the -o file)."""
+        import pandas as pd  # only for the frame: a plan that prints its ranking never loads pandas
+
         front = {id(o) for o in self.pareto()}
         ranked = self.fitting()
         close = {id(o) for o, near in zip(ranked, overlaps_best(ranked, self.request.chip), strict=True) if near}
-        rows = [o.row(self.request.cap_gib) | {"pareto": id(o) in front,
-                                                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
-                                                "step_time_band": band_of(o, self.request.chip),
-                                                "within_band_of_best": id(o) in close}
-                for o in self.outcomes]
+        rows = [
+            o.row(self.request.cap_gib)
+            | {
+                "pareto": id(o) in front,
+                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
+                "step_time_band": band_of(o, self.request.chip),
+                "within_band_of_best": id(o) in close,
+            }
+            for o in self.outcomes
+        ]
         return pd.DataFrame(rows)
 
 
@@ -145,21 +166,30 @@ class _Frontier:
         return faster >= top and min(self.peaks[:faster]) <= bounds.memory_gib
 
 
-def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = None,
-             progress: Callable[[int], None] | None = None,
-             on_queue: Callable[[int], None] | None = None) -> PlanResult:
+def run_plan(
+    request: PlanRequest,
+    *,
+    top: int = 10,
+    workers: Workers | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_queue: Callable[[int], None] | None = None,
+) -> PlanResult:
     """Search ``request``'s space. ``on_queue(n)``: how many candidates survived the memory bound (the
     progress total); ``progress(k)``: k more of them were decided (simulated, or pruned on the way)."""
     workers = workers or Workers()
     candidates = list(enumerate_candidates(request))
     outcomes: list[Outcome] = []
     queue: list[tuple[Candidate, Bounds]] = []
-    known: dict[Candidate, Bounds | str] = {}
+    known: dict[tuple, Bounds | str] = {}
     for c in candidates:
         key = bounds_key(c)
         if key not in known:
             try:
-                known[key] = lower_bounds(request, c)
+                # The memory bound needs no cost model: a candidate it drops never pays for its time bound
+                # (left NaN in its row: not computed).
+                memory = memory_bound(request, c)
+                time = time_bound(request, c) if memory <= request.cap_gib else float("nan")
+                known[key] = Bounds(time, memory)
             except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
                 known[key] = str(err)
         b = known[key]
@@ -191,10 +221,15 @@ def run_plan(request: PlanRequest, *, top: int = 10, workers: Workers | None = N
                     progress(1)
             else:
                 batch.append(_Job(request, c, b))
-        for outcome in workers.map_in_order(_run_job, batch, progress):
+        for job, outcome in zip(batch, workers.map_in_order(_run_job, batch, progress), strict=True):
+            if outcome.candidate is not job.candidate:  # a worker process sent back an equal copy
+                outcome = replace(outcome, candidate=job.candidate)
             outcomes.append(outcome)
             if outcome.status is Status.SIMULATED:
                 frontier.add(outcome.evaluation.step_time, outcome.evaluation.peak_gib)
-    order = {c: i for i, c in enumerate(candidates)}
-    outcomes.sort(key=lambda o: order[o.candidate])
+    # Back to enumeration order. By identity: every outcome holds one of these very candidates (the copies
+    # from workers were swapped back above), and hashing
+    # tens of thousands of 13-field dataclasses (enums among them) costs more than the rest of this loop.
+    order = {id(c): i for i, c in enumerate(candidates)}
+    outcomes.sort(key=lambda o: order[id(o.candidate)])
     return PlanResult(request, tuple(outcomes))

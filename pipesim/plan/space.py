@@ -50,8 +50,9 @@ class PlanRequest:
     gpus_per_node: int = 8
     memory_cap_gib: float | None = None  # default: the chip's HBM
     # Fixed-order built-ins only: a cost-aware one (zb-auto) would be synthesised per candidate's costs.
-    schedules: tuple[str, ...] = field(default_factory=lambda: tuple(
-        n for n in builtin_names() if not load_schedule(n).build_options))
+    schedules: tuple[str, ...] = field(
+        default_factory=lambda: tuple(n for n in builtin_names() if not load_schedule(n).build_options)
+    )
     recompute: tuple[Recompute, ...] = tuple(Recompute)
     micro_batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     sequence_parallel: tuple[bool, ...] = (False, True)
@@ -74,16 +75,25 @@ class PlanRequest:
                 raise PipesimError(f"--{name.replace('_', '-')} {getattr(self, name)} must be ≥ 1")
         if self.memory_cap_gib is not None and not self.memory_cap_gib > 0:
             raise PipesimError(f"--memory-cap {self.memory_cap_gib} must be > 0 GiB")
-        for name in ("schedules", "recompute", "micro_batch_sizes", "sequence_parallel", "zero", "precision",
-                     "context_parallel"):
+        for name in (
+            "schedules",
+            "recompute",
+            "micro_batch_sizes",
+            "sequence_parallel",
+            "zero",
+            "precision",
+            "context_parallel",
+        ):
             if not getattr(self, name):
                 raise PipesimError(f"--{name.replace('_', '-')} is empty; give at least one value")
         if self.expert_parallel is not None:
             if not self.expert_parallel:
                 raise PipesimError("--ep is empty; give at least one value")
             if not self.model.is_moe and self.expert_parallel != (1,):
-                raise PipesimError(f"--ep searches expert parallelism, but model {self.model.name} is dense "
-                                   "(experts: 0); drop --ep or use a MoE model (pipesim models)")
+                raise PipesimError(
+                    f"--ep searches expert parallelism, but model {self.model.name} is dense "
+                    "(experts: 0); drop --ep or use a MoE model (pipesim models)"
+                )
 
     @property
     def cap_gib(self) -> float:
@@ -95,7 +105,13 @@ class PlanRequest:
         return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
-        return candidate.shaped(self.model)
+        # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
+        # per candidate, and building it re-validates every field.
+        made = self.__dict__.setdefault("_models", {})
+        model = made.get(candidate.micro_batch_size)
+        if model is None:
+            model = made[candidate.micro_batch_size] = candidate.shaped(self.model)
+        return model
 
 
 @dataclass(frozen=True)
@@ -117,9 +133,20 @@ class Candidate:
     ep: int = 1
 
     def key(self) -> tuple:
-        return (self.tp, self.cp, self.pp, self.dp, self.micro_batch_size, self.schedule, self.chunks,
-                list(Recompute).index(self.recompute), self.sequence_parallel, int(self.zero),
-                list(Precision).index(self.precision), self.ep)
+        return (
+            self.tp,
+            self.cp,
+            self.pp,
+            self.dp,
+            self.micro_batch_size,
+            self.schedule,
+            self.chunks,
+            list(Recompute).index(self.recompute),
+            self.sequence_parallel,
+            int(self.zero),
+            list(Precision).index(self.precision),
+            self.ep,
+        )
 
     @property
     def gpus(self) -> int:
@@ -148,9 +175,17 @@ class Candidate:
 
     def label(self) -> str:
         """A short name for tables and figure labels, e.g. ``tp8 pp4 dp32 b1 interleaved v2 sel sp zero1``."""
-        parts = [f"tp{self.tp}"] + ([f"cp{self.cp}"] if self.cp > 1 else []) + [
-            f"pp{self.pp}", f"dp{self.dp}", f"b{self.micro_batch_size}",
-            self.schedule if self.pp > 1 else "no-pipeline"] + ([f"ep{self.ep}"] if self.ep > 1 else [])
+        parts = (
+            [f"tp{self.tp}"]
+            + ([f"cp{self.cp}"] if self.cp > 1 else [])
+            + [
+                f"pp{self.pp}",
+                f"dp{self.dp}",
+                f"b{self.micro_batch_size}",
+                self.schedule if self.pp > 1 else "no-pipeline",
+            ]
+            + ([f"ep{self.ep}"] if self.ep > 1 else [])
+        )
         if self.chunks > 1:
             parts.append(f"v{self.chunks}")
         parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full"}[self.recompute])
@@ -163,10 +198,21 @@ class Candidate:
         return " ".join(parts)
 
     def to_dict(self) -> dict:
-        return {"tp": self.tp, "cp": self.cp, "pp": self.pp, "dp": self.dp, "micro_batch_size": self.micro_batch_size,
-                "microbatches": self.microbatches, "schedule": self.schedule, "chunks": self.chunks,
-                "recompute": self.recompute.value, "sequence_parallel": self.sequence_parallel,
-                "zero": int(self.zero), "precision": self.precision.value, "ep": self.ep}
+        return {
+            "tp": self.tp,
+            "cp": self.cp,
+            "pp": self.pp,
+            "dp": self.dp,
+            "micro_batch_size": self.micro_batch_size,
+            "microbatches": self.microbatches,
+            "schedule": self.schedule,
+            "chunks": self.chunks,
+            "recompute": self.recompute.value,
+            "sequence_parallel": self.sequence_parallel,
+            "zero": int(self.zero),
+            "precision": self.precision.value,
+            "ep": self.ep,
+        }
 
 
 @lru_cache(maxsize=64)
@@ -190,23 +236,40 @@ def divisors(n: int) -> list[int]:
 
 def tensor_parallel_degrees(model: ModelSpec, gpus: int, gpus_per_node: int) -> list[int]:
     """tp within one node that divides the GPUs, the heads, the KV heads, the FFN width and the vocabulary."""
-    return [t for t in divisors(min(gpus_per_node, gpus))
-            if gpus % t == 0 and all(n % t == 0 for n in (model.heads, model.kv_heads, model.ffn_hidden, model.vocab,
-                                                          model.expert_ffn_hidden, model.shared_expert_ffn_hidden))]
+    return [
+        t
+        for t in divisors(min(gpus_per_node, gpus))
+        if gpus % t == 0
+        and all(
+            n % t == 0
+            for n in (
+                model.heads,
+                model.kv_heads,
+                model.ffn_hidden,
+                model.vocab,
+                model.expert_ffn_hidden,
+                model.shared_expert_ffn_hidden,
+            )
+        )
+    ]
 
 
 def context_parallel_degrees(request: PlanRequest) -> list[int]:
     s = request.model.seq_len
-    return [c for c in request.context_parallel
-            if c == 1 or (s % (2 * c) == 0 and s // c >= request.min_cp_tokens)]
+    return [c for c in request.context_parallel if c == 1 or (s % (2 * c) == 0 and s // c >= request.min_cp_tokens)]
 
 
 def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
     """Every (tp, cp, pp, dp) of the GPUs the model can be split into (pp divides the layers)."""
     model, gpus = request.model, request.gpus
-    return [(t, c, p, gpus // (t * c * p)) for t in tensor_parallel_degrees(model, gpus, request.gpus_per_node)
-            for c in context_parallel_degrees(request) if (gpus // t) % c == 0
-            for p in divisors(gpus // (t * c)) if model.layers % p == 0]
+    return [
+        (t, c, p, gpus // (t * c * p))
+        for t in tensor_parallel_degrees(model, gpus, request.gpus_per_node)
+        for c in context_parallel_degrees(request)
+        if (gpus // t) % c == 0
+        for p in divisors(gpus // (t * c))
+        if model.layers % p == 0
+    ]
 
 
 def _chunk_options(request: PlanRequest, schedule: str, pp: int) -> list[int]:
@@ -225,9 +288,11 @@ def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
     gpus, node = request.gpus, request.gpus_per_node
     if gpus > node and gpus % node:
         lower, upper = gpus // node * node, (gpus // node + 1) * node
-        raise PipesimError(f"--gpus {gpus} is not a whole number of nodes of --gpus-per-node {node}; tensor "
-                           f"parallelism stays within a node and a partial node cannot hold a tp group evenly: "
-                           f"use --gpus {lower} or {upper}")
+        raise PipesimError(
+            f"--gpus {gpus} is not a whole number of nodes of --gpus-per-node {node}; tensor "
+            f"parallelism stays within a node and a partial node cannot hold a tp group evenly: "
+            f"use --gpus {lower} or {upper}"
+        )
     layouts = grid_layouts(request)  # never empty: tp = pp = 1, dp = GPUs always qualifies
     batch = request.global_batch
     sizes = request.micro_batch_sizes
@@ -235,9 +300,11 @@ def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
         dps = sorted({dp for *_, dp in layouts})
         step = min(dps) * min(sizes)
         near = sorted({max(step, batch // step * step), (batch // step + 1) * step})
-        raise PipesimError(f"--global-batch {batch} is not divisible by dp × micro-batch size for any split of "
-                           f"{gpus} GPUs (dp ∈ {dps}, micro-batch sizes {list(sizes)}): use --global-batch "
-                           + " or ".join(map(str, near)))
+        raise PipesimError(
+            f"--global-batch {batch} is not divisible by dp × micro-batch size for any split of "
+            f"{gpus} GPUs (dp ∈ {dps}, micro-batch sizes {list(sizes)}): use --global-batch "
+            + " or ".join(map(str, near))
+        )
     for name in request.schedules:
         load_schedule(name)  # an unknown schedule is an error up front
     return layouts
@@ -265,8 +332,9 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                         for zero in _zero_options(request.zero, dp * cp, pp):
                             for precision in chip_precisions:
                                 for ep in expert_parallel_degrees(request, dp * cp):
-                                    yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero,
-                                                    precision, cp, ep)
+                                    yield Candidate(
+                                        tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep
+                                    )
 
 
 def expert_parallel_degrees(request: PlanRequest, replicas: int) -> list[int]:

@@ -15,7 +15,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from pipesim.analysis.sweep import connect_dask, worker_count
 from pipesim.plan.evaluate import warm_engine
 
 
@@ -29,10 +28,15 @@ class Workers(AbstractContextManager):
     def __post_init__(self) -> None:
         self._pool: Executor | None = None
         self._client: Any = None
-        self.jobs = worker_count(self.jobs, work_items=1 << 30)  # 0 = every core, capped at the cores
+        if not (type(self.jobs) is int and self.jobs == 1):  # one process needs nothing of the sweep (nor pandas)
+            from pipesim.analysis.sweep import worker_count
+
+            self.jobs = worker_count(self.jobs, work_items=1 << 30)  # 0 = every core, capped at the cores
 
     def __enter__(self) -> Workers:
         if self.cluster:
+            from pipesim.analysis.sweep import connect_dask
+
             self._client = connect_dask(self.cluster)
         elif self.jobs > 1:
             warm_engine()  # before forking: the workers inherit the loaded kernel

@@ -113,11 +113,25 @@ def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
     bounds = tuple((int(b), int(b + n_r * steps)) for b, n_r in zip(new_begin.tolist(), lengths.tolist(), strict=True))
     overlap = None if table.overlap is None else take(table.overlap)
     return ProgramTable(
-        program=table.program, op=take(table.op), rank=rank, stage=take(table.stage), chunk=take(table.chunk),
-        microbatch=take(table.microbatch), peer=take(table.peer), seq=take(table.seq), kind=take(table.kind),
-        link=link, message=message, rank_bounds=bounds, num_links=table.num_links,
-        boundary_stage=take(table.boundary_stage), input_recv=input_recv, step=step, steps=steps,
-        overlap=overlap, partner_recv=None if overlap is None else partner_receives(overlap, input_recv),
+        program=table.program,
+        op=take(table.op),
+        rank=rank,
+        stage=take(table.stage),
+        chunk=take(table.chunk),
+        microbatch=take(table.microbatch),
+        peer=take(table.peer),
+        seq=take(table.seq),
+        kind=take(table.kind),
+        link=link,
+        message=message,
+        rank_bounds=bounds,
+        num_links=table.num_links,
+        boundary_stage=take(table.boundary_stage),
+        input_recv=input_recv,
+        step=step,
+        steps=steps,
+        overlap=overlap,
+        partner_recv=None if overlap is None else partner_receives(overlap, input_recv),
     )
 
 
@@ -160,9 +174,40 @@ def table_of(program: Program) -> ProgramTable:
     return table
 
 
+#: Rows up to which :func:`steps_table` keeps a repeated table on its Program: the planner re-times thousands of
+#: small Programs for several steps each, while a one-off multi-million-row job should not hold a second copy.
+KEEP_REPEATED_ROWS = 200_000
+
+
+def steps_table(program: Program, steps: int) -> ProgramTable:
+    """:func:`repeat_steps` of the Program's table, kept beside it (like :func:`table_of`) for small Programs."""
+    single = table_of(program)
+    if steps == 1 or single.num_rows * steps > KEEP_REPEATED_ROWS:
+        return repeat_steps(single, steps)
+    kept = program.__dict__.setdefault("_repeated_tables", {})
+    table = kept.get(steps)
+    if table is None:
+        table = kept[steps] = repeat_steps(single, steps)
+    return table
+
+
+def repeat_rows(values: np.ndarray, table: ProgramTable, steps: int) -> np.ndarray:
+    """A per-row column of one step's ``table`` laid out as :func:`repeat_steps` lays out its rows (each rank's
+    rows ``steps`` times over, rank after rank)."""
+    if steps == 1:
+        return values
+    return np.concatenate([np.tile(values[begin:end], steps) for begin, end in table.rank_bounds])
+
+
+def first_step_rows(table: ProgramTable, steps: int) -> np.ndarray:
+    """Where one step's ``table`` rows sit in :func:`repeat_steps` of it (each rank's first block)."""
+    return np.concatenate([np.arange(begin * steps, begin * steps + end - begin) for begin, end in table.rank_bounds])
+
+
 def forget_table(program: Program) -> None:
-    """Drop the cached table (benchmarks measure a cold start)."""
+    """Drop the cached tables (benchmarks measure a cold start)."""
     program.__dict__.pop("_table", None)
+    program.__dict__.pop("_repeated_tables", None)
 
 
 def _build_table(program: Program) -> ProgramTable:
@@ -192,9 +237,22 @@ def _build_table(program: Program) -> ProgramTable:
     bounds = tuple((int(e - n), int(e)) for e, n in zip(ends.tolist(), lengths.tolist(), strict=True))
     overlap = columns.overlap_mask if columns.has_pairs else None
     return ProgramTable(
-        program=program, op=op, rank=rank, stage=stage, chunk=chunk, microbatch=microbatch, peer=peer, seq=seq,
-        kind=kind, link=link, message=message, rank_bounds=bounds, num_links=num_links, boundary_stage=boundary,
-        input_recv=input_recv, overlap=overlap,
+        program=program,
+        op=op,
+        rank=rank,
+        stage=stage,
+        chunk=chunk,
+        microbatch=microbatch,
+        peer=peer,
+        seq=seq,
+        kind=kind,
+        link=link,
+        message=message,
+        rank_bounds=bounds,
+        num_links=num_links,
+        boundary_stage=boundary,
+        input_recv=input_recv,
+        overlap=overlap,
         partner_recv=None if overlap is None else partner_receives(overlap, input_recv),
     )
 
@@ -246,8 +304,9 @@ def _links_numpy(kind, rank, peer, pp):
     return link, message, num_links
 
 
-def _links_kernel(op, kind, rank, peer, microbatch, chunk, pp, link, message,
-                  input_recv):  # pragma: no cover - numba compiles it; tests run both forms
+def _links_kernel(
+    op, kind, rank, peer, microbatch, chunk, pp, link, message, input_recv
+):  # pragma: no cover - numba compiles it; tests run both forms
     """Fill ``link``, ``message`` and ``input_recv`` as :func:`_links_numpy` and :func:`_input_receives` do, in
     a few linear passes; return the number of links, or -1 where a field is outside the dense range (a peer
     that is no rank, ids below −1, a (mb, chunk) space far beyond the rows) for the numpy passes to handle."""
@@ -303,8 +362,9 @@ def _links_kernel(op, kind, rank, peer, microbatch, chunk, pp, link, message,
         input_recv[row] = -1
         if o in (_F_CODE, _B_CODE, _I_CODE):
             gradient = 0 if o == _F_CODE else 1
-            input_recv[row] = first_recv[((rank[row] * 2 + gradient) * mb_span + microbatch[row] + 1) * chunk_span
-                                         + chunk[row] + 1]
+            input_recv[row] = first_recv[
+                ((rank[row] * 2 + gradient) * mb_span + microbatch[row] + 1) * chunk_span + chunk[row] + 1
+            ]
     return len(distinct)
 
 

@@ -115,8 +115,17 @@ _DURATION_FIELD = {
 _STAGE_FIELDS = {f.name for f in fields(StageCosts)}
 # What a chunk of v holds 1/v of: its compute, its share of the gradient sync and its activations. Bytes per
 # activation unit and the boundary tensor crossing to the next stage do not shrink with v.
-_PER_RANK_SHARE = ("forward", "backward", "backward_input", "backward_weight", "reduce_grad", "activation",
-                   "weight_grad_activation", "a2a_forward", "a2a_backward")
+_PER_RANK_SHARE = (
+    "forward",
+    "backward",
+    "backward_input",
+    "backward_weight",
+    "reduce_grad",
+    "activation",
+    "weight_grad_activation",
+    "a2a_forward",
+    "a2a_backward",
+)
 
 
 def pair_duration(forward: StageCosts, backward: StageCosts, backward_op: Op = Op.B) -> float:
@@ -151,8 +160,17 @@ ACTIVATION_UNIT = "microbatches through one rank's share of the model"
 COST_CONVENTION = "per microbatch through one rank's share of the model; a chunk of v takes 1/v"
 # None allowed: memory is reported in activation units only; the boundary uses the model's p2p_bandwidth.
 _OPTIONAL_FIELDS = {"activation_bytes", "p2p_bandwidth"}
-_TOP_KEYS = ("time_unit", "convention", "num_stages", "chunks", "p2p_latency", "p2p_bandwidth", "optimizer_step",
-             "default", "stages")
+_TOP_KEYS = (
+    "time_unit",
+    "convention",
+    "num_stages",
+    "chunks",
+    "p2p_latency",
+    "p2p_bandwidth",
+    "optimizer_step",
+    "default",
+    "stages",
+)
 TIME_UNITS = tuple(unit.value for unit in TimeUnit)
 # Every duration, byte count, memory amount and bandwidth of a costs file is 0 or inside this range: wide enough
 # for picoseconds to hours and for bytes up to a petabyte, narrow enough that sums over any Program pipesim can
@@ -187,8 +205,10 @@ class CostModel:
         object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         _check_costs(self)
         if self.chunks is not None and (self.num_stages is None or self.num_stages % self.chunks):
-            raise PipesimError(f"chunks={self.chunks} is the v of the pipeline the costs were calibrated on: it "
-                               f"needs num_stages (its pp·v, a multiple of {self.chunks}); got {self.num_stages}")
+            raise PipesimError(
+                f"chunks={self.chunks} is the v of the pipeline the costs were calibrated on: it "
+                f"needs num_stages (its pp·v, a multiple of {self.chunks}); got {self.num_stages}"
+            )
 
     def stage(self, stage: int) -> StageCosts:
         """The values of ``stage`` as written (per rank's share of the model)."""
@@ -263,9 +283,7 @@ class CostModel:
 
     def is_uniform(self) -> bool:
         """True when every stage costs the same and communication is free: where closed forms hold."""
-        return not self.overrides and self.p2p_latency == 0 and (
-            self.default.p2p_bytes == 0 or not self.p2p_bandwidth
-        )
+        return not self.overrides and self.p2p_latency == 0 and (self.default.p2p_bytes == 0 or not self.p2p_bandwidth)
 
     def with_overrides(self, overrides: dict[int, dict[str, float]], source: str = "cost override") -> CostModel:
         """These per-stage values on top of the current ones; ``source`` names where they came from in errors."""
@@ -295,8 +313,9 @@ class CostModel:
     def from_dict(cls, data: object, source: str = "costs") -> CostModel:
         """Read the costs-file schema (module docstring): every key, type and range checked, errors name the key."""
         if not isinstance(data, dict):
-            raise PipesimError(f"{source}: expected a mapping of key: value at the top level, e.g. default: "
-                               "{forward: 1.0}")
+            raise PipesimError(
+                f"{source}: expected a mapping of key: value at the top level, e.g. default: {{forward: 1.0}}"
+            )
         unknown = [k for k in data if k not in _TOP_KEYS]
         if unknown:
             raise PipesimError(f"{source}: unknown key {unknown[0]!r}; allowed: {', '.join(_TOP_KEYS)}")
@@ -305,18 +324,25 @@ class CostModel:
         if stages is None:
             stages = {}
         if not isinstance(stages, dict):
-            raise PipesimError(f"{source}: 'stages' must map a stage index to its fields, e.g. stages: "
-                               f"{{0: {{forward: 1.5}}}}, not {type(stages).__name__} {_short(stages)}")
-        overrides = {_stage_index(key, source): _stage_fields(values, source, f"stages.{key}")
-                     for key, values in stages.items()}
+            raise PipesimError(
+                f"{source}: 'stages' must map a stage index to its fields, e.g. stages: "
+                f"{{0: {{forward: 1.5}}}}, not {type(stages).__name__} {_short(stages)}"
+            )
+        overrides = {
+            _stage_index(key, source): _stage_fields(values, source, f"stages.{key}") for key, values in stages.items()
+        }
         time_unit = data.get("time_unit", "unit")
         if time_unit not in TIME_UNITS:
-            raise PipesimError(f"{source}: time_unit={_short(time_unit)} must be one of {', '.join(TIME_UNITS)} "
-                               "('unit' for abstract costs, 's' for seconds)")
+            raise PipesimError(
+                f"{source}: time_unit={_short(time_unit)} must be one of {', '.join(TIME_UNITS)} "
+                "('unit' for abstract costs, 's' for seconds)"
+            )
         convention = data.get("convention", COST_CONVENTION)
         if convention != COST_CONVENTION:
-            raise PipesimError(f"{source}: convention={_short(convention)} is not how pipesim reads costs "
-                               f"({COST_CONVENTION!r}); convert the values, or drop the key if they already are")
+            raise PipesimError(
+                f"{source}: convention={_short(convention)} is not how pipesim reads costs "
+                f"({COST_CONVENTION!r}); convert the values, or drop the key if they already are"
+            )
         bandwidth = data.get("p2p_bandwidth")
         try:
             model = cls(
@@ -360,6 +386,7 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
     ``user_input`` adds the lower end of ``COST_RANGE`` (a file or flag giving 1e-320 is a typo whose ratios
     overflow); values computed inside pipesim only need to be finite, ≥ 0 and at most its upper end.
     """
+
     def check(name: str, value: object, zero_ok: bool = True) -> None:
         _check_range(name, value, zero_ok=zero_ok, tiny_ok=not user_input)
 
@@ -378,8 +405,9 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
             raise PipesimError(f"stages.{stage} must map fields to values, e.g. {{forward: 1.5}}")
         unknown = [k for k in values if k not in _STAGE_FIELDS]
         if unknown:
-            raise PipesimError(f"stage {stage} override has unknown field {unknown[0]!r}; use "
-                               f"{', '.join(sorted(_STAGE_FIELDS))}")
+            raise PipesimError(
+                f"stage {stage} override has unknown field {unknown[0]!r}; use {', '.join(sorted(_STAGE_FIELDS))}"
+            )
         stages.append((f"stages.{stage}", {**default, **values}))
     for where, values in stages:
         for key, value in values.items():
@@ -388,11 +416,15 @@ def _check_costs(model: CostModel, *, user_input: bool = False) -> None:
             check(f"{where}.{key}", value, zero_ok=key != "p2p_bandwidth")
         for part, whole in (("a2a_forward", "forward"), ("a2a_backward", "backward")):
             if values[part] > values[whole] * (1 + 1e-9):  # to_costs' sums may round a hair above
-                raise PipesimError(f"{where}: {part}={values[part]:g} exceeds {whole}={values[whole]:g}; the "
-                                   f"all-to-all time is included in {whole}, so it is at most {whole}")
+                raise PipesimError(
+                    f"{where}: {part}={values[part]:g} exceeds {whole}={values[whole]:g}; the "
+                    f"all-to-all time is included in {whole}, so it is at most {whole}"
+                )
         if values["overlap_slowdown"] > 1:
-            raise PipesimError(f"{where}: overlap_slowdown={values['overlap_slowdown']:g} must be a fraction in "
-                               "[0, 1] (0.15: compute runs 15% slower beside the all-to-all)")
+            raise PipesimError(
+                f"{where}: overlap_slowdown={values['overlap_slowdown']:g} must be a fraction in "
+                "[0, 1] (0.15: compute runs 15% slower beside the all-to-all)"
+            )
         if values["weight_grad_activation"] > values["activation"]:
             raise PipesimError(
                 f"{where}: weight_grad_activation={values['weight_grad_activation']:g} exceeds activation="
@@ -407,6 +439,11 @@ def in_cost_range(value: float) -> bool:
 
 def _check_range(name: str, value: object, *, zero_ok: bool, tiny_ok: bool) -> None:
     low, high = COST_RANGE
+    # The usual case, a computed float in range, without the numbers.Real check below (an ABC isinstance):
+    # every cost model the planner builds checks about a hundred of them. NaN fails the comparison and
+    # takes the full path, as anything else does.
+    if type(value) is float and tiny_ok and 0.0 <= value <= high and (zero_ok or value != 0.0):
+        return
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise PipesimError(f"{name}={_short(value)} must be a number")
     fits = 0 <= value <= high if tiny_ok else in_cost_range(value)
@@ -428,14 +465,17 @@ def _stage_fields(values: object, source: str, where: str) -> dict[str, float | 
     if values is None:
         return {}
     if not isinstance(values, dict):
-        raise PipesimError(f"{source}: '{where}' must map fields to values, e.g. {{forward: 1.0, backward: 2.0}}, "
-                           f"not {type(values).__name__} {_short(values)}")
+        raise PipesimError(
+            f"{source}: '{where}' must map fields to values, e.g. {{forward: 1.0, backward: 2.0}}, "
+            f"not {type(values).__name__} {_short(values)}"
+        )
     fields_read: dict[str, float | None] = {}
     for key, value in values.items():
         if key not in _STAGE_FIELDS:
             raise PipesimError(f"{source}: unknown field {key!r} in '{where}'; use {', '.join(sorted(_STAGE_FIELDS))}")
-        fields_read[key] = None if value is None and key in _OPTIONAL_FIELDS else _number(value, source,
-                                                                                         f"{where}.{key}")
+        fields_read[key] = (
+            None if value is None and key in _OPTIONAL_FIELDS else _number(value, source, f"{where}.{key}")
+        )
     return fields_read
 
 
@@ -445,8 +485,7 @@ def _stage_count(value: object, source: str, key: str = "num_stages") -> int | N
         return None
     what = "pp·v" if key == "num_stages" else "chunks per rank v"
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10**6:
-        raise PipesimError(f"{source}: {key}={_short(value)} must be the pipeline's {what}, an integer ≥ 1, "
-                           "or null")
+        raise PipesimError(f"{source}: {key}={_short(value)} must be the pipeline's {what}, an integer ≥ 1, or null")
     return value
 
 

@@ -31,7 +31,7 @@ import simpy
 
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
-from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_steps, table_of
+from pipesim.program.table import KIND_RECV, KIND_SEND, OP_NAMES, ProgramTable, repeat_rows, steps_table, table_of
 from pipesim.program.validate import describe_deadlock, validate, validate_static
 from pipesim.sim.costs import CostModel, pair_duration
 from pipesim.sim.graph_engine import run_longest_path, worth_compiling
@@ -128,11 +128,26 @@ class SimulationResult:
             shape = t.program.shape
             sizes = np.array([self.costs.stage(shape.slice_of(s)).p2p_bytes for s in range(shape.num_stages)])
             bytes_moved[comm] = sizes[t.boundary_stage[comm]]
-        return make_frame({
-            "step": t.step_of_rows, "rank": t.rank, "stage": t.stage, "chunk": t.chunk,
-            "op": OP_NAMES[t.op], "microbatch": t.microbatch, "peer": t.peer, "seq": t.seq,
-            "start": self.start, "end": self.end, "source": Source.PREDICTED.value, "bytes": bytes_moved,
-        })
+        return make_frame(
+            {
+                "step": t.step_of_rows,
+                "rank": t.rank,
+                "stage": t.stage,
+                "chunk": t.chunk,
+                "op": OP_NAMES[t.op],
+                "microbatch": t.microbatch,
+                "peer": t.peer,
+                "seq": t.seq,
+                "start": self.start,
+                "end": self.end,
+                "source": Source.PREDICTED.value,
+                "bytes": bytes_moved,
+            }
+        )
+
+
+_TIMED_OPS = (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD)  # the ops whose duration is the stage's
+_TIMED_CODES = [OP_CODE[op] for op in _TIMED_OPS]
 
 
 def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
@@ -141,9 +156,12 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     shape = table.program.shape
     num_stages = shape.num_stages
     per_stage = np.zeros((num_stages, len(OP_ORDER)))
+    rows: dict[int, list[float]] = {}  # by StageCosts identity: most stages share one (CostModel.chunk_costs)
     for stage, stage_costs in enumerate(costs.shape_costs(shape)):  # a chunk of v: 1/v of the rank's share
-        for op in (Op.F, Op.B, Op.I, Op.W, Op.REDUCE_GRAD):
-            per_stage[stage, OP_CODE[op]] = stage_costs.duration(op)
+        row = rows.get(id(stage_costs))
+        if row is None:
+            row = rows[id(stage_costs)] = [stage_costs.duration(op) for op in _TIMED_OPS]
+        per_stage[stage, _TIMED_CODES] = row
     durations = np.zeros(table.num_rows)
     staged = table.stage >= 0
     durations[staged] = per_stage[table.stage[staged], table.op[staged]]
@@ -168,8 +186,9 @@ def _pair_durations(table: ProgramTable, costs: CostModel, durations: np.ndarray
     chunked = costs.shape_costs(shape)
     cache: dict[tuple[int, int, int], float] = {}
     values = np.empty(len(tails))
-    for i, (f_stage, b_stage, b_op) in enumerate(zip(table.stage[heads].tolist(), table.stage[tails].tolist(),
-                                                     table.op[tails].tolist(), strict=True)):
+    for i, (f_stage, b_stage, b_op) in enumerate(
+        zip(table.stage[heads].tolist(), table.stage[tails].tolist(), table.op[tails].tolist(), strict=True)
+    ):
         key = (f_stage, b_stage, b_op)
         value = cache.get(key)
         if value is None:
@@ -220,9 +239,11 @@ def simulate(
     boundary = None if boundary is None else StepBoundary(boundary)
     if check:
         validate_static(program)  # deadlock freedom is proven by the run itself below
+    table = steps_table(program, steps)
+    # Each step's rows repeat the single step's, and a row's duration depends on the row alone (an overlapped
+    # pair's second half sits right after its first, within one rank's step): time one step, repeat it.
     single = table_of(program)
-    table = repeat_steps(single, steps)
-    durations = durations_of(table, costs)
+    durations = repeat_rows(durations_of(single, costs), single, steps)
     barrier = _barriers(table, boundary)
     num_barriers = steps if boundary is StepBoundary.SYNC else 0
     if engine is Engine.AUTO:
@@ -230,9 +251,19 @@ def simulate(
     if engine is Engine.SIMPY:
         start, end, position = _run_simpy(table, durations, barrier, sync_latency)
     else:
-        start, end, position = run_longest_path(table.kind, table.link, table.message, table.num_links,
-                                                table.input_recv, durations, table.rank_bounds, barrier,
-                                                num_barriers, sync_latency, partner_recv=table.partner_recv)
+        start, end, position = run_longest_path(
+            table.kind,
+            table.link,
+            table.message,
+            table.num_links,
+            table.input_recv,
+            durations,
+            table.rank_bounds,
+            barrier,
+            num_barriers,
+            sync_latency,
+            partner_recv=table.partner_recv,
+        )
     if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
         if steps > 1:  # a Program that deadlocks does so in its first step: name that cycle
             validate(program)

@@ -11,6 +11,7 @@ from pipesim.synth.problem import Pass, SynthesisProblem, Task
 _KIND = {Op.F: Pass.F, Op.I: Pass.I, Op.W: Pass.W}
 # Split-backward built-ins by placement; 1F1B's fused B becomes I then W back to back (same work and memory).
 _BUILTINS = {Placement.LOOP: ("zb-h1", "zb-h2", "1f1b"), Placement.V: ("zb-v",)}
+BUILTIN_NAMES = frozenset(name for names in _BUILTINS.values() for name in names)
 
 
 def orders_of(schedule: Schedule) -> list[list[Task]]:

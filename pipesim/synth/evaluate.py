@@ -55,8 +55,7 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
     position = [0] * pp
     clock = [0.0] * pp
     remaining = sum(len(o) for o in orders)
-    predecessor, consumer_of = problem.predecessor, problem.consumer  # bound once: called for every task
-    duration, rank_of = problem.duration, problem.rank_of
+    passes = problem.pass_table  # one lookup per task instead of several method calls (problem.py)
     while remaining:
         progressed = False
         for rank in range(pp):
@@ -64,23 +63,23 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
             i, t = position[rank], clock[rank]
             while i < len(order):
                 task = order[i]
-                dep = predecessor(task)
-                if dep is not None:
-                    pred = dep[0]
-                    ready = arrival.get(pred) if dep[1] or rank_of(pred.stage) != rank else end.get(pred)
+                info = passes.get(task)
+                if info is None:  # not a task of this problem's shape (a malformed order): as it was asked
+                    info = problem.pass_info(task)
+                pred, delayed, pred_rank, duration, consumer_rank, transfer, _ = info
+                if pred is not None:
+                    ready = arrival.get(pred) if delayed or pred_rank != rank else end.get(pred)
                     if ready is None:
                         break
                     if ready > t:
                         t = ready
                 start[task] = t
-                t += duration(task)
+                t += duration
                 end[task] = t
-                consumer = consumer_of(task)
-                if consumer is not None:
-                    link = (rank, rank_of(consumer[0].stage))
-                    if link[1] != rank:
-                        sent = max(t, link_free.get(link, 0.0))
-                        arrival[task] = link_free[link] = sent + consumer[1]
+                if consumer_rank is not None and consumer_rank != rank:
+                    link = (rank, consumer_rank)
+                    sent = max(t, link_free.get(link, 0.0))
+                    arrival[task] = link_free[link] = sent + transfer
                 i += 1
             if i != position[rank]:
                 progressed = True
@@ -97,10 +96,13 @@ def evaluate(problem: SynthesisProblem, orders: Orders) -> Evaluation:
 
 def _peak(problem: SynthesisProblem, order: list[Task], start: dict[Task, float], end: dict[Task, float]) -> float:
     # Passes of one rank run in order, so program order is time order: F adds at its start, I/W free at their end.
+    passes = problem.pass_table
     level = peak = 0.0
     for task in order:
-        level += problem.memory_delta(task)
-        peak = max(peak, level)
+        info = passes.get(task)
+        level += (info if info is not None else problem.pass_info(task))[6]
+        if level > peak:
+            peak = level
     return peak
 
 

@@ -11,6 +11,7 @@ Memory (Table 1): ``F`` holds ``M_B`` from its start, ``I`` releases ``M_B − M
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -93,9 +94,34 @@ class SynthesisProblem:
 
     @cached_property
     def _links(self) -> dict[Task, tuple[tuple[Task, float] | None, tuple[Task, float] | None]]:
-        return {task: (self._predecessor(task), self._consumer(task))
-                for kind in Pass for stage in range(self.num_stages) for mb in range(self.microbatches)
-                for task in [Task(kind, stage, mb)]}
+        return {
+            task: (self._predecessor(task), self._consumer(task))
+            for kind in Pass
+            for stage in range(self.num_stages)
+            for mb in range(self.microbatches)
+            for task in [Task(kind, stage, mb)]
+        }
+
+    @cached_property
+    def pass_table(self) -> dict[Task, tuple]:
+        """Per task, what scoring an order reads of it, in one tuple (:func:`pipesim.synth.evaluate.evaluate`
+        walks every task of every candidate): :meth:`pass_info` of every task of the problem."""
+        return {task: self.pass_info(task) for task in self._links}
+
+    def pass_info(self, task: Task) -> tuple:
+        """(its input's pass or None, whether that input comes with a delay, the input's rank, the duration,
+        the rank of the pass that waits for its output or None, that transfer's time, the memory delta)."""
+        dep, out = self.predecessor(task), self.consumer(task)
+        pred, delay = dep if dep is not None else (None, 0.0)
+        return (
+            pred,
+            bool(delay),
+            None if pred is None else self.rank_of(pred.stage),
+            self.duration(task),
+            None if out is None else self.rank_of(out[0].stage),
+            0.0 if out is None else out[1],
+            self.memory_delta(task),
+        )
 
     def duration(self, task: Task) -> float:
         table = (self.forward, self.backward_input, self.backward_weight)[task.kind]
@@ -154,18 +180,69 @@ class SynthesisProblem:
     def describe(self) -> str:
         s = self.shape
         limit = "unlimited" if self.memory_limit is None else f"{self.memory_limit:g}"
-        return (f"pp={s.pp} microbatches={s.microbatches} chunks={s.chunks} ({s.placement.value} placement), "
-                f"memory limit {limit} per rank")
+        return (
+            f"pp={s.pp} microbatches={s.microbatches} chunks={s.chunks} ({s.placement.value} placement), "
+            f"memory limit {limit} per rank"
+        )
 
 
 def lower_bound(problem: SynthesisProblem) -> float:
     """No schedule's longest stage span is below the busiest rank's compute (the paper's m·(T_F+T_B+T_W))."""
     busiest = 0.0
     for rank in range(problem.pp):
-        work = sum(problem.forward[s] + problem.backward_input[s] + problem.backward_weight[s]
-                   for s in problem.stages_of(rank))
+        work = sum(
+            problem.forward[s] + problem.backward_input[s] + problem.backward_weight[s] for s in problem.stages_of(rank)
+        )
         busiest = max(busiest, work * problem.microbatches)
     return busiest
 
 
 __all__ = ["MEMORY_EPS", "Pass", "Placement", "SynthesisProblem", "Task", "lower_bound"]
+
+
+def key_floor(problem: SynthesisProblem) -> tuple[float, float, float] | None:
+    """A floor under every complete order's :attr:`~pipesim.synth.evaluate.Evaluation.key`, or None where it
+    could not be compared exactly.
+
+    - longest span ≥ the busiest rank's compute (:func:`lower_bound`), Σ spans ≥ every rank's compute: a rank
+      runs its passes one at a time;
+    - makespan ≥ max over ranks r of (earliest start on r + r's compute). Every pass on stage s, of any
+      microbatch, waits (transitively) for that microbatch's F on s, which cannot start before F has gone
+      through stages 0…s−1 and crossed their rank boundaries; rank 0 starts at 0 (its first pass must be a
+      stage-0 F, the only pass with no input, or the order deadlocks), so the makespan is the latest end.
+
+    An order whose key equals the floor cannot be beaten, so the search may stop there (:func:`.search.
+    synthesize`): it keeps the first best and replaces it only by a strictly smaller key, so stopping gives
+    the very result the full search gives. That holds only where the evaluation's sums are exact in floating
+    point (:func:`_sums_are_exact`: unit costs, what the planner synthesises for, and their halves on the V
+    placement). Elsewhere a value mathematically at the floor could round a hair below it, so None.
+    """
+    if not _sums_are_exact(problem):
+        return None
+    m = problem.microbatches
+    earliest = [0.0] * problem.num_stages  # F on stage s starts no sooner
+    for s in range(1, problem.num_stages):
+        crossing = problem.transfer[s - 1] if problem.rank_of(s - 1) != problem.rank_of(s) else 0.0
+        earliest[s] = earliest[s - 1] + problem.forward[s - 1] + crossing
+    busy, ends = [], []
+    for rank in range(problem.pp):
+        stages = problem.stages_of(rank)
+        work = m * sum(problem.forward[s] + problem.backward_input[s] + problem.backward_weight[s] for s in stages)
+        busy.append(work)
+        ends.append(min(earliest[s] for s in stages) + work)
+    return (round(max(busy), 9), round(max(ends), 9), round(sum(busy), 9))
+
+
+def _sums_are_exact(problem: SynthesisProblem) -> bool:
+    """Whether every time an evaluation computes is exact: all durations and transfers are whole multiples of
+    one power of two 2^-k, and even the sum of every pass and every crossing, in those units, stays below
+    2^53 (the doubles' integers), so each partial sum, max and difference of them is exact too."""
+    values = (*problem.forward, *problem.backward_input, *problem.backward_weight, *problem.transfer)
+    if not all(v >= 0 and math.isfinite(v) for v in values):
+        return False
+    scale = next((2.0**k for k in range(31) if all((v * 2.0**k).is_integer() for v in values)), None)
+    if scale is None:
+        return False
+    passes = sum(problem.forward) + sum(problem.backward_input) + sum(problem.backward_weight)
+    total = problem.microbatches * (passes + 2 * sum(problem.transfer))  # each boundary: an F and an I across
+    return total * scale < 2.0**53

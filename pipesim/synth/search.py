@@ -7,18 +7,21 @@ from __future__ import annotations
 import enum
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from pipesim.errors import PipesimError
 from pipesim.program.ir import F, I, Instruction, PipelineShape, Placement, Schedule, W
 from pipesim.sim.costs import CostModel
+from pipesim.synth import store
 from pipesim.synth.candidates import builtin_candidates, sequential_orders
 from pipesim.synth.evaluate import Evaluation, Orders, evaluate
 from pipesim.synth.exact import solve_exact
 from pipesim.synth.greedy import Infeasible, greedy_orders, policy_grid
 from pipesim.synth.local_search import improve
 from pipesim.synth.lockstep import lockstep_orders, lockstep_policies
-from pipesim.synth.problem import Pass, SynthesisProblem, lower_bound
+from pipesim.synth.problem import Pass, SynthesisProblem, key_floor, lower_bound
 
 #: The local search's work budget: moves evaluated (about as long as the 3 s deadline it replaces allowed on a
 #: pp 8 · mb 32 problem here, far less on small ones), the same on every machine. One evaluation simulates the
@@ -91,26 +94,26 @@ def synthesize(
     clock = time.perf_counter()
     best: tuple[Evaluation, Orders, str] | None = None
 
+    floor = key_floor(problem)
+
     def consider(orders: Orders, origin: str) -> None:
         nonlocal best
         result = evaluate(problem, orders)
         if result.feasible and (best is None or result.key < best[0].key):
             best = (result, orders, origin)
 
-    for name, orders in builtin_candidates(problem).items():
-        consider(orders, f"built-in {name}")
-    consider(sequential_orders(problem), "one microbatch at a time")
-    if problem.shape.chunks == 1:
-        for lockstep in lockstep_policies():
-            try:
-                consider(lockstep_orders(problem, lockstep), str(lockstep))
-            except Infeasible:
-                continue
-    for policy in policy_grid(problem):
+    def unbeatable() -> bool:
+        """The best so far sits on the floor: nothing later can replace it (only a smaller key would)."""
+        return best is not None and floor is not None and best[0].key == floor
+
+    for make, origin in _heuristic_candidates(problem):
         try:
-            consider(greedy_orders(problem, policy), f"greedy {policy}")
+            orders = make()
         except Infeasible:
             continue
+        consider(orders, origin)
+        if unbeatable():  # e.g. ZB-H2 at zero bubble for unit costs: the rest of the search cannot change it
+            break
     timings["heuristic"] = time.perf_counter() - clock
     if best is None:
         raise PipesimError(
@@ -118,14 +121,17 @@ def synthesize(
             f"a rank needs at least one microbatch's activations per chunk it holds: raise --memory-limit"
         )
     evaluation, orders, origin = best
-    if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0:
+    if method in (Method.LOCAL, Method.EXACT) and local_evaluations > 0 and not unbeatable():
         clock = time.perf_counter()
         stats: dict = {}
-        improved, improved_eval = improve(problem, orders, evaluations=local_evaluations, seconds=local_seconds,
-                                          stats=stats)
+        improved, improved_eval = improve(
+            problem, orders, evaluations=local_evaluations, seconds=local_seconds, stats=stats
+        )
         if stats["safety_stop"]:
-            notes.append(f"local search hit its {local_seconds:g} s safety limit after {stats['evaluations']} of "
-                         f"{local_evaluations} evaluations: this order depends on the machine's speed")
+            notes.append(
+                f"local search hit its {local_seconds:g} s safety limit after {stats['evaluations']} of "
+                f"{local_evaluations} evaluations: this order depends on the machine's speed"
+            )
         if improved_eval.key < evaluation.key:
             evaluation, orders, origin = improved_eval, improved, "local search"
         timings["local search"] = time.perf_counter() - clock
@@ -143,6 +149,20 @@ def synthesize(
     return SynthesisResult(problem, orders, evaluation, origin, optimal, bound, timings, tuple(notes))
 
 
+def _heuristic_candidates(problem: SynthesisProblem) -> Iterator[tuple[Callable[[], Orders], str]]:
+    """The search's starting points, in the order it takes them (the first best is kept): the built-ins, one
+    microbatch at a time, the lockstep policies (one chunk), the greedy grid. Each is made only when asked
+    for, so a search that stops early does not pay for the rest; a policy may raise Infeasible."""
+    for name, orders in builtin_candidates(problem).items():
+        yield (lambda orders=orders: orders), f"built-in {name}"
+    yield (lambda: sequential_orders(problem)), "one microbatch at a time"
+    if problem.shape.chunks == 1:
+        for lockstep in lockstep_policies():
+            yield partial(lockstep_orders, problem, lockstep), str(lockstep)
+    for policy in policy_grid(problem):
+        yield partial(greedy_orders, problem, policy), f"greedy {policy}"
+
+
 _INSTRUCTION = {Pass.F: F, Pass.I: I, Pass.W: W}
 
 
@@ -151,8 +171,9 @@ def to_schedule(problem: SynthesisProblem, orders: Orders, name: str = "zb-auto"
     rank_orders: list[list[Instruction]] = [
         [_INSTRUCTION[t.kind](t.mb, shape.chunk_of(t.stage)) for t in order] for order in orders
     ]
-    return Schedule.from_orders(name, rank_orders, microbatches=shape.microbatches, chunks=shape.chunks,
-                                placement=shape.placement)
+    return Schedule.from_orders(
+        name, rank_orders, microbatches=shape.microbatches, chunks=shape.chunks, placement=shape.placement
+    )
 
 
 def synthesis_shape(pp: int, microbatches: int, chunks: int) -> PipelineShape:
@@ -166,13 +187,25 @@ def default_memory_limit(shape: PipelineShape) -> float:
 
 
 def synthesize_schedule(
-    pp: int, microbatches: int, chunks: int, costs: CostModel | None, memory_limit: float | None,
-    method: Method = Method.LOCAL, name: str = "zb-auto",
+    pp: int,
+    microbatches: int,
+    chunks: int,
+    costs: CostModel | None,
+    memory_limit: float | None,
+    method: Method = Method.LOCAL,
+    name: str = "zb-auto",
 ) -> Schedule:
     shape = synthesis_shape(pp, microbatches, chunks)
     limit = default_memory_limit(shape) if memory_limit is None else memory_limit
     problem = SynthesisProblem.from_costs(shape, costs or CostModel(), limit)
+    # CP-SAT stops at its own time limit, so only the deterministic methods' orders are kept between runs.
+    kept = method is not Method.EXACT
+    stored = store.load(problem, method.value) if kept else None
+    if stored is not None:
+        return to_schedule(problem, stored[0], name)
     result = synthesize(problem, method)
     for note in result.notes:
         print(f"{name}: {note}", file=sys.stderr)
+    if kept and not result.notes:  # a safety-time stop depends on the machine: not an answer to keep
+        store.save(problem, method.value, result.orders, result.origin)
     return result.schedule(name)
