@@ -131,6 +131,14 @@ def problem_of(run) -> SynthesisProblem:
         seen.append(problem)
         raise _Recorded
 
+    import os
+
+    from pipesim.synth.store import CACHE_ENV
+
+    # The on-disk store (pipesim/synth/store.py) answers before the search is called: switched off here, or a
+    # problem this session already solved would never reach the recorder.
+    stored_in = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = ""
     search.synthesize, build._build_cached = record, build_cached.__wrapped__
     try:
         predict(run)
@@ -139,6 +147,10 @@ def problem_of(run) -> SynthesisProblem:
             raise
     finally:
         search.synthesize, build._build_cached = solve, build_cached
+        if stored_in is None:
+            del os.environ[CACHE_ENV]
+        else:
+            os.environ[CACHE_ENV] = stored_in
     assert seen, f"{run.label}: predict() synthesised nothing"
     return seen[0]
 

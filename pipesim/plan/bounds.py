@@ -60,18 +60,19 @@ def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     check_layout(model, layout, request.chip)
     traits = schedule_traits(candidate.schedule, candidate.chunks)
     shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
-    v = shape.chunks
+    v = shape.chunk_share  # DualPipe: a microbatch passes one chunk per rank, a whole rank's share
     # One chunk-stage's activations as CostModel.chunk_costs gives them, the same floats in the same order:
     # a stage's StageCosts has activation 1 and activation_bytes v·(its bytes); a chunk of v > 1 takes 1/v of
-    # the activation units and keeps the bytes per unit.
+    # the activation units and keeps the bytes per unit. Indexed by model slice (the dual placement's stage
+    # pp + s is a copy of slice s).
     units = 1.0 if v == 1 else 1.0 / v
-    per_stage = [units * ((v * part.activation_bytes) or 0.0) for part in stage_breakdowns(model, layout)]
+    per_slice = [units * ((v * part.activation_bytes) or 0.0) for part in stage_breakdowns(model, layout)]
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
     memory = 0.0
     static: dict[tuple[float, float], float] = {}  # most ranks hold the same parameters (an even split)
     for r in range(shape.pp):
-        one_microbatch = min(per_stage[shape.stage(r, c)] for c in range(shape.chunks))
+        one_microbatch = min(per_slice[shape.slice_of(shape.stage(r, c))] for c in range(shape.chunks))
         held = static.get((params[r], experts[r]))
         if held is None:
             held = static[params[r], experts[r]] = sum(static_bytes(params[r], layout, model, experts[r]))
