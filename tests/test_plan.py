@@ -281,3 +281,25 @@ def test_executor_line_with_cp_is_one_the_executor_parses():
     assert "--cp 2" in with_cp and "#" not in with_cp
     args = parser().parse_args(with_cp.split(" -m executors.run ")[1].split())
     assert args.cp == 2 and args.tp == 8
+
+
+def test_the_training_codes_kernels_are_inputs_to_the_plan(capsys):
+    """--attention / --elementwise are the kernels the training code runs (not searched): every candidate's layout
+    carries them, eager element-wise ops make every simulated step slower, and the header names them."""
+    from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels
+    from pipesim.api.planning import plan
+
+    space = dict(hardware="a100-80gb", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
+                 cp=(1,), micro_batch_sizes=(1,))
+    fused = plan("llama2-7b", 8, 16, top=3, **space)
+    eager = plan("llama2-7b", 8, 16, top=3, elementwise="eager", attention="triton", **space)
+    assert eager.request.elementwise is ElementwiseKernels.EAGER and eager.request.attention is AttentionKernel.TRITON
+    layout = eager.request.layout_of(eager.best.candidate)
+    assert layout.elementwise is ElementwiseKernels.EAGER and layout.attention is AttentionKernel.TRITON
+    assert eager.best.evaluation.step_time > fused.best.evaluation.step_time
+    def times(result):
+        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+    slower, faster = times(eager), times(fused)
+    common = slower.keys() & faster.keys()
+    assert common and all(slower[c] > faster[c] for c in common)
+    assert "triton attention and eager element-wise ops" in eager.header() and "attention" not in fused.header()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import Precision
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import MFU_PEAK_NOTE
 from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
@@ -18,7 +18,15 @@ def header(request: PlanRequest) -> str:
     m = request.model
     return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}) on {request.gpus}× "
             f"{request.chip.name} ({request.gpus_per_node} per node), global batch {request.global_batch} sequences, "
-            f"memory cap {request.cap_gib:g} GiB")
+            f"memory cap {request.cap_gib:g} GiB{_kernels(request)}")
+
+
+def _kernels(request: PlanRequest) -> str:
+    """The training code's kernels when they are not the defaults (they are inputs, not searched)."""
+    said = [f"{request.attention.value} attention"] if request.attention is not AttentionKernel.FUSED else []
+    if request.elementwise is not ElementwiseKernels.FUSED:
+        said.append(f"{request.elementwise.value} element-wise ops")
+    return f", {' and '.join(said)}" if said else ""
 
 
 def counts_line(result: SearchResult) -> str:

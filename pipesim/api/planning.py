@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
@@ -199,6 +199,8 @@ def plan_request(
     achievable_fraction: float | None = None,
     param_bytes: str = PLAN_DEFAULTS.param_bytes,
     blocking_p2p: bool = False,
+    attention: str | AttentionKernel = AttentionKernel.FUSED,
+    elementwise: str | ElementwiseKernels = ElementwiseKernels.FUSED,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
     from pipesim.program.loader import builtin_names
@@ -227,6 +229,8 @@ def plan_request(
         param_bytes=PARAM_BYTES[str(param_bytes)],
         overlap_p2p=not blocking_p2p,
         expert_parallel=None if ep is None else _tuple(ep, int),
+        attention=AttentionKernel(attention),
+        elementwise=ElementwiseKernels(elementwise),
     )
 
 
@@ -258,7 +262,9 @@ def plan(
             (default every built-in), ``recompute``, ``zero``, ``precision`` (default all), ``cp``
             (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one dividing
             dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
-            ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False).
+            ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False),
+            ``attention`` and ``elementwise`` (the kernels the training code runs, not searched: "fused",
+            "triton" or "unfused"; "fused" or "eager").
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision, Recompute, ZeroStage
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
 from pipesim.cli.arg_types import fraction, output_file, positive_int
 from pipesim.errors import PipesimError
@@ -100,6 +100,12 @@ def register(sub) -> None:
     p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=PLAN_DEFAULTS.param_bytes,
                    help=f"bytes per parameter for weights+grads+Adam (default {PLAN_DEFAULTS.param_bytes}, "
                    "Megatron's count)")
+    p.add_argument("--attention", choices=[a.value for a in AttentionKernel], default="fused",
+                   help="the attention kernel the training code runs, not searched: fused (FlashAttention-2, "
+                   "default), triton (FlashAttention in Triton) or unfused")
+    p.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default="fused",
+                   help="fused kernels (Megatron-LM, Transformer Engine, torch.compile; default) or eager (one "
+                   "PyTorch kernel per op), not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
@@ -122,7 +128,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 schedules=args.schedules, recompute=args.recompute, zero=args.zero, precision=args.precision,
                 cp=args.cp, min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
-                param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p, ep=args.ep)
+                param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p, ep=args.ep,
+                attention=args.attention, elementwise=args.elementwise)
 
 
 def run(args: argparse.Namespace) -> int:
