@@ -57,3 +57,55 @@ def test_cached_layer_costs_give_the_fresh_cost_model(model, chip, gpus, batch, 
 def _forget() -> None:
     to_costs._LAYER_COSTS.clear()
     to_costs._BREAKDOWNS.clear()
+
+
+# Every Layout field, and another valid value for it from a base layout. A field added to Layout must be added
+# here (the test below fails otherwise), and a cache key that misses a field it changes fails here, whether or
+# not a plan space varies it.
+_DENSE_BASE = dict(tp=2, dp=2, pp=2, microbatches=4)
+_OTHER = {
+    "tp": 4, "dp": 4, "pp": 4, "chunks": 2, "microbatches": 8, "recompute": "full", "sequence_parallel": True,
+    "distributed_optimizer": True, "attention": "triton", "elementwise": "eager",
+    "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
+    "precision": "fp8", "async_tp": True, "overlap_p2p": True, "ep": 2, "moe_imbalance": 1.3,
+    "model_copies": 2,
+}
+
+
+def _other(name: str):
+    from pipesim.analytic.layout import (
+        AttentionKernel,
+        ElementwiseKernels,
+        OptimizerBytes,
+        Precision,
+        Recompute,
+        ZeroStage,
+    )
+
+    value = _OTHER[name]
+    return {"recompute": lambda: Recompute(value), "attention": lambda: AttentionKernel(value),
+            "elementwise": lambda: ElementwiseKernels(value), "precision": lambda: Precision(value),
+            "zero": lambda: ZeroStage(value), "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
+                name, lambda: value)()
+
+
+def test_every_layout_field_is_in_the_cache_keys_that_need_it():
+    from dataclasses import fields, replace
+
+    from pipesim.analytic.layout import Layout
+
+    names = [f.name for f in fields(Layout)]
+    assert set(names) <= set(_OTHER), f"a Layout field without an alternative value here: {set(names) - set(_OTHER)}"
+    chip = CHIP_PRESETS["h100-sxm"]
+    for name in names:
+        moe = name in ("ep", "moe_imbalance")
+        model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
+        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name == "async_tp" else {}))
+        if name == "model_copies":
+            base = replace(base, pp=2, chunks=1)
+        changed = replace(base, **{name: _other(name)})
+        _forget()
+        to_costs.build_cost_model(model, chip, base)  # fills the caches with the base layout's entries
+        warm = to_costs.build_cost_model(model, chip, changed)
+        _forget()
+        assert to_costs.build_cost_model(model, chip, changed) == warm, name
