@@ -122,3 +122,25 @@ def test_triton_flash_attention_runs_at_the_published_ratio_below_flash_attentio
     assert b.forward == pytest.approx(1.8 * a.forward) and b.backward_input == pytest.approx(1.8 * a.backward_input)
     assert layer_activation_bytes(LLAMA, triton) == layer_activation_bytes(LLAMA, fa2)
     assert layer_kernel_counts(LLAMA, triton) == layer_kernel_counts(LLAMA, fa2)
+
+
+def test_the_elementwise_backward_ratio_is_the_chips_and_profile_measures_it():
+    """The memory-bound kernels' backward costs elementwise_backward_ratio × their forward: Qi et al.'s 1.0 by
+    default (kernels.NON_GEMM_BACKWARD), measured by pipesim profile (layer norm's and GELU's backward over
+    forward) on the machine it runs on."""
+    pytest.importorskip("torch")
+    from pipesim.analytic.kernels import NON_GEMM_BACKWARD, elementwise_bytes, layer_times
+    from pipesim.profile import stream
+    from pipesim.profile.device import open_device
+    from pipesim.profile.timing import QUICK
+
+    assert H100.elementwise_backward_ratio == NON_GEMM_BACKWARD
+    layout = Layout(tp=2)
+    one = layer_times(LLAMA, layout, H100)
+    two = layer_times(LLAMA, layout, replace(H100, elementwise_backward_ratio=2.0))
+    tokens = LLAMA.micro_batch * LLAMA.seq_len
+    assert two.backward_input - one.backward_input == pytest.approx(
+        elementwise_bytes(LLAMA, layout, tokens) / H100.stream_bandwidth)
+    assert two.forward == one.forward and two.backward_weight == one.backward_weight
+    ratio = stream.time_backward_ratio(256, 128, open_device(1, 0, 1), QUICK)
+    assert 0.05 < ratio < 50  # a backward costs something, and not orders of magnitude more than its forward

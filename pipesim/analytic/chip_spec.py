@@ -48,6 +48,8 @@ FIELDS: tuple[Field, ...] = (
           default=1.2e-3, low=0),
     Field("host_kernel_overhead", Kind.FLOAT, "s", "host CPU time to issue one kernel (framework dispatch and "
           "cudaLaunchKernel): a pass is never shorter than its kernels' issue time", default=10e-6, low=0),
+    Field("elementwise_backward_ratio", Kind.FLOAT, "ratio", "backward over forward time of the memory-bound "
+          "kernels (norms, activations, residual adds)", default=1.0, low=0, low_open=True),
     Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
           low=0, low_open=True),
     Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches in a short benchmark",
@@ -104,6 +106,9 @@ class ChipSpec:
     # a pass's kernels are shorter than that (small layers, wide tensor parallelism, small micro-batches) the
     # device waits for the host (pipesim.analytic.kernels.layer_kernel_counts, to_costs._host_floor).
     host_kernel_overhead: float = 10e-6
+    # Backward / forward time of the memory-bound kernels: 1.0 from Qi et al. 2024's A100 per-pass profile
+    # (pipesim.analytic.kernels.NON_GEMM_BACKWARD); `pipesim profile` measures it on the machine it runs on.
+    elementwise_backward_ratio: float = 1.0
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
     gemm_efficiency: float = 0.8
     fp8_gemm_efficiency: float = 0.6

@@ -14,7 +14,9 @@ has its own rate, one constant per chip, from a cited measurement (:mod:`.chip_p
 - **Element-wise** (norms, residual adds, activations, RoPE, dropout, softmax, casts): bytes read and written
   over ``β · e_mem`` (HBM bandwidth times what a streaming copy reaches).
 - **Backward of the non-GEMM work** (element-wise kernels, and unfused attention's batched GEMMs + softmax):
-  ``NON_GEMM_BACKWARD`` × its forward time. Counting bytes alone says about 2× (a backward reads the saved
+  ``NON_GEMM_BACKWARD`` × its forward time (for the element-wise part, the chip's
+  ``elementwise_backward_ratio``: this constant by default, measured by ``pipesim profile``). Counting bytes
+  alone says about 2× (a backward reads the saved
   input and the incoming gradient and writes a gradient), but the published per-pass profile of Qi et al.
   2024 (Table 9: T_F, T_B, T_W of four GPT models on A100, Megatron-LM kernels) gives ``T_B − T_W ≈ T_F −
   T_W`` — the input backward's non-GEMM part takes what the forward's does (the forward also generates the
@@ -259,7 +261,7 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     elementwise = elementwise_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
     cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens, kind))
     forward = linear.forward + core.forward + elementwise + cast_forward
-    backward_input = (linear.backward_input + core.backward_input + NON_GEMM_BACKWARD * elementwise
+    backward_input = (linear.backward_input + core.backward_input + chip.elementwise_backward_ratio * elementwise
                       + cast_backward)
     recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
                  Recompute.FULL: forward}[layout.recompute]

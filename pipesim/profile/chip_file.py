@@ -31,6 +31,7 @@ class Measurements:
     stream: list = field(default_factory=list)
     collectives: list = field(default_factory=list)
     host_kernel_overhead: float | None = None  # seconds per kernel the host takes to issue (profile.host)
+    elementwise_backward_ratio: float | None = None  # backward / forward of norms and activations (stream)
     notes: list[str] = field(default_factory=list)
 
 
@@ -67,6 +68,9 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     if m.host_kernel_overhead is not None:
         data["host_kernel_overhead"] = m.host_kernel_overhead
         notes.append("host_kernel_overhead = a chain of tiny autograd-recorded ops timed per op (the host floor)")
+    if m.elementwise_backward_ratio:
+        data["elementwise_backward_ratio"] = m.elementwise_backward_ratio
+        notes.append("elementwise_backward_ratio = layer norm's and GELU's backward over forward time (median)")
     if m.attention:
         data["attention_forward_efficiency"] = min(1.0, statistics.median(r.forward_flops_per_s
                                                                           for r in m.attention) / peak)

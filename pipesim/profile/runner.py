@@ -100,7 +100,7 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         stream_shapes.append(stream.StreamShape(stream.StreamKernel.COPY, 32768, 4096))
     sizes = collectives.QUICK_SIZES if request.quick else collectives.FULL_SIZES
     n_coll = sum(len(sizes) * (4 if n == 2 else 3) for n in collectives.group_sizes(world))
-    total = len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 1 + n_coll
+    total = len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 2 + n_coll
     measured = Measurements(dtype)
     if not fp8_ok:
         measured.notes.append(fp8_reason)
@@ -135,6 +135,9 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         measured.stream = _median_over_ranks(rows, ("bytes_per_s",), world)
         measured.host_kernel_overhead = _median_value(host.time_host_overhead(device, repeats), world)
         tick("kernel launch")
+        measured.elementwise_backward_ratio = _median_value(
+            stream.time_backward_ratio(tokens, hidden, device, repeats), world)
+        tick("element-wise backward")
         skipped: tuple[str, ...] = ()
         if world > 1:
             result = collectives.measure(device, sizes, repeats, lambda: tick("collectives"))

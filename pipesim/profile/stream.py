@@ -68,3 +68,36 @@ def time_stream(shape: StreamShape, device: Device, repeats: Repeats) -> StreamR
         moved = x.numel() * 4
     seconds = median_seconds(run, repeats, device.cuda)
     return StreamRow(kind, float(moved), moved / seconds)
+
+
+def time_backward_ratio(tokens: int, hidden: int, device: Device, repeats: Repeats) -> float:
+    """Backward over forward time of the element-wise kernels the cost model prices as memory-bound (layer norm
+    over ``hidden``, GELU over ``4·hidden``): the median of their two ratios, each the time of a forward with
+    autograd recording plus its backward, less the forward, over the forward. The chip field
+    ``elementwise_backward_ratio`` (on a GPU's fused kernels about 1, Qi et al. 2024; eager CPU kernels more)."""
+    import statistics
+
+    import torch
+    import torch.nn.functional as F
+
+    dtype = torch.bfloat16 if device.cuda else torch.float32
+    dev = device.torch_device
+    ratios = []
+    for width, op in ((hidden, "layer_norm"), (4 * hidden, "gelu")):
+        x = torch.randn(tokens, width, device=dev, dtype=dtype, requires_grad=True)
+        grad = torch.randn(tokens, width, device=dev, dtype=dtype)
+        weight = torch.ones(width, device=dev, dtype=dtype, requires_grad=True)
+        bias = torch.zeros(width, device=dev, dtype=dtype, requires_grad=True)
+
+        def forward(x=x, weight=weight, bias=bias, op=op, width=width):
+            return F.layer_norm(x, (width,), weight, bias) if op == "layer_norm" else F.gelu(x)
+
+        inputs = (x, weight, bias) if op == "layer_norm" else (x,)
+
+        def both(forward=forward, grad=grad, inputs=inputs):
+            # autograd.grad, not backward(): no .grad accumulation, which a training step's activations never pay
+            torch.autograd.grad(forward(), inputs, grad)
+
+        fwd = median_seconds(forward, repeats, device.cuda)
+        ratios.append(max(0.0, median_seconds(both, repeats, device.cuda) - fwd) / fwd)
+    return statistics.median(ratios)
