@@ -1,5 +1,7 @@
-"""The host floor: a pass lasts at least as long as the host takes to issue its kernels
-(ChipSpec.host_kernel_overhead × pipesim.analytic.kernels.layer_kernel_counts)."""
+"""The kernel-level mechanisms of pipesim.analytic.kernels, by hand: the host floor (a pass lasts at least as
+long as the host takes to issue its kernels: ChipSpec.host_kernel_overhead × layer_kernel_counts), eager
+element-wise ops, FlashAttention in Triton, the element-wise backward ratio, and pipesim profile's measurements
+of the last two chip fields."""
 
 from dataclasses import replace
 
