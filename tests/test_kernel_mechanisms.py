@@ -146,3 +146,62 @@ def test_the_elementwise_backward_ratio_is_the_chips_and_profile_measures_it():
     assert two.forward == one.forward and two.backward_weight == one.backward_weight
     ratio = stream.time_backward_ratio(256, 128, open_device(1, 0, 1), QUICK)
     assert 0.05 < ratio < 50  # a backward costs something, and not orders of magnitude more than its forward
+
+
+# torchtitan's per-op selective checkpointing and PyTorch's cross-entropy (the memory of its Table 1 rows)
+LLAMA3_8B = MODEL_PRESETS["llama3.1-8b"]
+
+
+def test_per_op_checkpointing_keeps_attention_and_every_other_matmul_by_hand():
+    """Llama 3.1 8B, tp 1: wq (4096), wv (1024), w1 (14336) and w2 (4096) outputs, the attention output (4096)
+    and the layer input (4096) per token, two bytes each."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.flops import layer_flops
+    from pipesim.analytic.kernels import layer_times, per_op_recomputed_gemms
+
+    model = replace(LLAMA3_8B, seq_len=8192, micro_batch=2)
+    layout = Layout(recompute=Recompute.PER_OP)
+    tokens = 8192 * 2
+    assert layer_activation_bytes(model, layout) == tokens * 2 * (4096 + 4096 + 1024 + 4096 + 14336 + 4096)
+    # tp 2 with sequence parallelism: the input is sharded; w2's output is kept before its reduce-scatter
+    sp = Layout(recompute=Recompute.PER_OP, tp=2, sequence_parallel=True)
+    assert layer_activation_bytes(model, sp) == tokens * 2 * (4096 / 2 + (4096 + 1024 + 4096) / 2 + 14336 / 2 + 4096)
+    # the recomputed matmuls are wk, wo and w3: their FLOPs, and their GEMM shapes on one rank
+    assert layer_flops(model, layout).recompute == 2 * tokens * 4096 * (1024 + 4096 + 14336)
+    assert per_op_recomputed_gemms(model, sp, tokens) == [(tokens, 512, 4096, 1), (tokens, 4096, 2048, 1),
+                                                          (tokens, 7168, 4096, 1)]
+    times = layer_times(model, layout, H100)
+    selective = layer_times(model, Layout(recompute=Recompute.SELECTIVE), H100)
+    full = layer_times(model, Layout(recompute=Recompute.FULL), H100)
+    assert selective.recompute < times.recompute < full.recompute  # no attention, three of seven matmuls
+
+
+def test_per_op_checkpointing_refuses_a_moe_layer():
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.model_spec import LayerKind
+    from pipesim.errors import PipesimError
+
+    with pytest.raises(PipesimError, match="dense layers only"):
+        layer_activation_bytes(MODEL_PRESETS["mixtral-8x7b"], Layout(recompute=Recompute.PER_OP), LayerKind.MOE)
+
+
+@pytest.mark.parametrize(("loss", "extra"), [("megatron", 2), ("pytorch", 8)])
+def test_the_loss_peak_sits_on_the_last_stage_only(loss, extra):
+    """Beyond the 4 FP32 bytes per logit stored: Megatron's in-place softmax holds 2 more (the BF16 copy),
+    PyTorch's F.cross_entropy 8 more (the NLL's and log-softmax's gradients, FP32)."""
+    from pipesim.analytic.activations import loss_transient_bytes
+    from pipesim.analytic.layout import LossKernel
+    from pipesim.analytic.memory_gib import backward_working_set, memory_report
+    from pipesim.program.build import build_program
+    from pipesim.sim.simulator import simulate
+
+    model = replace(LLAMA3_8B, seq_len=8192, micro_batch=2)
+    layout = Layout(pp=2, microbatches=4, loss=LossKernel(loss))
+    logits = 8192 * 2 * 128256
+    assert loss_transient_bytes(model, layout) == extra * logits
+    assert loss_transient_bytes(model, replace(layout, tp=4, cp=2)) == extra * logits / 8
+    program = build_program("1f1b", 2, 4).program
+    report = memory_report(model, H100, layout, simulate(program, build_cost_model(model, H100, layout, program.shape)))
+    first, last = report.ranks
+    assert first.working == backward_working_set(model, layout)
+    assert last.working == max(first.working, extra * logits)

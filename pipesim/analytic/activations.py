@@ -39,8 +39,9 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import AttentionKernel, Layout, Recompute
+from pipesim.analytic.layout import AttentionKernel, Layout, LossKernel, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.errors import PipesimError
 
 
 def _mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
@@ -73,6 +74,8 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     sp = layout.sequence_parallel
     if layout.recompute is Recompute.FULL:
         return d * sbh / (t if sp else 1)
+    if layout.recompute is Recompute.PER_OP:
+        return s * b * per_op_kept_width(model, layout, kind) * d
     mask = 1.0 if model.dropout else 0.0
     replicated = (2 * d * sbh + d * sbh + d * sbh + 2 * mask * sbh
                   + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
@@ -85,11 +88,31 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     return replicated / (t if sp else 1) + (sharded + scores) / t
 
 
+def per_op_kept_width(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> float:
+    """Elements per token one tp rank keeps under torchtitan's per-op checkpointing (``--recompute per-op``).
+
+    torchtitan's policy (``torchtitan/models/llama3/infra/parallelize.py``, ``_custom_policy``) saves the
+    outputs of the ops in its ``_save_list`` (the attention kernel, matmuls, reduce-scatters) except every
+    second matmul, counted in call order; the checkpointed layer also keeps its input. A Llama layer calls
+    ``wq, wk, wv, wo, w1, w3, w2``: it keeps the outputs of wq, wv, w1 and w2 (w2's is the full hidden width,
+    before its reduction over tp) and the attention output; wk, wo, w3, the norms, RoPE and the activation are
+    recomputed. An ungated MLP (``fc1, fc2``) keeps fc1's output. The attention kernel's log-sum-exp (one FP32
+    value per head and token) is left out, as for the fused kernel elsewhere."""
+    if kind is not LayerKind.DENSE:
+        raise PipesimError("--recompute per-op is modelled for dense layers only (torchtitan's policy on a MoE "
+                           "layer depends on its expert code): use --recompute selective or full")
+    t, h = layout.tp, model.hidden
+    layer_input = h / (t if layout.sequence_parallel else 1)
+    attention = (model.q_width + model.v_width + model.attention_out_width) / t
+    mlp = model.ffn_hidden / t + (h if model.gated else 0.0)
+    return layer_input + attention + mlp
+
+
 def linear_input_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> float:
     """The part of a layer's stored activations that the weight-gradient pass (W) needs: linear-layer inputs."""
     b, s, h, d, t = model.micro_batch, model.seq_len, model.hidden, model.dtype_bytes, layout.tp
     sp = layout.sequence_parallel
-    if layout.recompute is Recompute.FULL:
+    if layout.recompute in (Recompute.FULL, Recompute.PER_OP):
         return layer_activation_bytes(model, layout, kind)
     # QKV input and MLP input (plus, for MoE, the dispatched tokens the experts' first GEMMs read)
     dispatched = 0.0 if kind is LayerKind.DENSE else d * model.experts_per_token * h * layout.moe_imbalance
@@ -104,6 +127,21 @@ def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
     s, b, h = model.seq_len, model.micro_batch, model.hidden
     mask = s * b * h if model.dropout else 0.0
     return 8 * s * b + mask / (layout.tp if layout.sequence_parallel else 1)
+
+
+# Bytes per logit the loss holds at its peak on top of the FP32 logits kept for the backward (4 B, below).
+# Megatron-LM (megatron/core/tensor_parallel/cross_entropy.py) casts the BF16 logits to FP32 and computes the
+# softmax in place, so the forward holds the BF16 logits beside the FP32 copy (2 + 4) and the backward the
+# softmax, turned into the gradient in place, beside the gradient's cast back to BF16 (4 + 2): 2 beyond the
+# stored 4. PyTorch's F.cross_entropy on ``logits.float()`` (torchtitan's loss) holds the BF16 logits, the FP32
+# copy and the log-softmax output in the forward (2 + 4 + 4), and in the backward the saved log-softmax,
+# the NLL's gradient and log-softmax's input gradient, each FP32 (4 + 4 + 4): 8 beyond the stored 4.
+LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0}
+
+
+def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes the cross-entropy holds, per microbatch, beyond what :func:`output_activation_bytes` stores."""
+    return LOSS_TRANSIENT_BYTES[layout.loss] * model.seq_len * model.micro_batch * model.vocab / layout.tp / layout.cp
 
 
 def output_activation_bytes(model: ModelSpec, layout: Layout) -> float:

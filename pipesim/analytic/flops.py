@@ -89,7 +89,11 @@ def layer_flops(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DE
     """One transformer layer, whole (divide by tp for one rank's share)."""
     linear = linear_flops(model, kind)
     core = attention_core_flops(model, layout)
-    recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: linear + core}[layout.recompute]
+    if layout.recompute is Recompute.PER_OP:  # wk, wo and w3 (fc2 ungated): kernels.per_op_recomputed_gemms
+        b, s, h = model.micro_batch, model.seq_len, model.hidden
+        recompute = 2 * b * s * h * (model.k_width + model.attention_out_width + model.ffn_hidden)
+    else:
+        recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: linear + core}[layout.recompute]
     return PassFlops(linear + core, linear + 2 * core, linear, recompute)
 
 

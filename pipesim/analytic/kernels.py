@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Precision, Recompute
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Precision, Recompute
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -130,6 +130,14 @@ def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
     local = model.experts // layout.ep
     groups += [(rows, n, k, local) for n, k in _mlp_shapes(model, model.expert_ffn_hidden, layout.tp)]
     return groups
+
+
+def per_op_recomputed_gemms(model: ModelSpec, layout: Layout, tokens: int) -> list[tuple[int, int, int, int]]:
+    """The matmuls torchtitan's per-op checkpointing recomputes (every second one in call order,
+    :func:`pipesim.analytic.activations.per_op_kept_width`): wk, wo and w3, or wk, wo and fc2 ungated."""
+    h, t = model.hidden, layout.tp
+    mlp = (model.ffn_hidden // t, h) if model.gated else (h, model.ffn_hidden // t)
+    return [(tokens, model.k_width // t, h, 1), (tokens, h, model.attention_out_width // t, 1), (tokens, *mlp, 1)]
 
 
 def gemm_group_times(groups: list[tuple[int, int, int, int]], chip: ChipSpec, precision: Precision) -> PassTimes:
@@ -263,8 +271,12 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     forward = linear.forward + core.forward + elementwise + cast_forward
     backward_input = (linear.backward_input + core.backward_input + chip.elementwise_backward_ratio * elementwise
                       + cast_backward)
-    recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
-                 Recompute.FULL: forward}[layout.recompute]
+    if layout.recompute is Recompute.PER_OP:  # the unsaved matmuls and all the element-wise work, not attention
+        recompute = (gemm_group_times(per_op_recomputed_gemms(model, layout, tokens), chip, layout.precision).forward
+                     + elementwise + cast_forward)
+    else:
+        recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
+                     Recompute.FULL: forward}[layout.recompute]
     return PassTimes(forward, backward_input, linear.backward_weight, recompute)
 
 
@@ -319,7 +331,8 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     elementwise = norms + rope + residuals + activation + transpose
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
     backward_input = gemms + attention_bwd + elementwise + tp_comm + moe + casts
-    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward}[layout.recompute]
+    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward,
+                 Recompute.PER_OP: 3 + elementwise + (3 if layout.precision is Precision.FP8 else 0)}[layout.recompute]
     return PassKernels(forward, backward_input, gemms, recompute)
 
 
@@ -339,6 +352,11 @@ EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # F.cross_entropy on FP32 logits moves fewer (a cast, one log-softmax kernel and its backward: ~20 and ~18).
 CROSS_ENTROPY_FORWARD_BYTES = 38
 CROSS_ENTROPY_BACKWARD_BYTES = 14
+# PyTorch's F.cross_entropy on ``logits.float()`` (``--loss pytorch``): forward the cast (read 2, write 4) and
+# log-softmax (a max and a sum pass over its input, then the output: read 4 × 3, write 4); backward the NLL's
+# gradient (a zero fill and a scatter: write 4), log-softmax's backward (read the output and the gradient,
+# write the input gradient: 12) and the cast's gradient (read 4, write 2).
+PYTORCH_CROSS_ENTROPY_BYTES = (22, 22)
 
 
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
@@ -352,7 +370,8 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     logits = tokens * v
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
-    forward = gemm_time(tokens, v, h, chip, p) + (CROSS_ENTROPY_FORWARD_BYTES * logits + norm_bytes) / stream
-    backward_input = gemm_time(tokens, h, v, chip, p) + (CROSS_ENTROPY_BACKWARD_BYTES * logits
-                                                         + 2 * norm_bytes) / stream
+    loss_forward, loss_backward = (PYTORCH_CROSS_ENTROPY_BYTES if layout.loss is LossKernel.PYTORCH
+                                   else (CROSS_ENTROPY_FORWARD_BYTES, CROSS_ENTROPY_BACKWARD_BYTES))
+    forward = gemm_time(tokens, v, h, chip, p) + (loss_forward * logits + norm_bytes) / stream
+    backward_input = gemm_time(tokens, h, v, chip, p) + (loss_backward * logits + 2 * norm_bytes) / stream
     return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))

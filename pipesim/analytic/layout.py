@@ -19,6 +19,14 @@ class Recompute(enum.Enum):
     NONE = "none"
     SELECTIVE = "selective"  # recompute only the attention core (QKᵀ, softmax, dropout, ·V)
     FULL = "full"  # store only each layer's input; recompute the whole layer forward in backward
+    # torchtitan's per-op selective checkpointing (its ``_save_list`` policy): keep the attention kernel's
+    # output and every other matmul's output, in the layer's call order; recompute everything else
+    PER_OP = "per-op"
+
+
+# What plan searches by default: Megatron's three settings. torchtitan's per-op checkpointing is a property of
+# that framework's code, searched only when asked for (``--recompute per-op``).
+SEARCHED_RECOMPUTE = (Recompute.NONE, Recompute.SELECTIVE, Recompute.FULL)
 
 
 class ZeroStage(enum.IntEnum):
@@ -56,6 +64,13 @@ class ElementwiseKernels(enum.Enum):
 
     FUSED = "fused"  # one kernel per norm, RoPE, activation, residual (Megatron-LM / TE fused kernels, torch.compile)
     EAGER = "eager"  # one kernel per PyTorch op (the reference Llama modules without torch.compile)
+
+
+class LossKernel(enum.Enum):
+    """How the cross-entropy over the vocabulary runs: what it moves and what it holds at its peak."""
+
+    MEGATRON = "megatron"  # Megatron-LM's vocabulary-parallel cross-entropy: FP32 softmax computed in place
+    PYTORCH = "pytorch"  # F.cross_entropy on the logits cast to FP32 (torchtitan, reference training loops)
 
 
 @dataclass(frozen=True)
@@ -103,6 +118,7 @@ class Layout:
     precision: Precision = Precision.BF16
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
+    loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (bytes moved, transient peak)
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False

@@ -44,7 +44,9 @@ class RankMemory:
     optimizer: float
     activations: float  # simulated peak of stored activations
     in_flight: float  # simulated peak, in microbatches through one rank's share of the model
-    working: float = 0.0  # transient gradients of the layer in backward (backward_working_set)
+    # transient bytes on top of the stored activations: one layer's backward (backward_working_set) or, on a
+    # rank holding a last stage, the loss's peak if larger (activations.loss_transient_bytes)
+    working: float = 0.0
 
     @property
     def static(self) -> float:
@@ -182,7 +184,11 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
-    working = backward_working_set(model, layout)  # the same on every rank
+    from pipesim.analytic.activations import loss_transient_bytes
+
+    working = backward_working_set(model, layout)
+    # The loss's transient sits on the ranks holding a pipeline's last stage, while no layer runs its backward
+    loss_working = max(working, loss_transient_bytes(model, layout))
     ranks = []
     static: dict[tuple[float, float], tuple[float, float, float]] = {}  # ranks of an even split hold the same
     for r in range(shape.pp):
@@ -191,9 +197,11 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
             held = static[params[r], experts[r]] = static_bytes(params[r], layout, model, experts[r])
         weights, grads, optimizer = held
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
+        transient = loss_working if any(shape.is_last_stage(stage) for stage in stages) else working
         ranks.append(
             RankMemory(
-                r, stages, params[r], weights, grads, optimizer, peaks[r], result.memory.peak_activations[r], working
+                r, stages, params[r], weights, grads, optimizer, peaks[r], result.memory.peak_activations[r],
+                transient,
             )
         )
     return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout)

@@ -235,8 +235,8 @@ def report_text(report: StepReport) -> str:
             else []
         ),
         f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
-        f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients; in-flight = peak "
-        f"microbatches through a rank's share of the model)",
+        f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients, or the loss's peak on a last "
+        f"stage; in-flight = peak microbatches through a rank's share of the model)",
     ]
     peak = report.memory.peak.rank
     for r in report.memory.ranks:

@@ -379,6 +379,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.sequence_parallel,
         layout.attention,
         layout.elementwise,
+        layout.loss,
         layout.precision,
         layout.async_tp,
         layout.moe_imbalance,

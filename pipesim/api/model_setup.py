@@ -11,7 +11,15 @@ from dataclasses import dataclass, fields, replace
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ElementwiseKernels,
+    Layout,
+    LossKernel,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
@@ -34,13 +42,16 @@ class ModelOptions:
     Attributes:
         tp: tensor-parallel degree (default 1).
         dp: data-parallel degree (default 1).
-        recompute: ``"none"`` (default), ``"selective"`` or ``"full"`` activation recomputation.
+        recompute: ``"none"`` (default), ``"selective"``, ``"full"`` or ``"per-op"`` (torchtitan's per-op
+            selective checkpointing) activation recomputation.
         sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
         attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
             ``"unfused"``.
         elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default) or ``"eager"`` (one PyTorch
             kernel per op, as reference model code runs without torch.compile).
+        loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default) or ``"pytorch"``
+            (F.cross_entropy on FP32 logits).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.
         achievable_fraction: one fraction of peak FLOP/s for every kernel (default: the chip's per-kernel model).
         seq_len: override the model's sequence length.
@@ -69,6 +80,7 @@ class ModelOptions:
     distributed_optimizer: bool | None = None
     attention: str | None = None
     elementwise: str | None = None
+    loss: str | None = None
     halve_causal_attention: bool | None = None
     achievable_fraction: float | None = None
     seq_len: int | None = None
@@ -147,7 +159,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         recompute=Recompute(o.recompute or "none"), sequence_parallel=bool(o.sequence_parallel),
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
-        elementwise=ElementwiseKernels(o.elementwise or "fused"),
+        elementwise=ElementwiseKernels(o.elementwise or "fused"), loss=LossKernel(o.loss or "megatron"),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0), cp=o.cp or 1,

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    SEARCHED_RECOMPUTE,
+    AttentionKernel,
+    ElementwiseKernels,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
@@ -219,7 +226,7 @@ def plan_request(
         gpus_per_node=gpus_per_node or chip.node_size,
         memory_cap_gib=memory_cap,
         schedules=tuple(builtin_names()) if schedules is None else _tuple(schedules, str),
-        recompute=tuple(Recompute) if recompute is None else _tuple(recompute, Recompute),
+        recompute=SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute),
         zero=tuple(ZeroStage) if zero is None else _tuple(zero, lambda z: ZeroStage(int(z))),
         precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
         context_parallel=_tuple(cp, int),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, LossKernel, Recompute, ZeroStage
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_setup import ModelOptions
@@ -62,7 +62,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel degree (default 1)")
     group.add_argument("--dp", type=positive_int, default=None, help="data-parallel degree (default 1)")
     group.add_argument("--recompute", choices=[r.value for r in Recompute], default=None,
-                       help="activation recomputation (default none)")
+                       help="activation recomputation (default none): selective (the attention core, Korthikanti "
+                       "et al.), full (each layer from its input) or per-op (torchtitan's selective checkpointing: "
+                       "keeps attention and every other matmul output)")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
                        help="shard norms/dropout along the sequence (Korthikanti et al. 2023)")
     group.add_argument("--distributed-optimizer", action="store_true", default=None,
@@ -74,6 +76,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
                        "them without torch.compile)")
+    group.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
+                       help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
+                       "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
+                       "12-byte-per-logit peak on the last stage)")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,

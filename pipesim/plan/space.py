@@ -30,6 +30,7 @@ from functools import lru_cache
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
+    SEARCHED_RECOMPUTE,
     AttentionKernel,
     ElementwiseKernels,
     Layout,
@@ -61,7 +62,7 @@ class PlanRequest:
     schedules: tuple[str, ...] = field(
         default_factory=lambda: tuple(n for n in builtin_names() if not load_schedule(n).build_options)
     )
-    recompute: tuple[Recompute, ...] = tuple(Recompute)
+    recompute: tuple[Recompute, ...] = SEARCHED_RECOMPUTE
     micro_batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     sequence_parallel: tuple[bool, ...] = (False, True)
     zero: tuple[ZeroStage, ...] = tuple(ZeroStage)
@@ -198,7 +199,8 @@ class Candidate:
         )
         if self.chunks > 1:
             parts.append(f"v{self.chunks}")
-        parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full"}[self.recompute])
+        parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full",
+                      Recompute.PER_OP: "perop"}[self.recompute])
         if self.sequence_parallel:
             parts.append("sp")
         if self.zero is not ZeroStage.NONE:

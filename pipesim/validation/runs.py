@@ -16,6 +16,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ElementwiseKernels,
     Layout,
+    LossKernel,
     OptimizerBytes,
     Precision,
     Recompute,
@@ -52,6 +53,7 @@ class PublishedRun:
     sequence_parallel: bool = False
     attention: AttentionKernel = AttentionKernel.FUSED
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # EAGER: the framework runs PyTorch ops unfused
+    loss: LossKernel = LossKernel.MEGATRON  # PYTORCH: F.cross_entropy on FP32 logits (torchtitan)
     zero: ZeroStage = ZeroStage.NONE
     precision: Precision = Precision.BF16
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
@@ -119,7 +121,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunk_share, model_copies=shape.pipelines,
                     microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
-                    elementwise=run.elementwise,
+                    elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
@@ -156,6 +158,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--async-tp")
     if run.elementwise is ElementwiseKernels.EAGER:
         argv += ["--elementwise", run.elementwise.value]
+    if run.loss is not LossKernel.MEGATRON:
+        argv += ["--loss", run.loss.value]
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
     if run.ep > 1:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    SEARCHED_RECOMPUTE,
+    AttentionKernel,
+    ElementwiseKernels,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
 from pipesim.cli.arg_types import fraction, output_file, positive_int
 from pipesim.errors import PipesimError
@@ -74,8 +81,8 @@ def register(sub) -> None:
                    help="usable memory per GPU (default: the chip's HBM)")
     p.add_argument("--schedules", type=_names, default=None,
                    help="comma-separated schedules to consider (default: every built-in)")
-    p.add_argument("--recompute", type=_choices(Recompute, "a recomputation"), default=tuple(Recompute),
-                   help="recomputation options to consider (default none,selective,full)")
+    p.add_argument("--recompute", type=_choices(Recompute, "a recomputation"), default=SEARCHED_RECOMPUTE,
+                   help="recomputation options to consider (default none,selective,full; per-op is torchtitan's)")
     p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=tuple(ZeroStage),
                    help="ZeRO stages to consider (default 0,1,2,3; 1 = Megatron's distributed optimizer)")
     p.add_argument("--precision", type=_choices(Precision, "a precision"), default=tuple(Precision),
