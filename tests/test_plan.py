@@ -303,3 +303,26 @@ def test_the_training_codes_kernels_are_inputs_to_the_plan(capsys):
     common = slower.keys() & faster.keys()
     assert common and all(slower[c] > faster[c] for c in common)
     assert "triton attention and eager element-wise ops" in eager.header() and "attention" not in fused.header()
+
+
+def test_the_loss_implementation_is_an_input_to_the_plan():
+    """--loss pytorch: every candidate's layout carries it, its larger peak on the last stage's rank raises the
+    memory of candidates whose peak is there, and the header names it."""
+    from pipesim.analytic.layout import LossKernel
+    from pipesim.api.planning import plan
+
+    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
+                 cp=(1,), micro_batch_sizes=(1,))
+    megatron = plan("llama3.1-8b", 8, 16, top=3, **space)
+    pytorch = plan("llama3.1-8b", 8, 16, top=3, loss="pytorch", **space)
+    assert pytorch.request.layout_of(pytorch.best.candidate).loss is LossKernel.PYTORCH
+
+    def peaks(result):
+        return {o.candidate: o.evaluation.peak_gib for o in result.search.outcomes if o.evaluation is not None}
+    more, less = peaks(pytorch), peaks(megatron)
+    common = more.keys() & less.keys()
+    # never less; strictly more where the last stage's rank is the peak one (no pipeline: the only rank)
+    assert common and all(more[c] >= less[c] for c in common)
+    unpipelined = [c for c in common if c.pp == 1]
+    assert unpipelined and all(more[c] > less[c] for c in unpipelined)
+    assert "pytorch cross-entropy" in pytorch.header() and "cross-entropy" not in megatron.header()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, LossKernel, Precision
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import MFU_PEAK_NOTE
 from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
@@ -26,6 +26,8 @@ def _kernels(request: PlanRequest) -> str:
     said = [f"{request.attention.value} attention"] if request.attention is not AttentionKernel.FUSED else []
     if request.elementwise is not ElementwiseKernels.FUSED:
         said.append(f"{request.elementwise.value} element-wise ops")
+    if request.loss is not LossKernel.MEGATRON:
+        said.append(f"{request.loss.value} cross-entropy")
     return f", {' and '.join(said)}" if said else ""
 
 

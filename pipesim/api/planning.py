@@ -15,6 +15,7 @@ from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
     ElementwiseKernels,
+    LossKernel,
     Precision,
     Recompute,
     ZeroStage,
@@ -208,6 +209,7 @@ def plan_request(
     blocking_p2p: bool = False,
     attention: str | AttentionKernel = AttentionKernel.FUSED,
     elementwise: str | ElementwiseKernels = ElementwiseKernels.FUSED,
+    loss: str | LossKernel = LossKernel.MEGATRON,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
     from pipesim.program.loader import builtin_names
@@ -238,6 +240,7 @@ def plan_request(
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
         elementwise=ElementwiseKernels(elementwise),
+        loss=LossKernel(loss),
     )
 
 
@@ -270,8 +273,8 @@ def plan(
             (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one dividing
             dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
             ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False),
-            ``attention`` and ``elementwise`` (the kernels the training code runs, not searched: "fused",
-            "triton" or "unfused"; "fused" or "eager").
+            ``attention``, ``elementwise`` and ``loss`` (the kernels the training code runs, not searched:
+            "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch").
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -34,6 +34,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ElementwiseKernels,
     Layout,
+    LossKernel,
     OptimizerBytes,
     Precision,
     Recompute,
@@ -73,6 +74,7 @@ class PlanRequest:
     param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES
     attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels or eager ops (not searched)
+    loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (not searched)
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True
@@ -112,7 +114,7 @@ class PlanRequest:
     def layout_of(self, candidate: Candidate) -> Layout:
         """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel, P2P
         overlap)."""
-        return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise)
+        return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise, self.loss)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
@@ -164,7 +166,8 @@ class Candidate:
 
     def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
                attention: AttentionKernel = AttentionKernel.FUSED, overlap_p2p: bool = False,
-               elementwise: ElementwiseKernels = ElementwiseKernels.FUSED) -> Layout:
+               elementwise: ElementwiseKernels = ElementwiseKernels.FUSED,
+               loss: LossKernel = LossKernel.MEGATRON) -> Layout:
         """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
         two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1)."""
         copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
@@ -172,7 +175,7 @@ class Candidate:
                       model_copies=copies,
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
-                      attention=attention, elementwise=elementwise, param_bytes=param_bytes,
+                      attention=attention, elementwise=elementwise, loss=loss, param_bytes=param_bytes,
                       overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep)
 
     @property

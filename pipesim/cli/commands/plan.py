@@ -9,6 +9,7 @@ from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
     ElementwiseKernels,
+    LossKernel,
     Precision,
     Recompute,
     ZeroStage,
@@ -113,6 +114,9 @@ def register(sub) -> None:
     p.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default="fused",
                    help="fused kernels (Megatron-LM, Transformer Engine, torch.compile; default) or eager (one "
                    "PyTorch kernel per op), not searched")
+    p.add_argument("--loss", choices=[k.value for k in LossKernel], default="megatron",
+                   help="the cross-entropy's implementation, not searched: megatron (vocabulary-parallel, in place; "
+                   "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's)")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
@@ -136,7 +140,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 cp=args.cp, min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p, ep=args.ep,
-                attention=args.attention, elementwise=args.elementwise)
+                attention=args.attention, elementwise=args.elementwise, loss=args.loss)
 
 
 def run(args: argparse.Namespace) -> int:
