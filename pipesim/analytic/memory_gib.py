@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
@@ -163,8 +164,6 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     attention core). So the working set is ``A`` (gradients) plus ``A − S`` (recomputed): ``A`` without
     recomputation, ``2A − S`` under full recomputation, ``A + scores`` under selective.
     """
-    from pipesim.analytic.activations import layer_activation_bytes
-
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     return (
         max(
@@ -184,8 +183,6 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
-    from pipesim.analytic.activations import loss_transient_bytes
-
     working = backward_working_set(model, layout)
     # The loss's transient sits on the ranks holding a pipeline's last stage, while no layer runs its backward
     loss_working = max(working, loss_transient_bytes(model, layout))
