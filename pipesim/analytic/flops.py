@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipesim.analytic.kernels import per_op_recomputed_gemms
 from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -89,9 +90,9 @@ def layer_flops(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DE
     """One transformer layer, whole (divide by tp for one rank's share)."""
     linear = linear_flops(model, kind)
     core = attention_core_flops(model, layout)
-    if layout.recompute is Recompute.PER_OP:  # wk, wo and w3 (fc2 ungated): kernels.per_op_recomputed_gemms
-        b, s, h = model.micro_batch, model.seq_len, model.hidden
-        recompute = 2 * b * s * h * (model.k_width + model.attention_out_width + model.ffn_hidden)
+    if layout.recompute is Recompute.PER_OP:  # the matmuls it recomputes, whole (tp 1)
+        tokens = model.micro_batch * model.seq_len
+        recompute = sum(2 * m * n * k * count for m, n, k, count in per_op_recomputed_gemms(model, Layout(), tokens))
     else:
         recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: linear + core}[layout.recompute]
     return PassFlops(linear + core, linear + 2 * core, linear, recompute)

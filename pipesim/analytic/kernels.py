@@ -329,10 +329,12 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
         residuals = 2 * (2 if model.dropout else 1)
         transpose = 1
     elementwise = norms + rope + residuals + activation + transpose
+    per_op_gemms = len(per_op_recomputed_gemms(model, layout, 1))  # each with its cast-transpose in FP8
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
     backward_input = gemms + attention_bwd + elementwise + tp_comm + moe + casts
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward,
-                 Recompute.PER_OP: 3 + elementwise + (3 if layout.precision is Precision.FP8 else 0)}[layout.recompute]
+                 Recompute.PER_OP: per_op_gemms * (2 if layout.precision is Precision.FP8 else 1) + elementwise,
+                 }[layout.recompute]
     return PassKernels(forward, backward_input, gemms, recompute)
 
 
@@ -350,13 +352,11 @@ EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # Backward: the in-place multiplication by the loss gradient (4 + 4) and the cast's gradient back to BF16
 # (read 4, write 2): 14 (the one-hot subtraction touches one logit per token). PyTorch's own
 # F.cross_entropy on FP32 logits moves fewer in the forward and more in the backward (below).
-CROSS_ENTROPY_FORWARD_BYTES = 38
-CROSS_ENTROPY_BACKWARD_BYTES = 14
 # PyTorch's F.cross_entropy on ``logits.float()`` (``--loss pytorch``): forward the cast (read 2, write 4) and
 # log-softmax (a max and a sum pass over its input, then the output: read 4 × 3, write 4); backward the NLL's
 # gradient (a zero fill and a scatter: write 4), log-softmax's backward (read the output and the gradient,
 # write the input gradient: 12) and the cast's gradient (read 4, write 2).
-PYTORCH_CROSS_ENTROPY_BYTES = (22, 22)
+CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 22)}  # (forward, backward)
 
 
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
@@ -370,8 +370,7 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     logits = tokens * v
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
-    loss_forward, loss_backward = (PYTORCH_CROSS_ENTROPY_BYTES if layout.loss is LossKernel.PYTORCH
-                                   else (CROSS_ENTROPY_FORWARD_BYTES, CROSS_ENTROPY_BACKWARD_BYTES))
+    loss_forward, loss_backward = CROSS_ENTROPY_BYTES[layout.loss]
     forward = gemm_time(tokens, v, h, chip, p) + (loss_forward * logits + norm_bytes) / stream
     backward_input = gemm_time(tokens, h, v, chip, p) + (loss_backward * logits + 2 * norm_bytes) / stream
     return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))
