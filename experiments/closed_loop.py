@@ -122,10 +122,16 @@ def profile(out: Path, model_file: Path, processes: int, tps: list[int]) -> Path
     return chip
 
 
+# How the executor's GPT runs, stated as simulate's flags: plain PyTorch modules (one kernel per op, the attention
+# output copied back from its transpose), F.cross_entropy on FP32 logits, and autograd summing every
+# microbatch's weight gradients into .grad.
+EXECUTOR_KERNELS = ["--elementwise", "eager", "--loss", "pytorch", "--grad-accumulation", "autograd"]
+
+
 def predict(config: Config, model_file: Path, chip: Path, microbatches: int) -> float:
     text = _run([sys.executable, "-m", "pipesim.cli.main", "simulate", "-s", config.schedule, "--pp",
                  str(config.pp), "--tp", str(config.tp), "--mb", str(microbatches), "--model", str(model_file),
-                 "--hardware", str(chip), "--json"])
+                 "--hardware", str(chip), *EXECUTOR_KERNELS, "--json"])
     return json.loads(text)["model_report"]["step_time_s"]
 
 

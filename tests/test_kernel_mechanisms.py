@@ -205,3 +205,54 @@ def test_the_loss_peak_sits_on_the_last_stage_only(loss, extra):
     first, last = report.ranks
     assert first.working == backward_working_set(model, layout)
     assert last.working == max(first.working, extra * logits)
+
+
+def test_autograd_gradient_accumulation_costs_a_pass_over_the_gradients_by_hand():
+    """PyTorch's AccumulateGrad adds each microbatch's weight gradient into .grad (read two, write one) on m − 1
+    of a step's m microbatches; Megatron's fused accumulation costs nothing beyond the GEMM."""
+    from pipesim.analytic.layout import GradAccumulation, ZeroStage
+    from pipesim.analytic.params import stage_params
+
+    layout = Layout(pp=2, chunks=2, microbatches=8, overlap_p2p=True)
+    autograd = replace(layout, grad_accumulation=GradAccumulation.AUTOGRAD)
+    fused_costs, autograd_costs = build_cost_model(LLAMA, H100, layout), build_cost_model(LLAMA, H100, autograd)
+    layers = LLAMA.layers // 4
+    params = stage_params(LLAMA, 1, 4, layers, layers)  # a middle stage: its layers' weights only
+    # per chunk per microbatch: 3 passes of 4-byte FP32 gradients over the stream rate, on 7 of 8 microbatches;
+    # a stage's values are a rank's share, v = 2 chunks of it
+    by_hand = 2 * 3 * 4 * params / H100.stream_bandwidth * 7 / 8
+    middle_fused, middle_autograd = fused_costs.stage(1), autograd_costs.stage(1)
+    assert middle_autograd.backward_weight - middle_fused.backward_weight == pytest.approx(by_hand, rel=1e-9)
+    assert middle_autograd.backward - middle_fused.backward == pytest.approx(by_hand, rel=1e-9)
+    assert middle_autograd.forward == middle_fused.forward
+    assert middle_autograd.backward_input == middle_fused.backward_input
+    # where the step goes counts it as compute (the parts add up to what the cost model runs)
+    parts = stage_time_parts(LLAMA, H100, autograd)[1].compute - stage_time_parts(LLAMA, H100, layout)[1].compute
+    assert parts == pytest.approx(by_hand / 2, rel=1e-9)  # one chunk's share
+    # one microbatch: nothing to add to; ZeRO-3 without pipelining accumulates the rank's 1/(dp·cp) shard only
+    single = replace(autograd, microbatches=1)
+    assert build_cost_model(LLAMA, H100, single).stage(1) == build_cost_model(
+        LLAMA, H100, replace(single, grad_accumulation=GradAccumulation.FUSED)).stage(1)
+    fsdp = Layout(dp=8, zero=ZeroStage.PARAMETERS, microbatches=4, grad_accumulation=GradAccumulation.AUTOGRAD)
+    extra = (build_cost_model(LLAMA, H100, fsdp).stage(0).backward_weight
+             - build_cost_model(LLAMA, H100, replace(fsdp, grad_accumulation=GradAccumulation.FUSED))
+             .stage(0).backward_weight)
+    whole = stage_params(LLAMA, 0, 1, LLAMA.layers, 0)
+    assert extra == pytest.approx(3 * 4 * whole / 8 / H100.stream_bandwidth * 3 / 4, rel=1e-9)
+
+
+def test_grad_accumulation_flag_reaches_the_step():
+    import json
+
+    from pipesim.cli.main import main
+
+    def step(*extra):
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["simulate", "--model", "llama2-7b", "--pp", "2", "--mb", "8", "--json", *extra]) == 0
+        return json.loads(out.getvalue())["model_report"]["step_time_s"]
+
+    assert step("--grad-accumulation", "autograd") > step() == step("--grad-accumulation", "fused")

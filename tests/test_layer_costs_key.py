@@ -66,7 +66,7 @@ _DENSE_BASE = dict(tp=2, dp=2, pp=2, microbatches=4)
 _OTHER = {
     "tp": 4, "dp": 4, "pp": 4, "chunks": 2, "microbatches": 8, "recompute": "full", "sequence_parallel": True,
     "distributed_optimizer": True, "attention": "triton", "elementwise": "eager",
-    "loss": "pytorch",
+    "loss": "pytorch", "grad_accumulation": "autograd",
     "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
     "precision": "fp8", "async_tp": True, "overlap_p2p": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2,
@@ -77,6 +77,7 @@ def _other(name: str):
     from pipesim.analytic.layout import (
         AttentionKernel,
         ElementwiseKernels,
+        GradAccumulation,
         LossKernel,
         OptimizerBytes,
         Precision,
@@ -87,6 +88,7 @@ def _other(name: str):
     value = _OTHER[name]
     return {"recompute": lambda: Recompute(value), "attention": lambda: AttentionKernel(value),
             "elementwise": lambda: ElementwiseKernels(value), "loss": lambda: LossKernel(value),
+            "grad_accumulation": lambda: GradAccumulation(value),
             "precision": lambda: Precision(value),
             "zero": lambda: ZeroStage(value), "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
                 name, lambda: value)()

@@ -39,7 +39,16 @@ import math
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Precision, Recompute
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ElementwiseKernels,
+    GradAccumulation,
+    Layout,
+    LossKernel,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -374,3 +383,23 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     forward = gemm_time(tokens, v, h, chip, p) + (loss_forward * logits + norm_bytes) / stream
     backward_input = gemm_time(tokens, h, v, chip, p) + (loss_backward * logits + 2 * norm_bytes) / stream
     return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))
+
+
+def grad_accumulation_time(params: float, layout: Layout, chip: ChipSpec) -> float:
+    """Seconds per microbatch that summing the weight gradients of ``params`` parameters takes outside the GEMMs.
+
+    Fused (Megatron-LM's ``gradient_accumulation_fusion``): 0, the weight-gradient GEMM accumulates into the
+    buffer. Autograd (PyTorch's ``AccumulateGrad``): every microbatch after the first adds its gradient into
+    ``.grad`` in place, a memory-bound pass that reads both and writes one: ``3 · grad bytes`` per parameter
+    over the stream rate, on (m − 1) of the m microbatches a stage runs (taken as the per-microbatch mean, so
+    the step's total is exact). A ZeRO stage that reduce-scatters every microbatch's gradients (ZeRO-2, ZeRO-3
+    without pipelining) accumulates only the rank's 1/(dp·cp) shard."""
+    if layout.grad_accumulation is GradAccumulation.FUSED:
+        return 0.0
+    per_copy = layout.microbatches // layout.model_copies  # DualPipe: each copy's stages see half
+    if per_copy <= 1:
+        return 0.0
+    held = params
+    if layout.sharding >= ZeroStage.GRADIENTS and layout.pp == 1:
+        held = params / layout.shards
+    return 3 * layout.param_bytes.grads * held / chip.stream_bandwidth * (per_copy - 1) / per_copy

@@ -66,6 +66,17 @@ class ElementwiseKernels(enum.Enum):
     EAGER = "eager"  # one kernel per PyTorch op (the reference Llama modules without torch.compile)
 
 
+class GradAccumulation(enum.Enum):
+    """How a microbatch's weight gradients are added to the step's gradient buffer."""
+
+    # Megatron-LM's gradient_accumulation_fusion (on by default with TE/Apex): the weight-gradient GEMM writes
+    # into the FP32 main_grad buffer with beta = 1, so the accumulation costs no pass of its own.
+    FUSED = "fused"
+    # PyTorch autograd's AccumulateGrad: the first microbatch's gradient becomes .grad, each later one is added in
+    # place (reads both, writes one). The executor, plain DDP and reference training loops run this way.
+    AUTOGRAD = "autograd"
+
+
 class LossKernel(enum.Enum):
     """How the cross-entropy over the vocabulary runs: what it moves and what it holds at its peak."""
 
@@ -119,6 +130,7 @@ class Layout:
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (bytes moved, transient peak)
+    grad_accumulation: GradAccumulation = GradAccumulation.FUSED  # how microbatches' weight gradients are summed
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False

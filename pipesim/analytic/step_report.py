@@ -15,7 +15,7 @@ from functools import cached_property
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.layout import ElementwiseKernels, Layout, Precision
+from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, Layout, LossKernel, Precision
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
@@ -102,7 +102,8 @@ class StepReport:
                        "microbatches": lay.microbatches, "world_size": lay.world_size,
                        "recompute": lay.recompute.value, "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
-                       "elementwise": lay.elementwise.value,
+                       "elementwise": lay.elementwise.value, "loss": lay.loss.value,
+                       "grad_accumulation": lay.grad_accumulation.value,
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
@@ -192,6 +193,8 @@ def report_text(report: StepReport) -> str:
         f"recompute {lay.recompute.value}, sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"
+        f"{', PyTorch cross-entropy' if lay.loss is LossKernel.PYTORCH else ''}"
+        f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
         f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
         + (
             f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"

@@ -65,6 +65,7 @@ from pipesim.analytic.kernels import (
     PassKernels,
     PassTimes,
     attention_core_times,
+    grad_accumulation_time,
     head_times,
     layer_kernel_counts,
     layer_times,
@@ -463,8 +464,10 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
     part = stage_breakdown(model, layout, stage)
     passes, exposed, a2a = _stage_parts(model, layout, stage, costs)
     seconds = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, stage))
-    forward, backward_input, backward_weight = seconds.forward, seconds.backward_input, seconds.backward_weight
-    backward = seconds.backward
+    # Summing the microbatches' weight gradients (autograd's .grad +=) follows the weight-gradient GEMMs.
+    accumulate = grad_accumulation_time(part.params, layout, chip)
+    forward, backward_input = seconds.forward, seconds.backward_input
+    backward_weight, backward = seconds.backward_weight + accumulate, seconds.backward + accumulate
     kept_for_w = sum(n * linear_input_bytes(model, layout, kind)
                      for kind, n in stage_kind_counts(model, layout, stage).items()) / layout.cp
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
@@ -596,8 +599,9 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     for s, (passes, exposed, a2a) in enumerate(parts):
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
         host = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, s))
+        accumulate = grad_accumulation_time(stage_breakdown(model, layout, s).params, layout, chip)
         result.append(StageTimeParts(
-            compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute,
+            compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute + accumulate,
             exposed_comm=exposed.forward + exposed.backward,
             p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
             a2a=a2a.forward + a2a.backward, host_wait=host.host_wait))

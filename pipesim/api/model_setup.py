@@ -14,6 +14,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
     ElementwiseKernels,
+    GradAccumulation,
     Layout,
     LossKernel,
     Precision,
@@ -52,6 +53,8 @@ class ModelOptions:
             kernel per op, as reference model code runs without torch.compile).
         loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default) or ``"pytorch"``
             (F.cross_entropy on FP32 logits).
+        grad_accumulation: ``"fused"`` (the weight-gradient GEMM accumulates, Megatron-LM's default) or
+            ``"autograd"`` (PyTorch's ``.grad +=`` after every microbatch but the first).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.
         achievable_fraction: one fraction of peak FLOP/s for every kernel (default: the chip's per-kernel model).
         seq_len: override the model's sequence length.
@@ -81,6 +84,7 @@ class ModelOptions:
     attention: str | None = None
     elementwise: str | None = None
     loss: str | None = None
+    grad_accumulation: str | None = None
     halve_causal_attention: bool | None = None
     achievable_fraction: float | None = None
     seq_len: int | None = None
@@ -160,6 +164,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
         elementwise=ElementwiseKernels(o.elementwise or "fused"), loss=LossKernel(o.loss or "megatron"),
+        grad_accumulation=GradAccumulation(o.grad_accumulation or "fused"),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0), cp=o.cp or 1,

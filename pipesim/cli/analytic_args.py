@@ -7,7 +7,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, LossKernel, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ElementwiseKernels,
+    GradAccumulation,
+    LossKernel,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_setup import ModelOptions
@@ -80,6 +87,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
                        "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
                        "12-byte-per-logit peak on the last stage)")
+    group.add_argument("--grad-accumulation", choices=[g.value for g in GradAccumulation], default=None,
+                       help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
+                       "gradient_accumulation_fusion, free; default) or autograd (PyTorch's .grad += after every "
+                       "microbatch but the first: a memory-bound pass over the gradients; the executor, plain DDP)")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,
