@@ -63,6 +63,10 @@ FIELDS: tuple[Field, ...] = (
     Field("sustained_clock_ratio", Kind.FLOAT, "fraction", "tensor-core throughput a training run sustains at "
           "the power limit, over a short benchmark's (scales the GEMM and attention rates, not the roofline "
           "of --achievable-fraction nor measured tables)", default=1.0, low=0, high=1, low_open=True),
+    Field("training_gemm_ratio", Kind.FLOAT, "fraction", "share of a short benchmark's BF16 GEMM rate (at the "
+          "sustained clock) that the GEMMs of a training step reach; fitted to published runs "
+          "(pipesim.validation.constants), not measured; not applied to measured tables nor to FP8, whose share "
+          "is itself an in-training figure", default=1.0, low=0, high=1, low_open=True),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
@@ -117,6 +121,9 @@ class ChipSpec:
     # The efficiencies above come from short benchmarks, run at boost clocks; a training run keeps every GPU of
     # the node at its power limit for hours, where the tensor cores run at the clock the limit sustains.
     sustained_clock_ratio: float = 1.0
+    # What the benchmarks above still miss inside a training step (fitted, not measured: see the Hopper presets and
+    # pipesim.validation.constants). 1.0: the benchmarks' rate, as on A100, where the published runs agree with it.
+    training_gemm_ratio: float = 1.0
     memory_efficiency: float = 0.9
     sm_count: int = 132
     # NCCL runs one CTA per channel and its CTAs never share an SM with a compute kernel (NVIDIA/nccl issue #689,

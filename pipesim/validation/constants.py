@@ -25,6 +25,8 @@ from pipesim.analytic.layout import AttentionKernel, Precision
 from pipesim.validation.runs import PublishedRun
 
 HOPPER = ("h100-sxm", "h200")
+# Every Hopper preset: the same SMs, tensor cores and software stack (the training GEMM ratio applies to all)
+HOPPER_DIES = ("h100-sxm", "h100-96gb-hbm2e", "h800", "h200")
 # FlashAttention-2's backward/forward rate ratio on A100 (Dao 2023: 0.48 / 0.60), kept when the forward is refit
 ATTENTION_BACKWARD_RATIO = 0.8
 
@@ -80,9 +82,20 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "fp8_gemm_efficiency", ("h100-sxm", "h200", "b200", "mi300x"),
         "FlashAttention-3's FP8 rate (0.61 of the FP8 peak, Shah et al. 2024), cross-checked against torchtitan's "
         "Llama 3.1 8B Float8 speed-up; the NeMo FP8 rows were in view when it was kept",
-        (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75),
+        (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85),
         lambda run: run.precision is Precision.FP8,
         _set("fp8_gemm_efficiency"), _get("fp8_gemm_efficiency")),
+    FittedConstant(
+        "hopper_training_gemm_ratio", HOPPER_DIES,
+        "fitted to the published Hopper runs, because every out-of-sample Hopper source is too fast at the "
+        "benchmarks' rate while A100 agrees with it: MosaicML's H100 rows against its A100 rows of the same "
+        "configurations and software (experiments/hopper_vs_ampere.py), Llama 3 405B, torchtitan and Nemotron-4; "
+        "a training step's GEMMs reach less than the best-shape short benchmark times the sustained clock (cause "
+        "not isolated: shapes, layouts and kernels of the backward, concurrent kernels). In sample for every "
+        "Hopper source; the 500 W torchtitan chip does not inform it (its power limit is a further slowdown)",
+        (0.70, 0.74, 0.78, 0.82, 0.86, 0.90, 0.94, 1.0),
+        lambda run: run.chip in HOPPER_DIES and run.chip != "h100-96gb-hbm2e" and run.precision is Precision.BF16,
+        _set("training_gemm_ratio"), _get("training_gemm_ratio")),
     FittedConstant(
         "p2p_sync_overhead", tuple(CHIP_PRESETS),
         "Qi et al. 2024 Table 4's step time per microbatch against their Table 9 profile (median gap per "
