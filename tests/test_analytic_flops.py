@@ -56,3 +56,23 @@ def test_parameter_counts_match_published_sizes(name, published):
 def test_llama2_7b_layer_params_by_hand():
     h, ffn = 4096, 11008
     assert layer_params(MODEL_PRESETS["llama2-7b"]) == 4 * h * h + 3 * h * ffn + 2 * h
+
+
+@pytest.mark.parametrize(("name", "embedding", "non_embedding"), [
+    ("nemotron-4-15b", 3.2e9, 12.5e9),  # Parmar et al. 2024, §2 (rounded to 0.1B)
+    ("nemotron-4-340b", 9.4e9, 331.6e9),  # Adler et al. 2024, Table 1
+])
+def test_nemotron4_parameter_split_matches_the_reports(name, embedding, non_embedding):
+    """Untied input and output embeddings (vocabulary 256,000) and the non-embedding rest, as the reports count
+    them; the MLP width 4h is inferred (see the presets), and the non-embedding count is what checks it."""
+    from pipesim.analytic.params import embedding_params
+
+    m = MODEL_PRESETS[name]
+    emb = 2 * embedding_params(m)  # untied: the output layer is a second vocab × hidden matrix
+    assert emb == pytest.approx(embedding, abs=0.06e9)
+    assert total_params(m) - emb == pytest.approx(non_embedding, abs=0.06e9)
+
+
+def test_gpt3_1_3b_is_gpt3_xl():
+    """Brown et al. 2020 Table 2.1's GPT-3 XL (24 layers, d_model 2048, 16 heads): "1.3B" parameters."""
+    assert total_params(MODEL_PRESETS["gpt3-1.3b"]) == pytest.approx(1.3e9, rel=0.02)

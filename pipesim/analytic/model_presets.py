@@ -25,6 +25,7 @@ def _llama(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: 
 _PRESETS = [
     # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (n_layers, d_model, n_heads,
     # n_ctx 2048); vocabulary 50257, padded to 51200 as Megatron-LM does (Narayanan et al. 2021, §5.1).
+    _gpt("gpt3-1.3b", 24, 2048, 16),
     _gpt("gpt3-2.7b", 32, 2560, 32),
     _gpt("gpt3-6.7b", 32, 4096, 32),
     _gpt("gpt3-175b", 96, 12288, 96),
@@ -82,7 +83,24 @@ def _moe(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: in
                      dropout=False, bias=False, rms_norm=True, **moe)
 
 
+def _nemotron4(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: int) -> ModelSpec:
+    # Nemotron-4: GQA, RoPE, squared-ReLU MLP (two matrices, not gated), LayerNorm (layernorm1p), no biases, no
+    # dropout, untied input and output embeddings, 256,000-token SentencePiece vocabulary, sequence 4096.
+    return ModelSpec(name, layers, hidden, heads, ffn, 256000, 4096, kv_heads=kv_heads, dropout=False, bias=False)
+
+
 _PRESETS += [
+    # Parmar et al. 2024, "Nemotron-4 15B Technical Report" (arXiv 2402.16819), Table 1 and §2: 32 layers, hidden
+    # 6144, 48 heads, 8 KV heads, sequence 4096, vocabulary 256,000; "3.2 billion embedding parameters and 12.5
+    # billion non-embedding parameters". The MLP width is not in Table 1: 24576 (4h) is what the non-embedding
+    # count implies (32 · (2·6144² + 2·6144·1024 + 2·6144·ffn) = 12.5B gives ffn ≈ 24.6k) and what NeMo's
+    # launcher config of the model sets (conf/training/nemotron/nemotron_15b.yaml, ffn_hidden_size 24576).
+    _nemotron4("nemotron-4-15b", 32, 6144, 48, 8, 24576),
+    # Adler et al. 2024, "Nemotron-4 340B Technical Report" (arXiv 2406.11704), Table 1: 96 layers, hidden 18432,
+    # 96 heads, 8 KV heads, sequence 4096, vocabulary 256,000; 9.4B embedding + 331.6B non-embedding parameters.
+    # MLP width 73728 (4h): NeMo's launcher config (conf/training/nemotron/nemotron_340b.yaml, 4 · hidden_size)
+    # and the public HF conversion's config.json (intermediate_size 73728, head_dim 192 = 18432 / 96).
+    _nemotron4("nemotron-4-340b", 96, 18432, 96, 8, 73728),
     # Mistral AI, mistralai/Mixtral-8x7B-v0.1 config.json (hidden_size 4096, intermediate_size 14336, 32 layers,
     # 32 heads, 8 KV heads, num_local_experts 8, num_experts_per_tok 2, vocab 32000); Jiang et al. 2024,
     # "Mixtral of Experts" §2: 46.7B total, 12.9B active parameters, 32k-token context.
