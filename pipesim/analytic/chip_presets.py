@@ -66,10 +66,10 @@ GB = 1e9
 TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
 # (0.35 · 0.48/0.60); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
-# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.78:
+# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.86:
 # pipesim.validation.constants, experiments/validation_loso.py; the module docstring says why)
 _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
-                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.78}
+                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.86}
 
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
