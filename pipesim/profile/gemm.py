@@ -1,6 +1,12 @@
 """GEMM timing: a standard (M, N, K) grid plus the exact products of a model's layers (forward, input
 gradient, weight gradient), each timed as the executor computes it (``X·Wᵀ``, ``dY·W``, ``dYᵀ·X``).
 
+Each timed call reads the operand a training step brings in from memory — the weight in the forward and the
+input gradient, the stored input in the weight gradient — from a different copy, cycling through enough copies
+to overflow the last-level cache (:data:`COLD_BYTES`): a step touches each layer's weights once per pass, so a
+loop over one hot copy times a product the step never runs. On this project's 2-core CPU (32 MiB L3) the model's
+products ran 5–12 % slower cold than hot; on a GPU (50 MB L2 on H100) the large products are cold either way.
+
 Dtypes: BF16 on CUDA (what training runs; FP8 via ``torch._scaled_mm`` where the device has it), FP32 on CPU:
 the executor computes in FP32 there (its weights are drawn as FP32 and never cast), so FP32 is the rate the
 CPU cost terms need, whatever BF16 would reach. (Speed does not decide it: on this project's 2-core AVX-512
@@ -19,6 +25,9 @@ from pipesim.profile.timing import Repeats, median_seconds
 QUICK_GRID = (128, 256, 512, 1024)
 FULL_GRID = (128, 256, 512, 1024, 2048, 4096)
 GPU_GRID = (256, 1024, 2048, 4096, 8192)
+# Bytes of copies the streamed operand cycles through: above the last-level cache of the CPUs profiled here
+# (32 MiB) and of the GPUs of the presets (A100 40 MB, H100 50 MB L2).
+COLD_BYTES = {False: 64 * 2**20, True: 128 * 2**20}  # keyed by device.cuda
 
 
 @dataclass(frozen=True)
@@ -69,19 +78,31 @@ def time_gemm(shape: GemmShape, dtype: GemmDtype, device: Device, repeats: Repea
         def run():
             return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     elif shape.pass_ == "input-grad":  # dY[T, out] · W[out, in]
-        a, b = torch.randn(m, k, device=dev, dtype=torch_dtype), torch.randn(k, n, device=dev, dtype=torch_dtype)
+        a = torch.randn(m, k, device=dev, dtype=torch_dtype)
+        ws = _copies(lambda: torch.randn(k, n, device=dev, dtype=torch_dtype), device)
 
         def run():
-            return a @ b
+            return a @ next(ws)
     elif shape.pass_ == "weight-grad":  # dYᵀ · X, dY[T, out], X[T, in]: an (out × in) result, k = T
-        dy, x = torch.randn(k, n, device=dev, dtype=torch_dtype), torch.randn(k, m, device=dev, dtype=torch_dtype)
+        dy = torch.randn(k, n, device=dev, dtype=torch_dtype)
+        xs = _copies(lambda: torch.randn(k, m, device=dev, dtype=torch_dtype), device)
 
         def run():
-            return dy.t() @ x
+            return dy.t() @ next(xs)
     else:  # forward and the grid: X[T, in] · W[out, in]ᵀ
-        a, w = torch.randn(m, k, device=dev, dtype=torch_dtype), torch.randn(n, k, device=dev, dtype=torch_dtype)
+        a = torch.randn(m, k, device=dev, dtype=torch_dtype)
+        ws = _copies(lambda: torch.randn(n, k, device=dev, dtype=torch_dtype), device)
 
         def run():
-            return a @ w.t()
+            return a @ next(ws).t()
     seconds = median_seconds(run, repeats, device.cuda)
     return GemmRow(m, n, k, dtype, 2.0 * m * n * k / seconds)
+
+
+def _copies(make, device: Device):
+    """An endless cycle over enough copies of ``make()`` to overflow the last-level cache (at least two)."""
+    from itertools import cycle
+
+    first = make()
+    count = max(2, -(-COLD_BYTES[device.cuda] // (first.numel() * first.element_size())))
+    return cycle([first, *(make() for _ in range(count - 1))])
