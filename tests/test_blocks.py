@@ -182,3 +182,21 @@ def test_block_schedules_pickle_compare_and_hash_like_list_schedules():
     assert blocks != LIST_FORMS["gpipe"](4, 8)
     with pytest.raises(AttributeError, match="immutable"):
         blocks.name = "other"
+
+
+def test_documented_blocks_example_runs_as_documented(tmp_path, capsys):
+    from pathlib import Path
+
+    from pipesim.cli.main import main
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "own-schedule.md").read_text()
+    after = doc[doc.index("<!-- blocks-example:"):]
+    code = after[after.index("```python\n") + len("```python\n"):after.index("```\n", after.index("```python"))]
+    path = tmp_path / "late_w.py"
+    path.write_text(code)
+    assert main(["simulate", "--schedule", str(path), "--pp", "4", "--mb", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("schedule late-w: pp=4") and "makespan 30 units" in out
+    assert main(["simulate", "--pp", "4", "--mb", "8"]) == 0 and "makespan 33 units" in capsys.readouterr().out
+    assert main(["simulate", "-s", "zb-h1", "--pp", "4", "--mb", "8"]) == 0
+    assert "makespan 27 units" in capsys.readouterr().out
