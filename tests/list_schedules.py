@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W
+from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W, overlap
 
 
 def one_f_one_b(pp: int, microbatches: int, chunks: int = 1) -> Schedule:
@@ -65,6 +65,27 @@ def interleaved(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
                                 placement=Placement.LOOP)
 
 
+def interleaved_overlap(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
+    def forward(k: int) -> Instruction:
+        return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
+
+    def backward(k: int) -> Instruction:
+        return B((k // (pp * chunks)) * pp + k % pp, chunks - 1 - (k // pp) % chunks)
+
+    total = microbatches * chunks
+    orders = []
+    for rank in range(pp):
+        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp + 1, total)
+        order = [forward(k) for k in range(warmup)]
+        for k in range(total - warmup):
+            f, b = forward(warmup + k), backward(k)
+            order += overlap(f, b) if (f.mb, f.chunk) != (b.mb, b.chunk) else [f, b]
+        order += [backward(k) for k in range(total - warmup, total)]
+        orders.append(order)
+    return Schedule.from_orders("interleaved-overlap", orders, microbatches=microbatches, chunks=chunks,
+                                placement=Placement.LOOP)
+
+
 def split_backward_order(microbatches: int, warmup: int, w_delay: int) -> list[Instruction]:
     warmup = min(warmup, microbatches)
     order = [F(mb) for mb in range(warmup)]
@@ -101,6 +122,7 @@ LIST_FORMS = {
     "gpipe": gpipe,
     "looped-bfs": looped_bfs,
     "interleaved": interleaved,
+    "interleaved-overlap": interleaved_overlap,
     "zb-h1": zb_h1,
     "zb-h2": zb_h2,
 }

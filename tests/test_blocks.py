@@ -16,7 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipesim.errors import ScheduleError
-from pipesim.program.blocks import Passes, alternate, backwards, forwards, input_grads, passes, weight_grads
+from pipesim.program.blocks import (
+    Passes,
+    alternate,
+    backwards,
+    forwards,
+    input_grads,
+    overlapped,
+    passes,
+    weight_grads,
+)
 from pipesim.program.build import build_program
 from pipesim.program.ir import B, F, I, Op, Schedule, W, overlap
 from pipesim.program.loader import builtin_names, load_schedule
@@ -136,6 +145,18 @@ def test_overlapped_pairs_travel_in_runs():
     pair = Passes.of(overlap(F(3, 0), B(1, 1)))
     assert list(pair) == list(overlap(F(3, 0), B(1, 1)))
     assert list(forwards(range(1)) + pair)[2].overlap
+
+
+def test_overlapped_joins_each_forward_with_its_backward():
+    pairs = overlapped(forwards([2, 3, 1]), backwards([0, 1, 1]))
+    assert list(pairs) == [*overlap(F(2), B(0)), *overlap(F(3), B(1)), F(1), B(1)]  # its own B runs after it
+    assert list(overlapped(forwards(range(1)), input_grads([1]))) == list(overlap(F(0), I(1)))
+    with pytest.raises(ScheduleError, match="one backward per forward"):
+        overlapped(forwards(range(2)), backwards(range(1)))
+    with pytest.raises(ScheduleError, match="F passes with B or I"):
+        overlapped(backwards(range(1)), forwards(range(1)))
+    with pytest.raises(ScheduleError, match="plain passes"):
+        overlapped(forwards(range(1)), Passes.of(overlap(F(3), B(1)))[1:])
 
 
 @pytest.mark.parametrize(("make", "match"), [

@@ -31,7 +31,7 @@ import numpy as np
 from pipesim.errors import ScheduleError
 from pipesim.program.ir import COMPUTE_OPS, OP_CODE, OP_ORDER, Instruction, Op, instruction
 
-__all__ = ["Passes", "alternate", "backwards", "forwards", "input_grads", "passes", "weight_grads"]
+__all__ = ["Passes", "alternate", "backwards", "forwards", "input_grads", "overlapped", "passes", "weight_grads"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +150,29 @@ def alternate(*runs: Passes, delays: Iterable[int] | None = None) -> Passes:
     whole = _concatenate(list(runs))
     return Passes(whole.op[picked], whole.microbatch[picked], whole.chunk[picked],
                   None if whole.overlap is None else whole.overlap[picked])
+
+
+def overlapped(forwards: Passes, backwards: Passes) -> Passes:
+    """Each forward with the backward beside it as one overlapped pair (:func:`~pipesim.program.ir.overlap`: the
+    two run together, one's communication hidden behind the other's compute): f₀ b₀ f₁ b₁ …, each b flagged as
+    the pair's second half — the steady state of combined 1F1B and DualPipe.
+
+    A backward of its own forward's microbatch and chunk needs that forward's output, so it cannot run with it:
+    such a pair runs one after the other, unflagged (as ``overlap`` refuses it). ``forwards`` holds F passes,
+    ``backwards`` B or I passes, one per forward.
+    """
+    f_code, b_code, i_code = OP_CODE[Op.F], OP_CODE[Op.B], OP_CODE[Op.I]
+    if len(forwards) != len(backwards):
+        raise ScheduleError(f"overlapped pairs take one backward per forward ({len(forwards)} forwards, "
+                            f"{len(backwards)} backwards)")
+    if not (np.all(forwards.op == f_code) and np.all((backwards.op == b_code) | (backwards.op == i_code))):
+        raise ScheduleError("overlapped pairs join F passes with B or I passes")
+    if any(run.overlap is not None and run.overlap.any() for run in (forwards, backwards)):
+        raise ScheduleError("overlapped pairs are made of plain passes, none already a pair's second half")
+    pairs = alternate(forwards, backwards)
+    flag = np.zeros(len(pairs), dtype=bool)
+    flag[1::2] = (forwards.microbatch != backwards.microbatch) | (forwards.chunk != backwards.chunk)
+    return Passes(pairs.op, pairs.microbatch, pairs.chunk, flag if flag.any() else None)
 
 
 def _concatenate(runs: list[Passes]) -> Passes:
