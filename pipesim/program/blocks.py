@@ -10,7 +10,7 @@ forward and one backward, then drain the backwards" — and a schedule file can 
     Schedule.from_blocks("1f1b", [rank_blocks for each rank], microbatches=m)
 
 Why columns: a schedule written as per-rank Python lists makes one call and one list entry per pass (about
-230 ns each), and lowering then reads every entry back: at pp=64 and m=8192 (1 M passes) that was 0.4 s of a
+230 ns each), and lowering then reads every entry back: at pp=64 and m=8192 (1 M passes) that was 0.3 s of a
 1.5–1.9 s ``pipesim simulate`` process (docs/speed.md). A block is
 three integer columns (op, microbatch, chunk) and an overlap flag, made by array operations, and
 :meth:`~pipesim.program.ir.Schedule.from_blocks` concatenates them into the columns that lowering reads, so
