@@ -2,7 +2,8 @@
 whole sweep, on the benchmark's 1,000 random configurations, one core.
 
 ``build()`` is the schedule author's code and nothing of pipesim after it (no checks, lowering, validation or
-simulation): one Python call per compute instruction (``F(mb)``, ``B(mb)``, …) into per-rank lists. Its time
+simulation): one Python call per compute instruction (``F(mb)``, ``B(mb)``, …) into per-rank lists, or, for the
+files written with building blocks (``pipesim/program/blocks.py``), a few array operations per phase. Its time
 is a floor for any sweep that runs the schedule files. Best of three each, side by side in one run.
 
 Run: ``python experiments/sweep_floor.py [--points N]``.
@@ -44,7 +45,7 @@ def main() -> None:
         for p in points:
             source = sources[p.schedule]
             schedule = source.module.build(p.pp, p.microbatches, source.default_chunks)
-            instructions += sum(map(len, schedule.orders))
+            instructions += schedule.num_instructions
 
     def sweep() -> None:
         _build_cached.cache_clear()  # fresh Programs, as the benchmark times them

@@ -2,7 +2,9 @@
 
 The schedule-author's API is importable from here:
 ``from pipesim import F, B, I, W, overlap, Schedule, Placement, ScheduleLimits`` (``overlap(F(..), B(..))``: an
-overlapped forward-and-backward pair, docs/overlap.md).
+overlapped forward-and-backward pair, docs/overlap.md), and the building blocks that write a rank's order as
+phases over microbatch ranges (``forwards``, ``backwards``, ``input_grads``, ``weight_grads``, ``alternate``,
+``overlapped``, ``Passes``; :mod:`pipesim.program.blocks`, for ``Schedule.from_blocks``).
 
 So is the Python API of every command (:mod:`pipesim.api`): ``pipesim.simulate``, ``pipesim.plan``,
 ``pipesim.sweep``, ``pipesim.calibrate``, ``pipesim.overlay``, ``pipesim.validate``, ``pipesim.synthesize``,
@@ -14,6 +16,7 @@ pandas, matplotlib, numba or the planner until a function is called).
 from importlib import import_module
 
 from pipesim.errors import PipesimError, ScheduleError
+from pipesim.program.blocks import Passes, alternate, backwards, forwards, input_grads, overlapped, weight_grads
 from pipesim.program.ir import B, F, I, Instruction, Placement, Schedule, W, overlap
 from pipesim.program.limits import ScheduleLimits
 
@@ -24,8 +27,10 @@ _API_NAMES = (
     "schedules", "simulate", "sweep", "synthesize", "validate",
 )
 
-__all__ = ["B", "F", "I", "Instruction", "PipesimError", "Placement", "Schedule", "ScheduleError", "ScheduleLimits",
-           "W", "overlap", *_API_NAMES]
+__all__ = ["B", "F", "I", "Instruction", "Passes", "PipesimError", "Placement", "Schedule", "ScheduleError",
+           "ScheduleLimits", "W", "alternate", "backwards", "forwards", "input_grads", "overlap", "overlapped",
+           "weight_grads",
+           *_API_NAMES]
 __version__ = "0.2.0"
 
 

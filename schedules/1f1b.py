@@ -6,7 +6,8 @@ with the same bubble ``(p−1)/(m+p−1)``.
 """
 
 from pipesim.errors import ScheduleError
-from pipesim.program.ir import B, F, Schedule
+from pipesim.program.blocks import alternate, backwards, forwards
+from pipesim.program.ir import Schedule
 from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
 from pipesim.sim.costs import StageCosts
@@ -18,17 +19,17 @@ LIMITS = ScheduleLimits(chunks=(1,))
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:
     if chunks != 1:
         raise ScheduleError(f"1f1b runs one chunk per rank (--chunks {chunks}); use --schedule interleaved")
-    orders = []
+    fwd, bwd = forwards(range(microbatches)), backwards(range(microbatches))
+    ranks = []
     for rank in range(pp):
         warmup = min(pp - rank - 1, microbatches)
-        order = [F(mb) for mb in range(warmup)]
-        # Steady state: forward the next microbatch, then backward the oldest one in flight.
-        for oldest in range(microbatches - warmup):
-            order += [F(warmup + oldest), B(oldest)]
-        # Cooldown: drain the backwards of the warmup microbatches.
-        order += [B(mb) for mb in range(microbatches - warmup, microbatches)]
-        orders.append(order)
-    return Schedule.from_orders("1f1b", orders, microbatches=microbatches)
+        steady = microbatches - warmup
+        ranks.append([
+            fwd[:warmup],                           # warmup: forwards only
+            alternate(fwd[warmup:], bwd[:steady]),  # steady state: the next forward, then the oldest backward
+            bwd[steady:],                           # cooldown: drain the warmup microbatches' backwards
+        ])
+    return Schedule.from_blocks("1f1b", ranks, microbatches=microbatches)
 
 
 def analytic_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble:

@@ -7,33 +7,22 @@ before its first ``I`` (the warmup) and by how many ``I`` passes its ``W`` passe
 
 from __future__ import annotations
 
-from collections import deque
-
-from pipesim.program.ir import F, I, Instruction, W
+from pipesim.program.blocks import Passes, alternate, forwards, input_grads, weight_grads
 
 
-def split_backward_order(microbatches: int, warmup: int, w_delay: int) -> list[Instruction]:
+def split_backward_order(microbatches: int, warmup: int, w_delay: int) -> list[Passes]:
     """One rank's compute order: ``warmup`` forwards, steady ``F I [W]``, cooldown ``I [W]``, then the W's left.
 
-    A W joins the steady state or cooldown only once ``w_delay`` input-gradient passes are pending a W: those
-    pending W passes are the slack the schedule spends to fill bubbles, at M_W of memory each.
+    The W of a microbatch runs ``w_delay`` input-gradient passes after its I: those pending W passes are the
+    slack the schedule spends to fill bubbles, at M_W of memory each.
     """
     warmup = min(warmup, microbatches)
-    order = [F(mb) for mb in range(warmup)]
-    pending: deque[int] = deque()  # microbatches whose I ran but whose W has not
-
-    def backward_input(mb: int) -> None:
-        order.append(I(mb))
-        pending.append(mb)
-        if len(pending) > w_delay:
-            order.append(W(pending.popleft()))
-
-    # Steady state: one forward, then the input gradient of the oldest microbatch in flight.
-    for oldest in range(microbatches - warmup):
-        order.append(F(warmup + oldest))
-        backward_input(oldest)
-    # Cooldown: the input gradients of the warmup microbatches, then the weight gradients still owed.
-    for mb in range(microbatches - warmup, microbatches):
-        backward_input(mb)
-    order.extend(W(mb) for mb in pending)
-    return order
+    mbs = range(microbatches)
+    fwd = forwards(mbs)
+    return [
+        fwd[:warmup],  # warmup: forwards only
+        # Steady state: the next forward (while any are left), the input gradient of the oldest microbatch in
+        # flight, and the weight gradient of the microbatch w_delay input gradients back; once the I passes are
+        # done, the W passes still owed follow one after another.
+        alternate(fwd[warmup:], input_grads(mbs), weight_grads(mbs), delays=(0, 0, w_delay)),
+    ]

@@ -5,7 +5,8 @@ Each rank holds all ``m`` microbatches' activations at the turn; with uniform co
 """
 
 from pipesim.errors import ScheduleError
-from pipesim.program.ir import B, F, Schedule
+from pipesim.program.blocks import backwards, forwards
+from pipesim.program.ir import Schedule
 from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, uniform_pipeline_bubble
 from pipesim.sim.costs import StageCosts
@@ -17,13 +18,10 @@ LIMITS = ScheduleLimits(chunks=(1,))
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:
     if chunks != 1:
         raise ScheduleError(f"gpipe runs one chunk per rank (--chunks {chunks}); use --chunks 1 or interleaved")
-    orders = []
-    for _rank in range(pp):
-        forward_phase = [F(mb) for mb in range(microbatches)]
-        # Backward in reverse so the last microbatch, whose activations are freshest, goes first (as GPipe).
-        backward_phase = [B(mb) for mb in reversed(range(microbatches))]
-        orders.append(forward_phase + backward_phase)
-    return Schedule.from_orders("gpipe", orders, microbatches=microbatches)
+    forward_phase = forwards(range(microbatches))
+    # Backward in reverse so the last microbatch, whose activations are freshest, goes first (as GPipe).
+    backward_phase = backwards(reversed(range(microbatches)))
+    return Schedule.from_blocks("gpipe", [[forward_phase, backward_phase]] * pp, microbatches=microbatches)
 
 
 def analytic_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble:

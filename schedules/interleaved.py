@@ -6,28 +6,31 @@ k visits the chunks in reverse. Rank r warms up with ``2(p−r−1) + (v−1)·p
 alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``.
 """
 
+from pipesim.program.blocks import alternate
 from pipesim.program.ir import Placement, Schedule
 from pipesim.program.limits import ScheduleLimits
 from pipesim.sim.closed_forms import AnalyticBubble, interleaved_bubble
 from pipesim.sim.costs import StageCosts
-from schedules._interleaved_order import interleaved_passes, warmup_forwards
+from schedules._interleaved_order import interleaved_runs, warmup_forwards
 
 DEFAULT_CHUNKS = 2
 LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
-    total, forward, backward = interleaved_passes("interleaved 1F1B", pp, microbatches, chunks)
-    orders = []
+    fwd, bwd = interleaved_runs("interleaved 1F1B", pp, microbatches, chunks)
+    total = len(fwd)
+    ranks = []
     for rank in range(pp):
         warmup = min(warmup_forwards(pp, rank, chunks), total)
-        order = [forward(k) for k in range(warmup)]
-        for k in range(total - warmup):
-            order += [forward(warmup + k), backward(k)]
-        order += [backward(k) for k in range(total - warmup, total)]
-        orders.append(order)
-    return Schedule.from_orders(
-        "interleaved", orders, microbatches=microbatches, chunks=chunks, placement=Placement.LOOP
+        steady = total - warmup
+        ranks.append([
+            fwd[:warmup],                           # warmup: forwards only
+            alternate(fwd[warmup:], bwd[:steady]),  # steady state: the next forward, then the oldest backward
+            bwd[steady:],                           # cooldown: drain the backwards still owed
+        ])
+    return Schedule.from_blocks(
+        "interleaved", ranks, microbatches=microbatches, chunks=chunks, placement=Placement.LOOP
     )
 
 

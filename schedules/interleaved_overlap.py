@@ -15,25 +15,27 @@ a microbatch through its share) than interleaved 1F1B at its peak. Where a forwa
 meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the other.
 """
 
-from pipesim.program.ir import Placement, Schedule, overlap
+from pipesim.program.blocks import overlapped
+from pipesim.program.ir import Placement, Schedule
 from pipesim.program.limits import ScheduleLimits
-from schedules._interleaved_order import interleaved_passes, warmup_forwards
+from schedules._interleaved_order import interleaved_runs, warmup_forwards
 
 DEFAULT_CHUNKS = 2
 LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
-    total, forward, backward = interleaved_passes("interleaved-overlap", pp, microbatches, chunks)
-    orders = []
+    fwd, bwd = interleaved_runs("interleaved-overlap", pp, microbatches, chunks)
+    total = len(fwd)
+    ranks = []
     for rank in range(pp):
         warmup = min(warmup_forwards(pp, rank, chunks) + 1, total)
-        order = [forward(k) for k in range(warmup)]
-        for k in range(total - warmup):
-            f, b = forward(warmup + k), backward(k)
-            order += overlap(f, b) if (f.mb, f.chunk) != (b.mb, b.chunk) else [f, b]
-        order += [backward(k) for k in range(total - warmup, total)]
-        orders.append(order)
-    return Schedule.from_orders(
-        "interleaved-overlap", orders, microbatches=microbatches, chunks=chunks, placement=Placement.LOOP
+        steady = total - warmup
+        ranks.append([
+            fwd[:warmup],                                # warmup: one forward more than interleaved 1F1B
+            overlapped(fwd[warmup:], bwd[:steady]),      # steady state: each forward with a backward, one pair
+            bwd[steady:],                                # cooldown: drain the backwards still owed
+        ])
+    return Schedule.from_blocks(
+        "interleaved-overlap", ranks, microbatches=microbatches, chunks=chunks, placement=Placement.LOOP
     )

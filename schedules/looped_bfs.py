@@ -10,7 +10,8 @@ both take the same time). Measured on uniform costs with m a multiple of p: bubb
 ``(p−1)/(v·m+p−1)``, as interleaved 1F1B; not yet asserted as a closed form.
 """
 
-from pipesim.program.ir import B, F, Placement, Schedule
+from pipesim.program.blocks import backwards, forwards
+from pipesim.program.ir import Placement, Schedule
 from pipesim.program.limits import ScheduleLimits
 
 DEFAULT_CHUNKS = 2
@@ -18,12 +19,10 @@ LIMITS = ScheduleLimits(chunks=None)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
-    orders = []
-    for _rank in range(pp):
-        # Forward, breadth first: the whole batch through one chunk before the next chunk.
-        order = [F(mb, chunk) for chunk in range(chunks) for mb in range(microbatches)]
-        # Backward, breadth first from the last chunk.
-        order += [B(mb, chunk) for chunk in reversed(range(chunks)) for mb in range(microbatches)]
-        orders.append(order)
-    return Schedule.from_orders("looped-bfs", orders, microbatches=microbatches, chunks=chunks,
+    mbs = range(microbatches)
+    # Forward, breadth first: the whole batch through one chunk before the next chunk.
+    order = [forwards(mbs, chunk) for chunk in range(chunks)]
+    # Backward, breadth first from the last chunk.
+    order += [backwards(mbs, chunk) for chunk in reversed(range(chunks))]
+    return Schedule.from_blocks("looped-bfs", [order] * pp, microbatches=microbatches, chunks=chunks,
                                 placement=Placement.LOOP)

@@ -24,10 +24,10 @@ LIMITS = ScheduleLimits(chunks=(1,))
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:
     if chunks != 1:
         raise ScheduleError(f"zb-h1 runs one chunk per rank (--chunks {chunks}); use --schedule zb-v for two")
-    orders = [
+    ranks = [
         split_backward_order(microbatches, warmup=pp - rank - 1, w_delay=rank) for rank in range(pp)
     ]
-    return Schedule.from_orders("zb-h1", orders, microbatches=microbatches)
+    return Schedule.from_blocks("zb-h1", ranks, microbatches=microbatches)
 
 
 def analytic_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble | None:

@@ -25,10 +25,10 @@ LIMITS = ScheduleLimits(chunks=(1,))
 def build(pp: int, microbatches: int, chunks: int = 1) -> Schedule:
     if chunks != 1:
         raise ScheduleError(f"zb-h2 runs one chunk per rank (--chunks {chunks}); use --schedule zb-v for two")
-    orders = [
+    ranks = [
         split_backward_order(microbatches, warmup=2 * (pp - rank - 1), w_delay=2 * rank) for rank in range(pp)
     ]
-    return Schedule.from_orders("zb-h2", orders, microbatches=microbatches)
+    return Schedule.from_blocks("zb-h2", ranks, microbatches=microbatches)
 
 
 def analytic_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble | None:

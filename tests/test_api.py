@@ -44,6 +44,21 @@ def test_import_pipesim_stays_cheap():
     assert done.stdout.strip() == "[]"
 
 
+def test_simulate_on_unit_costs_imports_no_model_and_no_frames():
+    """`pipesim simulate --json` without --model loads neither the analytic model (chips, models, the step report)
+    nor pandas or matplotlib (issue 22: import only what a command uses)."""
+    code = ("import sys, io, contextlib; from pipesim.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): assert main(['simulate', '--pp', '4', '--mb', '8', "
+            "'--json']) == 0\n"
+            "print([m for m in ('pandas', 'matplotlib', 'pipesim.api.model_setup', 'pipesim.analytic.step_report', "
+            "'pipesim.analytic.to_costs', 'pipesim.analytic.chip_spec', 'pipesim.analytic.model_spec', "
+            "'pipesim.plan') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_api_module_documents_and_exports_every_name():
     assert pipesim.api.__doc__ and "Example" in pipesim.api.__doc__
     for name in pipesim.api.__all__:

@@ -81,3 +81,29 @@ def test_bench_sweep_1000(benchmark):
     benchmark.group = "sweep"
     result = benchmark.pedantic(_fresh_sweep, args=(points,), rounds=2, iterations=1)
     assert len(result.frame) == 1000 and result.skipped == 0
+
+
+BUILD = {"1f1b-pp64-m8192": ("1f1b", 64, 8192, 1), "interleaved-pp32-v4-m1024": ("interleaved", 32, 1024, 4),
+         "zb-h1-pp64-m8192": ("zb-h1", 64, 8192, 1)}
+
+
+def _build_and_lower(form: str, name: str, pp: int, mb: int, chunks: int):
+    from pipesim.program.loader import _check_built, load_schedule
+    from pipesim.program.lowering import lower
+    from tests.list_schedules import LIST_FORMS
+
+    source = load_schedule(name)
+    schedule = (source.module.build if form == "blocks" else LIST_FORMS[name])(pp, mb, chunks)
+    _check_built(source, schedule, pp, mb, chunks)
+    return lower(schedule)
+
+
+@pytest.mark.parametrize("case", list(BUILD))
+@pytest.mark.parametrize("form", ["blocks", "lists"])
+def test_bench_schedule_build(benchmark, case, form):
+    """A built-in written with building blocks (the schedule file) against the same order written as per-rank
+    Instruction lists (tests/list_schedules.py, the file before blocks), each built, checked and lowered."""
+    benchmark.group = f"schedule build + lower {case}"
+    program = benchmark.pedantic(_build_and_lower, args=(form, *BUILD[case]), rounds=3, iterations=1,
+                                 warmup_rounds=1)
+    assert program.num_instructions > 0

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
         SWEEP_DEFAULTS,
     )
     from pipesim.api.listings import chips, models
-    from pipesim.api.model_setup import ModelOptions, ModelSetup
+    from pipesim.api.model_options import ModelOptions
+    from pipesim.api.model_setup import ModelSetup
     from pipesim.api.planning import PlanResult, plan, plan_request
     from pipesim.api.programs import ExportFormat, Validation, build_program, export, load_program, schedules, validate
     from pipesim.api.results import MemoryResult, SimResult
@@ -56,7 +57,7 @@ _WHERE = {
     "SWEEP_DEFAULTS": "pipesim.api.defaults",
     "chips": "pipesim.api.listings",
     "models": "pipesim.api.listings",
-    "ModelOptions": "pipesim.api.model_setup",
+    "ModelOptions": "pipesim.api.model_options",
     "ModelSetup": "pipesim.api.model_setup",
     "PlanResult": "pipesim.api.planning",
     "plan": "pipesim.api.planning",

@@ -1,13 +1,13 @@
 """A real model on a real chip: from the user's options to the model, chip, layout and the CostModel in seconds,
 and from a simulation to the steady-state step time and the step report (tokens/s, MFU, per-rank GiB).
 
-:class:`ModelOptions` holds every option that only means something with a model; ``None`` in a field means
-"the default" (listed on each field), so that giving an option without a model can be refused by name.
+The options themselves (:class:`~pipesim.api.model_options.ModelOptions`) live in a module of their own, so a
+command without ``--model`` parses and checks them without loading the analytic model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
@@ -28,85 +28,14 @@ from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady
 from pipesim.analytic.step_report import StepReport, step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
+from pipesim.api.model_options import ModelOptions, check_no_model_options
 from pipesim.errors import PipesimError
 from pipesim.program.ir import PipelineShape
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import SimulationResult
 
-__all__ = ["ModelOptions", "ModelSetup", "model_setup", "model_step_report", "steady_step_time"]
-
-
-@dataclass(frozen=True)
-class ModelOptions:
-    """Layout and fidelity options of a model-based simulation (each the ``simulate`` flag of the same name).
-
-    Attributes:
-        tp: tensor-parallel degree (default 1).
-        dp: data-parallel degree (default 1).
-        recompute: ``"none"`` (default), ``"selective"``, ``"full"`` or ``"per-op"`` (torchtitan's per-op
-            selective checkpointing) activation recomputation.
-        sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``).
-        distributed_optimizer: shard optimizer state over dp (ZeRO-1).
-        attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
-            ``"unfused"``.
-        elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default) or ``"eager"`` (one PyTorch
-            kernel per op, as reference model code runs without torch.compile).
-        loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default) or ``"pytorch"``
-            (F.cross_entropy on FP32 logits).
-        grad_accumulation: ``"fused"`` (the weight-gradient GEMM accumulates, Megatron-LM's default) or
-            ``"autograd"`` (PyTorch's ``.grad +=`` after every microbatch but the first).
-        halve_causal_attention: count half of QKᵀ and ·V FLOPs.
-        achievable_fraction: one fraction of peak FLOP/s for every kernel (default: the chip's per-kernel model).
-        seq_len: override the model's sequence length.
-        micro_batch_size: sequences per microbatch (default: the model's).
-        param_bytes: ``"18"`` (default) or ``"16"`` bytes per parameter for weights, grads and Adam.
-        first_stage_layers: layers on stage 0, which also holds the embedding (default: an even split).
-        last_stage_layers: layers on the last stage, which also holds the LM head and loss.
-        stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).
-        zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
-        cp: context-parallel degree (default 1).
-        fp8: FP8 GEMMs at the chip's FP8 peak.
-        async_tp: overlap tensor-parallel collectives with their GEMMs.
-        step_boundary: ``"sync"`` or ``"post-validation"`` (default: post-validation for split-backward
-            schedules, sync otherwise).
-        steps: back-to-back steps of the post-validation steady state (default 3).
-        overlap_p2p: pipeline sends overlap compute (default: blocking sends).
-        ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).
-        moe_imbalance: the most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1).
-        expert_tp: expert tensor-parallel degree; only ``tp`` itself (the default) is modelled.
-    """
-
-    tp: int | None = None
-    dp: int | None = None
-    recompute: str | None = None
-    sequence_parallel: bool | None = None
-    distributed_optimizer: bool | None = None
-    attention: str | None = None
-    elementwise: str | None = None
-    loss: str | None = None
-    grad_accumulation: str | None = None
-    halve_causal_attention: bool | None = None
-    achievable_fraction: float | None = None
-    seq_len: int | None = None
-    micro_batch_size: int | None = None
-    param_bytes: str | None = None
-    first_stage_layers: int | None = None
-    last_stage_layers: int | None = None
-    stage_layers: tuple[int, ...] | None = None
-    zero: int | None = None
-    cp: int | None = None
-    fp8: bool | None = None
-    async_tp: bool | None = None
-    step_boundary: str | None = None
-    steps: int | None = None
-    overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
-    ep: int | None = None
-    moe_imbalance: float | None = None
-    expert_tp: int | None = None
-
-    def given(self) -> list[str]:
-        """Names of the options set (not None), in declaration order."""
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+__all__ = ["ModelOptions", "ModelSetup", "check_no_model_options", "model_setup", "model_step_report",
+           "steady_step_time"]
 
 
 @dataclass(frozen=True)
@@ -119,17 +48,6 @@ class ModelSetup:
     costs: CostModel
     boundary: StepBoundary | None = None  # None: default_boundary of the schedule
     steps: int = DEFAULT_STEPS
-
-
-def _flag(name: str) -> str:
-    return f"--{name.replace('_', '-')}"
-
-
-def check_no_model_options(options: ModelOptions, hardware: str | None) -> None:
-    """Model-only options without a model are a mistake worth naming."""
-    given = options.given() + (["hardware"] if hardware is not None else [])
-    if given:
-        raise PipesimError(f"{_flag(given[0])} describes a real model; add --model NAME (see 'pipesim models')")
 
 
 def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options: ModelOptions,

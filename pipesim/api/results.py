@@ -9,9 +9,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipesim.analytic.error_band import ErrorBand
-from pipesim.analytic.step_report import StepReport, report_text
-from pipesim.api.model_setup import ModelSetup, model_step_report
 from pipesim.api.rendering import summary_dict, summary_text
 from pipesim.api.unit_costs import GIB
 from pipesim.program.build import BuiltProgram
@@ -21,9 +18,13 @@ from pipesim.sim.memory import MemoryProfile
 from pipesim.sim.metrics import Metrics
 from pipesim.sim.simulator import SimulationResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a model-based run's report loads the analytic model on use: unit-cost runs need none of it
     import pandas as pd
     from matplotlib.axes import Axes
+
+    from pipesim.analytic.error_band import ErrorBand
+    from pipesim.analytic.step_report import StepReport
+    from pipesim.api.model_setup import ModelSetup
 
 __all__ = ["MemoryResult", "SimResult"]
 
@@ -150,7 +151,11 @@ class SimResult:
     @cached_property
     def model_report(self) -> StepReport | None:
         """Step time, tokens/s, MFU, HFU and per-rank GiB of a model-based run; None for abstract costs."""
-        return model_step_report(self.setup, self.raw) if self.setup else None
+        if self.setup is None:
+            return None
+        from pipesim.api.model_setup import model_step_report
+
+        return model_step_report(self.setup, self.raw)
 
     @property
     def step_time(self) -> float:
@@ -213,6 +218,8 @@ class SimResult:
         if picture:
             parts.append(picture)
         if self.model_report is not None:
+            from pipesim.analytic.step_report import report_text
+
             parts.append(report_text(self.model_report))
         return "\n".join(parts)
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import DEFAULT_SCHEDULE
-from pipesim.api.model_setup import ModelOptions, check_no_model_options, model_setup
+from pipesim.api.model_options import ModelOptions, check_no_model_options
 from pipesim.api.results import SimResult
 from pipesim.api.unit_costs import memory_limit_units, planned_shape, unit_cost_model
 from pipesim.errors import PipesimError
@@ -18,6 +17,10 @@ from pipesim.program.loader import load_schedule
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import Engine
 from pipesim.sim.simulator import simulate as run_simulation
+
+if TYPE_CHECKING:
+    from pipesim.analytic.chip_spec import ChipSpec
+    from pipesim.analytic.model_spec import ModelSpec
 
 __all__ = ["simulate"]
 
@@ -71,7 +74,7 @@ def simulate(
         memory_limit: activation memory per rank for schedules that synthesise their order (zb-auto), in
             microbatch units (GiB of activations with ``model``; default 2·pp units).
         engine: ``"auto"`` (default), ``"graph"`` or ``"simpy"``: all give the same timeline.
-        **model_options: with ``model`` only, the fields of :class:`~pipesim.api.model_setup.ModelOptions`
+        **model_options: with ``model`` only, the fields of :class:`~pipesim.api.model_options.ModelOptions`
             (``tp``, ``dp``, ``cp``, ``zero``, ``recompute``, ``sequence_parallel``, ``fp8``, ...).
 
     Returns:
@@ -100,7 +103,11 @@ def simulate(
                 flag = clash[0] if clash else "--stage-cost"
                 raise PipesimError(f"{flag} sets unit costs, but --model derives the costs from FLOPs and bytes; "
                                    "drop one")
-        setup = model_setup(model, hardware, options, shape) if model is not None else None
+        setup = None
+        if model is not None:  # the analytic model loads only for a model-based run
+            from pipesim.api.model_setup import model_setup
+
+            setup = model_setup(model, hardware, options, shape)
         cost_model = setup.costs if setup else unit_cost_model(shape.num_slices, costs, stage_cost=stage_cost,
                                                                **values)
         return setup, cost_model

@@ -10,7 +10,8 @@ from pathlib import Path
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import DEFAULT_MICROBATCHES, DEFAULT_PP, SYNTH_DEFAULTS
-from pipesim.api.model_setup import ModelOptions, check_no_model_options, model_setup
+from pipesim.api.model_options import ModelOptions, check_no_model_options
+from pipesim.api.model_setup import model_setup
 from pipesim.api.unit_costs import memory_limit_units, unit_cost_model
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Program

@@ -1,5 +1,5 @@
 """The ``--model … --hardware …`` flags of ``simulate`` and ``synthesize``, and turning them into the library's
-:class:`~pipesim.api.model_setup.ModelOptions`. The model logic itself is :mod:`pipesim.api.model_setup`.
+:class:`~pipesim.api.model_options.ModelOptions`. The model logic itself is :mod:`pipesim.api.model_setup`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pipesim.analytic.layout import (
     Recompute,
     ZeroStage,
 )
-from pipesim.analytic.steady_state import StepBoundary
 from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
-from pipesim.api.model_setup import ModelOptions
+from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import fraction, positive_int
+from pipesim.sim.simulator import StepBoundary
 
 
 def layer_list(text: str) -> tuple[int, ...]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
+from itertools import chain, pairwise
+from operator import attrgetter
 
 import numpy as np
 
@@ -369,13 +370,28 @@ class PipelineShape:
         return stage // self.pp
 
 
-@dataclass(frozen=True)
 class Schedule:
-    """A schedule as its author writes it: the compute order (F/B/I/W) of each rank."""
+    """A schedule as its author writes it: the compute order (F/B/I/W) of each rank.
 
-    name: str
-    shape: PipelineShape
-    orders: tuple[tuple[Instruction, ...], ...]
+    Held in one of two forms, whichever the author built, the other made on demand: per-rank
+    :class:`Instruction` tuples (:meth:`from_orders`, ``Schedule(name, shape, orders)``) or columns
+    (:meth:`from_blocks`: the building blocks of :mod:`pipesim.program.blocks` emit numpy columns, so a
+    million-pass schedule is built and lowered without a million Python objects). :attr:`orders` and
+    :attr:`columns` give either form; two schedules are equal when their name, shape and compute order are,
+    whichever form built them. Immutable.
+    """
+
+    __slots__ = ("__dict__", "name", "shape")
+
+    def __init__(self, name: str, shape: PipelineShape, orders=None, *, columns: ProgramColumns | None = None):
+        if (orders is None) == (columns is None):
+            raise TypeError("Schedule needs exactly one of orders (Instruction sequences) or columns")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "shape", shape)
+        if orders is not None:
+            self.__dict__["orders"] = tuple(tuple(order) for order in orders)
+        else:
+            self.__dict__["columns"] = columns
 
     @classmethod
     def from_orders(
@@ -390,9 +406,160 @@ class Schedule:
         shape = PipelineShape(len(orders), microbatches, chunks, placement)
         return cls(name, shape, tuple(tuple(rank_order) for rank_order in orders))
 
+    @classmethod
+    def from_blocks(
+        cls,
+        name: str,
+        ranks: list[list],
+        *,
+        microbatches: int,
+        chunks: int = 1,
+        placement: Placement = Placement.LOOP,
+    ) -> Schedule:
+        """The schedule whose rank r runs the blocks of ``ranks[r]`` one after another.
+
+        A block is a run of passes from :mod:`pipesim.program.blocks` (``forwards(range(m))``,
+        ``alternate(...)``), or any object with integer columns ``op`` (:data:`OP_CODE` values),
+        ``microbatch``, ``chunk`` and ``overlap`` (a bool column, or None); a single :class:`Instruction`
+        (``F(3)``) is a block of one. Lowers to exactly the Program that the same passes written as
+        Instruction lists lower to (a property test holds every built-in to it).
+        """
+        shape = PipelineShape(len(ranks), microbatches, chunks, placement)
+        return cls(name, shape, columns=_columns_of_blocks(ranks))
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"Schedule is immutable (cannot set {key})")
+
+    @property
+    def orders(self) -> tuple[tuple[Instruction, ...], ...]:
+        """Per-rank compute orders as (interned) Instructions; built from the columns on first use."""
+        orders = self.__dict__.get("orders")
+        if orders is None:
+            orders = self.__dict__["orders"] = self.__dict__["columns"].instructions()
+        return orders
+
+    @property
+    def columns(self) -> ProgramColumns:
+        """The compute order as columns (``peer`` all -1), ranks concatenated; read from the orders on first use.
+
+        Raises ScheduleError when an order holds something that is not an Instruction."""
+        columns = self.__dict__.get("columns")
+        if columns is None:
+            columns = self.__dict__["columns"] = _columns_of_orders(self.__dict__["orders"])
+        return columns
+
+    @property
+    def num_ranks(self) -> int:
+        orders = self.__dict__.get("orders")
+        return len(orders) if orders is not None else len(self.__dict__["columns"].rank_lengths)
+
+    @property
+    def held_as_columns(self) -> bool:
+        """Whether the schedule was built as columns (its Instruction view not made yet)."""
+        return "orders" not in self.__dict__
+
     @property
     def split_backward(self) -> bool:
+        if self.held_as_columns:
+            return bool(np.any(self.columns.op == OP_CODE[Op.W]))
         return any(ins.op is Op.W for order in self.orders for ins in order)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        if self.name != other.name or self.shape != other.shape:
+            return False
+        if not (self.held_as_columns or other.held_as_columns):
+            return self.orders == other.orders
+        return self.columns.equals(other.columns)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.shape, self.num_instructions))
+
+    @property
+    def num_instructions(self) -> int:
+        """Compute instructions over all ranks."""
+        orders = self.__dict__.get("orders")
+        return sum(map(len, orders)) if orders is not None else self.columns.num_rows
+
+    def __repr__(self) -> str:
+        return f"Schedule(name={self.name!r}, shape={self.shape!r}, instructions={self.num_instructions})"
+
+    def __getstate__(self):
+        held = self.__dict__
+        return (self.name, self.shape, held.get("orders") if "columns" not in held else None, held.get("columns"))
+
+    def __setstate__(self, state) -> None:
+        name, shape, orders, columns = state
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "shape", shape)
+        if columns is not None:
+            self.__dict__["columns"] = columns
+        else:
+            self.__dict__["orders"] = orders
+
+
+def _columns_of_orders(orders) -> ProgramColumns:
+    """Per-rank Instruction orders as columns. Schedules repeat a few distinct (interned) Instructions many
+    times: the fields of each distinct object are read once and spread by identity, instead of three attribute
+    reads per instruction."""
+    lengths = np.fromiter(map(len, orders), dtype=np.int64, count=len(orders))
+    flat = list(chain.from_iterable(orders))
+    n = len(flat)
+    ids = np.fromiter(map(id, flat), dtype=np.int64, count=n)
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    distinct = [flat[i] for i in first.tolist()]
+    try:
+        op = np.fromiter(map(OP_CODE.__getitem__, map(attrgetter("op"), distinct)), np.int64, len(distinct))[inverse]
+        mb = np.fromiter(map(attrgetter("mb"), distinct), dtype=np.int64, count=len(distinct))[inverse]
+        chunk = np.fromiter(map(attrgetter("chunk"), distinct), dtype=np.int64, count=len(distinct))[inverse]
+        tail = np.fromiter(map(attrgetter("overlap"), distinct), dtype=bool, count=len(distinct))[inverse]
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):  # None fields, not Instructions
+        return ProgramColumns.of_instructions(orders)
+    return ProgramColumns(op, mb, chunk, np.full(n, -1, dtype=np.int64), lengths, tail if tail.any() else None)
+
+
+def _columns_of_blocks(ranks) -> ProgramColumns:
+    """Concatenate each rank's blocks (column runs or single Instructions) into one set of columns."""
+    ops, mbs, chunks, tails = [], [], [], []
+    lengths = np.zeros(len(ranks), dtype=np.int64)
+    for rank, blocks in enumerate(ranks):
+        for block in blocks:
+            if isinstance(block, Instruction):
+                if not block.op.is_compute:
+                    raise ScheduleError(f"rank {rank} lists {block}: a schedule holds only F, B, I, W; communication, "
+                                        "REDUCE_GRAD and STEP are derived by lower()")
+                try:
+                    _check_ids(block.mb, block.chunk)
+                except TypeError as err:
+                    raise ScheduleError(f"rank {rank} lists {block!r}: {err}") from None
+                ops.append(np.array([OP_CODE[block.op]], dtype=np.int64))
+                mbs.append(np.array([block.mb], dtype=np.int64))
+                chunks.append(np.array([block.chunk], dtype=np.int64))
+                tails.append(np.array([block.overlap]))
+            else:
+                try:
+                    ops.append(np.asarray(block.op, dtype=np.int64))
+                    mbs.append(np.asarray(block.microbatch, dtype=np.int64))
+                    chunks.append(np.asarray(block.chunk, dtype=np.int64))
+                    tail = block.overlap
+                except AttributeError:
+                    raise ScheduleError(
+                        f"rank {rank} lists {block!r}: a block is a run of passes (pipesim.program.blocks) or an "
+                        "Instruction such as F(0)") from None
+                tails.append(np.zeros(len(ops[-1]), dtype=bool) if tail is None else np.asarray(tail, dtype=bool))
+                if not len(ops[-1]) == len(mbs[-1]) == len(chunks[-1]) == len(tails[-1]):
+                    raise ScheduleError(f"rank {rank}: a block's columns differ in length ({block!r})")
+            lengths[rank] += len(ops[-1])
+    if not ops:
+        empty = np.zeros(0, dtype=np.int64)
+        return ProgramColumns(empty, empty, empty, empty, lengths, None)
+    tail, op = np.concatenate(tails), np.concatenate(ops)
+    if op.min() < 0 or op.max() >= len(OP_ORDER) or not IS_COMPUTE[op].all():
+        raise ScheduleError("a block holds an op code that is not F, B, I or W; communication, REDUCE_GRAD and "
+                            "STEP are derived by lower()")
+    return ProgramColumns(op, np.concatenate(mbs), np.concatenate(chunks),
+                          np.full(len(tail), -1, dtype=np.int64), lengths, tail if tail.any() else None)
 
 
 @dataclass(frozen=True, eq=False)

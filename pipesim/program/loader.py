@@ -30,6 +30,8 @@ from itertools import chain
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
+
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.ir import Instruction, Schedule
 from pipesim.program.limits import ScheduleLimits
@@ -209,13 +211,18 @@ def _check_built(source: ScheduleSource, schedule: object, pp: int, microbatches
             f"{where} returned a schedule for pp={shape.pp}, microbatches={shape.microbatches}, "
             f"chunks={shape.chunks}; it must honour the arguments"
         )
-    try:  # Schedules repeat a few interned objects thousands of times: check each distinct one (sweeps build
-        flat = list(chain.from_iterable(schedule.orders))  # thousands of schedules); the loop names the culprit
-    except TypeError:
-        flat = [None]
-    distinct = dict(zip(map(id, flat), flat, strict=True)).values()
-    if all(_sound(ins, microbatches, chunks) for ins in distinct):
-        return
+    if schedule.held_as_columns:  # built from blocks: the same demands, on the columns
+        columns = schedule.columns  # compute ops only (Schedule.from_blocks refuses others)
+        if _in_range(columns.microbatch, microbatches).all() and _in_range(columns.chunk, chunks).all():
+            return
+    else:
+        try:  # Schedules repeat a few interned objects thousands of times: check each distinct one (sweeps build
+            flat = list(chain.from_iterable(schedule.orders))  # thousands of schedules); the loop names the culprit
+        except TypeError:
+            flat = [None]
+        distinct = dict(zip(map(id, flat), flat, strict=True)).values()
+        if all(_sound(ins, microbatches, chunks) for ins in distinct):
+            return
     for rank, order in enumerate(schedule.orders):
         for ins in order:
             if not isinstance(ins, Instruction):
@@ -241,6 +248,10 @@ def _sound(ins: object, microbatches: int, chunks: int) -> bool:
         return True
     return (type(ins.mb) is int and 0 <= ins.mb < microbatches and type(ins.chunk) is int
             and 0 <= ins.chunk < chunks)
+
+
+def _in_range(column: np.ndarray, count: int) -> np.ndarray:
+    return (column >= 0) & (column < count)
 
 
 def _one_line(err: BaseException) -> str:

@@ -24,13 +24,11 @@ Rules, identical for the simulator and the executor:
 
 The whole pass is vectorised over the compute instructions (numpy columns in, :class:`ProgramColumns` out):
 no Instruction object is created, so lowering a 3-million-instruction Program costs array operations, not
-millions of constructor calls. Only reading the schedule's own Instructions is one step per compute op.
+millions of constructor calls. A schedule built from blocks (:mod:`pipesim.program.blocks`) arrives as columns;
+only reading a schedule's own Instruction lists is one step per compute op.
 """
 
 from __future__ import annotations
-
-from itertools import chain
-from operator import attrgetter
 
 import numpy as np
 
@@ -58,9 +56,9 @@ _WEIGHT_GRAD_CODES = np.array([OP_CODE[o] for o in WEIGHT_GRAD_OPS])
 def lower(schedule: Schedule) -> Program:
     """Insert communication, gradient reduction and the optimizer step into each rank's compute order."""
     shape = schedule.shape
-    if len(schedule.orders) != shape.pp:
+    if schedule.num_ranks != shape.pp:
         raise ScheduleError(
-            f"schedule {schedule.name!r} has {len(schedule.orders)} rank orders but pp={shape.pp}"
+            f"schedule {schedule.name!r} has {schedule.num_ranks} rank orders but pp={shape.pp}"
         )
     rank, op, mb, chunk, tail = _compute_columns(schedule)
     _check_compute(schedule, rank, op, chunk)
@@ -71,25 +69,9 @@ def lower(schedule: Schedule) -> Program:
 
 def _compute_columns(schedule: Schedule) -> tuple[np.ndarray, ...]:
     """rank, op code, microbatch, chunk and the overlap flag of every compute instruction, ranks in order."""
-    orders = schedule.orders
-    lengths = [len(order) for order in orders]
-    n = sum(lengths)
-    rank = np.repeat(np.arange(len(orders), dtype=np.int64), lengths)
-    flat = list(chain.from_iterable(orders))
-    # Schedules repeat a few distinct (interned) Instructions many times: read the fields of each distinct
-    # object once and spread them by identity, instead of three attribute reads per instruction.
-    ids = np.fromiter(map(id, flat), dtype=np.int64, count=n)
-    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    distinct = [flat[i] for i in first.tolist()]
-    try:
-        op = np.fromiter(map(OP_CODE.__getitem__, map(attrgetter("op"), distinct)), np.int64, len(distinct))[inverse]
-        mb = np.fromiter(map(attrgetter("mb"), distinct), dtype=np.int64, count=len(distinct))[inverse]
-        chunk = np.fromiter(map(attrgetter("chunk"), distinct), dtype=np.int64, count=len(distinct))[inverse]
-        tail = np.fromiter(map(attrgetter("overlap"), distinct), dtype=bool, count=len(distinct))[inverse]
-    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):  # None fields, not Instructions
-        columns = ProgramColumns.of_instructions(orders)
-        op, mb, chunk, tail = columns.op, columns.microbatch, columns.chunk, columns.overlap_mask
-    return rank, op, mb, chunk, tail
+    columns = schedule.columns
+    rank = np.repeat(np.arange(len(columns.rank_lengths), dtype=np.int64), columns.rank_lengths)
+    return rank, columns.op, columns.microbatch, columns.chunk, columns.overlap_mask
 
 
 def _check_compute(schedule: Schedule, rank: np.ndarray, op: np.ndarray, chunk: np.ndarray) -> None:

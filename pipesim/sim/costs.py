@@ -40,8 +40,6 @@ import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-import yaml
-
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Op
 
@@ -375,7 +373,12 @@ class CostModel:
         path = Path(path)
         data = self.to_dict()
         is_yaml = path.suffix.lower() in (".yaml", ".yml")
-        text = yaml.safe_dump(data, sort_keys=False) if is_yaml else json.dumps(data, indent=2)
+        if is_yaml:
+            import yaml  # only to write a costs file as YAML
+
+            text = yaml.safe_dump(data, sort_keys=False)
+        else:
+            text = json.dumps(data, indent=2)
         write_text_atomic(path, text + ("" if text.endswith("\n") else "\n"))
 
 

@@ -27,7 +27,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
-import simpy
 
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.ir import OP_CODE, OP_ORDER, Op, Program
@@ -282,6 +281,8 @@ def _barriers(table: ProgramTable, boundary: StepBoundary | None) -> np.ndarray:
 
 
 def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarray, sync_latency: float):
+    import simpy  # the reference engine only: the graph engine, auto's choice for large Programs, needs none
+
     env = simpy.Environment()
     n = table.num_rows
     pp = len(table.rank_bounds)
