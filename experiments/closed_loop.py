@@ -114,10 +114,12 @@ def threads_for(processes: int) -> int:
     return max(1, (os.cpu_count() or 1) // processes)
 
 
-def profile(out: Path, model_file: Path, processes: int, tps: list[int]) -> Path:
+def profile(out: Path, model_file: Path, processes: int, tps: list[int], quick: bool = True) -> Path:
+    """``pipesim profile`` with the executor's processes and threads; the full repeats (the median of 10 or more
+    calls per kernel, not 3) unless ``quick``: the profile's own run-to-run spread was the largest noise left."""
     chip = out / f"closed_loop_cpu_{processes}proc.yaml"
-    _run([*_torchrun(processes), "-m", "pipesim.profile", "-o", str(chip), "--quick", "--no-progress",
-          "--threads", str(threads_for(processes)), "--model", str(model_file), "--tp",
+    _run([*_torchrun(processes), "-m", "pipesim.profile", "-o", str(chip), *(["--quick"] if quick else []),
+          "--no-progress", "--threads", str(threads_for(processes)), "--model", str(model_file), "--tp",
           ",".join(map(str, tps))])
     return chip
 
@@ -153,7 +155,7 @@ def closed_loop(out: Path, fast: bool, log=print) -> list[Outcome]:
     for config in configs:
         # Profiled again right before each configuration's runs: on a shared machine the load changes within
         # minutes, and a profile taken under other load than the runs' is the largest error there is.
-        chip = profile(out, model_file, config.processes, [config.tp])
+        chip = profile(out, model_file, config.processes, [config.tp], quick=fast)
         log(f"profiled with {config.processes} processes × {threads_for(config.processes)} thread(s): {chip}")
         predicted = predict(config, model_file, chip, microbatches)
         runs = tuple(measure(config, model, microbatches, steps) for _ in range(repeats))
@@ -164,36 +166,56 @@ def closed_loop(out: Path, fast: bool, log=print) -> list[Outcome]:
     return outcomes
 
 
-def table(outcomes: list[Outcome]) -> str:
-    rows = ["| schedule | pp | tp | predicted s | measured s (median run) | runs | run-to-run spread | error |",
-            "|---|---|---|---|---|---|---|---|"]
+def fits_cores(config: Config, cores: int | None = None) -> bool:
+    """Whether each process has a core of its own: the model's one device per rank. With more processes than
+    cores the CPU time-slices the ranks, and a TP collective waits for its peers' turns on a core."""
+    return config.processes <= (cores or os.cpu_count() or 1)
+
+
+def table(outcomes: list[Outcome], cores: int | None = None) -> str:
+    rows = ["| schedule | pp | tp | processes / cores | predicted s | measured s (median run) | runs | "
+            "run-to-run spread | error |", "|---|---|---|---|---|---|---|---|---|"]
+    cores = cores or os.cpu_count() or 1
     for o in outcomes:
         c = o.config
-        rows.append(f"| {c.schedule} | {c.pp} | {c.tp} | {o.predicted:.3f} | {o.measured:.3f} | {len(o.runs)} | "
-                    f"{o.spread:.1%} | {o.error:+.1%} |")
-    errors = [abs(o.error) for o in outcomes]
-    rows.append(f"\nmean |error| {statistics.fmean(errors):.1%}, max {max(errors):.1%}; median run-to-run spread "
-                f"{statistics.median(o.spread for o in outcomes):.1%}")
-    return "\n".join(rows)
+        rows.append(f"| {c.schedule} | {c.pp} | {c.tp} | {c.processes} / {cores} | {o.predicted:.3f} | "
+                    f"{o.measured:.3f} | {len(o.runs)} | {o.spread:.1%} | {o.error:+.1%} |")
+    fit = [abs(o.error) for o in outcomes if fits_cores(o.config, cores)]
+    over = [abs(o.error) for o in outcomes if not fits_cores(o.config, cores)]
+    summary = [f"{len(fit)} configurations with a core per process: mean |error| {statistics.fmean(fit):.1%}, "
+               f"max {max(fit):.1%}" if fit else "no configuration has a core per process on this machine"]
+    if over:
+        summary.append(f"{len(over)} with more processes than cores: mean |error| {statistics.fmean(over):.1%}, "
+                       f"max {max(over):.1%}")
+    summary.append(f"median run-to-run spread {statistics.median(o.spread for o in outcomes):.1%}")
+    return "\n".join(rows) + "\n\n" + "; ".join(summary)
 
 
-def plot(outcomes: list[Outcome], out: Path) -> None:
+def plot(outcomes: list[Outcome], out: Path, cores: int | None = None) -> None:
     import matplotlib.pyplot as plt
 
     from pipesim.plots.figures import save_pdf_png
 
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(outcomes) + 2), 3.2))
+    cores = cores or os.cpu_count() or 1
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(outcomes) + 2), 3.4))
     x = range(len(outcomes))
     measured = [o.measured for o in outcomes]
     low = [o.measured - min(o.runs) for o in outcomes]
     high = [max(o.runs) - o.measured for o in outcomes]
     ax.bar([i - 0.2 for i in x], measured, 0.4, yerr=[low, high], capsize=3, label="measured (executor, runs' range)")
-    ax.bar([i + 0.2 for i in x], [o.predicted for o in outcomes], 0.4, label="predicted (profile → simulate)")
+    predicted = ax.bar([i + 0.2 for i in x], [o.predicted for o in outcomes], 0.4,
+                       label="predicted (profile → simulate)")
+    for bar, o in zip(predicted, outcomes, strict=True):
+        if not fits_cores(o.config, cores):
+            bar.set_hatch("//")
     for i, o in enumerate(outcomes):
         ax.text(i, max(o.predicted, max(o.runs)) * 1.02, f"{o.error:+.0%}", ha="center", fontsize=7)
-    ax.set_xticks(list(x), [o.config.label.replace(" ", "\n", 1) for o in outcomes], fontsize=7)
+    labels = [o.config.label.replace(" ", "\n", 1) + f"\n{o.config.processes} proc / {cores} cores"
+              for o in outcomes]
+    ax.set_xticks(list(x), labels, fontsize=7)
     ax.set_ylabel("step time (s)")
-    ax.set_title("closed loop on this CPU: pipesim profile + simulate vs executors.run", fontsize=9)
+    ax.set_title("closed loop on this CPU: pipesim profile + simulate vs executors.run (hatched: more processes "
+                 "than cores)", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     save_pdf_png(fig, out, "closed_loop")

@@ -34,3 +34,16 @@ def test_profile_predicts_the_executor_within_a_factor(tmp_path):
     # the host's time per kernel, measured (a CPU op's dispatch: microseconds, not the 10 µs preset's exact value)
     assert 1e-8 < chip.host_kernel_overhead < 1e-3 and chip.host_kernel_overhead != 10e-6
     assert chip.elementwise_backward_ratio > 0 and chip.elementwise_backward_ratio != 1.0  # measured, not the default
+
+
+def test_the_table_keeps_oversubscribed_configurations_apart():
+    """Four processes on two cores time-slice the ranks (the model has a device per rank): the summary reports
+    them apart from the configurations with a core per process, and the table says which is which."""
+    from experiments.closed_loop import Config, Outcome, fits_cores, table
+
+    fit, over = Outcome(Config("1f1b", 2, 1), 0.9, (1.0, 1.0, 1.0)), Outcome(Config("1f1b", 2, 2), 0.5, (1.0,))
+    assert fits_cores(fit.config, 2) and not fits_cores(over.config, 2)
+    text = table([fit, over], cores=2)
+    assert "| 2 / 2 |" in text and "| 4 / 2 |" in text
+    assert "1 configurations with a core per process: mean |error| 10.0%" in text
+    assert "1 with more processes than cores: mean |error| 50.0%" in text
