@@ -45,7 +45,9 @@ def looped_bfs(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
                                 placement=Placement.LOOP)
 
 
-def interleaved(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
+def _interleaved_orders(pp: int, microbatches: int, chunks: int, extra_warmup: int, steady) -> list[list]:
+    """Megatron's interleaved order per rank (the two interleaved files shared it as _interleaved_order.py):
+    ``steady(f, b)`` gives the steady state's passes for one forward and one backward."""
     def forward(k: int) -> Instruction:
         return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
 
@@ -55,33 +57,26 @@ def interleaved(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
     total = microbatches * chunks
     orders = []
     for rank in range(pp):
-        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp, total)
+        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp + extra_warmup, total)
         order = [forward(k) for k in range(warmup)]
         for k in range(total - warmup):
-            order += [forward(warmup + k), backward(k)]
+            order += steady(forward(warmup + k), backward(k))
         order += [backward(k) for k in range(total - warmup, total)]
         orders.append(order)
+    return orders
+
+
+def interleaved(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
+    orders = _interleaved_orders(pp, microbatches, chunks, 0, lambda f, b: [f, b])
     return Schedule.from_orders("interleaved", orders, microbatches=microbatches, chunks=chunks,
                                 placement=Placement.LOOP)
 
 
 def interleaved_overlap(pp: int, microbatches: int, chunks: int = 2) -> Schedule:
-    def forward(k: int) -> Instruction:
-        return F((k // (pp * chunks)) * pp + k % pp, (k // pp) % chunks)
+    def steady(f: Instruction, b: Instruction) -> list[Instruction]:
+        return overlap(f, b) if (f.mb, f.chunk) != (b.mb, b.chunk) else [f, b]
 
-    def backward(k: int) -> Instruction:
-        return B((k // (pp * chunks)) * pp + k % pp, chunks - 1 - (k // pp) % chunks)
-
-    total = microbatches * chunks
-    orders = []
-    for rank in range(pp):
-        warmup = min(2 * (pp - rank - 1) + (chunks - 1) * pp + 1, total)
-        order = [forward(k) for k in range(warmup)]
-        for k in range(total - warmup):
-            f, b = forward(warmup + k), backward(k)
-            order += overlap(f, b) if (f.mb, f.chunk) != (b.mb, b.chunk) else [f, b]
-        order += [backward(k) for k in range(total - warmup, total)]
-        orders.append(order)
+    orders = _interleaved_orders(pp, microbatches, chunks, 1, steady)
     return Schedule.from_orders("interleaved-overlap", orders, microbatches=microbatches, chunks=chunks,
                                 placement=Placement.LOOP)
 
