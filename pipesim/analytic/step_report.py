@@ -201,7 +201,8 @@ def report_text(report: StepReport) -> str:
             if c.achievable_fraction
             else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
             f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
-            f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''})"
+            f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''}"
+            f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''})"
         )
         + (
             ", P2P "
