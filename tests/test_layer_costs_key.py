@@ -68,7 +68,8 @@ _OTHER = {
     "distributed_optimizer": True, "attention": "triton", "elementwise": "eager",
     "loss": "pytorch", "grad_accumulation": "autograd",
     "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
-    "precision": "fp8", "async_tp": True, "overlap_p2p": True, "ep": 2, "moe_imbalance": 1.3,
+    "precision": "fp8", "async_tp": True, "overlap_p2p": True,
+    "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2,
 }
 
@@ -105,7 +106,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     for name in names:
         moe = name in ("ep", "moe_imbalance")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
-        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name == "async_tp" else {}))
+        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name == "async_tp" else {}),
+                      **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
         changed = replace(base, **{name: _other(name)})

@@ -75,15 +75,6 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         ('-28%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the'
          ' gathers/reduce-scatters less hidden; HSDP taken as 128-way ZeRO-3, which should make pipesim'
          ' slower, not faster'),
-    # nemotron4_15b_2024
-    ('Parmar et al. 2024, Nemotron-4 15B Technical Report, Table 2 | nemotron-4-15b'
-     ' tp8 pp1 m4 b1 1f1b 768×h100 none s4096'):
-        ('+28%, pipesim too slow: H100 BF16 TP8 + DP 96, 4 microbatches of one (inferred): the exposed DP'
-         ' gradient/parameter sync and unoverlapped TP collectives; with --async-tp +10%'),
-    ('Parmar et al. 2024, Nemotron-4 15B Technical Report, Table 2 | nemotron-4-15b'
-     ' tp8 pp1 m4 b1 1f1b 1536×h100 none s4096'):
-        ('+26%, pipesim too slow: H100 BF16 TP8 + DP 192, 4 microbatches of one (inferred): the exposed DP'
-         ' gradient/parameter sync and unoverlapped TP collectives; with --async-tp +9%'),
     # dao2023
     'Dao 2023, FlashAttention-2, Table 1 | gpt3-1.3b tp1 pp1 m4 b4 1f1b 8×a100 full s8192':
         ('-32%, pipesim too fast: unfused-attention baseline at 8k, micro-batch and full recomputation'

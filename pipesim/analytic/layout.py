@@ -134,6 +134,12 @@ class Layout:
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False
+    # Megatron's --overlap-grad-reduce (NeMo's overlap_grad_sync): the data-parallel gradient reduce runs in buckets
+    # while each stage's last microbatch runs its backward. --overlap-param-gather (overlap_param_sync): the
+    # distributed optimizer's parameter all-gather runs while the next step's first microbatch runs its forward.
+    # Off: both wait, after the last backward and after the optimizer (Megatron-LM's defaults).
+    overlap_grad_reduce: bool = False
+    overlap_param_gather: bool = False
     # Expert parallelism (mixture-of-experts models): each MoE layer's routed experts sharded over ep ranks,
     # which are carved out of the stage's dp·cp ranks (Megatron-Core: the expert-parallel group is folded over
     # data and context parallelism, so ep divides dp·cp); its expert weights sync over dp·cp/ep ranks.
@@ -165,6 +171,9 @@ class Layout:
             )
         if self.stage_layers is not None and len(self.stage_layers) != self.num_stages:
             raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
+        if self.overlap_param_gather and self.asked_sharding is ZeroStage.NONE:
+            raise PipesimError("--overlap-param-gather overlaps the distributed optimizer's parameter all-gather, but "
+                               "no optimizer state is sharded; add --distributed-optimizer (or --zero N) or drop it")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
 

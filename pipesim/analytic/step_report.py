@@ -109,7 +109,9 @@ class StepReport:
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
-                       "overlap_p2p": lay.overlap_p2p, "ep": lay.ep, "moe_imbalance": lay.moe_imbalance,
+                       "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
+                       "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
+                       "moe_imbalance": lay.moe_imbalance,
                        "model_copies": lay.model_copies},
             "cost_sources": cost_sources(self.chip),
             "step_boundary": self.boundary.value,
@@ -209,7 +211,9 @@ def report_text(report: StepReport) -> str:
             + ("overlapped" if lay.overlap_p2p else f"blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")
             if lay.pp > 1
             else ""
-        ),
+        )
+        + (", gradient reduce overlapped" if lay.overlap_grad_reduce else "")
+        + (", parameter gather overlapped" if lay.overlap_param_gather else ""),
         *(
             [
                 f"cost terms from {c.name}'s measured tables (pipesim profile) or the roofline: "

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.comm import dp_grad_sync, optimizer_step_time
-from pipesim.analytic.layout import Layout, ZeroStage
+from pipesim.analytic.comm import optimizer_step_time
+from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.to_costs import (
+    param_gather_time,
     rank_expert_params,
     rank_params,
     stage_breakdown,
@@ -92,9 +93,9 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
         grad_sync = 0.0
         for s in stages:
             part = stage_breakdown(model, layout, s)
-            grad_sync += stage_reduce_grad(part.params, layout, chip, part.expert_params)
-        if not (layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1):
-            grad_sync += dp_grad_sync(params[rank], layout, chip, experts[rank]).gather
+            grad_sync += stage_reduce_grad(part.params, layout, chip, part.expert_params, parts[s].backward_pass)
+        grad_sync += param_gather_time(params[rank], layout, chip, experts[rank],
+                                       sum(parts[s].forward_pass for s in stages))
         a2a = m * sum(p.a2a for p in mine)
         busy = dict(
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),

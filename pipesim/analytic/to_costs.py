@@ -266,6 +266,10 @@ class StageTimeParts:
     a2a: float = 0.0  # expert-parallel all-to-all, forward and backward (inside the passes; an overlapped pair
     #                   of a forward and a backward may hide it)
     host_wait: float = 0.0  # the device waiting for the host to issue small kernels (ChipSpec.host_kernel_overhead)
+    # One microbatch's forward and (fused) backward pass as the cost model runs them: what an overlapped parameter
+    # gather and gradient reduce hide behind.
+    forward_pass: float = 0.0
+    backward_pass: float = 0.0
 
 
 Layers = dict  # LayerKind → PassTimes (or LayerComm): one value per kind of layer the model has
@@ -478,7 +482,7 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
         backward=v * backward,
         backward_input=v * backward_input,
         backward_weight=v * backward_weight,
-        reduce_grad=v * stage_reduce_grad(part.params, layout, chip, part.expert_params),
+        reduce_grad=v * stage_reduce_grad(part.params, layout, chip, part.expert_params, backward),
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
         activation_bytes=v * part.activation_bytes,
@@ -508,10 +512,15 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
     return result
 
 
-def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0) -> float:
+def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,
+                      backward: float = 0.0) -> float:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
     (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
-    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`)."""
+    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`).
+
+    With ``overlap_grad_reduce`` the reduce runs in buckets beside the ``backward`` seconds of the stage's last
+    microbatch (Megatron-Core's DDP launches a bucket's reduce as soon as its gradients are ready), and what is
+    left after that backward is exposed, as any overlapped collective (:func:`comm.contended_overlap`)."""
     if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
         return 0.0
     mirror = mirror_grad_sum(params, layout, chip, expert_params)
@@ -522,7 +531,23 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
         one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth,
                                        ring_latency(chip, n, layout.tp * n))
         return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
+    if layout.overlap_grad_reduce:
+        reduce = contended_overlap(reduce, backward, chip.comm_sm_share)
     return reduce + mirror
+
+
+def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,
+                      forward: float = 0.0) -> float:
+    """The distributed optimizer's parameter all-gather after the optimizer step, for a rank of ``params``. With
+    ``overlap_param_gather`` it runs in buckets beside the next step's first microbatch, ``forward`` seconds
+    through the rank's chunks (Megatron-Core gathers a bucket in the forward pre-hook of the module that needs
+    it), and only what that forward does not hide is exposed. ZeRO-3 without pipelining gathers per layer."""
+    if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+        return 0.0
+    gather = dp_grad_sync(params, layout, chip, expert_params).gather
+    if layout.overlap_param_gather:
+        gather = contended_overlap(gather, forward, chip.comm_sm_share)
+    return gather
 
 
 def _boundary_sends(
@@ -604,7 +629,8 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute + accumulate,
             exposed_comm=exposed.forward + exposed.backward,
             p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
-            a2a=a2a.forward + a2a.backward, host_wait=host.host_wait))
+            a2a=a2a.forward + a2a.backward, host_wait=host.host_wait,
+            forward_pass=host.forward, backward_pass=host.backward + accumulate))
     return result
 
 
@@ -632,6 +658,9 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     shape = _shape_of(layout, shape)
     costs = _layer_costs(model, chip, layout)
     per_stage = _all_stage_costs(model, chip, layout, costs)
+    # one microbatch's forward through each rank's chunks, before any blocking send joins it (what an overlapped
+    # parameter gather hides behind); a stage's values are its rank's share, v chunks of it
+    rank_forward = [sum(per_stage[s].forward for s in shape.rank_slices(r)) / layout.chunks for r in range(shape.pp)]
     link = p2p_bandwidth(layout, chip)
     boundaries = boundary_bandwidths(layout, chip, shape)
     if layout.overlap_p2p:
@@ -650,13 +679,10 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             diff = diffs[id(costs)] = {k: v for k, v in vars(costs).items() if getattr(default, k) != v}
         if diff:
             overrides[s] = dict(diff)
-    unsharded_fsdp = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
-    # Once per distinct (parameters, expert parameters): the ranks of an even split hold the same.
-    held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape), strict=True))
-    step = max(
-        optimizer_step_time(p, layout, chip, e) + (0.0 if unsharded_fsdp else dp_grad_sync(p, layout, chip, e).gather)
-        for p, e in held
-    )
+    # Once per distinct (parameters, expert parameters, forward): the ranks of an even split hold the same.
+    held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape),
+                             rank_forward, strict=True))
+    step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f) for p, e, f in held)
     return CostModel(
         default=default,
         overrides=overrides,

@@ -50,6 +50,9 @@ class ModelOptions:
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
         overlap_p2p: pipeline sends overlap compute (default: blocking sends).
+        overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward.
+        overlap_param_gather: the distributed optimizer's parameter all-gather runs during the next step's first
+            forward.
         ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).
         moe_imbalance: the most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1).
         expert_tp: expert tensor-parallel degree; only ``tp`` itself (the default) is modelled.
@@ -79,6 +82,8 @@ class ModelOptions:
     step_boundary: str | None = None
     steps: int | None = None
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
+    overlap_grad_reduce: bool | None = None
+    overlap_param_gather: bool | None = None
     ep: int | None = None
     moe_imbalance: float | None = None
     expert_tp: int | None = None

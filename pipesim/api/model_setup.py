@@ -87,7 +87,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0), cp=o.cp or 1,
         precision=Precision.FP8 if o.fp8 else Precision.BF16, async_tp=bool(o.async_tp),
-        overlap_p2p=bool(o.overlap_p2p), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
+        overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),
+        overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )
     if o.expert_tp is not None and o.expert_tp != layout.tp:
         raise PipesimError(f"--expert-tp {o.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "

@@ -91,6 +91,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
                        "gradient_accumulation_fusion, free; default) or autograd (PyTorch's .grad += after every "
                        "microbatch but the first: a memory-bound pass over the gradients; the executor, plain DDP)")
+    group.add_argument("--overlap-grad-reduce", action="store_true", default=None,
+                       help="the data-parallel gradient reduce runs in buckets during each stage's last backward "
+                       "(Megatron's --overlap-grad-reduce, NeMo's overlap_grad_sync); default: after it")
+    group.add_argument("--overlap-param-gather", action="store_true", default=None,
+                       help="the distributed optimizer's parameter all-gather runs during the next step's first "
+                       "forward (Megatron's --overlap-param-gather, NeMo's overlap_param_sync); needs "
+                       "--distributed-optimizer or --zero N")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,

@@ -59,6 +59,8 @@ class PublishedRun:
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
+    overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
     ep: int = 1  # expert-parallel degree (mixture-of-experts models), folded over dp·cp
@@ -124,6 +126,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
+                    overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     costs = build_cost_model(model, chip, layout, shape)
     if built is None:
@@ -156,6 +159,10 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--overlap-p2p")
     if run.async_tp:
         argv.append("--async-tp")
+    if run.overlap_grad_reduce:
+        argv.append("--overlap-grad-reduce")
+    if run.overlap_param_gather:
+        argv.append("--overlap-param-gather")
     if run.elementwise is ElementwiseKernels.EAGER:
         argv += ["--elementwise", run.elementwise.value]
     if run.loss is not LossKernel.MEGATRON:

@@ -5,8 +5,10 @@ distributed optimizer (ZeRO-1), sequence parallelism when tp > 1, overlapped pip
 attention, the model's own sequence length. Inferred from the NeMo-Framework-Launcher training configs of the
 same models (launcher_scripts/conf/training/gpt3/175b.yaml, llama/llama3_1_70b.yaml): TP communication
 overlapped with the GEMMs when tp > 1 (``ub_tp_comm_overlap: true`` → ``async_tp``), and selective
-recomputation for GPT-3 175B (``activations_checkpoint_granularity: selective``). Uncertain: that the summary's
-runs used those configs unchanged.
+recomputation for GPT-3 175B (``activations_checkpoint_granularity: selective``); the distributed optimizer's
+gradient reduce and parameter gather overlapped with the passes (``optim: distributed_fused_adam`` with
+``overlap_grad_sync: true`` and ``overlap_param_sync: true`` → ``--overlap-grad-reduce --overlap-param-gather``,
+stated since this release). Uncertain: that the summary's runs used those configs unchanged.
 """
 
 from pipesim.analytic.layout import Precision, Recompute, ZeroStage
@@ -18,6 +20,7 @@ ROWS = [
     PublishedRun(SOURCE, name, "h100-sxm", gpus, batch, tp=tp, pp=pp, cp=cp, chunks=vp, micro_batch=mbs,
                  schedule="interleaved" if vp > 1 else "1f1b", sequence_parallel=tp > 1, zero=ZeroStage.OPTIMIZER,
                  precision=Precision.FP8, overlap_p2p=True, async_tp=tp > 1, tokens_per_gpu=tokens,
+                 overlap_grad_reduce=True, overlap_param_gather=True,
                  recompute=Recompute.SELECTIVE if name == "gpt3-175b" else Recompute.NONE)
     for name, gpus, batch, mbs, tp, pp, cp, vp, tokens in [
         ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),

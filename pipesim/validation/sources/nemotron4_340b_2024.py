@@ -20,8 +20,9 @@ Inferred from NeMo-Framework-Launcher's ``launcher_scripts/conf/training/nemotro
 layers over 12 × 8 = 96 chunks: one layer each); selective activation recomputation; sequence parallelism;
 ``overlap_p2p_comm: False`` with batched P2P (blocking pipeline sends, which pipesim charges its P2P
 synchronisation overhead for); ``ub_tp_comm_overlap: False`` (TP communication not overlapped with the GEMMs);
-``distributed_fused_adam`` with overlapped gradient and parameter sync (ZeRO-1); Transformer Engine, no FP8;
-fused attention (TE's FlashAttention path). Megatron's vocabulary-parallel loss.
+``distributed_fused_adam`` with overlapped gradient and parameter sync (ZeRO-1; ``overlap_grad_sync`` and
+``overlap_param_sync`` true: ``--overlap-grad-reduce --overlap-param-gather``, stated since this release);
+Transformer Engine, no FP8; fused attention (TE's FlashAttention path). Megatron's vocabulary-parallel loss.
 
 Uncertain: that the config's settings are those of the run (the commit says so for GPUs and batch); the numbers'
 transcription (above); the interconnect (the preset's 400 Gb/s per GPU). No memory is published. The three rows
@@ -38,6 +39,6 @@ SOURCE = "Adler et al. 2024, Nemotron-4 340B Technical Report, Table 2"
 ROWS = [
     PublishedRun(SOURCE, "nemotron-4-340b", "h100-sxm", gpus, batch, tp=8, pp=12, chunks=8, micro_batch=1,
                  seq_len=4096, schedule="interleaved", recompute=Recompute.SELECTIVE, sequence_parallel=True,
-                 zero=ZeroStage.OPTIMIZER, step_s=seconds)
+                 zero=ZeroStage.OPTIMIZER, overlap_grad_reduce=True, overlap_param_gather=True, step_s=seconds)
     for gpus, batch, seconds in [(1536, 768, 10.3), (3072, 1536, 10.3), (6144, 2304, 8.0)]
 ]
