@@ -242,6 +242,23 @@ def test_interleaved_candidates_overlap_their_sends_unless_asked_not_to():
     assert not request.layout_of(no_pipeline).overlap_p2p
 
 
+def test_candidates_overlap_their_data_parallel_sync_unless_asked_not_to():
+    request = _hand_request()
+    sharded = Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False, ZeroStage.OPTIMIZER)
+    replicated = Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False)
+    layout = request.layout_of(sharded)
+    assert layout.overlap_grad_reduce and layout.overlap_param_gather
+    plain = request.layout_of(replicated)  # no sharded state: no parameter gather to overlap
+    assert plain.overlap_grad_reduce and not plain.overlap_param_gather
+    blocking = replace(request, overlap_dp_sync=False).layout_of(sharded)
+    assert not blocking.overlap_grad_reduce and not blocking.overlap_param_gather
+    model = MODEL_PRESETS["llama2-70b"]
+    argv = megatron_argv(sharded, model, 1024, overlap_dp_sync=True)
+    assert "--overlap-grad-reduce" in argv and "--overlap-param-gather" in argv
+    assert "--overlap-param-gather" not in megatron_argv(replicated, model, 1024, overlap_dp_sync=True)
+    assert "--overlap-grad-reduce" not in megatron_argv(sharded, model, 1024)
+
+
 def test_megatron_flags():
     model = MODEL_PRESETS["llama2-70b"]
     c = Candidate(8, 8, 16, 1, 64, "interleaved", 2, Recompute.FULL, True, ZeroStage.OPTIMIZER, Precision.FP8, 2)

@@ -638,13 +638,13 @@ def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """Parameters per tp rank held by each pipeline rank (the sum over its chunks' stages; experts / ep). Under
     DualPipe's dual placement a rank holds two whole slices, one of each copy: twice the parameters."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[s].params for s in shape.rank_slices(r)) for r in range(shape.pp)]
+    return [sum(stages[s].params for s in slices) for slices in shape.slices_by_rank]
 
 
 def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
     stages = stage_breakdowns(model, layout)
-    return [sum(stages[s].expert_params for s in shape.rank_slices(r)) for r in range(shape.pp)]
+    return [sum(stages[s].expert_params for s in slices) for slices in shape.slices_by_rank]
 
 
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:
@@ -660,7 +660,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     per_stage = _all_stage_costs(model, chip, layout, costs)
     # one microbatch's forward through each rank's chunks, before any blocking send joins it (what an overlapped
     # parameter gather hides behind); a stage's values are its rank's share, v chunks of it
-    rank_forward = [sum(per_stage[s].forward for s in shape.rank_slices(r)) / layout.chunks for r in range(shape.pp)]
+    rank_forward = [sum(per_stage[s].forward for s in slices) / layout.chunks for slices in shape.slices_by_rank]
     link = p2p_bandwidth(layout, chip)
     boundaries = boundary_bandwidths(layout, chip, shape)
     if layout.overlap_p2p:

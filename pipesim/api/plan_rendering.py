@@ -53,7 +53,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         gaps = executor_gaps(c, request.model)
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
-        lines.append(f"   megatron: {megatron_line(c, request.model, request.global_batch, request.overlap_p2p)}")
+        line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync)
+        lines.append(f"   megatron: {line}")
     if any(o.candidate.precision is Precision.FP8 for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 candidate's MFU can pass what BF16 could reach)")
     tied = sum(close[1:])

@@ -207,6 +207,7 @@ def plan_request(
     achievable_fraction: float | None = None,
     param_bytes: str = PLAN_DEFAULTS.param_bytes,
     blocking_p2p: bool = False,
+    blocking_dp_sync: bool = False,
     attention: str | AttentionKernel = AttentionKernel.FUSED,
     elementwise: str | ElementwiseKernels = ElementwiseKernels.FUSED,
     loss: str | LossKernel = LossKernel.MEGATRON,
@@ -237,6 +238,7 @@ def plan_request(
         max_chunks=max_chunks,
         param_bytes=PARAM_BYTES[str(param_bytes)],
         overlap_p2p=not blocking_p2p,
+        overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
         elementwise=ElementwiseKernels(elementwise),
@@ -273,6 +275,7 @@ def plan(
             (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one dividing
             dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
             ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False),
+            ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``attention``, ``elementwise`` and ``loss`` (the kernels the training code runs, not searched:
             "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch").
 

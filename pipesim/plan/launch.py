@@ -71,9 +71,10 @@ def megatron_gap(candidate: Candidate) -> str | None:
 
 
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
-                  overlap_p2p: bool = True) -> list[str] | None:
+                  overlap_p2p: bool = True, overlap_dp_sync: bool = False) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
-    ``overlap_p2p``: the plan overlapped the interleaved schedule's sends."""
+    ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
+    reduce and (with the distributed optimizer) parameter gather."""
     c = candidate
     if megatron_gap(c) is not None:
         return None
@@ -120,6 +121,10 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args.append("--sequence-parallel")
     if c.zero is ZeroStage.OPTIMIZER:
         args.append("--use-distributed-optimizer")
+    if overlap_dp_sync:
+        args.append("--overlap-grad-reduce")
+        if c.zero is ZeroStage.OPTIMIZER:
+            args.append("--overlap-param-gather")
     if c.recompute is Recompute.SELECTIVE:
         args += ["--recompute-granularity", "selective"]
     elif c.recompute is Recompute.FULL:
@@ -130,8 +135,9 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     return args
 
 
-def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True) -> str:
-    argv = megatron_argv(candidate, model, global_batch, overlap_p2p)
+def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
+                  overlap_dp_sync: bool = False) -> str:
+    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync)
     if argv is None:
         return f"({megatron_gap(candidate)})"
     return "pretrain_gpt.py " + shlex.join(argv)

@@ -140,6 +140,7 @@ class PlanResult:
             | {
                 "pareto": id(o) in front,
                 "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
+                "overlap_dp_sync": self.request.overlap_dp_sync,
                 "step_time_band": band_of(o, self.request.chip),
                 "within_band_of_best": id(o) in close,
             }

@@ -78,6 +78,10 @@ class PlanRequest:
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True
+    # Every candidate reduces its gradients beside its last backward and gathers its sharded parameters beside the
+    # next step's first forward (Megatron-LM's --overlap-grad-reduce and --overlap-param-gather, what tuned
+    # recipes set); False: both after the passes.
+    overlap_dp_sync: bool = True
     # Expert-parallel degrees to consider (MoE models); None: every one that divides dp·cp and the experts.
     expert_parallel: tuple[int, ...] | None = None
 
@@ -114,7 +118,8 @@ class PlanRequest:
     def layout_of(self, candidate: Candidate) -> Layout:
         """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel, P2P
         overlap)."""
-        return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise, self.loss)
+        return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise, self.loss,
+                                self.overlap_dp_sync)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
@@ -167,16 +172,19 @@ class Candidate:
     def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
                attention: AttentionKernel = AttentionKernel.FUSED, overlap_p2p: bool = False,
                elementwise: ElementwiseKernels = ElementwiseKernels.FUSED,
-               loss: LossKernel = LossKernel.MEGATRON) -> Layout:
+               loss: LossKernel = LossKernel.MEGATRON, overlap_dp_sync: bool = False) -> Layout:
         """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
-        two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1)."""
+        two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1).
+        ``overlap_dp_sync``: the gradient reduce beside the last backward, and the parameter gather beside the first
+        forward where the optimizer state is sharded."""
         copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
         return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks // copies,
                       model_copies=copies,
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
                       attention=attention, elementwise=elementwise, loss=loss, param_bytes=param_bytes,
-                      overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep)
+                      overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep, overlap_grad_reduce=overlap_dp_sync,
+                      overlap_param_gather=overlap_dp_sync and self.zero is not ZeroStage.NONE)
 
     @property
     def overlaps_p2p(self) -> bool:

@@ -333,6 +333,12 @@ class PipelineShape:
         """The model slices (cost-model stages) of ``rank``'s chunks, chunk 0 first."""
         return tuple(self.slice_of(self.stage(rank, c)) for c in range(self.chunks))
 
+    @property
+    def slices_by_rank(self) -> tuple[tuple[int, ...], ...]:
+        """:meth:`rank_slices` of every rank, rank 0 first: made once per shape (the planner's cost models ask for
+        it per candidate, tens of thousands of times over a few hundred shapes)."""
+        return _slices_by_rank(self)
+
     def pipeline_of_stage(self, stage):
         return stage // self.stages_per_pipeline
 
@@ -752,3 +758,8 @@ class Program:
         if len(ranks) != shape.pp:
             raise ScheduleError(f"program text has {len(ranks)} rank sections but pp: {shape.pp}")
         return cls(header.get("name", "program"), shape, ranks)
+
+
+@lru_cache(maxsize=4096)
+def _slices_by_rank(shape: PipelineShape) -> tuple[tuple[int, ...], ...]:
+    return tuple(shape.rank_slices(rank) for rank in range(shape.pp))

@@ -120,6 +120,9 @@ def register(sub) -> None:
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
+    p.add_argument("--blocking-dp-sync", action="store_true",
+                   help="the data-parallel gradient reduce and parameter gather wait for the passes (default: "
+                   "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them)")
     p.add_argument("--top", type=positive_int, default=PLAN_DEFAULTS.top,
                    help=f"configurations to print (default {PLAN_DEFAULTS.top})")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file(".csv", ".parquet", what="plan results"),
@@ -139,7 +142,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 schedules=args.schedules, recompute=args.recompute, zero=args.zero, precision=args.precision,
                 cp=args.cp, min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
-                param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p, ep=args.ep,
+                param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
+                blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, elementwise=args.elementwise, loss=args.loss)
 
 
