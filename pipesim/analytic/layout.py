@@ -213,6 +213,13 @@ class Layout:
         return f"nothing to shard (dp·cp = 1): {what} keeps the full state (runs as ZeRO-0)"
 
     @property
+    def gathers_per_layer(self) -> bool:
+        """ZeRO-3 without pipelining: every layer's weights are gathered before its passes and its gradients
+        reduce-scattered after them, so nothing of the data-parallel sync is left for the step's end. (With
+        pipelining a stage's weights stay gathered through the step, as torchtitan's FSDP + PP keeps them.)"""
+        return self.sharding is ZeroStage.PARAMETERS and self.pp == 1
+
+    @property
     def expert_shards(self) -> int:
         """Ranks an expert's ZeRO state is sharded over and its gradients sync over: dp·cp/ep (the expert
         data-parallel group)."""

@@ -142,14 +142,14 @@ def static_bytes(
         optimizer = sharded(b.optimizer)
     if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
         grads = sharded(b.grads)
-    if zero is ZeroStage.PARAMETERS and layout.pp == 1:
+    if layout.gathers_per_layer:
         weights = sharded(b.weights)
         if model is not None:
             unsharded = 2 * largest_layer_params(model) / layout.tp
             weights += unsharded * b.weights
             grads += unsharded * b.grads
     if layout.precision is Precision.FP8:  # sharded like the BF16 weights under ZeRO-3 without pipelining
-        weights += sharded(1.0) if zero is ZeroStage.PARAMETERS and layout.pp == 1 else params * 1.0
+        weights += sharded(1.0) if layout.gathers_per_layer else params * 1.0
     return weights, grads, optimizer
 
 

@@ -313,7 +313,7 @@ def _layer_comm(
         core = attention_core_times(model, layout, chip)
         ring = LayerComm(overlapped(ring.forward, core.forward), overlapped(ring.backward, core.backward_input))
     gathers = LayerComm(0.0, 0.0)
-    if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+    if layout.gathers_per_layer:
         # ZeRO-3's NCCL gathers and reduce-scatters run beside the layers' kernels and take SMs from them
         # (comm.contended_overlap); in the backward they overlap the recomputed forward too. A rank gathers
         # its share: the dense weights and its ep-th of the routed experts.
@@ -373,7 +373,7 @@ _LAYER_COSTS_KEPT = 4096
 
 
 def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
-    gathers = layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1
+    gathers = layout.gathers_per_layer
     return (
         id(chip),
         model,
@@ -521,7 +521,7 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     With ``overlap_grad_reduce`` the reduce runs in buckets beside the ``backward`` seconds of the stage's last
     microbatch (Megatron-Core's DDP launches a bucket's reduce as soon as its gradients are ready), and what is
     left after that backward is exposed, as any overlapped collective (:func:`comm.contended_overlap`)."""
-    if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+    if layout.gathers_per_layer:
         return 0.0
     mirror = mirror_grad_sum(params, layout, chip, expert_params)
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
@@ -542,7 +542,7 @@ def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_para
     ``overlap_param_gather`` it runs in buckets beside the next step's first microbatch, ``forward`` seconds
     through the rank's chunks (Megatron-Core gathers a bucket in the forward pre-hook of the module that needs
     it), and only what that forward does not hide is exposed. ZeRO-3 without pipelining gathers per layer."""
-    if layout.sharding is ZeroStage.PARAMETERS and layout.pp == 1:
+    if layout.gathers_per_layer:
         return 0.0
     gather = dp_grad_sync(params, layout, chip, expert_params).gather
     if layout.overlap_param_gather:
@@ -660,7 +660,8 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     per_stage = _all_stage_costs(model, chip, layout, costs)
     # one microbatch's forward through each rank's chunks, before any blocking send joins it (what an overlapped
     # parameter gather hides behind); a stage's values are its rank's share, v chunks of it
-    rank_forward = [sum(per_stage[s].forward for s in slices) / layout.chunks for slices in shape.slices_by_rank]
+    rank_forward = [sum(per_stage[s].forward for s in slices) / layout.chunks if layout.overlap_param_gather else 0.0
+                    for slices in shape.slices_by_rank]
     link = p2p_bandwidth(layout, chip)
     boundaries = boundary_bandwidths(layout, chip, shape)
     if layout.overlap_p2p:
