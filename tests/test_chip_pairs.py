@@ -26,4 +26,6 @@ def test_at_the_benchmarks_rate_the_h100_is_too_fast_against_the_a100_and_the_ra
     raw = median_ratio(chip_pairs(MOSAIC, "h100-sxm", "a100-80gb", lambda n: bench if n == "h100-sxm" else None))
     shipped = median_ratio(chip_pairs(MOSAIC, "h100-sxm", "a100-80gb"))
     assert raw < 0.95  # the evidence: same software and configurations, pipesim's H100 ≥ 5 % too fast
+    # In sample: MosaicML's H100 rows are among those the shipped ratio (0.86) was fitted on, so this second check
+    # says the fit used the evidence, not that it holds elsewhere; validation_loso.py's MosaicML fold says that.
     assert abs(shipped - 1) < abs(raw - 1) / 2
