@@ -104,6 +104,34 @@ KNOWN_STEP_MISSES: dict[str, str] = {
      ' gpt-529.6b tp1 pp1 m1 b1 1f1b 2240×a100 full s-'):
         ('-77%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
+    # mosaicml_small2023
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 large-scale table (128-512 GPUs)'
+     ' | mpt-7b tp1 pp1 m1 b6 1f1b 512×h100 none s2048'):
+        '-16%, pipesim too fast: FSDP at 512 H100s; measured falls 8% from 128 to 512 GPUs, pipesim 3%',
+    ('MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 large-scale table (128-512 GPUs)'
+     ' | mpt-1b tp1 pp1 m1 b12 1f1b 512×h100 none s2048'):
+        '-18%, pipesim too fast: FSDP at 512 H100s; measured falls 10% from 128 to 512 GPUs, pipesim 1%',
+    ('MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B |'
+     ' mpt-3b tp1 pp1 m2 b1 1f1b 8×a100 full s65536'):
+        '+17%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
+    ('MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B |'
+     ' mpt-1b tp1 pp1 m2 b1 1f1b 8×a100 full s65536'):
+        '+19%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
+    ('MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B |'
+     ' mpt-760m tp1 pp1 m2 b1 1f1b 8×a100 full s65536'):
+        '+18%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
+    ('MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B |'
+     ' mpt-760m tp1 pp1 m2 b48 1f1b 8×a100 none s1024'):
+        '-24%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other model of the table',
+    ('MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B |'
+     ' mpt-760m tp1 pp1 m2 b96 1f1b 8×a100 none s512'):
+        '-30%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other model of the table',
+    ('MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B |'
+     ' mpt-125m tp1 pp1 m2 b1 1f1b 8×a100 none s65536'):
+        '+16%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
+    ('MosaicML llm-foundry MPT benchmarks, A100 40GB table, models up to 3B |'
+     ' mpt-1b tp1 pp1 m1 b10 1f1b 32×a100 none s2048'):
+        '-27%, pipesim too fast: measured 15,555 tokens/s/GPU against 19,001-19,085 at 16 and 64 GPUs',
 }
 
 

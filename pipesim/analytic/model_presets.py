@@ -6,6 +6,8 @@ sizes); both can be changed with ``--seq-len`` and ``--micro-batch-size``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipesim.analytic.model_spec import ModelSpec
 
 
@@ -63,6 +65,11 @@ _PRESETS = [
     _llama("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
     _llama("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
     _llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192),
+    # Llama 3.2 1B and 3B, the released config.json files (hidden_size, num_hidden_layers, num_attention_heads,
+    # num_key_value_heads 8, intermediate_size 8192, vocab_size 128256, tie_word_embeddings true); sequence 8192
+    # as the 3.1 presets (the context is extended to 128k after pre-training).
+    replace(_llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192), tied_embeddings=True),
+    replace(_llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192), tied_embeddings=True),
     # MosaicML llm-foundry, scripts/train/yamls/pretrain/mpt-{7b,13b,30b,70b}.yaml (n_layers, d_model, n_heads,
     # expansion_ratio 4, vocab_size 50368, max_seq_len 2048). The benchmark tables' NumParams column
     # (scripts/train/benchmarking/README.md) implies biases, LayerNorm with bias and a max_seq_len × d_model
@@ -71,6 +78,8 @@ _PRESETS = [
     # the yamls set none).
     *(ModelSpec(name, layers, hidden, heads, 4 * hidden, 50368, 2048, tied_embeddings=True, learned_positions=True,
                 dropout=False) for name, layers, hidden, heads in [
+        ("mpt-125m", 12, 768, 12), ("mpt-350m", 24, 1024, 16), ("mpt-760m", 24, 1536, 12), ("mpt-1b", 24, 2048, 16),
+        ("mpt-3b", 32, 2560, 20),
         ("mpt-7b", 32, 4096, 32), ("mpt-13b", 40, 5120, 40), ("mpt-30b", 48, 7168, 56), ("mpt-70b", 80, 8192, 64)]),
 ]
 

@@ -16,11 +16,14 @@ IN_SAMPLE_MODULES: tuple[str, ...] = ("narayanan2021", "korthikanti2023", "llama
 """The sources the chip constants were chosen while looking at: their mean error is in-sample."""
 OUT_OF_SAMPLE_MODULES: tuple[str, ...] = ("mosaicml2023", "torchtitan2024", "fmsfsdp2024")
 """Sources added after the constants were fixed (issue #24), never fitted to: their error is held-out."""
-GATHERED_MODULES: tuple[str, ...] = ("nemotron4_15b_2024", "nemotron4_340b_2024", "dao2023", "narayanan2021_zero3")
+GATHERED_MODULES: tuple[str, ...] = ("nemotron4_15b_2024", "nemotron4_340b_2024", "dao2023", "narayanan2021_zero3",
+                                      "mosaicml_small2023")
 """Held-out sources gathered for issue #24 (item 2) after every constant was fixed, never fitted to: Nemotron-4
 15B's and 340B's batch-ramp tables (H100 BF16, Megatron/NeMo), FlashAttention-2's end-to-end table (8×A100,
 fused and unfused attention) and Narayanan et al.'s Table 2 (ZeRO-3 against PTD-P on A100; the paper of the
-in-sample ``narayanan2021``, so not independent of it: see its module). Each module states what it infers."""
+in-sample ``narayanan2021``, so not independent of it: see its module) and, gathered later, the MosaicML tables'
+rows that ``mosaicml2023`` had left out (MPT 125M-3B on 8-128 GPUs, and the H100 table at 128-512 GPUs: same
+platform as ``mosaicml2023``). Each module states what it infers."""
 SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES
 MOE_MODULES: tuple[str, ...] = ("deepseek_v3_2024", "megatron_moe2024")
 """Published mixture-of-experts runs (issue #25), held out of everything: not in :data:`SOURCE_MODULES`, so
