@@ -67,6 +67,11 @@ FIELDS: tuple[Field, ...] = (
           "sustained clock) that the GEMMs of a training step reach; fitted to published runs "
           "(pipesim.validation.constants), not measured; not applied to measured tables nor to FP8, whose share "
           "is itself an in-training figure", default=1.0, low=0, high=1, low_open=True),
+    Field("gemm_tile_overhead", Kind.FLOAT, "s", "time one SM spends per GEMM output tile beyond its main loop "
+          "(filling the pipeline, writing the tile): GEMMs with a short inner dimension K pay it most; fitted to a "
+          "published GEMM table (pipesim.validation.gemm_overheads); 0: none", default=0.0, low=0),
+    Field("gemm_kernel_overhead", Kind.FLOAT, "s", "time every GEMM kernel takes beyond its tiles (ramp-up and "
+          "tail); fitted with gemm_tile_overhead; 0: none", default=0.0, low=0),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
@@ -124,6 +129,11 @@ class ChipSpec:
     # What the benchmarks above still miss inside a training step (fitted, not measured: see the Hopper presets and
     # pipesim.validation.constants). 1.0: the benchmarks' rate, as on A100, where the published runs agree with it.
     training_gemm_ratio: float = 1.0
+    # A GEMM kernel's cost beyond its tiles' main loops (pipesim.analytic.kernels.gemm_time): per output tile, the
+    # SM's prologue and epilogue; per kernel, its ramp-up and tail. Fitted to a published table of measured GEMM
+    # rates (pipesim.validation.gemm_overheads); 0 where no such table is at hand.
+    gemm_tile_overhead: float = 0.0
+    gemm_kernel_overhead: float = 0.0
     memory_efficiency: float = 0.9
     sm_count: int = 132
     # NCCL runs one CTA per channel and its CTAs never share an SM with a compute kernel (NVIDIA/nccl issue #689,

@@ -8,7 +8,9 @@ chosen with every source in view) stands beside it, and the fit on every source 
 moves a preset, the preset came from a direct measurement that the rows only approximate.
 
 **The fit.** Each constant takes the value of its grid that minimises the mean absolute log error of step time
-over the training rows it informs, by coordinate descent (three sweeps, the preset's value kept on ties). To
+over the training rows it informs, each source weighted equally (the mean over sources of each source's mean:
+a source's rows share its system and software, so one long table must not set a chip-wide constant alone),
+by coordinate descent (three sweeps, the preset's value kept on ties). To
 keep a fit cheap, a row's log step time is taken as separable in the constants: each row is simulated once
 at every grid value of each constant that informs it, the others at their preset values, and the changes are
 added. The left-out (and in-sample) predictions themselves are then simulated exactly, with all fitted values
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
 from pipesim.validation.runs import Comparison, PublishedRun, predict
+from pipesim.validation.sources import module_of
 
 SWEEPS = 3
 
@@ -79,21 +82,37 @@ def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITT
         # shifts are measured from the preset's prediction, whose grid point therefore shifts by 0
         return row.log_error + sum(row.shifts[name][index[name]] for name in row.shifts)
 
+    by_source = {name: _group_by_source(members) for name, members in informing.items()}
     for _ in range(SWEEPS):
         for c in constants:
-            members = informing[c.name]
-            if not members:
+            if not informing[c.name]:
                 continue
             best, best_loss = index[c.name], math.inf
             for i in _preset_first(c):
                 index[c.name] = i
-                loss = statistics.fmean(abs(row_error(r)) for r in members)
+                loss = statistics.fmean(statistics.fmean(abs(row_error(r)) for r in group)
+                                        for group in by_source[c.name])
                 if loss < best_loss - 1e-12:
                     best, best_loss = i, loss
             index[c.name] = best
     values = {c.name: c.grid[index[c.name]] for c in constants if informing[c.name]}
     unfitted = tuple(c.name for c in constants if not informing[c.name])
     return Fit(values, unfitted, {name: len(members) for name, members in informing.items()})
+
+
+def source_of(run: PublishedRun) -> str:
+    """The source module a row comes from (the unit of validation), or its citation for a row built elsewhere."""
+    try:
+        return module_of(run)
+    except KeyError:
+        return run.source
+
+
+def _group_by_source(rows: list[RowSensitivity]) -> list[list[RowSensitivity]]:
+    groups: dict[str, list[RowSensitivity]] = {}
+    for row in rows:
+        groups.setdefault(source_of(row.run), []).append(row)
+    return list(groups.values())
 
 
 def _preset_first(constant: FittedConstant) -> list[int]:

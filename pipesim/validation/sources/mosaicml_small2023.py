@@ -30,10 +30,11 @@ settings are not stated per row). No memory is published.
 from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
-SOURCE_H100 = "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table, models up to 3B"
-SOURCE_H100_SCALE = "MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 large-scale table (128-512 GPUs)"
-SOURCE_A100 = "MosaicML llm-foundry MPT benchmarks, A100 80GB table, models up to 3B"
-SOURCE_A100_40 = "MosaicML llm-foundry MPT benchmarks, A100 40GB table, models up to 3B"
+SOURCE_H100 = "MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 table"
+SOURCE_H100_SCALE = ("MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 large-scale "
+                     "table")
+SOURCE_A100 = "MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table"
+SOURCE_A100_40 = "MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 40GB table"
 SOURCE = SOURCE_H100
 
 # (model, sequence, GPUs, micro-batch, grad accumulation, activation checkpointing, ZeRO stage, tokens/s per GPU)
