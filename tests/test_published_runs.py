@@ -59,13 +59,6 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b16 1f1b 8×a100 full s512':
         ('-20%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
          ' one-microbatch rows miss by half as much'),
-    # torchtitan2024
-    ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 |'
-     ' llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 per-op s8192'):
-        '-15%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak',
-    ('torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md), Table 1 |'
-     ' llama3.1-8b tp1 pp1 m1 b2 1f1b 8×h100 per-op s8192 fp8'):
-        '-18%, pipesim too fast: FSDP/ZeRO-3; 500 W HBM2e H100 taken at SXM peak; Float8 linears',
     # fmsfsdp2024
     'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-7b tp1 pp1 m1 b2 1f1b 128×a100 none s4096':
         ('-18%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the'

@@ -96,9 +96,13 @@ _PRESETS = [
              **_HOPPER_KERNELS),
     # Meta's Grand Teton H100 (torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"): SXM H100
     # with 96GB HBM2e at 2.4 TB/s, run at a 500 W power limit, NVLink within the 8-GPU host, 400 Gb/s RDMA per
-    # GPU. Its peak is "between SXM and NVL" (the file's footnote 2), not published: the SXM figures (989.4 BF16,
-    # 1,979 FP8 dense) are taken, an upper bound; 96GB taken as 96 GiB (no nvidia-smi reading at hand).
-    ChipSpec("h100-96gb-hbm2e", 989.4 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
+    # GPU. Its peak is "between SXM and NVL" (the file's footnote 2), not published: the middle of the two
+    # datasheet figures is taken, the point estimate "between" gives (SXM 989.4 BF16 / 1,979 FP8 dense at 700 W;
+    # H100 NVL 835.5 / 1,670.5 dense at 350-400 W, H100 datasheet: 1,671 / 3,341 with sparsity), uncertain by
+    # ±8 % either way; the SXM figures were used before, an upper bound. 96GB taken as 96 GiB (no nvidia-smi
+    # reading at hand).
+    ChipSpec("h100-96gb-hbm2e", (989.4 + 835.5) / 2 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB,
+             fp8_peak_flops=(1979 + 1670.5) / 2 * TFLOPS,
              **_HOPPER_KERNELS),
     # NVIDIA H800 SXM (the export variant of the H100): the H100 SXM's die, clocks and HBM3 (80GB, 3.35 TB/s,
     # 989.4 BF16 / 1,979 FP8 dense TFLOPS), NVLink cut to 400 GB/s bidirectional → 200 GB/s one way (vendor

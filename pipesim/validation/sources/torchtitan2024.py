@@ -21,7 +21,8 @@ recomputed; ``--recompute per-op``), and its loss is ``F.cross_entropy`` on the 
 (``--loss pytorch``, whose backward peak is 12 bytes per logit). Until these were modelled the rows ran as
 pipesim's selective recomputation (attention core only) with Megatron's loss, +27% and +28% on memory.
 torch.compile is not modelled beyond the fused element-wise kernels. Uncertain: the chip's real peak (500 W;
-the SXM peak is used, so pipesim is optimistic by construction here). The chip presets' FP8 share cites this
+the preset takes the middle of the SXM and NVL datasheet peaks, as the file's "between SXM and NVL" reads;
+with the SXM peak, used before, these rows were 6 points more optimistic). The chip presets' FP8 share cites this
 table's Float8/BF16 ratio as a cross-check, so its Float8 row is not fully held out.
 """
 
