@@ -11,6 +11,9 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   (0.86). An 8192³ BF16 product through PyTorch on an H200 (same SMs and clocks as the H100) ran at 788
   TFLOP/s here (0.80). These are ``gemm_efficiency``: a short run's rate; tile and wave quantization are
   modelled separately.
+- GEMM overheads (``gemm_tile_overhead``, ``gemm_kernel_overhead``): what a GEMM pays per output tile beyond its
+  main loop and per kernel, fitted to OpenXLA's published table of measured H100 BF16 rates
+  (``pipesim.validation.gemm_overheads``): 1.2 µs and 5 µs on every Hopper part; 0 on the others (no table).
 - Sustained clocks (``sustained_clock_ratio``): a training run holds all eight GPUs of a node at the power
   limit for hours, and the tensor cores run at the clock that limit sustains, below the boost clock a short
   benchmark sees. Hugging Face's gpu-fryer (README, reference table: cuBLAS 8192² BF16 products on every GPU of
