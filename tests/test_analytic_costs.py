@@ -13,6 +13,7 @@ from pipesim.analytic.comm import (
     group_bandwidth,
     overlapped,
     p2p_bandwidth,
+    prefetched_overlap,
     ring_all_reduce_time,
     tp_layer_comm,
 )
@@ -123,8 +124,9 @@ def test_async_tp_exposes_its_first_chunk_and_the_reduce_scatters_sm_share():
     assert a100.comm_sm_share == pytest.approx(24 / 108) and H100.comm_sm_share == pytest.approx(24 / 132)
     model = MODEL_PRESETS["llama2-7b"]
     layout = Layout(dp=8, zero=ZeroStage.PARAMETERS, recompute=Recompute.FULL)
-    costs = build_cost_model(model, a100, layout)
-    free = build_cost_model(model, replace(a100, collective_ctas=0), layout)
+    overlapping = replace(a100, zero3_overlap_share=1.0)  # the whole collective beside compute (the old rule)
+    costs = build_cost_model(model, overlapping, layout)
+    free = build_cost_model(model, replace(overlapping, collective_ctas=0), layout)
     layer = layer_times(model, layout, a100)
     fsdp = fsdp_layer_comm(layer_params(model) / layout.tp, layout, a100)
     assert fsdp.forward < layer.forward  # hidden under the old rule: only the SMs it takes show
@@ -134,6 +136,26 @@ def test_async_tp_exposes_its_first_chunk_and_the_reduce_scatters_sm_share():
                                         fsdp.backward - layer.backward_input - layer.backward_weight - layer.recompute)
     assert costs.stage(0).forward - free.stage(0).forward == pytest.approx(extra_forward)
     assert costs.stage(0).backward - free.stage(0).backward == pytest.approx(extra_backward)
+
+
+def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_overlapping_share_by_hand():
+    """prefetched_overlap: 1 − η of the collective exposed in full, η of it contended beside the compute."""
+    assert prefetched_overlap(8.0, 10.0, 0.25, 0.0) == pytest.approx(8.0)  # nothing runs beside compute
+    assert prefetched_overlap(8.0, 10.0, 0.25, 1.0) == pytest.approx(contended_overlap(8.0, 10.0, 0.25))
+    assert prefetched_overlap(8.0, 10.0, 0.25, 0.5) == pytest.approx(4.0 + 0.25 * 4.0)
+    assert prefetched_overlap(8.0, 3.0, 0.25, 0.5) == pytest.approx(4.0 + (4.0 - 3.0))  # the rest sticks out
+    # the presets expose ZeRO-3's per-layer collectives in full (zero3_overlap_share fitted to 0): a stage's
+    # forward is its layers' compute plus every layer's gather, its backward plus every gather and reduce-scatter
+    a100 = CHIP_PRESETS["a100-80gb"]
+    assert a100.zero3_overlap_share == 0.0
+    model = MODEL_PRESETS["llama2-7b"]
+    layout = Layout(dp=8, zero=ZeroStage.PARAMETERS)
+    costs = build_cost_model(model, a100, layout)
+    alone = build_cost_model(model, a100, replace(layout, dp=1, zero=ZeroStage.NONE))
+    fsdp = fsdp_layer_comm(layer_params(model) / layout.tp, layout, a100)
+    assert costs.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * fsdp.forward, rel=1e-9)
+    assert costs.stage(0).backward - alone.stage(0).backward == pytest.approx(model.layers * fsdp.backward,
+                                                                              rel=1e-9)
 
 
 def test_dp_sync_link_and_distributed_optimizer():

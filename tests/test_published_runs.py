@@ -21,53 +21,22 @@ def _key(run):
 
 # row key (_key): why the row misses the 15 % bar, as a strict xfail. No in-sample row is here since the P2P
 # synchronisation overhead (chip field p2p_sync_overhead) took Qi et al.'s 14.6B interleaved rows from -16 % to
-# -6 %. The out-of-sample sources (issue #24) were added without touching any constant; their misses are listed
-# with the measured error, so the day the model improves the test says so.
+# -6 %. The out-of-sample sources (issue #24) were added without touching any constant; two constants were fitted
+# to them since (the Hopper training GEMM ratio, ZeRO-3's overlap share: tests/test_validation_loso.py validates
+# them by source left out). Their misses are listed with the measured error, so the day the model improves the
+# test says so.
 # Regenerated from the current errors by `python -m tests.update_misses` (reasons kept, percents refreshed).
 KNOWN_STEP_MISSES: dict[str, str] = {
     # mosaicml2023
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full s8192':
-        '-18%, pipesim too fast: FSDP/ZeRO-3; H100 (the same shapes on A100 miss by less)',
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 64×h100 none s2048':
-        ('-17%, pipesim too fast: FSDP/ZeRO-3; H100; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 32×h100 none s2048':
-        ('-17%, pipesim too fast: FSDP/ZeRO-3; H100; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 16×h100 none s2048':
-        ('-18%, pipesim too fast: FSDP/ZeRO-3; H100; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-13b tp1 pp1 m1 b2 1f1b 8×h100 none s2048':
-        ('-17%, pipesim too fast: FSDP/ZeRO-3; H100; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden'),
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b1 1f1b 8×h100 full s65536':
-        '+16%, pipesim too slow: attention-bound at 16k–64k tokens (Triton factor 1.8 too large there)',
+        ('-16%, pipesim too fast: 30B at 8,192 tokens on one node, 21 microbatches of one sequence; the A100'
+         ' row of the same shape misses alike (-19%); cause not found'),
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-30b tp1 pp1 m21 b1 1f1b 8×a100 full s8192':
-        '-24%, pipesim too fast: FSDP/ZeRO-3',
+        '-19%, pipesim too fast: FSDP/ZeRO-3',
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-13b tp1 pp1 m3 b1 1f1b 8×a100 full s32768':
-        '+16%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 32768 tokens (FlashAttention share too high?)',
+        '+17%, pipesim too slow: attention-bound at 32768 tokens (Triton factor 1.8 too large there)',
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-7b tp1 pp1 m2 b1 1f1b 8×a100 full s65536':
-        '+15%, pipesim too fast: FSDP/ZeRO-3; attention-bound at 65536 tokens (FlashAttention share too high?)',
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-70b tp1 pp1 m1 b2 1f1b 64×a100 full s2048':
-        '-32%, pipesim too fast: FSDP/ZeRO-3',
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b4 1f1b 8×a100 full s2048':
-        ('-18%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
-         ' one-microbatch rows miss by half as much'),
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b8 1f1b 8×a100 full s1024':
-        ('-19%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
-         ' one-microbatch rows miss by half as much'),
-    'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-13b tp1 pp1 m16 b16 1f1b 8×a100 full s512':
-        ('-20%, pipesim too fast: FSDP/ZeRO-3; 16 accumulation steps on one node: the multi-node'
-         ' one-microbatch rows miss by half as much'),
-    # fmsfsdp2024
-    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-7b tp1 pp1 m1 b2 1f1b 128×a100 none s4096':
-        ('-18%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden; HSDP taken as 128-way ZeRO-3, which should make pipesim'
-         ' slower, not faster'),
-    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-13b tp1 pp1 m1 b1 1f1b 128×a100 none s4096':
-        ('-28%, pipesim too fast: FSDP/ZeRO-3; no recomputation: few microbatches, the'
-         ' gathers/reduce-scatters less hidden; HSDP taken as 128-way ZeRO-3, which should make pipesim'
-         ' slower, not faster'),
+        '+16%, pipesim too slow: attention-bound at 65536 tokens (Triton factor 1.8 too large there)',
     # dao2023
     'Dao 2023, FlashAttention-2, Table 1 | gpt3-1.3b tp1 pp1 m4 b4 1f1b 8×a100 full s8192':
         ('-32%, pipesim too fast: unfused-attention baseline at 8k, micro-batch and full recomputation'
@@ -75,32 +44,33 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     # narayanan2021_zero3
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt3-175b tp1 pp1 m1 b4 1f1b 384×a100 full s-'):
-        ('-33%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-27%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt3-175b tp1 pp1 m1 b2 1f1b 768×a100 full s-'):
-        ('-58%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-49%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt3-175b tp1 pp1 m1 b1 1f1b 1536×a100 full s-'):
-        ('-77%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-67%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt-529.6b tp1 pp1 m1 b4 1f1b 640×a100 full s-'):
-        ('-39%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-33%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt-529.6b tp1 pp1 m1 b2 1f1b 1120×a100 full s-'):
-        ('-55%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-46%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt-529.6b tp1 pp1 m1 b1 1f1b 2240×a100 full s-'):
-        ('-77%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-67%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     # mosaicml_small2023
-    ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16'
-     ' table | mpt-3b tp1 pp1 m6 b3 1f1b 8×h100 full s32768'):
-        '+15%, pipesim too slow: attention-bound at 32k tokens (Triton factor 1.8 too large there)',
+    ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 large-scale'
+     ' table | mpt-1b tp1 pp1 m1 b12 1f1b 512×h100 none s2048'):
+        ('-19%, pipesim too fast: SHARD_GRAD_OP (ZeRO-2) at 512 H100s: measured falls 10% from 128 to 512 GPUs,'
+         ' pipesim 1%'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-3b tp1 pp1 m2 b1 1f1b 8×a100 full s65536'):
         '+17%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
@@ -112,18 +82,18 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         '+18%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-760m tp1 pp1 m2 b48 1f1b 8×a100 none s1024'):
-        ('-24%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other'
+        ('-23%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other'
          ' model of the table'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-760m tp1 pp1 m2 b96 1f1b 8×a100 none s512'):
-        ('-30%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other'
+        ('-29%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other'
          ' model of the table'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-125m tp1 pp1 m2 b1 1f1b 8×a100 none s65536'):
         '+16%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 40GB table |'
      ' mpt-1b tp1 pp1 m1 b10 1f1b 32×a100 none s2048'):
-        '-27%, pipesim too fast: measured 15,555 tokens/s/GPU against 19,001-19,085 at 16 and 64 GPUs',
+        '-23%, pipesim too fast: measured 15,555 tokens/s/GPU against 19,001-19,085 at 16 and 64 GPUs',
 }
 
 

@@ -69,12 +69,12 @@ GB = 1e9
 TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
 # (0.35 · 0.48/0.60); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
-# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.82:
+# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.90:
 # pipesim.validation.constants, experiments/validation_loso.py; the module docstring says why). The GEMM
 # overheads per output tile and per kernel: fitted to OpenXLA's measured H100 GEMM table
 # (pipesim.validation.gemm_overheads, experiments/gemm_overheads.py); the same SMs on every Hopper part.
 _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
-                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.82,
+                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.90,
                    "gemm_tile_overhead": 1.2e-6, "gemm_kernel_overhead": 5.0e-6}
 
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost

@@ -177,6 +177,23 @@ def contended_overlap(comm: float, compute: float, sm_share: float) -> float:
     return max(sm_share * comm, comm - compute)
 
 
+def prefetched_overlap(comm: float, compute: float, sm_share: float, overlap_share: float) -> float:
+    """Exposed time of a collective that the next layer waits for (ZeRO-3 / FSDP's per-layer gathers and
+    reduce-scatters, prefetched one layer ahead), when only ``overlap_share`` of it really runs beside compute.
+
+    A collective's kernels need SMs to make progress; launched beside compute kernels that occupy every SM,
+    they wait for SMs to free up (Cui & Pericàs 2026, "Resource-aware Computation-Communication Overlap for
+    multi-GPU ML Workloads", arXiv 2606.09200: communication kernels make progress only once the computation
+    kernels leave them on-chip resources; reserving them cut execution time by up to 25.5 %). A collective the
+    next layer depends on, issued one layer ahead, then mostly runs in the gap before that layer: serialised.
+    Lee et al. 2025 (arXiv 2507.03114, abstract) measure overlapped execution only 10.2 % faster than running
+    compute and communication one after the other, on average. So ``1 − η`` of the collective is exposed in
+    full and the rest overlaps as :func:`contended_overlap` takes it; ``η`` (``ChipSpec.zero3_overlap_share``)
+    is fitted to the published FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured."""
+    hidden = overlap_share * comm
+    return comm - hidden + contended_overlap(hidden, compute, sm_share)
+
+
 # Share of a tensor-parallel collective's volume that runs on SMs when it is overlapped with the GEMMs
 # (Transformer Engine's userbuffers, what Megatron-LM's --tp-comm-overlap uses): the reduce-scatters run as
 # pipelined or bulk SM kernels (their num_sm, up to UB_MAX_SM = 32 in TE's comm_gemm_overlap), the all-gathers

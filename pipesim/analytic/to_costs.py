@@ -54,6 +54,7 @@ from pipesim.analytic.comm import (
     overlapped,
     p2p_bandwidth,
     p2p_bytes,
+    prefetched_overlap,
     ring_latency,
     ring_reduce_scatter_time,
     tp_layer_comm,
@@ -314,15 +315,17 @@ def _layer_comm(
         ring = LayerComm(overlapped(ring.forward, core.forward), overlapped(ring.backward, core.backward_input))
     gathers = LayerComm(0.0, 0.0)
     if layout.gathers_per_layer:
-        # ZeRO-3's NCCL gathers and reduce-scatters run beside the layers' kernels and take SMs from them
-        # (comm.contended_overlap); in the backward they overlap the recomputed forward too. A rank gathers
+        # ZeRO-3's NCCL gathers and reduce-scatters, prefetched one layer ahead, run beside the layers' kernels
+        # only in part (comm.prefetched_overlap) and take SMs from them while they do (comm.contended_overlap);
+        # in the backward they overlap the recomputed forward too. A rank gathers
         # its share: the dense weights and its ep-th of the routed experts.
         held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
         fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
         share = chip.comm_sm_share
         gathers = LayerComm(
-            contended_overlap(fsdp.forward, layer.forward, share),
-            contended_overlap(fsdp.backward, layer.backward_input + layer.backward_weight + layer.recompute, share),
+            prefetched_overlap(fsdp.forward, layer.forward, share, chip.zero3_overlap_share),
+            prefetched_overlap(fsdp.backward, layer.backward_input + layer.backward_weight + layer.recompute, share,
+                               chip.zero3_overlap_share),
         )
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
 
