@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
 from pipesim.validation.runs import Comparison, PublishedRun, predict
-from pipesim.validation.sources import module_of
+from pipesim.validation.sources import module_of, platform_of
 
 SWEEPS = 3
 
@@ -101,9 +101,10 @@ def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITT
 
 
 def source_of(run: PublishedRun) -> str:
-    """The source module a row comes from (the unit of validation), or its citation for a row built elsewhere."""
+    """The source a row comes from (the unit of validation: its module, or the module whose platform it shares),
+    or its citation for a row built elsewhere."""
     try:
-        return module_of(run)
+        return platform_of(module_of(run))
     except KeyError:
         return run.source
 

@@ -51,9 +51,23 @@ _MODULE_OF: dict[int, str] = {id(r): name for name in SOURCE_MODULES + MOE_MODUL
                               for r in import_module(f"{__name__}.{name}").ROWS}
 
 
+PLATFORM_OF: dict[str, str] = {"mosaicml_small2023": "mosaicml2023"}
+"""Modules whose rows were measured on another module's platform with the same software and scripts: validation
+leaves them out together with it and weighs them as one source (their errors are not independent)."""
+
+
+def platform_of(module: str) -> str:
+    """The unit of validation a source module belongs to: itself, or the module it shares a platform with."""
+    return PLATFORM_OF.get(module, module)
+
+
 def runs_by_source() -> dict[str, list[PublishedRun]]:
-    """Rows grouped by source module (the unit left out in validation), in :data:`SOURCE_MODULES` order."""
-    return {name: list(import_module(f"{__name__}.{name}").ROWS) for name in SOURCE_MODULES}
+    """Rows grouped by source (the unit left out in validation: a module, with the modules that share its
+    platform, :data:`PLATFORM_OF`), in :data:`SOURCE_MODULES` order."""
+    groups: dict[str, list[PublishedRun]] = {}
+    for name in SOURCE_MODULES:
+        groups.setdefault(platform_of(name), []).extend(import_module(f"{__name__}.{name}").ROWS)
+    return groups
 
 
 def source_title(name: str) -> str:
