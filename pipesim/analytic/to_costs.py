@@ -317,8 +317,8 @@ def _layer_comm(
     if layout.gathers_per_layer:
         # ZeRO-3's NCCL gathers and reduce-scatters, prefetched one layer ahead, run beside the layers' kernels
         # only in part (comm.prefetched_overlap) and take SMs from them while they do (comm.contended_overlap);
-        # in the backward they overlap the recomputed forward too. A rank gathers
-        # its share: the dense weights and its ep-th of the routed experts.
+        # in the backward they overlap the recomputed forward too. A rank gathers its share: the dense weights
+        # and its ep-th of the routed experts.
         held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
         fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
         share = chip.comm_sm_share
