@@ -60,6 +60,15 @@ def test_hopper_presets_are_the_fit_to_the_xla_table():
     assert fitted.rms_log_error < 0.06 and abs(fitted.mean_log_error) < 0.04 and fitted.max_log_error < 0.1
 
 
+def test_b200_preset_is_the_fit_to_its_xla_table_at_cublas_best_rate():
+    b200 = CHIP_PRESETS["b200"]
+    assert b200.gemm_efficiency == pytest.approx(1652 / 2250, abs=5e-4)  # cuBLAS's best measured shape
+    fitted = fit_overheads("b200", "xla_b200_gemm.csv")
+    assert (b200.gemm_tile_overhead, b200.gemm_kernel_overhead) == (fitted.tile_overhead, fitted.kernel_overhead)
+    before = roofline_only("b200", "xla_b200_gemm.csv")
+    assert before.mean_log_error > 0.3 and fitted.rms_log_error < 0.08 and abs(fitted.mean_log_error) < 0.03
+
+
 def test_the_benchmark_chip_drops_what_a_training_step_adds():
     chip = benchmark_chip(H100)
     assert chip.sustained_clock_ratio == 1.0 and chip.training_gemm_ratio == 1.0

@@ -13,7 +13,8 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   modelled separately.
 - GEMM overheads (``gemm_tile_overhead``, ``gemm_kernel_overhead``): what a GEMM pays per output tile beyond its
   main loop and per kernel, fitted to OpenXLA's published table of measured H100 BF16 rates
-  (``pipesim.validation.gemm_overheads``): 1.2 µs and 5 µs on every Hopper part; 0 on the others (no table).
+  (``pipesim.validation.gemm_overheads``): 1.2 µs and 5 µs on every Hopper part; B200 1.0 µs and 6.5 µs, from
+  the same file's B200 table; 0 on the others (no table).
 - ZeRO-3's per-layer collectives (``zero3_overlap_share``, every chip the field's default, 0): none of them is
   taken to run beside compute, fitted to the published FSDP and ZeRO-3 runs by source left out
   (:func:`pipesim.analytic.comm.prefetched_overlap`, :mod:`pipesim.validation.constants`).
@@ -60,8 +61,9 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   chip takes it (the field's default); ``--overlap-p2p`` (no synchronisation) removes it.
 - Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
   wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
-B200 and MI300X take the fields' defaults (Hopper's GEMM constants, FlashAttention-3-class attention),
-unvalidated: no published measurement of them is in the test table.
+B200 has its own GEMM constants (a measured best shape, overheads fitted to OpenXLA's B200 table); otherwise
+B200 and MI300X take the fields' defaults (FlashAttention-3-class attention), unvalidated: no published
+training run of them is in the test table.
 """
 
 from __future__ import annotations
@@ -123,9 +125,13 @@ _PRESETS = [
              **_HOPPER_KERNELS),
     # NVIDIA HGX B200 datasheet: 8 GPUs give FP16/BF16 36 PFLOPS sparse → 2.25 PFLOPS dense per GPU, FP8
     # 72 → 4.5 PFLOPS; 1.44 TB HBM3e total → 180 GB each (taken as 180 GiB); 64 TB/s → 8 TB/s each;
-    # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s.
+    # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s. GEMM: cuBLAS's best
+    # measured BF16 shape on a B200, 1,652 TFLOP/s at 4096×8192×8192 (pyptx.dev "Performance", its cuBLAS
+    # column), 0.734 of the peak; the per-tile and per-kernel overheads fitted to OpenXLA's measured sm_100 table
+    # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs).
     ChipSpec("b200", 2250 * TFLOPS, 180.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
-             sm_count=148),
+             sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             gemm_kernel_overhead=6.5e-6),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU.

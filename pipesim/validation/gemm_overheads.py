@@ -4,8 +4,10 @@ of measured GEMM rates, and how well the roofline matches that table with and wi
 The table: OpenXLA's default matmul performance table (``xla/service/gpu/model/matmul_interpolator_data.h``,
 ``kDefaultMatmulPTable``), measured BF16 rates of batched ``b × (m×k)·(k×n)`` products on H100 (``sm_90``),
 shipped as ``pipesim/validation/data/xla_h100_gemm.csv`` (the entries with at least 4,096 rows and 512 columns,
-the shapes of training GEMMs). It is a GEMM microbenchmark, not a training run: no row of the published-runs
-table informs these two constants, so they are not refit by validation (:mod:`pipesim.validation.constants`).
+the shapes of training GEMMs); its B200 (``sm_100``) entries likewise as ``xla_b200_gemm.csv``, fitted at the
+B200 preset's best-shape rate (cuBLAS's best measured shape, see the preset). It is a GEMM microbenchmark, not
+a training run: no row of the published-runs table informs these two constants, so they are not refit by
+validation (:mod:`pipesim.validation.constants`).
 
 What the plain roofline misses there: a GEMM with a short inner dimension. At ``16384×4096×256`` the roofline
 (best-shape rate, memory bound at HBM) gives 716 TFLOP/s and H100 measures 504; at ``K = 4096`` both agree. The
@@ -29,6 +31,8 @@ from pipesim.analytic.layout import Precision
 
 TABLE = "xla_h100_gemm.csv"
 TABLE_CHIP = "h100-sxm"
+# Every shipped table and the preset whose overheads it sets (the Hopper presets share the H100's SMs)
+TABLES: dict[str, str] = {"h100-sxm": "xla_h100_gemm.csv", "b200": "xla_b200_gemm.csv"}
 TILE_GRID = tuple(round(0.1e-6 * i, 8) for i in range(31))  # 0–3 µs per tile
 KERNEL_GRID = tuple(round(0.5e-6 * i, 8) for i in range(21))  # 0–10 µs per kernel
 
