@@ -72,3 +72,15 @@ def test_b200_preset_is_the_fit_to_its_xla_table_at_cublas_best_rate():
 def test_the_benchmark_chip_drops_what_a_training_step_adds():
     chip = benchmark_chip(H100)
     assert chip.sustained_clock_ratio == 1.0 and chip.training_gemm_ratio == 1.0
+
+
+def test_the_summary_states_the_assumed_overheads_and_zero3_overlap(capsys):
+    from pipesim.cli.main import main
+
+    assert main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "8",
+                 "--zero", "3", "--mb", "2"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "GEMM overheads 1.2 µs/tile 5 µs/kernel" in out and "ZeRO-3 collectives 0 overlapped" in out
+    assert main(["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--pp", "2", "--mb", "2"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "GEMM overheads" not in out and "ZeRO-3 collectives" not in out  # A100 has none; no per-layer gathers

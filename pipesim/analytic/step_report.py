@@ -130,6 +130,14 @@ class StepReport:
         }
 
 
+def _gemm_overheads_text(chip: ChipSpec) -> str:
+    """The GEMM overheads a chip states (pipesim.analytic.kernels.gemm_time), or nothing when it has none."""
+    if chip.gemm_tile_overhead <= 0 and chip.gemm_kernel_overhead <= 0:
+        return ""
+    return (f", GEMM overheads {chip.gemm_tile_overhead * 1e6:g} µs/tile {chip.gemm_kernel_overhead * 1e6:g} "
+            "µs/kernel")
+
+
 def cost_sources(chip: ChipSpec) -> dict[str, str]:
     """Which cost terms come from measurement (a ``pipesim profile`` chip file) and which from the roofline."""
     if chip.measured is None:
@@ -204,8 +212,10 @@ def report_text(report: StepReport) -> str:
             else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
             f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
             f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''}"
-            f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''})"
+            f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''}"
+            f"{_gemm_overheads_text(c)})"
         )
+        + (f", ZeRO-3 collectives {c.zero3_overlap_share:g} overlapped" if lay.gathers_per_layer else "")
         + (
             ", P2P "
             + ("overlapped" if lay.overlap_p2p else f"blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")
