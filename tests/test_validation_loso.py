@@ -140,3 +140,31 @@ def test_plan_marks_the_candidates_whose_band_overlaps_the_best():
     ranked = [outcome(1.0), outcome(edge * 0.999), outcome(edge * 1.001)]
     assert overlaps_best(ranked, chip) == [True, True, False]
     assert overlaps_best(ranked, replace(chip, achievable_fraction=0.5)) == [True, False, False]
+
+
+def test_each_source_weighs_the_same_in_a_fit_whatever_its_row_count():
+    """Six rows of one source favour grid point 1 gently, one row of another favours point 5 steeply: weighted by
+    row the six would win; weighted by source (pipesim.validation.loso.fit) the steeper source does."""
+    from pipesim.validation.loso import RowSensitivity, source_of
+
+    many = runs_by_source()["narayanan2021"][:6]
+    one = runs_by_source()["qi2024"][:1]
+    assert {source_of(r) for r in many} == {"narayanan2021"} and source_of(one[0]) == "qi2024"
+    preset = SYNC.grid.index(SYNC.preset_value)
+
+    def rows(runs, target, slope):
+        return [RowSensitivity(r, 1.0, slope * (preset - target),
+                               {SYNC.name: tuple(slope * (i - preset) for i in range(len(SYNC.grid)))})
+                for r in runs]
+
+    fitted = fit(rows(many, 1, 0.01) + rows(one, 5, 0.05), (SYNC,))
+    assert fitted.values[SYNC.name] == SYNC.grid[5]
+
+
+def test_modules_sharing_a_platform_are_one_source():
+    from pipesim.validation.sources import PLATFORM_OF, platform_of
+
+    assert platform_of("mosaicml_small2023") == "mosaicml2023" == PLATFORM_OF["mosaicml_small2023"]
+    groups = runs_by_source()
+    assert "mosaicml_small2023" not in groups and len(groups["mosaicml2023"]) == 65 + 144
+    assert sum(len(v) for v in groups.values()) == len(PUBLISHED_RUNS)
