@@ -31,24 +31,14 @@ from pipesim.program.ir import B, F, I, Op, Schedule, W, overlap
 from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.lowering import lower
 from tests.list_schedules import LIST_FORMS
+from tests.schedule_cases import own_schedule_example, schedule_shapes
 
 #: zb-auto synthesises its order (seconds per shape); its Schedule is a list form, covered by the other tests.
 FIXED_ORDER = [name for name in builtin_names() if name != "zb-auto"]
 
 
 def shapes(names):
-    @st.composite
-    def draw_shape(draw):
-        name = draw(st.sampled_from(names))
-        limits = load_schedule(name).limits
-        pp = draw(st.integers(1, 8))
-        chunks = draw(st.sampled_from(limits.chunks) if limits.chunks else st.integers(1, 4))
-        mb = pp * draw(st.integers(1, 4)) if limits.microbatches_multiple_of_pp else draw(st.integers(1, 24))
-        pp, mb = limits.round_up(pp, mb)
-        assert limits.accepts(pp, mb, chunks)
-        return name, pp, mb, chunks
-
-    return draw_shape()
+    return schedule_shapes(names, max_pp=8, max_chunks=4, max_microbatches=24)
 
 
 def assert_same_program(got: Schedule, expected: Schedule) -> None:
@@ -206,15 +196,10 @@ def test_block_schedules_pickle_compare_and_hash_like_list_schedules():
 
 
 def test_documented_blocks_example_runs_as_documented(tmp_path, capsys):
-    from pathlib import Path
-
     from pipesim.cli.main import main
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "own-schedule.md").read_text()
-    after = doc[doc.index("<!-- blocks-example:"):]
-    code = after[after.index("```python\n") + len("```python\n"):after.index("```\n", after.index("```python"))]
     path = tmp_path / "late_w.py"
-    path.write_text(code)
+    path.write_text(own_schedule_example("blocks-example:"))
     assert main(["simulate", "--schedule", str(path), "--pp", "4", "--mb", "8"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("schedule late-w: pp=4") and "makespan 30 units" in out

@@ -85,13 +85,10 @@ def test_one_shown_name_the_schedule_gives_itself(tmp_path, capsys):
 
 
 def test_readme_schedule_example_runs_as_documented(tmp_path, capsys):
-    from pathlib import Path
+    from tests.schedule_cases import own_schedule_example
 
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "own-schedule.md").read_text()
-    after = readme[readme.index("<!-- readme-schedule-example:"):]
-    code = after[after.index("```python\n") + len("```python\n"):after.index("```\n", after.index("```python"))]
     path = tmp_path / "bfs_v.py"
-    path.write_text(code)
+    path.write_text(own_schedule_example("readme-schedule-example:"))
     assert main(["simulate", "--schedule", str(path), "--pp", "4", "--mb", "8"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("schedule bfs-v: pp=4 microbatches=8 chunks=2 (v placement, 8 stages)")

@@ -12,21 +12,14 @@ from pipesim.program.ir import B, F, Instruction, Op, Program, Schedule
 from pipesim.program.loader import builtin_names, load_schedule
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate
+from tests.schedule_cases import schedule_shapes
 
 SCHEDULES = builtin_names()
 
 
-@st.composite
-def configurations(draw):
+def configurations():
     """A built-in schedule with a (pp, microbatches, chunks) it accepts."""
-    name = draw(st.sampled_from(SCHEDULES))
-    limits = load_schedule(name).limits  # each schedule file declares what it builds
-    pp = draw(st.integers(1, 6))
-    chunks = draw(st.sampled_from(limits.chunks) if limits.chunks else st.integers(1, 3))
-    mb = pp * draw(st.integers(1, 4)) if limits.microbatches_multiple_of_pp else draw(st.integers(1, 16))
-    pp, mb = limits.round_up(pp, mb)
-    assert limits.accepts(pp, mb, chunks)
-    return name, pp, mb, chunks
+    return schedule_shapes(SCHEDULES, max_pp=6, max_chunks=3, max_microbatches=16)
 
 
 @settings(max_examples=150, deadline=None)
