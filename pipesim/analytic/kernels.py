@@ -102,13 +102,8 @@ def tile_overhead_factor(k: int, chip: ChipSpec, rate: float) -> float:
     return factor(k) / factor(BENCHMARK_K)
 
 
-def gemm_kernel_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
-    """The tiles of one ``(M×K)·(K×N)`` product: the slower of the compute and the memory roofline, without the
-    per-kernel overhead (a batched product of many such shapes is still one kernel: see :func:`gemm_time`)."""
-    if m <= 0 or n <= 0 or k <= 0:
-        return 0.0
-    if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:  # pipesim profile's table
-        return 2 * m * n * k / rate
+def _roofline_tiles(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
+    """The tiles of one ``(M×K)·(K×N)`` product on the roofline: the slower of compute and memory."""
     peak = chip.sustained_peak_for(precision)
     in_bytes = 1 if precision is Precision.FP8 else 2
     # BF16: a short benchmark's best shape times what a training step reaches of it; the FP8 share is already an
@@ -121,15 +116,24 @@ def gemm_kernel_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precisio
     return max(compute, memory)
 
 
-def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
-    """One ``(M×K)·(K×N)`` GEMM kernel: its tiles (:func:`gemm_kernel_time`) plus ``gemm_kernel_overhead``, the
-    ramp-up and tail every kernel pays (a measured table's rate already includes it)."""
+def gemm_kernel_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
+    """The tiles of one ``(M×K)·(K×N)`` product, without the per-kernel overhead (a batched product of many such
+    shapes is still one kernel: see :func:`gemm_time`); a measured table's rate when the chip has one."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    body = gemm_kernel_time(m, n, k, chip, precision)
-    if chip.measured is not None and measured_gemm_rate(chip.measured, m, n, k, precision) is not None:
-        return body
-    return body + chip.gemm_kernel_overhead
+    if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:  # pipesim profile's table
+        return 2 * m * n * k / rate
+    return _roofline_tiles(m, n, k, chip, precision)
+
+
+def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
+    """One ``(M×K)·(K×N)`` GEMM kernel: its tiles plus ``gemm_kernel_overhead``, the ramp-up and tail every
+    kernel pays (a measured table's rate already includes it)."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:
+        return 2 * m * n * k / rate
+    return _roofline_tiles(m, n, k, chip, precision) + chip.gemm_kernel_overhead
 
 
 def attention_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
