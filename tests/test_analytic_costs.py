@@ -19,7 +19,7 @@ from pipesim.analytic.comm import (
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.kernels import layer_times, linear_times
-from pipesim.analytic.layout import Layout, Recompute, ZeroStage
+from pipesim.analytic.layout import Layout, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind
 from pipesim.analytic.params import layer_params
@@ -156,6 +156,47 @@ def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_over
     assert costs.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * fsdp.forward, rel=1e-9)
     assert costs.stage(0).backward - alone.stage(0).backward == pytest.approx(model.layers * fsdp.backward,
                                                                               rel=1e-9)
+
+
+def test_fsdp_zero2_gathers_each_layer_once_and_reduce_scatters_it_every_microbatch_by_hand():
+    """FSDP's SHARD_GRAD_OP (``--zero 2 --zero-collectives per-layer``): per layer and microbatch, one gather of
+    the BF16 weights before the forward and one reduce-scatter of the FP32 gradients after the backward; no
+    second gather (ZeRO-3 has one), and nothing of the data-parallel sync is left for the step's end."""
+    model = MODEL_PRESETS["llama2-7b"]
+    a100 = CHIP_PRESETS["a100-80gb"]
+    per_layer = Layout(dp=32, microbatches=2, zero=ZeroStage.GRADIENTS, zero_collectives=ZeroCollectives.PER_LAYER)
+    assert per_layer.gathers_per_layer and not per_layer.regathers_for_backward
+    params = layer_params(model)
+    # 4 nodes: the node's 8 NICs (8 × 25 GB/s) carry the rings, at the share NCCL's rings reach (0.8)
+    n, bandwidth = 32, 8 * 25e9 * 0.8
+    latency = 8.4e-6 + 28 * 3.4e-6 + 3 * 9.6e-6  # 31 ring steps, 3 of them between nodes
+    gather = (n - 1) / n * params * 2 / bandwidth + latency
+    scatter = (n - 1) / n * params * 4 / bandwidth + latency
+    fsdp = fsdp_layer_comm(params, per_layer, a100)
+    assert fsdp.forward == pytest.approx(gather) and fsdp.backward == pytest.approx(scatter)
+    zero3 = fsdp_layer_comm(params, replace(per_layer, zero=ZeroStage.PARAMETERS), a100)
+    assert zero3.backward == pytest.approx(gather + scatter)
+    # exposed in full (zero3_overlap_share 0): every layer adds them to its passes, every microbatch
+    costs = build_cost_model(model, a100, per_layer)
+    alone = build_cost_model(model, a100, replace(per_layer, dp=1, zero=ZeroStage.NONE,
+                                                  zero_collectives=ZeroCollectives.BUCKETED))
+    assert costs.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * gather, rel=1e-9)
+    assert costs.stage(0).backward - alone.stage(0).backward == pytest.approx(model.layers * scatter, rel=1e-6)
+    assert costs.stage(0).reduce_grad == 0.0  # nothing waits for the step's end
+    # DeepSpeed's bucketed ZeRO-2 instead reduce-scatters the whole stage once per microbatch at the end
+    bucketed = build_cost_model(model, a100, replace(per_layer, zero_collectives=ZeroCollectives.BUCKETED))
+    assert bucketed.stage(0).reduce_grad > 0.0
+    assert bucketed.stage(0).forward == pytest.approx(alone.stage(0).forward)
+
+
+def test_per_layer_zero_collectives_need_zero2_without_pipelining():
+    from pipesim.errors import PipesimError
+
+    for bad in (dict(zero=ZeroStage.OPTIMIZER), dict(zero=ZeroStage.GRADIENTS, pp=2)):
+        with pytest.raises(PipesimError, match="--zero-collectives per-layer"):
+            Layout(dp=8, zero_collectives=ZeroCollectives.PER_LAYER, **bad)
+    # nothing to shard (dp·cp = 1): it runs as ZeRO-0, no per-layer collectives
+    assert not Layout(zero=ZeroStage.GRADIENTS, zero_collectives=ZeroCollectives.PER_LAYER).gathers_per_layer
 
 
 def test_dp_sync_link_and_distributed_optimizer():

@@ -19,13 +19,13 @@ from pipesim.analytic.kernels import (
     layer_times,
     wave_efficiency,
 )
-from pipesim.analytic.layout import Layout, Precision, ZeroStage
+from pipesim.analytic.layout import Layout, Precision, ZeroCollectives, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.params import embedding_params, layer_params, output_params
+from pipesim.analytic.params import embedding_params, largest_layer_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, multi_step_time
 from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
@@ -209,6 +209,29 @@ def test_zero_stages_memory_by_hand():
     assert static_bytes(1000, Layout(precision=Precision.FP8)) == (3000, 4000, 12000)  # FP8 weight copy
     fsdp_fp8 = Layout(dp=4, zero=ZeroStage.PARAMETERS, precision=Precision.FP8)
     assert static_bytes(1000, fsdp_fp8) == (750, 1000, 3000)  # (2 + 1)·1000 / 4
+    # FSDP's ZeRO-2 keeps every gathered layer until its backward: whole weights, sharded gradients, plus the
+    # unsharded gradients of the two layers in flight
+    per_layer = Layout(dp=4, zero=ZeroStage.GRADIENTS, zero_collectives=ZeroCollectives.PER_LAYER)
+    assert static_bytes(1000, per_layer) == (2000, 1000, 3000)
+    model = MODEL_PRESETS["llama2-7b"]
+    layer = largest_layer_params(model)
+    weights, grads, _ = static_bytes(1e9, per_layer, model)
+    assert weights == pytest.approx(2e9) and grads == pytest.approx(1e9 + 2 * layer * 4)
+
+
+def test_zero_collectives_flag_runs_fsdp_zero2_per_layer(capsys):
+    """``--zero-collectives per-layer``: the per-layer collectives make the step longer than DeepSpeed's buckets
+    across four nodes, the report says which ran, and a stage other than 2 (or pipelining) is refused."""
+    base = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--pp", "1", "--mb", "2", "--dp", "32",
+            "--zero", "2", "--json"]
+    runs = {}
+    for how in ("bucketed", "per-layer"):
+        assert main([*base, "--zero-collectives", how]) == 0
+        runs[how] = json.loads(capsys.readouterr().out)["model_report"]
+        assert runs[how]["layout"]["zero_collectives"] == how
+    assert runs["per-layer"]["layout"]["gathers_per_layer"] and not runs["bucketed"]["layout"]["gathers_per_layer"]
+    assert runs["per-layer"]["step_time_s"] > runs["bucketed"]["step_time_s"]
+    assert "--zero 2 and --pp 1" in _error(capsys, [*base[:-3], "--zero", "1", "--zero-collectives", "per-layer"])
 
 
 def test_context_parallel_by_hand():

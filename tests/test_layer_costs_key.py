@@ -70,7 +70,7 @@ _OTHER = {
     "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
     "precision": "fp8", "async_tp": True, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
-    "model_copies": 2,
+    "model_copies": 2, "zero_collectives": "per-layer",
 }
 
 
@@ -83,6 +83,7 @@ def _other(name: str):
         OptimizerBytes,
         Precision,
         Recompute,
+        ZeroCollectives,
         ZeroStage,
     )
 
@@ -91,7 +92,8 @@ def _other(name: str):
             "elementwise": lambda: ElementwiseKernels(value), "loss": lambda: LossKernel(value),
             "grad_accumulation": lambda: GradAccumulation(value),
             "precision": lambda: Precision(value),
-            "zero": lambda: ZeroStage(value), "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
+            "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
+            "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
                 name, lambda: value)()
 
 
@@ -110,6 +112,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
+        if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining
+            base = replace(base, pp=1, zero=_other("zero").GRADIENTS)
         changed = replace(base, **{name: _other(name)})
         _forget()
         to_costs.build_cost_model(model, chip, base)  # fills the caches with the base layout's entries

@@ -67,10 +67,6 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         ('-67%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     # mosaicml_small2023
-    ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 large-scale'
-     ' table | mpt-1b tp1 pp1 m1 b12 1f1b 512×h100 none s2048'):
-        ('-19%, pipesim too fast: SHARD_GRAD_OP (ZeRO-2) at 512 H100s: measured falls 10% from 128 to 512 GPUs,'
-         ' pipesim 1%'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-3b tp1 pp1 m2 b1 1f1b 8×a100 full s65536'):
         '+17%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',

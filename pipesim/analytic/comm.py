@@ -335,11 +335,13 @@ def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
 def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec) -> LayerComm:
     """ZeRO-3 / FSDP without pipelining, per layer and microbatch (Rajbhandari et al. 2020 §5.3; Zhao et al.
     2023, "PyTorch FSDP", §3.2): the layer's BF16 weights are all-gathered before its forward and again
-    before its backward, and its gradients reduce-scattered after it. Total transfer time; the prefetch
-    overlaps it with the neighbouring layer's compute, so :func:`overlapped` decides what is exposed."""
+    before its backward, and its gradients reduce-scattered after it. FSDP's SHARD_GRAD_OP (ZeRO-2 per layer,
+    :attr:`Layout.regathers_for_backward` false) keeps the gathered weights until the backward: no second
+    gather. Total transfer time; the prefetch overlaps it with the neighbouring layer's compute, so
+    :func:`prefetched_overlap` decides what is exposed."""
     n = layout.dp * layout.cp
     bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
     latency = ring_latency(chip, n, layout.tp * n)
     gather = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth, latency)
     scatter = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth, latency)
-    return LayerComm(gather, gather + scatter)
+    return LayerComm(gather, (gather if layout.regathers_for_backward else 0.0) + scatter)

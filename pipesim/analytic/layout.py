@@ -38,6 +38,19 @@ class ZeroStage(enum.IntEnum):
     PARAMETERS = 3  # ZeRO-3 / FSDP: weights too; each layer all-gathered when it runs
 
 
+class ZeroCollectives(enum.Enum):
+    """How a sharded data-parallel group moves its gradients and weights (ZeRO-1 and ZeRO-2; ZeRO-3 without
+    pipelining always goes layer by layer)."""
+
+    # DeepSpeed's ZeRO-1/2 and Megatron's distributed optimizer: the stage's gradients reduce-scattered in large
+    # buckets after the backward, the updated weights all-gathered after the optimizer step.
+    BUCKETED = "bucketed"
+    # PyTorch FSDP (Zhao et al. 2023, "PyTorch FSDP", §3.2), whose SHARD_GRAD_OP is ZeRO-2: every wrapped block
+    # gathers its weights before its forward and reduce-scatters its gradients after its backward, in every
+    # microbatch, so each block pays a collective's latency per microbatch, as ZeRO-3 does.
+    PER_LAYER = "per-layer"
+
+
 class Precision(enum.Enum):
     """The GEMMs' input type: BF16, or FP8 (Micikevicius et al. 2022, "FP8 Formats for Deep Learning";
     Transformer Engine keeps master weights, optimizer state and non-GEMM work in higher precision)."""
@@ -125,6 +138,8 @@ class Layout:
     # Layers per stage, stage 0 first (see :mod:`.stage_split`); None: an even split, which must divide.
     stage_layers: tuple[int, ...] | None = None
     zero: ZeroStage = ZeroStage.NONE  # distributed_optimizer=True means at least ZeroStage.OPTIMIZER
+    # How ZeRO-2 communicates: DeepSpeed's buckets, or PyTorch FSDP's per-layer collectives (SHARD_GRAD_OP)
+    zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     precision: Precision = Precision.BF16
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
@@ -174,6 +189,12 @@ class Layout:
         if self.overlap_param_gather and self.asked_sharding is ZeroStage.NONE:
             raise PipesimError("--overlap-param-gather overlaps the distributed optimizer's parameter all-gather, but "
                                "no optimizer state is sharded; add --distributed-optimizer (or --zero N) or drop it")
+        if self.zero_collectives is ZeroCollectives.PER_LAYER and (
+                self.asked_sharding < ZeroStage.GRADIENTS or self.pp > 1):
+            raise PipesimError(
+                "--zero-collectives per-layer is PyTorch FSDP's ZeRO-2 (SHARD_GRAD_OP) without pipelining; it "
+                f"needs --zero 2 and --pp 1 (got --zero {int(self.asked_sharding)}, --pp {self.pp}): set those or "
+                "drop it (ZeRO-3 without pipelining is per layer already)")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
 
@@ -214,10 +235,21 @@ class Layout:
 
     @property
     def gathers_per_layer(self) -> bool:
-        """ZeRO-3 without pipelining: every layer's weights are gathered before its passes and its gradients
-        reduce-scattered after them, so nothing of the data-parallel sync is left for the step's end. (With
-        pipelining a stage's weights stay gathered through the step, as torchtitan's FSDP + PP keeps them.)"""
-        return self.sharding is ZeroStage.PARAMETERS and self.pp == 1
+        """ZeRO-3 without pipelining, or FSDP's per-layer ZeRO-2: every layer's weights are gathered before its
+        forward (ZeRO-3: before its backward too) and its gradients reduce-scattered after its backward, so
+        nothing of the data-parallel sync is left for the step's end. (With pipelining a stage's weights stay
+        gathered through the step, as torchtitan's FSDP + PP keeps them.)"""
+        if self.pp > 1:
+            return False
+        return self.sharding is ZeroStage.PARAMETERS or (
+            self.sharding is ZeroStage.GRADIENTS and self.zero_collectives is ZeroCollectives.PER_LAYER)
+
+    @property
+    def regathers_for_backward(self) -> bool:
+        """Whether a layer gathered per layer frees its weights after its forward and gathers them again for
+        its backward (ZeRO-3, FSDP's FULL_SHARD), rather than keeping them until its backward is done (FSDP's
+        SHARD_GRAD_OP, ZeRO-2)."""
+        return self.gathers_per_layer and self.sharding is ZeroStage.PARAMETERS
 
     @property
     def expert_shards(self) -> int:

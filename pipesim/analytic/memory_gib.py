@@ -125,7 +125,9 @@ def static_bytes(
     ``n = dp·cp``, stage 2 the gradients too, stage 3 the weights too — plus, without pipelining, the
     unsharded weights and gradients of the layer being computed and the one prefetched (two layers; Zhao et
     al. 2023, PyTorch FSDP §3.2). With pipelining a stage's weights stay gathered through the step (what
-    torchtitan's FSDP + PP does), so only the optimizer state is divided. FP8 (Transformer Engine) keeps an
+    torchtitan's FSDP + PP does), so only the optimizer state is divided. FSDP's ZeRO-2 (SHARD_GRAD_OP,
+    ``--zero-collectives per-layer``) keeps each layer's gathered weights from its forward to its backward, so
+    at the peak the whole weights, plus the two layers' unsharded gradients. FP8 (Transformer Engine) keeps an
     FP8 copy of every weight beside the BF16 one: +1 byte per parameter. ``expert_params`` of ``params`` are
     routed experts, sharded over dp·cp/ep instead of dp·cp.
     """
@@ -142,14 +144,13 @@ def static_bytes(
         optimizer = sharded(b.optimizer)
     if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
         grads = sharded(b.grads)
-    if layout.gathers_per_layer:
-        weights = sharded(b.weights)
-        if model is not None:
-            unsharded = 2 * largest_layer_params(model) / layout.tp
-            weights += unsharded * b.weights
-            grads += unsharded * b.grads
+    if layout.gathers_per_layer:  # ZeRO-2 per layer (SHARD_GRAD_OP) holds every gathered layer until its backward
+        unsharded = 2 * largest_layer_params(model) / layout.tp if model is not None else 0.0
+        if layout.regathers_for_backward:
+            weights = sharded(b.weights) + unsharded * b.weights
+        grads += unsharded * b.grads
     if layout.precision is Precision.FP8:  # sharded like the BF16 weights under ZeRO-3 without pipelining
-        weights += sharded(1.0) if layout.gathers_per_layer else params * 1.0
+        weights += sharded(1.0) if layout.regathers_for_backward else params * 1.0
     return weights, grads, optimizer
 
 

@@ -107,6 +107,7 @@ class StepReport:
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
+                       "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
                        "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
@@ -215,7 +216,8 @@ def report_text(report: StepReport) -> str:
             f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''}"
             f"{_gemm_overheads_text(c)})"
         )
-        + (f", ZeRO-3 collectives {c.zero3_overlap_share:g} overlapped" if lay.gathers_per_layer else "")
+        + (f", per-layer ZeRO-{int(lay.sharding)} collectives {c.zero3_overlap_share:g} overlapped"
+           if lay.gathers_per_layer else "")
         + (
             ", P2P "
             + ("overlapped" if lay.overlap_p2p else f"blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")

@@ -368,9 +368,10 @@ def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCost
 
 # One layer's costs by what they depend on: a search builds tens of thousands of cost models whose layouts
 # differ in dp, pp, v, microbatches or the ZeRO stage, none of which a layer's kernels, TP/CP collectives or
-# all-to-all read. Only ZeRO-3 without pipelining (its per-layer gathers over dp·cp) reads dp and the bytes
-# per parameter. tests/test_layer_costs_key.py holds cached and fresh cost models equal over plan spaces, so a
-# new dependency that this key misses fails there. The chip is kept in the value: its id cannot be reused.
+# all-to-all read. Only per-layer sharding without pipelining (ZeRO-3, FSDP's ZeRO-2: gathers over dp·cp)
+# reads dp, the bytes per parameter and whether the backward gathers again. tests/test_layer_costs_key.py
+# holds cached and fresh cost models equal over plan spaces, so a new dependency that this key misses fails
+# there. The chip is kept in the value: its id cannot be reused.
 _LAYER_COSTS: dict[tuple, tuple[ChipSpec, _LayerCosts]] = {}
 _LAYER_COSTS_KEPT = 4096
 
@@ -392,7 +393,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.async_tp,
         layout.moe_imbalance,
         layout.halve_causal_attention,
-        (layout.dp, layout.param_bytes) if gathers else None,
+        (layout.dp, layout.param_bytes, layout.regathers_for_backward) if gathers else None,
     )
 
 

@@ -43,6 +43,8 @@ class ModelOptions:
         last_stage_layers: layers on the last stage, which also holds the LM head and loss.
         stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).
         zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
+        zero_collectives: ``"bucketed"`` (DeepSpeed's ZeRO-2, default) or ``"per-layer"`` (PyTorch FSDP's
+            SHARD_GRAD_OP: each layer gathers its weights and reduce-scatters its gradients, every microbatch).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         async_tp: overlap tensor-parallel collectives with their GEMMs.
@@ -76,6 +78,7 @@ class ModelOptions:
     last_stage_layers: int | None = None
     stage_layers: tuple[int, ...] | None = None
     zero: int | None = None
+    zero_collectives: str | None = None
     cp: int | None = None
     fp8: bool | None = None
     async_tp: bool | None = None

@@ -19,6 +19,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     Precision,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.analytic.model_load import load_model
@@ -85,7 +86,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         grad_accumulation=GradAccumulation(o.grad_accumulation or "fused"),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
-        stage_layers=stage_layers, zero=ZeroStage(o.zero or 0), cp=o.cp or 1,
+        stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
+        zero_collectives=ZeroCollectives(o.zero_collectives or "bucketed"), cp=o.cp or 1,
         precision=Precision.FP8 if o.fp8 else Precision.BF16, async_tp=bool(o.async_tp),
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,

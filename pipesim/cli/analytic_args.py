@@ -13,6 +13,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     LossKernel,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
@@ -119,6 +120,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="ZeRO stage over the dp·cp ranks: 0 nothing sharded (default), 1 optimizer state "
                        "(= --distributed-optimizer), "
                        "2 + gradients, 3 + weights (FSDP); with dp·cp = 1 nothing is sharded (a note says so)")
+    group.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default=None,
+                       help="how --zero 2 communicates: bucketed (DeepSpeed: gradients reduce-scattered in "
+                       "buckets after the backward, weights gathered after the step; default) or per-layer "
+                       "(PyTorch FSDP's SHARD_GRAD_OP: each layer gathers its weights before its forward and "
+                       "reduce-scatters its gradients after its backward, every microbatch); needs --pp 1")
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--fp8", action="store_true", default=None,

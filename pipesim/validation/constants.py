@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import AttentionKernel, Precision, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, Precision, ZeroCollectives, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 HOPPER = ("h100-sxm", "h200")
@@ -102,14 +102,16 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         _set("training_gemm_ratio"), _get("training_gemm_ratio")),
     FittedConstant(
         "zero3_overlap_share", tuple(CHIP_PRESETS),
-        "fitted to the published FSDP and ZeRO-3 runs without pipelining (MosaicML's two modules, torchtitan, "
-        "IBM fms-fsdp, Narayanan et al.'s DeepSpeed ZeRO-3 rows), because every one of them was too fast while "
-        "pipesim hid the per-layer collectives behind the layers: the share of them that really overlaps compute "
-        "(pipesim.analytic.comm.prefetched_overlap; the mechanism, a collective starved of SMs beside compute "
-        "kernels, from Cui & Pericàs 2026; overlap only 10.2 % faster than serial in Lee et al. 2025). Fitted on "
-        "every source and without each FSDP source in turn, it lands on 0",
+        "fitted to the published FSDP and ZeRO-3 runs without pipelining (MosaicML's two modules, their "
+        "SHARD_GRAD_OP rows too, torchtitan, IBM fms-fsdp, Narayanan et al.'s DeepSpeed ZeRO-3 rows), because "
+        "every one of them was too fast while pipesim hid the per-layer collectives behind the layers: the share "
+        "of them that really overlaps compute (pipesim.analytic.comm.prefetched_overlap; the mechanism, a "
+        "collective starved of SMs beside compute kernels, from Cui & Pericàs 2026; overlap only 10.2 % faster "
+        "than serial in Lee et al. 2025). Fitted on every source and without each FSDP source in turn, it lands "
+        "on 0",
         (0.0, 0.25, 0.5, 0.75, 1.0),
-        lambda run: run.zero is ZeroStage.PARAMETERS and run.pp == 1,
+        lambda run: run.pp == 1 and (run.zero is ZeroStage.PARAMETERS or (
+            run.zero is ZeroStage.GRADIENTS and run.zero_collectives is ZeroCollectives.PER_LAYER)),
         _set("zero3_overlap_share"), _get("zero3_overlap_share")),
     FittedConstant(
         "p2p_sync_overhead", tuple(CHIP_PRESETS),

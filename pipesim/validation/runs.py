@@ -20,6 +20,7 @@ from pipesim.analytic.layout import (
     OptimizerBytes,
     Precision,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -55,6 +56,7 @@ class PublishedRun:
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # EAGER: the framework runs PyTorch ops unfused
     loss: LossKernel = LossKernel.MEGATRON  # PYTORCH: F.cross_entropy on FP32 logits (torchtitan)
     zero: ZeroStage = ZeroStage.NONE
+    zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED  # PER_LAYER: FSDP's SHARD_GRAD_OP as ZeRO-2
     precision: Precision = Precision.BF16
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
@@ -124,7 +126,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise, loss=run.loss,
-                    zero=run.zero, cp=run.cp, precision=run.precision, stage_layers=split,
+                    zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
+                    stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
@@ -153,6 +156,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--sequence-parallel")
     if run.zero is not ZeroStage.NONE:
         argv += ["--zero", str(int(run.zero))]
+    if run.zero_collectives is not ZeroCollectives.BUCKETED:
+        argv += ["--zero-collectives", run.zero_collectives.value]
     if run.precision is Precision.FP8:
         argv.append("--fp8")
     if run.overlap_p2p:

@@ -5,11 +5,13 @@ row of "H100 80GB BF16 (Large Scale, >= 128 GPUs)" (MPT 1B–70B on 128–512 GP
 2024). Tokens/s per GPU of PyTorch FSDP training on the MosaicML platform.
 
 Stated (per row): model, sequence length, GPUs, micro-batch size, gradient accumulation (= microbatches), global
-batch, precision (amp_bf16; bf16 PURE in the A100 40GB table), sharding strategy — FULL_SHARD (ZeRO-3) or, for
-the large-scale table's 1B and 3B rows, SHARD_GRAD_OP (ZeRO-2: gradients and optimizer state sharded, weights
-gathered once per step and kept) — activation checkpointing on or off, no CPU offload, and the throughput in
-tokens/s per GPU (the column used here). Model shapes: the pretrain yamls (``mpt-125m`` … ``mpt-3b`` in
-``model_presets``; the NumParams column of every row matches pipesim's count at that sequence length).
+batch, precision (amp_bf16; bf16 PURE in the A100 40GB table), sharding strategy — FULL_SHARD (ZeRO-3) or, for the
+large-scale table's 1B and 3B rows, SHARD_GRAD_OP (ZeRO-2: gradients and optimizer state sharded; FSDP gathers each
+block's weights before its forward, keeps them through its backward and reduce-scatters its gradients after it, in
+every microbatch: ``--zero 2 --zero-collectives per-layer``) — activation checkpointing on or off, no CPU offload,
+and the throughput in tokens/s per GPU (the column used here). Model shapes: the pretrain yamls (``mpt-125m`` …
+``mpt-3b`` in ``model_presets``; the NumParams column of every row matches pipesim's count at that sequence
+length).
 
 Inferred, as in ``mosaicml2023`` (same report, same benchmark scripts): ``attn_impl: triton`` (the default of
 ``submit_benchmarks.py`` at both commits that wrote these tables, October 2023 and January 2024, not overridden by
@@ -28,7 +30,7 @@ share the system and the software with ``mosaicml2023``, so validation leaves th
 settings are not stated per row). No memory is published.
 """
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute, ZeroCollectives, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE_H100 = "MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 table"
@@ -124,6 +126,7 @@ _A100_40 = [
 ROWS = [
     PublishedRun(source, name, chip, gpus, mbs * accum * gpus, micro_batch=mbs, seq_len=seq,
                  recompute=Recompute.FULL if ckpt else Recompute.NONE, zero=ZeroStage(zero),
+                 zero_collectives=ZeroCollectives.PER_LAYER if zero == 2 else ZeroCollectives.BUCKETED,
                  elementwise=ElementwiseKernels.EAGER, attention=AttentionKernel.TRITON,
                  tokens_per_gpu=tokens)
     for source, chip, table in ((SOURCE_H100_SCALE, "h100-sxm", _H100_SCALE), (SOURCE_H100, "h100-sxm", _H100),
