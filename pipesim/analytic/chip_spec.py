@@ -72,9 +72,9 @@ FIELDS: tuple[Field, ...] = (
           "published GEMM table (pipesim.validation.gemm_overheads); 0: none", default=0.0, low=0),
     Field("gemm_kernel_overhead", Kind.FLOAT, "s", "time every GEMM kernel takes beyond its tiles (ramp-up and "
           "tail); fitted with gemm_tile_overhead; 0: none", default=0.0, low=0),
-    Field("zero3_overlap_share", Kind.FLOAT, "fraction", "share of ZeRO-3's per-layer gathers and reduce-scatters "
-          "that runs beside compute (the rest is exposed); fitted to published FSDP and ZeRO-3 runs "
-          "(pipesim.validation.constants), not measured", default=0.0, low=0, high=1),
+    Field("zero3_overlap_share", Kind.FLOAT, "fraction", "share of the per-layer gathers and reduce-scatters "
+          "of ZeRO-3 (and FSDP's ZeRO-2) that runs beside compute (the rest is exposed); fitted to published "
+          "FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured", default=0.0, low=0, high=1),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
