@@ -15,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-from pipesim.analytic.error_band import run_kind
+from pipesim.analytic.error_band import run_kind, tolerance_bound
 from pipesim.io.atomic import write_text_atomic
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.constants import FITTED_CONSTANTS
@@ -74,8 +72,9 @@ def to_dict(result: ValidationResult) -> dict:
 BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "validation_bands.py"
 
 
-def bands(result: ValidationResult) -> tuple[dict[str, tuple[float, int]], tuple[float, int]]:
-    """p90 of |left-out error| per kind (chip family, precision), and over every row."""
+def bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int]], tuple[float, int]]:
+    """The 90/90 tolerance bound of |left-out error| per kind (chip family, precision; None for a kind with too
+    few rows for one), and over every row (:func:`pipesim.analytic.error_band.tolerance_bound`)."""
     per_kind: dict[str, list[float]] = {}
     for s in result.sources:
         for run, error in zip(s.runs, s.left_out, strict=True):
@@ -83,16 +82,22 @@ def bands(result: ValidationResult) -> tuple[dict[str, tuple[float, int]], tuple
             if kind is not None:  # a chip error_band does not know yet gets no band of its own
                 per_kind.setdefault(kind, []).append(abs(error))
     pooled = [abs(e) for e in result.pooled("left_out")]
-    return ({k: (round(float(np.percentile(v, 90)), 3), len(v)) for k, v in sorted(per_kind.items())},
-            (round(float(np.percentile(pooled, 90)), 3), len(pooled)))
+
+    def bound(values: list[float]) -> float | None:
+        value = tolerance_bound(values)
+        return None if value is None else round(value, 3)
+
+    return ({k: (bound(v), len(v)) for k, v in sorted(per_kind.items())}, (bound(pooled), len(pooled)))
 
 
-def bands_module(per_kind: dict[str, tuple[float, int]], pooled: tuple[float, int]) -> str:
+def bands_module(per_kind: dict[str, tuple[float | None, int]], pooled: tuple[float, int]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
-        'kind: (p90 of |left-out step-time error|, published rows of that kind)."""\n\n'
-        f"BANDS: dict[str, tuple[float, int]] = {per_kind!r}\n"
+        "kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of\n"
+        'that kind)."""\n\n'
+        "BANDS: dict[str, tuple[float | None, int]] = {\n"
+        + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
     )
 
@@ -126,8 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f}, "
           f"pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} ({ranked.pair_accuracy:.0%})")
     per_kind, pooled = bands(result)
-    print("error bands (p90 of |left-out error|): "
-          + ", ".join(f"{k} ±{v:.0%} ({n} rows)" for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%}")
+    print("error bands (90/90 tolerance bound of |left-out error|): "
+          + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None else f"{k}: too few rows ({n}), takes all's"
+                      for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows)")
     if args.update_bands:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")

@@ -3,18 +3,47 @@ published runs of the same kind (``python experiments/validation_loso.py --updat
 in :mod:`.validation_bands`).
 
 A kind is the chip family and the GEMM precision: what the fitted constants and the kernels' rates depend on.
-The band is the 90th percentile of the absolute left-out step-time error over that kind's published rows, so
-about nine runs in ten of a validated kind land inside it. A kind with fewer than ``MIN_ROWS`` rows takes the
-band of all rows pooled, and says so; a chip no published run was measured on gets no band, only that remark.
+The band is a 90/90 tolerance bound on the absolute left-out step-time error over that kind's published rows
+(:func:`tolerance_bound`): with 90% confidence, at least nine runs in ten of a validated kind land inside it.
+A plain 90th percentile of a few dozen rows would claim more than the rows show: from 8 rows it is their
+largest error but one, below the true 90th percentile about as often as above it. A kind with too few rows for
+the bound (fewer than ``MIN_ROWS``, 22) takes the bound of all rows pooled, and says so; a chip no published
+run was measured on gets no band, only that remark.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pipesim.analytic.layout import Precision
 
-MIN_ROWS = 5
+COVERAGE = 0.9  # share of runs of a kind the band is to hold
+CONFIDENCE = 0.9  # how sure the rows make us that it does
+
+
+def tolerance_rank(rows: int, coverage: float = COVERAGE, confidence: float = CONFIDENCE) -> int | None:
+    """The smallest ``k`` whose ``k``-th smallest of ``rows`` samples lies above the population's ``coverage``
+    quantile with probability ``confidence``, whatever the distribution; None when even the largest does not.
+
+    The ``k``-th smallest sample exceeds that quantile exactly when fewer than ``k`` samples fall below it,
+    and how many do is Binomial(rows, coverage): the distribution-free one-sided tolerance bound of order
+    statistics (Hahn & Meeker 1991, "Statistical Intervals": distribution-free tolerance bounds)."""
+    below = 0.0  # P(Binomial(rows, coverage) ≤ k − 1), summed term by term
+    for k in range(1, rows + 1):
+        below += math.comb(rows, k - 1) * coverage ** (k - 1) * (1 - coverage) ** (rows - k + 1)
+        if below >= confidence:
+            return k
+    return None
+
+
+def tolerance_bound(values: list[float], coverage: float = COVERAGE, confidence: float = CONFIDENCE) -> float | None:
+    """The upper tolerance bound of ``values`` (:func:`tolerance_rank`), or None for too few of them."""
+    k = tolerance_rank(len(values), coverage, confidence)
+    return None if k is None else sorted(values)[k - 1]
+
+
+MIN_ROWS = next(n for n in range(1, 1000) if tolerance_rank(n) is not None)  # 22
 _FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "h100-sxm": "hopper", "h100-96gb-hbm2e": "hopper",
              "h200": "hopper", "h800": "hopper"}
 
@@ -51,5 +80,6 @@ def error_band(chip_name: str, precision: Precision) -> ErrorBand:
     if relative is None or rows < MIN_ROWS:
         relative_all, rows_all = POOLED
         return ErrorBand(relative_all, kind, rows_all,
-                         f"left-out error, p90 of all {rows_all} published rows: only {rows} of kind {kind}")
-    return ErrorBand(relative, kind, rows, f"left-out error, p90 of {rows} published {kind} runs")
+                         f"left-out error, 90/90 bound over all {rows_all} published rows: only {rows} of kind "
+                         f"{kind}")
+    return ErrorBand(relative, kind, rows, f"left-out error, 90/90 bound over {rows} published {kind} runs")
