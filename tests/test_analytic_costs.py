@@ -52,13 +52,36 @@ def test_stage_times_are_flops_over_rate_plus_tp_comm():
 def test_tp_allreduce_ring_on_nvlink():
     layout = Layout(tp=8)
     nbytes = 2 * 4096 * 5120
-    # NCCL's ring/Simple latency inside a node: 8.4 µs + 2·7 steps · 3.4 µs = 56 µs per all-reduce
-    expected = 2 * (2 * 7 / 8 * nbytes / H100.intra_node_bandwidth + 56e-6)
+    # NCCL's tuner runs the faster protocol of its model. Simple: the bytes at the ring's bandwidth plus
+    # 8.4 µs + 2·7 steps · 3.4 µs = 56 µs; LL128: the bytes at 0.92 of it plus 10 µs + 14 · 1.9 µs = 36.6 µs.
+    # For these 42 MB LL128 is the faster by a little (214 µs against 219 µs).
+    wire = 2 * 7 / 8 * nbytes / H100.intra_node_bandwidth
+    simple, ll128 = wire + 56e-6, wire / 0.92 + 36.6e-6
+    assert ll128 < simple
+    expected = 2 * ll128
     comm = tp_layer_comm(LLAMA, layout, H100)
     assert comm.forward == pytest.approx(expected) and comm.backward == pytest.approx(expected)
     assert tp_layer_comm(LLAMA, Layout(tp=8, sequence_parallel=True), H100) == comm  # same bytes on the wire
     full = tp_layer_comm(LLAMA, Layout(tp=8, recompute=Recompute.FULL), H100)
     assert full.backward == pytest.approx(2 * expected)
+
+
+def test_nccl_picks_ll128_when_a_rings_latency_outweighs_its_bytes_by_hand():
+    """NCCL's tuner (src/graph/tuning.cc) predicts each protocol's time and runs the fastest. An all-gather over
+    512 ranks in 64 nodes: Simple's latency is 8.4 + 448 · 3.4 + 63 · 9.6 = 2,136 µs, LL128's 10 + 448 · 1.9 +
+    63 · 4.0 = 1,113 µs, so a 100 MB gather (250 µs of bytes at 400 GB/s) runs LL128; on one node a 1 GB one
+    (2.2 ms of bytes) runs Simple. A chip without LL128 (RCCL on MI300X) always runs Simple."""
+    from pipesim.analytic.comm import nccl_ring_time, ring_latency
+
+    assert ring_latency(H100, 512, 512) == pytest.approx(2136.4e-6)
+    assert ring_latency(H100, 512, 512, ll128=True) == pytest.approx(1113.2e-6)
+    wire = 511 / 512 * 100e6 / 400e9
+    assert nccl_ring_time(wire, H100, 512, 512) == pytest.approx(wire / 0.92 + 1113.2e-6)
+    big = 7 / 8 * 1e9 / 450e9
+    assert nccl_ring_time(big, H100, 8, 8) == pytest.approx(big + 8.4e-6 + 7 * 3.4e-6)
+    mi300x = CHIP_PRESETS["mi300x"]
+    assert mi300x.ll128_bandwidth_share == 0
+    assert nccl_ring_time(wire, mi300x, 512, 512) == pytest.approx(wire + ring_latency(mi300x, 512, 512))
 
 
 def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():

@@ -52,7 +52,7 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt3-175b tp1 pp1 m1 b1 1f1b 1536×a100 full s-'):
-        ('-67%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
+        ('-68%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt-529.6b tp1 pp1 m1 b4 1f1b 640×a100 full s-'):

@@ -134,9 +134,10 @@ _PRESETS = [
              gemm_kernel_overhead=6.5e-6),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
-    # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU.
+    # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128
+    # only on MI200 (gfx90a) with its tuning table (RCCL's src/graph/tuning.cc), so MI300X rings run Simple.
     ChipSpec("mi300x", 1307.4 * TFLOPS, 192.0, 5300 * GB, 448 * GB, 50 * GB, fp8_peak_flops=2614.9 * TFLOPS,
-             sm_count=304),
+             sm_count=304, ll128_bandwidth_share=0.0),
 ]
 
 CHIP_PRESETS: dict[str, ChipSpec] = {c.name: c for c in _PRESETS}

@@ -39,6 +39,15 @@ FIELDS: tuple[Field, ...] = (
           default=3.4e-6, low=0),
     Field("network_hop_latency", Kind.FLOAT, "s", "a ring collective's latency per step between nodes",
           default=9.6e-6, low=0),
+    Field("ll128_base_latency", Kind.FLOAT, "s", "a ring collective's fixed latency with NCCL's LL128 protocol "
+          "(its tuning model)", default=10.0e-6, low=0),
+    Field("ll128_nvlink_hop_latency", Kind.FLOAT, "s", "LL128: latency per ring step inside a node",
+          default=1.9e-6, low=0),
+    Field("ll128_network_hop_latency", Kind.FLOAT, "s", "LL128: latency per ring step between nodes",
+          default=4.0e-6, low=0),
+    Field("ll128_bandwidth_share", Kind.FLOAT, "fraction", "share of the Simple protocol's bandwidth LL128 "
+          "reaches (NCCL's model: 120 of every 128 bytes are data); 0: the collective library has no LL128 "
+          "(RCCL on MI300X)", default=0.92, low=0, high=1),
     Field("collective_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a ring collective "
           "reaches (nccl-tests' bus bandwidth over the link's)", default=1.0, low=0, high=1, low_open=True),
     Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
@@ -109,6 +118,14 @@ class ChipSpec:
     collective_base_latency: float = 8.4e-6
     nvlink_hop_latency: float = 3.4e-6
     network_hop_latency: float = 9.6e-6
+    # The same model's LL128 protocol (the same tuning.cc table): base 10 µs, 1.9 µs per step on NVLink, 4.0 µs per
+    # step on the network, at 0.92 of Simple's bandwidth. NCCL runs each call with the protocol its model predicts
+    # fastest, so a ring of hundreds of ranks, whose latency outweighs its bytes, runs LL128
+    # (pipesim.analytic.comm.nccl_ring_time). NCCL enables LL128 on NVLink-connected Volta to Blackwell.
+    ll128_base_latency: float = 10.0e-6
+    ll128_nvlink_hop_latency: float = 1.9e-6
+    ll128_network_hop_latency: float = 4.0e-6
+    ll128_bandwidth_share: float = 0.92
     collective_efficiency: float = 1.0  # share of the link a ring collective reaches (nccl-tests bus bandwidth)
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
     p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)

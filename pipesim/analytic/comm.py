@@ -3,10 +3,13 @@
 Ring collectives over ``n`` ranks with per-rank one-direction bandwidth ``β`` (Patarasuk & Yuan 2009,
 "Bandwidth optimal all-reduce algorithms"; Thakur et al. 2005, "Optimization of collective communication
 operations in MPICH"): reduce-scatter and all-gather of an ``N``-byte buffer take ``(n−1)/n · N/β``;
-all-reduce is one of each, ``2(n−1)/n · N/β``. Latency is NCCL's own cost model for its ring with the Simple
-protocol (``src/graph/tuning.cc``, ``ncclTopoTuneModel``), the protocol NCCL picks for the megabyte messages
-of training: a base latency plus one hop latency per ring step, NVLink's for the steps inside a node and the
-network's for the ``nodes − 1`` (all-reduce: ``2(nodes − 1)``) steps that cross one (:func:`ring_latency`).
+all-reduce is one of each, ``2(n−1)/n · N/β``. Latency is NCCL's own cost model for its ring
+(``src/graph/tuning.cc``, ``ncclTopoTuneModel``): a base latency plus one hop latency per ring step, NVLink's
+for the steps inside a node and the network's for the ``nodes − 1`` (all-reduce: ``2(nodes − 1)``) steps that
+cross one (:func:`ring_latency`). NCCL has two protocols for such messages, and its tuner runs each call with
+the one its model predicts fastest (``ncclTopoGetAlgoTime``): Simple, at the full bus bandwidth, and LL128,
+at 0.92 of it with about half Simple's latency per hop. Megabyte messages on a few ranks run Simple; on
+hundreds of ranks, where the ring's latency outweighs its bytes, LL128 (:func:`nccl_ring_time`).
 
 Which link: ranks are ordered tp fastest, then cp, then dp, then pp (Megatron-LM's order). A group whose
 ranks all lie in one node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and
@@ -25,17 +28,43 @@ from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import ModelSpec
 
 
-def ring_latency(chip: ChipSpec, n: int, span: int, all_reduce: bool = False) -> float:
+def ring_latency(chip: ChipSpec, n: int, span: int, all_reduce: bool = False, ll128: bool = False) -> float:
     """Latency of one ring collective over ``n`` ranks spanning ``span`` consecutive ranks (NCCL's model, see
     the module doc): ``base + (steps − inter)·hop_nvlink + inter·hop_network`` with ``steps = n − 1`` and
-    ``inter = nodes − 1`` (twice both for an all-reduce)."""
+    ``inter = nodes − 1`` (twice both for an all-reduce); the Simple protocol's latencies, or LL128's."""
     if n <= 1:
         return 0.0
     nodes = min(n, max(1, -(-span // chip.node_size)))
     factor = 2 if all_reduce else 1
     steps, inter = factor * (n - 1), factor * (nodes - 1)
+    if ll128:
+        return (chip.ll128_base_latency + (steps - inter) * chip.ll128_nvlink_hop_latency
+                + inter * chip.ll128_network_hop_latency)
     return (chip.collective_base_latency + (steps - inter) * chip.nvlink_hop_latency
             + inter * chip.network_hop_latency)
+
+
+def nccl_ring_time(wire: float, chip: ChipSpec, n: int, span: int, all_reduce: bool = False) -> float:
+    """One ring collective over ``n`` ranks spanning ``span``, whose bytes take ``wire`` seconds at the ring's
+    bandwidth: the faster of NCCL's Simple protocol (``wire`` plus Simple's latency) and LL128 (``wire`` at
+    ``ll128_bandwidth_share`` of the bandwidth plus LL128's latency), as NCCL's tuner picks per call."""
+    if n <= 1:
+        return 0.0
+    simple = wire + ring_latency(chip, n, span, all_reduce)
+    if chip.ll128_bandwidth_share <= 0:
+        return simple
+    return min(simple, wire / chip.ll128_bandwidth_share + ring_latency(chip, n, span, all_reduce, ll128=True))
+
+
+def ring_reduce_scatter(nbytes: float, n: int, bandwidth: float, chip: ChipSpec, span: int) -> float:
+    """Ring reduce-scatter (equally all-gather) of ``nbytes`` over ``n`` ranks spanning ``span``, with NCCL's
+    choice of protocol (:func:`nccl_ring_time`)."""
+    return nccl_ring_time(ring_reduce_scatter_time(nbytes, n, bandwidth), chip, n, span)
+
+
+def ring_all_reduce(nbytes: float, n: int, bandwidth: float, chip: ChipSpec, span: int) -> float:
+    """Ring all-reduce of ``nbytes`` over ``n`` ranks spanning ``span``, with NCCL's choice of protocol."""
+    return nccl_ring_time(ring_all_reduce_time(nbytes, n, bandwidth), chip, n, span, all_reduce=True)
 
 
 def ring_reduce_scatter_time(nbytes: float, n: int, bandwidth: float, latency: float = 0.0) -> float:
@@ -98,7 +127,7 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     bandwidth = group_bandwidth(chip, t)
     one = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, t, nbytes)  # pipesim profile's fit
     if one is None:  # = one all-gather + one reduce-scatter
-        one = ring_all_reduce_time(nbytes, t, bandwidth, ring_latency(chip, t, t, all_reduce=True))
+        one = ring_all_reduce(nbytes, t, bandwidth, chip, t)
     forward = 2 * one
     backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
     return LayerComm(forward, backward)
@@ -293,12 +322,11 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     if layout.sharding is ZeroStage.NONE:
         measured = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, d, grad_bytes)
         if measured is None:
-            measured = ring_all_reduce_time(grad_bytes, d, bandwidth, ring_latency(chip, d, span, all_reduce=True))
+            measured = ring_all_reduce(grad_bytes, d, bandwidth, chip, span)
         return GradSync(measured, 0.0)
     weight_bytes = stage_params_per_rank * layout.param_bytes.weights
-    latency = ring_latency(chip, d, span)
-    return GradSync(ring_reduce_scatter_time(grad_bytes, d, bandwidth, latency),
-                    ring_reduce_scatter_time(weight_bytes, d, bandwidth, latency))
+    return GradSync(ring_reduce_scatter(grad_bytes, d, bandwidth, chip, span),
+                    ring_reduce_scatter(weight_bytes, d, bandwidth, chip, span))
 
 
 def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
@@ -316,8 +344,7 @@ def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec
                                                                                    else 1)
     span = layout.world_size
     bandwidth = group_bandwidth(chip, span, stride=max(1, span // 2))
-    return ring_all_reduce_time(held * layout.param_bytes.grads, 2, bandwidth,
-                                ring_latency(chip, 2, span, all_reduce=True))
+    return ring_all_reduce(held * layout.param_bytes.grads, 2, bandwidth, chip, span)
 
 
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
@@ -341,7 +368,7 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     :func:`prefetched_overlap` decides what is exposed."""
     n = layout.dp * layout.cp
     bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
-    latency = ring_latency(chip, n, layout.tp * n)
-    gather = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth, latency)
-    scatter = ring_reduce_scatter_time(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth, latency)
+    span = layout.tp * n
+    gather = ring_reduce_scatter(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth, chip, span)
+    scatter = ring_reduce_scatter(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth, chip, span)
     return LayerComm(gather, (gather if layout.regathers_for_backward else 0.0) + scatter)

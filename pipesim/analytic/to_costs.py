@@ -55,8 +55,7 @@ from pipesim.analytic.comm import (
     p2p_bandwidth,
     p2p_bytes,
     prefetched_overlap,
-    ring_latency,
-    ring_reduce_scatter_time,
+    ring_reduce_scatter,
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
@@ -532,8 +531,7 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
-        one = ring_reduce_scatter_time(params * layout.param_bytes.grads, n, bandwidth,
-                                       ring_latency(chip, n, layout.tp * n))
+        one = ring_reduce_scatter(params * layout.param_bytes.grads, n, bandwidth, chip, layout.tp * n)
         return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
     if layout.overlap_grad_reduce:
         reduce = contended_overlap(reduce, backward, chip.comm_sm_share)
