@@ -343,3 +343,27 @@ def test_the_loss_implementation_is_an_input_to_the_plan():
     unpipelined = [c for c in common if c.pp == 1]
     assert unpipelined and all(more[c] > less[c] for c in unpipelined)
     assert "pytorch cross-entropy" in pytorch.header() and "cross-entropy" not in megatron.header()
+
+
+def test_fsdp_zero2_collectives_are_an_input_to_the_plan():
+    """--zero-collectives per-layer: ZeRO-2 candidates without pipelining run as FSDP's SHARD_GRAD_OP (each layer's
+    gather and reduce-scatter every microbatch, across 16 nodes here: slower than DeepSpeed's buckets), every
+    other candidate keeps its buckets, and the header names it."""
+    from pipesim.analytic.layout import ZeroCollectives, ZeroStage
+    from pipesim.api.planning import plan
+
+    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1, 2), precision=("bf16",),
+                 cp=(1,), micro_batch_sizes=(4,))
+    bucketed = plan("llama3.2-1b", 128, 512, top=3, **space)
+    fsdp = plan("llama3.2-1b", 128, 512, top=3, zero_collectives="per-layer", **space)
+
+    def times(result):
+        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+    slower, faster = times(fsdp), times(bucketed)
+    common = slower.keys() & faster.keys()
+    per_layer = [c for c in common if c.zero is ZeroStage.GRADIENTS and c.pp == 1]
+    assert per_layer and all(slower[c] > faster[c] for c in per_layer)
+    assert all(slower[c] == faster[c] for c in common if c.zero is not ZeroStage.GRADIENTS)
+    for c in per_layer:
+        assert fsdp.request.layout_of(c).zero_collectives is ZeroCollectives.PER_LAYER
+    assert "per-layer ZeRO-2 collectives" in fsdp.header() and "ZeRO-2" not in bucketed.header()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, LossKernel, Precision
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, LossKernel, Precision, ZeroCollectives
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import MFU_PEAK_NOTE
 from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
@@ -28,6 +28,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append(f"{request.elementwise.value} element-wise ops")
     if request.loss is not LossKernel.MEGATRON:
         said.append(f"{request.loss.value} cross-entropy")
+    if request.zero_collectives is not ZeroCollectives.BUCKETED:
+        said.append(f"{request.zero_collectives.value} ZeRO-2 collectives")
     return f", {' and '.join(said)}" if said else ""
 
 

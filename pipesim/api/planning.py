@@ -18,6 +18,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     Precision,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.analytic.model_load import load_model
@@ -211,6 +212,7 @@ def plan_request(
     attention: str | AttentionKernel = AttentionKernel.FUSED,
     elementwise: str | ElementwiseKernels = ElementwiseKernels.FUSED,
     loss: str | LossKernel = LossKernel.MEGATRON,
+    zero_collectives: str | ZeroCollectives = ZeroCollectives.BUCKETED,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
     from pipesim.program.loader import builtin_names
@@ -243,6 +245,7 @@ def plan_request(
         attention=AttentionKernel(attention),
         elementwise=ElementwiseKernels(elementwise),
         loss=LossKernel(loss),
+        zero_collectives=ZeroCollectives(zero_collectives),
     )
 
 
@@ -277,7 +280,9 @@ def plan(
             ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``attention``, ``elementwise`` and ``loss`` (the kernels the training code runs, not searched:
-            "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch").
+            "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch"), ``zero_collectives``
+            (how ZeRO-2 candidates communicate, not searched: "bucketed", DeepSpeed's, or "per-layer", PyTorch
+            FSDP's SHARD_GRAD_OP).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -38,6 +38,7 @@ from pipesim.analytic.layout import (
     OptimizerBytes,
     Precision,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.analytic.model_spec import ModelSpec
@@ -75,6 +76,8 @@ class PlanRequest:
     attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels or eager ops (not searched)
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (not searched)
+    # How ZeRO-2 candidates communicate (not searched): DeepSpeed's buckets, or FSDP's per-layer collectives
+    zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True
@@ -119,7 +122,7 @@ class PlanRequest:
         """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel, P2P
         overlap)."""
         return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise, self.loss,
-                                self.overlap_dp_sync)
+                                self.overlap_dp_sync, self.zero_collectives)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
@@ -172,17 +175,21 @@ class Candidate:
     def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
                attention: AttentionKernel = AttentionKernel.FUSED, overlap_p2p: bool = False,
                elementwise: ElementwiseKernels = ElementwiseKernels.FUSED,
-               loss: LossKernel = LossKernel.MEGATRON, overlap_dp_sync: bool = False) -> Layout:
+               loss: LossKernel = LossKernel.MEGATRON, overlap_dp_sync: bool = False,
+               zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> Layout:
         """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
         two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1).
         ``overlap_dp_sync``: the gradient reduce beside the last backward, and the parameter gather beside the first
-        forward where the optimizer state is sharded."""
+        forward where the optimizer state is sharded. ``zero_collectives``: how a ZeRO-2 candidate without
+        pipelining communicates (FSDP's per layer, or DeepSpeed's buckets); every other candidate buckets."""
+        fsdp = self.zero is ZeroStage.GRADIENTS and self.pp == 1
         copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
         return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks // copies,
                       model_copies=copies,
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
                       attention=attention, elementwise=elementwise, loss=loss, param_bytes=param_bytes,
+                      zero_collectives=zero_collectives if fsdp else ZeroCollectives.BUCKETED,
                       overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep, overlap_grad_reduce=overlap_dp_sync,
                       overlap_param_gather=overlap_dp_sync and self.zero is not ZeroStage.NONE)
 

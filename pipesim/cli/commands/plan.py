@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     Precision,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
@@ -117,6 +118,10 @@ def register(sub) -> None:
     p.add_argument("--loss", choices=[k.value for k in LossKernel], default="megatron",
                    help="the cross-entropy's implementation, not searched: megatron (vocabulary-parallel, in place; "
                    "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's)")
+    p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default="bucketed",
+                   help="how ZeRO-2 candidates communicate, not searched: bucketed (DeepSpeed; default) or "
+                   "per-layer (PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and reduce-scatter, every "
+                   "microbatch)")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
@@ -144,7 +149,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
-                attention=args.attention, elementwise=args.elementwise, loss=args.loss)
+                attention=args.attention, elementwise=args.elementwise, loss=args.loss,
+                zero_collectives=args.zero_collectives)
 
 
 def run(args: argparse.Namespace) -> int:
