@@ -8,8 +8,9 @@ all-reduce is one of each, ``2(n−1)/n · N/β``. Latency is NCCL's own cost mo
 for the steps inside a node and the network's for the ``nodes − 1`` (all-reduce: ``2(nodes − 1)``) steps that
 cross one (:func:`ring_latency`). NCCL has two protocols for such messages, and its tuner runs each call with
 the one its model predicts fastest (``ncclTopoGetAlgoTime``): Simple, at the full bus bandwidth, and LL128,
-at 0.92 of it with about half Simple's latency per hop. Megabyte messages on a few ranks run Simple; on
-hundreds of ranks, where the ring's latency outweighs its bytes, LL128 (:func:`nccl_ring_time`).
+at 0.92 of it with about half Simple's latency per hop. Inside one node the two are within a few percent for
+tens of megabytes (Simple wins above about 60 MB for an 8-rank all-reduce); on hundreds of ranks, where the
+ring's latency outweighs its bytes, LL128 does (:func:`nccl_ring_time`).
 
 Which link: ranks are ordered tp fastest, then cp, then dp, then pp (Megatron-LM's order). A group whose
 ranks all lie in one node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and
