@@ -245,6 +245,27 @@ def test_context_parallel_by_hand():
     assert halves[0] == pytest.approx(halves[1] / 2)
 
 
+def test_ring_attention_merges_its_partial_outputs_by_hand():
+    """Llama 3.1 8B at 8,192 tokens over cp = 2: each rank's 4,096 queries meet one visiting K/V block, so one
+    merge of partial results per pass: forward, read the running output and the step's and write it back (3 ×
+    2 B) over 4,096 × 32 heads × 128 = 16.8M output elements; backward, the queries' gradient (16.8M) and the
+    visiting K and V gradients (4,096 × 8 KV heads × 256 = 8.4M) the same way. Memory-bound at the stream
+    rate, on top of the attention kernels; nothing without CP."""
+    from pipesim.analytic.kernels import attention_core_times, cp_merge_bytes
+
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=8192, micro_batch=1)
+    forward, backward = cp_merge_bytes(model, Layout(cp=2))
+    assert forward == pytest.approx(6 * 4096 * 32 * 128)
+    assert backward == pytest.approx(6 * (4096 * 32 * 128 + 4096 * 8 * 256))
+    assert cp_merge_bytes(model, Layout(cp=1)) == (0.0, 0.0)
+    assert cp_merge_bytes(model, Layout(cp=4))[0] == pytest.approx(3 * 6 * 2048 * 32 * 128)  # 3 merges of 2,048 rows
+    # the core's time grows by exactly that, at the chip's stream rate
+    plain = attention_core_times(model, Layout(cp=2), replace(H100, hbm_bandwidth=1e30))
+    real = attention_core_times(model, Layout(cp=2), H100)
+    assert real.forward - plain.forward == pytest.approx(forward / H100.stream_bandwidth)
+    assert real.backward_input - plain.backward_input == pytest.approx(backward / H100.stream_bandwidth)
+
+
 def test_async_tp_hides_most_of_the_collectives():
     model = MODEL_PRESETS["llama2-70b"]
     plain = build_cost_model(model, H100, Layout(tp=8, microbatches=2))

@@ -210,6 +210,27 @@ def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
     return gemm_group_times(layer_gemms(model, layout, tokens, kind), chip, layout.precision)
 
 
+def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
+    """Bytes ring attention moves merging its partial results, per tp rank: (forward, backward); 0 without CP.
+
+    Each of a rank's ``cp`` ring steps runs the fused kernel on its queries against one visiting K/V block and
+    gives a partial output with its log-sum-exp; every step after the first folds it into the running output
+    (Transformer Engine's ``AttnFuncWithCPAndKVP2P``, its per-step output correction; PyTorch's
+    ``context_parallel`` merges the same way): read the running output and the step's, write the running
+    output, 3 BF16 accesses per output element. The backward accumulates the queries' gradient over the steps
+    the same way, and the visiting block's K and V gradients (which travel with it) once per step too. Memory-
+    bound element-wise work the attention kernels' rates do not contain."""
+    cp = layout.cp
+    if cp == 1:
+        return 0.0, 0.0
+    t, rows = layout.tp, model.micro_batch * model.seq_len / cp
+    accesses = 3 * model.dtype_bytes  # read running, read step, write running
+    outputs = rows * model.heads / t * model.value_head_dim
+    kv = rows * model.kv_heads / t * (model.qk_head_dim + model.value_head_dim)
+    queries = rows * model.heads / t * model.qk_head_dim
+    return (cp - 1) * accesses * outputs, (cp - 1) * accesses * (queries + kv)
+
+
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half) or unfused (two batched GEMMs, full s²)."""
     b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
@@ -221,11 +242,14 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
         slowdown = TRITON_FLASH_SLOWDOWN if layout.attention is AttentionKernel.TRITON else 1.0
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
-            return PassTimes(slowdown * executed / rates[0], slowdown * 2.5 * executed / rates[1], 0.0)
-        peak = chip.sustained_peak_for(Precision.BF16)  # attention stays in BF16 in FP8 recipes (Transformer Engine)
-        forward = slowdown * executed / (peak * chip.attention_forward_efficiency)
-        backward = slowdown * 2.5 * executed / (peak * chip.attention_backward_efficiency)
-        return PassTimes(forward, backward, 0.0)
+            forward, backward = slowdown * executed / rates[0], slowdown * 2.5 * executed / rates[1]
+        else:
+            peak = chip.sustained_peak_for(Precision.BF16)  # attention stays BF16 in FP8 recipes (Transformer Engine)
+            forward = slowdown * executed / (peak * chip.attention_forward_efficiency)
+            backward = slowdown * 2.5 * executed / (peak * chip.attention_backward_efficiency)
+        merge_forward, merge_backward = cp_merge_bytes(model, layout)
+        return PassTimes(forward + merge_forward / chip.stream_bandwidth,
+                         backward + merge_backward / chip.stream_bandwidth, 0.0)
     # Unfused: per (sequence, head) a s×s = (s×d)(d×s) product and a (s×s)(s×d) one; softmax in between.
     sq = s // cp
     # two batched kernels over every (sequence, head): the per-kernel overhead once each, not per head
