@@ -15,11 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from pipesim.analytic.error_band import run_kind, tolerance_bound
 from pipesim.io.atomic import write_text_atomic
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.constants import FITTED_CONSTANTS
-from pipesim.validation.loso import ValidationResult, leave_one_source_out, summary
+from pipesim.validation.loso import ValidationResult, error_bands, leave_one_source_out, summary
 from pipesim.validation.ranking import rankings, summarise
 from pipesim.validation.sources import runs_by_source, source_title
 
@@ -72,24 +71,6 @@ def to_dict(result: ValidationResult) -> dict:
 BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "validation_bands.py"
 
 
-def bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int]], tuple[float, int]]:
-    """The 90/90 tolerance bound of |left-out error| per kind (chip family, precision; None for a kind with too
-    few rows for one), and over every row (:func:`pipesim.analytic.error_band.tolerance_bound`)."""
-    per_kind: dict[str, list[float]] = {}
-    for s in result.sources:
-        for run, error in zip(s.runs, s.left_out, strict=True):
-            kind = run_kind(run.chip, run.precision)
-            if kind is not None:  # a chip error_band does not know yet gets no band of its own
-                per_kind.setdefault(kind, []).append(abs(error))
-    pooled = [abs(e) for e in result.pooled("left_out")]
-
-    def bound(values: list[float]) -> float | None:
-        value = tolerance_bound(values)
-        return None if value is None else round(value, 3)
-
-    return ({k: (bound(v), len(v)) for k, v in sorted(per_kind.items())}, (bound(pooled), len(pooled)))
-
-
 def bands_module(per_kind: dict[str, tuple[float | None, int]], pooled: tuple[float, int]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
@@ -130,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     ranked = summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))
     print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f}, "
           f"pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} ({ranked.pair_accuracy:.0%})")
-    per_kind, pooled = bands(result)
+    per_kind, pooled = error_bands(result)
     print("error bands (90/90 tolerance bound of |left-out error|): "
           + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None else f"{k}: too few rows ({n}), takes all's"
                       for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows)")

@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from pipesim.analytic.error_band import run_kind, tolerance_bound
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
 from pipesim.validation.runs import Comparison, PublishedRun, predict
@@ -178,3 +179,22 @@ def summary(errors: list[float]) -> dict[str, float]:
         return {"rows": 0, "mean_abs": math.nan, "bias": math.nan, "max_abs": math.nan}
     return {"rows": len(errors), "mean_abs": statistics.fmean(abs(e) for e in errors),
             "bias": statistics.fmean(errors), "max_abs": max(abs(e) for e in errors)}
+
+
+def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int]], tuple[float, int]]:
+    """The step-time error bands of :mod:`pipesim.analytic.validation_bands`: the 90/90 tolerance bound of
+    |left-out error| per kind of run (chip family, precision; None for a kind with too few rows for one) and
+    over every row, each with its row count (:func:`pipesim.analytic.error_band.tolerance_bound`)."""
+    per_kind: dict[str, list[float]] = {}
+    for s in result.sources:
+        for run, error in zip(s.runs, s.left_out, strict=True):
+            kind = run_kind(run.chip, run.precision)
+            if kind is not None:  # a chip error_band does not know yet gets no band of its own
+                per_kind.setdefault(kind, []).append(abs(error))
+    pooled = [abs(e) for e in result.pooled("left_out")]
+
+    def bound(values: list[float]) -> float | None:
+        value = tolerance_bound(values)
+        return None if value is None else round(value, 3)
+
+    return {k: (bound(v), len(v)) for k, v in sorted(per_kind.items())}, (bound(pooled), len(pooled))
