@@ -109,6 +109,8 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("p2p_sync_overhead", [], "median per call: 1.18 ms"),
         ("gemm_overheads", [], "Fitted: 1.0 µs per output tile, 6.5 µs per kernel"),
         ("sweep_floor", ["--points", "20"], "× the floor"),
+        # DeepSpeed's lockstep order costs nothing with uniform passes (docs/validation.md, GLM-130B).
+        ("deepspeed_schedule", ["--fast"], "uniform stages               DeepSpeed blocking 1.0000 × ideal"),
         # A 2-process cp world: the measured ring share beside the simulator's.
         pytest.param(
             "cp_ring_share", ["--fast"], "ring share of F+B: measured", marks=[pytest.mark.distributed, needs_torch]

@@ -110,6 +110,11 @@ _PRESETS += [
     # MLP width 73728 (4h): NeMo's launcher config (conf/training/nemotron/nemotron_340b.yaml, 4 · hidden_size)
     # and the public HF conversion's config.json (intermediate_size 73728, head_dim 192 = 18432 / 96).
     _nemotron4("nemotron-4-340b", 96, 18432, 96, 8, 73728),
+    # Zeng et al. 2022, "GLM-130B: An Open Bilingual Pre-Trained Model" (arXiv 2210.02414) §2.1–2.3 and App. B.3
+    # and the released model arguments (THUDM/GLM-130B, configs/model_glm_130b.sh): 70 layers (9 × 8 − 2),
+    # hidden 12288, 96 heads, GeGLU MLP of 32768 (8/3·h), vocabulary 150528, sequence 2048, DeepNorm post-LN
+    # (LayerNorm), RoPE, biases, dropout 0.1, output layer tied to the word embedding (SwissArmyTransformer).
+    ModelSpec("glm-130b", 70, 12288, 96, 32768, 150528, 2048, gated=True, tied_embeddings=True),
     # Mistral AI, mistralai/Mixtral-8x7B-v0.1 config.json (hidden_size 4096, intermediate_size 14336, 32 layers,
     # 32 heads, 8 KV heads, num_local_experts 8, num_experts_per_tok 2, vocab 32000); Jiang et al. 2024,
     # "Mixtral of Experts" §2: 46.7B total, 12.9B active parameters, 32k-token context.

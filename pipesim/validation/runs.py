@@ -15,6 +15,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
     ElementwiseKernels,
+    GradAccumulation,
     Layout,
     LossKernel,
     OptimizerBytes,
@@ -65,6 +66,9 @@ class PublishedRun:
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
+    # AUTOGRAD: each microbatch's weight gradients added into .grad by a pass of their own (DeepSpeed's engine,
+    # plain PyTorch); FUSED: the weight-gradient GEMM accumulates (Megatron-LM's gradient_accumulation_fusion)
+    grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     ep: int = 1  # expert-parallel degree (mixture-of-experts models), folded over dp·cp
     stage_layers: tuple[int, ...] | None = None  # layers on every stage, stage 0 first, when stated or inferred
     # exactly one of these is the published throughput
@@ -130,6 +134,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
+                    grad_accumulation=run.grad_accumulation,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     costs = build_cost_model(model, chip, layout, shape)
     if built is None:
@@ -174,6 +179,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--loss", run.loss.value]
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
+    if run.grad_accumulation is not GradAccumulation.FUSED:
+        argv += ["--grad-accumulation", run.grad_accumulation.value]
     if run.ep > 1:
         argv += ["--ep", str(run.ep)]
     if run.stage_layers is not None:
