@@ -109,8 +109,9 @@ def main(argv: list[str] | None = None) -> None:
           "(no fitted constant moves memory: left out = in sample)")
     print(f"({time.perf_counter() - started:.0f} s)")
     ranked = summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))
-    print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f}, "
-          f"pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} ({ranked.pair_accuracy:.0%})")
+    print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f} "
+          f"(median {ranked.median_spearman:+.2f}), pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} "
+          f"({ranked.pair_accuracy:.0%})")
     per_kind, pooled = error_bands(result)
     print("error bands (90/90 tolerance bound of |left-out error|): "
           + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None else f"{k}: too few rows ({n}), takes all's"

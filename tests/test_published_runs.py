@@ -92,8 +92,8 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         '-23%, pipesim too fast: measured 15,555 tokens/s/GPU against 19,001-19,085 at 16 and 64 GPUs',
     # glm130b_2022
     'Zeng et al. 2022, GLM-130B, §2.3 and Appendix B.4 | glm-130b tp4 pp8 m176 b1 1f1b 768×a100 full s-':
-        ('-23%, pipesim too fast: A100 at 100B+ with full recomputation on DeepSpeed\'s pipeline engine; Megatron-LM\'s'
-         ' own runs of such shapes agree (Korthikanti); mechanism not found (docs/validation.md)'),
+        ("-23%, pipesim too fast: A100 at 100B+ with full recomputation on DeepSpeed's pipeline engine;"
+         " Megatron-LM's own runs of such shapes agree (Korthikanti); mechanism not found (docs/validation.md)"),
 }
 
 

@@ -15,7 +15,10 @@ Inferred from the paper's training code (Dao-AILab/flash-attention, training/con
 presets, vocabulary 51,200 where the code pads GPT-2's 50,257 to 50,264: 0.2 % of the FLOPs); GPT-2 modules
 with learned positions, tied embeddings and dropout 0.1 (transformers' GPT2Config defaults); BF16; data
 parallelism over the 8 GPUs with the optimizer state sharded (``DDPStrategyZero1``: ZeRO-1); global batch 512
-sequences at 2k and 128 at 8k (1M tokens); per-GPU micro-batch 8 (1.3B, 2k) or 4 (the others) for 80GB GPUs;
+sequences at 2k and 128 at 8k (1M tokens); per-GPU micro-batch 8 (1.3B, 2k) or 4 (the others) for 80GB GPUs,
+the rest as PyTorch Lightning's gradient accumulation (``experiment/pile/base.yaml``: ``accumulate_grad_batches``
+from the global batch; ``precision: bf16`` autocasts over FP32 weights), so autograd adds every microbatch's FP32
+gradients into ``.grad`` in a pass of its own (``--grad-accumulation autograd``);
 fused element-wise kernels (``fused_dropout_add_ln``, ``fused_mlp``, ``fused_bias_fc``) and an in-place
 cross-entropy; no activation checkpointing with FlashAttention ("we don't need any activation checkpointing").
 FlashAttention-2 rows run ``--attention fused`` (the A100 preset's attention rates are FlashAttention-2's own,
@@ -37,7 +40,7 @@ context) of two rows are too small for a ranking group.
 Out-of-sample: added after the constants were fixed (issue #24), never fitted to.
 """
 
-from pipesim.analytic.layout import AttentionKernel, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.params import total_params
 from pipesim.validation.runs import PublishedRun
@@ -65,4 +68,5 @@ for _model, _seq, _batch, _mbs, _fa2, _base_mbs, _base_rc, _base in [
                                    (AttentionKernel.UNFUSED, _base_mbs, _base_rc, _base)]:
         ROWS.append(PublishedRun(SOURCE, _model, "a100-80gb", _GPUS, _batch, micro_batch=_micro, seq_len=_seq,
                                  attention=_att, recompute=_rc, zero=ZeroStage.OPTIMIZER,
+                                 grad_accumulation=GradAccumulation.AUTOGRAD,
                                  step_s=_step_s(_model, _seq, _batch, _tf)))

@@ -19,9 +19,12 @@ Inferred: PTD-P's split of the model-parallel size, tp 8 × pp 12 (175B) and tp 
 530B row; 96 = 8 × 12 keeps tensor parallelism inside the 8-GPU node as the paper recommends, §5.4.1); the
 settings of the in-sample Table 1 rows, from the same paper and cluster: full activation recomputation (the
 TFLOP/s column counts it: "achieved", Narayanan's hardware FLOPs, ``hfu_tflops``), 1F1B without interleaving
-for PTD-P, unfused attention (2021), FP16 gradients reduced in 16 bits (``--param-bytes 16``), blocking pipeline
-sends, sequence 2048; ZeRO-3 rows as ``--zero 3`` over dp = GPUs (weights, gradients and optimizer state sharded,
-each layer all-gathered when it runs), the DeepSpeed prefetching modelled by pipesim's own ZeRO-3 overlap rule.
+for PTD-P, unfused attention (2021), FP16 gradients reduced in 16 bits (``--param-bytes 16``) and accumulated by a
+pass of their own every microbatch (``--grad-accumulation autograd``, Megatron-LM's LocalDDP hook before
+gradient-accumulation fusion: see ``narayanan2021``; the ZeRO-3 rows run one microbatch, where it costs nothing),
+blocking pipeline sends, sequence 2048; ZeRO-3 rows as ``--zero 3`` over dp = GPUs (weights, gradients and
+optimizer state sharded, each layer all-gathered when it runs), the DeepSpeed prefetching modelled by pipesim's
+own ZeRO-3 overlap rule.
 
 Uncertain: the PTD-P split and schedule; DeepSpeed ZeRO-3's bucket sizes and prefetch depth (pipesim has one
 ZeRO-3 rule for FSDP and DeepSpeed); whether the ZeRO-3 runs recomputed (assumed, as the PTD-P runs and as the
@@ -31,12 +34,13 @@ memory of a 530B model at micro-batch 4 on 640 GPUs requires). No memory is publ
 Out-of-sample: added after the constants were fixed (issue #24), never fitted to.
 """
 
-from pipesim.analytic.layout import AttentionKernel, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100"
 
-_COMMON = dict(recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, fp16_grads=True)
+_COMMON = dict(recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, fp16_grads=True,
+               grad_accumulation=GradAccumulation.AUTOGRAD)
 ROWS = [
     # ZeRO-3 without model parallelism: dp = GPUs, one microbatch per step
     *(PublishedRun(SOURCE, model, "a100-80gb", gpus, batch, micro_batch=mbs, zero=ZeroStage.PARAMETERS,
