@@ -110,6 +110,11 @@ _PRESETS += [
     # MLP width 73728 (4h): NeMo's launcher config (conf/training/nemotron/nemotron_340b.yaml, 4 · hidden_size)
     # and the public HF conversion's config.json (intermediate_size 73728, head_dim 192 = 18432 / 96).
     _nemotron4("nemotron-4-340b", 96, 18432, 96, 8, 73728),
+    # Black et al. 2022, "GPT-NeoX-20B: An Open-Source Autoregressive Language Model" (arXiv 2204.06745) §2 and
+    # the training config (EleutherAI/gpt-neox, configs/20B.yml): 44 layers, hidden 6144, 64 heads, 4h GeLU MLP,
+    # vocabulary 50432 (padded), sequence 2048, LayerNorm, biases, rotary positions (on a quarter of each head),
+    # attention and MLP in parallel off one LayerNorm each (the GPT-J residual), untied output layer, no dropout.
+    ModelSpec("neox-20b", 44, 6144, 64, 24576, 50432, 2048, dropout=False),
     # Zeng et al. 2022, "GLM-130B: An Open Bilingual Pre-Trained Model" (arXiv 2210.02414) §2.1–2.3 and App. B.3
     # and the released model arguments (THUDM/GLM-130B, configs/model_glm_130b.sh): 70 layers (9 × 8 − 2),
     # hidden 12288, 96 heads, GeGLU MLP of 32768 (8/3·h), vocabulary 150528, sequence 2048, DeepNorm post-LN
