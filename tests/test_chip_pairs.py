@@ -21,11 +21,13 @@ def test_pairs_are_the_configurations_run_on_both_chips():
         assert pair.ratio == (1 + pair.first.step_error) / (1 + pair.second.step_error)
 
 
-def test_at_the_benchmarks_rate_the_h100_is_too_fast_against_the_a100_and_the_ratio_closes_most_of_it():
+def test_at_the_benchmarks_rate_the_h100_is_too_fast_against_the_a100_and_the_ratio_closes_part_of_it():
     bench = replace(CHIP_PRESETS["h100-sxm"], training_gemm_ratio=1.0)
     raw = median_ratio(chip_pairs(MOSAIC, "h100-sxm", "a100-80gb", lambda n: bench if n == "h100-sxm" else None))
     shipped = median_ratio(chip_pairs(MOSAIC, "h100-sxm", "a100-80gb"))
     assert raw < 0.95  # the evidence: same software and configurations, pipesim's H100 ≥ 5 % too fast
-    # In sample: MosaicML's H100 rows are among those the shipped ratio (0.86) was fitted on, so this second check
-    # says the fit used the evidence, not that it holds elsewhere; validation_loso.py's MosaicML fold says that.
-    assert abs(shipped - 1) < abs(raw - 1) / 2
+    # In sample: MosaicML's H100 rows are among those the shipped ratio was fitted on. At 0.94 (fitted with every
+    # source weighted alike, since the collectives inside an H100 node run at their measured shares) it closes a
+    # quarter of the gap on these pairs (at 0.86 and 0.90, more than half): the other Hopper sources want less of
+    # a correction. It must still move the pairs the right way.
+    assert abs(shipped - 1) < abs(raw - 1)

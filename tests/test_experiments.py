@@ -110,6 +110,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("gemm_overheads", [], "Fitted: 1.0 µs per output tile, 6.5 µs per kernel"),
         ("sweep_floor", ["--points", "20"], "× the floor"),
         # DeepSpeed's lockstep order costs nothing with uniform passes (docs/validation.md, GLM-130B).
+        ("collective_shares", [], "| all_reduce | 8 | 202 | 260 | 309 | 350 | 372 | 386 | 398 | 402 | 0.902 |"),
         ("deepspeed_schedule", ["--fast"], "uniform stages               DeepSpeed blocking 1.0000 × ideal"),
         # A 2-process cp world: the measured ring share beside the simulator's.
         pytest.param(

@@ -45,8 +45,12 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   share is used for every chip.
 - Ring collectives (``collective_efficiency``): nccl-tests' bus bandwidth at large sizes on 8×A100 SXM over
   NVLink 3 is 230–250 GB/s of the link's 300 (Alaya New, "NCCL-tests in practice", reference table; other A100
-  systems report 200–208: NVIDIA/nccl-tests issues #149, #178) → 0.80 for A100. On 8×H100 SXM the same table
-  gives 460–480 GB/s, above the 450 GB/s link because NVLink SHARP reduces inside the switch: H100/H200 keep 1.0.
+  systems report 200–208: NVIDIA/nccl-tests issues #149, #178) → 0.80 for A100. Inside an H100 node the presets
+  carry a measured share per collective and group size instead (``nvlink_collective_shares``: OpenXLA's H100
+  collective table, :mod:`pipesim.validation.collective_shares`): an 8-GPU all-reduce 0.90 of NVLink's 450 GB/s,
+  an all-gather 0.79, a reduce-scatter 0.74, pairs of GPUs 0.46–0.62. nccl-tests' reference table gives the
+  8-GPU all-reduce 460–480 GB/s where NVLink SHARP reduces inside the switch (NCCL's NVLS algorithm); the
+  measured table's 0.90 is the figure without it, uncertain by that much. Across nodes H100/H200 keep 1.0.
 - Overlapped collectives take SMs (``collective_ctas``, 24 of the chip's ``sm_count``): see
   :func:`pipesim.analytic.comm.contended_overlap`; used for ZeRO-3's per-layer gathers and reduce-scatters.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
@@ -69,18 +73,27 @@ training run of them is in the test table.
 from __future__ import annotations
 
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.collective_shares import CollectiveShares
 
 GB = 1e9
 TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
 # (0.35 · 0.48/0.60); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
-# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.90:
+# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.94:
 # pipesim.validation.constants, experiments/validation_loso.py; the module docstring says why). The GEMM
 # overheads per output tile and per kernel: fitted to OpenXLA's measured H100 GEMM table
 # (pipesim.validation.gemm_overheads, experiments/gemm_overheads.py); the same SMs on every Hopper part.
 _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
-                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.90,
+                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.94,
                    "gemm_tile_overhead": 1.2e-6, "gemm_kernel_overhead": 5.0e-6}
+
+# Inside an H100 NVSwitch node, the share of NVLink's 450 GB/s (bus bandwidth) each NCCL collective reaches, by
+# group size: fitted to OpenXLA's measured H100 collective table (pipesim.validation.collective_shares,
+# experiments/collective_shares.py). The parts with H100's NVLink 4 and NVSwitch take it; the H800, whose NVLink
+# is cut to fewer links, keeps collective_efficiency (no table of it at hand).
+_HOPPER_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, 0.90)),
+                                  all_gather=((2, 0.62), (4, 0.74), (8, 0.79)),
+                                  reduce_scatter=((2, 0.46), (4, 0.64), (8, 0.74)))
 
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
@@ -101,7 +114,7 @@ _PRESETS = [
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
     ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_KERNELS),
+             nvlink_collective_shares=_HOPPER_NVLINK, **_HOPPER_KERNELS),
     # Meta's Grand Teton H100 (torchtitan, benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"): SXM H100
     # with 96GB HBM2e at 2.4 TB/s, run at a 500 W power limit, NVLink within the 8-GPU host, 400 Gb/s RDMA per
     # GPU. Its peak is "between SXM and NVL" (the file's footnote 2), not published: the middle of the two
@@ -110,7 +123,7 @@ _PRESETS = [
     # ±8 % either way; the SXM figures were used before, an upper bound. 96GB taken as 96 GiB (no nvidia-smi
     # reading at hand).
     ChipSpec("h100-96gb-hbm2e", (989.4 + 835.5) / 2 * TFLOPS, 96.0, 2400 * GB, 450 * GB, 50 * GB,
-             fp8_peak_flops=(1979 + 1670.5) / 2 * TFLOPS,
+             fp8_peak_flops=(1979 + 1670.5) / 2 * TFLOPS, nvlink_collective_shares=_HOPPER_NVLINK,
              **_HOPPER_KERNELS),
     # NVIDIA H800 SXM (the export variant of the H100): the H100 SXM's die, clocks and HBM3 (80GB, 3.35 TB/s,
     # 989.4 BF16 / 1,979 FP8 dense TFLOPS), NVLink cut to 400 GB/s bidirectional → 200 GB/s one way (vendor
@@ -122,7 +135,7 @@ _PRESETS = [
     # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
     # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
     ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_KERNELS),
+             nvlink_collective_shares=_HOPPER_NVLINK, **_HOPPER_KERNELS),
     # NVIDIA HGX B200 datasheet: 8 GPUs give FP16/BF16 36 PFLOPS sparse → 2.25 PFLOPS dense per GPU, FP8
     # 72 → 4.5 PFLOPS; 1.44 TB HBM3e total → 180 GB each (taken as 180 GiB); 64 TB/s → 8 TB/s each;
     # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s. GEMM: cuBLAS's best

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from pipesim.analytic.collective_shares import CollectiveShares, parse_collective_shares
 from pipesim.analytic.layout import Precision
 from pipesim.analytic.measured import MeasuredTables, parse_measured, parse_provenance
 from pipesim.analytic.spec_fields import Field, Kind, parse_fields
@@ -94,6 +95,10 @@ FIELDS: tuple[Field, ...] = (
           default=(128, 256), low=1),
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
           "per-kernel model (what --achievable-fraction sets)", low=0, high=1, low_open=True),
+    Field("nvlink_collective_shares", Kind.TABLE, "fraction", "share of the intra-node link an all-reduce, "
+          "all-gather and reduce-scatter inside one node reach, by group size ({all_reduce: {2: s, 8: s}, "
+          "all_gather: ..., reduce_scatter: ...}; pipesim/analytic/collective_shares.py); absent: "
+          "collective_efficiency for all", parse=parse_collective_shares),
     Field("measured", Kind.TABLE, "", "tables timed by `pipesim profile` (gemm, attention, stream, collectives; "
           "pipesim/analytic/measured.py): the cost model reads them instead of the roofline", parse=parse_measured),
     Field("provenance", Kind.TABLE, "", "where and how the tables were measured (device, versions, date, "
@@ -127,6 +132,9 @@ class ChipSpec:
     ll128_network_hop_latency: float = 4.0e-6
     ll128_bandwidth_share: float = 0.92
     collective_efficiency: float = 1.0  # share of the link a ring collective reaches (nccl-tests bus bandwidth)
+    # Inside one node, by collective and group size, from a measured table where one is at hand (the Hopper
+    # presets: OpenXLA's H100 table, pipesim.validation.collective_shares); None: collective_efficiency.
+    nvlink_collective_shares: CollectiveShares | None = None
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
     p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)
     # The host issues every kernel: framework dispatch, then cudaLaunchKernel. Meta's Holistic Trace Analysis
@@ -206,11 +214,13 @@ class ChipSpec:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["gemm_tile"] = list(self.gemm_tile)
-        for key in ("measured", "provenance"):
+        for key in ("measured", "provenance", "nvlink_collective_shares"):
             if data[key] is None:
                 del data[key]
         if self.measured is not None:
             data["measured"] = self.measured.to_dict()
+        if self.nvlink_collective_shares is not None:
+            data["nvlink_collective_shares"] = self.nvlink_collective_shares.to_dict()
         return data
 
 

@@ -84,11 +84,14 @@ def ring_all_reduce_time(nbytes: float, n: int, bandwidth: float, latency: float
     return 2 * (n - 1) / n * nbytes / bandwidth + latency
 
 
-def group_bandwidth(chip: ChipSpec, span: int, stride: int = 1) -> float:
-    """Per-chip one-direction bandwidth of a collective over ranks ``stride`` apart that span ``span``
+def group_bandwidth(chip: ChipSpec, span: int, stride: int = 1, op: CollectiveOp = CollectiveOp.ALL_REDUCE) -> float:
+    """Per-chip one-direction bandwidth of collective ``op`` over ranks ``stride`` apart that span ``span``
     consecutive ranks.
 
-    Inside one node: the intra-node link. Across nodes, NCCL builds one ring per NIC and balances them over the
+    Inside one node: the intra-node link, times the share ``op`` reaches over that many ranks where the chip has
+    a measured table of them (``nvlink_collective_shares``, :mod:`pipesim.analytic.collective_shares`: on an H100
+    node a reduce-scatter or a pair of GPUs reaches well under an 8-GPU all-reduce), else
+    ``collective_efficiency``. Across nodes, NCCL builds one ring per NIC and balances them over the
     node's NICs through NVLink (NVIDIA/nccl issue #601, the maintainers' answer: "we can use NVLink to split the
     operations in N parts then balance the traffic onto the N NICs"), so a group with ``k`` members in each
     node moves its data through ``k`` NICs (one per chip, as the presets assume), never faster than the
@@ -97,10 +100,26 @@ def group_bandwidth(chip: ChipSpec, span: int, stride: int = 1) -> float:
     one group (k = node size); with tp = 8 each chip's group has one member per node (k = 1, one NIC)."""
     if span <= chip.node_size:
         link = chip.intra_node_bandwidth
+        if chip.nvlink_collective_shares is not None:
+            return link * chip.nvlink_collective_shares.share(op, max(2, span // max(1, stride)))
     else:
         members_per_node = max(1, min(span // stride, chip.node_size // stride))
         link = min(chip.intra_node_bandwidth, members_per_node * chip.inter_node_bandwidth)
     return link * chip.collective_efficiency  # what NCCL's rings reach of the link (nccl-tests bus bandwidth)
+
+
+def collective_time(op: CollectiveOp, nbytes: float, n: int, chip: ChipSpec, span: int, stride: int = 1) -> float:
+    """One ``op`` (all-reduce, reduce-scatter or all-gather) of an ``nbytes`` buffer (the unsharded one: an
+    all-gather's output, a reduce-scatter's input) over ``n`` ranks ``stride`` apart spanning ``span``: `pipesim
+    profile`'s fit where the chip has one for ``op`` at ``n`` ranks, else the ring model at
+    :func:`group_bandwidth` for ``op``."""
+    measured = measured_collective_time(chip.measured, op, n, nbytes)
+    if measured is not None:
+        return measured
+    bandwidth = group_bandwidth(chip, span, stride, op)
+    if op is CollectiveOp.ALL_REDUCE:
+        return ring_all_reduce(nbytes, n, bandwidth, chip, span)
+    return ring_reduce_scatter(nbytes, n, bandwidth, chip, span)
 
 
 @dataclass(frozen=True)
@@ -117,18 +136,20 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     ALL_REDUCE mode: the ``g`` operator all-reduces the ``bsh`` output of attention and of the MLP in the
     forward, and the conjugate ``f`` all-reduces their input gradients in the backward: 2 + 2 all-reduces.
     Sequence parallel: each all-reduce becomes an all-gather before the column-parallel linear and a
-    reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), so the time
-    is equal; the backward's re-all-gather of the input for the weight gradient is overlapped with the
-    input-gradient matmul in Megatron-LM and not counted. Full recompute repeats the forward's collectives.
+    reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), each at the
+    rate its own collective reaches (:func:`group_bandwidth`); the backward's re-all-gather of the input for
+    the weight gradient is overlapped with the input-gradient matmul in Megatron-LM and not counted. Full
+    recompute repeats the forward's collectives.
     """
     t = layout.tp
     if t == 1:
         return LayerComm(0.0, 0.0)
     nbytes = model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
-    bandwidth = group_bandwidth(chip, t)
-    one = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, t, nbytes)  # pipesim profile's fit
-    if one is None:  # = one all-gather + one reduce-scatter
-        one = ring_all_reduce(nbytes, t, bandwidth, chip, t)
+    if layout.sequence_parallel:
+        one = (collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
+               + collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t))
+    else:
+        one = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
     forward = 2 * one
     backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
     return LayerComm(forward, backward)
@@ -317,17 +338,12 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     if d == 1:
         return GradSync(0.0, 0.0)
     span = stride * d
-    bandwidth = group_bandwidth(chip, span, stride=stride)
-    stage_params_per_rank = params
-    grad_bytes = stage_params_per_rank * layout.param_bytes.grads
+    grad_bytes = params * layout.param_bytes.grads
     if layout.sharding is ZeroStage.NONE:
-        measured = measured_collective_time(chip.measured, CollectiveOp.ALL_REDUCE, d, grad_bytes)
-        if measured is None:
-            measured = ring_all_reduce(grad_bytes, d, bandwidth, chip, span)
-        return GradSync(measured, 0.0)
-    weight_bytes = stage_params_per_rank * layout.param_bytes.weights
-    return GradSync(ring_reduce_scatter(grad_bytes, d, bandwidth, chip, span),
-                    ring_reduce_scatter(weight_bytes, d, bandwidth, chip, span))
+        return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
+    weight_bytes = params * layout.param_bytes.weights
+    return GradSync(collective_time(CollectiveOp.REDUCE_SCATTER, grad_bytes, d, chip, span, stride),
+                    collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
 
 
 def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
@@ -344,8 +360,8 @@ def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec
     held = dense / (layout.shards if sharded else 1) + expert_params_per_rank / (layout.expert_shards if sharded
                                                                                    else 1)
     span = layout.world_size
-    bandwidth = group_bandwidth(chip, span, stride=max(1, span // 2))
-    return ring_all_reduce(held * layout.param_bytes.grads, 2, bandwidth, chip, span)
+    return collective_time(CollectiveOp.ALL_REDUCE, held * layout.param_bytes.grads, 2, chip, span,
+                           stride=max(1, span // 2))
 
 
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
@@ -368,8 +384,9 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     gather. Total transfer time; the prefetch overlaps it with the neighbouring layer's compute, so
     :func:`prefetched_overlap` decides what is exposed."""
     n = layout.dp * layout.cp
-    bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
     span = layout.tp * n
-    gather = ring_reduce_scatter(layer_params_per_rank * layout.param_bytes.weights, n, bandwidth, chip, span)
-    scatter = ring_reduce_scatter(layer_params_per_rank * layout.param_bytes.grads, n, bandwidth, chip, span)
+    gather = collective_time(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.param_bytes.weights, n, chip,
+                             span, stride=layout.tp)
+    scatter = collective_time(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads, n,
+                              chip, span, stride=layout.tp)
     return LayerComm(gather, (gather if layout.regathers_for_backward else 0.0) + scatter)

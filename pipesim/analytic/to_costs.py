@@ -43,11 +43,11 @@ from pipesim.analytic.comm import (
     LayerComm,
     boundary_bandwidths,
     chunked_overlap,
+    collective_time,
     contended_overlap,
     cp_ring_comm,
     dp_grad_sync,
     fsdp_layer_comm,
-    group_bandwidth,
     mirror_grad_sum,
     moe_layer_a2a,
     optimizer_step_time,
@@ -55,7 +55,6 @@ from pipesim.analytic.comm import (
     p2p_bandwidth,
     p2p_bytes,
     prefetched_overlap,
-    ring_reduce_scatter,
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
@@ -72,6 +71,7 @@ from pipesim.analytic.kernels import (
     linear_times,
 )
 from pipesim.analytic.layout import Layout, ZeroStage
+from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import layer_expert_params, layer_params, stage_expert_params, stage_params
 from pipesim.analytic.stage_split import resolve_stage_layers
@@ -530,8 +530,8 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
-        bandwidth = group_bandwidth(chip, layout.tp * n, stride=layout.tp)
-        one = ring_reduce_scatter(params * layout.param_bytes.grads, n, bandwidth, chip, layout.tp * n)
+        one = collective_time(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, n, chip,
+                              layout.tp * n, stride=layout.tp)
         return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
     if layout.overlap_grad_reduce:
         reduce = contended_overlap(reduce, backward, chip.comm_sm_share)

@@ -94,7 +94,9 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "not isolated: layouts and kernels of the backward, concurrent kernels; the short-K shapes are modelled "
         "apart since this release, by the GEMM overheads fitted to OpenXLA's H100 table). 0.86 before the "
         "overheads, the MosaicML small-model rows and ZeRO-3's exposed collectives; 0.90 after, with each source "
-        "weighted equally (it was absorbing part of the FSDP rows' unhidden communication). In sample "
+        "weighted equally (it was absorbing part of the FSDP rows' unhidden communication); 0.94 since the "
+        "collectives inside an H100 node run at their measured shares of NVLink (0.46-0.90, where 1.0 was "
+        "taken: pipesim.validation.collective_shares), which it had been absorbing too. In sample "
         "for every Hopper source; the 500 W torchtitan chip does not inform it (its peak, between the SXM's and "
         "the NVL's, is uncertain by more than the grid's step)",
         (0.70, 0.74, 0.78, 0.82, 0.86, 0.90, 0.94, 1.0),

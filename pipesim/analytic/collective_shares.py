@@ -1,0 +1,89 @@
+"""How much of a node's link each NCCL collective reaches, by collective and by the size of the group.
+
+One share of the link for every collective (``ChipSpec.collective_efficiency``) is what nccl-tests reports for
+an all-reduce over a whole node. Measured tables say more: on an H100 NVSwitch node, OpenXLA's table of NCCL
+collectives (:mod:`pipesim.validation.collective_shares`) has the 8-GPU all-reduce at 0.90 of NVLink's
+450 GB/s bus bandwidth, the all-gather at 0.79, the reduce-scatter at 0.74, and groups of 2 GPUs — four of them
+sharing the node, as tensor-parallel pairs do — at 0.46–0.62. A chip that carries such a table
+(``ChipSpec.nvlink_collective_shares``) takes, for a collective whose group lies inside one node, the share of
+its op at its group size, interpolated in log₂ of the ranks between measured sizes and held at the ends.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import pairwise
+
+from pipesim.analytic.measured import CollectiveOp
+from pipesim.errors import PipesimError
+
+#: The collectives a share table describes (P2P is ``p2p_efficiency``'s).
+SHARED_OPS: tuple[CollectiveOp, ...] = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER,
+                                        CollectiveOp.REDUCE_SCATTER)
+
+
+@dataclass(frozen=True)
+class CollectiveShares:
+    """Per collective, ``(ranks, share)`` points: the share of the intra-node link's bandwidth (bus bandwidth,
+    nccl-tests' convention) a collective over that many ranks of one node reaches at large sizes."""
+
+    all_reduce: tuple[tuple[int, float], ...]
+    all_gather: tuple[tuple[int, float], ...]
+    reduce_scatter: tuple[tuple[int, float], ...]
+
+    def __post_init__(self) -> None:
+        for op in SHARED_OPS:
+            points = self.points(op)
+            if not points:
+                raise PipesimError(f"collective shares: {op.value} has no points; give at least one ranks: share")
+            for ranks, share in points:
+                if ranks < 2 or not 0 < share <= 2:
+                    raise PipesimError(f"collective shares: {op.value} {ranks}: {share} — ranks must be ≥ 2 and "
+                                       "the share in (0, 2]")
+
+    def points(self, op: CollectiveOp) -> tuple[tuple[int, float], ...]:
+        return tuple(sorted(getattr(self, op.value)))
+
+    def share(self, op: CollectiveOp, ranks: int) -> float:
+        """The share at ``ranks``: linear in log₂(ranks) between the two nearest points, the end point's beyond."""
+        points = self.points(op)
+        if ranks <= points[0][0]:
+            return points[0][1]
+        if ranks >= points[-1][0]:
+            return points[-1][1]
+        for (r0, s0), (r1, s1) in pairwise(points):
+            if r0 <= ranks <= r1:
+                w = (math.log2(ranks) - math.log2(r0)) / (math.log2(r1) - math.log2(r0))
+                return s0 + w * (s1 - s0)
+        raise AssertionError("unreachable: the points are sorted and ranks lies between the ends")
+
+    def to_dict(self) -> dict:
+        return {op.value: {ranks: share for ranks, share in self.points(op)} for op in SHARED_OPS}
+
+
+def parse_collective_shares(value, source: str) -> CollectiveShares:
+    """A chip file's ``nvlink_collective_shares``: ``{all_reduce: {2: 0.56, 8: 0.9}, all_gather: {...},
+    reduce_scatter: {...}}``; one-line errors naming the file and the entry."""
+    if not isinstance(value, dict):
+        raise PipesimError(f"{source}: nvlink_collective_shares must map each of "
+                           f"{', '.join(op.value for op in SHARED_OPS)} to {{ranks: share}}")
+    unknown = set(value) - {op.value for op in SHARED_OPS}
+    if unknown:
+        raise PipesimError(f"{source}: nvlink_collective_shares has unknown collective(s) {sorted(unknown)}; "
+                           f"use {', '.join(op.value for op in SHARED_OPS)}")
+    parsed = {}
+    for op in SHARED_OPS:
+        entry = value.get(op.value)
+        if not isinstance(entry, dict) or not entry:
+            raise PipesimError(f"{source}: nvlink_collective_shares.{op.value} must be a non-empty "
+                               "{ranks: share} mapping")
+        try:
+            parsed[op.value] = tuple((int(r), float(s)) for r, s in entry.items())
+        except (TypeError, ValueError):
+            raise PipesimError(f"{source}: nvlink_collective_shares.{op.value} must map integer ranks to "
+                               "numbers") from None
+    try:
+        return CollectiveShares(**parsed)
+    except PipesimError as err:
+        raise PipesimError(f"{source}: {err}") from None

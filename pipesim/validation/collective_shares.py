@@ -1,0 +1,91 @@
+"""The share of NVLink each NCCL collective reaches inside an H100 node, fitted to a published measured table.
+
+The table: OpenXLA's default collective performance table (``xla/service/gpu/model/collective_interpolator_data.h``,
+``kDefaultCollectivePTable``, its ``sm_90`` entries), shipped as ``pipesim/validation/data/xla_h100_collectives.csv``:
+the throughput of all-reduce, all-gather and reduce-scatter over groups of 8, 4 and 2 GPUs of one node (the groups
+of 2 and 4 running at once, as tensor-parallel groups do) for buffers of 1 KiB to 2 GiB. It is a microbenchmark,
+not a training run: no row of the published-runs table informs these shares, so validation does not refit them.
+
+The fit, per collective and group size: over buffers of at least 16 MiB (where a fixed cost per call no longer
+dominates), least squares of ``time = fixed + bus bytes / (share · link)``, with NCCL's bus bytes (an all-reduce
+moves ``2(n−1)/n`` of the buffer per GPU, a gather or scatter ``(n−1)/n``: nccl-tests' PERFORMANCE.md) and H100's
+450 GB/s NVLink. The share is what the preset takes (:class:`pipesim.analytic.collective_shares.CollectiveShares`);
+the fixed part is left out: it holds XLA's own launch of each measured program (49–123 µs at 1 KiB), where pipesim
+charges NCCL's latency model (:func:`pipesim.analytic.comm.ring_latency`).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from pipesim.analytic.collective_shares import SHARED_OPS, CollectiveShares
+from pipesim.analytic.measured import CollectiveOp
+
+TABLE = "xla_h100_collectives.csv"
+LINK_BANDWIDTH = 450e9  # H100 SXM NVLink 4, bytes/s per GPU in one direction (the h100-sxm preset's)
+MIN_FIT_BYTES = 16 * 2**20
+
+
+@dataclass(frozen=True)
+class MeasuredCollective:
+    """One measured call: ``op`` over ``ranks`` GPUs of an ``nbytes`` buffer (the unsharded one) in ``seconds``."""
+
+    op: CollectiveOp
+    ranks: int
+    nbytes: int
+    seconds: float
+
+    @property
+    def bus_bytes(self) -> float:
+        """Bytes each GPU moves on its link (nccl-tests' bus bandwidth convention)."""
+        factor = 2 if self.op is CollectiveOp.ALL_REDUCE else 1
+        return factor * (self.ranks - 1) / self.ranks * self.nbytes
+
+
+@dataclass(frozen=True)
+class ShareFit:
+    op: CollectiveOp
+    ranks: int
+    share: float  # of LINK_BANDWIDTH
+    fixed_s: float  # the fitted per-call constant (XLA's launch and NCCL's latency together)
+    rows: int
+    rms_log_error: float  # of the fitted times over the rows used
+
+
+def load_table(name: str = TABLE) -> list[MeasuredCollective]:
+    """The shipped table's rows (comment lines start with ``#``)."""
+    text = resources.files("pipesim.validation.data").joinpath(name).read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    return [MeasuredCollective(CollectiveOp(r["op"]), int(r["ranks"]), int(r["bytes"]),
+                               int(r["bytes"]) / float(r["throughput"])) for r in csv.DictReader(lines)]
+
+
+def fit_share(rows: list[MeasuredCollective], op: CollectiveOp, ranks: int) -> ShareFit:
+    """The asymptotic bus-bandwidth share of ``op`` over ``ranks`` GPUs (see the module doc)."""
+    used = [r for r in rows if r.op is op and r.ranks == ranks and r.nbytes >= MIN_FIT_BYTES]
+    if len(used) < 2:
+        raise ValueError(f"{op.value} over {ranks} ranks: {len(used)} rows of at least {MIN_FIT_BYTES} bytes")
+    bus = np.array([r.bus_bytes for r in used])
+    seconds = np.array([r.seconds for r in used])
+    (fixed, per_byte), *_ = np.linalg.lstsq(np.vstack([np.ones_like(bus), bus]).T, seconds, rcond=None)
+    predicted = fixed + bus * per_byte
+    rms = float(np.sqrt(np.mean(np.log(predicted / seconds) ** 2)))
+    return ShareFit(op, ranks, float(1.0 / per_byte / LINK_BANDWIDTH), float(fixed), len(used), rms)
+
+
+def fit_table(name: str = TABLE) -> list[ShareFit]:
+    """Every (collective, group size) of the table, fitted."""
+    rows = load_table(name)
+    sizes = sorted({r.ranks for r in rows})
+    return [fit_share(rows, op, n) for op in SHARED_OPS for n in sizes]
+
+
+def fitted_shares(name: str = TABLE, digits: int = 2) -> CollectiveShares:
+    """The fit as the presets carry it (shares rounded to ``digits``)."""
+    fits = fit_table(name)
+    return CollectiveShares(**{op.value: tuple((f.ranks, round(f.share, digits)) for f in fits if f.op is op)
+                               for op in SHARED_OPS})

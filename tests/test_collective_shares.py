@@ -1,0 +1,73 @@
+"""Collective shares of the intra-node link: the table, the fit, the interpolation, chip files."""
+
+import math
+
+import pytest
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import chip_from_dict
+from pipesim.analytic.collective_shares import CollectiveShares
+from pipesim.analytic.measured import CollectiveOp
+from pipesim.errors import PipesimError
+from pipesim.validation.collective_shares import fit_share, fitted_shares, load_table
+
+AR, AG, RS = CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER
+
+
+def test_the_table_row_by_hand():
+    """The 8-GPU all-reduce of 2 GiB: XLA's throughput 230 GB/s of the buffer (nccl-tests' algbw) is a bus
+    bandwidth of 2·7/8 of it, 402 GB/s: 0.89 of NVLink's 450 (the fit over 16 MiB–2 GiB, 0.90)."""
+    row = next(r for r in load_table() if r.op is AR and r.ranks == 8 and r.nbytes == 2**31)
+    assert row.nbytes / row.seconds == pytest.approx(229.8e9, rel=1e-3)
+    assert row.bus_bytes / row.seconds == pytest.approx(402.1e9, rel=1e-3)
+    assert len(load_table()) == 3 * 3 * 22  # three collectives, groups of 2, 4 and 8, 1 KiB to 2 GiB
+
+
+def test_fit_recovers_a_known_line():
+    """Times made from ``fixed + bus bytes / (share · 450 GB/s)`` give back the share and the constant."""
+    from pipesim.validation.collective_shares import MeasuredCollective
+
+    rows = [MeasuredCollective(RS, 4, 2**k, 60e-6 + 0.75 * 2**k / (0.61 * 450e9)) for k in range(24, 32)]
+    fit = fit_share(rows, RS, 4)
+    assert fit.share == pytest.approx(0.61) and fit.fixed_s == pytest.approx(60e-6) and fit.rows == 8
+
+
+def test_hopper_presets_carry_the_fit_and_the_h800_does_not():
+    shares = fitted_shares()
+    for name in ("h100-sxm", "h100-96gb-hbm2e", "h200"):
+        assert CHIP_PRESETS[name].nvlink_collective_shares == shares
+    assert CHIP_PRESETS["h800"].nvlink_collective_shares is None  # its cut NVLink is not the table's
+    assert CHIP_PRESETS["a100-80gb"].nvlink_collective_shares is None
+    assert shares.share(AR, 8) == 0.90 and shares.share(AG, 8) == 0.79 and shares.share(RS, 2) == 0.46
+
+
+def test_share_interpolates_in_log2_of_the_ranks_and_holds_at_the_ends():
+    shares = CHIP_PRESETS["h100-sxm"].nvlink_collective_shares
+    # 3 ranks: log2(3) = 1.585 lies 0.585 of the way from 2 to 4 ranks: 0.56 + 0.585 · (0.68 − 0.56)
+    assert shares.share(AR, 3) == pytest.approx(0.56 + (math.log2(3) - 1) * 0.12)
+    assert shares.share(AR, 16) == 0.90 and shares.share(RS, 1) == 0.46
+
+
+def test_chip_file_round_trip_and_one_line_errors():
+    h100 = CHIP_PRESETS["h100-sxm"]
+    written_out = {k: v for k, v in h100.to_dict().items() if v is not None}  # what a chip file holds
+    again = chip_from_dict(written_out, "h100.yaml")
+    assert again.nvlink_collective_shares == h100.nvlink_collective_shares
+    base = {k: v for k, v in written_out.items() if k != "nvlink_collective_shares"}
+    written = {"all_reduce": {"2": 0.5, "8": "0.9"}, "all_gather": {4: 0.7}, "reduce_scatter": {8: 0.7}}
+    chip = chip_from_dict({**base, "nvlink_collective_shares": written}, "c.yaml")
+    assert chip.nvlink_collective_shares.share(AR, 4) == pytest.approx(0.7)  # midway in log2 between 2 and 8
+    for bad, words in [({"all_reduce": {2: 0.5}}, "all_gather must be a non-empty"),
+                       ({**written, "broadcast": {2: 1.0}}, "unknown collective"),
+                       ({**written, "all_reduce": {1: 0.5}}, "ranks must be ≥ 2"),
+                       ({**written, "all_reduce": {2: 3.0}}, r"share in \(0, 2\]"),
+                       ({**written, "all_reduce": {"two": 0.5}}, "integer ranks"),
+                       ([0.9], "must map each of")]:
+        with pytest.raises(PipesimError, match=words) as err:
+            chip_from_dict({**base, "nvlink_collective_shares": bad}, "c.yaml")
+        assert "c.yaml" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_shares_need_every_collective():
+    with pytest.raises(PipesimError, match="reduce_scatter has no points"):
+        CollectiveShares(all_reduce=((8, 0.9),), all_gather=((8, 0.8),), reduce_scatter=())
