@@ -50,7 +50,8 @@ FIELDS: tuple[Field, ...] = (
           "reaches (NCCL's model: 120 of every 128 bytes are data); 0: the collective library has no LL128 "
           "(RCCL on MI300X)", default=0.92, low=0, high=1),
     Field("collective_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a ring collective "
-          "reaches (nccl-tests' bus bandwidth over the link's)", default=1.0, low=0, high=1, low_open=True),
+          "reaches (nccl-tests' bus bandwidth over the link's); inside a node nvlink_collective_shares replaces it "
+          "where the chip has them", default=1.0, low=0, high=1, low_open=True),
     Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
           default=1.0, low=0, high=1, low_open=True),
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
