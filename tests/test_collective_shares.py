@@ -28,8 +28,15 @@ def test_fit_recovers_a_known_line():
     from pipesim.validation.collective_shares import MeasuredCollective
 
     rows = [MeasuredCollective(RS, 4, 2**k, 60e-6 + 0.75 * 2**k / (0.61 * 450e9)) for k in range(24, 32)]
-    fit = fit_share(rows, RS, 4)
+    fit = fit_share(rows, RS, 4, 450e9)
     assert fit.share == pytest.approx(0.61) and fit.fixed_s == pytest.approx(60e-6) and fit.rows == 8
+
+
+def test_b200_preset_carries_its_table_s_fit():
+    """The sm_100 entries of the same file, of NVLink 5's 900 GB/s: an 8-GPU all-reduce 0.69."""
+    assert CHIP_PRESETS["b200"].nvlink_collective_shares == fitted_shares("b200")
+    assert fitted_shares("b200").share(AR, 8) == 0.69
+    assert len(load_table("xla_b200_collectives.csv")) == 3 * 3 * 22
 
 
 def test_hopper_presets_carry_the_fit_and_the_h800_does_not():

@@ -50,7 +50,8 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   collective table, :mod:`pipesim.validation.collective_shares`): an 8-GPU all-reduce 0.90 of NVLink's 450 GB/s,
   an all-gather 0.79, a reduce-scatter 0.74, pairs of GPUs 0.46–0.62. nccl-tests' reference table gives the
   8-GPU all-reduce 460–480 GB/s where NVLink SHARP reduces inside the switch (NCCL's NVLS algorithm); the
-  measured table's 0.90 is the figure without it, uncertain by that much. Across nodes H100/H200 keep 1.0.
+  measured table's 0.90 is the figure without it, uncertain by that much. Across nodes H100/H200 keep 1.0. B200
+  carries the same table's sm_100 shares of NVLink 5's 900 GB/s (0.50–0.72).
 - Overlapped collectives take SMs (``collective_ctas``, 24 of the chip's ``sm_count``): see
   :func:`pipesim.analytic.comm.contended_overlap`; used for ZeRO-3's per-layer gathers and reduce-scatters.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
@@ -94,6 +95,10 @@ _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_eff
 _HOPPER_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, 0.90)),
                                   all_gather=((2, 0.62), (4, 0.74), (8, 0.79)),
                                   reduce_scatter=((2, 0.46), (4, 0.64), (8, 0.74)))
+# The same table's sm_100 entries, of NVLink 5's 900 GB/s (taken as B200's: the table names no GPU model).
+_B200_NVLINK = CollectiveShares(all_reduce=((2, 0.54), (4, 0.64), (8, 0.69)),
+                                all_gather=((2, 0.50), (4, 0.64), (8, 0.69)),
+                                reduce_scatter=((2, 0.53), (4, 0.68), (8, 0.72)))
 
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
@@ -141,10 +146,11 @@ _PRESETS = [
     # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s. GEMM: cuBLAS's best
     # measured BF16 shape on a B200, 1,652 TFLOP/s at 4096×8192×8192 (pyptx.dev "Performance", its cuBLAS
     # column), 0.734 of the peak; the per-tile and per-kernel overheads fitted to OpenXLA's measured sm_100 table
-    # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs).
+    # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs). Collectives inside the node: OpenXLA's
+    # sm_100 collective table (pipesim.validation.collective_shares), 0.50–0.72 of NVLink 5.
     ChipSpec("b200", 2250 * TFLOPS, 180.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
              sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6),
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128

@@ -1,17 +1,19 @@
-"""The share of NVLink each NCCL collective reaches inside an H100 node, fitted to a published measured table.
+"""The share of NVLink each NCCL collective reaches inside a node, fitted to published measured tables.
 
-The table: OpenXLA's default collective performance table (``xla/service/gpu/model/collective_interpolator_data.h``,
-``kDefaultCollectivePTable``, its ``sm_90`` entries), shipped as ``pipesim/validation/data/xla_h100_collectives.csv``:
-the throughput of all-reduce, all-gather and reduce-scatter over groups of 8, 4 and 2 GPUs of one node (the groups
-of 2 and 4 running at once, as tensor-parallel groups do) for buffers of 1 KiB to 2 GiB. It is a microbenchmark,
-not a training run: no row of the published-runs table informs these shares, so validation does not refit them.
+The tables: OpenXLA's default collective performance table (``xla/service/gpu/model/collective_interpolator_data.h``,
+``kDefaultCollectivePTable``), its ``sm_90`` entries (H100) shipped as ``pipesim/validation/data/
+xla_h100_collectives.csv`` and its ``sm_100`` entries (taken as B200) as ``xla_b200_collectives.csv``: the
+throughput of all-reduce, all-gather and reduce-scatter over groups of 8, 4 and 2 GPUs of one node (the groups of
+2 and 4 running at once, as tensor-parallel groups do) for buffers of 1 KiB to 2 GiB. They are microbenchmarks,
+not training runs: no row of the published-runs table informs these shares, so validation does not refit them.
 
 The fit, per collective and group size: over buffers of at least 16 MiB (where a fixed cost per call no longer
 dominates), least squares of ``time = fixed + bus bytes / (share · link)``, with NCCL's bus bytes (an all-reduce
-moves ``2(n−1)/n`` of the buffer per GPU, a gather or scatter ``(n−1)/n``: nccl-tests' PERFORMANCE.md) and H100's
-450 GB/s NVLink. The share is what the preset takes (:class:`pipesim.analytic.collective_shares.CollectiveShares`);
-the fixed part is left out: it holds XLA's own launch of each measured program (49–123 µs at 1 KiB), where pipesim
-charges NCCL's latency model (:func:`pipesim.analytic.comm.ring_latency`).
+moves ``2(n−1)/n`` of the buffer per GPU, a gather or scatter ``(n−1)/n``: nccl-tests' PERFORMANCE.md) and the
+chip's NVLink (H100 450 GB/s, B200 900 GB/s one way). The share is what the preset takes
+(:class:`pipesim.analytic.collective_shares.CollectiveShares`); the fixed part is left out: it holds XLA's own launch
+of each measured program (49–123 µs at 1 KiB on H100), where pipesim charges NCCL's latency model
+(:func:`pipesim.analytic.comm.ring_latency`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from pipesim.analytic.collective_shares import SHARED_OPS, CollectiveShares
 from pipesim.analytic.measured import CollectiveOp
 
 TABLE = "xla_h100_collectives.csv"
-LINK_BANDWIDTH = 450e9  # H100 SXM NVLink 4, bytes/s per GPU in one direction (the h100-sxm preset's)
+# Every shipped table: the preset whose shares it sets and that preset's intra-node link (bytes/s one way)
+TABLES: dict[str, str] = {"h100-sxm": "xla_h100_collectives.csv", "b200": "xla_b200_collectives.csv"}
 MIN_FIT_BYTES = 16 * 2**20
 
 
@@ -50,7 +53,7 @@ class MeasuredCollective:
 class ShareFit:
     op: CollectiveOp
     ranks: int
-    share: float  # of LINK_BANDWIDTH
+    share: float  # of the chip's intra-node link
     fixed_s: float  # the fitted per-call constant (XLA's launch and NCCL's latency together)
     rows: int
     rms_log_error: float  # of the fitted times over the rows used
@@ -64,8 +67,15 @@ def load_table(name: str = TABLE) -> list[MeasuredCollective]:
                                int(r["bytes"]) / float(r["throughput"])) for r in csv.DictReader(lines)]
 
 
-def fit_share(rows: list[MeasuredCollective], op: CollectiveOp, ranks: int) -> ShareFit:
-    """The asymptotic bus-bandwidth share of ``op`` over ``ranks`` GPUs (see the module doc)."""
+def link_bandwidth(chip_name: str) -> float:
+    """The preset's intra-node link, what its shares are of."""
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+
+    return CHIP_PRESETS[chip_name].intra_node_bandwidth
+
+
+def fit_share(rows: list[MeasuredCollective], op: CollectiveOp, ranks: int, link: float) -> ShareFit:
+    """The asymptotic bus-bandwidth share of ``link`` that ``op`` over ``ranks`` GPUs reaches (see the module doc)."""
     used = [r for r in rows if r.op is op and r.ranks == ranks and r.nbytes >= MIN_FIT_BYTES]
     if len(used) < 2:
         raise ValueError(f"{op.value} over {ranks} ranks: {len(used)} rows of at least {MIN_FIT_BYTES} bytes")
@@ -74,18 +84,18 @@ def fit_share(rows: list[MeasuredCollective], op: CollectiveOp, ranks: int) -> S
     (fixed, per_byte), *_ = np.linalg.lstsq(np.vstack([np.ones_like(bus), bus]).T, seconds, rcond=None)
     predicted = fixed + bus * per_byte
     rms = float(np.sqrt(np.mean(np.log(predicted / seconds) ** 2)))
-    return ShareFit(op, ranks, float(1.0 / per_byte / LINK_BANDWIDTH), float(fixed), len(used), rms)
+    return ShareFit(op, ranks, float(1.0 / per_byte / link), float(fixed), len(used), rms)
 
 
-def fit_table(name: str = TABLE) -> list[ShareFit]:
-    """Every (collective, group size) of the table, fitted."""
-    rows = load_table(name)
+def fit_table(chip_name: str = "h100-sxm") -> list[ShareFit]:
+    """Every (collective, group size) of ``chip_name``'s table, fitted."""
+    rows = load_table(TABLES[chip_name])
     sizes = sorted({r.ranks for r in rows})
-    return [fit_share(rows, op, n) for op in SHARED_OPS for n in sizes]
+    return [fit_share(rows, op, n, link_bandwidth(chip_name)) for op in SHARED_OPS for n in sizes]
 
 
-def fitted_shares(name: str = TABLE, digits: int = 2) -> CollectiveShares:
+def fitted_shares(chip_name: str = "h100-sxm", digits: int = 2) -> CollectiveShares:
     """The fit as the presets carry it (shares rounded to ``digits``)."""
-    fits = fit_table(name)
+    fits = fit_table(chip_name)
     return CollectiveShares(**{op.value: tuple((f.ranks, round(f.share, digits)) for f in fits if f.op is op)
                                for op in SHARED_OPS})
