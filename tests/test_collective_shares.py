@@ -20,7 +20,7 @@ def test_the_table_row_by_hand():
     row = next(r for r in load_table() if r.op is AR and r.ranks == 8 and r.nbytes == 2**31)
     assert row.nbytes / row.seconds == pytest.approx(229.8e9, rel=1e-3)
     assert row.bus_bytes / row.seconds == pytest.approx(402.1e9, rel=1e-3)
-    assert len(load_table()) == 3 * 3 * 22  # three collectives, groups of 2, 4 and 8, 1 KiB to 2 GiB
+    assert len(load_table()) == 4 * 3 * 22  # four collectives, groups of 2, 4 and 8, 1 KiB to 2 GiB
 
 
 def test_fit_recovers_a_known_line():
@@ -36,7 +36,7 @@ def test_b200_preset_carries_its_table_s_fit():
     """The sm_100 entries of the same file, of NVLink 5's 900 GB/s: an 8-GPU all-reduce 0.69."""
     assert CHIP_PRESETS["b200"].nvlink_collective_shares == fitted_shares("b200")
     assert fitted_shares("b200").share(AR, 8) == 0.69
-    assert len(load_table("xla_b200_collectives.csv")) == 3 * 3 * 22
+    assert len(load_table("xla_b200_collectives.csv")) == 4 * 3 * 22
 
 
 def test_hopper_presets_carry_the_fit_and_the_h800_does_not():
@@ -46,6 +46,7 @@ def test_hopper_presets_carry_the_fit_and_the_h800_does_not():
     assert CHIP_PRESETS["h800"].nvlink_collective_shares is None  # its cut NVLink is not the table's
     assert CHIP_PRESETS["a100-80gb"].nvlink_collective_shares is None
     assert shares.share(AR, 8) == 0.90 and shares.share(AG, 8) == 0.79 and shares.share(RS, 2) == 0.46
+    assert shares.share(CollectiveOp.ALL_TO_ALL, 8) == 0.76
 
 
 def test_share_interpolates_in_log2_of_the_ranks_and_holds_at_the_ends():
@@ -75,6 +76,9 @@ def test_chip_file_round_trip_and_one_line_errors():
         assert "c.yaml" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_shares_need_every_collective():
+def test_shares_need_every_collective_but_the_all_to_all():
     with pytest.raises(PipesimError, match="reduce_scatter has no points"):
         CollectiveShares(all_reduce=((8, 0.9),), all_gather=((8, 0.8),), reduce_scatter=())
+    shares = CollectiveShares(all_reduce=((8, 0.9),), all_gather=((8, 0.8),), reduce_scatter=((8, 0.7),))
+    assert shares.share(CollectiveOp.ALL_TO_ALL, 8) == 1.0  # no points: the whole link, as before tables
+    assert "all_to_all" not in shares.to_dict()

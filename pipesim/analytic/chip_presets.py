@@ -48,10 +48,11 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   systems report 200–208: NVIDIA/nccl-tests issues #149, #178) → 0.80 for A100. Inside an H100 node the presets
   carry a measured share per collective and group size instead (``nvlink_collective_shares``: OpenXLA's H100
   collective table, :mod:`pipesim.validation.collective_shares`): an 8-GPU all-reduce 0.90 of NVLink's 450 GB/s,
-  an all-gather 0.79, a reduce-scatter 0.74, pairs of GPUs 0.46–0.62. nccl-tests' reference table gives the
-  8-GPU all-reduce 460–480 GB/s where NVLink SHARP reduces inside the switch (NCCL's NVLS algorithm); the
-  measured table's 0.90 is the figure without it, uncertain by that much. Across nodes H100/H200 keep 1.0. B200
-  carries the same table's sm_100 shares of NVLink 5's 900 GB/s (0.50–0.72).
+  an all-gather 0.79, a reduce-scatter 0.74, a mixture-of-experts all-to-all 0.76, pairs of GPUs 0.46–0.73.
+  nccl-tests' reference table gives the 8-GPU all-reduce 460–480 GB/s where NVLink SHARP reduces inside the
+  switch (NCCL's NVLS algorithm); the measured table's 0.90 is the figure without it, uncertain by that much.
+  Across nodes H100/H200 keep 1.0. B200 carries the same table's sm_100 shares of NVLink 5's 900 GB/s
+  (0.49–0.72).
 - Overlapped collectives take SMs (``collective_ctas``, 24 of the chip's ``sm_count``): see
   :func:`pipesim.analytic.comm.contended_overlap`; used for ZeRO-3's per-layer gathers and reduce-scatters.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
@@ -94,11 +95,13 @@ _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_eff
 # is cut to fewer links, keeps collective_efficiency (no table of it at hand).
 _HOPPER_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, 0.90)),
                                   all_gather=((2, 0.62), (4, 0.74), (8, 0.79)),
-                                  reduce_scatter=((2, 0.46), (4, 0.64), (8, 0.74)))
+                                  reduce_scatter=((2, 0.46), (4, 0.64), (8, 0.74)),
+                                  all_to_all=((2, 0.73), (4, 0.79), (8, 0.76)))
 # The same table's sm_100 entries, of NVLink 5's 900 GB/s (taken as B200's: the table names no GPU model).
 _B200_NVLINK = CollectiveShares(all_reduce=((2, 0.54), (4, 0.64), (8, 0.69)),
                                 all_gather=((2, 0.50), (4, 0.64), (8, 0.69)),
-                                reduce_scatter=((2, 0.53), (4, 0.68), (8, 0.72)))
+                                reduce_scatter=((2, 0.53), (4, 0.68), (8, 0.72)),
+                                all_to_all=((2, 0.49), (4, 0.67), (8, 0.67)))
 
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s

@@ -18,9 +18,11 @@ from itertools import pairwise
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.errors import PipesimError
 
-#: The collectives a share table describes (P2P is ``p2p_efficiency``'s).
+#: The collectives a share table must describe (P2P is ``p2p_efficiency``'s).
 SHARED_OPS: tuple[CollectiveOp, ...] = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER,
                                         CollectiveOp.REDUCE_SCATTER)
+#: ... and the one it may: a mixture-of-experts all-to-all, which without points takes the whole link.
+OPTIONAL_OPS: tuple[CollectiveOp, ...] = (CollectiveOp.ALL_TO_ALL,)
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,12 @@ class CollectiveShares:
     all_reduce: tuple[tuple[int, float], ...]
     all_gather: tuple[tuple[int, float], ...]
     reduce_scatter: tuple[tuple[int, float], ...]
+    all_to_all: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
-        for op in SHARED_OPS:
+        for op in SHARED_OPS + OPTIONAL_OPS:
             points = self.points(op)
-            if not points:
+            if not points and op in SHARED_OPS:
                 raise PipesimError(f"collective shares: {op.value} has no points; give at least one ranks: share")
             for ranks, share in points:
                 if ranks < 2 or not 0 < share <= 2:
@@ -46,8 +49,11 @@ class CollectiveShares:
         return tuple(sorted(getattr(self, op.value)))
 
     def share(self, op: CollectiveOp, ranks: int) -> float:
-        """The share at ``ranks``: linear in log₂(ranks) between the two nearest points, the end point's beyond."""
+        """The share at ``ranks``: linear in log₂(ranks) between the two nearest points, the end point's beyond;
+        1.0 (the whole link) for an optional collective the table has no points of."""
         points = self.points(op)
+        if not points:
+            return 1.0
         if ranks <= points[0][0]:
             return points[0][1]
         if ranks >= points[-1][0]:
@@ -59,21 +65,24 @@ class CollectiveShares:
         raise AssertionError("unreachable: the points are sorted and ranks lies between the ends")
 
     def to_dict(self) -> dict:
-        return {op.value: {ranks: share for ranks, share in self.points(op)} for op in SHARED_OPS}
+        return {op.value: {ranks: share for ranks, share in self.points(op)} for op in SHARED_OPS + OPTIONAL_OPS
+                if self.points(op)}
 
 
 def parse_collective_shares(value, source: str) -> CollectiveShares:
     """A chip file's ``nvlink_collective_shares``: ``{all_reduce: {2: 0.56, 8: 0.9}, all_gather: {...},
-    reduce_scatter: {...}}``; one-line errors naming the file and the entry."""
+    reduce_scatter: {...}}`` and optionally ``all_to_all: {...}``; one-line errors naming the file and the entry."""
     if not isinstance(value, dict):
         raise PipesimError(f"{source}: nvlink_collective_shares must map each of "
                            f"{', '.join(op.value for op in SHARED_OPS)} to {{ranks: share}}")
-    unknown = set(value) - {op.value for op in SHARED_OPS}
+    unknown = set(value) - {op.value for op in SHARED_OPS + OPTIONAL_OPS}
     if unknown:
         raise PipesimError(f"{source}: nvlink_collective_shares has unknown collective(s) {sorted(unknown)}; "
-                           f"use {', '.join(op.value for op in SHARED_OPS)}")
+                           f"use {', '.join(op.value for op in SHARED_OPS + OPTIONAL_OPS)}")
     parsed = {}
-    for op in SHARED_OPS:
+    for op in SHARED_OPS + OPTIONAL_OPS:
+        if op in OPTIONAL_OPS and op.value not in value:
+            continue
         entry = value.get(op.value)
         if not isinstance(entry, dict) or not entry:
             raise PipesimError(f"{source}: nvlink_collective_shares.{op.value} must be a non-empty "

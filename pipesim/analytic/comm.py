@@ -288,10 +288,11 @@ def moe_all_to_all_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> flo
 
     The expert-parallel group is ``ep`` members of the stage's dp·cp ranks, ``tp`` ranks apart (Megatron's
     order), so ``min(ep, node_size/tp)`` of them share a node. A rank sends to every peer at once (NCCL's
-    all-to-all is one grouped send/receive per peer): the part for peers in its node goes over NVLink, the
-    rest over its own NIC, in parallel, and the slower of the two is the time. Latency: NCCL's base latency
-    plus one hop (network when the group crosses nodes), the peers being reached at once rather than in
-    ``ep − 1`` ring steps."""
+    all-to-all is one grouped send/receive per peer): the part for peers in its node goes over NVLink (at the
+    share an all-to-all over that many GPUs of the node reaches, where the chip has a measured table:
+    ``nvlink_collective_shares``), the rest over its own NIC, in parallel, and the slower of the two is the
+    time. Latency: NCCL's base latency plus one hop (network when the group crosses nodes), the peers being
+    reached at once rather than in ``ep − 1`` ring steps."""
     nbytes = moe_all_to_all_bytes(model, layout)
     if nbytes == 0:
         return 0.0
@@ -299,7 +300,10 @@ def moe_all_to_all_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> flo
     local = max(1, min(ep, chip.node_size // layout.tp))
     intra = nbytes * (local - 1) / (ep - 1)
     inter = nbytes - intra
-    wire = max(intra / chip.intra_node_bandwidth, inter / chip.inter_node_bandwidth)
+    nvlink = chip.intra_node_bandwidth
+    if chip.nvlink_collective_shares is not None:
+        nvlink *= chip.nvlink_collective_shares.share(CollectiveOp.ALL_TO_ALL, max(2, local))
+    wire = max(intra / nvlink, inter / chip.inter_node_bandwidth)
     hop = chip.network_hop_latency if inter > 0 else chip.nvlink_hop_latency
     return wire + chip.collective_base_latency + hop
 

@@ -46,6 +46,7 @@ class CollectiveOp(enum.Enum):
     REDUCE_SCATTER = "reduce_scatter"
     ALL_GATHER = "all_gather"
     P2P = "p2p"
+    ALL_TO_ALL = "all_to_all"  # a share of the link inside a node (collective_shares); `pipesim profile` skips it
 
 
 class StreamKernel(enum.Enum):

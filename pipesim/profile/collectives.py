@@ -81,6 +81,8 @@ def measure(device: Device, sizes: tuple[int, ...], repeats: Repeats, tick=lambd
         for op in CollectiveOp:
             if op is CollectiveOp.P2P and n != 2:
                 continue  # a send has two ends: measured once, between ranks 0 and 1
+            if op is CollectiveOp.ALL_TO_ALL:
+                continue  # the cost model takes a MoE all-to-all from the link and its share, not a fit
             points, error = [], None
             for nbytes in sizes:
                 elems = max(n, nbytes // (2 if device.cuda else 4) // n * n)

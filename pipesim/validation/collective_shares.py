@@ -3,14 +3,15 @@
 The tables: OpenXLA's default collective performance table (``xla/service/gpu/model/collective_interpolator_data.h``,
 ``kDefaultCollectivePTable``), its ``sm_90`` entries (H100) shipped as ``pipesim/validation/data/
 xla_h100_collectives.csv`` and its ``sm_100`` entries (taken as B200) as ``xla_b200_collectives.csv``: the
-throughput of all-reduce, all-gather and reduce-scatter over groups of 8, 4 and 2 GPUs of one node (the groups of
-2 and 4 running at once, as tensor-parallel groups do) for buffers of 1 KiB to 2 GiB. They are microbenchmarks,
-not training runs: no row of the published-runs table informs these shares, so validation does not refit them.
+throughput of all-reduce, all-gather, reduce-scatter and all-to-all over groups of 8, 4 and 2 GPUs of one node
+(the groups of 2 and 4 running at once, as tensor-parallel groups do) for buffers of 1 KiB to 2 GiB. They are
+microbenchmarks, not training runs: no row of the published-runs table informs these shares, so validation does
+not refit them.
 
 The fit, per collective and group size: over buffers of at least 16 MiB (where a fixed cost per call no longer
 dominates), least squares of ``time = fixed + bus bytes / (share · link)``, with NCCL's bus bytes (an all-reduce
-moves ``2(n−1)/n`` of the buffer per GPU, a gather or scatter ``(n−1)/n``: nccl-tests' PERFORMANCE.md) and the
-chip's NVLink (H100 450 GB/s, B200 900 GB/s one way). The share is what the preset takes
+moves ``2(n−1)/n`` of the buffer per GPU, a gather, scatter or all-to-all ``(n−1)/n``: nccl-tests' PERFORMANCE.md)
+and the chip's NVLink (H100 450 GB/s, B200 900 GB/s one way). The share is what the preset takes
 (:class:`pipesim.analytic.collective_shares.CollectiveShares`); the fixed part is left out: it holds XLA's own launch
 of each measured program (49–123 µs at 1 KiB on H100), where pipesim charges NCCL's latency model
 (:func:`pipesim.analytic.comm.ring_latency`).
@@ -24,7 +25,7 @@ from importlib import resources
 
 import numpy as np
 
-from pipesim.analytic.collective_shares import SHARED_OPS, CollectiveShares
+from pipesim.analytic.collective_shares import OPTIONAL_OPS, SHARED_OPS, CollectiveShares
 from pipesim.analytic.measured import CollectiveOp
 
 TABLE = "xla_h100_collectives.csv"
@@ -91,11 +92,11 @@ def fit_table(chip_name: str = "h100-sxm") -> list[ShareFit]:
     """Every (collective, group size) of ``chip_name``'s table, fitted."""
     rows = load_table(TABLES[chip_name])
     sizes = sorted({r.ranks for r in rows})
-    return [fit_share(rows, op, n, link_bandwidth(chip_name)) for op in SHARED_OPS for n in sizes]
+    return [fit_share(rows, op, n, link_bandwidth(chip_name)) for op in SHARED_OPS + OPTIONAL_OPS for n in sizes]
 
 
 def fitted_shares(chip_name: str = "h100-sxm", digits: int = 2) -> CollectiveShares:
     """The fit as the presets carry it (shares rounded to ``digits``)."""
     fits = fit_table(chip_name)
     return CollectiveShares(**{op.value: tuple((f.ranks, round(f.share, digits)) for f in fits if f.op is op)
-                               for op in SHARED_OPS})
+                               for op in SHARED_OPS + OPTIONAL_OPS})
