@@ -364,8 +364,9 @@ def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec
     held = dense / (layout.shards if sharded else 1) + expert_params_per_rank / (layout.expert_shards if sharded
                                                                                    else 1)
     span = layout.world_size
-    return collective_time(CollectiveOp.ALL_REDUCE, held * layout.param_bytes.grads, 2, chip, span,
-                           stride=max(1, span // 2))
+    # the ring model, not a profile's 2-rank fit: the pair is usually in two nodes, the fit's two ranks in one
+    bandwidth = group_bandwidth(chip, span, stride=max(1, span // 2))
+    return ring_all_reduce(held * layout.param_bytes.grads, 2, bandwidth, chip, span)
 
 
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
