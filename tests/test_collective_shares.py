@@ -81,4 +81,6 @@ def test_shares_need_every_collective_but_the_all_to_all():
         CollectiveShares(all_reduce=((8, 0.9),), all_gather=((8, 0.8),), reduce_scatter=())
     shares = CollectiveShares(all_reduce=((8, 0.9),), all_gather=((8, 0.8),), reduce_scatter=((8, 0.7),))
     assert shares.share(CollectiveOp.ALL_TO_ALL, 8) == 1.0  # no points: the whole link, as before tables
+    with pytest.raises(PipesimError, match="lists a group size twice"):
+        CollectiveShares(all_reduce=((8, 0.9), (8, 0.8)), all_gather=((8, 0.8),), reduce_scatter=((8, 0.7),))
     assert "all_to_all" not in shares.to_dict()

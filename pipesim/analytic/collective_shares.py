@@ -40,6 +40,8 @@ class CollectiveShares:
             points = self.points(op)
             if not points and op in SHARED_OPS:
                 raise PipesimError(f"collective shares: {op.value} has no points; give at least one ranks: share")
+            if len({ranks for ranks, _ in points}) < len(points):
+                raise PipesimError(f"collective shares: {op.value} lists a group size twice; give each once")
             for ranks, share in points:
                 if ranks < 2 or not 0 < share <= 2:
                     raise PipesimError(f"collective shares: {op.value} {ranks}: {share} — ranks must be ≥ 2 and "
