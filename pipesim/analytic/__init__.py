@@ -7,7 +7,9 @@ Modules, one concern each: ``model_spec``/``model_presets`` (what is trained), `
 (GiB per rank from the simulated schedule), ``step_report`` (what the CLI prints).
 
 Modules added for fidelity to real runs: ``stage_split`` (uneven layer splits), ``kernels`` (per-operation
-times from shapes), ``steady_state`` (steps back to back), ``spec_fields`` (the model/chip file schema).
+times from shapes), ``steady_state`` (steps back to back), ``spec_fields`` (the model/chip file schema),
+``collective_shares`` (the share of the intra-node link each collective reaches by group size, from measured
+tables).
 
 Assumptions that move the result, in order of how much (each is detailed where it is implemented):
 
@@ -15,8 +17,9 @@ Assumptions that move the result, in order of how much (each is detailed where i
    0.60), fused attention 0.55–0.60 forward / 0.45–0.48 backward, streaming kernels 0.90 of HBM bandwidth.
    ``--achievable-fraction`` replaces them with one fraction for all work.
 2. TP collectives exposed unless ``--async-tp``; pipeline sends block their sender unless ``--overlap-p2p``;
-   DP sync not overlapped (``comm``); TP on the intra-node link when ``tp ≤ node_size``; a P2P boundary or a
-   DP group that leaves a node on the inter-node NIC.
+   DP sync not overlapped (``comm``); TP on the intra-node link when ``tp ≤ node_size`` (at its measured share
+   of that link where the chip has a table: ``collective_shares``); a P2P boundary or a DP group that leaves a
+   node on the inter-node NIC.
 3. FLOPs for MFU count the full s² attention (no causal halving); fused attention *time* skips the causal half.
 4. Gradients are FP32 (4 B/param) both in memory and on the wire; 18 B/param in total (``layout``).
 5. Activation bytes per Korthikanti et al. 2023 Table 2, generalized to GQA/SwiGLU/no-dropout; FlashAttention
