@@ -97,9 +97,10 @@ FIELDS: tuple[Field, ...] = (
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
           "per-kernel model (what --achievable-fraction sets)", low=0, high=1, low_open=True),
     Field("nvlink_collective_shares", Kind.TABLE, "fraction", "share of the intra-node link an all-reduce, "
-          "all-gather and reduce-scatter inside one node reach, by group size ({all_reduce: {2: s, 8: s}, "
-          "all_gather: ..., reduce_scatter: ...}; pipesim/analytic/collective_shares.py); absent: "
-          "collective_efficiency for all", parse=parse_collective_shares),
+          "all-gather and reduce-scatter (and optionally a MoE all-to-all) inside one node reach, by group size "
+          "({all_reduce: {2: s, 8: s}, all_gather: ..., reduce_scatter: ..., all_to_all: ...}; "
+          "pipesim/analytic/collective_shares.py); absent: collective_efficiency for all (the all-to-all: the "
+          "whole link)", parse=parse_collective_shares),
     Field("measured", Kind.TABLE, "", "tables timed by `pipesim profile` (gemm, attention, stream, collectives; "
           "pipesim/analytic/measured.py): the cost model reads them instead of the roofline", parse=parse_measured),
     Field("provenance", Kind.TABLE, "", "where and how the tables were measured (device, versions, date, "
