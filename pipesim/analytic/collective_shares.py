@@ -36,7 +36,8 @@ class CollectiveShares:
     all_to_all: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
-        for op in SHARED_OPS + OPTIONAL_OPS:
+        for op in SHARED_OPS + OPTIONAL_OPS:  # sorted once here: share() runs for every candidate's collectives
+            object.__setattr__(self, op.value, tuple(sorted(getattr(self, op.value))))
             points = self.points(op)
             if not points and op in SHARED_OPS:
                 raise PipesimError(f"collective shares: {op.value} has no points; give at least one ranks: share")
@@ -48,7 +49,8 @@ class CollectiveShares:
                                        "the share in (0, 2]")
 
     def points(self, op: CollectiveOp) -> tuple[tuple[int, float], ...]:
-        return tuple(sorted(getattr(self, op.value)))
+        """``op``'s ``(ranks, share)`` points, by ranks."""
+        return getattr(self, op.value)
 
     def share(self, op: CollectiveOp, ranks: int) -> float:
         """The share at ``ranks``: linear in log₂(ranks) between the two nearest points, the end point's beyond;

@@ -25,6 +25,7 @@ from importlib import resources
 
 import numpy as np
 
+from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.collective_shares import OPTIONAL_OPS, SHARED_OPS, CollectiveShares
 from pipesim.analytic.measured import CollectiveOp
 
@@ -70,8 +71,6 @@ def load_table(name: str = TABLE) -> list[MeasuredCollective]:
 
 def link_bandwidth(chip_name: str) -> float:
     """The preset's intra-node link, what its shares are of."""
-    from pipesim.analytic.chip_presets import CHIP_PRESETS
-
     return CHIP_PRESETS[chip_name].intra_node_bandwidth
 
 
