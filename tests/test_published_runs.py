@@ -67,13 +67,6 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         ('-67%, pipesim too fast: DeepSpeed ZeRO-3 (2021) without model parallelism, one microbatch: measured'
          ' step ~flat as GPUs double (comm-bound); pipesim hides or undercounts the per-layer gathers'),
     # mosaicml_small2023
-    ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16'
-     ' table | mpt-1b tp1 pp1 m4 b56 1f1b 8×h100 none s512'):
-        ("-15%, pipesim too fast: the table's trend with sequence length (the Triton attention factor's): −15% at"
-         ' 512 tokens, +13% at 64k'),
-    ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 table'
-     ' | mpt-760m tp1 pp1 m2 b24 1f1b 8×h100 none s2048'):
-        "-16%, pipesim too fast: measured below its neighbours at 1,024 and 4,096 tokens (−9%, −7%)",
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-3b tp1 pp1 m2 b1 1f1b 8×a100 full s65536'):
         '+17%, pipesim too slow: attention-bound at 64k tokens (Triton factor 1.8 too large there)',

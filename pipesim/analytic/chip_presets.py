@@ -74,6 +74,7 @@ training run of them is in the test table.
 
 from __future__ import annotations
 
+from pipesim.analytic.attention_shapes import AttentionShapeRates
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.collective_shares import CollectiveShares
 
@@ -85,7 +86,26 @@ TFLOPS = 1e12
 # pipesim.validation.constants, experiments/validation_loso.py; the module docstring says why). The GEMM
 # overheads per output tile and per kernel: fitted to OpenXLA's measured H100 GEMM table
 # (pipesim.validation.gemm_overheads, experiments/gemm_overheads.py); the same SMs on every Hopper part.
+# FlashAttention-2 on an H100 SXM5 (Shah et al. 2024, "FlashAttention-3", §4.1, Figures 5 and 6: 16k tokens per
+# batch, hidden 2048, BF16), TFLOP/s at 512, 1k, 2k, 4k, 8k and 16k tokens: the causal and unmasked forward and
+# the unmasked backward (the figures give no causal backward), at head sizes 64 and 128. Only the ratios are
+# used, to scale the two efficiencies above to a layer's shape (pipesim.analytic.attention_shapes).
+_FA2_SEQS = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def _fa2(*rates: int) -> tuple[tuple[int, float], ...]:
+    return tuple(zip(_FA2_SEQS, rates, strict=True))
+
+
+_HOPPER_ATTENTION_SHAPES = AttentionShapeRates(
+    forward_causal=((64, _fa2(180, 229, 262, 284, 295, 299)),
+                    (128, _fa2(191, 260, 298, 319, 333, 335))),
+    forward=((64, _fa2(282, 306, 318, 321, 322, 324)),
+             (128, _fa2(309, 350, 362, 368, 370, 370))),
+    backward=((64, _fa2(198, 238, 264, 279, 287, 291)),
+              (128, _fa2(214, 260, 291, 310, 318, 322))))
 _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
+                   "attention_shape_rates": _HOPPER_ATTENTION_SHAPES,
                    "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.94,
                    "gemm_tile_overhead": 1.2e-6, "gemm_kernel_overhead": 5.0e-6}
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from pipesim.analytic.attention_shapes import AttentionShapeRates, parse_attention_shape_rates
 from pipesim.analytic.collective_shares import CollectiveShares, parse_collective_shares
 from pipesim.analytic.layout import Precision
 from pipesim.analytic.measured import MeasuredTables, parse_measured, parse_provenance
@@ -101,6 +102,11 @@ FIELDS: tuple[Field, ...] = (
           "({all_reduce: {2: s, 8: s}, all_gather: ..., reduce_scatter: ..., all_to_all: ...}; "
           "pipesim/analytic/collective_shares.py); absent: collective_efficiency for all (the all-to-all: the "
           "whole link)", parse=parse_collective_shares),
+    Field("attention_shape_rates", Kind.TABLE, "FLOP/s", "a fused attention kernel's measured rates by head size "
+          "and sequence ({forward_causal: {128: {512: r, 16384: r}, 64: {...}}, forward: {...}, backward: {...}}; "
+          "only ratios are used): the two attention efficiencies scale by the rate at a layer's shape over the "
+          "rate at head size 128 and the longest sequence (pipesim/analytic/attention_shapes.py); absent: one "
+          "rate at every shape", parse=parse_attention_shape_rates),
     Field("measured", Kind.TABLE, "", "tables timed by `pipesim profile` (gemm, attention, stream, collectives; "
           "pipesim/analytic/measured.py): the cost model reads them instead of the roofline", parse=parse_measured),
     Field("provenance", Kind.TABLE, "", "where and how the tables were measured (device, versions, date, "
@@ -153,6 +159,10 @@ class ChipSpec:
     fp8_gemm_efficiency: float = 0.6
     attention_forward_efficiency: float = 0.55
     attention_backward_efficiency: float = 0.45
+    # The fused attention kernel's measured rates by sequence and head size, which scale the two efficiencies
+    # above at a layer's own shape (the Hopper presets: FlashAttention-2 on H100, Shah et al. 2024;
+    # pipesim.analytic.attention_shapes). None: the efficiencies at every shape.
+    attention_shape_rates: AttentionShapeRates | None = None
     # The efficiencies above come from short benchmarks, run at boost clocks; a training run keeps every GPU of
     # the node at its power limit for hours, where the tensor cores run at the clock the limit sustains.
     sustained_clock_ratio: float = 1.0
@@ -216,13 +226,15 @@ class ChipSpec:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["gemm_tile"] = list(self.gemm_tile)
-        for key in ("measured", "provenance", "nvlink_collective_shares"):
+        for key in ("measured", "provenance", "nvlink_collective_shares", "attention_shape_rates"):
             if data[key] is None:
                 del data[key]
         if self.measured is not None:
             data["measured"] = self.measured.to_dict()
         if self.nvlink_collective_shares is not None:
             data["nvlink_collective_shares"] = self.nvlink_collective_shares.to_dict()
+        if self.attention_shape_rates is not None:
+            data["attention_shape_rates"] = self.attention_shape_rates.to_dict()
         return data
 
 

@@ -10,7 +10,9 @@ has its own rate, one constant per chip, from a cited measurement (:mod:`.chip_p
   of ``sm_count`` tiles runs at the full tiles' cost). ``e_gemm`` is what a large GEMM reaches.
 - **Fused attention** (FlashAttention; Dao 2023, "FlashAttention-2", §4.1): causal kernels skip the masked
   half; forward at ``e_attn_fwd`` of peak, backward (2.5× the forward's FLOPs: it recomputes ``QKᵀ``) at
-  ``e_attn_bwd``. Unfused attention runs its two batched GEMMs over the full ``s²`` and a softmax over them.
+  ``e_attn_bwd``, each scaled to the layer's sequence and head size where the chip has a measured table, and
+  slowed when the kernel's grid of query tiles is too small to fill the chip (:mod:`.attention_shapes`).
+  Unfused attention runs its two batched GEMMs over the full ``s²`` and a softmax over them.
 - **Element-wise** (norms, residual adds, activations, RoPE, dropout, softmax, casts): bytes read and written
   over ``β · e_mem`` (HBM bandwidth times what a streaming copy reaches).
 - **Backward of the non-GEMM work** (element-wise kernels, and unfused attention's batched GEMMs + softmax):
@@ -38,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pipesim.analytic.attention_shapes import FLASH_TILE, cta_imbalance
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
@@ -242,11 +245,18 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
         slowdown = TRITON_FLASH_SLOWDOWN if layout.attention is AttentionKernel.TRITON else 1.0
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
+            # timed at this run's own batch, heads and sequence: the shape effects below are in them already
             forward, backward = slowdown * executed / rates[0], slowdown * 2.5 * executed / rates[1]
         else:
             peak = chip.sustained_peak_for(Precision.BF16)  # attention stays BF16 in FP8 recipes (Transformer Engine)
-            forward = slowdown * executed / (peak * chip.attention_forward_efficiency)
-            backward = slowdown * 2.5 * executed / (peak * chip.attention_backward_efficiency)
+            forward_rate = peak * chip.attention_forward_efficiency
+            backward_rate = peak * chip.attention_backward_efficiency
+            if chip.attention_shape_rates is not None:  # each ring step of context parallelism sees s/cp keys
+                forward_share, backward_share = chip.attention_shape_rates.factors(s / cp, model.qk_head_dim)
+                forward_rate, backward_rate = forward_rate * forward_share, backward_rate * backward_share
+            grid = cta_imbalance(max(1, math.ceil(s / cp / FLASH_TILE)), b * heads, chip.sm_count)
+            forward = grid * slowdown * executed / forward_rate
+            backward = grid * slowdown * 2.5 * executed / backward_rate
         merge_forward, merge_backward = cp_merge_bytes(model, layout)
         return PassTimes(forward + merge_forward / chip.stream_bandwidth,
                          backward + merge_backward / chip.stream_bandwidth, 0.0)

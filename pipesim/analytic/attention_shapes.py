@@ -1,0 +1,189 @@
+"""How fast a fused attention kernel runs at the shape a training step gives it, not at a benchmark's best.
+
+A chip's ``attention_forward_efficiency`` and ``attention_backward_efficiency`` are one rate each: what a
+FlashAttention-class kernel reaches on long causal sequences of head size 128. Two things make a real layer's
+attention slower, and both grow as models get smaller or more finely split:
+
+- **Sequence length and head size.** A kernel's thread block (CTA) owns one tile of 128 query rows and loops
+  over the key tiles; loading its queries and writing its output and softmax statistics cost the same however
+  long that loop is, and under a causal mask the diagonal tile is computed whole and half thrown away. So short
+  sequences run below the long-sequence rate, and head size 64 (half the FLOPs per byte moved) below head size
+  128. Shah et al. 2024 ("FlashAttention-3", arXiv 2407.08608, §4.1, Figures 5 and 6) measure FlashAttention-2
+  on an H100 SXM5 at 512 to 16k tokens (16k tokens per batch, hidden 2048): causal forward at head size 128
+  from 191 to 335 TFLOP/s, at head size 64 from 180 to 299. A chip that carries such a table
+  (``ChipSpec.attention_shape_rates``, :class:`AttentionShapeRates`) scales its two efficiencies by the
+  table's rate at the layer's shape over its rate at the reference shape (the longest sequence, head size 128,
+  causal).
+- **Grids too small for the chip** (:func:`cta_imbalance`). The kernel launches one CTA per query tile, per
+  head and per sequence: ``⌈s/128⌉ · b · heads/tp`` of them. Under a causal mask the CTA of the i-th tile does
+  i tiles of work, so the last row's CTA is the longest. When there are barely more CTAs than SMs (one
+  sequence, a few heads per tensor-parallel rank) the kernel lasts as long as its longest CTAs, not as long as
+  its work spread over every SM: a single 4k sequence with 4 heads per rank (128 CTAs on 132 SMs) takes twice
+  the time its FLOPs at the full rate would. The kernels do not split a query tile's keys across SMs in
+  training (FlashAttention-2's split-KV path is for decoding), so nothing evens it out. Taken as
+  longest-processing-time-first list scheduling of the CTAs on the SMs, one CTA per SM at a time: the most
+  favourable order a scheduler could find, so the factor is a lower bound on the kernel's real time.
+
+``pipesim profile``'s measured attention tables are timed at the run's own batch, heads and sequence, so they
+already contain both effects; neither applies to them (:func:`pipesim.analytic.kernels.attention_core_times`).
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import math
+from dataclasses import dataclass
+from itertools import pairwise
+
+from pipesim.errors import PipesimError
+
+#: Query rows (and key columns) of one CTA's tile: FlashAttention-2's forward tile at head sizes 64–128 and
+#: FlashAttention-3's; the unit of the causal work split.
+FLASH_TILE = 128
+#: Beyond this many CTAs per SM the longest CTAs are a negligible tail (under 1 % for the causal split);
+#: the schedule is not simulated there.
+WAVES_SIMULATED = 16
+#: The reference shape the chip's attention efficiencies stand for: head size 128, causal, the table's
+#: longest sequence (the benchmarks the efficiencies come from run 8k–16k tokens).
+REFERENCE_HEAD_DIM = 128
+
+Grid = tuple[tuple[int, tuple[tuple[int, float], ...]], ...]  # ((head_dim, ((seq, TFLOP/s), ...)), ...)
+
+
+def _interpolate_log2(points: tuple[tuple[int, float], ...], x: float) -> float:
+    """Linear in log₂(x) between the two nearest points, the end point's value beyond."""
+    if x <= points[0][0]:
+        return points[0][1]
+    if x >= points[-1][0]:
+        return points[-1][1]
+    for (x0, y0), (x1, y1) in pairwise(points):
+        if x0 <= x <= x1:
+            w = (math.log2(x) - math.log2(x0)) / (math.log2(x1) - math.log2(x0))
+            return y0 + w * (y1 - y0)
+    raise AssertionError("unreachable: the points are sorted and x lies between the ends")
+
+
+def _sorted_grid(grid: Grid, name: str) -> Grid:
+    if not grid:
+        raise PipesimError(f"attention shape rates: {name} has no head sizes; give at least one")
+    result = []
+    for head_dim, points in sorted(grid):
+        points = tuple(sorted(points))
+        if head_dim < 1 or not points:
+            raise PipesimError(f"attention shape rates: {name} head size {head_dim} needs a head size ≥ 1 and "
+                               "at least one seq: rate point")
+        if len({seq for seq, _ in points}) < len(points):
+            raise PipesimError(f"attention shape rates: {name} head size {head_dim} lists a sequence twice")
+        if any(seq < 1 or rate <= 0 for seq, rate in points):
+            raise PipesimError(f"attention shape rates: {name} head size {head_dim}: sequences must be ≥ 1 and "
+                               "rates > 0")
+        result.append((head_dim, points))
+    if len({head_dim for head_dim, _ in result}) < len(result):
+        raise PipesimError(f"attention shape rates: {name} lists a head size twice")
+    return tuple(result)
+
+
+def _rate(grid: Grid, seq: float, head_dim: int) -> float:
+    """The grid's rate at (seq, head_dim): log₂-linear in each, held at the ends."""
+    by_dim = [(d, _interpolate_log2(points, seq)) for d, points in grid]
+    return _interpolate_log2(tuple(by_dim), head_dim)
+
+
+@dataclass(frozen=True)
+class AttentionShapeRates:
+    """A fused attention kernel's measured rates (FLOP/s, any unit: only ratios are used) by head size and
+    sequence length: the causal forward, and optionally the unmasked forward and the unmasked backward (both or
+    neither). The causal backward is taken as the unmasked backward times the causal forward's share of the
+    unmasked forward at the same shape: the mask costs both passes the same diagonal tiles (the benchmark
+    tables publish no causal backward). Without a backward, the backward scales as the forward does."""
+
+    forward_causal: Grid
+    forward: Grid = ()
+    backward: Grid = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "forward_causal", _sorted_grid(self.forward_causal, "forward_causal"))
+        if bool(self.forward) != bool(self.backward):
+            raise PipesimError("attention shape rates: give both forward and backward (unmasked), or neither")
+        if self.forward:
+            object.__setattr__(self, "forward", _sorted_grid(self.forward, "forward"))
+            object.__setattr__(self, "backward", _sorted_grid(self.backward, "backward"))
+
+    def _backward_causal(self, seq: float, head_dim: int) -> float:
+        if not self.backward:
+            return _rate(self.forward_causal, seq, head_dim)
+        mask_share = _rate(self.forward_causal, seq, head_dim) / _rate(self.forward, seq, head_dim)
+        return _rate(self.backward, seq, head_dim) * mask_share
+
+    @functools.cached_property
+    def _reference(self) -> tuple[float, float]:
+        longest = max(seq for _, points in self.forward_causal for seq, _ in points)
+        return (_rate(self.forward_causal, longest, REFERENCE_HEAD_DIM),
+                self._backward_causal(longest, REFERENCE_HEAD_DIM))
+
+    def factors(self, seq: float, head_dim: int) -> tuple[float, float]:
+        """The causal kernel's forward and backward rates at (seq, head_dim) over its rates at the reference
+        shape (the longest sequence, head size 128): what scales the chip's two attention efficiencies."""
+        forward, backward = self._reference
+        return (_rate(self.forward_causal, seq, head_dim) / forward,
+                self._backward_causal(seq, head_dim) / backward)
+
+    def to_dict(self) -> dict:
+        def grid(g: Grid) -> dict:
+            return {head_dim: dict(points) for head_dim, points in g}
+        data = {"forward_causal": grid(self.forward_causal)}
+        if self.forward:
+            data |= {"forward": grid(self.forward), "backward": grid(self.backward)}
+        return data
+
+
+def parse_attention_shape_rates(value, source: str) -> AttentionShapeRates:
+    """A chip file's ``attention_shape_rates``: ``{forward_causal: {128: {512: 191, 16384: 335}, 64: {...}},
+    forward: {...}, backward: {...}}`` (head size → sequence → rate; forward and backward optional, together);
+    one-line errors naming the file and the entry."""
+    keys = ("forward_causal", "forward", "backward")
+    if not isinstance(value, dict) or "forward_causal" not in value:
+        raise PipesimError(f"{source}: attention_shape_rates must map forward_causal (and optionally forward and "
+                           "backward) to {head_size: {seq: rate}}")
+    unknown = set(value) - set(keys)
+    if unknown:
+        raise PipesimError(f"{source}: attention_shape_rates has unknown key(s) {sorted(unknown)}; use "
+                           f"{', '.join(keys)}")
+    grids = {}
+    for key in keys:
+        if key not in value:
+            continue
+        entry = value[key]
+        try:
+            grids[key] = tuple((int(d), tuple((int(s), float(r)) for s, r in points.items()))
+                               for d, points in entry.items())
+        except (AttributeError, TypeError, ValueError):
+            raise PipesimError(f"{source}: attention_shape_rates.{key} must map integer head sizes to "
+                               "{integer seq: number}") from None
+    try:
+        return AttentionShapeRates(**grids)
+    except PipesimError as err:
+        raise PipesimError(f"{source}: {err}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def cta_imbalance(tiles: int, sequence_heads: int, sm_count: int) -> float:
+    """How much longer a causal fused-attention kernel takes than its work spread evenly over ``sm_count`` SMs,
+    when it launches ``tiles`` query tiles for each of ``sequence_heads`` (sequence, head) pairs and the i-th
+    tile's CTA does i units of work (the key tiles at or below the diagonal). ≥ 1; 1 for grids of many waves.
+
+    The CTAs are scheduled longest first, each on the least-loaded SM (LPT list scheduling); the kernel ends
+    with its last SM. By hand: 32 tiles × 4 heads = 128 CTAs on 132 SMs each run alone, the longest 32 units,
+    where 4·(32·33/2)/132 = 16 units would fill every SM: 2.0."""
+    if tiles < 1 or sequence_heads < 1 or sm_count < 1:
+        raise PipesimError(f"attention grid: tiles {tiles}, sequence-heads {sequence_heads} and SMs {sm_count} "
+                           "must all be ≥ 1")
+    if tiles * sequence_heads >= WAVES_SIMULATED * sm_count:
+        return 1.0
+    work = sequence_heads * tiles * (tiles + 1) / 2
+    loads = [0] * sm_count
+    for size in range(tiles, 0, -1):
+        for _ in range(sequence_heads):
+            heapq.heapreplace(loads, loads[0] + size)
+    return max(loads) / (work / sm_count)

@@ -1,0 +1,101 @@
+"""Fused attention at a layer's own shape: the sequence and head-size table, the grid of CTAs, chip files."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from pipesim.analytic.attention_shapes import AttentionShapeRates, cta_imbalance
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import chip_from_dict
+from pipesim.analytic.kernels import attention_core_times
+from pipesim.analytic.layout import Layout
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.errors import PipesimError
+
+H100 = CHIP_PRESETS["h100-sxm"]
+TABLE = H100.attention_shape_rates
+
+
+def test_factors_by_hand_from_the_published_rates():
+    """Shah et al. 2024's FlashAttention-2 rates on H100, relative to the causal 16k, head-size-128 kernel."""
+    assert TABLE.factors(16384, 128) == pytest.approx((1.0, 1.0))
+    forward, backward = TABLE.factors(2048, 128)
+    assert forward == pytest.approx(298 / 335)
+    assert backward == pytest.approx((291 * 298 / 362) / (322 * 335 / 370))  # unmasked × the mask's share
+    assert TABLE.factors(4096, 64)[0] == pytest.approx(284 / 335)
+    # between measured points: linear in log₂ of the sequence and of the head size
+    assert TABLE.factors(math.sqrt(2048 * 4096), 128)[0] == pytest.approx((298 + 319) / 2 / 335)
+    assert TABLE.factors(4096, 90)[0] == pytest.approx((284 + (math.log2(90) - 6) * (319 - 284)) / 335)
+    # held at the ends: no extrapolation beyond 512–16k tokens or head sizes 64–128
+    assert TABLE.factors(256, 32) == TABLE.factors(512, 64)
+    assert TABLE.factors(131072, 256) == pytest.approx((1.0, 1.0))
+
+
+def test_without_a_backward_the_backward_scales_as_the_forward():
+    table = AttentionShapeRates(forward_causal=((128, ((1024, 100.0), (4096, 200.0))),))
+    assert table.factors(1024, 128) == pytest.approx((0.5, 0.5))
+
+
+@pytest.mark.parametrize("tiles, pairs, sms, expected", [
+    (32, 4, 132, 2.0),              # 128 CTAs each alone on an SM: the longest, 32 units, against 16 spread evenly
+    (16, 1, 132, 16 / (136 / 132)),  # one (sequence, head): 16 CTAs, 136 units
+    (4, 1, 3, 4 / (10 / 3)),        # 4,3,2 placed, then 1 joins the 2: the 4 ends last
+    (4, 1, 2, 1.0),                 # 4 | 3, then 2 → 3's SM, 1 → 4's: 5 and 5
+    (3, 2, 4, 1.0),                 # 3,3,2,2 | then the two 1s fill the 2s: every SM at 3
+    (1, 1, 1, 1.0),
+])
+def test_cta_imbalance_by_hand(tiles, pairs, sms, expected):
+    assert cta_imbalance(tiles, pairs, sms) == pytest.approx(expected)
+
+
+def test_many_waves_cost_nothing_and_the_factor_never_falls_below_one():
+    assert cta_imbalance(64, 64, 132) == 1.0  # 4,096 CTAs: past the simulated waves
+    for tiles in (2, 8, 33, 128):
+        for pairs in (1, 3, 16):
+            assert cta_imbalance(tiles, pairs, 132) >= 1.0
+    assert cta_imbalance(32, 64, 132) < 1.01  # just under the cut: the tail is already under 1 %
+    with pytest.raises(PipesimError, match="must all be ≥ 1"):
+        cta_imbalance(0, 4, 132)
+
+
+def test_a_small_grid_doubles_a_layers_attention_by_hand():
+    """Llama 3.2 1B (32 heads of 64) at tp 8, one 4,096-token sequence: 4 heads per rank, 32 query tiles each:
+    128 CTAs on 132 SMs, twice the time of its work spread over the chip; the rate itself is FlashAttention-2's
+    at 4k and head size 64, 284 of 335 TFLOP/s."""
+    model = MODEL_PRESETS["llama3.2-1b"]
+    assert model.heads == 32 and model.head_dim == 64 and model.micro_batch == 1
+    model = replace(model, seq_len=4096)
+    executed = 4 * 4096**2 * 4 * 64 / 2
+    core = attention_core_times(model, Layout(tp=8), H100)
+    assert core.forward == pytest.approx(2.0 * executed / (989.4e12 * 0.922 * 0.35 * 284 / 335))
+    # without the table (a chip file that has none), only the grid penalty remains
+    plain = attention_core_times(model, Layout(tp=8), replace(H100, attention_shape_rates=None))
+    assert plain.forward == pytest.approx(2.0 * executed / (989.4e12 * 0.922 * 0.35))
+
+
+def test_presets_carry_the_table_where_the_kernel_was_measured():
+    for name in ("h100-sxm", "h100-96gb-hbm2e", "h200", "h800"):
+        assert CHIP_PRESETS[name].attention_shape_rates == TABLE
+    for name in ("a100-80gb", "a100-40gb", "b200", "mi300x"):
+        assert CHIP_PRESETS[name].attention_shape_rates is None
+
+
+def test_chip_file_round_trip_and_one_line_errors():
+    written_out = {k: v for k, v in H100.to_dict().items() if v is not None}  # what a chip file holds
+    assert chip_from_dict(written_out, "h100.yaml").attention_shape_rates == TABLE
+    base = {k: v for k, v in written_out.items() if k != "attention_shape_rates"}
+    chip = chip_from_dict({**base, "attention_shape_rates": {"forward_causal": {"128": {"1024": 150, 8192: "300"}}}},
+                          "c.yaml")
+    assert chip.attention_shape_rates.factors(1024, 128) == pytest.approx((0.5, 0.5))
+    good = {128: {1024: 1.0}}
+    for bad, words in [([1], "must map forward_causal"),
+                       ({"forward": good}, "must map forward_causal"),
+                       ({"forward_causal": good, "sideways": good}, "unknown key"),
+                       ({"forward_causal": good, "forward": good}, "give both forward and backward"),
+                       ({"forward_causal": {128: {1024: 0}}}, "rates > 0"),
+                       ({"forward_causal": {128: [1, 2]}}, "integer head sizes"),
+                       ({"forward_causal": {}}, "has no head sizes")]:
+        with pytest.raises(PipesimError, match=words) as err:
+            chip_from_dict({**base, "attention_shape_rates": bad}, "c.yaml")
+        assert "c.yaml" in str(err.value) and "\n" not in str(err.value)
