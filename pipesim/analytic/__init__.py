@@ -9,12 +9,15 @@ Modules, one concern each: ``model_spec``/``model_presets`` (what is trained), `
 Modules added for fidelity to real runs: ``stage_split`` (uneven layer splits), ``kernels`` (per-operation
 times from shapes), ``steady_state`` (steps back to back), ``spec_fields`` (the model/chip file schema),
 ``collective_shares`` (the share of the intra-node link each collective reaches by group size, from measured
-tables).
+tables), ``attention_shapes`` (a fused attention kernel's rate at a layer's sequence and head size, from measured
+tables, and the cost of a grid of query tiles too small to fill the chip).
 
 Assumptions that move the result, in order of how much (each is detailed where it is implemented):
 
 1. Kernel efficiencies, one per chip and kernel class (``chip_presets``): large GEMMs at 0.80 of peak (FP8
-   0.60), fused attention 0.55–0.60 forward / 0.45–0.48 backward, streaming kernels 0.90 of HBM bandwidth.
+   0.60), fused attention 0.55–0.60 forward / 0.45–0.48 backward (Hopper 0.35/0.28 at long sequences and head
+   size 128, scaled to each layer's shape by FlashAttention-2's measured H100 rates: ``attention_shapes``),
+   streaming kernels 0.90 of HBM bandwidth.
    ``--achievable-fraction`` replaces them with one fraction for all work.
 2. TP collectives exposed unless ``--async-tp``; pipeline sends block their sender unless ``--overlap-p2p``;
    DP sync not overlapped (``comm``); TP on the intra-node link when ``tp ≤ node_size`` (at its measured share

@@ -41,6 +41,11 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   sets them for a run that uses it. With FA3's constants the H100 rows of the published-runs table came
   out too fast where attention weighs: NeMo's tp = 1 rows −14…−22 % (now −6…−10 %), Llama 3 405B at 131k
   tokens −21 % (now +3 %).
+- Fused attention by shape (``attention_shape_rates``, the Hopper presets): the same paper's FlashAttention-2
+  rates on H100 at 512–16k tokens and head sizes 64 and 128 (§4.1, Figures 5 and 6) scale the two shares
+  above, which stand for 16k tokens at head size 128, to a layer's own sequence and head size
+  (:mod:`pipesim.analytic.attention_shapes`): at 4k tokens and head size 128 the forward reaches 0.95 of it,
+  at 2k and 64 0.78. Other chips keep one rate (no such table at hand).
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.
 - Ring collectives (``collective_efficiency``): nccl-tests' bus bandwidth at large sizes on 8×A100 SXM over
