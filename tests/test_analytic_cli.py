@@ -107,3 +107,15 @@ def test_models_and_chips_list_presets(capsys):
     assert main(["chips"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x"))
+
+
+def test_default_pipeline_with_a_model_is_said_with_its_gpu_count(capsys):
+    """--model without --pp pipelines over the default 4 ranks: a note on stderr gives the GPUs that makes, so a
+    published run without pipelining is not silently simulated on four times its GPUs."""
+    assert main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--dp", "8", "--tp", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "--pp not given: 4 pipeline ranks (the default), 64 GPUs in all; pass --pp 1" in err
+    assert main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--dp", "8", "--pp", "1"]) == 0
+    assert "--pp not given" not in capsys.readouterr().err
+    assert main(["simulate", "--pp", "4"]) == 0  # unit costs: no model, no GPUs to count
+    assert "--pp not given" not in capsys.readouterr().err

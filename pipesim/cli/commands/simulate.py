@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
+from pipesim.api.defaults import DEFAULT_PP
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import output_file
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
+from pipesim.program.loader import builtin_names
 from pipesim.sim.simulator import Engine
 
 NAME = "simulate"
@@ -51,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=args.model, hardware=args.hardware, memory_limit=args.memory_limit,
                       engine=args.engine, **vars(model_options_from_args(args)))
+    _note_default_pipeline(args)  # after the run: a refused one keeps its one-line error
     written = []
     if args.timeline or args.trace:
         from pipesim.io.timeline import write_timeline  # pandas: only when a timeline file is asked for
@@ -73,3 +77,14 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in written:
         print(f"wrote {flag} {path}")
     return 0
+
+
+def _note_default_pipeline(args: argparse.Namespace) -> None:
+    """With --model, a built-in schedule and no --pp, the run is pipelined over the default ranks: say so, with
+    the GPU count it makes, on stderr. Someone converting a published run without pipelining otherwise simulates
+    four times the GPUs it used."""
+    if args.model is None or args.pp is not None or args.schedule not in builtin_names():
+        return
+    gpus = DEFAULT_PP * (args.tp or 1) * (args.cp or 1) * (args.dp or 1)
+    print(f"note: --pp not given: {DEFAULT_PP} pipeline ranks (the default), {gpus} GPUs in all; pass --pp 1 for "
+          "no pipeline", file=sys.stderr)
