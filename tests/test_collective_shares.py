@@ -39,6 +39,15 @@ def test_b200_preset_carries_its_table_s_fit():
     assert len(load_table("xla_b200_collectives.csv")) == 4 * 3 * 22
 
 
+def test_mi300x_preset_carries_its_table_s_fit():
+    """The gfx942 entries (RCCL over Infinity Fabric, 448 GB/s one way over seven links): a pair of GPUs has one
+    64 GB/s link, 0.14 of the seven at most, and reaches 0.11; all eight GPUs 0.68–0.71."""
+    shares = fitted_shares("mi300x")
+    assert CHIP_PRESETS["mi300x"].nvlink_collective_shares == shares
+    assert shares.share(AR, 2) == 0.11 < 64 / 448 and shares.share(AG, 8) == 0.71
+    assert len(load_table("xla_mi300x_collectives.csv")) == 4 * 3 * 21  # 1 KiB to 1 GiB
+
+
 def test_hopper_presets_carry_the_fit_and_the_h800_does_not():
     shares = fitted_shares()
     for name in ("h100-sxm", "h100-96gb-hbm2e", "h200"):

@@ -69,6 +69,19 @@ def test_b200_preset_is_the_fit_to_its_xla_table_at_cublas_best_rate():
     assert before.mean_log_error > 0.3 and fitted.rms_log_error < 0.08 and abs(fitted.mean_log_error) < 0.03
 
 
+def test_mi300x_preset_is_the_fit_to_its_xla_table_at_its_best_shape():
+    """The gfx942 entries: their best BF16 shape, 583 TFLOP/s at 4096³, is the preset's rate (0.446 of the
+    1,307 TFLOP/s peak, where the field's default 0.80 took it); 128×128 tiles and the fitted overhead per tile."""
+    mi300x = CHIP_PRESETS["mi300x"]
+    best = max(load_table("xla_mi300x_gemm.csv"), key=lambda r: r.tflops)
+    assert (best.rows, best.n, best.k) == (4096, 4096, 4096) and best.tflops == pytest.approx(583.1)
+    assert mi300x.gemm_efficiency == pytest.approx(583.1 / 1307.4, abs=5e-4) and mi300x.gemm_tile == (128, 128)
+    fitted = fit_overheads("mi300x", "xla_mi300x_gemm.csv")
+    assert (mi300x.gemm_tile_overhead, mi300x.gemm_kernel_overhead) == (fitted.tile_overhead, fitted.kernel_overhead)
+    before = roofline_only("mi300x", "xla_mi300x_gemm.csv")
+    assert before.rms_log_error > 0.2 and fitted.rms_log_error < 0.1 and fitted.rows == 50
+
+
 def test_the_benchmark_chip_drops_what_a_training_step_adds():
     chip = benchmark_chip(H100)
     assert chip.sustained_clock_ratio == 1.0 and chip.training_gemm_ratio == 1.0

@@ -72,9 +72,10 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   chip takes it (the field's default); ``--overlap-p2p`` (no synchronisation) removes it.
 - Wave quantization: SM counts from the datasheets; output tiles of 128×128 (Ampere) and 128×256 (Hopper
   wgmma kernels), NVIDIA's "Matrix Multiplication Background User's Guide" for the wave model.
-B200 has its own GEMM constants (a measured best shape, overheads fitted to OpenXLA's B200 table); otherwise
-B200 and MI300X take the fields' defaults (FlashAttention-3-class attention), unvalidated: no published
-training run of them is in the test table.
+B200 and MI300X have their own GEMM constants (a measured best shape, overheads fitted to OpenXLA's B200 and
+MI300X tables) and collective shares (the same source's collective tables); otherwise they take the fields'
+defaults (FlashAttention-3-class attention, which on MI300X is above its own measured GEMM rate: no attention
+measurement of it was at hand), unvalidated: no published training run of them is in the test table.
 """
 
 from __future__ import annotations
@@ -127,6 +128,14 @@ _B200_NVLINK = CollectiveShares(all_reduce=((2, 0.54), (4, 0.64), (8, 0.69)),
                                 all_gather=((2, 0.50), (4, 0.64), (8, 0.69)),
                                 reduce_scatter=((2, 0.53), (4, 0.68), (8, 0.72)),
                                 all_to_all=((2, 0.49), (4, 0.67), (8, 0.67)))
+
+# MI300X: OpenXLA's measured gfx942 collective table (as AMD added it to ROCm's fork of XLA), RCCL over the seven
+# Infinity Fabric links (448 GB/s one way in all; a pair of GPUs has one 64 GB/s link, a group of four three):
+# pipesim.validation.collective_shares. The field is named for NVLink; it is the share of the intra-node link.
+_MI300X_XGMI = CollectiveShares(all_reduce=((2, 0.11), (4, 0.31), (8, 0.68)),
+                                all_gather=((2, 0.11), (4, 0.30), (8, 0.71)),
+                                reduce_scatter=((2, 0.11), (4, 0.29), (8, 0.71)),
+                                all_to_all=((2, 0.11), (4, 0.31), (8, 0.66)))
 
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
@@ -183,8 +192,14 @@ _PRESETS = [
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128
     # only on MI200 (gfx90a) with its tuning table (RCCL's src/graph/tuning.cc), so MI300X rings run Simple.
+    # GEMM: OpenXLA's measured gfx942 table (pipesim.validation.gemm_overheads): its best BF16 shape, 583 TFLOP/s
+    # at 4096³ (0.446 of the peak; the table stops at 4096, larger shapes may reach about a tenth more), with
+    # 128×128 output tiles and 2.6 µs per tile fitted at that rate (no per-kernel cost). Collectives inside the
+    # node: the same source's collective table, 0.11 (pairs) to 0.71 (all eight) of the 448 GB/s.
     ChipSpec("mi300x", 1307.4 * TFLOPS, 192.0, 5300 * GB, 448 * GB, 50 * GB, fp8_peak_flops=2614.9 * TFLOPS,
-             sm_count=304, ll128_bandwidth_share=0.0),
+             sm_count=304, ll128_bandwidth_share=0.0, gemm_efficiency=round(583.1 / 1307.4, 3),
+             gemm_tile=(128, 128), gemm_tile_overhead=2.6e-6, gemm_kernel_overhead=0.0,
+             nvlink_collective_shares=_MI300X_XGMI),
 ]
 
 CHIP_PRESETS: dict[str, ChipSpec] = {c.name: c for c in _PRESETS}

@@ -2,16 +2,19 @@
 
 The tables: OpenXLA's default collective performance table (``xla/service/gpu/model/collective_interpolator_data.h``,
 ``kDefaultCollectivePTable``), its ``sm_90`` entries (H100) shipped as ``pipesim/validation/data/
-xla_h100_collectives.csv`` and its ``sm_100`` entries (taken as B200) as ``xla_b200_collectives.csv``: the
-throughput of all-reduce, all-gather, reduce-scatter and all-to-all over groups of 8, 4 and 2 GPUs of one node
-(the groups of 2 and 4 running at once, as tensor-parallel groups do) for buffers of 1 KiB to 2 GiB. They are
+xla_h100_collectives.csv``, its ``sm_100`` entries (taken as B200) as ``xla_b200_collectives.csv``, and its
+``gfx942`` entries (MI300X, RCCL over Infinity Fabric, as AMD added them to ROCm's fork of XLA) as
+``xla_mi300x_collectives.csv``: the throughput of all-reduce, all-gather, reduce-scatter and all-to-all over
+groups of 8, 4 and 2 GPUs of one node (the groups of 2 and 4 running at once, as tensor-parallel groups do) for
+buffers of 1 KiB to 2 GiB (1 GiB on MI300X). They are
 microbenchmarks, not training runs: no row of the published-runs table informs these shares, so validation does
 not refit them.
 
 The fit, per collective and group size: over buffers of at least 16 MiB (where a fixed cost per call no longer
 dominates), least squares of ``time = fixed + bus bytes / (share · link)``, with NCCL's bus bytes (an all-reduce
 moves ``2(n−1)/n`` of the buffer per GPU, a gather, scatter or all-to-all ``(n−1)/n``: nccl-tests' PERFORMANCE.md)
-and the chip's NVLink (H100 450 GB/s, B200 900 GB/s one way). The share is what the preset takes
+and the chip's intra-node link (H100's NVLink 450 GB/s, B200's 900 GB/s one way; MI300X's seven Infinity Fabric
+links, 448 GB/s one way, of which a pair of GPUs has one and a group of four three). The share is what the preset takes
 (:class:`pipesim.analytic.collective_shares.CollectiveShares`); the fixed part is left out: it holds XLA's own launch
 of each measured program (49–123 µs at 1 KiB on H100), where pipesim charges NCCL's latency model
 (:func:`pipesim.analytic.comm.ring_latency`).
@@ -31,7 +34,8 @@ from pipesim.analytic.measured import CollectiveOp
 
 TABLE = "xla_h100_collectives.csv"
 # Every shipped table: the preset whose shares it sets and that preset's intra-node link (bytes/s one way)
-TABLES: dict[str, str] = {"h100-sxm": "xla_h100_collectives.csv", "b200": "xla_b200_collectives.csv"}
+TABLES: dict[str, str] = {"h100-sxm": "xla_h100_collectives.csv", "b200": "xla_b200_collectives.csv",
+                          "mi300x": "xla_mi300x_collectives.csv"}
 MIN_FIT_BYTES = 16 * 2**20
 
 

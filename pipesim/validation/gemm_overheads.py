@@ -5,7 +5,9 @@ The table: OpenXLA's default matmul performance table (``xla/service/gpu/model/m
 ``kDefaultMatmulPTable``), measured BF16 rates of batched ``b × (m×k)·(k×n)`` products on H100 (``sm_90``),
 shipped as ``pipesim/validation/data/xla_h100_gemm.csv`` (the entries with at least 4,096 rows and 512 columns,
 the shapes of training GEMMs); its B200 (``sm_100``) entries likewise as ``xla_b200_gemm.csv``, fitted at the
-B200 preset's best-shape rate (cuBLAS's best measured shape, see the preset). It is a GEMM microbenchmark, not
+B200 preset's best-shape rate (cuBLAS's best measured shape, see the preset); and its MI300X (``gfx942``) entries,
+as AMD added them to ROCm's fork of XLA, as ``xla_mi300x_gemm.csv``, fitted at that table's own best shape (see
+the preset). It is a GEMM microbenchmark, not
 a training run: no row of the published-runs table informs these two constants, so they are not refit by
 validation (:mod:`pipesim.validation.constants`).
 
@@ -32,7 +34,8 @@ from pipesim.analytic.layout import Precision
 TABLE = "xla_h100_gemm.csv"
 TABLE_CHIP = "h100-sxm"
 # Every shipped table and the preset whose overheads it sets (the Hopper presets share the H100's SMs)
-TABLES: dict[str, str] = {"h100-sxm": "xla_h100_gemm.csv", "b200": "xla_b200_gemm.csv"}
+TABLES: dict[str, str] = {"h100-sxm": "xla_h100_gemm.csv", "b200": "xla_b200_gemm.csv",
+                          "mi300x": "xla_mi300x_gemm.csv"}
 TILE_GRID = tuple(round(0.1e-6 * i, 8) for i in range(31))  # 0–3 µs per tile
 KERNEL_GRID = tuple(round(0.5e-6 * i, 8) for i in range(21))  # 0–10 µs per kernel
 
