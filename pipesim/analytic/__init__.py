@@ -10,7 +10,8 @@ Modules added for fidelity to real runs: ``stage_split`` (uneven layer splits), 
 times from shapes), ``steady_state`` (steps back to back), ``spec_fields`` (the model/chip file schema),
 ``collective_shares`` (the share of the intra-node link each collective reaches by group size, from measured
 tables), ``attention_shapes`` (a fused attention kernel's rate at a layer's sequence and head size, from measured
-tables, and the cost of a grid of query tiles too small to fill the chip).
+tables, and the cost of a grid of query tiles too small to fill the chip), ``interpolate`` (reading such a
+table between its points).
 
 Assumptions that move the result, in order of how much (each is detailed where it is implemented):
 

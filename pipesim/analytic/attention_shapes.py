@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import functools
 import heapq
-import math
 from dataclasses import dataclass
-from itertools import pairwise
 
+from pipesim.analytic.interpolate import interpolate_log2
 from pipesim.errors import PipesimError
 
 #: Query rows (and key columns) of one CTA's tile: FlashAttention-2's forward tile at head sizes 64–128 and
@@ -49,19 +48,6 @@ WAVES_SIMULATED = 16
 REFERENCE_HEAD_DIM = 128
 
 Grid = tuple[tuple[int, tuple[tuple[int, float], ...]], ...]  # ((head_dim, ((seq, TFLOP/s), ...)), ...)
-
-
-def _interpolate_log2(points: tuple[tuple[int, float], ...], x: float) -> float:
-    """Linear in log₂(x) between the two nearest points, the end point's value beyond."""
-    if x <= points[0][0]:
-        return points[0][1]
-    if x >= points[-1][0]:
-        return points[-1][1]
-    for (x0, y0), (x1, y1) in pairwise(points):
-        if x0 <= x <= x1:
-            w = (math.log2(x) - math.log2(x0)) / (math.log2(x1) - math.log2(x0))
-            return y0 + w * (y1 - y0)
-    raise AssertionError("unreachable: the points are sorted and x lies between the ends")
 
 
 def _sorted_grid(grid: Grid, name: str) -> Grid:
@@ -86,8 +72,8 @@ def _sorted_grid(grid: Grid, name: str) -> Grid:
 
 def _rate(grid: Grid, seq: float, head_dim: int) -> float:
     """The grid's rate at (seq, head_dim): log₂-linear in each, held at the ends."""
-    by_dim = [(d, _interpolate_log2(points, seq)) for d, points in grid]
-    return _interpolate_log2(tuple(by_dim), head_dim)
+    by_dim = [(d, interpolate_log2(points, seq)) for d, points in grid]
+    return interpolate_log2(tuple(by_dim), head_dim)
 
 
 @dataclass(frozen=True)

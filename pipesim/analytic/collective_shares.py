@@ -11,10 +11,9 @@ its op at its group size, interpolated in log₂ of the ranks between measured s
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from itertools import pairwise
 
+from pipesim.analytic.interpolate import interpolate_log2
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.errors import PipesimError
 
@@ -56,17 +55,7 @@ class CollectiveShares:
         """The share at ``ranks``: linear in log₂(ranks) between the two nearest points, the end point's beyond;
         1.0 (the whole link) for an optional collective the table has no points of."""
         points = self.points(op)
-        if not points:
-            return 1.0
-        if ranks <= points[0][0]:
-            return points[0][1]
-        if ranks >= points[-1][0]:
-            return points[-1][1]
-        for (r0, s0), (r1, s1) in pairwise(points):
-            if r0 <= ranks <= r1:
-                w = (math.log2(ranks) - math.log2(r0)) / (math.log2(r1) - math.log2(r0))
-                return s0 + w * (s1 - s0)
-        raise AssertionError("unreachable: the points are sorted and ranks lies between the ends")
+        return interpolate_log2(points, ranks) if points else 1.0
 
     def to_dict(self) -> dict:
         return {op.value: {ranks: share for ranks, share in self.points(op)} for op in SHARED_OPS + OPTIONAL_OPS
