@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
@@ -81,6 +82,12 @@ def test_preset_gaps_are_the_measurement_in_the_presets_terms():
     assert gaps["intra_node_bandwidth (all-reduce×2)"].measured == bus
     assert preset_for("NVIDIA H200") == "h200" and preset_for("NVIDIA H100 80GB HBM3") == "h100-sxm"
     assert preset_for("Tesla T4") is None
+    # attention: the preset at the measured shapes (FlashAttention-2's H100 rates: 2k tokens, head size 128)
+    data["measured"]["attention"] = [{"seq": 2048, "head_dim": 128, "forward_flops_per_s": 3.0e14,
+                                      "backward_flops_per_s": 2.0e14}]
+    gaps = {g.constant: g for g in preset_gaps(chip_from_dict(data, "t"), h100)}
+    forward = gaps["attention_forward_efficiency"]
+    assert forward.measured == 3.0e14 / h100.peak_flops and forward.preset == pytest.approx(0.35 * 298 / 335)
 
 
 def test_gpu_check_without_cuda_says_so_and_profiles_nothing(monkeypatch, capsys):

@@ -55,10 +55,11 @@ def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
     if tables.attention:
         fwd = statistics.median(r.forward_flops_per_s for r in tables.attention)
         bwd = statistics.median(r.backward_flops_per_s for r in tables.attention)
-        gaps += [Gap("attention_forward_efficiency", preset.attention_forward_efficiency, fwd / preset.peak_flops,
-                     "median SDPA forward / preset peak"),
-                 Gap("attention_backward_efficiency", preset.attention_backward_efficiency,
-                     bwd / preset.peak_flops, "median SDPA backward / preset peak")]
+        expected_fwd, expected_bwd = _preset_attention_at(preset, tables.attention)
+        gaps += [Gap("attention_forward_efficiency", expected_fwd, fwd / preset.peak_flops,
+                     "median SDPA forward / preset peak (preset at the same sequences and head sizes)"),
+                 Gap("attention_backward_efficiency", expected_bwd,
+                     bwd / preset.peak_flops, "median SDPA backward / preset peak (the same)")]
     elementwise = tables.stream_rate(ELEMENTWISE)
     if elementwise:
         gaps.append(Gap("memory_efficiency", preset.memory_efficiency, elementwise / preset.hbm_bandwidth,
@@ -78,3 +79,13 @@ def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
             gaps.append(Gap(f"intra_node_bandwidth (all-reduce×{row.ranks})", preset.intra_node_bandwidth, bus,
                             "all-reduce fit as ring bus bandwidth, bytes/s"))
     return gaps
+
+
+def _preset_attention_at(preset: ChipSpec, rows) -> tuple[float, float]:
+    """The preset's two attention efficiencies at the measured rows' sequences and head sizes (the medians), scaled
+    by its ``attention_shape_rates`` where it has them: what the measurement should be compared with."""
+    if preset.attention_shape_rates is None:
+        return preset.attention_forward_efficiency, preset.attention_backward_efficiency
+    shares = [preset.attention_shape_rates.factors(r.seq, r.head_dim) for r in rows]
+    return (preset.attention_forward_efficiency * statistics.median(f for f, _ in shares),
+            preset.attention_backward_efficiency * statistics.median(b for _, b in shares))
