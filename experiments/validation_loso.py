@@ -18,7 +18,13 @@ from pathlib import Path
 from pipesim.io.atomic import write_text_atomic
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.constants import FITTED_CONSTANTS
-from pipesim.validation.loso import ValidationResult, error_bands, leave_one_source_out, summary
+from pipesim.validation.loso import (
+    ValidationResult,
+    error_bands,
+    leave_one_source_out,
+    left_out_by_kind,
+    summary,
+)
 from pipesim.validation.ranking import rankings, summarise
 from pipesim.validation.sources import runs_by_source, source_title
 
@@ -112,6 +118,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f} "
           f"(median {ranked.median_spearman:+.2f}), pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} "
           f"({ranked.pair_accuracy:.0%})")
+    print("left out, by kind of run: " + ", ".join(
+        f"{kind} {_abs(s['mean_abs'])} (bias {_pct(s['bias'])}, max {_abs(s['max_abs'])}, {s['rows']} rows)"
+        for kind, s in ((kind, summary(errors)) for kind, errors in left_out_by_kind(result).items())))
     per_kind, pooled = error_bands(result)
     print("error bands (90/90 tolerance bound of |left-out error|): "
           + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None else f"{k}: too few rows ({n}), takes all's"

@@ -181,20 +181,27 @@ def summary(errors: list[float]) -> dict[str, float]:
             "bias": statistics.fmean(errors), "max_abs": max(abs(e) for e in errors)}
 
 
-def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int]], tuple[float, int]]:
-    """The step-time error bands of :mod:`pipesim.analytic.validation_bands`: the 90/90 tolerance bound of
-    |left-out error| per kind of run (chip family, precision; None for a kind with too few rows for one) and
-    over every row, each with its row count (:func:`pipesim.analytic.error_band.tolerance_bound`)."""
+def left_out_by_kind(result: ValidationResult) -> dict[str, list[float]]:
+    """The signed left-out step-time errors of each kind of run (chip family, precision: the kinds of
+    :func:`pipesim.analytic.error_band.run_kind`; a chip it does not know yet has no kind and is left out)."""
     per_kind: dict[str, list[float]] = {}
     for s in result.sources:
         for run, error in zip(s.runs, s.left_out, strict=True):
             kind = run_kind(run.chip, run.precision)
-            if kind is not None:  # a chip error_band does not know yet gets no band of its own
-                per_kind.setdefault(kind, []).append(abs(error))
+            if kind is not None:
+                per_kind.setdefault(kind, []).append(error)
+    return dict(sorted(per_kind.items()))
+
+
+def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int]], tuple[float, int]]:
+    """The step-time error bands of :mod:`pipesim.analytic.validation_bands`: the 90/90 tolerance bound of
+    |left-out error| per kind of run (chip family, precision; None for a kind with too few rows for one) and
+    over every row, each with its row count (:func:`pipesim.analytic.error_band.tolerance_bound`)."""
+    per_kind = {kind: [abs(e) for e in errors] for kind, errors in left_out_by_kind(result).items()}
     pooled = [abs(e) for e in result.pooled("left_out")]
 
     def bound(values: list[float]) -> float | None:
         value = tolerance_bound(values)
         return None if value is None else round(value, 3)
 
-    return {k: (bound(v), len(v)) for k, v in sorted(per_kind.items())}, (bound(pooled), len(pooled))
+    return {k: (bound(v), len(v)) for k, v in per_kind.items()}, (bound(pooled), len(pooled))
