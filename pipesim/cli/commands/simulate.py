@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=args.model, hardware=args.hardware, memory_limit=args.memory_limit,
                       engine=args.engine, **vars(model_options_from_args(args)))
-    _note_default_pipeline(args)  # after the run: a refused one keeps its one-line error
+    _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
     written = []
     if args.timeline or args.trace:
         from pipesim.io.timeline import write_timeline  # pandas: only when a timeline file is asked for
@@ -79,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_default_pipeline(args: argparse.Namespace) -> None:
+def _note_default_pipeline(args: argparse.Namespace, result) -> None:
     """With --model, a built-in schedule and no --pp, the run is pipelined over the default ranks: say so, with
     the GPU count it makes, on stderr. Someone converting a published run without pipelining otherwise simulates
     four times the GPUs it used."""
-    if args.model is None or args.pp is not None or args.schedule not in builtin_names():
+    report = result.model_report
+    if report is None or args.pp is not None or args.schedule not in builtin_names():
         return
-    gpus = DEFAULT_PP * (args.tp or 1) * (args.cp or 1) * (args.dp or 1)
-    print(f"note: --pp not given: {DEFAULT_PP} pipeline ranks (the default), {gpus} GPUs in all; pass --pp 1 for "
-          "no pipeline", file=sys.stderr)
+    print(f"note: --pp not given: {DEFAULT_PP} pipeline ranks (the default), {report.layout.world_size} GPUs in "
+          "all; pass --pp 1 for no pipeline", file=sys.stderr)
