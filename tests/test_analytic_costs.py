@@ -7,19 +7,23 @@ import pytest
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.comm import (
     chunked_overlap,
+    collective_time,
     contended_overlap,
     dp_grad_sync,
     fsdp_layer_comm,
     group_bandwidth,
     overlapped,
     p2p_bandwidth,
+    per_tensor_host_time,
+    per_tensor_layer_comm,
     prefetched_overlap,
     ring_all_reduce_time,
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
-from pipesim.analytic.kernels import layer_times, linear_times
+from pipesim.analytic.kernels import layer_parameter_tensors, layer_times, linear_times
 from pipesim.analytic.layout import Layout, Recompute, ZeroCollectives, ZeroStage
+from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind
 from pipesim.analytic.params import layer_params
@@ -282,3 +286,68 @@ def test_ring_latency_is_nccls_ring_simple_model_by_hand():
     assert ring_latency(H100, 8, 8, all_reduce=True) == pytest.approx(8.4e-6 + 14 * 3.4e-6)
     assert ring_latency(H100, 16, 16) == pytest.approx(8.4e-6 + 14 * 3.4e-6 + 1 * 9.6e-6)  # two nodes
     assert ring_latency(H100, 4, 32) == pytest.approx(8.4e-6 + 3 * 9.6e-6)  # one member per node
+
+
+def test_layer_parameter_tensors_add_up_to_the_layer():
+    """One tensor per weight matrix (fused QKV and gate-up), a bias per matrix when the model has biases, each
+    norm's weight (and LayerNorm's bias): together exactly the layer's parameters."""
+    gpt, llama = MODEL_PRESETS["gpt3-175b"], MODEL_PRESETS["llama3.1-8b"]
+    h = gpt.hidden
+    assert layer_parameter_tensors(gpt, Layout()) == [3 * h * h, 3 * h, h * h, h, 4 * h * h, 4 * h, 4 * h * h, h,
+                                                      h, h, h, h]
+    assert sum(layer_parameter_tensors(gpt, Layout())) == layer_params(gpt)
+    assert len(layer_parameter_tensors(llama, Layout())) == 6  # no biases; two RMSNorm weights
+    assert sum(layer_parameter_tensors(llama, Layout())) == layer_params(llama)
+    assert sum(layer_parameter_tensors(llama, Layout(tp=4))) == pytest.approx(
+        layer_params(llama) / 4, rel=1e-3)  # the matrices split, the norms whole
+
+
+def test_deepspeed_2021_zero3_communicates_tensor_by_tensor_by_hand():
+    """``--zero 3 --zero-collectives per-tensor`` (DeepSpeed v0.3.13–v0.5.x): every tensor of at least 10⁵
+    elements gathered on its own before the forward, before the backward and before the recomputed forward;
+    every tensor's gradient reduce-scattered on its own; each collective costing the host one operation per
+    rank (10 µs on the presets) while the device, synchronised, waits."""
+    model = MODEL_PRESETS["gpt3-175b"]
+    a100 = CHIP_PRESETS["a100-80gb"]
+    layout = Layout(dp=16, zero=ZeroStage.PARAMETERS, zero_collectives=ZeroCollectives.PER_TENSOR,
+                    recompute=Recompute.FULL)
+    assert layout.collectives_per_tensor
+    tensors = layer_parameter_tensors(model, layout)
+    big = [size for size in tensors if size >= 100_000]
+    assert len(big) == 4  # the four matrices; GPT-3's biases (≤ 4h = 49,152) and norms stay gathered
+
+    def each(op, sizes, width):
+        return sum(collective_time(op, size * width, 16, a100, 16) for size in sizes)
+
+    gathers = each(CollectiveOp.ALL_GATHER, big, 2)
+    scatters = each(CollectiveOp.REDUCE_SCATTER, tensors, 4)
+    comm = per_tensor_layer_comm(tensors, layout, a100)
+    assert comm.forward == pytest.approx(gathers)
+    assert comm.backward == pytest.approx(2 * gathers + scatters)  # backward's and the recompute's gathers
+    selective = replace(layout, recompute=Recompute.SELECTIVE)
+    assert per_tensor_layer_comm(tensors, selective, a100).backward == pytest.approx(gathers + scatters)
+    # the bytes are the per-layer gather's; only the latencies differ (one per tensor)
+    whole = fsdp_layer_comm(layer_params(model), layout, a100)
+    assert whole.forward < comm.forward < whole.forward * 1.05
+    host = per_tensor_host_time(tensors, layout, a100)
+    assert host.forward == pytest.approx(4 * 16 * 10e-6)  # 4 gathers × 16 ranks × 10 µs
+    assert host.backward == pytest.approx((8 + 12) * 16 * 10e-6)  # 8 gathers, 12 reduce-scatters
+    # exposed in full, every layer and microbatch, over the per-layer ZeRO-3 of the same layout
+    per_layer = replace(layout, zero_collectives=ZeroCollectives.BUCKETED)
+    assert not per_layer.collectives_per_tensor
+    cheap = build_cost_model(model, a100, per_layer)  # first, so a cache that ignored the option would answer
+    costs = build_cost_model(model, a100, layout)
+    extra = comm.forward - whole.forward + host.forward
+    assert costs.stage(0).forward - cheap.stage(0).forward == pytest.approx(model.layers * extra, rel=1e-6)
+    # the host's part grows with the ranks: twice the ranks, twice the host time
+    wider = per_tensor_host_time(tensors, replace(layout, dp=32), a100)
+    assert wider.backward == pytest.approx(2 * host.backward)
+
+
+def test_per_tensor_zero_collectives_need_zero3_without_pipelining():
+    from pipesim.errors import PipesimError
+
+    for bad in (dict(zero=ZeroStage.GRADIENTS), dict(zero=ZeroStage.PARAMETERS, pp=2)):
+        with pytest.raises(PipesimError, match="--zero-collectives per-tensor"):
+            Layout(dp=8, zero_collectives=ZeroCollectives.PER_TENSOR, **bad)
+    assert not Layout(zero=ZeroStage.PARAMETERS, zero_collectives=ZeroCollectives.PER_TENSOR).collectives_per_tensor

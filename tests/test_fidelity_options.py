@@ -238,6 +238,25 @@ def test_zero_collectives_flag_runs_fsdp_zero2_per_layer(capsys):
     assert "--zero 2 and --pp 1" in _error(capsys, [*base[:-3], "--zero", "1", "--zero-collectives", "per-layer"])
 
 
+def test_zero_collectives_flag_runs_deepspeed_2021_zero3_per_tensor(capsys):
+    """``--zero 3 --zero-collectives per-tensor``: a collective per tensor, each costing the host a tensor
+    operation per rank, makes the step longer than per-layer ZeRO-3, by more on more ranks; the report says
+    which ran, and ZeRO-2 (or pipelining) is refused."""
+    base = ["simulate", "--model", "gpt3-175b", "--hardware", "a100-80gb", "--pp", "1", "--mb", "1",
+            "--recompute", "full", "--zero", "3", "--json"]
+    steps = {}
+    for dp in (64, 128):
+        for how in ("bucketed", "per-tensor"):
+            assert main([*base, "--dp", str(dp), "--zero-collectives", how]) == 0
+            report = json.loads(capsys.readouterr().out)["model_report"]
+            assert report["layout"]["zero_collectives"] == how
+            steps[dp, how] = report["step_time_s"]
+    assert steps[64, "per-tensor"] > steps[64, "bucketed"]
+    assert steps[128, "per-tensor"] - steps[128, "bucketed"] > steps[64, "per-tensor"] - steps[64, "bucketed"]
+    error = _error(capsys, [*base[:-3], "--zero", "2", "--dp", "8", "--zero-collectives", "per-tensor"])
+    assert "--zero 3 and --pp 1" in error
+
+
 def test_context_parallel_by_hand():
     model = MODEL_PRESETS["llama3.1-8b"]
     layout = Layout(tp=1, cp=2)

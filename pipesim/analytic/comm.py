@@ -21,6 +21,7 @@ et al. 2023); DP sync is one REDUCE_GRAD per chunk in the Program.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
@@ -395,3 +396,44 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     scatter = collective_time(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads, n,
                               chip, span, stride=layout.tp)
     return LayerComm(gather, (gather if layout.regathers_for_backward else 0.0) + scatter)
+
+
+# DeepSpeed's ``param_persistence_threshold`` default (runtime/zero/constants.py, unchanged since ZeRO-3's
+# release): under ZeRO-3 a tensor with fewer elements is never partitioned, so it is never gathered.
+ZERO3_PERSISTENCE_THRESHOLD = 100_000
+
+
+def per_tensor_layer_comm(tensors: Sequence[int], layout: Layout, chip: ChipSpec) -> LayerComm:
+    """DeepSpeed's 2021 ZeRO-3 (:attr:`ZeroCollectives.PER_TENSOR`) per layer and microbatch: each tensor of at
+    least :data:`ZERO3_PERSISTENCE_THRESHOLD` elements all-gathered on its own before the forward, again before
+    the backward, and once more before a forward recomputed in full; every tensor's gradient reduce-scattered
+    on its own. The bytes are :func:`fsdp_layer_comm`'s; each collective pays its ring's latency.
+    ``tensors``: elements per tensor on this rank (:func:`pipesim.analytic.kernels.layer_parameter_tensors`)."""
+    n = layout.dp * layout.cp
+    span = layout.tp * n
+    gather = sum(collective_time(CollectiveOp.ALL_GATHER, size * layout.param_bytes.weights, n, chip, span,
+                                 stride=layout.tp)
+                 for size in tensors if size >= ZERO3_PERSISTENCE_THRESHOLD)
+    scatter = sum(collective_time(CollectiveOp.REDUCE_SCATTER, size * layout.param_bytes.grads, n, chip, span,
+                                  stride=layout.tp) for size in tensors)
+    return LayerComm(gather, gather * _backward_gathers(layout) + scatter)
+
+
+def per_tensor_host_time(tensors: Sequence[int], layout: Layout, chip: ChipSpec) -> LayerComm:
+    """The host's share of :func:`per_tensor_layer_comm`, per layer and microbatch. DeepSpeed hands PyTorch each
+    collective as a list of one view per rank (``partitions.append(flat_tensor.narrow(...))`` for all N ranks),
+    and ProcessGroupNCCL moves a list through a flat buffer with one ``copy_`` per view (after an all-gather,
+    before a reduce-scatter): N tensor operations per collective, each :attr:`ChipSpec.host_kernel_overhead`.
+    Exposed in full: ``_allgather_param`` calls ``torch.cuda.synchronize()`` first, so the device has no work
+    queued to hide it behind. Taken one after the other with the transfer, which errs long where a tensor's
+    transfer outlasts the N copies issued while it runs."""
+    per_collective = layout.dp * layout.cp * chip.host_kernel_overhead
+    gathers = sum(1 for size in tensors if size >= ZERO3_PERSISTENCE_THRESHOLD)
+    return LayerComm(gathers * per_collective,
+                     (gathers * _backward_gathers(layout) + len(tensors)) * per_collective)
+
+
+def _backward_gathers(layout: Layout) -> int:
+    """Gathers of a tensor-by-tensor ZeRO-3 layer in its backward: one, and one more for a recomputed forward
+    (its forward hooks fetch the weights and release them before the backward's hooks fetch them again)."""
+    return 2 if layout.recompute is Recompute.FULL else 1

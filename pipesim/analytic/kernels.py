@@ -189,6 +189,18 @@ def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
     return groups
 
 
+def layer_parameter_tensors(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> list[int]:
+    """Elements of each parameter tensor of one layer on one rank, as Megatron-LM builds the layer: one tensor
+    per weight matrix of :func:`layer_gemms` (fused QKV, fused gate and up; each local expert's own), a bias per
+    weight matrix when the model has biases, and each norm's weight (and bias, for LayerNorm). What a framework
+    that communicates tensor by tensor issues collectives for (:attr:`ZeroCollectives.PER_TENSOR`)."""
+    tensors: list[int] = []
+    for _rows, n_out, k_in, count in layer_gemms(model, layout, 1, kind):
+        tensors += [n_out * k_in] * count + ([n_out] * count if model.bias else [])
+    norm_tensors = 1 if model.rms_norm else 2
+    return tensors + [model.hidden] * (2 * norm_tensors)
+
+
 def per_op_recomputed_gemms(model: ModelSpec, layout: Layout, tokens: int) -> list[tuple[int, int, int, int]]:
     """The matmuls torchtitan's per-op checkpointing recomputes (every second one in call order,
     :func:`pipesim.analytic.activations.per_op_kept_width`): wk, wo and w3, or wk, wo and fc2 ungated."""

@@ -39,8 +39,9 @@ class ZeroStage(enum.IntEnum):
 
 
 class ZeroCollectives(enum.Enum):
-    """How a sharded data-parallel group moves its gradients and weights (ZeRO-1 and ZeRO-2; ZeRO-3 without
-    pipelining always goes layer by layer)."""
+    """How a sharded data-parallel group moves its gradients and weights: for ZeRO-1 and ZeRO-2, in buckets or
+    layer by layer; for ZeRO-3 without pipelining, layer by layer (PyTorch FSDP, today's DeepSpeed) or tensor by
+    tensor (DeepSpeed's first ZeRO-3)."""
 
     # DeepSpeed's ZeRO-1/2 and Megatron's distributed optimizer: the stage's gradients reduce-scattered in large
     # buckets after the backward, the updated weights all-gathered after the optimizer step.
@@ -49,6 +50,25 @@ class ZeroCollectives(enum.Enum):
     # gathers its weights before its forward and reduce-scatters its gradients after its backward, in every
     # microbatch, so each block pays a collective's latency per microbatch, as ZeRO-3 does.
     PER_LAYER = "per-layer"
+    # DeepSpeed's ZeRO-3 from its release (v0.3.13, March 2021) to v0.5.5 (November 2021), the one Megatron-LM's
+    # 2021 comparison ran (partition_parameters.py, ``_allgather_param`` and ``_reduce_scatter_gradient``): one
+    # collective per parameter tensor. Each all-gather is preceded by ``torch.cuda.synchronize()`` and passes
+    # PyTorch a list of N views of one buffer (N = ranks), which ProcessGroupNCCL flattens and copies back view
+    # by view; each reduce-scatter builds and copies N views likewise. So every tensor's collective costs the
+    # host N tensor operations while the device, just synchronised, has nothing queued. Tensors under 10⁵
+    # elements (biases, norms: ``param_persistence_threshold``) stay gathered; their gradients are still
+    # reduce-scattered one by one. A layer recomputed in full is gathered a third time for its recomputed
+    # forward (the module's forward hooks fetch it and release it again before its backward fetches it).
+    PER_TENSOR = "per-tensor"
+
+    def applies_to(self, zero: ZeroStage, pp: int) -> bool:
+        """Whether this way of communicating exists for a ZeRO stage and pipeline depth: bucketed always; per
+        layer for ZeRO-2 without pipelining (ZeRO-3 without pipelining is per layer already); per tensor for
+        ZeRO-3 without pipelining (DeepSpeed's ZeRO-3 has no pipeline engine)."""
+        if self is ZeroCollectives.BUCKETED:
+            return True
+        wanted = ZeroStage.GRADIENTS if self is ZeroCollectives.PER_LAYER else ZeroStage.PARAMETERS
+        return zero is wanted and pp == 1
 
 
 class Precision(enum.Enum):
@@ -195,6 +215,12 @@ class Layout:
                 "--zero-collectives per-layer is PyTorch FSDP's ZeRO-2 (SHARD_GRAD_OP) without pipelining; it "
                 f"needs --zero 2 and --pp 1 (got --zero {int(self.asked_sharding)}, --pp {self.pp}): set those or "
                 "drop it (ZeRO-3 without pipelining is per layer already)")
+        if self.zero_collectives is ZeroCollectives.PER_TENSOR and not self.zero_collectives.applies_to(
+                self.asked_sharding, self.pp):
+            raise PipesimError(
+                "--zero-collectives per-tensor is DeepSpeed's 2021 ZeRO-3 (one collective per parameter tensor), "
+                f"which has no pipelining; it needs --zero 3 and --pp 1 (got --zero {int(self.asked_sharding)}, "
+                f"--pp {self.pp}): set those or drop it")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
 
@@ -250,6 +276,12 @@ class Layout:
         its backward (ZeRO-3, FSDP's FULL_SHARD), rather than keeping them until its backward is done (FSDP's
         SHARD_GRAD_OP, ZeRO-2)."""
         return self.gathers_per_layer and self.sharding is ZeroStage.PARAMETERS
+
+    @property
+    def collectives_per_tensor(self) -> bool:
+        """DeepSpeed's 2021 ZeRO-3 in force (:attr:`ZeroCollectives.PER_TENSOR`): a collective per parameter
+        tensor, each costing the host a tensor operation per rank."""
+        return self.regathers_for_backward and self.zero_collectives is ZeroCollectives.PER_TENSOR
 
     @property
     def expert_shards(self) -> int:

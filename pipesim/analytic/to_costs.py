@@ -54,6 +54,8 @@ from pipesim.analytic.comm import (
     overlapped,
     p2p_bandwidth,
     p2p_bytes,
+    per_tensor_host_time,
+    per_tensor_layer_comm,
     prefetched_overlap,
     tp_layer_comm,
 )
@@ -67,6 +69,7 @@ from pipesim.analytic.kernels import (
     grad_accumulation_time,
     head_times,
     layer_kernel_counts,
+    layer_parameter_tensors,
     layer_times,
     linear_times,
 )
@@ -318,13 +321,20 @@ def _layer_comm(
         # only in part (comm.prefetched_overlap) and take SMs from them while they do (comm.contended_overlap);
         # in the backward they overlap the recomputed forward too. A rank gathers its share: the dense weights
         # and its ep-th of the routed experts.
-        held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
-        fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
+        host = LayerComm(0.0, 0.0)
+        if layout.collectives_per_tensor:
+            # DeepSpeed's 2021 ZeRO-3: a collective per tensor, each costing the host one operation per rank
+            tensors = layer_parameter_tensors(model, layout, kind)
+            fsdp = per_tensor_layer_comm(tensors, layout, chip)
+            host = per_tensor_host_time(tensors, layout, chip)
+        else:
+            held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
+            fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
         share = chip.comm_sm_share
         gathers = LayerComm(
-            prefetched_overlap(fsdp.forward, layer.forward, share, chip.zero3_overlap_share),
-            prefetched_overlap(fsdp.backward, layer.backward_input + layer.backward_weight + layer.recompute, share,
-                               chip.zero3_overlap_share),
+            host.forward + prefetched_overlap(fsdp.forward, layer.forward, share, chip.zero3_overlap_share),
+            host.backward + prefetched_overlap(fsdp.backward, layer.backward_input + layer.backward_weight
+                                               + layer.recompute, share, chip.zero3_overlap_share),
         )
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
 
@@ -392,7 +402,8 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.async_tp,
         layout.moe_imbalance,
         layout.halve_causal_attention,
-        (layout.dp, layout.param_bytes, layout.regathers_for_backward) if gathers else None,
+        (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor) if gathers
+        else None,
     )
 
 

@@ -43,8 +43,10 @@ class ModelOptions:
         last_stage_layers: layers on the last stage, which also holds the LM head and loss.
         stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).
         zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
-        zero_collectives: ``"bucketed"`` (DeepSpeed's ZeRO-2, default) or ``"per-layer"`` (PyTorch FSDP's
-            SHARD_GRAD_OP: each layer gathers its weights and reduce-scatters its gradients, every microbatch).
+        zero_collectives: ``"bucketed"`` (DeepSpeed's ZeRO-2, default), ``"per-layer"`` (with ZeRO-2: PyTorch
+            FSDP's SHARD_GRAD_OP, each layer gathers its weights and reduce-scatters its gradients, every
+            microbatch) or ``"per-tensor"`` (with ZeRO-3: DeepSpeed's 2021 ZeRO-3, a collective per parameter
+            tensor, each costing the host an operation per rank).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         async_tp: overlap tensor-parallel collectives with their GEMMs.

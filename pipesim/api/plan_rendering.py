@@ -29,7 +29,8 @@ def _kernels(request: PlanRequest) -> str:
     if request.loss is not LossKernel.MEGATRON:
         said.append(f"{request.loss.value} cross-entropy")
     if request.zero_collectives is not ZeroCollectives.BUCKETED:
-        said.append(f"{request.zero_collectives.value} ZeRO-2 collectives")
+        stage = 3 if request.zero_collectives is ZeroCollectives.PER_TENSOR else 2
+        said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")
     return f", {' and '.join(said)}" if said else ""
 
 

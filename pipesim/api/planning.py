@@ -281,8 +281,9 @@ def plan(
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``attention``, ``elementwise`` and ``loss`` (the kernels the training code runs, not searched:
             "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch"), ``zero_collectives``
-            (how ZeRO-2 candidates communicate, not searched: "bucketed", DeepSpeed's, or "per-layer", PyTorch
-            FSDP's SHARD_GRAD_OP).
+            (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
+            "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
+            release).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -124,7 +124,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="how --zero 2 communicates: bucketed (DeepSpeed: gradients reduce-scattered in "
                        "buckets after the backward, weights gathered after the step; default) or per-layer "
                        "(PyTorch FSDP's SHARD_GRAD_OP: each layer gathers its weights before its forward and "
-                       "reduce-scatters its gradients after its backward, every microbatch); needs --pp 1")
+                       "reduce-scatters its gradients after its backward, every microbatch); with --zero 3, "
+                       "per-tensor (DeepSpeed's 2021 ZeRO-3: a collective per parameter tensor, each costing the "
+                       "host an operation per rank); both need --pp 1")
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--fp8", action="store_true", default=None,

@@ -180,16 +180,17 @@ class Candidate:
         """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
         two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1).
         ``overlap_dp_sync``: the gradient reduce beside the last backward, and the parameter gather beside the first
-        forward where the optimizer state is sharded. ``zero_collectives``: how a ZeRO-2 candidate without
-        pipelining communicates (FSDP's per layer, or DeepSpeed's buckets); every other candidate buckets."""
-        fsdp = self.zero is ZeroStage.GRADIENTS and self.pp == 1
+        forward where the optimizer state is sharded. ``zero_collectives``: how the candidates it applies to
+        communicate (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per layer or ZeRO-3 per tensor, without
+        pipelining); every other candidate keeps the default."""
+        applies = zero_collectives.applies_to(self.zero, self.pp)
         copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
         return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks // copies,
                       model_copies=copies,
                       microbatches=self.microbatches, recompute=self.recompute,
                       sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
                       attention=attention, elementwise=elementwise, loss=loss, param_bytes=param_bytes,
-                      zero_collectives=zero_collectives if fsdp else ZeroCollectives.BUCKETED,
+                      zero_collectives=zero_collectives if applies else ZeroCollectives.BUCKETED,
                       overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep, overlap_grad_reduce=overlap_dp_sync,
                       overlap_param_gather=overlap_dp_sync and self.zero is not ZeroStage.NONE)
 

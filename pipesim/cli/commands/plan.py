@@ -119,9 +119,10 @@ def register(sub) -> None:
                    help="the cross-entropy's implementation, not searched: megatron (vocabulary-parallel, in place; "
                    "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's)")
     p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default="bucketed",
-                   help="how ZeRO-2 candidates communicate, not searched: bucketed (DeepSpeed; default) or "
-                   "per-layer (PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and reduce-scatter, every "
-                   "microbatch)")
+                   help="how ZeRO candidates without pipelining communicate, not searched: bucketed (DeepSpeed; "
+                   "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
+                   "reduce-scatter, every microbatch) or per-tensor (ZeRO-3 as DeepSpeed's 2021 release: a "
+                   "collective per parameter tensor)")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")

@@ -24,7 +24,13 @@ pass of their own every microbatch (``--grad-accumulation autograd``, Megatron-L
 gradient-accumulation fusion: see ``narayanan2021``; the ZeRO-3 rows run one microbatch, where it costs nothing),
 blocking pipeline sends, sequence 2048; ZeRO-3 rows as ``--zero 3`` over dp = GPUs (weights, gradients and
 optimizer state sharded, each layer all-gathered when it runs), the DeepSpeed prefetching modelled by pipesim's
-own ZeRO-3 overlap rule.
+own ZeRO-3 overlap rule; and DeepSpeed's ZeRO-3 of its time, which communicated tensor by tensor
+(``--zero-collectives per-tensor``): the paper appeared in April 2021, ZeRO-3 was released in DeepSpeed v0.3.13
+(March 2021), and every release up to v0.5.5 (November 2021) gathers each parameter tensor on its own, after a
+``torch.cuda.synchronize()``, through a list of one view per rank that PyTorch's NCCL process group copies view
+by view (``partition_parameters.py``: ``_allgather_param``, ``_reduce_scatter_gradient``). That cost grows with
+the ranks: it is why the measured ZeRO-3 step does not shrink from 768 to 1,536 GPUs (66.7 s both), where a
+per-layer gather's ring predicts it halving.
 
 Uncertain: the PTD-P split and schedule; DeepSpeed ZeRO-3's bucket sizes and prefetch depth (pipesim has one
 ZeRO-3 rule for FSDP and DeepSpeed); whether the ZeRO-3 runs recomputed (assumed, as the PTD-P runs and as the
@@ -34,7 +40,7 @@ memory of a 530B model at micro-batch 4 on 640 GPUs requires). No memory is publ
 Out-of-sample: added after the constants were fixed (issue #24), never fitted to.
 """
 
-from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute, ZeroStage
+from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute, ZeroCollectives, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100"
@@ -44,7 +50,7 @@ _COMMON = dict(recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, fp16
 ROWS = [
     # ZeRO-3 without model parallelism: dp = GPUs, one microbatch per step
     *(PublishedRun(SOURCE, model, "a100-80gb", gpus, batch, micro_batch=mbs, zero=ZeroStage.PARAMETERS,
-                   hfu_tflops=tf, **_COMMON)
+                   zero_collectives=ZeroCollectives.PER_TENSOR, hfu_tflops=tf, **_COMMON)
       for model, batch, gpus, mbs, tf in [
           ("gpt3-175b", 1536, 384, 4, 144), ("gpt3-175b", 1536, 768, 2, 88), ("gpt3-175b", 1536, 1536, 1, 44),
           ("gpt-529.6b", 2560, 640, 4, 138), ("gpt-529.6b", 2240, 1120, 2, 98), ("gpt-529.6b", 2240, 2240, 1, 48)]),
