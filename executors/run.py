@@ -408,7 +408,10 @@ def main(argv: list[str] | None = None) -> int:
             peaks = ", ".join(f"pp{r}: {b / 1024:.1f} KiB" for r, b in enumerate(result.peak_activation_bytes))
             print(f"peak saved activations per pipeline rank: {peaks}", flush=True)
             if cuda:
-                print(f"cuda max allocated: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB", flush=True)
+                # both: pipesim predicts what is allocated; frameworks and nvidia-smi show what the caching
+                # allocator holds (reserved), which its fragmentation puts above it
+                print(f"cuda max allocated: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB, max reserved: "
+                      f"{torch.cuda.max_memory_reserved() / 2**20:.1f} MiB", flush=True)
         if rank == 0:  # emulated or not: the measured timeline is written when asked
             if args.timeline:
                 write_timeline(result.timeline, args.timeline)
