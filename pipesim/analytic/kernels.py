@@ -192,8 +192,9 @@ def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
 def layer_parameter_tensors(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> list[int]:
     """Elements of each parameter tensor of one layer on one rank, as Megatron-LM builds the layer: one tensor
     per weight matrix of :func:`layer_gemms` (fused QKV, fused gate and up; each local expert's own), a bias per
-    weight matrix when the model has biases, and each norm's weight (and bias, for LayerNorm). What a framework
-    that communicates tensor by tensor issues collectives for (:attr:`ZeroCollectives.PER_TENSOR`)."""
+    weight matrix when the model has biases, and the two norms' weights (and biases, for LayerNorm; latent
+    attention's two small latent norms are left out). What a framework that communicates tensor by tensor issues
+    collectives for (:attr:`ZeroCollectives.PER_TENSOR`)."""
     tensors: list[int] = []
     for _rows, n_out, k_in, count in layer_gemms(model, layout, 1, kind):
         tensors += [n_out * k_in] * count + ([n_out] * count if model.bias else [])

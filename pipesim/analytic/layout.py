@@ -50,15 +50,16 @@ class ZeroCollectives(enum.Enum):
     # gathers its weights before its forward and reduce-scatters its gradients after its backward, in every
     # microbatch, so each block pays a collective's latency per microbatch, as ZeRO-3 does.
     PER_LAYER = "per-layer"
-    # DeepSpeed's ZeRO-3 from its release (v0.3.13, March 2021) to v0.5.5 (November 2021), the one Megatron-LM's
-    # 2021 comparison ran (partition_parameters.py, ``_allgather_param`` and ``_reduce_scatter_gradient``): one
-    # collective per parameter tensor. Each all-gather is preceded by ``torch.cuda.synchronize()`` and passes
-    # PyTorch a list of N views of one buffer (N = ranks), which ProcessGroupNCCL flattens and copies back view
-    # by view; each reduce-scatter builds and copies N views likewise. So every tensor's collective costs the
-    # host N tensor operations while the device, just synchronised, has nothing queued. Tensors under 10⁵
-    # elements (biases, norms: ``param_persistence_threshold``) stay gathered; their gradients are still
-    # reduce-scattered one by one. A layer recomputed in full is gathered a third time for its recomputed
-    # forward (the module's forward hooks fetch it and release it again before its backward fetches it).
+    # DeepSpeed's ZeRO-3 from its release (v0.3.13, March 2021) to v0.5.5 (November 2021), which Narayanan et al.'s
+    # April 2021 comparison must have run (partition_parameters.py, ``_allgather_param`` and
+    # ``_reduce_scatter_gradient``): one collective per parameter tensor. Each all-gather is preceded by
+    # ``torch.cuda.synchronize()`` and passes PyTorch a list of N views of one buffer (N = ranks), which
+    # ProcessGroupNCCL flattens and copies back view by view; each reduce-scatter builds and copies N views
+    # likewise. So every tensor's collective costs the host N tensor operations while the device, just synchronised,
+    # has nothing queued. Tensors under 10⁵ elements (biases, norms: ``param_persistence_threshold``) stay gathered;
+    # their gradients are still reduce-scattered one by one. A layer recomputed in full is gathered a third time for
+    # its recomputed forward (the module's forward hooks fetch it and release it again before its backward fetches
+    # it).
     PER_TENSOR = "per-tensor"
 
     def applies_to(self, zero: ZeroStage, pp: int) -> bool:
