@@ -389,13 +389,17 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     :attr:`Layout.regathers_for_backward` false) keeps the gathered weights until the backward: no second
     gather. Total transfer time; the prefetch overlaps it with the neighbouring layer's compute, so
     :func:`prefetched_overlap` decides what is exposed."""
-    n = layout.dp * layout.cp
-    span = layout.tp * n
-    gather = collective_time(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.param_bytes.weights, n, chip,
-                             span, stride=layout.tp)
-    scatter = collective_time(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads, n,
-                              chip, span, stride=layout.tp)
+    gather = _sharded_collective(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.param_bytes.weights,
+                                 layout, chip)
+    scatter = _sharded_collective(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads,
+                                  layout, chip)
     return LayerComm(gather, (gather if layout.regathers_for_backward else 0.0) + scatter)
+
+
+def _sharded_collective(op: CollectiveOp, nbytes: float, layout: Layout, chip: ChipSpec) -> float:
+    """One ZeRO collective of an ``nbytes`` buffer over the dp·cp ranks that share a tp rank's shard."""
+    n = layout.dp * layout.cp
+    return collective_time(op, nbytes, n, chip, layout.tp * n, stride=layout.tp)
 
 
 # DeepSpeed's ``param_persistence_threshold`` default (runtime/zero/constants.py, unchanged since ZeRO-3's
@@ -409,13 +413,10 @@ def per_tensor_layer_comm(tensors: Sequence[int], layout: Layout, chip: ChipSpec
     the backward, and once more before a forward recomputed in full; every tensor's gradient reduce-scattered
     on its own. The bytes are :func:`fsdp_layer_comm`'s; each collective pays its ring's latency.
     ``tensors``: elements per tensor on this rank (:func:`pipesim.analytic.kernels.layer_parameter_tensors`)."""
-    n = layout.dp * layout.cp
-    span = layout.tp * n
-    gather = sum(collective_time(CollectiveOp.ALL_GATHER, size * layout.param_bytes.weights, n, chip, span,
-                                 stride=layout.tp)
-                 for size in tensors if size >= ZERO3_PERSISTENCE_THRESHOLD)
-    scatter = sum(collective_time(CollectiveOp.REDUCE_SCATTER, size * layout.param_bytes.grads, n, chip, span,
-                                  stride=layout.tp) for size in tensors)
+    gather = sum(_sharded_collective(CollectiveOp.ALL_GATHER, size * layout.param_bytes.weights, layout, chip)
+                 for size in _gathered(tensors))
+    scatter = sum(_sharded_collective(CollectiveOp.REDUCE_SCATTER, size * layout.param_bytes.grads, layout, chip)
+                  for size in tensors)
     return LayerComm(gather, gather * _backward_gathers(layout) + scatter)
 
 
@@ -428,9 +429,14 @@ def per_tensor_host_time(tensors: Sequence[int], layout: Layout, chip: ChipSpec)
     queued to hide it behind. Taken one after the other with the transfer, which errs long where a tensor's
     transfer outlasts the N copies issued while it runs."""
     per_collective = layout.dp * layout.cp * chip.host_kernel_overhead
-    gathers = sum(1 for size in tensors if size >= ZERO3_PERSISTENCE_THRESHOLD)
+    gathers = len(_gathered(tensors))
     return LayerComm(gathers * per_collective,
                      (gathers * _backward_gathers(layout) + len(tensors)) * per_collective)
+
+
+def _gathered(tensors: Sequence[int]) -> list[int]:
+    """The tensors ZeRO-3 partitions and so gathers: those of at least :data:`ZERO3_PERSISTENCE_THRESHOLD`."""
+    return [size for size in tensors if size >= ZERO3_PERSISTENCE_THRESHOLD]
 
 
 def _backward_gathers(layout: Layout) -> int:
