@@ -125,9 +125,11 @@ def profile(out: Path, model_file: Path, processes: int, tps: list[int], quick: 
 
 
 # How the executor's GPT runs, stated as simulate's flags: plain PyTorch modules (one kernel per op, the attention
-# output copied back from its transpose), F.cross_entropy on FP32 logits, and autograd summing every
-# microbatch's weight gradients into .grad.
-EXECUTOR_KERNELS = ["--elementwise", "eager", "--loss", "pytorch", "--grad-accumulation", "autograd"]
+# output copied back from its transpose), F.cross_entropy on FP32 logits, autograd summing every
+# microbatch's weight gradients into .grad, and tensor-parallel collectives that all block (executors/collectives.py:
+# each runs inside its autograd function, none beside a weight gradient).
+EXECUTOR_KERNELS = ["--elementwise", "eager", "--loss", "pytorch", "--grad-accumulation", "autograd",
+                    "--no-overlap-tp-dgrad"]
 
 
 def predict(config: Config, model_file: Path, chip: Path, microbatches: int) -> float:

@@ -21,7 +21,7 @@ from pipesim.analytic.comm import (
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
-from pipesim.analytic.kernels import layer_parameter_tensors, layer_times, linear_times
+from pipesim.analytic.kernels import gemm_time, layer_parameter_tensors, layer_times, linear_times
 from pipesim.analytic.layout import Layout, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -29,6 +29,7 @@ from pipesim.analytic.model_spec import LayerKind
 from pipesim.analytic.params import layer_params
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.cli.main import main
+from pipesim.errors import PipesimError
 from pipesim.program.build import build_program
 from pipesim.sim.simulator import simulate
 
@@ -179,6 +180,35 @@ def test_async_tp_exposes_its_first_chunk_and_the_reduce_scatters_sm_share():
                                         fsdp.backward - layer.backward_input - layer.backward_weight - layer.recompute)
     assert costs.stage(0).forward - free.stage(0).forward == pytest.approx(extra_forward)
     assert costs.stage(0).backward - free.stage(0).backward == pytest.approx(extra_backward)
+
+
+@pytest.mark.parametrize("sequence_parallel", [True, False])
+def test_column_parallel_input_gradient_collectives_hide_behind_their_weight_gradients_by_hand(sequence_parallel):
+    """Megatron-LM and Transformer Engine issue a column-parallel linear's input-gradient collective (reduce-scatter
+    with SP, all-reduce without) asynchronously and compute its weight gradient meanwhile: per layer, the fused
+    QKV's and the MLP's up projection's, each hiding c − max(σ·c, c − w) of its collective c behind its wgrad w."""
+    model = MODEL_PRESETS["llama2-70b"]  # h 8192, GQA with 8 KV heads, SwiGLU of 28672
+    blocking = Layout(tp=8, microbatches=2, sequence_parallel=sequence_parallel, overlap_tp_dgrad=False)
+    hiding = replace(blocking, overlap_tp_dgrad=True)
+    tokens = model.micro_batch * model.seq_len
+    op = CollectiveOp.REDUCE_SCATTER if sequence_parallel else CollectiveOp.ALL_REDUCE
+    c = collective_time(op, 2 * tokens * 8192, 8, H100, 8)  # one b·s·h BF16 activation over the 8 ranks
+    qkv = gemm_time(8192, (8192 + 2 * 8 * 128) // 8, tokens, H100, blocking.precision)  # Xᵀ·dY: h × (h + 2·kv)/t
+    up = gemm_time(8192, 2 * 28672 // 8, tokens, H100, blocking.precision)  # gate and up fused
+    sigma = 24 / 132
+    hidden = sum(c - max(sigma * c, c - w) for w in (qkv, up))
+    assert qkv < c < up  # the QKV wgrad hides part of its collective; the up projection's hides all but σ·c
+    assert hidden == pytest.approx(c - (c - qkv) + c - sigma * c)
+    off, on = build_cost_model(model, H100, blocking), build_cost_model(model, H100, hiding)
+    # the fused backward (1F1B's) gains it on every layer; a split backward's B (zero bubble) waits for it all
+    assert off.default.backward - on.default.backward == pytest.approx(model.layers * hidden, rel=1e-9)
+    assert on.default.backward_input == off.default.backward_input
+    assert on.default.forward == off.default.forward
+    # async TP has its own model of every collective; tp = 1 has nothing to hide
+    assert not replace(hiding, async_tp=True, sequence_parallel=True).hides_tp_dgrad
+    assert not Layout(microbatches=2).hides_tp_dgrad
+    with pytest.raises(PipesimError, match="contradicts --async-tp"):
+        Layout(tp=8, sequence_parallel=True, async_tp=True, overlap_tp_dgrad=False)
 
 
 def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_overlapping_share_by_hand():

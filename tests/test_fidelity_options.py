@@ -257,6 +257,23 @@ def test_zero_collectives_flag_runs_deepspeed_2021_zero3_per_tensor(capsys):
     assert "--zero 3 and --pp 1" in error
 
 
+def test_overlap_tp_dgrad_flag(capsys):
+    """``--no-overlap-tp-dgrad``: every TP collective waits, so 1F1B's step is longer than with the column-parallel
+    input-gradient collectives beside their weight gradients (the default); the report says which ran, and
+    async TP, which overlaps everything, refuses the contradiction."""
+    base = ["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "4", "--tp", "8",
+            "--sequence-parallel", "--json"]
+    runs = {}
+    for flags in ([], ["--no-overlap-tp-dgrad"]):
+        assert main([*base, *flags]) == 0
+        runs[bool(flags)] = json.loads(capsys.readouterr().out)["model_report"]
+    assert runs[False]["layout"]["overlap_tp_dgrad"] and not runs[True]["layout"]["overlap_tp_dgrad"]
+    assert runs[True]["step_time_s"] > runs[False]["step_time_s"]
+    assert main([*base[:-1], "--no-overlap-tp-dgrad"]) == 0
+    assert "TP collectives all blocking" in capsys.readouterr().out
+    assert "contradicts --async-tp" in _error(capsys, [*base[:-1], "--async-tp", "--no-overlap-tp-dgrad"])
+
+
 def test_context_parallel_by_hand():
     model = MODEL_PRESETS["llama3.1-8b"]
     layout = Layout(tp=1, cp=2)

@@ -15,8 +15,9 @@ ring's latency outweighs its bytes, LL128 does (:func:`nccl_ring_time`).
 Which link: ranks are ordered tp fastest, then cp, then dp, then pp (Megatron-LM's order). A group whose
 ranks all lie in one node (``node_size`` chips) uses the intra-node link; otherwise a ring crosses nodes and
 the NICs are its bottleneck: as many NICs as the group has members in a node (:func:`group_bandwidth`). TP
-collectives are exposed unless ``async_tp`` (Megatron-LM's defaults in Narayanan et al. 2021 and Korthikanti
-et al. 2023); DP sync is one REDUCE_GRAD per chunk in the Program.
+collectives are exposed unless ``async_tp``, but for the column-parallel linears' input-gradient collectives,
+which the weight-gradient GEMMs hide with ``overlap_tp_dgrad`` (Megatron-LM since September 2021, Transformer
+Engine; :func:`dgrad_hidden_by_wgrad`); DP sync is one REDUCE_GRAD per chunk in the Program.
 """
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ class LayerComm:
 
     forward: float
     backward: float  # including the recomputed forward's collectives under full recompute
+    # Of ``backward``, what a backward that computes the weight gradients with the input gradients hides behind
+    # the weight-gradient GEMMs (Layout.overlap_tp_dgrad); a split backward (zero bubble's B, then W later)
+    # waits for all of ``backward``.
+    hidden_by_weight_grad: float = 0.0
 
 
 def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
@@ -140,12 +145,14 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), each at the
     rate its own collective reaches (:func:`group_bandwidth`); the backward's re-all-gather of the input for
     the weight gradient is overlapped with the input-gradient matmul in Megatron-LM and not counted. Full
-    recompute repeats the forward's collectives.
+    recompute repeats the forward's collectives. All of it is counted exposed here; what the weight-gradient
+    GEMMs hide of the backward's input-gradient collectives (:func:`tp_dgrad_collective`,
+    :func:`dgrad_hidden_by_wgrad`) is set apart by the cost model.
     """
     t = layout.tp
     if t == 1:
         return LayerComm(0.0, 0.0)
-    nbytes = model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
+    nbytes = _tp_collective_bytes(model, layout)
     if layout.sequence_parallel:
         one = (collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
                + collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t))
@@ -154,6 +161,28 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     forward = 2 * one
     backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
     return LayerComm(forward, backward)
+
+
+def _tp_collective_bytes(model: ModelSpec, layout: Layout) -> int:
+    """The ``b·s·h`` activation (this rank's cp share of the sequence) one TP collective moves."""
+    return model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
+
+
+def tp_dgrad_collective(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
+    """One column-parallel linear's input-gradient collective in the backward: the reduce-scatter back to the
+    sequence shards with sequence parallelism, else the all-reduce of the conjugate ``f`` (0 at tp = 1)."""
+    t = layout.tp
+    if t == 1:
+        return 0.0
+    op = CollectiveOp.REDUCE_SCATTER if layout.sequence_parallel else CollectiveOp.ALL_REDUCE
+    return collective_time(op, _tp_collective_bytes(model, layout), t, chip, t)
+
+
+def dgrad_hidden_by_wgrad(collective: float, weight_grads: Sequence[float], chip: ChipSpec) -> float:
+    """What the weight-gradient GEMMs hide of the column-parallel linears' input-gradient collectives, one
+    ``collective`` per linear beside that linear's own weight-gradient GEMM (``weight_grads``): each runs for
+    its full length only beside compute it slows by the chip's SM share (:func:`contended_overlap`)."""
+    return sum(collective - contended_overlap(collective, w, chip.comm_sm_share) for w in weight_grads)
 
 
 def p2p_bytes(model: ModelSpec, layout: Layout) -> float:

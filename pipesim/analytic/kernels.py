@@ -202,6 +202,18 @@ def layer_parameter_tensors(model: ModelSpec, layout: Layout, kind: LayerKind = 
     return tensors + [model.hidden] * (2 * norm_tensors)
 
 
+def column_parallel_weight_grads(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                                 kind: LayerKind = LayerKind.DENSE) -> list[float]:
+    """The weight-gradient GEMM of each column-parallel linear of a layer, the one its input-gradient collective
+    can run beside (:attr:`Layout.overlap_tp_dgrad`): the attention's input projection (the first of
+    :func:`attention_shapes`: fused QKV, or latent attention's first projection) and, in a dense layer, the
+    MLP's up projection (a MoE layer's experts communicate otherwise and are left out)."""
+    shapes = [attention_shapes(model, layout)[0]]
+    if kind is LayerKind.DENSE:
+        shapes.append(_mlp_shapes(model, model.ffn_hidden, layout.tp)[0])
+    return [gemm_time(k_in, n_out, tokens, chip, layout.precision) for n_out, k_in in shapes]
+
+
 def per_op_recomputed_gemms(model: ModelSpec, layout: Layout, tokens: int) -> list[tuple[int, int, int, int]]:
     """The matmuls torchtitan's per-op checkpointing recomputes (every second one in call order,
     :func:`pipesim.analytic.activations.per_op_kept_width`): wk, wo and w3, or wk, wo and fc2 ungated."""

@@ -164,6 +164,14 @@ class Layout:
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     precision: Precision = Precision.BF16
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
+    # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
+    # issues its input-gradient collective (a reduce-scatter with sequence parallelism, else an all-reduce)
+    # asynchronously and computes its weight gradient meanwhile: Megatron-LM since September 2021
+    # (``--async-tensor-model-parallel-allreduce``, on by default; with sequence parallelism from its first
+    # release, ``LinearWithGradAccumulationAndAsyncCommunication``) and Transformer Engine's Linear and
+    # LayerNormLinear ("Overlap dgrad-RS/AR with wgrad"). Off: every TP collective waits (Megatron-LM before
+    # then and the forks taken from it, e.g. GPT-NeoX; PyTorch DTensor's tensor parallelism).
+    overlap_tp_dgrad: bool = True
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (bytes moved, transient peak)
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED  # how microbatches' weight gradients are summed
@@ -224,6 +232,15 @@ class Layout:
                 f"--pp {self.pp}): set those or drop it")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
+        if self.async_tp and not self.overlap_tp_dgrad:
+            raise PipesimError("--no-overlap-tp-dgrad contradicts --async-tp, which overlaps every tensor-parallel "
+                               "collective with a GEMM; drop one of them")
+
+    @property
+    def hides_tp_dgrad(self) -> bool:
+        """Whether the fused backward hides the column-parallel linears' input-gradient collectives behind their
+        weight-gradient GEMMs (:attr:`overlap_tp_dgrad` with tp > 1; async TP has a model of its own)."""
+        return self.overlap_tp_dgrad and self.tp > 1 and not self.async_tp
 
     @property
     def shards(self) -> int:

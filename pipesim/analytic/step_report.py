@@ -110,6 +110,7 @@ class StepReport:
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
+                       "overlap_tp_dgrad": lay.hides_tp_dgrad,
                        "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
                        "moe_imbalance": lay.moe_imbalance,
@@ -206,7 +207,9 @@ def report_text(report: StepReport) -> str:
         f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"
         f"{', PyTorch cross-entropy' if lay.loss is LossKernel.PYTORCH else ''}"
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
-        f"{', async TP' if lay.async_tp else ''}, {lay.param_bytes.total:g} B/param, "
+        f"{', async TP' if lay.async_tp else ''}"
+        f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"
+        f", {lay.param_bytes.total:g} B/param, "
         + (
             f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"
             if c.achievable_fraction

@@ -46,6 +46,7 @@ from pipesim.analytic.comm import (
     collective_time,
     contended_overlap,
     cp_ring_comm,
+    dgrad_hidden_by_wgrad,
     dp_grad_sync,
     fsdp_layer_comm,
     mirror_grad_sum,
@@ -57,6 +58,7 @@ from pipesim.analytic.comm import (
     per_tensor_host_time,
     per_tensor_layer_comm,
     prefetched_overlap,
+    tp_dgrad_collective,
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
@@ -66,6 +68,7 @@ from pipesim.analytic.kernels import (
     PassKernels,
     PassTimes,
     attention_core_times,
+    column_parallel_weight_grads,
     grad_accumulation_time,
     head_times,
     layer_kernel_counts,
@@ -300,11 +303,17 @@ def _layer_comm(
     """Exposed communication of one layer per microbatch: TP collectives, CP ring, ZeRO-3 gathers (the MoE
     all-to-all is kept apart: :func:`_layer_a2a`)."""
     tp = tp_layer_comm(model, layout, chip)
+    tokens = model.micro_batch * model.seq_len // layout.cp
+    if layout.hides_tp_dgrad:
+        # Megatron-LM and Transformer Engine issue each column-parallel linear's input-gradient collective
+        # asynchronously and compute its weight gradient meanwhile: a fused backward hides that much of it.
+        weight_grads = column_parallel_weight_grads(model, layout, chip, tokens, kind)
+        hidden = dgrad_hidden_by_wgrad(tp_dgrad_collective(model, layout, chip), weight_grads, chip)
+        tp = LayerComm(tp.forward, tp.backward, hidden)
     if layout.async_tp:
         # Async TP (Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition"):
         # each collective is cut into tp chunks run beside the GEMM that consumes or produces it; the
         # first chunk cannot overlap, and the reduce-scatter half takes SMs from the GEMMs beside it.
-        tokens = model.micro_batch * model.seq_len // layout.cp
         gemms = linear_times(model, layout, chip, tokens, kind)
         share = chip.comm_sm_share * TP_OVERLAP_SM_VOLUME
         tp = LayerComm(
@@ -336,7 +345,8 @@ def _layer_comm(
             host.backward + prefetched_overlap(fsdp.backward, layer.backward_input + layer.backward_weight
                                                + layer.recompute, share, chip.zero3_overlap_share),
         )
-    return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward)
+    return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward,
+                     tp.hidden_by_weight_grad)
 
 
 def _layer_a2a(model: ModelSpec, chip: ChipSpec, layout: Layout, kind: LayerKind) -> LayerComm:
@@ -400,6 +410,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.loss,
         layout.precision,
         layout.async_tp,
+        layout.overlap_tp_dgrad,
         layout.moe_imbalance,
         layout.halve_causal_attention,
         (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor) if gathers
@@ -433,7 +444,8 @@ def _stage_parts(
         )
     return (
         passes,
-        LayerComm(total(costs.comm, "forward"), total(costs.comm, "backward")),
+        LayerComm(total(costs.comm, "forward"), total(costs.comm, "backward"),
+                  total(costs.comm, "hidden_by_weight_grad")),
         LayerComm(total(costs.a2a, "forward"), total(costs.a2a, "backward")),
     )
 
@@ -471,7 +483,9 @@ def _host_floor(passes: PassTimes, exposed: LayerComm, a2a: LayerComm, host: Pas
     backward_input = passes.backward_input + passes.recompute + exposed.backward + a2a.backward
     backward_weight = passes.backward_weight
     host_input = host.backward_input + host.recompute
-    device_backward = backward_input + backward_weight
+    # A fused backward computes each weight gradient with its input gradient, hiding some TP collectives;
+    # a split one (B now, W later) waits for them all in B.
+    device_backward = backward_input + backward_weight - exposed.hidden_by_weight_grad
     host_backward = host_input + host.backward_weight
     wait = max(0.0, host.forward - forward) + max(0.0, host_backward - device_backward)
     return _PassSeconds(max(forward, host.forward), max(backward_input, host_input),
@@ -640,7 +654,7 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         accumulate = grad_accumulation_time(stage_breakdown(model, layout, s).params, layout, chip)
         result.append(StageTimeParts(
             compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute + accumulate,
-            exposed_comm=exposed.forward + exposed.backward,
+            exposed_comm=exposed.forward + exposed.backward - exposed.hidden_by_weight_grad,
             p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
             a2a=a2a.forward + a2a.backward, host_wait=host.host_wait,
             forward_pass=host.forward, backward_pass=host.backward + accumulate))

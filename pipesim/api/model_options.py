@@ -50,6 +50,9 @@ class ModelOptions:
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         async_tp: overlap tensor-parallel collectives with their GEMMs.
+        overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
+            its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
+            collective waits, as older Megatron-LM, its forks and PyTorch DTensor's TP do).
         step_boundary: ``"sync"`` or ``"post-validation"`` (default: post-validation for split-backward
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
@@ -84,6 +87,7 @@ class ModelOptions:
     cp: int | None = None
     fp8: bool | None = None
     async_tp: bool | None = None
+    overlap_tp_dgrad: bool | None = None
     step_boundary: str | None = None
     steps: int | None = None
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)

@@ -133,6 +133,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the weights")
     group.add_argument("--async-tp", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed")
+    group.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=None,
+                       help="in the backward, each column-parallel linear's input-gradient collective runs beside "
+                       "its weight-gradient GEMM (default: on, as Megatron-LM since 2021 and Transformer Engine "
+                       "do); --no-overlap-tp-dgrad: every TP collective waits (older Megatron-LM and its forks, "
+                       "PyTorch DTensor's TP)")
     group.add_argument("--overlap-p2p", action="store_true", default=None,
                        help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
                        "blocking sends, the sender waits for its transfer")

@@ -65,6 +65,8 @@ class PublishedRun:
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
+    # the column-parallel input-gradient collective beside the weight gradient (Megatron-LM since 2021-09, TE)
+    overlap_tp_dgrad: bool = True
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
     # AUTOGRAD: each microbatch's weight gradients added into .grad by a pass of their own (DeepSpeed's engine,
     # plain PyTorch); FUSED: the weight-gradient GEMM accumulates (Megatron-LM's gradient_accumulation_fusion)
@@ -132,7 +134,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     stage_layers=split,
-                    overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, ep=run.ep,
+                    overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
+                    ep=run.ep,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
                     grad_accumulation=run.grad_accumulation,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
@@ -169,6 +172,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--overlap-p2p")
     if run.async_tp:
         argv.append("--async-tp")
+    if not run.overlap_tp_dgrad:
+        argv.append("--no-overlap-tp-dgrad")
     if run.overlap_grad_reduce:
         argv.append("--overlap-grad-reduce")
     if run.overlap_param_gather:

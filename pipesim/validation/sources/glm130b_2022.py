@@ -12,15 +12,17 @@ FLOPs utilization (HFU) of 43.3% and model FLOPs utilization (MFU) of 32.5%" cou
 (6N + 12·L·H·Q·T per token, which pipesim's model FLOPs match to 0.01 %), of A100's 312 TFLOP/s. The MFU is the
 column used here.
 
-Inferred: full activation recomputation (the two utilisations' ratio, 1.332, is 4/3: every layer's forward
-runs twice); ZeRO-1 (DeepSpeed's pipeline engine runs ZeRO ≤ 1, and without sharding the optimizer pipesim
-puts rank 0 at 66 GiB of the 40 available; with it, 22 GiB); FP16 gradients accumulated by autograd, a pass of
-their own per microbatch (DeepSpeed's FP16 engine keeps ``.grad`` in 16 bits and has no accumulation fused
-into the weight-gradient GEMM: ``--param-bytes 16 --grad-accumulation autograd``); attention with the score
-matrix materialised and a fused softmax (Megatron's kernel; mid-2022, before FlashAttention reached these
-code bases); fused element-wise kernels; blocking pipeline sends; the standard DGX A100 network (8 × 200 Gb/s
-HDR per node: the ``a100-40gb`` preset). FP16 and BF16 have the same A100 tensor-core peak, so the row runs as
-BF16.
+Inferred: full activation recomputation (the two utilisations' ratio, 1.332, is 4/3: every layer's forward runs
+twice); ZeRO-1 (DeepSpeed's pipeline engine runs ZeRO ≤ 1, and without sharding the optimizer pipesim puts rank 0 at
+66 GiB of the 40 available; with it, 22 GiB); FP16 gradients accumulated by autograd, a pass of their own per
+microbatch (DeepSpeed's FP16 engine keeps ``.grad`` in 16 bits and has no accumulation fused into the
+weight-gradient GEMM: ``--param-bytes 16 --grad-accumulation autograd``); attention with the score matrix
+materialised and a fused softmax (Megatron's kernel; mid-2022, before FlashAttention reached these code bases);
+fused element-wise kernels; blocking pipeline sends; every tensor-parallel collective waited for
+(``--no-overlap-tp-dgrad``: SwissArmyTransformer's ``ColumnParallelLinear`` all-reduces its input gradient in the
+backward of ``copy_to_model_parallel_region``, a blocking autograd function, ``sat/mpu/layers.py``); the standard
+DGX A100 network (8 × 200 Gb/s HDR per node: the ``a100-40gb`` preset). FP16 and BF16 have the same A100 tensor-core
+peak, so the row runs as BF16.
 
 Uncertain: the attention implementation (SwissArmyTransformer's reference attention is eager PyTorch, several
 passes over the score matrix, where Megatron's fused softmax makes one), the cluster's network, and whether
@@ -43,6 +45,6 @@ A100_PEAK_TFLOPS = 312.0  # dense FP16/BF16 tensor-core peak, the denominator of
 ROWS = [
     PublishedRun(SOURCE, "glm-130b", "a100-40gb", 768, 4224, tp=4, pp=8, micro_batch=1,
                  recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, zero=ZeroStage.OPTIMIZER,
-                 fp16_grads=True, grad_accumulation=GradAccumulation.AUTOGRAD, first_last=8,
+                 fp16_grads=True, grad_accumulation=GradAccumulation.AUTOGRAD, first_last=8, overlap_tp_dgrad=False,
                  mfu_tflops=0.325 * A100_PEAK_TFLOPS),
 ]

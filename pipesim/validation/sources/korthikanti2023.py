@@ -3,7 +3,10 @@
 recomputation with sequence parallelism ("present work").
 
 Stated: model shapes, tp 8, pp, GPUs, global batch, micro-batch 1, sequence 2048. Inferred: unfused
-attention (the paper's activation accounting materialises the scores), blocking pipeline sends, 1F1B.
+attention (the paper's activation accounting materialises the scores), blocking pipeline sends, 1F1B, and the
+column-parallel linears' backward collective beside their weight-gradient GEMM (the default
+``overlap_tp_dgrad``: Megatron-LM of 2022 issues it asynchronously, an all-reduce without sequence parallelism,
+a reduce-scatter with it, in ``LinearWithGradAccumulationAndAsyncCommunication``).
 """
 
 from pipesim.analytic.layout import AttentionKernel, Recompute

@@ -5,7 +5,9 @@ Stated: 126 layers, tp 8, pp 16, interleaved pipeline, 16M tokens per step (2,04
 long-context stage at 131,072 tokens with context parallelism 16; §3.3.2 takes one layer off the first and the
 last stage (the embedding and the output layer weigh on them). Inferred: v = 8, one layer per virtual stage,
 so 16·8 = 128 stages with the first (embedding only) and the last (output layer only) empty: 126 exactly; a
-sharded optimizer (ZeRO-1), sequence parallelism, overlapped pipeline sends, fused attention.
+sharded optimizer (ZeRO-1), sequence parallelism, overlapped pipeline sends, fused attention, and the
+column-parallel linears' backward collective beside their weight-gradient GEMM as Megatron-LM and Transformer
+Engine run it (the default; Meta's framework is not public, so uncertain).
 
 Why v = 8 and not 2 (the value of earlier releases, 32 stages of 4 layers with 3 on the end stages, which also
 gives 126): the 8,192- and 16,384-GPU rows keep 2,048 sequences per step, so the pipeline runs 32 and then 16

@@ -46,7 +46,7 @@ from pipesim.validation.runs import PublishedRun
 SOURCE = "Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100"
 
 _COMMON = dict(recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, fp16_grads=True,
-               grad_accumulation=GradAccumulation.AUTOGRAD)
+               grad_accumulation=GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False)  # Megatron-LM of April 2021
 ROWS = [
     # ZeRO-3 without model parallelism: dp = GPUs, one microbatch per step
     *(PublishedRun(SOURCE, model, "a100-80gb", gpus, batch, micro_batch=mbs, zero=ZeroStage.PARAMETERS,

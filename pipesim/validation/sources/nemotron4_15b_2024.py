@@ -16,7 +16,9 @@ replica run as four microbatches of one (micro-batch size not stated; NeMo's rec
 sequence parallelism with tp 8 (the Megatron-Core default with tensor parallelism in NeMo's recipes); no
 activation recomputation (4 × 4096 tokens at tp 8 fit with room to spare, and NeMo's launcher config of the
 model sets none); fused attention (Transformer Engine's FlashAttention path, 2024); fused element-wise kernels
-(Megatron-Core with TE); TP communication not overlapped with the GEMMs (``ub_tp_comm_overlap`` is off in the
+(Megatron-Core with TE); TP communication not overlapped with the GEMMs but for what Transformer Engine's
+column-parallel linears always overlap, their backward reduce-scatter beside the weight-gradient GEMM (the
+default ``overlap_tp_dgrad``) (``ub_tp_comm_overlap`` is off in the
 launcher's Nemotron-4 340B config whose commit says it holds the production settings; the 15B config of
 June 2024, a performance recipe, turns it on: uncertain); Megatron's vocabulary-parallel loss; the distributed
 optimizer's gradient reduce and parameter gather overlapped with the passes (``overlap_grad_sync`` and

@@ -18,11 +18,13 @@ iteration time (the column used) and MFU.
 Inferred from NeMo-Framework-Launcher's ``launcher_scripts/conf/training/nemotron/nemotron_340b.yaml`` at commit
 7c842fcd (June 2024, "actual GPU/GBS numbers used in pretraining"): micro-batch 1; virtual pipeline size 8 (96
 layers over 12 × 8 = 96 chunks: one layer each); selective activation recomputation; sequence parallelism;
-``overlap_p2p_comm: False`` with batched P2P (blocking pipeline sends, which pipesim charges its P2P
-synchronisation overhead for); ``ub_tp_comm_overlap: False`` (TP communication not overlapped with the GEMMs);
-``distributed_fused_adam`` with overlapped gradient and parameter sync (ZeRO-1; ``overlap_grad_sync`` and
-``overlap_param_sync`` true: ``--overlap-grad-reduce --overlap-param-gather``, stated since this release);
-Transformer Engine, no FP8; fused attention (TE's FlashAttention path). Megatron's vocabulary-parallel loss.
+``overlap_p2p_comm: False`` with batched P2P (blocking pipeline sends, which pipesim charges its P2P synchronisation
+overhead for); ``ub_tp_comm_overlap: False`` (TP communication not overlapped with the GEMMs, but for the backward
+reduce-scatter Transformer Engine's column-parallel linears always run beside their weight-gradient GEMM: the
+default ``overlap_tp_dgrad``); ``distributed_fused_adam`` with overlapped gradient and parameter sync (ZeRO-1;
+``overlap_grad_sync`` and ``overlap_param_sync`` true: ``--overlap-grad-reduce --overlap-param-gather``, stated
+since this release); Transformer Engine, no FP8; fused attention (TE's FlashAttention path). Megatron's
+vocabulary-parallel loss.
 
 Uncertain: that the config's settings are those of the run (the commit says so for GPUs and batch); the numbers'
 transcription (above); the interconnect (the preset's 400 Gb/s per GPU). No memory is published. The three rows

@@ -17,11 +17,13 @@ parameter of the model, no recomputation counted; the row's step time is that co
 divided by 117 TFLOP/s and the 96 GPUs (43.8 s; read as hardware FLOPs it would be 47.7 s).
 
 Inferred: DeepSpeed's pipeline engine (GPT-NeoX runs pipeline parallelism through it) with its 1F1B order and an
-even split of the 44 layers (11 per stage); attention with the score matrix materialised (``--attention
-unfused``: 2022, fused softmax); FP16 gradients accumulated by autograd, a pass per microbatch (DeepSpeed's FP16
-engine; ``--param-bytes 16 --grad-accumulation autograd``); the ``a100-40gb`` preset, whose network (one
-200 Gb/s NIC per GPU) is twice this cluster's (one per two GPUs): it carries only the once-a-step data-parallel
-sync here, about 1% of the step either way.
+even split of the 44 layers (11 per stage); attention with the score matrix materialised (``--attention unfused``:
+2022, fused softmax); FP16 gradients accumulated by autograd, a pass per microbatch (DeepSpeed's FP16 engine;
+``--param-bytes 16 --grad-accumulation autograd``); every tensor-parallel collective waited for
+(``--no-overlap-tp-dgrad``: at 166f72d the column-parallel linear's input gradient is all-reduced in the backward of
+``_CopyToModelParallelRegion``, ``megatron/mpu/mappings.py``, a blocking autograd function); the ``a100-40gb``
+preset, whose network (one 200 Gb/s NIC per GPU) is twice this cluster's (one per two GPUs): it carries only the
+once-a-step data-parallel sync here, about 1% of the step either way.
 
 Known miss: pipesim is about 21 % too fast, as for GLM-130B (``glm130b_2022``), the other run on DeepSpeed's
 pipeline engine, on 8 times as many GPUs: the gap is not one of scale (docs/validation.md).
@@ -49,5 +51,5 @@ def _step_s() -> float:
 ROWS = [
     PublishedRun(SOURCE, "neox-20b", "a100-40gb", _GPUS, _BATCH, tp=2, pp=4, micro_batch=4, recompute=Recompute.FULL,
                  attention=AttentionKernel.UNFUSED, zero=ZeroStage.OPTIMIZER, fp16_grads=True,
-                 grad_accumulation=GradAccumulation.AUTOGRAD, step_s=_step_s()),
+                 grad_accumulation=GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False, step_s=_step_s()),
 ]
