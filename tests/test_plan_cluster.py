@@ -23,7 +23,8 @@ def test_cluster_search_equals_local(monkeypatch):
     request = PlanRequest(MODEL_PRESETS["gpt3-2.7b"], CHIP_PRESETS["a100-80gb"], gpus=16, global_batch=32,
                           schedules=("1f1b", "zb-v"), micro_batch_sizes=(1, 2))
     local = run_plan(request, top=3)
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    # ":0": a free port for the scheduler's HTTP server (None still takes 8787, which a parallel worker may hold)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     with cluster, Workers(cluster=cluster.scheduler_address) as workers:
         assert workers.width == 2
         remote = run_plan(request, top=3, workers=workers)

@@ -48,7 +48,8 @@ def test_dask_local_cluster_equals_serial():
 
     points = _grid()
     seen = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    # ":0": a free port for the scheduler's HTTP server (None still takes 8787, which a parallel worker may hold)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         result = run_sweep(points, cluster=cluster.scheduler_address, progress=seen.append)
     serial = run_sweep(points)
     assert result.frame.equals(serial.frame)
