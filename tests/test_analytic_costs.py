@@ -204,6 +204,10 @@ def test_column_parallel_input_gradient_collectives_hide_behind_their_weight_gra
     assert off.default.backward - on.default.backward == pytest.approx(model.layers * hidden, rel=1e-9)
     assert on.default.backward_input == off.default.backward_input
     assert on.default.forward == off.default.forward
+    # where the step goes: a split backward's report counts the collectives the fused one hides
+    from pipesim.analytic.to_costs import stage_time_parts
+    fused, split = (stage_time_parts(model, H100, hiding, None, split_backward=s) for s in (False, True))
+    assert split[0].exposed_comm - fused[0].exposed_comm == pytest.approx(model.layers * hidden, rel=1e-9)
     # async TP has its own model of every collective; tp = 1 has nothing to hide
     assert not replace(hiding, async_tp=True, sequence_parallel=True).hides_tp_dgrad
     assert not Layout(microbatches=2).hides_tp_dgrad

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
@@ -23,7 +25,7 @@ from pipesim.analytic.params import active_params, total_params
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.analytic.time_breakdown import RankTime, rank_times
 from pipesim.analytic.to_costs import stage_layer_counts
-from pipesim.program.ir import PipelineShape
+from pipesim.program.ir import OP_CODE, Op, PipelineShape
 from pipesim.sim.simulator import SimulationResult
 
 # FP8 runs: MFU keeps the BF16 peak in its denominator (the published convention), which the output states.
@@ -45,6 +47,7 @@ class StepReport:
     single_step: float | None = None  # makespan of one isolated step, s
     shape: PipelineShape | None = None  # the simulated placement of stages on ranks
     simulated_busy: tuple[float, ...] | None = None  # each rank's compute time in the simulated step
+    split_backward: bool = False  # the schedule splits each backward into I and W passes (zero bubble)
 
     @cached_property
     def rank_times(self) -> tuple[RankTime, ...]:
@@ -52,7 +55,8 @@ class StepReport:
         if self.shape is None:
             return ()
         busy = None if self.simulated_busy is None else list(self.simulated_busy)
-        return tuple(rank_times(self.model, self.chip, self.layout, self.shape, self.step_time, busy))
+        return tuple(rank_times(self.model, self.chip, self.layout, self.shape, self.step_time, busy,
+                                self.split_backward))
 
     @property
     def busiest(self) -> RankTime | None:
@@ -183,6 +187,7 @@ def step_report(
         result.metrics.makespan,
         result.program.shape,
         tuple(r.busy for r in result.metrics.ranks),
+        bool(np.any(result.program.columns.op == OP_CODE[Op.W])),
     )
 
 

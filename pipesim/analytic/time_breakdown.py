@@ -78,11 +78,12 @@ class RankTime:
 
 
 def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_time: float,
-               simulated_busy: list[float] | None = None) -> list[RankTime]:
+               simulated_busy: list[float] | None = None, split_backward: bool = False) -> list[RankTime]:
     """Each rank's :class:`RankTime` for a step of ``step_time`` seconds; ``shape`` (a PipelineShape) places the
     stages on ranks. ``simulated_busy``: each rank's compute time in the simulated step (the metrics' busy),
-    from which the all-to-all an overlapped pair hid is read (module docstring); None: nothing hidden."""
-    parts = stage_time_parts(model, chip, layout, shape)
+    from which the all-to-all an overlapped pair hid is read (module docstring); None: nothing hidden.
+    ``split_backward``: the schedule splits each backward in two (:func:`stage_time_parts`)."""
+    parts = stage_time_parts(model, chip, layout, shape, split_backward)
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
     m = shape.microbatches_per_stage  # all microbatches pass each stage, or half under DualPipe's two pipelines

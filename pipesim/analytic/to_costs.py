@@ -476,6 +476,7 @@ class _PassSeconds:
     backward_weight: float
     backward: float  # the fused backward (I and W issued together, one floor for both)
     host_wait: float  # what the floors added to F + B
+    host_wait_split: float  # what they added to F + I + W, the backward split (zero bubble)
 
 
 def _host_floor(passes: PassTimes, exposed: LayerComm, a2a: LayerComm, host: PassTimes) -> _PassSeconds:
@@ -487,9 +488,13 @@ def _host_floor(passes: PassTimes, exposed: LayerComm, a2a: LayerComm, host: Pas
     # a split one (B now, W later) waits for them all in B.
     device_backward = backward_input + backward_weight - exposed.hidden_by_weight_grad
     host_backward = host_input + host.backward_weight
-    wait = max(0.0, host.forward - forward) + max(0.0, host_backward - device_backward)
+    waits_forward = max(0.0, host.forward - forward)
+    wait = waits_forward + max(0.0, host_backward - device_backward)
+    wait_split = (waits_forward + max(0.0, host_input - backward_input)
+                  + max(0.0, host.backward_weight - backward_weight))
     return _PassSeconds(max(forward, host.forward), max(backward_input, host_input),
-                        max(backward_weight, host.backward_weight), max(device_backward, host_backward), wait)
+                        max(backward_weight, host.backward_weight), max(device_backward, host_backward), wait,
+                        wait_split)
 
 
 def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
@@ -635,9 +640,12 @@ def _shape_of(layout: Layout, shape):
     return PipelineShape(layout.pp, layout.microbatches, layout.chunks)
 
 
-def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> list[StageTimeParts]:
+def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None,
+                     split_backward: bool = False) -> list[StageTimeParts]:
     """Each stage's :class:`StageTimeParts`: the terms :func:`build_cost_model` adds into its pass times, kept
-    apart (for the report of where a step's time goes)."""
+    apart (for the report of where a step's time goes). ``split_backward``: the schedule runs each backward as
+    an input-gradient pass and a later weight-gradient pass (zero bubble), which hides no TP collective behind
+    the weight gradients and floors each of the two passes on its own."""
     check_layout(model, layout, chip)
     shape = _shape_of(layout, shape)
     costs = _layer_costs(model, chip, layout)
@@ -652,11 +660,12 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
         host = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, s))
         accumulate = grad_accumulation_time(stage_breakdown(model, layout, s).params, layout, chip)
+        hidden = 0.0 if split_backward else exposed.hidden_by_weight_grad
         result.append(StageTimeParts(
             compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute + accumulate,
-            exposed_comm=exposed.forward + exposed.backward - exposed.hidden_by_weight_grad,
+            exposed_comm=exposed.forward + exposed.backward - hidden,
             p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
-            a2a=a2a.forward + a2a.backward, host_wait=host.host_wait,
+            a2a=a2a.forward + a2a.backward, host_wait=host.host_wait_split if split_backward else host.host_wait,
             forward_pass=host.forward, backward_pass=host.backward + accumulate))
     return result
 
