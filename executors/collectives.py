@@ -5,7 +5,9 @@ column-parallel layer; ``g`` is all-reduce forward / identity backward after a r
 Sequence parallelism (Korthikanti et al. 2023, §4.2.2) replaces them by an all-gather along the sequence
 before the column layer (reduce-scatter backward) and a reduce-scatter after the row layer (all-gather
 backward). Activations are sequence-first, ``[s, b, h]``, so every sequence collective works on dim 0.
-The group is always an argument.
+The group is always an argument. The pair before a column-parallel layer (``f``, or the sequence all-gather)
+lives in the layer itself (:class:`executors.tp_layers.ColumnParallelLinear`), whose backward overlaps the
+input gradient's collective with the weight gradient (:func:`start_input_grad_collective`).
 """
 
 from __future__ import annotations
@@ -73,18 +75,10 @@ def _conjugate(name: str, doc: str, forward, backward) -> type[torch.autograd.Fu
     })
 
 
-CopyToTensorParallel = _conjugate(
-    "CopyToTensorParallel", "Megatron's ``f``: identity forward, all-reduce of the input gradient backward.",
-    _identity, _all_reduce)
 ReduceFromTensorParallel = _conjugate(
     "ReduceFromTensorParallel",
     "Megatron's ``g``: all-reduce forward (sum the row-parallel partial outputs), identity backward.",
     _all_reduce, _identity)
-# The backward sums because each rank's column shard contributed a partial gradient to every position.
-GatherSequenceForColumn = _conjugate(
-    "GatherSequenceForColumn",
-    "Sequence parallel before a column layer: all-gather along s forward, reduce-scatter backward.",
-    _all_gather_seq, _reduce_scatter_seq)
 ReduceScatterSequence = _conjugate(
     "ReduceScatterSequence",
     "Sequence parallel after a row layer: reduce-scatter along s forward, all-gather backward.",
@@ -101,22 +95,32 @@ GatherSequenceReplicated = _conjugate(
     _all_gather_seq, _split_seq)
 
 
+def start_input_grad_collective(grad: torch.Tensor, group: dist.ProcessGroup, sequence_parallel: bool):
+    """Start, without waiting, the collective a column-parallel layer's input gradient needs: the
+    reduce-scatter back to the sequence shards (sequence parallelism) or the all-reduce of ``f``. Returns
+    ``(result, work)``: ``result`` holds the reduced gradient once ``work.wait()`` returns (``work`` is None
+    when the group has one rank and ``result`` is ``grad``). ``grad`` must be a fresh tensor: the all-reduce
+    works in place."""
+    size = dist.get_world_size(group)
+    if size == 1:
+        return grad, None
+    grad = grad.contiguous()
+    if not sequence_parallel:
+        return grad, dist.all_reduce(grad, group=group, async_op=True)
+    if grad.shape[0] % size:
+        raise ValueError(f"sequence length {grad.shape[0]} is not divisible by the tensor-parallel size {size}")
+    out = torch.empty((grad.shape[0] // size, *grad.shape[1:]), dtype=grad.dtype, device=grad.device)
+    return out, dist.reduce_scatter_single(out, grad, group=group, async_op=True)
+
+
 # The raw collectives, outside autograd (emulation runs them on stand-in tensors of the real size).
 all_reduce_copy = _all_reduce
 all_gather_along_sequence = _all_gather_seq
 reduce_scatter_along_sequence = _reduce_scatter_seq
 
 
-def copy_to_tp(x, group):
-    return CopyToTensorParallel.apply(x, group)
-
-
 def reduce_from_tp(x, group):
     return ReduceFromTensorParallel.apply(x, group)
-
-
-def gather_seq_for_column(x, group):
-    return GatherSequenceForColumn.apply(x, group)
 
 
 def reduce_scatter_seq(x, group):

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch import nn
 
 from executors import collectives as C
 from executors.config import TPMode
-from executors.weight_grad import WeightGradStore, linear
+from executors.weight_grad import WeightGradStore, linear, weight_grad
 from pipesim.topology import Dim
 
 
@@ -57,7 +58,8 @@ def _shard(full: torch.Tensor, dim: int, group: dist.ProcessGroup) -> torch.Tens
 
 
 class ColumnParallelLinear(nn.Module):
-    """``y = x Aᵀ`` with A split by rows (output features): each rank computes its slice of y.
+    """``y = x Aᵀ`` with A split by rows (output features): each rank computes its slice of y; in the
+    backward the input gradient's collective runs beside the weight gradient (:class:`_ColumnLinear`).
 
     Input: ``[s, b, in]`` replicated (ALL_REDUCE) or ``[s/tp, b, in]`` (REDUCE_SCATTER). Output:
     ``[s, b, out/tp]`` in both modes.
@@ -71,8 +73,39 @@ class ColumnParallelLinear(nn.Module):
         self.weight_grad_store: WeightGradStore | None = None  # split backward defers the weight GEMM
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = C.copy_to_tp(x, self.group) if self.mode is TPMode.ALL_REDUCE else C.gather_seq_for_column(x, self.group)
-        return linear(x, self.weight, self.weight_grad_store)
+        return _ColumnLinear.apply(x, self.weight, self.group, self.mode is TPMode.REDUCE_SCATTER,
+                                   self.weight_grad_store)
+
+
+class _ColumnLinear(torch.autograd.Function):
+    """The column-parallel linear with its input collective (identity, or the sequence all-gather), whose
+    backward starts the input gradient's collective (all-reduce, or reduce-scatter) and computes the weight
+    gradient while it runs, as Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication`` and Transformer
+    Engine's linears do (pipesim's ``--overlap-tp-dgrad``, the cost model's default). A split backward's ``I``
+    queues the weight GEMM (``store``), so it waits for the collective with nothing beside it, as pipesim takes
+    it. The same numbers as the collective and the linear run one after the other."""
+
+    @staticmethod
+    def forward(ctx, inputs, weight, group, sequence_parallel, store):
+        total = C.all_gather_along_sequence(inputs, group) if sequence_parallel else inputs
+        ctx.save_for_backward(total)
+        # the parameter itself, not a saved copy: a deferred weight gradient accumulates into its own .grad
+        ctx.weight, ctx.group, ctx.sequence_parallel, ctx.store = weight, group, sequence_parallel, store
+        return F.linear(total, weight)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (total,) = ctx.saved_tensors
+        weight = ctx.weight
+        grad_input, work = None, None
+        if ctx.needs_input_grad[0]:
+            grad_input, work = C.start_input_grad_collective(grad_output @ weight, ctx.group, ctx.sequence_parallel)
+        grad_weight = None
+        if ctx.needs_input_grad[1] and (ctx.store is None or not ctx.store.offer(weight, total, grad_output)):
+            grad_weight = weight_grad(total, grad_output)  # beside the collective
+        if work is not None:
+            work.wait()
+        return grad_input, grad_weight, None, None, None
 
 
 class RowParallelLinear(nn.Module):

@@ -125,11 +125,10 @@ def profile(out: Path, model_file: Path, processes: int, tps: list[int], quick: 
 
 
 # How the executor's GPT runs, stated as simulate's flags: plain PyTorch modules (one kernel per op, the attention
-# output copied back from its transpose), F.cross_entropy on FP32 logits, autograd summing every
-# microbatch's weight gradients into .grad, and tensor-parallel collectives that all block (executors/collectives.py:
-# each runs inside its autograd function, none beside a weight gradient).
-EXECUTOR_KERNELS = ["--elementwise", "eager", "--loss", "pytorch", "--grad-accumulation", "autograd",
-                    "--no-overlap-tp-dgrad"]
+# output copied back from its transpose), F.cross_entropy on FP32 logits, and autograd summing every
+# microbatch's weight gradients into .grad. Its column-parallel linears overlap the input gradient's collective
+# with the weight gradient, as the default --overlap-tp-dgrad takes it (executors/tp_layers.py).
+EXECUTOR_KERNELS = ["--elementwise", "eager", "--loss", "pytorch", "--grad-accumulation", "autograd"]
 
 
 def predict(config: Config, model_file: Path, chip: Path, microbatches: int) -> float:
