@@ -367,3 +367,29 @@ def test_fsdp_zero2_collectives_are_an_input_to_the_plan():
     for c in per_layer:
         assert fsdp.request.layout_of(c).zero_collectives is ZeroCollectives.PER_LAYER
     assert "per-layer ZeRO-2 collectives" in fsdp.header() and "ZeRO-2" not in bucketed.header()
+
+
+def test_blocking_tp_collectives_are_an_input_to_the_plan(capsys):
+    """--no-overlap-tp-dgrad: every TP collective waits, so each candidate with tensor parallelism is slower than
+    with the column-parallel input-gradient collectives beside their weight gradients (the default); tp = 1
+    candidates are unchanged, and the header names it. The CLI flag reaches the request."""
+    from pipesim.api.planning import plan
+    from pipesim.cli.main import main
+
+    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
+                 cp=(1,), micro_batch_sizes=(1,))
+    overlapped = plan("llama2-13b", 16, 64, top=3, **space)
+    blocking = plan("llama2-13b", 16, 64, top=3, overlap_tp_dgrad=False, **space)
+
+    def times(result):
+        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+    slower, faster = times(blocking), times(overlapped)
+    common = slower.keys() & faster.keys()
+    with_tp = [c for c in common if c.tp > 1]
+    assert with_tp and all(slower[c] > faster[c] for c in with_tp)
+    assert all(slower[c] == faster[c] for c in common if c.tp == 1)
+    assert "TP collectives all blocking" in blocking.header() and "blocking" not in overlapped.header()
+    assert main(["plan", "--model", "llama2-13b", "--gpus", "16", "--global-batch", "64", "--schedules", "1f1b",
+                 "--recompute", "none", "--zero", "1", "--precision", "bf16", "--cp", "1", "--micro-batch-sizes",
+                 "1", "--no-overlap-tp-dgrad", "-q", "--top", "1"]) == 0
+    assert "TP collectives all blocking" in capsys.readouterr().out

@@ -31,6 +31,8 @@ def _kernels(request: PlanRequest) -> str:
     if request.zero_collectives is not ZeroCollectives.BUCKETED:
         stage = 3 if request.zero_collectives is ZeroCollectives.PER_TENSOR else 2
         said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")
+    if not request.overlap_tp_dgrad:
+        said.append("TP collectives all blocking")
     return f", {' and '.join(said)}" if said else ""
 
 

@@ -213,6 +213,7 @@ def plan_request(
     elementwise: str | ElementwiseKernels = ElementwiseKernels.FUSED,
     loss: str | LossKernel = LossKernel.MEGATRON,
     zero_collectives: str | ZeroCollectives = ZeroCollectives.BUCKETED,
+    overlap_tp_dgrad: bool = True,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
     from pipesim.program.loader import builtin_names
@@ -246,6 +247,7 @@ def plan_request(
         elementwise=ElementwiseKernels(elementwise),
         loss=LossKernel(loss),
         zero_collectives=ZeroCollectives(zero_collectives),
+        overlap_tp_dgrad=bool(overlap_tp_dgrad),
     )
 
 
@@ -283,7 +285,9 @@ def plan(
             "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch"), ``zero_collectives``
             (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
-            release).
+            release), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside
+            their weight gradients, Megatron-LM's and Transformer Engine's backward; False: every TP collective
+            waits; not searched).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -123,6 +123,11 @@ def register(sub) -> None:
                    "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
                    "reduce-scatter, every microbatch) or per-tensor (ZeRO-3 as DeepSpeed's 2021 release: a "
                    "collective per parameter tensor)")
+    p.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=True,
+                   help="the column-parallel linears' input-gradient collectives run beside their weight "
+                   "gradients, as Megatron-LM and Transformer Engine run them (default); --no-overlap-tp-dgrad: "
+                   "every TP collective waits (older Megatron-LM forks, nanotron's default, PyTorch DTensor's TP), "
+                   "not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
@@ -151,7 +156,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, elementwise=args.elementwise, loss=args.loss,
-                zero_collectives=args.zero_collectives)
+                zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad)
 
 
 def run(args: argparse.Namespace) -> int:
