@@ -20,7 +20,7 @@ from torch import nn
 
 from executors import collectives as C
 from executors.config import TPMode
-from executors.weight_grad import WeightGradStore, linear, weight_grad
+from executors.weight_grad import WeightGradStore, linear, weight_grad_unless_deferred
 from pipesim.topology import Dim
 
 
@@ -101,8 +101,8 @@ class _ColumnLinear(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             grad_input, work = C.start_input_grad_collective(grad_output @ weight, ctx.group, ctx.sequence_parallel)
         grad_weight = None
-        if ctx.needs_input_grad[1] and (ctx.store is None or not ctx.store.offer(weight, total, grad_output)):
-            grad_weight = weight_grad(total, grad_output)  # beside the collective
+        if ctx.needs_input_grad[1]:  # beside the collective
+            grad_weight = weight_grad_unless_deferred(ctx.store, weight, total, grad_output)
         if work is not None:
             work.wait()
         return grad_input, grad_weight, None, None, None

@@ -81,6 +81,14 @@ def apply_weight_grads(deferred: list[DeferredGrad]) -> None:
             item.weight.grad += grad
 
 
+def weight_grad_unless_deferred(store: WeightGradStore | None, weight: torch.Tensor, inputs: torch.Tensor,
+                                grad_output: torch.Tensor) -> torch.Tensor | None:
+    """The weight gradient of ``y = x Aᵀ``, or None when ``store`` is deferring and has queued it for W."""
+    if store is not None and store.offer(weight, inputs, grad_output):
+        return None
+    return weight_grad(inputs, grad_output)
+
+
 class _Linear(torch.autograd.Function):
     """``y = x Aᵀ`` whose weight gradient may be deferred to W; the input gradient is always computed."""
 
@@ -99,9 +107,7 @@ class _Linear(torch.autograd.Function):
         grad_input = grad_output @ weight if ctx.needs_input_grad[0] else None
         grad_weight = None
         if ctx.needs_input_grad[1]:
-            store = ctx.store
-            if store is None or not store.offer(weight, inputs, grad_output):
-                grad_weight = weight_grad(inputs, grad_output)
+            grad_weight = weight_grad_unless_deferred(ctx.store, weight, inputs, grad_output)
         return grad_input, grad_weight, None
 
 

@@ -9,6 +9,7 @@ import torch
 
 from executors import collectives as C
 from executors import tp_layers
+from executors import weight_grad as W
 from executors.config import TPMode
 from executors.weight_grad import WeightGradStore
 
@@ -45,13 +46,13 @@ def two_ranks(monkeypatch):
     monkeypatch.setattr(dist, "all_gather_single", all_gather)
     monkeypatch.setattr(dist, "reduce_scatter_single", reduce_scatter)
     monkeypatch.setattr(dist, "all_reduce", all_reduce)
-    real = tp_layers.weight_grad
+    real = W.weight_grad
 
     def logged_weight_grad(inputs, grad_output):
         log.append("weight_grad")
         return real(inputs, grad_output)
 
-    monkeypatch.setattr(tp_layers, "weight_grad", logged_weight_grad)
+    monkeypatch.setattr(W, "weight_grad", logged_weight_grad)
     return log
 
 

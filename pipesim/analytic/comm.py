@@ -152,7 +152,7 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     t = layout.tp
     if t == 1:
         return LayerComm(0.0, 0.0)
-    nbytes = _tp_collective_bytes(model, layout)
+    nbytes = _activation_bytes(model, layout)
     if layout.sequence_parallel:
         one = (collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
                + collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t))
@@ -163,8 +163,9 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     return LayerComm(forward, backward)
 
 
-def _tp_collective_bytes(model: ModelSpec, layout: Layout) -> int:
-    """The ``b·s·h`` activation (this rank's cp share of the sequence) one TP collective moves."""
+def _activation_bytes(model: ModelSpec, layout: Layout) -> int:
+    """The ``b·s·h`` activation of this rank's cp share of the sequence: what one TP collective moves, and tp
+    times what a pipeline send carries."""
     return model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
 
 
@@ -175,7 +176,7 @@ def tp_dgrad_collective(model: ModelSpec, layout: Layout, chip: ChipSpec) -> flo
     if t == 1:
         return 0.0
     op = CollectiveOp.REDUCE_SCATTER if layout.sequence_parallel else CollectiveOp.ALL_REDUCE
-    return collective_time(op, _tp_collective_bytes(model, layout), t, chip, t)
+    return collective_time(op, _activation_bytes(model, layout), t, chip, t)
 
 
 def dgrad_hidden_by_wgrad(collective: float, weight_grads: Sequence[float], chip: ChipSpec) -> float:
@@ -192,7 +193,7 @@ def p2p_bytes(model: ModelSpec, layout: Layout) -> float:
     of the t ranks sends only its 1/t slice over the inter-node link and the receivers all-gather it over
     NVLink (cheap, not counted). With sequence parallelism the tensor is already split this way.
     """
-    return model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.hidden / layout.tp
+    return _activation_bytes(model, layout) / layout.tp
 
 
 def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
