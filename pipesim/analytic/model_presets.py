@@ -31,6 +31,11 @@ _PRESETS = [
     _gpt("gpt3-2.7b", 32, 2560, 32),
     _gpt("gpt3-6.7b", 32, 4096, 32),
     _gpt("gpt3-175b", 96, 12288, 96),
+    # NeMo's GPT-3 5B and 20B (NeMo-Framework-Launcher, launcher_scripts/conf/training/gpt3/{5b,20b}.yaml:
+    # num_layers, hidden_size, num_attention_heads, ffn 4h, sequence 2048, learned positions, dropout 0.1,
+    # GPT-2's 50257-token BPE padded to a multiple of 128 as make_vocab_size_divisible_by sets: 50304).
+    _gpt("gpt3-5b", 24, 4096, 32, vocab=50304),
+    _gpt("gpt3-20b", 44, 6144, 48, vocab=50304),
     # Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
     # Megatron-LM", Table 1 (heads, hidden, layers; vocabulary 51200, sequence 2048).
     _gpt("gpt-1.7b", 24, 2304, 24),
@@ -110,6 +115,12 @@ _PRESETS += [
     # MLP width 73728 (4h): NeMo's launcher config (conf/training/nemotron/nemotron_340b.yaml, 4 · hidden_size)
     # and the public HF conversion's config.json (intermediate_size 73728, head_dim 192 = 18432 / 96).
     _nemotron4("nemotron-4-340b", 96, 18432, 96, 8, 73728),
+    # NeMo's Nemotron 8B and 22B, the same block as Nemotron-4 with every head its own KV head
+    # (NeMo-Framework-Launcher, launcher_scripts/conf/training/nemotron/nemotron_{8b,22b}.yaml: num_layers,
+    # hidden_size, num_attention_heads, ffn_hidden_size, num_query_groups null, squared-relu, layernorm1p, rope,
+    # bias false, sequence 4096, the 256k SentencePiece vocabulary of Nemotron-4).
+    _nemotron4("nemotron-8b", 32, 4096, 32, 32, 16384),
+    _nemotron4("nemotron-22b", 40, 6144, 48, 48, 24576),
     # Black et al. 2022, "GPT-NeoX-20B: An Open-Source Autoregressive Language Model" (arXiv 2204.06745) §2 and
     # the training config (EleutherAI/gpt-neox, configs/20B.yml): 44 layers, hidden 6144, 64 heads, 4h GeLU MLP,
     # vocabulary 50432 (padded), sequence 2048, LayerNorm, biases, rotary positions (on a quarter of each head),
