@@ -19,7 +19,7 @@ OUT_OF_SAMPLE_MODULES: tuple[str, ...] = ("mosaicml2023", "torchtitan2024", "fms
 read them too (the Hopper training GEMM ratio, ZeRO-3's overlap share: :mod:`pipesim.validation.constants`);
 validation by source left out refits those without each source, so the left-out error stays held out."""
 GATHERED_MODULES: tuple[str, ...] = ("nemotron4_15b_2024", "nemotron4_340b_2024", "dao2023", "narayanan2021_zero3",
-                                      "mosaicml_small2023", "glm130b_2022", "neox20b_2022")
+                                      "mosaicml_small2023", "glm130b_2022", "neox20b_2022", "nemo_megatron2022")
 """Held-out sources gathered for issue #24 (item 2) after every constant was fixed, not fitted to when added (the
 same two later constants read them, validated the same way): Nemotron-4
 15B's and 340B's batch-ramp tables (H100 BF16, Megatron/NeMo), FlashAttention-2's end-to-end table (8×A100,
@@ -27,7 +27,9 @@ fused and unfused attention) and Narayanan et al.'s Table 2 (ZeRO-3 against PTD-
 in-sample ``narayanan2021``, so not independent of it: see its module) and, gathered later, the MosaicML tables'
 rows that ``mosaicml2023`` had left out (MPT 125M-3B on 8-128 GPUs, and the H100 table at 128-512 GPUs: same
 platform as ``mosaicml2023``), and two runs on DeepSpeed's pipeline engine with full recomputation: GLM-130B's
-pre-training (768 A100 40GB) and GPT-NeoX-20B's (96 A100 40GB). Each module states what it infers."""
+pre-training (768 A100 40GB) and GPT-NeoX-20B's (96 A100 40GB); and, gathered a release later, NeMo Megatron's
+2022 scaling tables (GPT-3 5B and 175B on 8–1,024 A100 80GB, NeMo-Framework-Launcher's README). Each module
+states what it infers."""
 SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES
 MOE_MODULES: tuple[str, ...] = ("deepseek_v3_2024", "megatron_moe2024")
 """Published mixture-of-experts runs (issue #25), held out of everything: not in :data:`SOURCE_MODULES`, so
