@@ -34,7 +34,12 @@ software kept.
 Known miss: the 175B rows are 30–32 % too fast. Korthikanti et al.'s 175B row (Megatron-LM of 2022, the same
 shape, tp 8 × pp 8, sequence parallelism, selective recomputation, 64 A100s; in sample, within 4 %) measured
 149 tokens/s per GPU with an 11 % pipeline bubble; these rows measure 117 with none (1,024 microbatches at 8
-nodes): the same model and chip, 1.4× slower in NeMo of the same months. Mechanism not found.
+nodes): the same model and chip, 1.4× slower in NeMo of the same months. Mechanism not found. The README's
+own earlier 175B table, which this one replaced on 7 September 2022 (1f1e6be5), gave 20,642 / 38,025 /
+141,306 tokens/s on 16 / 32 / 128 nodes, 29–38 % more per GPU than the new table at the same node counts, and
+pipesim is within 6–12 % of those (too fast); which configuration either table measured is not stated, and
+only the table the README kept is used here. So these rows say less about the model than their number
+suggests: the source disagrees with itself by as much as pipesim disagrees with it.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
