@@ -11,6 +11,7 @@ import pytest
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.error_band import MIN_ROWS, error_band, run_kind, tolerance_bound, tolerance_rank
 from pipesim.analytic.layout import Precision
+from pipesim.analytic.validation_bands import BANDS, POOLED
 from pipesim.cli.main import main
 from pipesim.validation.constants import FITTED_CONSTANTS, chips_with
 from pipesim.validation.loso import error_bands, fit, leave_one_source_out, sensitivity, summary
@@ -114,8 +115,11 @@ def test_bands_follow_the_kind_and_say_when_unvalidated():
     hopper = error_band("h100-sxm", Precision.BF16)
     assert hopper.relative is not None and 0 < hopper.relative < 1
     assert (hopper.rows >= MIN_ROWS) == ("bound over all" not in hopper.basis)
-    fp8 = error_band("h100-sxm", Precision.FP8)  # 8 rows: too few for a bound of its own
-    assert "only 8 of kind hopper-fp8" in fp8.basis and fp8.relative == error_band("a100-80gb", Precision.FP8).relative
+    fp8 = error_band("h100-sxm", Precision.FP8)  # fewer than MIN_ROWS rows: too few for a bound of its own
+    fp8_rows = BANDS["hopper-fp8"][1]
+    assert fp8_rows < MIN_ROWS and BANDS["hopper-fp8"][0] is None
+    assert f"only {fp8_rows} of kind hopper-fp8" in fp8.basis
+    assert fp8.relative == error_band("a100-80gb", Precision.FP8).relative == POOLED[0]
 
 
 def test_tolerance_rank_by_hand():
