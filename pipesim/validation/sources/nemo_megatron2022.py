@@ -40,9 +40,10 @@ own earlier 175B table, which this one replaced on 7 September 2022 (1f1e6be5), 
 pipesim is within 6–12 % of those (too fast); which configuration either table measured is not stated, and
 only the table the README kept is used here. So these rows say less about the model than their number
 suggests: the source disagrees with itself by as much as pipesim disagrees with it. One setting would account
-for the gap: had the new table been measured with full recomputation (what NeMo's 175B config set before
-release 22.06 made sequence parallelism and selective recomputation its default), pipesim would be −7…−11 %
-(−9…−11 % without sequence parallelism). The config of the README's commit says selective, so the rows keep it.
+for the gap: had the new table been measured with full recomputation, pipesim would be −7…−11 % (−9…−11 %
+without sequence parallelism). No config at hand sets it (the README's commit: selective; the launcher's April
+2022 175B config, before release 22.06 made sequence parallelism and selective recomputation the default:
+micro-batch 1 and one layer per stage checkpointed), so the rows keep selective.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
