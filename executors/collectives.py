@@ -95,6 +95,18 @@ GatherSequenceReplicated = _conjugate(
     _all_gather_seq, _split_seq)
 
 
+def start_sequence_all_gather(x: torch.Tensor, group: dist.ProcessGroup):
+    """Start, without waiting, the all-gather along the sequence of a kept shard (a column-parallel layer's
+    input, gathered again for its weight gradient). Returns ``(result, work)`` as
+    :func:`start_input_grad_collective`."""
+    size = dist.get_world_size(group)
+    if size == 1:
+        return x, None
+    x = x.contiguous()
+    out = torch.empty((x.shape[0] * size, *x.shape[1:]), dtype=x.dtype, device=x.device)
+    return out, dist.all_gather_single(out, x, group=group, async_op=True)
+
+
 def start_input_grad_collective(grad: torch.Tensor, group: dist.ProcessGroup, sequence_parallel: bool):
     """Start, without waiting, the collective a column-parallel layer's input gradient needs: the
     reduce-scatter back to the sequence shards (sequence parallelism) or the all-reduce of ``f``. Returns

@@ -345,21 +345,25 @@ class EmulatedCompute(Compute):
         gc.disable()
         self.stream.start_step()
 
-    def _busy(self, seq: int, chunk: int | None = None) -> None:
+    def _busy(self, seq: int, chunk: int | None = None, backward: bool = False) -> None:
         """Run the instruction's TP collectives, then sleep out the rest of its cost."""
         deadline = self.stream.deadline(self.durations[seq])
         if chunk is not None and self.ctx.tp > 1:
-            self._tp_collectives(self._blocks[chunk])
+            self._tp_collectives(self._blocks[chunk], backward)
         self.stream.finish(deadline)
 
-    def _tp_collectives(self, blocks: int) -> None:
-        """The collectives ``blocks`` real blocks run in one pass, on tensors of the real size."""
+    def _tp_collectives(self, blocks: int, backward: bool) -> None:
+        """The collectives ``blocks`` real blocks run in one pass, on tensors of the real size: in a backward
+        under sequence parallelism also the column-parallel inputs gathered again (the real layers' kept
+        shards, :class:`executors.tp_layers.ColumnParallelLinear`)."""
         group, x = self.ctx.tp_group, self._activation
         for _ in range(2 * blocks):  # attention and MLP
             if self.tp_mode is TPMode.ALL_REDUCE:
                 C.all_reduce_copy(x, group)
             else:
                 C.reduce_scatter_along_sequence(C.all_gather_along_sequence(x, group), group)
+                if backward:
+                    C.all_gather_along_sequence(x, group)
 
     def forward(self, seq, mb, chunk, stage, inputs):
         self._busy(seq, chunk)
@@ -369,7 +373,7 @@ class EmulatedCompute(Compute):
         return self._activation
 
     def backward_input(self, seq, mb, chunk, stage, grad_output, *, split):
-        self._busy(seq, chunk)
+        self._busy(seq, chunk, backward=True)
         return None if self.shape.is_first_stage(stage) else self._activation
 
     def backward_weight(self, seq, mb, chunk, stage) -> None:

@@ -78,28 +78,41 @@ class ColumnParallelLinear(nn.Module):
 
 
 class _ColumnLinear(torch.autograd.Function):
-    """The column-parallel linear with its input collective (identity, or the sequence all-gather), whose
-    backward starts the input gradient's collective (all-reduce, or reduce-scatter) and computes the weight
-    gradient while it runs, as Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication`` and Transformer
-    Engine's linears do (pipesim's ``--overlap-tp-dgrad``, the cost model's default). A split backward's ``I``
-    queues the weight GEMM (``store``), so it waits for the collective with nothing beside it, as pipesim takes
-    it. The same numbers as the collective and the linear run one after the other."""
+    """The column-parallel linear with its input collective (identity, or the sequence all-gather), run as
+    Megatron-LM's ``LinearWithGradAccumulationAndAsyncCommunication`` and Transformer Engine's linears run it:
+
+    - under sequence parallelism it keeps its input sharded and the backward gathers it again, started before
+      the input-gradient GEMM and waited for after it (pipesim's ``--column-input regather``, the default);
+    - the backward then starts the input gradient's collective (all-reduce, or reduce-scatter) and computes
+      the weight gradient while it runs (``--overlap-tp-dgrad``, the default). A split backward's ``I`` queues
+      the weight GEMM (``store``, with the gathered input), so it waits for the collective with nothing beside
+      it, as pipesim takes it.
+
+    The same numbers as the collectives and the linear run one after the other."""
 
     @staticmethod
     def forward(ctx, inputs, weight, group, sequence_parallel, store):
         total = C.all_gather_along_sequence(inputs, group) if sequence_parallel else inputs
-        ctx.save_for_backward(total)
+        ctx.save_for_backward(inputs if sequence_parallel else total)  # the shard: 1/tp of the gathered bytes
         # the parameter itself, not a saved copy: a deferred weight gradient accumulates into its own .grad
         ctx.weight, ctx.group, ctx.sequence_parallel, ctx.store = weight, group, sequence_parallel, store
         return F.linear(total, weight)
 
     @staticmethod
     def backward(ctx, grad_output):
-        (total,) = ctx.saved_tensors
+        (kept,) = ctx.saved_tensors
         weight = ctx.weight
+        total, gather = kept, None
+        if ctx.sequence_parallel and ctx.needs_input_grad[1]:  # beside the input-gradient GEMM
+            total, gather = C.start_sequence_all_gather(kept, ctx.group)
         grad_input, work = None, None
         if ctx.needs_input_grad[0]:
-            grad_input, work = C.start_input_grad_collective(grad_output @ weight, ctx.group, ctx.sequence_parallel)
+            input_grad = grad_output @ weight
+            if gather is not None:
+                gather.wait()
+            grad_input, work = C.start_input_grad_collective(input_grad, ctx.group, ctx.sequence_parallel)
+        elif gather is not None:
+            gather.wait()
         grad_weight = None
         if ctx.needs_input_grad[1]:  # beside the collective
             grad_weight = weight_grad_unless_deferred(ctx.store, weight, total, grad_output)

@@ -215,6 +215,47 @@ def test_column_parallel_input_gradient_collectives_hide_behind_their_weight_gra
         Layout(tp=8, sequence_parallel=True, async_tp=True, overlap_tp_dgrad=False)
 
 
+def test_sequence_parallel_gathers_each_column_input_again_for_its_weight_gradient_by_hand():
+    """Korthikanti et al. §4.2.2: sequence parallelism keeps a column-parallel linear's input sharded and the
+    backward all-gathers it again for the weight gradient, two per layer (QKV's input, the MLP's). Megatron-LM
+    and TE start it beside the input-gradient GEMM g: max(σ·c, c − g) each (``regather``, the default); nanotron
+    waits for it: c each (``regather-blocking``); DTensor keeps the gathered input (``saved``): no gather, but
+    tp times those inputs' bytes, unless a per-op policy recomputes the gather (blocking again)."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.layout import ColumnInput
+
+    model = MODEL_PRESETS["llama2-70b"]  # h 8192, GQA with 8 KV heads, SwiGLU of 28672
+    tokens = model.micro_batch * model.seq_len
+    c = collective_time(CollectiveOp.ALL_GATHER, 2 * tokens * 8192, 8, H100, 8)  # one b·s·h BF16 activation
+    layouts = {mode: Layout(tp=8, microbatches=2, sequence_parallel=True, column_input=mode) for mode in ColumnInput}
+    precision = layouts[ColumnInput.SAVED].precision
+    qkv = gemm_time(tokens, 8192, (8192 + 2 * 8 * 128) // 8, H100, precision)  # dY·Wᵀ: tokens × h, over (h + 2kv)/t
+    up = gemm_time(tokens, 8192, 2 * 28672 // 8, H100, precision)  # gate and up fused
+    sigma = 24 / 132
+    assert qkv < c < up  # QKV's input-gradient GEMM hides part of its gather; the up projection's all but σ·c
+    overlapped = max(sigma * c, c - qkv) + max(sigma * c, c - up)
+    costs = {mode: build_cost_model(model, H100, layout).default for mode, layout in layouts.items()}
+    saved = costs[ColumnInput.SAVED]
+    per_layer = {ColumnInput.REGATHER: overlapped, ColumnInput.REGATHER_BLOCKING: 2 * c}
+    for mode, exposed in per_layer.items():
+        assert costs[mode].backward_input - saved.backward_input == pytest.approx(model.layers * exposed, rel=1e-9)
+        assert costs[mode].forward == saved.forward
+    # memory: the kept inputs, gathered, where sequence parallelism keeps 1/t of them
+    kept = {mode: layer_activation_bytes(model, layout) for mode, layout in layouts.items()}
+    assert kept[ColumnInput.REGATHER] == kept[ColumnInput.REGATHER_BLOCKING]
+    assert kept[ColumnInput.SAVED] - kept[ColumnInput.REGATHER] == pytest.approx(2 * 2 * tokens * 8192 * (1 - 1 / 8))
+    # torchtitan's per-op checkpointing saves matmuls, not all-gathers: the gather is recomputed, waited for
+    per_op = {mode: replace(layout, recompute=Recompute.PER_OP) for mode, layout in layouts.items()}
+    saved_per_op, blocking_per_op = (build_cost_model(model, H100, per_op[m]).default
+                                     for m in (ColumnInput.SAVED, ColumnInput.REGATHER_BLOCKING))
+    assert saved_per_op.backward_input == blocking_per_op.backward_input
+    assert layer_activation_bytes(model, per_op[ColumnInput.SAVED]) == layer_activation_bytes(
+        model, per_op[ColumnInput.REGATHER])
+    # nothing to gather without sequence parallelism or at tp = 1
+    for base in (Layout(tp=8, microbatches=2), Layout(microbatches=2, sequence_parallel=False)):
+        assert len({build_cost_model(model, H100, replace(base, column_input=m)).default for m in ColumnInput}) == 1
+
+
 def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_overlapping_share_by_hand():
     """prefetched_overlap: 1 − η of the collective exposed in full, η of it contended beside the compute."""
     assert prefetched_overlap(8.0, 10.0, 0.25, 0.0) == pytest.approx(8.0)  # nothing runs beside compute

@@ -274,6 +274,26 @@ def test_overlap_tp_dgrad_flag(capsys):
     assert "contradicts --async-tp" in _error(capsys, [*base[:-1], "--async-tp", "--no-overlap-tp-dgrad"])
 
 
+def test_column_input_flag(capsys):
+    """``--column-input``: under sequence parallelism, gathering the column-parallel inputs again and waiting
+    (nanotron) is slower than beside the input-gradient GEMM (Megatron-LM, the default); keeping them gathered
+    (DTensor) is faster and holds more memory. The report names a departure from the default."""
+    base = ["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "4", "--tp", "8",
+            "--sequence-parallel", "--json"]
+    runs = {}
+    for mode in ("regather", "regather-blocking", "saved"):
+        assert main([*base, "--column-input", mode]) == 0
+        runs[mode] = json.loads(capsys.readouterr().out)["model_report"]
+        assert runs[mode]["layout"]["column_input"] == mode
+    assert runs["saved"]["step_time_s"] < runs["regather"]["step_time_s"] < runs["regather-blocking"]["step_time_s"]
+    assert runs["saved"]["memory"]["peak_gib"] > runs["regather"]["memory"]["peak_gib"]
+    assert runs["regather"]["memory"]["peak_gib"] == runs["regather-blocking"]["memory"]["peak_gib"]
+    assert main([*base[:-1], "--column-input", "regather-blocking"]) == 0
+    assert "TP inputs gathered again, blocking" in capsys.readouterr().out
+    assert main([*base[:-1], "--column-input", "saved"]) == 0
+    assert "gathered TP inputs kept" in capsys.readouterr().out
+
+
 def test_context_parallel_by_hand():
     model = MODEL_PRESETS["llama3.1-8b"]
     layout = Layout(tp=1, cp=2)

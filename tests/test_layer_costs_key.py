@@ -70,13 +70,14 @@ _OTHER = {
     "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
-    "model_copies": 2, "zero_collectives": "per-layer",
+    "model_copies": 2, "zero_collectives": "per-layer", "column_input": "regather-blocking",
 }
 
 
 def _other(name: str):
     from pipesim.analytic.layout import (
         AttentionKernel,
+        ColumnInput,
         ElementwiseKernels,
         GradAccumulation,
         LossKernel,
@@ -93,6 +94,7 @@ def _other(name: str):
             "grad_accumulation": lambda: GradAccumulation(value),
             "precision": lambda: Precision(value),
             "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
+            "column_input": lambda: ColumnInput(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
                 name, lambda: value)()
 
@@ -108,7 +110,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     for name in names:
         moe = name in ("ep", "moe_imbalance")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
-        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name == "async_tp" else {}),
+        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input") else {}),
                       **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)

@@ -393,3 +393,28 @@ def test_blocking_tp_collectives_are_an_input_to_the_plan(capsys):
                  "--recompute", "none", "--zero", "1", "--precision", "bf16", "--cp", "1", "--micro-batch-sizes",
                  "1", "--no-overlap-tp-dgrad", "-q", "--top", "1"]) == 0
     assert "TP collectives all blocking" in capsys.readouterr().out
+
+
+def test_plan_takes_where_the_column_parallel_inputs_come_from(capsys):
+    """``column_input`` reaches every candidate: with sequence parallelism and tp > 1, nanotron's blocking second
+    gather is slower than Megatron-LM's overlapped one; without either nothing changes; the header says so."""
+    from pipesim.api.planning import plan
+    from pipesim.cli.main import main
+
+    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
+                 cp=(1,), micro_batch_sizes=(1,))
+    default = plan("llama2-13b", 16, 64, top=3, **space)
+    blocking = plan("llama2-13b", 16, 64, top=3, column_input="regather-blocking", **space)
+
+    def times(result):
+        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+    slower, faster = times(blocking), times(default)
+    common = slower.keys() & faster.keys()
+    gathered = [c for c in common if c.tp > 1 and c.sequence_parallel]
+    assert gathered and all(slower[c] > faster[c] for c in gathered)
+    assert all(slower[c] == faster[c] for c in common if c.tp == 1 or not c.sequence_parallel)
+    assert "TP inputs gathered again, blocking" in blocking.header() and "gathered" not in default.header()
+    assert main(["plan", "--model", "llama2-13b", "--gpus", "16", "--global-batch", "64", "--schedules", "1f1b",
+                 "--recompute", "none", "--zero", "1", "--precision", "bf16", "--cp", "1", "--micro-batch-sizes",
+                 "1", "--column-input", "saved", "-q", "--top", "1"]) == 0
+    assert "gathered TP inputs kept" in capsys.readouterr().out

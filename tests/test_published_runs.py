@@ -98,32 +98,30 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     # nemo_megatron2022
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-5b tp1 pp1 m16 b2 1f1b 64×a100 none s-'):
-        ('-15%, pipesim too fast: NeMo of 2022, data parallelism alone (the other 5B rows within 15%);'
-         ' unexplained'),
+        '-15%, pipesim too fast: NeMo of 2022, data parallelism alone (the other 5B rows within 15%); unexplained',
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-5b tp1 pp1 m4 b2 1f1b 256×a100 none s-'):
-        ('-20%, pipesim too fast: NeMo of 2022, data parallelism alone (the other 5B rows within 15%);'
-         ' unexplained'),
+        '-20%, pipesim too fast: NeMo of 2022, data parallelism alone (the other 5B rows within 15%); unexplained',
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m1024 b2 1f1b 64×a100 selective s-'):
-        ("-32%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's own row;"
-         " the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
+        ("-32%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+         " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m512 b2 1f1b 128×a100 selective s-'):
-        ("-32%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's own row;"
-         " the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
+        ("-31%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+         " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m256 b2 1f1b 256×a100 selective s-'):
-        ("-31%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's own row;"
-         " the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
+        ("-31%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+         " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m128 b2 1f1b 512×a100 selective s-'):
-        ("-30%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's own row;"
-         " the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
+        ("-30%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+         " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m64 b2 1f1b 1024×a100 selective s-'):
-        ("-30%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's own row;"
-         " the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
+        ("-29%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+         " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
 }
 
 

@@ -85,7 +85,17 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     scores_kept = layout.recompute is Recompute.NONE and layout.attention is AttentionKernel.UNFUSED
     # softmax output (d), and with dropout its mask (1) and output (d): 5as²b for d = 2
     scores = (d + mask * (1 + d)) * a * s * s * b if scores_kept else 0.0
-    return replicated / (t if sp else 1) + (sharded + scores) / t
+    return replicated / (t if sp else 1) + (sharded + scores) / t + _gathered_column_inputs(model, layout, kind)
+
+
+def _gathered_column_inputs(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """What a layer keeps beyond its sharded column-parallel inputs when the framework keeps them gathered
+    (:attr:`Layout.keeps_gathered_column_input`, PyTorch DTensor's TP): the QKV input and, in a dense layer, the
+    MLP input, each ``d·sbh`` where sequence parallelism stores ``d·sbh/t``."""
+    if not layout.keeps_gathered_column_input:
+        return 0.0
+    inputs = 2 if kind is LayerKind.DENSE else 1
+    return inputs * model.dtype_bytes * model.seq_len * model.micro_batch * model.hidden * (1 - 1 / layout.tp)
 
 
 def per_op_kept_width(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> float:
@@ -119,7 +129,7 @@ def linear_input_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = Layer
     replicated = s * b * (2 * d * h + dispatched + _mla_latents(model) / 2)
     # output-projection input, down-projection input
     sharded = d * s * b * model.attention_out_width + d * s * b * _mlp_width(model, layout, kind)
-    return replicated / (t if sp else 1) + sharded / t
+    return replicated / (t if sp else 1) + sharded / t + _gathered_column_inputs(model, layout, kind)
 
 
 def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:

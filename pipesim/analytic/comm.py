@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import Layout, Recompute, ZeroStage
+from pipesim.analytic.layout import ColumnInput, Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import ModelSpec
 
@@ -143,9 +143,9 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     forward, and the conjugate ``f`` all-reduces their input gradients in the backward: 2 + 2 all-reduces.
     Sequence parallel: each all-reduce becomes an all-gather before the column-parallel linear and a
     reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), each at the
-    rate its own collective reaches (:func:`group_bandwidth`); the backward's re-all-gather of the input for
-    the weight gradient is overlapped with the input-gradient matmul in Megatron-LM and not counted. Full
-    recompute repeats the forward's collectives. All of it is counted exposed here; what the weight-gradient
+    rate its own collective reaches (:func:`group_bandwidth`); the backward's second all-gather of the input
+    for the weight gradient is :func:`column_input_regather`'s. Full recompute repeats the forward's
+    collectives. All of it is counted exposed here; what the weight-gradient
     GEMMs hide of the backward's input-gradient collectives (:func:`tp_dgrad_collective`,
     :func:`dgrad_hidden_by_wgrad`) is set apart by the cost model.
     """
@@ -184,6 +184,27 @@ def dgrad_hidden_by_wgrad(collective: float, weight_grads: Sequence[float], chip
     ``collective`` per linear beside that linear's own weight-gradient GEMM (``weight_grads``): each runs for
     its full length only beside compute it slows by the chip's SM share (:func:`contended_overlap`)."""
     return sum(collective - contended_overlap(collective, w, chip.comm_sm_share) for w in weight_grads)
+
+
+def column_input_regather(model: ModelSpec, layout: Layout, chip: ChipSpec, input_grads: Sequence[float]) -> float:
+    """Exposed time per layer and microbatch of the backward's second all-gather of each column-parallel
+    linear's input, one per linear, ``input_grads`` their input-gradient GEMMs (0 unless sequence parallelism
+    gathers that input, :attr:`Layout.gathers_column_input`).
+
+    Korthikanti et al. 2023 §4.2.2: sequence parallelism stores the linear's input sharded and all-gathers it
+    again in the backward for the weight gradient. Megatron-LM issues that gather asynchronously and runs the
+    input-gradient GEMM meanwhile (:attr:`ColumnInput.REGATHER`): ``max(σ·c, c − g)`` beside the GEMM ``g``
+    (:func:`contended_overlap`). nanotron waits for it (``REGATHER_BLOCKING``): ``c``. A framework that keeps
+    the gathered input (``SAVED``) has none, unless its checkpointing recomputes the gather (per-op), waited
+    for too."""
+    if not layout.gathers_column_input:
+        return 0.0
+    gather = collective_time(CollectiveOp.ALL_GATHER, _activation_bytes(model, layout), layout.tp, chip, layout.tp)
+    if layout.column_input is ColumnInput.REGATHER:
+        return sum(contended_overlap(gather, g, chip.comm_sm_share) for g in input_grads)
+    if layout.column_input is ColumnInput.SAVED and layout.recompute is not Recompute.PER_OP:
+        return 0.0
+    return gather * len(input_grads)
 
 
 def p2p_bytes(model: ModelSpec, layout: Layout) -> float:

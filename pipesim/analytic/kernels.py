@@ -202,16 +202,31 @@ def layer_parameter_tensors(model: ModelSpec, layout: Layout, kind: LayerKind = 
     return tensors + [model.hidden] * (2 * norm_tensors)
 
 
-def column_parallel_weight_grads(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
-                                 kind: LayerKind = LayerKind.DENSE) -> list[float]:
-    """The weight-gradient GEMM of each column-parallel linear of a layer, the one its input-gradient collective
-    can run beside (:attr:`Layout.overlap_tp_dgrad`): the attention's input projection (the first of
-    :func:`attention_shapes`: fused QKV, or latent attention's first projection) and, in a dense layer, the
-    MLP's up projection (a MoE layer's experts communicate otherwise and are left out)."""
+def _column_parallel_shapes(model: ModelSpec, layout: Layout, kind: LayerKind) -> list[tuple[int, int]]:
+    """(output width, input width) per tp rank of a layer's column-parallel linears whose input sequence
+    parallelism all-gathers: the attention's input projection (the first of :func:`attention_shapes`: fused
+    QKV, or latent attention's first projection) and, in a dense layer, the MLP's up projection (a MoE layer's
+    experts communicate otherwise and are left out)."""
     shapes = [attention_shapes(model, layout)[0]]
     if kind is LayerKind.DENSE:
         shapes.append(_mlp_shapes(model, model.ffn_hidden, layout.tp)[0])
-    return [gemm_time(k_in, n_out, tokens, chip, layout.precision) for n_out, k_in in shapes]
+    return shapes
+
+
+def column_parallel_weight_grads(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                                 kind: LayerKind = LayerKind.DENSE) -> list[float]:
+    """The weight-gradient GEMM of each column-parallel linear of a layer, the one its input-gradient collective
+    can run beside (:attr:`Layout.overlap_tp_dgrad`)."""
+    return [gemm_time(k_in, n_out, tokens, chip, layout.precision)
+            for n_out, k_in in _column_parallel_shapes(model, layout, kind)]
+
+
+def column_parallel_input_grads(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                                kind: LayerKind = LayerKind.DENSE) -> list[float]:
+    """The input-gradient GEMM of each column-parallel linear of a layer, the one the backward's second
+    all-gather of its input can run beside (:attr:`ColumnInput.REGATHER`)."""
+    return [gemm_time(tokens, k_in, n_out, chip, layout.precision)
+            for n_out, k_in in _column_parallel_shapes(model, layout, kind)]
 
 
 def per_op_recomputed_gemms(model: ModelSpec, layout: Layout, tokens: int) -> list[tuple[int, int, int, int]]:

@@ -118,6 +118,32 @@ class LossKernel(enum.Enum):
     PYTORCH = "pytorch"  # F.cross_entropy on the logits cast to FP32 (torchtitan, reference training loops)
 
 
+class ColumnInput(enum.Enum):
+    """Under sequence parallelism, where a column-parallel linear's weight gradient gets the all-gathered input
+    it needs (the attention's input projection, the MLP's up projection; without sequence parallelism that
+    input is whole on every tp rank already, and this changes nothing)."""
+
+    # Kept sharded; the backward all-gathers it again while the input-gradient GEMM runs: Megatron-LM's
+    # LinearWithGradAccumulationAndAsyncCommunication (``async_op=True``, then ``grad_output.matmul(weight)``,
+    # then the wait) and Transformer Engine's LayerNormLinear (``ub_bulk_dgrad`` under TP comm overlap).
+    REGATHER = "regather"
+    # Kept sharded; the backward all-gathers it again and waits before any GEMM: nanotron's
+    # ``tp_recompute_allgather`` (its default), ``_ColumnLinearAsyncCommunication.backward``.
+    REGATHER_BLOCKING = "regather-blocking"
+    # The forward's all-gathered input kept for the backward, tp times the bytes, no second gather: PyTorch
+    # DTensor's ColwiseParallel behind PrepareModuleInput(Replicate) (torchtitan), nanotron with
+    # ``tp_recompute_allgather: false``. A checkpointing policy that recomputes collectives (torchtitan's
+    # per-op one saves matmuls and reduce-scatters, not all-gathers) gathers it again in the backward, waited for.
+    SAVED = "saved"
+
+    @property
+    def summary(self) -> str:
+        """How a report names this choice."""
+        return {ColumnInput.REGATHER: "TP inputs gathered again beside the input gradient",
+                ColumnInput.REGATHER_BLOCKING: "TP inputs gathered again, blocking",
+                ColumnInput.SAVED: "gathered TP inputs kept"}[self]
+
+
 @dataclass(frozen=True)
 class OptimizerBytes:
     """Bytes per parameter of mixed-precision Adam; only ``optimizer`` is sharded by a distributed optimizer.
@@ -172,6 +198,10 @@ class Layout:
     # LayerNormLinear ("Overlap dgrad-RS/AR with wgrad"). Off: every TP collective waits (Megatron-LM before
     # then and the forks taken from it, e.g. GPT-NeoX; PyTorch DTensor's tensor parallelism).
     overlap_tp_dgrad: bool = True
+    # Under sequence parallelism, how the column-parallel linears' weight gradients get their gathered input
+    # (ColumnInput): gathered again beside the input-gradient GEMM (Megatron-LM, TE; default), gathered again
+    # and waited for (nanotron), or kept gathered from the forward (PyTorch DTensor TP).
+    column_input: ColumnInput = ColumnInput.REGATHER
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (bytes moved, transient peak)
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED  # how microbatches' weight gradients are summed
@@ -235,6 +265,23 @@ class Layout:
         if self.async_tp and not self.overlap_tp_dgrad:
             raise PipesimError("--no-overlap-tp-dgrad contradicts --async-tp, which overlaps every tensor-parallel "
                                "collective with a GEMM; drop one of them")
+
+    @property
+    def gathers_column_input(self) -> bool:
+        """Whether the column-parallel linears' inputs are all-gathered (tp > 1 with sequence parallelism)."""
+        return self.tp > 1 and self.sequence_parallel
+
+    @property
+    def column_input_differs(self) -> bool:
+        """Whether :attr:`column_input` departs from Megatron-LM's where it matters (a report says so)."""
+        return self.gathers_column_input and self.column_input is not ColumnInput.REGATHER
+
+    @property
+    def keeps_gathered_column_input(self) -> bool:
+        """Whether a stored layer keeps its column-parallel inputs gathered (:attr:`ColumnInput.SAVED`): only
+        the layers whose activations are kept, not a layer recomputed in full or by per-op policy."""
+        return (self.gathers_column_input and self.column_input is ColumnInput.SAVED
+                and self.recompute in (Recompute.NONE, Recompute.SELECTIVE))
 
     @property
     def hides_tp_dgrad(self) -> bool:

@@ -17,7 +17,13 @@ import numpy as np
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, Layout, LossKernel, Precision
+from pipesim.analytic.layout import (
+    ElementwiseKernels,
+    GradAccumulation,
+    Layout,
+    LossKernel,
+    Precision,
+)
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
@@ -114,7 +120,7 @@ class StepReport:
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
-                       "overlap_tp_dgrad": lay.hides_tp_dgrad,
+                       "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
                        "moe_imbalance": lay.moe_imbalance,
@@ -214,6 +220,7 @@ def report_text(report: StepReport) -> str:
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
         f"{', async TP' if lay.async_tp else ''}"
         f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"
+        f"{f', {lay.column_input.summary}' if lay.column_input_differs else ''}"
         f", {lay.param_bytes.total:g} B/param, "
         + (
             f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"

@@ -44,6 +44,7 @@ from pipesim.analytic.comm import (
     boundary_bandwidths,
     chunked_overlap,
     collective_time,
+    column_input_regather,
     contended_overlap,
     cp_ring_comm,
     dgrad_hidden_by_wgrad,
@@ -68,6 +69,7 @@ from pipesim.analytic.kernels import (
     PassKernels,
     PassTimes,
     attention_core_times,
+    column_parallel_input_grads,
     column_parallel_weight_grads,
     grad_accumulation_time,
     head_times,
@@ -320,6 +322,10 @@ def _layer_comm(
             chunked_overlap(tp.forward, gemms.forward, layout.tp, share),
             chunked_overlap(tp.backward, gemms.backward_input, layout.tp, share),
         )
+    # under sequence parallelism the weight gradients need each column-parallel input gathered again
+    regather = column_input_regather(model, layout, chip,
+                                     column_parallel_input_grads(model, layout, chip, tokens, kind))
+    tp = LayerComm(tp.forward, tp.backward + regather, tp.hidden_by_weight_grad)
     ring = cp_ring_comm(model, layout, chip)
     if layout.cp > 1:
         core = attention_core_times(model, layout, chip)
@@ -411,6 +417,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.precision,
         layout.async_tp,
         layout.overlap_tp_dgrad,
+        layout.column_input,
         layout.moe_imbalance,
         layout.halve_causal_attention,
         (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor) if gathers

@@ -53,6 +53,11 @@ class ModelOptions:
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
             collective waits, as older Megatron-LM, its forks and PyTorch DTensor's TP do).
+        column_input: under sequence parallelism, where the column-parallel linears' weight gradients get their
+            gathered input: ``"regather"`` (default: all-gathered again beside the input-gradient GEMM, as
+            Megatron-LM and Transformer Engine do), ``"regather-blocking"`` (again, waited for: nanotron's
+            default) or ``"saved"`` (the forward's gathered input kept, tp times the bytes: PyTorch DTensor's TP,
+            torchtitan).
         step_boundary: ``"sync"`` or ``"post-validation"`` (default: post-validation for split-backward
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
@@ -88,6 +93,7 @@ class ModelOptions:
     fp8: bool | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
+    column_input: str | None = None
     step_boundary: str | None = None
     steps: int | None = None
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)

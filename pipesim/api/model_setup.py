@@ -13,6 +13,7 @@ from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
+    ColumnInput,
     ElementwiseKernels,
     GradAccumulation,
     Layout,
@@ -89,7 +90,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
         zero_collectives=ZeroCollectives(o.zero_collectives or "bucketed"), cp=o.cp or 1,
         precision=Precision.FP8 if o.fp8 else Precision.BF16, async_tp=bool(o.async_tp),
-        overlap_tp_dgrad=o.overlap_tp_dgrad is not False,
+        overlap_tp_dgrad=o.overlap_tp_dgrad is not False, column_input=ColumnInput(o.column_input or "regather"),
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, LossKernel, Precision, ZeroCollectives
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ColumnInput,
+    ElementwiseKernels,
+    LossKernel,
+    Precision,
+    ZeroCollectives,
+)
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import MFU_PEAK_NOTE
 from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
@@ -33,6 +40,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")
     if not request.overlap_tp_dgrad:
         said.append("TP collectives all blocking")
+    if request.column_input is not ColumnInput.REGATHER:
+        said.append(request.column_input.summary)
     return f", {' and '.join(said)}" if said else ""
 
 

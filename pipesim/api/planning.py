@@ -14,6 +14,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
+    ColumnInput,
     ElementwiseKernels,
     LossKernel,
     Precision,
@@ -214,6 +215,7 @@ def plan_request(
     loss: str | LossKernel = LossKernel.MEGATRON,
     zero_collectives: str | ZeroCollectives = ZeroCollectives.BUCKETED,
     overlap_tp_dgrad: bool = True,
+    column_input: str | ColumnInput = ColumnInput.REGATHER,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
     from pipesim.program.loader import builtin_names
@@ -248,6 +250,7 @@ def plan_request(
         loss=LossKernel(loss),
         zero_collectives=ZeroCollectives(zero_collectives),
         overlap_tp_dgrad=bool(overlap_tp_dgrad),
+        column_input=ColumnInput(column_input),
     )
 
 
@@ -287,7 +290,10 @@ def plan(
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
             release), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside
             their weight gradients, Megatron-LM's and Transformer Engine's backward; False: every TP collective
-            waits; not searched).
+            waits; not searched), ``column_input`` (under sequence parallelism, where the column-parallel linears'
+            weight gradients get their gathered input: "regather", Megatron-LM's and Transformer Engine's second
+            all-gather beside the input-gradient GEMM; "regather-blocking", nanotron's, waited for; "saved",
+            PyTorch DTensor's, the gathered input kept; not searched).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -9,6 +9,7 @@ from dataclasses import fields
 
 from pipesim.analytic.layout import (
     AttentionKernel,
+    ColumnInput,
     ElementwiseKernels,
     GradAccumulation,
     LossKernel,
@@ -20,6 +21,12 @@ from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import fraction, positive_int
 from pipesim.sim.simulator import StepBoundary
+
+COLUMN_INPUT_HELP = (
+    "under --sequence-parallel, where the column-parallel linears' weight gradients get their all-gathered input: "
+    "regather (default: gathered again in the backward beside the input-gradient GEMM, as Megatron-LM and "
+    "Transformer Engine do), regather-blocking (gathered again and waited for: nanotron's tp_recompute_allgather) "
+    "or saved (the forward's gathered input kept, tp times the bytes: PyTorch DTensor's TP, torchtitan)")
 
 
 def layer_list(text: str) -> tuple[int, ...]:
@@ -138,6 +145,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "its weight-gradient GEMM (default: on, as Megatron-LM since 2021 and Transformer Engine "
                        "do); --no-overlap-tp-dgrad: every TP collective waits (older Megatron-LM and its forks, "
                        "PyTorch DTensor's TP)")
+    group.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
+                       help=COLUMN_INPUT_HELP)
     group.add_argument("--overlap-p2p", action="store_true", default=None,
                        help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
                        "blocking sends, the sender waits for its transfer")

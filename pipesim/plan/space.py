@@ -32,6 +32,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
+    ColumnInput,
     ElementwiseKernels,
     Layout,
     LossKernel,
@@ -81,6 +82,9 @@ class PlanRequest:
     # The column-parallel linears' input-gradient collectives beside their weight gradients (Megatron-LM's and
     # Transformer Engine's backward, Layout.overlap_tp_dgrad; not searched); False: every TP collective waits.
     overlap_tp_dgrad: bool = True
+    # Under sequence parallelism, how the column-parallel linears' weight gradients get their gathered input
+    # (Layout.column_input; not searched): gathered again beside the input-gradient GEMM (Megatron-LM, TE).
+    column_input: ColumnInput = ColumnInput.REGATHER
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True
@@ -125,7 +129,7 @@ class PlanRequest:
         """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel, P2P
         overlap)."""
         return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise, self.loss,
-                                self.overlap_dp_sync, self.zero_collectives, self.overlap_tp_dgrad)
+                                self.overlap_dp_sync, self.zero_collectives, self.overlap_tp_dgrad, self.column_input)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
@@ -180,14 +184,15 @@ class Candidate:
                elementwise: ElementwiseKernels = ElementwiseKernels.FUSED,
                loss: LossKernel = LossKernel.MEGATRON, overlap_dp_sync: bool = False,
                zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED,
-               overlap_tp_dgrad: bool = True) -> Layout:
+               overlap_tp_dgrad: bool = True, column_input: ColumnInput = ColumnInput.REGATHER) -> Layout:
         """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
         two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1).
         ``overlap_dp_sync``: the gradient reduce beside the last backward, and the parameter gather beside the first
         forward where the optimizer state is sharded. ``zero_collectives``: how the candidates it applies to
         communicate (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per layer or ZeRO-3 per tensor, without
         pipelining); every other candidate keeps the default. ``overlap_tp_dgrad``: the column-parallel linears'
-        input-gradient collectives beside their weight gradients (:attr:`Layout.overlap_tp_dgrad`)."""
+        input-gradient collectives beside their weight gradients (:attr:`Layout.overlap_tp_dgrad`). ``column_input``:
+        where their weight gradients get the gathered input (:attr:`Layout.column_input`)."""
         applies = zero_collectives.applies_to(self.zero, self.pp)
         copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
         return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks // copies,
@@ -197,7 +202,7 @@ class Candidate:
                       attention=attention, elementwise=elementwise, loss=loss, param_bytes=param_bytes,
                       zero_collectives=zero_collectives if applies else ZeroCollectives.BUCKETED,
                       overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep, overlap_grad_reduce=overlap_dp_sync,
-                      overlap_tp_dgrad=overlap_tp_dgrad,
+                      overlap_tp_dgrad=overlap_tp_dgrad, column_input=column_input,
                       overlap_param_gather=overlap_dp_sync and self.zero is not ZeroStage.NONE)
 
     @property

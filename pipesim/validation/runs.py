@@ -14,6 +14,7 @@ from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
+    ColumnInput,
     ElementwiseKernels,
     GradAccumulation,
     Layout,
@@ -67,6 +68,8 @@ class PublishedRun:
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
     # the column-parallel input-gradient collective beside the weight gradient (Megatron-LM since 2021-09, TE)
     overlap_tp_dgrad: bool = True
+    # under sequence parallelism, where the column-parallel weight gradients get their gathered input
+    column_input: ColumnInput = ColumnInput.REGATHER
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
     # AUTOGRAD: each microbatch's weight gradients added into .grad by a pass of their own (DeepSpeed's engine,
     # plain PyTorch); FUSED: the weight-gradient GEMM accumulates (Megatron-LM's gradient_accumulation_fusion)
@@ -135,6 +138,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
+                    column_input=run.column_input,
                     ep=run.ep,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
                     grad_accumulation=run.grad_accumulation,
@@ -174,6 +178,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--async-tp")
     if not run.overlap_tp_dgrad:
         argv.append("--no-overlap-tp-dgrad")
+    if run.column_input is not ColumnInput.REGATHER:
+        argv += ["--column-input", run.column_input.value]
     if run.overlap_grad_reduce:
         argv.append("--overlap-grad-reduce")
     if run.overlap_param_gather:

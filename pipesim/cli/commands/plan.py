@@ -8,6 +8,7 @@ import argparse
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
+    ColumnInput,
     ElementwiseKernels,
     LossKernel,
     Precision,
@@ -16,6 +17,7 @@ from pipesim.analytic.layout import (
     ZeroStage,
 )
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
+from pipesim.cli.analytic_args import COLUMN_INPUT_HELP
 from pipesim.cli.arg_types import fraction, output_file, positive_int
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -128,6 +130,8 @@ def register(sub) -> None:
                    "gradients, as Megatron-LM and Transformer Engine run them (default); --no-overlap-tp-dgrad: "
                    "every TP collective waits (older Megatron-LM forks, nanotron's default, PyTorch DTensor's TP), "
                    "not searched")
+    p.add_argument("--column-input", choices=[c.value for c in ColumnInput], default="regather",
+                   help=COLUMN_INPUT_HELP + ", not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
@@ -156,7 +160,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, elementwise=args.elementwise, loss=args.loss,
-                zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad)
+                zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
+                column_input=args.column_input)
 
 
 def run(args: argparse.Namespace) -> int:
