@@ -45,6 +45,20 @@ def _hand_request() -> PlanRequest:
                        zero=(ZeroStage.NONE,), context_parallel=(1,))
 
 
+
+
+def _step_times(result) -> dict:
+    """Each simulated candidate's step time."""
+    return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+
+
+# A small search (1F1B, no recomputation, ZeRO-1, BF16, no CP, micro-batch 1): tp, dp, sequence parallelism vary
+_SMALL_SPACE = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
+                    cp=(1,), micro_batch_sizes=(1,))
+_LLAMA2_13B_ON_16 = ["plan", "--model", "llama2-13b", "--gpus", "16", "--global-batch", "64", "--schedules", "1f1b",
+                     "--recompute", "none", "--zero", "1", "--precision", "bf16", "--cp", "1", "--micro-batch-sizes",
+                     "1"]
+
 def test_small_search_by_hand():
     request = _hand_request()
     # 2 GPUs, tp = 1: pp = 1 (dp = 2) or pp = 2 (dp = 1). m = 4 / (dp · b). pp = 1 is one candidate per b;
@@ -314,9 +328,7 @@ def test_the_training_codes_kernels_are_inputs_to_the_plan(capsys):
     layout = eager.request.layout_of(eager.best.candidate)
     assert layout.elementwise is ElementwiseKernels.EAGER and layout.attention is AttentionKernel.TRITON
     assert eager.best.evaluation.step_time > fused.best.evaluation.step_time
-    def times(result):
-        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
-    slower, faster = times(eager), times(fused)
+    slower, faster = _step_times(eager), _step_times(fused)
     common = slower.keys() & faster.keys()
     assert common and all(slower[c] > faster[c] for c in common)
     assert "triton attention and eager element-wise ops" in eager.header() and "attention" not in fused.header()
@@ -328,8 +340,7 @@ def test_the_loss_implementation_is_an_input_to_the_plan():
     from pipesim.analytic.layout import LossKernel
     from pipesim.api.planning import plan
 
-    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
-                 cp=(1,), micro_batch_sizes=(1,))
+    space = _SMALL_SPACE
     megatron = plan("llama3.1-8b", 8, 16, top=3, **space)
     pytorch = plan("llama3.1-8b", 8, 16, top=3, loss="pytorch", **space)
     assert pytorch.request.layout_of(pytorch.best.candidate).loss is LossKernel.PYTORCH
@@ -357,9 +368,7 @@ def test_fsdp_zero2_collectives_are_an_input_to_the_plan():
     bucketed = plan("llama3.2-1b", 128, 512, top=3, **space)
     fsdp = plan("llama3.2-1b", 128, 512, top=3, zero_collectives="per-layer", **space)
 
-    def times(result):
-        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
-    slower, faster = times(fsdp), times(bucketed)
+    slower, faster = _step_times(fsdp), _step_times(bucketed)
     common = slower.keys() & faster.keys()
     per_layer = [c for c in common if c.zero is ZeroStage.GRADIENTS and c.pp == 1]
     assert per_layer and all(slower[c] > faster[c] for c in per_layer)
@@ -376,22 +385,17 @@ def test_blocking_tp_collectives_are_an_input_to_the_plan(capsys):
     from pipesim.api.planning import plan
     from pipesim.cli.main import main
 
-    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
-                 cp=(1,), micro_batch_sizes=(1,))
+    space = _SMALL_SPACE
     overlapped = plan("llama2-13b", 16, 64, top=3, **space)
     blocking = plan("llama2-13b", 16, 64, top=3, overlap_tp_dgrad=False, **space)
 
-    def times(result):
-        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
-    slower, faster = times(blocking), times(overlapped)
+    slower, faster = _step_times(blocking), _step_times(overlapped)
     common = slower.keys() & faster.keys()
     with_tp = [c for c in common if c.tp > 1]
     assert with_tp and all(slower[c] > faster[c] for c in with_tp)
     assert all(slower[c] == faster[c] for c in common if c.tp == 1)
     assert "TP collectives all blocking" in blocking.header() and "blocking" not in overlapped.header()
-    assert main(["plan", "--model", "llama2-13b", "--gpus", "16", "--global-batch", "64", "--schedules", "1f1b",
-                 "--recompute", "none", "--zero", "1", "--precision", "bf16", "--cp", "1", "--micro-batch-sizes",
-                 "1", "--no-overlap-tp-dgrad", "-q", "--top", "1"]) == 0
+    assert main([*_LLAMA2_13B_ON_16, "--no-overlap-tp-dgrad", "-q", "--top", "1"]) == 0
     assert "TP collectives all blocking" in capsys.readouterr().out
 
 
@@ -401,20 +405,15 @@ def test_plan_takes_where_the_column_parallel_inputs_come_from(capsys):
     from pipesim.api.planning import plan
     from pipesim.cli.main import main
 
-    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",),
-                 cp=(1,), micro_batch_sizes=(1,))
+    space = _SMALL_SPACE
     default = plan("llama2-13b", 16, 64, top=3, **space)
     blocking = plan("llama2-13b", 16, 64, top=3, column_input="regather-blocking", **space)
 
-    def times(result):
-        return {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
-    slower, faster = times(blocking), times(default)
+    slower, faster = _step_times(blocking), _step_times(default)
     common = slower.keys() & faster.keys()
     gathered = [c for c in common if c.tp > 1 and c.sequence_parallel]
     assert gathered and all(slower[c] > faster[c] for c in gathered)
     assert all(slower[c] == faster[c] for c in common if c.tp == 1 or not c.sequence_parallel)
     assert "TP inputs gathered again, blocking" in blocking.header() and "gathered" not in default.header()
-    assert main(["plan", "--model", "llama2-13b", "--gpus", "16", "--global-batch", "64", "--schedules", "1f1b",
-                 "--recompute", "none", "--zero", "1", "--precision", "bf16", "--cp", "1", "--micro-batch-sizes",
-                 "1", "--column-input", "saved", "-q", "--top", "1"]) == 0
+    assert main([*_LLAMA2_13B_ON_16, "--column-input", "saved", "-q", "--top", "1"]) == 0
     assert "gathered TP inputs kept" in capsys.readouterr().out
