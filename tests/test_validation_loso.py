@@ -196,6 +196,27 @@ def test_each_source_weighs_the_same_in_a_fit_whatever_its_row_count():
     assert fitted.values[SYNC.name] == SYNC.grid[5]
 
 
+def test_a_median_over_sources_lets_no_single_source_move_a_constant():
+    """Three sources: two favour grid point 1 gently, one favours point 5 steeply. Pooled by the mean, the steep
+    source pulls the constant to 5; pooled by the median (SourcePooling.MEDIAN), the middle source's error
+    decides, and the two that agree keep it at 1."""
+    from pipesim.validation.loso import RowSensitivity, SourcePooling
+
+    by_source = runs_by_source()
+    gentle = [by_source["narayanan2021"][0], by_source["korthikanti2023"][0]]
+    steep = by_source["qi2024"][0]
+    preset = SYNC.grid.index(SYNC.preset_value)
+
+    def row(run, target, slope):
+        return RowSensitivity(run, 1.0, slope * (preset - target),
+                              {SYNC.name: tuple(slope * (i - preset) for i in range(len(SYNC.grid)))})
+
+    rows = [row(r, 1, 0.01) for r in gentle] + [row(steep, 5, 0.05)]
+    assert fit(rows, (SYNC,)).values[SYNC.name] == SYNC.grid[5]
+    assert fit(rows, (SYNC,), SourcePooling.MEDIAN).values[SYNC.name] == SYNC.grid[1]
+    assert SourcePooling.MEDIAN.combine([1.0, 2.0, 9.0]) == 2.0 and SourcePooling.MEAN.combine([1.0, 2.0, 9.0]) == 4.0
+
+
 def test_modules_sharing_a_platform_are_one_source():
     from pipesim.validation.sources import PLATFORM_OF, platform_of
 

@@ -16,10 +16,16 @@ at every grid value of each constant that informs it, the others at their preset
 added. The left-out (and in-sample) predictions themselves are then simulated exactly, with all fitted values
 at once. A constant no training row informs keeps its preset value (there is no evidence to move it) and the
 result says so. Memory depends on none of the fitted constants, so its left-out error is its in-sample one.
+
+**Pooling over sources** (:class:`SourcePooling`). The headline fit takes the mean over sources. The median is
+a robust alternative, offered as a sensitivity analysis (``experiments/validation_loso.py --pooling median``):
+with the mean, one source whose rows miss by a mechanism the model lacks can set a constant that every other
+source would put elsewhere (Llama 3 405B and the Hopper FlashAttention-2 rate, docs/validation.md).
 """
 
 from __future__ import annotations
 
+import enum
 import math
 import statistics
 from collections.abc import Callable, Iterable
@@ -32,6 +38,17 @@ from pipesim.validation.runs import Comparison, PublishedRun, predict
 from pipesim.validation.sources import module_of, platform_of
 
 SWEEPS = 3
+
+
+class SourcePooling(enum.Enum):
+    """How a fit combines the sources' mean |log error| into the loss it minimises."""
+
+    MEAN = "mean"  # every source weighs the same (the headline)
+    MEDIAN = "median"  # the middle source's: one source far off cannot move a constant alone
+
+    def combine(self, values: Iterable[float]) -> float:
+        values = list(values)
+        return statistics.fmean(values) if self is SourcePooling.MEAN else statistics.median(values)
 
 
 def synthesised(run: PublishedRun) -> bool:
@@ -74,8 +91,10 @@ class Fit:
     informing_rows: dict[str, int] = field(default_factory=dict)
 
 
-def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITTED_CONSTANTS) -> Fit:
-    """Coordinate descent on the mean |log error| of the rows each constant informs (see the module doc)."""
+def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITTED_CONSTANTS,
+        pooling: SourcePooling = SourcePooling.MEAN) -> Fit:
+    """Coordinate descent on the mean |log error| of the rows each constant informs, each source's mean pooled
+    over sources by ``pooling`` (see the module doc)."""
     index = {c.name: c.grid.index(c.preset_value) for c in constants}
     informing = {c.name: [r for r in rows if c.name in r.shifts] for c in constants}
 
@@ -91,8 +110,8 @@ def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITT
             best, best_loss = index[c.name], math.inf
             for i in _preset_first(c):
                 index[c.name] = i
-                loss = statistics.fmean(statistics.fmean(abs(row_error(r)) for r in group)
-                                        for group in by_source[c.name])
+                loss = pooling.combine(statistics.fmean(abs(row_error(r)) for r in group)
+                                       for group in by_source[c.name])
                 if loss < best_loss - 1e-12:
                     best, best_loss = i, loss
             index[c.name] = best
@@ -154,18 +173,19 @@ def errors_with(runs: list[PublishedRun], values: dict[str, float],
 def leave_one_source_out(by_source: dict[str, list[PublishedRun]], *, include_synthesised: bool = True,
                          constants: tuple[FittedConstant, ...] = FITTED_CONSTANTS,
                          predictor: Callable[..., Comparison] = predict,
-                         progress: Callable[[str], None] = lambda _: None) -> ValidationResult:
+                         progress: Callable[[str], None] = lambda _: None,
+                         pooling: SourcePooling = SourcePooling.MEAN) -> ValidationResult:
     """Fit on all sources and on each set of all-but-one; predict every source both ways."""
     sens: dict[str, list[RowSensitivity]] = {}
     for name, runs in by_source.items():
         progress(f"sensitivities: {name}")
         sens[name] = [sensitivity(r, constants, predictor) for r in runs if not synthesised(r)]
-    everything = fit([r for rows in sens.values() for r in rows], constants)
+    everything = fit([r for rows in sens.values() for r in rows], constants, pooling)
     results = []
     for name, runs in by_source.items():
         progress(f"left out: {name}")
         kept = [r for r in runs if include_synthesised or not synthesised(r)]
-        held = fit([r for other, rows in sens.items() if other != name for r in rows], constants)
+        held = fit([r for other, rows in sens.items() if other != name for r in rows], constants, pooling)
         inside = errors_with(kept, {}, predictor)
         outside = errors_with(kept, held.values, predictor)
         results.append(SourceResult(name, kept, [c.step_error for c in inside], [c.step_error for c in outside], held,
