@@ -292,6 +292,10 @@ def test_column_input_flag(capsys):
     assert "TP inputs gathered again, blocking" in capsys.readouterr().out
     assert main([*base[:-1], "--column-input", "saved"]) == 0
     assert "gathered TP inputs kept" in capsys.readouterr().out
+    # without sequence parallelism nothing is gathered: the run says the flag changed nothing
+    assert main([*base[:-2], "--column-input", "saved"]) == 0
+    out = capsys.readouterr().out
+    assert "note: --column-input saved changes nothing here" in out and "gathered TP inputs kept" not in out
 
 
 def test_context_parallel_by_hand():

@@ -325,6 +325,14 @@ class Layout:
         return f"nothing to shard (dp·cp = 1): {what} keeps the full state (runs as ZeRO-0)"
 
     @property
+    def column_input_note(self) -> str | None:
+        """A note for reports when a non-default :attr:`column_input` was given where no input is gathered."""
+        if self.column_input is ColumnInput.REGATHER or self.gathers_column_input:
+            return None
+        return (f"--column-input {self.column_input.value} changes nothing here: the column-parallel inputs are "
+                "all-gathered only with --sequence-parallel and --tp > 1")
+
+    @property
     def gathers_per_layer(self) -> bool:
         """ZeRO-3 without pipelining, or FSDP's per-layer ZeRO-2: every layer's weights are gathered before its
         forward (ZeRO-3: before its backward too) and its gradients reduce-scattered after its backward, so

@@ -118,7 +118,7 @@ class StepReport:
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
-                       "sharding_note": lay.sharding_note,
+                       "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "cp": lay.cp, "precision": lay.precision.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
@@ -283,6 +283,7 @@ def report_text(report: StepReport) -> str:
         )
     lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB of {c.memory_gib:g} GiB")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
-    if lay.sharding_note:
-        lines.append(f"note: {lay.sharding_note}")
+    for note in (lay.sharding_note, lay.column_input_note):
+        if note:
+            lines.append(f"note: {note}")
     return "\n".join(lines)
