@@ -17,13 +17,7 @@ import numpy as np
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.layout import (
-    ElementwiseKernels,
-    GradAccumulation,
-    Layout,
-    LossKernel,
-    Precision,
-)
+from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, Layout, LossKernel, Precision
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec

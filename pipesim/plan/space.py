@@ -126,10 +126,26 @@ class PlanRequest:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
 
     def layout_of(self, candidate: Candidate) -> Layout:
-        """The candidate's Layout with this request's fixed choices (bytes per parameter, attention kernel, P2P
-        overlap)."""
-        return candidate.layout(self.param_bytes, self.attention, self.overlap_p2p, self.elementwise, self.loss,
-                                self.overlap_dp_sync, self.zero_collectives, self.overlap_tp_dgrad, self.column_input)
+        """The candidate's Layout with this request's fixed choices, the training code's (not searched).
+
+        The sends overlap where the candidate's schedule can (:attr:`Candidate.overlaps_p2p`). DualPipe's two
+        model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1). With
+        ``overlap_dp_sync`` the gradient reduce runs beside the last backward, and the parameter gather beside
+        the first forward where the optimizer state is sharded. ``zero_collectives`` applies to the candidates
+        it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per layer or ZeRO-3 per tensor, without pipelining);
+        every other candidate keeps the buckets."""
+        c = candidate
+        applies = self.zero_collectives.applies_to(c.zero, c.pp)
+        copies = model_copies(c.schedule, c.chunks) if c.pp > 1 else 1
+        return Layout(tp=c.tp, dp=c.dp, pp=c.pp, cp=c.cp, chunks=c.chunks // copies, model_copies=copies,
+                      microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
+                      zero=c.zero, precision=c.precision, ep=c.ep,
+                      attention=self.attention, elementwise=self.elementwise, loss=self.loss,
+                      param_bytes=self.param_bytes,
+                      zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
+                      overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=self.overlap_dp_sync,
+                      overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
+                      overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
@@ -178,32 +194,6 @@ class Candidate:
     @property
     def gpus(self) -> int:
         return self.tp * self.cp * self.pp * self.dp
-
-    def layout(self, param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES,
-               attention: AttentionKernel = AttentionKernel.FUSED, overlap_p2p: bool = False,
-               elementwise: ElementwiseKernels = ElementwiseKernels.FUSED,
-               loss: LossKernel = LossKernel.MEGATRON, overlap_dp_sync: bool = False,
-               zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED,
-               overlap_tp_dgrad: bool = True, column_input: ColumnInput = ColumnInput.REGATHER) -> Layout:
-        """``overlap_p2p``: overlap the sends when this candidate's schedule can (:attr:`overlaps_p2p`). DualPipe's
-        two model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1).
-        ``overlap_dp_sync``: the gradient reduce beside the last backward, and the parameter gather beside the first
-        forward where the optimizer state is sharded. ``zero_collectives``: how the candidates it applies to
-        communicate (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per layer or ZeRO-3 per tensor, without
-        pipelining); every other candidate keeps the default. ``overlap_tp_dgrad``: the column-parallel linears'
-        input-gradient collectives beside their weight gradients (:attr:`Layout.overlap_tp_dgrad`). ``column_input``:
-        where their weight gradients get the gathered input (:attr:`Layout.column_input`)."""
-        applies = zero_collectives.applies_to(self.zero, self.pp)
-        copies = model_copies(self.schedule, self.chunks) if self.pp > 1 else 1
-        return Layout(tp=self.tp, dp=self.dp, pp=self.pp, cp=self.cp, chunks=self.chunks // copies,
-                      model_copies=copies,
-                      microbatches=self.microbatches, recompute=self.recompute,
-                      sequence_parallel=self.sequence_parallel, zero=self.zero, precision=self.precision,
-                      attention=attention, elementwise=elementwise, loss=loss, param_bytes=param_bytes,
-                      zero_collectives=zero_collectives if applies else ZeroCollectives.BUCKETED,
-                      overlap_p2p=overlap_p2p and self.overlaps_p2p, ep=self.ep, overlap_grad_reduce=overlap_dp_sync,
-                      overlap_tp_dgrad=overlap_tp_dgrad, column_input=column_input,
-                      overlap_param_gather=overlap_dp_sync and self.zero is not ZeroStage.NONE)
 
     @property
     def overlaps_p2p(self) -> bool:
