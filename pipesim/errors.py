@@ -1,5 +1,10 @@
 """Error types: every user-facing failure is one of these and carries a one-line message."""
 
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
 
 class PipesimError(Exception):
     """A user-facing error: the message names the bad input and the fix, on one line."""
@@ -11,3 +16,12 @@ class ScheduleError(PipesimError):
 
 class DeadlockError(ScheduleError):
     """The Program can hang: the message names the cycle of waiting instructions."""
+
+
+@contextlib.contextmanager
+def naming(source: str) -> Iterator[None]:
+    """Inside, a :class:`PipesimError` is raised again with ``source`` (the file or flag it came from) in front."""
+    try:
+        yield
+    except PipesimError as err:
+        raise PipesimError(f"{source}: {err}") from None

@@ -35,7 +35,7 @@ import heapq
 from dataclasses import dataclass
 
 from pipesim.analytic.interpolate import interpolate_log2
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, naming
 
 #: Query rows (and key columns) of one CTA's tile: FlashAttention-2's forward tile at head sizes 64–128 and
 #: FlashAttention-3's; the unit of the causal work split.
@@ -147,10 +147,8 @@ def parse_attention_shape_rates(value, source: str) -> AttentionShapeRates:
         except (AttributeError, TypeError, ValueError):
             raise PipesimError(f"{source}: attention_shape_rates.{key} must map integer head sizes to "
                                "{integer seq: number}") from None
-    try:
+    with naming(source):
         return AttentionShapeRates(**grids)
-    except PipesimError as err:
-        raise PipesimError(f"{source}: {err}") from None
 
 
 @functools.lru_cache(maxsize=4096)

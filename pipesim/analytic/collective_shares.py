@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pipesim.analytic.interpolate import interpolate_log2
 from pipesim.analytic.measured import CollectiveOp
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, naming
 
 #: The collectives a share table must describe (P2P is ``p2p_efficiency``'s).
 SHARED_OPS: tuple[CollectiveOp, ...] = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER,
@@ -85,7 +85,5 @@ def parse_collective_shares(value, source: str) -> CollectiveShares:
         except (TypeError, ValueError):
             raise PipesimError(f"{source}: nvlink_collective_shares.{op.value} must map integer ranks to "
                                "numbers") from None
-    try:
+    with naming(source):
         return CollectiveShares(**parsed)
-    except PipesimError as err:
-        raise PipesimError(f"{source}: {err}") from None

@@ -40,7 +40,7 @@ import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, naming
 from pipesim.program.ir import Op
 
 
@@ -288,10 +288,8 @@ class CostModel:
         merged = {s: dict(v) for s, v in self.overrides.items()}
         for stage, values in overrides.items():
             merged.setdefault(stage, {}).update(values)
-        try:
+        with naming(source):
             return replace(self, overrides=merged)
-        except PipesimError as err:
-            raise PipesimError(f"{source}: {err}") from None
 
     # --- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -342,7 +340,7 @@ class CostModel:
                 f"({COST_CONVENTION!r}); convert the values, or drop the key if they already are"
             )
         bandwidth = data.get("p2p_bandwidth")
-        try:
+        with naming(source):
             model = cls(
                 default=StageCosts(**default),
                 overrides=overrides,
@@ -354,8 +352,6 @@ class CostModel:
                 chunks=_stage_count(data.get("chunks"), source, "chunks"),
             )
             _check_costs(model, user_input=True)
-        except PipesimError as err:
-            raise PipesimError(f"{source}: {err}") from None
         return model
 
     @classmethod
