@@ -6,7 +6,8 @@ Nothing here is fitted per row: the chip constants are the presets' (pipesim/ana
 cited there), the rest is each paper's stated configuration. Step time is compared in seconds: a published
 throughput (TFLOP/s per GPU, tokens/s per GPU, MFU) is turned into seconds per step with the paper's own
 batch, and a published TFLOP/s with pipesim's FLOP count of the same step (both count the full s² attention).
-The rows are in :mod:`pipesim.validation.sources`, one module per source. ``--moe`` prints the
+The rows are in :mod:`pipesim.validation.sources`, one module per source; the memory-only sources
+(:data:`~pipesim.validation.sources.MEMORY_MODULES`) come last, with no published step. ``--moe`` prints the
 mixture-of-experts rows instead (held out of every fit, :data:`pipesim.validation.sources.MOE_MODULES`),
 with the exposed all-to-all's share of the busiest rank's step.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import IN_SAMPLE_MODULES, MOE_RUNS, PUBLISHED_RUNS, module_of
+from pipesim.validation.sources import IN_SAMPLE_MODULES, MEMORY_MODULES, MOE_RUNS, PUBLISHED_RUNS, module_of, rows_of
 
 __all__ = ["PUBLISHED_RUNS", "cli_args", "main", "predict"]
 
@@ -30,7 +31,7 @@ def main() -> None:
     args = parse_experiment_args(parser)
     record_output(args.out, "published_runs_commands.txt" if args.commands
                   else "published_runs.md" if args.markdown else "published_runs.txt")
-    table = MOE_RUNS if args.moe else PUBLISHED_RUNS
+    table = MOE_RUNS if args.moe else PUBLISHED_RUNS + rows_of(*MEMORY_MODULES)  # memory-only sources last
     if args.commands:
         for run in table:
             print("pipesim " + " ".join(cli_args(run)))
@@ -44,8 +45,11 @@ def main() -> None:
         print("|" + "---|" * len(header))
     for c in comparisons:
         cells = [c.run.source.split(",")[0], c.run.label + f" {c.run.recompute.value}"
-                 + (" +sp" if c.run.sequence_parallel else ""), f"{c.published_step_s:.3g}",
-                 f"{c.report.step_time:.3g}", f"{c.step_error:+.1%}"]
+                 + (" +sp" if c.run.sequence_parallel else "")]
+        if c.step_error is None:  # a memory-only source
+            cells += ["", f"{c.report.step_time:.3g}", ""]
+        else:
+            cells += [f"{c.published_step_s:.3g}", f"{c.report.step_time:.3g}", f"{c.step_error:+.1%}"]
         if c.memory_error is None:
             cells += ["", "", ""]
         else:
@@ -77,7 +81,7 @@ def main() -> None:
 
 def _summary(group: list, indent: str = "  ") -> None:
     """Rows, mean signed and mean |error|, for step time and (where published) memory."""
-    for what, errors in (("step time", [c.step_error for c in group]),
+    for what, errors in (("step time", [c.step_error for c in group if c.step_error is not None]),
                          ("memory", [c.memory_error for c in group if c.memory_error is not None])):
         if errors:
             print(f"{indent}{what}: {len(errors)} rows, mean signed {sum(errors) / len(errors):+.1%}, "

@@ -98,6 +98,35 @@ def test_eager_elementwise_bytes_by_hand():
     assert counts.forward == layer_kernel_counts(model, fused).forward + 2 * 7 + 2 * 2 + 1 + 1
 
 
+def test_eager_modules_keep_more_activations_by_hand():
+    """--elementwise eager: what autograd saves for the reference modules' ops (activations._eager_kept)."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels
+
+    model = MODEL_PRESETS["llama2-7b"].with_shape(4096, 2)  # RMSNorm, SwiGLU, RoPE, no dropout, MHA
+    s, b, h, f, d = 4096, 2, model.hidden, model.ffn_hidden, 2
+    fused = Layout(tp=2)
+    eager = replace(fused, elementwise=ElementwiseKernels.EAGER)
+    # per token: two FP32 norm inputs beside their BF16 outputs (4 bytes more per element each, replicated over
+    # tp without sequence parallelism); silu(gate), d·f; the attention output's transposed copy, d·h (both /tp)
+    extra = s * b * (2 * 4 * h + (d * f + d * h) / 2)
+    assert layer_activation_bytes(model, eager) - layer_activation_bytes(model, fused) == extra
+    sequence_parallel = replace(eager, sequence_parallel=True)
+    assert (layer_activation_bytes(model, sequence_parallel) - layer_activation_bytes(model, replace(
+        sequence_parallel, elementwise=ElementwiseKernels.FUSED))) == s * b * (2 * 4 * h + d * f + d * h) / 2
+    # selective recomputes the attention kernel, so only the copy is kept; the unfused path keeps no second copy
+    for other in (replace(eager, recompute=Recompute.SELECTIVE), replace(eager, attention=AttentionKernel.UNFUSED)):
+        base = replace(other, elementwise=ElementwiseKernels.FUSED)
+        assert layer_activation_bytes(model, other) - layer_activation_bytes(model, base) == s * b * (
+            2 * 4 * h + d * f / 2)
+    for policy in (Recompute.FULL, Recompute.PER_OP):  # they keep what their policy saves, eager or not
+        assert layer_activation_bytes(model, replace(eager, recompute=policy)) == layer_activation_bytes(
+            model, replace(fused, recompute=policy))
+    gpt = MODEL_PRESETS["gpt-swiglu-6.6b"].with_shape(2048, 2)  # LayerNorm: F.layer_norm keeps what fused does
+    assert (layer_activation_bytes(gpt, eager) - layer_activation_bytes(gpt, fused)
+            == 2048 * 2 * (d * gpt.ffn_hidden + d * gpt.hidden) / 2)
+
+
 def test_profile_times_the_host_per_kernel():
     """pipesim profile's measurement: a chain of tiny autograd-recorded ops, timed per op (on this CPU, the
     dispatcher's cost per op; on a GPU, what the device waits for each launch)."""

@@ -9,8 +9,10 @@ import pytest
 from experiments.p2p_sync_overhead import derived_overhead, sync_gaps
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.cli.main import main
-from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import IN_SAMPLE_RUNS, PUBLISHED_RUNS, module_of
+from pipesim.validation.runs import PublishedRun, cli_args, predict
+from pipesim.validation.sources import IN_SAMPLE_RUNS, MEMORY_MODULES, MEMORY_RUNS, PUBLISHED_RUNS, module_of, rows_of
+
+MEMORY_ONLY_RUNS = rows_of(*MEMORY_MODULES)
 
 
 def _key(run):
@@ -164,11 +166,22 @@ def test_step_time_within_15_percent(run):
 
 
 @pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=_memory_miss(r)))
-                                 if _memory_miss(r) else r for r in PUBLISHED_RUNS if r.memory_gib is not None],
-                         ids=_id)
+                                 if _memory_miss(r) else r for r in MEMORY_RUNS], ids=_id)
 def test_memory_within_15_percent(run):
     error = _comparison(run).memory_error
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
+
+
+def test_memory_only_rows_have_no_step_error_and_every_row_publishes_something():
+    assert MEMORY_ONLY_RUNS and all(not r.measures_step and r.memory_gib for r in MEMORY_ONLY_RUNS)
+    assert all(r.measures_step for r in PUBLISHED_RUNS)  # the step-time table
+    comparison = _comparison(MEMORY_ONLY_RUNS[0])
+    assert comparison.step_error is None and comparison.published_step_s is None
+    assert comparison.report.step_time > 0  # still simulated, only not compared
+    with pytest.raises(ValueError, match="neither a throughput nor a memory"):
+        PublishedRun("s", "gpt3-1.3b", "a100-80gb", 8, 8)
+    with pytest.raises(ValueError, match="2 throughputs"):
+        PublishedRun("s", "gpt3-1.3b", "a100-80gb", 8, 8, step_s=1.0, tokens_per_gpu=1e3)
 
 
 def test_the_p2p_sync_overhead_is_the_one_qi_et_al_measure():
@@ -189,14 +202,15 @@ def test_table_size_and_mean_errors():
 
 
 def test_every_row_has_a_source_module_and_a_unique_key():
-    assert all(module_of(run) for run in PUBLISHED_RUNS)
-    assert len({_key(run) for run in PUBLISHED_RUNS if module_of(run) not in {"qi2024"}}) \
-        == sum(module_of(run) != "qi2024" for run in PUBLISHED_RUNS)
-    keys = {_key(run) for run in PUBLISHED_RUNS}
+    rows = PUBLISHED_RUNS + MEMORY_ONLY_RUNS
+    assert all(module_of(run) for run in rows)
+    assert len({_key(run) for run in rows if module_of(run) not in {"qi2024"}}) \
+        == sum(module_of(run) != "qi2024" for run in rows)
+    keys = {_key(run) for run in rows}
     assert set(KNOWN_STEP_MISSES) <= keys and set(KNOWN_MEMORY_MISSES) <= keys  # no stale entries
 
 
-@pytest.mark.parametrize("run", PUBLISHED_RUNS[::10], ids=_id)
+@pytest.mark.parametrize("run", PUBLISHED_RUNS[::10] + MEMORY_ONLY_RUNS, ids=_id)
 def test_every_configuration_is_expressible_on_the_command_line(run, capsys):
     assert main([*cli_args(run), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["model_report"]

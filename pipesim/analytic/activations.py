@@ -22,10 +22,11 @@ The terms, so they generalize (d = bytes per activation element):
   ``d·as²b`` without dropout. Gone with selective recompute or a fused (Flash) attention kernel; the
   latter's per-row softmax statistics (``4asb`` bytes) are left out (< 0.2 % of a layer).
 
-Models without dropout (Llama) drop the mask terms. Embedding (first stage): the int64 token ids ``8sb``
-(Megatron-LM's accounting; not sharded) and the embedding dropout mask ``sbh``. Output (last stage):
-Korthikanti §4.3 / Megatron-LM's ``4sbh(1 + V/h)``: final-norm input and output-layer input ``2·d·sbh``, and
-FP32 logits for the loss ``4sbV`` (vocabulary-parallel, so ``/t``).
+Models without dropout (Llama) drop the mask terms. Eager PyTorch modules (``--elementwise eager``) keep more:
+FP32 norm inputs, SwiGLU's ``silu(gate)``, the attention output's transposed copy (:func:`_eager_kept`).
+Embedding (first stage): the int64 token ids ``8sb`` (Megatron-LM's accounting; not sharded) and the embedding
+dropout mask ``sbh``. Output (last stage): Korthikanti §4.3 / Megatron-LM's ``4sbh(1 + V/h)``: final-norm input
+and output-layer input ``2·d·sbh``, and FP32 logits for the loss ``4sbV`` (vocabulary-parallel, so ``/t``).
 
 Mixture of experts (a MoE layer; Megatron-Core's token dispatcher): the router's FP32 scores ``4sbE``; the
 dispatched tokens ``d·sb·k·h`` that the experts' first GEMMs read, and the experts' outputs ``d·sb·k·h``
@@ -39,7 +40,8 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import AttentionKernel, Layout, LossKernel, Recompute
+from pipesim.analytic.kernels import FP32
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
 
@@ -85,7 +87,41 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     scores_kept = layout.recompute is Recompute.NONE and layout.attention is AttentionKernel.UNFUSED
     # softmax output (d), and with dropout its mask (1) and output (d): 5as²b for d = 2
     scores = (d + mask * (1 + d)) * a * s * s * b if scores_kept else 0.0
-    return replicated / (t if sp else 1) + (sharded + scores) / t + _gathered_column_inputs(model, layout, kind)
+    eager_replicated, eager_sharded = _eager_kept(model, layout, kind)
+    return ((replicated + s * b * eager_replicated) / (t if sp else 1) + (sharded + scores + s * b * eager_sharded) / t
+            + _gathered_column_inputs(model, layout, kind))
+
+
+def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[float, float]:
+    """Bytes per token that eager PyTorch modules (``--elementwise eager``) keep beyond the fused kernels'
+    (replicated over tp unless sequence parallel, sharded by tp), as autograd saves each op's inputs:
+
+    - RMSNorm through FP32 (``x.float()``, ``x * rsqrt(x.pow(2).mean(-1) + ε)``, ``.type_as(x)``, ``* weight``;
+      Meta's reference ``llama/model.py``, Hugging Face's ``LlamaRMSNorm``, torchtitan's ``RMSNorm``): ``pow`` and
+      the product keep the FP32 input (4 bytes an element, where the fused norm keeps its d-byte input) and
+      ``* weight`` the normalised BF16 tensor (d): 4 bytes more per element, twice a layer. ``F.layer_norm`` is one
+      op that keeps its input, as the fused kernel does: nothing more.
+    - SwiGLU as ``silu(gate) * up``: the product keeps ``silu(gate)`` for the backward beside ``gate`` (kept by
+      ``silu``), ``up`` and the product (the down projection's input): ``d·f`` more than the fused kernel's
+      gate, up and output (Megatron-LM's ``megatron/model`` ``swiglu`` is this code too).
+    - The attention output, transposed back to (tokens, heads·d_v) by a copy: the fused kernel keeps its own
+      output for its backward, the output projection the copy, so ``d·(heads·d_v)`` more. Only without
+      recomputation (selective recomputes the kernel, so only the copy is kept) and with a fused kernel (the
+      unfused path's batched matmul keeps its inputs, not its output). Legacy Megatron-LM's ``b s h d -> s b
+      (h d)`` copy is a no-op at micro-batch 1, which this counts alike.
+    - RoPE's complex product with the cached frequencies keeps only the frequencies (they need no gradient):
+      nothing. Dropout keeps its mask either way.
+
+    Nothing under full or per-op recomputation: those keep only what their policy saves.
+    """
+    if layout.elementwise is not ElementwiseKernels.EAGER or layout.recompute in (Recompute.FULL, Recompute.PER_OP):
+        return 0.0, 0.0
+    d = model.dtype_bytes
+    norms = 2 * FP32 * model.hidden if model.rms_norm else 0.0
+    swiglu = d * _mlp_width(model, layout, kind) if model.gated else 0.0
+    transposed = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
+    copy = d * model.attention_out_width if transposed else 0.0
+    return norms, swiglu + copy
 
 
 def _gathered_column_inputs(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:

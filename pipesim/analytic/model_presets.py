@@ -60,6 +60,11 @@ _PRESETS = [
     _gpt("zb-6.2b", 30, 4096, 32, vocab=32000, seq_len=1024),
     _gpt("zb-14.6b", 46, 5120, 40, vocab=32000, seq_len=1024),
     _gpt("zb-28.3b", 62, 6144, 48, vocab=32000, seq_len=1024),
+    # Megatron-LM's GPT with --swiglu at Llama 2 7B's depth and width, as the memory table of Megatron-LM's
+    # tools/get_training_info README (PR #482, 2023) ran it: its printout of the model (32 layers, hidden 4096,
+    # 32 heads, SwiGLU of 10880 = int(8h/3 / 64)·64, Megatron's default with --swiglu, biases, LayerNorm, learned
+    # positions, tied embeddings, GPT-2's vocabulary padded to 50432; 6,642,245,632 parameters), sequence 2048.
+    replace(_gpt("gpt-swiglu-6.6b", 32, 4096, 32, vocab=50432), ffn_hidden=10880, gated=True),
     # Touvron et al. 2023, "Llama 2", Table 1 and the released config.json files (hidden_size,
     # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
     _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),

@@ -76,13 +76,27 @@ class PublishedRun:
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     ep: int = 1  # expert-parallel degree (mixture-of-experts models), folded over dp·cp
     stage_layers: tuple[int, ...] | None = None  # layers on every stage, stage 0 first, when stated or inferred
-    # exactly one of these is the published throughput
+    # at most one of these is the published throughput; a row without one publishes only its memory
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
     mfu_tflops: float | None = None  # model TFLOP/s per GPU
     tokens_per_gpu: float | None = None
     step_s: float | None = None
     memory_gib: float | None = None
     note: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        given = [value for value in (self.hfu_tflops, self.mfu_tflops, self.tokens_per_gpu, self.step_s)
+                 if value is not None]
+        if len(given) > 1:
+            raise ValueError(f"{self.source}: {self.label} gives {len(given)} throughputs; keep the published one")
+        if not given and self.memory_gib is None:
+            raise ValueError(f"{self.source}: {self.label} publishes neither a throughput nor a memory figure")
+
+    @property
+    def measures_step(self) -> bool:
+        """Whether the source published this run's speed (a memory-only row did not)."""
+        return any(value is not None for value in (self.hfu_tflops, self.mfu_tflops, self.tokens_per_gpu,
+                                                   self.step_s))
 
     @property
     def dp(self) -> int:
@@ -105,10 +119,12 @@ class PublishedRun:
 class Comparison:
     run: PublishedRun
     report: StepReport
-    published_step_s: float
+    published_step_s: float | None  # None: the row publishes only its memory
 
     @property
-    def step_error(self) -> float:
+    def step_error(self) -> float | None:
+        if self.published_step_s is None:
+            return None
         return self.report.step_time / self.published_step_s - 1
 
     @property
@@ -201,7 +217,9 @@ def cli_args(run: PublishedRun) -> list[str]:
     return argv
 
 
-def published_step(run: PublishedRun, report: StepReport) -> float:
+def published_step(run: PublishedRun, report: StepReport) -> float | None:
+    if not run.measures_step:
+        return None
     if run.step_s is not None:
         return run.step_s
     if run.tokens_per_gpu is not None:

@@ -31,6 +31,10 @@ pre-training (768 A100 40GB) and GPT-NeoX-20B's (96 A100 40GB); and, gathered a 
 2022 scaling tables (GPT-3 5B and 175B on 8–1,024 A100 80GB, NeMo-Framework-Launcher's README). Each module
 states what it infers."""
 SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES
+MEMORY_MODULES: tuple[str, ...] = ("megatron_memtool2023",)
+"""Sources that publish memory and no speed (issue #24): not in :data:`SOURCE_MODULES`, whose rows are the
+step-time table and the unit of validation by source left out (no fitted constant moves memory, so a memory
+row's error is the same in sample and left out). Their rows join the memory figures: :data:`MEMORY_RUNS`."""
 MOE_MODULES: tuple[str, ...] = ("deepseek_v3_2024", "megatron_moe2024")
 """Published mixture-of-experts runs (issue #25), held out of everything: not in :data:`SOURCE_MODULES`, so
 validation by source left out never fits a constant on them nor folds them into the error bands; no constant
@@ -53,7 +57,9 @@ def module_of(run: PublishedRun) -> str:
 PUBLISHED_RUNS: list[PublishedRun] = rows_of(*SOURCE_MODULES)
 IN_SAMPLE_RUNS: list[PublishedRun] = rows_of(*IN_SAMPLE_MODULES)  # the same objects as in PUBLISHED_RUNS
 MOE_RUNS: list[PublishedRun] = rows_of(*MOE_MODULES)
-_MODULE_OF: dict[int, str] = {id(r): name for name in SOURCE_MODULES + MOE_MODULES
+MEMORY_RUNS: list[PublishedRun] = [r for r in PUBLISHED_RUNS if r.memory_gib is not None] + rows_of(*MEMORY_MODULES)
+"""Every dense row that publishes a peak memory: the step-time sources' and the memory-only ones'."""
+_MODULE_OF: dict[int, str] = {id(r): name for name in SOURCE_MODULES + MEMORY_MODULES + MOE_MODULES
                               for r in import_module(f"{__name__}.{name}").ROWS}
 
 
