@@ -25,6 +25,7 @@ from pipesim.validation.loso import (
     error_bands,
     leave_one_source_out,
     left_out_by_kind,
+    memory_error_band,
     summary,
 )
 from pipesim.validation.ranking import rankings, summarise
@@ -73,28 +74,32 @@ def to_dict(result: ValidationResult) -> dict:
                     for s in result.sources},
         "ranking_left_out": vars(summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))),
         "all": {"in_sample": summary(result.pooled("in_sample")), "left_out": summary(result.pooled("left_out")),
-                "memory": summary(memory_errors(result))},
+                "memory": summary(memory_errors(result)[0])},
     }
 
 
-def memory_errors(result: ValidationResult) -> list[float]:
+def memory_errors(result: ValidationResult) -> tuple[list[float], int]:
     """The memory errors of the step-time sources' rows and of the memory-only sources' (no fitted constant
-    moves memory, so no fold is needed for them)."""
-    return result.pooled("memory") + [predict(run).memory_error for run in rows_of(*MEMORY_MODULES)]
+    moves memory, so no fold is needed for them), and how many sources they come from."""
+    sources = sum(bool(s.memory) for s in result.sources) + len(MEMORY_MODULES)
+    return result.pooled("memory") + [predict(run).memory_error for run in rows_of(*MEMORY_MODULES)], sources
 
 
 BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "validation_bands.py"
 
 
-def bands_module(per_kind: dict[str, tuple[float | None, int]], pooled: tuple[float, int]) -> str:
+def bands_module(per_kind: dict[str, tuple[float | None, int]], pooled: tuple[float, int],
+                 memory: tuple[float, int, int]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
         "kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of\n"
-        'that kind)."""\n\n'
+        "that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, "
+        'sources)."""\n\n'
         "BANDS: dict[str, tuple[float | None, int]] = {\n"
         + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
+        f"MEMORY: tuple[float, int, int] = {memory!r}\n"
     )
 
 
@@ -125,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     for c in FITTED_CONSTANTS:
         fitted = everything.values.get(c.name, c.preset_value)
         print(f"  {c.name}: {c.preset_value:g} → {fitted:g} ({everything.informing_rows.get(c.name, 0)} rows)")
-    memory = summary(memory_errors(result))
+    memory_rows, memory_sources = memory_errors(result)
+    memory = summary(memory_rows)
     print(f"memory: {memory['rows']} rows, mean |error| {_abs(memory['mean_abs'])}, bias {_pct(memory['bias'])} "
           "(no fitted constant moves memory: left out = in sample; memory-only sources included)")
     print(f"({time.perf_counter() - started:.0f} s)")
@@ -137,13 +143,16 @@ def main(argv: list[str] | None = None) -> None:
         f"{kind} {_abs(s['mean_abs'])} (bias {_pct(s['bias'])}, max {_abs(s['max_abs'])}, {s['rows']} rows)"
         for kind, s in ((kind, summary(errors)) for kind, errors in left_out_by_kind(result).items())))
     per_kind, pooled = error_bands(result)
+    memory_band = memory_error_band(memory_rows, memory_sources)
     print("error bands (90/90 tolerance bound of |left-out error|): "
           + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None else f"{k}: too few rows ({n}), takes all's"
-                      for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows)")
+                      for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows); peak memory "
+          + (f"±{memory_band[0]:.1%}" if memory_band[0] is not None else "too few rows")
+          + f" ({memory_band[1]} rows, {memory_band[2]} sources)")
     if args.update_bands:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")
-        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled))
+        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band))
     if args.json:
         write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")
 

@@ -70,7 +70,7 @@ _OTHER = {
     "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
-    "model_copies": 2, "zero_collectives": "per-layer", "column_input": "regather-blocking",
+    "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved",
 }
 
 

@@ -417,3 +417,21 @@ def test_plan_takes_where_the_column_parallel_inputs_come_from(capsys):
     assert "TP inputs gathered again, blocking" in blocking.header() and "gathered" not in default.header()
     assert main([*_LLAMA2_13B_ON_16, "--column-input", "saved", "-q", "--top", "1"]) == 0
     assert "gathered TP inputs kept" in capsys.readouterr().out
+
+
+def test_plan_marks_the_candidates_that_peak_within_the_memory_band_of_the_cap(capsys):
+    """A candidate that fits under the cap by less than the memory band (the error validation measured on
+    published peak-memory rows) may not fit: the ranking marks it ≈cap, the data says may_not_fit."""
+    from pipesim.analytic.error_band import memory_band
+    from pipesim.api.planning import plan
+    from pipesim.cli.main import main
+
+    band = memory_band().relative
+    ranked = plan("llama2-13b", gpus=16, global_batch=64, memory_cap=64, **_SMALL_SPACE).to_dict()["ranked"]
+    assert ranked and all(r["peak_gib"] <= 64 for r in ranked)
+    assert [r["may_not_fit"] for r in ranked] == [r["peak_gib"] * (1 + band) > 64 for r in ranked]
+    assert any(r["may_not_fit"] for r in ranked) and not all(r["may_not_fit"] for r in ranked)
+    assert main([*_LLAMA2_13B_ON_16, "--hardware", "h100-sxm", "--memory-cap", "64", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    marked = [line for line in out.splitlines() if line.endswith("≈cap")]
+    assert len(marked) == sum(r["may_not_fit"] for r in ranked[:3]) and "they may not fit" in out

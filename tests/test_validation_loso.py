@@ -29,7 +29,8 @@ def _generated_by(value: float):
 
     def predictor(run, chip=None):
         c = predict(run, chip)
-        return Comparison(replace(run, step_s=truth[id(run)]), c.report, truth[id(run)])
+        published = replace(run, hfu_tflops=None, mfu_tflops=None, tokens_per_gpu=None, step_s=truth[id(run)])
+        return Comparison(published, c.report, truth[id(run)])
 
     return predictor
 
@@ -157,6 +158,33 @@ def test_simulate_prints_and_writes_the_band(capsys):
     assert main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["model_report"]
     assert report["step_time_band"]["relative"] == band.relative
+
+
+def test_the_memory_band_is_the_bound_over_the_published_memory_rows_and_warns_near_the_capacity(capsys):
+    """The band the memory report carries is the 90/90 bound over every published memory row's |error| (the
+    experiment writes it; no constant moves memory, so the presets' errors are the left-out ones); a peak under
+    the capacity by less than the band warns that it may not fit."""
+    from pipesim.analytic.error_band import ErrorBand, may_not_fit, memory_band
+    from pipesim.analytic.validation_bands import MEMORY
+    from pipesim.validation.loso import memory_error_band
+    from pipesim.validation.runs import predict
+    from pipesim.validation.sources import MEMORY_RUNS, module_of
+
+    errors = [predict(r).memory_error for r in MEMORY_RUNS]  # zb-auto orders from the committed synthesis cache
+    bound, rows, _ = MEMORY
+    assert memory_error_band(errors, len({module_of(r) for r in MEMORY_RUNS})) == MEMORY  # rerun --update-bands
+    band = memory_band()
+    assert band.relative == bound and f"{rows} published peak-memory rows" in band.basis
+    assert may_not_fit(75.0, 79.6, band) and not may_not_fit(74.0, 79.6, band)  # 75 · 1.064 = 79.8 > 79.6
+    assert not may_not_fit(80.0, 79.6, band) and not may_not_fit(79.0, 79.6, ErrorBand(None, None, 0, ""))
+    argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--tp", "2", "--pp", "2", "--dp", "2",
+            "--mb", "8", "--micro-batch-size", "2", "--seq-len", "8000"]  # rank 0 peaks at 76 GiB of 79.6
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"GiB ± {bound:.0%} (90/90 bound over {rows}" in out and "it may not fit" in out
+    assert main([*argv, "--seq-len", "4096", "--json"]) == 0
+    memory = json.loads(capsys.readouterr().out)["model_report"]["memory"]
+    assert memory["peak_band"]["relative"] == bound and not memory["warnings"]
 
 
 def test_plan_marks_the_candidates_whose_band_overlaps_the_best():

@@ -1,6 +1,6 @@
 """How far a model-based step time can be trusted: the error that validation by source left out measured on
 published runs of the same kind (``python experiments/validation_loso.py --update-bands`` writes the table
-in :mod:`.validation_bands`).
+in :mod:`.validation_bands`); and a peak memory: the error on every published memory row (:func:`memory_band`).
 
 A kind is the chip family and the GEMM precision: what the fitted constants and the kernels' rates depend on.
 The band is a 90/90 tolerance bound on the absolute left-out step-time error over that kind's published rows
@@ -83,3 +83,19 @@ def error_band(chip_name: str, precision: Precision) -> ErrorBand:
                          f"left-out error, 90/90 bound over all {rows_all} published rows: only {rows} of kind "
                          f"{kind}")
     return ErrorBand(relative, kind, rows, f"left-out error, 90/90 bound over {rows} published {kind} runs")
+
+
+def memory_band() -> ErrorBand:
+    """The peak-memory error validation measured: a 90/90 bound on ``|error|`` over every published peak-memory
+    row. No fitted constant moves memory, so in sample is left out. One band for every kind of run: the rows are
+    too few to split by kind (most of them are one source's, pure pipelining on A100)."""
+    from pipesim.analytic.validation_bands import MEMORY
+
+    relative, rows, sources = MEMORY
+    return ErrorBand(relative, "peak-memory", rows,
+                     f"90/90 bound over {rows} published peak-memory rows from {sources} sources")
+
+
+def may_not_fit(peak: float, capacity: float, band: ErrorBand) -> bool:
+    """Whether a peak under ``capacity`` is within its error band of it (the same units for both)."""
+    return band.relative is not None and peak <= capacity < peak * (1 + band.relative)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.error_band import ErrorBand, may_not_fit, memory_band
 from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import largest_layer_params
@@ -84,19 +85,36 @@ class MemoryReport:
     def over_capacity(self) -> list[RankMemory]:
         return [r for r in self.ranks if r.total > self.capacity_gib * GIB]
 
+    @property
+    def band(self) -> ErrorBand:
+        """How far the peaks can be trusted: the error validation measured on published peak-memory rows."""
+        return memory_band()
+
+    @property
+    def within_band_of_capacity(self) -> list[RankMemory]:
+        """Ranks under the capacity by less than the memory band: they may not fit."""
+        return [r for r in self.ranks if may_not_fit(r.total, self.capacity_gib * GIB, self.band)]
+
     def warnings(self) -> list[str]:
         fixes = ", ".join(remedies(self.layout))
-        return [
+        over = [
             f"rank {r.rank} needs {r.total / GIB:.1f} GiB, more than the {self.capacity_gib:g} GiB of one "
             f"{self.chip}: {fixes}"
             for r in self.over_capacity
         ]
+        close = [
+            f"rank {r.rank} needs {r.total / GIB:.1f} GiB, within the memory band (± {self.band.relative:.0%}) of the "
+            f"{self.capacity_gib:g} GiB of one {self.chip}: it may not fit; to be sure, {fixes}"
+            for r in self.within_band_of_capacity
+        ]
+        return over + close
 
     def to_dict(self) -> dict:
         return {
             "capacity_gib": self.capacity_gib,
             "peak_rank": self.peak.rank,
             "peak_gib": self.peak.total / GIB,
+            "peak_band": self.band.to_dict(),
             "ranks": [r.to_dict() for r in self.ranks],
             "warnings": self.warnings(),
         }

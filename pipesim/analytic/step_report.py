@@ -275,7 +275,8 @@ def report_text(report: StepReport) -> str:
             f"{r.activations / GIB:>8.2f} {r.working / GIB:>6.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}"
             + ("  ← peak" if r.rank == peak else "")
         )
-    lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB of {c.memory_gib:g} GiB")
+    lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB {report.memory.band.text()} of "
+                 f"{c.memory_gib:g} GiB")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
     for note in (lay.sharding_note, lay.column_input_note):
         if note:

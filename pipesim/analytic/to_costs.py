@@ -230,6 +230,8 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.sequence_parallel,
         layout.recompute,
         layout.attention,
+        layout.elementwise,  # eager modules keep more activations (activations._eager_kept)
+        layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
         layout.moe_imbalance,
     )
 

@@ -2,7 +2,7 @@
 ``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).
 
 kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of
-that kind)."""
+that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, sources)."""
 
 BANDS: dict[str, tuple[float | None, int]] = {
     'a100-bf16': (0.161, 277),
@@ -10,3 +10,4 @@ BANDS: dict[str, tuple[float | None, int]] = {
     'hopper-fp8': (None, 13),
 }
 POOLED: tuple[float, int] = (0.17, 370)
+MEMORY: tuple[float, int, int] = (0.064, 90, 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipesim.analytic.error_band import memory_band
 from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
@@ -16,7 +17,7 @@ from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
 from pipesim.plan.search import PlanResult as SearchResult
 from pipesim.plan.search import Status
 from pipesim.plan.space import PlanRequest
-from pipesim.plan.uncertainty import band_of, overlaps_best
+from pipesim.plan.uncertainty import band_of, near_cap, overlaps_best
 
 __all__ = ["counts_line", "header", "ranking_text"]
 
@@ -56,10 +57,12 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     close = overlaps_best(shown, request.chip)
     lines = [f"{'#':>2} {'step s':>8} {'± band':>6} {'tok/s/GPU':>10} {'MFU':>6} {'peak GiB':>9} {'rank':>4} "
              f"{'bubble':>7}  configuration"]
+    memory = memory_band()
+    tight = [near_cap(o, request.cap_gib) for o in shown]
     for i, o in enumerate(shown, 1):
         e, c = o.evaluation, o.candidate
         band = band_of(o, request.chip)
-        mark = " ≈#1" if i > 1 and close[i - 1] else ""
+        mark = (" ≈#1" if i > 1 and close[i - 1] else "") + (" ≈cap" if tight[i - 1] else "")
         lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
                      f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
@@ -75,4 +78,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     if tied:
         lines.append(f"≈#1: {tied} of the listed configurations lie within the error band of #1 (validation's "
                      "left-out error for this kind of run): the model cannot tell them from the best")
+    if any(tight):
+        lines.append(f"≈cap: {sum(tight)} of the listed configurations peak within the memory band "
+                     f"(± {memory.relative:.0%}, {memory.basis}) of the {request.cap_gib:g} GiB cap: they may not fit")
     return "\n".join(lines)

@@ -128,7 +128,7 @@ class PlanResult:
 
     def to_dict(self) -> dict:
         """The ranking as data: each listed configuration's label, step time, band, throughput, MFU, memory."""
-        from pipesim.plan.uncertainty import band_of
+        from pipesim.plan.uncertainty import band_of, near_cap
 
         rows = []
         for o in self.ranked:
@@ -142,6 +142,7 @@ class PlanResult:
                     "mfu": e.mfu,
                     "peak_gib": e.peak_gib,
                     "peak_rank": e.peak_rank,
+                    "may_not_fit": near_cap(o, self.request.cap_gib),
                     "bubble_fraction": e.bubble_fraction,
                 }
             )

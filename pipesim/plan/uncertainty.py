@@ -1,4 +1,5 @@
-"""Which planned configurations the model cannot tell from the best: their error bands overlap.
+"""Which planned configurations the model cannot tell from the best (their error bands overlap), and which may
+not fit (their peak memory is within its band of the cap).
 
 Each step time carries the band that validation by source left out measured for its kind of run
 (:mod:`pipesim.analytic.error_band`). A candidate whose fastest plausible time, ``t·(1 − b)``, is not above the
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import error_band
+from pipesim.analytic.error_band import error_band, may_not_fit, memory_band
 
 if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
     from pipesim.plan.search import Outcome
@@ -32,3 +33,8 @@ def overlaps_best(ranked: Sequence[Outcome], chip: ChipSpec) -> list[bool]:
         return []
     best = ranked[0].evaluation.step_time * (1 + band_of(ranked[0], chip))
     return [o.evaluation.step_time * (1 - band_of(o, chip)) <= best for o in ranked]
+
+
+def near_cap(outcome: Outcome, cap_gib: float) -> bool:
+    """Does the candidate peak within the memory band of the cap (it fits as modelled, but may not)?"""
+    return outcome.peak_gib is not None and may_not_fit(outcome.peak_gib, cap_gib, memory_band())

@@ -225,3 +225,10 @@ def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None,
         return None if value is None else round(value, 3)
 
     return {k: (bound(v), len(v)) for k, v in per_kind.items()}, (bound(pooled), len(pooled))
+
+
+def memory_error_band(errors: list[float], sources: int) -> tuple[float | None, int, int]:
+    """The peak-memory band of :mod:`pipesim.analytic.validation_bands`: the 90/90 tolerance bound of |error| over
+    every published memory row (no fitted constant moves memory: in sample is left out), the rows, the sources."""
+    value = tolerance_bound([abs(e) for e in errors])
+    return (None if value is None else round(value, 3)), len(errors), sources
