@@ -4,7 +4,6 @@ communication (world size that does not factor, a schedule the validator rejects
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -36,17 +35,18 @@ def _torchrun(*args, nproc=2, timeout=90):
         "executors.run",
         *args,
     ]
-    start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
-    return proc, time.monotonic() - start
+    return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("mode", ["raise", "kill"])
 def test_failing_rank_ends_the_job_and_is_named(mode):
-    proc, elapsed = _torchrun("1f1b", "--steps", "2", "--fail-at", "1:B mb=1 chunk=0", "--fail-mode", mode)
+    proc = _torchrun("1f1b", "--steps", "2", "--fail-at", "1:B mb=1 chunk=0", "--fail-mode", mode)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
-    assert elapsed < 60, f"took {elapsed:.0f} s"
+    # Ended by the failure, not by a peer waiting out the 60 s process-group timeout (gloo's "Timed out waiting
+    # ..."; the interpreter's line carries the error's first line). A hang fails _torchrun's 90 s timeout. Not
+    # a wall-clock bound: on a loaded machine two torch imports alone can take tens of seconds.
+    assert "Timed out" not in out, out
     if mode == "raise":
         assert "rank 1 (pp rank 1) failed at B mb=1 chunk=0" in out, out
     else:
@@ -153,11 +153,10 @@ def test_emulation_needs_costs_in_seconds(in_process, tmp_path):
 
 
 def test_under_torchrun_bad_input_reaches_the_user_with_exit_code_2():
-    proc, elapsed = _torchrun("--lr", "nan")
+    proc = _torchrun("--lr", "nan")  # a hang fails its timeout
     assert proc.returncode != 0
     assert "executors.run: error: argument --lr: nan must be a finite number > 0" in proc.stderr, proc.stderr
     assert "exitcode  : 2" in proc.stderr, proc.stderr  # torchrun's report names our exit status
-    assert elapsed < 60
 
 
 # Builds both executors' parsers, parses a bad flag, and reports whether torch was imported on the way.
