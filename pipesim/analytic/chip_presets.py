@@ -88,7 +88,7 @@ GB = 1e9
 TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
 # (0.35 · 0.48/0.60); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
-# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.94:
+# and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.90:
 # pipesim.validation.constants, experiments/validation_loso.py; the module docstring says why). The GEMM
 # overheads per output tile and per kernel: fitted to OpenXLA's measured H100 GEMM table
 # (pipesim.validation.gemm_overheads, experiments/gemm_overheads.py); the same SMs on every Hopper part.
@@ -112,7 +112,7 @@ _HOPPER_ATTENTION_SHAPES = AttentionShapeRates(
               (128, _fa2(214, 260, 291, 310, 318, 322))))
 _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
                    "attention_shape_rates": _HOPPER_ATTENTION_SHAPES,
-                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.94,
+                   "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.90,
                    "gemm_tile_overhead": 1.2e-6, "gemm_kernel_overhead": 5.0e-6}
 
 # Inside an H100 NVSwitch node, the share of NVLink's 450 GB/s (bus bandwidth) each NCCL collective reaches, by
@@ -150,6 +150,14 @@ _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB): the 80GB part's compute, NVLink and SMs; 40GB HBM2
     # (40960 MiB); 1,555 GB/s. Inter-node as MosaicML's A100 40GB table states it: 1600 Gbps per 8-GPU node.
     ChipSpec("a100-40gb", 312 * TFLOPS, 40.0, 1555 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
+             p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
+             sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
+             attention_backward_efficiency=0.48),
+    # NVIDIA A800 SXM4 80GB (the export variant of the A100): the A100 80GB's die, clocks, HBM2e and SMs, NVLink
+    # cut to 400 GB/s bidirectional → 200 GB/s one way (NVIDIA's A800 product brief; the same cut as the H800's
+    # from the H100); inter-node as the FlagPerf DGX A800 hosts state it: 200 Gb/s InfiniBand per GPU. Kernel
+    # and link-efficiency constants: the A100's.
+    ChipSpec("a800-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 200 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
              p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
              sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
              attention_backward_efficiency=0.48),

@@ -44,8 +44,8 @@ def tolerance_bound(values: list[float], coverage: float = COVERAGE, confidence:
 
 
 MIN_ROWS = next(n for n in range(1, 1000) if tolerance_rank(n) is not None)  # 22
-_FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "h100-sxm": "hopper", "h100-96gb-hbm2e": "hopper",
-             "h200": "hopper", "h800": "hopper"}
+_FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "a800-80gb": "a100", "h100-sxm": "hopper",
+             "h100-96gb-hbm2e": "hopper", "h200": "hopper", "h800": "hopper"}
 
 
 def run_kind(chip_name: str, precision: Precision) -> str | None:

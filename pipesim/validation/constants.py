@@ -98,7 +98,9 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "overheads, the MosaicML small-model rows and ZeRO-3's exposed collectives; 0.90 after, with each source "
         "weighted equally (it was absorbing part of the FSDP rows' unhidden communication); 0.94 since the "
         "collectives inside an H100 node run at their measured shares of NVLink (0.46-0.90, where 1.0 was "
-        "taken: pipesim.validation.collective_shares), which it had been absorbing too. In sample "
+        "taken: pipesim.validation.collective_shares), which it had been absorbing too; 0.90 again since FlagPerf's "
+        "Megatron-Core and FlagScale rows on H100 and H800 (too fast at 0.94, as Llama 3 and torchtitan are; "
+        "Nemotron-4 and MosaicML's H100 rows pull the other way). In sample "
         "for every Hopper source; the 500 W torchtitan chip does not inform it (its peak, between the SXM's and "
         "the NVL's, is uncertain by more than the grid's step)",
         (0.70, 0.74, 0.78, 0.82, 0.86, 0.90, 0.94, 1.0),

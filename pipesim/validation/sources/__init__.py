@@ -19,7 +19,8 @@ OUT_OF_SAMPLE_MODULES: tuple[str, ...] = ("mosaicml2023", "torchtitan2024", "fms
 read them too (the Hopper training GEMM ratio, ZeRO-3's overlap share: :mod:`pipesim.validation.constants`);
 validation by source left out refits those without each source, so the left-out error stays held out."""
 GATHERED_MODULES: tuple[str, ...] = ("nemotron4_15b_2024", "nemotron4_340b_2024", "dao2023", "narayanan2021_zero3",
-                                      "mosaicml_small2023", "glm130b_2022", "neox20b_2022", "nemo_megatron2022")
+                                      "mosaicml_small2023", "glm130b_2022", "neox20b_2022", "nemo_megatron2022",
+                                      "flagperf2024")
 """Held-out sources gathered for issue #24 (item 2) after every constant was fixed, not fitted to when added (the
 same two later constants read them, validated the same way): Nemotron-4
 15B's and 340B's batch-ramp tables (H100 BF16, Megatron/NeMo), FlashAttention-2's end-to-end table (8×A100,
@@ -28,8 +29,9 @@ in-sample ``narayanan2021``, so not independent of it: see its module) and, gath
 rows that ``mosaicml2023`` had left out (MPT 125M-3B on 8-128 GPUs, and the H100 table at 128-512 GPUs: same
 platform as ``mosaicml2023``), and two runs on DeepSpeed's pipeline engine with full recomputation: GLM-130B's
 pre-training (768 A100 40GB) and GPT-NeoX-20B's (96 A100 40GB); and, gathered a release later, NeMo Megatron's
-2022 scaling tables (GPT-3 5B and 175B on 8–1,024 A100 80GB, NeMo-Framework-Launcher's README). Each module
-states what it infers."""
+2022 scaling tables (GPT-3 5B and 175B on 8–1,024 A100 80GB, NeMo-Framework-Launcher's README); and, a release
+after, BAAI's FlagPerf Megatron cases (Llama 3 8B and 70B with Megatron-Core on A800 and H100, a layout ablation
+on one A800 node among them; Llama 2 70B with FlagScale on H800). Each module states what it infers."""
 SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES
 MEMORY_MODULES: tuple[str, ...] = ("megatron_memtool2023",)
 """Sources that publish memory and no speed (issue #24): not in :data:`SOURCE_MODULES`, whose rows are the
