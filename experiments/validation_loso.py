@@ -26,11 +26,11 @@ from pipesim.validation.loso import (
     leave_one_source_out,
     left_out_by_kind,
     memory_error_band,
+    memory_errors,
     summary,
 )
 from pipesim.validation.ranking import rankings, summarise
-from pipesim.validation.runs import predict
-from pipesim.validation.sources import MEMORY_MODULES, rows_of, runs_by_source, source_title
+from pipesim.validation.sources import runs_by_source, source_title
 
 
 def _pct(value: float) -> str:
@@ -76,13 +76,6 @@ def to_dict(result: ValidationResult) -> dict:
         "all": {"in_sample": summary(result.pooled("in_sample")), "left_out": summary(result.pooled("left_out")),
                 "memory": summary(memory_errors(result)[0])},
     }
-
-
-def memory_errors(result: ValidationResult) -> tuple[list[float], int]:
-    """The memory errors of the step-time sources' rows and of the memory-only sources' (no fitted constant
-    moves memory, so no fold is needed for them), and how many sources they come from."""
-    sources = sum(bool(s.memory) for s in result.sources) + len(MEMORY_MODULES)
-    return result.pooled("memory") + [predict(run).memory_error for run in rows_of(*MEMORY_MODULES)], sources
 
 
 BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "validation_bands.py"

@@ -35,7 +35,7 @@ from pipesim.analytic.error_band import run_kind, tolerance_bound
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
 from pipesim.validation.runs import Comparison, PublishedRun, predict
-from pipesim.validation.sources import module_of, platform_of
+from pipesim.validation.sources import MEMORY_MODULES, module_of, platform_of, rows_of
 
 SWEEPS = 3
 
@@ -225,6 +225,16 @@ def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None,
         return None if value is None else round(value, 3)
 
     return {k: (bound(v), len(v)) for k, v in per_kind.items()}, (bound(pooled), len(pooled))
+
+
+def memory_errors(result: ValidationResult,
+                  predictor: Callable[..., Comparison] = predict) -> tuple[list[float], int]:
+    """The signed memory errors of the step-time sources' rows (in ``result``) and of the memory-only sources'
+    (:data:`~pipesim.validation.sources.MEMORY_MODULES`; no fitted constant moves memory, so no fold is needed
+    for them), and how many sources they come from."""
+    only = rows_of(*MEMORY_MODULES)
+    sources = sum(bool(s.memory) for s in result.sources) + len(MEMORY_MODULES)
+    return result.pooled("memory") + [predictor(run).memory_error for run in only], sources
 
 
 def memory_error_band(errors: list[float], sources: int) -> tuple[float | None, int, int]:
