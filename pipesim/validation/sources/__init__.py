@@ -30,8 +30,9 @@ rows that ``mosaicml2023`` had left out (MPT 125M-3B on 8-128 GPUs, and the H100
 platform as ``mosaicml2023``), and two runs on DeepSpeed's pipeline engine with full recomputation: GLM-130B's
 pre-training (768 A100 40GB) and GPT-NeoX-20B's (96 A100 40GB); and, gathered a release later, NeMo Megatron's
 2022 scaling tables (GPT-3 5B and 175B on 8–1,024 A100 80GB, NeMo-Framework-Launcher's README); and, a release
-after, BAAI's FlagPerf Megatron cases (Llama 3 8B and 70B with Megatron-Core on A800 and H100, a layout ablation
-on one A800 node among them; Llama 2 70B with FlagScale on H800). Each module states what it infers."""
+after, BAAI's FlagPerf LLM cases (Llama 3 8B and 70B with Megatron-Core on A800 and H100, a layout ablation on one
+A800 node among them; Llama 2 70B with FlagScale on H800; Llama 2 7B with DeepSpeed ZeRO-3 on A800 and H800). Each
+module states what it infers."""
 SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES
 MEMORY_MODULES: tuple[str, ...] = ("megatron_memtool2023",)
 """Sources that publish memory and no speed (issue #24): not in :data:`SOURCE_MODULES`, whose rows are the

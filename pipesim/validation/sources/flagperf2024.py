@@ -1,9 +1,10 @@
-"""BAAI's FlagPerf benchmark (FlagOpen/FlagPerf, ``training/nvidia/<case>/README.md``, 2024): tokens per second
-per GPU of Megatron-family pre-training on NVIDIA A800, H100 and H800 nodes, each case with its launch script and
-config in the same repository. Read at FlagPerf commit 1b5a0303 (November 2025); the tables date from January
-(Llama 2 70B) and May 2024 (Llama 3 8B and 70B).
+"""BAAI's FlagPerf benchmark (FlagOpen/FlagPerf, ``training/nvidia/<case>/README.md``, 2023–2024): tokens per
+second per GPU of LLM pre-training with Megatron-Core, a Megatron-LM fork and DeepSpeed on NVIDIA A800, H100 and
+H800 nodes, each case with its launch script and config in the same repository. Read at FlagPerf commit 1b5a0303
+(November 2025); the tables date from November 2023 (Llama 2 7B), January (Llama 2 70B) and May 2024 (Llama 3 8B
+and 70B).
 
-Three cases, every row of their NVIDIA tables but the FP32 one:
+Four cases, every row of their NVIDIA tables but the FP32 one:
 
 - *Llama 3 8B, Megatron-Core* (``llama3_8B-megatron``; rows of May 2024, commits 8b14694b, e203e1a4, 93730d18):
   on one DGX A800 node, the baseline (pp 2 × dp 4) and six of the README's ablation ("消融实验") layouts, tp 1–8 ×
@@ -14,6 +15,10 @@ Three cases, every row of their NVIDIA tables but the FP32 one:
 - *Llama 2 70B, FlagScale* (``llama2_70B-megatron``, January 2024; FlagScale 26cd664, a fork of Megatron-LM's
   ``megatron/model`` code): 32 H800 at tp 8 × pp 4 and tp 4 × pp 8, 44 microbatches, and tp 4 × pp 8 at global
   batch 1,024.
+- *Llama 2 7B, DeepSpeed ZeRO-3* (``llama2_7b-deepspeed``, November–December 2023; DeepSpeed 0.11.1, Hugging
+  Face transformers 4.34.1's ``LlamaForCausalLM`` with ``_flash_attn_2_enabled``): 8 GPUs of one A800 node at
+  4,096 tokens × micro-batch 1 and at 2,048 × 3 (one microbatch per step, and 64), and of one H800 node at
+  4,096 × 1.
 
 Stated (the READMEs, ``training/benchmarks/<model>/megatron/pretrain_llama*.sh``/``megatron_main.sh``, the
 configs): the model's shape (the Llama 3 and Llama 2 presets), sequence 8,192 (Llama 3) and 4,096 (Llama 2),
@@ -27,6 +32,16 @@ nothing ("nvidia adaption is NULL"). Tokens per second per GPU is the README's c
 (``a800-80gb``: the A100's die with NVLink cut to 400 GB/s), H100 SXM 80GB with 400 Gb/s (``h100-sxm``), H800
 80GB (``h800``; the README states 200 Gb/s InfiniBand, the preset takes 400 Gb/s per GPU: its rows' only
 inter-node traffic is pipeline sends of a few MB, under 0.1% of their step either way).
+
+Stated for the DeepSpeed case (``training/benchmarks/llama2_7b/deepspeed``: ``ds_config.json``, the configs,
+``run_pretraining.py``): ZeRO stage 3 over the 8 GPUs with ``overlap_comm``, a 1e7-parameter prefetch bucket
+(under one layer: the gathers are taken as exposed, pipesim's ZeRO-3 default), BF16, FlashAttention-2, micro-batch
+and accumulation per row; tokens per second per GPU from DeepSpeed's samples per second. Inferred there: no
+recomputation (the script never enables the model's gradient checkpointing; ``activation_checkpointing`` in the
+DeepSpeed config acts only on ``deepspeed.checkpointing`` calls, which the model has none of), Hugging Face's
+eager modules (``--elementwise eager``: FP32 RMSNorm, RoPE as ``rotate_half``, ``act(gate) * up``; their FA2
+path has no transposed output copy, which eager counts: a few tenths of a percent), its loss on FP32 logits
+(``--loss pytorch``), autograd's gradient accumulation.
 
 Inferred: no recomputation. The Llama 3 READMEs list "recompute-activations" among the optimisations, but
 neither the launch script nor the adapter passes ``--recompute-activations`` (Megatron's selective
@@ -45,18 +60,25 @@ Never fitted to: gathered for issue #24 after every constant was fixed. The ``a8
 these rows from the part's datasheet figures (nothing fitted).
 """
 
-from pipesim.analytic.layout import ElementwiseKernels, Precision, ZeroStage
+from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, LossKernel, Precision, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
-SOURCE = "FlagPerf (BAAI) Megatron training cases, 2024"
+SOURCE = "FlagPerf (BAAI) LLM training cases, 2024"
 _LLAMA3 = f"{SOURCE}: llama3_8B/70B-megatron (Megatron-Core 0.6)"
 _FLAGSCALE = f"{SOURCE}: llama2_70B-megatron (FlagScale 26cd664)"
+_DEEPSPEED = f"{SOURCE}: llama2_7b-deepspeed (DeepSpeed 0.11.1 ZeRO-3)"
 _BF16, _FP8 = Precision.BF16, Precision.FP8
 
 
 def _llama3(model, chip, gpus, batch, tp, pp, tokens, precision=_BF16):
     return PublishedRun(_LLAMA3, model, chip, gpus, batch, tp=tp, pp=pp, seq_len=8192, sequence_parallel=tp > 1,
                         zero=ZeroStage.OPTIMIZER, precision=precision, tokens_per_gpu=tokens)
+
+
+def _deepspeed(chip, seq, micro_batch, accumulation, tokens):
+    return PublishedRun(_DEEPSPEED, "llama2-7b", chip, 8, 8 * micro_batch * accumulation, micro_batch=micro_batch,
+                        seq_len=seq, zero=ZeroStage.PARAMETERS, elementwise=ElementwiseKernels.EAGER,
+                        loss=LossKernel.PYTORCH, grad_accumulation=GradAccumulation.AUTOGRAD, tokens_per_gpu=tokens)
 
 
 def _flagscale(tp, pp, batch, tokens):
@@ -81,4 +103,8 @@ ROWS = [
     _flagscale(8, 4, 44, 641.93),
     _flagscale(4, 8, 44, 791.37),
     _flagscale(4, 8, 1024, 908.29),
+    _deepspeed("a800-80gb", 4096, 1, 1, 3564),
+    _deepspeed("a800-80gb", 2048, 3, 1, 3917),
+    _deepspeed("a800-80gb", 2048, 3, 64, 4062),
+    _deepspeed("h800", 4096, 1, 1, 7151),
 ]
