@@ -126,6 +126,7 @@ def test_simulate_a_model_gives_the_clis_step_time(capsys):
     report = data["model_report"]
     assert result.step_time == report["step_time_s"]
     assert result.step_band.relative == report["step_time_band"]["relative"]
+    assert result.model_report.memory.band.relative == report["memory"]["peak_band"]["relative"] > 0
     assert result.model_report.mfu == pytest.approx(report["mfu"])
     assert json.loads(json.dumps(result.to_dict())) == data
     assert result.time_unit.value == "s"
