@@ -16,6 +16,12 @@ per-GPU throughput by about 16%; the paper measures 430 → 400 TFLOP/s (7%). At
 agree within 2 points (at v = 2 they differ by 12). This reads v off the ratio of the two rows, not off their
 level. Uncertain: Meta's own schedule (§3.3.2 makes the number of microbatches flexible), which may differ
 from Megatron's interleaving.
+
+Memory says the inferred settings are not all Meta's: pipesim puts the busiest rank at 88.8 GiB in the first row
+and 82.1 GiB in the other two, over the H100's 80 GB, without recomputation and with Megatron's interleaved
+order keeping its in-flight microbatches. The paper states neither its recomputation nor its activation memory
+savings, so the rows keep the tool's defaults; whatever Meta did to fit (recomputing some activations, fewer
+microbatches in flight) would make pipesim's step slower, toward the measurement.
 """
 
 from pipesim.analytic.layout import Precision, ZeroStage
