@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import time
 import traceback
 from datetime import timedelta
@@ -24,13 +23,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from executors.launch import PORT_ATTEMPTS, free_port, port_taken
+
 _TIMEOUT = timedelta(seconds=60)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 #: What the forkserver imports before forking ranks; ``__main__`` is the caller's script, when it is one (an
@@ -62,10 +57,6 @@ def _worker(rank: int, world_size: int, port: int, fn, args, queue, environ: dic
         raise
 
 
-#: Fresh ports to try when the rendezvous port was taken between choosing and binding it.
-_PORT_ATTEMPTS = 3
-
-
 def spawn(fn, world_size: int, *args, timeout: float = 240.0, process_group: bool = True) -> list:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` gloo processes; return the values by rank.
 
@@ -78,11 +69,11 @@ def spawn(fn, world_size: int, *args, timeout: float = 240.0, process_group: boo
     connection) can bind it before rank 0 does; then nothing has run yet, and the world starts again on a
     fresh port.
     """
-    for attempt in range(_PORT_ATTEMPTS):
+    for attempt in range(PORT_ATTEMPTS):
         try:
             return _spawn_once(fn, world_size, args, timeout, free_port(), process_group)
         except RuntimeError as err:
-            if "EADDRINUSE" not in str(err) or attempt == _PORT_ATTEMPTS - 1:
+            if not port_taken(str(err)) or attempt == PORT_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
 

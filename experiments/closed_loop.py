@@ -22,6 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from executors.launch import run_torchrun
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -89,25 +91,21 @@ def _env() -> dict:
                 OMP_NUM_THREADS="1")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run(cmd: list[str], timeout: float = 900) -> str:
-    result = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+def _checked(result: subprocess.CompletedProcess, what: list[str]) -> str:
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-5:])
-        raise RuntimeError(f"{' '.join(cmd[:6])} ... failed (rc {result.returncode}): {tail}")
+        raise RuntimeError(f"{' '.join(what[:6])} ... failed (rc {result.returncode}): {tail}")
     return result.stdout
 
 
-def _torchrun(n: int) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n), "--master-port",
-            str(_free_port())]
+def _run(cmd: list[str], timeout: float = 900) -> str:
+    return _checked(subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout), cmd)
+
+
+def _run_world(processes: int, args: list[str], timeout: float = 900) -> str:
+    """A torchrun world of ``processes`` on this machine (a fresh port if the first was taken)."""
+    launched = ["--nproc-per-node", str(processes), *args]
+    return _checked(run_torchrun(launched, cwd=ROOT, env=_env(), timeout=timeout), ["torchrun", *launched])
 
 
 def threads_for(processes: int) -> int:
@@ -118,9 +116,9 @@ def profile(out: Path, model_file: Path, processes: int, tps: list[int], quick: 
     """``pipesim profile`` with the executor's processes and threads; the full repeats (the median of 10 or more
     calls per kernel, not 3) unless ``quick``: the profile's own run-to-run spread was the largest noise left."""
     chip = out / f"closed_loop_cpu_{processes}proc.yaml"
-    _run([*_torchrun(processes), "-m", "pipesim.profile", "-o", str(chip), *(["--quick"] if quick else []),
-          "--no-progress", "--threads", str(threads_for(processes)), "--model", str(model_file), "--tp",
-          ",".join(map(str, tps))])
+    _run_world(processes, ["-m", "pipesim.profile", "-o", str(chip), *(["--quick"] if quick else []),
+                           "--no-progress", "--threads", str(threads_for(processes)), "--model", str(model_file),
+                           "--tp", ",".join(map(str, tps))])
     return chip
 
 
@@ -139,9 +137,9 @@ def predict(config: Config, model_file: Path, chip: Path, microbatches: int) -> 
 
 
 def measure(config: Config, model: Model, microbatches: int, steps: int) -> float:
-    text = _run([*_torchrun(config.processes), "-m", "executors.run", "-s", config.schedule, "--pp",
-                 str(config.pp), "--tp", str(config.tp), "--mb", str(microbatches), "--steps", str(steps),
-                 "--threads", str(threads_for(config.processes)), *model.flags()])
+    text = _run_world(config.processes, ["-m", "executors.run", "-s", config.schedule, "--pp", str(config.pp),
+                                         "--tp", str(config.tp), "--mb", str(microbatches), "--steps", str(steps),
+                                         "--threads", str(threads_for(config.processes)), *model.flags()])
     times = [float(t) / 1e3 for t in _STEP.findall(text)]
     if len(times) < 2:
         raise RuntimeError(f"{config.label}: the executor printed {len(times)} step times")

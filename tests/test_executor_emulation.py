@@ -134,24 +134,21 @@ def test_emulated_torchrun_writes_timeline_and_trace(tmp_path):
     """--timeline and --trace are written under --emulate too (#23: exit 0 and no file)."""
     import json
     import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     import pandas as pd
 
-    from executors.harness import free_port
+    from executors.launch import run_torchrun
 
     root = Path(__file__).resolve().parents[1]
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps(COSTS.to_dict()))
     timeline, trace = tmp_path / "t.csv", tmp_path / "t.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
-         "-m", "executors.run", "1f1b", "--mb", "4", "--steps", "1", "--emulate", str(costs),
-         "--timeline", str(timeline), "--trace", str(trace)],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    proc = run_torchrun(
+        ["--nproc-per-node", "2", "-m", "executors.run", "1f1b", "--mb", "4", "--steps", "1", "--emulate",
+         str(costs), "--timeline", str(timeline), "--trace", str(trace)],
+        cwd=root, env=env, timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     frame = pd.read_csv(timeline)

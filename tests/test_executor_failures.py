@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from executors.harness import free_port
+from executors.launch import run_torchrun
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.distributed
@@ -23,19 +23,8 @@ def _env(**extra):
 
 
 def _torchrun(*args, nproc=2, timeout=90):
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc-per-node",
-        str(nproc),
-        "--master-port",
-        str(free_port()),
-        "-m",
-        "executors.run",
-        *args,
-    ]
-    return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    return run_torchrun(["--nproc-per-node", str(nproc), "-m", "executors.run", *args], cwd=ROOT, env=_env(),
+                        timeout=timeout)
 
 
 @pytest.mark.parametrize("mode", ["raise", "kill"])

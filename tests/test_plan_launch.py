@@ -13,12 +13,12 @@ import io
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from executors.harness import free_port, spawn
+from executors.harness import spawn
+from executors.launch import run_torchrun
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.plan.launch import executor_argv
@@ -52,9 +52,8 @@ def _plan():
 
 def _launch(argv: list[str]) -> subprocess.CompletedProcess:
     assert argv[0] == "torchrun"
-    argv = [sys.executable, "-m", "torch.distributed.run", "--master-port", str(free_port()), *argv[1:]]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    return run_torchrun(argv[1:], cwd=ROOT, env=env, timeout=240)
 
 
 # What every printed line starts with on one node of 4 GPUs; the executor's own arguments follow.

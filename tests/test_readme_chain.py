@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from executors.harness import free_port  # after the torch check: harness imports torch
+from executors.launch import run_torchrun
 
 pytestmark = pytest.mark.distributed
 
@@ -37,13 +37,15 @@ def readme_chain() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
-def scaled_down(command: str) -> list[str]:
+def run_scaled_down(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """One README command on two processes instead of four, as this machine runs it."""
     command = command.replace("--nproc-per-node 4", "--nproc-per-node 2").replace("--pp 4", "--pp 2")
     argv = shlex.split(command)
     if argv[0] == "torchrun":
-        return [sys.executable, "-m", "torch.distributed.run", f"--master-port={free_port()}", *argv[1:]]
+        return run_torchrun(argv[1:], cwd=cwd, env=env, timeout=240)
     if argv[0] == "pipesim":
-        return [sys.executable, "-m", "pipesim.cli", *argv[1:]]
+        return subprocess.run([sys.executable, "-m", "pipesim.cli", *argv[1:]], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=240)
     raise AssertionError(f"README chain: unexpected command {command!r}")
 
 
@@ -53,8 +55,7 @@ def test_readme_calibrate_simulate_overlay_chain(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
     outputs = []
     for command in commands:
-        result = subprocess.run(scaled_down(command), cwd=tmp_path, env=env, capture_output=True, text=True,
-                                timeout=240)
+        result = run_scaled_down(command, tmp_path, env)
         assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
         outputs.append(result.stdout)
     for name in ("measured.csv", "trace.json", "costs.json", "predicted.csv", "overlay.pdf"):
