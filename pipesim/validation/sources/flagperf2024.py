@@ -56,8 +56,11 @@ Not used: the ``mem`` column (device memory as the monitor reads it, context, NC
 allocator's reserve included; not what pipesim counts); the FP32 row (pipesim models BF16 and FP8 training).
 Uncertain: which rows share a software image; whether the last logged iteration is typical (one step of 300).
 
-Never fitted to: gathered for issue #24 after every constant was fixed. The ``a800-80gb`` preset was added for
-these rows from the part's datasheet figures (nothing fitted).
+Gathered for issue #24 after every constant was fixed, and not fitted to by hand. The Hopper training GEMM
+ratio's fit on every source reads its Hopper BF16 rows, as it reads every Hopper BF16 row, and with them it moved
+from 0.94 to 0.90; the preset is that fit (:mod:`pipesim.validation.constants`). Validation by source left out
+refits the ratio without this source, so its left-out error stays held out. The ``a800-80gb`` preset was added
+for these rows from the part's datasheet figures (nothing fitted).
 """
 
 from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, LossKernel, Precision, ZeroStage
