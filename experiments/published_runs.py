@@ -17,7 +17,7 @@ from __future__ import annotations
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import IN_SAMPLE_MODULES, MEMORY_MODULES, MOE_RUNS, PUBLISHED_RUNS, module_of, rows_of
+from pipesim.validation.sources import IN_SAMPLE_MODULES, MEMORY_ONLY_RUNS, MOE_RUNS, PUBLISHED_RUNS, module_of
 
 __all__ = ["PUBLISHED_RUNS", "cli_args", "main", "predict"]
 
@@ -31,7 +31,7 @@ def main() -> None:
     args = parse_experiment_args(parser)
     record_output(args.out, "published_runs_commands.txt" if args.commands
                   else "published_runs.md" if args.markdown else "published_runs.txt")
-    table = MOE_RUNS if args.moe else PUBLISHED_RUNS + rows_of(*MEMORY_MODULES)  # memory-only sources last
+    table = MOE_RUNS if args.moe else PUBLISHED_RUNS + MEMORY_ONLY_RUNS  # memory-only sources last
     if args.commands:
         for run in table:
             print("pipesim " + " ".join(cli_args(run)))

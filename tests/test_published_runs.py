@@ -10,9 +10,7 @@ from experiments.p2p_sync_overhead import derived_overhead, sync_gaps
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.cli.main import main
 from pipesim.validation.runs import PublishedRun, cli_args, predict
-from pipesim.validation.sources import IN_SAMPLE_RUNS, MEMORY_MODULES, MEMORY_RUNS, PUBLISHED_RUNS, module_of, rows_of
-
-MEMORY_ONLY_RUNS = rows_of(*MEMORY_MODULES)
+from pipesim.validation.sources import IN_SAMPLE_RUNS, MEMORY_ONLY_RUNS, MEMORY_RUNS, PUBLISHED_RUNS, module_of
 
 
 def _key(run):

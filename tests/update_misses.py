@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import tests.test_published_runs as t
-from pipesim.validation.sources import MEMORY_MODULES, PUBLISHED_RUNS, module_of, rows_of
+from pipesim.validation.sources import MEMORY_ONLY_RUNS, PUBLISHED_RUNS, module_of
 
 PATH = Path(__file__).with_name("test_published_runs.py")
 
@@ -45,7 +45,7 @@ def block(name, entries):
 
 def main():
     step, memory = [], []
-    for run in PUBLISHED_RUNS + rows_of(*MEMORY_MODULES):
+    for run in PUBLISHED_RUNS + MEMORY_ONLY_RUNS:
         c = t.predict(run)
         key = t._key(run)
         mod = module_of(run)

@@ -35,7 +35,7 @@ from pipesim.analytic.error_band import run_kind, tolerance_bound
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
 from pipesim.validation.runs import Comparison, PublishedRun, predict
-from pipesim.validation.sources import MEMORY_MODULES, module_of, platform_of, rows_of
+from pipesim.validation.sources import MEMORY_MODULES, MEMORY_ONLY_RUNS, module_of, platform_of
 
 SWEEPS = 3
 
@@ -232,9 +232,8 @@ def memory_errors(result: ValidationResult,
     """The signed memory errors of the step-time sources' rows (in ``result``) and of the memory-only sources'
     (:data:`~pipesim.validation.sources.MEMORY_MODULES`; no fitted constant moves memory, so no fold is needed
     for them), and how many sources they come from."""
-    only = rows_of(*MEMORY_MODULES)
     sources = sum(bool(s.memory) for s in result.sources) + len(MEMORY_MODULES)
-    return result.pooled("memory") + [predictor(run).memory_error for run in only], sources
+    return result.pooled("memory") + [predictor(run).memory_error for run in MEMORY_ONLY_RUNS], sources
 
 
 def memory_error_band(errors: list[float], sources: int) -> tuple[float | None, int, int]:

@@ -60,7 +60,8 @@ def module_of(run: PublishedRun) -> str:
 PUBLISHED_RUNS: list[PublishedRun] = rows_of(*SOURCE_MODULES)
 IN_SAMPLE_RUNS: list[PublishedRun] = rows_of(*IN_SAMPLE_MODULES)  # the same objects as in PUBLISHED_RUNS
 MOE_RUNS: list[PublishedRun] = rows_of(*MOE_MODULES)
-MEMORY_RUNS: list[PublishedRun] = [r for r in PUBLISHED_RUNS if r.memory_gib is not None] + rows_of(*MEMORY_MODULES)
+MEMORY_ONLY_RUNS: list[PublishedRun] = rows_of(*MEMORY_MODULES)  # the memory-only sources' rows
+MEMORY_RUNS: list[PublishedRun] = [r for r in PUBLISHED_RUNS if r.memory_gib is not None] + MEMORY_ONLY_RUNS
 """Every dense row that publishes a peak memory: the step-time sources' and the memory-only ones'."""
 _MODULE_OF: dict[int, str] = {id(r): name for name in SOURCE_MODULES + MEMORY_MODULES + MOE_MODULES
                               for r in import_module(f"{__name__}.{name}").ROWS}
