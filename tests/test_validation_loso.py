@@ -252,3 +252,31 @@ def test_modules_sharing_a_platform_are_one_source():
     groups = runs_by_source()
     assert "mosaicml_small2023" not in groups and len(groups["mosaicml2023"]) == 65 + 144
     assert sum(len(v) for v in groups.values()) == len(PUBLISHED_RUNS)
+
+
+def test_the_fit_finds_the_joint_minimum_wherever_it_starts():
+    """Two constants coupled by one source's rows: there the error is a valley, zero wherever their grid indices
+    sum to 6; a second source informs the first constant alone and wants index 5. Coordinate descent from index
+    0 stops at (6, 0), the first constant's best with the second still at 0 (loss 0.001); the joint minimum is
+    (5, 1), loss 0. The fit must land there whichever grid point the presets are at (the shifts are re-expressed
+    from each start, so the error landscape is the same)."""
+    from pipesim.validation.loso import RowSensitivity
+
+    first = SYNC
+    second = next(c for c in FITTED_CONSTANTS if c.name == "a100_p2p_efficiency")
+    coupled = runs_by_source()["narayanan2021"][4:6]
+    alone = runs_by_source()["qi2024"][:2]
+
+    def landscape(run, i, j):  # log error at grid indices (i, j)
+        return 0.02 * (i + j - 6) if run in coupled else 0.001 * (i - 5)
+
+    for start in [(0, 0), (6, 0), (2, 5), (5, 1)]:
+        a = replace(first, read=lambda chip, v=first.grid[start[0]]: v)
+        b = replace(second, read=lambda chip, v=second.grid[start[1]]: v)
+        rows = [RowSensitivity(run, 1.0, landscape(run, *start),
+                               {a.name: tuple(landscape(run, i, start[1]) - landscape(run, *start) for i in range(7)),
+                                **({b.name: tuple(landscape(run, start[0], j) - landscape(run, *start)
+                                                  for j in range(7))} if run in coupled else {})})
+                for run in coupled + alone]
+        fitted = fit(rows, (a, b))
+        assert (fitted.values[a.name], fitted.values[b.name]) == (first.grid[5], second.grid[1]), start

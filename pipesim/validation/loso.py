@@ -10,7 +10,9 @@ moves a preset, the preset came from a direct measurement that the rows only app
 **The fit.** Each constant takes the value of its grid that minimises the mean absolute log error of step time
 over the training rows it informs, each source weighted equally (the mean over sources of each source's mean:
 a source's rows share its system and software, so one long table must not set a chip-wide constant alone),
-by coordinate descent (three sweeps, the preset's value kept on ties). To
+all constants together: the fit minimises the sum of the constants' losses over every combination of their
+grid values (about 10⁵), so it cannot stop at a local minimum that depends on where a search began (the
+coordinate descent from the presets used before did: docs/validation.md); exact ties go to the presets. To
 keep a fit cheap, a row's log step time is taken as separable in the constants: each row is simulated once
 at every grid value of each constant that informs it, the others at their preset values, and the changes are
 added. The left-out (and in-sample) predictions themselves are then simulated exactly, with all fitted values
@@ -26,10 +28,13 @@ source would put elsewhere (Llama 3 405B and the Hopper FlashAttention-2 rate, d
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from pipesim.analytic.error_band import run_kind, tolerance_bound
 from pipesim.program.loader import load_schedule
@@ -37,7 +42,10 @@ from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips
 from pipesim.validation.runs import Comparison, PublishedRun, predict
 from pipesim.validation.sources import MEMORY_MODULES, MEMORY_ONLY_RUNS, module_of, platform_of
 
-SWEEPS = 3
+INNER_COMBINATIONS = 4096  # a (rows × combinations) matrix of that width is a few MB
+# A step in the score per grid step away from the presets: far below any real difference of the loss (a mean |log
+# error|), so it only settles exact ties, toward the shipped value
+TIE_STEP = 1e-10
 
 
 class SourcePooling(enum.Enum):
@@ -93,31 +101,68 @@ class Fit:
 
 def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITTED_CONSTANTS,
         pooling: SourcePooling = SourcePooling.MEAN) -> Fit:
-    """Coordinate descent on the mean |log error| of the rows each constant informs, each source's mean pooled
-    over sources by ``pooling`` (see the module doc)."""
-    index = {c.name: c.grid.index(c.preset_value) for c in constants}
-    informing = {c.name: [r for r in rows if c.name in r.shifts] for c in constants}
-
-    def row_error(row: RowSensitivity) -> float:
-        # shifts are measured from the preset's prediction, whose grid point therefore shifts by 0
-        return row.log_error + sum(row.shifts[name][index[name]] for name in row.shifts)
-
-    by_source = {name: _group_by_source(members) for name, members in informing.items()}
-    for _ in range(SWEEPS):
-        for c in constants:
-            if not informing[c.name]:
-                continue
-            best, best_loss = index[c.name], math.inf
-            for i in _preset_first(c):
-                index[c.name] = i
-                loss = pooling.combine(statistics.fmean(abs(row_error(r)) for r in group)
-                                       for group in by_source[c.name])
-                if loss < best_loss - 1e-12:
-                    best, best_loss = i, loss
-            index[c.name] = best
-    values = {c.name: c.grid[index[c.name]] for c in constants if informing[c.name]}
+    """The grid point of every constant at once that minimises the sum over constants of each constant's loss (the
+    mean |log error| of the rows it informs, each source's mean pooled over sources by ``pooling``), found by
+    trying every combination of grid values: the result does not depend on where a search starts."""
+    informing = {c.name: [i for i, r in enumerate(rows) if c.name in r.shifts] for c in constants}
+    fitted = [c for c in constants if informing[c.name]]
+    values = {c.name: c.grid[_joint_minimum(rows, fitted, informing, pooling)[n]] for n, c in enumerate(fitted)}
     unfitted = tuple(c.name for c in constants if not informing[c.name])
     return Fit(values, unfitted, {name: len(members) for name, members in informing.items()})
+
+
+def _loss_weights(rows: list[RowSensitivity], members: list[int], pooling: SourcePooling) -> np.ndarray:
+    """(sources × rows) matrix whose product with |error| gives each source's mean |error| over ``members``."""
+    sources: dict[str, list[int]] = {}
+    for i in members:
+        sources.setdefault(source_of(rows[i].run), []).append(i)
+    weights = np.zeros((len(sources), len(rows)))
+    for s, indices in enumerate(sources.values()):
+        weights[s, indices] = 1.0 / len(indices)
+    return weights
+
+
+def _joint_minimum(rows: list[RowSensitivity], constants: list[FittedConstant], informing: dict[str, list[int]],
+                   pooling: SourcePooling) -> tuple[int, ...]:
+    """Grid indices of ``constants`` minimising the summed loss, ties going to the combination nearest the presets.
+
+    Exhaustive: the constants' grids multiply to about 10⁵ combinations, each one row-error vector, which numpy
+    scores in chunks. The innermost constants' shifts are enumerated once as a matrix; the outer ones loop."""
+    if not constants:
+        return ()
+    base = np.array([r.log_error for r in rows])
+    shifts = [np.array([r.shifts.get(c.name, (0.0,) * len(c.grid)) for r in rows]) for c in constants]
+    presets = [c.grid.index(c.preset_value) for c in constants]
+    per_constant = [_loss_weights(rows, informing[c.name], pooling) for c in constants]
+    if pooling is SourcePooling.MEAN:  # the sum of every constant's mean over sources is one weighted sum of rows
+        row_weights = sum(w.sum(axis=0) / len(w) for w in per_constant)
+
+        def loss(errors: np.ndarray) -> np.ndarray:  # errors: rows × combinations
+            return row_weights @ np.abs(errors)
+    else:
+        def loss(errors: np.ndarray) -> np.ndarray:
+            magnitude = np.abs(errors)
+            return sum(np.median(w @ magnitude, axis=0) for w in per_constant)
+
+    inner = len(constants)  # constants enumerated as one matrix: the trailing ones, up to INNER_COMBINATIONS
+    while inner > 0 and math.prod(len(c.grid) for c in constants[inner - 1:]) <= INNER_COMBINATIONS:
+        inner -= 1
+    inner_grids = [range(len(c.grid)) for c in constants[inner:]]
+    inner_combos = np.array(list(itertools.product(*inner_grids)), dtype=int).reshape(
+        math.prod(len(g) for g in inner_grids), len(inner_grids))
+    inner_shift = sum((shifts[inner + k][:, inner_combos[:, k]] for k in range(len(constants) - inner)),
+                      np.zeros((len(rows), len(inner_combos))))
+    inner_distance = sum((np.abs(inner_combos[:, k] - presets[inner + k]) for k in range(len(constants) - inner)),
+                         np.zeros(len(inner_combos)))
+    best, best_score = None, math.inf
+    for outer in itertools.product(*(range(len(c.grid)) for c in constants[:inner])):
+        errors = base + sum((shifts[k][:, i] for k, i in enumerate(outer)), np.zeros(len(rows)))
+        distance = sum(abs(i - presets[k]) for k, i in enumerate(outer)) + inner_distance
+        score = loss(errors[:, None] + inner_shift) + TIE_STEP * distance
+        j = int(np.argmin(score))
+        if score[j] < best_score:
+            best, best_score = (*outer, *(int(i) for i in inner_combos[j])), float(score[j])
+    return best
 
 
 def source_of(run: PublishedRun) -> str:
@@ -134,12 +179,6 @@ def _group_by_source(rows: list[RowSensitivity]) -> list[list[RowSensitivity]]:
     for row in rows:
         groups.setdefault(source_of(row.run), []).append(row)
     return list(groups.values())
-
-
-def _preset_first(constant: FittedConstant) -> list[int]:
-    """Grid indices with the preset's own value tried first, so a tie keeps it."""
-    preset = constant.grid.index(constant.preset_value)
-    return [preset, *(i for i in range(len(constant.grid)) if i != preset)]
 
 
 @dataclass(frozen=True)
