@@ -20,6 +20,10 @@ class ModelOptions:
     """Layout and fidelity options of a model-based simulation (each the ``simulate`` flag of the same name).
 
     Attributes:
+        framework: ``"megatron"`` (default), ``"torchtitan"``, ``"nanotron"`` or ``"megatron-deepspeed"``: the
+            training code's defaults for ``elementwise``, ``loss``, ``grad_accumulation``, ``overlap_tp_dgrad``,
+            ``column_input``, what ``recompute="selective"`` keeps and how ``zero=2`` communicates
+            (:mod:`pipesim.analytic.frameworks`); an option given here wins over the framework's default.
         tp: tensor-parallel degree (default 1).
         dp: data-parallel degree (default 1).
         recompute: ``"none"`` (default), ``"selective"``, ``"full"`` or ``"per-op"`` (torchtitan's per-op
@@ -72,6 +76,7 @@ class ModelOptions:
 
     tp: int | None = None
     dp: int | None = None
+    framework: str | None = None
     recompute: str | None = None
     sequence_parallel: bool | None = None
     distributed_optimizer: bool | None = None

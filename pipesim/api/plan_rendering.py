@@ -7,6 +7,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    GradAccumulation,
     LossKernel,
     Precision,
     ZeroCollectives,
@@ -43,6 +44,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append("TP collectives all blocking")
     if request.column_input is not ColumnInput.REGATHER:
         said.append(request.column_input.summary)
+    if request.grad_accumulation is not GradAccumulation.FUSED:
+        said.append("gradients summed by autograd every microbatch")
     return f", {' and '.join(said)}" if said else ""
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
@@ -212,11 +214,12 @@ def plan_request(
     blocking_p2p: bool = False,
     blocking_dp_sync: bool = False,
     attention: str | AttentionKernel = AttentionKernel.FUSED,
-    elementwise: str | ElementwiseKernels = ElementwiseKernels.FUSED,
-    loss: str | LossKernel = LossKernel.MEGATRON,
-    zero_collectives: str | ZeroCollectives = ZeroCollectives.BUCKETED,
-    overlap_tp_dgrad: bool = True,
-    column_input: str | ColumnInput = ColumnInput.REGATHER,
+    framework: str | Framework | None = None,
+    elementwise: str | ElementwiseKernels | None = None,
+    loss: str | LossKernel | None = None,
+    zero_collectives: str | ZeroCollectives | None = None,
+    overlap_tp_dgrad: bool | None = None,
+    column_input: str | ColumnInput | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
     from pipesim.program.loader import builtin_names
@@ -227,6 +230,8 @@ def plan_request(
         chip = replace(chip, achievable_fraction=achievable_fraction)
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
+    defaults = framework_knobs(framework.value if isinstance(framework, Framework) else framework)
+    searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     return PlanRequest(
         spec,
         chip,
@@ -235,7 +240,7 @@ def plan_request(
         gpus_per_node=gpus_per_node or chip.node_size,
         memory_cap_gib=memory_cap,
         schedules=tuple(builtin_names()) if schedules is None else _tuple(schedules, str),
-        recompute=SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute),
+        recompute=tuple(dict.fromkeys(defaults.recompute(r) for r in searched)),  # "selective" as it means there
         zero=tuple(ZeroStage) if zero is None else _tuple(zero, lambda z: ZeroStage(int(z))),
         precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
         context_parallel=_tuple(cp, int),
@@ -247,11 +252,13 @@ def plan_request(
         overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
-        elementwise=ElementwiseKernels(elementwise),
-        loss=LossKernel(loss),
-        zero_collectives=ZeroCollectives(zero_collectives),
-        overlap_tp_dgrad=bool(overlap_tp_dgrad),
-        column_input=ColumnInput(column_input),
+        elementwise=defaults.elementwise if elementwise is None else ElementwiseKernels(elementwise),
+        loss=defaults.loss if loss is None else LossKernel(loss),
+        zero_collectives=(defaults.zero2_collectives if zero_collectives is None
+                          else ZeroCollectives(zero_collectives)),
+        overlap_tp_dgrad=defaults.overlap_tp_dgrad if overlap_tp_dgrad is None else bool(overlap_tp_dgrad),
+        column_input=defaults.column_input if column_input is None else ColumnInput(column_input),
+        grad_accumulation=defaults.grad_accumulation,
     )
 
 
@@ -285,8 +292,12 @@ def plan(
             dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
             ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
-            ``attention``, ``elementwise`` and ``loss`` (the kernels the training code runs, not searched:
-            "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or "pytorch"), ``zero_collectives``
+            ``framework`` ("megatron", the default, "torchtitan", "nanotron" or "megatron-deepspeed": the
+            training code, whose defaults set the kernels and collectives below unless given, what the
+            searched "selective" recomputation keeps and the gradient accumulation;
+            :mod:`pipesim.analytic.frameworks`), ``attention``, ``elementwise`` and ``loss`` (the kernels the
+            training code runs, not searched: "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or
+            "pytorch"), ``zero_collectives``
             (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
             release), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
@@ -87,6 +88,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
                        help="fused (FlashAttention-2 or cuDNN: no s² scores stored, default), triton (FlashAttention "
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
+    group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
+                       help="the training code, whose defaults set --elementwise, --loss, --grad-accumulation, "
+                       "--overlap-tp-dgrad, --column-input, what --recompute selective keeps and how --zero 2 "
+                       "communicates (each flag given wins): megatron (Megatron-LM/Core with Transformer Engine, "
+                       "NeMo; default), torchtitan, nanotron or megatron-deepspeed (also GPT-NeoX); see 'pipesim "
+                       "models' docs, pipesim/analytic/frameworks.py")
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "

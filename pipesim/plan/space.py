@@ -34,6 +34,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    GradAccumulation,
     Layout,
     LossKernel,
     OptimizerBytes,
@@ -85,6 +86,8 @@ class PlanRequest:
     # Under sequence parallelism, how the column-parallel linears' weight gradients get their gathered input
     # (Layout.column_input; not searched): gathered again beside the input-gradient GEMM (Megatron-LM, TE).
     column_input: ColumnInput = ColumnInput.REGATHER
+    # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
+    grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True
@@ -145,7 +148,8 @@ class PlanRequest:
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
                       overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=self.overlap_dp_sync,
                       overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
-                      overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input)
+                      overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
+                      grad_accumulation=self.grad_accumulation)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one

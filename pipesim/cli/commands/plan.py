@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
@@ -114,23 +115,28 @@ def register(sub) -> None:
     p.add_argument("--attention", choices=[a.value for a in AttentionKernel], default="fused",
                    help="the attention kernel the training code runs, not searched: fused (FlashAttention-2, "
                    "default), triton (FlashAttention in Triton) or unfused")
-    p.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default="fused",
+    p.add_argument("--framework", choices=[f.value for f in Framework], default=None,
+                   help="the training code, whose defaults set --elementwise, --loss, --zero-collectives, "
+                   "--overlap-tp-dgrad, --column-input, the gradient accumulation and what the searched selective "
+                   "recomputation keeps (each flag given wins): megatron (default), torchtitan, nanotron or "
+                   "megatron-deepspeed (pipesim/analytic/frameworks.py)")
+    p.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                    help="fused kernels (Megatron-LM, Transformer Engine, torch.compile; default) or eager (one "
                    "PyTorch kernel per op), not searched")
-    p.add_argument("--loss", choices=[k.value for k in LossKernel], default="megatron",
+    p.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                    help="the cross-entropy's implementation, not searched: megatron (vocabulary-parallel, in place; "
                    "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's)")
-    p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default="bucketed",
+    p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default=None,
                    help="how ZeRO candidates without pipelining communicate, not searched: bucketed (DeepSpeed; "
                    "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
                    "reduce-scatter, every microbatch) or per-tensor (ZeRO-3 as DeepSpeed's 2021 release: a "
                    "collective per parameter tensor)")
-    p.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=None,
                    help="the column-parallel linears' input-gradient collectives run beside their weight "
                    "gradients, as Megatron-LM and Transformer Engine run them (default); --no-overlap-tp-dgrad: "
                    "every TP collective waits (older Megatron-LM forks, nanotron's default, PyTorch DTensor's TP), "
                    "not searched")
-    p.add_argument("--column-input", choices=[c.value for c in ColumnInput], default="regather",
+    p.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                    help=COLUMN_INPUT_HELP + ", not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
@@ -159,7 +165,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
-                attention=args.attention, elementwise=args.elementwise, loss=args.loss,
+                attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
                 column_input=args.column_input)
 

@@ -1,0 +1,110 @@
+"""What a training framework does by default, as the layout fields it decides: one name for a set of knobs.
+
+The analytic model describes *how* a step runs (:class:`~pipesim.analytic.layout.Layout`): which kernels run the
+element-wise work and the loss, how gradients accumulate, whether the backward's TP collectives overlap, where
+the column-parallel linears' weight gradients get their gathered input, what "selective" recomputation keeps,
+how ZeRO-2 communicates. Those are not the user's choices but the framework's, and a user who names the
+framework should not have to know them. Every default below was read from the framework's code; the
+validation sources that run on the framework state the same settings (``tests/test_frameworks.py`` holds the
+two together). An explicit flag always wins over the framework's default.
+
+- **Megatron-LM / Megatron-Core with Transformer Engine** (NeMo, Megatron-Bridge): pipesim's defaults. Fused
+  element-wise kernels, the vocabulary-parallel loss, weight-gradient GEMMs that accumulate in place
+  (``--gradient-accumulation-fusion``), the column-parallel input-gradient collective beside the weight-gradient
+  GEMM and the gathered input gathered again for it (Korthikanti et al. 2023), selective recomputation of the
+  attention core.
+- **torchtitan** (FSDP2, DTensor TP, ``torch.distributed.pipelining``): eager element-wise ops
+  (``torch.compile`` is off unless ``[compile] enable``: ``CompileConfig.enable = False``; give
+  ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
+  (``components/loss.py``); gradients summed by autograd; DTensor's TP waits for every collective and its
+  linears save the gathered input (``saved``); "selective" is per-op SAC (``selective_ac_option = "op"``);
+  ZeRO-2 as FSDP's per-module collectives.
+- **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary; its SwiGLU, ``GLUActivation``,
+  runs as two eager ops, which the fused setting does not count); the vocabulary-parallel loss in FP32
+  (``_ShardedCrossEntropy``); gradients accumulated into FP32 buffers after every microbatch
+  (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
+  column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
+  gathers the input again and waits for it (``regather-blocking``). Its defaults that are not layout fields:
+  the all-forward-all-backward engine (``pp_engine: afab``, pipesim's ``-s gpipe``) and no sequence
+  parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is ``--sequence-parallel``).
+- **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
+  kernels and loss; DeepSpeed's mixed-precision engine keeps ``.grad`` and sums it by autograd; every TP
+  collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
+  ``_CopyToModelParallelRegion``); ZeRO-2 in DeepSpeed's buckets.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pipesim.analytic.layout import (
+    ColumnInput,
+    ElementwiseKernels,
+    GradAccumulation,
+    LossKernel,
+    Recompute,
+    ZeroCollectives,
+    ZeroStage,
+)
+from pipesim.errors import PipesimError
+
+
+class Framework(enum.Enum):
+    """A training framework whose defaults set the layout fields of :class:`FrameworkKnobs`."""
+
+    MEGATRON = "megatron"  # Megatron-LM / Megatron-Core with Transformer Engine (NeMo, Megatron-Bridge)
+    TORCHTITAN = "torchtitan"
+    NANOTRON = "nanotron"
+    MEGATRON_DEEPSPEED = "megatron-deepspeed"  # Megatron-DeepSpeed, GPT-NeoX
+
+
+@dataclass(frozen=True)
+class FrameworkKnobs:
+    """The layout fields a framework decides, at its defaults."""
+
+    elementwise: ElementwiseKernels
+    loss: LossKernel
+    grad_accumulation: GradAccumulation
+    overlap_tp_dgrad: bool
+    column_input: ColumnInput
+    selective: Recompute  # what the framework's "selective" recomputation keeps
+    zero2_collectives: ZeroCollectives  # how its ZeRO-2 (gradients and optimizer sharded) communicates
+
+    def recompute(self, asked: Recompute) -> Recompute:
+        """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""
+        return self.selective if asked is Recompute.SELECTIVE else asked
+
+    def zero_collectives(self, zero: ZeroStage) -> ZeroCollectives:
+        """How this framework's ZeRO stage ``zero`` communicates (the layout's default but for ZeRO-2)."""
+        return self.zero2_collectives if zero is ZeroStage.GRADIENTS else ZeroCollectives.BUCKETED
+
+
+KNOBS: dict[Framework, FrameworkKnobs] = {
+    Framework.MEGATRON: FrameworkKnobs(
+        ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
+        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED),
+    Framework.TORCHTITAN: FrameworkKnobs(
+        ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
+        column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER),
+    Framework.NANOTRON: FrameworkKnobs(
+        ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
+        column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
+        zero2_collectives=ZeroCollectives.BUCKETED),
+    Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
+        ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
+        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED),
+}
+
+DEFAULT_FRAMEWORK = Framework.MEGATRON
+
+
+def knobs(framework: Framework | str | None) -> FrameworkKnobs:
+    """The knobs of ``framework`` (a name as ``--framework`` takes it; None: Megatron's, pipesim's defaults)."""
+    if framework is None:
+        return KNOBS[DEFAULT_FRAMEWORK]
+    try:
+        return KNOBS[Framework(framework)]
+    except ValueError:
+        names = ", ".join(f.value for f in Framework)
+        raise PipesimError(f"framework {framework!r} is not known; use one of {names}") from None

@@ -1,0 +1,103 @@
+"""--framework (pipesim.analytic.frameworks): a training framework's name sets the layout fields its code
+decides; a flag given explicitly wins; the validation sources that run on a framework state the same
+settings as its preset; the planner searches "selective" as the framework means it."""
+
+import pytest
+
+from pipesim.analytic.frameworks import KNOBS, Framework, knobs
+from pipesim.analytic.layout import (
+    ColumnInput,
+    ElementwiseKernels,
+    GradAccumulation,
+    LossKernel,
+    Recompute,
+    ZeroCollectives,
+)
+from pipesim.api.model_options import ModelOptions
+from pipesim.api.model_setup import model_setup
+from pipesim.api.planning import plan_request
+from pipesim.cli.main import main
+from pipesim.errors import PipesimError
+from pipesim.program.ir import PipelineShape
+from pipesim.validation.sources import runs_by_source
+
+SHAPE = PipelineShape(1, 4, 1)
+
+
+def _layout(**options):
+    return model_setup("llama3.2-1b", "h100-sxm", ModelOptions(tp=2, dp=4, sequence_parallel=True, **options),
+                       SHAPE).layout
+
+
+@pytest.mark.parametrize("framework", list(Framework))
+def test_a_framework_sets_the_fields_its_code_decides(framework):
+    layout, k = _layout(framework=framework.value), KNOBS[framework]
+    assert (layout.elementwise, layout.loss, layout.grad_accumulation, layout.overlap_tp_dgrad,
+            layout.column_input) == (k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input)
+
+
+def test_megatron_is_the_default_and_a_given_flag_wins():
+    assert _layout() == _layout(framework="megatron")
+    given = _layout(framework="torchtitan", elementwise="fused", loss="megatron", grad_accumulation="fused",
+                    overlap_tp_dgrad=True, column_input="regather")
+    assert given == _layout()
+    assert _layout(framework="nanotron", column_input="saved").column_input is ColumnInput.SAVED
+
+
+def test_selective_and_zero2_mean_what_the_framework_means():
+    """torchtitan's "selective" is per-op SAC; its ZeRO-2 is FSDP's SHARD_GRAD_OP, per layer. Other stages and
+    other frameworks keep the layout's own meaning."""
+    assert _layout(framework="torchtitan", recompute="selective").recompute is Recompute.PER_OP
+    assert _layout(framework="torchtitan", recompute="full").recompute is Recompute.FULL
+    assert _layout(framework="megatron", recompute="selective").recompute is Recompute.SELECTIVE
+    assert _layout(framework="torchtitan", zero=2).zero_collectives is ZeroCollectives.PER_LAYER
+    assert _layout(framework="torchtitan", zero=3).zero_collectives is ZeroCollectives.BUCKETED
+    assert _layout(framework="megatron-deepspeed", zero=2).zero_collectives is ZeroCollectives.BUCKETED
+
+
+def test_an_unknown_framework_is_named_in_a_one_line_error():
+    with pytest.raises(PipesimError, match="framework 'jax' is not known; use one of megatron, torchtitan"):
+        knobs("jax")
+    with pytest.raises(PipesimError, match="framework 'jax'"):
+        _layout(framework="jax")
+
+
+def test_the_sources_that_run_on_a_framework_state_its_settings():
+    """Each validation source names its framework's settings from that code; the preset must agree with them
+    (torchtitan's rows are compiled, so their element-wise kernels are fused by their own statement)."""
+    by_source = runs_by_source()
+    titan = KNOBS[Framework.TORCHTITAN]
+    for run in by_source["torchtitan2024"]:
+        assert run.loss is titan.loss and run.recompute is titan.selective
+    deepspeed = KNOBS[Framework.MEGATRON_DEEPSPEED]
+    for name in ("glm130b_2022", "neox20b_2022"):
+        for run in by_source[name]:
+            assert (run.overlap_tp_dgrad, run.grad_accumulation) == (deepspeed.overlap_tp_dgrad,
+                                                                     deepspeed.grad_accumulation)
+    megatron = KNOBS[Framework.MEGATRON]
+    for run in by_source["korthikanti2023"] + by_source["nemotron4_340b_2024"]:
+        assert (run.elementwise, run.loss, run.overlap_tp_dgrad, run.column_input) == (
+            megatron.elementwise, megatron.loss, megatron.overlap_tp_dgrad, megatron.column_input)
+
+
+def test_frameworks_that_wait_for_their_collectives_predict_a_slower_step(capsys):
+    """By hand: the same tp 2 layout under nanotron's defaults (TP collectives waited for, the input gathered
+    again and waited for, gradients summed by a pass of their own) cannot be faster than under Megatron's."""
+    def step(*extra):
+        assert main(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--tp", "2", "--dp", "4",
+                     "--pp", "1", "--mb", "4", "--sequence-parallel", "--json", *extra]) == 0
+        import json
+        return json.loads(capsys.readouterr().out)["model_report"]["step_time_s"]
+
+    assert step("--framework", "nanotron") > step("--framework", "megatron") == step()
+
+
+def test_the_planner_searches_selective_as_the_framework_means_it():
+    request = plan_request("llama3.2-1b", 8, 64, framework="torchtitan")
+    assert Recompute.PER_OP in request.recompute and Recompute.SELECTIVE not in request.recompute
+    assert request.grad_accumulation is GradAccumulation.AUTOGRAD and request.loss is LossKernel.PYTORCH
+    assert request.elementwise is ElementwiseKernels.EAGER and request.zero_collectives is ZeroCollectives.PER_LAYER
+    assert plan_request("llama3.2-1b", 8, 64, framework="torchtitan", loss="megatron").loss is LossKernel.MEGATRON
+    default = plan_request("llama3.2-1b", 8, 64)
+    assert default == plan_request("llama3.2-1b", 8, 64, framework="megatron")
+    assert Recompute.SELECTIVE in default.recompute and default.grad_accumulation is GradAccumulation.FUSED
