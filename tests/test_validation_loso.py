@@ -280,3 +280,40 @@ def test_the_fit_finds_the_joint_minimum_wherever_it_starts():
                 for run in coupled + alone]
         fitted = fit(rows, (a, b))
         assert (fitted.values[a.name], fitted.values[b.name]) == (first.grid[5], second.grid[1]), start
+
+
+def test_the_memory_band_says_when_no_published_row_was_a_run_like_this():
+    """Tensor and pipeline parallelism divide memory independently, so each validated alone covers both; ZeRO-3
+    or ZeRO-2, context parallelism and experts need a row of the same combination (by hand, over the regimes
+    the published rows have)."""
+    from pipesim.analytic.error_band import MemoryFeature as F
+    from pipesim.analytic.error_band import memory_features, unvalidated_memory
+
+    regimes = ((), ("pp",), ("tp",), ("zero-3",))
+    assert unvalidated_memory(memory_features(8, 4, 1, 1, False), regimes) == frozenset()  # tp + pp, ZeRO-1
+    assert unvalidated_memory(memory_features(1, 1, 1, 3, False), regimes) == frozenset()  # FSDP alone
+    assert unvalidated_memory(memory_features(8, 1, 1, 3, False), regimes) == {F.TENSOR_PARALLEL, F.SHARDED_WEIGHTS}
+    assert unvalidated_memory(memory_features(1, 1, 2, 0, False), regimes) == {F.CONTEXT_PARALLEL}
+    assert unvalidated_memory(memory_features(1, 1, 1, 0, True), regimes) == {F.EXPERTS}
+    assert unvalidated_memory(memory_features(8, 8, 1, 0, False), ((), ("pp",))) == {F.TENSOR_PARALLEL}
+
+
+def test_the_memory_regimes_in_the_bands_file_are_the_published_rows():
+    from pipesim.analytic.validation_bands import MEMORY_REGIMES
+    from pipesim.validation.loso import memory_regimes
+    from pipesim.validation.sources import MEMORY_RUNS
+
+    assert memory_regimes(MEMORY_RUNS) == MEMORY_REGIMES
+
+
+def test_a_report_marks_its_memory_band_unvalidated_outside_the_published_regimes(capsys):
+    def band(*layout):
+        assert main(["simulate", "--model", "llama3.1-70b", "--hardware", "h100-sxm", "--mb", "8",
+                     "--recompute", "full", "--json", *layout]) == 0
+        return json.loads(capsys.readouterr().out)["model_report"]["memory"]["peak_band"]
+
+    megatron = band("--tp", "8", "--pp", "4", "--dp", "2", "--distributed-optimizer")
+    fsdp_tp = band("--tp", "8", "--pp", "1", "--dp", "8", "--zero", "3")
+    assert megatron["validated"] and "not validated" not in megatron["basis"]
+    assert not fsdp_tp["validated"] and "none had tp and zero-3 together" in fsdp_tp["basis"]
+    assert fsdp_tp["relative"] == megatron["relative"]  # the number is the one measured; only its claim changes

@@ -13,6 +13,7 @@ run was measured on gets no band, only that remark.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
@@ -60,6 +61,7 @@ class ErrorBand:
     kind: str | None
     rows: int  # published rows the band was measured on
     basis: str  # what it is, in words
+    validated: bool = True  # False: measured on other kinds of run than the one it is given for
 
     def text(self) -> str:
         if self.relative is None:
@@ -67,7 +69,8 @@ class ErrorBand:
         return f"± {self.relative:.0%} ({self.basis})"
 
     def to_dict(self) -> dict:
-        return {"relative": self.relative, "kind": self.kind, "rows": self.rows, "basis": self.basis}
+        return {"relative": self.relative, "kind": self.kind, "rows": self.rows, "basis": self.basis,
+                "validated": self.validated}
 
 
 def error_band(chip_name: str, precision: Precision) -> ErrorBand:
@@ -85,15 +88,61 @@ def error_band(chip_name: str, precision: Precision) -> ErrorBand:
     return ErrorBand(relative, kind, rows, f"left-out error, 90/90 bound over {rows} published {kind} runs")
 
 
-def memory_band() -> ErrorBand:
+class MemoryFeature(enum.Enum):
+    """What changes what a rank keeps, beyond the model's size: the parallelisms and shardings of a layout."""
+
+    TENSOR_PARALLEL = "tp"
+    PIPELINE = "pp"
+    CONTEXT_PARALLEL = "cp"
+    SHARDED_GRADIENTS = "zero-2"  # gradients and optimizer state sharded
+    SHARDED_WEIGHTS = "zero-3"  # weights too (ZeRO-3, FSDP): gathered per layer, or per stage under pipelining
+    EXPERTS = "moe"
+
+
+# Megatron-style tensor and pipeline parallelism divide memory independently of each other (tp shards the weights
+# and activations of a layer, pp chooses the layers and how many microbatches are in flight): a layout with both
+# is validated when each was, alone. The others change what is gathered, kept and when, together with the rest
+# of the layout (ZeRO-3 with tp or pp, ring attention, routed experts): those need a published row of the same
+# combination. The held-out runs of issue #24 whose memory pipesim missed by 14-52% were such combinations.
+INDEPENDENT_FEATURES = frozenset({MemoryFeature.TENSOR_PARALLEL, MemoryFeature.PIPELINE})
+
+
+def memory_features(tp: int, pp: int, cp: int, zero: int, moe: bool) -> frozenset[MemoryFeature]:
+    """The memory features of a layout (``zero`` as a stage number, ZeRO-1 a Megatron-style optimizer shard)."""
+    features = {MemoryFeature.TENSOR_PARALLEL: tp > 1, MemoryFeature.PIPELINE: pp > 1,
+                MemoryFeature.CONTEXT_PARALLEL: cp > 1, MemoryFeature.SHARDED_GRADIENTS: zero == 2,
+                MemoryFeature.SHARDED_WEIGHTS: zero >= 3, MemoryFeature.EXPERTS: moe}
+    return frozenset(f for f, on in features.items() if on)
+
+
+def unvalidated_memory(features: frozenset[MemoryFeature],
+                       regimes: tuple[tuple[str, ...], ...]) -> frozenset[MemoryFeature]:
+    """What of ``features`` no published memory row (their feature sets: ``regimes``) covers; empty if covered."""
+    covered = [frozenset(MemoryFeature(name) for name in regime) for regime in regimes]
+    coupled = features - INDEPENDENT_FEATURES
+    if coupled:  # one row must have all of them
+        return frozenset() if any(features <= regime for regime in covered) else features
+    seen = frozenset().union(*covered)
+    return features - seen
+
+
+def memory_band(features: frozenset[MemoryFeature] | None = None) -> ErrorBand:
     """The peak-memory error validation measured: a 90/90 bound on ``|error|`` over every published peak-memory
     row. No fitted constant moves memory, so in sample is left out. One band for every kind of run: the rows are
-    too few to split by kind (most of them are one source's, pure pipelining on A100)."""
-    from pipesim.analytic.validation_bands import MEMORY
+    too few to split by kind (most of them are one source's, pure pipelining on A100). Given a layout's
+    ``features``, the band says when no published row has them (:func:`unvalidated_memory`): it was measured on
+    other kinds of run and may not hold."""
+    from pipesim.analytic.validation_bands import MEMORY, MEMORY_REGIMES
 
     relative, rows, sources = MEMORY
-    return ErrorBand(relative, "peak-memory", rows,
-                     f"90/90 bound over {rows} published peak-memory rows from {sources} sources")
+    basis = f"90/90 bound over {rows} published peak-memory rows from {sources} sources"
+    missing = frozenset() if features is None else unvalidated_memory(features, MEMORY_REGIMES)
+    if missing:
+        names = [f.value for f in MemoryFeature if f in missing]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        together = " together" if len(names) > 1 else ""
+        basis += f"; none had {listed}{together}: not validated for this layout"
+    return ErrorBand(relative, "peak-memory", rows, basis, validated=not missing)
 
 
 def may_not_fit(peak: float, capacity: float, band: ErrorBand) -> bool:

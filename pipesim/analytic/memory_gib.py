@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import ErrorBand, may_not_fit, memory_band
+from pipesim.analytic.error_band import ErrorBand, may_not_fit, memory_band, memory_features
 from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import largest_layer_params
@@ -76,6 +76,7 @@ class MemoryReport:
     capacity_gib: float
     chip: str
     layout: Layout = field(default_factory=Layout)  # what the warnings suggest depends on what is on
+    moe: bool = False  # a mixture-of-experts model (its routed activations: a regime of its own for the band)
 
     @property
     def peak(self) -> RankMemory:
@@ -87,8 +88,10 @@ class MemoryReport:
 
     @property
     def band(self) -> ErrorBand:
-        """How far the peaks can be trusted: the error validation measured on published peak-memory rows."""
-        return memory_band()
+        """How far the peaks can be trusted: the error validation measured on published peak-memory rows, and
+        whether any of them was a run like this one."""
+        layout = self.layout
+        return memory_band(memory_features(layout.tp, layout.pp, layout.cp, int(layout.sharding), self.moe))
 
     @property
     def within_band_of_capacity(self) -> list[RankMemory]:
@@ -220,4 +223,4 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
                 transient,
             )
         )
-    return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout)
+    return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout, moe=model.is_moe)

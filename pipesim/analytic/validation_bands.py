@@ -2,7 +2,9 @@
 ``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).
 
 kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of
-that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, sources)."""
+that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, sources).
+MEMORY_REGIMES: the memory feature sets (pipesim.analytic.error_band.MemoryFeature) of those rows, what
+the memory band was measured on."""
 
 BANDS: dict[str, tuple[float | None, int]] = {
     'a100-bf16': (0.158, 287),
@@ -11,3 +13,4 @@ BANDS: dict[str, tuple[float | None, int]] = {
 }
 POOLED: tuple[float, int] = (0.172, 390)
 MEMORY: tuple[float, int, int] = (0.064, 90, 3)
+MEMORY_REGIMES: tuple[tuple[str, ...], ...] = ((), ('pp',), ('tp',), ('zero-3',))

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipesim.analytic.error_band import run_kind, tolerance_bound
+from pipesim.analytic.error_band import MemoryFeature, memory_features, run_kind, tolerance_bound
+from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
 from pipesim.validation.runs import Comparison, PublishedRun, predict
@@ -273,6 +274,19 @@ def memory_errors(result: ValidationResult,
     for them), and how many sources they come from."""
     sources = sum(bool(s.memory) for s in result.sources) + len(MEMORY_MODULES)
     return result.pooled("memory") + [predictor(run).memory_error for run in MEMORY_ONLY_RUNS], sources
+
+
+def memory_regimes(runs: Iterable[PublishedRun]) -> tuple[tuple[str, ...], ...]:
+    """The distinct memory feature sets (:func:`pipesim.analytic.error_band.memory_features`) of the published
+    rows that measured memory, as names: what the memory band was measured on."""
+    regimes = set()
+    for run in runs:
+        if run.memory_gib is None:
+            continue
+        zero = int(run.zero) if run.dp * run.cp > 1 else 0  # nothing to shard over one rank
+        features = memory_features(run.tp, run.pp, run.cp, zero, MODEL_PRESETS[run.model].is_moe)
+        regimes.add(tuple(f.value for f in MemoryFeature if f in features))
+    return tuple(sorted(regimes))
 
 
 def memory_error_band(errors: list[float], sources: int) -> tuple[float | None, int, int]:
