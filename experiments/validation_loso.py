@@ -23,11 +23,11 @@ from pipesim.validation.loso import (
     SourcePooling,
     ValidationResult,
     error_bands,
+    layout_regimes,
     leave_one_source_out,
     left_out_by_kind,
     memory_error_band,
     memory_errors,
-    memory_regimes,
     summary,
 )
 from pipesim.validation.ranking import rankings, summarise
@@ -83,19 +83,22 @@ BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "val
 
 
 def bands_module(per_kind: dict[str, tuple[float | None, int]], pooled: tuple[float, int],
-                 memory: tuple[float, int, int], regimes: tuple[tuple[str, ...], ...]) -> str:
+                 memory: tuple[float, int, int], step_regimes: tuple[tuple[str, ...], ...],
+                 memory_regimes: tuple[tuple[str, ...], ...]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
         "kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of\n"
         "that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, "
-        "sources).\nMEMORY_REGIMES: the memory feature sets (pipesim.analytic.error_band.MemoryFeature) of those "
-        'rows, what\nthe memory band was measured on."""\n\n'
+        "sources).\nSTEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band."
+        'LayoutFeature) of\nthose rows, what the bands were measured on."""\n\n'
         "BANDS: dict[str, tuple[float | None, int]] = {\n"
         + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
         f"MEMORY: tuple[float, int, int] = {memory!r}\n"
-        f"MEMORY_REGIMES: tuple[tuple[str, ...], ...] = {regimes!r}\n"
+        "STEP_REGIMES: tuple[tuple[str, ...], ...] = (\n" + "".join(f"    {r!r},\n" for r in step_regimes) + ")\n"
+        "MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (\n" + "".join(f"    {r!r},\n" for r in memory_regimes)
+        + ")\n"
     )
 
 
@@ -148,7 +151,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.update_bands:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")
-        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band, memory_regimes(MEMORY_RUNS)))
+        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band,
+                                                   layout_regimes(r for s in result.sources for r in s.runs),
+                                                   layout_regimes(MEMORY_RUNS)))
     if args.json:
         write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")
 

@@ -286,24 +286,27 @@ def test_the_memory_band_says_when_no_published_row_was_a_run_like_this():
     """Tensor and pipeline parallelism divide memory independently, so each validated alone covers both; ZeRO-3
     or ZeRO-2, context parallelism and experts need a row of the same combination (by hand, over the regimes
     the published rows have)."""
-    from pipesim.analytic.error_band import MemoryFeature as F
-    from pipesim.analytic.error_band import memory_features, unvalidated_memory
+    from pipesim.analytic.error_band import LayoutFeature as F
+    from pipesim.analytic.error_band import layout_features, unvalidated
 
     regimes = ((), ("pp",), ("tp",), ("zero-3",))
-    assert unvalidated_memory(memory_features(8, 4, 1, 1, False), regimes) == frozenset()  # tp + pp, ZeRO-1
-    assert unvalidated_memory(memory_features(1, 1, 1, 3, False), regimes) == frozenset()  # FSDP alone
-    assert unvalidated_memory(memory_features(8, 1, 1, 3, False), regimes) == {F.TENSOR_PARALLEL, F.SHARDED_WEIGHTS}
-    assert unvalidated_memory(memory_features(1, 1, 2, 0, False), regimes) == {F.CONTEXT_PARALLEL}
-    assert unvalidated_memory(memory_features(1, 1, 1, 0, True), regimes) == {F.EXPERTS}
-    assert unvalidated_memory(memory_features(8, 8, 1, 0, False), ((), ("pp",))) == {F.TENSOR_PARALLEL}
+    assert unvalidated(layout_features(8, 4, 1, 1, False), regimes) == frozenset()  # tp + pp, ZeRO-1
+    assert unvalidated(layout_features(1, 1, 1, 3, False), regimes) == frozenset()  # FSDP alone
+    assert unvalidated(layout_features(8, 1, 1, 3, False), regimes) == {F.TENSOR_PARALLEL, F.SHARDED_WEIGHTS}
+    assert unvalidated(layout_features(1, 1, 2, 0, False), regimes) == {F.CONTEXT_PARALLEL}
+    assert unvalidated(layout_features(1, 1, 1, 0, True), regimes) == {F.EXPERTS}
+    assert unvalidated(layout_features(8, 8, 1, 0, False), ((), ("pp",))) == {F.TENSOR_PARALLEL}
 
 
-def test_the_memory_regimes_in_the_bands_file_are_the_published_rows():
-    from pipesim.analytic.validation_bands import MEMORY_REGIMES
-    from pipesim.validation.loso import memory_regimes
+def test_the_regimes_in_the_bands_file_are_the_published_rows():
+    """What the bands were measured on, as written by --update-bands: the step-time rows of every validated
+    source, and every row that published memory."""
+    from pipesim.analytic.validation_bands import MEMORY_REGIMES, STEP_REGIMES
+    from pipesim.validation.loso import layout_regimes
     from pipesim.validation.sources import MEMORY_RUNS
 
-    assert memory_regimes(MEMORY_RUNS) == MEMORY_REGIMES
+    assert layout_regimes(MEMORY_RUNS) == MEMORY_REGIMES
+    assert layout_regimes(r for runs in runs_by_source().values() for r in runs) == STEP_REGIMES
 
 
 def test_a_report_marks_its_memory_band_unvalidated_outside_the_published_regimes(capsys):
@@ -317,3 +320,19 @@ def test_a_report_marks_its_memory_band_unvalidated_outside_the_published_regime
     assert megatron["validated"] and "not validated" not in megatron["basis"]
     assert not fsdp_tp["validated"] and "none had tp and zero-3 together" in fsdp_tp["basis"]
     assert fsdp_tp["relative"] == megatron["relative"]  # the number is the one measured; only its claim changes
+
+
+def test_a_step_time_band_says_when_no_published_row_had_the_layouts_features(capsys):
+    """FSDP with tensor parallelism and mixture-of-experts models have no row in the step-time bands (the MoE
+    rows are held out of them): their band is the kind's, marked; Megatron's 3D layout is validated."""
+    from pipesim.analytic.error_band import layout_features
+
+    megatron = error_band("h100-sxm", Precision.BF16, layout_features(8, 8, 1, 1, False))
+    fsdp_tp = error_band("h100-sxm", Precision.BF16, layout_features(8, 1, 1, 3, False))
+    moe = error_band("h100-sxm", Precision.BF16, layout_features(1, 4, 1, 1, True))
+    assert megatron.validated and not fsdp_tp.validated and not moe.validated
+    assert megatron.relative == fsdp_tp.relative == moe.relative
+    assert "none had tp and zero-3 together" in fsdp_tp.text() and "none had pp and moe together" in moe.text()
+    assert main(["simulate", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--pp", "4", "--mb", "8",
+                 "--tp", "2", "--dp", "2", "--ep", "2"]) == 0
+    assert "moe together: not validated for this layout" in capsys.readouterr().out

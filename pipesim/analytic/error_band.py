@@ -73,23 +73,9 @@ class ErrorBand:
                 "validated": self.validated}
 
 
-def error_band(chip_name: str, precision: Precision) -> ErrorBand:
-    from pipesim.analytic.validation_bands import BANDS, POOLED
-
-    kind = run_kind(chip_name, precision)
-    if kind is None:
-        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it")
-    relative, rows = BANDS.get(kind, (None, 0))
-    if relative is None or rows < MIN_ROWS:
-        relative_all, rows_all = POOLED
-        return ErrorBand(relative_all, kind, rows_all,
-                         f"left-out error, 90/90 bound over all {rows_all} published rows: only {rows} of kind "
-                         f"{kind}")
-    return ErrorBand(relative, kind, rows, f"left-out error, 90/90 bound over {rows} published {kind} runs")
-
-
-class MemoryFeature(enum.Enum):
-    """What changes what a rank keeps, beyond the model's size: the parallelisms and shardings of a layout."""
+class LayoutFeature(enum.Enum):
+    """What changes how a step runs and what a rank keeps, beyond the model's size and the chip: the parallelisms
+    and shardings of a layout. A band measured on runs without a feature says nothing sure about runs with it."""
 
     TENSOR_PARALLEL = "tp"
     PIPELINE = "pp"
@@ -99,50 +85,75 @@ class MemoryFeature(enum.Enum):
     EXPERTS = "moe"
 
 
-# Megatron-style tensor and pipeline parallelism divide memory independently of each other (tp shards the weights
-# and activations of a layer, pp chooses the layers and how many microbatches are in flight): a layout with both
-# is validated when each was, alone. The others change what is gathered, kept and when, together with the rest
-# of the layout (ZeRO-3 with tp or pp, ring attention, routed experts): those need a published row of the same
-# combination. The held-out runs of issue #24 whose memory pipesim missed by 14-52% were such combinations.
-INDEPENDENT_FEATURES = frozenset({MemoryFeature.TENSOR_PARALLEL, MemoryFeature.PIPELINE})
+# Megatron-style tensor and pipeline parallelism act independently of each other (tp splits a layer's work,
+# weights and activations; pp chooses the layers, the microbatches in flight and the bubble): a layout with both
+# is validated when each was. The others change what is gathered, kept and waited for together with the rest of
+# the layout (ZeRO-3 with tp or pp, ring attention, routed experts): those need a published row of the same
+# combination. The held-out runs of issue #24 that pipesim missed most (step time 21-51%, memory 14-52%) were
+# such combinations: FSDP with TP, FSDP with PP, long context with CP.
+INDEPENDENT_FEATURES = frozenset({LayoutFeature.TENSOR_PARALLEL, LayoutFeature.PIPELINE})
 
 
-def memory_features(tp: int, pp: int, cp: int, zero: int, moe: bool) -> frozenset[MemoryFeature]:
-    """The memory features of a layout (``zero`` as a stage number, ZeRO-1 a Megatron-style optimizer shard)."""
-    features = {MemoryFeature.TENSOR_PARALLEL: tp > 1, MemoryFeature.PIPELINE: pp > 1,
-                MemoryFeature.CONTEXT_PARALLEL: cp > 1, MemoryFeature.SHARDED_GRADIENTS: zero == 2,
-                MemoryFeature.SHARDED_WEIGHTS: zero >= 3, MemoryFeature.EXPERTS: moe}
+def layout_features(tp: int, pp: int, cp: int, zero: int, moe: bool) -> frozenset[LayoutFeature]:
+    """The features of a layout (``zero``: the stage that shards, 0 when nothing does; ZeRO-1, Megatron's
+    distributed optimizer, is not a feature: it changes neither the passes nor what they keep)."""
+    features = {LayoutFeature.TENSOR_PARALLEL: tp > 1, LayoutFeature.PIPELINE: pp > 1,
+                LayoutFeature.CONTEXT_PARALLEL: cp > 1, LayoutFeature.SHARDED_GRADIENTS: zero == 2,
+                LayoutFeature.SHARDED_WEIGHTS: zero >= 3, LayoutFeature.EXPERTS: moe}
     return frozenset(f for f, on in features.items() if on)
 
 
-def unvalidated_memory(features: frozenset[MemoryFeature],
-                       regimes: tuple[tuple[str, ...], ...]) -> frozenset[MemoryFeature]:
-    """What of ``features`` no published memory row (their feature sets: ``regimes``) covers; empty if covered."""
-    covered = [frozenset(MemoryFeature(name) for name in regime) for regime in regimes]
-    coupled = features - INDEPENDENT_FEATURES
-    if coupled:  # one row must have all of them
+def unvalidated(features: frozenset[LayoutFeature], regimes: tuple[tuple[str, ...], ...]) -> frozenset[LayoutFeature]:
+    """What of ``features`` no published row (the rows' feature sets: ``regimes``) covers; empty if covered."""
+    covered = [frozenset(LayoutFeature(name) for name in regime) for regime in regimes]
+    if features - INDEPENDENT_FEATURES:  # one row must have all of them
         return frozenset() if any(features <= regime for regime in covered) else features
-    seen = frozenset().union(*covered)
-    return features - seen
+    return features - frozenset().union(*covered)
 
 
-def memory_band(features: frozenset[MemoryFeature] | None = None) -> ErrorBand:
+def _coverage(basis: str, features: frozenset[LayoutFeature] | None,
+              regimes: tuple[tuple[str, ...], ...]) -> tuple[str, bool]:
+    """``basis`` with a remark when no published row had ``features``, and whether one had."""
+    missing = frozenset() if features is None else unvalidated(features, regimes)
+    if not missing:
+        return basis, True
+    names = [f.value for f in LayoutFeature if f in missing]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    together = " together" if len(names) > 1 else ""
+    return f"{basis}; none had {listed}{together}: not validated for this layout", False
+
+
+def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None) -> ErrorBand:
+    """The step-time band of this kind of run; given the layout's ``features``, it says when no published row
+    had them (:func:`unvalidated`)."""
+    from pipesim.analytic.validation_bands import BANDS, POOLED, STEP_REGIMES
+
+    kind = run_kind(chip_name, precision)
+    if kind is None:
+        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it")
+    relative, rows = BANDS.get(kind, (None, 0))
+    if relative is None or rows < MIN_ROWS:
+        of_kind = rows
+        relative, rows = POOLED
+        basis = f"left-out error, 90/90 bound over all {rows} published rows: only {of_kind} of kind {kind}"
+    else:
+        basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
+    basis, validated = _coverage(basis, features, STEP_REGIMES)
+    return ErrorBand(relative, kind, rows, basis, validated)
+
+
+def memory_band(features: frozenset[LayoutFeature] | None = None) -> ErrorBand:
     """The peak-memory error validation measured: a 90/90 bound on ``|error|`` over every published peak-memory
     row. No fitted constant moves memory, so in sample is left out. One band for every kind of run: the rows are
     too few to split by kind (most of them are one source's, pure pipelining on A100). Given a layout's
-    ``features``, the band says when no published row has them (:func:`unvalidated_memory`): it was measured on
-    other kinds of run and may not hold."""
+    ``features``, the band says when no published row had them (:func:`unvalidated`): it was measured on other
+    kinds of run and may not hold."""
     from pipesim.analytic.validation_bands import MEMORY, MEMORY_REGIMES
 
     relative, rows, sources = MEMORY
-    basis = f"90/90 bound over {rows} published peak-memory rows from {sources} sources"
-    missing = frozenset() if features is None else unvalidated_memory(features, MEMORY_REGIMES)
-    if missing:
-        names = [f.value for f in MemoryFeature if f in missing]
-        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        together = " together" if len(names) > 1 else ""
-        basis += f"; none had {listed}{together}: not validated for this layout"
-    return ErrorBand(relative, "peak-memory", rows, basis, validated=not missing)
+    basis, validated = _coverage(f"90/90 bound over {rows} published peak-memory rows from {sources} sources",
+                                 features, MEMORY_REGIMES)
+    return ErrorBand(relative, "peak-memory", rows, basis, validated)
 
 
 def may_not_fit(peak: float, capacity: float, band: ErrorBand) -> bool:

@@ -3,8 +3,8 @@
 
 kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of
 that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, sources).
-MEMORY_REGIMES: the memory feature sets (pipesim.analytic.error_band.MemoryFeature) of those rows, what
-the memory band was measured on."""
+STEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band.LayoutFeature) of
+those rows, what the bands were measured on."""
 
 BANDS: dict[str, tuple[float | None, int]] = {
     'a100-bf16': (0.158, 287),
@@ -13,4 +13,19 @@ BANDS: dict[str, tuple[float | None, int]] = {
 }
 POOLED: tuple[float, int] = (0.172, 390)
 MEMORY: tuple[float, int, int] = (0.064, 90, 3)
-MEMORY_REGIMES: tuple[tuple[str, ...], ...] = ((), ('pp',), ('tp',), ('zero-3',))
+STEP_REGIMES: tuple[tuple[str, ...], ...] = (
+    (),
+    ('cp',),
+    ('pp',),
+    ('tp',),
+    ('tp', 'pp'),
+    ('tp', 'pp', 'cp'),
+    ('zero-2',),
+    ('zero-3',),
+)
+MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
+    (),
+    ('pp',),
+    ('tp',),
+    ('zero-3',),
+)

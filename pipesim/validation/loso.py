@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipesim.analytic.error_band import MemoryFeature, memory_features, run_kind, tolerance_bound
+from pipesim.analytic.error_band import LayoutFeature, layout_features, run_kind, tolerance_bound
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
@@ -276,16 +276,14 @@ def memory_errors(result: ValidationResult,
     return result.pooled("memory") + [predictor(run).memory_error for run in MEMORY_ONLY_RUNS], sources
 
 
-def memory_regimes(runs: Iterable[PublishedRun]) -> tuple[tuple[str, ...], ...]:
-    """The distinct memory feature sets (:func:`pipesim.analytic.error_band.memory_features`) of the published
-    rows that measured memory, as names: what the memory band was measured on."""
+def layout_regimes(runs: Iterable[PublishedRun]) -> tuple[tuple[str, ...], ...]:
+    """The distinct layout feature sets (:func:`pipesim.analytic.error_band.layout_features`) of ``runs``, as
+    names: what a band measured on them was measured on."""
     regimes = set()
     for run in runs:
-        if run.memory_gib is None:
-            continue
         zero = int(run.zero) if run.dp * run.cp > 1 else 0  # nothing to shard over one rank
-        features = memory_features(run.tp, run.pp, run.cp, zero, MODEL_PRESETS[run.model].is_moe)
-        regimes.add(tuple(f.value for f in MemoryFeature if f in features))
+        features = layout_features(run.tp, run.pp, run.cp, zero, MODEL_PRESETS[run.model].is_moe)
+        regimes.add(tuple(f.value for f in LayoutFeature if f in features))
     return tuple(sorted(regimes))
 
 
