@@ -435,3 +435,25 @@ def test_plan_marks_the_candidates_that_peak_within_the_memory_band_of_the_cap(c
     out = capsys.readouterr().out
     marked = [line for line in out.splitlines() if line.endswith("≈cap")]
     assert len(marked) == sum(r["may_not_fit"] for r in ranked[:3]) and "they may not fit" in out
+
+
+def test_plan_marks_the_candidates_of_layouts_no_published_run_had(capsys):
+    """FSDP alone (ZeRO-3 at tp 1 and pp 1) is what published runs measured; ZeRO-3 with tp or pp is not: those
+    candidates carry ?band (their bands were measured on other layouts) and validated_layout False in the data."""
+    from pipesim.api.planning import plan
+    from pipesim.cli.main import main
+
+    ranked = plan("llama2-13b", gpus=16, global_batch=64, top=30, **dict(_SMALL_SPACE, zero=(3,))).to_dict()["ranked"]
+    # at dp 1 there is nothing to shard: ZeRO-3 is off there (no "zero3" in the label) and tp × pp was measured
+    sharded = [r for r in ranked if "zero3" in r["label"]]
+    alone = [r["validated_layout"] for r in sharded if r["label"].startswith("tp1 pp1 ")]
+    combined = [r["validated_layout"] for r in sharded if not r["label"].startswith("tp1 pp1 ")]
+    unsharded = [r["validated_layout"] for r in ranked if "zero3" not in r["label"]]
+    assert alone and combined and unsharded and all(alone) and all(unsharded) and not any(combined)
+    zero_at = _LLAMA2_13B_ON_16.index("--zero") + 1
+    argv = [("3" if i == zero_at else a) for i, a in enumerate(_LLAMA2_13B_ON_16)]
+    assert main([*argv, "--hardware", "h100-sxm", "--top", "30"]) == 0
+    out = capsys.readouterr().out
+    flagged = [line for line in out.splitlines() if line.rstrip().endswith("?band")]
+    assert len(flagged) == len(combined) and not any(" tp1 pp1 " in line for line in flagged)
+    assert "were measured on other layouts" in out

@@ -130,7 +130,7 @@ class PlanResult:
 
     def to_dict(self) -> dict:
         """The ranking as data: each listed configuration's label, step time, band, throughput, MFU, memory."""
-        from pipesim.plan.uncertainty import band_of, near_cap
+        from pipesim.plan.uncertainty import band_of, near_cap, validated_layout
 
         rows = []
         for o in self.ranked:
@@ -145,6 +145,7 @@ class PlanResult:
                     "peak_gib": e.peak_gib,
                     "peak_rank": e.peak_rank,
                     "may_not_fit": near_cap(o, self.request.cap_gib),
+                    "validated_layout": validated_layout(o, self.request.model.is_moe),
                     "bubble_fraction": e.bubble_fraction,
                 }
             )

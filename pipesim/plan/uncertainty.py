@@ -1,5 +1,6 @@
-"""Which planned configurations the model cannot tell from the best (their error bands overlap), and which may
-not fit (their peak memory is within its band of the cap).
+"""Which planned configurations the model cannot tell from the best (their error bands overlap), which may
+not fit (their peak memory is within its band of the cap), and which are of layouts no published run had (their
+bands were measured on other layouts).
 
 Each step time carries the band that validation by source left out measured for its kind of run
 (:mod:`pipesim.analytic.error_band`). A candidate whose fastest plausible time, ``t·(1 − b)``, is not above the
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import error_band, may_not_fit, memory_band
+from pipesim.analytic.error_band import error_band, layout_features, may_not_fit, memory_band, unvalidated
 
 if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
     from pipesim.plan.search import Outcome
@@ -33,6 +34,16 @@ def overlaps_best(ranked: Sequence[Outcome], chip: ChipSpec) -> list[bool]:
         return []
     best = ranked[0].evaluation.step_time * (1 + band_of(ranked[0], chip))
     return [o.evaluation.step_time * (1 - band_of(o, chip)) <= best for o in ranked]
+
+
+def validated_layout(outcome: Outcome, moe: bool) -> bool:
+    """Whether published runs of the candidate's layout features (:func:`pipesim.analytic.error_band.unvalidated`)
+    measured both its bands, step time and memory; if not, its bands were measured on other layouts."""
+    from pipesim.analytic.validation_bands import MEMORY_REGIMES, STEP_REGIMES
+
+    c = outcome.candidate
+    features = layout_features(c.tp, c.pp, c.cp, int(c.zero) if c.dp * c.cp > 1 else 0, moe)
+    return not unvalidated(features, STEP_REGIMES) and not unvalidated(features, MEMORY_REGIMES)
 
 
 def near_cap(outcome: Outcome, cap_gib: float) -> bool:
