@@ -23,8 +23,8 @@ from pipesim.program.limits import ScheduleLimits
 #: The API names ``pipesim`` forwards to :mod:`pipesim.api`, loaded on first access.
 _API_NAMES = (
     "Calibration", "MemoryResult", "ModelOptions", "OverlayResult", "PlanResult", "SimResult", "SynthOutcome",
-    "Validation", "build_program", "calibrate", "chips", "export", "load_program", "models", "overlay", "plan",
-    "schedules", "simulate", "sweep", "synthesize", "validate",
+    "Validation", "build_program", "calibrate", "chips", "export", "frameworks", "load_program", "models", "overlay",
+    "plan", "schedules", "simulate", "sweep", "synthesize", "validate",
 )
 
 __all__ = ["B", "F", "I", "Instruction", "Passes", "PipesimError", "Placement", "Schedule", "ScheduleError",

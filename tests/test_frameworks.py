@@ -101,3 +101,15 @@ def test_the_planner_searches_selective_as_the_framework_means_it():
     default = plan_request("llama3.2-1b", 8, 64)
     assert default == plan_request("llama3.2-1b", 8, 64, framework="megatron")
     assert Recompute.SELECTIVE in default.recompute and default.grad_accumulation is GradAccumulation.FUSED
+
+
+def test_pipesim_frameworks_lists_every_framework_and_its_defaults(capsys):
+    import pipesim
+
+    table = pipesim.frameworks()
+    assert list(table["framework"]) == [f.value for f in Framework]
+    titan = table.set_index("framework").loc["torchtitan"]
+    assert (titan["loss"], titan["selective"], titan["column_input"]) == ("pytorch", "per-op", "saved")
+    assert main(["frameworks"]) == 0
+    out = capsys.readouterr().out
+    assert all(f.value in out for f in Framework) and "regather-blocking" in out

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
         PLAN_DEFAULTS,
         SWEEP_DEFAULTS,
     )
-    from pipesim.api.listings import chips, models
+    from pipesim.api.listings import chips, frameworks, models
     from pipesim.api.model_options import ModelOptions
     from pipesim.api.model_setup import ModelSetup
     from pipesim.api.planning import PlanResult, plan, plan_request
@@ -41,7 +41,8 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
 __all__ = [
     "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "PLAN_DEFAULTS", "SWEEP_DEFAULTS",
     "Calibration", "ExportFormat", "MemoryResult", "ModelOptions", "ModelSetup", "OverlayResult", "PlanResult",
-    "SimResult", "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "export", "grid_size",
+    "SimResult", "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "export", "frameworks",
+    "grid_size",
     "load_program", "models", "overlay", "plan", "plan_request", "schedules", "simulate", "sweep", "synthesize",
     "validate",
 ]
@@ -56,6 +57,7 @@ _WHERE = {
     "PLAN_DEFAULTS": "pipesim.api.defaults",
     "SWEEP_DEFAULTS": "pipesim.api.defaults",
     "chips": "pipesim.api.listings",
+    "frameworks": "pipesim.api.listings",
     "models": "pipesim.api.listings",
     "ModelOptions": "pipesim.api.model_options",
     "ModelSetup": "pipesim.api.model_setup",

@@ -1,10 +1,11 @@
-"""The model and chip presets as tables (``pipesim models``, ``pipesim chips``)."""
+"""The model, chip and framework presets as tables (``pipesim models``, ``pipesim chips``,
+``pipesim frameworks``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["chips", "models"]
+__all__ = ["chips", "frameworks", "models"]
 
 
 def models() -> pd.DataFrame:
@@ -30,4 +31,18 @@ def chips() -> pd.DataFrame:
         data.pop("measured", None)
         data.pop("provenance", None)
         rows.append({"name": data.pop("name"), "source": source} | data)
+    return pd.DataFrame(rows)
+
+
+def frameworks() -> pd.DataFrame:
+    """Every training framework ``framework=`` takes: one row each, the flag defaults its code decides
+    (:mod:`pipesim.analytic.frameworks`)."""
+    from pipesim.analytic.frameworks import KNOBS
+
+    rows = []
+    for framework, k in KNOBS.items():
+        rows.append({"framework": framework.value, "elementwise": k.elementwise.value, "loss": k.loss.value,
+                     "grad_accumulation": k.grad_accumulation.value, "overlap_tp_dgrad": k.overlap_tp_dgrad,
+                     "column_input": k.column_input.value, "selective": k.selective.value,
+                     "zero2_collectives": k.zero2_collectives.value})
     return pd.DataFrame(rows)

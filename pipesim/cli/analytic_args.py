@@ -92,8 +92,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="the training code, whose defaults set --elementwise, --loss, --grad-accumulation, "
                        "--overlap-tp-dgrad, --column-input, what --recompute selective keeps and how --zero 2 "
                        "communicates (each flag given wins): megatron (Megatron-LM/Core with Transformer Engine, "
-                       "NeMo; default), torchtitan, nanotron or megatron-deepspeed (also GPT-NeoX); see 'pipesim "
-                       "models' docs, pipesim/analytic/frameworks.py")
+                       "NeMo; default), torchtitan, nanotron or megatron-deepspeed (also GPT-NeoX); 'pipesim "
+                       "frameworks' lists what each sets")
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-NAMES = ("simulate", "validate", "lower", "schedules", "models", "chips", "export", "topology", "sweep", "plot",
-         "calibrate", "overlay", "plan", "synthesize", "profile")
+NAMES = ("simulate", "validate", "lower", "schedules", "models", "chips", "frameworks", "export", "topology", "sweep",
+         "plot", "calibrate", "overlay", "plan", "synthesize", "profile")
 
 
 def command(name: str) -> ModuleType:

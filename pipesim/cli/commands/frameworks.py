@@ -1,0 +1,25 @@
+"""``pipesim frameworks``: the training frameworks ``--framework`` takes, and the flag defaults each one sets."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "frameworks"
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(NAME, help="list the training frameworks --framework takes and what each sets",
+                            description="List the training frameworks that simulate and plan take with "
+                            "--framework, and the flag defaults each one's code decides (a flag given wins).")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipesim.api.listings import frameworks
+
+    table = frameworks()
+    print(table.to_string(index=False))
+    print("each column is the default of the simulate flag of that name (selective: what --recompute selective "
+          "keeps; zero2_collectives: --zero-collectives under --zero 2); megatron is pipesim's default; where each "
+          "was read: pipesim/analytic/frameworks.py, docs/models.md")
+    return 0
