@@ -181,7 +181,7 @@ def test_the_memory_band_is_the_bound_over_the_published_memory_rows_and_warns_n
             "--mb", "8", "--micro-batch-size", "2", "--seq-len", "8000"]  # rank 0 peaks at 76 GiB of 79.6
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert f"GiB ± {bound:.0%} (90/90 bound over {rows}" in out and "it may not fit" in out
+    assert f"GiB allocated ± {bound:.0%} (90/90 bound over {rows}" in out and "it may not fit" in out
     assert main([*argv, "--seq-len", "4096", "--json"]) == 0
     memory = json.loads(capsys.readouterr().out)["model_report"]["memory"]
     assert memory["peak_band"]["relative"] == bound and not memory["warnings"]

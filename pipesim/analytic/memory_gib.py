@@ -117,6 +117,7 @@ class MemoryReport:
             "capacity_gib": self.capacity_gib,
             "peak_rank": self.peak.rank,
             "peak_gib": self.peak.total / GIB,
+            "peak_measure": "allocated",  # torch.cuda.max_memory_allocated; the allocator reserves more
             "peak_band": self.band.to_dict(),
             "ranks": [r.to_dict() for r in self.ranks],
             "warnings": self.warnings(),

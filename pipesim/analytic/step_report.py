@@ -278,8 +278,9 @@ def report_text(report: StepReport) -> str:
             f"{r.activations / GIB:>8.2f} {r.working / GIB:>6.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}"
             + ("  ← peak" if r.rank == peak else "")
         )
-    lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB {report.memory.band.text()} of "
-                 f"{c.memory_gib:g} GiB")
+    # what tensors hold (torch.cuda.max_memory_allocated): the caching allocator reserves more (docs/models.md)
+    lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB allocated {report.memory.band.text()} "
+                 f"of {c.memory_gib:g} GiB")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
     for note in (lay.sharding_note, lay.column_input_note):
         if note:
