@@ -242,7 +242,8 @@ def test_a_median_over_sources_lets_no_single_source_move_a_constant():
     rows = [row(r, 1, 0.01) for r in gentle] + [row(steep, 5, 0.05)]
     assert fit(rows, (SYNC,)).values[SYNC.name] == SYNC.grid[5]
     assert fit(rows, (SYNC,), SourcePooling.MEDIAN).values[SYNC.name] == SYNC.grid[1]
-    assert SourcePooling.MEDIAN.combine([1.0, 2.0, 9.0]) == 2.0 and SourcePooling.MEAN.combine([1.0, 2.0, 9.0]) == 4.0
+    per_source = np.array([[1.0], [2.0], [9.0]])  # three sources, one combination
+    assert SourcePooling.MEDIAN.combine(per_source)[0] == 2.0 and SourcePooling.MEAN.combine(per_source)[0] == 4.0
 
 
 def test_modules_sharing_a_platform_are_one_source():

@@ -55,9 +55,9 @@ class SourcePooling(enum.Enum):
     MEAN = "mean"  # every source weighs the same (the headline)
     MEDIAN = "median"  # the middle source's: one source far off cannot move a constant alone
 
-    def combine(self, values: Iterable[float]) -> float:
-        values = list(values)
-        return statistics.fmean(values) if self is SourcePooling.MEAN else statistics.median(values)
+    def combine(self, per_source: np.ndarray) -> np.ndarray:
+        """Pool the sources' losses (axis 0: one row per source, a column per combination of constants)."""
+        return np.mean(per_source, axis=0) if self is SourcePooling.MEAN else np.median(per_source, axis=0)
 
 
 def synthesised(run: PublishedRun) -> bool:
@@ -112,7 +112,7 @@ def fit(rows: list[RowSensitivity], constants: tuple[FittedConstant, ...] = FITT
     return Fit(values, unfitted, {name: len(members) for name, members in informing.items()})
 
 
-def _loss_weights(rows: list[RowSensitivity], members: list[int], pooling: SourcePooling) -> np.ndarray:
+def _loss_weights(rows: list[RowSensitivity], members: list[int]) -> np.ndarray:
     """(sources × rows) matrix whose product with |error| gives each source's mean |error| over ``members``."""
     sources: dict[str, list[int]] = {}
     for i in members:
@@ -134,16 +134,13 @@ def _joint_minimum(rows: list[RowSensitivity], constants: list[FittedConstant], 
     base = np.array([r.log_error for r in rows])
     shifts = [np.array([r.shifts.get(c.name, (0.0,) * len(c.grid)) for r in rows]) for c in constants]
     presets = [c.grid.index(c.preset_value) for c in constants]
-    per_constant = [_loss_weights(rows, informing[c.name], pooling) for c in constants]
-    if pooling is SourcePooling.MEAN:  # the sum of every constant's mean over sources is one weighted sum of rows
-        row_weights = sum(w.sum(axis=0) / len(w) for w in per_constant)
+    per_constant = [_loss_weights(rows, informing[c.name]) for c in constants]
+    if pooling is SourcePooling.MEAN:  # then the summed loss is one weighted sum of the rows: one matrix product
+        per_constant = [sum(w.mean(axis=0, keepdims=True) for w in per_constant)]
 
-        def loss(errors: np.ndarray) -> np.ndarray:  # errors: rows × combinations
-            return row_weights @ np.abs(errors)
-    else:
-        def loss(errors: np.ndarray) -> np.ndarray:
-            magnitude = np.abs(errors)
-            return sum(np.median(w @ magnitude, axis=0) for w in per_constant)
+    def loss(errors: np.ndarray) -> np.ndarray:  # errors: rows × combinations → the summed loss per combination
+        magnitude = np.abs(errors)
+        return sum(pooling.combine(w @ magnitude) for w in per_constant)
 
     inner = len(constants)  # constants enumerated as one matrix: the trailing ones, up to INNER_COMBINATIONS
     while inner > 0 and math.prod(len(c.grid) for c in constants[inner - 1:]) <= INNER_COMBINATIONS:
@@ -173,13 +170,6 @@ def source_of(run: PublishedRun) -> str:
         return platform_of(module_of(run))
     except KeyError:
         return run.source
-
-
-def _group_by_source(rows: list[RowSensitivity]) -> list[list[RowSensitivity]]:
-    groups: dict[str, list[RowSensitivity]] = {}
-    for row in rows:
-        groups.setdefault(source_of(row.run), []).append(row)
-    return list(groups.values())
 
 
 @dataclass(frozen=True)
