@@ -113,3 +113,20 @@ def test_pipesim_frameworks_lists_every_framework_and_its_defaults(capsys):
     assert main(["frameworks"]) == 0
     out = capsys.readouterr().out
     assert all(f.value in out for f in Framework) and "regather-blocking" in out
+
+
+def test_a_framework_refuses_what_its_code_does_not_offer(capsys):
+    """nanotron shards the optimizer state at most and runs 1F1B or all-forward-all-backward; DeepSpeed's engine
+    runs 1F1B only: simulate refuses the rest in one line, plan searches only what the framework offers."""
+    assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "--zero", "3", "--dp", "4"]) == 2
+    assert "--zero 3: nanotron does not shard that way (it offers --zero 0, 1)" in capsys.readouterr().err
+    assert main(["simulate", "--model", "llama3.2-1b", "--framework", "megatron-deepspeed", "-s", "interleaved",
+                 "--pp", "2"]) == 2
+    assert "schedule interleaved: megatron-deepspeed's pipeline engine does not run it" in capsys.readouterr().err
+    nanotron = plan_request("llama3.2-1b", 8, 64, framework="nanotron")
+    assert set(nanotron.schedules) == {"1f1b", "gpipe"} and {int(z) for z in nanotron.zero} == {0, 1}
+    titan = plan_request("llama3.2-1b", 8, 64, framework="torchtitan")
+    assert {int(z) for z in titan.zero} == {0, 2, 3} and "zb-v" in titan.schedules
+    with pytest.raises(PipesimError, match="schedule interleaved: nanotron"):
+        plan_request("llama3.2-1b", 8, 64, framework="nanotron", schedules=["interleaved"])
+    assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "-s", "gpipe", "--pp", "2"]) == 0

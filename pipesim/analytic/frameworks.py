@@ -18,19 +18,26 @@ two together). An explicit flag always wins over the framework's default.
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
   (``components/loss.py``); gradients summed by autograd; DTensor's TP waits for every collective and its
   linears save the gathered input (``saved``); "selective" is per-op SAC (``selective_ac_option = "op"``);
-  ZeRO-2 as FSDP's per-module collectives.
+  ZeRO-2 as FSDP's per-module collectives. Its data parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the
+  weights; ``reshard_after_forward = "never"`` keeps them gathered, ZeRO-2's shape).
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary; its SwiGLU, ``GLUActivation``,
   runs as two eager ops, which the fused setting does not count); the vocabulary-parallel loss in FP32
   (``_ShardedCrossEntropy``); gradients accumulated into FP32 buffers after every microbatch
   (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
   column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
-  gathers the input again and waits for it (``regather-blocking``). Its defaults that are not layout fields:
+  gathers the input again and waits for it (``regather-blocking``). It shards the optimizer state at most
+  (``optimizer.zero_stage``: 0 or 1). Its defaults that are not layout fields:
   the all-forward-all-backward engine (``pp_engine: afab``, pipesim's ``-s gpipe``) and no sequence
-  parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is ``--sequence-parallel``).
+  parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is ``--sequence-parallel``). Its engines are those
+  two, all-forward-all-backward and 1F1B: no interleaving.
 - **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
   kernels and loss; DeepSpeed's mixed-precision engine keeps ``.grad`` and sums it by autograd; every TP
   collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
-  ``_CopyToModelParallelRegion``); ZeRO-2 in DeepSpeed's buckets.
+  ``_CopyToModelParallelRegion``); ZeRO-2 in DeepSpeed's buckets. DeepSpeed's pipeline engine runs one order,
+  ``TrainSchedule``'s 1F1B.
+
+Megatron's and torchtitan's engines run every order pipesim builds that they can express (torchtitan any, through
+``_PipelineScheduleRuntime``: ``pipesim export``), so their schedules are not restricted.
 """
 
 from __future__ import annotations
@@ -70,10 +77,25 @@ class FrameworkKnobs:
     column_input: ColumnInput
     selective: Recompute  # what the framework's "selective" recomputation keeps
     zero2_collectives: ZeroCollectives  # how its ZeRO-2 (gradients and optimizer sharded) communicates
+    zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
+    schedules: tuple[str, ...] | None = None  # the built-in schedules its pipeline engine runs; None: any order
+
+    def check_schedule(self, schedule: str, framework: str) -> None:
+        """Refuse a built-in schedule the framework's pipeline engine does not run, naming the ones it does."""
+        if self.schedules is not None and schedule not in self.schedules:
+            raise PipesimError(f"schedule {schedule}: {framework}'s pipeline engine does not run it (it runs "
+                               f"{', '.join(self.schedules)}); choose one of those or drop --framework")
 
     def recompute(self, asked: Recompute) -> Recompute:
         """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""
         return self.selective if asked is Recompute.SELECTIVE else asked
+
+    def check_zero(self, zero: ZeroStage, framework: str) -> None:
+        """Refuse a ZeRO stage the framework does not offer, naming the ones it does."""
+        if zero not in self.zero_stages:
+            offered = ", ".join(str(int(z)) for z in self.zero_stages)
+            raise PipesimError(f"--zero {int(zero)}: {framework} does not shard that way (it offers --zero "
+                               f"{offered}); choose one of those or drop --framework")
 
     def zero_collectives(self, zero: ZeroStage) -> ZeroCollectives:
         """How this framework's ZeRO stage ``zero`` communicates (the layout's default but for ZeRO-2)."""
@@ -86,14 +108,17 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
-        column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER),
+        column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
+        zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS)),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
-        zero2_collectives=ZeroCollectives.BUCKETED),
+        zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
+        schedules=("1f1b", "gpipe")),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
-        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED),
+        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
+        schedules=("1f1b",)),
 }
 
 DEFAULT_FRAMEWORK = Framework.MEGATRON

@@ -78,6 +78,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.param_bytes is not None and str(o.param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     framework = framework_knobs(o.framework)
+    framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
+                         o.framework or "megatron")
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,

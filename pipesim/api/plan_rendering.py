@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipesim.analytic.error_band import memory_band
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
@@ -25,7 +26,8 @@ __all__ = ["counts_line", "header", "ranking_text"]
 
 def header(request: PlanRequest) -> str:
     m = request.model
-    return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}) on {request.gpus}× "
+    trained = "" if request.framework is Framework.MEGATRON else f" with {request.framework.value}"
+    return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}){trained} on {request.gpus}× "
             f"{request.chip.name} ({request.gpus_per_node} per node), global batch {request.global_batch} sequences, "
             f"memory cap {request.cap_gib:g} GiB{_kernels(request)}")
 
@@ -75,8 +77,9 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         gaps = executor_gaps(c, request.model)
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
-        line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync)
-        lines.append(f"   megatron: {line}")
+        if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults
+            line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync)
+            lines.append(f"   megatron: {line}")
     if any(o.candidate.precision is Precision.FP8 for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 candidate's MFU can pass what BF16 could reach)")
     tied = sum(close[1:])

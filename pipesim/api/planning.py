@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.frameworks import Framework, FrameworkKnobs
 from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
@@ -223,7 +223,6 @@ def plan_request(
     column_input: str | ColumnInput | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
-    from pipesim.program.loader import builtin_names
 
     spec = (load_model(model) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
     chip = load_chip(hardware) if isinstance(hardware, str) else hardware
@@ -231,8 +230,15 @@ def plan_request(
         chip = replace(chip, achievable_fraction=achievable_fraction)
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
-    defaults = framework_knobs(framework.value if isinstance(framework, Framework) else framework)
+    name = framework.value if isinstance(framework, Framework) else framework
+    defaults = framework_knobs(name)
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
+    if zero is None:  # every stage the training code offers
+        stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
+    else:
+        stages = _tuple(zero, lambda z: ZeroStage(int(z)))
+        for stage in stages:
+            defaults.check_zero(stage, name or "megatron")
     return PlanRequest(
         spec,
         chip,
@@ -240,9 +246,9 @@ def plan_request(
         global_batch,
         gpus_per_node=gpus_per_node or chip.node_size,
         memory_cap_gib=memory_cap,
-        schedules=tuple(builtin_names()) if schedules is None else _tuple(schedules, str),
+        schedules=_schedules_for(defaults, name, schedules),
         recompute=tuple(dict.fromkeys(defaults.recompute(r) for r in searched)),  # "selective" as it means there
-        zero=tuple(ZeroStage) if zero is None else _tuple(zero, lambda z: ZeroStage(int(z))),
+        zero=stages,
         precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
         context_parallel=_tuple(cp, int),
         min_cp_tokens=min_cp_tokens,
@@ -260,7 +266,20 @@ def plan_request(
         overlap_tp_dgrad=defaults.overlap_tp_dgrad if overlap_tp_dgrad is None else bool(overlap_tp_dgrad),
         column_input=defaults.column_input if column_input is None else ColumnInput(column_input),
         grad_accumulation=defaults.grad_accumulation,
+        framework=Framework(name) if name is not None else Framework.MEGATRON,
     )
+
+
+def _schedules_for(defaults: FrameworkKnobs, framework: str | None, asked: Sequence[str] | None) -> tuple[str, ...]:
+    """The schedules to search: those asked (each one the framework's engine runs), or every built-in it runs."""
+    from pipesim.program.loader import builtin_names
+
+    if asked is None:
+        return tuple(n for n in builtin_names() if defaults.schedules is None or n in defaults.schedules)
+    names = _tuple(asked, str)
+    for name in names:
+        defaults.check_schedule(name, framework or "megatron")
+    return names
 
 
 def plan(

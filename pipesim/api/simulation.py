@@ -112,6 +112,12 @@ def simulate(
                                                                **values)
         return setup, cost_model
 
+    if model is not None and options.framework is not None and isinstance(schedule, str):
+        from pipesim.analytic.frameworks import knobs
+        from pipesim.program.loader import builtin_names
+
+        if schedule in builtin_names():  # a file or Program text is the user's own order
+            knobs(options.framework).check_schedule(schedule, options.framework)
     source = load_schedule(schedule)
     limit = None
     if source.build_options:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
@@ -88,6 +89,9 @@ class PlanRequest:
     column_input: ColumnInput = ColumnInput.REGATHER
     # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
+    # The training code whose defaults set the fields above (pipesim.analytic.frameworks); Megatron's launch line
+    # is printed for its candidates only.
+    framework: Framework = Framework.MEGATRON
     # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
     # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
     overlap_p2p: bool = True

@@ -88,8 +88,9 @@ def register(sub) -> None:
                    help="comma-separated schedules to consider (default: every built-in)")
     p.add_argument("--recompute", type=_choices(Recompute, "a recomputation"), default=SEARCHED_RECOMPUTE,
                    help="recomputation options to consider (default none,selective,full; per-op is torchtitan's)")
-    p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=tuple(ZeroStage),
-                   help="ZeRO stages to consider (default 0,1,2,3; 1 = Megatron's distributed optimizer)")
+    p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=None,
+                   help="ZeRO stages to consider (default 0,1,2,3, or those --framework offers; 1 = Megatron's "
+                   "distributed optimizer)")
     p.add_argument("--precision", type=_choices(Precision, "a precision"), default=tuple(Precision),
                    help="GEMM precisions to consider (default bf16,fp8; fp8 only on chips that have it)")
     p.add_argument("--cp", type=_ints, default=PLAN_DEFAULTS.context_parallel,
