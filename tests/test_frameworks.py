@@ -130,3 +130,13 @@ def test_a_framework_refuses_what_its_code_does_not_offer(capsys):
     with pytest.raises(PipesimError, match="schedule interleaved: nanotron"):
         plan_request("llama3.2-1b", 8, 64, framework="nanotron", schedules=["interleaved"])
     assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "-s", "gpipe", "--pp", "2"]) == 0
+
+
+def test_torchtitans_selective_on_a_moe_model_is_named_not_silently_changed():
+    """torchtitan's "selective" is per-op, modelled for dense layers only: simulate says so for a MoE model; plan
+    searches none and full for it instead of building candidates it must reject."""
+    with pytest.raises(PipesimError, match="under --framework torchtitan it is per-op, modelled for dense layers"):
+        model_setup("mixtral-8x7b", "h100-sxm", ModelOptions(framework="torchtitan", recompute="selective"),
+                    PipelineShape(4, 8, 1))
+    assert set(plan_request("mixtral-8x7b", 64, 256, framework="torchtitan").recompute) == {Recompute.NONE,
+                                                                                           Recompute.FULL}

@@ -78,13 +78,19 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.param_bytes is not None and str(o.param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     framework = framework_knobs(o.framework)
+    asked = Recompute(o.recompute or "none")
+    if spec.is_moe and framework.recompute(asked) is not asked:
+        raise PipesimError(f"--recompute {asked.value}: under --framework {o.framework} it is "
+                           f"{framework.recompute(asked).value}, modelled for dense layers only, and "
+                           f"{spec.name} has experts; use --recompute full, or give --recompute selective "
+                           "without --framework for Megatron's")
     framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
                          o.framework or "megatron")
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
         model_copies=shape.pipelines,
-        recompute=framework.recompute(Recompute(o.recompute or "none")),
+        recompute=framework.recompute(asked),
         sequence_parallel=bool(o.sequence_parallel), distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
         elementwise=ElementwiseKernels(o.elementwise) if o.elementwise else framework.elementwise,

@@ -247,7 +247,7 @@ def plan_request(
         gpus_per_node=gpus_per_node or chip.node_size,
         memory_cap_gib=memory_cap,
         schedules=_schedules_for(defaults, name, schedules),
-        recompute=tuple(dict.fromkeys(defaults.recompute(r) for r in searched)),  # "selective" as it means there
+        recompute=_recompute_for(defaults, searched, spec, asked=recompute is not None),
         zero=stages,
         precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
         context_parallel=_tuple(cp, int),
@@ -268,6 +268,16 @@ def plan_request(
         grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
     )
+
+
+def _recompute_for(defaults: FrameworkKnobs, searched: tuple[Recompute, ...], model: ModelSpec,
+                   asked: bool) -> tuple[Recompute, ...]:
+    """The recomputation policies to search, "selective" as the framework means it; a mixture-of-experts model
+    searches without torchtitan's per-op one unless it was asked for (modelled for dense layers only)."""
+    mapped = tuple(dict.fromkeys(defaults.recompute(r) for r in searched))
+    if model.is_moe and not asked:
+        mapped = tuple(r for r in mapped if r is not Recompute.PER_OP)
+    return mapped
 
 
 def _schedules_for(defaults: FrameworkKnobs, framework: str | None, asked: Sequence[str] | None) -> tuple[str, ...]:

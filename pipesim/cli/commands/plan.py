@@ -7,7 +7,6 @@ import argparse
 
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
-    SEARCHED_RECOMPUTE,
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
@@ -86,8 +85,9 @@ def register(sub) -> None:
                    help="usable memory per GPU (default: the chip's HBM)")
     p.add_argument("--schedules", type=_names, default=None,
                    help="comma-separated schedules to consider (default: every built-in)")
-    p.add_argument("--recompute", type=_choices(Recompute, "a recomputation"), default=SEARCHED_RECOMPUTE,
-                   help="recomputation options to consider (default none,selective,full; per-op is torchtitan's)")
+    p.add_argument("--recompute", type=_choices(Recompute, "a recomputation"), default=None,
+                   help="recomputation options to consider (default none,selective,full, selective as --framework "
+                   "means it; per-op is torchtitan's)")
     p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=None,
                    help="ZeRO stages to consider (default 0,1,2,3, or those --framework offers; 1 = Megatron's "
                    "distributed optimizer)")
