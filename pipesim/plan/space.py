@@ -63,7 +63,8 @@ class PlanRequest:
     global_batch: int
     gpus_per_node: int = 8
     memory_cap_gib: float | None = None  # default: the chip's HBM
-    # Fixed-order built-ins only: a cost-aware one (zb-auto) would be synthesised per candidate's costs.
+    # A request built directly: the fixed-order built-ins. plan_request (and so `pipesim plan`) passes every
+    # built-in the framework runs, zb-auto too: the search synthesises it per shape, last (search.py).
     schedules: tuple[str, ...] = field(
         default_factory=lambda: tuple(n for n in builtin_names() if not load_schedule(n).build_options)
     )
