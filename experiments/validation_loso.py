@@ -28,6 +28,7 @@ from pipesim.validation.loso import (
     left_out_by_kind,
     memory_error_band,
     memory_errors,
+    regime_counts,
     summary,
 )
 from pipesim.validation.ranking import rankings, summarise
@@ -148,11 +149,14 @@ def main(argv: list[str] | None = None) -> None:
                       for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows); peak memory "
           + (f"±{memory_band[0]:.1%}" if memory_band[0] is not None else "too few rows")
           + f" ({memory_band[1]} rows, {memory_band[2]} sources)")
+    step_rows = [r for s in result.sources for r in s.runs]
+    for what, runs in (("step-time", step_rows), ("peak-memory", MEMORY_RUNS)):
+        print(f"layouts the {what} rows had (the bands' coverage; error_band.unvalidated): " + ", ".join(
+            f"{'+'.join(regime) or 'dp only'} {n}" for regime, n in regime_counts(runs).items()))
     if args.update_bands:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")
-        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band,
-                                                   layout_regimes(r for s in result.sources for r in s.runs),
+        write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band, layout_regimes(step_rows),
                                                    layout_regimes(MEMORY_RUNS)))
     if args.json:
         write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")

@@ -266,15 +266,21 @@ def memory_errors(result: ValidationResult,
     return result.pooled("memory") + [predictor(run).memory_error for run in MEMORY_ONLY_RUNS], sources
 
 
-def layout_regimes(runs: Iterable[PublishedRun]) -> tuple[tuple[str, ...], ...]:
-    """The distinct layout feature sets (:func:`pipesim.analytic.error_band.layout_features`) of ``runs``, as
-    names: what a band measured on them was measured on."""
-    regimes = set()
+def regime_counts(runs: Iterable[PublishedRun]) -> dict[tuple[str, ...], int]:
+    """How many of ``runs`` have each layout feature set (:func:`pipesim.analytic.error_band.layout_features`),
+    by its names, sorted."""
+    counts: dict[tuple[str, ...], int] = {}
     for run in runs:
         zero = int(run.zero) if run.dp * run.cp > 1 else 0  # nothing to shard over one rank
         features = layout_features(run.tp, run.pp, run.cp, zero, MODEL_PRESETS[run.model].is_moe)
-        regimes.add(tuple(f.value for f in LayoutFeature if f in features))
-    return tuple(sorted(regimes))
+        regime = tuple(f.value for f in LayoutFeature if f in features)
+        counts[regime] = counts.get(regime, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def layout_regimes(runs: Iterable[PublishedRun]) -> tuple[tuple[str, ...], ...]:
+    """The distinct layout feature sets of ``runs``: what a band measured on them was measured on."""
+    return tuple(regime_counts(runs))
 
 
 def memory_error_band(errors: list[float], sources: int) -> tuple[float | None, int, int]:
