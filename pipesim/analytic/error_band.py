@@ -17,7 +17,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from pipesim.analytic.layout import Precision
+from pipesim.analytic.layout import Layout, Precision
 
 COVERAGE = 0.9  # share of runs of a kind the band is to hold
 CONFIDENCE = 0.9  # how sure the rows make us that it does
@@ -101,6 +101,11 @@ def layout_features(tp: int, pp: int, cp: int, zero: int, moe: bool) -> frozense
                 LayoutFeature.CONTEXT_PARALLEL: cp > 1, LayoutFeature.SHARDED_GRADIENTS: zero == 2,
                 LayoutFeature.SHARDED_WEIGHTS: zero >= 3, LayoutFeature.EXPERTS: moe}
     return frozenset(f for f, on in features.items() if on)
+
+
+def features_of(layout: Layout, moe: bool) -> frozenset[LayoutFeature]:
+    """:func:`layout_features` of a layout as it runs (its sharding is none when dp·cp is 1: nothing to shard)."""
+    return layout_features(layout.tp, layout.pp, layout.cp, int(layout.sharding), moe)
 
 
 def unvalidated(features: frozenset[LayoutFeature], regimes: tuple[tuple[str, ...], ...]) -> frozenset[LayoutFeature]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import ErrorBand, layout_features, may_not_fit, memory_band
+from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band
 from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import largest_layer_params
@@ -90,8 +90,7 @@ class MemoryReport:
     def band(self) -> ErrorBand:
         """How far the peaks can be trusted: the error validation measured on published peak-memory rows, and
         whether any of them was a run like this one."""
-        layout = self.layout
-        return memory_band(layout_features(layout.tp, layout.pp, layout.cp, int(layout.sharding), self.moe))
+        return memory_band(features_of(self.layout, self.moe))
 
     @property
     def within_band_of_capacity(self) -> list[RankMemory]:

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import ErrorBand, error_band, layout_features
+from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, Layout, LossKernel, Precision
 from pipesim.analytic.measured import CollectiveOp
@@ -69,9 +69,7 @@ class StepReport:
         whether any of them had this layout's features."""
         if self.chip.achievable_fraction is not None:
             return ErrorBand(None, None, 0, "--achievable-fraction replaces the validated per-kernel model")
-        layout = self.layout
-        return error_band(self.chip.name, layout.precision,
-                          layout_features(layout.tp, layout.pp, layout.cp, int(layout.sharding), self.model.is_moe))
+        return error_band(self.chip.name, self.layout.precision, features_of(self.layout, self.model.is_moe))
 
     @property
     def tokens_per_second(self) -> float:
