@@ -43,7 +43,7 @@ Megatron's and torchtitan's engines run every order pipesim builds that they can
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.layout import (
     ColumnInput,
@@ -85,6 +85,17 @@ class FrameworkKnobs:
         if self.schedules is not None and schedule not in self.schedules:
             raise PipesimError(f"schedule {schedule}: {framework}'s pipeline engine does not run it (it runs "
                                f"{', '.join(self.schedules)}); choose one of those or drop --framework")
+
+    def with_given(self, *, elementwise: str | ElementwiseKernels | None = None,
+                   loss: str | LossKernel | None = None,
+                   grad_accumulation: str | GradAccumulation | None = None,
+                   overlap_tp_dgrad: bool | None = None,
+                   column_input: str | ColumnInput | None = None) -> FrameworkKnobs:
+        """These defaults with every option the user gave (not None) in its place: an explicit flag wins."""
+        given = {"elementwise": (ElementwiseKernels, elementwise), "loss": (LossKernel, loss),
+                 "grad_accumulation": (GradAccumulation, grad_accumulation),
+                 "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input)}
+        return replace(self, **{name: kind(value) for name, (kind, value) in given.items() if value is not None})
 
     def recompute(self, asked: Recompute) -> Recompute:
         """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""

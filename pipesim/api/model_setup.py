@@ -14,11 +14,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     AttentionKernel,
-    ColumnInput,
-    ElementwiseKernels,
-    GradAccumulation,
     Layout,
-    LossKernel,
     Precision,
     Recompute,
     ZeroCollectives,
@@ -86,6 +82,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            "without --framework for Megatron's")
     framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
                          o.framework or "megatron")
+    chosen = framework.with_given(elementwise=o.elementwise, loss=o.loss, grad_accumulation=o.grad_accumulation,
+                                  overlap_tp_dgrad=o.overlap_tp_dgrad, column_input=o.column_input)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
@@ -93,17 +91,14 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         recompute=framework.recompute(asked),
         sequence_parallel=bool(o.sequence_parallel), distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
-        elementwise=ElementwiseKernels(o.elementwise) if o.elementwise else framework.elementwise,
-        loss=LossKernel(o.loss) if o.loss else framework.loss,
-        grad_accumulation=GradAccumulation(o.grad_accumulation) if o.grad_accumulation else framework.grad_accumulation,
+        elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
         precision=Precision.FP8 if o.fp8 else Precision.BF16, async_tp=bool(o.async_tp),
-        overlap_tp_dgrad=framework.overlap_tp_dgrad if o.overlap_tp_dgrad is None else o.overlap_tp_dgrad,
-        column_input=ColumnInput(o.column_input) if o.column_input else framework.column_input,
+        overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )

@@ -231,7 +231,8 @@ def plan_request(
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     name = framework.value if isinstance(framework, Framework) else framework
-    defaults = framework_knobs(name)
+    defaults = framework_knobs(name).with_given(elementwise=elementwise, loss=loss, overlap_tp_dgrad=overlap_tp_dgrad,
+                                                column_input=column_input)
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
@@ -259,12 +260,10 @@ def plan_request(
         overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
-        elementwise=defaults.elementwise if elementwise is None else ElementwiseKernels(elementwise),
-        loss=defaults.loss if loss is None else LossKernel(loss),
+        elementwise=defaults.elementwise, loss=defaults.loss,
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
-        overlap_tp_dgrad=defaults.overlap_tp_dgrad if overlap_tp_dgrad is None else bool(overlap_tp_dgrad),
-        column_input=defaults.column_input if column_input is None else ColumnInput(column_input),
+        overlap_tp_dgrad=defaults.overlap_tp_dgrad, column_input=defaults.column_input,
         grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
     )
