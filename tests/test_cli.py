@@ -187,3 +187,16 @@ def test_help_mentions_units(cli):
     result = cli("simulate", "--help")
     assert result.returncode == 0
     assert "cost units" in result.stdout and "microbatches per step" in result.stdout
+
+
+def test_no_help_text_shows_an_unfilled_placeholder():
+    # An f-string written without its f prints "{NAME}" to the user instead of the value it names.
+    import re
+
+    from pipesim.cli.main import NAMES, build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.choices and set(NAMES) <= set(a.choices))
+    for name in NAMES:
+        text = subparsers.choices[name].format_help()
+        assert not re.search(r"\{[A-Z_]+\}", text), f"pipesim {name} --help: {re.search(r'.{40}[{][A-Z_]+[}]', text)}"

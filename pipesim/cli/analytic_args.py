@@ -18,7 +18,7 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
 )
-from pipesim.api.defaults import DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
+from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import fraction, positive_int
 from pipesim.sim.simulator import StepBoundary
@@ -74,7 +74,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("real model on real chips (costs in seconds, memory in GiB)")
     group.add_argument("--model", metavar="NAME|FILE", help="model preset (pipesim models) or .yaml/.json file")
     group.add_argument("--hardware", metavar="NAME|FILE", default=None,
-                       help="chip preset (pipesim chips) or .yaml/.json file (default {DEFAULT_HARDWARE})")
+                       help=f"chip preset (pipesim chips) or .yaml/.json file (default {DEFAULT_HARDWARE})")
     group.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel degree (default 1)")
     group.add_argument("--dp", type=positive_int, default=None, help="data-parallel degree (default 1)")
     group.add_argument("--recompute", choices=[r.value for r in Recompute], default=None,
