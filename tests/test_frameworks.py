@@ -140,3 +140,31 @@ def test_torchtitans_selective_on_a_moe_model_is_named_not_silently_changed():
                     PipelineShape(4, 8, 1))
     assert set(plan_request("mixtral-8x7b", 64, 256, framework="torchtitan").recompute) == {Recompute.NONE,
                                                                                            Recompute.FULL}
+
+
+def test_torchtitans_tensor_parallelism_is_always_sequence_parallel():
+    """torchtitan's TP plan shards every norm along the sequence, so tp > 1 under it is the sequence-parallel
+    layout, activations and all (the same memory as asking for it); tp 1 has nothing to shard; plan searches
+    only that under it, both elsewhere."""
+    def setup(framework, **options):
+        return model_setup("llama3.2-1b", "h100-sxm", ModelOptions(framework=framework, dp=4, **options), SHAPE)
+
+    titan = setup("torchtitan", tp=2)
+    asked = setup("torchtitan", tp=2, sequence_parallel=True)
+    assert titan.layout == asked.layout and titan.layout.sequence_parallel
+    assert not setup("torchtitan", tp=1).layout.sequence_parallel
+    assert not setup("megatron", tp=2).layout.sequence_parallel
+    assert plan_request("llama3.2-1b", 8, 64, framework="torchtitan").sequence_parallel == (True,)
+    assert set(plan_request("llama3.2-1b", 8, 64, framework="nanotron").sequence_parallel) == {False, True}
+
+
+def test_a_frameworks_column_input_earns_no_note_where_nothing_is_gathered(capsys):
+    """nanotron's regather-blocking default matters only under sequence parallelism; without it a run must not
+    be told that a flag it never gave "changes nothing". A --column-input the user gave still is."""
+    base = ["simulate", "--model", "llama3.2-1b", "--tp", "2", "--dp", "4", "--pp", "1", "--framework", "nanotron"]
+    assert main(base) == 0
+    assert "--column-input" not in capsys.readouterr().out
+    assert main([*base, "--column-input", "saved"]) == 0
+    assert "--column-input saved changes nothing here" in capsys.readouterr().out
+    assert main([*base, "--sequence-parallel", "--json"]) == 0
+    assert '"column_input": "regather-blocking"' in capsys.readouterr().out

@@ -18,8 +18,11 @@ two together). An explicit flag always wins over the framework's default.
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
   (``components/loss.py``); gradients summed by autograd; DTensor's TP waits for every collective and its
   linears save the gathered input (``saved``); "selective" is per-op SAC (``selective_ac_option = "op"``);
-  ZeRO-2 as FSDP's per-module collectives. Its data parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the
-  weights; ``reshard_after_forward = "never"`` keeps them gathered, ZeRO-2's shape).
+  ZeRO-2 as FSDP's per-module collectives. Its tensor parallelism is always sequence-parallel: the TP plan
+  (``parallelize_llama``'s ``apply_tp``) shards every norm with ``SequenceParallel()`` and hands the attention
+  and MLP a ``Shard(1)`` input they all-gather, so ``--tp`` > 1 implies ``--sequence-parallel``. Its data
+  parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the weights; ``reshard_after_forward = "never"`` keeps
+  them gathered, ZeRO-2's shape).
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary; its SwiGLU, ``GLUActivation``,
   runs as two eager ops, which the fused setting does not count); the vocabulary-parallel loss in FP32
   (``_ShardedCrossEntropy``); gradients accumulated into FP32 buffers after every microbatch
@@ -78,6 +81,9 @@ class FrameworkKnobs:
     selective: Recompute  # what the framework's "selective" recomputation keeps
     zero2_collectives: ZeroCollectives  # how its ZeRO-2 (gradients and optimizer sharded) communicates
     zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
+    # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
+    # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
+    tp_shards_sequence: bool = False
     schedules: tuple[str, ...] | None = None  # the built-in schedules its pipeline engine runs; None: any order
 
     def check_schedule(self, schedule: str, framework: str) -> None:
@@ -96,6 +102,10 @@ class FrameworkKnobs:
                  "grad_accumulation": (GradAccumulation, grad_accumulation),
                  "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input)}
         return replace(self, **{name: kind(value) for name, (kind, value) in given.items() if value is not None})
+
+    def sequence_parallel(self, asked: bool, tp: int) -> bool:
+        """Whether a run at ``tp`` shards along the sequence: as asked, or always where the framework's TP does."""
+        return asked or (self.tp_shards_sequence and tp > 1)
 
     def recompute(self, asked: Recompute) -> Recompute:
         """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""
@@ -120,7 +130,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
-        zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS)),
+        zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

@@ -14,6 +14,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     AttentionKernel,
+    ColumnInput,
     Layout,
     Precision,
     Recompute,
@@ -89,7 +90,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
         model_copies=shape.pipelines,
         recompute=framework.recompute(asked),
-        sequence_parallel=bool(o.sequence_parallel), distributed_optimizer=bool(o.distributed_optimizer),
+        sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
+        distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         halve_causal_attention=bool(o.halve_causal_attention),
@@ -106,6 +108,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"--expert-tp {o.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "
                            f"tensor parallelism = --tp {layout.tp}, Megatron's default); a separate expert-tp degree "
                            "(MoE parallel folding) is not modelled: drop --expert-tp or set it to --tp")
+    if o.column_input is None and not layout.gathers_column_input:
+        # The framework's choice matters only where inputs are gathered; unasked, it earns no "changes nothing" note.
+        layout = replace(layout, column_input=ColumnInput.REGATHER)
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,

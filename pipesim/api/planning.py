@@ -250,6 +250,7 @@ def plan_request(
         schedules=_schedules_for(defaults, name, schedules),
         recompute=_recompute_for(defaults, searched, spec, asked=recompute is not None),
         zero=stages,
+        sequence_parallel=(True,) if defaults.tp_shards_sequence else (False, True),
         precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
         context_parallel=_tuple(cp, int),
         min_cp_tokens=min_cp_tokens,
