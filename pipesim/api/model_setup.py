@@ -83,8 +83,11 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            "without --framework for Megatron's")
     framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
                          o.framework or "megatron")
+    # Async TP overlaps every TP collective with a GEMM: a framework whose plain TP waits (torchtitan's, without
+    # enable_async_tensor_parallel) does not contradict it; only an explicit --no-overlap-tp-dgrad does.
+    overlap_tp_dgrad = o.overlap_tp_dgrad if o.overlap_tp_dgrad is not None or not o.async_tp else True
     chosen = framework.with_given(elementwise=o.elementwise, loss=o.loss, grad_accumulation=o.grad_accumulation,
-                                  overlap_tp_dgrad=o.overlap_tp_dgrad, column_input=o.column_input)
+                                  overlap_tp_dgrad=overlap_tp_dgrad, column_input=o.column_input)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
