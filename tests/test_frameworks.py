@@ -168,3 +168,13 @@ def test_a_frameworks_column_input_earns_no_note_where_nothing_is_gathered(capsy
     assert "--column-input saved changes nothing here" in capsys.readouterr().out
     assert main([*base, "--sequence-parallel", "--json"]) == 0
     assert '"column_input": "regather-blocking"' in capsys.readouterr().out
+
+
+def test_async_tp_wins_over_a_framework_whose_tp_waits():
+    """torchtitan's plain TP waits for its collectives; with enable_async_tensor_parallel (--async-tp) every one
+    overlaps a GEMM. The framework's default must not be read as the contradicting --no-overlap-tp-dgrad, which,
+    given, still is."""
+    options = dict(framework="torchtitan", tp=2, dp=4, async_tp=True)
+    assert model_setup("llama3.2-1b", "h100-sxm", ModelOptions(**options), SHAPE).layout.overlap_tp_dgrad
+    with pytest.raises(PipesimError, match="--no-overlap-tp-dgrad contradicts --async-tp"):
+        model_setup("llama3.2-1b", "h100-sxm", ModelOptions(**options, overlap_tp_dgrad=False), SHAPE)
