@@ -194,17 +194,18 @@ def test_the_layout_flagperf_ran_out_of_memory_does_not_fit_and_its_others_do():
     assert oom.run.dp == dp and oom.report.memory.peak.total / 2**30 > 80
 
 
-@pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3"])
+@pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3", "mlperf_v50_llama405b"])
 def test_the_mlperf_rows_reproduce_what_their_logs_state(module):
     """MLPerf's GPT-3 logs state the global batch and the gradient accumulation steps; each row's layout
-    (tp 4 × pp 8 × dp, micro-batch 1) must give that many microbatches per pipeline on that many GPUs, and its
-    gradients are reduced in 16 bits, as the submission's distributed_fused_adam sets (grad_sync_dtype: bf16)."""
+    (tp × pp × cp × dp, micro-batch 1) must give that many microbatches per pipeline on that many GPUs, and its
+    gradients are reduced in 16 bits, as the submissions' optimizers set (grad_sync_dtype: bf16 in Apex's
+    distributed Adam, grad_reduce_in_fp32=False in Megatron-Core's)."""
     from importlib import import_module
 
     source = import_module(f"pipesim.validation.sources.{module}")
     rows = source.ROWS
     assert [r.microbatches for r in rows] == source.LOGGED_MICROBATCHES and len(rows) == len(source.LOGGED)
-    assert all(r.dp * r.tp * r.pp == r.gpus and r.fp16_grads for r in rows)
+    assert all(r.dp * r.tp * r.pp * r.cp == r.gpus and r.fp16_grads for r in rows)
 
 
 def test_memory_only_rows_have_no_step_error_and_every_row_publishes_something():
