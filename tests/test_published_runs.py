@@ -130,6 +130,12 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         ("-16%, pipesim too fast: FlagScale's legacy Megatron code on H800 at tp 8 x pp 4 with 44"
          " microbatches; the same source's tp 4 x pp 8 rows are -11%, its Megatron-Core H100 rows -5...-10%;"
          ' unexplained'),
+    # mlperf_v51_llama8b
+    ('MLPerf Training v5.1 Llama 3.1 8B, Cisco H100 (NeMo FP8, RoCE) | llama3.1-8b tp2'
+     ' pp1 m1 b1 1f1b 128×h100 none s8192 fp8 async-tp'):
+        ('-22%, pipesim too fast: tp 2 on 128 H100 at one microbatch per step, 1.49x faster than tp 1 on 64'
+         " where pipesim says 1.81x; its tp 1 row is -5%; the TP overlap's split GEMMs and reserved SMs and"
+         ' the small cuBLAS workspace are not modelled; unexplained'),
 }
 
 
@@ -194,9 +200,10 @@ def test_the_layout_flagperf_ran_out_of_memory_does_not_fit_and_its_others_do():
     assert oom.run.dp == dp and oom.report.memory.peak.total / 2**30 > 80
 
 
-@pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3", "mlperf_v50_llama405b"])
+@pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3", "mlperf_v50_llama405b",
+                                    "mlperf_v51_llama8b"])
 def test_the_mlperf_rows_reproduce_what_their_logs_state(module):
-    """MLPerf's GPT-3 logs state the global batch and the gradient accumulation steps; each row's layout
+    """MLPerf's logs state the global batch and the gradient accumulation steps; each row's layout
     (tp × pp × cp × dp, micro-batch 1) must give that many microbatches per pipeline on that many GPUs, and its
     gradients are reduced in 16 bits, as the submissions' optimizers set (grad_sync_dtype: bf16 in Apex's
     distributed Adam, grad_reduce_in_fp32=False in Megatron-Core's)."""
