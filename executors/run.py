@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 # Only torch-free modules at import time: `--help` and a bad flag are answered before torch loads (about a
 # CPU-second and a half); executors.runtime and torch are imported once the flags parse.
 from executors.config import FailMode, ModelConfig, MoEConfig, OptimizerKind, TPMode
-from pipesim.cli.arg_types import non_negative_int, positive_float, positive_int
+from pipesim.cli.arg_types import layer_list, non_negative_int, positive_float, positive_int
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import check_output_path
 from pipesim.io.timeline import TimelineFormat
@@ -101,6 +101,14 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help=f"microbatches per optimizer step (default: the order's own for a torch CSV or "
         f"program text, else {_MICROBATCHES}, as pipesim simulate)",
+    )
+    layout.add_argument(
+        "--stage-layers",
+        type=layer_list,
+        default=None,
+        metavar="N,N,...",
+        help="layers of each of the pp·v stages, stage 0 first, as pipesim simulate's --stage-layers "
+        "(default: even, the first stages taking one more where --layers does not divide)",
     )
     layout.add_argument(
         "--chunks",
@@ -307,7 +315,8 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
             flag = "--" + given[0].replace("_", "-")
             raise PipesimError(f"{flag} describes MoE layers, but the model is dense; add --moe-experts E")
     return ModelConfig(
-        args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed, moe=moe
+        args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed,
+        stage_layers=getattr(args, "stage_layers", None), moe=moe,
     )
 
 

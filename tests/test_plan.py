@@ -457,3 +457,30 @@ def test_plan_marks_the_candidates_of_layouts_no_published_run_had(capsys):
     flagged = [line for line in out.splitlines() if line.rstrip().endswith("?band")]
     assert len(flagged) == len(combined) and not any(" tp1 pp1 " in line for line in flagged)
     assert "were measured on other layouts" in out
+
+
+def test_layers_that_do_not_split_evenly_get_megatrons_lighter_ends():
+    """Llama 3.1 405B's 126 layers divide by no power of two above 2; with the embedding and the loss counted as
+    a layer each (128) they split over 4–64 slices, one layer fewer on the first and last: the layouts such
+    models run at (pp 8: 15, 16 × 6, 15, Llama Team 2024 §3.3.2; pp 8 × v 8: 1, 2 × 62, 1, MLPerf's NeMo
+    configs). By hand, and what the planner enumerates and hands the cost model and Megatron."""
+    from pipesim.analytic.stage_split import pipeline_split
+    from pipesim.api.planning import plan_request
+    from pipesim.plan.launch import megatron_argv
+    from pipesim.plan.space import enumerate_candidates
+
+    assert pipeline_split(126, 8) == (15,) + (16,) * 6 + (15,)
+    assert pipeline_split(126, 64) == (1,) + (2,) * 62 + (1,)
+    assert pipeline_split(80, 8) == (10,) * 8 and pipeline_split(126, 2) == (63, 63)
+    assert pipeline_split(70, 8) == (8,) + (9,) * 6 + (8,)  # GLM-130B's stated split (end stages one lighter)
+    assert pipeline_split(61, 4) is None and pipeline_split(3, 5) is None and pipeline_split(5, 3) is None
+    request = plan_request("llama3.1-405b", 512, 1152, seq_len=8192, schedules=["1f1b", "interleaved"],
+                           micro_batch_sizes=[1])
+    pp8 = [c for c in enumerate_candidates(request) if c.pp == 8 and c.schedule == "1f1b"]
+    assert pp8 and all(c.stage_layers == (15,) + (16,) * 6 + (15,) for c in pp8)
+    assert request.layout_of(pp8[0]).stage_layers == pp8[0].stage_layers
+    v4 = next(c for c in enumerate_candidates(request) if c.pp == 8 and c.chunks == 4 and c.zero == 1)
+    argv = megatron_argv(v4, request.model, 1152)
+    assert "--account-for-embedding-in-pipeline-split" in argv and "--account-for-loss-in-pipeline-split" in argv
+    assert argv[argv.index("--num-virtual-stages-per-pipeline-rank") + 1] == "4"
+    assert "--num-layers-per-virtual-pipeline-stage" not in argv

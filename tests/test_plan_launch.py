@@ -91,3 +91,22 @@ def test_printed_executor_command_runs(pick):
     assert f"{c.schedule}: tp {c.tp} cp 1 dp {c.dp} pp {c.pp}, {c.microbatches} microbatches, {c.chunks} chunk" in out
     losses = [float(x) for x in re.findall(r"loss[ =:]+([0-9.]+)", out)]
     assert len(losses) >= 2 and all(0 < x < 20 for x in losses), out
+
+
+def test_a_plan_with_lighter_end_stages_launches_that_split():
+    """Six layers do not split over pp 4 evenly; the plan splits them 1, 2, 2, 1 (Megatron's accounting of the
+    embedding and the loss as a layer each), and the executor line it prints runs that very split."""
+    six = ModelSpec("mini-gpt-6", layers=6, hidden=32, heads=4, ffn_hidden=128, vocab=64, seq_len=16,
+                    tied_embeddings=True, learned_positions=True)
+    request = PlanRequest(six, CHIP_PRESETS["h100-sxm"], gpus=4, global_batch=8, gpus_per_node=4,
+                          micro_batch_sizes=(1,), schedules=("1f1b",))
+    chosen = next(o.candidate for o in run_plan(request, top=10_000).fitting() if o.candidate.pp == 4)
+    assert chosen.stage_layers == (1, 2, 2, 1) and "ends1" in chosen.label()
+    assert request.layout_of(chosen).stage_layers == (1, 2, 2, 1)
+    argv = executor_argv(chosen, six, gpus_per_node=4, steps=2)
+    assert argv[argv.index("--stage-layers") + 1] == "1,2,2,1"
+    proc = _launch_in_world(argv)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    losses = [float(x) for x in re.findall(r"loss[ =:]+([0-9.]+)", out)]
+    assert len(losses) >= 2 and all(0 < x < 20 for x in losses), out

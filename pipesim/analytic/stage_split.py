@@ -66,6 +66,21 @@ def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = 
     return tuple(fixed.get(s, each) for s in range(stages))
 
 
+def pipeline_split(layers: int, slices: int) -> tuple[int, ...] | None:
+    """The layers of each of ``slices`` model slices as a planner splits them, stage 0 first, or None where no
+    split works: even where ``slices`` divides ``layers``; else Megatron-LM's balance that counts the embedding
+    and the loss as a layer each (``--account-for-embedding-in-pipeline-split
+    --account-for-loss-in-pipeline-split``): one layer fewer on the first and on the last slice, where ``slices``
+    divides ``layers + 2``. Llama 3.1 405B's 126 layers over 8 slices: 15, 16 × 6, 15 (Llama Team 2024 §3.3.2),
+    over 64: 1, 2 × 62, 1 (MLPerf's NeMo configs, ``ASYM_PP_EMBED``/``ASYM_PP_LOSS``)."""
+    if layers % slices == 0:
+        return (layers // slices,) * slices
+    per, rest = divmod(layers + 2, slices)
+    if rest or slices < 3 or per < 2:
+        return None
+    return (per - 1,) + (per,) * (slices - 2) + (per - 1,)
+
+
 def _uneven_message(layers: int, stages: int, fixed: dict[int, int], model_name: str) -> str:
     if fixed:
         what = f"the {layers - sum(fixed.values())} layers left do not split evenly over the other " \

@@ -20,7 +20,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
-from pipesim.cli.arg_types import fraction, positive_int
+from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int
 from pipesim.sim.simulator import StepBoundary
 
 COLUMN_INPUT_HELP = (
@@ -28,27 +28,6 @@ COLUMN_INPUT_HELP = (
     "regather (default: gathered again in the backward beside the input-gradient GEMM, as Megatron-LM and "
     "Transformer Engine do), regather-blocking (gathered again and waited for: nanotron's tp_recompute_allgather) "
     "or saved (the forward's gathered input kept, tp times the bytes: PyTorch DTensor's TP, torchtitan)")
-
-
-def layer_list(text: str) -> tuple[int, ...]:
-    """``--stage-layers 7,8,8,7``: one non-negative layer count per stage."""
-    try:
-        counts = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers, e.g. 7,8,8,7") from None
-    if any(c < 0 for c in counts):
-        raise argparse.ArgumentTypeError(f"{text}: layer counts must be ≥ 0")
-    return counts
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be ≥ 0")
-    return value
 
 
 def at_least_two(text: str) -> int:

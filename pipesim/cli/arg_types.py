@@ -40,6 +40,17 @@ def non_negative_int(text: str) -> int:
     return _parsed(text, int, lambda v: v >= 0, "an integer ≥ 0")
 
 
+def layer_list(text: str) -> tuple[int, ...]:
+    """``--stage-layers 7,8,8,7``: one non-negative layer count per stage."""
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers, e.g. 7,8,8,7") from None
+    if any(c < 0 for c in counts):
+        raise argparse.ArgumentTypeError(f"{text}: layer counts must be ≥ 0")
+    return counts
+
+
 def non_negative_float(text: str) -> float:
     return _parsed(text, float, lambda v: math.isfinite(v) and v >= 0, "a finite number ≥ 0")
 

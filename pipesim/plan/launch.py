@@ -6,7 +6,9 @@ heads, sequence and micro-batch size; what the executor does not implement is li
 :func:`executor_gaps` rather than silently dropped.
 
 Megatron-LM flags follow its ``megatron/training/arguments.py``: ``--tensor-model-parallel-size``,
-``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (interleaved 1F1B),
+``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (interleaved 1F1B; with lighter
+first and last stages ``--num-virtual-stages-per-pipeline-rank`` and ``--account-for-embedding-in-pipeline-split
+--account-for-loss-in-pipeline-split``),
 ``--context-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer`` (ZeRO-1),
 ``--recompute-granularity`` (with ``--recompute-method uniform --recompute-num-layers 1`` for full
 recomputation, Korthikanti et al. 2023 §5), ``--fp8-format hybrid`` (Transformer Engine). Megatron-LM's pipeline
@@ -41,6 +43,8 @@ def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *,
             str(c.micro_batch_size), "--vocab", str(model.vocab), "--optimizer", "adamw", "--steps", str(steps)]
     if c.sequence_parallel:
         args += ["--tp-mode", "reduce-scatter"]
+    if c.stage_layers is not None:
+        args += ["--stage-layers", ",".join(map(str, c.stage_layers))]
     return [*launcher, "-m", "executors.run", *args]
 
 
@@ -82,9 +86,15 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     if c.cp > 1:
         args += ["--context-parallel-size", str(c.cp)]
     if c.pp > 1 and c.schedule == "interleaved":
-        args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
+        if c.stage_layers is None:
+            args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
+        else:  # the layers per stage differ: Megatron counts virtual stages instead
+            args += ["--num-virtual-stages-per-pipeline-rank", str(c.chunks)]
         if overlap_p2p:
             args.append("--overlap-p2p-communication")
+    if c.stage_layers is not None:
+        # one layer fewer on the first and last stage (pipesim.analytic.stage_split.pipeline_split)
+        args += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     args += ["--micro-batch-size", str(c.micro_batch_size), "--global-batch-size", str(global_batch),
              "--num-layers", str(model.layers), "--hidden-size", str(model.hidden),
              "--num-attention-heads", str(model.heads), "--ffn-hidden-size", str(model.ffn_hidden),

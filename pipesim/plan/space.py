@@ -5,7 +5,10 @@ microbatches per pipeline ``m = global batch / (dp · b)``), the schedule and it
 recomputation, sequence parallelism, the ZeRO stage and the GEMM precision. What is *meaningful*:
 
 - tp stays within a node (it divides ``gpus_per_node``; Narayanan et al. 2021, §3.3 takeaway #1) and divides
-  the model's heads, KV heads, FFN width and vocabulary; pp·v divides the layers (stages are even);
+  the model's heads, KV heads, FFN width and vocabulary; the layers split over the pp·v slices evenly, or else
+  with one layer fewer on the first and the last slice where that balances (Megatron-LM's accounting of the
+  embedding and the loss as a layer each: :func:`~pipesim.analytic.stage_split.pipeline_split`), as Llama 3.1
+  405B's 126 layers over pp 8 are run;
 - context parallelism (cp) splits each sequence into ``2·cp`` load-balanced chunks, so ``2·cp`` divides the
   sequence, and each rank keeps at least ``min_cp_tokens`` tokens (below that the ring's transfers cannot
   hide behind attention, and cp only exists for long sequences: Megatron-LM's CP guide);
@@ -17,7 +20,7 @@ recomputation, sequence parallelism, the ZeRO stage and the GEMM precision. What
 - expert parallelism (mixture-of-experts models only): every ep in ``expert_parallel`` (default: all) that
   divides dp·cp (the expert-parallel groups are carved out of them) and the experts per layer;
 - schedules with a fixed chunk count (1 for 1F1B-like, 2 for the V schedules) get that; those with a free
-  one (interleaved, looped BFS) get every ``v ≥ 2`` up to ``max_chunks`` that splits the layers evenly.
+  one (interleaved, looped BFS) get every ``v ≥ 2`` up to ``max_chunks`` that splits the layers so.
   Constraints of a schedule's own (interleaved needs m to be a multiple of pp) are left to the schedule:
   the search builds it and counts the refusal.
 """
@@ -45,6 +48,7 @@ from pipesim.analytic.layout import (
     ZeroStage,
 )
 from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.stage_split import pipeline_split
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Placement
 from pipesim.program.loader import builtin_names, load_schedule
@@ -154,7 +158,7 @@ class PlanRequest:
                       overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=self.overlap_dp_sync,
                       overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
-                      grad_accumulation=self.grad_accumulation)
+                      grad_accumulation=self.grad_accumulation, stage_layers=c.stage_layers)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
@@ -183,6 +187,8 @@ class Candidate:
     precision: Precision = Precision.BF16
     cp: int = 1
     ep: int = 1
+    # Layers per model slice where the split is not even (pipeline_split's lighter ends); None: even.
+    stage_layers: tuple[int, ...] | None = None
 
     def key(self) -> tuple:
         return (
@@ -198,6 +204,7 @@ class Candidate:
             int(self.zero),
             list(Precision).index(self.precision),
             self.ep,
+            self.stage_layers or (),
         )
 
     @property
@@ -228,6 +235,8 @@ class Candidate:
         )
         if self.chunks > 1:
             parts.append(f"v{self.chunks}")
+        if self.stage_layers is not None:
+            parts.append(f"ends{self.stage_layers[0]}")  # the lighter first and last slice's layers
         parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full",
                       Recompute.PER_OP: "perop"}[self.recompute])
         if self.sequence_parallel:
@@ -253,6 +262,7 @@ class Candidate:
             "zero": int(self.zero),
             "precision": self.precision.value,
             "ep": self.ep,
+            "stage_layers": list(self.stage_layers) if self.stage_layers is not None else None,
         }
 
 
@@ -301,7 +311,7 @@ def context_parallel_degrees(request: PlanRequest) -> list[int]:
 
 
 def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
-    """Every (tp, cp, pp, dp) of the GPUs the model can be split into (pp divides the layers)."""
+    """Every (tp, cp, pp, dp) of the GPUs the model can be split into (the layers split over pp stages)."""
     model, gpus = request.model, request.gpus
     return [
         (t, c, p, gpus // (t * c * p))
@@ -309,14 +319,14 @@ def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
         for c in context_parallel_degrees(request)
         if (gpus // t) % c == 0
         for p in divisors(gpus // (t * c))
-        if model.layers % p == 0
+        if pipeline_split(model.layers, p) is not None
     ]
 
 
 def _chunk_options(request: PlanRequest, schedule: str, pp: int) -> list[int]:
     fixed = load_schedule(schedule).default_chunks
     options = range(2, request.max_chunks + 1) if schedule in _FREE_CHUNKS else [fixed]
-    return [v for v in options if request.model.layers % _slices(schedule, pp, v) == 0]
+    return [v for v in options if pipeline_split(request.model.layers, _slices(schedule, pp, v)) is not None]
 
 
 # Schedules whose chunks per rank are a free parameter (Megatron's virtual pipeline size, the looped BFS of
@@ -365,8 +375,10 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
             else:
                 shapes = [(s, v) for s in request.schedules for v in _chunk_options(request, s, pp)]
             for schedule, chunks in shapes:
-                if pp > 1 and model.layers % _slices(schedule, pp, chunks):
+                split = pipeline_split(model.layers, _slices(schedule, pp, chunks)) if pp > 1 else None
+                if pp > 1 and split is None:
                     continue
+                uneven = split if split is not None and len(set(split)) > 1 else None
                 for recompute in request.recompute:
                     # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.
                     for sp in sorted({sp and tp > 1 for sp in request.sequence_parallel}):
@@ -374,7 +386,8 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                             for precision in chip_precisions:
                                 for ep in expert_parallel_degrees(request, dp * cp):
                                     yield Candidate(
-                                        tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep
+                                        tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep,
+                                        uneven,
                                     )
 
 
