@@ -200,11 +200,11 @@ def test_the_layout_flagperf_ran_out_of_memory_does_not_fit_and_its_others_do():
     assert oom.run.dp == dp and oom.report.memory.peak.total / 2**30 > 80
 
 
-@pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3", "mlperf_v50_llama405b",
-                                    "mlperf_v51_llama8b"])
+@pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3", "mlperf_v4_gpt3",
+                                    "mlperf_v50_llama405b", "mlperf_v51_llama8b"])
 def test_the_mlperf_rows_reproduce_what_their_logs_state(module):
     """MLPerf's logs state the global batch and the gradient accumulation steps; each row's layout
-    (tp × pp × cp × dp, micro-batch 1) must give that many microbatches per pipeline on that many GPUs, and its
+    (tp × pp × cp × dp at its micro-batch size) must give that many microbatches per pipeline on that many GPUs, and its
     gradients are reduced in 16 bits, as the submissions' optimizers set (grad_sync_dtype: bf16 in Apex's
     distributed Adam, grad_reduce_in_fp32=False in Megatron-Core's)."""
     from importlib import import_module

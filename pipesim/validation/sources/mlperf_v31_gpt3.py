@@ -53,13 +53,16 @@ LOGGED = [
 LOGGED_MICROBATCHES = [steps for _, _, _, steps, _ in LOGGED]
 
 
-def mlperf_gpt3_row(source: str, gpus: int, batch: int, seconds: float, platform: str) -> PublishedRun:
-    """One of NVIDIA's MLPerf GPT-3 175B layouts (v3.0 and v3.1 share it): tp 4 × pp 8 × v 12, micro-batch 1,
-    sequence parallelism, FP8, TP overlap, the distributed optimizer syncing BF16 gradients, overlapped."""
-    return PublishedRun(source, "gpt3-175b", "h100-sxm", gpus, batch, tp=4, pp=8, chunks=12, micro_batch=1,
-                        schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
-                        precision=Precision.FP8, overlap_p2p=True, async_tp=True, fp16_grads=True,
-                        overlap_grad_reduce=True, overlap_param_gather=True, step_s=seconds, note=platform)
+def mlperf_gpt3_row(source: str, gpus: int, batch: int, seconds: float, platform: str, *, pp: int = 8,
+                    chunks: int = 12, micro_batch: int = 1) -> PublishedRun:
+    """One of NVIDIA's MLPerf GPT-3 175B layouts (v3.0 to v4.1): tp 4, interleaved pp × v (v3.x: 8 × 12,
+    micro-batch 1), sequence parallelism, FP8, TP overlap, the distributed optimizer syncing BF16 gradients,
+    overlapped."""
+    return PublishedRun(source, "gpt3-175b", "h100-sxm", gpus, batch, tp=4, pp=pp, chunks=chunks,
+                        micro_batch=micro_batch, schedule="interleaved", sequence_parallel=True,
+                        zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, overlap_p2p=True, async_tp=True,
+                        fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, step_s=seconds,
+                        note=platform)
 
 
 ROWS = [mlperf_gpt3_row(AZURE if platform.startswith("ND_") else SOURCE, gpus, batch, seconds, platform)
