@@ -481,3 +481,19 @@ def test_a_boundary_that_crosses_nodes_uses_the_nic():
     assert costs.p2p_bandwidth == a100.inter_node_bandwidth  # 16 ranks over two nodes of 8
     assert costs.stage(7).p2p_bandwidth is None  # ranks 7 → 8: the NIC
     assert costs.stage(0).p2p_bandwidth == a100.intra_node_bandwidth * a100.p2p_efficiency  # inside node 0
+
+
+def test_an_uneven_model_gets_the_lighter_ends_the_planner_uses_and_the_report_says_so(capsys):
+    """Without a split asked for, 126 layers over 8 stages take Megatron's lighter ends (15, 16 × 6, 15), the
+    split plan searches; a report names it; layers no split balances are still refused with one that works."""
+    assert resolve_stage_layers(126, 8) == (15,) + (16,) * 6 + (15,)
+    assert resolve_stage_layers(126, 7) == (18,) * 7  # even where the stages divide
+    with pytest.raises(PipesimError, match="61 layers do not split evenly over pp·v = 4 stages; use --stage-layers"):
+        resolve_stage_layers(61, 4, model_name="model deepseek-v3")
+    assert main(["simulate", "--model", "llama3.1-405b", "--pp", "8", "--tp", "8", "--mb", "16",
+                 "--sequence-parallel"]) == 0
+    out = capsys.readouterr().out
+    assert "layers per stage 15,16,16,16,16,16,16,15 (the stages do not divide the layers" in out
+    assert main(["simulate", "--model", "llama3.1-405b", "--pp", "7", "--tp", "8", "--mb", "14",
+                 "--sequence-parallel"]) == 0
+    assert "the stages do not divide" not in capsys.readouterr().out

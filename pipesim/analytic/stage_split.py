@@ -1,5 +1,9 @@
 """How many transformer layers each pipeline stage holds: even, first/last-lighter, or an explicit list.
 
+Without a request the layers split evenly, or, where the stages do not divide them, with one layer fewer on the
+first and last stage where that balances (:func:`pipeline_split`, Megatron-LM's accounting of the embedding and
+the loss as a layer each); a split neither gives is refused with one that works.
+
 Real runs balance the embedding (stage 0) and the LM head and loss (the last stage) by giving those stages
 fewer layers: Megatron-LM's ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``,
 the zero-bubble experiments (Qi et al. 2024, §5: 22, 30, 46, 62 layers over 8, 8, 16, 32 stages, one layer
@@ -44,6 +48,12 @@ def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = 
             raise PipesimError(f"--stage-layers {','.join(map(str, counts))} sums to {sum(counts)}, but "
                                f"{model_name} has {layers} layers; the counts must be ≥ 0 and sum to {layers}")
         return counts
+    if request.is_default:
+        # Even where the stages divide the layers, else Megatron's lighter ends (as the planner splits them)
+        split = pipeline_split(layers, stages)
+        if split is None:
+            raise PipesimError(_uneven_message(layers, stages, {}, model_name))
+        return split
     fixed = {}
     if request.first is not None:
         fixed[0] = request.first

@@ -244,7 +244,10 @@ def report_text(report: StepReport) -> str:
             if c.measured
             else []
         ),
-        f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}; steady state ({report.boundary.value} "
+        f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}"
+        + (" (the stages do not divide the layers: the first and last one lighter, as Megatron-LM's "
+           "--account-for-embedding/loss-in-pipeline-split)" if _lighter_ends_by_default(m, lay) else "")
+        + f"; steady state ({report.boundary.value} "
         f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
         f"step time {report.step_time:.4g} s {report.error_band.text()}",
         f"tokens/s {report.tokens_per_second:,.0f}   "
@@ -284,3 +287,8 @@ def report_text(report: StepReport) -> str:
         if note:
             lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _lighter_ends_by_default(model: ModelSpec, layout: Layout) -> bool:
+    """Whether no split was asked for and the layers, not dividing by the stages, got the lighter ends."""
+    return layout.stage_layers is None and model.layers % layout.num_stages != 0
