@@ -26,6 +26,7 @@ from executors.moe import MoELayer, init_moe_weights, reference_moe
 from executors.ring_attention import Ring, ring_attention
 from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
+from pipesim.analytic.stage_split import pipeline_split
 from pipesim.errors import PipesimError
 from pipesim.topology import Dim
 
@@ -72,7 +73,9 @@ def synthetic_batch(cfg: ModelConfig, step: int, global_batch: int) -> tuple[tor
 
 def layers_of_stage(cfg: ModelConfig, stage: int, num_stages: int) -> range:
     """Contiguous blocks of stage ``stage``: ``cfg.stage_layers`` when given (the same split the simulator
-    uses), else an even split where the first ``layers % stages`` stages take one more."""
+    uses); else the simulator's default, even or with the lighter first and last stage
+    (:func:`~pipesim.analytic.stage_split.pipeline_split`); else, where neither exists (the simulator refuses
+    those), the first ``layers % stages`` stages take one more."""
     if cfg.stage_layers is not None:
         counts = cfg.stage_layers
         if len(counts) != num_stages or sum(counts) != cfg.layers or min(counts) < 0:
@@ -80,6 +83,10 @@ def layers_of_stage(cfg: ModelConfig, stage: int, num_stages: int) -> range:
                                f"--layers {cfg.layers}")
         start = sum(counts[:stage])
         return range(start, start + counts[stage])
+    balanced = pipeline_split(cfg.layers, num_stages)  # even, or the simulator's default lighter ends
+    if balanced is not None:
+        start = sum(balanced[:stage])
+        return range(start, start + balanced[stage])
     base, extra = divmod(cfg.layers, num_stages)
     start = stage * base + min(stage, extra)
     return range(start, start + base + (1 if stage < extra else 0))

@@ -408,6 +408,9 @@ def test_executor_takes_the_same_uneven_split():
     assert [list(layers_of_stage(cfg, s, 4)) for s in range(4)] == [[0], [1, 2], [3, 4], [5]]
     with pytest.raises(PipesimError, match="summing to --layers 6"):
         layers_of_stage(ModelConfig(layers=6, stage_layers=(3, 2)), 0, 2)
+    # Without a split: the simulator's default (lighter ends where the stages do not divide the layers)
+    assert [len(layers_of_stage(ModelConfig(layers=6), s, 4)) for s in range(4)] == [1, 2, 2, 1]
+    assert [len(layers_of_stage(ModelConfig(layers=7), s, 4)) for s in range(4)] == [2, 2, 2, 1]  # none balances
 
 
 def test_model_file_takes_params_as_listed():
