@@ -49,6 +49,9 @@ def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = 
                                f"{model_name} has {layers} layers; the counts must be ≥ 0 and sum to {layers}")
         return counts
     if request.is_default:
+        if layers < stages:
+            raise PipesimError(f"{model_name} has {layers} layers, fewer than the pp·v = {stages} stages; use pp·v ≤ "
+                               f"{layers} (or --stage-layers with empty stages, if that is meant)")
         # Even where the stages divide the layers, else Megatron's lighter ends (as the planner splits them)
         split = pipeline_split(layers, stages)
         if split is None:

@@ -84,7 +84,7 @@ from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import layer_expert_params, layer_params, stage_expert_params, stage_params
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
-from pipesim.sim.costs import CostModel, StageCosts, TimeUnit
+from pipesim.sim.costs import COST_RANGE, CostModel, StageCosts, TimeUnit
 
 
 def stage_layer_counts(model: ModelSpec, layout: Layout) -> tuple[int, ...]:
@@ -703,6 +703,12 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     shape = _shape_of(layout, shape)
     costs = _layer_costs(model, chip, layout)
     per_stage = _all_stage_costs(model, chip, layout, costs)
+    largest = max(stage.activation_bytes for stage in per_stage)
+    if largest > COST_RANGE[1]:  # a cost out of the range any CostModel accepts: say which input made it
+        raise PipesimError(
+            f"--micro-batch-size {model.micro_batch} × --seq-len {model.seq_len}: one microbatch's activations on a "
+            f"stage come to {largest:.3g} bytes, beyond any device (pipesim's costs stop at {COST_RANGE[1]:g}); "
+            "lower the micro-batch size or the sequence length")
     # one microbatch's forward through each rank's chunks, before any blocking send joins it (what an overlapped
     # parameter gather hides behind); a stage's values are its rank's share, v chunks of it
     rank_forward = [sum(per_stage[s].forward for s in slices) / layout.chunks if layout.overlap_param_gather else 0.0

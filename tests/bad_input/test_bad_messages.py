@@ -54,3 +54,15 @@ def test_costs_file_calibrated_for_more_stages_says_so(tmp_path):
     costs.write_text(json.dumps({"stages": {"3": {"forward": 2.0}}}))
     line = refused(["simulate", "--pp", 2, "--mb", 2, "--costs", costs], tmp_path, names=(str(costs), "stage 3"))
     assert "--stage-cost" not in line  # the flag the user never passed is not blamed
+
+
+@pytest.mark.parametrize(("argv", "names"), [
+    (["simulate", "--model", "llama3.1-8b", "--micro-batch-size", "100000"], ("--micro-batch-size 100000",
+                                                                               "--seq-len 8192")),
+    (["simulate", "--model", "llama3.1-8b", "--pp", "64"], ("32 layers", "pp·v = 64")),
+])
+def test_a_model_too_large_or_too_shallow_for_the_layout_names_the_input(argv, names, tmp_path):
+    """A shape whose costs leave pipesim's range, or more stages than layers: one line naming what was given,
+    not an internal field (``stages.3.activation_bytes``) nor a split with empty stages."""
+    line = refused(argv, tmp_path)
+    assert all(name in line for name in names), line
