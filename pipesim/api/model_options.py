@@ -28,7 +28,8 @@ class ModelOptions:
         dp: data-parallel degree (default 1).
         recompute: ``"none"`` (default), ``"selective"``, ``"full"`` or ``"per-op"`` (torchtitan's per-op
             selective checkpointing) activation recomputation.
-        sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``).
+        sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``; always on with
+            ``framework="torchtitan"`` at ``tp > 1``, whose TP plan shards every norm).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
         attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
             ``"unfused"``.
