@@ -23,6 +23,7 @@ SPAWNING = {"predicted_vs_measured", "cp_ring_share", "bench_executor_vs_torch"}
 LIBRARY_EXIT_HOOKS = {"multiprocessing.util", "multiprocessing.forkserver", "multiprocessing.resource_tracker"}
 FIGURE_SCRIPTS = [
     "rank_correlation",
+    "mlperf_rounds",
     "bubble_vs_microbatches",
     "memory_per_rank",
     "gantt_gallery",
