@@ -316,7 +316,7 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
             raise PipesimError(f"{flag} describes MoE layers, but the model is dense; add --moe-experts E")
     return ModelConfig(
         args.layers, args.hidden, args.heads, args.seq_len, args.micro_batch_size, args.vocab, args.seed,
-        stage_layers=getattr(args, "stage_layers", None), moe=moe,
+        stage_layers=args.stage_layers, moe=moe,
     )
 
 

@@ -375,9 +375,8 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
             else:
                 shapes = [(s, v) for s in request.schedules for v in _chunk_options(request, s, pp)]
             for schedule, chunks in shapes:
+                # _chunk_options kept only the shapes whose layers split: the candidate carries an uneven split
                 split = pipeline_split(model.layers, _slices(schedule, pp, chunks)) if pp > 1 else None
-                if pp > 1 and split is None:
-                    continue
                 uneven = split if split is not None and len(set(split)) > 1 else None
                 for recompute in request.recompute:
                     # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.
