@@ -27,12 +27,15 @@ from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import embedding_params, largest_layer_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
-from pipesim.analytic.steady_state import StepBoundary, multi_step_time
+from pipesim.analytic.steady_state import StepBoundary, lone_step_is_steady, multi_step_time, steady_state_step_time
 from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
 from pipesim.program.build import build_program
+from pipesim.program.table import table_of
 from pipesim.sim.costs import CostModel
+from pipesim.sim.simulator import simulate
+from tests.schedule_cases import schedule_shapes
 
 H100 = CHIP_PRESETS["h100-sxm"]
 LLAMA = MODEL_PRESETS["llama3.1-405b"]
@@ -187,6 +190,32 @@ def test_post_validation_lets_zb_h2_beat_zb_h1_and_changes_nothing_for_1f1b():
     assert times["1f1b"][0] == times["1f1b"][1] == 33.5  # (m + p − 1)·(F + B) + step = 11·3 + 0.5
     assert times["zb-h1"][0] == times["zb-h2"][0]  # one isolated step: the same
     assert times["zb-h2"][1] < times["zb-h1"][1]
+
+
+_SYNC_SCHEDULES = ["1f1b", "gpipe", "interleaved", "looped_bfs", "zb_h1", "zb_h2", "zb_v", "dualpipe", "dualpipe_v",
+                   "interleaved_overlap"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=schedule_shapes(_SYNC_SCHEDULES, max_pp=6, max_chunks=3, max_microbatches=12),
+       stage_costs=st.lists(st.tuples(st.floats(0.2, 3), st.floats(0.2, 3), st.floats(0.2, 3), st.floats(0, 1)),
+                            min_size=18, max_size=18),
+       latency=st.sampled_from([0.0, 0.3]), step=st.floats(0, 2), barrier=st.floats(0, 0.1))
+def test_a_synchronised_steady_state_is_the_lone_step(shape, stage_costs, latency, step, barrier):
+    """Under SYNC the planner takes the lone step's duration for the period (no repeated table): the same
+    number, to the last bit, as three steps simulated back to back with the barrier between them."""
+    name, pp, microbatches, chunks = shape
+    program = build_program(name, pp, microbatches, chunks).program
+    overrides = {s: {"forward": f, "backward": f + b, "backward_input": b, "backward_weight": w, "reduce_grad": r}
+                 for s, (f, b, w, r) in enumerate(stage_costs[:program.shape.num_slices])}
+    costs = CostModel(overrides=overrides, p2p_latency=latency, optimizer_step=step)
+    assert lone_step_is_steady(table_of(program))
+    lone = simulate(program, costs, check=False)
+    period = multi_step_time(program, costs, StepBoundary.SYNC) + barrier
+    assert steady_state_step_time(lone, StepBoundary.SYNC, barrier) == pytest.approx(period, rel=1e-12, abs=1e-12)
+    three = simulate(program, costs, check=False, steps=3, boundary=StepBoundary.SYNC)
+    assert not lone_step_is_steady(three.table)  # three STEPs per rank: the repeated table is not a lone step
+    assert steady_state_step_time(three, StepBoundary.SYNC, barrier) == pytest.approx(period, rel=1e-12, abs=1e-12)
 
 
 def test_cli_step_boundary_and_steps(capsys):
