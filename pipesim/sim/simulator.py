@@ -183,17 +183,16 @@ def _pair_durations(table: ProgramTable, costs: CostModel, durations: np.ndarray
     tails = np.flatnonzero(table.overlap)
     heads = tails - 1
     chunked = costs.shape_costs(shape)
-    cache: dict[tuple[int, int, int], float] = {}
-    values = np.empty(len(tails))
-    for i, (f_stage, b_stage, b_op) in enumerate(
-        zip(table.stage[heads].tolist(), table.stage[tails].tolist(), table.op[tails].tolist(), strict=True)
-    ):
-        key = (f_stage, b_stage, b_op)
-        value = cache.get(key)
-        if value is None:
-            value = cache[key] = pair_duration(chunked[f_stage], chunked[b_stage], OP_ORDER[b_op])
-        values[i] = value
-    durations[heads] = values
+    # A pair's duration depends on (F's stage, B's stage, B's op) alone: one value per distinct triple
+    # (a few per stage pair), spread over the pairs by one index, not a Python loop over every pair.
+    stages, ops = shape.num_stages, len(OP_ORDER)
+    keys = (table.stage[heads] * stages + table.stage[tails]) * ops + table.op[tails]
+    distinct, where = np.unique(keys, return_inverse=True)
+    values = np.array([
+        pair_duration(chunked[key // ops // stages], chunked[key // ops % stages], OP_ORDER[key % ops])
+        for key in distinct.tolist()
+    ])
+    durations[heads] = values[where]
     durations[tails] = 0.0
 
 
