@@ -53,7 +53,7 @@ def main() -> None:
         if c.memory_error is None:
             cells += ["", "", ""]
         else:
-            cells += [f"{c.run.memory_gib:g}", f"{c.report.memory.peak.total / 2**30:.1f}", f"{c.memory_error:+.1%}"]
+            cells += [f"{c.run.memory_gib:g}", f"{c.predicted_memory_gib:.1f}", f"{c.memory_error:+.1%}"]
         if args.moe:
             cells.append(f"{c.report.busiest.a2a_exposed_share:.0%} of the step")
         print("| " + " | ".join(cells) + " |" if args.markdown else "  ".join(f"{x:<14}" for x in cells))

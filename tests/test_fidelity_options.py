@@ -19,7 +19,7 @@ from pipesim.analytic.kernels import (
     layer_times,
     wave_efficiency,
 )
-from pipesim.analytic.layout import Layout, Precision, ZeroCollectives, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Layout, Precision, ZeroCollectives, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -233,6 +233,38 @@ def test_cli_step_boundary_and_steps(capsys):
 
 
 # --- FP8, ZeRO, CP, async TP -----------------------------------------------------------------------------
+def test_fp8_weights_by_hand():
+    """1,000 parameters on a rank, 100 of them the embedding's and output layer's, which Transformer Engine
+    leaves in BF16: an FP8 run keeps BF16 weights and an FP8 copy of the linears; with FP8 parameters the
+    linears keep FP8 alone, with its transpose (TE 2.x) or without (TE 1.x)."""
+    fp8 = Layout(dp=4, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8)
+    assert static_bytes(1000, fp8, end_params=100) == (2 * 1000 + 900, 4000, 3000)
+    assert static_bytes(1000, replace(fp8, fp8_params=Fp8Params.BOTH), end_params=100) == (2 * 100 + 2 * 900, 4000,
+                                                                                            3000)
+    assert static_bytes(1000, replace(fp8, fp8_params=Fp8Params.ROWWISE), end_params=100)[0] == 2 * 100 + 900
+    fsdp = Layout(dp=4, zero=ZeroStage.PARAMETERS, precision=Precision.FP8)  # the FP8 copy sharded like the weights
+    assert static_bytes(1000, fsdp, end_params=100)[0] == (2 * 1000 + 900) / 4
+
+
+def test_fp8_params_in_the_report_by_hand(capsys):
+    """Llama 3.1 8B on one rank (tp 1): FP8 parameters kept rowwise save 2 bytes on every parameter but the
+    embedding's and the output layer's, and nothing else changes."""
+    base = ["simulate", "--model", "llama3.1-8b", "--pp", "1", "--mb", "1", "--dp", "8", "--distributed-optimizer",
+            "--fp8", "--json"]
+    reports = {}
+    for extra in ([], ["--fp8-params", "rowwise"], ["--fp8-params"]):
+        assert main([*base, *extra]) == 0
+        reports[tuple(extra)] = json.loads(capsys.readouterr().out)["model_report"]
+    (copy,), (rowwise,), (both,) = (r["memory"]["ranks"] for r in reports.values())
+    model = MODEL_PRESETS["llama3.1-8b"]
+    linears = copy["params"] - embedding_params(model) - output_params(model, 1)
+    assert copy["weights_gib"] - rowwise["weights_gib"] == pytest.approx(2 * linears / 2**30, rel=1e-12)
+    assert copy["weights_gib"] - both["weights_gib"] == pytest.approx(linears / 2**30, rel=1e-12)
+    assert rowwise["activations_gib"] == copy["activations_gib"] and rowwise["grads_gib"] == copy["grads_gib"]
+    assert reports[("--fp8-params",)]["layout"]["fp8_params"] == "both"
+    assert reports[()]["step_time_s"] == reports[("--fp8-params",)]["step_time_s"]  # memory only
+
+
 def test_zero_stages_memory_by_hand():
     one, two = Layout(dp=4, zero=ZeroStage.OPTIMIZER), Layout(dp=4, zero=ZeroStage.GRADIENTS)
     assert static_bytes(1000, one) == (2000, 4000, 3000)

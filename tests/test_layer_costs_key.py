@@ -70,7 +70,7 @@ _OTHER = {
     "halve_causal_attention": True, "param_bytes": "grads16", "stage_layers": (19, 21), "zero": 3, "cp": 2,
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
-    "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved",
+    "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
 }
 
 
@@ -79,6 +79,7 @@ def _other(name: str):
         AttentionKernel,
         ColumnInput,
         ElementwiseKernels,
+        Fp8Params,
         GradAccumulation,
         LossKernel,
         OptimizerBytes,
@@ -94,7 +95,7 @@ def _other(name: str):
             "grad_accumulation": lambda: GradAccumulation(value),
             "precision": lambda: Precision(value),
             "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
-            "column_input": lambda: ColumnInput(value),
+            "column_input": lambda: ColumnInput(value), "fp8_params": lambda: Fp8Params(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
                 name, lambda: value)()
 
@@ -111,7 +112,9 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         moe = name in ("ep", "moe_imbalance")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input") else {}),
-                      **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}))
+                      **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}),
+                      **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
+                         else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining

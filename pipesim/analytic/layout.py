@@ -80,6 +80,29 @@ class Precision(enum.Enum):
     FP8 = "fp8"
 
 
+class Fp8Params(enum.Enum):
+    """How an FP8 run keeps its FP8 linears' weights (Transformer Engine, Megatron-Core).
+
+    ``OFF``: BF16 weights, and an FP8 copy made for the GEMMs. With FP8 parameters (Megatron-LM's
+    ``--fp8-param-gather``: "Keep the compute param in fp8 (do not use any other intermediate dtype) and
+    perform the param all-gather in fp8"; NeMo's ``fp8_params``) there is no BF16 weight, and what the FP8
+    parameter holds depends on Transformer Engine's version. ``BOTH``: TE 2.x on Hopper keeps the FP8 data and
+    its transpose on the parameter, 2 bytes per parameter (v2.5, ``module/linear.py`` asks the weight for
+    row- and column-wise usage whenever gradients are enabled, and ``module/base.py``'s
+    ``get_weight_workspace`` "do[es] not destroy unnecessary usages"). ``ROWWISE``: TE 1.x (before v2.0,
+    February 2025) kept the data alone and transposed it on the fly in the backward (release_v1.14,
+    ``module/linear.py``: ``weight_fp8.transpose_2d()``), 1 byte per parameter."""
+
+    OFF = "off"
+    BOTH = "both"
+    ROWWISE = "rowwise"
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes an FP8 linear's parameter keeps (OFF: not an FP8 parameter, see :func:`static_bytes`)."""
+        return 1.0 if self is Fp8Params.ROWWISE else 2.0
+
+
 class AttentionKernel(enum.Enum):
     """Whether the s×s attention scores are materialized (Korthikanti's 5as²b term) or not, and for fused
     kernels which implementation runs (their rates differ; memory is the same)."""
@@ -189,6 +212,9 @@ class Layout:
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     precision: Precision = Precision.BF16
+    # FP8 parameters (Fp8Params): the FP8 linears' weights kept in FP8 alone, no BF16 copy beside them. The
+    # embedding, the output layer and the norms stay BF16.
+    fp8_params: Fp8Params = Fp8Params.OFF
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
     # issues its input-gradient collective (a reduce-scatter with sequence parallelism, else an all-reduce)
@@ -260,6 +286,12 @@ class Layout:
                 "--zero-collectives per-tensor is DeepSpeed's 2021 ZeRO-3 (one collective per parameter tensor), "
                 f"which has no pipelining; it needs --zero 3 and --pp 1 (got --zero {int(self.asked_sharding)}, "
                 f"--pp {self.pp}): set those or drop it")
+        if self.fp8_params is not Fp8Params.OFF and (self.precision is not Precision.FP8
+                                or not ZeroStage.OPTIMIZER <= self.asked_sharding <= ZeroStage.GRADIENTS):
+            raise PipesimError(
+                "--fp8-params keeps the FP8 linears' weights in FP8 alone (Megatron-LM's --fp8-param-gather), which "
+                "needs --fp8 and a distributed optimizer: add --fp8 and --distributed-optimizer (or --zero 1/2), "
+                "or drop --fp8-params")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
         if self.async_tp and not self.overlap_tp_dgrad:

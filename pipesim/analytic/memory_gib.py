@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, replace
 from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band
-from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import largest_layer_params
-from pipesim.analytic.to_costs import rank_expert_params, rank_params
+from pipesim.analytic.to_costs import rank_end_params, rank_expert_params, rank_params
 from pipesim.sim.simulator import SimulationResult
 
 GIB = 2**30
@@ -138,7 +138,7 @@ def remedies(layout: Layout) -> list[str]:
 
 
 def static_bytes(
-    params: float, layout: Layout, model: ModelSpec | None = None, expert_params: float = 0.0
+    params: float, layout: Layout, model: ModelSpec | None = None, expert_params: float = 0.0, end_params: float = 0.0
 ) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state for ``params`` parameters on one rank.
 
@@ -149,8 +149,11 @@ def static_bytes(
     torchtitan's FSDP + PP does), so only the optimizer state is divided. FSDP's ZeRO-2 (SHARD_GRAD_OP,
     ``--zero-collectives per-layer``) keeps each layer's gathered weights from its forward to its backward, so
     at the peak the whole weights, plus the two layers' unsharded gradients. FP8 (Transformer Engine) keeps an
-    FP8 copy of every weight beside the BF16 one: +1 byte per parameter. ``expert_params`` of ``params`` are
-    routed experts, sharded over dp·cp/ep instead of dp·cp.
+    FP8 copy of every weight of its FP8 linears beside the BF16 one: +1 byte per parameter, except the
+    ``end_params`` of ``params`` (the embedding and the output layer, which Transformer Engine leaves in BF16).
+    With FP8 parameters (:class:`~pipesim.analytic.layout.Fp8Params`) the FP8 data *is* the linears' weight: 2
+    bytes per parameter with its transpose (Transformer Engine 2.x), 1 without (TE 1.x), in place of 2 + 1.
+    ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp.
     """
     b = layout.param_bytes
     zero = layout.sharding
@@ -170,8 +173,12 @@ def static_bytes(
         if layout.regathers_for_backward:
             weights = sharded(b.weights) + unsharded * b.weights
         grads += unsharded * b.grads
-    if layout.precision is Precision.FP8:  # sharded like the BF16 weights under ZeRO-3 without pipelining
-        weights += sharded(1.0) if layout.regathers_for_backward else params * 1.0
+    if layout.precision is Precision.FP8:
+        linears = params - end_params  # what Transformer Engine runs in FP8 (norm weights: < 0.01 % of them)
+        if layout.fp8_params is not Fp8Params.OFF:  # a distributed optimizer (never ZeRO-3): weights not sharded
+            weights -= linears * (b.weights - layout.fp8_params.weight_bytes)
+        else:  # the FP8 copy is sharded like the BF16 weights under ZeRO-3 without pipelining
+            weights += sharded(1.0) - end_params / layout.shards if layout.regathers_for_backward else linears
     return weights, grads, optimizer
 
 
@@ -205,15 +212,17 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
+    ends = rank_end_params(model, layout, shape)
     working = backward_working_set(model, layout)
     # The loss's transient sits on the ranks holding a pipeline's last stage, while no layer runs its backward
     loss_working = max(working, loss_transient_bytes(model, layout))
     ranks = []
     static: dict[tuple[float, float], tuple[float, float, float]] = {}  # ranks of an even split hold the same
     for r in range(shape.pp):
-        held = static.get((params[r], experts[r]))
+        key = (params[r], experts[r], ends[r])
+        held = static.get(key)
         if held is None:
-            held = static[params[r], experts[r]] = static_bytes(params[r], layout, model, experts[r])
+            held = static[key] = static_bytes(params[r], layout, model, experts[r], ends[r])
         weights, grads, optimizer = held
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
         transient = loss_working if any(shape.is_last_stage(stage) for stage in stages) else working

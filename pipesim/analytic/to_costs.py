@@ -81,7 +81,14 @@ from pipesim.analytic.kernels import (
 from pipesim.analytic.layout import Layout, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
-from pipesim.analytic.params import layer_expert_params, layer_params, stage_expert_params, stage_params
+from pipesim.analytic.params import (
+    embedding_params,
+    layer_expert_params,
+    layer_params,
+    output_params,
+    stage_expert_params,
+    stage_params,
+)
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
 from pipesim.sim.costs import COST_RANGE, CostModel, StageCosts, TimeUnit
@@ -194,6 +201,9 @@ class StageBreakdown:
     params: float  # per tp rank (the routed experts' also divided by ep)
     activation_bytes: float  # per microbatch, per tp (and cp) rank
     expert_params: float = 0.0  # the routed experts' part of ``params`` (per tp·ep rank)
+    # the embedding's and the output layer's part of ``params`` (per tp rank): what Transformer Engine does not
+    # run in FP8, so an FP8 run keeps no FP8 copy of them
+    end_params: float = 0.0
 
 
 def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakdown:
@@ -258,8 +268,11 @@ def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown,
         total = stage_params(model, stage, stages, layers, first)
         experts = stage_expert_params(model, stage, stages, layers, first)
         per_rank_experts = experts / (layout.tp * layout.ep)
+        ends = (embedding_params(model) if stage == 0 else 0) + (
+            output_params(model, stages) if stage == stages - 1 else 0)
         out.append(
-            StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts)
+            StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts,
+                           ends / layout.tp)
         )
         first += layers
     return tuple(out)
@@ -690,6 +703,12 @@ def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
     stages = stage_breakdowns(model, layout)
     return [sum(stages[s].expert_params for s in slices) for slices in shape.slices_by_rank]
+
+
+def rank_end_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
+    """The embedding's and output layer's part of :func:`rank_params` (per tp rank)."""
+    stages = stage_breakdowns(model, layout)
+    return [sum(stages[s].end_params for s in slices) for slices in shape.slices_by_rank]
 
 
 def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=None) -> CostModel:

@@ -12,7 +12,7 @@ BANDS: dict[str, tuple[float | None, int]] = {
     'hopper-fp8': (0.175, 44),
 }
 POOLED: tuple[float, int] = (0.172, 419)
-MEMORY: tuple[float, int, int] = (0.064, 90, 3)
+MEMORY: tuple[float, int, int] = (0.064, 99, 5)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
     ('cp',),
@@ -27,5 +27,6 @@ MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
     ('pp',),
     ('tp',),
+    ('tp', 'pp', 'cp'),
     ('zero-3',),
 )

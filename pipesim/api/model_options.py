@@ -54,6 +54,9 @@ class ModelOptions:
             tensor, each costing the host an operation per rank).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
+        fp8_params: with ``fp8`` and a distributed optimizer, the FP8 linears' weights kept in FP8 alone
+            (Megatron-LM's ``--fp8-param-gather``, NeMo's ``fp8_params``), no BF16 copy: ``"both"`` (the data and
+            its transpose, Transformer Engine 2.x: 2 bytes a parameter) or ``"rowwise"`` (TE 1.x: 1 byte).
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
@@ -97,6 +100,7 @@ class ModelOptions:
     zero_collectives: str | None = None
     cp: int | None = None
     fp8: bool | None = None
+    fp8_params: str | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
     column_input: str | None = None

@@ -15,6 +15,7 @@ from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
+    Fp8Params,
     Layout,
     Precision,
     Recompute,
@@ -102,7 +103,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
-        precision=Precision.FP8 if o.fp8 else Precision.BF16, async_tp=bool(o.async_tp),
+        precision=Precision.FP8 if o.fp8 else Precision.BF16, fp8_params=Fp8Params(o.fp8_params or "off"),
+        async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,

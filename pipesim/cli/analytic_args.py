@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    Fp8Params,
     GradAccumulation,
     LossKernel,
     Recompute,
@@ -123,7 +124,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--fp8", action="store_true", default=None,
-                       help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the weights")
+                       help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the FP8 linears' weights")
+    group.add_argument("--fp8-params", nargs="?", const=Fp8Params.BOTH.value, default=None,
+                       choices=[f.value for f in Fp8Params if f is not Fp8Params.OFF],
+                       help="with --fp8 and --distributed-optimizer: the FP8 linears' weights kept in FP8 alone, no "
+                       "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
+                       "and its transpose, Transformer Engine 2.x, 2 bytes a parameter) or rowwise (TE 1.x, 1 byte)")
     group.add_argument("--async-tp", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed")
     group.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=None,

@@ -26,7 +26,7 @@ from operator import attrgetter
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
 from pipesim.analytic.steady_state import StepBoundary, sync_latency
-from pipesim.analytic.to_costs import check_layout, rank_expert_params, rank_params, stage_breakdowns
+from pipesim.analytic.to_costs import check_layout, rank_end_params, rank_expert_params, rank_params, stage_breakdowns
 from pipesim.plan.evaluate import cost_model, schedule_traits
 from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape
@@ -69,13 +69,15 @@ def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     per_slice = [units * ((v * part.activation_bytes) or 0.0) for part in stage_breakdowns(model, layout)]
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
+    ends = rank_end_params(model, layout, shape)
     memory = 0.0
-    static: dict[tuple[float, float], float] = {}  # most ranks hold the same parameters (an even split)
+    static: dict[tuple[float, float, float], float] = {}  # most ranks hold the same parameters (an even split)
     for r in range(shape.pp):
         one_microbatch = min(per_slice[shape.slice_of(shape.stage(r, c))] for c in range(shape.chunks))
-        held = static.get((params[r], experts[r]))
+        key = (params[r], experts[r], ends[r])
+        held = static.get(key)
         if held is None:
-            held = static[params[r], experts[r]] = sum(static_bytes(params[r], layout, model, experts[r]))
+            held = static[key] = sum(static_bytes(params[r], layout, model, experts[r], ends[r]))
         memory = max(memory, held + one_microbatch)
     return memory / GIB
 

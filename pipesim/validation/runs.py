@@ -16,6 +16,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    Fp8Params,
     GradAccumulation,
     Layout,
     LossKernel,
@@ -60,6 +61,7 @@ class PublishedRun:
     zero: ZeroStage = ZeroStage.NONE
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED  # PER_LAYER: FSDP's SHARD_GRAD_OP as ZeRO-2
     precision: Precision = Precision.BF16
+    fp8_params: Fp8Params = Fp8Params.OFF  # FP8 runs: the linears' weights kept in FP8 alone (and how)
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
@@ -82,6 +84,9 @@ class PublishedRun:
     tokens_per_gpu: float | None = None
     step_s: float | None = None
     memory_gib: float | None = None
+    # the pipeline rank whose memory was published (MLPerf's logs: global rank 0's, the first stage's); None: the
+    # source gives the peak over the ranks, the figure pipesim reports as the peak
+    memory_rank: int | None = None
     note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -128,10 +133,17 @@ class Comparison:
         return self.report.step_time / self.published_step_s - 1
 
     @property
+    def predicted_memory_gib(self) -> float:
+        """pipesim's figure for what the source measured: the peak over the ranks, or the published rank's."""
+        ranks = self.report.memory.ranks
+        held = self.report.memory.peak if self.run.memory_rank is None else ranks[self.run.memory_rank]
+        return held.total / 2**30
+
+    @property
     def memory_error(self) -> float | None:
         if self.run.memory_gib is None:
             return None
-        return self.report.memory.peak.total / 2**30 / self.run.memory_gib - 1
+        return self.predicted_memory_gib / self.run.memory_gib - 1
 
 
 def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
@@ -152,6 +164,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
+                    fp8_params=run.fp8_params,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
                     column_input=run.column_input,
@@ -188,6 +201,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--zero-collectives", run.zero_collectives.value]
     if run.precision is Precision.FP8:
         argv.append("--fp8")
+    if run.fp8_params is not Fp8Params.OFF:
+        argv += ["--fp8-params", run.fp8_params.value]
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
     if run.async_tp:

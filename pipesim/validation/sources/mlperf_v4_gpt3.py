@@ -22,14 +22,18 @@ graphs (``LAYER_CUDA_GRAPH=1``); v4.1 Eos pp 8 × v 6 at micro-batch 2 (at 512 G
 (``distributed_fused_adam``: ``overlap_grad_sync``, ``overlap_param_sync``, ``grad_sync_dtype: bf16``),
 ``sequence_parallel`` and ``overlap_p2p_comm`` true, no activation checkpointing. The model as v3.x.
 
-Not modelled, stated: FP8 parameters, CUDA graphs (the 10k-GPU rows), v4.1's deferred embedding weight
-gradient, the 512-GPU v4.1 row's clock boost. Uncertain: Oracle's RoCE fabric (OCI's 8 × 400 Gb/s per node,
+Stated and modelled since: the FP8 parameters (``FP8_PARAMS``: ``fp8_params``, kept as Transformer Engine 1.x
+kept them, the data alone: ``Fp8Params.ROWWISE``, inferred from the 2024 containers, which predate TE 2.0; memory
+only, and none is published). Not modelled, stated: the parameter all-gather in FP8 (half its bytes, overlapped
+either way), CUDA graphs (the 10k-GPU rows), v4.1's deferred embedding weight gradient, the 512-GPU v4.1 row's
+clock boost. Uncertain: Oracle's RoCE fabric (OCI's 8 × 400 Gb/s per node,
 taken as the ``h100-sxm`` preset's) at 384 nodes.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to. One source for both
 rounds when left out (NVIDIA's code of 2024, four software builds a half year apart at most).
 """
 
+from pipesim.analytic.layout import Fp8Params
 from pipesim.validation.sources.mlperf_v31_gpt3 import mlperf_gpt3_row
 
 SOURCE = "MLPerf Training v4.0/v4.1 GPT-3 175B, NVIDIA Eos (NeMo 24.04/24.09 FP8)"
@@ -45,5 +49,5 @@ LOGGED = [
 LOGGED_MICROBATCHES = [steps for _, _, _, steps, *_ in LOGGED]
 
 ROWS = [mlperf_gpt3_row(ORACLE if "oracle" in platform else SOURCE, gpus, batch, seconds, platform, pp=pp,
-                        chunks=v, micro_batch=b)
+                        chunks=v, micro_batch=b, fp8_params=Fp8Params.ROWWISE)
         for platform, gpus, batch, _, pp, v, b, seconds in LOGGED]

@@ -23,36 +23,52 @@ two elsewhere: ``first_last=1``); ``config_common.sh``: ``FP8=True`` (delayed sc
 cross-entropy. The systems' descriptions (``systems/*.json``): 8 H100-SXM5-80GB (Nebius: H200-SXM5-141GB) per
 node with NVSwitch and 8 ConnectX-7 NDR 400 Gb/s (the ``h100-sxm`` and ``h200`` presets).
 
-Not modelled, stated: the parameters gathered in FP8 (``FP8_PARAMS``: half the all-gather's bytes, overlapped
-with the forward either way), the embedding's weight gradient deferred to the pipeline flush
+Memory: each log's ``max_memory_usage`` after every training block, the same value in all three logs of a
+system (58.817 GiB at 512 Eos GPUs down to 50.901 at 8,192; Nebius 109.067 and 104.846). What it is, from
+``mlperf_common`` (NVIDIA's logging package, ``mlperf_common/callbacks/logging.py``, commit 53f892f of
+2025-02-27, "Display max memory usage in GB"): ``round(torch.cuda.max_memory_allocated() / (1024*1024*1024), 3)``
+logged by global rank 0 alone (``MLLoggerWrapper``'s unique log rank): GiB allocated on the first pipeline
+stage (``memory_rank=0``). ``FP8_PARAMS=True`` keeps the linears' weights in FP8 alone; the image is
+``nvcr.io/nvidia/pytorch:25.01-py3`` with its own Transformer Engine (``TE_REVISION=SKIP``), which predates TE
+2.0 (tagged 2025-02-12), so, inferred: TE 1.x, which keeps the FP8 data alone (``Fp8Params.ROWWISE``).
+
+Not modelled, stated: the parameters gathered in FP8 (half the all-gather's bytes, overlapped with the forward
+either way), the embedding's weight gradient deferred to the pipeline flush
 (``DEFER_EMBEDDING_WGRAD_COMPUTE``), NVLink SHARP and multicast for the TP overlap (``MC_TP_OVERLAP_AG/RS``).
 Uncertain: how much of this software's speed (NeMo 25.01, a year and a half after MLPerf v3.1's) pipesim's
 kernel rates, chosen on 2023–2024 runs, miss. The GB200 submissions of the same round are left out: no GB200
 preset (an NVLink domain of 72) exists to simulate them on.
 
-Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to. No memory is published.
+Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to; the memory column was read
+a release later, with the FP8-parameter mechanism (whose byte counts come from Transformer Engine's code, not
+from these rows; before it pipesim was +18…+20 % here).
 """
 
-from pipesim.analytic.layout import Precision, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Precision, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.0 Llama 3.1 405B, NVIDIA Eos (HGX H100, NeMo 25.01 FP8)"
 # Nebius's H200 cluster is another system (and chip): its own ranking group, the same source when left out.
 NEBIUS = "MLPerf Training v5.0 Llama 3.1 405B on Nebius H200, NeMo 25.01 FP8"
 
-# (system, chip, tp, GPUs, global batch in sequences, gradient accumulation steps as logged, median step in s)
+# (system, chip, tp, GPUs, global batch in sequences, gradient accumulation steps as logged, median step in s,
+#  max_memory_usage in GiB as logged by global rank 0)
 LOGGED = [
-    ("eos-dfw_n64", "h100-sxm", 8, 512, 1152, 288, 55.14), ("eos-dfw_n256", "h100-sxm", 8, 2048, 1152, 72, 14.22),
-    ("eos-dfw_n304", "h100-sxm", 8, 2432, 1216, 64, 12.71), ("eos-dfw_n320", "h100-sxm", 8, 2560, 1120, 56, 11.17),
-    ("eos-dfw_n1024", "h100-sxm", 8, 8192, 1536, 24, 5.18),
-    ("nebius_n64", "h200", 4, 512, 1152, 144, 50.02), ("nebius_n128", "h200", 4, 1024, 1152, 72, 25.36),
+    ("eos-dfw_n64", "h100-sxm", 8, 512, 1152, 288, 55.14, 58.817),
+    ("eos-dfw_n256", "h100-sxm", 8, 2048, 1152, 72, 14.22, 52.484),
+    ("eos-dfw_n304", "h100-sxm", 8, 2432, 1216, 64, 12.71, 52.151),
+    ("eos-dfw_n320", "h100-sxm", 8, 2560, 1120, 56, 11.17, 52.062),
+    ("eos-dfw_n1024", "h100-sxm", 8, 8192, 1536, 24, 5.18, 50.901),
+    ("nebius_n64", "h200", 4, 512, 1152, 144, 50.02, 109.067),
+    ("nebius_n128", "h200", 4, 1024, 1152, 72, 25.36, 104.846),
 ]
-LOGGED_MICROBATCHES = [steps for *_, steps, _ in LOGGED]
+LOGGED_MICROBATCHES = [row[5] for row in LOGGED]
 
 ROWS = [
     PublishedRun(NEBIUS if chip == "h200" else SOURCE, "llama3.1-405b", chip, gpus, batch, tp=tp, pp=8, cp=2,
                  chunks=8, micro_batch=1, seq_len=8192, schedule="interleaved", sequence_parallel=True,
-                 zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, overlap_p2p=True, async_tp=True, fp16_grads=True,
-                 overlap_grad_reduce=True, overlap_param_gather=True, first_last=1, step_s=seconds, note=system)
-    for system, chip, tp, gpus, batch, _, seconds in LOGGED
+                 zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, fp8_params=Fp8Params.ROWWISE, overlap_p2p=True,
+                 async_tp=True, fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, first_last=1,
+                 step_s=seconds, memory_gib=memory, memory_rank=0, note=system)
+    for system, chip, tp, gpus, batch, _, seconds, memory in LOGGED
 ]
