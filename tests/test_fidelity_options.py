@@ -19,16 +19,16 @@ from pipesim.analytic.kernels import (
     layer_times,
     wave_efficiency,
 )
-from pipesim.analytic.layout import Fp8Params, Layout, Precision, ZeroCollectives, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import embedding_params, largest_layer_params, layer_params, output_params
 from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
 from pipesim.analytic.steady_state import StepBoundary, lone_step_is_steady, multi_step_time, steady_state_step_time
-from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
+from pipesim.analytic.to_costs import build_cost_model, recomputed_layers, stage_breakdown, stage_time_parts
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
 from pipesim.program.build import build_program
@@ -233,6 +233,33 @@ def test_cli_step_boundary_and_steps(capsys):
 
 
 # --- FP8, ZeRO, CP, async TP -----------------------------------------------------------------------------
+def test_partial_recomputation_by_hand():
+    """Megatron's block method (--recompute-layers r): a stage's first r of n layers recomputed in full, the rest
+    keeping their activations, so each per-layer quantity is r/n of full recomputation's and the rest of none's
+    (Llama 2 13B at tp 2 on H100, where no host floor binds), the recomputed FLOPs count r layers a stage, and
+    r ≥ n is full recomputation."""
+    model = MODEL_PRESETS["llama2-13b"]  # 40 layers: 20 a stage at pp 2
+    none = Layout(tp=2, pp=2, microbatches=4, sequence_parallel=True)
+    full = replace(none, recompute=Recompute.FULL)
+    part = replace(full, recompute_layers=5)
+    share = 5 / 20
+    for stage in (0, 1):
+        act = {k: stage_breakdown(model, lay, stage).activation_bytes for k, lay in (("n", none), ("f", full),
+                                                                                   ("p", part))}
+        assert act["p"] == pytest.approx(act["n"] + share * (act["f"] - act["n"]), rel=1e-12)
+        t = {k: stage_time_parts(model, H100, lay)[stage] for k, lay in (("n", none), ("f", full), ("p", part))}
+        for field in ("compute", "exposed_comm", "backward_pass"):
+            n, f, p = (getattr(t[k], field) for k in "nfp")
+            assert p == pytest.approx(n + share * (f - n), rel=1e-9), field
+        assert t["p"].forward_pass == t["f"].forward_pass == t["n"].forward_pass
+    assert recomputed_layers(model, part) == {LayerKind.DENSE: 10, LayerKind.MOE: 0}
+    assert recomputed_layers(model, full) is None
+    whole = replace(full, recompute_layers=20)
+    assert build_cost_model(model, H100, whole) == build_cost_model(model, H100, full)
+    with pytest.raises(PipesimError, match="--recompute full"):
+        replace(none, recompute_layers=2)
+
+
 def test_fp8_weights_by_hand():
     """1,000 parameters on a rank, 100 of them the embedding's and output layer's, which Transformer Engine
     leaves in BF16: an FP8 run keeps BF16 weights and an FP8 copy of the linears; with FP8 parameters the

@@ -71,6 +71,7 @@ _OTHER = {
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
+    "recompute_layers": 1,
 }
 
 
@@ -114,7 +115,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input") else {}),
                       **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}),
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
-                         else {}))
+                         else {}),
+                      **({"recompute": _other("recompute")} if name == "recompute_layers" else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining

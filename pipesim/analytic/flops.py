@@ -104,12 +104,17 @@ def lm_head_flops(model: ModelSpec) -> PassFlops:
     return PassFlops(logits, logits, logits)
 
 
-def model_flops_per_microbatch(model: ModelSpec, layout: Layout) -> PassFlops:
-    """All layers plus the LM head, for one microbatch of one pipeline (sum of model and hardware FLOPs)."""
+def model_flops_per_microbatch(model: ModelSpec, layout: Layout,
+                               recomputed: dict[LayerKind, int] | None = None) -> PassFlops:
+    """All layers plus the LM head, for one microbatch of one pipeline (sum of model and hardware FLOPs).
+    ``recomputed``: per kind, how many layers recompute (``Layout.recompute_layers``: the others do not); None,
+    every layer as the layout says."""
     head = lm_head_flops(model)
     kinds = model.layer_kinds()
     layers = [(kinds.count(kind), layer_flops(model, layout, kind)) for kind in LayerKind if kind in kinds]
+    again = [(kinds.count(kind) if recomputed is None else recomputed[kind], f)
+             for kind, (_, f) in zip([k for k in LayerKind if k in kinds], layers, strict=True)]
     return PassFlops(sum(n * f.forward for n, f in layers) + head.forward,
                      sum(n * f.backward_input for n, f in layers) + head.backward_input,
                      sum(n * f.backward_weight for n, f in layers) + head.backward_weight,
-                     sum(n * f.recompute for n, f in layers))
+                     sum(n * f.recompute for n, f in again))

@@ -197,6 +197,11 @@ class Layout:
     chunks: int = 1  # v, model chunks per pipeline rank
     microbatches: int = 1  # per pipeline per step (m)
     recompute: Recompute = Recompute.NONE
+    # Under full recomputation, how many layers of each model chunk are recomputed, the first ones (Megatron-Core's
+    # recompute_method "block": "recompute the input activations for only a set number of transformer layers per
+    # pipeline stage. The rest of the layers in the pipeline stage will not have any activations recomputed",
+    # TransformerConfig; per TransformerBlock, so per virtual stage under interleaving). None: every layer.
+    recompute_layers: int | None = None
     sequence_parallel: bool = False  # Korthikanti et al. 2023 §4.2.2: norms/dropout sharded along sequence
     distributed_optimizer: bool = False  # ZeRO-1 / Megatron distributed optimizer: optimizer state / (dp·cp)
     attention: AttentionKernel = AttentionKernel.FUSED
@@ -286,6 +291,11 @@ class Layout:
                 "--zero-collectives per-tensor is DeepSpeed's 2021 ZeRO-3 (one collective per parameter tensor), "
                 f"which has no pipelining; it needs --zero 3 and --pp 1 (got --zero {int(self.asked_sharding)}, "
                 f"--pp {self.pp}): set those or drop it")
+        if self.recompute_layers is not None and (self.recompute is not Recompute.FULL or self.recompute_layers < 1):
+            raise PipesimError(
+                f"--recompute-layers {self.recompute_layers} recomputes that many layers of each model chunk in full "
+                "(Megatron's --recompute-method block --recompute-num-layers N): it needs --recompute full and N ≥ 1; "
+                "add --recompute full or drop it")
         if self.fp8_params is not Fp8Params.OFF and (self.precision is not Precision.FP8
                                 or not ZeroStage.OPTIMIZER <= self.asked_sharding <= ZeroStage.GRADIENTS):
             raise PipesimError(

@@ -128,6 +128,8 @@ def remedies(layout: Layout) -> list[str]:
     options = ["raise --tp/--pp"]
     if layout.recompute is not Recompute.FULL:
         options.append("use --recompute " + ("full" if layout.recompute is Recompute.SELECTIVE else "selective/full"))
+    elif layout.recompute_layers is not None:
+        options.append("raise --recompute-layers (or drop it: every layer recomputed)")
     if layout.tp > 1 and not layout.sequence_parallel:
         options.append("add --sequence-parallel")
     if layout.sharding < ZeroStage.PARAMETERS:
@@ -196,7 +198,7 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     return (
         max(
-            2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE), kind)
+            2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE, recompute_layers=None), kind)
             - layer_activation_bytes(model, layout, kind)
             for kind in kinds
         )

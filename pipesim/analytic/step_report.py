@@ -24,7 +24,7 @@ from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import active_params, total_params
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.analytic.time_breakdown import RankTime, rank_times
-from pipesim.analytic.to_costs import stage_layer_counts
+from pipesim.analytic.to_costs import recomputed_layers, stage_layer_counts
 from pipesim.program.ir import OP_CODE, Op, PipelineShape
 from pipesim.sim.simulator import SimulationResult
 
@@ -105,7 +105,8 @@ class StepReport:
             "chip": self.chip.to_dict(),
             "layout": {"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "chunks": lay.chunks,
                        "microbatches": lay.microbatches, "world_size": lay.world_size,
-                       "recompute": lay.recompute.value, "sequence_parallel": lay.sequence_parallel,
+                       "recompute": lay.recompute.value, "recompute_layers": lay.recompute_layers,
+                       "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
                        "elementwise": lay.elementwise.value, "loss": lay.loss.value,
                        "grad_accumulation": lay.grad_accumulation.value,
@@ -172,7 +173,7 @@ def step_report(
     """``step_time``: the steady-state seconds per step (:mod:`.steady_state`); default the one step's makespan.
     ``memory``: :func:`memory_report` of this configuration when the caller has it already (it depends on the
     instruction order alone, never on the timing, so one made from an untimed result is the same)."""
-    per_mb = model_flops_per_microbatch(model, layout)
+    per_mb = model_flops_per_microbatch(model, layout, recomputed_layers(model, layout))
     replicas_mb = layout.dp * layout.microbatches
     step = result.metrics.makespan if step_time is None else step_time
     return StepReport(
@@ -209,7 +210,9 @@ def report_text(report: StepReport) -> str:
         *([f"expert parallelism: {m.experts // lay.ep} experts per rank, expert gradients sync over "
            f"dp·cp/ep = {lay.expert_shards} ranks, routing imbalance {lay.moe_imbalance:g}× (most-loaded rank / "
            f"mean); expert tensor parallelism = tp"] if m.is_moe else []),
-        f"recompute {lay.recompute.value}, sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
+        f"recompute {lay.recompute.value}"
+        f"{f' (the first {lay.recompute_layers} layers of each chunk)' if lay.recompute_layers else ''}"
+        f", sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"
         f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"

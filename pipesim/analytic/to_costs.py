@@ -78,7 +78,7 @@ from pipesim.analytic.kernels import (
     layer_times,
     linear_times,
 )
-from pipesim.analytic.layout import Layout, ZeroStage
+from pipesim.analytic.layout import Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import (
@@ -123,6 +123,42 @@ def _kind_counts_per_stage(model: ModelSpec, counts: tuple[int, ...]) -> tuple[t
         out.append(tuple((kind, own.count(kind)) for kind in LayerKind if kind in own))
         first += n
     return tuple(out)
+
+
+LayerGroup = tuple[LayerKind, int, Layout]  # (kind, layers of that kind, the layout they run under)
+
+
+@lru_cache(maxsize=4096)
+def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[LayerGroup, ...]:
+    """The stage's layers by kind and by the recomputation they run under. Under ``layout.recompute_layers``
+    (Megatron's block method) the stage's first N layers are recomputed in full and the others keep their
+    activations: two groups, each under a layout of its own (``recompute_layers`` cleared, so every per-layer
+    model reads it as it reads any layout); otherwise one group per kind, under ``layout``."""
+    counts = stage_layer_counts(model, layout)
+    n = layout.recompute_layers
+    if n is None or n >= counts[stage]:
+        whole = layout if n is None else replace(layout, recompute_layers=None)
+        return tuple((kind, count, whole) for kind, count in _kind_counts_per_stage(model, counts)[stage])
+    first = sum(counts[:stage])
+    kinds = model.layer_kinds()
+    recomputed, kept = kinds[first : first + n], kinds[first + n : first + counts[stage]]
+    full = replace(layout, recompute_layers=None)
+    none = replace(layout, recompute=Recompute.NONE, recompute_layers=None)
+    return (tuple((kind, recomputed.count(kind), full) for kind in LayerKind if kind in recomputed)
+            + tuple((kind, kept.count(kind), none) for kind in LayerKind if kind in kept))
+
+
+def recomputed_layers(model: ModelSpec, layout: Layout) -> dict[LayerKind, int] | None:
+    """Per kind, the layers a microbatch recomputes through the whole model under ``recompute_layers``; None
+    when every layer runs under the layout's own recomputation."""
+    if layout.recompute_layers is None:
+        return None
+    counts: dict[LayerKind, int] = dict.fromkeys(LayerKind, 0)
+    for stage in range(layout.num_stages):
+        for kind, n, group in stage_layer_groups(model, layout, stage):
+            if group.recompute is Recompute.FULL:
+                counts[kind] += n
+    return counts
 
 
 def stage_first_layer(model: ModelSpec, layout: Layout, stage: int) -> int:
@@ -239,6 +275,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.ep,
         layout.sequence_parallel,
         layout.recompute,
+        layout.recompute_layers,
         layout.attention,
         layout.elementwise,  # eager modules keep more activations (activations._eager_kept)
         layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
@@ -249,16 +286,16 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
 def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
     stages = layout.num_stages
     counts = stage_layer_counts(model, layout)
-    kind_counts = _kind_counts_per_stage(model, counts)
-    activation = {
-        kind: layer_activation_bytes(model, layout, kind)
-        for kind in LayerKind
-        if any(kind is k for per_stage in kind_counts for k, _ in per_stage)
-    }
+    activation: dict[tuple[LayerKind, Layout], float] = {}  # one layer's bytes by kind and its group's layout
     out = []
     first = 0
     for stage, layers in enumerate(counts):
-        act = sum(n * activation[kind] for kind, n in kind_counts[stage])
+        act = 0.0
+        for kind, n, group in stage_layer_groups(model, layout, stage):
+            one = activation.get((kind, group))
+            if one is None:
+                one = activation[kind, group] = layer_activation_bytes(model, group, kind)
+            act += n * one
         if stage == 0:
             act += embedding_activation_bytes(model, layout)
         if stage == stages - 1:
@@ -441,20 +478,22 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
 
 
 def _stage_parts(
-    model: ModelSpec, layout: Layout, stage: int, costs: _LayerCosts
+    model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts
 ) -> tuple[PassTimes, LayerComm, LayerComm]:
     """The stage's pass times (its layers, plus the LM head on the last stage), its exposed communication and
-    its all-to-all."""
-    counts = stage_kind_counts(model, layout, stage)
+    its all-to-all. ``costs``: the layout's own layer costs; a group of layers under another layout (partial
+    recomputation, :func:`stage_layer_groups`) reads its own."""
+    groups = [(kind, n, costs if group is layout else _layer_costs(model, chip, group))
+              for kind, n, group in stage_layer_groups(model, layout, stage)]
 
-    def total(values: Layers, attribute: str) -> float:
-        return sum(n * getattr(values[kind], attribute) for kind, n in counts.items())
+    def total(part: str, attribute: str) -> float:
+        return sum(n * getattr(getattr(own, part)[kind], attribute) for kind, n, own in groups)
 
     passes = PassTimes(
-        total(costs.passes, "forward"),
-        total(costs.passes, "backward_input"),
-        total(costs.passes, "backward_weight"),
-        total(costs.passes, "recompute"),
+        total("passes", "forward"),
+        total("passes", "backward_input"),
+        total("passes", "backward_weight"),
+        total("passes", "recompute"),
     )
     if stage == layout.num_stages - 1:
         head = costs.head
@@ -466,9 +505,8 @@ def _stage_parts(
         )
     return (
         passes,
-        LayerComm(total(costs.comm, "forward"), total(costs.comm, "backward"),
-                  total(costs.comm, "hidden_by_weight_grad")),
-        LayerComm(total(costs.a2a, "forward"), total(costs.a2a, "backward")),
+        LayerComm(total("comm", "forward"), total("comm", "backward"), total("comm", "hidden_by_weight_grad")),
+        LayerComm(total("a2a", "forward"), total("a2a", "backward")),
     )
 
 
@@ -476,8 +514,8 @@ def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage:
     """Host time to issue the stage's kernels per pass (:func:`~pipesim.analytic.kernels.layer_kernel_counts`,
     the LM head on the last stage, the embedding on the first)."""
     kernels = PassKernels(0, 0, 0)
-    for kind, n in stage_kind_counts(model, layout, stage).items():
-        kernels = kernels + layer_kernel_counts(model, layout, kind).scaled(n)
+    for kind, n, group in stage_layer_groups(model, layout, stage):
+        kernels = kernels + layer_kernel_counts(model, group, kind).scaled(n)
     if stage == layout.num_stages - 1:
         kernels = kernels + HEAD_KERNELS
     if stage == 0:
@@ -521,14 +559,14 @@ def _host_floor(passes: PassTimes, exposed: LayerComm, a2a: LayerComm, host: Pas
 
 def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
     part = stage_breakdown(model, layout, stage)
-    passes, exposed, a2a = _stage_parts(model, layout, stage, costs)
+    passes, exposed, a2a = _stage_parts(model, chip, layout, stage, costs)
     seconds = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, stage))
     # Summing the microbatches' weight gradients (autograd's .grad +=) follows the weight-gradient GEMMs.
     accumulate = grad_accumulation_time(part.params, layout, chip)
     forward, backward_input = seconds.forward, seconds.backward_input
     backward_weight, backward = seconds.backward_weight + accumulate, seconds.backward + accumulate
-    kept_for_w = sum(n * linear_input_bytes(model, layout, kind)
-                     for kind, n in stage_kind_counts(model, layout, stage).items()) / layout.cp
+    kept_for_w = sum(n * linear_input_bytes(model, group, kind)
+                     for kind, n, group in stage_layer_groups(model, layout, stage)) / layout.cp
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
     # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
     v = layout.chunks
@@ -554,12 +592,11 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
     """:func:`_stage_costs` of every stage, computed once per distinct stage: a stage's values follow from how
     many layers of each kind it holds and whether it is the first (embedding) or the last (LM head), so the
     middle stages of an even split share one (the same object, the same floats)."""
-    kind_counts = _kind_counts_per_stage(model, stage_layer_counts(model, layout))
     last = layout.num_stages - 1
     made: dict[tuple, StageCosts] = {}
     result = []
     for s in range(layout.num_stages):
-        key = (kind_counts[s], s == 0, s == last)
+        key = (stage_layer_groups(model, layout, s), s == 0, s == last)
         value = made.get(key)
         if value is None:
             value = made[key] = _stage_costs(model, chip, layout, s, costs)
@@ -671,7 +708,7 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     check_layout(model, layout, chip)
     shape = _shape_of(layout, shape)
     costs = _layer_costs(model, chip, layout)
-    parts = [_stage_parts(model, layout, s, costs) for s in range(layout.num_stages)]
+    parts = [_stage_parts(model, chip, layout, s, costs) for s in range(layout.num_stages)]
     sends = [(0.0, 0.0)] * (layout.num_stages - 1)
     if not layout.overlap_p2p:
         sends = _boundary_sends(

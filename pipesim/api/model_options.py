@@ -28,6 +28,8 @@ class ModelOptions:
         dp: data-parallel degree (default 1).
         recompute: ``"none"`` (default), ``"selective"``, ``"full"`` or ``"per-op"`` (torchtitan's per-op
             selective checkpointing) activation recomputation.
+        recompute_layers: with ``recompute="full"``, only the first N layers of each model chunk are recomputed
+            (Megatron's ``--recompute-method block --recompute-num-layers N``; default every layer).
         sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``; always on with
             ``framework="torchtitan"`` at ``tp > 1``, whose TP plan shards every norm).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
@@ -82,6 +84,7 @@ class ModelOptions:
     dp: int | None = None
     framework: str | None = None
     recompute: str | None = None
+    recompute_layers: int | None = None
     sequence_parallel: bool | None = None
     distributed_optimizer: bool | None = None
     attention: str | None = None

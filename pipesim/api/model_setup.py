@@ -93,7 +93,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
         model_copies=shape.pipelines,
-        recompute=framework.recompute(asked),
+        recompute=framework.recompute(asked), recompute_layers=o.recompute_layers,
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),

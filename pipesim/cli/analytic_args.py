@@ -61,6 +61,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="activation recomputation (default none): selective (the attention core, Korthikanti "
                        "et al.), full (each layer from its input) or per-op (torchtitan's selective checkpointing: "
                        "keeps attention and every other matmul output)")
+    group.add_argument("--recompute-layers", type=positive_int, default=None, metavar="N",
+                       help="with --recompute full: only the first N layers of each model chunk are recomputed, the "
+                       "others keep their activations (Megatron's --recompute-method block --recompute-num-layers N; "
+                       "default: every layer)")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
                        help="shard norms/dropout along the sequence (Korthikanti et al. 2023)")
     group.add_argument("--distributed-optimizer", action="store_true", default=None,

@@ -57,6 +57,7 @@ def test_costs_file_calibrated_for_more_stages_says_so(tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "names"), [
+    (["simulate", "--model", "llama3.1-8b", "--recompute-layers", "2"], ("--recompute-layers 2", "--recompute full")),
     (["simulate", "--model", "llama3.1-8b", "--fp8-params"], ("--fp8-params", "add --fp8")),
     (["simulate", "--model", "llama3.1-8b", "--fp8", "--fp8-params"], ("--fp8-params", "--distributed-optimizer")),
     (["simulate", "--model", "llama3.1-8b", "--fp8", "--dp", "2", "--zero", "3", "--fp8-params", "rowwise"],
