@@ -219,7 +219,7 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
     # The loss's transient sits on the ranks holding a pipeline's last stage, while no layer runs its backward
     loss_working = max(working, loss_transient_bytes(model, layout))
     ranks = []
-    static: dict[tuple[float, float], tuple[float, float, float]] = {}  # ranks of an even split hold the same
+    static: dict[tuple[float, float, float], tuple[float, float, float]] = {}  # an even split's ranks hold the same
     for r in range(shape.pp):
         key = (params[r], experts[r], ends[r])
         held = static.get(key)
