@@ -484,3 +484,27 @@ def test_layers_that_do_not_split_evenly_get_megatrons_lighter_ends():
     assert "--account-for-embedding-in-pipeline-split" in argv and "--account-for-loss-in-pipeline-split" in argv
     assert argv[argv.index("--num-virtual-stages-per-pipeline-rank") + 1] == "4"
     assert "--num-layers-per-virtual-pipeline-stage" not in argv
+
+
+def test_plan_keeps_fp8_parameters_where_a_distributed_optimizer_runs_fp8(capsys):
+    """``fp8_params`` reaches the FP8 candidates with ZeRO-1 and no others: their peak drops by 2 bytes of every
+    linear parameter (rowwise) and nothing else moves; the Megatron line carries --fp8-param-gather; the header
+    names it."""
+    from pipesim.api.planning import plan
+
+    space = dict(_SMALL_SPACE, precision=("fp8", "bf16"))
+    copy = plan("llama2-13b", 16, 64, top=3, **space)
+    rowwise = plan("llama2-13b", 16, 64, top=3, fp8_params="rowwise", **space)
+    peaks = {o.candidate: o.evaluation.peak_gib for o in copy.search.outcomes if o.evaluation is not None}
+    lower = {o.candidate: o.evaluation.peak_gib for o in rowwise.search.outcomes if o.evaluation is not None}
+    common = peaks.keys() & lower.keys()
+    takes = [c for c in common if c.precision is Precision.FP8 and c.zero is ZeroStage.OPTIMIZER]
+    assert takes and all(lower[c] < peaks[c] for c in takes)
+    assert all(lower[c] == peaks[c] for c in common if c not in takes)  # BF16, or nothing sharded (dp = 1)
+    assert all(_step_times(rowwise)[c] == _step_times(copy)[c] for c in common)  # memory only
+    assert "FP8 parameters (rowwise)" in rowwise.header() and "FP8 parameters" not in copy.header()
+    argv = [*_LLAMA2_13B_ON_16[:-10], "--schedules", "1f1b", "--recompute", "none", "--zero", "1", "--precision",
+            "fp8", "--cp", "1", "--micro-batch-sizes", "1", "--fp8-params", "-q", "--top", "1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "--fp8-param-gather" in out and "FP8 parameters (both)" in out

@@ -8,6 +8,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    Fp8Params,
     GradAccumulation,
     LossKernel,
     Precision,
@@ -48,6 +49,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append(request.column_input.summary)
     if request.grad_accumulation is not GradAccumulation.FUSED:
         said.append("gradients summed by autograd every microbatch")
+    if request.fp8_params is not Fp8Params.OFF:
+        said.append(f"FP8 parameters ({request.fp8_params.value}) where a distributed optimizer runs FP8")
     return f", {' and '.join(said)}" if said else ""
 
 
@@ -78,7 +81,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults
-            line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync)
+            line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
+                                 request.fp8_params_of(c))
             lines.append(f"   megatron: {line}")
     if any(o.candidate.precision is Precision.FP8 for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 candidate's MFU can pass what BF16 could reach)")

@@ -18,6 +18,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    Fp8Params,
     LossKernel,
     Precision,
     Recompute,
@@ -221,6 +222,7 @@ def plan_request(
     zero_collectives: str | ZeroCollectives | None = None,
     overlap_tp_dgrad: bool | None = None,
     column_input: str | ColumnInput | None = None,
+    fp8_params: str | Fp8Params | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
 
@@ -267,6 +269,7 @@ def plan_request(
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, column_input=defaults.column_input,
         grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
+        fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
     )
 
 
@@ -335,7 +338,10 @@ def plan(
             waits; not searched), ``column_input`` (under sequence parallelism, where the column-parallel linears'
             weight gradients get their gathered input: "regather", Megatron-LM's and Transformer Engine's second
             all-gather beside the input-gradient GEMM; "regather-blocking", nanotron's, waited for; "saved",
-            PyTorch DTensor's, the gathered input kept; not searched).
+            PyTorch DTensor's, the gathered input kept; not searched), ``fp8_params`` ("both" or "rowwise": the FP8
+            candidates with a distributed optimizer keep their linears' weights in FP8 alone, as Megatron-LM's
+            ``--fp8-param-gather`` does, with the transpose as Transformer Engine 2.x keeps it or without; not
+            searched).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 
-from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 
@@ -75,10 +75,12 @@ def megatron_gap(candidate: Candidate) -> str | None:
 
 
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
-                  overlap_p2p: bool = True, overlap_dp_sync: bool = False) -> list[str] | None:
+                  overlap_p2p: bool = True, overlap_dp_sync: bool = False,
+                  fp8_params: Fp8Params = Fp8Params.OFF) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
     ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
-    reduce and (with the distributed optimizer) parameter gather."""
+    reduce and (with the distributed optimizer) parameter gather; ``fp8_params``: the FP8 parameters the
+    candidate keeps (``--fp8-param-gather``)."""
     c = candidate
     if megatron_gap(c) is not None:
         return None
@@ -142,12 +144,14 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     args.append("--bf16")
     if c.precision is Precision.FP8:
         args += ["--fp8-format", "hybrid"]
+        if fp8_params is not Fp8Params.OFF:
+            args.append("--fp8-param-gather")
     return args
 
 
 def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
-                  overlap_dp_sync: bool = False) -> str:
-    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync)
+                  overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF) -> str:
+    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params)
     if argv is None:
         return f"({megatron_gap(candidate)})"
     return "pretrain_gpt.py " + shlex.join(argv)

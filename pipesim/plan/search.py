@@ -141,6 +141,7 @@ class PlanResult:
                 "pareto": id(o) in front,
                 "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
                 "overlap_dp_sync": self.request.overlap_dp_sync,
+                "fp8_params": self.request.fp8_params_of(o.candidate).value,
                 "step_time_band": band_of(o, self.request.chip),
                 "within_band_of_best": id(o) in close,
                 "may_not_fit": near_cap(o, self.request.cap_gib),

@@ -38,6 +38,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    Fp8Params,
     GradAccumulation,
     Layout,
     LossKernel,
@@ -106,6 +107,9 @@ class PlanRequest:
     overlap_dp_sync: bool = True
     # Expert-parallel degrees to consider (MoE models); None: every one that divides dp·cp and the experts.
     expert_parallel: tuple[int, ...] | None = None
+    # FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone (Layout.fp8_params,
+    # Megatron-LM's --fp8-param-gather; not searched); OFF: a BF16 weight and an FP8 copy.
+    fp8_params: Fp8Params = Fp8Params.OFF
 
     def __post_init__(self) -> None:
         for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks", "min_cp_tokens"):
@@ -133,6 +137,12 @@ class PlanRequest:
                     "(experts: 0); drop --ep or use a MoE model (pipesim models)"
                 )
 
+    def fp8_params_of(self, candidate: Candidate) -> Fp8Params:
+        """:attr:`fp8_params` where the candidate can keep FP8 parameters, else OFF."""
+        c = candidate
+        takes = c.precision is Precision.FP8 and ZeroStage.OPTIMIZER <= c.zero <= ZeroStage.GRADIENTS
+        return self.fp8_params if takes else Fp8Params.OFF
+
     @property
     def cap_gib(self) -> float:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
@@ -145,13 +155,14 @@ class PlanRequest:
         ``overlap_dp_sync`` the gradient reduce runs beside the last backward, and the parameter gather beside
         the first forward where the optimizer state is sharded. ``zero_collectives`` applies to the candidates
         it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per layer or ZeRO-3 per tensor, without pipelining);
-        every other candidate keeps the buckets."""
+        every other candidate keeps the buckets. ``fp8_params`` applies to the FP8 candidates whose optimizer state
+        is sharded without sharding the weights (ZeRO 1–2), as Megatron-LM's --fp8-param-gather needs."""
         c = candidate
         applies = self.zero_collectives.applies_to(c.zero, c.pp)
         copies = model_copies(c.schedule, c.chunks) if c.pp > 1 else 1
         return Layout(tp=c.tp, dp=c.dp, pp=c.pp, cp=c.cp, chunks=c.chunks // copies, model_copies=copies,
                       microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
-                      zero=c.zero, precision=c.precision, ep=c.ep,
+                      zero=c.zero, precision=c.precision, fp8_params=self.fp8_params_of(c), ep=c.ep,
                       attention=self.attention, elementwise=self.elementwise, loss=self.loss,
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,

@@ -10,6 +10,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
+    Fp8Params,
     LossKernel,
     Precision,
     Recompute,
@@ -139,6 +140,11 @@ def register(sub) -> None:
                    "not searched")
     p.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                    help=COLUMN_INPUT_HELP + ", not searched")
+    p.add_argument("--fp8-params", nargs="?", const=Fp8Params.BOTH.value, default=None,
+                   choices=[f.value for f in Fp8Params if f is not Fp8Params.OFF],
+                   help="FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone "
+                   "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
+                   "2.x) or without (rowwise: TE 1.x), not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
@@ -168,7 +174,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
-                column_input=args.column_input)
+                column_input=args.column_input, fp8_params=args.fp8_params)
 
 
 def run(args: argparse.Namespace) -> int:
