@@ -263,7 +263,7 @@ def test_partial_recomputation_by_hand():
 def test_fp8_weights_by_hand():
     """1,000 parameters on a rank, 100 of them the embedding's and output layer's, which Transformer Engine
     leaves in BF16: an FP8 run keeps BF16 weights and an FP8 copy of the linears; with FP8 parameters the
-    linears keep FP8 alone, with its transpose (TE 2.x) or without (TE 1.x)."""
+    linears keep FP8 alone, with its transpose (Transformer Engine 2.x) or without."""
     fp8 = Layout(dp=4, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8)
     assert static_bytes(1000, fp8, end_params=100) == (2 * 1000 + 900, 4000, 3000)
     assert static_bytes(1000, replace(fp8, fp8_params=Fp8Params.BOTH), end_params=100) == (2 * 100 + 2 * 900, 4000,

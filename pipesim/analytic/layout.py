@@ -85,13 +85,15 @@ class Fp8Params(enum.Enum):
 
     ``OFF``: BF16 weights, and an FP8 copy made for the GEMMs. With FP8 parameters (Megatron-LM's
     ``--fp8-param-gather``: "Keep the compute param in fp8 (do not use any other intermediate dtype) and
-    perform the param all-gather in fp8"; NeMo's ``fp8_params``) there is no BF16 weight, and what the FP8
-    parameter holds depends on Transformer Engine's version. ``BOTH``: TE 2.x on Hopper keeps the FP8 data and
-    its transpose on the parameter, 2 bytes per parameter (v2.5, ``module/linear.py`` asks the weight for
-    row- and column-wise usage whenever gradients are enabled, and ``module/base.py``'s
-    ``get_weight_workspace`` "do[es] not destroy unnecessary usages"). ``ROWWISE``: TE 1.x (before v2.0,
-    February 2025) kept the data alone and transposed it on the fly in the backward (release_v1.14,
-    ``module/linear.py``: ``weight_fp8.transpose_2d()``), 1 byte per parameter."""
+    perform the param all-gather in fp8"; NeMo's ``fp8_params``) there is no BF16 weight, and the FP8
+    parameter holds its data and, on Hopper, maybe its transpose for the backward's GEMMs. ``BOTH``: both, 2
+    bytes per parameter — what Transformer Engine 2.x does while training (v2.5: ``module/linear.py`` asks the
+    weight for row- and column-wise usage whenever gradients are enabled, and ``module/base.py``'s
+    ``get_weight_workspace`` "do[es] not destroy unnecessary usages"), and TE 1.x when its FP8 parameters were
+    created with gradients enabled (release_v1.14, ``module/base.py``: ``with_transpose_cache=
+    torch.is_grad_enabled()``, a transpose cache the optimizer only invalidates). ``ROWWISE``: the data alone,
+    1 byte, the transpose made in the backward and dropped (TE 1.x's parameters created without a transpose
+    cache: ``tensor/float8_tensor.py``'s ``transpose_2d`` then allocates a fresh one each time)."""
 
     OFF = "off"
     BOTH = "both"

@@ -154,7 +154,7 @@ def static_bytes(
     FP8 copy of every weight of its FP8 linears beside the BF16 one: +1 byte per parameter, except the
     ``end_params`` of ``params`` (the embedding and the output layer, which Transformer Engine leaves in BF16).
     With FP8 parameters (:class:`~pipesim.analytic.layout.Fp8Params`) the FP8 data *is* the linears' weight: 2
-    bytes per parameter with its transpose (Transformer Engine 2.x), 1 without (TE 1.x), in place of 2 + 1.
+    bytes per parameter with its transpose kept (Transformer Engine 2.x), 1 without, in place of 2 + 1.
     ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp.
     """
     b = layout.param_bytes

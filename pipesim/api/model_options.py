@@ -58,7 +58,8 @@ class ModelOptions:
         fp8: FP8 GEMMs at the chip's FP8 peak.
         fp8_params: with ``fp8`` and a distributed optimizer, the FP8 linears' weights kept in FP8 alone
             (Megatron-LM's ``--fp8-param-gather``, NeMo's ``fp8_params``), no BF16 copy: ``"both"`` (the data and
-            its transpose, Transformer Engine 2.x: 2 bytes a parameter) or ``"rowwise"`` (TE 1.x: 1 byte).
+            its transpose kept, Transformer Engine 2.x: 2 bytes a parameter) or ``"rowwise"`` (the data alone, the
+            transpose made in each backward: 1 byte).
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP

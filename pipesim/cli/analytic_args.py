@@ -133,7 +133,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        choices=[f.value for f in Fp8Params if f is not Fp8Params.OFF],
                        help="with --fp8 and --distributed-optimizer: the FP8 linears' weights kept in FP8 alone, no "
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
-                       "and its transpose, Transformer Engine 2.x, 2 bytes a parameter) or rowwise (TE 1.x, 1 byte)")
+                       "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter) or rowwise "
+                       "(the data alone, 1 byte)")
     group.add_argument("--async-tp", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed")
     group.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=None,

@@ -144,7 +144,7 @@ def register(sub) -> None:
                    choices=[f.value for f in Fp8Params if f is not Fp8Params.OFF],
                    help="FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone "
                    "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
-                   "2.x) or without (rowwise: TE 1.x), not searched")
+                   "2.x) or without (rowwise), not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")

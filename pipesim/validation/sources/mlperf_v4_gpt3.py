@@ -22,11 +22,11 @@ graphs (``LAYER_CUDA_GRAPH=1``); v4.1 Eos pp 8 × v 6 at micro-batch 2 (at 512 G
 (``distributed_fused_adam``: ``overlap_grad_sync``, ``overlap_param_sync``, ``grad_sync_dtype: bf16``),
 ``sequence_parallel`` and ``overlap_p2p_comm`` true, no activation checkpointing. The model as v3.x.
 
-Stated and modelled since: the FP8 parameters (``FP8_PARAMS``: ``fp8_params``, kept as Transformer Engine 1.x
-kept them, the data alone: ``Fp8Params.ROWWISE``, inferred from the 2024 containers, which predate TE 2.0; memory
-only, and none is published). Not modelled, stated: the parameter all-gather in FP8 (half its bytes, overlapped
-either way), CUDA graphs (the 10k-GPU rows), v4.1's deferred embedding weight gradient, the 512-GPU v4.1 row's
-clock boost. Uncertain: Oracle's RoCE fabric (OCI's 8 × 400 Gb/s per node,
+Stated and modelled since: the FP8 parameters (``FP8_PARAMS``: ``fp8_params``), taken as v5.0's rows of the same
+code line are (``Fp8Params.ROWWISE``: the data alone; see ``mlperf_v50_llama405b`` for why that is read from the
+rows, not the code); memory only, and none is published. Not modelled, stated: the parameter all-gather in FP8
+(half its bytes, overlapped either way), CUDA graphs (the 10k-GPU rows), v4.1's deferred embedding weight
+gradient, the 512-GPU v4.1 row's clock boost. Uncertain: Oracle's RoCE fabric (OCI's 8 × 400 Gb/s per node,
 taken as the ``h100-sxm`` preset's) at 384 nodes.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to. One source for both

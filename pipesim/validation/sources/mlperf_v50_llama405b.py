@@ -30,7 +30,10 @@ system (58.817 GiB at 512 Eos GPUs down to 50.901 at 8,192; Nebius 109.067 and 1
 logged by global rank 0 alone (``MLLoggerWrapper``'s unique log rank): GiB allocated on the first pipeline
 stage (``memory_rank=0``). ``FP8_PARAMS=True`` keeps the linears' weights in FP8 alone; the image is
 ``nvcr.io/nvidia/pytorch:25.01-py3`` with its own Transformer Engine (``TE_REVISION=SKIP``), which predates TE
-2.0 (tagged 2025-02-12), so, inferred: TE 1.x, which keeps the FP8 data alone (``Fp8Params.ROWWISE``).
+2.0 (tagged 2025-02-12): TE 1.x, whose FP8 parameters keep a transpose cache (2 bytes) when they were created
+with gradients enabled and none (1 byte) otherwise. Which this build did is not stated. Read from these rows, not
+the code: ``Fp8Params.ROWWISE`` gives −1.1…−1.8 %, ``BOTH`` +8.3…+9.1 %; so the rows choose the path and are no
+evidence for it (TE 2.5's rows, ``mlperf_v51_llama8b``, follow the code).
 
 Not modelled, stated: the parameters gathered in FP8 (half the all-gather's bytes, overlapped with the forward
 either way), the embedding's weight gradient deferred to the pipeline flush
@@ -40,8 +43,8 @@ kernel rates, chosen on 2023–2024 runs, miss. The GB200 submissions of the sam
 preset (an NVLink domain of 72) exists to simulate them on.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to; the memory column was read
-a release later, with the FP8-parameter mechanism (whose byte counts come from Transformer Engine's code, not
-from these rows; before it pipesim was +18…+20 % here).
+a release later, with the FP8-parameter mechanism (its byte counts come from Transformer Engine's code; which of
+TE 1.x's two paths these runs took is chosen by these rows, as above; before it pipesim was +18…+20 % here).
 """
 
 from pipesim.analytic.layout import Fp8Params, Precision, ZeroStage
