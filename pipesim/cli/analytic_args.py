@@ -31,6 +31,11 @@ COLUMN_INPUT_HELP = (
     "or saved (the forward's gathered input kept, tp times the bytes: PyTorch DTensor's TP, torchtitan)")
 
 
+#: ``--fp8-params [both|rowwise]`` (simulate and plan): the bare flag means "both", Transformer Engine 2.x's.
+FP8_PARAMS_CHOICES = [f.value for f in Fp8Params if f is not Fp8Params.OFF]
+FP8_PARAMS_BARE = Fp8Params.BOTH.value
+
+
 def at_least_two(text: str) -> int:
     value = positive_int(text)
     if value < 2:
@@ -129,8 +134,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--fp8", action="store_true", default=None,
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the FP8 linears' weights")
-    group.add_argument("--fp8-params", nargs="?", const=Fp8Params.BOTH.value, default=None,
-                       choices=[f.value for f in Fp8Params if f is not Fp8Params.OFF],
+    group.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None, choices=FP8_PARAMS_CHOICES,
                        help="with --fp8 and --distributed-optimizer: the FP8 linears' weights kept in FP8 alone, no "
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
                        "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter) or rowwise "

@@ -10,7 +10,6 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     ElementwiseKernels,
-    Fp8Params,
     LossKernel,
     Precision,
     Recompute,
@@ -18,7 +17,7 @@ from pipesim.analytic.layout import (
     ZeroStage,
 )
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
-from pipesim.cli.analytic_args import COLUMN_INPUT_HELP
+from pipesim.cli.analytic_args import COLUMN_INPUT_HELP, FP8_PARAMS_BARE, FP8_PARAMS_CHOICES
 from pipesim.cli.arg_types import fraction, output_file, positive_int
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -140,8 +139,7 @@ def register(sub) -> None:
                    "not searched")
     p.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                    help=COLUMN_INPUT_HELP + ", not searched")
-    p.add_argument("--fp8-params", nargs="?", const=Fp8Params.BOTH.value, default=None,
-                   choices=[f.value for f in Fp8Params if f is not Fp8Params.OFF],
+    p.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None, choices=FP8_PARAMS_CHOICES,
                    help="FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone "
                    "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
                    "2.x) or without (rowwise), not searched")
