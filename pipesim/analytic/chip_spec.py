@@ -57,7 +57,7 @@ FIELDS: tuple[Field, ...] = (
           default=1.0, low=0, high=1, low_open=True),
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
           "sends: Megatron-LM's batched isend/irecv then a device synchronize); unused with --overlap-p2p",
-          default=1.2e-3, low=0),
+          default=0.6e-3, low=0),
     Field("host_kernel_overhead", Kind.FLOAT, "s", "host CPU time to issue one kernel (framework dispatch and "
           "cudaLaunchKernel): a pass is never shorter than its kernels' issue time", default=10e-6, low=0),
     Field("elementwise_backward_ratio", Kind.FLOAT, "ratio", "backward over forward time of the memory-bound "
@@ -67,7 +67,7 @@ FIELDS: tuple[Field, ...] = (
     Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches in a short benchmark",
           default=0.8, low=0, high=1, low_open=True),
     Field("fp8_gemm_efficiency", Kind.FLOAT, "fraction", "share of the FP8 peak a large FP8 GEMM reaches",
-          default=0.6, low=0, high=1, low_open=True),
+          default=0.65, low=0, high=1, low_open=True),
     Field("attention_forward_efficiency", Kind.FLOAT, "fraction", "fused attention forward, share of peak",
           default=0.55, low=0, high=1, low_open=True),
     Field("attention_backward_efficiency", Kind.FLOAT, "fraction", "fused attention backward, share of peak",
@@ -87,6 +87,10 @@ FIELDS: tuple[Field, ...] = (
     Field("zero3_overlap_share", Kind.FLOAT, "fraction", "share of the per-layer gathers and reduce-scatters "
           "of ZeRO-3 (and FSDP's ZeRO-2) that runs beside compute (the rest is exposed); fitted to published "
           "FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured", default=0.0, low=0, high=1),
+    Field("gpu_speed_spread", Kind.FLOAT, "fraction", "relative standard deviation of the speed of GPUs of "
+          "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
+          "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
+          "every GPU alike", default=0.02, low=0, high=0.2),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
@@ -144,7 +148,7 @@ class ChipSpec:
     # presets: OpenXLA's H100 table, pipesim.validation.collective_shares); None: collective_efficiency.
     nvlink_collective_shares: CollectiveShares | None = None
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
-    p2p_sync_overhead: float = 1.2e-3  # s the device idles per synchronising P2P call (see the presets)
+    p2p_sync_overhead: float = 0.6e-3  # s the device idles per synchronising P2P call (see the presets)
     # The host issues every kernel: framework dispatch, then cudaLaunchKernel. Meta's Holistic Trace Analysis
     # docs (features/cuda_kernel_launch_stats): "Usually, the launch time on the CPU side is between 5-20
     # microseconds"; 10 µs is the middle of that range on a log scale, before any Python module overhead. When
@@ -156,7 +160,7 @@ class ChipSpec:
     elementwise_backward_ratio: float = 1.0
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
     gemm_efficiency: float = 0.8
-    fp8_gemm_efficiency: float = 0.6
+    fp8_gemm_efficiency: float = 0.65
     attention_forward_efficiency: float = 0.55
     attention_backward_efficiency: float = 0.45
     # The fused attention kernel's measured rates by sequence and head size, which scale the two efficiencies
@@ -172,6 +176,9 @@ class ChipSpec:
     # A GEMM kernel's cost beyond its tiles' main loops (pipesim.analytic.kernels.gemm_time): per output tile, the
     # SM's prologue and epilogue; per kernel, its ramp-up and tail. Fitted to a published table of measured GEMM
     # rates (pipesim.validation.gemm_overheads); 0 where no such table is at hand.
+    # Relative standard deviation of one GPU's speed about the SKU's typical one (pipesim.analytic.slowest_gpu):
+    # a step on n GPUs waits for the slowest of them. Fitted to the published runs (pipesim.validation.constants).
+    gpu_speed_spread: float = 0.02
     gemm_tile_overhead: float = 0.0
     gemm_kernel_overhead: float = 0.0
     # How much of ZeRO-3's per-layer collectives (prefetched one layer ahead) really runs beside compute: fitted to

@@ -71,6 +71,13 @@ class PassTimes:
     backward_weight: float
     recompute: float = 0.0  # forward work repeated inside the input backward
 
+    def scaled(self, factor: float) -> PassTimes:
+        """Every pass ``factor`` times as long."""
+        if factor == 1.0:
+            return self
+        return PassTimes(self.forward * factor, self.backward_input * factor, self.backward_weight * factor,
+                         self.recompute * factor)
+
 
 def wave_efficiency(m: int, n: int, chip: ChipSpec) -> float:
     """Useful share of the tiles launched: ``MN / (waves · sm_count · T_m · T_n)``."""

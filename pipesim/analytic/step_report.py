@@ -24,7 +24,7 @@ from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import active_params, total_params
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.analytic.time_breakdown import RankTime, rank_times
-from pipesim.analytic.to_costs import recomputed_layers, stage_layer_counts
+from pipesim.analytic.to_costs import compute_pace, recomputed_layers, stage_layer_counts
 from pipesim.program.ir import OP_CODE, Op, PipelineShape
 from pipesim.sim.simulator import SimulationResult
 
@@ -123,6 +123,8 @@ class StepReport:
                        "moe_imbalance": lay.moe_imbalance,
                        "model_copies": lay.model_copies},
             "cost_sources": cost_sources(self.chip),
+            # the compute slowdown of waiting for the slowest of the step's GPUs (pipesim.analytic.slowest_gpu)
+            "slowest_gpu_factor": compute_pace(self.chip, lay),
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
             "step_time_band": self.error_band.to_dict(),
@@ -137,6 +139,15 @@ class StepReport:
             "memory": self.memory.to_dict(),
             "time_per_rank": [t.to_dict() for t in self.rank_times],
         }
+
+
+def _slowest_gpu_text(chip: ChipSpec, layout: Layout) -> str:
+    """The compute slowdown of waiting for the slowest of the step's GPUs, where there is one."""
+    factor = compute_pace(chip, layout)
+    if factor == 1.0:
+        return ""
+    return (f", slowest of {layout.world_size:,} GPUs +{(factor - 1) * 100:.1f}% "
+            f"(speed spread {chip.gpu_speed_spread:g})")
 
 
 def _gemm_overheads_text(chip: ChipSpec) -> str:
@@ -229,7 +240,7 @@ def report_text(report: StepReport) -> str:
             f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
             f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''}"
             f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''}"
-            f"{_gemm_overheads_text(c)})"
+            f"{_gemm_overheads_text(c)}{_slowest_gpu_text(c, lay)})"
         )
         + (f", per-layer ZeRO-{int(lay.sharding)} collectives {c.zero3_overlap_share:g} overlapped"
            if lay.gathers_per_layer else "")

@@ -89,6 +89,7 @@ from pipesim.analytic.params import (
     stage_expert_params,
     stage_params,
 )
+from pipesim.analytic.slowest_gpu import slowest_gpu_factor
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
 from pipesim.sim.costs import COST_RANGE, CostModel, StageCosts, TimeUnit
@@ -504,7 +505,7 @@ def _stage_parts(
             passes.recompute,
         )
     return (
-        passes,
+        passes.scaled(compute_pace(chip, layout)),
         LayerComm(total("comm", "forward"), total("comm", "backward"), total("comm", "hidden_by_weight_grad")),
         LayerComm(total("a2a", "forward"), total("a2a", "backward")),
     )
@@ -555,6 +556,15 @@ def _host_floor(passes: PassTimes, exposed: LayerComm, a2a: LayerComm, host: Pas
     return _PassSeconds(max(forward, host.forward), max(backward_input, host_input),
                         max(backward_weight, host.backward_weight), max(device_backward, host_backward), wait,
                         wait_split)
+
+
+def compute_pace(chip: ChipSpec, layout: Layout) -> float:
+    """How much longer the device's compute takes in the step than on one typical GPU: every GPU waits for the
+    slowest one at its collectives, sends and the gradient sync (:mod:`pipesim.analytic.slowest_gpu`). Not with
+    ``--achievable-fraction``, which states the share a run reaches as a whole."""
+    if chip.achievable_fraction is not None:
+        return 1.0
+    return slowest_gpu_factor(layout.world_size, chip.gpu_speed_spread)
 
 
 def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
