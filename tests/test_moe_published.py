@@ -15,9 +15,10 @@ from pipesim.validation.sources import MOE_MODULES, MOE_RUNS, PUBLISHED_RUNS, SO
 # (MFU 56 % predicted where 47 % was measured) to -5 % with Hopper's training GEMM ratio, held out of that fit too.
 KNOWN_MISSES: dict[str, str] = {
     "deepseek_v3_2024": ("+16%, pipesim too slow: +15% before the slowest-GPU factor, +13% before "
-                         "FlashAttention-2's H100 rates at 4k tokens (5-8% below the 16k rate the attention efficiencies stand for) slowed its attention; DeepSeek's "
-                         "own kernels for MLA (query-key heads of 192) are not published, so that table is a guess "
-                         "for them, and the overlapped pairs' exposed all-to-all is a third of the step"),
+                         "FlashAttention-2's H100 rates at 4k tokens (5-8% below the 16k rate the attention "
+                         "efficiencies stand for) slowed its attention; DeepSeek's own kernels for MLA (query-key "
+                         "heads of 192) are not published, so that table is a guess for them, and the overlapped "
+                         "pairs' exposed all-to-all is a third of the step"),
 }
 _CACHE: dict[int, object] = {}
 
