@@ -36,6 +36,8 @@ def test_profile_predicts_the_executor_within_a_factor(tmp_path):
     # the host's time per kernel, measured (a CPU op's dispatch: microseconds, not the 10 µs preset's exact value)
     assert 1e-8 < chip.host_kernel_overhead < 1e-3 and chip.host_kernel_overhead != 10e-6
     assert chip.elementwise_backward_ratio > 0 and chip.elementwise_backward_ratio != 1.0  # measured, not the default
+    # two processes cannot measure the speed spread: the fitted default stays, and the file says so
+    assert "gpu_speed_spread: the default" in " ".join(chip.measured.notes)
 
 
 def test_the_table_keeps_oversubscribed_configurations_apart():

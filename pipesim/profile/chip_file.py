@@ -32,7 +32,12 @@ class Measurements:
     collectives: list = field(default_factory=list)
     host_kernel_overhead: float | None = None  # seconds per kernel the host takes to issue (profile.host)
     elementwise_backward_ratio: float | None = None  # backward / forward of norms and activations (stream)
+    gpu_speed_spread: float | None = None  # the processes' speed spread over the GEMM table (profile.spread)
     notes: list[str] = field(default_factory=list)
+
+
+# the chip field's upper bound (pipesim.analytic.chip_spec): more than this is a machine too loaded to measure
+MAX_SPREAD = 0.2
 
 
 def _slug(text: str) -> str:
@@ -71,6 +76,15 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     if m.elementwise_backward_ratio:
         data["elementwise_backward_ratio"] = m.elementwise_backward_ratio
         notes.append("elementwise_backward_ratio = layer norm's and GELU's backward over forward time (median)")
+    if m.gpu_speed_spread is not None:
+        data["gpu_speed_spread"] = min(m.gpu_speed_spread, MAX_SPREAD)
+        notes.append("gpu_speed_spread = the standard deviation of the processes' log speeds over the GEMM table "
+                     "(each process's geometric-mean rate over the median process's), measured on these processes "
+                     "alone" + (f"; {m.gpu_speed_spread:.3f} measured, kept to the field's bound {MAX_SPREAD}"
+                                if m.gpu_speed_spread > MAX_SPREAD else ""))
+    else:
+        notes.append("gpu_speed_spread: the default fitted to published runs (fewer than four processes cannot "
+                     "measure a spread)")
     if m.attention:
         data["attention_forward_efficiency"] = min(1.0, statistics.median(r.forward_flops_per_s
                                                                           for r in m.attention) / peak)

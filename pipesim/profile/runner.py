@@ -16,6 +16,7 @@ from pipesim.errors import PipesimError
 from pipesim.profile import attention, collectives, gemm, host, stream
 from pipesim.profile.chip_file import Measurements, chip_dict, write_chip_file
 from pipesim.profile.device import Device, memory_gib, open_device, provenance
+from pipesim.profile.spread import speed_spread
 from pipesim.profile.timing import FULL, QUICK
 
 
@@ -56,13 +57,21 @@ def _init_distributed() -> tuple[int, int, str | None]:
     return rank, world, backend
 
 
-def _median_over_ranks(rows: list, rate_fields: tuple[str, ...], world: int) -> list:
+def _gathered(rows: list, world: int) -> list[list]:
+    """Every process's rows, in rank order."""
     if world == 1:
-        return rows
+        return [rows]
     import torch.distributed as dist
 
     gathered: list = [None] * world
     dist.all_gather_object(gathered, rows)
+    return gathered
+
+
+def _median_over_ranks(rows: list, rate_fields: tuple[str, ...], world: int, gathered: list | None = None) -> list:
+    if world == 1:
+        return rows
+    gathered = gathered if gathered is not None else _gathered(rows, world)
     return [replace(row, **{f: statistics.median(getattr(g[i], f) for g in gathered) for f in rate_fields})
             for i, row in enumerate(rows)]
 
@@ -121,7 +130,9 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         for s in fp8_shapes:
             rows.append(gemm.time_gemm(s, GemmDtype.FP8, device, repeats))
             tick(f"FP8 GEMM {s.m}×{s.n}×{s.k}")
-        measured.gemm = _dedupe(_median_over_ranks(rows, ("flops_per_s",), world))
+        per_rank = _gathered(rows, world)
+        measured.gemm = _dedupe(_median_over_ranks(rows, ("flops_per_s",), world, per_rank))
+        measured.gpu_speed_spread = speed_spread([[r.flops_per_s for r in mine] for mine in per_rank])
         rows = []
         for s in att_shapes:
             rows.append(attention.time_attention(s, device, repeats))
