@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
         chips.append(("measured" if chip.measured else "file", chip))
     w = max(10, *(len(c.name) for _, c in chips))
     print(f"{'name':<{w}} {'source':<8} {'BF16 TFLOP/s':>12} {'FP8':>6} {'HBM GiB':>8} {'HBM TB/s':>8} "
-          f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'train':>5} {'attn f/b':>9} {'mem':>4}")
+          f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'train':>5} {'attn f/b':>9} {'mem':>4} "
+          f"{'spread':>6}")
     for source, c in chips:
         fp8 = f"{c.fp8_peak_flops / 1e12:.0f}" if c.fp8_peak_flops else "-"
         print(f"{c.name:<{w}} {source:<8} {c.peak_flops / 1e12:>12.3g} {fp8:>6} {c.memory_gib:>8.1f} "
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
               f"{c.inter_node_bandwidth / 1e9:>10.3g} {c.node_size:>4} {c.gemm_efficiency:>5.2f} "
               f"{c.training_gemm_ratio:>5.2f} "
               f"{c.attention_forward_efficiency:>4.2f}/{c.attention_backward_efficiency:<4.2f} "
-              f"{c.memory_efficiency:>4.2f}")
+              f"{c.memory_efficiency:>4.2f} {c.gpu_speed_spread:>6.3f}")
     for _, c in chips:
         if c.measured is None:
             continue
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"measured {c.name}: {', '.join(given) or 'no provenance recorded'}\n  tables: {terms}")
     print("link bandwidths: per chip, one direction (datasheet NVLink figures are bidirectional; halved here); "
           "gemm/attn/mem: kernel efficiencies (docs/model-and-chip-files.md); train: the share of the GEMM rate a "
-          "training step's BF16 GEMMs reach (fitted: docs/validation.md); measured: pipesim profile's "
-          "tables, which the cost model reads instead of these constants")
+          "training step's BF16 GEMMs reach (fitted: docs/validation.md); spread: the GPUs' speed spread, of which "
+          "a step waits for the slowest (fitted, or measured by pipesim profile on four processes or more); "
+          "measured: pipesim profile's tables, which the cost model reads instead of these constants")
     return 0
