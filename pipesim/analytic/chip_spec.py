@@ -176,11 +176,11 @@ class ChipSpec:
     # A GEMM kernel's cost beyond its tiles' main loops (pipesim.analytic.kernels.gemm_time): per output tile, the
     # SM's prologue and epilogue; per kernel, its ramp-up and tail. Fitted to a published table of measured GEMM
     # rates (pipesim.validation.gemm_overheads); 0 where no such table is at hand.
+    gemm_tile_overhead: float = 0.0
+    gemm_kernel_overhead: float = 0.0
     # Relative standard deviation of one GPU's speed about the SKU's typical one (pipesim.analytic.slowest_gpu):
     # a step on n GPUs waits for the slowest of them. Fitted to the published runs (pipesim.validation.constants).
     gpu_speed_spread: float = 0.02
-    gemm_tile_overhead: float = 0.0
-    gemm_kernel_overhead: float = 0.0
     # How much of ZeRO-3's per-layer collectives (prefetched one layer ahead) really runs beside compute: fitted to
     # the published FSDP and ZeRO-3 runs (pipesim.validation.constants; pipesim.analytic.comm.prefetched_overlap).
     zero3_overlap_share: float = 0.0

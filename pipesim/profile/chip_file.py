@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import chip_from_dict
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, MeasuredTables
 from pipesim.io.atomic import write_text_atomic
@@ -36,8 +37,8 @@ class Measurements:
     notes: list[str] = field(default_factory=list)
 
 
-# the chip field's upper bound (pipesim.analytic.chip_spec): more than this is a machine too loaded to measure
-MAX_SPREAD = 0.2
+# the chip field's upper bound: more than this is a machine too loaded to measure
+MAX_SPREAD = next(f.high for f in CHIP_FIELDS if f.key == "gpu_speed_spread")
 
 
 def _slug(text: str) -> str:
