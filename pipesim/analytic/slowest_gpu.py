@@ -4,7 +4,10 @@ GPUs of one model and SKU do not run equally fast: manufacturing variation and e
 give each its own sustained clock. Sinha et al. 2022 ("Not All GPUs Are Created Equal: Characterizing
 Variability in Large-Scale, Accelerator-Rich Systems", SC'22, arXiv 2208.11035) measured more than 90 % of the
 GPUs of five clusters and found 8 % average performance variation between GPUs of the same SKU (up to 22 %),
-whatever the application, cooling or vendor, with outliers 1.5× slower than the median GPU.
+whatever the application, cooling or vendor, with outliers 1.5× slower than the median GPU. Operators check
+for it: Hugging Face's gpu-fryer (README) burns every GPU of a node with the same cuBLAS product because a
+training job's speed is set by its slowest GPU, and flags any GPU more than 10 % (its default tolerance) below
+the node's best.
 
 A training step synchronises every GPU: a TP group waits for its slowest member at every collective, a
 pipeline runs at the pace of its slowest stage, and the data-parallel sync waits for the slowest replica. So
