@@ -65,3 +65,21 @@ def test_an_achievable_fraction_is_the_run_as_a_whole():
     assert compute_pace(chip, layout) == 1.0
     assert (build_cost_model(MODEL, chip, layout).stage(1).forward
             == build_cost_model(MODEL, replace(chip, gpu_speed_spread=0.0), layout).stage(1).forward)
+
+
+def test_the_flag_sets_the_spread_for_simulate_and_plan(capsys):
+    import json
+
+    from pipesim.api.planning import plan_request
+    from pipesim.cli.main import main
+
+    argv = ["simulate", "--model", "llama3.1-8b", "--tp", "2", "--pp", "2", "--dp", "2", "--mb", "4", "--json"]
+    assert main(argv) == 0
+    preset = json.loads(capsys.readouterr().out)["model_report"]
+    assert preset["slowest_gpu_factor"] == pytest.approx(1 + 0.02 * expected_max_standard_normal(8))
+    assert main([*argv, "--gpu-speed-spread", "0"]) == 0
+    alike = json.loads(capsys.readouterr().out)["model_report"]
+    assert alike["slowest_gpu_factor"] == 1.0 and alike["step_time_s"] < preset["step_time_s"]
+    assert main([*argv, "--gpu-speed-spread", "0.5"]) == 2
+    assert "--gpu-speed-spread: 0.5 must be in [0, 0.2]" in capsys.readouterr().err
+    assert plan_request("llama3.1-8b", 8, 16, gpu_speed_spread=0.0).chip.gpu_speed_spread == 0.0

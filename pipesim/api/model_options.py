@@ -43,6 +43,8 @@ class ModelOptions:
             ``"autograd"`` (PyTorch's ``.grad +=`` after every microbatch but the first).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.
         achievable_fraction: one fraction of peak FLOP/s for every kernel (default: the chip's per-kernel model).
+        gpu_speed_spread: the relative spread of the GPUs' speeds, of which a synchronous step waits for the
+            slowest (default: the chip's; 0: every GPU alike; :mod:`pipesim.analytic.slowest_gpu`).
         seq_len: override the model's sequence length.
         micro_batch_size: sequences per microbatch (default: the model's).
         param_bytes: ``"18"`` (default) or ``"16"`` bytes per parameter for weights, grads and Adam.
@@ -94,6 +96,7 @@ class ModelOptions:
     grad_accumulation: str | None = None
     halve_causal_attention: bool | None = None
     achievable_fraction: float | None = None
+    gpu_speed_spread: float | None = None
     seq_len: int | None = None
     micro_batch_size: int | None = None
     param_bytes: str | None = None

@@ -212,6 +212,7 @@ def plan_request(
     max_chunks: int = PLAN_DEFAULTS.max_chunks,
     seq_len: int | None = None,
     achievable_fraction: float | None = None,
+    gpu_speed_spread: float | None = None,
     param_bytes: str = PLAN_DEFAULTS.param_bytes,
     blocking_p2p: bool = False,
     blocking_dp_sync: bool = False,
@@ -230,6 +231,8 @@ def plan_request(
     chip = load_chip(hardware) if isinstance(hardware, str) else hardware
     if achievable_fraction is not None:
         chip = replace(chip, achievable_fraction=achievable_fraction)
+    if gpu_speed_spread is not None:
+        chip = replace(chip, gpu_speed_spread=gpu_speed_spread)
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     name = framework.value if isinstance(framework, Framework) else framework
@@ -323,7 +326,9 @@ def plan(
             (default every built-in), ``recompute``, ``zero``, ``precision`` (default all), ``cp``
             (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one dividing
             dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
-            ``seq_len``, ``achievable_fraction``, ``param_bytes`` ("18"), ``blocking_p2p`` (False),
+            ``seq_len``, ``achievable_fraction``, ``gpu_speed_spread`` (default the chip's: the spread of the
+            GPUs' speeds, of which a step waits for the slowest; the same for every candidate of one cluster),
+            ``param_bytes`` ("18"), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``framework`` ("megatron", the default, "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the

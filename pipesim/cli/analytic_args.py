@@ -21,7 +21,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
-from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int
+from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int, speed_spread
 from pipesim.sim.simulator import StepBoundary
 
 COLUMN_INPUT_HELP = (
@@ -107,6 +107,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--achievable-fraction", type=fraction, default=None,
                        help="one fraction of peak FLOP/s for every kernel, replacing the chip's per-kernel "
                        "efficiencies (default: unset, the per-kernel model)")
+    group.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
+                       help="the relative spread of the GPUs' speeds, of which a synchronous step waits for the "
+                       "slowest: its compute takes 1 + σ·E[max of n normals] times one GPU's (default: the chip's, "
+                       "0.02 for the presets, fitted to published runs; 0: every GPU alike)")
     group.add_argument("--seq-len", type=positive_int, default=None, help="override the model's sequence length")
     group.add_argument("--micro-batch-size", type=positive_int, default=None,
                        help="sequences per microbatch (default: the model's, 1 for presets)")

@@ -55,6 +55,11 @@ def non_negative_float(text: str) -> float:
     return _parsed(text, float, lambda v: math.isfinite(v) and v >= 0, "a finite number ≥ 0")
 
 
+def speed_spread(text: str) -> float:
+    """A GPU speed spread: a relative standard deviation in [0, 0.2] (the chip field's bounds)."""
+    return _parsed(text, float, lambda v: 0 <= v <= 0.2, "in [0, 0.2]")
+
+
 def fraction(text: str) -> float:
     """A number in (0, 1]."""
     return _parsed(text, float, lambda v: 0 < v <= 1, "in (0, 1]")

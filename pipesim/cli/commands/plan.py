@@ -18,7 +18,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
 from pipesim.cli.analytic_args import COLUMN_INPUT_HELP, FP8_PARAMS_BARE, FP8_PARAMS_CHOICES
-from pipesim.cli.arg_types import fraction, output_file, positive_int
+from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
 
@@ -110,6 +110,9 @@ def register(sub) -> None:
     p.add_argument("--achievable-fraction", type=fraction, default=None,
                    help="one fraction of peak FLOP/s for every kernel, replacing the chip's per-kernel "
                    "efficiencies (default: unset, the per-kernel model)")
+    p.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
+                   help="the relative spread of the GPUs' speeds, of which a step waits for the slowest (default: "
+                   "the chip's, 0.02 for the presets; the same factor for every candidate on these GPUs)")
     p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=PLAN_DEFAULTS.param_bytes,
                    help=f"bytes per parameter for weights+grads+Adam (default {PLAN_DEFAULTS.param_bytes}, "
                    "Megatron's count)")
@@ -168,6 +171,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 schedules=args.schedules, recompute=args.recompute, zero=args.zero, precision=args.precision,
                 cp=args.cp, min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
+                gpu_speed_spread=args.gpu_speed_spread,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
