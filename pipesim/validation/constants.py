@@ -126,11 +126,11 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "the relative spread of GPU speeds within one SKU, of which a synchronous step waits for the slowest "
         "(pipesim.analytic.slowest_gpu; Sinha et al. 2022 measured 8 % average variation, up to 22 %, across "
         "the GPUs of five clusters, which bounds the grid): fitted to every published run, because within "
-        "nearly every source that measured one configuration at several sizes pipesim's error drifted "
-        "optimistic as GPUs were added (median -0.55 points per doubling over 35 such groups, 23 of them "
-        "negative). On every source the fit lands on 0.02, inside the grid, and on 0.02-0.03 without each "
-        "source; with it the Hopper training GEMM ratio refits from 0.90 to 0.94 and the FP8 share from 0.60 "
-        "to 0.65",
+        "the sources that measured one configuration at several sizes pipesim's error drifted optimistic as "
+        "GPUs were added (median -0.60 points per doubling over 36 such groups, 23 of them negative; -0.31 "
+        "with it: experiments/scale_drift.py). On every source the fit lands on 0.02, inside the grid, and on "
+        "0.02-0.03 without each source; with it the Hopper training GEMM ratio refits from 0.90 to 0.94 and the "
+        "FP8 share from 0.60 to 0.65",
         (0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03),
         lambda run: run.gpus > 1,
         _set("gpu_speed_spread"), _get("gpu_speed_spread")),
