@@ -19,6 +19,7 @@ from pipesim.analytic.attention_shapes import AttentionShapeRates, parse_attenti
 from pipesim.analytic.collective_shares import CollectiveShares, parse_collective_shares
 from pipesim.analytic.layout import Precision
 from pipesim.analytic.measured import MeasuredTables, parse_measured, parse_provenance
+from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.analytic.spec_fields import Field, Kind, parse_fields
 from pipesim.errors import PipesimError
 
@@ -90,7 +91,7 @@ FIELDS: tuple[Field, ...] = (
     Field("gpu_speed_spread", Kind.FLOAT, "fraction", "relative standard deviation of the speed of GPUs of "
           "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
           "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
-          "every GPU alike", default=0.02, low=0, high=0.2),
+          "every GPU alike", default=0.02, low=0, high=MAX_SPREAD),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",

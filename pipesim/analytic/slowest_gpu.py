@@ -28,6 +28,9 @@ import math
 
 import numpy as np
 
+# The largest spread a chip may state: beyond it a measurement says the machine was too loaded to tell.
+MAX_SPREAD = 0.2
+
 # E[max] = ∫ x · n φ(x) Φ(x)ⁿ⁻¹ dx, on a grid wide and fine enough for n up to 10⁶ (the integrand's mass lies
 # within ±6 of 0 there) to agree with the tabulated values to 10⁻⁴
 _GRID = np.linspace(-9.0, 9.0, 7201)

@@ -24,6 +24,10 @@ from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int, speed_spread
 from pipesim.sim.simulator import StepBoundary
 
+# simulate's and plan's --gpu-speed-spread
+GPU_SPEED_SPREAD_HELP = ("the relative spread of the GPUs' speeds, of which a synchronous step waits for the slowest: "
+                         "its compute takes 1 + σ·E[max of n normals] times one GPU's (default: the chip's, 0.02 for "
+                         "the presets, fitted to published runs; 0: every GPU alike)")
 COLUMN_INPUT_HELP = (
     "under --sequence-parallel, where the column-parallel linears' weight gradients get their all-gathered input: "
     "regather (default: gathered again in the backward beside the input-gradient GEMM, as Megatron-LM and "
@@ -108,9 +112,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="one fraction of peak FLOP/s for every kernel, replacing the chip's per-kernel "
                        "efficiencies (default: unset, the per-kernel model)")
     group.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
-                       help="the relative spread of the GPUs' speeds, of which a synchronous step waits for the "
-                       "slowest: its compute takes 1 + σ·E[max of n normals] times one GPU's (default: the chip's, "
-                       "0.02 for the presets, fitted to published runs; 0: every GPU alike)")
+                       help=GPU_SPEED_SPREAD_HELP)
     group.add_argument("--seq-len", type=positive_int, default=None, help="override the model's sequence length")
     group.add_argument("--micro-batch-size", type=positive_int, default=None,
                        help="sequences per microbatch (default: the model's, 1 for presets)")

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import check_output_path
 
@@ -56,8 +57,8 @@ def non_negative_float(text: str) -> float:
 
 
 def speed_spread(text: str) -> float:
-    """A GPU speed spread: a relative standard deviation in [0, 0.2] (the chip field's bounds)."""
-    return _parsed(text, float, lambda v: 0 <= v <= 0.2, "in [0, 0.2]")
+    """A GPU speed spread: a relative standard deviation in [0, MAX_SPREAD] (the chip field's bounds)."""
+    return _parsed(text, float, lambda v: 0 <= v <= MAX_SPREAD, f"in [0, {MAX_SPREAD:g}]")
 
 
 def fraction(text: str) -> float:

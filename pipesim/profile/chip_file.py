@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import chip_from_dict
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, MeasuredTables
+from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.io.atomic import write_text_atomic
 from pipesim.profile.device import Device
 from pipesim.profile.stream import ELEMENTWISE
@@ -35,10 +35,6 @@ class Measurements:
     elementwise_backward_ratio: float | None = None  # backward / forward of norms and activations (stream)
     gpu_speed_spread: float | None = None  # the processes' speed spread over the GEMM table (profile.spread)
     notes: list[str] = field(default_factory=list)
-
-
-# the chip field's upper bound: more than this is a machine too loaded to measure
-MAX_SPREAD = next(f.high for f in CHIP_FIELDS if f.key == "gpu_speed_spread")
 
 
 def _slug(text: str) -> str:

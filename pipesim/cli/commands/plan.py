@@ -17,7 +17,7 @@ from pipesim.analytic.layout import (
     ZeroStage,
 )
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
-from pipesim.cli.analytic_args import COLUMN_INPUT_HELP, FP8_PARAMS_BARE, FP8_PARAMS_CHOICES
+from pipesim.cli.analytic_args import COLUMN_INPUT_HELP, FP8_PARAMS_BARE, FP8_PARAMS_CHOICES, GPU_SPEED_SPREAD_HELP
 from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -111,8 +111,7 @@ def register(sub) -> None:
                    help="one fraction of peak FLOP/s for every kernel, replacing the chip's per-kernel "
                    "efficiencies (default: unset, the per-kernel model)")
     p.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
-                   help="the relative spread of the GPUs' speeds, of which a step waits for the slowest (default: "
-                   "the chip's, 0.02 for the presets; the same factor for every candidate on these GPUs)")
+                   help=GPU_SPEED_SPREAD_HELP + "; one factor for every candidate on these GPUs")
     p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=PLAN_DEFAULTS.param_bytes,
                    help=f"bytes per parameter for weights+grads+Adam (default {PLAN_DEFAULTS.param_bytes}, "
                    "Megatron's count)")
