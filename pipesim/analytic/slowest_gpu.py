@@ -18,7 +18,8 @@ benchmark), so one GPU pays nothing and the penalty grows like ``σ·√(2 ln n)
 512, 3.8σ on 8,192. Only the device's compute slows; communication and the host do not.
 
 ``σ`` is fitted to the published runs (pipesim.validation.constants), within the range the measurement makes
-plausible: an 8 % spread between the fastest and slowest of thousands of GPUs is a σ of about 1–2 %.
+plausible: an 8 % spread, read as the gap between the fastest and the slowest of thousands of GPUs, is a σ of
+about 1–2 % (the abstract's figures; the paper's exact definition of variation was not at hand).
 """
 
 from __future__ import annotations
