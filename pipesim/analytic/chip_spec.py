@@ -13,7 +13,7 @@ replaces all of that by one fraction of peak for every FLOP, element-wise work f
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from pipesim.analytic.attention_shapes import AttentionShapeRates, parse_attention_shape_rates
 from pipesim.analytic.collective_shares import CollectiveShares, parse_collective_shares
@@ -212,6 +212,12 @@ class ChipSpec:
                 raise PipesimError(f"chip {self.name} has no FP8 tensor cores (no fp8_peak_flops); drop --fp8")
             return self.fp8_peak_flops
         return self.peak_flops
+
+    def with_overrides(self, *, achievable_fraction: float | None = None,
+                       gpu_speed_spread: float | None = None) -> ChipSpec:
+        """This chip with each run-wide override the user gave (not None) in place of its own value."""
+        given = {"achievable_fraction": achievable_fraction, "gpu_speed_spread": gpu_speed_spread}
+        return replace(self, **{k: v for k, v in given.items() if v is not None})
 
     def sustained_peak_for(self, precision: Precision) -> float:
         """The tensor-core peak at the clock a training run sustains (what the kernel efficiencies multiply)."""

@@ -61,10 +61,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     spec = load_model(model) if isinstance(model, str) else model
     spec = spec.with_shape(o.seq_len, o.micro_batch_size)
     chip = hardware if isinstance(hardware, ChipSpec) else load_chip(hardware or DEFAULT_HARDWARE)
-    if o.achievable_fraction is not None:
-        chip = replace(chip, achievable_fraction=o.achievable_fraction)
-    if o.gpu_speed_spread is not None:
-        chip = replace(chip, gpu_speed_spread=o.gpu_speed_spread)
+    chip = chip.with_overrides(achievable_fraction=o.achievable_fraction, gpu_speed_spread=o.gpu_speed_spread)
     if o.distributed_optimizer and o.zero is not None and o.zero != 1:
         raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {o.zero} is given; keep one")
     split = StageSplitRequest(o.first_stage_layers, o.last_stage_layers,

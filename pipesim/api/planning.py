@@ -4,7 +4,7 @@ found by simulating each candidate's real schedule (the search is :mod:`pipesim.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -229,10 +229,7 @@ def plan_request(
 
     spec = (load_model(model) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
     chip = load_chip(hardware) if isinstance(hardware, str) else hardware
-    if achievable_fraction is not None:
-        chip = replace(chip, achievable_fraction=achievable_fraction)
-    if gpu_speed_spread is not None:
-        chip = replace(chip, gpu_speed_spread=gpu_speed_spread)
+    chip = chip.with_overrides(achievable_fraction=achievable_fraction, gpu_speed_spread=gpu_speed_spread)
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     name = framework.value if isinstance(framework, Framework) else framework

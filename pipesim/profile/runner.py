@@ -57,14 +57,14 @@ def _init_distributed() -> tuple[int, int, str | None]:
     return rank, world, backend
 
 
-def _gathered(rows: list, world: int) -> list[list]:
-    """Every process's rows, in rank order."""
+def _gathered(value, world: int) -> list:
+    """Every process's ``value`` (its rows, or one figure), in rank order."""
     if world == 1:
-        return [rows]
+        return [value]
     import torch.distributed as dist
 
     gathered: list = [None] * world
-    dist.all_gather_object(gathered, rows)
+    dist.all_gather_object(gathered, value)
     return gathered
 
 
@@ -163,13 +163,7 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
 
 
 def _median_value(value: float, world: int) -> float:
-    if world == 1:
-        return value
-    import torch.distributed as dist
-
-    gathered: list = [None] * world
-    dist.all_gather_object(gathered, value)
-    return statistics.median(gathered)
+    return statistics.median(_gathered(value, world))
 
 
 def _dedupe(rows):

@@ -16,13 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipesim.validation.ranking import group_key
 from pipesim.validation.runs import Comparison
 
 
 def scaling_key(c: Comparison) -> tuple:
+    """A ranking group's key (one job on one system) narrowed to one layout, whatever the GPU count."""
     r = c.run
-    return (r.source.split(",")[0], r.model, r.chip, r.seq_len, r.tp, r.pp, r.cp, r.chunks, r.micro_batch,
-            r.recompute.value, r.precision.value, r.zero.value)
+    return (*group_key(c), r.tp, r.pp, r.cp, r.chunks, r.micro_batch, r.recompute.value, r.precision.value,
+            r.zero.value)
 
 
 @dataclass(frozen=True)
