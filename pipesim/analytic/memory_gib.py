@@ -14,7 +14,10 @@ have them) are handed to the simulator as ``activation_bytes``; the simulator re
 reports the most bytes each rank holds at once. So a schedule that keeps more microbatches in flight on a
 middle rank, or a last stage whose logits outweigh its share of layers, shows up where it happens.
 
-Left out (add a margin): CUDA context and NCCL buffers (~1–3 GiB), allocator fragmentation, temporary
+Reserved beside allocated: the peaks above are what tensors hold (``torch.cuda.max_memory_allocated``); what the
+caching allocator holds, the figure many frameworks print, is :func:`.allocator.reserved_peak` of it.
+
+Left out (add a margin): CUDA context and NCCL buffers (~1–3 GiB), temporary
 buffers of the backward (e.g. the all-gathered input under sequence parallelism), the received P2P buffers.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
+from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE, reserved_peak
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band
 from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroStage
@@ -82,6 +86,10 @@ class MemoryReport:
     def peak(self) -> RankMemory:
         return max(self.ranks, key=lambda r: r.total)
 
+    def reserved(self, rank: RankMemory) -> float:
+        """What the caching allocator would hold at ``rank``'s allocated peak (``max_memory_reserved``)."""
+        return reserved_peak(rank.total, self.capacity_gib * GIB)
+
     @property
     def over_capacity(self) -> list[RankMemory]:
         return [r for r in self.ranks if r.total > self.capacity_gib * GIB]
@@ -116,9 +124,13 @@ class MemoryReport:
             "capacity_gib": self.capacity_gib,
             "peak_rank": self.peak.rank,
             "peak_gib": self.peak.total / GIB,
-            "peak_measure": "allocated",  # torch.cuda.max_memory_allocated; the allocator reserves more
+            "peak_measure": "allocated",  # torch.cuda.max_memory_allocated
             "peak_band": self.band.to_dict(),
-            "ranks": [r.to_dict() for r in self.ranks],
+            # torch.cuda.max_memory_reserved: the allocated peak and the caching allocator's median share above it
+            "peak_reserved_gib": self.reserved(self.peak) / GIB,
+            "reserved_share": RESERVED_SHARE,
+            "reserved_share_range": list(RESERVED_SHARE_RANGE),
+            "ranks": [{**r.to_dict(), "reserved_gib": self.reserved(r) / GIB} for r in self.ranks],
             "warnings": self.warnings(),
         }
 

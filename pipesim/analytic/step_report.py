@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
@@ -295,9 +296,13 @@ def report_text(report: StepReport) -> str:
             f"{r.activations / GIB:>8.2f} {r.working / GIB:>6.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}"
             + ("  ← peak" if r.rank == peak else "")
         )
-    # what tensors hold (torch.cuda.max_memory_allocated): the caching allocator reserves more (docs/models.md)
+    # what tensors hold (torch.cuda.max_memory_allocated), then what the caching allocator holds (max_memory_reserved)
+    low, high = RESERVED_SHARE_RANGE
     lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB allocated {report.memory.band.text()} "
                  f"of {c.memory_gib:g} GiB")
+    lines.append(f"reserved ≈ {report.memory.reserved(report.memory.peak) / GIB:.2f} GiB on rank {peak} "
+                 f"(torch.cuda.max_memory_reserved: the caching allocator's +{RESERVED_SHARE:.1%}, the median of "
+                 f"published logs, one run's +{low:.0%}…+{high:.0%}; at most the capacity)")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
     for note in (lay.sharding_note, lay.column_input_note):
         if note:

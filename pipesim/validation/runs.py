@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipesim.analytic.allocator import MemoryMeasure
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
@@ -87,6 +88,9 @@ class PublishedRun:
     # the pipeline rank whose memory was published (MLPerf's logs: global rank 0's, the first stage's); None: the
     # source gives the peak over the ranks, the figure pipesim reports as the peak
     memory_rank: int | None = None
+    # which peak the source printed: what tensors held (max_memory_allocated) or what the caching allocator held
+    # (max_memory_reserved, e.g. torchtitan's memory column)
+    memory_measure: MemoryMeasure = MemoryMeasure.ALLOCATED
     note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -134,10 +138,12 @@ class Comparison:
 
     @property
     def predicted_memory_gib(self) -> float:
-        """pipesim's figure for what the source measured: the peak over the ranks, or the published rank's."""
-        ranks = self.report.memory.ranks
-        held = self.report.memory.peak if self.run.memory_rank is None else ranks[self.run.memory_rank]
-        return held.total / 2**30
+        """pipesim's figure for what the source measured: the peak over the ranks, or the published rank's, as
+        allocated or as reserved."""
+        memory = self.report.memory
+        held = memory.peak if self.run.memory_rank is None else memory.ranks[self.run.memory_rank]
+        peak = memory.reserved(held) if self.run.memory_measure is MemoryMeasure.RESERVED else held.total
+        return peak / 2**30
 
     @property
     def memory_error(self) -> float | None:
