@@ -1,7 +1,7 @@
 """Where pipesim's reserved-memory share comes from, and its test: published logs that print both peaks.
 
 PyTorch's caching allocator holds more than its tensors do; ``torch.cuda.max_memory_reserved()`` sits above
-``max_memory_allocated()``. The 26 pretraining runs of :mod:`pipesim.validation.allocator_pairs` print both: their
+``max_memory_allocated()``. The 27 pretraining runs of :mod:`pipesim.validation.allocator_pairs` print both: their
 median share above the allocated peak is ``pipesim.analytic.allocator.RESERVED_SHARE`` (a test holds the two
 together). Then the rows of the validation table whose source publishes a reserved peak (torchtitan's) are
 compared both ways: as reserved, which they are, and as allocated, which is what pipesim compared before.
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     record_output(args.out, "allocator_reserve.txt")
     print(f"{'index id':>12} {'framework':<19}{'allocated MiB':>14}{'reserved MiB':>13}{'share':>8}  run")
     for p in sorted(PAIRS, key=lambda p: p.reserved_share):
-        print(f"{p.index_id:>12} {p.framework:<19}{p.max_allocated_mib:>14.0f}{p.max_reserved_mib:>13.0f}"
+        print(f"{p.index_id or 'issue':>12} {p.framework:<19}{p.max_allocated_mib:>14.0f}{p.max_reserved_mib:>13.0f}"
               f"{p.reserved_share:>+8.1%}  {p.described}")
     low, high = share_range()
     print(f"\n{len(PAIRS)} runs: median reserved share {median_share():+.1%}, 10–90 % {low:+.1%} … {high:+.1%}")

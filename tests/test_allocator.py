@@ -33,7 +33,7 @@ def test_reserved_is_at_least_allocated_and_at_most_the_device(allocated, capaci
 
 
 def test_the_share_is_the_median_of_the_published_pairs():
-    assert len(PAIRS) == 26
+    assert len(PAIRS) == 27
     low, high = share_range()
     assert abs(RESERVED_SHARE - median_share()) < 0.0005
     assert abs(RESERVED_SHARE_RANGE[0] - low) < 0.0005 and abs(RESERVED_SHARE_RANGE[1] - high) < 0.005

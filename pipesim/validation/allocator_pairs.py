@@ -7,10 +7,10 @@ allocated: … | reserved: … | max reserved: …``), read through the project'
 document by an id, not by repository and path; each pair says what the document says of itself, and its index
 id, so that a reader with the index can find it again.
 
-Kept: the 26 pretraining runs on Megatron-LM and Megatron-DeepSpeed found, one pair per run (the rank with the
+Kept: the 27 pretraining runs on Megatron-LM and Megatron-DeepSpeed found, one pair per run (the rank with the
 largest allocated peak: ranks of one run repeat each other), on NVIDIA GPUs. Left out: runs on ROCm or other
 allocators (LUMI's MI250X, Intel XPU, Ascend), runs capturing CUDA graphs (their private pools count as reserved),
-a summary printed at an out-of-memory error, reinforcement- learning runs with an inference engine's cache in the
+a summary printed at an out-of-memory error, reinforcement-learning runs with an inference engine's cache in the
 same process, DeepSpeed's ``see_memory_usage`` (it resets the peaks at every print and rounds the reserved peak to
 whole GB), a run with activation offloading (which pipesim does not model), test fixtures with made-up numbers, and
 fine-tuning runs of other trainers (Hugging Face TRL's DPO and PEFT's LoRA, LeRobot: 2 GB to 27 GB allocated, +1 …
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 class AllocatorPair:
     """One run's two peaks, MiB as the log prints them."""
 
-    index_id: int  # the code-search index's id of the document
+    index_id: int  # the code-search index's id of the document; 0: a GitHub issue, named in ``described``
     framework: str
     described: str  # what the document says the run was
     max_allocated_mib: float
@@ -78,6 +78,8 @@ PAIRS = (
     AllocatorPair(24112904958, _MEGATRON, "the same blog's second run (600 iterations)", 6237.8, 7890.0),
     AllocatorPair(52723628686, _MEGATRON, "MTP and Liger cross-entropy smoke run, peak over 10 steps", 28392.6,
                   30526.0),
+    AllocatorPair(0, _MEGATRON, "NeMo 2.0 Qwen3-30B-A3B pretraining (NVIDIA-NeMo/NeMo issue #14850; GB as printed)",
+                  53.9 * 1024, 57.5 * 1024),
     AllocatorPair(24522434823, _MDS, "GenSLM on Perlmutter's A100, MP4, micro-batch 4, seq 2048 (ALCF notes)",
                   23105.1, 35048.0),
     AllocatorPair(24255785376, _MDS, "TP2 DP4, seq 4096, FP16, on Polaris's A100 40GB (ALCF notes)", 14024.8,
