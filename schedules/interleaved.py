@@ -3,7 +3,9 @@
 Each rank holds ``v`` chunks in loop placement (stage = chunk·p + rank). Microbatches move through the
 chunks in groups of p: forward k is microbatch ``(k // (p·v))·p + k % p`` on chunk ``(k // p) % v``; backward
 k visits the chunks in reverse. Rank r warms up with ``2(p−r−1) + (v−1)·p`` forwards (capped at m·v), then
-alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``.
+alternates, then drains. The bubble overhead shrinks to ``(p−1)/(v·m)``. When p does not divide m the groups
+are Megatron-Core's larger ones (``schedules/_interleaved_order.py``: the smallest group size N it accepts, and
+``(v−1)·N`` in the warm-up), so any m ≥ p runs.
 """
 
 from pipesim.program.blocks import alternate
@@ -14,7 +16,7 @@ from pipesim.sim.costs import StageCosts
 from schedules._interleaved_order import interleaved_runs, warmup_forwards
 
 DEFAULT_CHUNKS = 2
-LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
+LIMITS = ScheduleLimits(chunks=None, min_microbatches_per_pp=1)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
@@ -22,7 +24,7 @@ def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
     total = len(fwd)
     ranks = []
     for rank in range(pp):
-        warmup = min(warmup_forwards(pp, rank, chunks), total)
+        warmup = min(warmup_forwards(pp, rank, chunks, microbatches), total)
         steady = total - warmup
         ranks.append([
             fwd[:warmup],                           # warmup: forwards only

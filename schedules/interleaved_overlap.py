@@ -7,12 +7,12 @@ in reverse. In the steady state every forward runs *together with* a backward of
 overlapped pair (:func:`~pipesim.program.ir.overlap`, timed by :func:`~pipesim.sim.costs.pair_duration`): the
 all-to-all of one half hides behind the other half's attention and expert compute.
 
-A backward cannot overlap the forward it depends on, and in plain interleaved 1F1B the last rank's first
-steady-state forward *is* the forward of its next backward. So each rank warms up with one forward more than
-interleaved 1F1B (``2(p−r−1) + (v−1)·p + 1``, capped at m·v): every pair then joins the forward of a later
-microbatch with the backward of an earlier one, and each rank holds one more chunk's activations (1/v of
-a microbatch through its share) than interleaved 1F1B at its peak. Where a forward and the backward it would
-meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the other.
+A backward cannot overlap the forward it depends on, and in plain interleaved 1F1B the last rank's first steady-
+state forward *is* the forward of its next backward. So each rank warms up with one forward more than interleaved
+1F1B (``2(p−r−1) + (v−1)·N + 1``, capped at m·v; N the microbatch group, p when p divides m): every pair then joins
+the forward of a later microbatch with the backward of an earlier one, and each rank holds one more chunk's
+activations (1/v of a microbatch through its share) than interleaved 1F1B at its peak. Where a forward and the
+backward it would meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the other.
 """
 
 from pipesim.program.blocks import overlapped
@@ -21,7 +21,7 @@ from pipesim.program.limits import ScheduleLimits
 from schedules._interleaved_order import interleaved_runs, warmup_forwards
 
 DEFAULT_CHUNKS = 2
-LIMITS = ScheduleLimits(chunks=None, microbatches_multiple_of_pp=True)
+LIMITS = ScheduleLimits(chunks=None, min_microbatches_per_pp=1)
 
 
 def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
@@ -29,7 +29,7 @@ def build(pp: int, microbatches: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
     total = len(fwd)
     ranks = []
     for rank in range(pp):
-        warmup = min(warmup_forwards(pp, rank, chunks) + 1, total)
+        warmup = min(warmup_forwards(pp, rank, chunks, microbatches) + 1, total)
         steady = total - warmup
         ranks.append([
             fwd[:warmup],                                # warmup: one forward more than interleaved 1F1B

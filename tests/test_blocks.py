@@ -12,7 +12,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pipesim.errors import ScheduleError
@@ -66,6 +66,9 @@ def _small(name):
 @given(shapes(sorted(LIST_FORMS)))
 def test_block_form_equals_list_form(shape):
     name, pp, mb, chunks = shape
+    # The list forms are the files as they were: interleaved in the paper's groups of p, so m a multiple of p.
+    # Megatron-Core's larger groups for other m are held to the closed forms (tests/test_closed_forms.py).
+    assume(not name.startswith("interleaved") or mb % pp == 0)
     built = load_schedule(name).build(pp, mb, chunks)
     assert built.held_as_columns
     assert_same_program(built, LIST_FORMS[name](pp, mb, chunks))

@@ -93,13 +93,17 @@ def test_overlay_rejects_different_rank_counts(tmp_path, capsys):
 
 
 def test_sweep_grid_matches_closed_forms_and_skips_invalid_points():
-    grid = SweepGrid(schedules=["1f1b", "interleaved"], pp=[2, 4], microbatches=[4, 6, 8])
+    grid = SweepGrid(schedules=["1f1b", "interleaved"], pp=[2, 4], microbatches=[3, 4, 6, 8])
     result = run_sweep(grid.points())
     one_f_one_b = result.frame[result.frame["schedule"] == "1f1b"]
     expected = (one_f_one_b["pp"] - 1) / (one_f_one_b["microbatches"] + one_f_one_b["pp"] - 1)
     assert (one_f_one_b["bubble_fraction"] - expected).abs().max() < 1e-9
-    assert result.skipped == 1  # interleaved with pp=4, m=6: m must be a multiple of pp
-    assert "multiple of --pp 4" in result.first_skip_reason
+    # interleaved at m = 6 on pp = 4 too (Megatron-Core's groups of 6): (p−1)/(v·m) over, v = 2
+    interleaved = result.frame[result.frame["schedule"] == "interleaved"]
+    expected = (interleaved["pp"] - 1) / (2 * interleaved["microbatches"])
+    assert len(interleaved) == 7 and (interleaved["bubble_overhead"] - expected).abs().max() < 1e-9
+    assert result.skipped == 1  # interleaved with pp=4, m=3: fewer microbatches than ranks
+    assert "--mb ≥ --pp 4" in result.first_skip_reason
 
 
 def test_sweep_parallel_equals_serial():

@@ -103,7 +103,7 @@ DEADLOCKING = textwrap.dedent("""
         (["simulate", "--mb", "-3"], "--mb: -3 must be a positive integer"),
         (["simulate", "--schedule", "nosuch"], "unknown schedule 'nosuch': use one of"),
         (["simulate", "--schedule", "missing/file.py"], "does not exist"),
-        (["simulate", "--schedule", "interleaved", "--pp", "4", "--mb", "6"], "use --mb 4 or --mb 8"),
+        (["simulate", "--schedule", "interleaved", "--pp", "4", "--mb", "3"], "use --mb 4 or more"),
         (["simulate", "--pp", "2", "--mb", "2", "--stage-cost", "7:forward=1"], "stages 0..1"),
         (["simulate", "--timeline", "out.txt"], "use .csv, .parquet"),
         (["simulate", "--costs", "nosuch.json"], "costs file nosuch.json does not exist"),
@@ -145,7 +145,7 @@ def test_schedule_file_errors(cli, tmp_path):
 def test_failed_run_leaves_no_file(cli, tmp_path):
     out = tmp_path / "t.csv"
     figure = tmp_path / "g.png"
-    result = cli("simulate", "--schedule", "interleaved", "--pp", "4", "--mb", "6", "--timeline", str(out),
+    result = cli("simulate", "--schedule", "interleaved", "--pp", "4", "--mb", "3", "--timeline", str(out),
                  "--plot", str(figure))
     assert result.returncode == 2
     assert list(tmp_path.iterdir()) == []

@@ -45,6 +45,30 @@ def test_interleaved_bubble_overhead(program_of, p, v, groups):
     assert result.metrics.bubble_overhead == pytest.approx((p - 1) / (v * m), abs=1e-9)
 
 
+@pytest.mark.parametrize("p", [2, 3, 4, 8])
+@pytest.mark.parametrize("v", [2, 3])
+@pytest.mark.parametrize("extra", [1, 2, 3, 5])
+def test_interleaved_bubble_overhead_when_pp_does_not_divide_m(program_of, p, v, extra):
+    """Megatron-Core's larger microbatch groups keep the closed form where p does not divide m."""
+    m = 2 * p + extra
+    for costs in (CostModel(), CostModel(StageCosts(forward=0.7, backward=1.9))):
+        result = simulate(program_of("interleaved", p, m, v), costs)
+        assert result.metrics.bubble_overhead == pytest.approx((p - 1) / (v * m), abs=1e-9)
+
+
+@pytest.mark.parametrize(("p", "m", "group"), [(4, 8, 4), (4, 9, 5), (4, 10, 5), (4, 11, 6), (4, 13, 7),
+                                               (3, 7, 4), (8, 12, 12), (8, 17, 9), (2, 5, 3)])
+def test_the_microbatch_group_is_the_least_that_megatron_core_accepts(p, m, group):
+    """Megatron-Core's rule (``forward_backward_pipelining_with_interleaving``): a group N in [p, m] whose last,
+    partial group is empty or holds at least p; pipesim takes the least such N (m = 11, p = 4: N = 4 leaves 3
+    and N = 5 leaves 1, both refused; N = 6 leaves 5)."""
+    from pipesim.program.limits import interleaved_microbatch_group
+
+    assert interleaved_microbatch_group(p, m) == group
+    assert m % group == 0 or m % group >= p
+    assert all(0 < m % smaller < p for smaller in range(p, group))
+
+
 @pytest.mark.parametrize(("p", "v"), [(2, 2), (4, 2), (4, 4), (8, 2)])
 def test_interleaved_activation_growth(program_of, p, v):
     """Korthikanti et al. 2023: the first rank holds p·(1 + (p−1)/(p·v)) microbatches' worth of activations
@@ -69,12 +93,14 @@ def test_megatron_warmup_1f1b(p, m):
             assert _warmup_forwards(order) == min(p - r - 1, m)
 
 
-@pytest.mark.parametrize(("p", "m", "v"), [(4, 8, 2), (4, 4, 2), (2, 8, 4), (8, 8, 3)])
-def test_megatron_warmup_interleaved(p, m, v):
+@pytest.mark.parametrize(("p", "m", "v", "group"), [(4, 8, 2, 4), (4, 4, 2, 4), (2, 8, 4, 2), (8, 8, 3, 8),
+                                                    (4, 10, 2, 5), (4, 11, 3, 6)])
+def test_megatron_warmup_interleaved(p, m, v, group):
+    """Megatron-Core's warm-up, ``2(p−r−1) + (v−1)·N`` with N the microbatch group (p when p divides m)."""
     from pipesim.program.loader import load_schedule
 
     schedule = load_schedule("interleaved").build(p, m, v)
     for r, order in enumerate(schedule.orders):
-        expected = min(2 * (p - r - 1) + (v - 1) * p, m * v)
+        expected = min(2 * (p - r - 1) + (v - 1) * group, m * v)
         counted = _warmup_forwards(order) if expected < m * v else sum(ins.op is Op.F for ins in order)
         assert counted == expected

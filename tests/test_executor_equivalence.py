@@ -100,3 +100,16 @@ def test_matches_single_process(world_results, layout, variant):
     ref = _reference(cfg.model, cfg.optimizer, cfg.lr, cfg.topology.dp, cfg.microbatches, cfg.steps)
     where = f"{_variant_id(variant)} tp={layout[0]} dp={layout[1]}"
     assert_matches_reference(got, ref, where)
+
+
+def test_interleaved_with_megatron_cores_larger_groups_matches_single_process():
+    """Three microbatches on two ranks: pp does not divide m, so the chunks are visited in one group of 3
+    (Megatron-Core's rule, pipesim.program.limits.interleaved_microbatch_group); plain and overlapped pairs, and
+    the grouped P2P Program NCCL would run, each equal the single-process run."""
+    variants = [("interleaved", None), ("interleaved-overlap", None), ("interleaved", P2PLowering.GROUPED)]
+    configs = [RunConfig(schedule=s, topology=Topology(pp=2), microbatches=3, steps=2, capture=True, p2p=p2p)
+               for s, p2p in variants]
+    results = spawn(run_configs, 2, configs)[0]
+    ref = _reference(configs[0].model, configs[0].optimizer, configs[0].lr, 1, 3, 2)
+    for (schedule, p2p), got in zip(variants, results, strict=True):
+        assert_matches_reference(got, ref, f"{schedule} m=3 pp=2" + (f" {p2p.value}" if p2p else ""))

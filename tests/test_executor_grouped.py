@@ -21,7 +21,7 @@ pytestmark = pytest.mark.distributed
 
 RTOL, ATOL = 1e-5, 1e-6
 TINY = ModelConfig(layers=8, hidden=16, heads=2, seq_len=8, micro_batch_size=1, vocab=32)
-# Microbatches per depth that every built-in schedule accepts (interleaved: a multiple of pp; dualpipe-v ≥ 2·pp).
+# Microbatches per depth that every built-in schedule accepts (dualpipe: even; dualpipe-v ≥ 2·pp).
 MICROBATCHES = {4: 8}
 
 

@@ -508,3 +508,15 @@ def test_plan_keeps_fp8_parameters_where_a_distributed_optimizer_runs_fp8(capsys
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "--fp8-param-gather" in out and "FP8 parameters (both)" in out
+
+
+def test_an_interleaved_line_states_megatron_cores_microbatch_group_where_pp_does_not_divide_m():
+    """Megatron-Core runs m = 10 on pp = 4 only with --microbatch-group-size-per-virtual-pipeline-stage: the least
+    group it accepts is 5 (4 leaves a last group of 2 < pp), the order pipesim simulated."""
+    model = MODEL_PRESETS["llama2-70b"]
+    uneven = Candidate(8, 4, 1, 1, 10, "interleaved", 5, NONE, True)
+    argv = megatron_argv(uneven, model, 10)
+    flag = argv.index("--microbatch-group-size-per-virtual-pipeline-stage")
+    assert argv[flag + 1] == "5"
+    even = replace(uneven, microbatches=12)
+    assert "--microbatch-group-size-per-virtual-pipeline-stage" not in megatron_argv(even, model, 12)

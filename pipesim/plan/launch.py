@@ -8,7 +8,8 @@ heads, sequence and micro-batch size; what the executor does not implement is li
 Megatron-LM flags follow its ``megatron/training/arguments.py``: ``--tensor-model-parallel-size``,
 ``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (interleaved 1F1B; with lighter
 first and last stages ``--num-virtual-stages-per-pipeline-rank`` and ``--account-for-embedding-in-pipeline-split
---account-for-loss-in-pipeline-split``),
+--account-for-loss-in-pipeline-split``; where pp does not divide the microbatches,
+``--microbatch-group-size-per-virtual-pipeline-stage``),
 ``--context-parallel-size``, ``--sequence-parallel``, ``--use-distributed-optimizer`` (ZeRO-1),
 ``--recompute-granularity`` (with ``--recompute-method uniform --recompute-num-layers 1`` for full
 recomputation, Korthikanti et al. 2023 §5), ``--fp8-format hybrid`` (Transformer Engine). Megatron-LM's pipeline
@@ -23,6 +24,7 @@ import shlex
 from pipesim.analytic.layout import Fp8Params, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
+from pipesim.program.limits import interleaved_microbatch_group
 
 MEGATRON_SCHEDULES = frozenset({"1f1b", "interleaved"})
 
@@ -92,6 +94,9 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
             args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
         else:  # the layers per stage differ: Megatron counts virtual stages instead
             args += ["--num-virtual-stages-per-pipeline-rank", str(c.chunks)]
+        group = interleaved_microbatch_group(c.pp, c.microbatches)
+        if group != c.pp:  # pp does not divide m: Megatron-Core's larger groups, which pipesim simulated
+            args += ["--microbatch-group-size-per-virtual-pipeline-stage", str(group)]
         if overlap_p2p:
             args.append("--overlap-p2p-communication")
     if c.stage_layers is not None:

@@ -46,3 +46,16 @@ class ScheduleLimits:
         if self.even_microbatches:
             microbatches += microbatches % 2
         return pp, microbatches
+
+
+def interleaved_microbatch_group(pp: int, microbatches: int) -> int:
+    """The microbatches interleaved 1F1B runs through each chunk before the next group starts: the smallest N ≥ pp
+    whose last group is whole or holds at least pp, so pp itself when pp divides m. Megatron-Core's rule for its
+    ``microbatch_group_size_per_vp_stage`` (``--microbatch-group-size-per-virtual-pipeline-stage``, default pp;
+    ``forward_backward_pipelining_with_interleaving`` refuses a last group of 1 … pp−1 microbatches: "it
+    introduces dependency bubbles"). Needs microbatches ≥ pp."""
+    for group in range(pp, microbatches + 1):
+        remainder = microbatches % group
+        if remainder == 0 or remainder >= pp:
+            return group
+    raise ValueError(f"interleaved 1F1B needs at least as many microbatches as ranks (m={microbatches} < pp={pp})")

@@ -34,7 +34,8 @@ def uniform_pipeline_bubble(pp: int, microbatches: int, costs: StageCosts) -> An
 def interleaved_bubble(pp: int, microbatches: int, chunks: int, costs: StageCosts) -> AnalyticBubble:
     """Interleaved 1F1B: ``overhead = (p−1)/(v·m)``, hence ``fraction = (p−1)/(v·m+p−1)``.
 
-    Narayanan et al. 2021, §2.2.2; exact when m is a multiple of p.
+    Narayanan et al. 2021, §2.2.2; exact when m is a multiple of p, and for any m ≥ p under Megatron-Core's
+    larger microbatch groups (``schedules/_interleaved_order.py``; tests/test_closed_forms.py).
     """
     p, m, v = pp, microbatches, chunks
     return AnalyticBubble((p - 1) / (v * m + p - 1), (p - 1) / (v * m), "Narayanan et al. 2021, §2.2.2")
