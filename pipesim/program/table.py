@@ -83,16 +83,14 @@ def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
     lengths = np.array([e - b for b, e in table.rank_bounds], dtype=np.int64)
     old_begin = np.array([b for b, _ in table.rank_bounds], dtype=np.int64)
     new_begin = old_begin * steps
-    n = table.num_rows * steps
-    rows = np.arange(n, dtype=np.int64)
     rank = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths * steps)
-    offset = rows - new_begin[rank]
-    safe = np.maximum(lengths, 1)[rank]
-    step = offset // safe
-    source = old_begin[rank] + offset % safe  # the single-step row each new row repeats
+    # Each rank's rows are its one-step rows ``steps`` times over: copied block by block (np.tile), which is
+    # several times faster than gathering every column through a computed row index.
+    step = np.concatenate([np.repeat(np.arange(steps, dtype=np.int64), n_r) for n_r in lengths.tolist()]) \
+        if len(lengths) else np.zeros(0, dtype=np.int64)
 
     def take(column: np.ndarray) -> np.ndarray:
-        return column[source]
+        return repeat_rows(column, table, steps)
 
     is_send, is_recv = table.kind == KIND_SEND, table.kind == KIND_RECV
     sends_per_link = np.bincount(table.link[is_send], minlength=max(table.num_links, 1))
