@@ -66,3 +66,16 @@ def test_simulate_reports_both_peaks(capsys):
         reserved_peak(memory["peak_gib"] * GIB, memory["capacity_gib"] * GIB) / GIB)
     assert memory["reserved_share"] == RESERVED_SHARE
     assert all(r["reserved_gib"] >= r["total_gib"] for r in memory["ranks"])
+
+
+def test_plan_writes_the_reserved_peak_beside_the_allocated_one():
+    from pipesim.api import plan
+
+    result = plan("llama2-7b", 8, 32, top=2, hardware="h100-sxm", schedules=("1f1b",), precision=("bf16",))
+    for row in result.to_dict()["ranked"]:
+        assert row["peak_reserved_gib"] == pytest.approx(reserved_peak(row["peak_gib"] * GIB, 79.6 * GIB) / GIB)
+        assert row["peak_reserved_gib"] > row["peak_gib"]
+    frame = result.candidates
+    simulated = frame[frame["peak_gib"].notna()]
+    assert (simulated["peak_reserved_gib"] >= simulated["peak_gib"]).all()
+    assert frame.loc[frame["peak_gib"].isna(), "peak_reserved_gib"].isna().all()

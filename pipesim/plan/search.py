@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipesim.analytic.allocator import reserved_peak
 from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
 from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound
@@ -55,7 +56,9 @@ class Outcome:
     peak_rank: int | None = None
     reason: str | None = None
 
-    def row(self, cap_gib: float) -> dict:
+    def row(self, cap_gib: float, capacity_gib: float) -> dict:
+        """The -o file's row; ``cap_gib`` the plan's memory cap, ``capacity_gib`` the device's (the reserved peak's
+        bound)."""
         row = {
             "label": self.candidate.label(),
             **self.candidate.to_dict(),
@@ -72,6 +75,9 @@ class Outcome:
         if self.evaluation is not None:
             row.update(self.evaluation.to_dict())
         row["fits"] = row["peak_gib"] is not None and row["peak_gib"] <= cap_gib
+        # what the caching allocator would hold at that peak (torch.cuda.max_memory_reserved; analytic.allocator)
+        row["peak_reserved_gib"] = (None if row["peak_gib"] is None
+                                    else reserved_peak(row["peak_gib"] * GIB, capacity_gib * GIB) / GIB)
         return row
 
 
@@ -136,7 +142,7 @@ class PlanResult:
         ranked = self.fitting()
         close = {id(o) for o, near in zip(ranked, overlaps_best(ranked, self.request.chip), strict=True) if near}
         rows = [
-            o.row(self.request.cap_gib)
+            o.row(self.request.cap_gib, self.request.chip.memory_gib)
             | {
                 "pareto": id(o) in front,
                 "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
