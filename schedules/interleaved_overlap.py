@@ -7,12 +7,13 @@ in reverse. In the steady state every forward runs *together with* a backward of
 overlapped pair (:func:`~pipesim.program.ir.overlap`, timed by :func:`~pipesim.sim.costs.pair_duration`): the
 all-to-all of one half hides behind the other half's attention and expert compute.
 
-A backward cannot overlap the forward it depends on, and in plain interleaved 1F1B the last rank's first steady-
-state forward *is* the forward of its next backward. So each rank warms up with one forward more than interleaved
-1F1B (``2(p−r−1) + (v−1)·N + 1``, capped at m·v; N the microbatch group, p when p divides m): every pair then joins
-the forward of a later microbatch with the backward of an earlier one, and each rank holds one more chunk's
-activations (1/v of a microbatch through its share) than interleaved 1F1B at its peak. Where a forward and the
-backward it would meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the other.
+A backward cannot overlap the forward it depends on, and in plain interleaved 1F1B the last rank's first
+steady-state forward *is* the forward of its next backward. So each rank warms up with one forward more than
+interleaved 1F1B (``2(p−r−1) + (v−1)·N + 1``, capped at m·v; N the microbatch group, p when p divides m): every
+pair then joins the forward of a later microbatch with the backward of an earlier one, and each rank holds one more
+chunk's activations (1/v of a microbatch through its share) than interleaved 1F1B at its peak. Where a forward and
+the backward it would meet are still the same microbatch and chunk (m·v ≤ the warm-up), they run one after the
+other.
 """
 
 from pipesim.program.blocks import overlapped

@@ -2,14 +2,14 @@
 
 pipesim's memory model counts bytes held by tensors, what ``torch.cuda.max_memory_allocated()`` reports
 (Megatron-LM's ``report_memory``, MLPerf's ``max_memory_usage``). Many frameworks print the other figure,
-``torch.cuda.max_memory_reserved()``: everything the caching allocator has taken from the device, which is
-what ``nvidia-smi`` shows and what an out-of-memory error is about (torchtitan's ``memory:`` column is its
-``max_reserved``). The allocator keeps freed blocks cached for reuse and serves a request from a cached block
-only if one is large enough, splitting it; blocks freed between long-lived ones leave holes too small for the
-next large request, which then takes fresh memory (PyTorch's CUDA semantics notes, "Memory management";
-Guo et al. 2024, GMLake, ASPLOS '24: "up to 30 % GPU memory fragmentation" under recomputation, offloading and
-ZeRO). How much depends on the order and sizes of a step's allocations, which pipesim does not trace tensor by
-tensor, so the gap is taken as a share of the allocated peak, measured on published runs:
+``torch.cuda.max_memory_reserved()``: everything the caching allocator has taken from the device, what
+``nvidia-smi`` shows less the CUDA context and NCCL's buffers, and what an out-of-memory error is about
+(torchtitan's ``memory:`` column is its ``max_reserved``). The allocator keeps freed blocks cached for reuse and
+serves a request from a cached block only if one is large enough, splitting it; blocks freed between long-lived
+ones leave holes too small for the next large request, which then takes fresh memory (PyTorch's CUDA semantics
+notes, "Memory management"; Guo et al. 2024, GMLake, ASPLOS '24: "up to 30 % GPU memory fragmentation" under
+recomputation, offloading and ZeRO). How much depends on the order and sizes of a step's allocations, which pipesim
+does not trace tensor by tensor, so the gap is taken as a share of the allocated peak, measured on published runs:
 
 ``RESERVED_SHARE`` is the median of ``max reserved / max allocated − 1`` over the 27 pretraining runs whose logs
 print both (:mod:`pipesim.validation.allocator_pairs`, ``python experiments/allocator_reserve.py``): +5.4 %,

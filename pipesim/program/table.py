@@ -84,8 +84,8 @@ def repeat_steps(table: ProgramTable, steps: int) -> ProgramTable:
     old_begin = np.array([b for b, _ in table.rank_bounds], dtype=np.int64)
     new_begin = old_begin * steps
     rank = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths * steps)
-    # Each rank's rows are its one-step rows ``steps`` times over: copied block by block (np.tile), which is
-    # several times faster than gathering every column through a computed row index.
+    # Each rank's rows are its one-step rows ``steps`` times over: copied block by block (np.tile, repeat_rows)
+    # rather than gathered through a computed row index (a sixth faster on a zb-v table of 110k rows).
     step = np.concatenate([np.repeat(np.arange(steps, dtype=np.int64), n_r) for n_r in lengths.tolist()]) \
         if len(lengths) else np.zeros(0, dtype=np.int64)
 
