@@ -9,7 +9,8 @@ batch, and a published TFLOP/s with pipesim's FLOP count of the same step (both 
 The rows are in :mod:`pipesim.validation.sources`, one module per source; the memory-only sources
 (:data:`~pipesim.validation.sources.MEMORY_MODULES`) come last, with no published step. ``--moe`` prints the
 mixture-of-experts rows instead (held out of every fit, :data:`pipesim.validation.sources.MOE_MODULES`),
-with the exposed all-to-all's share of the busiest rank's step.
+with the exposed all-to-all's share of the busiest rank's step; ``--blackwell`` the Blackwell rows (held out of
+every fit too, :data:`pipesim.validation.sources.BLACKWELL_MODULES`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from __future__ import annotations
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
-from pipesim.validation.sources import IN_SAMPLE_MODULES, MEMORY_ONLY_RUNS, MOE_RUNS, PUBLISHED_RUNS, module_of
+from pipesim.validation.sources import (
+    BLACKWELL_RUNS,
+    IN_SAMPLE_MODULES,
+    MEMORY_ONLY_RUNS,
+    MOE_RUNS,
+    PUBLISHED_RUNS,
+    module_of,
+)
 
 __all__ = ["PUBLISHED_RUNS", "cli_args", "main", "predict"]
 
@@ -27,11 +35,14 @@ def main() -> None:
                                "their costs (zb-auto, ~1 s each): a smoke run")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--commands", action="store_true", help="print the pipesim command of each row instead")
-    parser.add_argument("--moe", action="store_true", help="the mixture-of-experts rows (held out of every fit)")
+    held_apart = parser.add_mutually_exclusive_group()
+    held_apart.add_argument("--moe", action="store_true", help="the mixture-of-experts rows (held out of every fit)")
+    held_apart.add_argument("--blackwell", action="store_true", help="the Blackwell rows (held out of every fit)")
     args = parse_experiment_args(parser)
     record_output(args.out, "published_runs_commands.txt" if args.commands
                   else "published_runs.md" if args.markdown else "published_runs.txt")
-    table = MOE_RUNS if args.moe else PUBLISHED_RUNS + MEMORY_ONLY_RUNS  # memory-only sources last
+    # memory-only sources last
+    table = MOE_RUNS if args.moe else BLACKWELL_RUNS if args.blackwell else PUBLISHED_RUNS + MEMORY_ONLY_RUNS
     if args.commands:
         for run in table:
             print("pipesim " + " ".join(cli_args(run)))

@@ -41,7 +41,7 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 from __future__ import annotations
 
 from pipesim.analytic.kernels import FP32
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Recompute
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Precision, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
 
@@ -79,10 +79,14 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     if layout.recompute is Recompute.PER_OP:
         return s * b * per_op_kept_width(model, layout, kind) * d
     mask = 1.0 if model.dropout else 0.0
-    replicated = (2 * d * sbh + d * sbh + d * sbh + 2 * mask * sbh
+    lin = linear_input_element_bytes(model, layout)
+    # the two norm inputs, then the QKV and MLP inputs (the norms' outputs, saved by the linears that read them)
+    replicated = (2 * d * sbh + lin * sbh + lin * sbh + 2 * mask * sbh
                   + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
-    mlp_mid = (3 if model.gated else 2) * d * s * b * _mlp_width(model, layout, kind)
-    attention = d * s * b * (model.q_width + model.k_width + model.v_width + model.attention_out_width)
+    # the up projection's output(s), kept by the activation for its backward, and the down projection's input
+    mlp_mid = ((2 if model.gated else 1) * d + lin) * s * b * _mlp_width(model, layout, kind)
+    attention = (d * s * b * (model.q_width + model.k_width + model.v_width)
+                 + _attention_output_bytes(model, layout) * s * b * model.attention_out_width)
     sharded = attention + mlp_mid
     scores_kept = layout.recompute is Recompute.NONE and layout.attention is AttentionKernel.UNFUSED
     # softmax output (d), and with dropout its mask (1) and output (d): 5as²b for d = 2
@@ -90,6 +94,31 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     eager_replicated, eager_sharded = _eager_kept(model, layout, kind)
     return ((replicated + s * b * eager_replicated) / (t if sp else 1) + (sharded + scores + s * b * eager_sharded) / t
             + _gathered_column_inputs(model, layout, kind))
+
+
+def linear_input_element_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes per element of what a linear layer saves of its input for its weight gradient.
+
+    In FP8 (``--fp8``: Transformer Engine's FP8 linears) the saved input is the quantized one, 1 byte: TE's
+    ``Linear`` keeps ``saved_inputmat = inputmat`` after ``input_quantizer`` cast it (keeping only the row- or
+    column-wise FP8 data the backward reads), and ``LayerNormLinear`` keeps its FP8 ``ln_out`` beside the norm's
+    BF16 input (``transformer_engine/pytorch/module/linear.py`` and ``layernorm_linear.py``, "Cache state for
+    backward pass"). The inputs that are not a linear's stay at ``d`` bytes: the norms' inputs, Q, K and V (the
+    attention runs in BF16 unless FP8 attention is asked for), the up projection's output that the activation
+    keeps."""
+    return 1.0 if layout.precision is Precision.FP8 else float(model.dtype_bytes)
+
+
+def _attention_output_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes per element kept of the attention's output: the output projection's saved input, and the fused
+    kernel's own copy of its output for its backward (FlashAttention's backward reads it) when the kernel is not
+    recomputed. In BF16 the two are one tensor; in FP8 the projection keeps an FP8 copy beside the kernel's BF16
+    output (:func:`linear_input_element_bytes`)."""
+    d = model.dtype_bytes
+    if layout.precision is not Precision.FP8:
+        return d
+    kernel_keeps_output = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
+    return (d if kernel_keeps_output else 0.0) + linear_input_element_bytes(model, layout)
 
 
 def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[float, float]:
@@ -160,11 +189,12 @@ def linear_input_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = Layer
     sp = layout.sequence_parallel
     if layout.recompute in (Recompute.FULL, Recompute.PER_OP):
         return layer_activation_bytes(model, layout, kind)
+    lin = linear_input_element_bytes(model, layout)
     # QKV input and MLP input (plus, for MoE, the dispatched tokens the experts' first GEMMs read)
     dispatched = 0.0 if kind is LayerKind.DENSE else d * model.experts_per_token * h * layout.moe_imbalance
-    replicated = s * b * (2 * d * h + dispatched + _mla_latents(model) / 2)
+    replicated = s * b * (2 * lin * h + dispatched + _mla_latents(model) / 2)
     # output-projection input, down-projection input
-    sharded = d * s * b * model.attention_out_width + d * s * b * _mlp_width(model, layout, kind)
+    sharded = lin * s * b * model.attention_out_width + lin * s * b * _mlp_width(model, layout, kind)
     return replicated / (t if sp else 1) + sharded / t + _gathered_column_inputs(model, layout, kind)
 
 

@@ -201,10 +201,23 @@ _PRESETS = [
     # measured BF16 shape on a B200, 1,652 TFLOP/s at 4096×8192×8192 (pyptx.dev "Performance", its cuBLAS
     # column), 0.734 of the peak; the per-tile and per-kernel overheads fitted to OpenXLA's measured sm_100 table
     # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs). Collectives inside the node: OpenXLA's
-    # sm_100 collective table (pipesim.validation.collective_shares), 0.50–0.72 of NVLink 5.
+    # sm_100 collective table (pipesim.validation.collective_shares), 0.50–0.72 of NVLink 5. FP8 GEMMs in any
+    # layout (sm_100): FP8 parameters keep no transpose (fp8_weight_transpose, Transformer Engine's quantizer).
     ChipSpec("b200", 2250 * TFLOPS, 180.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
              sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK),
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False),
+    # NVIDIA GB200 NVL72 (the Blackwell GPU of a Grace-Blackwell superchip, 72 to an NVLink domain): the B200's die
+    # at 1,200 W, so FP16/BF16 2.5 PFLOPS dense and FP8 5 PFLOPS (NVIDIA's Blackwell figures for the GB200 variant,
+    # as G. Lockwood's B200 notes tabulate them: 2,500 / 5,000 dense against the HGX B200's 2,250 / 4,500 at
+    # 1,000 W); 8 TB/s HBM3e; MLPerf Training v5.0's system description of NVIDIA's Tyche (8× GB200 NVL72,
+    # NVIDIA/systems/tyche_ngpu512_ngc25.04_nemo.json): 189,471 MiB per GPU (185.0 GiB), "NVLINK Gen5 1800 GB/s +
+    # NVSWITCH Gen5" (900 GB/s one way, every GPU of the rack's 72 through the switches: node_size 72), 4 GPUs
+    # and 4× ConnectX-7 NDR 400 Gb/s per compute tray (50 GB/s per GPU). Kernel constants: the B200's (same die,
+    # same SM count; not validated: mlperf_v50_gb200, held out, is 21 % too fast with them). Collectives inside
+    # the domain: the B200's 8-GPU shares, for groups of any size up to 72 (no measured table beyond 8).
+    ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
+             node_size=72, sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128

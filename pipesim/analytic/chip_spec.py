@@ -92,6 +92,10 @@ FIELDS: tuple[Field, ...] = (
           "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
           "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
           "every GPU alike", default=0.02, low=0, high=MAX_SPREAD),
+    Field("fp8_weight_transpose", Kind.BOOL, "", "whether FP8 parameters keep a transposed FP8 copy beside their "
+          "data (--fp8-params both): FP8 GEMMs that take only the TN layout need one for the backward (Hopper, "
+          "Ada); Blackwell's take any layout, and Transformer Engine then keeps none (1 byte a parameter)",
+          default=True),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
@@ -185,6 +189,11 @@ class ChipSpec:
     # How much of ZeRO-3's per-layer collectives (prefetched one layer ahead) really runs beside compute: fitted to
     # the published FSDP and ZeRO-3 runs (pipesim.validation.constants; pipesim.analytic.comm.prefetched_overlap).
     zero3_overlap_share: float = 0.0
+    # Whether an FP8 parameter keeps a transposed copy (Fp8Params.BOTH's second byte): Transformer Engine creates one
+    # only where FP8 GEMMs take the TN layout alone (``create_transpose = columnwise_usage &&
+    # !non_tn_fp8_gemm_supported()``, transformer_engine/pytorch/csrc/extensions/quantizer.cpp since v2.x;
+    # ``non_tn_fp8_gemm_supported``: compute capability ≥ 10.0, Blackwell).
+    fp8_weight_transpose: bool = True
     memory_efficiency: float = 0.9
     sm_count: int = 132
     # NCCL runs one CTA per channel and its CTAs never share an SM with a compute kernel (NVIDIA/nccl issue #689,

@@ -152,7 +152,8 @@ def remedies(layout: Layout) -> list[str]:
 
 
 def static_bytes(
-    params: float, layout: Layout, model: ModelSpec | None = None, expert_params: float = 0.0, end_params: float = 0.0
+    params: float, layout: Layout, model: ModelSpec | None = None, expert_params: float = 0.0, end_params: float = 0.0,
+    fp8_weight_transpose: bool = True,
 ) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state for ``params`` parameters on one rank.
 
@@ -166,7 +167,8 @@ def static_bytes(
     FP8 copy of every weight of its FP8 linears beside the BF16 one: +1 byte per parameter, except the
     ``end_params`` of ``params`` (the embedding and the output layer, which Transformer Engine leaves in BF16).
     With FP8 parameters (:class:`~pipesim.analytic.layout.Fp8Params`) the FP8 data *is* the linears' weight: 2
-    bytes per parameter with its transpose kept (Transformer Engine 2.x), 1 without, in place of 2 + 1.
+    bytes per parameter with its transpose kept (Transformer Engine 2.x), 1 without, in place of 2 + 1; the
+    transpose only on chips whose FP8 GEMMs need it (``fp8_weight_transpose``, the chip's field: not Blackwell).
     ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp.
     """
     b = layout.param_bytes
@@ -190,7 +192,8 @@ def static_bytes(
     if layout.precision is Precision.FP8:
         linears = params - end_params  # what Transformer Engine runs in FP8 (norm weights: < 0.01 % of them)
         if layout.fp8_params is not Fp8Params.OFF:  # a distributed optimizer (never ZeRO-3): weights not sharded
-            weights -= linears * (b.weights - layout.fp8_params.weight_bytes)
+            kept = layout.fp8_params.weight_bytes if fp8_weight_transpose else Fp8Params.ROWWISE.weight_bytes
+            weights -= linears * (b.weights - kept)
         else:  # the FP8 copy is sharded like the BF16 weights under ZeRO-3 without pipelining
             weights += sharded(1.0) - end_params / layout.shards if layout.regathers_for_backward else linears
     return weights, grads, optimizer
@@ -236,7 +239,8 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         key = (params[r], experts[r], ends[r])
         held = static.get(key)
         if held is None:
-            held = static[key] = static_bytes(params[r], layout, model, experts[r], ends[r])
+            held = static[key] = static_bytes(params[r], layout, model, experts[r], ends[r],
+                                              chip.fp8_weight_transpose)
         weights, grads, optimizer = held
         stages = tuple(shape.stage(r, c) for c in range(shape.chunks))
         transient = loss_working if any(shape.is_last_stage(stage) for stage in stages) else working

@@ -77,7 +77,8 @@ def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
         key = (params[r], experts[r], ends[r])
         held = static.get(key)
         if held is None:
-            held = static[key] = sum(static_bytes(params[r], layout, model, experts[r], ends[r]))
+            held = static[key] = sum(static_bytes(params[r], layout, model, experts[r], ends[r],
+                                                  request.chip.fp8_weight_transpose))
         memory = max(memory, held + one_microbatch)
     return memory / GIB
 

@@ -49,6 +49,11 @@ MOE_MODULES: tuple[str, ...] = ("deepseek_v3_2024", "megatron_moe2024")
 validation by source left out never fits a constant on them nor folds them into the error bands; no constant
 was chosen looking at them. ``experiments/published_runs.py --moe`` reports them."""
 
+BLACKWELL_MODULES: tuple[str, ...] = ("mlperf_v50_gb200",)
+"""Published runs on Blackwell chips (GB200 NVL72), held out of everything like :data:`MOE_MODULES`: no constant is
+fitted on them and they join no error band, so the Blackwell presets' kernel constants, set without a published
+training step, meet them as a test. ``experiments/published_runs.py --blackwell`` reports them."""
+
 
 def rows_of(*modules: str) -> list[PublishedRun]:
     """The rows of the named source modules, in that order."""
@@ -66,10 +71,12 @@ def module_of(run: PublishedRun) -> str:
 PUBLISHED_RUNS: list[PublishedRun] = rows_of(*SOURCE_MODULES)
 IN_SAMPLE_RUNS: list[PublishedRun] = rows_of(*IN_SAMPLE_MODULES)  # the same objects as in PUBLISHED_RUNS
 MOE_RUNS: list[PublishedRun] = rows_of(*MOE_MODULES)
+BLACKWELL_RUNS: list[PublishedRun] = rows_of(*BLACKWELL_MODULES)
 MEMORY_ONLY_RUNS: list[PublishedRun] = rows_of(*MEMORY_MODULES)  # the memory-only sources' rows
 MEMORY_RUNS: list[PublishedRun] = [r for r in PUBLISHED_RUNS if r.memory_gib is not None] + MEMORY_ONLY_RUNS
 """Every dense row that publishes a peak memory: the step-time sources' and the memory-only ones'."""
-_MODULE_OF: dict[int, str] = {id(r): name for name in SOURCE_MODULES + MEMORY_MODULES + MOE_MODULES
+_MODULE_OF: dict[int, str] = {id(r): name
+                              for name in SOURCE_MODULES + MEMORY_MODULES + MOE_MODULES + BLACKWELL_MODULES
                               for r in import_module(f"{__name__}.{name}").ROWS}
 
 
