@@ -250,7 +250,7 @@ def stage_breakdown(model: ModelSpec, layout: Layout, stage: int) -> StageBreakd
 def stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, ...]:
     """:class:`StageBreakdown` of every stage. Cached by what they depend on (:func:`_breakdowns_key`): a cost
     model, the optimizer step and the memory report each read every stage's parameters, and the planner asks
-    for tens of thousands of layouts that differ only in dp, microbatches, the ZeRO stage or the precision."""
+    for tens of thousands of layouts that differ only in dp, microbatches or the ZeRO stage."""
     key = _breakdowns_key(model, layout)
     hit = _BREAKDOWNS.get(key)
     if hit is None:
@@ -281,6 +281,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.elementwise,  # eager modules keep more activations (activations._eager_kept)
         layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
         layout.moe_imbalance,
+        layout.precision,  # FP8 linears keep their inputs in one byte (activations.linear_input_element_bytes)
     )
 
 
