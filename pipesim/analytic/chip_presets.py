@@ -196,14 +196,15 @@ _PRESETS = [
     ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
              nvlink_collective_shares=_HOPPER_NVLINK, **_HOPPER_KERNELS),
     # NVIDIA HGX B200 datasheet: 8 GPUs give FP16/BF16 36 PFLOPS sparse → 2.25 PFLOPS dense per GPU, FP8
-    # 72 → 4.5 PFLOPS; 1.44 TB HBM3e total → 180 GB each (taken as 180 GiB); 64 TB/s → 8 TB/s each;
+    # 72 → 4.5 PFLOPS; 1.44 TB HBM3e total → 180 GB each: 183,359 MiB (179.1 GiB) as MLPerf Training v5.1's B200
+    # system descriptions give it (e.g. Nebius/systems/nebius_b200_n1.json); 64 TB/s → 8 TB/s each;
     # NVLink 5 1.8 TB/s bidirectional per GPU; 148 SMs. DGX B200: 8× ConnectX-7 400 Gb/s. GEMM: cuBLAS's best
     # measured BF16 shape on a B200, 1,652 TFLOP/s at 4096×8192×8192 (pyptx.dev "Performance", its cuBLAS
     # column), 0.734 of the peak; the per-tile and per-kernel overheads fitted to OpenXLA's measured sm_100 table
     # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs). Collectives inside the node: OpenXLA's
     # sm_100 collective table (pipesim.validation.collective_shares), 0.50–0.72 of NVLink 5. FP8 GEMMs in any
     # layout (sm_100): FP8 parameters keep no transpose (fp8_weight_transpose, Transformer Engine's quantizer).
-    ChipSpec("b200", 2250 * TFLOPS, 180.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
+    ChipSpec("b200", 2250 * TFLOPS, 179.1, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
              sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
              gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False),
     # NVIDIA GB200 NVL72 (the Blackwell GPU of a Grace-Blackwell superchip, 72 to an NVLink domain): the B200's die
