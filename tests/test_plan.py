@@ -520,3 +520,16 @@ def test_an_interleaved_line_states_megatron_cores_microbatch_group_where_pp_doe
     assert argv[flag + 1] == "5"
     even = replace(uneven, microbatches=12)
     assert "--microbatch-group-size-per-virtual-pipeline-stage" not in megatron_argv(even, model, 12)
+
+
+def test_a_gb200_plan_takes_whole_trays_and_launches_four_processes_a_host():
+    """GB200 NVL72: 72 GPUs on one NVLink domain (tp stays inside it), 4 per host. 80 GPUs are a rack and two trays:
+    planned, where whole 72-GPU nodes were required; the launch line starts 4 processes on each of 20 hosts."""
+    from pipesim.api import plan
+
+    result = plan("llama2-7b", 80, 80, top=1, hardware="gb200", schedules=("1f1b",), precision=("bf16",),
+                  micro_batch_sizes=(1,))
+    assert "80× gb200 (72 per NVLink domain, 4 per host)" in result.text()
+    assert "--nnodes 20 --nproc-per-node 4" in result.text()
+    with pytest.raises(PipesimError, match="not a whole number of hosts of 4 GPUs"):
+        plan("llama2-7b", 82, 82, hardware="gb200")

@@ -217,7 +217,7 @@ _PRESETS = [
     # same SM count; not validated: mlperf_v50_gb200, held out, is 21 % too fast with them). Collectives inside
     # the domain: the B200's 8-GPU shares, for groups of any size up to 72 (no measured table beyond 8).
     ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
-             node_size=72, sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             node_size=72, host_gpus=4, sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
              gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s

@@ -34,6 +34,9 @@ FIELDS: tuple[Field, ...] = (
     Field("inter_node_bandwidth", Kind.FLOAT, "bytes/s", "per chip, one direction, between nodes (NIC)",
           required=True, low=0, low_open=True),
     Field("node_size", Kind.INT, "chips", "chips sharing the intra-node link", default=8, low=1),
+    Field("host_gpus", Kind.INT, "chips", "chips per host, what a launcher's --nproc-per-node counts, where it is "
+          "fewer than node_size (GB200 NVL72: 4 per compute tray, 72 on one NVLink domain)", default="node_size",
+          low=1),
     Field("link_latency", Kind.FLOAT, "s", "per P2P transfer (pipeline and ring-attention sends)", default=10e-6,
           low=0),
     Field("collective_base_latency", Kind.FLOAT, "s", "a ring collective's fixed latency (NCCL's tuning model, "
@@ -134,6 +137,8 @@ class ChipSpec:
     intra_node_bandwidth: float  # bytes/s per chip, one direction (NVLink / Infinity Fabric)
     inter_node_bandwidth: float  # bytes/s per chip, one direction (one NIC per chip)
     node_size: int = 8  # chips sharing the intra-node fabric
+    # chips per host (a launcher's --nproc-per-node) where an NVLink domain spans several hosts; None: node_size
+    host_gpus: int | None = None
     link_latency: float = 10e-6  # s per P2P transfer (NCCL small-message latency order)
     # A ring collective's latency: NCCL's own cost model (src/graph/tuning.cc, ncclTopoTuneModel), Ring/Simple:
     # base 8.4 µs, 3.4 µs per step on NVLink, 9.6 µs per step on the network (pipesim.analytic.comm.ring_latency)
@@ -241,6 +246,11 @@ class ChipSpec:
     def comm_sm_share(self) -> float:
         """Share of the SMs an overlapped NCCL collective takes from the compute beside it."""
         return min(1.0, self.collective_ctas / self.sm_count)
+
+    @property
+    def gpus_per_host(self) -> int:
+        """Chips per host: ``host_gpus``, or the whole node where the fast link stays inside one host."""
+        return self.node_size if self.host_gpus is None else self.host_gpus
 
     @property
     def memory_bytes(self) -> float:

@@ -29,8 +29,14 @@ def header(request: PlanRequest) -> str:
     m = request.model
     trained = "" if request.framework is Framework.MEGATRON else f" with {request.framework.value}"
     return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}){trained} on {request.gpus}× "
-            f"{request.chip.name} ({request.gpus_per_node} per node), global batch {request.global_batch} sequences, "
+            f"{request.chip.name} ({_per_node(request)}), global batch {request.global_batch} sequences, "
             f"memory cap {request.cap_gib:g} GiB{_kernels(request)}")
+
+
+def _per_node(request: PlanRequest) -> str:
+    if request.host_gpus < request.gpus_per_node:
+        return f"{request.gpus_per_node} per NVLink domain, {request.host_gpus} per host"
+    return f"{request.gpus_per_node} per node"
 
 
 def _kernels(request: PlanRequest) -> str:
@@ -76,7 +82,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
                      f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
-        lines.append(f"   executor: {executor_line(c, request.model, request.gpus_per_node)}")
+        lines.append(f"   executor: {executor_line(c, request.model, request.host_gpus)}")
         gaps = executor_gaps(c, request.model)
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")

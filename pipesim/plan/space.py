@@ -144,6 +144,12 @@ class PlanRequest:
         return self.fp8_params if takes else Fp8Params.OFF
 
     @property
+    def host_gpus(self) -> int:
+        """GPUs per host, what a launch line's --nproc-per-node counts: the node, or fewer where the chip's NVLink
+        domain spans hosts (GB200 NVL72's 4-GPU trays)."""
+        return min(self.gpus_per_node, self.chip.gpus_per_host)
+
+    @property
     def cap_gib(self) -> float:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
 
@@ -347,13 +353,16 @@ _FREE_CHUNKS = frozenset({"interleaved", "looped-bfs"})
 
 def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
     """The (tp, cp, pp, dp) splits, or a PipesimError saying why the GPUs or the batch leave none."""
-    gpus, node = request.gpus, request.gpus_per_node
+    # whole hosts: where an NVLink domain spans hosts (GB200 NVL72) a job may hold part of a domain, whose tp groups
+    # still fit it (tp divides the domain's size)
+    gpus, node = request.gpus, request.host_gpus
     if gpus > node and gpus % node:
         lower, upper = gpus // node * node, (gpus // node + 1) * node
+        unit = (f"hosts of {node} GPUs (the chip's host_gpus)" if node < request.gpus_per_node
+                else f"nodes of --gpus-per-node {node}")
         raise PipesimError(
-            f"--gpus {gpus} is not a whole number of nodes of --gpus-per-node {node}; tensor "
-            f"parallelism stays within a node and a partial node cannot hold a tp group evenly: "
-            f"use --gpus {lower} or {upper}"
+            f"--gpus {gpus} is not a whole number of {unit}; tensor parallelism stays within a node and a partial "
+            f"node cannot hold a tp group evenly: use --gpus {lower} or {upper}"
         )
     layouts = grid_layouts(request)  # never empty: tp = pp = 1, dp = GPUs always qualifies
     batch = request.global_batch

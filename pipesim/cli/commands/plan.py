@@ -80,7 +80,8 @@ def register(sub) -> None:
     p.add_argument("--gpus", type=positive_int, required=True, help="GPUs in the job")
     p.add_argument("--global-batch", type=positive_int, required=True, help="sequences per optimizer step")
     p.add_argument("--gpus-per-node", type=positive_int, default=None,
-                   help="GPUs sharing the fast intra-node link; tp stays within one (default: the chip's, 8)")
+                   help="GPUs sharing the fast intra-node link; tp stays within one (default: the chip's "
+                        "node_size: 8, or 72 on gb200)")
     p.add_argument("--memory-cap", type=_memory, default=None, metavar="GiB",
                    help="usable memory per GPU (default: the chip's HBM)")
     p.add_argument("--schedules", type=_names, default=None,
