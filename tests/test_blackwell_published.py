@@ -98,3 +98,13 @@ def test_gb200_is_the_b200_die_at_1200_watts_in_a_72_gpu_nvlink_domain():
     assert gb200.host_gpus == 4  # GPUs per compute tray
     stated = {"name", "peak_flops", "fp8_peak_flops", "memory_gib", "node_size", "host_gpus"}
     assert replace(gb200, **{f: getattr(b200, f) for f in stated}) == b200
+
+
+def test_a_blackwell_prediction_says_what_the_held_out_rows_measured():
+    """No band covers Blackwell, but a prediction there carries the held-out gap, which must be these rows'."""
+    from pipesim.analytic.error_band import BLACKWELL_GAP, error_band
+
+    errors = [_comparison(r).step_error for r in BLACKWELL_RUNS]
+    assert -sum(errors) / len(errors) == pytest.approx(BLACKWELL_GAP, abs=0.005)
+    band = error_band("gb200", Precision.FP8)
+    assert band.relative is None and "1.25× the predicted" in band.text()
