@@ -102,3 +102,14 @@ def test_v_schedules_match_pytorchs_orders(program_of, name, cls_name, pp, m):
     ours = program_of(name, pp, m)
     for rank in range(pp):
         assert [i for i in theirs.ranks[rank] if i.op.is_compute] == [i for i in ours.ranks[rank] if i.op.is_compute]
+
+
+@pytest.mark.parametrize(("pp", "m"), [(2, 4), (4, 8), (4, 12), (2, 3), (4, 6), (4, 10)])
+def test_interleaved_matches_pytorchs_interleaved_1f1b(program_of, pp, m):
+    """pipesim's interleaved 1F1B runs PyTorch's ScheduleInterleaved1F1B's compute order on every rank — where pp
+    divides m (groups of pp) and where it does not (m = 3, 6, 10: PyTorch's rounds of m/⌊m/pp⌋ are the least group
+    Megatron-Core accepts, which pipesim takes)."""
+    theirs = import_rows(_rows(_torch_schedule(schedules.ScheduleInterleaved1F1B, pp, m, 2).pipeline_order)).program
+    ours = program_of("interleaved", pp, m, 2)
+    for rank in range(pp):
+        assert [i for i in theirs.ranks[rank] if i.op.is_compute] == [i for i in ours.ranks[rank] if i.op.is_compute]

@@ -185,3 +185,18 @@ def test_torchrun_entry_trains_an_exported_order(tmp_path):
     reference = reference_run(RunConfig(topology=Topology(pp=2), microbatches=4, steps=2)).losses
     assert printed == pytest.approx(reference, abs=1e-5)
     assert "_PipelineScheduleRuntime (compute_only), pp 2, 4 microbatches, 2 stage(s)/rank, v placement" in proc.stdout
+
+
+@pytest.mark.distributed
+def test_torch_runtime_trains_interleaved_where_pp_does_not_divide_the_microbatches(tmp_path):
+    """Three microbatches on two ranks: the chunks visited in Megatron-Core's larger group of 3, PyTorch's own
+    ScheduleInterleaved1F1B's order for m = 3 too (tests/test_torch_orders.py). Exported and loaded by
+    ``_PipelineScheduleRuntime``, it trains as the single process does."""
+    model = ModelConfig(layers=4)
+    path = tmp_path / "interleaved-m3.csv"
+    path.write_text(rows_to_text(export_rows(_program("interleaved", 2, 3, 2, None), CsvFormat.COMPUTE_ONLY)))
+    cfg = TorchRunConfig(str(path), CsvFormat.COMPUTE_ONLY, model, steps=2, capture=True)
+    (got,), _ = spawn(run_orders, 2, [cfg])[0]
+    reference = reference_run(RunConfig(topology=Topology(pp=2), microbatches=3, steps=2, model=model))
+    assert_matches_reference(got, reference, "torch runtime, interleaved m=3 pp=2")
+    assert len(got.losses) == 2 and got.losses[0] != got.losses[1]
