@@ -17,7 +17,7 @@ from pipesim.validation.runs import predict
 from pipesim.validation.sources import BLACKWELL_MODULES, BLACKWELL_RUNS, SOURCE_MODULES
 
 # Why the step misses the 15 % bar (a strict xfail, so closing the gap is noticed).
-STEP_MISS = ("-19...-21%, pipesim too fast at every scale: the Blackwell presets' kernel constants (the B200's "
+STEP_MISS = ("-16...-19%, pipesim too fast at every scale: the Blackwell presets' kernel constants (the B200's "
              "benchmark GEMM share, the default FP8 share and attention efficiencies, no training or sustained-clock "
              "ratio) were set without a published training step; these rows are their first test")
 _CACHE: dict[int, object] = {}
@@ -47,11 +47,25 @@ def test_the_blackwell_rows_are_held_out_of_the_fitted_table():
     assert {r.chip for r in BLACKWELL_RUNS} == {"gb200"} and CHIP_PRESETS["gb200"].node_size == 72
 
 
-def test_the_step_misses_by_the_same_share_at_every_scale():
-    """256 to 2,496 GPUs, 32 to 112 microbatches: the error is one per-GPU rate, not the NVLink domain or the
-    data-parallel fabric, whose share of the step changes with the scale."""
+def test_the_step_misses_by_nearly_the_same_share_at_every_scale():
+    """256 to 2,496 GPUs, 32 to 112 microbatches: the error is mostly one per-GPU rate, not the NVLink domain or
+    the data-parallel fabric, whose share of the step changes with the scale."""
     errors = [_comparison(r).step_error for r in BLACKWELL_RUNS]
-    assert max(errors) - min(errors) < 0.03 and all(-0.23 < e < -0.17 for e in errors)
+    assert max(errors) - min(errors) < 0.05 and all(-0.21 < e < -0.14 for e in errors)
+
+
+def test_the_tp_pp_dp_mapping_keeps_a_replica_in_its_rack_and_sends_the_gradients_across_racks():
+    """Carina's runs set Megatron-Core's use_tp_pp_dp_mapping: pipeline neighbours 8 ranks apart (inside a 72-GPU
+    NVLink domain) instead of tp·cp·dp, and the data-parallel group's members tp·pp = 32 apart, across racks. The
+    gradient sync leaves the rack, so the step is slower than in Megatron's default order, by more at more
+    data-parallel ranks."""
+    from pipesim.analytic.layout import RankOrder
+
+    by_order = []
+    for run in [r for r in BLACKWELL_RUNS if r.note.startswith("carina")]:
+        default = predict(replace(run, rank_order=RankOrder.TP_CP_DP_PP)).report.step_time
+        by_order.append(_comparison(run).report.step_time / default)
+    assert all(ratio > 1 for ratio in by_order) and by_order[-1] > by_order[0]
 
 
 _TINY = ModelSpec("tiny", layers=2, hidden=64, heads=4, ffn_hidden=192, vocab=128, seq_len=32, gated=True,
@@ -107,4 +121,4 @@ def test_a_blackwell_prediction_says_what_the_held_out_rows_measured():
     errors = [_comparison(r).step_error for r in BLACKWELL_RUNS]
     assert -sum(errors) / len(errors) == pytest.approx(BLACKWELL_GAP, abs=0.005)
     band = error_band("gb200", Precision.FP8)
-    assert band.relative is None and "1.25× the predicted" in band.text()
+    assert band.relative is None and "1.20× the predicted" in band.text()

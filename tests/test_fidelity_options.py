@@ -588,3 +588,25 @@ def test_an_uneven_model_gets_the_lighter_ends_the_planner_uses_and_the_report_s
     assert main(["simulate", "--model", "llama3.1-405b", "--pp", "7", "--tp", "8", "--mb", "14",
                  "--sequence-parallel"]) == 0
     assert "the stages do not divide" not in capsys.readouterr().out
+
+
+def test_tp_pp_dp_mapping_moves_pipeline_neighbours_into_a_node_and_data_parallelism_out_of_it():
+    """16 GPUs in nodes of 8, tp 2 × dp 4 × pp 2. Megatron's default order (tp, cp, dp, pp): pipeline neighbours
+    tp·dp = 8 ranks apart, in two nodes (the NIC); the dp group's 4 members 2 apart, in one node (NVLink). With
+    --tp-pp-dp-mapping (tp, cp, pp, dp): neighbours 2 apart, in one node; dp members tp·pp = 4 apart, over 16
+    ranks: two nodes."""
+    from pipesim.analytic.comm import boundary_bandwidths, dp_grad_sync, group_bandwidth
+    from pipesim.analytic.layout import RankOrder
+    from pipesim.program.ir import PipelineShape
+
+    default = Layout(tp=2, dp=4, pp=2, microbatches=4)
+    mapped = replace(default, rank_order=RankOrder.TP_CP_PP_DP)
+    assert (default.pipeline_stride, default.dp_stride) == (8, 2)
+    assert (mapped.pipeline_stride, mapped.dp_stride) == (2, 4)
+    shape = PipelineShape(2, 4, 1)
+    assert boundary_bandwidths(default, H100, shape) == [H100.inter_node_bandwidth]
+    assert boundary_bandwidths(mapped, H100, shape) == [H100.intra_node_bandwidth * H100.p2p_efficiency]
+    inside = group_bandwidth(H100, 2 * 4, 2)
+    across = group_bandwidth(H100, 4 * 4, 4)
+    assert inside > across  # the data-parallel sync leaves the node under the mapping
+    assert dp_grad_sync(1e9, mapped, H100).reduce > dp_grad_sync(1e9, default, H100).reduce

@@ -71,7 +71,7 @@ _OTHER = {
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
-    "recompute_layers": 1,
+    "recompute_layers": 1, "rank_order": "tp-cp-pp-dp",
 }
 
 
@@ -85,6 +85,7 @@ def _other(name: str):
         LossKernel,
         OptimizerBytes,
         Precision,
+        RankOrder,
         Recompute,
         ZeroCollectives,
         ZeroStage,
@@ -97,7 +98,7 @@ def _other(name: str):
             "precision": lambda: Precision(value),
             "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
             "column_input": lambda: ColumnInput(value), "fp8_params": lambda: Fp8Params(value),
-            "param_bytes": lambda: OptimizerBytes(grads=2.0)}.get(
+            "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value)}.get(
                 name, lambda: value)()
 
 

@@ -214,7 +214,7 @@ _PRESETS = [
     # NVIDIA/systems/tyche_ngpu512_ngc25.04_nemo.json): 189,471 MiB per GPU (185.0 GiB), "NVLINK Gen5 1800 GB/s +
     # NVSWITCH Gen5" (900 GB/s one way, every GPU of the rack's 72 through the switches: node_size 72), 4 GPUs
     # and 4× ConnectX-7 NDR 400 Gb/s per compute tray (50 GB/s per GPU). Kernel constants: the B200's (same die,
-    # same SM count; not validated: mlperf_v50_gb200, held out, is 21 % too fast with them). Collectives inside
+    # same SM count; not validated: mlperf_v50_gb200, held out, is 16–19 % too fast with them). Collectives inside
     # the domain: the B200's 8-GPU shares, for groups of any size up to 72 (no measured table beyond 8).
     ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
              node_size=72, host_gpus=4, sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,

@@ -230,8 +230,9 @@ def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
 
 def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
     """Bandwidth of each stage's output boundary (stage s → s+1): pipeline neighbours are ``tp·cp·dp``
-    ranks apart (Megatron's rank order); a boundary whose two ranks sit in different nodes uses the NIC."""
-    group = layout.tp * layout.cp * layout.dp
+    ranks apart in Megatron's default rank order, ``tp·cp`` with ``--tp-pp-dp-mapping``
+    (:attr:`Layout.pipeline_stride`); a boundary whose two ranks sit in different nodes uses the NIC."""
+    group = layout.pipeline_stride
     intra = chip.intra_node_bandwidth * chip.p2p_efficiency
     result = []
     for s in range(shape.num_slices - 1):  # DUAL: the down pipeline's; the up one crosses the same rank pairs
@@ -381,11 +382,12 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
     data-parallel group instead, the dp·cp/ep ranks that hold the same experts (``tp·ep`` ranks apart).
     """
     # context-parallel ranks hold the same weights: gradients reduce over dp·cp
-    dense = _grad_sync(stage_params_per_rank - expert_params_per_rank, layout.dp * layout.cp, layout.tp, layout,
-                       chip)
+    # members layout.dp_stride ranks apart (tp, or tp·pp with --tp-pp-dp-mapping)
+    dense = _grad_sync(stage_params_per_rank - expert_params_per_rank, layout.dp * layout.cp, layout.dp_stride,
+                       layout, chip)
     if not expert_params_per_rank:
         return dense
-    expert = _grad_sync(expert_params_per_rank, layout.expert_shards, layout.tp * layout.ep, layout, chip)
+    expert = _grad_sync(expert_params_per_rank, layout.expert_shards, layout.dp_stride * layout.ep, layout, chip)
     return GradSync(dense.reduce + expert.reduce, dense.gather + expert.gather)
 
 
@@ -450,7 +452,7 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
 def _sharded_collective(op: CollectiveOp, nbytes: float, layout: Layout, chip: ChipSpec) -> float:
     """One ZeRO collective of an ``nbytes`` buffer over the dp·cp ranks that share a tp rank's shard."""
     n = layout.dp * layout.cp
-    return collective_time(op, nbytes, n, chip, layout.tp * n, stride=layout.tp)
+    return collective_time(op, nbytes, n, chip, layout.dp_stride * n, stride=layout.dp_stride)
 
 
 # DeepSpeed's ``param_persistence_threshold`` default (runtime/zero/constants.py, unchanged since ZeRO-3's

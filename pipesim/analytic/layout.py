@@ -80,6 +80,17 @@ class Precision(enum.Enum):
     FP8 = "fp8"
 
 
+class RankOrder(enum.Enum):
+    """How ranks are numbered over the parallel dimensions, fastest first (Megatron-Core's ``order``), which decides
+    which groups share a node: the data-parallel group's and the pipeline neighbours' distances in ranks."""
+
+    # Megatron-Core's default: tp, cp, (ep), dp, pp; pipeline neighbours tp·cp·dp ranks apart
+    TP_CP_DP_PP = "tp-cp-dp-pp"
+    # ``--use-tp-pp-dp-mapping``: tp, cp, (ep), pp, dp; pipeline neighbours tp·cp apart, so a model replica's
+    # tp·cp·pp ranks sit together (on GB200 NVL72, inside one rack) and data parallelism crosses nodes
+    TP_CP_PP_DP = "tp-cp-pp-dp"
+
+
 class Fp8Params(enum.Enum):
     """How an FP8 run keeps its FP8 linears' weights (Transformer Engine, Megatron-Core).
 
@@ -259,6 +270,7 @@ class Layout:
     # rank r holds stage r of one copy and stage pp−1−r of the other, each a whole slice (so ``chunks`` is 1:
     # a microbatch passes one of the two), and half the microbatches run through each copy.
     model_copies: int = 1
+    rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # which dimension is outermost (RankOrder)
 
     def __post_init__(self) -> None:
         for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp", "ep"):
@@ -413,3 +425,15 @@ class Layout:
     @property
     def world_size(self) -> int:
         return self.tp * self.cp * self.dp * self.pp
+
+    @property
+    def pipeline_stride(self) -> int:
+        """Ranks between pipeline neighbours (:class:`RankOrder`)."""
+        return self.tp * self.cp * (self.dp if self.rank_order is RankOrder.TP_CP_DP_PP else 1)
+
+    @property
+    def dp_stride(self) -> int:
+        """Ranks between neighbouring members of a data-parallel (dp·cp) group, on average over the group's span:
+        tp in Megatron's default order (cp and dp contiguous after tp), tp·pp when pipeline ranks sit between them
+        (exact with cp = 1; with cp > 1 the cp members are tp apart and the dp members tp·cp·pp)."""
+        return self.tp * (self.pp if self.rank_order is RankOrder.TP_CP_PP_DP else 1)

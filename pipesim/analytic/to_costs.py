@@ -631,7 +631,7 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     if layout.sharding is ZeroStage.GRADIENTS:
         n = layout.dp * layout.cp
         one = collective_time(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, n, chip,
-                              layout.tp * n, stride=layout.tp)
+                              layout.dp_stride * n, stride=layout.dp_stride)
         return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
     if layout.overlap_grad_reduce:
         reduce = contended_overlap(reduce, backward, chip.comm_sm_share)

@@ -75,6 +75,8 @@ class ModelOptions:
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
         overlap_p2p: pipeline sends overlap compute (default: blocking sends).
+        tp_pp_dp_mapping: rank order tp, cp, pp, dp (Megatron-Core's ``--use-tp-pp-dp-mapping``): pipeline
+            neighbours tp·cp ranks apart, data parallelism outermost (default: Megatron's tp, cp, dp, pp).
         overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward.
         overlap_param_gather: the distributed optimizer's parameter all-gather runs during the next step's first
             forward.
@@ -114,6 +116,7 @@ class ModelOptions:
     step_boundary: str | None = None
     steps: int | None = None
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
+    tp_pp_dp_mapping: bool | None = None
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None
     ep: int | None = None

@@ -18,6 +18,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     Layout,
     Precision,
+    RankOrder,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -106,6 +107,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),
+        rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )
     if o.expert_tp is not None and o.expert_tp != layout.tp:

@@ -157,6 +157,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--overlap-p2p", action="store_true", default=None,
                        help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
                        "blocking sends, the sender waits for its transfer")
+    group.add_argument("--tp-pp-dp-mapping", action="store_true", default=None,
+                       help="number ranks tp, cp, pp, dp (Megatron-Core's --use-tp-pp-dp-mapping): pipeline "
+                       "neighbours tp·cp ranks apart, so a model replica shares a node or an NVL72 rack and data "
+                       "parallelism crosses nodes; default: Megatron's tp, cp, dp, pp")
     group.add_argument("--ep", type=positive_int, default=None,
                        help="expert-parallel degree for mixture-of-experts models: routed experts sharded over ep "
                        "ranks carved out of dp·cp (ep divides dp·cp and the experts; default 1)")

@@ -23,6 +23,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     OptimizerBytes,
     Precision,
+    RankOrder,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -66,6 +67,7 @@ class PublishedRun:
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
@@ -173,6 +175,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     fp8_params=run.fp8_params,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
+                    rank_order=run.rank_order,
                     column_input=run.column_input,
                     ep=run.ep,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
@@ -211,6 +214,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--fp8-params", run.fp8_params.value]
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
+    if run.rank_order is RankOrder.TP_CP_PP_DP:
+        argv.append("--tp-pp-dp-mapping")
     if run.async_tp:
         argv.append("--async-tp")
     if not run.overlap_tp_dgrad:

@@ -22,23 +22,26 @@ Engine v2.2.1, which keeps each FP8 weight's data and its transpose: ``Fp8Params
 (``fp16_grads``); ``conf/custom.yaml``: sequence parallelism, overlapped P2P, no recomputation, the fused
 cross-entropy. The model: NeMo's ``Llama31Config405B`` (the ``llama3.1-405b`` preset).
 
+Tyche 512's and Carina's configs set ``TP_PP_DP_MAPPING=True`` (Megatron-Core's ``use_tp_pp_dp_mapping``,
+``--tp-pp-dp-mapping``: pipeline neighbours tp·cp = 8 ranks apart, so a model replica's 64 GPUs share one NVL72
+rack and only data parallelism crosses racks); Tyche 256's does not (Megatron's default order).
+
 Not modelled, stated: whole-step CUDA graphs (``config_common_cg.sh``: ``FULL_CUDA_GRAPH=True``, every system
-here), which remove the host's launch gaps and so make the real step *faster* than a model without them; Tyche
-512's and Carina's ``TP_PP_DP_MAPPING=True`` (Megatron-Core's ``use_tp_pp_dp_mapping``: pipeline neighbours
-tp·cp = 8 ranks apart, so a model replica's 64 GPUs share one NVL72 rack and only data parallelism crosses
-racks; pipesim places ranks in Megatron's default order, tp·cp·dp apart); the embedding's deferred weight
-gradient, NVLink SHARP and multicast for the TP overlap, the parameter all-gather in FP8.
+here), which remove the host's launch gaps and so make the real step *faster* than a model without them; the
+embedding's deferred weight gradient, NVLink SHARP and multicast for the TP overlap, the parameter all-gather in
+FP8.
 
 Held out of everything (:data:`pipesim.validation.sources.BLACKWELL_MODULES`): the first published rows on a
 Blackwell chip, gathered after every constant was fixed and fitted to nothing. The Blackwell presets' kernel
 constants (the B200's cuBLAS share, the default FP8 share and attention efficiencies, no training ratio and no
 sustained-clock ratio: neither has been measured on Blackwell) were set without a published training step, and
-these rows are their first test: pipesim is 21–22 % too fast on every one of them, at every scale, so the
-gap is the per-GPU compute rate, not the NVLink domain or the data-parallel fabric. Uncertain: the chip's
+these rows are their first test: pipesim is 16–19 % too fast on every one of them, at every scale (19–21 % in
+Megatron's default rank order), so the gap is mostly the per-GPU compute rate, not the NVLink domain or the
+data-parallel fabric. Uncertain: the chip's
 sustained clock at 1,200 W; how much the CUDA graphs are worth.
 """
 
-from pipesim.analytic.layout import Fp8Params, Precision, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.0 Llama 3.1 405B on GB200 NVL72 (NeMo 25.04 FP8)"
@@ -61,6 +64,7 @@ ROWS = [
                  seq_len=8192, schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, overlap_p2p=True, async_tp=True,
                  fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, first_last=1,
-                 step_s=seconds, memory_gib=memory, memory_rank=0 if memory is not None else None, note=system)
+                 step_s=seconds, memory_gib=memory, memory_rank=0 if memory is not None else None, note=system,
+                 rank_order=RankOrder.TP_CP_DP_PP if system == "tyche_ngpu256" else RankOrder.TP_CP_PP_DP)
     for system, gpus, batch, _, seconds, memory in LOGGED
 ]
