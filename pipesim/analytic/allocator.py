@@ -40,7 +40,7 @@ class MemoryMeasure(enum.Enum):
 
 
 def reserved_peak(allocated: float, capacity: float, share: float = RESERVED_SHARE) -> float:
-    """The caching allocator's reserved peak for an allocated peak of ``allocated`` bytes on a device of
-    ``capacity`` bytes: ``share`` more, but no more than the capacity (nor less than ``allocated``, which an
+    """The caching allocator's reserved peak for an allocated peak of ``allocated`` on a device of ``capacity``
+    (bytes or GiB alike): ``share`` more, but no more than the capacity (nor less than ``allocated``, which an
     allocated peak over the capacity, a run that does not fit, already is)."""
     return max(allocated, min(allocated * (1 + share), capacity))

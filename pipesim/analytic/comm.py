@@ -442,14 +442,14 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     :attr:`Layout.regathers_for_backward` false) keeps the gathered weights until the backward: no second
     gather. Total transfer time; the prefetch overlaps it with the neighbouring layer's compute, so
     :func:`prefetched_overlap` decides what is exposed."""
-    gather = _sharded_collective(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.param_bytes.weights,
+    gather = sharded_collective(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.param_bytes.weights,
                                  layout, chip)
-    scatter = _sharded_collective(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads,
+    scatter = sharded_collective(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads,
                                   layout, chip)
     return LayerComm(gather, (gather if layout.regathers_for_backward else 0.0) + scatter)
 
 
-def _sharded_collective(op: CollectiveOp, nbytes: float, layout: Layout, chip: ChipSpec) -> float:
+def sharded_collective(op: CollectiveOp, nbytes: float, layout: Layout, chip: ChipSpec) -> float:
     """One ZeRO collective of an ``nbytes`` buffer over the dp·cp ranks that share a tp rank's shard."""
     n = layout.dp * layout.cp
     return collective_time(op, nbytes, n, chip, layout.dp_stride * n, stride=layout.dp_stride)
@@ -466,9 +466,9 @@ def per_tensor_layer_comm(tensors: Sequence[int], layout: Layout, chip: ChipSpec
     the backward, and once more before a forward recomputed in full; every tensor's gradient reduce-scattered
     on its own. The bytes are :func:`fsdp_layer_comm`'s; each collective pays its ring's latency.
     ``tensors``: elements per tensor on this rank (:func:`pipesim.analytic.kernels.layer_parameter_tensors`)."""
-    gather = sum(_sharded_collective(CollectiveOp.ALL_GATHER, size * layout.param_bytes.weights, layout, chip)
+    gather = sum(sharded_collective(CollectiveOp.ALL_GATHER, size * layout.param_bytes.weights, layout, chip)
                  for size in _gathered(tensors))
-    scatter = sum(_sharded_collective(CollectiveOp.REDUCE_SCATTER, size * layout.param_bytes.grads, layout, chip)
+    scatter = sum(sharded_collective(CollectiveOp.REDUCE_SCATTER, size * layout.param_bytes.grads, layout, chip)
                   for size in tensors)
     return LayerComm(gather, gather * _backward_gathers(layout) + scatter)
 

@@ -43,7 +43,6 @@ from pipesim.analytic.comm import (
     LayerComm,
     boundary_bandwidths,
     chunked_overlap,
-    collective_time,
     column_input_regather,
     contended_overlap,
     cp_ring_comm,
@@ -59,6 +58,7 @@ from pipesim.analytic.comm import (
     per_tensor_host_time,
     per_tensor_layer_comm,
     prefetched_overlap,
+    sharded_collective,
     tp_dgrad_collective,
     tp_layer_comm,
 )
@@ -629,9 +629,7 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     mirror = mirror_grad_sum(params, layout, chip, expert_params)
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
-        n = layout.dp * layout.cp
-        one = collective_time(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, n, chip,
-                              layout.dp_stride * n, stride=layout.dp_stride)
+        one = sharded_collective(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, layout, chip)
         return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
     if layout.overlap_grad_reduce:
         reduce = contended_overlap(reduce, backward, chip.comm_sm_share)

@@ -26,7 +26,6 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
 )
-from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
@@ -146,7 +145,7 @@ class PlanResult:
                     "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
                     "mfu": e.mfu,
                     "peak_gib": e.peak_gib,
-                    "peak_reserved_gib": reserved_peak(e.peak_gib * GIB, self.request.chip.memory_gib * GIB) / GIB,
+                    "peak_reserved_gib": reserved_peak(e.peak_gib, self.request.chip.memory_gib),
                     "peak_rank": e.peak_rank,
                     "may_not_fit": near_cap(o, self.request.cap_gib),
                     "validated_layout": validated_layout(o, self.request.model.is_moe),

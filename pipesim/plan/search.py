@@ -77,7 +77,7 @@ class Outcome:
         row["fits"] = row["peak_gib"] is not None and row["peak_gib"] <= cap_gib
         # what the caching allocator would hold at that peak (torch.cuda.max_memory_reserved; analytic.allocator)
         row["peak_reserved_gib"] = (None if row["peak_gib"] is None
-                                    else reserved_peak(row["peak_gib"] * GIB, capacity_gib * GIB) / GIB)
+                                    else reserved_peak(row["peak_gib"], capacity_gib))
         return row
 
 
