@@ -83,17 +83,18 @@ def to_dict(result: ValidationResult) -> dict:
 BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "validation_bands.py"
 
 
-def bands_module(per_kind: dict[str, tuple[float | None, int]], pooled: tuple[float, int],
+def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: tuple[float, int],
                  memory: tuple[float, int, int], step_regimes: tuple[tuple[str, ...], ...],
                  memory_regimes: tuple[tuple[str, ...], ...]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
         "kind: (90/90 tolerance bound of |left-out step-time error|, None for too few rows; published rows of\n"
-        "that kind). MEMORY: (90/90 bound of |peak-memory error| over every published memory row, rows, "
+        "that kind; their largest |left-out error|). MEMORY: (90/90 bound of |peak-memory error| over every "
+        "published\nmemory row, rows, "
         "sources).\nSTEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band."
         'LayoutFeature) of\nthose rows, what the bands were measured on."""\n\n'
-        "BANDS: dict[str, tuple[float | None, int]] = {\n"
+        "BANDS: dict[str, tuple[float | None, int, float]] = {\n"
         + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
         f"MEMORY: tuple[float, int, int] = {memory!r}\n"
@@ -145,8 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     per_kind, pooled = error_bands(result)
     memory_band = memory_error_band(memory_rows, memory_sources)
     print("error bands (90/90 tolerance bound of |left-out error|): "
-          + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None else f"{k}: too few rows ({n}), takes all's"
-                      for k, (v, n) in per_kind.items()) + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows); peak memory "
+          + ", ".join(f"{k} ±{v:.0%} ({n} rows)" if v is not None
+                      else f"{k}: too few rows ({n}), takes all's or its largest ({largest:.0%}), the wider"
+                      for k, (v, n, largest) in per_kind.items())
+          + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows); peak memory "
           + (f"±{memory_band[0]:.1%}" if memory_band[0] is not None else "too few rows")
           + f" ({memory_band[1]} rows, {memory_band[2]} sources)")
     step_rows = [r for s in result.sources for r in s.runs]

@@ -1,6 +1,8 @@
-"""Published runs on Blackwell (pipesim/validation/sources: mlperf_v50_gb200), held out of every fit: each row a test,
-within 15 % of the published step or a strict xfail stating the measured error and why; the memory rows within
-15 %. And the two Transformer Engine facts their memory rests on, by hand."""
+"""Published runs on Blackwell (pipesim/validation/sources: mlperf_v41_b200_gpt3, mlperf_v50_gb200, mlperf_v51_b200):
+in the step-time table (each row a test there, tests/test_published_runs.py), informing one fitted constant, the
+Blackwell sustained clock. Here: what the rows show across scale and rank order; the memory rows within 15 %; the
+B200's FP8 share from Transformer Engine's measurement, and the Transformer Engine facts the FP8 memory and casts
+rest on, by hand."""
 
 from __future__ import annotations
 
@@ -13,13 +15,10 @@ from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_spec import ModelSpec
+from pipesim.validation.constants import FITTED_CONSTANTS
 from pipesim.validation.runs import predict
-from pipesim.validation.sources import BLACKWELL_MODULES, BLACKWELL_RUNS, SOURCE_MODULES
+from pipesim.validation.sources import BLACKWELL_MODULES, BLACKWELL_RUNS, SOURCE_MODULES, module_of
 
-# Why the step misses the 15 % bar (a strict xfail, so closing the gap is noticed).
-STEP_MISS = ("-16...-19%, pipesim too fast at every scale: the Blackwell presets' kernel constants (the B200's "
-             "benchmark GEMM share, the default FP8 share and attention efficiencies, no training or sustained-clock "
-             "ratio) were set without a published training step; these rows are their first test")
 _CACHE: dict[int, object] = {}
 
 
@@ -29,11 +28,8 @@ def _comparison(run):
     return _CACHE[id(run)]
 
 
-@pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=STEP_MISS))
-                                 for r in BLACKWELL_RUNS], ids=lambda r: r.note)
-def test_step_time_within_15_percent(run):
-    error = _comparison(run).step_error
-    assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
+def _rows(module: str):
+    return [r for r in BLACKWELL_RUNS if module_of(r) == module]
 
 
 @pytest.mark.parametrize("run", [r for r in BLACKWELL_RUNS if r.memory_gib is not None], ids=lambda r: r.note)
@@ -42,16 +38,35 @@ def test_memory_within_15_percent(run):
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
 
 
-def test_the_blackwell_rows_are_held_out_of_the_fitted_table():
-    assert not set(BLACKWELL_MODULES) & set(SOURCE_MODULES)
-    assert {r.chip for r in BLACKWELL_RUNS} == {"gb200"} and CHIP_PRESETS["gb200"].node_size == 72
+def test_the_blackwell_rows_are_in_the_table_and_move_only_the_blackwell_clock():
+    """Three sources, both Blackwell presets, every row FP8; of the fitted constants only the Blackwell sustained
+    clock (and the spread of GPU speeds, which every multi-GPU row informs) reads them."""
+    assert set(BLACKWELL_MODULES) <= set(SOURCE_MODULES) and len(BLACKWELL_MODULES) == 3
+    assert {r.chip for r in BLACKWELL_RUNS} == {"b200", "gb200"}
+    assert all(r.precision is Precision.FP8 for r in BLACKWELL_RUNS)
+    reading = {c.name for c in FITTED_CONSTANTS for r in BLACKWELL_RUNS if c.informs(r) and r.chip in c.chips}
+    assert reading == {"blackwell_sustained_clock", "gpu_speed_spread"}
+    clock = next(c for c in FITTED_CONSTANTS if c.name == "blackwell_sustained_clock")
+    assert clock.chips == ("b200", "gb200") and clock.preset_value < 1
+    assert CHIP_PRESETS["b200"].sustained_clock_ratio == CHIP_PRESETS["gb200"].sustained_clock_ratio
 
 
-def test_the_step_misses_by_nearly_the_same_share_at_every_scale():
-    """256 to 2,496 GPUs, 32 to 112 microbatches: the error is mostly one per-GPU rate, not the NVLink domain or
-    the data-parallel fabric, whose share of the step changes with the scale."""
-    errors = [_comparison(r).step_error for r in BLACKWELL_RUNS]
-    assert max(errors) - min(errors) < 0.05 and all(-0.21 < e < -0.14 for e in errors)
+def test_the_gb200_step_misses_by_nearly_the_same_share_at_every_scale():
+    """256 to 2,496 GPUs, 32 to 112 microbatches: the error is one per-GPU rate, not the NVLink domain or the
+    data-parallel fabric, whose share of the step changes with the scale."""
+    errors = [_comparison(r).step_error for r in _rows("mlperf_v50_gb200")]
+    assert max(errors) - min(errors) < 0.05 and all(abs(e) < 0.10 for e in errors)
+
+
+def test_the_8b_cp_rows_are_the_ones_pipesim_misses_on_blackwell():
+    """The University of Florida's DGX B200: the 405B rows and the 8B rows at cp 1 within 5 %, the 8B rows at cp 2
+    (one sequence per data-parallel pair, 0.19-0.22 s steps) all too fast by more: the miss the docs state."""
+    rows = _rows("mlperf_v51_b200")
+    close = [r for r in rows if r.model == "llama3.1-405b" or r.cp == 1]
+    far = [r for r in rows if r.model == "llama3.1-8b" and r.cp == 2]
+    assert len(close) == 4 and len(far) == 4
+    assert all(abs(_comparison(r).step_error) < 0.05 for r in close)
+    assert all(_comparison(r).step_error < -0.10 for r in far)
 
 
 def test_the_tp_pp_dp_mapping_keeps_a_replica_in_its_rack_and_sends_the_gradients_across_racks():
@@ -66,6 +81,33 @@ def test_the_tp_pp_dp_mapping_keeps_a_replica_in_its_rack_and_sends_the_gradient
         default = predict(replace(run, rank_order=RankOrder.TP_CP_DP_PP)).report.step_time
         by_order.append(_comparison(run).report.step_time / default)
     assert all(ratio > 1 for ratio in by_order) and by_order[-1] > by_order[0]
+
+
+def test_the_b200_fp8_share_is_transformer_engines_measured_rate_without_its_casts():
+    """NVIDIA/TransformerEngine issue #1747: te.Linear in FP8 ran 8192×8192×8192 at 2,377.1 TFLOP/s on an HGX B200.
+    Its time holds the casts of the input and the weight (read 2 B, write 1 B an element, no transpose on
+    Blackwell), which pipesim counts apart at the chip's streaming rate; without them the GEMM runs at 0.601 of
+    the 4,500 TFLOP/s FP8 peak: the preset's 0.60, on both Blackwell presets."""
+    b200 = CHIP_PRESETS["b200"]
+    n = 8192
+    measured = 2 * n ** 3 / 2377.1e12
+    casts = 2 * n * n * 3 / b200.stream_bandwidth
+    share = 2 * n ** 3 / (measured - casts) / b200.fp8_peak_flops
+    assert share == pytest.approx(0.601, abs=0.002)
+    assert b200.fp8_gemm_efficiency == CHIP_PRESETS["gb200"].fp8_gemm_efficiency == round(share, 2)
+
+
+def test_a_blackwell_fp8_prediction_carries_the_blackwell_rows_band_and_bf16_none():
+    """Too few Blackwell rows for a 90/90 bound of their own: the band is the wider of all rows' bound and the
+    Blackwell rows' largest left-out error; no published Blackwell run was BF16, so BF16 gets no band."""
+    from pipesim.analytic.error_band import MIN_ROWS, error_band
+    from pipesim.analytic.validation_bands import BANDS, POOLED
+
+    bound, rows, largest = BANDS["blackwell-fp8"]
+    assert bound is None and rows == len(BLACKWELL_RUNS) < MIN_ROWS
+    fp8 = error_band("gb200", Precision.FP8)
+    assert fp8.relative == max(POOLED[0], largest) and fp8.kind == "blackwell-fp8"
+    assert error_band("b200", Precision.BF16).relative is None
 
 
 _TINY = ModelSpec("tiny", layers=2, hidden=64, heads=4, ffn_hidden=192, vocab=128, seq_len=32, gated=True,
@@ -112,13 +154,3 @@ def test_gb200_is_the_b200_die_at_1200_watts_in_a_72_gpu_nvlink_domain():
     assert gb200.host_gpus == 4  # GPUs per compute tray
     stated = {"name", "peak_flops", "fp8_peak_flops", "memory_gib", "node_size", "host_gpus"}
     assert replace(gb200, **{f: getattr(b200, f) for f in stated}) == b200
-
-
-def test_a_blackwell_prediction_says_what_the_held_out_rows_measured():
-    """No band covers Blackwell, but a prediction there carries the held-out gap, which must be these rows'."""
-    from pipesim.analytic.error_band import BLACKWELL_GAP, error_band
-
-    errors = [_comparison(r).step_error for r in BLACKWELL_RUNS]
-    assert -sum(errors) / len(errors) == pytest.approx(BLACKWELL_GAP, abs=0.005)
-    band = error_band("gb200", Precision.FP8)
-    assert band.relative is None and "1.20× the predicted" in band.text()

@@ -150,13 +150,15 @@ def test_cross_entropy_moves_megatrons_bytes_per_logit():
     assert head.backward_input == pytest.approx(gemm_backward + (14 * logits + 2 * norm) / chip.stream_bandwidth)
 
 
-def test_fp8_cast_transpose_bytes_by_hand():
+def test_fp8_cast_bytes_by_hand():
     # h = 8, 2 heads, 1 KV head (kv_dim 4), gated FFN 16, tp 2, 10 tokens. GEMM (out, in) per tp rank:
     # QKV (8, 8), proj (8, 4), up+gate (16, 8), down (8, 8): inputs 28 wide, outputs 40 wide; 4 B each.
     model = ModelSpec("toy", 1, 8, 2, 16, 32, 10, kv_heads=1, gated=True)
     fp8 = Layout(tp=2, precision=Precision.FP8)
     assert fp8_cast_bytes(model, fp8, 10) == (28 * 4 * 10, 40 * 4 * 10)
     assert fp8_cast_bytes(model, Layout(tp=2), 10) == (0.0, 0.0)
+    # FP8 GEMMs that take any layout (Blackwell): no transpose is written, read 2 B and write 1 B an element
+    assert fp8_cast_bytes(model, fp8, 10, transposed=False) == (28 * 3 * 10, 40 * 3 * 10)
 
 
 def test_fp8_leaves_the_lm_head_in_bf16():

@@ -84,7 +84,10 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
 B200 and MI300X have their own GEMM constants (a measured best shape, overheads fitted to OpenXLA's B200 and
 MI300X tables) and collective shares (the same source's collective tables); otherwise they take the fields'
 defaults (FlashAttention-3-class attention, which on MI300X is above its own measured GEMM rate: no attention
-measurement of it was at hand), unvalidated: no published training run of them is in the test table.
+measurement of it was at hand). B200 and GB200 also have a measured FP8 share (Transformer Engine's te.Linear on
+an HGX B200) and a sustained clock fitted to the three published Blackwell sources (FP8 runs of NeMo: MLPerf
+v4.1's GPT-3 on DGX B200, v5.0's Llama 3.1 405B on GB200 NVL72, v5.1's 405B and 8B on DGX B200); their BF16 rates
+meet no published run. MI300X: unvalidated, no published training run of it is in the test table.
 """
 
 from __future__ import annotations
@@ -146,6 +149,16 @@ _MI300X_XGMI = CollectiveShares(all_reduce=((2, 0.11), (4, 0.31), (8, 0.68)),
                                 reduce_scatter=((2, 0.11), (4, 0.29), (8, 0.71)),
                                 all_to_all=((2, 0.11), (4, 0.31), (8, 0.66)))
 
+# FP8 GEMMs on a B200, measured: Transformer Engine's te.Linear under fp8_autocast (delayed scaling) ran an
+# 8192×8192×8192 forward at 2,377.1 TFLOP/s on an HGX B200 (NVIDIA/TransformerEngine issue #1747, its benchmark
+# table), 0.53 of the 4,500 FP8 peak. That time holds the two casts (input and weight: read BF16, write FP8, 403 MB
+# at 0.9 of the 8 TB/s, 56 µs) which pipesim counts apart (kernels.fp8_cast_bytes): the GEMM alone 407 µs, 2,704
+# TFLOP/s, 0.601 of the peak. The field's default (0.65, Hopper's FP8 rows) put the Blackwell rows 4-9 points
+# further off. A short benchmark's rate: the clock a training run sustains is a separate, fitted factor.
+_B200_FP8_SHARE = 0.60
+# The tensor-core clock a B200 sustains through a training run, as a share of a short benchmark's: fitted to the
+# published Blackwell runs by source left out (pipesim.validation.constants: blackwell_sustained_clock)
+_BLACKWELL_SUSTAINED = 0.88
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
 
@@ -203,10 +216,13 @@ _PRESETS = [
     # column), 0.734 of the peak; the per-tile and per-kernel overheads fitted to OpenXLA's measured sm_100 table
     # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs). Collectives inside the node: OpenXLA's
     # sm_100 collective table (pipesim.validation.collective_shares), 0.50–0.72 of NVLink 5. FP8 GEMMs in any
-    # layout (sm_100): FP8 parameters keep no transpose (fp8_weight_transpose, Transformer Engine's quantizer).
+    # layout (sm_100): FP8 parameters keep no transpose and casts write none (fp8_weight_transpose, Transformer
+    # Engine's quantizer). FP8 GEMMs: _B200_FP8_SHARE below. The sustained clock: fitted to the published
+    # Blackwell runs (pipesim.validation.constants), no burn-in measurement of a B200 being at hand.
     ChipSpec("b200", 2250 * TFLOPS, 179.1, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
              sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False),
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
+             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
     # NVIDIA GB200 NVL72 (the Blackwell GPU of a Grace-Blackwell superchip, 72 to an NVLink domain): the B200's die
     # at 1,200 W, so FP16/BF16 2.5 PFLOPS dense and FP8 5 PFLOPS (NVIDIA's Blackwell figures for the GB200 variant,
     # as G. Lockwood's B200 notes tabulate them: 2,500 / 5,000 dense against the HGX B200's 2,250 / 4,500 at
@@ -214,11 +230,12 @@ _PRESETS = [
     # NVIDIA/systems/tyche_ngpu512_ngc25.04_nemo.json): 189,471 MiB per GPU (185.0 GiB), "NVLINK Gen5 1800 GB/s +
     # NVSWITCH Gen5" (900 GB/s one way, every GPU of the rack's 72 through the switches: node_size 72), 4 GPUs
     # and 4× ConnectX-7 NDR 400 Gb/s per compute tray (50 GB/s per GPU). Kernel constants: the B200's (same die,
-    # same SM count; not validated: mlperf_v50_gb200, held out, is 16–19 % too fast with them). Collectives inside
-    # the domain: the B200's 8-GPU shares, for groups of any size up to 72 (no measured table beyond 8).
+    # same SM count, and the same share of each peak). Collectives inside the domain: the B200's 8-GPU shares,
+    # for groups of any size up to 72 (no measured table beyond 8).
     ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
              node_size=72, host_gpus=4, sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False),
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
+             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128

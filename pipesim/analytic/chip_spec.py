@@ -95,10 +95,10 @@ FIELDS: tuple[Field, ...] = (
           "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
           "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
           "every GPU alike", default=0.02, low=0, high=MAX_SPREAD),
-    Field("fp8_weight_transpose", Kind.BOOL, "", "whether FP8 parameters keep a transposed FP8 copy beside their "
-          "data (--fp8-params both): FP8 GEMMs that take only the TN layout need one for the backward (Hopper, "
-          "Ada); Blackwell's take any layout, and Transformer Engine then keeps none (1 byte a parameter)",
-          default=True),
+    Field("fp8_weight_transpose", Kind.BOOL, "", "whether FP8 GEMMs take only the TN layout (Hopper, Ada), so "
+          "FP8 parameters keep a transposed FP8 copy beside their data (--fp8-params both) and every FP8 cast of "
+          "an activation writes its transpose too; Blackwell's take any layout, and Transformer Engine then makes "
+          "neither (1 byte a parameter, one FP8 write a cast)", default=True),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",

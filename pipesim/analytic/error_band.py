@@ -7,8 +7,9 @@ The band is a 90/90 tolerance bound on the absolute left-out step-time error ove
 (:func:`tolerance_bound`): with 90% confidence, at least nine runs in ten of a validated kind land inside it.
 A plain 90th percentile of a few dozen rows would claim more than the rows show: from 8 rows it is their
 largest error but one, below the true 90th percentile about as often as above it. A kind with too few rows for
-the bound (fewer than ``MIN_ROWS``, 22) takes the bound of all rows pooled, and says so; a chip no published
-run was measured on gets no band, only that remark.
+the bound (fewer than ``MIN_ROWS``, 22) takes the bound of all rows pooled, or its own rows' largest error where
+that is wider, and says so; a chip no published
+run was measured on, or a precision no run of its family used, gets no band, only that remark.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def tolerance_bound(values: list[float], coverage: float = COVERAGE, confidence:
 
 MIN_ROWS = next(n for n in range(1, 1000) if tolerance_rank(n) is not None)  # 22
 _FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "a800-80gb": "a100", "h100-sxm": "hopper",
-             "h100-96gb-hbm2e": "hopper", "h200": "hopper", "h800": "hopper"}
+             "h100-96gb-hbm2e": "hopper", "h200": "hopper", "h800": "hopper", "b200": "blackwell",
+             "gb200": "blackwell"}
 
 
 def run_kind(chip_name: str, precision: Precision) -> str | None:
@@ -128,16 +130,6 @@ def _coverage(basis: str, features: frozenset[LayoutFeature] | None,
     return f"{basis}; none had {listed}{together}: not validated for this layout", False
 
 
-# Chips no band covers whose published runs, held out of every fit, measured how far off pipesim is: said beside
-# "no band", so a prediction on them carries what is known (tests/test_blackwell_published.py holds the figure
-# to the rows).
-BLACKWELL_GAP = 0.17  # the mean signed step error of MLPerf v5.0's GB200 rows, as a share: pipesim too fast
-HELD_OUT_GAPS: dict[str, str] = {
-    chip: f"MLPerf v5.0's GB200 runs, held out, measured steps {1 / (1 - BLACKWELL_GAP):.2f}× the predicted"
-    for chip in ("gb200", "b200")
-}
-
-
 def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None) -> ErrorBand:
     """The step-time band of this kind of run; given the layout's ``features``, it says when no published row
     had them (:func:`unvalidated`)."""
@@ -145,13 +137,18 @@ def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutF
 
     kind = run_kind(chip_name, precision)
     if kind is None:
-        known = f"; {HELD_OUT_GAPS[chip_name]}" if chip_name in HELD_OUT_GAPS else ""
-        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it{known}")
-    relative, rows = BANDS.get(kind, (None, 0))
+        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it")
+    relative, rows, largest = BANDS.get(kind, (None, 0, 0.0))
+    if not rows:  # the chip's family was validated, but never at this precision (Blackwell in BF16)
+        return ErrorBand(None, kind, 0, f"no published {precision.value} run on {chip_name} validates it")
     if relative is None or rows < MIN_ROWS:
         of_kind = rows
         relative, rows = POOLED
         basis = f"left-out error, 90/90 bound over all {rows} published rows: only {of_kind} of kind {kind}"
+        if largest > relative:  # never narrower than an error the kind's own rows showed
+            relative = largest
+            basis = (f"left-out error: the largest of the {of_kind} published {kind} runs, too few for a 90/90 "
+                     f"bound, wider than all {rows} rows' bound")
     else:
         basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
     basis, validated = _coverage(basis, features, STEP_REGIMES)

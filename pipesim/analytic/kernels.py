@@ -375,25 +375,30 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
     return norms, residuals, activation, rope, transpose
 
 
-FP8_CAST_BYTES = 4  # Transformer Engine's cast-transpose: read BF16, write FP8 and its FP8 transpose
+FP8_CAST_BYTES = 3  # Transformer Engine's cast: read BF16, write FP8
+FP8_TRANSPOSE_BYTES = 1  # and, where FP8 GEMMs take only the TN layout, write its FP8 transpose too
 
 
 def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
-                   kind: LayerKind = LayerKind.DENSE) -> tuple[float, float]:
+                   kind: LayerKind = LayerKind.DENSE, transposed: bool = True) -> tuple[float, float]:
     """Bytes Transformer Engine's FP8 casts move per tp rank: (forward, input backward); 0 in BF16.
 
     Hopper's FP8 tensor cores take only the "TN" layout (cuBLASLt's FP8 requirement), so every tensor a GEMM
     uses both ways is cast with its transpose in one kernel (TE's ``cast_transpose``): each GEMM input in the
     forward (kept for the weight gradient as ``Xᵀ``) and each GEMM's output gradient in the backward
-    (``dY`` for the input gradient, ``dYᵀ`` for the weight gradient) — read BF16, write FP8 twice. The
-    forward's widths are the GEMMs' inputs, the backward's their outputs; the weights' casts run once per
-    step (cached across microbatches) and are not counted.
+    (``dY`` for the input gradient, ``dYᵀ`` for the weight gradient) — read BF16, write FP8 twice. Blackwell's
+    take any layout, and Transformer Engine then makes no transpose (its quantizers create the column-wise copy
+    only when ``!non_tn_fp8_gemm_supported()``, compute capability below 10.0): ``transposed`` False (the chip's
+    ``fp8_weight_transpose``), read BF16 and write FP8 once. The forward's widths are the GEMMs' inputs, the
+    backward's their outputs; the weights' casts run once per step (cached across microbatches) and are not
+    counted.
     """
     if layout.precision is not Precision.FP8:
         return 0.0, 0.0
     groups = layer_gemms(model, layout, tokens, kind)
-    forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * FP8_CAST_BYTES
-    backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * FP8_CAST_BYTES
+    per_element = FP8_CAST_BYTES + (FP8_TRANSPOSE_BYTES if transposed else 0)
+    forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * per_element
+    backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * per_element
     return forward, backward
 
 
@@ -403,7 +408,8 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     linear = linear_times(model, layout, chip, tokens, kind)
     core = attention_core_times(model, layout, chip)
     elementwise = elementwise_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
-    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens, kind))
+    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens, kind,
+                                                                                     chip.fp8_weight_transpose))
     forward = linear.forward + core.forward + elementwise + cast_forward
     backward_input = (linear.backward_input + core.backward_input + chip.elementwise_backward_ratio * elementwise
                       + cast_backward)

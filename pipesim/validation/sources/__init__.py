@@ -39,7 +39,12 @@ v4.0's and v4.1's (NeMo 24.04 and 24.09 on Eos and Oracle's OCI H100; a block-av
 (NeMo 25.01 in FP8, tp 8 × pp 8 × cp 2 interleaved on 512–8,192 H100, tp 4 on 512 and 1,024 H200) and v5.1's
 Llama 3.1 8B on Cisco's H100 (64 and 128 GPUs, one microbatch per step). Each
 module states what it infers."""
-SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES
+BLACKWELL_MODULES: tuple[str, ...] = ("mlperf_v41_b200_gpt3", "mlperf_v50_gb200", "mlperf_v51_b200")
+"""Published runs on Blackwell chips (DGX B200, GB200 NVL72), all FP8: in the step-time table
+(:data:`SOURCE_MODULES`), where they inform one fitted constant, the Blackwell sustained clock
+(:mod:`pipesim.validation.constants`), and give the Blackwell kind its error band. Gathered for issue #24 after
+every other constant was fixed. ``experiments/published_runs.py --blackwell`` reports them alone."""
+SOURCE_MODULES: tuple[str, ...] = IN_SAMPLE_MODULES + OUT_OF_SAMPLE_MODULES + GATHERED_MODULES + BLACKWELL_MODULES
 MEMORY_MODULES: tuple[str, ...] = ("megatron_memtool2023",)
 """Sources that publish memory and no speed (issue #24): not in :data:`SOURCE_MODULES`, whose rows are the
 step-time table and the unit of validation by source left out (no fitted constant moves memory, so a memory
@@ -48,11 +53,6 @@ MOE_MODULES: tuple[str, ...] = ("deepseek_v3_2024", "megatron_moe2024")
 """Published mixture-of-experts runs (issue #25), held out of everything: not in :data:`SOURCE_MODULES`, so
 validation by source left out never fits a constant on them nor folds them into the error bands; no constant
 was chosen looking at them. ``experiments/published_runs.py --moe`` reports them."""
-
-BLACKWELL_MODULES: tuple[str, ...] = ("mlperf_v50_gb200",)
-"""Published runs on Blackwell chips (GB200 NVL72), held out of everything like :data:`MOE_MODULES`: no constant is
-fitted on them and they join no error band, so the Blackwell presets' kernel constants, set without a published
-training step, meet them as a test. ``experiments/published_runs.py --blackwell`` reports them."""
 
 
 def rows_of(*modules: str) -> list[PublishedRun]:
@@ -76,7 +76,7 @@ MEMORY_ONLY_RUNS: list[PublishedRun] = rows_of(*MEMORY_MODULES)  # the memory-on
 MEMORY_RUNS: list[PublishedRun] = [r for r in PUBLISHED_RUNS if r.memory_gib is not None] + MEMORY_ONLY_RUNS
 """Every dense row that publishes a peak memory: the step-time sources' and the memory-only ones'."""
 _MODULE_OF: dict[int, str] = {id(r): name
-                              for name in SOURCE_MODULES + MEMORY_MODULES + MOE_MODULES + BLACKWELL_MODULES
+                              for name in SOURCE_MODULES + MEMORY_MODULES + MOE_MODULES
                               for r in import_module(f"{__name__}.{name}").ROWS}
 
 

@@ -54,11 +54,12 @@ LOGGED_MICROBATCHES = [steps for _, _, _, steps, _ in LOGGED]
 
 
 def mlperf_gpt3_row(source: str, gpus: int, batch: int, seconds: float, platform: str, *, pp: int = 8,
-                    chunks: int = 12, micro_batch: int = 1, fp8_params: Fp8Params = Fp8Params.OFF) -> PublishedRun:
+                    chunks: int = 12, micro_batch: int = 1, fp8_params: Fp8Params = Fp8Params.OFF,
+                    chip: str = "h100-sxm") -> PublishedRun:
     """One of NVIDIA's MLPerf GPT-3 175B layouts (v3.0 to v4.1): tp 4, interleaved pp × v (v3.x: 8 × 12,
     micro-batch 1), sequence parallelism, FP8, TP overlap, the distributed optimizer syncing BF16 gradients,
     overlapped; ``fp8_params`` where the configs keep the weights in FP8 (v4.x's ``FP8_PARAMS``)."""
-    return PublishedRun(source, "gpt3-175b", "h100-sxm", gpus, batch, tp=4, pp=pp, chunks=chunks,
+    return PublishedRun(source, "gpt3-175b", chip, gpus, batch, tp=4, pp=pp, chunks=chunks,
                         micro_batch=micro_batch, schedule="interleaved", sequence_parallel=True,
                         zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, fp8_params=fp8_params, overlap_p2p=True,
                         async_tp=True, fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True,

@@ -45,6 +45,9 @@ from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.0 Llama 3.1 405B on GB200 NVL72 (NeMo 25.04 FP8)"
+# Tyche is NVIDIA's own system, Carina IBM, CoreWeave and NVIDIA's: two systems (two ranking groups, and rows that
+# a key must tell apart at 512 GPUs), one source when one is left out (the same code and software build)
+TYCHE = "MLPerf Training v5.0 Llama 3.1 405B on GB200 NVL72, NVIDIA Tyche (NeMo 25.04 FP8)"
 
 # (system, GPUs, global batch in sequences, gradient accumulation steps as logged, median step in s,
 #  max_memory_usage in GiB as logged by global rank 0, or None where the log has none)
@@ -60,7 +63,7 @@ LOGGED = [
 LOGGED_MICROBATCHES = [row[3] for row in LOGGED]
 
 ROWS = [
-    PublishedRun(SOURCE, "llama3.1-405b", "gb200", gpus, batch, tp=4, pp=8, cp=2, chunks=8, micro_batch=1,
+    PublishedRun(TYCHE if system.startswith("tyche") else SOURCE, "llama3.1-405b", "gb200", gpus, batch, tp=4, pp=8, cp=2, chunks=8, micro_batch=1,
                  seq_len=8192, schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, overlap_p2p=True, async_tp=True,
                  fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, first_last=1,
