@@ -9,8 +9,9 @@ batch, and a published TFLOP/s with pipesim's FLOP count of the same step (both 
 The rows are in :mod:`pipesim.validation.sources`, one module per source; the memory-only sources
 (:data:`~pipesim.validation.sources.MEMORY_MODULES`) come last, with no published step. ``--moe`` prints the
 mixture-of-experts rows instead (held out of every fit, :data:`pipesim.validation.sources.MOE_MODULES`),
-with the exposed all-to-all's share of the busiest rank's step; ``--blackwell`` the Blackwell rows (held out of
-every fit too, :data:`pipesim.validation.sources.BLACKWELL_MODULES`).
+with the exposed all-to-all's share of the busiest rank's step; ``--blackwell`` the Blackwell rows alone (part of
+the table, :data:`pipesim.validation.sources.BLACKWELL_MODULES`: the one fitted constant they inform is the
+Blackwell sustained clock).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--commands", action="store_true", help="print the pipesim command of each row instead")
     held_apart = parser.add_mutually_exclusive_group()
     held_apart.add_argument("--moe", action="store_true", help="the mixture-of-experts rows (held out of every fit)")
-    held_apart.add_argument("--blackwell", action="store_true", help="the Blackwell rows (held out of every fit)")
+    held_apart.add_argument("--blackwell", action="store_true", help="the Blackwell rows alone (part of the table)")
     args = parse_experiment_args(parser)
     record_output(args.out, "published_runs_commands.txt" if args.commands
                   else "published_runs.md" if args.markdown else "published_runs.txt")

@@ -195,12 +195,12 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          " where pipesim says 1.81x; its tp 1 row is -5%; the TP overlap's split GEMMs and reserved SMs and"
          ' the small cuBLAS workspace are not modelled; unexplained'),
     # mlperf_v51_b200
-    ('MLPerf Training v5.1 Llama 3.1 405B and 8B, University of Florida HiPerGator (DGX B200, NeMo 25.09'
+    ('MLPerf Training v5.1 Llama 3.1 405B and 8B on DGX B200 (University of Florida HiPerGator; NeMo 25.09'
      ' FP8) | llama3.1-8b tp1 pp1 cp2 m1 b1 1f1b 128×b200 none s8192 fp8'):
         ('-16%, pipesim too fast: cp 2 at one sequence per data-parallel pair (0.19-0.22 s steps); the same'
          ' code at cp 1 is within 3%, its 405B rows within 2%; from 128 to 256 GPUs the step grows 15% where'
          " pipesim's barely moves; unexplained (docs/validation.md)"),
-    ('MLPerf Training v5.1 Llama 3.1 405B and 8B, University of Florida HiPerGator (DGX B200, NeMo 25.09'
+    ('MLPerf Training v5.1 Llama 3.1 405B and 8B on DGX B200 (University of Florida HiPerGator; NeMo 25.09'
      ' FP8) | llama3.1-8b tp1 pp1 cp2 m1 b1 1f1b 256×b200 none s8192 fp8'):
         ('-26%, pipesim too fast: cp 2 at one sequence per data-parallel pair (0.19-0.22 s steps); the same'
          ' code at cp 1 is within 3%, its 405B rows within 2%; from 128 to 256 GPUs the step grows 15% where'

@@ -32,7 +32,7 @@ refits it without this one).
 from pipesim.analytic.layout import Fp8Params
 from pipesim.validation.sources.mlperf_v31_gpt3 import mlperf_gpt3_row
 
-SOURCE = "MLPerf Training v4.1 GPT-3 175B, NVIDIA Nyx (DGX B200 preview, NeMo 24.09 FP8)"
+SOURCE = "MLPerf Training v4.1 GPT-3 175B on DGX B200 (NVIDIA Nyx preview; NeMo 24.09 FP8)"
 
 # (platform, GPUs, global batch, accumulation steps as logged, pp, v, micro-batch, median block step s)
 LOGGED = [("nyx b200_n8", 64, 2048, 512, 8, 6, 2, 36.256)]

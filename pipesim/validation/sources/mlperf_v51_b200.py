@@ -47,7 +47,7 @@ one software build, two models.
 from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
-SOURCE = "MLPerf Training v5.1 Llama 3.1 405B and 8B, University of Florida HiPerGator (DGX B200, NeMo 25.09 FP8)"
+SOURCE = "MLPerf Training v5.1 Llama 3.1 405B and 8B on DGX B200 (University of Florida HiPerGator; NeMo 25.09 FP8)"
 
 # (system, model, GPUs, tp, pp, cp, v, micro-batch, global batch, accumulation steps as logged, median step s)
 LOGGED = [
