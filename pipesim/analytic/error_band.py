@@ -8,8 +8,8 @@ The band is a 90/90 tolerance bound on the absolute left-out step-time error ove
 A plain 90th percentile of a few dozen rows would claim more than the rows show: from 8 rows it is their
 largest error but one, below the true 90th percentile about as often as above it. A kind with too few rows for
 the bound (fewer than ``MIN_ROWS``, 22) takes the bound of all rows pooled, or its own rows' largest error where
-that is wider, and says so; a chip no published
-run was measured on, or a precision no run of its family used, gets no band, only that remark.
+that is wider, and says so; a chip no published run was measured on, or a precision no run of its family used,
+gets no band, only that remark.
 """
 
 from __future__ import annotations

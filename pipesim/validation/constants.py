@@ -116,7 +116,8 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "its FP8 and BF16 rates come from (Hopper's 0.92 was measured: gpu-fryer's minute-long burn of an 8xH100 "
         "node; no such measurement of a B200 was at hand): fitted to the published Blackwell runs, every one FP8 "
         "(MLPerf v4.1's GPT-3 175B on DGX B200, v5.0's Llama 3.1 405B on GB200 NVL72, v5.1's 405B and 8B on DGX "
-        "B200), which were 13-36 % too fast at the benchmarks' rates (1.0); in sample for those three sources, "
+        "B200), which were 8-33 % too fast at the benchmarks' rates (1.0; the GPT-3 row 2 %); in sample for those "
+        "three sources, "
         "refit without each by validation by source left out. It stands for all that makes a Blackwell step "
         "slower than its kernels' short-run rates, not the clock alone",
         (0.80, 0.84, 0.88, 0.92, 0.96, 1.0),
