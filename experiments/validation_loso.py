@@ -48,7 +48,8 @@ def table(result: ValidationResult, markdown: bool) -> str:
               "left-out max |e|", "constants refit without it"]
     lines = []
     if markdown:
-        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        # a "|" inside a Markdown cell ends it: escaped, so the header has as many cells as the rows
+        lines += ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |", "|" + "---|" * len(header)]
     rows = [(source_title(s.source), s.in_sample, s.left_out, _fit_text(s.left_out_fit)) for s in result.sources]
     rows.append(("all sources", result.pooled("in_sample"), result.pooled("left_out"), ""))
     for name, inside, outside, fitted in rows:
