@@ -46,8 +46,10 @@ before each cast, ``NCCL_MIN_CTAS=16``/``NCCL_MAX_CTAS=32`` (SMs a collective ta
 weight gradient. Uncertain: the fabric (the descriptions say InfiniBand, not its rate: the preset's 400 Gb/s a GPU).
 
 Out-of-sample: gathered for issue #24 after every constant but the Blackwell sustained clock was fixed (fitted on
-the three Blackwell sources; validation by source left out refits it without this one). One source: one system,
-one software build, two models.
+the three Blackwell sources; validation by source left out refits it without this one). One source: one software
+build, two models, the University's system and, for 8B, three other submitters' (left out together).
+Uncertain for the others: their fabrics (Oracle's RoCE, Verda's and Dell's InfiniBand, all taken as the preset's
+400 Gb/s a GPU).
 """
 
 from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
