@@ -48,8 +48,8 @@ weight gradient. Uncertain: the fabric (the descriptions say InfiniBand, not its
 Out-of-sample: gathered for issue #24 after every constant but the Blackwell sustained clock was fixed (fitted on
 the three Blackwell sources; validation by source left out refits it without this one). One source: one software
 build, two models, the University's system and, for 8B, three other submitters' (left out together).
-Uncertain for the others: their fabrics (Oracle's RoCE, Verda's and Dell's InfiniBand, all taken as the preset's
-400 Gb/s a GPU).
+Uncertain for the others: their fabrics (Oracle's description says RoCE v2, Verda's "100GbE InfiniBand", Dell's
+none; all taken as the preset's 400 Gb/s a GPU, which Verda's, if its rate is per node, would far exceed).
 """
 
 from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
