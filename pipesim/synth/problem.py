@@ -35,7 +35,7 @@ class Pass(enum.IntEnum):
 class Task(NamedTuple):
     """One pass of one microbatch on one (global) stage. A named tuple, not a dataclass: the synthesis looks tasks
     up in dicts millions of times, and a tuple's hash and equality run in C (a frozen dataclass's are Python
-    methods: a third of ``pipesim synthesize``'s time on a 32-stage pipeline)."""
+    methods: 2.6 s → 1.8 s for ``pipesim synthesize`` on a 32-stage, 144-microbatch problem)."""
 
     kind: Pass
     stage: int
