@@ -119,3 +119,56 @@ def test_default_pipeline_with_a_model_is_said_with_its_gpu_count(capsys):
     assert "--pp not given" not in capsys.readouterr().err
     assert main(["simulate", "--pp", "4"]) == 0  # unit costs: no model, no GPUs to count
     assert "--pp not given" not in capsys.readouterr().err
+
+
+def test_global_batch_sets_the_microbatches_a_recipe_states(capsys):
+    """A recipe states its global batch; --global-batch N makes it N / (micro-batch size × dp) microbatches per
+    pipeline (cp ranks share each sequence, so they do not divide it), and gives the same step as that --mb."""
+    base = ["simulate", "--model", "llama3.1-8b", "--tp", "2", "--pp", "2", "--cp", "2", "--dp", "3",
+            "--micro-batch-size", "2", "--seq-len", "2048", "--json"]
+    assert main([*base, "--global-batch", "48"]) == 0
+    by_batch = json.loads(capsys.readouterr().out)
+    assert by_batch["config"]["microbatches"] == 8  # 48 / (2 × 3)
+    assert main([*base, "--mb", "8"]) == 0
+    by_mb = json.loads(capsys.readouterr().out)
+    assert by_batch["model_report"]["step_time_s"] == by_mb["model_report"]["step_time_s"]
+    assert main([*base, "--global-batch", "48", "--mb", "8"]) == 0  # agreeing: accepted
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "llama3.1-8b", "--dp", "3", "--global-batch", "16"],
+     "--global-batch 16 is not a multiple of micro-batch size 1 × dp 3 = 3 sequences"),
+    (["--model", "llama3.1-8b", "--dp", "2", "--global-batch", "16", "--mb", "4"],
+     "--global-batch 16 means 8 microbatches per pipeline (micro-batch size 1 × dp 2), but --mb 4 is given"),
+    (["--global-batch", "16"], "--global-batch counts sequences of a real model; add --model NAME"),
+])
+def test_global_batch_refusals_name_the_fix(capsys, argv, message):
+    assert main(["simulate", "--pp", "2", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_default_microbatches_with_a_model_are_said_as_a_global_batch(capsys):
+    """Without --mb or --global-batch the step holds the default 8 microbatches: a note gives the global batch
+    that is, so a recipe's batch is not silently replaced."""
+    assert main(["simulate", "--model", "llama3.1-8b", "--pp", "2", "--dp", "4", "--micro-batch-size", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "--mb not given: 8 microbatches per pipeline (the default), a global batch of 64 sequences" in err
+    assert main(["simulate", "--model", "llama3.1-8b", "--pp", "2", "--global-batch", "16"]) == 0
+    assert "--mb not given" not in capsys.readouterr().err
+
+
+def test_megatron_flag_names_are_accepted(capsys):
+    """Megatron-LM's own names for three overlaps and the distributed optimizer mean pipesim's flags: the same
+    layout, the same step."""
+    base = ["simulate", "--model", "llama3.1-8b", "--tp", "2", "--pp", "2", "--dp", "2", "-s", "interleaved",
+            "--mb", "8", "--sequence-parallel", "--json"]
+    ours = ["--async-tp", "--distributed-optimizer", "--overlap-p2p"]
+    megatron = ["--tp-comm-overlap", "--use-distributed-optimizer", "--overlap-p2p-communication"]
+    reports = []
+    for flags in (ours, megatron, []):
+        assert main([*base, *flags]) == 0
+        reports.append(json.loads(capsys.readouterr().out)["model_report"])
+    assert reports[0] == reports[1]
+    assert reports[0]["step_time_s"] != reports[2]["step_time_s"]

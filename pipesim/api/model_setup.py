@@ -36,8 +36,8 @@ from pipesim.program.ir import PipelineShape
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import SimulationResult
 
-__all__ = ["ModelOptions", "ModelSetup", "check_no_model_options", "model_setup", "model_step_report",
-           "steady_step_time"]
+__all__ = ["ModelOptions", "ModelSetup", "check_no_model_options", "microbatches_of_global_batch", "model_setup",
+           "model_step_report", "steady_step_time"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,28 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
                       o.steps or DEFAULT_STEPS)
+
+
+def microbatches_of_global_batch(global_batch: int, model: str | ModelSpec, options: ModelOptions,
+                                 mb: int | None = None) -> int:
+    """Microbatches per step of each pipeline that ``global_batch`` sequences per optimizer step mean: a published
+    recipe states its global batch, pipesim's ``mb`` counts one pipeline's microbatches. The dp replicas split the
+    batch, each microbatch holds the micro-batch size (the options' or the model's); cp ranks share each sequence,
+    so they do not divide it. ``mb``, when given too, must agree."""
+    if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+        raise PipesimError(f"--global-batch {global_batch!r}: give a positive number of sequences per step")
+    spec = load_model(model) if isinstance(model, str) else model
+    micro_batch = options.micro_batch_size or spec.micro_batch
+    dp = options.dp or 1
+    per_microbatch = micro_batch * dp
+    if global_batch % per_microbatch:
+        raise PipesimError(f"--global-batch {global_batch} is not a multiple of micro-batch size {micro_batch} × "
+                           f"dp {dp} = {per_microbatch} sequences; change --global-batch, --micro-batch-size or --dp")
+    microbatches = global_batch // per_microbatch
+    if mb is not None and mb != microbatches:
+        raise PipesimError(f"--global-batch {global_batch} means {microbatches} microbatches per pipeline (micro-batch "
+                           f"size {micro_batch} × dp {dp}), but --mb {mb} is given; drop one")
+    return microbatches
 
 
 def boundary_of(setup: ModelSetup, result: SimulationResult) -> StepBoundary:

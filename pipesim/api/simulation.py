@@ -45,6 +45,7 @@ def simulate(
     hardware: str | ChipSpec | None = None,
     memory_limit: float | None = None,
     engine: str | Engine = Engine.AUTO,
+    global_batch: int | None = None,
     **model_options: object,
 ) -> SimResult:
     """Simulate one training step of ``schedule`` (what ``pipesim simulate`` prints, as an object).
@@ -74,6 +75,8 @@ def simulate(
         memory_limit: activation memory per rank for schedules that synthesise their order (zb-auto), in
             microbatch units (GiB of activations with ``model``; default 2·pp units).
         engine: ``"auto"`` (default), ``"graph"`` or ``"simpy"``: all give the same timeline.
+        global_batch: with ``model``, sequences per optimizer step, as recipes state it: ``mb`` becomes
+            ``global_batch / (micro_batch_size · dp)`` (``mb`` given too must agree).
         **model_options: with ``model`` only, the fields of :class:`~pipesim.api.model_options.ModelOptions`
             (``tp``, ``dp``, ``cp``, ``zero``, ``recompute``, ``sequence_parallel``, ``fp8``, ...).
 
@@ -90,6 +93,13 @@ def simulate(
         raise PipesimError(f"simulate() got an unknown option among {sorted(model_options)}; model options are "
                            f"{known}") from None
     engine = Engine(engine)
+    if global_batch is not None:
+        if model is None:
+            raise PipesimError("--global-batch counts sequences of a real model; add --model NAME, or give --mb "
+                               "(microbatches per step) for unit costs")
+        from pipesim.api.model_setup import microbatches_of_global_batch
+
+        mb = microbatches_of_global_batch(global_batch, model, options, mb)
     values = dict(forward=forward, backward=backward, backward_input=backward_input,
                   backward_weight=backward_weight, comm=comm, activation_bytes=activation_bytes)
     def costs_for(shape):

@@ -76,8 +76,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "default: every layer)")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
                        help="shard norms/dropout along the sequence (Korthikanti et al. 2023)")
-    group.add_argument("--distributed-optimizer", action="store_true", default=None,
-                       help="shard optimizer state over dp (ZeRO-1); reduce-scatter + all-gather")
+    group.add_argument("--distributed-optimizer", "--use-distributed-optimizer", action="store_true", default=None,
+                       help="shard optimizer state over dp (ZeRO-1); reduce-scatter + all-gather (Megatron's "
+                       "--use-distributed-optimizer)")
     group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
                        help="fused (FlashAttention-2 or cuDNN: no s² scores stored, default), triton (FlashAttention "
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
@@ -145,8 +146,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
                        "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter) or rowwise "
                        "(the data alone, 1 byte)")
-    group.add_argument("--async-tp", action="store_true", default=None,
-                       help="overlap tensor-parallel collectives with the GEMMs they feed")
+    group.add_argument("--async-tp", "--tp-comm-overlap", action="store_true", default=None,
+                       help="overlap tensor-parallel collectives with the GEMMs they feed (Megatron's "
+                       "--tp-comm-overlap, NeMo's tp_comm_overlap, torchtitan's enable_async_tensor_parallel)")
     group.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=None,
                        help="in the backward, each column-parallel linear's input-gradient collective runs beside "
                        "its weight-gradient GEMM (default: on, as Megatron-LM since 2021 and Transformer Engine "
@@ -154,7 +156,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "PyTorch DTensor's TP)")
     group.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                        help=COLUMN_INPUT_HELP)
-    group.add_argument("--overlap-p2p", action="store_true", default=None,
+    group.add_argument("--overlap-p2p", "--overlap-p2p-communication", action="store_true", default=None,
                        help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
                        "blocking sends, the sender waits for its transfer")
     group.add_argument("--tp-pp-dp-mapping", action="store_true", default=None,

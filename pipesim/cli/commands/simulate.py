@@ -11,7 +11,7 @@ import sys
 
 from pipesim.api.defaults import DEFAULT_PP
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
-from pipesim.cli.arg_types import output_file
+from pipesim.cli.arg_types import output_file, positive_int
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -28,6 +28,9 @@ def register(sub) -> None:
     add_schedule_args(sim, csv=True, with_model=True)
     add_cost_args(sim)
     add_model_args(sim)
+    sim.add_argument("--global-batch", type=positive_int, default=None, metavar="N",
+                     help="with --model: sequences per optimizer step, as a recipe states it; sets --mb to "
+                     "N / (micro-batch size × dp)")
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
@@ -53,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
 
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=args.model, hardware=args.hardware, memory_limit=args.memory_limit,
-                      engine=args.engine, **vars(model_options_from_args(args)))
+                      engine=args.engine, global_batch=args.global_batch, **vars(model_options_from_args(args)))
     _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
+    _note_default_microbatches(args, result)
     written = []
     if args.timeline or args.trace:
         from pipesim.io.timeline import write_timeline  # pandas: only when a timeline file is asked for
@@ -88,3 +92,15 @@ def _note_default_pipeline(args: argparse.Namespace, result) -> None:
         return
     print(f"note: --pp not given: {DEFAULT_PP} pipeline ranks (the default), {report.layout.world_size} GPUs in "
           "all; pass --pp 1 for no pipeline", file=sys.stderr)
+
+
+def _note_default_microbatches(args: argparse.Namespace, result) -> None:
+    """With --model, a built-in schedule and neither --mb nor --global-batch, the step holds the default number of
+    microbatches: say what global batch that is, on stderr (a published run states its global batch)."""
+    report = result.model_report
+    if report is None or args.mb is not None or args.global_batch is not None or args.schedule not in builtin_names():
+        return
+    layout, micro_batch = report.layout, report.model.micro_batch
+    print(f"note: --mb not given: {layout.microbatches} microbatches per pipeline (the default), a global batch of "
+          f"{layout.microbatches * micro_batch * layout.dp} sequences; pass --global-batch N for a recipe's",
+          file=sys.stderr)
