@@ -27,7 +27,15 @@ optimizer's gradient reduce and parameter gather overlapped with the passes (``o
 microbatches the exposed sync was a third of pipesim's step without them).
 
 Uncertain: the micro-batch size (4 instead of 1 would make one microbatch per step), whether TP communication
-was overlapped, and the interconnect actually used (taken as the preset's 400 Gb/s per GPU, as stated).
+was overlapped, and the interconnect actually used (taken as the preset's 400 Gb/s per GPU, as stated). The
+launcher's 15B config as first published (NeMo-Framework-Launcher d84a0e5b and 01903770, 9 February 2024, "Made
+config optimal for Nemotron", two weeks before the report) already sets ``micro_batch_size: 2`` and
+``ub_tp_comm_overlap: True`` (and ``distributed_fused_adam`` with ``bucket_cap_mb: 100`` and no
+``grad_sync_dtype``: FP32 gradient reduction, as these rows take it); whether that tuned recipe is what the
+report's production run used is not stated, so the rows keep the settings above. With TP overlap alone
+(``--async-tp``) pipesim gives 0.564/0.569/0.571 s (−1/−2/−11 %); with both, two microbatches of two,
+0.461/0.463/0.464 s (−19/−20/−27 %): the rows' error depends on this unstated choice more than on anything
+modelled.
 No memory is published. The three rows are one model at one sequence on one system: a ranking group.
 
 Out-of-sample: added after the constants were fixed (issue #24), never fitted to.
