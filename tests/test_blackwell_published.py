@@ -154,8 +154,8 @@ def test_gb200_is_the_b200_die_at_1200_watts_in_a_72_gpu_nvlink_domain():
     """The GB200 preset differs from the B200's only where a datasheet or a system description says so: the peaks
     at 1,200 W, the memory nvidia-smi reports, the NVLink domain and the tray; every kernel constant is the B200's."""
     b200, gb200 = CHIP_PRESETS["b200"], CHIP_PRESETS["gb200"]
-    assert (gb200.peak_flops, gb200.fp8_peak_flops) == (2500e12, 5000e12)
+    assert (gb200.peak_flops, gb200.fp8_peak_flops, gb200.fp4_peak_flops) == (2500e12, 5000e12, 10000e12)
     assert gb200.memory_gib == pytest.approx(189471 / 1024, abs=0.05) and gb200.node_size == 72
     assert gb200.host_gpus == 4  # GPUs per compute tray
-    stated = {"name", "peak_flops", "fp8_peak_flops", "memory_gib", "node_size", "host_gpus"}
+    stated = {"name", "peak_flops", "fp8_peak_flops", "fp4_peak_flops", "memory_gib", "node_size", "host_gpus"}
     assert replace(gb200, **{f: getattr(b200, f) for f in stated}) == b200

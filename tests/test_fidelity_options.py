@@ -7,16 +7,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipesim.analytic.activations import linear_input_element_bytes
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
 from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
 from pipesim.analytic.kernels import (
     attention_core_times,
-    fp8_cast_bytes,
+    gemm_kernel_time,
     gemm_time,
     head_times,
     layer_times,
+    quantization_cast_bytes,
     wave_efficiency,
 )
 from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroCollectives, ZeroStage
@@ -155,10 +157,10 @@ def test_fp8_cast_bytes_by_hand():
     # QKV (8, 8), proj (8, 4), up+gate (16, 8), down (8, 8): inputs 28 wide, outputs 40 wide; 4 B each.
     model = ModelSpec("toy", 1, 8, 2, 16, 32, 10, kv_heads=1, gated=True)
     fp8 = Layout(tp=2, precision=Precision.FP8)
-    assert fp8_cast_bytes(model, fp8, 10) == (28 * 4 * 10, 40 * 4 * 10)
-    assert fp8_cast_bytes(model, Layout(tp=2), 10) == (0.0, 0.0)
+    assert quantization_cast_bytes(model, fp8, 10) == (28 * 4 * 10, 40 * 4 * 10)
+    assert quantization_cast_bytes(model, Layout(tp=2), 10) == (0.0, 0.0)
     # FP8 GEMMs that take any layout (Blackwell): no transpose is written, read 2 B and write 1 B an element
-    assert fp8_cast_bytes(model, fp8, 10, transposed=False) == (28 * 3 * 10, 40 * 3 * 10)
+    assert quantization_cast_bytes(model, fp8, 10, transposed=False) == (28 * 3 * 10, 40 * 3 * 10)
 
 
 def test_fp8_leaves_the_lm_head_in_bf16():
@@ -612,3 +614,51 @@ def test_tp_pp_dp_mapping_moves_pipeline_neighbours_into_a_node_and_data_paralle
     across = group_bandwidth(H100, 4 * 4, 4)
     assert inside > across  # the data-parallel sync leaves the node under the mapping
     assert dp_grad_sync(1e9, mapped, H100).reduce > dp_grad_sync(1e9, default, H100).reduce
+
+
+def test_nvfp4_cast_bytes_by_hand():
+    # The toy of test_fp8_cast_bytes_by_hand in NVFP4: read BF16 (2 B), write a row-wise and a column-wise copy,
+    # each 0.5 B of data and one 1-byte scale per 16 elements: 2 + 2 × 0.5625 = 3.125 B an element, on any chip.
+    model = ModelSpec("toy", 1, 8, 2, 16, 32, 10, kv_heads=1, gated=True)
+    fp4 = Layout(tp=2, precision=Precision.FP4)
+    assert Precision.FP4.element_bytes == 0.5625
+    for transposed in (True, False):
+        assert quantization_cast_bytes(model, fp4, 10, transposed=transposed) == (28 * 3.125 * 10, 40 * 3.125 * 10)
+
+
+def test_nvfp4_gemm_runs_at_the_fp4_peak_times_its_measured_share():
+    """A large NVFP4 GEMM on a B200 takes the time of its FLOPs at the FP4 peak × the sustained clock × the
+    measured share (torchao's 8192³: 5.37 of 9.0 PFLOP/s), its operands at 0.5625 bytes an element."""
+    chip = CHIP_PRESETS["b200"]
+    n = 16384
+    fp4 = gemm_kernel_time(n, n, n, chip, Precision.FP4)
+    rate = 9000e12 * chip.sustained_clock_ratio * round(5.37 / 9.0, 3)
+    assert chip.fp4_gemm_efficiency == pytest.approx(0.597)
+    # at 16384³ the wave and tile factors are ~1: the time is the FLOPs at that rate, within 2 %
+    assert fp4 == pytest.approx(2 * n ** 3 / rate, rel=0.02)
+    fp8 = gemm_kernel_time(n, n, n, chip, Precision.FP8)
+    assert fp8 / fp4 == pytest.approx(2 * 0.597 / 0.60, rel=0.02)  # twice the peak, about the same share
+
+
+def test_nvfp4_memory_keeps_two_quantized_weight_copies_and_quantized_saved_inputs():
+    """NVFP4 keeps the BF16 weight plus a row- and a column-wise NVFP4 copy (1.125 B a linear parameter, where FP8
+    keeps one byte) and saves each linear's input in NVFP4 (0.5625 B an element, FP8 one)."""
+    model = MODEL_PRESETS["llama3.1-8b"]
+    params, end = 1e9, 1e8
+    w_bf16, *_ = static_bytes(params, Layout(), model, end_params=end)
+    w_fp8, *_ = static_bytes(params, Layout(precision=Precision.FP8), model, end_params=end)
+    w_fp4, *_ = static_bytes(params, Layout(precision=Precision.FP4), model, end_params=end)
+    assert w_fp8 - w_bf16 == pytest.approx(1.0 * (params - end))
+    assert w_fp4 - w_bf16 == pytest.approx(1.125 * (params - end))
+    assert linear_input_element_bytes(model, Layout(precision=Precision.FP4)) == 0.5625
+    assert linear_input_element_bytes(model, Layout(precision=Precision.FP8)) == 1.0
+
+
+def test_fp4_is_refused_where_the_chip_has_none_and_beside_fp8(capsys):
+    assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--pp", "1", "--fp4"]) == 2
+    assert "chip h100-sxm has no NVFP4 tensor cores" in capsys.readouterr().err
+    assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "b200", "--pp", "1", "--fp4", "--fp8"]) == 2
+    assert "--fp8 and --fp4 are two GEMM precisions; keep one" in capsys.readouterr().err
+    assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "b200", "--pp", "1", "--fp4"]) == 0
+    out = capsys.readouterr().out
+    assert "fp4" in out and "MFU and HFU against the BF16 peak, FP8 and FP4 runs included" in out

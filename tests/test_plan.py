@@ -533,3 +533,26 @@ def test_a_gb200_plan_takes_whole_trays_and_launches_four_processes_a_host():
     assert "--nnodes 20 --nproc-per-node 4" in result.text()
     with pytest.raises(PipesimError, match="not a whole number of hosts of 4 GPUs"):
         plan("llama2-7b", 82, 82, hardware="gb200")
+
+
+def test_plan_searches_nvfp4_only_when_named_and_only_where_the_chip_has_it(capsys):
+    """NVFP4 is a numerics choice: the default search is BF16 and FP8; named, it is searched on a Blackwell chip
+    (its candidates faster than FP8's, the Megatron line carrying --fp4-format e2m1) and refused on one without it."""
+    from pipesim.api.planning import plan
+
+    space = dict(_SMALL_SPACE, hardware="b200")
+    del space["precision"]
+    default = plan("llama2-13b", 16, 64, top=3, **space)
+    assert {o.candidate.precision for o in default.search.outcomes} == {Precision.BF16, Precision.FP8}
+    named = plan("llama2-13b", 16, 64, top=3, precision=("fp8", "fp4"), **space)
+    times = _step_times(named)
+    fp4 = {replace(c, precision=Precision.FP8): t for c, t in times.items() if c.precision is Precision.FP4}
+    assert fp4 and all(t < times[c] for c, t in fp4.items() if c in times)
+    assert named.ranked[0].candidate.precision is Precision.FP4
+    argv = ["plan", "--model", "llama2-13b", "--gpus", "16", "--global-batch", "64", "--hardware", "b200",
+            "--schedules", "1f1b", "--recompute", "none", "--zero", "1", "--precision", "fp4", "--cp", "1",
+            "--micro-batch-sizes", "1", "-q", "--top", "1"]
+    assert main(argv) == 0
+    assert "--fp4-format e2m1" in capsys.readouterr().out
+    assert main([*argv[:7], "--hardware", "h100-sxm", *argv[9:]]) == 2
+    assert "--precision fp4: chip h100-sxm has none of them" in capsys.readouterr().err

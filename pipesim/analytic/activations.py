@@ -41,7 +41,7 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 from __future__ import annotations
 
 from pipesim.analytic.kernels import FP32
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Precision, Recompute
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
 
@@ -105,17 +105,18 @@ def linear_input_element_bytes(model: ModelSpec, layout: Layout) -> float:
     BF16 input (``transformer_engine/pytorch/module/linear.py`` and ``layernorm_linear.py``, "Cache state for
     backward pass"). The inputs that are not a linear's stay at ``d`` bytes: the norms' inputs, Q, K and V (the
     attention runs in BF16 unless FP8 attention is asked for), the up projection's output that the activation
-    keeps."""
-    return 1.0 if layout.precision is Precision.FP8 else float(model.dtype_bytes)
+    keeps. In NVFP4 the same: the column-wise NVFP4 copy the weight gradient reads, 0.5625 bytes an element with
+    its scales (:attr:`~pipesim.analytic.layout.Precision.element_bytes`)."""
+    return layout.precision.element_bytes if layout.precision.quantized else float(model.dtype_bytes)
 
 
 def _attention_output_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes per element kept of the attention's output: the output projection's saved input, and the fused
     kernel's own copy of its output for its backward (FlashAttention's backward reads it) when the kernel is not
-    recomputed. In BF16 the two are one tensor; in FP8 the projection keeps an FP8 copy beside the kernel's BF16
-    output (:func:`linear_input_element_bytes`)."""
+    recomputed. In BF16 the two are one tensor; in FP8 (NVFP4) the projection keeps a quantized copy beside the
+    kernel's BF16 output (:func:`linear_input_element_bytes`)."""
     d = model.dtype_bytes
-    if layout.precision is not Precision.FP8:
+    if not layout.precision.quantized:
         return d
     kernel_keeps_output = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
     return (d if kernel_keeps_output else 0.0) + linear_input_element_bytes(model, layout)

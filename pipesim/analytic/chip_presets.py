@@ -152,10 +152,16 @@ _MI300X_XGMI = CollectiveShares(all_reduce=((2, 0.11), (4, 0.31), (8, 0.68)),
 # FP8 GEMMs on a B200, measured: Transformer Engine's te.Linear under fp8_autocast (delayed scaling) ran an
 # 8192×8192×8192 forward at 2,377.1 TFLOP/s on an HGX B200 (NVIDIA/TransformerEngine issue #1747, its benchmark
 # table), 0.53 of the 4,500 FP8 peak. That time holds the two casts (input and weight: read BF16, write FP8, 403 MB
-# at 0.9 of the 8 TB/s, 56 µs) which pipesim counts apart (kernels.fp8_cast_bytes): the GEMM alone 407 µs, 2,704
-# TFLOP/s, 0.601 of the peak. The field's default (0.65, Hopper's FP8 rows) put the Blackwell rows 4-9 points
-# further off. A short benchmark's rate: the clock a training run sustains is a separate, fitted factor.
+# at 0.9 of the 8 TB/s, 56 µs) which pipesim counts apart (kernels.quantization_cast_bytes): the GEMM alone
+# 407 µs, 2,704 TFLOP/s, 0.601 of the peak. The field's default (0.65, Hopper's FP8 rows) put the Blackwell rows
+# 4-9 points further off. A short benchmark's rate: the clock a training run sustains is a separate, fitted factor.
 _B200_FP8_SHARE = 0.60
+# NVFP4 GEMMs on a B200, measured: torchao's matmul benchmark (pytorch/ao pull request #2427,
+# benchmarks/float8/bench_matmul.py --recipe nvfp4, "gpu_name: NVIDIA B200", its printed peaks bf16 2.25e15, fp8
+# 4.5e15, fp4 9.0e15) ran an 8192×8192×8192 product of inputs already in NVFP4 at 5.37e15 FLOP/s, 0.597 of the
+# dense FP4 peak (BF16 1.42e15 in the same run, 0.631). The casts are counted apart (kernels.NVFP4_CAST_BYTES),
+# so the kernel's share is the field. A short benchmark's rate, as the FP8 share is.
+_B200_FP4_SHARE = round(5.37e15 / 9.0e15, 3)
 # The tensor-core clock a B200 sustains through a training run, as a share of a short benchmark's: fitted to the
 # published Blackwell runs by source left out (pipesim.validation.constants: blackwell_sustained_clock)
 _BLACKWELL_SUSTAINED = 0.88
@@ -217,10 +223,12 @@ _PRESETS = [
     # at that rate (pipesim.validation.gemm_overheads: 1.0 µs, 6.5 µs). Collectives inside the node: OpenXLA's
     # sm_100 collective table (pipesim.validation.collective_shares), 0.50–0.72 of NVLink 5. FP8 GEMMs in any
     # layout (sm_100): FP8 parameters keep no transpose and casts write none (fp8_weight_transpose, Transformer
-    # Engine's quantizer). FP8 GEMMs: _B200_FP8_SHARE below. The sustained clock: fitted to the published
-    # Blackwell runs (pipesim.validation.constants), no burn-in measurement of a B200 being at hand.
+    # Engine's quantizer). FP8 GEMMs: _B200_FP8_SHARE above. NVFP4: 144 PFLOPS with sparsity for DGX B200's 8
+    # GPUs → 9 PFLOPS dense each (the peak torchao prints), at _B200_FP4_SHARE. The sustained clock: fitted to the
+    # published Blackwell runs (pipesim.validation.constants), no burn-in measurement of a B200 being at hand.
     ChipSpec("b200", 2250 * TFLOPS, 179.1, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
-             sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             fp4_peak_flops=9000 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, sm_count=148,
+             gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
              gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
              fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
     # NVIDIA GB200 NVL72 (the Blackwell GPU of a Grace-Blackwell superchip, 72 to an NVLink domain): the B200's die
@@ -230,10 +238,12 @@ _PRESETS = [
     # NVIDIA/systems/tyche_ngpu512_ngc25.04_nemo.json): 189,471 MiB per GPU (185.0 GiB), "NVLINK Gen5 1800 GB/s +
     # NVSWITCH Gen5" (900 GB/s one way, every GPU of the rack's 72 through the switches: node_size 72), 4 GPUs
     # and 4× ConnectX-7 NDR 400 Gb/s per compute tray (50 GB/s per GPU). Kernel constants: the B200's (same die,
-    # same SM count, and the same share of each peak). Collectives inside the domain: the B200's 8-GPU shares,
+    # same SM count, and the same share of each peak). NVFP4: GB200 NVL72's 1,440 PFLOPS with sparsity over 72
+    # GPUs → 10 PFLOPS dense each. Collectives inside the domain: the B200's 8-GPU shares,
     # for groups of any size up to 72 (no measured table beyond 8).
     ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
-             node_size=72, host_gpus=4, sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             fp4_peak_flops=10000 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, node_size=72, host_gpus=4,
+             sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
              gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
              fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;

@@ -68,10 +68,14 @@ FIELDS: tuple[Field, ...] = (
           "kernels (norms, activations, residual adds)", default=1.0, low=0, low_open=True),
     Field("fp8_peak_flops", Kind.FLOAT, "FLOP/s", "dense FP8 peak; absent: the chip has no FP8 (--fp8 refused)",
           low=0, low_open=True),
+    Field("fp4_peak_flops", Kind.FLOAT, "FLOP/s", "dense NVFP4 peak (block-scaled FP4 tensor cores); absent: the "
+          "chip has none (--fp4 refused)", low=0, low_open=True),
     Field("gemm_efficiency", Kind.FLOAT, "fraction", "share of peak a large GEMM reaches in a short benchmark",
           default=0.8, low=0, high=1, low_open=True),
     Field("fp8_gemm_efficiency", Kind.FLOAT, "fraction", "share of the FP8 peak a large FP8 GEMM reaches",
           default=0.65, low=0, high=1, low_open=True),
+    Field("fp4_gemm_efficiency", Kind.FLOAT, "fraction", "share of the NVFP4 peak a large NVFP4 GEMM reaches "
+          "(its inputs already quantized)", default=0.6, low=0, high=1, low_open=True),
     Field("attention_forward_efficiency", Kind.FLOAT, "fraction", "fused attention forward, share of peak",
           default=0.55, low=0, high=1, low_open=True),
     Field("attention_backward_efficiency", Kind.FLOAT, "fraction", "fused attention backward, share of peak",
@@ -169,8 +173,10 @@ class ChipSpec:
     # (pipesim.analytic.kernels.NON_GEMM_BACKWARD); `pipesim profile` measures it on the machine it runs on.
     elementwise_backward_ratio: float = 1.0
     fp8_peak_flops: float | None = None  # dense FP8 FLOP/s; None: no FP8 tensor cores
+    fp4_peak_flops: float | None = None  # dense NVFP4 FLOP/s; None: no block-scaled FP4 tensor cores
     gemm_efficiency: float = 0.8
     fp8_gemm_efficiency: float = 0.65
+    fp4_gemm_efficiency: float = 0.6
     attention_forward_efficiency: float = 0.55
     attention_backward_efficiency: float = 0.45
     # The fused attention kernel's measured rates by sequence and head size, which scale the two efficiencies
@@ -225,7 +231,26 @@ class ChipSpec:
             if self.fp8_peak_flops is None:
                 raise PipesimError(f"chip {self.name} has no FP8 tensor cores (no fp8_peak_flops); drop --fp8")
             return self.fp8_peak_flops
+        if precision is Precision.FP4:
+            if self.fp4_peak_flops is None:
+                raise PipesimError(f"chip {self.name} has no NVFP4 tensor cores (no fp4_peak_flops; Blackwell's "
+                                   "b200 and gb200 have them); drop --fp4")
+            return self.fp4_peak_flops
         return self.peak_flops
+
+    def supports(self, precision: Precision) -> bool:
+        """Whether the chip's tensor cores take ``precision`` (BF16 always)."""
+        return {Precision.BF16: True, Precision.FP8: self.fp8_peak_flops is not None,
+                Precision.FP4: self.fp4_peak_flops is not None}[precision]
+
+    def gemm_share(self, precision: Precision) -> float:
+        """The share of ``precision``'s sustained peak a large GEMM of a training step reaches: BF16 a short
+        benchmark's best shape times what a step reaches of it; the FP8 and FP4 shares are their own figures."""
+        if precision is Precision.FP8:
+            return self.fp8_gemm_efficiency
+        if precision is Precision.FP4:
+            return self.fp4_gemm_efficiency
+        return self.gemm_efficiency * self.training_gemm_ratio
 
     def with_overrides(self, *, achievable_fraction: float | None = None,
                        gpu_speed_spread: float | None = None) -> ChipSpec:

@@ -115,12 +115,11 @@ def tile_overhead_factor(k: int, chip: ChipSpec, rate: float) -> float:
 def _roofline_tiles(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
     """The tiles of one ``(M×K)·(K×N)`` product on the roofline: the slower of compute and memory."""
     peak = chip.sustained_peak_for(precision)
-    in_bytes = 1 if precision is Precision.FP8 else 2
+    in_bytes = precision.element_bytes
     # BF16: a short benchmark's best shape times what a training step reaches of it; the FP8 share is already an
-    # in-training figure (it carries Transformer Engine's scaling overheads; pipesim.validation.constants)
-    efficiency = (chip.fp8_gemm_efficiency if precision is Precision.FP8
-                  else chip.gemm_efficiency * chip.training_gemm_ratio)
-    rate = peak * efficiency
+    # in-training figure (it carries Transformer Engine's scaling overheads; pipesim.validation.constants); the
+    # FP4 share a benchmark's on quantized inputs (ChipSpec.gemm_share)
+    rate = peak * chip.gemm_share(precision)
     compute = 2 * m * n * k / (rate * wave_efficiency(m, n, chip)) * tile_overhead_factor(k, chip, rate)
     memory = (in_bytes * (m * k + k * n) + 2 * m * n) / chip.stream_bandwidth
     return max(compute, memory)
@@ -377,11 +376,16 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
 
 FP8_CAST_BYTES = 3  # Transformer Engine's cast: read BF16, write FP8
 FP8_TRANSPOSE_BYTES = 1  # and, where FP8 GEMMs take only the TN layout, write its FP8 transpose too
+# The NVFP4 cast reads BF16 and writes the row-wise copy and the column-wise one: the scales run along the GEMM's
+# inner dimension, which the weight gradient's GEMM takes along the other axis, so the column-wise copy is a
+# second quantization with scales of its own on any chip (TE's NVFP4Quantizer makes both where the tensor is
+# used both ways; no layout rule spares it, unlike FP8's transpose on Blackwell).
+NVFP4_CAST_BYTES = 2 + 2 * Precision.FP4.element_bytes
 
 
-def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
-                   kind: LayerKind = LayerKind.DENSE, transposed: bool = True) -> tuple[float, float]:
-    """Bytes Transformer Engine's FP8 casts move per tp rank: (forward, input backward); 0 in BF16.
+def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
+                            kind: LayerKind = LayerKind.DENSE, transposed: bool = True) -> tuple[float, float]:
+    """Bytes Transformer Engine's FP8 (or NVFP4) casts move per tp rank: (forward, input backward); 0 in BF16.
 
     Hopper's FP8 tensor cores take only the "TN" layout (cuBLASLt's FP8 requirement), so every tensor a GEMM
     uses both ways is cast with its transpose in one kernel (TE's ``cast_transpose``): each GEMM input in the
@@ -391,12 +395,17 @@ def fp8_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
     only when ``!non_tn_fp8_gemm_supported()``, compute capability below 10.0): ``transposed`` False (the chip's
     ``fp8_weight_transpose``), read BF16 and write FP8 once. The forward's widths are the GEMMs' inputs, the
     backward's their outputs; the weights' casts run once per step (cached across microbatches) and are not
-    counted.
+    counted. NVFP4 casts write a row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`). Not
+    counted: the amax pass of per-tensor current scaling (FP8's "tensorwise" recipe, NVFP4's global scale) and
+    NVFP4's optional random Hadamard transform of the weight gradient's inputs.
     """
-    if layout.precision is not Precision.FP8:
+    if not layout.precision.quantized:
         return 0.0, 0.0
     groups = layer_gemms(model, layout, tokens, kind)
-    per_element = FP8_CAST_BYTES + (FP8_TRANSPOSE_BYTES if transposed else 0)
+    if layout.precision is Precision.FP4:
+        per_element = NVFP4_CAST_BYTES
+    else:
+        per_element = FP8_CAST_BYTES + (FP8_TRANSPOSE_BYTES if transposed else 0)
     forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * per_element
     backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * per_element
     return forward, backward
@@ -408,8 +417,8 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     linear = linear_times(model, layout, chip, tokens, kind)
     core = attention_core_times(model, layout, chip)
     elementwise = elementwise_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
-    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in fp8_cast_bytes(model, layout, tokens, kind,
-                                                                                     chip.fp8_weight_transpose))
+    casts = quantization_cast_bytes(model, layout, tokens, kind, chip.fp8_weight_transpose)
+    cast_forward, cast_backward = (b / chip.stream_bandwidth for b in casts)
     forward = linear.forward + core.forward + elementwise + cast_forward
     backward_input = (linear.backward_input + core.backward_input + chip.elementwise_backward_ratio * elementwise
                       + cast_backward)
@@ -462,7 +471,7 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     moe = 0
     if kind is LayerKind.MOE:
         moe = 4 + (2 if layout.ep > 1 else 0)
-    casts = gemms if layout.precision is Precision.FP8 else 0
+    casts = gemms if layout.precision.quantized else 0
     norms, activation, residuals, transpose = 2, 1, 2, 0
     if layout.elementwise is ElementwiseKernels.EAGER:  # the ops of _eager_bytes, one kernel each
         norms = 2 * (8 if model.rms_norm else 1)  # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight
@@ -475,7 +484,7 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
     backward_input = gemms + attention_bwd + elementwise + tp_comm + moe + casts
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward,
-                 Recompute.PER_OP: per_op_gemms * (2 if layout.precision is Precision.FP8 else 1) + elementwise,
+                 Recompute.PER_OP: per_op_gemms * (2 if layout.precision.quantized else 1) + elementwise,
                  }[layout.recompute]
     return PassKernels(forward, backward_input, gemms, recompute)
 

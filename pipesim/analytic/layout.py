@@ -73,11 +73,25 @@ class ZeroCollectives(enum.Enum):
 
 
 class Precision(enum.Enum):
-    """The GEMMs' input type: BF16, or FP8 (Micikevicius et al. 2022, "FP8 Formats for Deep Learning";
-    Transformer Engine keeps master weights, optimizer state and non-GEMM work in higher precision)."""
+    """The GEMMs' input type: BF16, FP8 (Micikevicius et al. 2022, "FP8 Formats for Deep Learning") or NVFP4
+    (Transformer Engine's ``NVFP4BlockScaling``: 4-bit E2M1 values with an FP8 E4M3 scale per 16 elements, on
+    Blackwell's block-scaled tensor cores; NVIDIA 2025, "Pretraining Large Language Models with NVFP4").
+    Transformer Engine keeps master weights, optimizer state and non-GEMM work in higher precision."""
 
     BF16 = "bf16"
     FP8 = "fp8"
+    FP4 = "fp4"
+
+    @property
+    def quantized(self) -> bool:
+        """Whether the linears run on quantized inputs (Transformer Engine's casts, its cached weight copies)."""
+        return self is not Precision.BF16
+
+    @property
+    def element_bytes(self) -> float:
+        """Bytes a quantized GEMM operand takes per element, its scales included: FP8 one; NVFP4 two 4-bit values a
+        byte and one FP8 E4M3 scale per 16 elements (the per-tensor FP32 scale is negligible). BF16: two."""
+        return {Precision.BF16: 2.0, Precision.FP8: 1.0, Precision.FP4: 0.5 + 1 / 16}[self]
 
 
 class RankOrder(enum.Enum):

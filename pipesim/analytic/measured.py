@@ -306,8 +306,8 @@ def parse_provenance(data, source: str) -> dict:
 # -- the call sites' helpers: None means "no table for this, use the roofline" -----------------------------
 def measured_gemm_rate(tables: MeasuredTables | None, m: int, n: int, k: int, precision) -> float | None:
     """FLOP/s of an ``M×N×K`` product at ``precision`` (a :class:`pipesim.analytic.layout.Precision`): FP8 reads
-    the fp8 rows, every other precision the rows of ``tables.dtype``."""
-    if tables is None:
+    the fp8 rows, BF16 the rows of ``tables.dtype``; NVFP4 is not profiled (None: the chip's roofline rate)."""
+    if tables is None or precision.value == "fp4":
         return None
     dtype = GemmDtype.FP8 if precision.value == "fp8" else tables.dtype
     return tables.gemm_rate(m, n, k, dtype)

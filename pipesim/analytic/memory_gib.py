@@ -165,7 +165,8 @@ def static_bytes(
     ``--zero-collectives per-layer``) keeps each layer's gathered weights from its forward to its backward, so
     at the peak the whole weights, plus the two layers' unsharded gradients. FP8 (Transformer Engine) keeps an
     FP8 copy of every weight of its FP8 linears beside the BF16 one: +1 byte per parameter, except the
-    ``end_params`` of ``params`` (the embedding and the output layer, which Transformer Engine leaves in BF16).
+    ``end_params`` of ``params`` (the embedding and the output layer, which Transformer Engine leaves in BF16);
+    NVFP4 two copies (row- and column-wise, each with its scales), +1.125 bytes.
     With FP8 parameters (:class:`~pipesim.analytic.layout.Fp8Params`) the FP8 data *is* the linears' weight: 2
     bytes per parameter with its transpose kept (Transformer Engine 2.x), 1 without, in place of 2 + 1; the
     transpose only on chips whose FP8 GEMMs need it (``fp8_weight_transpose``, the chip's field: not Blackwell).
@@ -189,13 +190,17 @@ def static_bytes(
         if layout.regathers_for_backward:
             weights = sharded(b.weights) + unsharded * b.weights
         grads += unsharded * b.grads
-    if layout.precision is Precision.FP8:
-        linears = params - end_params  # what Transformer Engine runs in FP8 (norm weights: < 0.01 % of them)
+    if layout.precision.quantized:
+        linears = params - end_params  # what Transformer Engine quantizes (norm weights: < 0.01 % of them)
+        # the cached quantized copy: FP8 one byte; NVFP4 a row-wise and a column-wise copy (block scales run along
+        # each GEMM's inner dimension, so the dgrad's transposed use is quantized apart), 1.125 bytes
+        copy = 1.0 if layout.precision is Precision.FP8 else 2 * layout.precision.element_bytes
         if layout.fp8_params is not Fp8Params.OFF:  # a distributed optimizer (never ZeRO-3): weights not sharded
             kept = layout.fp8_params.weight_bytes if fp8_weight_transpose else Fp8Params.ROWWISE.weight_bytes
             weights -= linears * (b.weights - kept)
-        else:  # the FP8 copy is sharded like the BF16 weights under ZeRO-3 without pipelining
-            weights += sharded(1.0) - end_params / layout.shards if layout.regathers_for_backward else linears
+        else:  # the quantized copy is sharded like the BF16 weights under ZeRO-3 without pipelining
+            weights += (sharded(copy) - copy * end_params / layout.shards if layout.regathers_for_backward
+                        else copy * linears)
     return weights, grads, optimizer
 
 

@@ -18,7 +18,7 @@ from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.layout import ElementwiseKernels, Fp8Params, GradAccumulation, Layout, LossKernel, Precision
+from pipesim.analytic.layout import ElementwiseKernels, Fp8Params, GradAccumulation, Layout, LossKernel
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
@@ -30,7 +30,7 @@ from pipesim.program.ir import OP_CODE, Op, PipelineShape
 from pipesim.sim.simulator import SimulationResult
 
 # FP8 runs: MFU keeps the BF16 peak in its denominator (the published convention), which the output states.
-MFU_PEAK_NOTE = "MFU and HFU against the BF16 peak, FP8 runs included"
+MFU_PEAK_NOTE = "MFU and HFU against the BF16 peak, FP8 and FP4 runs included"
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,8 @@ class StepReport:
 
     @property
     def mfu_note(self) -> str:
-        """What MFU is measured against, where it is not obvious: FP8 runs still use the BF16 peak."""
-        return MFU_PEAK_NOTE if self.layout.precision is Precision.FP8 else ""
+        """What MFU is measured against, where it is not obvious: FP8 and FP4 runs still use the BF16 peak."""
+        return MFU_PEAK_NOTE if self.layout.precision.quantized else ""
 
     @property
     def mfu(self) -> float:

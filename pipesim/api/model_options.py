@@ -58,6 +58,7 @@ class ModelOptions:
             tensor, each costing the host an operation per rank).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
+        fp4: NVFP4 GEMMs at the chip's FP4 peak (Blackwell; not with ``fp8``).
         fp8_params: with ``fp8`` and a distributed optimizer, the FP8 linears' weights kept in FP8 alone
             (Megatron-LM's ``--fp8-param-gather``, NeMo's ``fp8_params``), no BF16 copy: ``"both"`` (the data and
             its transpose kept, Transformer Engine 2.x: 2 bytes a parameter) or ``"rowwise"`` (the data alone, the
@@ -109,6 +110,7 @@ class ModelOptions:
     zero_collectives: str | None = None
     cp: int | None = None
     fp8: bool | None = None
+    fp4: bool | None = None
     fp8_params: str | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None

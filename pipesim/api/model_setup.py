@@ -63,6 +63,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     spec = spec.with_shape(o.seq_len, o.micro_batch_size)
     chip = hardware if isinstance(hardware, ChipSpec) else load_chip(hardware or DEFAULT_HARDWARE)
     chip = chip.with_overrides(achievable_fraction=o.achievable_fraction, gpu_speed_spread=o.gpu_speed_spread)
+    if o.fp8 and o.fp4:
+        raise PipesimError("--fp8 and --fp4 are two GEMM precisions; keep one")
     if o.distributed_optimizer and o.zero is not None and o.zero != 1:
         raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {o.zero} is given; keep one")
     split = StageSplitRequest(o.first_stage_layers, o.last_stage_layers,
@@ -103,7 +105,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
-        precision=Precision.FP8 if o.fp8 else Precision.BF16, fp8_params=Fp8Params(o.fp8_params or "off"),
+        precision=Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16,
+        fp8_params=Fp8Params(o.fp8_params or "off"),
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),

@@ -11,7 +11,6 @@ from pipesim.analytic.layout import (
     Fp8Params,
     GradAccumulation,
     LossKernel,
-    Precision,
     ZeroCollectives,
 )
 from pipesim.analytic.params import total_params
@@ -90,8 +89,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
             line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
                                  request.fp8_params_of(c))
             lines.append(f"   megatron: {line}")
-    if any(o.candidate.precision is Precision.FP8 for o in shown):
-        lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 candidate's MFU can pass what BF16 could reach)")
+    if any(o.candidate.precision.quantized for o in shown):
+        lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 or FP4 candidate's MFU can pass what BF16 could reach)")
     tied = sum(close[1:])
     if tied:
         lines.append(f"≈#1: {tied} of the listed configurations lie within the error band of #1 (validation's "

@@ -34,7 +34,7 @@ from pipesim.errors import PipesimError
 from pipesim.plan.ranking import distinct_top
 from pipesim.plan.search import Outcome
 from pipesim.plan.search import PlanResult as SearchResult
-from pipesim.plan.space import PlanRequest
+from pipesim.plan.space import SEARCHED_PRECISIONS, PlanRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -255,7 +255,7 @@ def plan_request(
         recompute=_recompute_for(defaults, searched, spec, asked=recompute is not None),
         zero=stages,
         sequence_parallel=(True,) if defaults.tp_shards_sequence else (False, True),
-        precision=tuple(Precision) if precision is None else _tuple(precision, Precision),
+        precision=SEARCHED_PRECISIONS if precision is None else _tuple(precision, Precision),
         context_parallel=_tuple(cp, int),
         min_cp_tokens=min_cp_tokens,
         micro_batch_sizes=_tuple(micro_batch_sizes, int),
@@ -322,12 +322,12 @@ def plan(
         on_queue: called once with how many candidates survived the memory bound (the progress total).
         **space: the search space, as :func:`plan_request`: ``hardware`` (default h100-sxm),
             ``gpus_per_node`` (default the chip's), ``memory_cap`` GiB (default the chip's HBM), ``schedules``
-            (default every built-in), ``recompute``, ``zero``, ``precision`` (default all), ``cp``
-            (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one dividing
-            dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8), ``max_chunks`` (4),
-            ``seq_len``, ``achievable_fraction``, ``gpu_speed_spread`` (default the chip's: the spread of the
-            GPUs' speeds, of which a step waits for the slowest; the same for every candidate of one cluster),
-            ``param_bytes`` ("18"), ``blocking_p2p`` (False),
+            (default every built-in), ``recompute``, ``zero``, ``precision`` (default bf16 and fp8; fp4 when
+            named), ``cp`` (default 1,2,4,8), ``ep`` (expert-parallel degrees, MoE models only; default every one
+            dividing dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8),
+            ``max_chunks`` (4), ``seq_len``, ``achievable_fraction``, ``gpu_speed_spread`` (default the chip's:
+            the spread of the GPUs' speeds, of which a step waits for the slowest; the same for every candidate of
+            one cluster), ``param_bytes`` ("18"), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``framework`` ("megatron", the default, "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the

@@ -141,6 +141,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--fp8", action="store_true", default=None,
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the FP8 linears' weights")
+    group.add_argument("--fp4", action="store_true", default=None,
+                       help="NVFP4 GEMMs (Transformer Engine's NVFP4BlockScaling, Megatron's --fp4-format e2m1) at "
+                       "the chip's FP4 peak (b200, gb200), plus the linears' weights in NVFP4 row- and column-wise; "
+                       "attention, the output layer and the optimizer stay in higher precision")
     group.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None, choices=FP8_PARAMS_CHOICES,
                        help="with --fp8 and --distributed-optimizer: the FP8 linears' weights kept in FP8 alone, no "
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "

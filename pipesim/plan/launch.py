@@ -59,8 +59,8 @@ def executor_gaps(candidate: Candidate, model: ModelSpec) -> list[str]:
         gaps.append(f"no {candidate.recompute.value} recomputation")
     if candidate.zero is not ZeroStage.NONE:
         gaps.append(f"no ZeRO-{int(candidate.zero)} (optimizer state, gradients and weights replicated)")
-    if candidate.precision is Precision.FP8:
-        gaps.append("no FP8 GEMMs")
+    if candidate.precision.quantized:
+        gaps.append(f"no {candidate.precision.value.upper()} GEMMs")
     if model.is_moe:
         gaps.append("dense MLP instead of the model's experts (no expert parallelism)")
     return gaps
@@ -151,6 +151,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args += ["--fp8-format", "hybrid"]
         if fp8_params is not Fp8Params.OFF:
             args.append("--fp8-param-gather")
+    elif c.precision is Precision.FP4:
+        args += ["--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"]  # TransformerConfig.fp4: NVFP4BlockScaling
     return args
 
 

@@ -56,6 +56,9 @@ from pipesim.program.loader import builtin_names, load_schedule
 
 MEGATRON_PARAM_BYTES = OptimizerBytes()  # 18 B/param: BF16 weights, FP32 grads, FP32 master + Adam m, v
 NO_PIPELINE_SCHEDULE = "1f1b"  # what pp = 1 is simulated as: m forward/backward pairs, no bubble
+# The precisions searched unless asked otherwise: NVFP4 is a numerics choice a plan should not make for its user
+# (its recipes keep layers in BF16 and add transforms for convergence), so it is searched only when named.
+SEARCHED_PRECISIONS = (Precision.BF16, Precision.FP8)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ class PlanRequest:
     micro_batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     sequence_parallel: tuple[bool, ...] = (False, True)
     zero: tuple[ZeroStage, ...] = tuple(ZeroStage)
-    precision: tuple[Precision, ...] = tuple(Precision)
+    precision: tuple[Precision, ...] = SEARCHED_PRECISIONS
     context_parallel: tuple[int, ...] = (1, 2, 4, 8)
     min_cp_tokens: int = 2048
     max_chunks: int = 4
@@ -260,8 +263,8 @@ class Candidate:
             parts.append("sp")
         if self.zero is not ZeroStage.NONE:
             parts.append(f"zero{int(self.zero)}")
-        if self.precision is Precision.FP8:
-            parts.append("fp8")
+        if self.precision.quantized:
+            parts.append(self.precision.value)
         return " ".join(parts)
 
     def to_dict(self) -> dict:
@@ -353,6 +356,10 @@ _FREE_CHUNKS = frozenset({"interleaved", "looped-bfs"})
 
 def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
     """The (tp, cp, pp, dp) splits, or a PipesimError saying why the GPUs or the batch leave none."""
+    if not any(request.chip.supports(p) for p in request.precision):
+        asked = ",".join(p.value for p in request.precision)
+        raise PipesimError(f"--precision {asked}: chip {request.chip.name} has none of them (no fp8_peak_flops or "
+                           "fp4_peak_flops); add bf16 or choose a chip that has them (pipesim chips)")
     # whole hosts: where an NVLink domain spans hosts (GB200 NVL72) a job may hold part of a domain, whose tp groups
     # still fit it (tp divides the domain's size)
     gpus, node = request.gpus, request.host_gpus
@@ -384,7 +391,7 @@ def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
 def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
     """Every meaningful configuration, in a fixed order (see the module docstring for the rules)."""
     model = request.model
-    chip_precisions = [p for p in request.precision if p is Precision.BF16 or request.chip.fp8_peak_flops]
+    chip_precisions = [p for p in request.precision if request.chip.supports(p)]
     for tp, cp, pp, dp in check_request(request):
         for b in request.micro_batch_sizes:
             if request.global_batch % (dp * b):

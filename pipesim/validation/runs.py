@@ -208,8 +208,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--zero", str(int(run.zero))]
     if run.zero_collectives is not ZeroCollectives.BUCKETED:
         argv += ["--zero-collectives", run.zero_collectives.value]
-    if run.precision is Precision.FP8:
-        argv.append("--fp8")
+    if run.precision.quantized:
+        argv.append(f"--{run.precision.value}")
     if run.fp8_params is not Fp8Params.OFF:
         argv += ["--fp8-params", run.fp8_params.value]
     if run.overlap_p2p:

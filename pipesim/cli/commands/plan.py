@@ -20,6 +20,7 @@ from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
 from pipesim.cli.analytic_args import COLUMN_INPUT_HELP, FP8_PARAMS_BARE, FP8_PARAMS_CHOICES, GPU_SPEED_SPREAD_HELP
 from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
 from pipesim.errors import PipesimError
+from pipesim.plan.space import SEARCHED_PRECISIONS
 from pipesim.plots.paths import FIGURE_SUFFIXES
 
 DESCRIPTION = (
@@ -92,8 +93,9 @@ def register(sub) -> None:
     p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=None,
                    help="ZeRO stages to consider (default 0,1,2,3, or those --framework offers; 1 = Megatron's "
                    "distributed optimizer)")
-    p.add_argument("--precision", type=_choices(Precision, "a precision"), default=tuple(Precision),
-                   help="GEMM precisions to consider (default bf16,fp8; fp8 only on chips that have it)")
+    p.add_argument("--precision", type=_choices(Precision, "a precision"), default=SEARCHED_PRECISIONS,
+                   help="GEMM precisions to consider: bf16, fp8, fp4 (NVFP4); default bf16,fp8; each only on "
+                   "chips that have it (fp4: b200, gb200), and fp4 only when named")
     p.add_argument("--cp", type=_ints, default=PLAN_DEFAULTS.context_parallel,
                    help=f"context-parallel degrees to consider (default {_listing(PLAN_DEFAULTS.context_parallel)}; "
                    "only where each rank keeps "
