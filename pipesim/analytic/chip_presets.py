@@ -164,7 +164,7 @@ _B200_FP8_SHARE = 0.60
 _B200_FP4_SHARE = round(5.37e15 / 9.0e15, 3)
 # The tensor-core clock a B200 sustains through a training run, as a share of a short benchmark's: fitted to the
 # published Blackwell runs by source left out (pipesim.validation.constants: blackwell_sustained_clock)
-_BLACKWELL_SUSTAINED = 0.88
+_BLACKWELL_SUSTAINED = 0.84
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
 

@@ -9,11 +9,12 @@ those rows, what the bands were measured on."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.175, 287, 0.303),
-    'blackwell-fp8': (None, 20, 0.312),
+    'blackwell-fp4': (None, 13, 0.205),
+    'blackwell-fp8': (None, 20, 0.235),
     'hopper-bf16': (0.283, 88, 0.339),
-    'hopper-fp8': (0.164, 44, 0.202),
+    'hopper-fp8': (0.168, 44, 0.169),
 }
-POOLED: tuple[float, int] = (0.189, 439)
+POOLED: tuple[float, int] = (0.174, 452)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
