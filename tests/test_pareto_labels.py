@@ -53,6 +53,6 @@ def test_fp8_mfu_names_its_peak(capsys):
     from pipesim.cli.main import main
 
     assert main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "4", "--fp8"]) == 0
-    assert "MFU and HFU against the BF16 peak, FP8 runs included" in capsys.readouterr().out
+    assert "MFU and HFU against the BF16 peak, FP8 and FP4 runs included" in capsys.readouterr().out
     assert main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "4"]) == 0
     assert "against the BF16 peak" not in capsys.readouterr().out

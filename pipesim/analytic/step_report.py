@@ -134,7 +134,7 @@ class StepReport:
             "tokens_per_s": self.tokens_per_second,
             "mfu": self.mfu,
             "hfu": self.hfu,
-            "mfu_peak": "bf16",  # MFU and HFU are against the dense BF16 peak, for FP8 runs too
+            "mfu_peak": "bf16",  # MFU and HFU are against the dense BF16 peak, for FP8 and FP4 runs too
             "tflops_per_chip": self.tflops_per_chip,
             "bubble_fraction": self.bubble_fraction,
             "memory": self.memory.to_dict(),
