@@ -107,6 +107,8 @@ def test_models_and_chips_list_presets(capsys):
     assert main(["chips"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x"))
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.split()}
+    assert rows["b200"][2:5] == ["2250", "4500", "9000"] and rows["h100-sxm"][4] == "-"  # BF16, FP8, FP4 peaks
 
 
 def test_default_pipeline_with_a_model_is_said_with_its_gpu_count(capsys):

@@ -29,12 +29,13 @@ def run(args: argparse.Namespace) -> int:
         chip = load_chip(path)
         chips.append(("measured" if chip.measured else "file", chip))
     w = max(10, *(len(c.name) for _, c in chips))
-    print(f"{'name':<{w}} {'source':<8} {'BF16 TFLOP/s':>12} {'FP8':>6} {'HBM GiB':>8} {'HBM TB/s':>8} "
+    print(f"{'name':<{w}} {'source':<8} {'BF16 TFLOP/s':>12} {'FP8':>6} {'FP4':>6} {'HBM GiB':>8} {'HBM TB/s':>8} "
           f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'train':>5} {'attn f/b':>9} {'mem':>4} "
           f"{'spread':>6}")
     for source, c in chips:
         fp8 = f"{c.fp8_peak_flops / 1e12:.0f}" if c.fp8_peak_flops else "-"
-        print(f"{c.name:<{w}} {source:<8} {c.peak_flops / 1e12:>12.3g} {fp8:>6} {c.memory_gib:>8.1f} "
+        fp4 = f"{c.fp4_peak_flops / 1e12:.0f}" if c.fp4_peak_flops else "-"
+        print(f"{c.name:<{w}} {source:<8} {c.peak_flops / 1e12:>12.4g} {fp8:>6} {fp4:>6} {c.memory_gib:>8.1f} "
               f"{c.hbm_bandwidth / 1e12:>8.3g} {c.intra_node_bandwidth / 1e9:>10.3g} "
               f"{c.inter_node_bandwidth / 1e9:>10.3g} {c.node_size:>4} {c.gemm_efficiency:>5.2f} "
               f"{c.training_gemm_ratio:>5.2f} "
