@@ -226,22 +226,23 @@ class ChipSpec:
 
                 check_value(value, f, f"chip {self.name}")
 
+    def _peak(self, precision: Precision) -> float | None:
+        """The dense peak at ``precision``; None where the chip has no such tensor cores."""
+        return {Precision.BF16: self.peak_flops, Precision.FP8: self.fp8_peak_flops,
+                Precision.FP4: self.fp4_peak_flops}[precision]
+
     def peak_for(self, precision: Precision) -> float:
-        if precision is Precision.FP8:
-            if self.fp8_peak_flops is None:
-                raise PipesimError(f"chip {self.name} has no FP8 tensor cores (no fp8_peak_flops); drop --fp8")
-            return self.fp8_peak_flops
-        if precision is Precision.FP4:
-            if self.fp4_peak_flops is None:
-                raise PipesimError(f"chip {self.name} has no NVFP4 tensor cores (no fp4_peak_flops; Blackwell's "
-                                   "b200 and gb200 have them); drop --fp4")
-            return self.fp4_peak_flops
-        return self.peak_flops
+        peak = self._peak(precision)
+        if peak is None:
+            name = {Precision.FP8: "FP8", Precision.FP4: "NVFP4"}[precision]
+            have = "; Blackwell's b200 and gb200 have them" if precision is Precision.FP4 else ""
+            raise PipesimError(f"chip {self.name} has no {name} tensor cores (no {precision.value}_peak_flops"
+                               f"{have}); drop --{precision.value}")
+        return peak
 
     def supports(self, precision: Precision) -> bool:
         """Whether the chip's tensor cores take ``precision`` (BF16 always)."""
-        return {Precision.BF16: True, Precision.FP8: self.fp8_peak_flops is not None,
-                Precision.FP4: self.fp4_peak_flops is not None}[precision]
+        return self._peak(precision) is not None
 
     def gemm_share(self, precision: Precision) -> float:
         """The share of ``precision``'s sustained peak a large GEMM of a training step reaches: BF16 a short

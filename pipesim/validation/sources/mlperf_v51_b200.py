@@ -37,17 +37,18 @@ and Dell's two-node runs on two host platforms (``Dell/results/2xXE9680Lx8B200-S
 own systems: their own ranking groups), one source with the University's when one is left out (the same code and
 software build, as ``mlperf_v31_gpt3`` takes Azure's run with Eos's), so the cp 2 miss below is not one
 cluster's. The one-node 8B runs of Dell, Lenovo, Nebius and Oracle (0.44–0.46 s, 1.2×
-faster than the University's 0.544) are left out: their code ships the NVFP4 variant
-(``config_DGXB200_1x8x2xtp1pp1cp1_8b_fp4.sh``; Nebius names it in its results), a precision pipesim does not
-model, and the University's has no FP4 config for DGX B200.
+faster than the University's 0.544) are not rows here: their code ships the NVFP4 variant
+(``config_DGXB200_1x8x2xtp1pp1cp1_8b_fp4.sh``; Nebius names it in its results), and they are
+``mlperf_v51_nvfp4``'s rows; the University's has no FP4 config for DGX B200.
 
 Not modelled, stated: whole-iteration CUDA graphs (``FULL_CUDA_GRAPH=1``), per-tensor current scaling's amax pass
 before each cast, ``NCCL_MIN_CTAS=16``/``NCCL_MAX_CTAS=32`` (SMs a collective takes), the deferred embedding
 weight gradient. Uncertain: the fabric (the descriptions say InfiniBand, not its rate: the preset's 400 Gb/s a GPU).
 
 Out-of-sample: gathered for issue #24 after every constant but the Blackwell sustained clock was fixed (fitted on
-the three Blackwell sources; validation by source left out refits it without this one). One source: one software
-build, two models, the University's system and, for 8B, three other submitters' (left out together).
+the Blackwell sources, this one among them; validation by source left out refits it without this one). One
+source: one software build, two models, the University's system and, for 8B, three other submitters' (left out
+together).
 Uncertain for the others: their fabrics (Oracle's description says RoCE v2, Verda's "100GbE InfiniBand", Dell's
 none; all taken as the preset's 400 Gb/s a GPU, which Verda's, if its rate is per node, would far exceed).
 """
