@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pipesim.errors import DeadlockError, ScheduleError
 from pipesim.program.build import build_program
-from pipesim.program.ir import Program
+from pipesim.program.ir import OP_CODE, Op, Program
 from pipesim.program.validate import CommSemantics, validate, validate_static
 from pipesim.sim import graph_engine
 from pipesim.sim.costs import CostModel, StageCosts
@@ -24,7 +24,7 @@ def per_stage_costs(draw, num_stages: int) -> CostModel:
     overrides = {
         stage: {"forward": draw(times), "backward": draw(times), "backward_input": draw(times),
                 "backward_weight": draw(times), "reduce_grad": draw(st.floats(0, 2)),
-                "p2p_bytes": draw(st.floats(0, 100))}
+                "reduce_grad_async": draw(st.sampled_from([0.0, 0.5, 4.0])), "p2p_bytes": draw(st.floats(0, 100))}
         for stage in range(num_stages)
     }
     return CostModel(overrides=overrides, p2p_latency=draw(st.floats(0, 3)),
@@ -47,6 +47,10 @@ def test_graph_engine_equals_simpy_on_every_schedule(config, data, steps, bounda
     graph = simulate(program, costs, **options, engine=Engine.GRAPH)
     _assert_same(graph, reference)
     assert graph.step_times == reference.step_times
+    if reference.waited is None:
+        assert graph.waited is None
+    else:
+        np.testing.assert_array_equal(graph.waited, reference.waited)
 
 
 @settings(max_examples=25, deadline=None)
@@ -55,15 +59,43 @@ def test_plain_python_kernel_equals_compiled(config, data):
     program = build_program(*config).program
     costs = data.draw(per_stage_costs(program.shape.num_slices))  # the cost model's stages (dualpipe: pp)
     table = simulate(program, costs).table
-    from pipesim.sim.simulator import _barriers, durations_of
+    from pipesim.sim.simulator import _barriers, async_tails_of, durations_of
 
     args = (table.kind, table.link, table.message, table.num_links, table.input_recv, durations_of(table, costs),
             table.rank_bounds, _barriers(table, StepBoundary.SYNC), 1, 0.25)
+    tails = async_tails_of(table, costs)
+    drains = table.op == OP_CODE[Op.STEP]
+    waits = np.zeros(table.num_rows), np.zeros(table.num_rows)
     # overlapped pairs (dualpipe-v, interleaved-overlap): the pair's F also waits for its second half's input
-    compiled = graph_engine.run_longest_path(*args, compiled=True, partner_recv=table.partner_recv)
-    plain = graph_engine.run_longest_path(*args, compiled=False, partner_recv=table.partner_recv)
+    compiled = graph_engine.run_longest_path(*args, compiled=True, partner_recv=table.partner_recv, tail=tails,
+                                             drains=drains, waited=waits[0])
+    plain = graph_engine.run_longest_path(*args, compiled=False, partner_recv=table.partner_recv, tail=tails,
+                                          drains=drains, waited=waits[1])
     np.testing.assert_array_equal(compiled[0], plain[0])
     np.testing.assert_array_equal(compiled[1], plain[1])
+    np.testing.assert_array_equal(*waits)
+
+
+@pytest.mark.parametrize("engine", [Engine.SIMPY, Engine.GRAPH])
+def test_asynchronous_gradient_sync_runs_beside_later_backwards_and_step_waits_for_it(engine):
+    """By hand, one rank holding two chunks (F 1, B 2 each; the stage values are the rank's share, halved per
+    chunk): F c0 [0,1], F c1 [1,2], B c1 [2,4], REDUCE_GRAD c1 holds the rank [4,4.5] and queues 2 on its
+    channel [4.5,6.5], beside B c0 [4.5,6.5]; REDUCE_GRAD c0 [6.5,7], channel [7,9]; STEP waits 2 and ends at 9.
+    The same seconds all synchronous (reduce_grad 2.5 a chunk): 11. A channel still busy queues the next
+    reduce: 3 a chunk ends c1's at 7.5, so c0's runs [7.5,10.5] and STEP waits 3.5."""
+    program = build_program("interleaved", 1, 1, 2).program
+    run = simulate(program, CostModel(StageCosts(forward=2, backward=4, reduce_grad=1, reduce_grad_async=4)),
+                   engine=engine)
+    step = run.table.op == OP_CODE[Op.STEP]
+    reduces = run.table.op == OP_CODE[Op.REDUCE_GRAD]
+    assert run.start[reduces].tolist() == [4.0, 6.5] and run.end[reduces].tolist() == [4.5, 7.0]
+    assert run.start[step].tolist() == [9.0] and run.metrics.makespan == 9.0
+    assert run.gradient_sync_wait(0) == 2.0
+    blocking = simulate(program, CostModel(StageCosts(forward=2, backward=4, reduce_grad=5)), engine=engine)
+    assert blocking.metrics.makespan == 11.0 and blocking.waited is None and blocking.gradient_sync_wait(0) == 0.0
+    queued = simulate(program, CostModel(StageCosts(forward=2, backward=4, reduce_grad=1, reduce_grad_async=6)),
+                      engine=engine)
+    assert queued.metrics.makespan == 10.5 and queued.gradient_sync_wait(0) == 3.5
 
 
 def _outcome(program: Program, engine: Engine, steps: int):

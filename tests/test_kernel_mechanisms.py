@@ -289,9 +289,11 @@ def test_grad_accumulation_flag_reaches_the_step():
 
 
 def test_overlapped_gradient_reduce_and_parameter_gather_expose_what_the_passes_do_not_hide():
-    """--overlap-grad-reduce: a stage's data-parallel reduce runs beside its last backward; --overlap-param-gather:
-    the distributed optimizer's all-gather beside the next step's first forward through the rank's chunks. Each
-    exposes max(σ·c, c − x) (comm.contended_overlap), and the passes themselves do not change."""
+    """--overlap-grad-reduce: a stage's data-parallel reduce runs beside its last backward and then asynchronously
+    beside whatever follows: the REDUCE_GRAD holds the rank σ·c (the SMs its kernels take) and hands
+    max(σ·c, c − x) − σ·c to the rank's channel, so alone the two expose max(σ·c, c − x)
+    (comm.contended_overlap); --overlap-param-gather: the distributed optimizer's all-gather beside the next
+    step's first forward through the rank's chunks, max(σ·g, g − f). The passes themselves do not change."""
     from pipesim.analytic.comm import dp_grad_sync, optimizer_step_time
     from pipesim.analytic.layout import ZeroStage
     from pipesim.analytic.to_costs import rank_params, stage_breakdown
@@ -306,8 +308,11 @@ def test_overlapped_gradient_reduce_and_parameter_gather_expose_what_the_passes_
         c = dp_grad_sync(stage_breakdown(LLAMA, base, s).params, base, H100).reduce
         x = parts[s].backward_pass  # one chunk's backward; stage values are a rank's share, v = 2 chunks of it
         assert plain.stage(s).reduce_grad == pytest.approx(2 * c, rel=1e-12)
-        assert overlapped.stage(s).reduce_grad == pytest.approx(2 * max(sigma * c, c - x), rel=1e-12)
-        assert overlapped.stage(s).reduce_grad < plain.stage(s).reduce_grad
+        assert plain.stage(s).reduce_grad_async == 0.0
+        assert overlapped.stage(s).reduce_grad == pytest.approx(2 * sigma * c, rel=1e-12)
+        alone = overlapped.stage(s).reduce_grad + overlapped.stage(s).reduce_grad_async
+        assert alone == pytest.approx(2 * max(sigma * c, c - x), rel=1e-12)
+        assert alone < plain.stage(s).reduce_grad
         assert (overlapped.stage(s).forward, overlapped.stage(s).backward) == (plain.stage(s).forward,
                                                                                plain.stage(s).backward)
     shape = PipelineShape(2, 8, 2)
@@ -323,7 +328,9 @@ def test_overlapped_gradient_reduce_and_parameter_gather_expose_what_the_passes_
     slow = replace(H100, inter_node_bandwidth=H100.inter_node_bandwidth / 100)
     c = dp_grad_sync(stage_breakdown(LLAMA, base, 1).params, base, slow).reduce
     x = stage_time_parts(LLAMA, slow, over)[1].backward_pass
-    assert c > x and build_cost_model(LLAMA, slow, over).stage(1).reduce_grad == pytest.approx(2 * (c - x))
+    tail = build_cost_model(LLAMA, slow, over).stage(1)
+    assert c > x and tail.reduce_grad + tail.reduce_grad_async == pytest.approx(2 * (c - x))
+    assert tail.reduce_grad_async == pytest.approx(2 * (c - x - sigma * c))
 
 
 def test_overlapped_parameter_gather_needs_a_sharded_optimizer():

@@ -76,3 +76,24 @@ def test_the_report_names_the_busiest_rank_and_json_carries_every_rank(capsys):
     for r in ranks:
         total = sum(v for k, v in r.items() if k.endswith("_s"))
         assert total == pytest.approx(report["step_time_s"], rel=1e-9)
+
+
+def test_asynchronous_gradient_sync_counts_what_the_rank_was_busy_for_and_what_it_waited():
+    """--overlap-grad-reduce: a REDUCE_GRAD holds the rank σ·c and hands the rest to its channel. Without the
+    simulation's waits the breakdown counts both parts whole (nothing hidden); with them, the busy part plus
+    each rank's wait at STEP, as the simulator measured it (by hand in tests/test_engines.py)."""
+    from pipesim.analytic.layout import ZeroStage
+
+    layout = Layout(tp=2, dp=64, pp=2, chunks=2, microbatches=4, zero=ZeroStage.OPTIMIZER, overlap_grad_reduce=True)
+    shape = PipelineShape(2, 4, 2)
+    slow = replace(A100, inter_node_bandwidth=A100.inter_node_bandwidth / 100)  # more than a backward hides
+    costs = build_cost_model(MODEL, slow, layout, shape)
+    stages = [[costs.stage(shape.stage(r, c)) for c in range(2)] for r in range(2)]
+    assert all(s.reduce_grad_async > 0 for rank in stages for s in rank)
+    whole = rank_times(MODEL, slow, layout, shape, step_time=1e9)
+    waited = rank_times(MODEL, slow, layout, shape, step_time=1e9, sync_wait=[0.25, 0.0])
+    for r, (a, b) in enumerate(zip(whole, waited, strict=True)):
+        busy = sum(s.reduce_grad for s in stages[r]) / 2
+        hidden = sum(s.reduce_grad_async for s in stages[r]) / 2
+        assert a.grad_sync - b.grad_sync == pytest.approx(hidden - [0.25, 0.0][r], rel=1e-9)
+        assert b.grad_sync - [0.25, 0.0][r] > busy  # the rest is the parameter gather, which ZeRO-1 adds

@@ -49,6 +49,8 @@ class StepReport:
     shape: PipelineShape | None = None  # the simulated placement of stages on ranks
     simulated_busy: tuple[float, ...] | None = None  # each rank's compute time in the simulated step
     split_backward: bool = False  # the schedule splits each backward into I and W passes (zero bubble)
+    # each rank's wait at its optimizer step for the asynchronous gradient sync, in the simulated step
+    simulated_sync_wait: tuple[float, ...] | None = None
 
     @cached_property
     def rank_times(self) -> tuple[RankTime, ...]:
@@ -56,8 +58,9 @@ class StepReport:
         if self.shape is None:
             return ()
         busy = None if self.simulated_busy is None else list(self.simulated_busy)
+        wait = None if self.simulated_sync_wait is None else list(self.simulated_sync_wait)
         return tuple(rank_times(self.model, self.chip, self.layout, self.shape, self.step_time, busy,
-                                self.split_backward))
+                                self.split_backward, wait))
 
     @property
     def busiest(self) -> RankTime | None:
@@ -203,6 +206,7 @@ def step_report(
         result.program.shape,
         tuple(r.busy for r in result.metrics.ranks),
         bool(np.any(result.program.columns.op == OP_CODE[Op.W])),
+        tuple(result.gradient_sync_wait(r) for r in range(result.program.shape.pp)),
     )
 
 

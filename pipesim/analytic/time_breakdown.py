@@ -78,11 +78,15 @@ class RankTime:
 
 
 def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_time: float,
-               simulated_busy: list[float] | None = None, split_backward: bool = False) -> list[RankTime]:
+               simulated_busy: list[float] | None = None, split_backward: bool = False,
+               sync_wait: list[float] | None = None) -> list[RankTime]:
     """Each rank's :class:`RankTime` for a step of ``step_time`` seconds; ``shape`` (a PipelineShape) places the
     stages on ranks. ``simulated_busy``: each rank's compute time in the simulated step (the metrics' busy),
     from which the all-to-all an overlapped pair hid is read (module docstring); None: nothing hidden.
-    ``split_backward``: the schedule splits each backward in two (:func:`stage_time_parts`)."""
+    ``split_backward``: the schedule splits each backward in two (:func:`stage_time_parts`). ``sync_wait``:
+    how long each rank waited at its optimizer step for the gradient sync that ran asynchronously (the
+    simulation's :meth:`~pipesim.sim.simulator.SimulationResult.gradient_sync_wait`): exposed gradient sync,
+    with the time the rank was busy for it; None: the asynchronous part counted whole, as if nothing hid it."""
     parts = stage_time_parts(model, chip, layout, shape, split_backward)
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
@@ -94,7 +98,10 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
         grad_sync = 0.0
         for s in stages:
             part = stage_breakdown(model, layout, s)
-            grad_sync += stage_reduce_grad(part.params, layout, chip, part.expert_params, parts[s].backward_pass)
+            reduce = stage_reduce_grad(part.params, layout, chip, part.expert_params, parts[s].backward_pass)
+            grad_sync += reduce.busy if sync_wait is not None else reduce.alone
+        if sync_wait is not None:
+            grad_sync += sync_wait[rank]
         grad_sync += param_gather_time(params[rank], layout, chip, experts[rank],
                                        sum(parts[s].forward_pass for s in stages))
         a2a = m * sum(p.a2a for p in mine)

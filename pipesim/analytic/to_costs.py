@@ -581,12 +581,14 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
     # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
     v = layout.chunks
+    reduce = stage_reduce_grad(part.params, layout, chip, part.expert_params, backward)
     return StageCosts(
         forward=v * forward,
         backward=v * backward,
         backward_input=v * backward_input,
         backward_weight=v * backward_weight,
-        reduce_grad=v * stage_reduce_grad(part.params, layout, chip, part.expert_params, backward),
+        reduce_grad=v * reduce.busy,
+        reduce_grad_async=v * reduce.asynchronous,
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
         activation_bytes=v * part.activation_bytes,
@@ -615,25 +617,48 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
     return result
 
 
+@dataclass(frozen=True)
+class ReduceGradTime:
+    """A stage's gradient sync in the simulator's two parts (:class:`~pipesim.sim.costs.StageCosts`): ``busy``
+    seconds its REDUCE_GRAD holds the rank, then ``asynchronous`` seconds on the rank's data-parallel channel,
+    beside whatever the rank runs next, waited for before the optimizer step."""
+
+    busy: float
+    asynchronous: float = 0.0
+
+    @property
+    def alone(self) -> float:
+        """Seconds the sync adds when nothing runs after it (the last chunk's, or a lone stage's)."""
+        return self.busy + self.asynchronous
+
+
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,
-                      backward: float = 0.0) -> float:
+                      backward: float = 0.0) -> ReduceGradTime:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
     (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
-    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`).
+    copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`). Without
+    overlap all of it holds the rank (the framework reduces after the backward and waits).
 
     With ``overlap_grad_reduce`` the reduce runs in buckets beside the ``backward`` seconds of the stage's last
-    microbatch (Megatron-Core's DDP launches a bucket's reduce as soon as its gradients are ready), and what is
-    left after that backward is exposed, as any overlapped collective (:func:`comm.contended_overlap`)."""
+    microbatch (Megatron-Core's DDP launches a bucket's reduce as soon as its gradients are ready) and goes on,
+    asynchronously, beside whatever the rank runs next: in Megatron-Core the schedule starts each model chunk's
+    sync after the chunk's last backward (``forward_backward_pipelining_with_interleaving`` calls
+    ``grad_sync_func`` for that chunk) and waits for all of them only before the optimizer
+    (``finalize_model_grads`` → ``finish_grad_sync``). Its NCCL kernels hold ``σ`` of the SMs for the whole
+    ``r`` seconds (:func:`comm.contended_overlap`): the rank is busy ``σ·r`` for it, and the rest,
+    ``max(0, r − backward − σ·r)``, runs on the channel; alone, the two add up to ``max(σ·r, r − backward)``,
+    the contended overlap with that one backward."""
     if layout.gathers_per_layer:
-        return 0.0
+        return ReduceGradTime(0.0)
     mirror = mirror_grad_sum(params, layout, chip, expert_params)
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         one = sharded_collective(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, layout, chip)
-        return layout.microbatches // layout.model_copies * one + mirror  # each copy sees half the microbatches
-    if layout.overlap_grad_reduce:
-        reduce = contended_overlap(reduce, backward, chip.comm_sm_share)
-    return reduce + mirror
+        return ReduceGradTime(layout.microbatches // layout.model_copies * one + mirror)  # a copy: half the mbs
+    if not layout.overlap_grad_reduce:
+        return ReduceGradTime(reduce + mirror)
+    contended = chip.comm_sm_share * reduce
+    return ReduceGradTime(contended + mirror, contended_overlap(reduce, backward, chip.comm_sm_share) - contended)
 
 
 def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,

@@ -31,7 +31,7 @@ from pipesim.program.table import first_step_rows, table_of
 from pipesim.sim.costs import CostModel
 from pipesim.sim.graph_engine import warm_up
 from pipesim.sim.memory import MemoryProfile
-from pipesim.sim.simulator import SimulationResult, durations_of, simulate
+from pipesim.sim.simulator import SimulationResult, async_tails_of, durations_of, simulate
 
 
 @dataclass(frozen=True)
@@ -166,12 +166,14 @@ def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[Simulati
     boundary = default_boundary(program)
     table = table_of(program)
     durations = durations_of(table, costs)
+    tails = async_tails_of(table, costs)
     barrier = sync_latency(layout, chip)
-    key = (program.name, program.shape, boundary, barrier, durations.tobytes())
+    key = (program.name, program.shape, boundary, barrier, durations.tobytes(),
+           None if tails is None else tails.tobytes())
     hit = _TIMELINES.get(key)
     if hit is not None:
         first, period = hit
-        result = SimulationResult(table, costs, first.start, first.end, durations)
+        result = SimulationResult(table, costs, first.start, first.end, durations, waited=first.waited)
         # The same timeline has the same metrics (they read the table, starts and ends alone): computed once,
         # handed over as the result's own cached `metrics`.
         result.__dict__["metrics"] = first.metrics
@@ -182,7 +184,8 @@ def _timed(prepared: Prepared, layout: Layout, chip: ChipSpec) -> tuple[Simulati
         # back-to-back steps is timed exactly as the lone step: one simulation gives both.
         steps = simulate(program, costs, check=False, steps=STEADY_STEPS, boundary=boundary)
         first = first_step_rows(table, STEADY_STEPS)
-        result = SimulationResult(table, costs, steps.start[first], steps.end[first], durations)
+        waited = None if steps.waited is None else steps.waited[first]
+        result = SimulationResult(table, costs, steps.start[first], steps.end[first], durations, waited=waited)
         period = steps.step_time
     else:
         result = simulate(program, costs, check=False)

@@ -21,6 +21,7 @@ The costs-file schema (every key optional; anything else is refused, naming the 
     p2p_bandwidth: null          # bytes per time unit, > 0; null: bytes cost nothing
     optimizer_step: 0            # time of the optimizer step
     default: {forward: 1, backward: 2, backward_input: 1, backward_weight: 1, reduce_grad: 0,
+              reduce_grad_async: 0,  # gradient sync run beside later work, waited for at STEP
               activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0,
               p2p_bandwidth: null,   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
               a2a_forward: 0, a2a_backward: 0,  # expert all-to-all inside forward / backward (≤ them)
@@ -82,7 +83,13 @@ class StageCosts:
     backward: float = 2.0
     backward_input: float = 1.0
     backward_weight: float = 1.0
-    reduce_grad: float = 0.0  # DP gradient sync of this stage's weights (0 when dp = 1)
+    reduce_grad: float = 0.0  # DP gradient sync of this stage's weights (0 when dp = 1): the rank is busy for it
+    # The part of the gradient sync that runs after the REDUCE_GRAD row on the rank's data-parallel channel, beside
+    # whatever the rank computes next (an asynchronous collective: Megatron-Core's DDP with overlap_grad_reduce
+    # launches a chunk's reduce once its last backward is done and waits for all of them before the optimizer;
+    # the executor's REDUCE_GRAD does the same). The chunks' reduces queue on one channel in the order issued,
+    # and STEP starts once the rank's channel is free.
+    reduce_grad_async: float = 0.0
     activation: float = 1.0  # M_B, in units of one microbatch through one rank's share of the model
     weight_grad_activation: float = 0.5  # M_W ≤ M_B
     activation_bytes: float | None = None  # bytes that one unit of `activation` stands for
@@ -119,6 +126,7 @@ _PER_RANK_SHARE = (
     "backward_input",
     "backward_weight",
     "reduce_grad",
+    "reduce_grad_async",
     "activation",
     "weight_grad_activation",
     "a2a_forward",

@@ -27,17 +27,22 @@ from pipesim.jit import Kernel
 from pipesim.program.table import KIND_RECV, KIND_SEND
 
 
-def _longest_path(kind, link, message, msg_base, input_recv, partner_recv, duration, begin, end, barrier, num_barriers,
-                  barrier_delay, start, finish, position):  # pragma: no cover - numba compiles it; tests run both forms
-    """Fill ``start``/``finish`` (rows) and ``position`` (per rank: stuck row, or its end when finished).
+def _longest_path(kind, link, message, msg_base, input_recv, partner_recv, duration, tail, drains, begin, end, barrier,
+                  num_barriers, barrier_delay, start, finish, position, waited):  # pragma: no cover - numba compiles it
+    """Fill ``start``/``finish`` (rows), ``position`` (per rank: stuck row, or its end when finished) and
+    ``waited`` (at each draining row, how long its rank waited for its channel).
 
     ``msg_base[l]`` is where link l's messages begin in a flat arrival array; ``barrier[row]`` ≥ 0 marks an
     instruction that starts ``barrier_delay`` after the last rank has reached its own row of that barrier.
+    ``tail[row]`` > 0: after the row, that much work joins its rank's asynchronous channel (FIFO: it starts
+    once the row is done and the channel's earlier work is); ``drains[row]``: the row first waits for the
+    rank's channel to be free (before a barrier, which the rank reaches only then). Tests run both forms.
     """
     pp = len(begin)
     num_links = len(msg_base) - 1
     pc = begin.copy()
     clock = np.zeros(pp)
+    channel_free = np.zeros(pp)  # when each rank's asynchronous channel has finished its queued work
     link_free = np.zeros(num_links)
     sent = np.zeros(num_links, dtype=np.int64)
     arrival = np.zeros(msg_base[num_links])
@@ -82,6 +87,9 @@ def _longest_path(kind, link, message, msg_base, input_recv, partner_recv, durat
                         queue[(head + size) % pp] = w
                         size += 1
             else:
+                if drains[row] and channel_free[r] > t:
+                    waited[row] = channel_free[r] - t
+                    t = channel_free[r]
                 src = input_recv[row]
                 if src >= 0:
                     ln = link[src]
@@ -130,6 +138,8 @@ def _longest_path(kind, link, message, msg_base, input_recv, partner_recv, durat
                 start[row] = t
                 t += duration[row]
                 finish[row] = t
+                if tail[row] > 0.0:
+                    channel_free[r] = (t if t > channel_free[r] else channel_free[r]) + tail[row]
             row += 1
         pc[r] = row
         clock[r] = t
@@ -152,22 +162,33 @@ def warm_up() -> bool:
     if _KERNEL.compiled() is None:
         return False
     run_longest_path(np.zeros(1, np.int64), np.full(1, -1, np.int64), np.full(1, -1, np.int64), 0,
-                     np.full(1, -1, np.int64), np.ones(1), ((0, 1),), np.full(1, -1, np.int64), 0, 0.0)
+                     np.full(1, -1, np.int64), np.ones(1), ((0, 1),), np.full(1, -1, np.int64), 0, 0.0,
+                     tail=np.ones(1), drains=np.ones(1, np.bool_))
     return True
 
 
 def run_longest_path(kind, link, message, num_links, input_recv, durations, bounds, barrier, num_barriers,
-                     barrier_delay=0.0, *, compiled: bool = True,
-                     partner_recv: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[int]]:
+                     barrier_delay=0.0, *, compiled: bool = True, partner_recv: np.ndarray | None = None,
+                     tail: np.ndarray | None = None, drains: np.ndarray | None = None,
+                     waited: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Start and end of every row, and where each rank stopped (its end row when it finished).
 
     ``partner_recv`` (a table's :attr:`~pipesim.program.table.ProgramTable.partner_recv`): the second input
     receive of each overlapped pair's first half, -1 elsewhere; None when the Program has no pairs.
-    ``compiled=False`` runs the kernel as plain Python (tests check both forms agree; slow: ~4 µs a row).
+    ``tail`` / ``drains``: each row's work for its rank's asynchronous channel, and the rows that wait for that
+    channel (:func:`_longest_path`); None: no asynchronous work. ``waited``, if given, receives each draining
+    row's wait. ``compiled=False`` runs the kernel as plain Python (tests check both forms agree; slow: ~4 µs
+    a row).
     """
     n = len(kind)
     if partner_recv is None:
         partner_recv = np.full(n, -1, dtype=np.int64)
+    if tail is None:
+        tail = np.zeros(n)
+    if drains is None:
+        drains = np.zeros(n, dtype=np.bool_)
+    if waited is None:
+        waited = np.zeros(n)
     sends = kind == KIND_SEND
     per_link = np.bincount(link[sends], minlength=num_links) if num_links else np.zeros(0, np.int64)
     msg_base = np.zeros(num_links + 1, dtype=np.int64)
@@ -179,5 +200,6 @@ def run_longest_path(kind, link, message, num_links, input_recv, durations, boun
     position = np.zeros(len(bounds), dtype=np.int64)
     kernel = (_KERNEL.compiled() if compiled else None) or _longest_path
     kernel(kind, link, message, msg_base, input_recv, partner_recv, np.ascontiguousarray(durations, dtype=np.float64),
-           begin, end, barrier, num_barriers, float(barrier_delay), start, finish, position)
+           np.ascontiguousarray(tail, dtype=np.float64), np.ascontiguousarray(drains, dtype=np.bool_), begin, end,
+           barrier, num_barriers, float(barrier_delay), start, finish, position, waited)
     return start, finish, position.tolist()

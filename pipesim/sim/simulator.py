@@ -3,7 +3,11 @@
 Semantics (the executor's, docs/architecture.md): compute, REDUCE_GRAD and STEP occupy their rank; a send is
 asynchronous — its transfer holds the directed link for ``p2p_latency + bytes/bandwidth`` and transfers on one
 link serialize in the order they were issued; a receive posts the transfer, and the compute that consumes it
-waits until the data has arrived. A RECV row spans from its post to the data's arrival.
+waits until the data has arrived. A RECV row spans from its post to the data's arrival. A REDUCE_GRAD occupies
+its rank for the stage's ``reduce_grad`` and then hands ``reduce_grad_async`` to the rank's data-parallel
+channel, where it runs beside the rank's later work (an asynchronous collective, as the executor launches it);
+the chunks' reduces queue there in order, and STEP waits for the channel before it starts (before the
+step-boundary barrier: a rank reaches it with its gradients reduced).
 
 Two engines compute the same timeline (the tests prove them equal, float for float):
 
@@ -84,6 +88,18 @@ class SimulationResult:
     durations: np.ndarray
     steps: int = 1
     boundary: StepBoundary | None = None
+    # At each STEP row, how long its rank waited for its asynchronous gradient sync (reduce_grad_async) to
+    # finish; None: no row had asynchronous work.
+    waited: np.ndarray | None = None
+
+    def gradient_sync_wait(self, rank: int, step: int | None = None) -> float:
+        """Seconds ``rank`` waited at its STEP (of ``step``; None: the last) for its asynchronous gradient sync."""
+        if self.waited is None:
+            return 0.0
+        t = self.table
+        rows = (t.op == OP_CODE[Op.STEP]) & (t.rank == rank)
+        rows &= t.step_of_rows == (self.steps - 1 if step is None else step)
+        return float(self.waited[rows].sum())
 
     @property
     def program(self) -> Program:
@@ -175,6 +191,20 @@ def durations_of(table: ProgramTable, costs: CostModel) -> np.ndarray:
     return durations
 
 
+def async_tails_of(table: ProgramTable, costs: CostModel) -> np.ndarray | None:
+    """Each row's work for its rank's asynchronous channel: a REDUCE_GRAD's stage ``reduce_grad_async`` (1/v of
+    the rank's share with v chunks), 0 elsewhere; None when no stage has any (the common case: no arrays)."""
+    reduces = table.op == OP_CODE[Op.REDUCE_GRAD]
+    if not reduces.any():
+        return None
+    per_stage = np.array([c.reduce_grad_async for c in costs.shape_costs(table.program.shape)])
+    if not per_stage.any():
+        return None
+    tails = np.zeros(table.num_rows)
+    tails[reduces] = per_stage[table.stage[reduces]]
+    return tails
+
+
 def _pair_durations(table: ProgramTable, costs: CostModel, durations: np.ndarray) -> None:
     """An overlapped pair runs as one unit: its F row takes the pair's whole duration
     (:func:`~pipesim.sim.costs.pair_duration`) and its second half none; :func:`_pair_spans` then gives the
@@ -242,12 +272,17 @@ def simulate(
     # pair's second half sits right after its first, within one rank's step): time one step, repeat it.
     single = table_of(program)
     durations = repeat_rows(durations_of(single, costs), single, steps)
+    tails = async_tails_of(single, costs)
+    if tails is not None:
+        tails = repeat_rows(tails, single, steps)
+    drains = None if tails is None else table.op == OP_CODE[Op.STEP]
+    waited = None if tails is None else np.zeros(table.num_rows)
     barrier = _barriers(table, boundary)
     num_barriers = steps if boundary is StepBoundary.SYNC else 0
     if engine is Engine.AUTO:
         engine = Engine.GRAPH if worth_compiling(table.num_rows) else Engine.SIMPY
     if engine is Engine.SIMPY:
-        start, end, position = _run_simpy(table, durations, barrier, sync_latency)
+        start, end, position = _run_simpy(table, durations, barrier, sync_latency, tails, waited)
     else:
         start, end, position = run_longest_path(
             table.kind,
@@ -261,13 +296,16 @@ def simulate(
             num_barriers,
             sync_latency,
             partner_recv=table.partner_recv,
+            tail=tails,
+            drains=drains,
+            waited=waited,
         )
     if any(p < stop for p, (_, stop) in zip(position, table.rank_bounds, strict=True)):
         if steps > 1:  # a Program that deadlocks does so in its first step: name that cycle
             validate(program)
         raise DeadlockError(describe_deadlock(table, position))
     _pair_spans(table, start, end)
-    return SimulationResult(table, costs, start, end, durations, steps, boundary)
+    return SimulationResult(table, costs, start, end, durations, steps, boundary, waited)
 
 
 def _barriers(table: ProgramTable, boundary: StepBoundary | None) -> np.ndarray:
@@ -279,7 +317,10 @@ def _barriers(table: ProgramTable, boundary: StepBoundary | None) -> np.ndarray:
     return barrier
 
 
-def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarray, sync_latency: float):
+def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarray, sync_latency: float,
+               tails: np.ndarray | None = None, waited: np.ndarray | None = None):
+    """The reference engine; ``tails`` (:func:`async_tails_of`) go to each rank's channel, which STEP drains,
+    and ``waited`` receives each STEP's wait for it."""
     import simpy  # the reference engine only: the graph engine, auto's choice for large Programs, needs none
 
     env = simpy.Environment()
@@ -302,8 +343,13 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarra
     reached: dict[int, list[float]] = {}  # barrier → the clocks at which ranks reached it
     released: dict[int, simpy.Event] = {}
 
+    tail_of = None if tails is None else tails.tolist()
+    step_code = OP_CODE[Op.STEP]
+    ops = table.op.tolist()
+
     def rank_process(rank: int, begin: int, stop: int):
         clock = 0.0
+        channel_free = 0.0  # when this rank's asynchronous channel (gradient sync) is done with its queue
         for row in range(begin, stop):
             kind = kinds[row]
             if kind == KIND_RECV:
@@ -321,6 +367,9 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarra
                     waiting[link] = None
                     event.succeed(arrival)
             else:
+                if tail_of is not None and ops[row] == step_code and channel_free > clock:
+                    waited[row] = channel_free - clock
+                    clock = channel_free
                 # A compute waits for its input; an overlapped pair's F also for its second half's.
                 for source in (input_recv[row], partner_recv[row]):
                     if source < 0:
@@ -362,6 +411,8 @@ def _run_simpy(table: ProgramTable, durations: np.ndarray, barrier_of: np.ndarra
                 start[row] = clock
                 clock += durs[row]
                 end[row] = clock
+                if tail_of is not None and tail_of[row] > 0.0:
+                    channel_free = max(channel_free, clock) + tail_of[row]
         if clock > env.now:
             yield env.timeout(clock - env.now)
 
