@@ -55,7 +55,7 @@ def test_the_blackwell_rows_are_in_the_table_and_move_only_the_blackwell_clock()
 def test_the_gb200_step_misses_by_nearly_the_same_share_at_every_scale():
     """256 to 2,496 GPUs, 32 to 112 microbatches: the error is one per-GPU rate, not the NVLink domain or the
     data-parallel fabric, whose share of the step changes with the scale. In sample: the Blackwell sustained clock
-    was fitted on these rows among others (left out, they are +0.6 %: docs/validation.md); the spread across
+    was fitted on these rows among others (left out, they are −0.2 %: docs/validation.md); the spread across
     scales does not depend on it."""
     errors = [_comparison(r).step_error for r in _rows("mlperf_v50_gb200")]
     assert max(errors) - min(errors) < 0.05 and all(abs(e) < 0.10 for e in errors)

@@ -9,10 +9,10 @@ those rows, what the bands were measured on."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.175, 287, 0.303),
-    'blackwell-fp4': (None, 13, 0.205),
+    'blackwell-fp4': (None, 13, 0.175),
     'blackwell-fp8': (None, 20, 0.235),
     'hopper-bf16': (0.283, 88, 0.339),
-    'hopper-fp8': (0.168, 44, 0.169),
+    'hopper-fp8': (0.149, 44, 0.169),
 }
 POOLED: tuple[float, int] = (0.174, 452)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)

@@ -37,8 +37,9 @@ time (the B200's cuBLAS BF16 share, Hopper's fitted FP8 share, no sustained-cloc
 compute rate, not the NVLink domain or the data-parallel fabric. Since the next release they are in the table
 (:data:`pipesim.validation.sources.BLACKWELL_MODULES`) with two later Blackwell sources: the B200's FP8 share is
 Transformer Engine's measured one (0.60) and one constant is fitted on the Blackwell sources, the Blackwell
-sustained clock, which validation by source left out refits without this one (left out, +0.6 % since the NVFP4
-source joined that fit; −10 % on the three FP8 sources alone). Uncertain: the chip's
+sustained clock, which validation by source left out refits without this one (left out, −0.2 % since the
+data-parallel sync runs asynchronously, +0.6 % before, since the NVFP4 source joined that fit; −10 % on the three
+FP8 sources alone). Uncertain: the chip's
 sustained clock at 1,200 W; how much the CUDA graphs are worth.
 """
 
