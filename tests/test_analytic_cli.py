@@ -144,6 +144,9 @@ def test_global_batch_sets_the_microbatches_a_recipe_states(capsys):
     (["--model", "llama3.1-8b", "--dp", "2", "--global-batch", "16", "--mb", "4"],
      "--global-batch 16 means 8 microbatches per pipeline (micro-batch size 1 × dp 2), but --mb 4 is given"),
     (["--global-batch", "16"], "--global-batch counts sequences of a real model; add --model NAME"),
+    # a schedule's refusal of too few microbatches names the --mb the batch came to, not only the flag
+    (["--model", "llama3.1-8b", "--dp", "4", "--global-batch", "4", "-s", "interleaved", "-v", "2"],
+     "(got --mb 1); use --mb 2 or more (--global-batch 4 gives --mb 1; raise --global-batch or lower --dp"),
 ])
 def test_global_batch_refusals_name_the_fix(capsys, argv, message):
     assert main(["simulate", "--pp", "2", *argv]) == 2

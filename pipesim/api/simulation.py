@@ -11,7 +11,7 @@ from pipesim.api.defaults import DEFAULT_SCHEDULE
 from pipesim.api.model_options import ModelOptions, check_no_model_options
 from pipesim.api.results import SimResult
 from pipesim.api.unit_costs import memory_limit_units, planned_shape, unit_cost_model
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.build import build_program
 from pipesim.program.loader import load_schedule
 from pipesim.sim.costs import CostModel
@@ -129,21 +129,35 @@ def simulate(
         if schedule in builtin_names():  # a file or Program text is the user's own order
             knobs(options.framework).check_schedule(schedule, options.framework)
     source = load_schedule(schedule)
-    limit = None
-    if source.build_options:
-        # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
-        shape = planned_shape(source, pp, mb, chunks)
-        setup, cost_model = costs_for(shape)
-        limit = memory_limit_units(memory_limit, cost_model, shape, setup is not None)
-        built = build_program(schedule, pp, mb, chunks, semantics=None,  # the run proves progress
-                              costs=cost_model, memory_limit=limit)
-    else:
-        built = build_program(schedule, pp, mb, chunks, semantics=None,
-                              memory_limit=memory_limit)  # a limit here is an error naming zb-auto
-        setup, cost_model = costs_for(built.program.shape)
+    try:
+        built, setup, cost_model, limit = _built(schedule, source, pp, mb, chunks, memory_limit, costs_for)
+    except ScheduleError as err:
+        if global_batch is None or "--mb" not in str(err):
+            raise
+        # The user gave a batch, not --mb: say which --mb it came to, or the fix reads as a flag they never set.
+        raise ScheduleError(f"{err} (--global-batch {global_batch} gives --mb {mb}; raise --global-batch or lower "
+                            "--dp or --micro-batch-size)") from None
     raw = run_simulation(built.program, cost_model, check=False, engine=engine)
+        # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
+
     if not (math.isfinite(raw.metrics.makespan) and math.isfinite(raw.metrics.ideal)):
         raise PipesimError("the costs overflow: the makespan is not a finite number; use smaller costs")
     shape = built.program.shape
     analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, cost_model.default)
     return SimResult(built, raw, analytic, setup, limit)
+
+
+def _built(schedule, source, pp, mb, chunks, memory_limit, costs_for):
+    """The Program, its setup and costs, and the memory limit in activation units: a cost-aware schedule
+    (zb-auto) is built for its costs, on the shape the build will have; any other is built first."""
+    if source.build_options:
+        shape = planned_shape(source, pp, mb, chunks)
+        setup, cost_model = costs_for(shape)
+        limit = memory_limit_units(memory_limit, cost_model, shape, setup is not None)
+        built = build_program(schedule, pp, mb, chunks, semantics=None,  # the run proves progress
+                              costs=cost_model, memory_limit=limit)
+        return built, setup, cost_model, limit
+    built = build_program(schedule, pp, mb, chunks, semantics=None,
+                          memory_limit=memory_limit)  # a limit here is an error naming zb-auto
+    setup, cost_model = costs_for(built.program.shape)
+    return built, setup, cost_model, None
