@@ -48,8 +48,36 @@ def test_the_blackwell_rows_are_in_the_table_and_move_only_the_blackwell_clock()
     reading = {c.name for c in FITTED_CONSTANTS for r in BLACKWELL_RUNS if c.informs(r) and r.chip in c.chips}
     assert reading == {"blackwell_sustained_clock", "gpu_speed_spread"}
     clock = next(c for c in FITTED_CONSTANTS if c.name == "blackwell_sustained_clock")
-    assert clock.chips == ("b200", "gb200") and clock.preset_value < 1
-    assert CHIP_PRESETS["b200"].sustained_clock_ratio == CHIP_PRESETS["gb200"].sustained_clock_ratio
+    assert clock.chips == ("b200", "gb200", "b300", "gb300") and clock.preset_value < 1
+    assert len({CHIP_PRESETS[name].sustained_clock_ratio for name in clock.chips}) == 1
+
+
+def test_blackwell_ultra_presets_are_the_datasheets_over_the_b200s_kernels_and_say_they_are_unvalidated():
+    """B300 (HGX) and GB300 (NVL72): BF16 and FP8 as the B200 and GB200 (NVIDIA's figures), FP4 1.5x the B200's
+    9 PFLOPS on the GB300 (15) and 13.5 on the B300 (108 PFLOPS dense for 8), 160 SMs, the memory and NICs MLPerf
+    v5.1's system descriptions give (275,040 and 284,208 MiB; 800 Gb/s a GPU); every kernel and collective share
+    the B200's. No published row ran on them: their band is their family's, and says so."""
+    from pipesim.analytic.error_band import error_band
+
+    b200, gb200 = CHIP_PRESETS["b200"], CHIP_PRESETS["gb200"]
+    b300, gb300 = CHIP_PRESETS["b300"], CHIP_PRESETS["gb300"]
+    assert (b300.peak_flops, b300.fp8_peak_flops) == (b200.peak_flops, b200.fp8_peak_flops)
+    assert (gb300.peak_flops, gb300.fp8_peak_flops) == (gb200.peak_flops, gb200.fp8_peak_flops)
+    assert gb300.fp4_peak_flops == pytest.approx(1.5 * gb200.fp4_peak_flops)
+    assert b300.fp4_peak_flops == pytest.approx(108e15 / 8)
+    assert b300.memory_gib == pytest.approx(275040 / 1024, abs=0.05)
+    assert gb300.memory_gib == pytest.approx(284208 / 1024, abs=0.05)
+    assert b300.inter_node_bandwidth == gb300.inter_node_bandwidth == 800e9 / 8
+    assert (gb300.node_size, gb300.host_gpus, b300.node_size) == (72, 4, 8)
+    for ultra in (b300, gb300):
+        assert ultra.sm_count == 160
+        for field in ("gemm_efficiency", "fp8_gemm_efficiency", "fp4_gemm_efficiency", "gemm_tile_overhead",
+                      "gemm_kernel_overhead", "nvlink_collective_shares", "sustained_clock_ratio"):
+            assert getattr(ultra, field) == getattr(b200, field), field
+        band = error_band(ultra.name, Precision.FP4)
+        assert band.relative == error_band("b200", Precision.FP4).relative and not band.validated
+        assert f"none on a {ultra.name}" in band.basis
+    assert error_band("b200", Precision.FP4).validated
 
 
 def test_the_gb200_step_misses_by_nearly_the_same_share_at_every_scale():

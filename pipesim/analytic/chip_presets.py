@@ -246,6 +246,31 @@ _PRESETS = [
              sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
              gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
              fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
+    # NVIDIA Blackwell Ultra in an HGX B300 node: the B200's tensor-core rates in BF16 (2.25 PFLOPS dense) and FP8
+    # (4.5), FP4 raised to 13.5 PFLOPS dense (NVIDIA's HGX B300 figures, 36 / 72 PFLOPS with sparsity and 108
+    # PFLOPS dense FP4 for 8 GPUs; third parties give 13-14 PF), 8 TB/s HBM3e, NVLink 5 at 1.8 TB/s bidirectional,
+    # 160 SMs (Blackwell Ultra's, against the B200's 148). MLPerf Training v5.1's system description of Nebius's
+    # B300 node (mlcommons/training_results_v5.1, Nebius/systems/nebius_b300_n1.json): "B300-SXM-270GB", 275,040
+    # MiB per GPU (268.6 GiB), "8x ConnectX-8 IB XDR 800Gb/s" (100 GB/s per GPU), "B300 TGP 1100W". Kernel shares
+    # and overheads, collective shares, the FP8 and FP4 GEMM shares and the sustained clock: the B200's, the same
+    # tensor-core generation. Not validated: no published training run on a B300 is in pipesim's table, and its
+    # doubled softmax-exponent rate (NVIDIA's "2x attention" for Blackwell Ultra) is not in the attention rates.
+    ChipSpec("b300", 2250 * TFLOPS, 268.6, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=4500 * TFLOPS,
+             fp4_peak_flops=13500 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, sm_count=160,
+             gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
+             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
+    # NVIDIA GB300 NVL72 (Blackwell Ultra in a Grace-Blackwell rack, 72 to an NVLink domain): 1,080 PFLOPS dense
+    # FP4, 360 FP8 and 180 BF16 for the rack (NVIDIA's GB300 NVL72 figures) → 15, 5 and 2.5 PFLOPS per GPU; 8 TB/s
+    # HBM3e. MLPerf Training v5.1's system description of NVIDIA's Theia (8× GB300 NVL72,
+    # NVIDIA/systems/theia_ngpu512_ngc25.09_nemo.json): 284,208 MiB per GPU (277.5 GiB), "NVLINK Gen5 1800 GB/s +
+    # NVSWITCH Gen5", 4 GPUs and "4x ConnectX-8 IB XDR 800 Gb/s" per compute tray (100 GB/s per GPU). The rest
+    # as the b300 preset above; not validated either.
+    ChipSpec("gb300", 2500 * TFLOPS, 277.5, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=5000 * TFLOPS,
+             fp4_peak_flops=15000 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, node_size=72, host_gpus=4,
+             sm_count=160, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
+             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
+             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128
