@@ -39,11 +39,14 @@ def test_memory_within_15_percent(run):
 
 
 def test_the_blackwell_rows_are_in_the_table_and_move_only_the_blackwell_clock():
-    """Four sources, both Blackwell presets, every row FP8 but the NVFP4 source's; of the fitted constants only the
-    Blackwell sustained clock (and the spread of GPU speeds, which every multi-GPU row informs) reads them."""
-    assert set(BLACKWELL_MODULES) <= set(SOURCE_MODULES) and len(BLACKWELL_MODULES) == 4
-    assert {r.chip for r in BLACKWELL_RUNS} == {"b200", "gb200"}
-    assert all((r.precision is Precision.FP4) == (module_of(r) == "mlperf_v51_nvfp4") for r in BLACKWELL_RUNS)
+    """Five sources, every Blackwell preset, every row FP8 but the NVFP4 source's and some of Blackwell Ultra's; of
+    the fitted constants only the Blackwell sustained clock (and the spread of GPU speeds, which every multi-GPU row
+    informs) reads them."""
+    assert set(BLACKWELL_MODULES) <= set(SOURCE_MODULES) and len(BLACKWELL_MODULES) == 5
+    assert {r.chip for r in BLACKWELL_RUNS} == {"b200", "gb200", "b300", "gb300"}
+    fp4_sources = {"mlperf_v51_nvfp4", "mlperf_v51_blackwell_ultra"}
+    assert all(module_of(r) in fp4_sources for r in BLACKWELL_RUNS if r.precision is Precision.FP4)
+    assert all(r.precision is Precision.FP4 for r in BLACKWELL_RUNS if module_of(r) == "mlperf_v51_nvfp4")
     assert {r.precision for r in BLACKWELL_RUNS} == {Precision.FP8, Precision.FP4}
     reading = {c.name for c in FITTED_CONSTANTS for r in BLACKWELL_RUNS if c.informs(r) and r.chip in c.chips}
     assert reading == {"blackwell_sustained_clock", "gpu_speed_spread"}
@@ -132,16 +135,22 @@ def test_the_b200_fp8_share_is_transformer_engines_measured_rate_without_its_cas
 
 
 def test_a_blackwell_fp8_prediction_carries_the_blackwell_rows_band_and_bf16_none():
-    """Too few Blackwell rows for a 90/90 bound of their own: the band is the wider of all rows' bound and the
-    Blackwell rows' largest left-out error; no published Blackwell run was BF16, so BF16 gets no band."""
+    """A kind with enough rows for a 90/90 bound carries it (Blackwell FP8, 24 rows since Blackwell Ultra's joined:
+    with that few, the bound is the largest left-out error); one with too few (FP4, 17) the wider of all rows'
+    bound and its own largest left-out error; no published Blackwell run was BF16, so BF16 gets no band."""
     from pipesim.analytic.error_band import MIN_ROWS, error_band
     from pipesim.analytic.validation_bands import BANDS, POOLED
 
     for precision in (Precision.FP8, Precision.FP4):
         bound, rows, largest = BANDS[f"blackwell-{precision.value}"]
-        assert bound is None and rows == sum(r.precision is precision for r in BLACKWELL_RUNS) < MIN_ROWS
+        assert rows == sum(r.precision is precision for r in BLACKWELL_RUNS)
         band = error_band("gb200", precision)
-        assert band.relative == max(POOLED[0], largest) and band.kind == f"blackwell-{precision.value}"
+        assert band.kind == f"blackwell-{precision.value}"
+        if rows < MIN_ROWS:
+            assert bound is None and band.relative == max(POOLED[0], largest)
+        else:
+            assert bound is not None and bound <= largest and band.relative == bound
+    assert BANDS["blackwell-fp8"][1] >= MIN_ROWS > BANDS["blackwell-fp4"][1]
     assert error_band("b200", Precision.BF16).relative is None
 
 

@@ -9,18 +9,19 @@ those rows, what the bands were measured on."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.175, 287, 0.303),
-    'blackwell-fp4': (None, 13, 0.175),
-    'blackwell-fp8': (None, 20, 0.235),
+    'blackwell-fp4': (None, 17, 0.175),
+    'blackwell-fp8': (0.423, 24, 0.423),
     'hopper-bf16': (0.283, 88, 0.339),
-    'hopper-fp8': (0.149, 44, 0.169),
+    'hopper-fp8': (0.202, 44, 0.203),
 }
-POOLED: tuple[float, int] = (0.174, 452)
+POOLED: tuple[float, int] = (0.176, 460)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
     ('cp',),
     ('pp',),
     ('tp',),
+    ('tp', 'cp'),
     ('tp', 'pp'),
     ('tp', 'pp', 'cp'),
     ('zero-2',),

@@ -40,8 +40,9 @@ v4.0's and v4.1's (NeMo 24.04 and 24.09 on Eos and Oracle's OCI H100; a block-av
 Llama 3.1 8B on Cisco's H100 (64 and 128 GPUs, one microbatch per step). Each
 module states what it infers."""
 BLACKWELL_MODULES: tuple[str, ...] = ("mlperf_v41_b200_gpt3", "mlperf_v50_gb200", "mlperf_v51_b200",
-                                      "mlperf_v51_nvfp4")
-"""Published runs on Blackwell chips (DGX B200, GB200 NVL72), in FP8 and, in MLPerf v5.1's NVFP4 runs, FP4 (gathered
+                                      "mlperf_v51_nvfp4", "mlperf_v51_blackwell_ultra")
+"""Published runs on Blackwell chips (DGX B200, GB200 NVL72; Blackwell Ultra's HGX B300 and GB300 NVL72, gathered
+after their presets were written from datasheets), in FP8 and, in MLPerf v5.1's NVFP4 runs, FP4 (gathered
 after NVFP4 was modelled from a kernel measurement alone): in the step-time table
 (:data:`SOURCE_MODULES`), where they inform one fitted constant, the Blackwell sustained clock
 (:mod:`pipesim.validation.constants`), and give the Blackwell kind its error band. Gathered for issue #24 after
