@@ -165,6 +165,13 @@ _B200_FP4_SHARE = round(5.37e15 / 9.0e15, 3)
 # The tensor-core clock a B200 sustains through a training run, as a share of a short benchmark's: fitted to the
 # published Blackwell runs by source left out (pipesim.validation.constants: blackwell_sustained_clock)
 _BLACKWELL_SUSTAINED = 0.84
+# What every Blackwell preset shares (one tensor-core generation: the B200's measured kernels, the fitted clock):
+# the GEMM rate and overheads, the NVLink collective shares, the FP8 and FP4 shares, FP8 weights kept without a
+# transpose. Each preset adds its own peaks, memory, links and SM count.
+_BLACKWELL_KERNELS = {"gemm_efficiency": round(1652 / 2250, 3), "gemm_tile_overhead": 1.0e-6,
+                      "gemm_kernel_overhead": 6.5e-6, "nvlink_collective_shares": _B200_NVLINK,
+                      "fp8_weight_transpose": False, "fp8_gemm_efficiency": _B200_FP8_SHARE,
+                      "fp4_gemm_efficiency": _B200_FP4_SHARE, "sustained_clock_ratio": _BLACKWELL_SUSTAINED}
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
 
@@ -227,10 +234,7 @@ _PRESETS = [
     # GPUs → 9 PFLOPS dense each (the peak torchao prints), at _B200_FP4_SHARE. The sustained clock: fitted to the
     # published Blackwell runs (pipesim.validation.constants), no burn-in measurement of a B200 being at hand.
     ChipSpec("b200", 2250 * TFLOPS, 179.1, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=4500 * TFLOPS,
-             fp4_peak_flops=9000 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, sm_count=148,
-             gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
-             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
+             fp4_peak_flops=9000 * TFLOPS, sm_count=148, **_BLACKWELL_KERNELS),
     # NVIDIA GB200 NVL72 (the Blackwell GPU of a Grace-Blackwell superchip, 72 to an NVLink domain): the B200's die
     # at 1,200 W, so FP16/BF16 2.5 PFLOPS dense and FP8 5 PFLOPS (NVIDIA's Blackwell figures for the GB200 variant,
     # as G. Lockwood's B200 notes tabulate them: 2,500 / 5,000 dense against the HGX B200's 2,250 / 4,500 at
@@ -242,10 +246,7 @@ _PRESETS = [
     # GPUs → 10 PFLOPS dense each. Collectives inside the domain: the B200's 8-GPU shares,
     # for groups of any size up to 72 (no measured table beyond 8).
     ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
-             fp4_peak_flops=10000 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, node_size=72, host_gpus=4,
-             sm_count=148, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
-             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
+             fp4_peak_flops=10000 * TFLOPS, node_size=72, host_gpus=4, sm_count=148, **_BLACKWELL_KERNELS),
     # NVIDIA Blackwell Ultra in an HGX B300 node: the B200's tensor-core rates in BF16 (2.25 PFLOPS dense) and FP8
     # (4.5), FP4 raised to 13.5 PFLOPS dense (NVIDIA's HGX B300 figures, 36 / 72 PFLOPS with sparsity and 108
     # PFLOPS dense FP4 for 8 GPUs; third parties give 13-14 PF), 8 TB/s HBM3e, NVLink 5 at 1.8 TB/s bidirectional,
@@ -256,10 +257,7 @@ _PRESETS = [
     # tensor-core generation. Not validated: no published training run on a B300 is in pipesim's table, and its
     # doubled softmax-exponent rate (NVIDIA's "2x attention" for Blackwell Ultra) is not in the attention rates.
     ChipSpec("b300", 2250 * TFLOPS, 268.6, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=4500 * TFLOPS,
-             fp4_peak_flops=13500 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, sm_count=160,
-             gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
-             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
+             fp4_peak_flops=13500 * TFLOPS, sm_count=160, **_BLACKWELL_KERNELS),
     # NVIDIA GB300 NVL72 (Blackwell Ultra in a Grace-Blackwell rack, 72 to an NVLink domain): 1,080 PFLOPS dense
     # FP4, 360 FP8 and 180 BF16 for the rack (NVIDIA's GB300 NVL72 figures) → 15, 5 and 2.5 PFLOPS per GPU; 8 TB/s
     # HBM3e. MLPerf Training v5.1's system description of NVIDIA's Theia (8× GB300 NVL72,
@@ -267,10 +265,7 @@ _PRESETS = [
     # NVSWITCH Gen5", 4 GPUs and "4x ConnectX-8 IB XDR 800 Gb/s" per compute tray (100 GB/s per GPU). The rest
     # as the b300 preset above; not validated either.
     ChipSpec("gb300", 2500 * TFLOPS, 277.5, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=5000 * TFLOPS,
-             fp4_peak_flops=15000 * TFLOPS, fp4_gemm_efficiency=_B200_FP4_SHARE, node_size=72, host_gpus=4,
-             sm_count=160, gemm_efficiency=round(1652 / 2250, 3), gemm_tile_overhead=1.0e-6,
-             gemm_kernel_overhead=6.5e-6, nvlink_collective_shares=_B200_NVLINK, fp8_weight_transpose=False,
-             fp8_gemm_efficiency=_B200_FP8_SHARE, sustained_clock_ratio=_BLACKWELL_SUSTAINED),
+             fp4_peak_flops=15000 * TFLOPS, node_size=72, host_gpus=4, sm_count=160, **_BLACKWELL_KERNELS),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128

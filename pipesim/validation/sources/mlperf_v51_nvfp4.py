@@ -35,8 +35,9 @@ whole iteration (405B, Nebius 16/32). Uncertain: Nebius's 16- and 32-GPU runs lo
 bucket size) that their submitted scripts do not give, so the exact script is not in the repository.
 
 Not rows here: the B300 and GB300 runs (Lenovo, Nebius, NVIDIA's Theia), ``mlperf_v51_blackwell_ultra``'s since
-those presets were written, and the FP8 runs of the same round, which are ``mlperf_v51_b200``'s. The same layout in FP8 on a DGX B200 (the
-University of Florida's one-node run, 0.544 s) against these 0.444–0.456 s: NVFP4 made the step 1.2× faster.
+those presets were written, and the FP8 runs of the same round, which are ``mlperf_v51_b200``'s. The same layout
+in FP8 on a DGX B200 (the University of Florida's one-node run, 0.544 s) against these 0.444–0.456 s: NVFP4 made
+the step 1.2× faster.
 
 Out-of-sample: gathered for issue #24 after NVFP4 was modelled from a kernel measurement alone (the B200's FP4
 share: ``chip_presets``), never fitted to; the Blackwell sustained clock, fitted on the Blackwell rows, reads these
