@@ -49,7 +49,8 @@ class StepReport:
     shape: PipelineShape | None = None  # the simulated placement of stages on ranks
     simulated_busy: tuple[float, ...] | None = None  # each rank's compute time in the simulated step
     split_backward: bool = False  # the schedule splits each backward into I and W passes (zero bubble)
-    # each rank's wait at its optimizer step for the asynchronous gradient sync, in the simulated step
+    # each rank's wait at its optimizer step for the asynchronous gradient sync, in the simulated step; None: the
+    # simulation had no asynchronous sync (nobody waited)
     simulated_sync_wait: tuple[float, ...] | None = None
 
     @cached_property
@@ -206,7 +207,7 @@ def step_report(
         result.program.shape,
         tuple(r.busy for r in result.metrics.ranks),
         bool(np.any(result.program.columns.op == OP_CODE[Op.W])),
-        tuple(result.gradient_sync_wait(r) for r in range(result.program.shape.pp)),
+        result.gradient_sync_waits(),
     )
 
 

@@ -92,14 +92,20 @@ class SimulationResult:
     # finish; None: no row had asynchronous work.
     waited: np.ndarray | None = None
 
+    def gradient_sync_waits(self, step: int | None = None) -> tuple[float, ...] | None:
+        """Seconds each rank waited at its STEP (of ``step``; None: the last) for its asynchronous gradient sync;
+        None when no row had asynchronous work (then nobody waited)."""
+        if self.waited is None:
+            return None
+        t = self.table
+        rows = np.flatnonzero(t.op == OP_CODE[Op.STEP])
+        rows = rows[t.step_of_rows[rows] == (self.steps - 1 if step is None else step)]
+        return tuple(np.bincount(t.rank[rows], weights=self.waited[rows], minlength=len(t.rank_bounds)).tolist())
+
     def gradient_sync_wait(self, rank: int, step: int | None = None) -> float:
         """Seconds ``rank`` waited at its STEP (of ``step``; None: the last) for its asynchronous gradient sync."""
-        if self.waited is None:
-            return 0.0
-        t = self.table
-        rows = (t.op == OP_CODE[Op.STEP]) & (t.rank == rank)
-        rows &= t.step_of_rows == (self.steps - 1 if step is None else step)
-        return float(self.waited[rows].sum())
+        waits = self.gradient_sync_waits(step)
+        return 0.0 if waits is None else waits[rank]
 
     @property
     def program(self) -> Program:
