@@ -94,16 +94,16 @@ def test_the_gb200_step_misses_by_nearly_the_same_share_at_every_scale():
 
 def test_the_8b_cp_rows_are_the_ones_pipesim_misses_on_blackwell():
     """MLPerf v5.1 on DGX B200 (the University of Florida's, and the same code on Oracle's, Verda's and Dell's
-    clusters): the 405B rows and the 8B rows at cp 1 within 5 %, the 8B rows at cp 2 (one sequence per
-    data-parallel pair, 0.19-0.22 s steps) all too fast by more, on three clusters: the miss the docs state. In
-    sample: the Blackwell sustained clock was fitted on these rows among others (left out of its fit the source is
-    −5.5 %); the cp 1 / cp 2 contrast is what this holds."""
+    clusters): the 405B rows and the 8B rows at cp 1 within 8 % (too slow by 2-7 % since the tensorwise recipe's
+    amax pass is counted, 1-5 % before), the 8B rows at cp 2 (one sequence per data-parallel pair, 0.19-0.22 s
+    steps) all too fast by 10-22 %, on three clusters: the miss the docs state. In sample: the Blackwell sustained
+    clock was fitted on these rows among others; the cp 1 / cp 2 contrast is what this holds."""
     rows = _rows("mlperf_v51_b200")
     close = [r for r in rows if r.model == "llama3.1-405b" or r.cp == 1]
     far = [r for r in rows if r.model == "llama3.1-8b" and r.cp == 2]
     assert len(close) == 6 and len(far) == 6 and len({r.source for r in far}) == 3
-    assert all(abs(_comparison(r).step_error) < 0.06 for r in close)
-    assert all(_comparison(r).step_error < -0.10 for r in far)
+    assert all(abs(_comparison(r).step_error) < 0.08 for r in close)
+    assert all(_comparison(r).step_error < -0.09 for r in far)
 
 
 def test_the_tp_pp_dp_mapping_keeps_a_replica_in_its_rack_and_sends_the_gradients_across_racks():
@@ -210,9 +210,10 @@ def test_the_b200_nvfp4_share_is_torchaos_measured_rate():
 
 def test_nvfp4_rows_out_of_sample_405b_close_8b_too_fast():
     """MLPerf v5.1's NVFP4 runs with the Blackwell clock fitted without them (0.88, the FP8 sources' fit): the
-    405B rows on 512-5,120 GB200 within 5 % of the logged step, every one-node 8B row too fast by 8-13 % (the 8B
-    GEMMs' short inner dimension and FP8 attention, which the runs use and pipesim does not, pull opposite ways;
-    the net is pipesim's NVFP4 gain over FP8 larger than measured: 1.2× on a DGX B200 one node, FP8 0.544 s)."""
+    405B rows on 512-5,120 GB200 within 5 % of the logged step, every one-node 8B row too fast by 6-11 % (8-13 %
+    before the amax pass of NVFP4's per-tensor scale was counted; the 8B GEMMs' short inner dimension and FP8
+    attention, which the runs use and pipesim does not, pull opposite ways; the net is pipesim's NVFP4 gain over
+    FP8 larger than measured: 1.2× on a DGX B200 one node, FP8 0.544 s)."""
     rows = _rows("mlperf_v51_nvfp4")
     clock = 0.88
     chips = {name: replace(CHIP_PRESETS[name], sustained_clock_ratio=clock) for name in ("b200", "gb200")}
@@ -221,7 +222,7 @@ def test_nvfp4_rows_out_of_sample_405b_close_8b_too_fast():
     one_node = [r for r in rows if r.model == "llama3.1-8b" and r.gpus == 8]
     assert len(big) == 3 and len(one_node) == 8 and len({r.source for r in one_node}) == 8
     assert all(abs(errors[id(r)]) < 0.05 for r in big)
-    assert all(-0.13 < errors[id(r)] < -0.08 for r in one_node)
+    assert all(-0.11 < errors[id(r)] < -0.06 for r in one_node)
     fp8_one_node = 0.5439  # the University of Florida's one-node FP8 step, the same layout (mlperf_v51_b200)
     measured_gain = fp8_one_node / sorted(r.step_s for r in one_node if r.chip == "b200")[3]
     assert measured_gain == pytest.approx(1.21, abs=0.02)

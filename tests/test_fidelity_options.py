@@ -21,7 +21,7 @@ from pipesim.analytic.kernels import (
     quantization_cast_bytes,
     wave_efficiency,
 )
-from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroCollectives, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Layout, Precision, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -161,6 +161,23 @@ def test_fp8_cast_bytes_by_hand():
     assert quantization_cast_bytes(model, Layout(tp=2), 10) == (0.0, 0.0)
     # FP8 GEMMs that take any layout (Blackwell): no transpose is written, read 2 B and write 1 B an element
     assert quantization_cast_bytes(model, fp8, 10, transposed=False) == (28 * 3 * 10, 40 * 3 * 10)
+    # per-tensor current scaling ("tensorwise"): the amax pass reads each BF16 tensor once more first, 2 B more
+    current = Layout(tp=2, precision=Precision.FP8, fp8_recipe=Fp8Recipe.TENSORWISE)
+    assert quantization_cast_bytes(model, current, 10) == (28 * 6 * 10, 40 * 6 * 10)
+    assert quantization_cast_bytes(model, current, 10, transposed=False) == (28 * 5 * 10, 40 * 5 * 10)
+
+
+def test_an_fp8_recipe_needs_fp8_and_the_cli_says_which_flag_to_add(capsys):
+    from pipesim.cli.main import main
+    from pipesim.errors import PipesimError
+
+    with pytest.raises(PipesimError, match="--fp8-recipe tensorwise scales FP8 casts, but the run is bf16"):
+        Layout(fp8_recipe=Fp8Recipe.TENSORWISE)
+    argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "b200", "--pp", "1", "--dp", "8", "--mb", "1"]
+    assert main([*argv, "--fp8-recipe", "tensorwise"]) == 2
+    assert "add --fp8 or drop --fp8-recipe" in capsys.readouterr().err
+    assert main([*argv, "--fp8", "--fp8-recipe", "tensorwise", "--json"]) == 0
+    assert '"fp8_recipe": "tensorwise"' in capsys.readouterr().out
 
 
 def test_fp8_leaves_the_lm_head_in_bf16():
@@ -618,12 +635,13 @@ def test_tp_pp_dp_mapping_moves_pipeline_neighbours_into_a_node_and_data_paralle
 
 def test_nvfp4_cast_bytes_by_hand():
     # The toy of test_fp8_cast_bytes_by_hand in NVFP4: read BF16 (2 B), write a row-wise and a column-wise copy,
-    # each 0.5 B of data and one 1-byte scale per 16 elements: 2 + 2 × 0.5625 = 3.125 B an element, on any chip.
+    # each 0.5 B of data and one 1-byte scale per 16 elements: 2 + 2 × 0.5625 = 3.125 B an element, on any chip;
+    # and first the amax pass for the per-tensor scale (read 2 B): 5.125 B.
     model = ModelSpec("toy", 1, 8, 2, 16, 32, 10, kv_heads=1, gated=True)
     fp4 = Layout(tp=2, precision=Precision.FP4)
     assert Precision.FP4.element_bytes == 0.5625
     for transposed in (True, False):
-        assert quantization_cast_bytes(model, fp4, 10, transposed=transposed) == (28 * 3.125 * 10, 40 * 3.125 * 10)
+        assert quantization_cast_bytes(model, fp4, 10, transposed=transposed) == (28 * 5.125 * 10, 40 * 5.125 * 10)
 
 
 def test_nvfp4_gemm_runs_at_the_fp4_peak_times_its_measured_share():

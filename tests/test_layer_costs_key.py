@@ -71,7 +71,7 @@ _OTHER = {
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
-    "recompute_layers": 1, "rank_order": "tp-cp-pp-dp",
+    "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp",
 }
 
 
@@ -81,6 +81,7 @@ def _other(name: str):
         ColumnInput,
         ElementwiseKernels,
         Fp8Params,
+        Fp8Recipe,
         GradAccumulation,
         LossKernel,
         OptimizerBytes,
@@ -98,6 +99,7 @@ def _other(name: str):
             "precision": lambda: Precision(value),
             "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
             "column_input": lambda: ColumnInput(value), "fp8_params": lambda: Fp8Params(value),
+            "fp8_recipe": lambda: Fp8Recipe(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value)}.get(
                 name, lambda: value)()
 
@@ -117,6 +119,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}),
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
                          else {}),
+                      **({"precision": _other("precision")} if name == "fp8_recipe" else {}),
                       **({"recompute": _other("recompute")} if name == "recompute_layers" else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)

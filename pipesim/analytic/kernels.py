@@ -45,6 +45,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
     ElementwiseKernels,
+    Fp8Recipe,
     GradAccumulation,
     Layout,
     LossKernel,
@@ -381,6 +382,11 @@ FP8_TRANSPOSE_BYTES = 1  # and, where FP8 GEMMs take only the TN layout, write i
 # second quantization with scales of its own on any chip (TE's NVFP4Quantizer makes both where the tensor is
 # used both ways; no layout rule spares it, unlike FP8's transpose on Blackwell).
 NVFP4_CAST_BYTES = 2 + 2 * Precision.FP4.element_bytes
+# Per-tensor current scaling (FP8's "tensorwise" recipe; NVFP4's per-tensor FP32 scale, which its block scales are
+# relative to) needs the tensor's amax before the cast: Transformer Engine reads the BF16 tensor once more first
+# (nvte_compute_amax), 2 bytes an element. Delayed scaling takes the scale from earlier steps' amax and records
+# this one's inside the cast.
+AMAX_PASS_BYTES = 2
 
 
 def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
@@ -395,17 +401,20 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
     only when ``!non_tn_fp8_gemm_supported()``, compute capability below 10.0): ``transposed`` False (the chip's
     ``fp8_weight_transpose``), read BF16 and write FP8 once. The forward's widths are the GEMMs' inputs, the
     backward's their outputs; the weights' casts run once per step (cached across microbatches) and are not
-    counted. NVFP4 casts write a row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`). Not
-    counted: the amax pass of per-tensor current scaling (FP8's "tensorwise" recipe, NVFP4's global scale) and
-    NVFP4's optional random Hadamard transform of the weight gradient's inputs.
+    counted. NVFP4 casts write a row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`).
+    Per-tensor current scaling (FP8's ``tensorwise`` recipe; NVFP4 always, for its per-tensor scale) reads each
+    tensor once more for its amax first (:data:`AMAX_PASS_BYTES`). Not counted: NVFP4's optional random Hadamard
+    transform of the weight gradient's inputs.
     """
     if not layout.precision.quantized:
         return 0.0, 0.0
     groups = layer_gemms(model, layout, tokens, kind)
     if layout.precision is Precision.FP4:
-        per_element = NVFP4_CAST_BYTES
+        per_element = NVFP4_CAST_BYTES + AMAX_PASS_BYTES
     else:
         per_element = FP8_CAST_BYTES + (FP8_TRANSPOSE_BYTES if transposed else 0)
+        if layout.fp8_recipe is Fp8Recipe.TENSORWISE:
+            per_element += AMAX_PASS_BYTES
     forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * per_element
     backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * per_element
     return forward, backward

@@ -105,6 +105,20 @@ class RankOrder(enum.Enum):
     TP_CP_PP_DP = "tp-cp-pp-dp"
 
 
+class Fp8Recipe(enum.Enum):
+    """How an FP8 run scales its casts (Megatron-LM's ``--fp8-recipe``, NeMo's ``fp8_recipe``).
+
+    ``DELAYED`` (Megatron-LM's default): each tensor's scale comes from the amax history of earlier steps, and the
+    cast kernel records this step's amax as it goes: one pass. ``TENSORWISE`` (per-tensor current scaling,
+    Transformer Engine's ``Float8CurrentScaling``): the scale is this tensor's own amax, which must be known
+    before the cast, so Transformer Engine runs ``nvte_compute_amax`` over the input first (its quantizers:
+    "For current scaling mode, we need to compute amax and scale before quantization"): one more read of the
+    BF16 tensor before every cast."""
+
+    DELAYED = "delayed"
+    TENSORWISE = "tensorwise"
+
+
 class Fp8Params(enum.Enum):
     """How an FP8 run keeps its FP8 linears' weights (Transformer Engine, Megatron-Core).
 
@@ -247,6 +261,7 @@ class Layout:
     # FP8 parameters (Fp8Params): the FP8 linears' weights kept in FP8 alone, no BF16 copy beside them. The
     # embedding, the output layer and the norms stay BF16.
     fp8_params: Fp8Params = Fp8Params.OFF
+    fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # how the FP8 casts are scaled (TENSORWISE: an amax pass first)
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
     # issues its input-gradient collective (a reduce-scatter with sequence parallelism, else an all-reduce)
@@ -330,6 +345,9 @@ class Layout:
                 "--fp8-params keeps the FP8 linears' weights in FP8 alone (Megatron-LM's --fp8-param-gather), which "
                 "needs --fp8 and a distributed optimizer: add --fp8 and --distributed-optimizer (or --zero 1/2), "
                 "or drop --fp8-params")
+        if self.fp8_recipe is not Fp8Recipe.DELAYED and self.precision is not Precision.FP8:
+            raise PipesimError(f"--fp8-recipe {self.fp8_recipe.value} scales FP8 casts, but the run is "
+                               f"{self.precision.value}: add --fp8 or drop --fp8-recipe")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
         if self.async_tp and not self.overlap_tp_dgrad:

@@ -18,7 +18,7 @@ from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.layout import ElementwiseKernels, Fp8Params, GradAccumulation, Layout, LossKernel
+from pipesim.analytic.layout import ElementwiseKernels, Fp8Params, Fp8Recipe, GradAccumulation, Layout, LossKernel
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
@@ -121,7 +121,7 @@ class StepReport:
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "cp": lay.cp, "precision": lay.precision.value, "fp8_params": lay.fp8_params.value,
-                       "async_tp": lay.async_tp,
+                       "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
@@ -232,6 +232,7 @@ def report_text(report: StepReport) -> str:
         f", sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"
+        f"{', per-tensor current scaling' if lay.fp8_recipe is Fp8Recipe.TENSORWISE else ''}"
         f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"
         f"{', PyTorch cross-entropy' if lay.loss is LossKernel.PYTORCH else ''}"
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"

@@ -469,6 +469,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.elementwise,
         layout.loss,
         layout.precision,
+        layout.fp8_recipe,
         layout.async_tp,
         layout.overlap_tp_dgrad,
         layout.column_input,

@@ -63,6 +63,8 @@ class ModelOptions:
             (Megatron-LM's ``--fp8-param-gather``, NeMo's ``fp8_params``), no BF16 copy: ``"both"`` (the data and
             its transpose kept, Transformer Engine 2.x: 2 bytes a parameter) or ``"rowwise"`` (the data alone, the
             transpose made in each backward: 1 byte).
+        fp8_recipe: with ``fp8``, how its casts are scaled: ``"delayed"`` (default, Megatron-LM's: scales from
+            earlier steps' amax) or ``"tensorwise"`` (per-tensor current scaling: an amax pass before each cast).
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
@@ -112,6 +114,7 @@ class ModelOptions:
     fp8: bool | None = None
     fp4: bool | None = None
     fp8_params: str | None = None
+    fp8_recipe: str | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
     column_input: str | None = None

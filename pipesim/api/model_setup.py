@@ -16,6 +16,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
     Fp8Params,
+    Fp8Recipe,
     Layout,
     Precision,
     RankOrder,
@@ -106,7 +107,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
         precision=Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16,
-        fp8_params=Fp8Params(o.fp8_params or "off"),
+        fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), overlap_grad_reduce=bool(o.overlap_grad_reduce),

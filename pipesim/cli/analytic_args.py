@@ -13,6 +13,7 @@ from pipesim.analytic.layout import (
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
+    Fp8Recipe,
     GradAccumulation,
     LossKernel,
     Recompute,
@@ -150,6 +151,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
                        "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter) or rowwise "
                        "(the data alone, 1 byte)")
+    group.add_argument("--fp8-recipe", default=None, choices=[r.value for r in Fp8Recipe],
+                       help="with --fp8: how the casts are scaled (Megatron-LM's --fp8-recipe): delayed (default; "
+                       "scales from earlier steps' amax) or tensorwise (per-tensor current scaling: each cast "
+                       "first reads its tensor for the amax)")
     group.add_argument("--async-tp", "--tp-comm-overlap", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed (Megatron's "
                        "--tp-comm-overlap, NeMo's tp_comm_overlap, torchtitan's enable_async_tensor_parallel)")

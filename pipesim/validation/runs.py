@@ -18,6 +18,7 @@ from pipesim.analytic.layout import (
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
+    Fp8Recipe,
     GradAccumulation,
     Layout,
     LossKernel,
@@ -64,6 +65,7 @@ class PublishedRun:
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED  # PER_LAYER: FSDP's SHARD_GRAD_OP as ZeRO-2
     precision: Precision = Precision.BF16
     fp8_params: Fp8Params = Fp8Params.OFF  # FP8 runs: the linears' weights kept in FP8 alone (and how)
+    fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # FP8 runs: delayed or per-tensor current ("tensorwise") scaling
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
@@ -172,7 +174,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
-                    fp8_params=run.fp8_params,
+                    fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
@@ -212,6 +214,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append(f"--{run.precision.value}")
     if run.fp8_params is not Fp8Params.OFF:
         argv += ["--fp8-params", run.fp8_params.value]
+    if run.fp8_recipe is not Fp8Recipe.DELAYED:
+        argv += ["--fp8-recipe", run.fp8_recipe.value]
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
     if run.rank_order is RankOrder.TP_CP_PP_DP:

@@ -11,8 +11,9 @@ for 405B, each within 0.5 % of the others) of each log's median. Dell's, Nebius'
 resolved configuration and agree with the scripts below; Lenovo's and NVIDIA's print none.
 
 Stated in the code, per row (the script; ``config_common.sh`` everywhere: the distributed optimizer,
-``OVERLAP_GRAD_REDUCE``, ``OVERLAP_PARAM_GATHER``, ``TP_PP_DP_MAPPING``; ``pretrain.py``: ``grad_reduce_in_fp32``
-False, ``fp16_grads``; FP8 runs ``FP8_PARAM_GATHER`` on, FP4 runs off):
+``OVERLAP_GRAD_REDUCE``, ``OVERLAP_PARAM_GATHER``, ``TP_PP_DP_MAPPING``, ``FP8_RECIPE="tensorwise"`` (per-tensor
+current scaling: ``--fp8-recipe tensorwise``); ``pretrain.py``: ``grad_reduce_in_fp32`` False, ``fp16_grads``; FP8
+runs ``FP8_PARAM_GATHER`` on, FP4 runs off):
 
 - Dell XE9780 (8 B300): ``config_XE9780x8B300-SXM-270GB_1x8x2xtp1pp1cp1_8b.sh``, tp 1, micro-batch 2, FP8 (the log:
   ``fp8: true``, tensorwise), FP8 attention off, whole-iteration CUDA graph.
@@ -42,7 +43,7 @@ B200's kernel constants, never fitted to. Their rows inform the Blackwell sustai
 Blackwell preset) as every Blackwell row does; validation by source left out refits it without them.
 """
 
-from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.1 Llama 3.1 8B and 405B on Blackwell Ultra, HGX B300 and GB300 NVL72 (NeMo 25.09)"
@@ -79,7 +80,8 @@ ROWS = [
     PublishedRun(SYSTEMS[system], model, chip, gpus, batch, tp=tp, pp=pp, cp=cp, chunks=v, micro_batch=b,
                  seq_len=8192, schedule="interleaved" if v > 1 else "1f1b", sequence_parallel=tp > 1,
                  zero=ZeroStage.OPTIMIZER, precision=precision,
-                 fp8_params=Fp8Params.BOTH if precision is _FP8 else Fp8Params.OFF, overlap_p2p=pp > 1,
+                 fp8_params=Fp8Params.BOTH if precision is _FP8 else Fp8Params.OFF,
+                 fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED, overlap_p2p=pp > 1,
                  async_tp=tp > 1 and model == "llama3.1-8b", fp16_grads=True, overlap_grad_reduce=True,
                  overlap_param_gather=True, first_last=1 if pp > 1 else None, rank_order=RankOrder.TP_CP_PP_DP,
                  step_s=seconds, note=f"{path} {model}")
