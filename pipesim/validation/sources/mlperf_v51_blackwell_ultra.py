@@ -1,5 +1,6 @@
 """MLCommons MLPerf Training v5.1 (November 2025), closed division: Llama 3.1 8B and 405B pre-training on Blackwell
-Ultra, HGX B300 and GB300 NVL72, NeMo 25.09 with Transformer Engine, in FP8 and NVFP4. Repository
+Ultra, HGX B300 and GB300 NVL72, NeMo 25.09 with Transformer Engine, in FP8 and NVFP4; and the two FP8 8B runs of
+NVIDIA's Tyche (GB200 NVL72) at the same layouts, their counterparts on the previous chip. Repository
 ``mlcommons/training_results_v5.1``: the measurement is each run's log (``<submitter>/results/<system>/llama31_{8b,
 405b}/result_*.txt``), the settings the configuration script each submission ran (traced through the scripts it
 sources), the systems their descriptions (``systems/*.json``).
@@ -31,6 +32,12 @@ runs ``FP8_PARAM_GATHER`` on, FP4 runs off):
   and ``ASYM_PP_LOSS`` (``first_last=1``), TP overlap off, whole-iteration CUDA graph.
 - Lambda (GB300 NVL72, 72 GPUs): ``gb300_0922/config_GB300_18x4x1xtp1pp1cp2_8b.sh``, Theia's 72-GPU layout in FP8
   but E4M3 only (``fp8_hybrid: false``), on a pre-release NeMo 25.09 container (the log; the directory says 25.04).
+- NVIDIA Tyche (GB200 NVL72; ``systems/tyche_ngpu72_ngc25.09_nemo.json``: 189,471 MiB, 4× ConnectX-7 400 Gb/s a
+  tray, the ``gb200`` preset), 8B in FP8: 72 GPUs ``config_GB200_18x4x1xtp1pp1cp2_8b.sh`` and 512
+  ``config_GB200_128x4x1xtp2pp1cp4_8b.sh``, the GB300 scripts' twins line for line (cp 2; tp 2 × cp 4 with TP
+  overlap). At 72 GPUs the GB300 step is 0.866 of the GB200's (0.148 against 0.171 s) where pipesim, whose two
+  presets have the same FP8 and BF16 peaks, predicts the same step: Blackwell Ultra's doubled softmax-exponent
+  rate (its "2x attention") is the difference the datasheets name, and pipesim does not model it.
 
 The systems (``b300`` and ``gb300`` presets): B300-SXM-270GB, 275,040 MiB, 8× ConnectX-8 800 Gb/s (Nebius; Dell's
 and Lenovo's descriptions give the memory alone); GB300, 284,208 MiB, 4 GPUs and 4× ConnectX-8 800 Gb/s a tray
@@ -46,7 +53,8 @@ Blackwell preset) as every Blackwell row does; validation by source left out ref
 from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
-SOURCE = "MLPerf Training v5.1 Llama 3.1 8B and 405B on Blackwell Ultra, HGX B300 and GB300 NVL72 (NeMo 25.09)"
+SOURCE = ("MLPerf Training v5.1 Llama 3.1 8B and 405B on Blackwell Ultra, HGX B300 and GB300 NVL72, and GB200 "
+          "counterparts (NeMo 25.09)")
 # each submitter's system is its own ranking group; one source when left out (one code base and software build)
 SYSTEMS = {
     "dell": "MLPerf Training v5.1 on Dell PowerEdge XE9780 B300",
@@ -54,6 +62,7 @@ SYSTEMS = {
     "nebius": "MLPerf Training v5.1 on Nebius B300",
     "theia": "MLPerf Training v5.1 on NVIDIA Theia GB300 NVL72",
     "lambda": "MLPerf Training v5.1 on Lambda GB300 NVL72",
+    "tyche": "MLPerf Training v5.1 on NVIDIA Tyche GB200 NVL72 in FP8 at the GB300 runs' layouts",
 }
 
 # (system, results directory, chip, model, precision, GPUs, tp, pp, cp, v, micro-batch, global batch,
@@ -73,6 +82,10 @@ LOGGED = [
      72, 13.1447),
     ("lambda", "Lambda/results/gb300_n18_ngc25.04_nemo", "gb300", "llama3.1-8b", _FP8, 72, 1, 1, 2, 1, 1, 36, 1,
      0.1612),
+    ("tyche", "NVIDIA/results/tyche_ngpu72_ngc25.09_nemo", "gb200", "llama3.1-8b", _FP8, 72, 1, 1, 2, 1, 1, 36, 1,
+     0.1709),
+    ("tyche", "NVIDIA/results/tyche_ngpu512_ngc25.09_nemo", "gb200", "llama3.1-8b", _FP8, 512, 2, 1, 4, 1, 1, 64, 1,
+     0.0889),
 ]
 LOGGED_MICROBATCHES = [row[12] for row in LOGGED]
 
