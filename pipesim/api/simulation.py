@@ -138,8 +138,6 @@ def simulate(
         raise ScheduleError(f"{err} (--global-batch {global_batch} gives --mb {mb}; raise --global-batch or lower "
                             "--dp or --micro-batch-size)") from None
     raw = run_simulation(built.program, cost_model, check=False, engine=engine)
-        # Costs first: a cost-aware schedule (zb-auto) is built for them, on the shape the build will have.
-
     if not (math.isfinite(raw.metrics.makespan) and math.isfinite(raw.metrics.ideal)):
         raise PipesimError("the costs overflow: the makespan is not a finite number; use smaller costs")
     shape = built.program.shape
