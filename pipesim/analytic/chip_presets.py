@@ -254,8 +254,9 @@ _PRESETS = [
     # B300 node (mlcommons/training_results_v5.1, Nebius/systems/nebius_b300_n1.json): "B300-SXM-270GB", 275,040
     # MiB per GPU (268.6 GiB), "8x ConnectX-8 IB XDR 800Gb/s" (100 GB/s per GPU), "B300 TGP 1100W". Kernel shares
     # and overheads, collective shares, the FP8 and FP4 GEMM shares and the sustained clock: the B200's, the same
-    # tensor-core generation. Not validated: no published training run on a B300 is in pipesim's table, and its
-    # doubled softmax-exponent rate (NVIDIA's "2x attention" for Blackwell Ultra) is not in the attention rates.
+    # tensor-core generation. Written before any B300 run was in pipesim's table (mlperf_v51_blackwell_ultra came
+    # after); its doubled softmax-exponent rate (NVIDIA's "2x attention" for Blackwell Ultra) is not in the attention
+    # rates.
     ChipSpec("b300", 2250 * TFLOPS, 268.6, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=4500 * TFLOPS,
              fp4_peak_flops=13500 * TFLOPS, sm_count=160, **_BLACKWELL_KERNELS),
     # NVIDIA GB300 NVL72 (Blackwell Ultra in a Grace-Blackwell rack, 72 to an NVLink domain): 1,080 PFLOPS dense
@@ -263,7 +264,7 @@ _PRESETS = [
     # HBM3e. MLPerf Training v5.1's system description of NVIDIA's Theia (8× GB300 NVL72,
     # NVIDIA/systems/theia_ngpu512_ngc25.09_nemo.json): 284,208 MiB per GPU (277.5 GiB), "NVLINK Gen5 1800 GB/s +
     # NVSWITCH Gen5", 4 GPUs and "4x ConnectX-8 IB XDR 800 Gb/s" per compute tray (100 GB/s per GPU). The rest
-    # as the b300 preset above; not validated either.
+    # as the b300 preset above.
     ChipSpec("gb300", 2500 * TFLOPS, 277.5, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=5000 * TFLOPS,
              fp4_peak_flops=15000 * TFLOPS, node_size=72, host_gpus=4, sm_count=160, **_BLACKWELL_KERNELS),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;

@@ -49,8 +49,6 @@ MIN_ROWS = next(n for n in range(1, 1000) if tolerance_rank(n) is not None)  # 2
 _FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "a800-80gb": "a100", "h100-sxm": "hopper",
              "h100-96gb-hbm2e": "hopper", "h200": "hopper", "h800": "hopper", "b200": "blackwell",
              "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell"}
-# Presets of a validated family that no published row ran on: they take their family's band, said as such.
-_NO_ROWS_OF_THEIR_OWN = frozenset({"b300", "gb300"})
 
 
 def run_kind(chip_name: str, precision: Precision) -> str | None:
@@ -154,8 +152,6 @@ def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutF
     else:
         basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
     basis, validated = _coverage(basis, features, STEP_REGIMES)
-    if chip_name in _NO_ROWS_OF_THEIR_OWN:
-        basis, validated = f"{basis}; none on a {chip_name}: its family's band, not validated on this chip", False
     return ErrorBand(relative, kind, rows, basis, validated)
 
 
