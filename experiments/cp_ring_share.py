@@ -1,6 +1,6 @@
 """Ring attention on CPU: the executor's measured ring transfers against the simulator's ring cost.
 
-The simulator prices ring attention per layer and microbatch with ``pipesim.analytic.comm.cp_ring_comm``:
+The simulator prices ring attention per layer and microbatch from ``pipesim.analytic.comm.cp_ring_comm``:
 ``cp − 1`` hops of the K/V block forward, ``(cp − 1)`` hops of twice the bytes (K, V, dK, dV) backward, each
 ``bytes/β + α``. This script runs the executor at cp = 2 (gloo, one host), reads the CP_RING rows of its
 measured timeline, and measures the same world's hop cost in isolation (α from a tiny exchange, β from a
@@ -11,8 +11,8 @@ The executor's backward sends one hop more than the formula counts: its dK/dV ac
 hops (the last returns each to its owner), the K/V ``cp − 1`` — ``2cp − 1`` block-hops against the
 formula's ``2(cp − 1)``. A CP_RING row is the rank's wait for a hop: a K/V hop overlaps the attention
 compute of its ring step and shows only what that did not hide (the simulator, too, charges only the exposed
-part, ``overlapped(ring, attention core)``; the formula's total printed here is its upper bound); a dK/dV hop
-is the whole transfer.
+part, each hop beside one ring step's attention: ``cp_ring_exposed``; the formula's total printed here is its
+upper bound); a dK/dV hop is the whole transfer.
 
 Run: ``python experiments/cp_ring_share.py`` (``--fast``: a smaller model and fewer steps).
 """

@@ -418,6 +418,55 @@ def test_context_parallel_by_hand():
     assert halves[0] == pytest.approx(halves[1] / 2)
 
 
+def test_ring_attention_hides_each_hop_behind_one_step_by_hand():
+    """Transformer Engine's ring runs the attention in cp steps and sends step i + 1's K/V block while step i
+    computes, so each hop hides behind one step's share of the attention (core / cp), not the whole layer's.
+    Llama 3.1 8B at 8,192 tokens, cp = 4 on one H100 node, the cp group capped at one CTA (NVIDIA's MLPerf
+    communicator config): a block is K and V of 2,048 tokens, 2·2·2,048·1,024 = 8.39 MB, moved at one NCCL
+    channel's 36.7 GB/s (not NVLink's 450), plus the 10 µs link latency. Attention 0.2 ms forward, 0.4 ms
+    backward: forward 3 hops each beyond a 50 µs step; backward, the first and last hops one block beyond a 100
+    µs step, the two middle ones two blocks (K/V out, dK/dV back)."""
+    from pipesim.analytic.comm import cp_ring_exposed, cp_ring_hop
+
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=8192, micro_batch=1)
+    capped = Layout(cp=4, cp_comm_ctas=1)
+    hop = 2 * 2 * 2048 * 1024 / 36.7e9 + 10e-6
+    assert cp_ring_hop(model, capped, H100) == pytest.approx(hop)
+    ring = cp_ring_exposed(model, capped, H100, core_forward=0.2e-3, core_backward=0.4e-3)
+    assert ring.forward == pytest.approx(3 * (hop - 0.05e-3))
+    assert ring.backward == pytest.approx(2 * (hop - 0.1e-3) + 2 * (2 * hop - 0.1e-3))
+    # more than the whole attention would hide: 3 hops against 0.2 ms
+    assert ring.forward > 3 * hop - 0.2e-3
+    # uncapped, NCCL's own channels move the block at NVLink's 450 GB/s and every step hides its hop
+    free = cp_ring_exposed(model, Layout(cp=4), H100, core_forward=0.2e-3, core_backward=0.4e-3)
+    assert cp_ring_hop(model, Layout(cp=4), H100) == pytest.approx(2 * 2 * 2048 * 1024 / 450e9 + 10e-6)
+    assert (free.forward, free.backward) == (0.0, 0.0)
+    # across nodes (tp 8 × cp 2 on 8-GPU nodes) one CTA moves NCCL's per-channel network figure, below the NIC's
+    across = Layout(tp=8, cp=2, cp_comm_ctas=1)
+    assert cp_ring_hop(model, across, H100) == pytest.approx(2 * 2 * 4096 * 1024 / 8 / 14e9 + 10e-6)
+    assert cp_ring_exposed(model, Layout(), H100, 1.0, 1.0) == cp_ring_comm(model, Layout(), H100)
+
+
+def test_cp_comm_ctas_needs_context_parallelism_and_shows_in_the_report(capsys):
+    with pytest.raises(PipesimError, match="--cp-comm-ctas 1 caps the CTAs"):
+        Layout(cp_comm_ctas=1)
+    argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "b200", "--pp", "1", "--dp", "4", "--mb", "1",
+            "--seq-len", "8192", "--cp-comm-ctas", "1"]
+    assert main(argv) == 2
+    assert "it needs --cp N (N > 1)" in capsys.readouterr().err
+    assert main([*argv, "--cp", "2"]) == 0
+    capped = capsys.readouterr().out
+    assert "1 CTA(s) for the ring sends" in capped
+    assert main([*argv, "--cp", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"]["layout"]["cp_comm_ctas"] == 1
+    # the cap slows the step: B200's block of 16.8 MB takes 0.43 ms at one channel, beyond a step's attention
+    assert main([*argv[:-2], "--cp", "2"]) == 0
+    free = capsys.readouterr().out
+    step = [float(line.split()[2]) for line in (capped, free) for line in line.splitlines()
+            if line.startswith("step time")]
+    assert step[0] > step[1]
+
+
 def test_ring_attention_merges_its_partial_outputs_by_hand():
     """Llama 3.1 8B at 8,192 tokens over cp = 2: each rank's 4,096 queries meet one visiting K/V block, so one
     merge of partial results per pass: forward, read the running output and the step's and write it back (3 ×

@@ -71,7 +71,7 @@ _OTHER = {
     "precision": "fp8", "async_tp": True, "overlap_tp_dgrad": False, "overlap_p2p": True,
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
-    "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp",
+    "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
 }
 
 
@@ -120,7 +120,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
                          else {}),
                       **({"precision": _other("precision")} if name == "fp8_recipe" else {}),
-                      **({"recompute": _other("recompute")} if name == "recompute_layers" else {}))
+                      **({"recompute": _other("recompute")} if name == "recompute_layers" else {}),
+                      **({"cp": _other("cp")} if name == "cp_comm_ctas" else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining

@@ -165,13 +165,19 @@ _B200_FP4_SHARE = round(5.37e15 / 9.0e15, 3)
 # The tensor-core clock a B200 sustains through a training run, as a share of a short benchmark's: fitted to the
 # published Blackwell runs by source left out (pipesim.validation.constants: blackwell_sustained_clock)
 _BLACKWELL_SUSTAINED = 0.84
+# What one NCCL channel moves over NVLink, in NCCL's own cost model (src/graph/tuning.cc, perChMaxRingLL128Bws,
+# by architecture): the bound of a send/recv whose communicator is capped at a few CTAs (--cp-comm-ctas).
+# Hopper's 36.7 GB/s is the field's default.
+_AMPERE_CHANNEL = 20e9
+_BLACKWELL_CHANNEL = 40e9
 # What every Blackwell preset shares (one tensor-core generation: the B200's measured kernels, the fitted clock):
 # the GEMM rate and overheads, the NVLink collective shares, the FP8 and FP4 shares, FP8 weights kept without a
 # transpose. Each preset adds its own peaks, memory, links and SM count.
 _BLACKWELL_KERNELS = {"gemm_efficiency": round(1652 / 2250, 3), "gemm_tile_overhead": 1.0e-6,
                       "gemm_kernel_overhead": 6.5e-6, "nvlink_collective_shares": _B200_NVLINK,
                       "fp8_weight_transpose": False, "fp8_gemm_efficiency": _B200_FP8_SHARE,
-                      "fp4_gemm_efficiency": _B200_FP4_SHARE, "sustained_clock_ratio": _BLACKWELL_SUSTAINED}
+                      "fp4_gemm_efficiency": _B200_FP4_SHARE, "sustained_clock_ratio": _BLACKWELL_SUSTAINED,
+                      "p2p_channel_bandwidth": _BLACKWELL_CHANNEL}
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
 
@@ -179,22 +185,22 @@ _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
-             sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
+             p2p_efficiency=0.16, p2p_channel_bandwidth=_AMPERE_CHANNEL, collective_efficiency=_A100_RING,
+             gemm_efficiency=0.86, sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
              attention_backward_efficiency=0.48),
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB): the 80GB part's compute, NVLink and SMs; 40GB HBM2
     # (40960 MiB); 1,555 GB/s. Inter-node as MosaicML's A100 40GB table states it: 1600 Gbps per 8-GPU node.
     ChipSpec("a100-40gb", 312 * TFLOPS, 40.0, 1555 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
-             sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
+             p2p_efficiency=0.16, p2p_channel_bandwidth=_AMPERE_CHANNEL, collective_efficiency=_A100_RING,
+             gemm_efficiency=0.86, sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
              attention_backward_efficiency=0.48),
     # NVIDIA A800 SXM4 80GB (the export variant of the A100): the A100 80GB's die, clocks, HBM2e and SMs, NVLink
     # cut to 400 GB/s bidirectional → 200 GB/s one way (NVIDIA's A800 product brief; the same cut as the H800's
     # from the H100); inter-node as the FlagPerf DGX A800 hosts state it: 200 Gb/s InfiniBand per GPU. Kernel
     # and link-efficiency constants: the A100's.
     ChipSpec("a800-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 200 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, collective_efficiency=_A100_RING, gemm_efficiency=0.86,
-             sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
+             p2p_efficiency=0.16, p2p_channel_bandwidth=_AMPERE_CHANNEL, collective_efficiency=_A100_RING,
+             gemm_efficiency=0.86, sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
              attention_backward_efficiency=0.48),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.

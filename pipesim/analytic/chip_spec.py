@@ -59,6 +59,10 @@ FIELDS: tuple[Field, ...] = (
           "where the chip has them", default=1.0, low=0, high=1, low_open=True),
     Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
           default=1.0, low=0, high=1, low_open=True),
+    Field("p2p_channel_bandwidth", Kind.FLOAT, "bytes/s", "what one NCCL channel (one CTA) of a send/recv moves "
+          "inside a node, the bound of a group whose CTAs are capped (--cp-comm-ctas); NCCL's own per-channel "
+          "figure (src/graph/tuning.cc, perChMaxRingLL128Bws: Ampere 20, Hopper 36.7, Blackwell 40 GB/s)",
+          default=36.7e9, low=0, low_open=True),
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
           "sends: Megatron-LM's batched isend/irecv then a device synchronize); unused with --overlap-p2p",
           default=0.6e-3, low=0),
@@ -162,6 +166,8 @@ class ChipSpec:
     # presets: OpenXLA's H100 table, pipesim.validation.collective_shares); None: collective_efficiency.
     nvlink_collective_shares: CollectiveShares | None = None
     p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
+    # One NCCL channel's send/recv inside a node, what a CTA-capped group reaches per CTA (see the field's doc)
+    p2p_channel_bandwidth: float = 36.7e9
     p2p_sync_overhead: float = 0.6e-3  # s the device idles per synchronising P2P call (see the presets)
     # The host issues every kernel: framework dispatch, then cudaLaunchKernel. Meta's Holistic Trace Analysis
     # docs (features/cuda_kernel_launch_stats): "Usually, the launch time on the CPU side is between 5-20

@@ -30,6 +30,10 @@ from pipesim.analytic.layout import ColumnInput, Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import ModelSpec
 
+# What NCCL takes one channel of a send/recv to move over the network when it chooses how many channels a remote
+# peer gets (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s: src/graph/paths.cc)
+NCCL_NET_CHANNEL_BANDWIDTH = 14e9
+
 
 def ring_latency(chip: ChipSpec, n: int, span: int, all_reduce: bool = False, ll128: bool = False) -> float:
     """Latency of one ring collective over ``n`` ranks spanning ``span`` consecutive ranks (NCCL's model, see
@@ -241,22 +245,52 @@ def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
     return result
 
 
-def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
-    """Ring attention's P2P per layer (Liu et al. 2023, "Ring Attention"; Megatron-LM context parallelism).
+def cp_ring_hop(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
+    """One hop of ring attention (Liu et al. 2023, "Ring Attention"; Megatron-LM context parallelism): the K and V
+    block of ``s/cp`` tokens (``2·b·(s/cp)·kv_dim/t`` elements) sent to the next rank, seconds. A point-to-point
+    send, as a pipeline's: inside a node at ``p2p_efficiency`` of the link, between nodes over the sender's own
+    NIC. With the cp group's CTAs capped (``layout.cp_comm_ctas``: NCCL runs one channel per CTA, and its P2P
+    channels honour the communicator's ``maxCTAs``, ``ncclTopoComputeP2pChannels``) no faster than that many
+    channels: inside a node :attr:`ChipSpec.p2p_channel_bandwidth` each, across nodes NCCL's own per-channel
+    network figure (:data:`NCCL_NET_CHANNEL_BANDWIDTH`)."""
+    block = 2 * model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.kv_dim / layout.tp
+    in_node = layout.tp * layout.cp <= chip.node_size
+    bandwidth = chip.intra_node_bandwidth * chip.p2p_efficiency if in_node else chip.inter_node_bandwidth
+    if layout.cp_comm_ctas is not None:
+        per_channel = chip.p2p_channel_bandwidth if in_node else NCCL_NET_CHANNEL_BANDWIDTH
+        bandwidth = min(bandwidth, layout.cp_comm_ctas * per_channel)
+    return block / bandwidth + chip.link_latency
 
-    Each of the ``cp`` ranks holds ``s/cp`` tokens; the K and V blocks (``2·b·(s/cp)·kv_dim/t`` elements)
-    travel ``cp − 1`` hops around the ring in the forward, and K, V and their gradients (twice the bytes) in
-    the backward. Returned as the *total* transfer time; :func:`overlapped` exposes only what the attention
-    compute of the same layer does not hide.
-    """
+
+def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
+    """Ring attention's P2P per layer, the *total* transfer time: ``cp − 1`` hops of K and V in the forward, and
+    twice the bytes (K and V, then their gradients) in the backward. :func:`cp_ring_exposed` says how much of
+    it the attention hides."""
+    if layout.cp == 1:
+        return LayerComm(0.0, 0.0)
+    forward = (layout.cp - 1) * cp_ring_hop(model, layout, chip)
+    return LayerComm(forward, 2 * forward)
+
+
+def cp_ring_exposed(model: ModelSpec, layout: Layout, chip: ChipSpec, core_forward: float,
+                    core_backward: float) -> LayerComm:
+    """The part of ring attention's P2P per layer that its attention kernels do not hide, step by step.
+
+    Transformer Engine's ring (``AttnFuncWithCPAndKVP2P``, what Megatron-Core runs for context parallelism)
+    computes the attention in ``cp`` steps, one per K/V block, and sends the block for step ``i + 1`` while step
+    ``i`` computes: a step lasts the longer of its kernel and its hop, so a hop hides behind one step's share of
+    the attention (``core / cp``, the load-balanced split gives every step the same work), not behind the
+    layer's whole attention. Forward: ``cp − 1`` hops of K and V. Backward: the first step's hop carries K and
+    V, the middle steps' K, V and the dK, dV accumulated so far (twice the bytes), the last step's dK and dV
+    alone. ``core_forward`` and ``core_backward``: the layer's attention kernels, seconds."""
     cp = layout.cp
     if cp == 1:
         return LayerComm(0.0, 0.0)
-    block = 2 * model.dtype_bytes * model.micro_batch * model.seq_len / cp * model.kv_dim / layout.tp
-    # P2P hops, not a collective: a hop between nodes is one chip's send over its own NIC
-    bandwidth = chip.intra_node_bandwidth if layout.tp * cp <= chip.node_size else chip.inter_node_bandwidth
-    forward = (cp - 1) * (block / bandwidth + chip.link_latency)
-    return LayerComm(forward, 2 * forward)
+    hop = cp_ring_hop(model, layout, chip)
+    step_forward, step_backward = core_forward / cp, core_backward / cp
+    forward = (cp - 1) * overlapped(hop, step_forward)
+    backward = 2 * overlapped(hop, step_backward) + (cp - 2) * overlapped(2 * hop, step_backward)
+    return LayerComm(forward, backward)
 
 
 def overlapped(comm: float, compute: float, floor: float = 0.0) -> float:

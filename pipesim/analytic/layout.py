@@ -257,6 +257,10 @@ class Layout:
     # How ZeRO-2 communicates: DeepSpeed's buckets, or PyTorch FSDP's per-layer collectives (SHARD_GRAD_OP)
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
+    # The CTAs (NCCL channels) the context-parallel group's sends may use: Megatron-Core's per-communicator NCCL
+    # options (--nccl-communicator-config-path, a group's max_ctas; NVIDIA's MLPerf recipes give the cp group 1,
+    # keeping the SMs for the attention beside it). None: NCCL's own choice, the link's P2P share.
+    cp_comm_ctas: int | None = None
     precision: Precision = Precision.BF16
     # FP8 parameters (Fp8Params): the FP8 linears' weights kept in FP8 alone, no BF16 copy beside them. The
     # embedding, the output layer and the norms stay BF16.
@@ -348,6 +352,9 @@ class Layout:
         if self.fp8_recipe is not Fp8Recipe.DELAYED and self.precision is not Precision.FP8:
             raise PipesimError(f"--fp8-recipe {self.fp8_recipe.value} scales FP8 casts, but the run is "
                                f"{self.precision.value}: add --fp8 or drop --fp8-recipe")
+        if self.cp_comm_ctas is not None and (self.cp == 1 or self.cp_comm_ctas < 1):
+            raise PipesimError(f"--cp-comm-ctas {self.cp_comm_ctas} caps the CTAs of the context-parallel group's "
+                               "ring sends: it needs --cp N (N > 1) and at least 1 CTA; set those or drop it")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
         if self.async_tp and not self.overlap_tp_dgrad:

@@ -120,7 +120,8 @@ class StepReport:
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
-                       "cp": lay.cp, "precision": lay.precision.value, "fp8_params": lay.fp8_params.value,
+                       "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "precision": lay.precision.value,
+                       "fp8_params": lay.fp8_params.value,
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "overlap_grad_reduce": lay.overlap_grad_reduce,
@@ -239,6 +240,7 @@ def report_text(report: StepReport) -> str:
         f"{', async TP' if lay.async_tp else ''}"
         f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"
         f"{f', {lay.column_input.summary}' if lay.column_input_differs else ''}"
+        f"{f', {lay.cp_comm_ctas} CTA(s) for the ring sends' if lay.cp_comm_ctas else ''}"
         f", {lay.param_bytes.total:g} B/param, "
         + (
             f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"

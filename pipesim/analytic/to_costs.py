@@ -6,11 +6,11 @@ Per stage (its layer count from :mod:`.stage_split`; stage 0 adds the embedding,
   (:mod:`.kernels`: GEMM roofline with wave quantization, fused attention, element-wise bytes over HBM
   bandwidth), or FLOPs / (tp · peak · ``achievable_fraction``) when that override is set; plus the exposed
   TP collectives (all of them, or with ``async_tp`` what the GEMMs do not hide), the ring-attention P2P of
-  context parallelism beyond the attention it overlaps, and ZeRO-3's per-layer gathers beyond the compute
-  they overlap; for mixture-of-experts layers the expert-parallel all-to-all (dispatch and combine, forward
-  and backward), kept also as ``a2a_forward``/``a2a_backward`` (the part an overlapped pair of a forward and
-  a backward may hide). Recomputation runs inside the input backward; ``backward = backward_input +
-  backward_weight``;
+  context parallelism beyond the ring step's attention each hop overlaps, and ZeRO-3's per-layer gathers
+  beyond the compute they overlap; for mixture-of-experts layers the expert-parallel all-to-all (dispatch and
+  combine, forward and backward), kept also as ``a2a_forward``/``a2a_backward`` (the part an overlapped pair of
+  a forward and a backward may hide). Recomputation runs inside the input backward; ``backward =
+  backward_input + backward_weight``;
 - values per rank's share of the model, pipesim's one convention (:mod:`pipesim.sim.costs`): a stage is one
   of the rank's v chunks, so its times and ``activation_bytes`` are multiplied by v and the simulator takes
   1/v of them back;
@@ -45,14 +45,13 @@ from pipesim.analytic.comm import (
     chunked_overlap,
     column_input_regather,
     contended_overlap,
-    cp_ring_comm,
+    cp_ring_exposed,
     dgrad_hidden_by_wgrad,
     dp_grad_sync,
     fsdp_layer_comm,
     mirror_grad_sum,
     moe_layer_a2a,
     optimizer_step_time,
-    overlapped,
     p2p_bandwidth,
     p2p_bytes,
     per_tensor_host_time,
@@ -380,10 +379,10 @@ def _layer_comm(
     regather = column_input_regather(model, layout, chip,
                                      column_parallel_input_grads(model, layout, chip, tokens, kind))
     tp = LayerComm(tp.forward, tp.backward + regather, tp.hidden_by_weight_grad)
-    ring = cp_ring_comm(model, layout, chip)
+    ring = LayerComm(0.0, 0.0)
     if layout.cp > 1:
         core = attention_core_times(model, layout, chip)
-        ring = LayerComm(overlapped(ring.forward, core.forward), overlapped(ring.backward, core.backward_input))
+        ring = cp_ring_exposed(model, layout, chip, core.forward, core.backward_input)
     gathers = LayerComm(0.0, 0.0)
     if layout.gathers_per_layer:
         # ZeRO-3's NCCL gathers and reduce-scatters, prefetched one layer ahead, run beside the layers' kernels
@@ -462,6 +461,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         model,
         layout.tp,
         layout.cp,
+        layout.cp_comm_ctas,
         layout.ep,
         layout.recompute,
         layout.sequence_parallel,

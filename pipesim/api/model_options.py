@@ -65,6 +65,10 @@ class ModelOptions:
             transpose made in each backward: 1 byte).
         fp8_recipe: with ``fp8``, how its casts are scaled: ``"delayed"`` (default, Megatron-LM's: scales from
             earlier steps' amax) or ``"tensorwise"`` (per-tensor current scaling: an amax pass before each cast).
+        cp_comm_ctas: with ``cp``, the CTAs (NCCL channels) the context-parallel group's ring sends may use
+            (Megatron-Core's per-communicator ``max_ctas``, ``--nccl-communicator-config-path``; NVIDIA's MLPerf
+            recipes give that group 1): each hop then moves no faster than that many channels. None: NCCL's
+            own choice.
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
@@ -111,6 +115,7 @@ class ModelOptions:
     zero: int | None = None
     zero_collectives: str | None = None
     cp: int | None = None
+    cp_comm_ctas: int | None = None
     fp8: bool | None = None
     fp4: bool | None = None
     fp8_params: str | None = None

@@ -106,6 +106,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
+        cp_comm_ctas=o.cp_comm_ctas,
         precision=Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16,
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
         async_tp=bool(o.async_tp),

@@ -140,6 +140,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "host an operation per rank); both need --pp 1")
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
+    group.add_argument("--cp-comm-ctas", type=positive_int, default=None, metavar="N",
+                       help="with --cp: the CTAs (NCCL channels) the context-parallel group's ring sends may use, "
+                       "as a Megatron-Core communicator config sets them (--nccl-communicator-config-path, the "
+                       "cp group's max_ctas: 1 in NVIDIA's MLPerf recipes); default: NCCL's own choice")
     group.add_argument("--fp8", action="store_true", default=None,
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the FP8 linears' weights")
     group.add_argument("--fp4", action="store_true", default=None,

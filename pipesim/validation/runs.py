@@ -66,6 +66,7 @@ class PublishedRun:
     precision: Precision = Precision.BF16
     fp8_params: Fp8Params = Fp8Params.OFF  # FP8 runs: the linears' weights kept in FP8 alone (and how)
     fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # FP8 runs: delayed or per-tensor current ("tensorwise") scaling
+    cp_comm_ctas: int | None = None  # the cp group's NCCL CTAs, where a communicator config caps them
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
@@ -174,7 +175,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
-                    fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe,
+                    fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
@@ -202,6 +203,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--chunks", str(run.chunks)]
     if run.cp > 1:
         argv += ["--cp", str(run.cp)]
+    if run.cp_comm_ctas is not None:
+        argv += ["--cp-comm-ctas", str(run.cp_comm_ctas)]
     if run.seq_len:
         argv += ["--seq-len", str(run.seq_len)]
     if run.sequence_parallel:

@@ -13,14 +13,17 @@ pipeline, which each row's layout reproduces: ``LOGGED_MICROBATCHES``), ``max_se
 three medians agree within 1 %), and, in Carina's logs, ``max_memory_usage``: global rank 0's
 ``torch.cuda.max_memory_allocated()`` in GiB (``mlperf_common``; see ``mlperf_v50_llama405b``).
 
-Stated in the code: ``config_GB200_<nodes>x4x<MINIBS>xtp4pp8cp2*.sh``: tensor parallelism 4, pipeline parallelism
-8 with ``INTERLEAVED_PIPELINE=8``, ``CONTEXT_PARALLEL=2``, micro-batch 1, ``TP_COMM_OVERLAP=True`` (``async_tp``),
+Stated in the code: ``config_GB200_<nodes>x4x<MINIBS>xtp4pp8cp2*.sh``: tensor parallelism 4, pipeline parallelism 8
+with ``INTERLEAVED_PIPELINE=8``, ``CONTEXT_PARALLEL=2``, micro-batch 1, ``TP_COMM_OVERLAP=True`` (``async_tp``),
 ``ASYM_PP_EMBED``/``ASYM_PP_LOSS`` (one layer on the first and the last stage: ``first_last=1``);
 ``config_common.sh``: ``FP8=True``, ``FP8_PARAM_GATHER=True`` (FP8 parameters; the Dockerfile builds Transformer
 Engine v2.2.1, which keeps each FP8 weight's data and its transpose: ``Fp8Params.BOTH``), ``USE_DIST_OPTIMIZER``,
-``OVERLAP_GRAD_REDUCE``, ``OVERLAP_PARAM_GATHER``; ``pretrain.py``: ``grad_reduce_in_fp32=False``
-(``fp16_grads``); ``conf/custom.yaml``: sequence parallelism, overlapped P2P, no recomputation, the fused
-cross-entropy. The model: NeMo's ``Llama31Config405B`` (the ``llama3.1-405b`` preset).
+``OVERLAP_GRAD_REDUCE``, ``OVERLAP_PARAM_GATHER``; ``pretrain.py``: ``grad_reduce_in_fp32=False`` (``fp16_grads``);
+``conf/custom.yaml``: sequence parallelism, overlapped P2P, no recomputation, the fused cross-entropy;
+``NCCL_CFG_PATH`` names ``conf/nccl/custom_communicator_cta.yaml``, Megatron-Core's per-communicator NCCL options:
+the cp group ``max_ctas: 1`` (``cp_comm_ctas=1``, ``--cp-comm-ctas 1``: each ring hop on one NCCL channel), and no
+``NCCL_MAX_CTAS`` in the environment to override it (v5.1's configs export one). The model: NeMo's
+``Llama31Config405B`` (the ``llama3.1-405b`` preset).
 
 Tyche 512's and Carina's configs set ``TP_PP_DP_MAPPING=True`` (Megatron-Core's ``use_tp_pp_dp_mapping``,
 ``--tp-pp-dp-mapping``: pipeline neighbours tp·cp = 8 ranks apart, so a model replica's 64 GPUs share one NVL72
@@ -66,7 +69,7 @@ LOGGED_MICROBATCHES = [row[3] for row in LOGGED]
 
 ROWS = [
     PublishedRun(TYCHE if system.startswith("tyche") else SOURCE, "llama3.1-405b", "gb200", gpus, batch, tp=4, pp=8,
-                 cp=2, chunks=8, micro_batch=1,
+                 cp=2, cp_comm_ctas=1, chunks=8, micro_batch=1,
                  seq_len=8192, schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, overlap_p2p=True, async_tp=True,
                  fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, first_last=1,

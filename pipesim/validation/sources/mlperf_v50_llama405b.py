@@ -10,18 +10,21 @@ pipeline, which each row's layout reproduces: ``LOGGED_MICROBATCHES``), ``max_se
 ``train_step_time`` the submission's callback logs after every step: the row is its median over a system's logs
 (three each, 217–287 steps; the medians agree within 1.3 %).
 
-Stated in the code: the model (``pretrain.py`` builds NeMo's ``Llama31Config405B``: the ``llama3.1-405b``
-preset); per system ``config_DGXH100_<nodes>x8x<MINIBS>xtp8pp8cp2.sh`` (Nebius: ``config_DGXH200_...tp4pp8cp2``):
-tensor parallelism 8 (Nebius 4), pipeline parallelism 8 with ``INTERLEAVED_PIPELINE=8`` virtual stages,
+Stated in the code: the model (``pretrain.py`` builds NeMo's ``Llama31Config405B``: the ``llama3.1-405b`` preset);
+per system ``config_DGXH100_<nodes>x8x<MINIBS>xtp8pp8cp2.sh`` (Nebius: ``config_DGXH200_...tp4pp8cp2``): tensor
+parallelism 8 (Nebius 4), pipeline parallelism 8 with ``INTERLEAVED_PIPELINE=8`` virtual stages,
 ``CONTEXT_PARALLEL=2``, micro-batch 1, ``TP_COMM_OVERLAP=True`` (``async_tp``), ``ASYM_PP_EMBED`` and
-``ASYM_PP_LOSS`` (Megatron-Core's ``account_for_embedding/loss_in_pipeline_split``: the 126 layers and the
-embedding and loss as one layer each over 64 virtual stages, so one layer on the first and on the last stage,
-two elsewhere: ``first_last=1``); ``config_common.sh``: ``FP8=True`` (delayed scaling), ``FP8_PARAMS=True``,
+``ASYM_PP_LOSS`` (Megatron-Core's ``account_for_embedding/loss_in_pipeline_split``: the 126 layers and the embedding
+and loss as one layer each over 64 virtual stages, so one layer on the first and on the last stage, two elsewhere:
+``first_last=1``); ``config_common.sh``: ``FP8=True`` (delayed scaling), ``FP8_PARAMS=True``,
 ``USE_DIST_OPTIMIZER=True``, ``OVERLAP_GRAD_REDUCE=True``, ``OVERLAP_PARAM_GATHER=True``; ``pretrain.py``:
 ``grad_reduce_in_fp32=False`` (gradients reduced in 16 bits: ``fp16_grads``); ``conf/custom.yaml``:
 ``sequence_parallel`` true, ``overlap_p2p_comm`` true, activation checkpointing ``null`` (none), the fused
-cross-entropy. The systems' descriptions (``systems/*.json``): 8 H100-SXM5-80GB (Nebius: H200-SXM5-141GB) per
-node with NVSwitch and 8 ConnectX-7 NDR 400 Gb/s (the ``h100-sxm`` and ``h200`` presets).
+cross-entropy; ``NCCL_CFG_PATH`` names ``conf/nccl/custom_communicator_cta.yaml``, Megatron-Core's per-communicator
+NCCL options: the cp group ``max_ctas: 1`` (``cp_comm_ctas=1``, ``--cp-comm-ctas 1``: each ring hop on one NCCL
+channel), and no ``NCCL_MAX_CTAS`` in the environment to override it (v5.1's configs export one). The systems'
+descriptions (``systems/*.json``): 8 H100-SXM5-80GB (Nebius: H200-SXM5-141GB) per node with NVSwitch and 8
+ConnectX-7 NDR 400 Gb/s (the ``h100-sxm`` and ``h200`` presets).
 
 Memory: each log's ``max_memory_usage`` after every training block, the same value in all three logs of a
 system (58.817 GiB at 512 Eos GPUs down to 50.901 at 8,192; Nebius 109.067 and 104.846). What it is, from
@@ -72,7 +75,7 @@ LOGGED_MICROBATCHES = [row[5] for row in LOGGED]
 
 ROWS = [
     PublishedRun(NEBIUS if chip == "h200" else SOURCE, "llama3.1-405b", chip, gpus, batch, tp=tp, pp=8, cp=2,
-                 chunks=8, micro_batch=1, seq_len=8192, schedule="interleaved", sequence_parallel=True,
+                 cp_comm_ctas=1, chunks=8, micro_batch=1, seq_len=8192, schedule="interleaved", sequence_parallel=True,
                  zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, fp8_params=Fp8Params.BOTH, overlap_p2p=True,
                  async_tp=True, fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, first_last=1,
                  step_s=seconds, memory_gib=memory, memory_rank=0, note=system)

@@ -53,6 +53,11 @@ source: one software build, two models, the University's system and, for 8B, thr
 together).
 Uncertain for the others: their fabrics (Oracle's description says RoCE v2, Verda's "100GbE InfiniBand", Dell's
 none; all taken as the preset's 400 Gb/s a GPU, which Verda's, if its rate is per node, would far exceed).
+
+Not applied, though stated: the configs' ``conf/nccl/custom_communicator_cta.yaml`` gives the cp group's NCCL
+communicator ``max_ctas: 1`` (v5.0's rows take it: ``--cp-comm-ctas 1``), but ``config_common.sh`` also exports
+``NCCL_MIN_CTAS=16`` and ``NCCL_MAX_CTAS=32``, and NCCL applies those over every communicator's own config
+(``src/init.cc``, ``envConfigOverride``, NCCL 2.27 and 2.28 alike), so the cp group's sends ran on 16-32 channels.
 """
 
 from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage

@@ -48,6 +48,11 @@ errs slow there), CUDA graphs, each configuration's gradient bucket. Uncertain: 
 Out-of-sample: gathered for issue #24 after the ``b300`` and ``gb300`` presets were written from datasheets and the
 B200's kernel constants, never fitted to. Their rows inform the Blackwell sustained clock (one constant for every
 Blackwell preset) as every Blackwell row does; validation by source left out refits it without them.
+
+Not applied, though stated: the configs' ``conf/nccl/custom_communicator_cta.yaml`` gives the cp group's NCCL
+communicator ``max_ctas: 1`` (v5.0's rows take it: ``--cp-comm-ctas 1``), but ``config_common.sh`` also exports
+``NCCL_MIN_CTAS=16`` and ``NCCL_MAX_CTAS=32``, and NCCL applies those over every communicator's own config
+(``src/init.cc``, ``envConfigOverride``, NCCL 2.27 and 2.28 alike), so the cp group's sends ran on 16-32 channels.
 """
 
 from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage

@@ -42,6 +42,11 @@ the step 1.2× faster.
 Out-of-sample: gathered for issue #24 after NVFP4 was modelled from a kernel measurement alone (the B200's FP4
 share: ``chip_presets``), never fitted to; the Blackwell sustained clock, fitted on the Blackwell rows, reads these
 too, and validation by source left out refits it without them.
+
+Not applied, though stated: the configs' ``conf/nccl/custom_communicator_cta.yaml`` gives the cp group's NCCL
+communicator ``max_ctas: 1`` (v5.0's rows take it: ``--cp-comm-ctas 1``), but ``config_common.sh`` also exports
+``NCCL_MIN_CTAS=16`` and ``NCCL_MAX_CTAS=32``, and NCCL applies those over every communicator's own config
+(``src/init.cc``, ``envConfigOverride``, NCCL 2.27 and 2.28 alike), so the cp group's sends ran on 16-32 channels.
 """
 
 from pipesim.analytic.layout import Precision, RankOrder, ZeroStage
