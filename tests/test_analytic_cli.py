@@ -22,6 +22,18 @@ def test_unknown_model_preset(capsys):
 def test_unknown_chip_preset(capsys):
     err = _error(capsys, ["simulate", "--model", "llama2-7b", "--hardware", "tpu-v9"])
     assert "--hardware 'tpu-v9'" in err and "h100-sxm" in err
+    assert "did you mean" not in err  # nothing close: no guess
+
+
+def test_a_shortened_or_mistyped_preset_name_gets_the_presets_it_likely_meant(capsys):
+    """A newcomer's `--hardware h100` (the preset is h100-sxm) or `--model llama3-8b` (llama3.1-8b): the refusal
+    names the likely presets first, so the fix is in the first words of the message."""
+    err = _error(capsys, ["simulate", "--model", "llama2-7b", "--hardware", "h100"])
+    assert "did you mean h100-sxm or h100-96gb-hbm2e? use one of" in err and err.count("\n") == 1
+    err = _error(capsys, ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm"])
+    assert "did you mean llama3.1-8b" in err
+    err = _error(capsys, ["simulate", "--model", "llama2-7b", "--hardware", "B20"])
+    assert "did you mean b200?" in err
 
 
 def test_layers_not_divisible_names_working_splits(capsys):

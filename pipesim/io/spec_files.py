@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -102,6 +103,15 @@ def build_frozen(cls, data: dict, source: str, *, ints: set[str], floats: set[st
         raise PipesimError(f"{source}: {err}") from None
 
 
+def _did_you_mean(spec: str, names) -> str:
+    """The presets a mistyped or shortened name most likely meant ("h100" → h100-sxm, h100-96gb-hbm2e; "llama3-8b"
+    → llama3.1-8b), as the start of a refusal, or nothing when none is close."""
+    key = spec.lower()
+    picks = [name for name in names if name.startswith(key)][:3] or difflib.get_close_matches(
+        key, list(names), n=3, cutoff=0.75)
+    return f"did you mean {' or '.join(picks)}? " if picks else ""
+
+
 def preset_or_file(spec: str, presets: dict, *, flag: str, what: str, listing: str, from_dict):
     """A preset name (case-insensitive) from ``presets``, or a path to a .yaml/.json file parsed by ``from_dict``."""
     preset = presets.get(spec.lower())
@@ -109,6 +119,6 @@ def preset_or_file(spec: str, presets: dict, *, flag: str, what: str, listing: s
         return preset
     path = Path(spec)
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise PipesimError(f"{flag} {spec!r} is not a preset; use one of {', '.join(presets)} "
-                           f"(see '{listing}') or a .yaml/.json file")
+        raise PipesimError(f"{flag} {spec!r} is not a preset; {_did_you_mean(spec, presets)}use one of "
+                           f"{', '.join(presets)} (see '{listing}') or a .yaml/.json file")
     return from_dict(read_mapping(path, what), source=f"{what} file {path}")
