@@ -279,7 +279,7 @@ def test_the_layout_flagperf_ran_out_of_memory_does_not_fit_and_its_others_do():
 
 
 @pytest.mark.parametrize("module", ["mlperf_v30_gpt3", "mlperf_v31_gpt3", "mlperf_v4_gpt3",
-                                    "mlperf_v50_llama405b", "mlperf_v51_llama8b"])
+                                    "mlperf_v50_llama405b", "mlperf_v51_llama8b", "mlperf_v51_h200"])
 def test_the_mlperf_rows_reproduce_what_their_logs_state(module):
     """MLPerf's logs state the global batch and the gradient accumulation steps; each row's layout
     (tp × pp × cp × dp at its micro-batch size) must give that many microbatches per pipeline on that many GPUs, and its

@@ -8,13 +8,13 @@ STEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error
 those rows, what the bands were measured on."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
-    'a100-bf16': (0.175, 287, 0.303),
-    'blackwell-fp4': (None, 17, 0.156),
-    'blackwell-fp8': (0.441, 26, 0.441),
-    'hopper-bf16': (0.283, 88, 0.339),
-    'hopper-fp8': (0.202, 44, 0.203),
+    'a100-bf16': (0.18, 287, 0.298),
+    'blackwell-fp4': (None, 17, 0.177),
+    'blackwell-fp8': (0.434, 26, 0.434),
+    'hopper-bf16': (0.155, 88, 0.18),
+    'hopper-fp8': (0.186, 45, 0.202),
 }
-POOLED: tuple[float, int] = (0.184, 462)
+POOLED: tuple[float, int] = (0.167, 463)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
