@@ -93,16 +93,17 @@ def test_the_gb200_step_misses_by_nearly_the_same_share_at_every_scale():
 
 def test_the_8b_cp_rows_are_the_ones_pipesim_misses_on_blackwell():
     """MLPerf v5.1 on DGX B200 (the University of Florida's, and the same code on Oracle's, Verda's and Dell's
-    clusters): the 405B rows and the 8B rows at cp 1 within 8 % (too slow by 2-7 % since the tensorwise recipe's
-    amax pass is counted, 1-5 % before), the 8B rows at cp 2 (one sequence per data-parallel pair, 0.19-0.22 s
-    steps) all too fast by 10-22 %, on three clusters: the miss the docs state. In sample: the Blackwell sustained
+    clusters): the 405B rows and the 8B rows at cp 1 within 9 % (too slow by 2-8 % since the tensorwise recipe's
+    amax pass is counted and the spread of GPU speeds refit to 0.025, 1-5 % before), the 8B rows at cp 2 (one
+    sequence per data-parallel pair, 0.19-0.22 s steps) all too fast by 9-21 %, on three clusters: the miss the
+    docs state. In sample: the Blackwell sustained
     clock was fitted on these rows among others; the cp 1 / cp 2 contrast is what this holds."""
     rows = _rows("mlperf_v51_b200")
     close = [r for r in rows if r.model == "llama3.1-405b" or r.cp == 1]
     far = [r for r in rows if r.model == "llama3.1-8b" and r.cp == 2]
     assert len(close) == 6 and len(far) == 6 and len({r.source for r in far}) == 3
-    assert all(abs(_comparison(r).step_error) < 0.08 for r in close)
-    assert all(_comparison(r).step_error < -0.09 for r in far)
+    assert all(abs(_comparison(r).step_error) < 0.09 for r in close)
+    assert all(_comparison(r).step_error < -0.085 for r in far)
 
 
 def test_the_tp_pp_dp_mapping_keeps_a_replica_in_its_rack_and_sends_the_gradients_across_racks():
