@@ -11,7 +11,7 @@ moves a preset, the preset came from a direct measurement that the rows only app
 over the training rows it informs, each source weighted equally (the mean over sources of each source's mean:
 a source's rows share its system and software, so one long table must not set a chip-wide constant alone),
 all constants together: the fit minimises the sum of the constants' losses over every combination of their
-grid values (about 8·10⁶), so it cannot stop at a local minimum that depends on where a search began (the
+grid values (about 2·10⁶), so it cannot stop at a local minimum that depends on where a search began (the
 coordinate descent from the presets used before did: docs/validation.md); exact ties go to the presets. The
 search splits into groups of constants that move no common row, each searched alone (exact: a test checks it
 against the whole search), so a constant that moves only its own chip's rows costs little. To
@@ -130,7 +130,7 @@ def _joint_minimum(rows: list[RowSensitivity], constants: list[FittedConstant], 
                    pooling: SourcePooling) -> tuple[int, ...]:
     """Grid indices of ``constants`` minimising the summed loss, ties going to the combination nearest the presets.
 
-    Exhaustive over every combination of grid values (about 8·10⁶). Under the mean over sources the loss is one
+    Exhaustive over every combination of grid values (about 2·10⁶). Under the mean over sources the loss is one
     weighted sum over rows, and a row's error depends only on the constants that inform it, so the search splits
     (:func:`_split_minimum`); the median over sources does not split and is searched whole."""
     if not constants:
