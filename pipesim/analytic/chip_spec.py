@@ -57,7 +57,8 @@ FIELDS: tuple[Field, ...] = (
     Field("collective_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a ring collective "
           "reaches (nccl-tests' bus bandwidth over the link's); inside a node nvlink_collective_shares replaces it "
           "where the chip has them", default=1.0, low=0, high=1, low_open=True),
-    Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a pipeline send/recv reaches",
+    Field("p2p_efficiency", Kind.FLOAT, "fraction", "share of the link bandwidth a send/recv inside a node reaches "
+          "(pipeline boundaries, ring-attention hops)",
           default=1.0, low=0, high=1, low_open=True),
     Field("p2p_channel_bandwidth", Kind.FLOAT, "bytes/s", "what one NCCL channel (one CTA) of a send/recv moves "
           "inside a node, the bound of a group whose CTAs are capped (--cp-comm-ctas); NCCL's own per-channel "
@@ -165,7 +166,7 @@ class ChipSpec:
     # Inside one node, by collective and group size, from a measured table where one is at hand (the Hopper
     # presets: OpenXLA's H100 table, pipesim.validation.collective_shares); None: collective_efficiency.
     nvlink_collective_shares: CollectiveShares | None = None
-    p2p_efficiency: float = 1.0  # share of the link a pipeline send/recv reaches
+    p2p_efficiency: float = 1.0  # share of the link a send/recv reaches (pipeline and ring-attention sends)
     # One NCCL channel's send/recv inside a node, what a CTA-capped group reaches per CTA (see the field's doc)
     p2p_channel_bandwidth: float = 36.7e9
     p2p_sync_overhead: float = 0.45e-3  # s the device idles per synchronising P2P call (see the presets)
