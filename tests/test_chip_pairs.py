@@ -25,7 +25,9 @@ def test_at_the_benchmarks_rate_the_h100_is_too_fast_against_the_a100_and_the_ra
     bench = replace(CHIP_PRESETS["h100-sxm"], training_gemm_ratio=1.0)
     raw = median_ratio(chip_pairs(MOSAIC, "h100-sxm", "a100-80gb", lambda n: bench if n == "h100-sxm" else None))
     shipped = median_ratio(chip_pairs(MOSAIC, "h100-sxm", "a100-80gb"))
-    assert raw < 0.95  # the evidence: same software and configurations, pipesim's H100 ≥ 5 % too fast
+    # the evidence: same software and configurations, pipesim's H100 ≥ 3 % too fast (≥ 5 % until the A100 presets'
+    # attention took FlashAttention-2's measured shape, which sped the A100's long-sequence rows: 0.958 now)
+    assert raw < 0.97
     # In sample: MosaicML's H100 rows are among those the shipped ratio was fitted on. At 0.94 (fitted with every
     # source weighted alike, since the collectives inside an H100 node run at their measured shares) it closes a
     # quarter of the gap on these pairs (at 0.86 and 0.90, more than half): the other Hopper sources want less of

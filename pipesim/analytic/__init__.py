@@ -16,8 +16,9 @@ table between its points).
 Assumptions that move the result, in order of how much (each is detailed where it is implemented):
 
 1. Kernel efficiencies, one per chip and kernel class (``chip_presets``): large GEMMs at 0.80 of peak (FP8
-   0.60), fused attention 0.55–0.60 forward / 0.45–0.48 backward (Hopper 0.35/0.28 at long sequences and head
-   size 128, scaled to each layer's shape by FlashAttention-2's measured H100 rates: ``attention_shapes``),
+   0.60), fused attention 0.55 forward / 0.45 backward (A100 0.71/0.57 and Hopper 0.35/0.28 at 16k tokens and
+   head size 128, scaled to each layer's shape by FlashAttention-2's measured A100 and H100 rates:
+   ``attention_shapes``),
    streaming kernels 0.90 of HBM bandwidth.
    ``--achievable-fraction`` replaces them with one fraction for all work.
 2. TP collectives exposed unless ``--async-tp``; pipeline sends block their sender unless ``--overlap-p2p``;

@@ -39,10 +39,13 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   with Float8 linears, which with about 70 % of the time in linears means FP8 GEMMs at ~1.46× the BF16 rate:
   0.58 of the FP8 peak.
 - Fused attention: Dao 2023 ("FlashAttention-2", abstract and §4.1): 50–73 % of the A100's peak in the
-  forward, the backward lower → 0.60 and 0.48. H100 and H200: the FlashAttention-2 generation of kernels,
+  forward, the backward lower; at 16k tokens and head size 128 the forward and backward together run at 189
+  TFLOP/s causal (Figure 4 (d)), 0.61 of the peak → 0.71 forward and 0.57 backward, the backward's rate at 0.8
+  of the forward's (0.60 and 0.48 before the figure's shapes were used, the abstract's range's middle, which
+  stood for every sequence). H100 and H200: the FlashAttention-2 generation of kernels,
   which the published 2024 runs used (NeMo 24.07 and Llama 3's pre-training predate FlashAttention-3,
   July 2024): Shah et al. 2024 ("FlashAttention-3", abstract) measure FlashAttention-2 at 35 % of the H100's
-  peak → 0.35 forward, and the backward at FlashAttention-2's own backward/forward ratio on A100 (0.48/0.60)
+  peak → 0.35 forward, and the backward at FlashAttention-2's own backward/forward ratio on A100 (0.8)
   → 0.28. FlashAttention-3 itself reaches up to 740 TFLOP/s (75 %) BF16 forward at long sequences, less at
   the 2k–8k causal sequences of training: 0.55 forward, 0.45 backward, the fields' defaults — a chip file
   sets them for a run that uses it. With FA3's constants the H100 rows of the published-runs table came
@@ -52,7 +55,12 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   rates on H100 at 512–16k tokens and head sizes 64 and 128 (§4.1, Figures 5 and 6) scale the two shares
   above, which stand for 16k tokens at head size 128, to a layer's own sequence and head size
   (:mod:`pipesim.analytic.attention_shapes`): at 4k tokens and head size 128 the forward reaches 0.95 of it,
-  at 2k and 64 0.78. Other chips keep one rate (no such table at hand).
+  at 2k and 64 0.78. The A100 presets (A800 too: the same die) scale theirs by Dao 2023's own A100 figure
+  (Figure 4 (c) and (d): causal forward + backward, 512–16k tokens, head sizes 64 and 128; only the combined
+  rate is published, so both passes take its ratios): at 2k tokens and head size 128 0.82 of the 16k rate, at
+  512 tokens 0.52. Until this release the A100 took one rate for every sequence, which made MosaicML's
+  long-sequence rows 15–23 % too slow and its 512-token rows too fast (docs/validation.md). Other chips keep
+  one rate (no such table at hand).
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.
 - Ring collectives (``collective_efficiency``): nccl-tests' bus bandwidth at large sizes on 8×A100 SXM over
@@ -100,7 +108,7 @@ from pipesim.analytic.collective_shares import CollectiveShares
 GB = 1e9
 TFLOPS = 1e12
 # FlashAttention-2 on Hopper: 35 % of peak forward (Shah et al. 2024, abstract), backward at FA2's A100 ratio
-# (0.35 · 0.48/0.60); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
+# (0.35 · 0.8); the clock sustained at the power limit: gpu-fryer's 8×H100 730 TFLOP/s over a short 792
 # and what a training step's BF16 GEMMs reach of that, fitted to the published Hopper runs (0.94:
 # pipesim.validation.constants, experiments/validation_loso.py; the module docstring says why). The GEMM
 # overheads per output tile and per kernel: fitted to OpenXLA's measured H100 GEMM table
@@ -181,28 +189,36 @@ _BLACKWELL_KERNELS = {"gemm_efficiency": round(1652 / 2250, 3), "gemm_tile_overh
                       "p2p_channel_bandwidth": _BLACKWELL_CHANNEL}
 _A100_SUSTAINED = round(1305 / 1410, 3)  # the clock NVIDIA's A100 HPL peak assumes at the power limit, over boost
 _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/s) over NVLink 3's 300 GB/s
+# FlashAttention-2 on an A100 SXM4 80GB (Dao 2023, Figure 4 (c) and (d), the flash-attention repository's
+# assets/flash2_a100_fwd_bwd_benchmark.png: 16k tokens per batch, hidden 2048, BF16), causal forward + backward
+# TFLOP/s at 512, 1k, 2k, 4k, 8k and 16k tokens, head sizes 64 and 128. Only a combined figure is published,
+# so both passes scale by it (pipesim.analytic.attention_shapes).
+_AMPERE_ATTENTION_SHAPES = AttentionShapeRates(
+    forward_causal=((64, _fa2(88, 119, 140, 156, 165, 171)),
+                    (128, _fa2(99, 133, 155, 173, 182, 189))))
+# The two efficiencies stand for that figure's reference shape (16k tokens, head size 128, 189 TFLOP/s forward
+# + backward: 0.61 of the 312 peak), split with the backward at 0.8 of the forward's rate as before:
+# 3.5 / (1/f + 2.5/(0.8 f)) = 0.61 → f = 0.71 (the paper's abstract: "up to 73 %" forward), b = 0.57.
+_AMPERE_KERNELS = {"attention_forward_efficiency": 0.71, "attention_backward_efficiency": 0.57,
+                   "attention_shape_rates": _AMPERE_ATTENTION_SHAPES, "sustained_clock_ratio": _A100_SUSTAINED,
+                   "gemm_efficiency": 0.86, "p2p_efficiency": 0.16, "p2p_channel_bandwidth": _AMPERE_CHANNEL,
+                   "collective_efficiency": _A100_RING}
 
 _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
     # 80GB HBM2e (81920 MiB); 2,039 GB/s; NVLink 600 GB/s bidirectional; 108 SMs; no FP8.
     ChipSpec("a100-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, p2p_channel_bandwidth=_AMPERE_CHANNEL, collective_efficiency=_A100_RING,
-             gemm_efficiency=0.86, sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
-             attention_backward_efficiency=0.48),
+             **_AMPERE_KERNELS),
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 40GB): the 80GB part's compute, NVLink and SMs; 40GB HBM2
     # (40960 MiB); 1,555 GB/s. Inter-node as MosaicML's A100 40GB table states it: 1600 Gbps per 8-GPU node.
     ChipSpec("a100-40gb", 312 * TFLOPS, 40.0, 1555 * GB, 300 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, p2p_channel_bandwidth=_AMPERE_CHANNEL, collective_efficiency=_A100_RING,
-             gemm_efficiency=0.86, sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
-             attention_backward_efficiency=0.48),
+             **_AMPERE_KERNELS),
     # NVIDIA A800 SXM4 80GB (the export variant of the A100): the A100 80GB's die, clocks, HBM2e and SMs, NVLink
     # cut to 400 GB/s bidirectional → 200 GB/s one way (NVIDIA's A800 product brief; the same cut as the H800's
     # from the H100); inter-node as the FlagPerf DGX A800 hosts state it: 200 Gb/s InfiniBand per GPU. Kernel
     # and link-efficiency constants: the A100's.
     ChipSpec("a800-80gb", 312 * TFLOPS, 80.0, 2039 * GB, 200 * GB, 25 * GB, sm_count=108, gemm_tile=(128, 128),
-             p2p_efficiency=0.16, p2p_channel_bandwidth=_AMPERE_CHANNEL, collective_efficiency=_A100_RING,
-             gemm_efficiency=0.86, sustained_clock_ratio=_A100_SUSTAINED, attention_forward_efficiency=0.60,
-             attention_backward_efficiency=0.48),
+             **_AMPERE_KERNELS),
     # NVIDIA H100 datasheet (SXM): BF16 1,979 TFLOPS with sparsity → 989.4 dense, FP8 3,958 → 1,979 dense;
     # 80GB HBM3 (nvidia-smi 81559 MiB = 79.6 GiB); 3.35 TB/s; NVLink 900 GB/s bidirectional; 132 SMs.
     ChipSpec("h100-sxm", 989.4 * TFLOPS, 79.6, 3350 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
