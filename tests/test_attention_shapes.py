@@ -32,6 +32,24 @@ def test_factors_by_hand_from_the_published_rates():
     assert TABLE.factors(131072, 256) == pytest.approx((1.0, 1.0))
 
 
+def test_a_measured_causal_backward_is_read_as_it_is_and_the_reference_stays_at_16k():
+    """cuDNN's training benchmark on GB200 (NVIDIA/cudnn-frontend, cuDNN 9.22, head size 128) measures the causal
+    backward and runs to 32k tokens: the factors read that backward, not the unmasked one times the mask's share,
+    and stand against the 16k point even where the table goes further (its 32k rates are below its 16k ones)."""
+    def grid(*rates):
+        return ((128, tuple(zip((2048, 4096, 8192, 16384, 32768), rates, strict=True))),)
+    table = AttentionShapeRates(forward_causal=grid(1097, 1408, 1574, 1708, 1622),
+                                forward=grid(1433, 1599, 1771, 1697, 1634), backward=grid(1124, 1350, 1404, 1374, 1262),
+                                backward_causal=grid(885, 1148, 1332, 1328, 1226))
+    assert table.factors(16384, 128) == pytest.approx((1.0, 1.0))
+    assert table.factors(4096, 128) == pytest.approx((1408 / 1708, 1148 / 1328))
+    assert table.factors(32768, 128) == pytest.approx((1622 / 1708, 1226 / 1328))
+    derived = replace(table, backward_causal=())  # without it: the unmasked backward times the mask's share
+    assert derived.factors(4096, 128)[1] == pytest.approx((1350 * 1408 / 1599) / (1374 * 1708 / 1697))
+    assert chip_from_dict({**{k: v for k, v in H100.to_dict().items() if v is not None},
+                           "attention_shape_rates": table.to_dict()}, "gb200.yaml").attention_shape_rates == table
+
+
 def test_without_a_backward_the_backward_scales_as_the_forward():
     table = AttentionShapeRates(forward_causal=((128, ((1024, 100.0), (4096, 200.0))),))
     assert table.factors(1024, 128) == pytest.approx((0.5, 0.5))

@@ -12,8 +12,12 @@ attention slower, and both grow as models get smaller or more finely split:
   on an H100 SXM5 at 512 to 16k tokens (16k tokens per batch, hidden 2048): causal forward at head size 128
   from 191 to 335 TFLOP/s, at head size 64 from 180 to 299. A chip that carries such a table
   (``ChipSpec.attention_shape_rates``, :class:`AttentionShapeRates`) scales its two efficiencies by the
-  table's rate at the layer's shape over its rate at the reference shape (the longest sequence, head size 128,
-  causal).
+  table's rate at the layer's shape over its rate at the reference shape (16k tokens, head size 128, causal).
+  Dao 2023 (FlashAttention-2, Figure 4) gives the same for FlashAttention-2 on A100 (forward and backward
+  together). A table may also carry the causal backward where it was measured (cuDNN's own training benchmark
+  does, NVIDIA/cudnn-frontend's ``benchmark/sdpa_benchmark_training``: its Blackwell kernels on GB200 and GB300
+  at 2k–32k tokens, which a chip file can give; the Blackwell presets do not carry it, docs/validation.md says
+  why).
 - **Grids too small for the chip** (:func:`cta_imbalance`). The kernel launches one CTA per query tile, per
   head and per sequence: ``⌈s/128⌉ · b · heads/tp`` of them. Under a causal mask the CTA of the i-th tile does
   i tiles of work, so the last row's CTA is the longest. When there are barely more CTAs than SMs (one
@@ -43,9 +47,11 @@ FLASH_TILE = 128
 #: Beyond this many CTAs per SM the longest CTAs are a negligible tail (under 1 % for the causal split);
 #: the schedule is not simulated there.
 WAVES_SIMULATED = 16
-#: The reference shape the chip's attention efficiencies stand for: head size 128, causal, the table's
-#: longest sequence (the benchmarks the efficiencies come from run 8k–16k tokens).
+#: The reference shape the chip's attention efficiencies stand for: head size 128, causal, 16k tokens (the
+#: benchmarks the efficiencies come from run 8k–16k tokens; a table that goes further, cuDNN's to 32k, is read
+#: there too, and one that stops short is held at its longest sequence).
 REFERENCE_HEAD_DIM = 128
+REFERENCE_SEQ = 16384
 
 Grid = tuple[tuple[int, tuple[tuple[int, float], ...]], ...]  # ((head_dim, ((seq, TFLOP/s), ...)), ...)
 
@@ -80,13 +86,15 @@ def _rate(grid: Grid, seq: float, head_dim: int) -> float:
 class AttentionShapeRates:
     """A fused attention kernel's measured rates (FLOP/s, any unit: only ratios are used) by head size and
     sequence length: the causal forward, and optionally the unmasked forward and the unmasked backward (both or
-    neither). The causal backward is taken as the unmasked backward times the causal forward's share of the
-    unmasked forward at the same shape: the mask costs both passes the same diagonal tiles (the benchmark
-    tables publish no causal backward). Without a backward, the backward scales as the forward does."""
+    neither) and the causal backward. Where the causal backward is not measured it is taken as the unmasked
+    backward times the causal forward's share of the unmasked forward at the same shape: the mask costs both
+    passes the same diagonal tiles (FlashAttention's benchmark figures publish no causal backward). Without any
+    backward, the backward scales as the forward does."""
 
     forward_causal: Grid
     forward: Grid = ()
     backward: Grid = ()
+    backward_causal: Grid = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "forward_causal", _sorted_grid(self.forward_causal, "forward_causal"))
@@ -95,8 +103,12 @@ class AttentionShapeRates:
         if self.forward:
             object.__setattr__(self, "forward", _sorted_grid(self.forward, "forward"))
             object.__setattr__(self, "backward", _sorted_grid(self.backward, "backward"))
+        if self.backward_causal:
+            object.__setattr__(self, "backward_causal", _sorted_grid(self.backward_causal, "backward_causal"))
 
     def _backward_causal(self, seq: float, head_dim: int) -> float:
+        if self.backward_causal:
+            return _rate(self.backward_causal, seq, head_dim)
         if not self.backward:
             return _rate(self.forward_causal, seq, head_dim)
         mask_share = _rate(self.forward_causal, seq, head_dim) / _rate(self.forward, seq, head_dim)
@@ -104,13 +116,12 @@ class AttentionShapeRates:
 
     @functools.cached_property
     def _reference(self) -> tuple[float, float]:
-        longest = max(seq for _, points in self.forward_causal for seq, _ in points)
-        return (_rate(self.forward_causal, longest, REFERENCE_HEAD_DIM),
-                self._backward_causal(longest, REFERENCE_HEAD_DIM))
+        return (_rate(self.forward_causal, REFERENCE_SEQ, REFERENCE_HEAD_DIM),
+                self._backward_causal(REFERENCE_SEQ, REFERENCE_HEAD_DIM))
 
     def factors(self, seq: float, head_dim: int) -> tuple[float, float]:
         """The causal kernel's forward and backward rates at (seq, head_dim) over its rates at the reference
-        shape (the longest sequence, head size 128): what scales the chip's two attention efficiencies."""
+        shape (16k tokens, head size 128): what scales the chip's two attention efficiencies."""
         forward, backward = self._reference
         return (_rate(self.forward_causal, seq, head_dim) / forward,
                 self._backward_causal(seq, head_dim) / backward)
@@ -121,17 +132,19 @@ class AttentionShapeRates:
         data = {"forward_causal": grid(self.forward_causal)}
         if self.forward:
             data |= {"forward": grid(self.forward), "backward": grid(self.backward)}
+        if self.backward_causal:
+            data["backward_causal"] = grid(self.backward_causal)
         return data
 
 
 def parse_attention_shape_rates(value, source: str) -> AttentionShapeRates:
     """A chip file's ``attention_shape_rates``: ``{forward_causal: {128: {512: 191, 16384: 335}, 64: {...}},
-    forward: {...}, backward: {...}}`` (head size → sequence → rate; forward and backward optional, together);
-    one-line errors naming the file and the entry."""
-    keys = ("forward_causal", "forward", "backward")
+    forward: {...}, backward: {...}, backward_causal: {...}}`` (head size → sequence → rate; forward and backward
+    optional, together; backward_causal optional); one-line errors naming the file and the entry."""
+    keys = ("forward_causal", "forward", "backward", "backward_causal")
     if not isinstance(value, dict) or "forward_causal" not in value:
-        raise PipesimError(f"{source}: attention_shape_rates must map forward_causal (and optionally forward and "
-                           "backward) to {head_size: {seq: rate}}")
+        raise PipesimError(f"{source}: attention_shape_rates must map forward_causal (and optionally forward, "
+                           "backward and backward_causal) to {head_size: {seq: rate}}")
     unknown = set(value) - set(keys)
     if unknown:
         raise PipesimError(f"{source}: attention_shape_rates has unknown key(s) {sorted(unknown)}; use "

@@ -124,10 +124,10 @@ FIELDS: tuple[Field, ...] = (
           "pipesim/analytic/collective_shares.py); absent: collective_efficiency for all (the all-to-all: the "
           "whole link)", parse=parse_collective_shares),
     Field("attention_shape_rates", Kind.TABLE, "FLOP/s", "a fused attention kernel's measured rates by head size "
-          "and sequence ({forward_causal: {128: {512: r, 16384: r}, 64: {...}}, forward: {...}, backward: {...}}; "
-          "only ratios are used): the two attention efficiencies scale by the rate at a layer's shape over the "
-          "rate at head size 128 and the longest sequence (pipesim/analytic/attention_shapes.py); absent: one "
-          "rate at every shape", parse=parse_attention_shape_rates),
+          "and sequence ({forward_causal: {128: {512: r, 16384: r}, 64: {...}}, forward: {...}, backward: {...}, "
+          "backward_causal: {...}}; only ratios are used): the two attention efficiencies scale by the rate at a "
+          "layer's shape over the rate at head size 128 and 16k tokens (pipesim/analytic/attention_shapes.py); "
+          "absent: one rate at every shape", parse=parse_attention_shape_rates),
     Field("measured", Kind.TABLE, "", "tables timed by `pipesim profile` (gemm, attention, stream, collectives; "
           "pipesim/analytic/measured.py): the cost model reads them instead of the roofline", parse=parse_measured),
     Field("provenance", Kind.TABLE, "", "where and how the tables were measured (device, versions, date, "
