@@ -30,7 +30,7 @@ HOPPER_DIES = ("h100-sxm", "h100-96gb-hbm2e", "h800", "h200")
 # The Blackwell presets: the B200 die, at 1,000 W in an HGX node and at 1,200 W in a GB200 NVL72 rack; and
 # Blackwell Ultra's B300 and GB300, whose MLPerf rows (mlperf_v51_blackwell_ultra) inform it as the others' do
 BLACKWELL = ("b200", "gb200", "b300", "gb300")
-# FlashAttention-2's backward/forward rate ratio on A100 (the A100 presets: 0.57 / 0.71), kept when the forward is refit
+# FlashAttention-2's backward/forward rate ratio on A100 (the A100 presets' 0.57 / 0.71), kept when a forward is refit
 ATTENTION_BACKWARD_RATIO = 0.8
 
 
