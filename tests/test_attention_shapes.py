@@ -124,3 +124,24 @@ def test_chip_file_round_trip_and_one_line_errors():
         with pytest.raises(PipesimError, match=words) as err:
             chip_from_dict({**base, "attention_shape_rates": bad}, "c.yaml")
         assert "c.yaml" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_summary_states_the_shape_factor_it_applied(capsys):
+    """``simulate`` names the efficiencies' reference shape and what the table scaled them by at this run's: on an
+    A100 at 2k tokens of head size 128, Dao 2023's 155 of 189; with cp 2 the ring step's 1k keys; none on a chip
+    without a table. The JSON carries the same pair."""
+    import json
+
+    from pipesim.cli.main import main
+
+    base = ["simulate", "--model", "llama2-7b", "--pp", "1", "--mb", "2", "--seq-len", "2048"]
+    assert main([*base, "--hardware", "a100-80gb", "--dp", "8"]) in (0, None)
+    assert "attention 0.71/0.57 at 16k tokens, ×0.82/×0.82 at 2048 tokens of head 128" in capsys.readouterr().out
+    assert main([*base, "--hardware", "a100-80gb", "--dp", "4", "--cp", "2"]) in (0, None)
+    assert f"×{133 / 189:.2f}/×{133 / 189:.2f} at 1024 tokens" in capsys.readouterr().out
+    assert main([*base, "--hardware", "b200", "--dp", "8"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "attention 0.55/0.45," in out and "at 16k tokens" not in out
+    assert main([*base, "--hardware", "a100-80gb", "--dp", "8", "--json"]) in (0, None)
+    factors = json.loads(capsys.readouterr().out)["model_report"]["attention_shape_factors"]
+    assert factors == pytest.approx([155 / 189, 155 / 189])

@@ -281,6 +281,17 @@ def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
     return (cp - 1) * accesses * outputs, (cp - 1) * accesses * (queries + kv)
 
 
+def attention_shape_factors(model: ModelSpec, layout: Layout, chip: ChipSpec) -> tuple[float, float] | None:
+    """What the chip's attention shape table scales its two fused-attention efficiencies by at this layer's shape
+    (each ring step of context parallelism sees ``s/cp`` keys); None where no table applies: unfused attention,
+    a chip without one, or a chip whose measured tables time attention at the run's own shape."""
+    if not layout.attention.fused or chip.attention_shape_rates is None:
+        return None
+    if measured_attention_rates(chip.measured, model.seq_len, model.qk_head_dim) is not None:
+        return None
+    return chip.attention_shape_rates.factors(model.seq_len / layout.cp, model.qk_head_dim)
+
+
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half) or unfused (two batched GEMMs, full s²)."""
     b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
@@ -298,9 +309,8 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
             peak = chip.sustained_peak_for(Precision.BF16)  # attention stays BF16 in FP8 recipes (Transformer Engine)
             forward_rate = peak * chip.attention_forward_efficiency
             backward_rate = peak * chip.attention_backward_efficiency
-            if chip.attention_shape_rates is not None:  # each ring step of context parallelism sees s/cp keys
-                forward_share, backward_share = chip.attention_shape_rates.factors(s / cp, model.qk_head_dim)
-                forward_rate, backward_rate = forward_rate * forward_share, backward_rate * backward_share
+            if (shape := attention_shape_factors(model, layout, chip)) is not None:
+                forward_rate, backward_rate = forward_rate * shape[0], backward_rate * shape[1]
             grid = cta_imbalance(max(1, math.ceil(s / cp / FLASH_TILE)), b * heads, chip.sm_count)
             forward = grid * slowdown * executed / forward_rate
             backward = grid * slowdown * 2.5 * executed / backward_rate

@@ -18,6 +18,7 @@ from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
+from pipesim.analytic.kernels import attention_shape_factors
 from pipesim.analytic.layout import ElementwiseKernels, Fp8Params, Fp8Recipe, GradAccumulation, Layout, LossKernel
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
@@ -131,6 +132,9 @@ class StepReport:
             "cost_sources": cost_sources(self.chip),
             # the compute slowdown of waiting for the slowest of the step's GPUs (pipesim.analytic.slowest_gpu)
             "slowest_gpu_factor": compute_pace(self.chip, lay),
+            # what the chip's attention shape table scales its two efficiencies by at this layer's shape (forward,
+            # backward); null where none applies (pipesim.analytic.kernels.attention_shape_factors)
+            "attention_shape_factors": attention_shape_factors(self.model, lay, self.chip),
             "step_boundary": self.boundary.value,
             "step_time_s": self.step_time,
             "step_time_band": self.error_band.to_dict(),
@@ -154,6 +158,17 @@ def _slowest_gpu_text(chip: ChipSpec, layout: Layout) -> str:
         return ""
     return (f", slowest of {layout.world_size:,} GPUs +{(factor - 1) * 100:.1f}% "
             f"(speed spread {chip.gpu_speed_spread:g})")
+
+
+def _attention_text(chip: ChipSpec, model: ModelSpec, layout: Layout) -> str:
+    """The fused-attention efficiencies, and where the chip's shape table scales them, by how much at this
+    layer's shape (:func:`pipesim.analytic.kernels.attention_shape_factors`)."""
+    text = f"attention {chip.attention_forward_efficiency:g}/{chip.attention_backward_efficiency:g}"
+    shape = attention_shape_factors(model, layout, chip)
+    if shape is None:
+        return text
+    return (f"{text} at 16k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at {model.seq_len / layout.cp:g} tokens "
+            f"of head {model.qk_head_dim}")
 
 
 def _gemm_overheads_text(chip: ChipSpec) -> str:
@@ -245,8 +260,8 @@ def report_text(report: StepReport) -> str:
         + (
             f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"
             if c.achievable_fraction
-            else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, attention {c.attention_forward_efficiency:g}/"
-            f"{c.attention_backward_efficiency:g}, HBM {c.memory_efficiency:g}"
+            else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, {_attention_text(c, m, lay)}, "
+            f"HBM {c.memory_efficiency:g}"
             f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''}"
             f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''}"
             f"{_gemm_overheads_text(c)}{_slowest_gpu_text(c, lay)})"
