@@ -39,9 +39,9 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-30b tp1 pp1 m21 b1 1f1b 8×a100 full s8192':
         '-19%, pipesim too fast: FSDP/ZeRO-3',
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-30b tp1 pp1 m21 b12 1f1b 8×a100 full s512':
-        ('+16%, pipesim too slow: like the table\'s other MPT-30B rows on eight A100 80GB (+13…+15% at 1k-4k'
-         ' tokens): the model on that system, not the sequence (it was +15% before the A100 attention rates took'
-         ' their shape); unexplained'),
+        ("+16%, pipesim too slow: like the table's other MPT-30B rows on eight A100 80GB (+13…+15% at 1k-4k"
+         ' tokens): the model on that system, not the sequence (it was +15% before the A100 attention rates'
+         ' took their shape); unexplained'),
     # dao2023
     'Dao 2023, FlashAttention-2, Table 1 | gpt3-1.3b tp1 pp1 m4 b4 1f1b 8×a100 full s8192':
         ('-30%, pipesim too fast: unfused-attention baseline at 8k, micro-batch and full recomputation'
@@ -130,6 +130,12 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         ('-20%, pipesim too fast: tp 2 on 128 H100 at one microbatch per step, 1.49x faster than tp 1 on 64'
          " where pipesim says 1.81x; its tp 1 row is -5%; the TP overlap's split GEMMs and reserved SMs and"
          ' the small cuBLAS workspace are not modelled; unexplained'),
+    # olmo_core2024
+    ('AllenAI OLMo-core README throughput table (official training scripts, H100), README at 8c03ca8a2'
+     ' (2024-09-26) | olmo-core-1b tp1 pp1 m32 b4 1f1b 8×h100 none s4096'):
+        ('-16%, pipesim too fast: OLMo-core\'s 1B at micro-batch 4 with its PyTorch loss; the same script at'
+         ' micro-batch 8 five weeks later, with a compiled loss and trainer fixes, measured 25% more tokens/s'
+         ' where pipesim gives 3%, and is within 3% (the 7B, 8B and 13B rows within 8%); unexplained'),
     # mlperf_v41_b200_gpt3
     ('MLPerf Training v4.1 GPT-3 175B on DGX B200 (NVIDIA Nyx preview; NeMo 24.09 FP8) | gpt3-175b'
      ' tp4 pp8 v6 m512 b2 interleaved 64×b200 none s- fp8 async-tp'):

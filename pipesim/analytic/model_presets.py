@@ -80,6 +80,16 @@ _PRESETS = [
     # as the 3.1 presets (the context is extended to 128k after pre-training).
     replace(_llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192), tied_embeddings=True),
     replace(_llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192), tied_embeddings=True),
+    # AllenAI OLMo-core's model factories (src/olmo_core/nn/transformer/config.py, TransformerConfig.llama_like:
+    # SwiGLU, RMSNorm, no biases, RoPE, untied output layer; the MLP 256·ceil(int(8h/3)/256)), the dolma2 tokenizer's
+    # 100,278 tokens padded to a multiple of 128 (100352), sequence 4096: its llama2_1B/7B/13B and olmo_1B/7B/13B
+    # (the latter add QK-norm, which pipesim does not model: the same shapes) and its llama3_8B at Llama 3 8B's
+    # shape with the dolma2 vocabulary. For the olmo_core2024 validation source; olmo-core-1b is not the released
+    # OLMo-2-0425-1B (16 layers, MLP 8192).
+    _llama("olmo-core-1b", 18, 2048, 16, 16, 5632, 100352, 4096),
+    _llama("olmo-core-7b", 32, 4096, 32, 32, 11008, 100352, 4096),
+    _llama("olmo-core-13b", 40, 5120, 40, 40, 13824, 100352, 4096),
+    _llama("olmo-core-llama3-8b", 32, 4096, 32, 8, 14336, 100352, 4096),
     # MosaicML llm-foundry, scripts/train/yamls/pretrain/mpt-{7b,13b,30b,70b}.yaml (n_layers, d_model, n_heads,
     # expansion_ratio 4, vocab_size 50368, max_seq_len 2048). The benchmark tables' NumParams column
     # (scripts/train/benchmarking/README.md) implies biases, LayerNorm with bias and a max_seq_len × d_model

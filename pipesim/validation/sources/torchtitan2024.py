@@ -21,17 +21,19 @@ torchtitan's launcher sets ``PYTORCH_ALLOC_CONF=expandable_segments:True`` (``ru
 
 Stated by torchtitan's code rather than the table: its "selective" checkpointing is per-op SAC by default
 (``selective_ac_option = "op"``: the attention kernel's output and every other matmul's output kept, the rest
-recomputed; ``--recompute per-op``), and its loss is ``F.cross_entropy`` on the logits cast to FP32
-(``--loss pytorch``, whose backward peak is 12 bytes per logit). Until these were modelled the rows ran as
-pipesim's selective recomputation (attention core only) with Megatron's loss, +27% and +28% on memory.
-torch.compile is not modelled beyond the fused element-wise kernels. Uncertain: the chip's real peak (500 W;
-the preset takes the middle of the SXM and NVL datasheet peaks, as the file's "between SXM and NVL" reads;
-with the SXM peak, used before, these rows were 6 points more optimistic). The chip presets' FP8 share cites this
-table's Float8/BF16 ratio as a cross-check, so its Float8 row is not fully held out.
+recomputed; ``--recompute per-op``), and its loss is ``F.cross_entropy`` on the logits cast to FP32 (``--loss
+pytorch``, whose backward peak is 12 bytes per logit). Until these were modelled the rows ran as pipesim's
+selective recomputation (attention core only) with Megatron's loss, +27% and +28% on memory. torch.compile is not
+modelled beyond the fused element-wise kernels. The Float8 row runs torchao's dynamic scaling as pipesim's
+per-tensor current scaling (``--fp8-recipe tensorwise``, with its amax pass), as the table states it; until the
+release that added OLMo-core's rows it ran as delayed scaling (2 points more optimistic). Uncertain: the chip's
+real peak (500 W; the preset takes the middle of the SXM and NVL datasheet peaks, as the file's "between SXM and
+NVL" reads; with the SXM peak, used before, these rows were 6 points more optimistic). The chip presets' FP8 share
+cites this table's Float8/BF16 ratio as a cross-check, so its Float8 row is not fully held out.
 """
 
 from pipesim.analytic.allocator import MemoryMeasure
-from pipesim.analytic.layout import LossKernel, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Recipe, LossKernel, Precision, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md)"
@@ -48,7 +50,9 @@ def _row(table, model, gpus, local_batch, seq, precision, recompute, tps, gib, t
                         chunks=chunks, micro_batch=micro, seq_len=seq, schedule=schedule, recompute=recompute,
                         sequence_parallel=tp > 1, zero=_FSDP, precision=precision, async_tp=async_tp,
                         first_last=first_last, tokens_per_gpu=tps, memory_gib=gib, loss=LossKernel.PYTORCH,
-                        memory_measure=MemoryMeasure.RESERVED)
+                        memory_measure=MemoryMeasure.RESERVED,
+                        # torchao's dynamic scaling: each tensor's scale from its own amax (pipesim's tensorwise)
+                        fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED)
 
 
 _SEL, _FULL = Recompute.PER_OP, Recompute.FULL  # torchtitan's "selective" is per-op SAC
