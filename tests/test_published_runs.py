@@ -131,7 +131,7 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          " where pipesim says 1.81x; its tp 1 row is -5%; the TP overlap's split GEMMs and reserved SMs and"
          ' the small cuBLAS workspace are not modelled; unexplained'),
     # olmo_core2024
-    ('AllenAI OLMo-core README throughput table (official training scripts, H100), README at 8c03ca8a2'
+    ('AllenAI OLMo-core README throughput table (official training scripts on H100): README at 8c03ca8a2'
      ' (2024-09-26) | olmo-core-1b tp1 pp1 m32 b4 1f1b 8×h100 none s4096'):
         ('-16%, pipesim too fast: OLMo-core\'s 1B at micro-batch 4 with its PyTorch loss; the same script at'
          ' micro-batch 8 five weeks later, with a compiled loss and trainer fixes, measured 25% more tokens/s'

@@ -11,10 +11,10 @@ BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.13, 287, 0.298),
     'blackwell-fp4': (None, 17, 0.177),
     'blackwell-fp8': (0.434, 26, 0.434),
-    'hopper-bf16': (0.155, 88, 0.18),
-    'hopper-fp8': (0.202, 45, 0.203),
+    'hopper-bf16': (0.155, 96, 0.18),
+    'hopper-fp8': (0.149, 50, 0.202),
 }
-POOLED: tuple[float, int] = (0.143, 463)
+POOLED: tuple[float, int] = (0.137, 476)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),

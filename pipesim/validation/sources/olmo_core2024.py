@@ -100,7 +100,9 @@ Out-of-sample: gathered for issue #24 after every constant was fixed, never fitt
 from pipesim.analytic.layout import Fp8Recipe, GradAccumulation, LossKernel, Precision, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
-SOURCE = "AllenAI OLMo-core README throughput table (official training scripts, H100)"
+# one software version a row: the README at one commit (the ranking compares layouts of one job on one
+# system and software: pipesim.validation.ranking groups by the source up to its first comma)
+SOURCE = "AllenAI OLMo-core README throughput table (official training scripts on H100)"
 _GPUS, _SEQ = 8, 4096
 _BF16, _FP8 = Precision.BF16, Precision.FP8
 _TORCH, _FUSED = LossKernel.PYTORCH, LossKernel.MEGATRON  # F.cross_entropy on FP32 logits; a fused loss kernel
@@ -108,7 +110,7 @@ _TORCH, _FUSED = LossKernel.PYTORCH, LossKernel.MEGATRON  # F.cross_entropy on F
 
 def _row(commit, model, micro_batch, global_batch, precision, loss, tps):
     fp8 = precision is _FP8
-    return PublishedRun(f"{SOURCE}, README at {commit}", model, "h100-sxm", _GPUS, global_batch,
+    return PublishedRun(f"{SOURCE}: README at {commit}", model, "h100-sxm", _GPUS, global_batch,
                         micro_batch=micro_batch, seq_len=_SEQ, zero=ZeroStage.PARAMETERS, precision=precision,
                         fp8_recipe=Fp8Recipe.TENSORWISE if fp8 else Fp8Recipe.DELAYED, loss=loss,
                         grad_accumulation=GradAccumulation.AUTOGRAD, tokens_per_gpu=tps, note=commit)
