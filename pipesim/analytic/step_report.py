@@ -15,6 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
+from pipesim.analytic.attention_shapes import REFERENCE_SEQ
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
@@ -167,8 +168,8 @@ def _attention_text(chip: ChipSpec, model: ModelSpec, layout: Layout) -> str:
     shape = attention_shape_factors(model, layout, chip)
     if shape is None:
         return text
-    return (f"{text} at 16k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at {model.seq_len / layout.cp:g} tokens "
-            f"of head {model.qk_head_dim}")
+    return (f"{text} at {REFERENCE_SEQ // 1024}k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at "
+            f"{model.seq_len / layout.cp:g} tokens of head {model.qk_head_dim}")
 
 
 def _gemm_overheads_text(chip: ChipSpec) -> str:
