@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import pytest
 
+from experiments.attention_by_sequence import ONE_RATE
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.validation.by_sequence import error_by_sequence, sequence_of
 from pipesim.validation.runs import predict
@@ -24,9 +25,7 @@ def test_groups_hold_every_row_once_and_average_its_errors():
 def test_the_measured_shape_flattens_the_drift_one_rate_leaves():
     """With one attention rate at every length the long sequences come out much slower than measured and the
     short ones faster; FlashAttention-2's measured A100 shape (the preset) takes most of that drift away."""
-    flat = error_by_sequence(A100_ROWS, lambda name: replace(
-        CHIP_PRESETS[name], attention_shape_rates=None, attention_forward_efficiency=0.60,
-        attention_backward_efficiency=0.48))
+    flat = error_by_sequence(A100_ROWS, lambda name: replace(CHIP_PRESETS[name], **ONE_RATE))
     shaped = error_by_sequence(A100_ROWS)
     drift = shaped[-1].mean_error - shaped[0].mean_error
     flat_drift = flat[-1].mean_error - flat[0].mean_error
