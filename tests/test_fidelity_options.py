@@ -28,7 +28,7 @@ from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import FIELDS as MODEL_FIELDS
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import embedding_params, largest_layer_params, layer_params, output_params
-from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
+from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers, uniform_item_split
 from pipesim.analytic.steady_state import StepBoundary, lone_step_is_steady, multi_step_time, steady_state_step_time
 from pipesim.analytic.to_costs import build_cost_model, recomputed_layers, stage_breakdown, stage_time_parts
 from pipesim.cli.main import main
@@ -58,6 +58,17 @@ def test_first_and_last_lighter_split_by_hand():
     assert resolve_stage_layers(22, 8, StageSplitRequest(2, 2)) == (2, 3, 3, 3, 3, 3, 3, 2)  # Qi et al. 1.5B
     assert resolve_stage_layers(10, 4, StageSplitRequest(explicit=(1, 4, 4, 1))) == (1, 4, 4, 1)
     assert resolve_stage_layers(8, 2, StageSplitRequest(3, 5)) == (3, 5)
+
+
+def test_uniform_split_of_modules_by_hand():
+    """DeepSpeed-style "uniform" partition of [embedding, layers…, final norm, head]: equal item counts, the
+    remainder first; the embedding and the norm + head take their items from the first and last stage."""
+    assert uniform_item_split(40, 2) == (21, 19)  # items 22, 21
+    assert uniform_item_split(80, 4) == (20, 21, 21, 18)  # items 21, 21, 21, 20
+    assert uniform_item_split(60, 16) == (3,) + (4,) * 14 + (1,)  # 63 items: 4 each, the last one 3
+    assert uniform_item_split(40, 1) == (40,)
+    with pytest.raises(PipesimError, match="fewer stages"):
+        uniform_item_split(1, 4)
 
 
 @pytest.mark.parametrize(("request_", "words"), [

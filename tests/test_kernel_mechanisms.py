@@ -98,6 +98,62 @@ def test_eager_elementwise_bytes_by_hand():
     assert counts.forward == layer_kernel_counts(model, fused).forward + 2 * 7 + 2 * 2 + 1 + 1
 
 
+def test_eager_ops_around_a_fused_norm_by_hand():
+    """--elementwise eager-fused-norm (Aleph Alpha's scaling framework with flash-attn's rms_norm): the norms at
+    the fused kernel's bytes, one kernel each and nothing more kept; every other op as --elementwise eager."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.kernels import elementwise_bytes
+    from pipesim.analytic.layout import ElementwiseKernels
+
+    model = MODEL_PRESETS["llama2-7b"].with_shape(4096, 1)
+    h, d = model.hidden, 2
+    eager = Layout(elementwise=ElementwiseKernels.EAGER)
+    fused_norm = replace(eager, elementwise=ElementwiseKernels.EAGER_FUSED_NORM)
+    # RMSNorm twice a layer: 28 + 4d bytes per element eager, 2d fused
+    norms = 2 * (28 + 4 * d - 2 * d) * h
+    assert elementwise_bytes(model, eager, 1) - elementwise_bytes(model, fused_norm, 1) == norms
+    assert layer_kernel_counts(model, eager).forward - layer_kernel_counts(model, fused_norm).forward == 2 * 7
+    # autograd keeps the eager norm's FP32 input (4 bytes an element, twice a layer) only where the norm is eager
+    assert layer_activation_bytes(model, eager) - layer_activation_bytes(model, fused_norm) == 4096 * 2 * 4 * h
+    fused = replace(eager, elementwise=ElementwiseKernels.FUSED)
+    assert elementwise_bytes(model, fused, 1) < elementwise_bytes(model, fused_norm, 1)  # RoPE, SwiGLU still eager
+
+
+def test_a_gathered_loss_runs_on_the_whole_vocabulary_on_every_tp_rank_by_hand():
+    """--loss gathered: the logits all-gathered over tp, then F.cross_entropy over all of them on each rank."""
+    from pipesim.analytic.activations import loss_transient_bytes, output_activation_bytes
+    from pipesim.analytic.comm import collective_time, logits_gather_time
+    from pipesim.analytic.kernels import CROSS_ENTROPY_BYTES, head_times
+    from pipesim.analytic.layout import LossKernel
+    from pipesim.analytic.measured import CollectiveOp
+
+    model = MODEL_PRESETS["llama2-7b"].with_shape(2048, 1)
+    a100 = CHIP_PRESETS["a100-80gb"]
+    pytorch = Layout(tp=4, loss=LossKernel.PYTORCH)
+    gathered = replace(pytorch, loss=LossKernel.GATHERED)
+    logits = 2048 * model.vocab
+    forward, backward = CROSS_ENTROPY_BYTES[LossKernel.PYTORCH]
+    extra = (logits - logits / 4) / a100.stream_bandwidth
+    assert head_times(model, gathered, a100).forward == pytest.approx(head_times(model, pytorch, a100).forward
+                                                                      + forward * extra)
+    assert head_times(model, gathered, a100).backward_input == pytest.approx(
+        head_times(model, pytorch, a100).backward_input + backward * extra)
+    assert logits_gather_time(model, gathered, a100) == collective_time(CollectiveOp.ALL_GATHER, 2 * logits, 4,
+                                                                        a100, 4)
+    assert logits_gather_time(model, pytorch, a100) == 0.0 and logits_gather_time(
+        model, replace(gathered, tp=1), a100) == 0.0
+    assert loss_transient_bytes(model, gathered) == 4 * loss_transient_bytes(model, pytorch)
+    assert output_activation_bytes(model, gathered) - output_activation_bytes(model, pytorch) == 4 * (
+        logits - logits / 4)
+    # the gather sits on the last stage's forward, waited for
+    layout = replace(gathered, pp=2, microbatches=4)
+    plain = build_cost_model(model, a100, replace(layout, loss=LossKernel.PYTORCH))
+    costs = build_cost_model(model, a100, layout)
+    assert costs.stage(0) == plain.stage(0)
+    added = costs.stage(1).forward - plain.stage(1).forward
+    assert added >= logits_gather_time(model, layout, a100) + forward * extra  # compute runs no faster than peak
+
+
 def test_eager_modules_keep_more_activations_by_hand():
     """--elementwise eager: what autograd saves for the reference modules' ops (activations._eager_kept)."""
     from pipesim.analytic.activations import layer_activation_bytes

@@ -41,7 +41,7 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 from __future__ import annotations
 
 from pipesim.analytic.kernels import FP32
-from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, LossKernel, Recompute
+from pipesim.analytic.layout import AttentionKernel, Layout, LossKernel, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
 
@@ -144,10 +144,10 @@ def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[floa
 
     Nothing under full or per-op recomputation: those keep only what their policy saves.
     """
-    if layout.elementwise is not ElementwiseKernels.EAGER or layout.recompute in (Recompute.FULL, Recompute.PER_OP):
+    if not layout.elementwise.eager or layout.recompute in (Recompute.FULL, Recompute.PER_OP):
         return 0.0, 0.0
     d = model.dtype_bytes
-    norms = 2 * FP32 * model.hidden if model.rms_norm else 0.0
+    norms = 2 * FP32 * model.hidden if model.rms_norm and layout.elementwise.eager_norms else 0.0
     swiglu = d * _mlp_width(model, layout, kind) if model.gated else 0.0
     transposed = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
     copy = d * model.attention_out_width if transposed else 0.0
@@ -213,16 +213,18 @@ def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
 # stored 4. PyTorch's F.cross_entropy on ``logits.float()`` (torchtitan's loss) holds the BF16 logits, the FP32
 # copy and the log-softmax output in the forward (2 + 4 + 4), and in the backward the saved log-softmax,
 # the NLL's gradient and log-softmax's input gradient, each FP32 (4 + 4 + 4): 8 beyond the stored 4.
-LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0}
+LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0, LossKernel.GATHERED: 8.0}
 
 
 def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes the cross-entropy holds, per microbatch, beyond what :func:`output_activation_bytes` stores."""
-    return LOSS_TRANSIENT_BYTES[layout.loss] * model.seq_len * model.micro_batch * model.vocab / layout.tp / layout.cp
+    return (LOSS_TRANSIENT_BYTES[layout.loss] * model.seq_len * model.micro_batch * model.vocab / layout.loss_shards
+            / layout.cp)
 
 
 def output_activation_bytes(model: ModelSpec, layout: Layout) -> float:
-    """Last stage, per microbatch: final-norm and output-layer inputs, FP32 logits."""
+    """Last stage, per microbatch: final-norm and output-layer inputs, FP32 logits (the whole vocabulary's on
+    every tp rank where the loss gathers them)."""
     s, b, h, d, t = model.seq_len, model.micro_batch, model.hidden, model.dtype_bytes, layout.tp
     inputs = 2 * d * s * b * h / (t if layout.sequence_parallel else 1)
-    return inputs + 4 * s * b * model.vocab / t
+    return inputs + 4 * s * b * model.vocab / layout.loss_shards

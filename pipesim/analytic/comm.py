@@ -167,6 +167,18 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     return LayerComm(forward, backward)
 
 
+def logits_gather_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
+    """The all-gather of a microbatch's BF16 logits over tp before a gathered cross-entropy (``--loss
+    gathered``: a column-parallel output layer with ``parallel_output`` off, Aleph Alpha's scaling framework),
+    waited for; its backward takes the rank's own slice of the logits' gradient, no collective. 0 for a
+    vocabulary-parallel loss."""
+    if layout.loss.vocab_parallel or layout.tp == 1:
+        return 0.0
+    tokens = model.micro_batch * model.seq_len // layout.cp
+    return collective_time(CollectiveOp.ALL_GATHER, model.dtype_bytes * tokens * model.vocab, layout.tp, chip,
+                           layout.tp)
+
+
 def _activation_bytes(model: ModelSpec, layout: Layout) -> int:
     """The ``b·s·h`` activation of this rank's cp share of the sequence: what one TP collective moves, and tp
     times what a pipeline send carries."""

@@ -44,7 +44,6 @@ from pipesim.analytic.attention_shapes import FLASH_TILE, cta_imbalance
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
-    ElementwiseKernels,
     Fp8Recipe,
     GradAccumulation,
     Layout,
@@ -348,7 +347,7 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
         permute = 2 * 2 * model.experts_per_token * h * d * imbalance
     activation = (3 if model.gated else 2) * f / t * d
     rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
-    if layout.elementwise is ElementwiseKernels.EAGER:
+    if layout.elementwise.eager:
         norms, residuals, activation, rope, transpose = _eager_bytes(model, layout, width, f, norms, residuals,
                                                                      activation, rope)
         return tokens * (norms + residuals + activation + rope + permute + transpose)
@@ -366,14 +365,15 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
 
     - RMSNorm: ``x.float()`` (read d, write 4), ``pow(2)`` (4 + 4), ``mean`` (read 4), ``x * rsqrt(...)``
       (4 + 4), ``.type_as(x)`` (4 + d), ``* weight`` (d + d): 28 + 4d bytes per element, where the fused kernel
-      reads and writes d each. ``F.layer_norm`` is one kernel in eager PyTorch too: unchanged.
+      reads and writes d each (kept with ``EAGER_FUSED_NORM``). ``F.layer_norm`` is one kernel in eager PyTorch
+      too: unchanged.
     - RoPE in the complex form: queries and keys to FP32 (d + 4), the complex product with the cached
       frequencies (4 + 4), back to BF16 (4 + d): 16 + 2d per element, against the fused kernel's 2d.
     - SwiGLU: ``silu(gate)`` (d + d), then ``* up`` (2d + d): 5d per inner element, against 3d.
     - Dropout before a residual add is its own kernel (read d, write d) beside the add.
     - The attention output is transposed back to (tokens, heads·d_v) by a copy (d + d)."""
     d = model.dtype_bytes
-    if model.rms_norm:
+    if model.rms_norm and layout.elementwise.eager_norms:
         norms = 2 * (7 * FP32 + 4 * d) * width
     if not model.learned_positions:
         rope = (4 * FP32 + 2 * d) * (model.q_width + model.k_width) / layout.tp
@@ -492,8 +492,9 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
         moe = 4 + (2 if layout.ep > 1 else 0)
     casts = gemms if layout.precision.quantized else 0
     norms, activation, residuals, transpose = 2, 1, 2, 0
-    if layout.elementwise is ElementwiseKernels.EAGER:  # the ops of _eager_bytes, one kernel each
-        norms = 2 * (8 if model.rms_norm else 1)  # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight
+    if layout.elementwise.eager:  # the ops of _eager_bytes, one kernel each
+        # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight
+        norms = 2 * (8 if model.rms_norm and layout.elementwise.eager_norms else 1)
         rope = 0 if model.learned_positions else 2 * 3
         activation = 2 if model.gated else 1
         residuals = 2 * (2 if model.dropout else 1)
@@ -526,18 +527,22 @@ EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # log-softmax (a max and a sum pass over its input, then the output: read 4 × 3, write 4); backward the NLL's
 # gradient (a zero fill and a scatter: write 4), log-softmax's backward (read the output and the gradient,
 # write the input gradient: 12) and the cast's gradient (read 4, write 2).
-CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 22)}  # (forward, backward)
+# The gathered loss is PyTorch's over the whole vocabulary on every tp rank.
+CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 22),
+                       LossKernel.GATHERED: (22, 22)}  # (forward, backward)
 
 
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
-    """Final norm, the vocabulary projection (vocabulary-parallel over tp) and the FP32 cross-entropy.
+    """Final norm, the vocabulary projection (vocabulary-parallel over tp) and the FP32 cross-entropy: over the
+    rank's shard of the vocabulary, or over all of it where the logits are gathered first (``--loss gathered``:
+    every tp rank computes the same loss; the gather is :func:`pipesim.analytic.comm.logits_gather_time`'s).
 
     The projection stays BF16 in FP8 runs: Megatron-LM's (and NeMo's) output layer is its own
     ``ColumnParallelLinear``, not a Transformer Engine module, so TE's FP8 autocast does not reach it."""
     tokens = model.micro_batch * model.seq_len // layout.cp
     v, h = model.vocab // layout.tp, model.hidden
     p = Precision.BF16
-    logits = tokens * v
+    logits = tokens * model.vocab // layout.loss_shards
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
     loss_forward, loss_backward = CROSS_ENTROPY_BYTES[layout.loss]

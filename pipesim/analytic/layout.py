@@ -162,6 +162,19 @@ class ElementwiseKernels(enum.Enum):
 
     FUSED = "fused"  # one kernel per norm, RoPE, activation, residual (Megatron-LM / TE fused kernels, torch.compile)
     EAGER = "eager"  # one kernel per PyTorch op (the reference Llama modules without torch.compile)
+    # eager PyTorch ops around a fused norm kernel (flash-attn's ops.rms_norm, Apex's FusedRMSNorm): Aleph Alpha's
+    # scaling framework with its "RMS kernel" (Hagemann et al. 2023), whose RoPE, SwiGLU and adds stay eager
+    EAGER_FUSED_NORM = "eager-fused-norm"
+
+    @property
+    def eager(self) -> bool:
+        """Whether the ops around the GEMMs run one PyTorch kernel each (the norms aside: :attr:`eager_norms`)."""
+        return self is not ElementwiseKernels.FUSED
+
+    @property
+    def eager_norms(self) -> bool:
+        """Whether the norms too run as PyTorch ops (an RMSNorm as eight kernels through FP32)."""
+        return self is ElementwiseKernels.EAGER
 
 
 class GradAccumulation(enum.Enum):
@@ -180,6 +193,14 @@ class LossKernel(enum.Enum):
 
     MEGATRON = "megatron"  # Megatron-LM's vocabulary-parallel cross-entropy: FP32 softmax computed in place
     PYTORCH = "pytorch"  # F.cross_entropy on the logits cast to FP32 (torchtitan, reference training loops)
+    # the output layer's logits all-gathered over tp (a column-parallel linear with parallel_output off) and
+    # F.cross_entropy on the whole vocabulary's FP32 logits, the same on every tp rank (Aleph Alpha's scaling)
+    GATHERED = "gathered"
+
+    @property
+    def vocab_parallel(self) -> bool:
+        """Whether each tp rank computes the loss over its own shard of the vocabulary only."""
+        return self is not LossKernel.GATHERED
 
 
 class ColumnInput(enum.Enum):
@@ -383,6 +404,11 @@ class Layout:
         """Whether the fused backward hides the column-parallel linears' input-gradient collectives behind their
         weight-gradient GEMMs (:attr:`overlap_tp_dgrad` with tp > 1; async TP has a model of its own)."""
         return self.overlap_tp_dgrad and self.tp > 1 and not self.async_tp
+
+    @property
+    def loss_shards(self) -> int:
+        """Ranks the cross-entropy's logits are split over: tp for a vocabulary-parallel loss, else 1."""
+        return self.tp if self.loss.vocab_parallel else 1
 
     @property
     def shards(self) -> int:

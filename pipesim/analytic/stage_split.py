@@ -117,3 +117,18 @@ def suggest_split(layers: int, stages: int) -> str:
     near = [base + 1] * extra + [base] * (stages - extra)
     options.append(f"--stage-layers {','.join(map(str, near))}")
     return "use " + " or ".join(options)
+
+
+def uniform_item_split(layers: int, stages: int) -> tuple[int, ...]:
+    """Layers per stage when a framework splits its list of modules ``[embedding, layers…, final norm, head]``
+    into equal counts of items, the remainder to the first stages (DeepSpeed's ``PipelineModule`` with
+    ``partition_method="uniform"``, Aleph Alpha's scaling framework's default): the first stage gives one item
+    to the embedding and the last two to the final norm and the head."""
+    items = layers + 3
+    counts = [items // stages + (1 if s < items % stages else 0) for s in range(stages)]
+    counts[0] -= 1
+    counts[-1] -= 2
+    if min(counts) < 0:
+        raise PipesimError(f"{layers} layers over {stages} stages leave a stage fewer items than its embedding "
+                           f"or head; use fewer stages")
+    return tuple(counts)

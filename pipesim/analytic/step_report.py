@@ -35,6 +35,11 @@ from pipesim.sim.simulator import SimulationResult
 MFU_PEAK_NOTE = "MFU and HFU against the BF16 peak, FP8 and FP4 runs included"
 
 
+# how the summary line names the element-wise kernels (nothing for the fused default)
+_ELEMENTWISE_SAID = {ElementwiseKernels.FUSED: "", ElementwiseKernels.EAGER: ", eager element-wise ops",
+                     ElementwiseKernels.EAGER_FUSED_NORM: ", eager element-wise ops with fused norms"}
+
+
 @dataclass(frozen=True)
 class StepReport:
     model: ModelSpec
@@ -250,8 +255,9 @@ def report_text(report: StepReport) -> str:
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"
         f"{', per-tensor current scaling' if lay.fp8_recipe is Fp8Recipe.TENSORWISE else ''}"
-        f"{', eager element-wise ops' if lay.elementwise is ElementwiseKernels.EAGER else ''}"
+        f"{_ELEMENTWISE_SAID[lay.elementwise]}"
         f"{', PyTorch cross-entropy' if lay.loss is LossKernel.PYTORCH else ''}"
+        f"{', cross-entropy on the logits gathered over tp' if lay.loss is LossKernel.GATHERED else ''}"
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
         f"{', async TP' if lay.async_tp else ''}"
         f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"

@@ -49,6 +49,7 @@ from pipesim.analytic.comm import (
     dgrad_hidden_by_wgrad,
     dp_grad_sync,
     fsdp_layer_comm,
+    logits_gather_time,
     mirror_grad_sum,
     moe_layer_a2a,
     optimizer_step_time,
@@ -424,6 +425,7 @@ class _LayerCosts:
     comm: Layers
     a2a: Layers
     head: PassTimes
+    head_comm: float  # the logits' all-gather before a gathered loss (comm.logits_gather_time), forward only
 
 
 def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCosts:
@@ -437,6 +439,7 @@ def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCost
         {k: _layer_comm(model, chip, layout, t, k) for k, t in layers.items()},
         {k: _layer_a2a(model, chip, layout, k) for k in layers},
         head,
+        logits_gather_time(model, layout, chip),
     )
     if len(_LAYER_COSTS) >= _LAYER_COSTS_KEPT:
         del _LAYER_COSTS[next(iter(_LAYER_COSTS))]
@@ -498,6 +501,7 @@ def _stage_parts(
         total("passes", "backward_weight"),
         total("passes", "recompute"),
     )
+    head_comm = 0.0
     if stage == layout.num_stages - 1:
         head = costs.head
         passes = PassTimes(
@@ -506,9 +510,11 @@ def _stage_parts(
             passes.backward_weight + head.backward_weight,
             passes.recompute,
         )
+        head_comm = costs.head_comm
     return (
         passes.scaled(compute_pace(chip, layout)),
-        LayerComm(total("comm", "forward"), total("comm", "backward"), total("comm", "hidden_by_weight_grad")),
+        LayerComm(total("comm", "forward") + head_comm, total("comm", "backward"),
+                  total("comm", "hidden_by_weight_grad")),
         LayerComm(total("a2a", "forward"), total("a2a", "backward")),
     )
 

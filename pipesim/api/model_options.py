@@ -35,10 +35,11 @@ class ModelOptions:
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
         attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
             ``"unfused"``.
-        elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default) or ``"eager"`` (one PyTorch
-            kernel per op, as reference model code runs without torch.compile).
-        loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default) or ``"pytorch"``
-            (F.cross_entropy on FP32 logits).
+        elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default), ``"eager"`` (one PyTorch
+            kernel per op, as reference model code runs without torch.compile) or ``"eager-fused-norm"`` (eager
+            ops around a fused norm kernel, as Aleph Alpha's scaling framework with its RMS kernel).
+        loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default), ``"pytorch"``
+            (F.cross_entropy on FP32 logits) or ``"gathered"`` (the logits all-gathered over tp first).
         grad_accumulation: ``"fused"`` (the weight-gradient GEMM accumulates, Megatron-LM's default) or
             ``"autograd"`` (PyTorch's ``.grad +=`` after every microbatch but the first).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.

@@ -92,11 +92,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
-                       "them without torch.compile)")
+                       "them without torch.compile) or eager-fused-norm (eager ops around a fused norm kernel, "
+                       "e.g. flash-attn's rms_norm)")
     group.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                        help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
-                       "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
-                       "12-byte-per-logit peak on the last stage)")
+                       "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
+                       "12-byte-per-logit peak on the last stage) or gathered (the logits all-gathered over tp, "
+                       "then pytorch's loss over the whole vocabulary on every tp rank)")
     group.add_argument("--grad-accumulation", choices=[g.value for g in GradAccumulation], default=None,
                        help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
                        "gradient_accumulation_fusion, free; default) or autograd (PyTorch's .grad += after every "

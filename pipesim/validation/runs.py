@@ -233,7 +233,7 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--overlap-grad-reduce")
     if run.overlap_param_gather:
         argv.append("--overlap-param-gather")
-    if run.elementwise is ElementwiseKernels.EAGER:
+    if run.elementwise is not ElementwiseKernels.FUSED:
         argv += ["--elementwise", run.elementwise.value]
     if run.loss is not LossKernel.MEGATRON:
         argv += ["--loss", run.loss.value]

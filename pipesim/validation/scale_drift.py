@@ -24,7 +24,7 @@ def scaling_key(c: Comparison) -> tuple:
     """A ranking group's key (one job on one system) narrowed to one layout, whatever the GPU count."""
     r = c.run
     return (*group_key(c), r.tp, r.pp, r.cp, r.chunks, r.micro_batch, r.recompute.value, r.precision.value,
-            r.zero.value)
+            r.zero.value, r.sequence_parallel, r.elementwise.value)
 
 
 @dataclass(frozen=True)

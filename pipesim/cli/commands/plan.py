@@ -127,11 +127,12 @@ def register(sub) -> None:
                    "recomputation keeps (each flag given wins): megatron (default), torchtitan, nanotron or "
                    "megatron-deepspeed (pipesim/analytic/frameworks.py)")
     p.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
-                   help="fused kernels (Megatron-LM, Transformer Engine, torch.compile; default) or eager (one "
-                   "PyTorch kernel per op), not searched")
+                   help="fused kernels (Megatron-LM, Transformer Engine, torch.compile; default), eager (one "
+                   "PyTorch kernel per op) or eager-fused-norm (eager ops, fused norms), not searched")
     p.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                    help="the cross-entropy's implementation, not searched: megatron (vocabulary-parallel, in place; "
-                   "default) or pytorch (F.cross_entropy on FP32 logits, torchtitan's)")
+                   "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's) or gathered (the logits "
+                   "all-gathered over tp first)")
     p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default=None,
                    help="how ZeRO candidates without pipelining communicate, not searched: bucketed (DeepSpeed; "
                    "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
