@@ -16,6 +16,7 @@ Blackwell sustained clock).
 
 from __future__ import annotations
 
+from pipesim.analytic.layout import ElementwiseKernels
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.program.loader import load_schedule
 from pipesim.validation.runs import cli_args, predict
@@ -56,8 +57,9 @@ def main() -> None:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
     for c in comparisons:
+        kernels = "" if c.run.elementwise is ElementwiseKernels.FUSED else f" {c.run.elementwise.value}"
         cells = [c.run.source.split(",")[0], c.run.label + f" {c.run.recompute.value}"
-                 + (" +sp" if c.run.sequence_parallel else "")]
+                 + (" +sp" if c.run.sequence_parallel else "") + kernels]
         if c.step_error is None:  # a memory-only source
             cells += ["", f"{c.report.step_time:.3g}", ""]
         else:

@@ -8,13 +8,13 @@ STEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error
 those rows, what the bands were measured on."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
-    'a100-bf16': (0.13, 287, 0.298),
-    'blackwell-fp4': (None, 17, 0.177),
-    'blackwell-fp8': (0.434, 26, 0.434),
-    'hopper-bf16': (0.155, 96, 0.18),
+    'a100-bf16': (0.247, 529, 0.457),
+    'blackwell-fp4': (None, 17, 0.17),
+    'blackwell-fp8': (0.444, 26, 0.444),
+    'hopper-bf16': (0.16, 96, 0.18),
     'hopper-fp8': (0.149, 50, 0.202),
 }
-POOLED: tuple[float, int] = (0.137, 476)
+POOLED: tuple[float, int] = (0.224, 718)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
