@@ -65,8 +65,6 @@ _PRESETS = [
     # 32 heads, SwiGLU of 10880 = int(8h/3 / 64)·64, Megatron's default with --swiglu, biases, LayerNorm, learned
     # positions, tied embeddings, GPT-2's vocabulary padded to 50432; 6,642,245,632 parameters), sequence 2048.
     replace(_gpt("gpt-swiglu-6.6b", 32, 4096, 32, vocab=50432), ffn_hidden=10880, gated=True),
-    # Touvron et al. 2023, "Llama 2", Table 1 and the released config.json files (hidden_size,
-    # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
     # Hagemann et al. 2023's LLaMA-shaped 13B, 30B and 65B (Aleph Alpha's scaling framework): Touvron et al.
     # 2023's LLaMA shapes (Table 2: dimension, heads, layers; context 2048), with Aleph Alpha's 128,000-token
     # vocabulary (untied) and the MLP width the framework's mlp_factor gives (13824, 17888, 22016): the published
@@ -75,6 +73,8 @@ _PRESETS = [
     _llama("aa-llama-13b", 40, 5120, 40, 40, 13824, 128000, 2048),
     _llama("aa-llama-30b", 60, 6656, 52, 52, 17888, 128000, 2048),
     _llama("aa-llama-65b", 80, 8192, 64, 64, 22016, 128000, 2048),
+    # Touvron et al. 2023, "Llama 2", Table 1 and the released config.json files (hidden_size,
+    # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
     _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
     _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
     _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
