@@ -65,7 +65,7 @@ Out-of-sample: gathered for issue #24 after every constant was fixed, never fitt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pipesim.analytic.layout import (
     AttentionKernel,
@@ -502,7 +502,7 @@ _SHEETS = (
 )
 
 
-def _run(sheet: _Sheet, trial_id: int, kernels: ElementwiseKernels, recompute: Recompute, micro_batch: int, tp: int,
+def _run(sheet: _Sheet, trial_ids: str, kernels: ElementwiseKernels, recompute: Recompute, micro_batch: int, tp: int,
          pp: int, sp: int, step_s: float) -> PublishedRun:
     layers = MODEL_PRESETS[sheet.model].layers
     return PublishedRun(
@@ -512,7 +512,7 @@ def _run(sheet: _Sheet, trial_id: int, kernels: ElementwiseKernels, recompute: R
         overlap_tp_dgrad=False, column_input=ColumnInput.SAVED if sp else ColumnInput.REGATHER,
         grad_accumulation=GradAccumulation.AUTOGRAD, fp16_grads=True,
         stage_layers=uniform_item_split(layers, pp) if pp > 1 else None, step_s=step_s,
-        note=f"trial {trial_id}, data/{sheet.path}")
+        note=f"trials {trial_ids}, data/{sheet.path}")
 
 
 def _measured(sheet: _Sheet) -> list[PublishedRun]:
@@ -524,8 +524,7 @@ def _measured(sheet: _Sheet) -> list[PublishedRun]:
     rows = []
     for layout, trials in repeats.items():
         ids = "+".join(str(t[0]) for t in trials)
-        rows.append(replace(_run(sheet, trials[0][0], *layout, step_s=sum(t[-1] for t in trials) / len(trials)),
-                            note=f"trials {ids}, data/{sheet.path}"))
+        rows.append(_run(sheet, ids, *layout, step_s=sum(t[-1] for t in trials) / len(trials)))
     return rows
 
 
@@ -539,5 +538,6 @@ def out_of_memory_runs() -> list[PublishedRun]:
     runs = []
     for sheet in _SHEETS:
         measured_step = sheet.trials[0][-1]
-        runs += [_run(sheet, *trial, step_s=measured_step) for trial in sheet.out_of_memory]
+        runs += [_run(sheet, str(trial_id), *layout, step_s=measured_step)
+                 for trial_id, *layout in sheet.out_of_memory]
     return runs
