@@ -14,6 +14,7 @@ from pipesim.analytic.comm import (
     group_bandwidth,
     overlapped,
     p2p_bandwidth,
+    p2p_bytes,
     per_tensor_host_time,
     per_tensor_layer_comm,
     prefetched_overlap,
@@ -22,7 +23,7 @@ from pipesim.analytic.comm import (
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.kernels import gemm_time, layer_parameter_tensors, layer_times, linear_times
-from pipesim.analytic.layout import Layout, Recompute, ZeroCollectives, ZeroStage
+from pipesim.analytic.layout import BoundaryTensor, Layout, OptimizerBytes, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind
@@ -333,6 +334,37 @@ def test_dp_sync_link_and_distributed_optimizer():
     assert zero.gather == pytest.approx(zero.reduce / 2, rel=1e-3)  # BF16 parameters: half the FP32 bytes
     assert p2p_bandwidth(Layout(tp=2, pp=4), H100) == H100.intra_node_bandwidth
     assert p2p_bandwidth(Layout(tp=8, pp=2), H100) == H100.inter_node_bandwidth
+
+
+def test_zero1_by_an_fp32_all_reduce_moves_whole_gradients_by_hand():
+    """--zero-collectives all-reduce-fp32 (Aleph Alpha's scaling): ZeRO-1 whose gradients are all-reduced whole,
+    cast to FP32 for the wire, whatever the buffer keeps; the BF16 weights then all-gathered as before."""
+    params, bf16_grads = 1e9, OptimizerBytes(grads=2.0)
+    base = Layout(tp=8, dp=4, zero=ZeroStage.OPTIMIZER, param_bytes=bf16_grads)
+    fp32 = replace(base, zero_collectives=ZeroCollectives.ALL_REDUCE_FP32)
+    plain = dp_grad_sync(params, Layout(tp=8, dp=4), H100)  # no sharding: an all-reduce of FP32 gradients
+    scattered, reduced = dp_grad_sync(params, base, H100), dp_grad_sync(params, fp32, H100)
+    assert reduced.reduce == pytest.approx(plain.reduce)  # 4 bytes a gradient all-reduced, though the buffer keeps 2
+    assert reduced.gather == scattered.gather  # the same BF16 weights gathered
+    assert reduced.reduce > 3.5 * scattered.reduce  # an all-reduce at twice the bytes, not a reduce-scatter
+    for zero in (ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS):
+        with pytest.raises(PipesimError, match=r"--zero-collectives all-reduce-fp32 .* needs --zero 1"):
+            Layout(dp=4, zero=zero, zero_collectives=ZeroCollectives.ALL_REDUCE_FP32)
+    assert ZeroCollectives.ALL_REDUCE_FP32.applies_to(ZeroStage.OPTIMIZER, 8)
+
+
+def test_a_boundary_tensor_is_sent_whole_or_split_over_tp_by_hand():
+    """Without sequence parallelism every tp rank holds the b·s·h boundary tensor: Megatron-Core sends all of it
+    from each (the default), Megatron-LM 2021's scatter/gather and DeepSpeed send 1/tp (--p2p-tensor split).
+    Sequence parallelism splits it either way."""
+    model = MODEL_PRESETS["llama2-13b"].with_shape(4096, 2)
+    tensor = 2 * 2 * 4096 * model.hidden  # BF16, micro-batch 2
+    whole = Layout(tp=8, pp=4)
+    assert whole.p2p_tensor is BoundaryTensor.WHOLE
+    assert p2p_bytes(model, whole) == tensor
+    assert p2p_bytes(model, replace(whole, p2p_tensor=BoundaryTensor.SPLIT)) == tensor / 8
+    assert p2p_bytes(model, replace(whole, sequence_parallel=True)) == tensor / 8
+    assert p2p_bytes(model, Layout(tp=8, pp=4, cp=2)) == tensor / 2  # each cp rank sends its half of the sequence
 
 
 @pytest.mark.parametrize(("schedule", "chunks"), [("gpipe", None), ("1f1b", None), ("interleaved", 2)])

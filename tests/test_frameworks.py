@@ -6,6 +6,7 @@ import pytest
 
 from pipesim.analytic.frameworks import KNOBS, Framework, knobs
 from pipesim.analytic.layout import (
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     GradAccumulation,
@@ -33,7 +34,8 @@ def _layout(**options):
 def test_a_framework_sets_the_fields_its_code_decides(framework):
     layout, k = _layout(framework=framework.value), KNOBS[framework]
     assert (layout.elementwise, layout.loss, layout.grad_accumulation, layout.overlap_tp_dgrad,
-            layout.column_input) == (k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input)
+            layout.column_input, layout.p2p_tensor) == (k.elementwise, k.loss, k.grad_accumulation,
+                                                        k.overlap_tp_dgrad, k.column_input, k.p2p_tensor)
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():
@@ -41,6 +43,7 @@ def test_megatron_is_the_default_and_a_given_flag_wins():
     given = _layout(framework="torchtitan", elementwise="fused", loss="megatron", grad_accumulation="fused",
                     overlap_tp_dgrad=True, column_input="regather")
     assert given == _layout()
+    assert _layout(framework="megatron-deepspeed", p2p_tensor="whole").p2p_tensor is BoundaryTensor.WHOLE
     assert _layout(framework="nanotron", column_input="saved").column_input is ColumnInput.SAVED
 
 
@@ -72,8 +75,8 @@ def test_the_sources_that_run_on_a_framework_state_its_settings():
     deepspeed = KNOBS[Framework.MEGATRON_DEEPSPEED]
     for name in ("glm130b_2022", "neox20b_2022"):
         for run in by_source[name]:
-            assert (run.overlap_tp_dgrad, run.grad_accumulation) == (deepspeed.overlap_tp_dgrad,
-                                                                     deepspeed.grad_accumulation)
+            assert (run.overlap_tp_dgrad, run.grad_accumulation, run.p2p_tensor) == (
+                deepspeed.overlap_tp_dgrad, deepspeed.grad_accumulation, deepspeed.p2p_tensor)
     megatron = KNOBS[Framework.MEGATRON]
     for run in by_source["korthikanti2023"] + by_source["nemotron4_340b_2024"]:
         assert (run.elementwise, run.loss, run.overlap_tp_dgrad, run.column_input) == (

@@ -119,6 +119,44 @@ def test_eager_ops_around_a_fused_norm_by_hand():
     assert elementwise_bytes(model, fused, 1) < elementwise_bytes(model, fused_norm, 1)  # RoPE, SwiGLU still eager
 
 
+def test_eager_backward_bytes_follow_autograds_formulas_by_hand():
+    """Eager ops' input backward moves what autograd's formulas move (kernels.elementwise_backward_bytes): the
+    FP32 RMSNorm 68 + 8d bytes an element against its forward's 28 + 4d, SwiGLU's silu(gate)·up 9d per inner
+    element against 5d; every other op its forward's bytes. Fused kernels: the forward's bytes (the measured
+    elementwise_backward_ratio is their whole difference)."""
+    from pipesim.analytic.kernels import elementwise_backward_bytes, elementwise_bytes, layer_times
+    from pipesim.analytic.layout import ElementwiseKernels
+
+    model = MODEL_PRESETS["llama2-7b"]
+    h, f, d = model.hidden, model.ffn_hidden, 2
+    fused = Layout()
+    assert elementwise_backward_bytes(model, fused, 3) == elementwise_bytes(model, fused, 3)
+    eager = replace(fused, elementwise=ElementwiseKernels.EAGER)
+    # two norms: x·w (2d) and w's gradient (3d + d), the cast back (d + 4), x·rsqrt's two gradients (8, then
+    # 12 + 4), the mean's expansion (4), pow's 2·x·grad (8 + 12), the two paths summed (12), the cast (4 + d)
+    norm_backward = (2 * d + 4 * d) + (d + 4) + 8 + 16 + 4 + 20 + 12 + (4 + d)
+    assert norm_backward == 68 + 8 * d
+    extra = 2 * (norm_backward - (28 + 4 * d)) * h + (9 - 5) * d * f
+    assert elementwise_backward_bytes(model, eager, 1) - elementwise_bytes(model, eager, 1) == extra
+    # around a fused norm only SwiGLU's backward differs from its forward
+    fused_norm = replace(fused, elementwise=ElementwiseKernels.EAGER_FUSED_NORM)
+    assert (elementwise_backward_bytes(model, fused_norm, 1) - elementwise_bytes(model, fused_norm, 1)
+            == (9 - 5) * d * f)
+    # tp shards SwiGLU's inner width, and sequence parallelism the norms' tokens, as in the forward
+    tp4 = replace(eager, tp=4, sequence_parallel=True)
+    assert (elementwise_backward_bytes(model, tp4, 1) - elementwise_bytes(model, tp4, 1)) == extra / 4
+    mpt = MODEL_PRESETS["mpt-7b"]  # LayerNorm is one kernel eager too, GELU is not gated: nothing differs
+    assert elementwise_backward_bytes(mpt, eager, 1) == elementwise_bytes(mpt, eager, 1)
+    # the input backward carries the difference at the chip's stream bandwidth, the forward does not
+    tokens = LLAMA.micro_batch * LLAMA.seq_len
+    one, two = layer_times(LLAMA, eager, H100), layer_times(LLAMA, fused, H100)
+    backward = elementwise_backward_bytes(LLAMA, eager, tokens) - elementwise_backward_bytes(LLAMA, fused, tokens)
+    forward = elementwise_bytes(LLAMA, eager, tokens) - elementwise_bytes(LLAMA, fused, tokens)
+    assert one.backward_input - two.backward_input == pytest.approx(
+        H100.elementwise_backward_ratio * backward / H100.stream_bandwidth)
+    assert one.forward - two.forward == pytest.approx(forward / H100.stream_bandwidth)
+
+
 def test_a_gathered_loss_runs_on_the_whole_vocabulary_on_every_tp_rank_by_hand():
     """--loss gathered: the logits all-gathered over tp, then F.cross_entropy over all of them on each rank."""
     from pipesim.analytic.activations import loss_transient_bytes, output_activation_bytes

@@ -72,12 +72,14 @@ _OTHER = {
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
     "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
+    "p2p_tensor": "split",
 }
 
 
 def _other(name: str):
     from pipesim.analytic.layout import (
         AttentionKernel,
+        BoundaryTensor,
         ColumnInput,
         ElementwiseKernels,
         Fp8Params,
@@ -100,7 +102,8 @@ def _other(name: str):
             "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
             "column_input": lambda: ColumnInput(value), "fp8_params": lambda: Fp8Params(value),
             "fp8_recipe": lambda: Fp8Recipe(value),
-            "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value)}.get(
+            "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value),
+            "p2p_tensor": lambda: BoundaryTensor(value)}.get(
                 name, lambda: value)()
 
 

@@ -26,9 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.layout import ColumnInput, Layout, Recompute, ZeroStage
+from pipesim.analytic.layout import BoundaryTensor, ColumnInput, Layout, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import ModelSpec
+
+FP32_BYTES = 4  # a gradient element cast to FP32 for the wire
 
 # What NCCL takes one channel of a send/recv to move over the network when it chooses how many channels a remote
 # peer gets (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s: src/graph/paths.cc)
@@ -226,11 +228,14 @@ def column_input_regather(model: ModelSpec, layout: Layout, chip: ChipSpec, inpu
 def p2p_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes one tp rank sends across a stage boundary per microbatch (activation forward, gradient back).
 
-    The boundary tensor is ``b·s·h`` elements. Narayanan et al. 2021 §4.1 (scatter/gather optimization): each
-    of the t ranks sends only its 1/t slice over the inter-node link and the receivers all-gather it over
-    NVLink (cheap, not counted). With sequence parallelism the tensor is already split this way.
+    The boundary tensor is ``b·s·h`` elements. With sequence parallelism each tp rank holds 1/t of it and sends
+    that. Without, it is on every tp rank whole: Megatron-LM's scatter/gather optimization (Narayanan et al.
+    2021 §4.1) and DeepSpeed's partitioned pipeline buffers send 1/t from each rank and all-gather it on the
+    receiving node (over NVLink: cheap, not counted), where Megatron-Core, nanotron and Aleph Alpha's scaling
+    send all of it from every rank (``layout.p2p_tensor``), t times the bytes over t NICs.
     """
-    return _activation_bytes(model, layout) / layout.tp
+    split = layout.sequence_parallel or layout.p2p_tensor is BoundaryTensor.SPLIT
+    return _activation_bytes(model, layout) / (layout.tp if split else 1)
 
 
 def p2p_bandwidth(layout: Layout, chip: ChipSpec) -> float:
@@ -446,6 +451,9 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     if layout.sharding is ZeroStage.NONE:
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
     weight_bytes = params * layout.param_bytes.weights
+    if layout.zero_collectives is ZeroCollectives.ALL_REDUCE_FP32:  # whole gradients, cast to FP32 for the wire
+        return GradSync(collective_time(CollectiveOp.ALL_REDUCE, params * FP32_BYTES, d, chip, span, stride),
+                        collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
     return GradSync(collective_time(CollectiveOp.REDUCE_SCATTER, grad_bytes, d, chip, span, stride),
                     collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
 

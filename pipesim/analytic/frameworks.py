@@ -12,7 +12,9 @@ two together). An explicit flag always wins over the framework's default.
   element-wise kernels, the vocabulary-parallel loss, weight-gradient GEMMs that accumulate in place
   (``--gradient-accumulation-fusion``), the column-parallel input-gradient collective beside the weight-gradient
   GEMM and the gathered input gathered again for it (Korthikanti et al. 2023), selective recomputation of the
-  attention core.
+  attention core. Without sequence parallelism every tp rank sends a pipeline boundary's whole tensor: Megatron-
+  Core's ``get_tensor_shapes`` splits it over tp only under sequence parallelism (Megatron-LM's 2021–2022
+  scatter/gather of it, Narayanan et al. 2021 §4.1, is gone: ``--p2p-tensor split`` for runs of that code).
 - **torchtitan** (FSDP2, DTensor TP, ``torch.distributed.pipelining``): eager element-wise ops
   (``torch.compile`` is off unless ``[compile] enable``: ``CompileConfig.enable = False``; give
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
@@ -32,12 +34,14 @@ two together). An explicit flag always wins over the framework's default.
   (``optimizer.zero_stage``: 0 or 1). Its defaults that are not layout fields:
   the all-forward-all-backward engine (``pp_engine: afab``, pipesim's ``-s gpipe``) and no sequence
   parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is ``--sequence-parallel``). Its engines are those
-  two, all-forward-all-backward and 1F1B: no interleaving.
+  two, all-forward-all-backward and 1F1B: no interleaving. Its ``PipelineBlock`` sends a block's output as
+  each rank holds it: without sequence parallelism, each tp rank's whole tensor (``--p2p-tensor whole``).
 - **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
   kernels and loss; DeepSpeed's mixed-precision engine keeps ``.grad`` and sums it by autograd; every TP
   collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
   ``_CopyToModelParallelRegion``); ZeRO-2 in DeepSpeed's buckets. DeepSpeed's pipeline engine runs one order,
-  ``TrainSchedule``'s 1F1B.
+  ``TrainSchedule``'s 1F1B, and it sends each tp rank's 1/tp of a boundary tensor
+  (``is_pipe_partitioned``: a ``PartitionedTensor``), all-gathered on the receiving stage.
 
 Megatron's and torchtitan's engines run every order pipesim builds that they can express (torchtitan any, through
 ``_PipelineScheduleRuntime``: ``pipesim export``), so their schedules are not restricted.
@@ -49,6 +53,7 @@ import enum
 from dataclasses import dataclass, replace
 
 from pipesim.analytic.layout import (
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     GradAccumulation,
@@ -80,6 +85,8 @@ class FrameworkKnobs:
     column_input: ColumnInput
     selective: Recompute  # what the framework's "selective" recomputation keeps
     zero2_collectives: ZeroCollectives  # how its ZeRO-2 (gradients and optimizer sharded) communicates
+    # without sequence parallelism, whether each tp rank sends 1/tp of a pipeline boundary tensor or all of it
+    p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
     # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
@@ -96,11 +103,13 @@ class FrameworkKnobs:
                    loss: str | LossKernel | None = None,
                    grad_accumulation: str | GradAccumulation | None = None,
                    overlap_tp_dgrad: bool | None = None,
-                   column_input: str | ColumnInput | None = None) -> FrameworkKnobs:
+                   column_input: str | ColumnInput | None = None,
+                   p2p_tensor: str | BoundaryTensor | None = None) -> FrameworkKnobs:
         """These defaults with every option the user gave (not None) in its place: an explicit flag wins."""
         given = {"elementwise": (ElementwiseKernels, elementwise), "loss": (LossKernel, loss),
                  "grad_accumulation": (GradAccumulation, grad_accumulation),
-                 "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input)}
+                 "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input),
+                 "p2p_tensor": (BoundaryTensor, p2p_tensor)}
         return replace(self, **{name: kind(value) for name, (kind, value) in given.items() if value is not None})
 
     def sequence_parallel(self, asked: bool, tp: int) -> bool:
@@ -139,7 +148,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        schedules=("1f1b",)),
+        p2p_tensor=BoundaryTensor.SPLIT, schedules=("1f1b",)),
 }
 
 DEFAULT_FRAMEWORK = Framework.MEGATRON

@@ -354,6 +354,42 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     return tokens * (norms + residuals + activation + rope + permute)
 
 
+def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
+                               kind: LayerKind = LayerKind.DENSE) -> float:
+    """Bytes the input backward's memory-bound kernels move per tp rank, before the chip's
+    ``elementwise_backward_ratio``.
+
+    Fused kernels: the forward's bytes, so the measured ratio is their whole difference (Qi et al. 2024's
+    per-pass profile times fused kernels, not their bytes). Eager ops: what autograd's backward formulas move,
+    op by op, which is the forward's for RoPE, the residual adds, dropout and the transpose, but not for
+    two ops (d: the activations' bytes, 2 in BF16; FP32 intermediates 4):
+
+    - RMSNorm through FP32 (:func:`_eager_bytes`' eight kernels): ``* weight`` gives the input gradient (read
+      d, write d) and the weight's (the product, read 2d, write d, then its sum over tokens, read d); the cast
+      back to the input's dtype reverses (read d, write 4); ``x·rsqrt(·)`` gives the gradient to ``x``
+      (read 4, write 4) and to the per-token scale (the product, read 8, write 4, and its sum, read 4); the
+      mean's gradient expands to every element (write 4); ``pow(2)``'s is ``2·x·grad`` (two kernels: read 4,
+      write 4; read 8, write 4); the two paths into ``x`` add (read 8, write 4); the cast to FP32 reverses
+      (read 4, write d): 68 + 8d bytes an element, against the forward's 28 + 4d.
+    - SwiGLU as ``silu(gate) * up``: the product's gradient to each factor (read 2d, write d, twice) and
+      SiLU's backward (read the gradient and ``gate``, write d): 9d per inner element, against the forward's 5d.
+    """
+    forward = elementwise_bytes(model, layout, tokens, kind)
+    if not layout.elementwise.eager:
+        return forward
+    d = model.dtype_bytes
+    extra = 0.0
+    if model.rms_norm and layout.elementwise.eager_norms:
+        width = model.hidden / (layout.tp if layout.sequence_parallel else 1)
+        extra += 2 * ((68 + 8 * d) - (7 * FP32 + 4 * d)) * width
+    if model.gated:
+        f = model.ffn_hidden if kind is LayerKind.DENSE else (
+            model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
+            + model.shared_experts * model.shared_expert_ffn_hidden)
+        extra += (9 - 5) * d * f / layout.tp
+    return forward + tokens * extra
+
+
 FP32 = 4  # bytes of an FP32 intermediate
 
 
@@ -436,11 +472,12 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     linear = linear_times(model, layout, chip, tokens, kind)
     core = attention_core_times(model, layout, chip)
     elementwise = elementwise_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
+    elementwise_backward = elementwise_backward_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
     casts = quantization_cast_bytes(model, layout, tokens, kind, chip.fp8_weight_transpose)
     cast_forward, cast_backward = (b / chip.stream_bandwidth for b in casts)
     forward = linear.forward + core.forward + elementwise + cast_forward
-    backward_input = (linear.backward_input + core.backward_input + chip.elementwise_backward_ratio * elementwise
-                      + cast_backward)
+    backward_input = (linear.backward_input + core.backward_input
+                      + chip.elementwise_backward_ratio * elementwise_backward + cast_backward)
     if layout.recompute is Recompute.PER_OP:  # the unsaved matmuls and all the element-wise work, not attention
         recompute = (gemm_group_times(per_op_recomputed_gemms(model, layout, tokens), chip, layout.precision).forward
                      + elementwise + cast_forward)

@@ -61,13 +61,22 @@ class ZeroCollectives(enum.Enum):
     # its recomputed forward (the module's forward hooks fetch it and release it again before its backward fetches
     # it).
     PER_TENSOR = "per-tensor"
+    # Aleph Alpha's scaling framework (Hagemann et al. 2023; ``core/optimizer/allreduce.py``): ZeRO-1 that
+    # all-reduces every gradient whole, cast to FP32 for the wire (``allreduce_tensor_in_float32``), after the
+    # backward; each rank then updates its shard and the BF16 parameters are all-gathered. 4 + 4 + 2 bytes a
+    # parameter on the wire (the all-reduce's two halves and the gather) where a reduce-scatter of 16-bit
+    # gradients and the gather move 2 + 2.
+    ALL_REDUCE_FP32 = "all-reduce-fp32"
 
     def applies_to(self, zero: ZeroStage, pp: int) -> bool:
         """Whether this way of communicating exists for a ZeRO stage and pipeline depth: bucketed always; per
         layer for ZeRO-2 without pipelining (ZeRO-3 without pipelining is per layer already); per tensor for
-        ZeRO-3 without pipelining (DeepSpeed's ZeRO-3 has no pipeline engine)."""
+        ZeRO-3 without pipelining (DeepSpeed's ZeRO-3 has no pipeline engine); the FP32 all-reduce for ZeRO-1
+        (it reduces gradients whole, so it shards none of them)."""
         if self is ZeroCollectives.BUCKETED:
             return True
+        if self is ZeroCollectives.ALL_REDUCE_FP32:
+            return zero is ZeroStage.OPTIMIZER
         wanted = ZeroStage.GRADIENTS if self is ZeroCollectives.PER_LAYER else ZeroStage.PARAMETERS
         return zero is wanted and pp == 1
 
@@ -175,6 +184,21 @@ class ElementwiseKernels(enum.Enum):
     def eager_norms(self) -> bool:
         """Whether the norms too run as PyTorch ops (an RMSNorm as eight kernels through FP32)."""
         return self is ElementwiseKernels.EAGER
+
+
+class BoundaryTensor(enum.Enum):
+    """What each tp rank of a stage sends across a pipeline boundary when the boundary tensor is not already split
+    over tp (no sequence parallelism)."""
+
+    # Megatron-LM's scatter/gather optimization (Narayanan et al. 2021, §4.1; ``--scatter-gather-tensors-in-
+    # pipeline``, on by default in its 2021–2022 ``p2p_communication.py``) and DeepSpeed's pipeline engine
+    # (``is_pipe_partitioned``: the boundary activations sent as a PartitionedTensor): each rank sends 1/tp of it
+    # and the receivers all-gather the rest over the node's fast link.
+    SPLIT = "split"
+    # Each tp rank sends the whole tensor: Megatron-Core (``get_tensor_shapes`` divides the sequence by tp only
+    # under sequence parallelism; the scatter/gather flag is gone), nanotron's pipeline blocks, Aleph Alpha's
+    # scaling (``PipeCommunicator.send_data``).
+    WHOLE = "whole"
 
 
 class GradAccumulation(enum.Enum):
@@ -306,6 +330,9 @@ class Layout:
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
     overlap_p2p: bool = False
+    # Without sequence parallelism, whether each tp rank sends 1/tp of a boundary tensor (Megatron-LM 2021–2022,
+    # DeepSpeed) or all of it (Megatron-Core, nanotron): BoundaryTensor.
+    p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     # Megatron's --overlap-grad-reduce (NeMo's overlap_grad_sync): the data-parallel gradient reduce runs in buckets
     # while each stage's last microbatch runs its backward. --overlap-param-gather (overlap_param_sync): the
     # distributed optimizer's parameter all-gather runs while the next step's first microbatch runs its forward.
@@ -359,6 +386,11 @@ class Layout:
                 "--zero-collectives per-tensor is DeepSpeed's 2021 ZeRO-3 (one collective per parameter tensor), "
                 f"which has no pipelining; it needs --zero 3 and --pp 1 (got --zero {int(self.asked_sharding)}, "
                 f"--pp {self.pp}): set those or drop it")
+        if self.zero_collectives is ZeroCollectives.ALL_REDUCE_FP32 and not self.zero_collectives.applies_to(
+                self.asked_sharding, self.pp):
+            raise PipesimError(
+                "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
+                f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
         if self.recompute_layers is not None and (self.recompute is not Recompute.FULL or self.recompute_layers < 1):
             raise PipesimError(
                 f"--recompute-layers {self.recompute_layers} recomputes that many layers of each model chunk in full "

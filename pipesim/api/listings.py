@@ -44,6 +44,6 @@ def frameworks() -> pd.DataFrame:
         rows.append({"framework": framework.value, "elementwise": k.elementwise.value, "loss": k.loss.value,
                      "grad_accumulation": k.grad_accumulation.value, "overlap_tp_dgrad": k.overlap_tp_dgrad,
                      "column_input": k.column_input.value, "selective": k.selective.value,
-                     "zero2_collectives": k.zero2_collectives.value,
+                     "zero2_collectives": k.zero2_collectives.value, "p2p_tensor": k.p2p_tensor.value,
                      "tp_shards_sequence": k.tp_shards_sequence})
     return pd.DataFrame(rows)

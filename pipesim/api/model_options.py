@@ -83,6 +83,10 @@ class ModelOptions:
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
         overlap_p2p: pipeline sends overlap compute (default: blocking sends).
+        p2p_tensor: without sequence parallelism, what each tp rank sends across a pipeline boundary:
+            ``"whole"`` (the whole tensor, Megatron-Core's and nanotron's way; default) or ``"split"`` (1/tp of it,
+            all-gathered on the receiving node: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline
+            engine). The framework's default.
         tp_pp_dp_mapping: rank order tp, cp, pp, dp (Megatron-Core's ``--use-tp-pp-dp-mapping``): pipeline
             neighbours tp·cp ranks apart, data parallelism outermost (default: Megatron's tp, cp, dp, pp).
         overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward.
@@ -127,6 +131,7 @@ class ModelOptions:
     step_boundary: str | None = None
     steps: int | None = None
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
+    p2p_tensor: str | None = None
     tp_pp_dp_mapping: bool | None = None
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None

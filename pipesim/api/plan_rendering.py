@@ -6,6 +6,7 @@ from pipesim.analytic.error_band import memory_band
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
@@ -52,6 +53,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append("TP collectives all blocking")
     if request.column_input is not ColumnInput.REGATHER:
         said.append(request.column_input.summary)
+    if request.p2p_tensor is not BoundaryTensor.WHOLE:
+        said.append("pipeline boundary tensors sent split over tp")
     if request.grad_accumulation is not GradAccumulation.FUSED:
         said.append("gradients summed by autograd every microbatch")
     if request.fp8_params is not Fp8Params.OFF:

@@ -17,6 +17,7 @@ from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
@@ -225,6 +226,7 @@ def plan_request(
     zero_collectives: str | ZeroCollectives | None = None,
     overlap_tp_dgrad: bool | None = None,
     column_input: str | ColumnInput | None = None,
+    p2p_tensor: str | BoundaryTensor | None = None,
     fp8_params: str | Fp8Params | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
@@ -236,7 +238,7 @@ def plan_request(
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     name = framework.value if isinstance(framework, Framework) else framework
     defaults = framework_knobs(name).with_given(elementwise=elementwise, loss=loss, overlap_tp_dgrad=overlap_tp_dgrad,
-                                                column_input=column_input)
+                                                column_input=column_input, p2p_tensor=p2p_tensor)
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
@@ -269,7 +271,7 @@ def plan_request(
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, column_input=defaults.column_input,
-        grad_accumulation=defaults.grad_accumulation,
+        p2p_tensor=defaults.p2p_tensor, grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
     )
@@ -342,10 +344,12 @@ def plan(
             waits; not searched), ``column_input`` (under sequence parallelism, where the column-parallel linears'
             weight gradients get their gathered input: "regather", Megatron-LM's and Transformer Engine's second
             all-gather beside the input-gradient GEMM; "regather-blocking", nanotron's, waited for; "saved",
-            PyTorch DTensor's, the gathered input kept; not searched), ``fp8_params`` ("both" or "rowwise": the FP8
-            candidates with a distributed optimizer keep their linears' weights in FP8 alone, as Megatron-LM's
-            ``--fp8-param-gather`` does, with the transpose as Transformer Engine 2.x keeps it or without; not
-            searched).
+            PyTorch DTensor's, the gathered input kept; not searched), ``p2p_tensor`` (without sequence
+            parallelism, what each tp rank sends across a pipeline boundary: "whole", Megatron-Core's; "split",
+            Megatron-LM 2021–2022's scatter/gather and DeepSpeed's; not searched), ``fp8_params`` ("both" or
+            "rowwise": the FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone,
+            as Megatron-LM's ``--fp8-param-gather`` does, with the transpose as Transformer Engine 2.x keeps it or
+            without; not searched).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -10,6 +10,7 @@ from dataclasses import fields
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
@@ -34,6 +35,11 @@ COLUMN_INPUT_HELP = (
     "regather (default: gathered again in the backward beside the input-gradient GEMM, as Megatron-LM and "
     "Transformer Engine do), regather-blocking (gathered again and waited for: nanotron's tp_recompute_allgather) "
     "or saved (the forward's gathered input kept, tp times the bytes: PyTorch DTensor's TP, torchtitan)")
+
+P2P_TENSOR_HELP = (
+    "without --sequence-parallel, what each tp rank sends across a pipeline boundary: whole (the whole activation, as "
+    "Megatron-Core, nanotron and Aleph Alpha's scaling do; megatron's default) or split (1/tp of it, all-gathered on "
+    "the receiving node: Megatron-LM 2021-2022's scatter/gather, DeepSpeed's pipeline engine)")
 
 
 #: ``--fp8-params [both|rowwise]`` (simulate and plan): the bare flag means "both", Transformer Engine 2.x's.
@@ -85,9 +91,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                        help="the training code, whose defaults set --elementwise, --loss, --grad-accumulation, "
-                       "--overlap-tp-dgrad, --column-input, what --recompute selective keeps and how --zero 2 "
-                       "communicates (each flag given wins): megatron (Megatron-LM/Core with Transformer Engine, "
-                       "NeMo; default), torchtitan, nanotron or megatron-deepspeed (also GPT-NeoX); 'pipesim "
+                       "--overlap-tp-dgrad, --column-input, --p2p-tensor, what --recompute selective keeps and how "
+                       "--zero 2 communicates (each flag given wins): megatron (Megatron-LM/Core with Transformer "
+                       "Engine, NeMo; default), torchtitan, nanotron or megatron-deepspeed (also GPT-NeoX); 'pipesim "
                        "frameworks' lists what each sets")
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
@@ -139,7 +145,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "(PyTorch FSDP's SHARD_GRAD_OP: each layer gathers its weights before its forward and "
                        "reduce-scatters its gradients after its backward, every microbatch); with --zero 3, "
                        "per-tensor (DeepSpeed's 2021 ZeRO-3: a collective per parameter tensor, each costing the "
-                       "host an operation per rank); both need --pp 1")
+                       "host an operation per rank); both need --pp 1; with --zero 1, all-reduce-fp32 (Aleph "
+                       "Alpha's scaling: whole gradients all-reduced in FP32, then the weights gathered)")
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--cp-comm-ctas", type=positive_int, default=None, metavar="N",
@@ -174,6 +181,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--overlap-p2p", "--overlap-p2p-communication", action="store_true", default=None,
                        help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
                        "blocking sends, the sender waits for its transfer")
+    group.add_argument("--p2p-tensor", choices=[b.value for b in BoundaryTensor], default=None,
+                       help=P2P_TENSOR_HELP)
     group.add_argument("--tp-pp-dp-mapping", action="store_true", default=None,
                        help="number ranks tp, cp, pp, dp (Megatron-Core's --use-tp-pp-dp-mapping): pipeline "
                        "neighbours tp·cp ranks apart, so a model replica shares a node or an NVL72 rack and data "

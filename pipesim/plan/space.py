@@ -36,6 +36,7 @@ from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
@@ -96,6 +97,9 @@ class PlanRequest:
     # Under sequence parallelism, how the column-parallel linears' weight gradients get their gathered input
     # (Layout.column_input; not searched): gathered again beside the input-gradient GEMM (Megatron-LM, TE).
     column_input: ColumnInput = ColumnInput.REGATHER
+    # Without sequence parallelism, what each tp rank sends across a pipeline boundary (Layout.p2p_tensor; not
+    # searched): the whole tensor (Megatron-Core).
+    p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     # The training code whose defaults set the fields above (pipesim.analytic.frameworks); Megatron's launch line
@@ -178,7 +182,8 @@ class PlanRequest:
                       overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=self.overlap_dp_sync,
                       overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
-                      grad_accumulation=self.grad_accumulation, stage_layers=c.stage_layers)
+                      p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation,
+                      stage_layers=c.stage_layers)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one

@@ -15,6 +15,7 @@ from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
+    BoundaryTensor,
     ColumnInput,
     ElementwiseKernels,
     Fp8Params,
@@ -70,6 +71,9 @@ class PublishedRun:
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
+    # without sequence parallelism: each tp rank sends the whole boundary tensor (Megatron-Core) or 1/tp of it
+    # (SPLIT: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline engine)
+    p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
@@ -177,7 +181,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     stage_layers=split,
-                    overlap_p2p=run.overlap_p2p, async_tp=run.async_tp, overlap_tp_dgrad=run.overlap_tp_dgrad,
+                    overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, async_tp=run.async_tp,
+                    overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
                     column_input=run.column_input,
                     ep=run.ep,
@@ -221,6 +226,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--fp8-recipe", run.fp8_recipe.value]
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
+    if run.p2p_tensor is not BoundaryTensor.WHOLE:
+        argv += ["--p2p-tensor", run.p2p_tensor.value]
     if run.rank_order is RankOrder.TP_CP_PP_DP:
         argv.append("--tp-pp-dp-mapping")
     if run.async_tp:

@@ -49,8 +49,8 @@ recomputation, which under FlashAttention only re-runs the attention kernel): th
 Llama 3 H100 rows would be about 4 points slower in pipesim. FlagScale's Llama 2 rows say ``recompute = False``.
 The element-wise work: Megatron-Core with Transformer Engine is fused (the default); FlagScale's legacy model
 code runs SwiGLU as PyTorch ops, RoPE as PyTorch ops and copies FlashAttention's output back to ``[s, b, h]``, while
-its RMSNorm is apex's fused kernel: taken as ``--elementwise eager``, which over-counts the norms (with
-``fused`` the three rows are 3–4 points more optimistic still).
+its RMSNorm is apex's fused kernel: ``--elementwise eager-fused-norm`` (eager ops around a fused norm; taken as
+``--elementwise eager`` until the FP32 norm's backward was counted op by op, which made that over-count 2 points).
 
 Not used: the ``mem`` column (device memory as the monitor reads it, context, NCCL buffers and the caching
 allocator's reserve included; not what pipesim counts); the FP32 row (pipesim models BF16 and FP8 training).
@@ -86,8 +86,8 @@ def _deepspeed(chip, seq, micro_batch, accumulation, tokens):
 
 def _flagscale(tp, pp, batch, tokens):
     return PublishedRun(_FLAGSCALE, "llama2-70b", "h800", 32, batch, tp=tp, pp=pp, seq_len=4096,
-                        sequence_parallel=True, zero=ZeroStage.OPTIMIZER, elementwise=ElementwiseKernels.EAGER,
-                        tokens_per_gpu=tokens)
+                        sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
+                        elementwise=ElementwiseKernels.EAGER_FUSED_NORM, tokens_per_gpu=tokens)
 
 
 # (pp, dp, tp, tokens/s per GPU) on one DGX A800 node: the baseline and the ablation table

@@ -10,10 +10,12 @@ LocalDDP of the paper's time adds each parameter's ``.grad`` into its ``main_gra
 ``--gradient-accumulation-fusion``, arrived in 83b1e42 of February 2022), blocking pipeline sends, sequence 2048,
 every tensor-parallel collective waited for (``--no-overlap-tp-dgrad``: the column-parallel linears' backward
 all-reduce became asynchronous beside the weight-gradient GEMM only with ``--async-tensor-model-parallel-allreduce``,
-added in September 2021, 16c9044, and made the default the same day, 3f65246).
+added in September 2021, 16c9044, and made the default the same day, 3f65246). Stated: the scatter/gather of
+pipeline boundary tensors (§4.1: each tp rank sends 1/tp over the network, the receivers all-gather it over
+NVLink; ``--p2p-tensor split``).
 """
 
-from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute
+from pipesim.analytic.layout import AttentionKernel, BoundaryTensor, GradAccumulation, Recompute
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "Narayanan et al. 2021, Megatron-LM on A100, Table 1"
@@ -21,7 +23,7 @@ SOURCE = "Narayanan et al. 2021, Megatron-LM on A100, Table 1"
 ROWS = [
     PublishedRun(SOURCE, name, "a100-80gb", gpus, batch, tp=tp, pp=pp, recompute=Recompute.FULL,
                  attention=AttentionKernel.UNFUSED, fp16_grads=True, grad_accumulation=GradAccumulation.AUTOGRAD,
-                 overlap_tp_dgrad=False, hfu_tflops=tf)
+                 overlap_tp_dgrad=False, p2p_tensor=BoundaryTensor.SPLIT, hfu_tflops=tf)
     for name, tp, pp, gpus, batch, tf in [
         ("gpt-1.7b", 1, 1, 32, 512, 137), ("gpt-3.6b", 2, 1, 64, 512, 138), ("gpt-7.5b", 4, 1, 128, 512, 142),
         ("gpt-18.4b", 8, 1, 256, 1024, 135), ("gpt-39.1b", 8, 2, 512, 1536, 138),

@@ -40,13 +40,21 @@ memory of a 530B model at micro-batch 4 on 640 GPUs requires). No memory is publ
 Out-of-sample: added after the constants were fixed (issue #24), never fitted to.
 """
 
-from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute, ZeroCollectives, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    BoundaryTensor,
+    GradAccumulation,
+    Recompute,
+    ZeroCollectives,
+    ZeroStage,
+)
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100"
 
 _COMMON = dict(recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, fp16_grads=True,
-               grad_accumulation=GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False)  # Megatron-LM of April 2021
+               grad_accumulation=GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
+               p2p_tensor=BoundaryTensor.SPLIT)  # Megatron-LM of April 2021 (its §4.1 scatter/gather)
 ROWS = [
     # ZeRO-3 without model parallelism: dp = GPUs, one microbatch per step
     *(PublishedRun(SOURCE, model, "a100-80gb", gpus, batch, micro_batch=mbs, zero=ZeroStage.PARAMETERS,
