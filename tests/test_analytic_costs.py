@@ -367,6 +367,29 @@ def test_a_boundary_tensor_is_sent_whole_or_split_over_tp_by_hand():
     assert p2p_bytes(model, Layout(tp=8, pp=4, cp=2)) == tensor / 2  # each cp rank sends its half of the sequence
 
 
+def test_sequential_blocking_calls_wait_out_both_transfers_by_hand():
+    """--p2p-calls sequential (DeepSpeed's pipeline engine, Aleph Alpha's scaling): a step's send and the receive it
+    pairs with are blocking calls one after the other, so each pass waits out two transfers of its boundary where
+    Megatron-LM's batched call (the default) moves both directions at once and waits out one."""
+    from pipesim.analytic.layout import P2pCalls
+    from pipesim.analytic.to_costs import stage_time_parts
+
+    model = MODEL_PRESETS["llama2-13b"].with_shape(4096, 1)
+    batched = Layout(tp=8, pp=4, dp=1, microbatches=8)  # a stage a node: every boundary on the NIC
+    sequential = replace(batched, p2p_calls=P2pCalls.SEQUENTIAL)
+    wire = p2p_bytes(model, batched) / H100.inter_node_bandwidth
+    one, two = build_cost_model(model, H100, batched), build_cost_model(model, H100, sequential)
+    for stage in range(4):
+        sends = (stage < 3) + (stage > 0)  # its forward's output and its backward's input gradient
+        added = (two.stage(stage).forward + two.stage(stage).backward
+                 - one.stage(stage).forward - one.stage(stage).backward)
+        assert added == pytest.approx(sends * wire)
+    parts_one, parts_two = stage_time_parts(model, H100, batched), stage_time_parts(model, H100, sequential)
+    assert [p.p2p_wire for p in parts_two] == pytest.approx([2 * p.p2p_wire for p in parts_one])
+    with pytest.raises(PipesimError, match=r"--p2p-calls sequential .* --overlap-p2p"):
+        replace(sequential, overlap_p2p=True)
+
+
 @pytest.mark.parametrize(("schedule", "chunks"), [("gpipe", None), ("1f1b", None), ("interleaved", 2)])
 def test_every_schedule_gets_real_unit_timelines(schedule, chunks):
     built = build_program(schedule, 4, 8, chunks)

@@ -34,8 +34,8 @@ def _layout(**options):
 def test_a_framework_sets_the_fields_its_code_decides(framework):
     layout, k = _layout(framework=framework.value), KNOBS[framework]
     assert (layout.elementwise, layout.loss, layout.grad_accumulation, layout.overlap_tp_dgrad,
-            layout.column_input, layout.p2p_tensor) == (k.elementwise, k.loss, k.grad_accumulation,
-                                                        k.overlap_tp_dgrad, k.column_input, k.p2p_tensor)
+            layout.column_input, layout.p2p_tensor, layout.p2p_calls) == (
+        k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input, k.p2p_tensor, k.p2p_calls)
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():
@@ -75,8 +75,8 @@ def test_the_sources_that_run_on_a_framework_state_its_settings():
     deepspeed = KNOBS[Framework.MEGATRON_DEEPSPEED]
     for name in ("glm130b_2022", "neox20b_2022"):
         for run in by_source[name]:
-            assert (run.overlap_tp_dgrad, run.grad_accumulation, run.p2p_tensor) == (
-                deepspeed.overlap_tp_dgrad, deepspeed.grad_accumulation, deepspeed.p2p_tensor)
+            assert (run.overlap_tp_dgrad, run.grad_accumulation, run.p2p_tensor, run.p2p_calls) == (
+                deepspeed.overlap_tp_dgrad, deepspeed.grad_accumulation, deepspeed.p2p_tensor, deepspeed.p2p_calls)
     megatron = KNOBS[Framework.MEGATRON]
     for run in by_source["korthikanti2023"] + by_source["nemotron4_340b_2024"]:
         assert (run.elementwise, run.loss, run.overlap_tp_dgrad, run.column_input) == (

@@ -41,7 +41,9 @@ two together). An explicit flag always wins over the framework's default.
   collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
   ``_CopyToModelParallelRegion``); ZeRO-2 in DeepSpeed's buckets. DeepSpeed's pipeline engine runs one order,
   ``TrainSchedule``'s 1F1B, and it sends each tp rank's 1/tp of a boundary tensor
-  (``is_pipe_partitioned``: a ``PartitionedTensor``), all-gathered on the receiving stage.
+  (``is_pipe_partitioned``: a ``PartitionedTensor``), all-gathered on the receiving stage; each step's send and
+  receive are blocking calls one after the other (``SendActivation`` then ``RecvGrad``: ``--p2p-calls
+  sequential``), where Megatron batches them.
 
 Megatron's and torchtitan's engines run every order pipesim builds that they can express (torchtitan any, through
 ``_PipelineScheduleRuntime``: ``pipesim export``), so their schedules are not restricted.
@@ -58,6 +60,7 @@ from pipesim.analytic.layout import (
     ElementwiseKernels,
     GradAccumulation,
     LossKernel,
+    P2pCalls,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -87,6 +90,8 @@ class FrameworkKnobs:
     zero2_collectives: ZeroCollectives  # how its ZeRO-2 (gradients and optimizer sharded) communicates
     # without sequence parallelism, whether each tp rank sends 1/tp of a pipeline boundary tensor or all of it
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
+    # whether its blocking pipeline engine receives and sends in one batched call or one after the other
+    p2p_calls: P2pCalls = P2pCalls.BATCHED
     zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
     # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
@@ -104,12 +109,13 @@ class FrameworkKnobs:
                    grad_accumulation: str | GradAccumulation | None = None,
                    overlap_tp_dgrad: bool | None = None,
                    column_input: str | ColumnInput | None = None,
-                   p2p_tensor: str | BoundaryTensor | None = None) -> FrameworkKnobs:
+                   p2p_tensor: str | BoundaryTensor | None = None,
+                   p2p_calls: str | P2pCalls | None = None) -> FrameworkKnobs:
         """These defaults with every option the user gave (not None) in its place: an explicit flag wins."""
         given = {"elementwise": (ElementwiseKernels, elementwise), "loss": (LossKernel, loss),
                  "grad_accumulation": (GradAccumulation, grad_accumulation),
                  "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input),
-                 "p2p_tensor": (BoundaryTensor, p2p_tensor)}
+                 "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls)}
         return replace(self, **{name: kind(value) for name, (kind, value) in given.items() if value is not None})
 
     def sequence_parallel(self, asked: bool, tp: int) -> bool:
@@ -148,7 +154,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        p2p_tensor=BoundaryTensor.SPLIT, schedules=("1f1b",)),
+        p2p_tensor=BoundaryTensor.SPLIT, p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b",)),
 }
 
 DEFAULT_FRAMEWORK = Framework.MEGATRON

@@ -201,6 +201,24 @@ class BoundaryTensor(enum.Enum):
     WHOLE = "whole"
 
 
+class P2pCalls(enum.Enum):
+    """How a blocking pipeline engine issues a pass's send and the receive it pairs with (the neighbour's tensor
+    coming the other way over the same boundary)."""
+
+    # Megatron-LM's ``send_forward_recv_backward`` and its siblings: both in one batched isend/irecv, the two
+    # directions of the link at once, so a pass waits out one transfer.
+    BATCHED = "batched"
+    # DeepSpeed's pipeline engine (``TrainSchedule``: SendActivation, then RecvGrad, each a blocking call) and
+    # Aleph Alpha's scaling (``PipelineScheduleTrain``, the same order): one after the other, and NCCL moves a
+    # send's data only once its receive is posted, so a pass waits out both transfers.
+    SEQUENTIAL = "sequential"
+
+    @property
+    def transfers_per_pass(self) -> int:
+        """Transfers a pass waits out when its sends block."""
+        return 2 if self is P2pCalls.SEQUENTIAL else 1
+
+
 class GradAccumulation(enum.Enum):
     """How a microbatch's weight gradients are added to the step's gradient buffer."""
 
@@ -333,6 +351,9 @@ class Layout:
     # Without sequence parallelism, whether each tp rank sends 1/tp of a boundary tensor (Megatron-LM 2021–2022,
     # DeepSpeed) or all of it (Megatron-Core, nanotron): BoundaryTensor.
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
+    # Blocking sends: a pass's send and its paired receive in one batched call (Megatron-LM) or one after the
+    # other (DeepSpeed's pipeline engine): P2pCalls.
+    p2p_calls: P2pCalls = P2pCalls.BATCHED
     # Megatron's --overlap-grad-reduce (NeMo's overlap_grad_sync): the data-parallel gradient reduce runs in buckets
     # while each stage's last microbatch runs its backward. --overlap-param-gather (overlap_param_sync): the
     # distributed optimizer's parameter all-gather runs while the next step's first microbatch runs its forward.
@@ -391,6 +412,9 @@ class Layout:
             raise PipesimError(
                 "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
                 f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
+        if self.p2p_calls is P2pCalls.SEQUENTIAL and self.overlap_p2p:
+            raise PipesimError("--p2p-calls sequential is a blocking engine's send and receive one after the other; "
+                               "--overlap-p2p overlaps them with compute: drop one of the two")
         if self.recompute_layers is not None and (self.recompute is not Recompute.FULL or self.recompute_layers < 1):
             raise PipesimError(
                 f"--recompute-layers {self.recompute_layers} recomputes that many layers of each model chunk in full "

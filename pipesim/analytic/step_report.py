@@ -20,7 +20,15 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.kernels import attention_shape_factors
-from pipesim.analytic.layout import ElementwiseKernels, Fp8Params, Fp8Recipe, GradAccumulation, Layout, LossKernel
+from pipesim.analytic.layout import (
+    ElementwiseKernels,
+    Fp8Params,
+    Fp8Recipe,
+    GradAccumulation,
+    Layout,
+    LossKernel,
+    P2pCalls,
+)
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
 from pipesim.analytic.model_spec import ModelSpec
@@ -132,6 +140,7 @@ class StepReport:
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "p2p_tensor": lay.p2p_tensor.value,
+                       "p2p_calls": lay.p2p_calls.value,
                        "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
                        "moe_imbalance": lay.moe_imbalance,
@@ -278,7 +287,9 @@ def report_text(report: StepReport) -> str:
            if lay.gathers_per_layer else "")
         + (
             ", P2P "
-            + ("overlapped" if lay.overlap_p2p else f"blocking (+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")
+            + ("overlapped" if lay.overlap_p2p else
+               f"blocking{', send and receive in turn' if lay.p2p_calls is P2pCalls.SEQUENTIAL else ''} "
+               f"(+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")
             if lay.pp > 1
             else ""
         )

@@ -683,7 +683,7 @@ def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_para
 
 
 def _boundary_sends(
-    nbytes: float, boundaries: list[float], chunks: int, sync_overhead: float
+    nbytes: float, boundaries: list[float], chunks: int, sync_overhead: float, transfers: int = 1
 ) -> list[tuple[float, float]]:
     """(wire, sync) seconds of one blocking send of ``nbytes`` across each stage boundary, for one chunk's pass.
 
@@ -695,18 +695,20 @@ def _boundary_sends(
     schedule exchanges a forward's output and a backward's gradient in one call, so a chunk's pass pays half
     of it; every schedule with several chunks per rank (the V schedules too, unmeasured) is taken alike. The
     constant is measured, not assumed: ``experiments/p2p_sync_overhead.py`` derives it from Qi et al. 2024 (Table 4's
-    step time per microbatch against Table 9's per-pass profile of the same runs)."""
+    step time per microbatch against Table 9's per-pass profile of the same runs). ``transfers``: the transfers
+    a pass waits out (:attr:`~pipesim.analytic.layout.P2pCalls.transfers_per_pass`: 2 where the engine receives
+    and sends one after the other, each blocking)."""
     per_pass = sync_overhead if chunks == 1 else sync_overhead / 2
-    return [(nbytes / bandwidth, per_pass) for bandwidth in boundaries]
+    return [(transfers * nbytes / bandwidth, per_pass) for bandwidth in boundaries]
 
 
 def _blocking_sends(
-    per_stage: list[StageCosts], boundaries: list[float], chunks: int, sync_overhead: float
+    per_stage: list[StageCosts], boundaries: list[float], chunks: int, sync_overhead: float, transfers: int = 1
 ) -> list[StageCosts]:
     """Blocking sends (:func:`_boundary_sends`) join the sender's pass: the forward of the stage below the
     boundary and the input backward of the stage above it. Stage values are a rank's share (v chunks' worth),
     so one chunk's send is added v times over: the simulator gives the chunk 1/v of it back."""
-    sends = _boundary_sends(per_stage[0].p2p_bytes, boundaries, chunks, sync_overhead)
+    sends = _boundary_sends(per_stage[0].p2p_bytes, boundaries, chunks, sync_overhead, transfers)
     added = [chunks * (wire + sync) for wire, sync in sends]
     result = []
     # Stages with the same values and the same sends share one result (most of a long pipeline's stages do):
@@ -753,7 +755,8 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     sends = [(0.0, 0.0)] * (layout.num_stages - 1)
     if not layout.overlap_p2p:
         sends = _boundary_sends(
-            p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks, chip.p2p_sync_overhead
+            p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks, chip.p2p_sync_overhead,
+            layout.p2p_calls.transfers_per_pass,
         )
     result = []
     for s, (passes, exposed, a2a) in enumerate(parts):
@@ -817,7 +820,8 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             if bandwidth != link:
                 per_stage[s] = replace(per_stage[s], p2p_bandwidth=bandwidth)
     else:
-        per_stage = _blocking_sends(per_stage, boundaries, layout.chunks, chip.p2p_sync_overhead)
+        per_stage = _blocking_sends(per_stage, boundaries, layout.chunks, chip.p2p_sync_overhead,
+                                    layout.p2p_calls.transfers_per_pass)
         link = None  # the wire time is inside the sender's compute: transfers then cost their latency only
     default = per_stage[1] if stages > 2 else per_stage[0]
     overrides = {}

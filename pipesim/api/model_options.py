@@ -87,6 +87,10 @@ class ModelOptions:
             ``"whole"`` (the whole tensor, Megatron-Core's and nanotron's way; default) or ``"split"`` (1/tp of it,
             all-gathered on the receiving node: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline
             engine). The framework's default.
+        p2p_calls: blocking sends: ``"batched"`` (a pass's send and its paired receive in one call, both
+            directions at once, as Megatron-LM batches them; default) or ``"sequential"`` (one blocking call after
+            the other, as DeepSpeed's pipeline engine runs them: a pass waits out both transfers). The framework's
+            default.
         tp_pp_dp_mapping: rank order tp, cp, pp, dp (Megatron-Core's ``--use-tp-pp-dp-mapping``): pipeline
             neighbours tp·cp ranks apart, data parallelism outermost (default: Megatron's tp, cp, dp, pp).
         overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward.
@@ -132,6 +136,7 @@ class ModelOptions:
     steps: int | None = None
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
     p2p_tensor: str | None = None
+    p2p_calls: str | None = None
     tp_pp_dp_mapping: bool | None = None
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None

@@ -92,7 +92,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     overlap_tp_dgrad = o.overlap_tp_dgrad if o.overlap_tp_dgrad is not None or not o.async_tp else True
     chosen = framework.with_given(elementwise=o.elementwise, loss=o.loss, grad_accumulation=o.grad_accumulation,
                                   overlap_tp_dgrad=overlap_tp_dgrad, column_input=o.column_input,
-                                  p2p_tensor=o.p2p_tensor)
+                                  p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
@@ -112,7 +112,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
-        overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor, overlap_grad_reduce=bool(o.overlap_grad_reduce),
+        overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
+        p2p_calls=chosen.p2p_calls, overlap_grad_reduce=bool(o.overlap_grad_reduce),
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )

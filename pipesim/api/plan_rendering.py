@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     GradAccumulation,
     LossKernel,
+    P2pCalls,
     ZeroCollectives,
 )
 from pipesim.analytic.params import total_params
@@ -55,6 +56,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append(request.column_input.summary)
     if request.p2p_tensor is not BoundaryTensor.WHOLE:
         said.append("pipeline boundary tensors sent split over tp")
+    if request.p2p_calls is not P2pCalls.BATCHED:
+        said.append("blocking sends and receives one after the other")
     if request.grad_accumulation is not GradAccumulation.FUSED:
         said.append("gradients summed by autograd every microbatch")
     if request.fp8_params is not Fp8Params.OFF:

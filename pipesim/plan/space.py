@@ -44,6 +44,7 @@ from pipesim.analytic.layout import (
     Layout,
     LossKernel,
     OptimizerBytes,
+    P2pCalls,
     Precision,
     Recompute,
     ZeroCollectives,
@@ -100,6 +101,9 @@ class PlanRequest:
     # Without sequence parallelism, what each tp rank sends across a pipeline boundary (Layout.p2p_tensor; not
     # searched): the whole tensor (Megatron-Core).
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
+    # Blocking sends' send and paired receive: one batched call (Megatron-LM) or one after the other (DeepSpeed's
+    # engine); Layout.p2p_calls, not searched. Overlapped sends (interleaved candidates) are batched.
+    p2p_calls: P2pCalls = P2pCalls.BATCHED
     # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     # The training code whose defaults set the fields above (pipesim.analytic.frameworks); Megatron's launch line
@@ -183,6 +187,7 @@ class PlanRequest:
                       overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation,
+                      p2p_calls=P2pCalls.BATCHED if self.overlap_p2p and c.overlaps_p2p else self.p2p_calls,
                       stage_layers=c.stage_layers)
 
     def model_of(self, candidate: Candidate) -> ModelSpec:

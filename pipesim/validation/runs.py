@@ -24,6 +24,7 @@ from pipesim.analytic.layout import (
     Layout,
     LossKernel,
     OptimizerBytes,
+    P2pCalls,
     Precision,
     RankOrder,
     Recompute,
@@ -74,6 +75,7 @@ class PublishedRun:
     # without sequence parallelism: each tp rank sends the whole boundary tensor (Megatron-Core) or 1/tp of it
     # (SPLIT: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline engine)
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
+    p2p_calls: P2pCalls = P2pCalls.BATCHED  # SEQUENTIAL: DeepSpeed's engine, each send and receive in turn
     rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
@@ -181,7 +183,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     stage_layers=split,
-                    overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, async_tp=run.async_tp,
+                    overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls,
+                    async_tp=run.async_tp,
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
                     column_input=run.column_input,
@@ -228,6 +231,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--overlap-p2p")
     if run.p2p_tensor is not BoundaryTensor.WHOLE:
         argv += ["--p2p-tensor", run.p2p_tensor.value]
+    if run.p2p_calls is not P2pCalls.BATCHED:
+        argv += ["--p2p-calls", run.p2p_calls.value]
     if run.rank_order is RankOrder.TP_CP_PP_DP:
         argv.append("--tp-pp-dp-mapping")
     if run.async_tp:

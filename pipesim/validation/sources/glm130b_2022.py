@@ -19,7 +19,8 @@ microbatch (DeepSpeed's FP16 engine keeps ``.grad`` in 16 bits and has no accumu
 weight-gradient GEMM: ``--param-bytes 16 --grad-accumulation autograd``); attention with the score matrix
 materialised and a fused softmax (Megatron's kernel; mid-2022, before FlashAttention reached these code bases);
 fused element-wise kernels; blocking pipeline sends, each tp rank's 1/tp of a boundary tensor (DeepSpeed's
-pipeline engine partitions them, ``is_pipe_partitioned``: ``--p2p-tensor split``); every tensor-parallel
+pipeline engine partitions them, ``is_pipe_partitioned``: ``--p2p-tensor split``; and its steps send and
+receive one after the other: ``--p2p-calls sequential``); every tensor-parallel
 collective waited for (``--no-overlap-tp-dgrad``: SwissArmyTransformer's ``ColumnParallelLinear`` all-reduces its
 input gradient in the backward of ``copy_to_model_parallel_region``, a blocking autograd function,
 ``sat/mpu/layers.py``); the standard
@@ -37,7 +38,14 @@ matches (Korthikanti et al. 2023); the mechanism is not yet found (see docs/vali
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
 
-from pipesim.analytic.layout import AttentionKernel, BoundaryTensor, GradAccumulation, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    BoundaryTensor,
+    GradAccumulation,
+    P2pCalls,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "Zeng et al. 2022, GLM-130B, §2.3 and Appendix B.4"
@@ -48,6 +56,6 @@ ROWS = [
     PublishedRun(SOURCE, "glm-130b", "a100-40gb", 768, 4224, tp=4, pp=8, micro_batch=1,
                  recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, zero=ZeroStage.OPTIMIZER,
                  fp16_grads=True, grad_accumulation=GradAccumulation.AUTOGRAD, first_last=8, overlap_tp_dgrad=False,
-                 p2p_tensor=BoundaryTensor.SPLIT,
+                 p2p_tensor=BoundaryTensor.SPLIT, p2p_calls=P2pCalls.SEQUENTIAL,
                  mfu_tflops=0.325 * A100_PEAK_TFLOPS),
 ]

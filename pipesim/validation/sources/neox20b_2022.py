@@ -23,7 +23,8 @@ even split of the 44 layers (11 per stage); attention with the score matrix mate
 (``--no-overlap-tp-dgrad``: at 166f72d the column-parallel linear's input gradient is all-reduced in the backward of
 ``_CopyToModelParallelRegion``, ``megatron/mpu/mappings.py``, a blocking autograd function); each tp rank's 1/tp
 of a pipeline boundary tensor sent (DeepSpeed's pipeline engine partitions them, ``is_pipe_partitioned``:
-``--p2p-tensor split``); the ``a100-40gb``
+``--p2p-tensor split``), each step's send and receive one blocking call after the other (``--p2p-calls
+sequential``); the ``a100-40gb``
 preset, whose network (one 200 Gb/s NIC per GPU) is twice this cluster's (one per two GPUs): it carries only the
 once-a-step data-parallel sync here, about 1% of the step either way.
 
@@ -33,7 +34,14 @@ pipeline engine, on 8 times as many GPUs: the gap is not one of scale (docs/vali
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
 
-from pipesim.analytic.layout import AttentionKernel, BoundaryTensor, GradAccumulation, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    BoundaryTensor,
+    GradAccumulation,
+    P2pCalls,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.params import total_params
 from pipesim.validation.runs import PublishedRun
@@ -54,5 +62,5 @@ ROWS = [
     PublishedRun(SOURCE, "neox-20b", "a100-40gb", _GPUS, _BATCH, tp=2, pp=4, micro_batch=4, recompute=Recompute.FULL,
                  attention=AttentionKernel.UNFUSED, zero=ZeroStage.OPTIMIZER, fp16_grads=True,
                  grad_accumulation=GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False, p2p_tensor=BoundaryTensor.SPLIT,
-                 step_s=_step_s()),
+                 p2p_calls=P2pCalls.SEQUENTIAL,                 step_s=_step_s()),
 ]
