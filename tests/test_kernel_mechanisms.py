@@ -96,6 +96,8 @@ def test_eager_elementwise_bytes_by_hand():
     assert elementwise_bytes(mpt, eager, 1) - elementwise_bytes(mpt, fused, 1) == 2 * d * mpt.hidden
     counts = layer_kernel_counts(model, eager)
     assert counts.forward == layer_kernel_counts(model, fused).forward + 2 * 7 + 2 * 2 + 1 + 1
+    # the backward: each norm twelve kernels (elementwise_backward_bytes' ops), SwiGLU three
+    assert counts.backward_input == layer_kernel_counts(model, fused).backward_input + 2 * 11 + 2 * 2 + 2 + 1
 
 
 def test_eager_ops_around_a_fused_norm_by_hand():

@@ -515,7 +515,8 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     reduce-scatter per block with sequence parallelism, an all-reduce without); in a MoE layer the router's
     softmax and top-k, the permutation and its inverse, and the dispatch and combine all-to-alls; in FP8, a
     cast-transpose per GEMM input. The input backward mirrors it, with FlashAttention's backward as three
-    kernels (the dO·O preprocessing, the main kernel, the dQ conversion); the weight backward is one GEMM
+    kernels (the dO·O preprocessing, the main kernel, the dQ conversion) and, with eager ops, an FP32 RMSNorm's
+    backward as twelve and SwiGLU's as three (autograd's formulas); the weight backward is one GEMM
     per weight. Counted from the modules' structure, not from a trace: a few kernels either way."""
     gemms = sum(count for *_, count in layer_gemms(model, layout, 1, kind))
     rope = 0 if model.learned_positions else 2
@@ -529,17 +530,23 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
         moe = 4 + (2 if layout.ep > 1 else 0)
     casts = gemms if layout.precision.quantized else 0
     norms, activation, residuals, transpose = 2, 1, 2, 0
+    norms_backward, activation_backward = norms, activation
     if layout.elementwise.eager:  # the ops of _eager_bytes, one kernel each
-        # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight
-        norms = 2 * (8 if model.rms_norm and layout.elementwise.eager_norms else 1)
+        eager_norm = model.rms_norm and layout.elementwise.eager_norms
+        # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight; the backward's twelve are
+        # elementwise_backward_bytes' (× weight's two products and the weight's sum, the cast, × rsqrt's gradient,
+        # the scale's product and sum, the mean's expansion, pow's two, the paths' sum, the cast)
+        norms, norms_backward = 2 * (8 if eager_norm else 1), 2 * (12 if eager_norm else 1)
         rope = 0 if model.learned_positions else 2 * 3
-        activation = 2 if model.gated else 1
+        # silu(gate) · up; its backward: the product's two gradients and SiLU's
+        activation, activation_backward = (2, 3) if model.gated else (1, 1)
         residuals = 2 * (2 if model.dropout else 1)
         transpose = 1
     elementwise = norms + rope + residuals + activation + transpose
+    elementwise_backward = elementwise - norms - activation + norms_backward + activation_backward
     per_op_gemms = len(per_op_recomputed_gemms(model, layout, 1))  # each with its cast-transpose in FP8
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
-    backward_input = gemms + attention_bwd + elementwise + tp_comm + moe + casts
+    backward_input = gemms + attention_bwd + elementwise_backward + tp_comm + moe + casts
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward,
                  Recompute.PER_OP: per_op_gemms * (2 if layout.precision.quantized else 1) + elementwise,
                  }[layout.recompute]
