@@ -367,6 +367,41 @@ def test_a_boundary_tensor_is_sent_whole_or_split_over_tp_by_hand():
     assert p2p_bytes(model, Layout(tp=8, pp=4, cp=2)) == tensor / 2  # each cp rank sends its half of the sequence
 
 
+def test_split_gate_and_up_projections_by_hand():
+    """--mlp-up split (Aleph Alpha's ParallelSwiGLUMLP, torchtitan's and Hugging Face's w1/w3): the gated MLP's
+    fused up projection becomes two GEMMs of half its width and, without sequence parallelism, each of the two
+    column-parallel linears all-reduces its own input gradient: one all-reduce of b·s·h more a layer's backward
+    (2 + 3 where a fused one makes 2 + 2); with sequence parallelism the two share their input's gather."""
+    from pipesim.analytic.kernels import column_parallel_weight_grads, layer_gemms
+    from pipesim.analytic.layout import MlpUp
+    from pipesim.analytic.model_spec import LayerKind
+
+    model = MODEL_PRESETS["llama2-13b"].with_shape(4096, 1)
+    h, f = model.hidden, model.ffn_hidden
+    fused = Layout(tp=4)
+    split = replace(fused, mlp_up=MlpUp.SPLIT)
+    assert [(n, k) for _, n, k, _ in layer_gemms(model, fused, 4096)][2:] == [(2 * f // 4, h), (h, f // 4)]
+    assert [(n, k) for _, n, k, _ in layer_gemms(model, split, 4096)][2:] == [(f // 4, h), (f // 4, h), (h, f // 4)]
+    one = collective_time(CollectiveOp.ALL_REDUCE, 2 * 4096 * h, 4, H100, 4)
+    assert tp_layer_comm(model, split, H100).forward == tp_layer_comm(model, fused, H100).forward == 2 * one
+    assert tp_layer_comm(model, fused, H100).backward == pytest.approx(2 * one)
+    assert tp_layer_comm(model, split, H100).backward == pytest.approx(3 * one)
+    # full recomputation repeats the forward's two, not the backward's third
+    full = replace(split, recompute=Recompute.FULL)
+    assert tp_layer_comm(model, full, H100).backward == pytest.approx(5 * one)
+    # one weight gradient beside each input-gradient collective: the fused up projection's, or gate's and up's
+    assert len(column_parallel_weight_grads(model, fused, H100, 4096)) == 2
+    assert len(column_parallel_weight_grads(model, split, H100, 4096)) == 3
+    # sequence parallelism gathers the shared input once: no collective more; a MoE layer's experts are apart
+    sp, sp_split = replace(fused, sequence_parallel=True), replace(split, sequence_parallel=True)
+    assert tp_layer_comm(model, sp_split, H100) == tp_layer_comm(model, sp, H100)
+    mixtral = MODEL_PRESETS["mixtral-8x7b"]
+    assert (tp_layer_comm(mixtral, replace(split, ep=1), H100, LayerKind.MOE)
+            == tp_layer_comm(mixtral, fused, H100, LayerKind.MOE))
+    # a model without a gated MLP has nothing to split: a one-line refusal when asked
+    assert main(["simulate", "--model", "gpt3-175b", "--tp", "8", "--mlp-up", "split"]) == 2
+
+
 def test_sequential_blocking_calls_wait_out_both_transfers_by_hand():
     """--p2p-calls sequential (DeepSpeed's pipeline engine, Aleph Alpha's scaling): a step's send and the receive it
     pairs with are blocking calls one after the other, so each pass waits out two transfers of its boundary where

@@ -34,14 +34,15 @@ def _layout(**options):
 def test_a_framework_sets_the_fields_its_code_decides(framework):
     layout, k = _layout(framework=framework.value), KNOBS[framework]
     assert (layout.elementwise, layout.loss, layout.grad_accumulation, layout.overlap_tp_dgrad,
-            layout.column_input, layout.p2p_tensor, layout.p2p_calls) == (
-        k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input, k.p2p_tensor, k.p2p_calls)
+            layout.column_input, layout.p2p_tensor, layout.p2p_calls, layout.mlp_up) == (
+        k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input, k.p2p_tensor, k.p2p_calls,
+        k.mlp_up)
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():
     assert _layout() == _layout(framework="megatron")
     given = _layout(framework="torchtitan", elementwise="fused", loss="megatron", grad_accumulation="fused",
-                    overlap_tp_dgrad=True, column_input="regather")
+                    overlap_tp_dgrad=True, column_input="regather", mlp_up="fused")
     assert given == _layout()
     assert _layout(framework="megatron-deepspeed", p2p_tensor="whole").p2p_tensor is BoundaryTensor.WHOLE
     assert _layout(framework="nanotron", column_input="saved").column_input is ColumnInput.SAVED
@@ -71,7 +72,7 @@ def test_the_sources_that_run_on_a_framework_state_its_settings():
     by_source = runs_by_source()
     titan = KNOBS[Framework.TORCHTITAN]
     for run in by_source["torchtitan2024"]:
-        assert run.loss is titan.loss and run.recompute is titan.selective
+        assert run.loss is titan.loss and run.recompute is titan.selective and run.mlp_up is titan.mlp_up
     deepspeed = KNOBS[Framework.MEGATRON_DEEPSPEED]
     for name in ("glm130b_2022", "neox20b_2022"):
         for run in by_source[name]:

@@ -72,7 +72,7 @@ _OTHER = {
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
     "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
-    "p2p_tensor": "split", "p2p_calls": "sequential",
+    "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split",
 }
 
 
@@ -86,6 +86,7 @@ def _other(name: str):
         Fp8Recipe,
         GradAccumulation,
         LossKernel,
+        MlpUp,
         OptimizerBytes,
         P2pCalls,
         Precision,
@@ -104,7 +105,8 @@ def _other(name: str):
             "column_input": lambda: ColumnInput(value), "fp8_params": lambda: Fp8Params(value),
             "fp8_recipe": lambda: Fp8Recipe(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value),
-            "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value)}.get(
+            "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value),
+            "mlp_up": lambda: MlpUp(value)}.get(
                 name, lambda: value)()
 
 

@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.kernels import split_up_collectives
 from pipesim.analytic.layout import BoundaryTensor, ColumnInput, Layout, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
 FP32_BYTES = 4  # a gradient element cast to FP32 for the wire
 
@@ -142,11 +143,13 @@ class LayerComm:
     hidden_by_weight_grad: float = 0.0
 
 
-def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
+def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKind = LayerKind.DENSE) -> LayerComm:
     """Tensor-parallel collectives of one layer (Shoeybi et al. 2019 §3; Korthikanti et al. 2023 §4.2.2).
 
     ALL_REDUCE mode: the ``g`` operator all-reduces the ``bsh`` output of attention and of the MLP in the
-    forward, and the conjugate ``f`` all-reduces their input gradients in the backward: 2 + 2 all-reduces.
+    forward, and the conjugate ``f`` all-reduces their input gradients in the backward: 2 + 2 all-reduces, or
+    2 + 3 where a gated MLP's gate and up projections are two column-parallel linears, each with its own ``f``
+    (``layout.mlp_up``, :func:`~pipesim.analytic.kernels.split_up_collectives`).
     Sequence parallel: each all-reduce becomes an all-gather before the column-parallel linear and a
     reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), each at the
     rate its own collective reaches (:func:`group_bandwidth`); the backward's second all-gather of the input
@@ -165,7 +168,8 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
     else:
         one = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
     forward = 2 * one
-    backward = 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0)
+    extra = one if split_up_collectives(model, layout, kind) else 0.0  # the second up projection's own ``f``
+    backward = 2 * one + extra + (forward if layout.recompute is Recompute.FULL else 0.0)
     return LayerComm(forward, backward)
 
 

@@ -20,9 +20,11 @@ two together). An explicit flag always wins over the framework's default.
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
   (``components/loss.py``); gradients summed by autograd; DTensor's TP waits for every collective and its
   linears save the gathered input (``saved``); "selective" is per-op SAC (``selective_ac_option = "op"``);
-  ZeRO-2 as FSDP's per-module collectives. Its tensor parallelism is always sequence-parallel: the TP plan
-  (``parallelize_llama``'s ``apply_tp``) shards every norm with ``SequenceParallel()`` and hands the attention
-  and MLP a ``Shard(1)`` input they all-gather, so ``--tp`` > 1 implies ``--sequence-parallel``. Its data
+  ZeRO-2 as FSDP's per-module collectives; its ``FeedForward`` keeps ``w1`` and ``w3`` apart (``--mlp-up
+  split``: two GEMMs; its tensor parallelism gathers their input once, so no collective more). Its tensor
+  parallelism is always sequence-parallel: the TP plan (``parallelize_llama``'s ``apply_tp``) shards every
+  norm with ``SequenceParallel()`` and hands the attention and MLP a ``Shard(1)`` input they all-gather, so
+  ``--tp`` > 1 implies ``--sequence-parallel``. Its data
   parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the weights; ``reshard_after_forward = "never"`` keeps
   them gathered, ZeRO-2's shape).
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary; its SwiGLU, ``GLUActivation``,
@@ -60,6 +62,7 @@ from pipesim.analytic.layout import (
     ElementwiseKernels,
     GradAccumulation,
     LossKernel,
+    MlpUp,
     P2pCalls,
     Recompute,
     ZeroCollectives,
@@ -92,6 +95,8 @@ class FrameworkKnobs:
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     # whether its blocking pipeline engine receives and sends in one batched call or one after the other
     p2p_calls: P2pCalls = P2pCalls.BATCHED
+    # a gated MLP's gate and up projections: one fused GEMM or two linears
+    mlp_up: MlpUp = MlpUp.FUSED
     zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
     # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
@@ -110,12 +115,14 @@ class FrameworkKnobs:
                    overlap_tp_dgrad: bool | None = None,
                    column_input: str | ColumnInput | None = None,
                    p2p_tensor: str | BoundaryTensor | None = None,
-                   p2p_calls: str | P2pCalls | None = None) -> FrameworkKnobs:
+                   p2p_calls: str | P2pCalls | None = None,
+                   mlp_up: str | MlpUp | None = None) -> FrameworkKnobs:
         """These defaults with every option the user gave (not None) in its place: an explicit flag wins."""
         given = {"elementwise": (ElementwiseKernels, elementwise), "loss": (LossKernel, loss),
                  "grad_accumulation": (GradAccumulation, grad_accumulation),
                  "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input),
-                 "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls)}
+                 "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls),
+                 "mlp_up": (MlpUp, mlp_up)}
         return replace(self, **{name: kind(value) for name, (kind, value) in given.items() if value is not None})
 
     def sequence_parallel(self, asked: bool, tp: int) -> bool:
@@ -145,7 +152,8 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
-        zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True),
+        zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
+        mlp_up=MlpUp.SPLIT),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

@@ -48,6 +48,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     Layout,
     LossKernel,
+    MlpUp,
     Precision,
     Recompute,
     ZeroStage,
@@ -163,9 +164,19 @@ def _mlp_shapes(model: ModelSpec, width: int, t: int) -> list[tuple[int, int]]:
     return [(up // t, model.hidden), (model.hidden, width // t)]
 
 
+def _dense_mlp_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
+    """A dense layer's MLP weight matrices per tp rank: the gated MLP's gate and up projections one fused
+    matrix, or two (:class:`~pipesim.analytic.layout.MlpUp`)."""
+    shapes = _mlp_shapes(model, model.ffn_hidden, layout.tp)
+    if model.gated and layout.mlp_up is MlpUp.SPLIT:
+        half = (model.ffn_hidden // layout.tp, model.hidden)
+        return [half, half, shapes[1]]
+    return shapes
+
+
 def linear_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
     """(output width, input width) per tp rank of a dense layer's weight matrices."""
-    return attention_shapes(model, layout) + _mlp_shapes(model, model.ffn_hidden, layout.tp)
+    return attention_shapes(model, layout) + _dense_mlp_shapes(model, layout)
 
 
 _linear_shapes = linear_shapes  # the old private name (pipesim profile times these shapes)
@@ -184,7 +195,7 @@ def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
     width, and the routed experts' grouped GEMM — ``E/ep`` products of :func:`tokens_per_expert` rows."""
     groups = [(tokens, n, k, 1) for n, k in attention_shapes(model, layout)]
     if kind is LayerKind.DENSE:
-        return groups + [(tokens, n, k, 1) for n, k in _mlp_shapes(model, model.ffn_hidden, layout.tp)]
+        return groups + [(tokens, n, k, 1) for n, k in _dense_mlp_shapes(model, layout)]
     groups.append((tokens, model.experts, model.hidden, 1))
     if model.shared_experts:
         width = model.shared_experts * model.shared_expert_ffn_hidden
@@ -209,14 +220,25 @@ def layer_parameter_tensors(model: ModelSpec, layout: Layout, kind: LayerKind = 
 
 
 def _column_parallel_shapes(model: ModelSpec, layout: Layout, kind: LayerKind) -> list[tuple[int, int]]:
-    """(output width, input width) per tp rank of a layer's column-parallel linears whose input sequence
-    parallelism all-gathers: the attention's input projection (the first of :func:`attention_shapes`: fused
-    QKV, or latent attention's first projection) and, in a dense layer, the MLP's up projection (a MoE layer's
-    experts communicate otherwise and are left out)."""
+    """(output width, input width) per tp rank of a layer's column-parallel linears, one per input-gradient
+    collective: the attention's input projection (the first of :func:`attention_shapes`: fused QKV, or latent
+    attention's first projection) and, in a dense layer, the MLP's up projection (a MoE layer's experts
+    communicate otherwise and are left out) — as two linears, each with its own collective, where a gated MLP's
+    projections are split and no sequence parallelism gathers their shared input once."""
     shapes = [attention_shapes(model, layout)[0]]
     if kind is LayerKind.DENSE:
-        shapes.append(_mlp_shapes(model, model.ffn_hidden, layout.tp)[0])
+        mlp = _dense_mlp_shapes(model, layout)
+        shapes += mlp[:-1] if split_up_collectives(model, layout, kind) else [_mlp_shapes(model, model.ffn_hidden,
+                                                                                         layout.tp)[0]]
     return shapes
+
+
+def split_up_collectives(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> bool:
+    """Whether a layer's gated MLP makes two input-gradient collectives where a fused one makes one: its gate
+    and up projections split into two column-parallel linears (``layout.mlp_up``) on an input no sequence
+    parallelism gathers once for both (a dense layer, tp > 1)."""
+    return (kind is LayerKind.DENSE and model.gated and layout.mlp_up is MlpUp.SPLIT and layout.tp > 1
+            and not layout.sequence_parallel)
 
 
 def column_parallel_weight_grads(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,

@@ -201,6 +201,20 @@ class BoundaryTensor(enum.Enum):
     WHOLE = "whole"
 
 
+class MlpUp(enum.Enum):
+    """How a gated MLP's two up projections (gate and up, on the same input) are built."""
+
+    # One GEMM of twice the width (Megatron-Core's linear_fc1, nanotron's gate_up_proj): one column-parallel
+    # linear, one input-gradient collective without sequence parallelism.
+    FUSED = "fused"
+    # Two linears (Aleph Alpha's ParallelSwiGLUMLP: dense_in and siglu_weight, each a ColumnParallelLinear;
+    # torchtitan's and Hugging Face's w1/w3, gate_proj/up_proj): two GEMMs, and without sequence parallelism each
+    # column-parallel linear all-reduces its own input gradient in the backward (its _CopyToModelParallelRegion),
+    # one collective more a layer. Under sequence parallelism the two share their input's gather (and its
+    # reduce-scatter back): no collective more.
+    SPLIT = "split"
+
+
 class P2pCalls(enum.Enum):
     """How a blocking pipeline engine issues a pass's send and the receive it pairs with (the neighbour's tensor
     coming the other way over the same boundary)."""
@@ -354,6 +368,7 @@ class Layout:
     # Blocking sends: a pass's send and its paired receive in one batched call (Megatron-LM) or one after the
     # other (DeepSpeed's pipeline engine): P2pCalls.
     p2p_calls: P2pCalls = P2pCalls.BATCHED
+    mlp_up: MlpUp = MlpUp.FUSED  # a gated MLP's gate and up projections: one GEMM or two linears (MlpUp)
     # Megatron's --overlap-grad-reduce (NeMo's overlap_grad_sync): the data-parallel gradient reduce runs in buckets
     # while each stage's last microbatch runs its backward. --overlap-param-gather (overlap_param_sync): the
     # distributed optimizer's parameter all-gather runs while the next step's first microbatch runs its forward.

@@ -140,7 +140,7 @@ class StepReport:
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "p2p_tensor": lay.p2p_tensor.value,
-                       "p2p_calls": lay.p2p_calls.value,
+                       "p2p_calls": lay.p2p_calls.value, "mlp_up": lay.mlp_up.value,
                        "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
                        "moe_imbalance": lay.moe_imbalance,

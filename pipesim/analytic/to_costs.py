@@ -358,7 +358,7 @@ def _layer_comm(
 ) -> LayerComm:
     """Exposed communication of one layer per microbatch: TP collectives, CP ring, ZeRO-3 gathers (the MoE
     all-to-all is kept apart: :func:`_layer_a2a`)."""
-    tp = tp_layer_comm(model, layout, chip)
+    tp = tp_layer_comm(model, layout, chip, kind)
     tokens = model.micro_batch * model.seq_len // layout.cp
     if layout.hides_tp_dgrad:
         # Megatron-LM and Transformer Engine issue each column-parallel linear's input-gradient collective
@@ -476,6 +476,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.async_tp,
         layout.overlap_tp_dgrad,
         layout.column_input,
+        layout.mlp_up,  # two GEMMs, and without SP a collective more (kernels.split_up_collectives)
         layout.moe_imbalance,
         layout.halve_causal_attention,
         (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor) if gathers

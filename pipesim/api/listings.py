@@ -45,6 +45,6 @@ def frameworks() -> pd.DataFrame:
                      "grad_accumulation": k.grad_accumulation.value, "overlap_tp_dgrad": k.overlap_tp_dgrad,
                      "column_input": k.column_input.value, "selective": k.selective.value,
                      "zero2_collectives": k.zero2_collectives.value, "p2p_tensor": k.p2p_tensor.value,
-                     "p2p_calls": k.p2p_calls.value,
+                     "p2p_calls": k.p2p_calls.value, "mlp_up": k.mlp_up.value,
                      "tp_shards_sequence": k.tp_shards_sequence})
     return pd.DataFrame(rows)

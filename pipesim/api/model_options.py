@@ -91,6 +91,10 @@ class ModelOptions:
             directions at once, as Megatron-LM batches them; default) or ``"sequential"`` (one blocking call after
             the other, as DeepSpeed's pipeline engine runs them: a pass waits out both transfers). The framework's
             default.
+        mlp_up: a gated MLP's gate and up projections: ``"fused"`` (one GEMM, Megatron-Core's and nanotron's;
+            default) or ``"split"`` (two linears, Aleph Alpha's scaling, torchtitan, Hugging Face's Llama: two
+            GEMMs, and without sequence parallelism each column-parallel linear's own input-gradient all-reduce).
+            The framework's default.
         tp_pp_dp_mapping: rank order tp, cp, pp, dp (Megatron-Core's ``--use-tp-pp-dp-mapping``): pipeline
             neighbours tp·cp ranks apart, data parallelism outermost (default: Megatron's tp, cp, dp, pp).
         overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward.
@@ -137,6 +141,7 @@ class ModelOptions:
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
     p2p_tensor: str | None = None
     p2p_calls: str | None = None
+    mlp_up: str | None = None
     tp_pp_dp_mapping: bool | None = None
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None

@@ -18,6 +18,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     Fp8Recipe,
     Layout,
+    MlpUp,
     Precision,
     RankOrder,
     Recompute,
@@ -92,7 +93,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     overlap_tp_dgrad = o.overlap_tp_dgrad if o.overlap_tp_dgrad is not None or not o.async_tp else True
     chosen = framework.with_given(elementwise=o.elementwise, loss=o.loss, grad_accumulation=o.grad_accumulation,
                                   overlap_tp_dgrad=overlap_tp_dgrad, column_input=o.column_input,
-                                  p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls)
+                                  p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls, mlp_up=o.mlp_up)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
@@ -113,7 +114,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
-        p2p_calls=chosen.p2p_calls, overlap_grad_reduce=bool(o.overlap_grad_reduce),
+        p2p_calls=chosen.p2p_calls, mlp_up=chosen.mlp_up, overlap_grad_reduce=bool(o.overlap_grad_reduce),
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )
@@ -124,6 +125,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.column_input is None and not layout.gathers_column_input:
         # The framework's choice matters only where inputs are gathered; unasked, it earns no "changes nothing" note.
         layout = replace(layout, column_input=ColumnInput.REGATHER)
+    if o.mlp_up is not None and MlpUp(o.mlp_up) is MlpUp.SPLIT and not spec.gated:
+        raise PipesimError(f"--mlp-up split: {spec.name}'s MLP is not gated (one up projection, nothing to split); "
+                           "drop --mlp-up")
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,

@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     GradAccumulation,
     LossKernel,
+    MlpUp,
     P2pCalls,
     ZeroCollectives,
 )
@@ -58,6 +59,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append("pipeline boundary tensors sent split over tp")
     if request.p2p_calls is not P2pCalls.BATCHED:
         said.append("blocking sends and receives one after the other")
+    if request.mlp_up is not MlpUp.FUSED:
+        said.append("the gated MLP's gate and up projections as two linears")
     if request.grad_accumulation is not GradAccumulation.FUSED:
         said.append("gradients summed by autograd every microbatch")
     if request.fp8_params is not Fp8Params.OFF:

@@ -22,6 +22,7 @@ from pipesim.analytic.layout import (
     ElementwiseKernels,
     Fp8Params,
     LossKernel,
+    MlpUp,
     P2pCalls,
     Precision,
     Recompute,
@@ -229,6 +230,7 @@ def plan_request(
     column_input: str | ColumnInput | None = None,
     p2p_tensor: str | BoundaryTensor | None = None,
     p2p_calls: str | P2pCalls | None = None,
+    mlp_up: str | MlpUp | None = None,
     fp8_params: str | Fp8Params | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
@@ -241,7 +243,7 @@ def plan_request(
     name = framework.value if isinstance(framework, Framework) else framework
     defaults = framework_knobs(name).with_given(elementwise=elementwise, loss=loss, overlap_tp_dgrad=overlap_tp_dgrad,
                                                 column_input=column_input, p2p_tensor=p2p_tensor,
-                                                p2p_calls=p2p_calls)
+                                                p2p_calls=p2p_calls, mlp_up=mlp_up)
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
@@ -274,7 +276,8 @@ def plan_request(
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, column_input=defaults.column_input,
-        p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls, grad_accumulation=defaults.grad_accumulation,
+        p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls, mlp_up=defaults.mlp_up,
+        grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
     )
@@ -351,7 +354,9 @@ def plan(
             parallelism, what each tp rank sends across a pipeline boundary: "whole", Megatron-Core's; "split",
             Megatron-LM 2021–2022's scatter/gather and DeepSpeed's; not searched), ``p2p_calls`` (blocking
             sends: "batched", Megatron-LM's send and receive in one call; "sequential", DeepSpeed's one after the
-            other; not searched), ``fp8_params`` ("both" or
+            other; not searched), ``mlp_up`` (a gated MLP's gate and up projections: "fused", one GEMM;
+            "split", two linears with, without sequence parallelism, an input-gradient collective each; not
+            searched), ``fp8_params`` ("both" or
             "rowwise": the FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone,
             as Megatron-LM's ``--fp8-param-gather`` does, with the transpose as Transformer Engine 2.x keeps it or
             without; not searched).

@@ -17,6 +17,7 @@ from pipesim.analytic.layout import (
     Fp8Recipe,
     GradAccumulation,
     LossKernel,
+    MlpUp,
     P2pCalls,
     Recompute,
     ZeroCollectives,
@@ -46,6 +47,12 @@ P2P_CALLS_HELP = (
     "blocking pipeline sends: batched (a pass's send and the receive it pairs with in one call, both directions at "
     "once, as Megatron-LM batches them; megatron's default) or sequential (one blocking call after the other, as "
     "DeepSpeed's pipeline engine and Aleph Alpha's scaling run them: a pass waits out both transfers)")
+
+MLP_UP_HELP = (
+    "a gated MLP's gate and up projections: fused (one GEMM of twice the width, Megatron-Core's and nanotron's; "
+    "megatron's default) or split (two linears, as Aleph Alpha's scaling, torchtitan and Hugging Face's Llama build "
+    "them: two GEMMs, and without --sequence-parallel each column-parallel linear all-reduces its own input "
+    "gradient, one collective more a layer)")
 
 
 #: ``--fp8-params [both|rowwise]`` (simulate and plan): the bare flag means "both", Transformer Engine 2.x's.
@@ -96,11 +103,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="fused (FlashAttention-2 or cuDNN: no s² scores stored, default), triton (FlashAttention "
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
-                       help="the training code, whose defaults set --elementwise, --loss, --grad-accumulation, "
-                       "--overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, what --recompute selective "
-                       "keeps and how --zero 2 communicates (each flag given wins): megatron (Megatron-LM/Core with "
-                       "Transformer Engine, NeMo; default), torchtitan, nanotron or megatron-deepspeed (also "
-                       "GPT-NeoX); 'pipesim frameworks' lists what each sets")
+                       help="the training code, whose defaults set the flags its code decides (--elementwise, --loss, "
+                       "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up), "
+                       "what --recompute selective keeps and how --zero 2 communicates (each flag given wins): "
+                       "megatron (Megatron-LM/Core with Transformer Engine, NeMo; default), torchtitan, nanotron or "
+                       "megatron-deepspeed (also GPT-NeoX); 'pipesim frameworks' lists what each sets")
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
@@ -190,6 +197,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--p2p-tensor", choices=[b.value for b in BoundaryTensor], default=None,
                        help=P2P_TENSOR_HELP)
     group.add_argument("--p2p-calls", choices=[c.value for c in P2pCalls], default=None, help=P2P_CALLS_HELP)
+    group.add_argument("--mlp-up", choices=[m.value for m in MlpUp], default=None, help=MLP_UP_HELP)
     group.add_argument("--tp-pp-dp-mapping", action="store_true", default=None,
                        help="number ranks tp, cp, pp, dp (Megatron-Core's --use-tp-pp-dp-mapping): pipeline "
                        "neighbours tp·cp ranks apart, so a model replica shares a node or an NVL72 rack and data "

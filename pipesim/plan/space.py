@@ -43,6 +43,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     Layout,
     LossKernel,
+    MlpUp,
     OptimizerBytes,
     P2pCalls,
     Precision,
@@ -104,6 +105,8 @@ class PlanRequest:
     # Blocking sends' send and paired receive: one batched call (Megatron-LM) or one after the other (DeepSpeed's
     # engine); Layout.p2p_calls, not searched. Overlapped sends (interleaved candidates) are batched.
     p2p_calls: P2pCalls = P2pCalls.BATCHED
+    # A gated MLP's gate and up projections (Layout.mlp_up; not searched): one fused GEMM (Megatron-Core).
+    mlp_up: MlpUp = MlpUp.FUSED
     # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     # The training code whose defaults set the fields above (pipesim.analytic.frameworks); Megatron's launch line
@@ -186,7 +189,7 @@ class PlanRequest:
                       overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=self.overlap_dp_sync,
                       overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
-                      p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation,
+                      p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
                       p2p_calls=P2pCalls.BATCHED if self.overlap_p2p and c.overlaps_p2p else self.p2p_calls,
                       stage_layers=c.stage_layers)
 

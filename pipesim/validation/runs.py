@@ -23,6 +23,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     Layout,
     LossKernel,
+    MlpUp,
     OptimizerBytes,
     P2pCalls,
     Precision,
@@ -76,6 +77,7 @@ class PublishedRun:
     # (SPLIT: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline engine)
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     p2p_calls: P2pCalls = P2pCalls.BATCHED  # SEQUENTIAL: DeepSpeed's engine, each send and receive in turn
+    mlp_up: MlpUp = MlpUp.FUSED  # SPLIT: a gated MLP's gate and up projections as two linears
     rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
@@ -183,7 +185,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     stage_layers=split,
-                    overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls,
+                    overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls, mlp_up=run.mlp_up,
                     async_tp=run.async_tp,
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
@@ -233,6 +235,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--p2p-tensor", run.p2p_tensor.value]
     if run.p2p_calls is not P2pCalls.BATCHED:
         argv += ["--p2p-calls", run.p2p_calls.value]
+    if run.mlp_up is not MlpUp.FUSED:
+        argv += ["--mlp-up", run.mlp_up.value]
     if run.rank_order is RankOrder.TP_CP_PP_DP:
         argv.append("--tp-pp-dp-mapping")
     if run.async_tp:

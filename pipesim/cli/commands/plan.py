@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     ColumnInput,
     ElementwiseKernels,
     LossKernel,
+    MlpUp,
     P2pCalls,
     Precision,
     Recompute,
@@ -24,6 +25,7 @@ from pipesim.cli.analytic_args import (
     FP8_PARAMS_BARE,
     FP8_PARAMS_CHOICES,
     GPU_SPEED_SPREAD_HELP,
+    MLP_UP_HELP,
     P2P_CALLS_HELP,
     P2P_TENSOR_HELP,
 )
@@ -132,9 +134,9 @@ def register(sub) -> None:
                    "default), triton (FlashAttention in Triton) or unfused")
     p.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                    help="the training code, whose defaults set --elementwise, --loss, --zero-collectives, "
-                   "--overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, the gradient accumulation and "
-                   "what the searched selective recomputation keeps (each flag given wins): megatron (default), "
-                   "torchtitan, nanotron or megatron-deepspeed (pipesim/analytic/frameworks.py)")
+                   "--overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up, the gradient "
+                   "accumulation and what the searched selective recomputation keeps (each flag given wins): megatron "
+                   "(default), torchtitan, nanotron or megatron-deepspeed (pipesim/analytic/frameworks.py)")
     p.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                    help="fused kernels (Megatron-LM, Transformer Engine, torch.compile; default), eager (one "
                    "PyTorch kernel per op) or eager-fused-norm (eager ops, fused norms), not searched")
@@ -158,6 +160,7 @@ def register(sub) -> None:
                    help=P2P_TENSOR_HELP + ", not searched")
     p.add_argument("--p2p-calls", choices=[c.value for c in P2pCalls], default=None,
                    help=P2P_CALLS_HELP + ", for the candidates whose sends block; not searched")
+    p.add_argument("--mlp-up", choices=[m.value for m in MlpUp], default=None, help=MLP_UP_HELP + ", not searched")
     p.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None, choices=FP8_PARAMS_CHOICES,
                    help="FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone "
                    "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
@@ -193,7 +196,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,
-                fp8_params=args.fp8_params)
+                mlp_up=args.mlp_up, fp8_params=args.fp8_params)
 
 
 def run(args: argparse.Namespace) -> int:

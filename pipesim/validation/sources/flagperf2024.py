@@ -39,7 +39,8 @@ Stated for the DeepSpeed case (``training/benchmarks/llama2_7b/deepspeed``: ``ds
 and accumulation per row; tokens per second per GPU from DeepSpeed's samples per second. Inferred there: no
 recomputation (the script never enables the model's gradient checkpointing; ``activation_checkpointing`` in the
 DeepSpeed config acts only on ``deepspeed.checkpointing`` calls, which the model has none of), Hugging Face's
-eager modules (``--elementwise eager``: FP32 RMSNorm, RoPE as ``rotate_half``, ``act(gate) * up``; their FA2
+eager modules (``--elementwise eager``: FP32 RMSNorm, RoPE as ``rotate_half``, ``act(gate) * up`` of two linears,
+``--mlp-up split``; their FA2
 path has no transposed output copy, which eager counts: a few tenths of a percent), its loss on FP32 logits
 (``--loss pytorch``), autograd's gradient accumulation.
 
@@ -63,7 +64,7 @@ refits the ratio without this source, so its left-out error stays held out. The 
 for these rows from the part's datasheet figures (nothing fitted).
 """
 
-from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, LossKernel, Precision, ZeroStage
+from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, LossKernel, MlpUp, Precision, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "FlagPerf (BAAI) LLM training cases, 2024"
@@ -81,7 +82,8 @@ def _llama3(model, chip, gpus, batch, tp, pp, tokens, precision=_BF16):
 def _deepspeed(chip, seq, micro_batch, accumulation, tokens):
     return PublishedRun(_DEEPSPEED, "llama2-7b", chip, 8, 8 * micro_batch * accumulation, micro_batch=micro_batch,
                         seq_len=seq, zero=ZeroStage.PARAMETERS, elementwise=ElementwiseKernels.EAGER,
-                        loss=LossKernel.PYTORCH, grad_accumulation=GradAccumulation.AUTOGRAD, tokens_per_gpu=tokens)
+                        loss=LossKernel.PYTORCH, grad_accumulation=GradAccumulation.AUTOGRAD, mlp_up=MlpUp.SPLIT,
+                        tokens_per_gpu=tokens)
 
 
 def _flagscale(tp, pp, batch, tokens):

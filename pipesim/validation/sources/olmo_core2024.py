@@ -7,17 +7,17 @@ the modules it imports were read at the commit that published its number.
 
 The models (presets ``olmo-core-1b``, ``olmo-core-7b``, ``olmo-core-13b``, ``olmo-core-llama3-8b`` in
 :mod:`pipesim.analytic.model_presets`): every shape is OLMo-core's ``TransformerConfig.llama_like()`` (SwiGLU
-``w2(silu(w1 x) · w3 x)``, RMSNorm without bias, no linear biases, dropout 0, RoPE, a separate ``w_out``: untied)
-with the vocabulary of ``TokenizerConfig.dolma2()`` (100278) padded by ``padded_vocab_size()`` to a multiple of
-128 (100352), the MLP width ``256 · ceil(int(8h/3) / 256)``, sequence 4096 (the scripts' dataset): 1B 18 layers ×
-2048 (16 heads, MLP 5632), 7B 32 × 4096 (32 heads, 11008), 13B 40 × 5120 (40 heads, 13824) — the ``llama2_*``
-factories of the MFU table's rows (``model.py`` at 80b143929, c2be557a1: pre-norm, no QK-norm, RoPE theta
-10,000) and the ``olmo_*`` factories of the later rows (``model.py`` at 8c03ca8a2, ``config.py`` at 310866e45:
-the same shapes with QK-norm over all of q and k, the norms on each block's attention and MLP outputs
-("reordered_norm"), RoPE theta 500,000: the OLMo-2-1124 architecture; QK-norm is no ``ModelSpec`` field, so one
-preset serves both) — and ``llama3_8B`` (``config.py`` at 41400c46f: 8 KV heads, MLP int(1.3 · 10922) = 14198
-rounded up to a multiple of 1024 = 14336, pre-norm, no QK-norm, RoPE theta 500,000, the dolma2 vocabulary, not
-Llama 3's 128256).
+``w2(silu(w1 x) · w3 x)``, ``w1`` and ``w3`` two linears: ``--mlp-up split``; RMSNorm without bias, no linear
+biases, dropout 0, RoPE, a separate ``w_out``: untied) with the vocabulary of ``TokenizerConfig.dolma2()`` (100278)
+padded by ``padded_vocab_size()`` to a multiple of 128 (100352), the MLP width ``256 · ceil(int(8h/3) / 256)``,
+sequence 4096 (the scripts' dataset): 1B 18 layers × 2048 (16 heads, MLP 5632), 7B 32 × 4096 (32 heads, 11008), 13B
+40 × 5120 (40 heads, 13824) — the ``llama2_*`` factories of the MFU table's rows (``model.py`` at 80b143929,
+c2be557a1: pre-norm, no QK-norm, RoPE theta 10,000) and the ``olmo_*`` factories of the later rows (``model.py`` at
+8c03ca8a2, ``config.py`` at 310866e45: the same shapes with QK-norm over all of q and k, the norms on each block's
+attention and MLP outputs ("reordered_norm"), RoPE theta 500,000: the OLMo-2-1124 architecture; QK-norm is no
+``ModelSpec`` field, so one preset serves both) — and ``llama3_8B`` (``config.py`` at 41400c46f: 8 KV heads, MLP
+int(1.3 · 10922) = 14198 rounded up to a multiple of 1024 = 14336, pre-norm, no QK-norm, RoPE theta 500,000, the
+dolma2 vocabulary, not Llama 3's 128256).
 
 Their parameter counts (1,335,961,600; 7,298,355,200; 13,715,788,800; 7,801,671,680) are OLMo-core's
 ``TransformerConfig.num_params`` less the QK-norm weights (QK-norm adds L·(h + kv width): 262,144 at 7B).
@@ -97,7 +97,7 @@ optimizer); the fused AdamW step (pipesim's optimizer step is its own). No memor
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
 
-from pipesim.analytic.layout import Fp8Recipe, GradAccumulation, LossKernel, Precision, ZeroStage
+from pipesim.analytic.layout import Fp8Recipe, GradAccumulation, LossKernel, MlpUp, Precision, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 # one software version a row: the README at one commit (the ranking compares layouts of one job on one
@@ -113,7 +113,8 @@ def _row(commit, model, micro_batch, global_batch, precision, loss, tps):
     return PublishedRun(f"{SOURCE}: README at {commit}", model, "h100-sxm", _GPUS, global_batch,
                         micro_batch=micro_batch, seq_len=_SEQ, zero=ZeroStage.PARAMETERS, precision=precision,
                         fp8_recipe=Fp8Recipe.TENSORWISE if fp8 else Fp8Recipe.DELAYED, loss=loss,
-                        grad_accumulation=GradAccumulation.AUTOGRAD, tokens_per_gpu=tps, note=commit)
+                        grad_accumulation=GradAccumulation.AUTOGRAD, mlp_up=MlpUp.SPLIT, tokens_per_gpu=tps,
+                        note=commit)
 
 
 ROWS = [

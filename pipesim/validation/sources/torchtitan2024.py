@@ -22,7 +22,8 @@ torchtitan's launcher sets ``PYTORCH_ALLOC_CONF=expandable_segments:True`` (``ru
 Stated by torchtitan's code rather than the table: its "selective" checkpointing is per-op SAC by default
 (``selective_ac_option = "op"``: the attention kernel's output and every other matmul's output kept, the rest
 recomputed; ``--recompute per-op``), and its loss is ``F.cross_entropy`` on the logits cast to FP32 (``--loss
-pytorch``, whose backward peak is 12 bytes per logit). Until these were modelled the rows ran as pipesim's
+pytorch``, whose backward peak is 12 bytes per logit), and its ``FeedForward`` keeps ``w1`` and ``w3`` apart
+(``--mlp-up split``: two GEMMs). Until these were modelled the rows ran as pipesim's
 selective recomputation (attention core only) with Megatron's loss, +27% and +28% on memory. torch.compile is not
 modelled beyond the fused element-wise kernels. The Float8 row runs torchao's dynamic scaling as pipesim's
 per-tensor current scaling (``--fp8-recipe tensorwise``, with its amax pass), as the table states it; until the
@@ -33,7 +34,7 @@ cites this table's Float8/BF16 ratio as a cross-check, so its Float8 row is not 
 """
 
 from pipesim.analytic.allocator import MemoryMeasure
-from pipesim.analytic.layout import Fp8Recipe, LossKernel, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Recipe, LossKernel, MlpUp, Precision, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "torchtitan Llama 3.1 benchmarks on H100 (llama3_h100_202412_torchtitan.md)"
@@ -50,7 +51,7 @@ def _row(table, model, gpus, local_batch, seq, precision, recompute, tps, gib, t
                         chunks=chunks, micro_batch=micro, seq_len=seq, schedule=schedule, recompute=recompute,
                         sequence_parallel=tp > 1, zero=_FSDP, precision=precision, async_tp=async_tp,
                         first_last=first_last, tokens_per_gpu=tps, memory_gib=gib, loss=LossKernel.PYTORCH,
-                        memory_measure=MemoryMeasure.RESERVED,
+                        memory_measure=MemoryMeasure.RESERVED, mlp_up=MlpUp.SPLIT,
                         # torchao's dynamic scaling: each tensor's scale from its own amax (pipesim's tensorwise)
                         fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED)
 
