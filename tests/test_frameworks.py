@@ -59,6 +59,13 @@ def test_selective_and_zero2_mean_what_the_framework_means():
     assert _layout(framework="megatron-deepspeed", zero=2).zero_collectives is ZeroCollectives.BUCKETED
 
 
+def test_a_knob_value_the_library_does_not_know_is_named_in_a_one_line_error():
+    with pytest.raises(PipesimError, match="mlp_up='twice' is not one of 'fused', 'split'"):
+        _layout(mlp_up="twice")
+    with pytest.raises(PipesimError, match="p2p_calls='async' is not one of 'batched', 'sequential'"):
+        _layout(p2p_calls="async")
+
+
 def test_an_unknown_framework_is_named_in_a_one_line_error():
     with pytest.raises(PipesimError, match="framework 'jax' is not known; use one of megatron, torchtitan"):
         knobs("jax")

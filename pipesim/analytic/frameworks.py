@@ -123,7 +123,8 @@ class FrameworkKnobs:
                  "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input),
                  "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls),
                  "mlp_up": (MlpUp, mlp_up)}
-        return replace(self, **{name: kind(value) for name, (kind, value) in given.items() if value is not None})
+        return replace(self, **{name: _parsed(name, kind, value) for name, (kind, value) in given.items()
+                                if value is not None})
 
     def sequence_parallel(self, asked: bool, tp: int) -> bool:
         """Whether a run at ``tp`` shards along the sequence: as asked, or always where the framework's TP does."""
@@ -143,6 +144,17 @@ class FrameworkKnobs:
     def zero_collectives(self, zero: ZeroStage) -> ZeroCollectives:
         """How this framework's ZeRO stage ``zero`` communicates (the layout's default but for ZeRO-2)."""
         return self.zero2_collectives if zero is ZeroStage.GRADIENTS else ZeroCollectives.BUCKETED
+
+
+def _parsed(name: str, kind: type, value: object) -> object:
+    """``value`` as ``kind`` (an enum, or bool), or a one-line error naming the option and what it takes."""
+    if kind is bool or isinstance(value, kind):
+        return kind(value)
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(repr(member.value) for member in kind)
+        raise PipesimError(f"{name}={value!r} is not one of {choices}; choose one of those") from None
 
 
 KNOBS: dict[Framework, FrameworkKnobs] = {

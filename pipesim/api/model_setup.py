@@ -125,7 +125,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.column_input is None and not layout.gathers_column_input:
         # The framework's choice matters only where inputs are gathered; unasked, it earns no "changes nothing" note.
         layout = replace(layout, column_input=ColumnInput.REGATHER)
-    if o.mlp_up is not None and MlpUp(o.mlp_up) is MlpUp.SPLIT and not spec.gated:
+    if o.mlp_up is not None and chosen.mlp_up is MlpUp.SPLIT and not spec.gated:  # asked, not a framework's default
         raise PipesimError(f"--mlp-up split: {spec.name}'s MLP is not gated (one up projection, nothing to split); "
                            "drop --mlp-up")
     if layout.sequence_parallel and layout.tp == 1:
