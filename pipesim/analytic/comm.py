@@ -26,12 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.kernels import split_up_collectives
+from pipesim.analytic.kernels import FP32, split_up_collectives
 from pipesim.analytic.layout import BoundaryTensor, ColumnInput, Layout, Recompute, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
-
-FP32_BYTES = 4  # a gradient element cast to FP32 for the wire
 
 # What NCCL takes one channel of a send/recv to move over the network when it chooses how many channels a remote
 # peer gets (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s: src/graph/paths.cc)
@@ -456,7 +454,7 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
     weight_bytes = params * layout.param_bytes.weights
     if layout.zero_collectives is ZeroCollectives.ALL_REDUCE_FP32:  # whole gradients, cast to FP32 for the wire
-        return GradSync(collective_time(CollectiveOp.ALL_REDUCE, params * FP32_BYTES, d, chip, span, stride),
+        return GradSync(collective_time(CollectiveOp.ALL_REDUCE, params * FP32, d, chip, span, stride),
                         collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
     return GradSync(collective_time(CollectiveOp.REDUCE_SCATTER, grad_bytes, d, chip, span, stride),
                     collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
