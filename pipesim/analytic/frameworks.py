@@ -148,8 +148,6 @@ class FrameworkKnobs:
 
 def _parsed(name: str, kind: type, value: object) -> object:
     """``value`` as ``kind`` (an enum, or bool), or a one-line error naming the option and what it takes."""
-    if kind is bool or isinstance(value, kind):
-        return kind(value)
     try:
         return kind(value)
     except ValueError:

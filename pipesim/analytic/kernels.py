@@ -356,17 +356,12 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     MoE layer also the permutation of the routed tokens before the experts and back after them, each a read
     and a write of ``k·h`` elements per token)."""
     h, t, d = model.hidden, layout.tp, model.dtype_bytes
-    width = h / (t if layout.sequence_parallel else 1)  # norms and residuals see the whole h unless SP
+    width = _norm_width(model, layout)
     mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
     norms = 2 * 2 * width * d
     residuals = 2 * (3 * width * d + mask * 2 * width)
-    if kind is LayerKind.DENSE:
-        f, permute = model.ffn_hidden, 0.0
-    else:
-        imbalance = layout.moe_imbalance
-        f = model.experts_per_token * model.expert_ffn_hidden * imbalance + (
-            model.shared_experts * model.shared_expert_ffn_hidden)
-        permute = 2 * 2 * model.experts_per_token * h * d * imbalance
+    f = _activation_width(model, layout, kind)
+    permute = 0.0 if kind is LayerKind.DENSE else 2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance
     activation = (3 if model.gated else 2) * f / t * d
     rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
     if layout.elementwise.eager:
@@ -402,14 +397,25 @@ def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
     d = model.dtype_bytes
     extra = 0.0
     if model.rms_norm and layout.elementwise.eager_norms:
-        width = model.hidden / (layout.tp if layout.sequence_parallel else 1)
-        extra += 2 * ((68 + 8 * d) - (7 * FP32 + 4 * d)) * width
+        extra += 2 * ((68 + 8 * d) - (7 * FP32 + 4 * d)) * _norm_width(model, layout)
     if model.gated:
-        f = model.ffn_hidden if kind is LayerKind.DENSE else (
-            model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
-            + model.shared_experts * model.shared_expert_ffn_hidden)
-        extra += (9 - 5) * d * f / layout.tp
+        extra += (9 - 5) * d * _activation_width(model, layout, kind) / layout.tp
     return forward + tokens * extra
+
+
+def _norm_width(model: ModelSpec, layout: Layout) -> float:
+    """Elements per token a norm or residual add touches on one tp rank: the whole h unless sequence parallelism
+    shards it."""
+    return model.hidden / (layout.tp if layout.sequence_parallel else 1)
+
+
+def _activation_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """The MLP's inner width per token, before tp: the dense MLP's, or a MoE layer's routed experts (on the
+    most-loaded rank) and shared experts."""
+    if kind is LayerKind.DENSE:
+        return model.ffn_hidden
+    return (model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
+            + model.shared_experts * model.shared_expert_ffn_hidden)
 
 
 FP32 = 4  # bytes of an FP32 intermediate
