@@ -26,7 +26,9 @@ two together). An explicit flag always wins over the framework's default.
   norm with ``SequenceParallel()`` and hands the attention and MLP a ``Shard(1)`` input they all-gather, so
   ``--tp`` > 1 implies ``--sequence-parallel``. Its data
   parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the weights; ``reshard_after_forward = "never"`` keeps
-  them gathered, ZeRO-2's shape).
+  them gathered, ZeRO-2's shape). Unasked, it splits the layers over the stages counting the embedding and the
+  head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
+  stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``).
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary; its SwiGLU, ``GLUActivation``,
   runs as two eager ops, which the fused setting does not count); the vocabulary-parallel loss in FP32
   (``_ShardedCrossEntropy``); gradients accumulated into FP32 buffers after every microbatch
@@ -37,7 +39,9 @@ two together). An explicit flag always wins over the framework's default.
   the all-forward-all-backward engine (``pp_engine: afab``, pipesim's ``-s gpipe``) and no sequence
   parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is ``--sequence-parallel``). Its engines are those
   two, all-forward-all-backward and 1F1B: no interleaving. Its ``PipelineBlock`` sends a block's output as
-  each rank holds it: without sequence parallelism, each tp rank's whole tensor (``--p2p-tensor whole``).
+  each rank holds it: without sequence parallelism, each tp rank's whole tensor (``--p2p-tensor whole``). It
+  assigns the layers to ranks by their cumulative cost (``get_block_compute_costs``; the LM head weighs
+  vocab·h), so the last rank, which holds the head, takes fewer layers (``stage_split.cost_threshold_split``).
 - **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
   kernels and loss; DeepSpeed's mixed-precision engine keeps ``.grad`` and sums it by autograd; every TP
   collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
@@ -45,7 +49,8 @@ two together). An explicit flag always wins over the framework's default.
   ``TrainSchedule``'s 1F1B, and it sends each tp rank's 1/tp of a boundary tensor
   (``is_pipe_partitioned``: a ``PartitionedTensor``), all-gathered on the receiving stage; each step's send and
   receive are blocking calls one after the other (``SendActivation`` then ``RecvGrad``: ``--p2p-calls
-  sequential``), where Megatron batches them.
+  sequential``), where Megatron batches them. ``GPTModelPipe`` partitions ``type:transformer``: the layers
+  balanced by count, the remainder to the first stages (``stage_split.balanced_count_split``).
 
 Megatron's and torchtitan's engines run every order pipesim builds that they can express (torchtitan any, through
 ``_PipelineScheduleRuntime``: ``pipesim export``), so their schedules are not restricted.
@@ -55,6 +60,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from pipesim.analytic.layout import (
     BoundaryTensor,
@@ -68,7 +74,16 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
 )
+from pipesim.analytic.stage_split import (
+    SplitPolicy,
+    balanced_count_split,
+    cost_threshold_split,
+    effective_layer_split,
+)
 from pipesim.errors import PipesimError
+
+if TYPE_CHECKING:  # a unit-cost simulate reads the framework names without loading model specs
+    from pipesim.analytic.model_spec import ModelSpec
 
 
 class Framework(enum.Enum):
@@ -102,6 +117,29 @@ class FrameworkKnobs:
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
     tp_shards_sequence: bool = False
     schedules: tuple[str, ...] | None = None  # the built-in schedules its pipeline engine runs; None: any order
+    # how it splits the layers over the pipeline stages when no split is given (stage_split.SplitPolicy)
+    stage_split: SplitPolicy = SplitPolicy.EVEN_OR_LIGHTER_ENDS
+
+    def split_layers(self, model: ModelSpec, stages: int) -> tuple[int, ...] | None:
+        """The layers of each of ``stages`` stages as this framework splits ``model`` when the user names no
+        split; None where that is pipesim's default split (even, or Megatron's lighter ends, else refused with
+        one that works: :func:`~pipesim.analytic.stage_split.resolve_stage_layers`)."""
+        policy = self.stage_split
+        if policy is SplitPolicy.EVEN_OR_LIGHTER_ENDS or stages == 1:
+            return None
+        if model.layers < stages:
+            raise PipesimError(f"model {model.name} has {model.layers} layers, fewer than the pp·v = {stages} "
+                               f"stages; use pp·v ≤ {model.layers} (or --stage-layers with empty stages, if that "
+                               "is meant)")
+        if policy is SplitPolicy.EFFECTIVE_LAYERS:
+            return effective_layer_split(model.layers, stages)
+        if policy is SplitPolicy.BALANCED_COUNT:
+            return balanced_count_split(model.layers, stages)
+        # nanotron's LlamaModel.get_block_compute_costs: a decoder layer 4·heads·d_qkv·h + 3·ffn·h (d_qkv = h /
+        # heads, key and value heads counted as many as the queries), the LM head vocab·h; 2·ffn·h for an MLP
+        # without a gate, by the same count of its matrices
+        layer_cost = 4 * model.hidden * model.hidden + (3 if model.gated else 2) * model.ffn_hidden * model.hidden
+        return cost_threshold_split(model.layers, stages, layer_cost, model.vocab * model.hidden)
 
     def check_schedule(self, schedule: str, framework: str) -> None:
         """Refuse a built-in schedule the framework's pipeline engine does not run, naming the ones it does."""
@@ -163,16 +201,17 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
-        mlp_up=MlpUp.SPLIT),
+        mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
-        schedules=("1f1b", "gpipe")),
+        schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        p2p_tensor=BoundaryTensor.SPLIT, p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b",)),
+        p2p_tensor=BoundaryTensor.SPLIT, p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b",),
+        stage_split=SplitPolicy.BALANCED_COUNT),
 }
 
 DEFAULT_FRAMEWORK = Framework.MEGATRON

@@ -2,7 +2,10 @@
 
 Without a request the layers split evenly, or, where the stages do not divide them, with one layer fewer on the
 first and last stage where that balances (:func:`pipeline_split`, Megatron-LM's accounting of the embedding and
-the loss as a layer each); a split neither gives is refused with one that works.
+the loss as a layer each); a split neither gives is refused with one that works, as Megatron-Core refuses it.
+Frameworks that split by a rule of their own (:class:`SplitPolicy`: torchtitan's effective layers, nanotron's
+cost thresholds, DeepSpeed's balanced count) get that split instead, unasked
+(:meth:`pipesim.analytic.frameworks.FrameworkKnobs.split_layers`).
 
 Real runs balance the embedding (stage 0) and the LM head and loss (the last stage) by giving those stages
 fewer layers: Megatron-LM's ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``,
@@ -14,6 +17,7 @@ tokens, stage ``pp·v − 1`` computes the loss, whatever rank (and chunk) each 
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -92,6 +96,81 @@ def pipeline_split(layers: int, slices: int) -> tuple[int, ...] | None:
     if rest or slices < 3 or per < 2:
         return None
     return (per - 1,) + (per,) * (slices - 2) + (per - 1,)
+
+
+class SplitPolicy(enum.Enum):
+    """How a framework splits the layers over its pipeline stages when the user names no split (the knob
+    :attr:`~pipesim.analytic.frameworks.FrameworkKnobs.stage_split`): each is read from the framework's code."""
+
+    # Even, or one layer fewer on the first and last stage (pipeline_split); anything else refused, as
+    # Megatron-Core refuses a layer count its stages do not divide unless the ends are set by hand.
+    EVEN_OR_LIGHTER_ENDS = "even-or-lighter-ends"
+    # torchtitan: the embedding and the norm + head count as a layer each; the effective layers split evenly, the
+    # remainder to the first stages (effective_layer_split).
+    EFFECTIVE_LAYERS = "effective-layers"
+    # nanotron: blocks go to a rank until their cumulative cost passes its share of the total (cost_threshold_split).
+    COST_THRESHOLDS = "cost-thresholds"
+    # DeepSpeed's PipelineModule, partition_method "type:transformer" (Megatron-DeepSpeed's GPTModelPipe): the
+    # transformer layers balanced by count, the remainder to the first stages (balanced_count_split).
+    BALANCED_COUNT = "balanced-count"
+
+
+def effective_layer_split(layers: int, stages: int, input_weight: int = 1, output_weight: int = 1) -> tuple[int, ...]:
+    """torchtitan's default split (``pipeline_parallel.py``, ``_generate_llm_fqn_per_model_part``, since February
+    2025): the embedding counts as ``input_weight`` layers (``pipeline_parallel_first_stage_less_layers``, default 1)
+    and the final norm and head as ``output_weight`` (``..._last_stage_less_layers``, 1); ``layers + input_weight +
+    output_weight`` effective layers split evenly over the stages, one more on each of the first ``remainder``
+    stages; the first stage gives ``input_weight`` of its share to the embedding, the last ``output_weight`` to
+    the head. So even a divisible count is not split evenly: Llama 3.1 8B's 32 layers over 4 stages are 8, 9, 8, 7.
+    torchtitan refuses a split whose smallest share is below a weight, and so does this."""
+    if stages == 1:
+        return (layers,)
+    effective = layers + input_weight + output_weight
+    per, extra = divmod(effective, stages)
+    if per == 0 or max(input_weight, output_weight) > per:
+        raise PipesimError(f"{layers} layers over {stages} stages: torchtitan counts the embedding and the head as a "
+                           f"layer each and needs every stage at least one ({effective} effective layers over "
+                           f"{stages} stages); use fewer stages or --stage-layers")
+    shares = [per + (1 if s < extra else 0) for s in range(stages)]
+    shares[0] -= input_weight
+    shares[-1] -= output_weight
+    counts, left = [], layers
+    for share in shares:  # torchtitan hands out layers while any are left: the last stage takes what remains
+        counts.append(min(share, left))
+        left -= counts[-1]
+    counts[-1] += left
+    return tuple(counts)
+
+
+def cost_threshold_split(layers: int, stages: int, layer_cost: float, head_cost: float) -> tuple[int, ...]:
+    """nanotron's split (``models/base.py``, ``build_model``): the pipeline blocks in order (the embedding and the
+    final norm at no cost, each decoder layer ``layer_cost``, the LM head ``head_cost``) go to rank r until their
+    cumulative cost passes ``(r + 1)/stages`` of the total; the block that passes it stays on rank r. So the last
+    stage, which holds the head, may get fewer layers than the others, or none (Llama 3.2 3B's 28 layers over 8:
+    4 on each of the first seven, the head alone on the last)."""
+    total = layers * layer_cost + head_cost
+    thresholds = [total * (rank + 1) / stages for rank in range(stages)]
+    counts = [0] * stages
+    rank, cumulative = 0, 0.0
+    for _ in range(layers):
+        cumulative += layer_cost
+        counts[rank] += 1
+        if cumulative > thresholds[rank] and rank < stages - 1:
+            rank += 1
+    if rank < stages - 1:  # the head follows the last layer onto this rank; the later ranks would hold nothing
+        raise PipesimError(f"{layers} layers over {stages} stages: nanotron's cost balance puts the LM head on "
+                           f"stage {rank} and nothing on the {stages - 1 - rank} after it; use fewer stages or "
+                           "--stage-layers")
+    return tuple(counts)
+
+
+def balanced_count_split(layers: int, stages: int) -> tuple[int, ...]:
+    """DeepSpeed's ``PipelineModule`` with ``partition_method="type:transformer"`` (Megatron-DeepSpeed's
+    ``GPTModelPipe``): ``partition_balanced`` over weights 1 for the transformer layers and 0 for every other module
+    minimises the spread of the stages' layer counts (DeepSpeed ≥ 0.12.5, its dynamic programme); among the
+    splits that do, it takes the one with the remainder on the first stages (28 over 8: 4 × 4, then 3 × 4)."""
+    per, extra = divmod(layers, stages)
+    return tuple(per + (1 if s < extra else 0) for s in range(stages))
 
 
 def _uneven_message(layers: int, stages: int, fixed: dict[int, int], model_name: str) -> str:

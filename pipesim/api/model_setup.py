@@ -71,8 +71,6 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {o.zero} is given; keep one")
     split = StageSplitRequest(o.first_stage_layers, o.last_stage_layers,
                               tuple(o.stage_layers) if o.stage_layers is not None else None)
-    stage_layers = None if split.is_default else resolve_stage_layers(  # per model slice (DualPipe: pp of them)
-        spec.layers, shape.num_slices, split, model_name=f"model {spec.name}")
     boundary = StepBoundary(o.step_boundary) if o.step_boundary else None
     if o.steps is not None and boundary is StepBoundary.SYNC:
         raise PipesimError("--steps sets how many steps the post-validation steady state simulates, but "
@@ -80,6 +78,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.param_bytes is not None and str(o.param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     framework = framework_knobs(o.framework)
+    # per model slice (DualPipe: pp of them); unasked, the framework's own split (None: even or lighter ends)
+    stage_layers = (framework.split_layers(spec, shape.num_slices) if split.is_default
+                    else resolve_stage_layers(spec.layers, shape.num_slices, split, model_name=f"model {spec.name}"))
     asked = Recompute(o.recompute or "none")
     if spec.is_moe and framework.recompute(asked) is not asked:
         raise PipesimError(f"--recompute {asked.value}: under --framework {o.framework} it is "

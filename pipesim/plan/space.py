@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.frameworks import Framework, knobs
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
@@ -193,6 +193,19 @@ class PlanRequest:
                       p2p_calls=P2pCalls.BATCHED if self.overlap_p2p and c.overlaps_p2p else self.p2p_calls,
                       stage_layers=c.stage_layers)
 
+    def layer_split(self, slices: int) -> tuple[int, ...] | None:
+        """The layers of each of ``slices`` model slices as the framework splits them unasked, or None where it
+        cannot: Megatron's even split or lighter ends (:func:`~pipesim.analytic.stage_split.pipeline_split`),
+        the others' own (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.split_layers`)."""
+        made = self.__dict__.setdefault("_splits", {})  # asked once per shape of every candidate
+        if slices not in made:
+            own = knobs(self.framework)
+            try:
+                made[slices] = own.split_layers(self.model, slices) or pipeline_split(self.model.layers, slices)
+            except PipesimError:
+                made[slices] = None
+        return made[slices]
+
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
         # per candidate, and building it re-validates every field.
@@ -220,7 +233,8 @@ class Candidate:
     precision: Precision = Precision.BF16
     cp: int = 1
     ep: int = 1
-    # Layers per model slice where the split is not even (pipeline_split's lighter ends); None: even.
+    # Layers per model slice where the split is not even (pipeline_split's lighter ends, or the framework's own
+    # split: PlanRequest.layer_split); None: even.
     stage_layers: tuple[int, ...] | None = None
 
     def key(self) -> tuple:
@@ -268,8 +282,9 @@ class Candidate:
         )
         if self.chunks > 1:
             parts.append(f"v{self.chunks}")
-        if self.stage_layers is not None:
-            parts.append(f"ends{self.stage_layers[0]}")  # the lighter first and last slice's layers
+        if self.stage_layers is not None:  # the first and last slice's layers (lighter, or the framework's)
+            first, last = self.stage_layers[0], self.stage_layers[-1]
+            parts.append(f"ends{first}" if first == last else f"ends{first}/{last}")
         parts.append({Recompute.NONE: "norc", Recompute.SELECTIVE: "sel", Recompute.FULL: "full",
                       Recompute.PER_OP: "perop"}[self.recompute])
         if self.sequence_parallel:
@@ -352,14 +367,14 @@ def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
         for c in context_parallel_degrees(request)
         if (gpus // t) % c == 0
         for p in divisors(gpus // (t * c))
-        if pipeline_split(model.layers, p) is not None
+        if request.layer_split(p) is not None
     ]
 
 
 def _chunk_options(request: PlanRequest, schedule: str, pp: int) -> list[int]:
     fixed = load_schedule(schedule).default_chunks
     options = range(2, request.max_chunks + 1) if schedule in _FREE_CHUNKS else [fixed]
-    return [v for v in options if pipeline_split(request.model.layers, _slices(schedule, pp, v)) is not None]
+    return [v for v in options if request.layer_split(_slices(schedule, pp, v)) is not None]
 
 
 # Schedules whose chunks per rank are a free parameter (Megatron's virtual pipeline size, the looped BFS of
@@ -403,7 +418,6 @@ def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
 
 def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
     """Every meaningful configuration, in a fixed order (see the module docstring for the rules)."""
-    model = request.model
     chip_precisions = [p for p in request.precision if request.chip.supports(p)]
     for tp, cp, pp, dp in check_request(request):
         for b in request.micro_batch_sizes:
@@ -416,7 +430,7 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                 shapes = [(s, v) for s in request.schedules for v in _chunk_options(request, s, pp)]
             for schedule, chunks in shapes:
                 # _chunk_options kept only the shapes whose layers split: the candidate carries an uneven split
-                split = pipeline_split(model.layers, _slices(schedule, pp, chunks)) if pp > 1 else None
+                split = request.layer_split(_slices(schedule, pp, chunks)) if pp > 1 else None
                 uneven = split if split is not None and len(set(split)) > 1 else None
                 for recompute in request.recompute:
                     # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.

@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     print(table.to_string(index=False))
     print("each column is the default of the simulate flag of that name (selective: what --recompute selective "
           "keeps; zero2_collectives: --zero-collectives under --zero 2; tp_shards_sequence: --tp > 1 implies "
-          "--sequence-parallel); megatron is pipesim's default; where each "
+          "--sequence-parallel; stage_split: how the layers split over the stages without --stage-layers or "
+          "--first/last-stage-layers); megatron is pipesim's default; where each "
           "was read: pipesim/analytic/frameworks.py, docs/models.md")
     return 0
