@@ -428,8 +428,9 @@ class Layout:
                 "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
                 f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
         if self.p2p_calls is P2pCalls.SEQUENTIAL and self.overlap_p2p:
-            raise PipesimError("--p2p-calls sequential is a blocking engine's send and receive one after the other; "
-                               "--overlap-p2p overlaps them with compute: drop one of the two")
+            raise PipesimError("--p2p-calls sequential (megatron-deepspeed's default) is a blocking engine's send "
+                               "and receive one after the other; --overlap-p2p overlaps them with compute, which "
+                               "DeepSpeed's pipeline engine does not: drop one of the two")
         if self.recompute_layers is not None and (self.recompute is not Recompute.FULL or self.recompute_layers < 1):
             raise PipesimError(
                 f"--recompute-layers {self.recompute_layers} recomputes that many layers of each model chunk in full "

@@ -31,9 +31,13 @@ Uncertain: the attention implementation (SwissArmyTransformer's reference attent
 passes over the score matrix, where Megatron's fused softmax makes one), the cluster's network, and whether
 the utilisation was measured on steady steps or averaged over a longer window.
 
-Known miss: pipesim is about 23 % too fast. Other runs of this kind (A100, 100B+, full recomputation,
-DeepSpeed's pipeline engine) are reported as far below Megatron-LM's own runs of the same shapes, which pipesim
-matches (Korthikanti et al. 2023); the mechanism is not yet found (see docs/validation.md).
+Known miss: pipesim is about 17 % too fast (23 % before the release that counted DeepSpeed's sequential sends).
+Other runs of this kind (A100, 100B+, full recomputation, DeepSpeed's pipeline engine) are reported as far below
+Megatron-LM's own runs of the same shapes, which pipesim matches (Korthikanti et al. 2023); the mechanism is not
+yet found (see docs/validation.md). SwissArmyTransformer's GLM-130B module (``sat/model/official/glm130B_model.py``)
+runs the GeGLU, the 2D rotary embedding and DeepNorm's scaled residual as eager ops: as ``--elementwise
+eager-fused-norm`` the row is 3 points slower, not the gap; which ops the training build fused is not stated,
+so the row keeps the fused setting.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
