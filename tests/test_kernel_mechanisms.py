@@ -121,6 +121,33 @@ def test_eager_ops_around_a_fused_norm_by_hand():
     assert elementwise_bytes(model, fused, 1) < elementwise_bytes(model, fused_norm, 1)  # RoPE, SwiGLU still eager
 
 
+def test_an_eager_activation_between_fused_kernels_by_hand():
+    """--elementwise eager-activation (nanotron: TritonRMSNorm, flash-attn's rotary, GLUActivation's
+    ``act(gate) * up``): only SwiGLU differs from the fused setting, 5d bytes per inner element forward (silu: d + d,
+    the product: 2d + d) against the fused kernel's 3d, 9d backward (autograd's three kernels) against 3d; one
+    kernel more forward, two more backward; ``silu(gate)`` kept, d per inner element. The norms, RoPE, the adds and
+    the attention output stay as fused (no FP32 norm input, no transposing copy)."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.kernels import elementwise_backward_bytes, elementwise_bytes
+    from pipesim.analytic.layout import ElementwiseKernels
+
+    model = MODEL_PRESETS["llama2-7b"].with_shape(4096, 1)
+    f, d = model.ffn_hidden, 2
+    fused = Layout(tp=2)
+    nanotron = replace(fused, elementwise=ElementwiseKernels.EAGER_ACTIVATION)
+    assert elementwise_bytes(model, nanotron, 1) - elementwise_bytes(model, fused, 1) == (5 - 3) * d * f / 2
+    assert (elementwise_backward_bytes(model, nanotron, 1) - elementwise_backward_bytes(model, fused, 1)
+            == (9 - 3) * d * f / 2)
+    one, two = layer_kernel_counts(model, nanotron), layer_kernel_counts(model, fused)
+    assert (one.forward - two.forward, one.backward_input - two.backward_input) == (1, 2)
+    assert layer_activation_bytes(model, nanotron) - layer_activation_bytes(model, fused) == 4096 * d * f / 2
+    mpt = MODEL_PRESETS["mpt-7b"]  # an ungated GELU is one kernel either way: nothing differs
+    assert elementwise_bytes(mpt, replace(nanotron, tp=1), 1) == elementwise_bytes(mpt, Layout(), 1)
+    assert Layout().elementwise is ElementwiseKernels.FUSED
+    from pipesim.analytic.frameworks import Framework, knobs
+    assert knobs(Framework.NANOTRON).elementwise is ElementwiseKernels.EAGER_ACTIVATION
+
+
 def test_eager_backward_bytes_follow_autograds_formulas_by_hand():
     """Eager ops' input backward moves what autograd's formulas move (kernels.elementwise_backward_bytes): the
     FP32 RMSNorm 68 + 8d bytes an element against its forward's 28 + 4d, SwiGLU's silu(gate)·up 9d per inner

@@ -29,8 +29,9 @@ two together). An explicit flag always wins over the framework's default.
   them gathered, ZeRO-2's shape). Unasked, it splits the layers over the stages counting the embedding and the
   head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
   stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``).
-- **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary; its SwiGLU, ``GLUActivation``,
-  runs as two eager ops, which the fused setting does not count); the vocabulary-parallel loss in FP32
+- **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary in its training path), its SwiGLU
+  (``GLUActivation``: ``act(gate) * up``) as two eager ops (``--elementwise eager-activation``; its residual adds
+  are plain adds, no dropout, the attention output a view); the vocabulary-parallel loss in FP32
   (``_ShardedCrossEntropy``); gradients accumulated into FP32 buffers after every microbatch
   (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
   column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
@@ -203,7 +204,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS),
     Framework.NANOTRON: FrameworkKnobs(
-        ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
+        ElementwiseKernels.EAGER_ACTIVATION, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
         schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS),

@@ -398,7 +398,7 @@ def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
     extra = 0.0
     if model.rms_norm and layout.elementwise.eager_norms:
         extra += 2 * ((68 + 8 * d) - (7 * FP32 + 4 * d)) * _norm_width(model, layout)
-    if model.gated:
+    if model.gated and layout.elementwise.eager_activation:
         extra += (9 - 5) * d * _activation_width(model, layout, kind) / layout.tp
     return forward + tokens * extra
 
@@ -437,12 +437,15 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
     - Dropout before a residual add is its own kernel (read d, write d) beside the add.
     - The attention output is transposed back to (tokens, heads·d_v) by a copy (d + d)."""
     d = model.dtype_bytes
-    if model.rms_norm and layout.elementwise.eager_norms:
+    ops = layout.elementwise
+    if model.rms_norm and ops.eager_norms:
         norms = 2 * (7 * FP32 + 4 * d) * width
+    if model.gated and ops.eager_activation:
+        activation = 5 * f / layout.tp * d
+    if not ops.eager_rope_and_copies:  # fused RoPE, dropout inside the add, the attention output a view
+        return norms, residuals, activation, rope, 0.0
     if not model.learned_positions:
         rope = (4 * FP32 + 2 * d) * (model.q_width + model.k_width) / layout.tp
-    if model.gated:
-        activation = 5 * f / layout.tp * d
     if model.dropout:
         residuals += 2 * 2 * d * width
     transpose = 2 * d * model.attention_out_width / layout.tp
@@ -559,15 +562,16 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     casts = gemms if layout.precision.quantized else 0
     norms, activation, residuals, transpose = 2, 1, 2, 0
     norms_backward, activation_backward = norms, activation
-    if layout.elementwise.eager:  # the ops of _eager_bytes, one kernel each
-        eager_norm = model.rms_norm and layout.elementwise.eager_norms
+    ops = layout.elementwise
+    if model.rms_norm and ops.eager_norms:  # the ops of _eager_bytes, one kernel each
         # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight; the backward's twelve are
         # elementwise_backward_bytes' (× weight's two products and the weight's sum, the cast, × rsqrt's gradient,
         # the scale's product and sum, the mean's expansion, pow's two, the paths' sum, the cast)
-        norms, norms_backward = 2 * (8 if eager_norm else 1), 2 * (12 if eager_norm else 1)
+        norms, norms_backward = 2 * 8, 2 * 12
+    if model.gated and ops.eager_activation:  # silu(gate) · up; its backward: the product's two gradients and SiLU's
+        activation, activation_backward = 2, 3
+    if ops.eager_rope_and_copies:
         rope = 0 if model.learned_positions else 2 * 3
-        # silu(gate) · up; its backward: the product's two gradients and SiLU's
-        activation, activation_backward = (2, 3) if model.gated else (1, 1)
         residuals = 2 * (2 if model.dropout else 1)
         transpose = 1
     elementwise = norms + rope + residuals + activation + transpose

@@ -174,16 +174,30 @@ class ElementwiseKernels(enum.Enum):
     # eager PyTorch ops around a fused norm kernel (flash-attn's ops.rms_norm, Apex's FusedRMSNorm): Aleph Alpha's
     # scaling framework with its "RMS kernel" (Hagemann et al. 2023), whose RoPE, SwiGLU and adds stay eager
     EAGER_FUSED_NORM = "eager-fused-norm"
+    # fused norms and RoPE, the gated MLP's activation as its PyTorch ops (``act(gate) * up``, two kernels):
+    # nanotron's Llama (TritonRMSNorm, flash-attn's rotary kernel, GLUActivation), whose residual adds are plain adds
+    EAGER_ACTIVATION = "eager-activation"
 
     @property
     def eager(self) -> bool:
-        """Whether the ops around the GEMMs run one PyTorch kernel each (the norms aside: :attr:`eager_norms`)."""
+        """Whether any of the ops around the GEMMs runs as PyTorch ops (which: the properties below)."""
         return self is not ElementwiseKernels.FUSED
 
     @property
     def eager_norms(self) -> bool:
         """Whether the norms too run as PyTorch ops (an RMSNorm as eight kernels through FP32)."""
         return self is ElementwiseKernels.EAGER
+
+    @property
+    def eager_activation(self) -> bool:
+        """Whether a gated MLP's activation runs as its two PyTorch ops (``silu(gate)``, then ``* up``)."""
+        return self is not ElementwiseKernels.FUSED
+
+    @property
+    def eager_rope_and_copies(self) -> bool:
+        """Whether RoPE, dropout and the attention output's transposing copy run as PyTorch ops (reference Llama
+        code, Aleph Alpha's scaling), not fused kernels or views."""
+        return self in (ElementwiseKernels.EAGER, ElementwiseKernels.EAGER_FUSED_NORM)
 
 
 class BoundaryTensor(enum.Enum):

@@ -45,7 +45,8 @@ MFU_PEAK_NOTE = "MFU and HFU against the BF16 peak, FP8 and FP4 runs included"
 
 # how the summary line names the element-wise kernels (nothing for the fused default)
 _ELEMENTWISE_SAID = {ElementwiseKernels.FUSED: "", ElementwiseKernels.EAGER: ", eager element-wise ops",
-                     ElementwiseKernels.EAGER_FUSED_NORM: ", eager element-wise ops with fused norms"}
+                     ElementwiseKernels.EAGER_FUSED_NORM: ", eager element-wise ops with fused norms",
+                     ElementwiseKernels.EAGER_ACTIVATION: ", eager MLP activation (fused norms and RoPE)"}
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
                        "them without torch.compile) or eager-fused-norm (eager ops around a fused norm kernel, "
-                       "e.g. flash-attn's rms_norm)")
+                       "e.g. flash-attn's rms_norm) or eager-activation (fused norms and RoPE, the gated MLP's "
+                       "act(gate) * up as two PyTorch ops: nanotron's)")
     group.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                        help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
                        "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
