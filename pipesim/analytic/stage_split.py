@@ -168,7 +168,9 @@ def balanced_count_split(layers: int, stages: int) -> tuple[int, ...]:
     """DeepSpeed's ``PipelineModule`` with ``partition_method="type:transformer"`` (Megatron-DeepSpeed's
     ``GPTModelPipe``): ``partition_balanced`` over weights 1 for the transformer layers and 0 for every other module
     minimises the spread of the stages' layer counts (DeepSpeed ≥ 0.12.5, its dynamic programme); among the
-    splits that do, it takes the one with the remainder on the first stages (28 over 8: 4 × 4, then 3 × 4)."""
+    splits that do, it takes the one with the remainder on the first stages (28 over 8: 4 × 4, then 3 × 4).
+    Earlier releases searched the heaviest stage by bisection and filled stages greedily from the first, which can
+    leave the last stages lighter still: give ``--stage-layers`` for a run of that code."""
     per, extra = divmod(layers, stages)
     return tuple(per + (1 if s < extra else 0) for s in range(stages))
 
