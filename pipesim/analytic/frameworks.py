@@ -78,6 +78,7 @@ from pipesim.analytic.layout import (
 from pipesim.analytic.stage_split import (
     SplitPolicy,
     balanced_count_split,
+    check_enough_layers,
     cost_threshold_split,
     effective_layer_split,
 )
@@ -128,10 +129,7 @@ class FrameworkKnobs:
         policy = self.stage_split
         if policy is SplitPolicy.EVEN_OR_LIGHTER_ENDS or stages == 1:
             return None
-        if model.layers < stages:
-            raise PipesimError(f"model {model.name} has {model.layers} layers, fewer than the pp·v = {stages} "
-                               f"stages; use pp·v ≤ {model.layers} (or --stage-layers with empty stages, if that "
-                               "is meant)")
+        check_enough_layers(model.layers, stages, f"model {model.name}")
         if policy is SplitPolicy.EFFECTIVE_LAYERS:
             return effective_layer_split(model.layers, stages)
         if policy is SplitPolicy.BALANCED_COUNT:

@@ -53,9 +53,7 @@ def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = 
                                f"{model_name} has {layers} layers; the counts must be ≥ 0 and sum to {layers}")
         return counts
     if request.is_default:
-        if layers < stages:
-            raise PipesimError(f"{model_name} has {layers} layers, fewer than the pp·v = {stages} stages; use pp·v ≤ "
-                               f"{layers} (or --stage-layers with empty stages, if that is meant)")
+        check_enough_layers(layers, stages, model_name)
         # Even where the stages divide the layers, else Megatron's lighter ends (as the planner splits them)
         split = pipeline_split(layers, stages)
         if split is None:
@@ -81,6 +79,13 @@ def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = 
         raise PipesimError(_uneven_message(layers, stages, fixed, model_name))
     each = rest_layers // rest_stages
     return tuple(fixed.get(s, each) for s in range(stages))
+
+
+def check_enough_layers(layers: int, stages: int, model_name: str = "the model") -> None:
+    """Refuse, in one line, more stages than layers for a split nobody asked for."""
+    if layers < stages:
+        raise PipesimError(f"{model_name} has {layers} layers, fewer than the pp·v = {stages} stages; use pp·v ≤ "
+                           f"{layers} (or --stage-layers with empty stages, if that is meant)")
 
 
 def pipeline_split(layers: int, slices: int) -> tuple[int, ...] | None:
