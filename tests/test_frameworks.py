@@ -4,7 +4,7 @@ settings as its preset; the planner searches "selective" as the framework means 
 
 import pytest
 
-from pipesim.analytic.frameworks import KNOBS, Framework, knobs
+from pipesim.analytic.frameworks import KNOBS, Framework, GradReduce, knobs
 from pipesim.analytic.layout import (
     BoundaryTensor,
     ColumnInput,
@@ -13,6 +13,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     Recompute,
     ZeroCollectives,
+    ZeroStage,
 )
 from pipesim.api.model_options import ModelOptions
 from pipesim.api.model_setup import model_setup
@@ -37,6 +38,7 @@ def test_a_framework_sets_the_fields_its_code_decides(framework):
             layout.column_input, layout.p2p_tensor, layout.p2p_calls, layout.mlp_up) == (
         k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input, k.p2p_tensor, k.p2p_calls,
         k.mlp_up)
+    assert layout.overlap_grad_reduce == k.grad_reduce.overlaps(layout.sharding)
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():
@@ -101,6 +103,28 @@ def test_frameworks_that_wait_for_their_collectives_predict_a_slower_step(capsys
         return json.loads(capsys.readouterr().out)["model_report"]["step_time_s"]
 
     assert step("--framework", "nanotron") > step("--framework", "megatron") == step()
+
+
+def test_nanotrons_ddp_reduces_the_gradients_beside_the_last_backward(capsys):
+    """nanotron's DDP comm hook reduces each FP32 bucket as it fills during the last microbatch's backward
+    (GradReduce.DDP_HOOKS, ZeRO 0 and 1); Megatron unasked, torchtitan and DeepSpeed's engine after it; a flag
+    given wins either way, and the overlapped reduce cannot make the step longer."""
+    assert _layout(framework="nanotron").overlap_grad_reduce
+    assert _layout(framework="nanotron", zero=1).overlap_grad_reduce
+    assert not _layout(framework="nanotron", overlap_grad_reduce=False).overlap_grad_reduce
+    others = ("megatron", "torchtitan", "megatron-deepspeed")
+    assert not any(_layout(framework=f).overlap_grad_reduce for f in others)
+    assert _layout(framework="megatron", overlap_grad_reduce=True).overlap_grad_reduce
+    assert GradReduce.DDP_HOOKS.overlaps(ZeroStage.OPTIMIZER) and not GradReduce.DDP_HOOKS.overlaps(ZeroStage.GRADIENTS)
+    assert not GradReduce.AFTER_BACKWARD.overlaps(ZeroStage.NONE)
+
+    def step(*extra):
+        assert main(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--dp", "8", "--pp", "1",
+                     "--mb", "2", "--framework", "nanotron", "--json", *extra]) == 0
+        import json
+        return json.loads(capsys.readouterr().out)["model_report"]["step_time_s"]
+
+    assert step() == step("--overlap-grad-reduce") < step("--no-overlap-grad-reduce")
 
 
 def test_the_planner_searches_selective_as_the_framework_means_it():

@@ -36,13 +36,16 @@ two together). An explicit flag always wins over the framework's default.
   (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
   column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
   gathers the input again and waits for it (``regather-blocking``). It shards the optimizer state at most
-  (``optimizer.zero_stage``: 0 or 1). Its defaults that are not layout fields:
-  the all-forward-all-backward engine (``pp_engine: afab``, pipesim's ``-s gpipe``) and no sequence
-  parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is ``--sequence-parallel``). Its engines are those
-  two, all-forward-all-backward and 1F1B: no interleaving. Its ``PipelineBlock`` sends a block's output as
-  each rank holds it: without sequence parallelism, each tp rank's whole tensor (``--p2p-tensor whole``). It
-  assigns the layers to ranks by their cumulative cost (``get_block_compute_costs``; the LM head weighs
-  vocab·h), so the last rank, which holds the head, takes fewer layers (``stage_split.cost_threshold_split``).
+  (``optimizer.zero_stage``: 0 or 1), and its data parallelism is torch's DDP, whose bucket hooks reduce the
+  FP32 gradients during the last microbatch's backward (``GradReduce.DDP_HOOKS``: ``--overlap-grad-reduce``
+  unasked). Its defaults that are not layout fields: the all-forward-all-backward engine (``pp_engine:
+  afab``, pipesim's ``-s gpipe``, although every one of its example configs sets ``1f1b``, which pipesim keeps
+  as its default schedule) and no sequence parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is
+  ``--sequence-parallel``). Its engines are those two, all-forward-all-backward and 1F1B: no interleaving.
+  Its ``PipelineBlock`` sends a block's output as each rank holds it: without sequence parallelism, each tp
+  rank's whole tensor (``--p2p-tensor whole``). It assigns the layers to ranks by their cumulative cost
+  (``get_block_compute_costs``; the LM head weighs vocab·h), so the last rank, which holds the head, takes fewer
+  layers (``stage_split.cost_threshold_split``).
 - **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
   kernels and loss; DeepSpeed's mixed-precision engine keeps ``.grad`` and sums it by autograd; every TP
   collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
@@ -88,6 +91,26 @@ if TYPE_CHECKING:  # a unit-cost simulate reads the framework names without load
     from pipesim.analytic.model_spec import ModelSpec
 
 
+class GradReduce(enum.Enum):
+    """When a framework's data-parallel gradient reduce runs, unasked (``--overlap-grad-reduce`` or
+    ``--no-overlap-grad-reduce`` given wins)."""
+
+    # after the stage's last backward: Megatron without --overlap-grad-reduce; DeepSpeed's pipeline engine
+    # (``_exec_reduce_grads``, an instruction after the last ``BackwardPass``)
+    AFTER_BACKWARD = "after-backward"
+    # DDP's bucket hooks during the last microbatch's backward, for the ZeRO stages whose gradients go through
+    # DDP (0 and 1): nanotron wraps its model in torch's DistributedDataParallel, lets it sync on the last
+    # microbatch's backward only (``PipelineEngine._get_bwd_context``: ``no_sync`` before,
+    # ``ddp_trigger_sync_in_bwd`` then), and its FP32 comm hook (``get_fp32_accum_hook``) all-reduces each 25 MB
+    # bucket, or under ZeRO-1 reduce-scatters it, as the bucket fills; the trainer waits for the handles only
+    # before the optimizer step
+    DDP_HOOKS = "ddp-hooks"
+
+    def overlaps(self, zero: ZeroStage) -> bool:
+        """Whether the gradient reduce of a run sharded at ``zero`` overlaps the last backward."""
+        return self is GradReduce.DDP_HOOKS and zero <= ZeroStage.OPTIMIZER
+
+
 class Framework(enum.Enum):
     """A training framework whose defaults set the layout fields of :class:`FrameworkKnobs`."""
 
@@ -121,6 +144,8 @@ class FrameworkKnobs:
     schedules: tuple[str, ...] | None = None  # the built-in schedules its pipeline engine runs; None: any order
     # how it splits the layers over the pipeline stages when no split is given (stage_split.SplitPolicy)
     stage_split: SplitPolicy = SplitPolicy.EVEN_OR_LIGHTER_ENDS
+    # when its data-parallel gradient reduce runs (GradReduce): after the backward, or beside the last one
+    grad_reduce: GradReduce = GradReduce.AFTER_BACKWARD
 
     def split_layers(self, model: ModelSpec, stages: int) -> tuple[int, ...] | None:
         """The layers of each of ``stages`` stages as this framework splits ``model`` when the user names no
@@ -205,7 +230,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
-        schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS),
+        schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS, grad_reduce=GradReduce.DDP_HOOKS),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,

@@ -97,7 +97,8 @@ class ModelOptions:
             The framework's default.
         tp_pp_dp_mapping: rank order tp, cp, pp, dp (Megatron-Core's ``--use-tp-pp-dp-mapping``): pipeline
             neighbours tp·cp ranks apart, data parallelism outermost (default: Megatron's tp, cp, dp, pp).
-        overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward.
+        overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward (True) or
+            after it (False); None: as the framework runs it (after, but for nanotron's DDP hooks).
         overlap_param_gather: the distributed optimizer's parameter all-gather runs during the next step's first
             forward.
         ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).

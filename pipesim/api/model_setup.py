@@ -115,7 +115,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
-        p2p_calls=chosen.p2p_calls, mlp_up=chosen.mlp_up, overlap_grad_reduce=bool(o.overlap_grad_reduce),
+        p2p_calls=chosen.p2p_calls, mlp_up=chosen.mlp_up,
+        overlap_grad_reduce=(o.overlap_grad_reduce if o.overlap_grad_reduce is not None
+                             else framework.grad_reduce.overlaps(ZeroStage(o.zero or 0))),
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )

@@ -104,7 +104,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                        help="the training code, whose defaults set the flags its code decides (--elementwise, --loss, "
-                       "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up), "
+                       "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up, "
+                       "--overlap-grad-reduce), "
                        "what --recompute selective keeps and how --zero 2 communicates (each flag given wins): "
                        "megatron (Megatron-LM/Core with Transformer Engine, NeMo; default), torchtitan, nanotron or "
                        "megatron-deepspeed (also GPT-NeoX); 'pipesim frameworks' lists what each sets")
@@ -123,9 +124,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
                        "gradient_accumulation_fusion, free; default) or autograd (PyTorch's .grad += after every "
                        "microbatch but the first: a memory-bound pass over the gradients; the executor, plain DDP)")
-    group.add_argument("--overlap-grad-reduce", action="store_true", default=None,
+    group.add_argument("--overlap-grad-reduce", action=argparse.BooleanOptionalAction, default=None,
                        help="the data-parallel gradient reduce runs in buckets during each stage's last backward "
-                       "(Megatron's --overlap-grad-reduce, NeMo's overlap_grad_sync); default: after it")
+                       "(Megatron's --overlap-grad-reduce, NeMo's overlap_grad_sync); --no-overlap-grad-reduce: "
+                       "after it; default: as the framework runs it (after it, but under nanotron's DDP)")
     group.add_argument("--overlap-param-gather", action="store_true", default=None,
                        help="the distributed optimizer's parameter all-gather runs during the next step's first "
                        "forward (Megatron's --overlap-param-gather, NeMo's overlap_param_sync); needs "
