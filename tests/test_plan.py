@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -271,6 +272,19 @@ def test_candidates_overlap_their_data_parallel_sync_unless_asked_not_to():
     assert "--overlap-grad-reduce" in argv and "--overlap-param-gather" in argv
     assert "--overlap-param-gather" not in megatron_argv(replicated, model, 1024, overlap_dp_sync=True)
     assert "--overlap-grad-reduce" not in megatron_argv(sharded, model, 1024)
+
+
+def test_a_framework_without_megatrons_switches_syncs_as_its_code_does():
+    """nanotron's DDP reduces beside the last backward (ZeRO 0 and 1) and gathers its ZeRO-1 shards after the
+    step; DeepSpeed's pipeline engine reduces after the backward; --blocking-dp-sync changes neither."""
+    sharded = Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False, ZeroStage.OPTIMIZER)
+    for tuned in (True, False):
+        nanotron = replace(_hand_request(), framework=Framework.NANOTRON, overlap_dp_sync=tuned)
+        deepspeed = replace(_hand_request(), framework=Framework.MEGATRON_DEEPSPEED, overlap_dp_sync=tuned)
+        assert (nanotron.layout_of(sharded).overlap_grad_reduce, nanotron.layout_of(sharded).overlap_param_gather) \
+            == (True, False)
+        assert not deepspeed.layout_of(sharded).overlap_grad_reduce
+        assert not deepspeed.layout_of(sharded).overlap_param_gather
 
 
 def test_megatron_flags():

@@ -146,6 +146,18 @@ class FrameworkKnobs:
     stage_split: SplitPolicy = SplitPolicy.EVEN_OR_LIGHTER_ENDS
     # when its data-parallel gradient reduce runs (GradReduce): after the backward, or beside the last one
     grad_reduce: GradReduce = GradReduce.AFTER_BACKWARD
+    # whether its code has switches that overlap the data-parallel sync with the passes (Megatron-LM's
+    # --overlap-grad-reduce and --overlap-param-gather), which a tuned recipe turns on; elsewhere the sync runs as
+    # grad_reduce says and the sharded parameters are gathered after the optimizer step
+    dp_overlap_switches: bool = False
+
+    def dp_sync_overlaps(self, zero: ZeroStage, tuned: bool) -> tuple[bool, bool]:
+        """(gradient reduce, parameter gather) overlapped with the passes in a run sharded at ``zero``: with the
+        framework's switches, both where ``tuned`` (the gather only where there are sharded parameters to gather);
+        without them, as its code runs them."""
+        if self.dp_overlap_switches:
+            return tuned, tuned and zero is not ZeroStage.NONE
+        return self.grad_reduce.overlaps(zero), False
 
     def split_layers(self, model: ModelSpec, stages: int) -> tuple[int, ...] | None:
         """The layers of each of ``stages`` stages as this framework splits ``model`` when the user names no
@@ -220,7 +232,8 @@ def _parsed(name: str, kind: type, value: object) -> object:
 KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.MEGATRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
-        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED),
+        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
+        dp_overlap_switches=True),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,

@@ -117,7 +117,7 @@ class PlanRequest:
     overlap_p2p: bool = True
     # Every candidate reduces its gradients beside its last backward and gathers its sharded parameters beside the
     # next step's first forward (Megatron-LM's --overlap-grad-reduce and --overlap-param-gather, what tuned
-    # recipes set); False: both after the passes.
+    # recipes set); False: both after the passes. Only where the framework has those switches (Megatron's).
     overlap_dp_sync: bool = True
     # Expert-parallel degrees to consider (MoE models); None: every one that divides dp·cp and the experts.
     expert_parallel: tuple[int, ...] | None = None
@@ -173,12 +173,17 @@ class PlanRequest:
         The sends overlap where the candidate's schedule can (:attr:`Candidate.overlaps_p2p`). DualPipe's two
         model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1). With
         ``overlap_dp_sync`` the gradient reduce runs beside the last backward, and the parameter gather beside
-        the first forward where the optimizer state is sharded. ``zero_collectives`` applies to the candidates
-        it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per layer or ZeRO-3 per tensor, without pipelining);
-        every other candidate keeps the buckets. ``fp8_params`` applies to the FP8 candidates whose optimizer state
-        is sharded without sharding the weights (ZeRO 1–2), as Megatron-LM's --fp8-param-gather needs."""
+        the first forward where the optimizer state is sharded, in a framework with switches for them
+        (Megatron's); another framework's sync runs as its code runs it
+        (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.dp_sync_overlaps`: nanotron's DDP beside the last
+        backward, its gather after the step; DeepSpeed's engine and torchtitan's FSDP under pipelining after).
+        ``zero_collectives`` applies to the candidates it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per
+        layer or ZeRO-3 per tensor, without pipelining); every other candidate keeps the buckets. ``fp8_params``
+        applies to the FP8 candidates whose optimizer state is sharded without sharding the weights (ZeRO 1–2), as
+        Megatron-LM's --fp8-param-gather needs."""
         c = candidate
         applies = self.zero_collectives.applies_to(c.zero, c.pp)
+        grad_reduce, param_gather = knobs(self.framework).dp_sync_overlaps(c.zero, self.overlap_dp_sync)
         copies = model_copies(c.schedule, c.chunks) if c.pp > 1 else 1
         return Layout(tp=c.tp, dp=c.dp, pp=c.pp, cp=c.cp, chunks=c.chunks // copies, model_copies=copies,
                       microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
@@ -186,8 +191,8 @@ class PlanRequest:
                       attention=self.attention, elementwise=self.elementwise, loss=self.loss,
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
-                      overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=self.overlap_dp_sync,
-                      overlap_param_gather=self.overlap_dp_sync and c.zero is not ZeroStage.NONE,
+                      overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=grad_reduce,
+                      overlap_param_gather=param_gather,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
                       p2p_calls=P2pCalls.BATCHED if self.overlap_p2p and c.overlaps_p2p else self.p2p_calls,

@@ -170,7 +170,8 @@ def register(sub) -> None:
                    "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
     p.add_argument("--blocking-dp-sync", action="store_true",
                    help="the data-parallel gradient reduce and parameter gather wait for the passes (default: "
-                   "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them)")
+                   "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them; "
+                   "under another --framework, which has no such switches, the sync runs as its code runs it)")
     p.add_argument("--top", type=positive_int, default=PLAN_DEFAULTS.top,
                    help=f"configurations to print (default {PLAN_DEFAULTS.top})")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file(".csv", ".parquet", what="plan results"),
