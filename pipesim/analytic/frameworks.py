@@ -43,7 +43,10 @@ two together). An explicit flag always wins over the framework's default.
   as its default schedule) and no sequence parallelism (``tp_mode: all_reduce``; ``reduce_scatter`` is
   ``--sequence-parallel``). Its engines are those two, all-forward-all-backward and 1F1B: no interleaving.
   Its ``PipelineBlock`` sends a block's output as each rank holds it: without sequence parallelism, each tp
-  rank's whole tensor (``--p2p-tensor whole``). It assigns the layers to ranks by their cumulative cost
+  rank's whole tensor (``--p2p-tensor whole``), and its engine runs the sends and receives one at a time, each
+  waited for (``PipelineTrainBatchState.run_communication``, ``P2P.send_tensors``/``recv_tensors``: ``--p2p-calls
+  sequential``), each tensor behind two blocking sends of its shape and strides that the receiver reads on the
+  host before it posts the data's receive. It assigns the layers to ranks by their cumulative cost
   (``get_block_compute_costs``; the LM head weighs vocab·h), so the last rank, which holds the head, takes fewer
   layers (``stage_split.cost_threshold_split``).
 - **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
@@ -243,7 +246,8 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
-        schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS, grad_reduce=GradReduce.DDP_HOOKS),
+        p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS,
+        grad_reduce=GradReduce.DDP_HOOKS),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,

@@ -236,9 +236,11 @@ class P2pCalls(enum.Enum):
     # Megatron-LM's ``send_forward_recv_backward`` and its siblings: both in one batched isend/irecv, the two
     # directions of the link at once, so a pass waits out one transfer.
     BATCHED = "batched"
-    # DeepSpeed's pipeline engine (``TrainSchedule``: SendActivation, then RecvGrad, each a blocking call) and
-    # Aleph Alpha's scaling (``PipelineScheduleTrain``, the same order): one after the other, and NCCL moves a
-    # send's data only once its receive is posted, so a pass waits out both transfers.
+    # DeepSpeed's pipeline engine (``TrainSchedule``: SendActivation, then RecvGrad, each a blocking call), Aleph
+    # Alpha's scaling (``PipelineScheduleTrain``, the same order) and nanotron (``PipelineTrainBatchState.
+    # run_communication``: "send activation, recv activation, send grad, recv grad ... one communication at a
+    # time", each waited for): one after the other, and NCCL moves a send's data only once its receive is
+    # posted, so a pass waits out both transfers.
     SEQUENTIAL = "sequential"
 
     @property
