@@ -123,10 +123,13 @@ def test_eager_ops_around_a_fused_norm_by_hand():
 
 def test_an_eager_activation_between_fused_kernels_by_hand():
     """--elementwise eager-activation (nanotron: TritonRMSNorm, flash-attn's rotary, GLUActivation's
-    ``act(gate) * up``): only SwiGLU differs from the fused setting, 5d bytes per inner element forward (silu: d + d,
-    the product: 2d + d) against the fused kernel's 3d, 9d backward (autograd's three kernels) against 3d; one
-    kernel more forward, two more backward; ``silu(gate)`` kept, d per inner element. The norms, RoPE, the adds and
-    the attention output stay as fused (no FP32 norm input, no transposing copy)."""
+    ``act(gate) * up``, CausalSelfAttention's layout copies): against the fused setting, SwiGLU moves 5d bytes per
+    inner element forward (silu: d + d, the product: 2d + d) against the fused kernel's 3d, 9d backward
+    (autograd's three kernels) against 3d, and ``silu(gate)`` is kept, d per inner element; the attention's
+    layout copies move d + d an element of q once, of k and v three times each (transpose, concatenation,
+    permute) and of the output once, as much again backward, and the output projection keeps its copy, d per
+    element. Kernels: one more forward for SwiGLU and six copies, two more backward and the six. The norms, RoPE
+    and the adds stay as fused (no FP32 norm input)."""
     from pipesim.analytic.activations import layer_activation_bytes
     from pipesim.analytic.kernels import elementwise_backward_bytes, elementwise_bytes
     from pipesim.analytic.layout import ElementwiseKernels
@@ -135,14 +138,18 @@ def test_an_eager_activation_between_fused_kernels_by_hand():
     f, d = model.ffn_hidden, 2
     fused = Layout(tp=2)
     nanotron = replace(fused, elementwise=ElementwiseKernels.EAGER_ACTIVATION)
-    assert elementwise_bytes(model, nanotron, 1) - elementwise_bytes(model, fused, 1) == (5 - 3) * d * f / 2
+    h, kv = model.hidden, model.kv_dim  # llama2-7b: 4096 each (no GQA)
+    copies = 2 * d * (h + h + 3 * (kv + kv)) / 2  # output, q, and k and v three times; over tp 2
+    assert elementwise_bytes(model, nanotron, 1) - elementwise_bytes(model, fused, 1) == (5 - 3) * d * f / 2 + copies
     assert (elementwise_backward_bytes(model, nanotron, 1) - elementwise_backward_bytes(model, fused, 1)
-            == (9 - 3) * d * f / 2)
+            == (9 - 3) * d * f / 2 + copies)  # the copies: the forward's bytes again
     one, two = layer_kernel_counts(model, nanotron), layer_kernel_counts(model, fused)
-    assert (one.forward - two.forward, one.backward_input - two.backward_input) == (1, 2)
-    assert layer_activation_bytes(model, nanotron) - layer_activation_bytes(model, fused) == 4096 * d * f / 2
-    mpt = MODEL_PRESETS["mpt-7b"]  # an ungated GELU is one kernel either way: nothing differs
-    assert elementwise_bytes(mpt, replace(nanotron, tp=1), 1) == elementwise_bytes(mpt, Layout(), 1)
+    assert (one.forward - two.forward, one.backward_input - two.backward_input) == (1 + 6, 2 + 6)
+    assert (layer_activation_bytes(model, nanotron) - layer_activation_bytes(model, fused)
+            == 4096 * d * f / 2 + 4096 * d * h / 2)
+    mpt = MODEL_PRESETS["mpt-7b"]  # an ungated GELU is one kernel either way: only the layout copies differ
+    assert (elementwise_bytes(mpt, replace(nanotron, tp=1), 1) - elementwise_bytes(mpt, Layout(), 1)
+            == 2 * d * 8 * mpt.hidden)
     assert Layout().elementwise is ElementwiseKernels.FUSED
     from pipesim.analytic.frameworks import Framework, knobs
     assert knobs(Framework.NANOTRON).elementwise is ElementwiseKernels.EAGER_ACTIVATION

@@ -151,7 +151,7 @@ def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[floa
     norms = 2 * FP32 * model.hidden if model.rms_norm and ops.eager_norms else 0.0
     swiglu = d * _mlp_width(model, layout, kind) if model.gated and ops.eager_activation else 0.0
     transposed = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
-    copy = d * model.attention_out_width if transposed and ops.eager_rope_and_copies else 0.0
+    copy = d * model.attention_out_width if transposed and ops.copies_attention_output else 0.0
     return norms, swiglu + copy
 
 

@@ -435,20 +435,29 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
       frequencies (4 + 4), back to BF16 (4 + d): 16 + 2d per element, against the fused kernel's 2d.
     - SwiGLU: ``silu(gate)`` (d + d), then ``* up`` (2d + d): 5d per inner element, against 3d.
     - Dropout before a residual add is its own kernel (read d, write d) beside the add.
-    - The attention output is transposed back to (tokens, heads·d_v) by a copy (d + d)."""
+    - The attention output is transposed back to (tokens, heads·d_v) by a copy (d + d).
+    - nanotron's ``CausalSelfAttention`` (:attr:`ElementwiseKernels.relayouts_attention_inputs`) copies the
+      queries, keys and values from the projection's (sequence, batch) layout to batch-major
+      (``transpose(0, 1).contiguous()``, three copies), concatenates keys and values (``torch.cat``) and permutes
+      the pair into the layout flash-attn's rotary kernel takes (``permute(...).contiguous()``): each of its
+      widths moved once and the keys' and values' three times, d + d an element.
+    The backward of a copy is a copy of its gradient (a strided gradient the next op makes contiguous), so
+    :func:`elementwise_backward_bytes` counts the forward's bytes for these."""
     d = model.dtype_bytes
     ops = layout.elementwise
     if model.rms_norm and ops.eager_norms:
         norms = 2 * (7 * FP32 + 4 * d) * width
     if model.gated and ops.eager_activation:
         activation = 5 * f / layout.tp * d
-    if not ops.eager_rope_and_copies:  # fused RoPE, dropout inside the add, the attention output a view
-        return norms, residuals, activation, rope, 0.0
+    transpose = 2 * d * model.attention_out_width / layout.tp if ops.copies_attention_output else 0.0
+    if ops.relayouts_attention_inputs:
+        transpose += 2 * d * (model.q_width + 3 * (model.k_width + model.v_width)) / layout.tp
+    if not ops.eager_rope:  # fused RoPE, dropout inside the add
+        return norms, residuals, activation, rope, transpose
     if not model.learned_positions:
         rope = (4 * FP32 + 2 * d) * (model.q_width + model.k_width) / layout.tp
     if model.dropout:
         residuals += 2 * 2 * d * width
-    transpose = 2 * d * model.attention_out_width / layout.tp
     return norms, residuals, activation, rope, transpose
 
 
@@ -570,10 +579,13 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
         norms, norms_backward = 2 * 8, 2 * 12
     if model.gated and ops.eager_activation:  # silu(gate) · up; its backward: the product's two gradients and SiLU's
         activation, activation_backward = 2, 3
-    if ops.eager_rope_and_copies:
+    if ops.eager_rope:
         rope = 0 if model.learned_positions else 2 * 3
         residuals = 2 * (2 if model.dropout else 1)
+    if ops.copies_attention_output:
         transpose = 1
+    if ops.relayouts_attention_inputs:  # three transposing copies, the concatenation, the permuting copy
+        transpose += 5
     elementwise = norms + rope + residuals + activation + transpose
     elementwise_backward = elementwise - norms - activation + norms_backward + activation_backward
     per_op_gemms = len(per_op_recomputed_gemms(model, layout, 1))  # each with its cast-transpose in FP8

@@ -174,8 +174,9 @@ class ElementwiseKernels(enum.Enum):
     # eager PyTorch ops around a fused norm kernel (flash-attn's ops.rms_norm, Apex's FusedRMSNorm): Aleph Alpha's
     # scaling framework with its "RMS kernel" (Hagemann et al. 2023), whose RoPE, SwiGLU and adds stay eager
     EAGER_FUSED_NORM = "eager-fused-norm"
-    # fused norms and RoPE, the gated MLP's activation as its PyTorch ops (``act(gate) * up``, two kernels):
-    # nanotron's Llama (TritonRMSNorm, flash-attn's rotary kernel, GLUActivation), whose residual adds are plain adds
+    # fused norms and RoPE, the gated MLP's activation as its PyTorch ops (``act(gate) * up``, two kernels), and
+    # the attention's inputs and output moved between layouts by copies: nanotron's Llama (TritonRMSNorm,
+    # flash-attn's rotary kernel, GLUActivation, CausalSelfAttention's transposes), whose residual adds are plain
     EAGER_ACTIVATION = "eager-activation"
 
     @property
@@ -194,10 +195,23 @@ class ElementwiseKernels(enum.Enum):
         return self is not ElementwiseKernels.FUSED
 
     @property
-    def eager_rope_and_copies(self) -> bool:
-        """Whether RoPE, dropout and the attention output's transposing copy run as PyTorch ops (reference Llama
-        code, Aleph Alpha's scaling), not fused kernels or views."""
+    def eager_rope(self) -> bool:
+        """Whether RoPE and dropout run as PyTorch ops (reference Llama code, Aleph Alpha's scaling), not fused
+        kernels."""
         return self in (ElementwiseKernels.EAGER, ElementwiseKernels.EAGER_FUSED_NORM)
+
+    @property
+    def copies_attention_output(self) -> bool:
+        """Whether the attention output is transposed back to (tokens, heads·d_v) by a copy, which the output
+        projection keeps, not a view (every eager module: reference Llama code, Aleph Alpha's, nanotron's)."""
+        return self.eager
+
+    @property
+    def relayouts_attention_inputs(self) -> bool:
+        """Whether the queries, keys and values are copied out of the projection's (sequence, batch) layout to
+        batch-major, and the keys and values then concatenated and permuted into one tensor for flash-attn's
+        rotary kernel: five copies a layer (nanotron's ``CausalSelfAttention``)."""
+        return self is ElementwiseKernels.EAGER_ACTIVATION
 
 
 class BoundaryTensor(enum.Enum):

@@ -114,7 +114,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
                        "them without torch.compile) or eager-fused-norm (eager ops around a fused norm kernel, "
                        "e.g. flash-attn's rms_norm) or eager-activation (fused norms and RoPE, the gated MLP's "
-                       "act(gate) * up as two PyTorch ops: nanotron's)")
+                       "act(gate) * up as two PyTorch ops, the attention's inputs and output moved between "
+                       "layouts by copies: nanotron's)")
     group.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                        help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
                        "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
