@@ -37,8 +37,13 @@ def test_nanotron_moves_to_the_next_rank_after_the_block_that_passes_its_share()
     assert cost_threshold_split(28, 8, 113_246_208, 394_002_432) == (4,) * 7 + (0,)
     # 16 unit layers and a unit head over 2: the share is 8.5, passed by the 9th layer, which stays on rank 0
     assert cost_threshold_split(16, 2, 1, 1) == (9, 7)
-    with pytest.raises(PipesimError, match="LM head on stage 1 and nothing on the 2 after it"):
-        cost_threshold_split(4, 4, 1, 10)  # the 4th layer passes the share 3.5; the head lands on rank 1, not 3
+    # the 4th layer passes the share 3.5; the head lands on rank 1, its cast on 2, the loss on 3: nanotron runs it,
+    # sending logits between stages, which pipesim refuses with the split that keeps the head last
+    with pytest.raises(PipesimError, match=r"LM head on stage 1 and only the logits' FP32 cast and the loss after "
+                                           r"it.*--stage-layers 4,0,0,0 "):
+        cost_threshold_split(4, 4, 1, 10)
+    with pytest.raises(PipesimError, match="stage 4 would hold nothing"):  # head on rank 1 of 5: rank 4 empty
+        cost_threshold_split(4, 5, 1, 10)
 
 
 def test_deepspeed_balances_the_transformer_layers_by_count_remainder_first():

@@ -162,10 +162,22 @@ def cost_threshold_split(layers: int, stages: int, layer_cost: float, head_cost:
         counts[rank] += 1
         if cumulative > thresholds[rank] and rank < stages - 1:
             rank += 1
-    if rank < stages - 1:  # the head follows the last layer onto this rank; the later ranks would hold nothing
+    if rank < stages - 1:
+        # The head follows the last layer onto this rank, and the blocks after it (the FP32 cast, then the loss,
+        # both at no cost) each step on to the next rank: nanotron runs it while they reach the last rank, sending
+        # every microbatch's logits across the boundaries in between, which pipesim does not model (its head
+        # and loss sit on the last stage); further short, the last ranks would hold no block at all.
+        split = ",".join(map(str, counts))
+        if rank >= stages - 3:
+            raise PipesimError(
+                f"{layers} layers over {stages} stages: nanotron's cost balance puts the LM head on stage {rank} and "
+                f"only the logits' FP32 cast and the loss after it, so every microbatch's logits cross a stage "
+                f"boundary, which pipesim does not model; use fewer stages, or --stage-layers {split} for the "
+                "same layers with the head on the last stage")
+        empty = (f"stage {stages - 1}" if rank + 3 == stages - 1 else f"stages {rank + 3}–{stages - 1}")
         raise PipesimError(f"{layers} layers over {stages} stages: nanotron's cost balance puts the LM head on "
-                           f"stage {rank} and nothing on the {stages - 1 - rank} after it; use fewer stages or "
-                           "--stage-layers")
+                           f"stage {rank}, and {empty} would hold nothing (nanotron cannot run it); use fewer "
+                           "stages or --stage-layers")
     return tuple(counts)
 
 
