@@ -125,6 +125,12 @@ def test_nanotrons_ddp_reduces_the_gradients_beside_the_last_backward(capsys):
         return json.loads(capsys.readouterr().out)["model_report"]["step_time_s"]
 
     assert step() == step("--overlap-grad-reduce") < step("--no-overlap-grad-reduce")
+    # one data-parallel rank: nothing to reduce, so the framework's default is dropped and an explicit flag noted
+    alone = model_setup("llama3.2-1b", "h100-sxm", ModelOptions(framework="nanotron"), SHAPE).layout
+    assert not alone.overlap_grad_reduce and alone.grad_reduce_note is None
+    asked = model_setup("llama3.2-1b", "h100-sxm", ModelOptions(overlap_grad_reduce=True), SHAPE).layout
+    assert "changes nothing" in asked.grad_reduce_note
+    assert _layout(framework="nanotron").grad_reduce_note is None
 
 
 def test_the_planner_searches_selective_as_the_framework_means_it():

@@ -556,6 +556,20 @@ class Layout:
                 "all-gathered only with --sequence-parallel and --tp > 1")
 
     @property
+    def reduces_gradients(self) -> bool:
+        """Whether any gradient is reduced across data-parallel ranks: dp·cp > 1 (experts reduce over dp·cp/ep,
+        a subset of the same ranks, so nothing when dp·cp is 1)."""
+        return self.shards > 1
+
+    @property
+    def grad_reduce_note(self) -> str | None:
+        """A note for reports when --overlap-grad-reduce was given where no gradient is reduced, else None."""
+        if not self.overlap_grad_reduce or self.reduces_gradients:
+            return None
+        return ("--overlap-grad-reduce changes nothing here: no gradient is reduced across data-parallel ranks "
+                "(dp·cp = 1)")
+
+    @property
     def gathers_per_layer(self) -> bool:
         """ZeRO-3 without pipelining, or FSDP's per-layer ZeRO-2: every layer's weights are gathered before its
         forward (ZeRO-3: before its backward too) and its gradients reduce-scattered after its backward, so

@@ -125,6 +125,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"--expert-tp {o.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "
                            f"tensor parallelism = --tp {layout.tp}, Megatron's default); a separate expert-tp degree "
                            "(MoE parallel folding) is not modelled: drop --expert-tp or set it to --tp")
+    if o.overlap_grad_reduce is None and not layout.reduces_gradients:
+        # A framework's overlapped reduce matters only where gradients are reduced; unasked, no "changes nothing" note.
+        layout = replace(layout, overlap_grad_reduce=False)
     if o.column_input is None and not layout.gathers_column_input:
         # The framework's choice matters only where inputs are gathered; unasked, it earns no "changes nothing" note.
         layout = replace(layout, column_input=ColumnInput.REGATHER)
