@@ -11,6 +11,7 @@ from pipesim.analytic.layout import (
     ElementwiseKernels,
     GradAccumulation,
     LossKernel,
+    P2pCalls,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -33,12 +34,36 @@ def _layout(**options):
 
 @pytest.mark.parametrize("framework", list(Framework))
 def test_a_framework_sets_the_fields_its_code_decides(framework):
+    """Each field on a layout where it acts: the column-parallel input where sequence parallelism gathers it;
+    the sends, their calls and the boundary tensor's split on a pipeline (pp 2) without sequence parallelism
+    (torchtitan's TP always has it, so each rank sends the 1/tp it holds, whatever the field)."""
     layout, k = _layout(framework=framework.value), KNOBS[framework]
     assert (layout.elementwise, layout.loss, layout.grad_accumulation, layout.overlap_tp_dgrad,
-            layout.column_input, layout.p2p_tensor, layout.p2p_calls, layout.mlp_up) == (
-        k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input, k.p2p_tensor, k.p2p_calls,
-        k.mlp_up)
+            layout.column_input, layout.mlp_up) == (
+        k.elementwise, k.loss, k.grad_accumulation, k.overlap_tp_dgrad, k.column_input, k.mlp_up)
     assert layout.overlap_grad_reduce == k.grad_reduce.overlaps(layout.sharding)
+    options = ModelOptions(tp=2, dp=2, framework=framework.value)
+    piped = model_setup("llama3.2-1b", "h100-sxm", options, PipelineShape(2, 4, 1)).layout
+    sent = BoundaryTensor.WHOLE if k.tp_shards_sequence else k.p2p_tensor
+    assert (piped.p2p_tensor, piped.p2p_calls) == (sent, k.p2p_calls)
+
+
+def test_a_frameworks_defaults_for_what_the_layout_lacks_earn_no_note(capsys):
+    """Without a pipeline there are no sends, at tp 1 no TP collectives: a framework's sequential sends, split
+    boundary tensor and waiting TP collectives fall back to the defaults unasked, with no note; asked, each is
+    noted as changing nothing."""
+    alone = model_setup("llama3.2-1b", "h100-sxm", ModelOptions(dp=8, framework="megatron-deepspeed"), SHAPE).layout
+    assert (alone.p2p_calls, alone.p2p_tensor, alone.overlap_tp_dgrad) == (
+        P2pCalls.BATCHED, BoundaryTensor.WHOLE, True)
+    assert alone.inert_flag_notes == []
+    asked = model_setup("llama3.2-1b", "h100-sxm", ModelOptions(dp=8, p2p_calls="sequential", p2p_tensor="split",
+                                                                 overlap_tp_dgrad=False), SHAPE).layout
+    notes = asked.inert_flag_notes
+    assert len(notes) == 2 and "--p2p-calls sequential, --p2p-tensor split changes nothing" in notes[0]
+    assert "--no-overlap-tp-dgrad changes nothing" in notes[1]
+    assert main(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "8", "--mb",
+                 "4", "--overlap-p2p"]) == 0
+    assert "note: --overlap-p2p changes nothing here: there are no pipeline sends (--pp 1)" in capsys.readouterr().out
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():

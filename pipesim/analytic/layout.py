@@ -458,9 +458,9 @@ class Layout:
                 "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
                 f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
         if self.p2p_calls is P2pCalls.SEQUENTIAL and self.overlap_p2p:
-            raise PipesimError("--p2p-calls sequential (megatron-deepspeed's default) is a blocking engine's send "
-                               "and receive one after the other; --overlap-p2p overlaps them with compute, which "
-                               "DeepSpeed's pipeline engine does not: drop one of the two")
+            raise PipesimError("--p2p-calls sequential (the default of --framework nanotron and megatron-deepspeed) "
+                               "is a blocking engine's send and receive one after the other; --overlap-p2p overlaps "
+                               "them with compute, which those engines do not: drop one of the two")
         if self.recompute_layers is not None and (self.recompute is not Recompute.FULL or self.recompute_layers < 1):
             raise PipesimError(
                 f"--recompute-layers {self.recompute_layers} recomputes that many layers of each model chunk in full "
@@ -554,6 +554,29 @@ class Layout:
             return None
         return (f"--column-input {self.column_input.value} changes nothing here: the column-parallel inputs are "
                 "all-gathered only with --sequence-parallel and --tp > 1")
+
+    @property
+    def inert_flag_notes(self) -> list[str]:
+        """Notes for reports on options set away from their defaults where this layout gives them nothing to act
+        on: pipeline sends without a pipeline, the TP dgrad overlap without tensor parallelism, the boundary
+        tensor's split where each rank holds a whole one (tp 1) or a split one (sequence parallelism)."""
+        notes = []
+        if self.pp == 1:
+            sends = [flag for flag, moved in (("--overlap-p2p", self.overlap_p2p),
+                                              (f"--p2p-calls {self.p2p_calls.value}", self.p2p_calls
+                                               is not P2pCalls.BATCHED),
+                                              (f"--p2p-tensor {self.p2p_tensor.value}", self.p2p_tensor
+                                               is not BoundaryTensor.WHOLE)) if moved]
+            if sends:
+                notes.append(f"{', '.join(sends)} changes nothing here: there are no pipeline sends (--pp 1)")
+        elif self.p2p_tensor is not BoundaryTensor.WHOLE and (self.tp == 1 or self.sequence_parallel):
+            notes.append(f"--p2p-tensor {self.p2p_tensor.value} changes nothing here: each tp rank holds "
+                         + ("the whole boundary tensor (--tp 1)" if self.tp == 1 else
+                            "1/tp of it already (--sequence-parallel)"))
+        if not self.overlap_tp_dgrad and self.tp == 1:
+            notes.append("--no-overlap-tp-dgrad changes nothing here: there are no tensor-parallel collectives "
+                         "(--tp 1)")
+        return notes
 
     @property
     def reduces_gradients(self) -> bool:

@@ -136,7 +136,7 @@ class StepReport:
                        "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
-                       "grad_reduce_note": lay.grad_reduce_note,
+                       "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
                        "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "precision": lay.precision.value,
                        "fp8_params": lay.fp8_params.value,
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
@@ -348,7 +348,7 @@ def report_text(report: StepReport) -> str:
                  f"(torch.cuda.max_memory_reserved: the caching allocator's +{RESERVED_SHARE:.1%}, the median of "
                  f"published logs, one run's +{low:.0%}…+{high:.0%}; at most the capacity)")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
-    for note in (lay.sharding_note, lay.column_input_note, lay.grad_reduce_note):
+    for note in (lay.sharding_note, lay.column_input_note, lay.grad_reduce_note, *lay.inert_flag_notes):
         if note:
             lines.append(f"note: {note}")
     return "\n".join(lines)

@@ -14,11 +14,13 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     AttentionKernel,
+    BoundaryTensor,
     ColumnInput,
     Fp8Params,
     Fp8Recipe,
     Layout,
     MlpUp,
+    P2pCalls,
     Precision,
     RankOrder,
     Recompute,
@@ -125,6 +127,17 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"--expert-tp {o.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "
                            f"tensor parallelism = --tp {layout.tp}, Megatron's default); a separate expert-tp degree "
                            "(MoE parallel folding) is not modelled: drop --expert-tp or set it to --tp")
+    # A framework's defaults for what this layout has none of (sends without a pipeline, TP collectives at tp 1, a
+    # boundary tensor each rank holds whole or split already) earn no "changes nothing" note: back to the defaults.
+    unasked = {}
+    if o.p2p_calls is None and layout.pp == 1:
+        unasked["p2p_calls"] = P2pCalls.BATCHED
+    if o.p2p_tensor is None and (layout.pp == 1 or layout.tp == 1 or layout.sequence_parallel):
+        unasked["p2p_tensor"] = BoundaryTensor.WHOLE
+    if o.overlap_tp_dgrad is None and layout.tp == 1:
+        unasked["overlap_tp_dgrad"] = True
+    if unasked:
+        layout = replace(layout, **unasked)
     if o.overlap_grad_reduce is None and not layout.reduces_gradients:
         # A framework's overlapped reduce matters only where gradients are reduced; unasked, no "changes nothing" note.
         layout = replace(layout, overlap_grad_reduce=False)
