@@ -345,10 +345,11 @@ def test_per_op_checkpointing_refuses_a_moe_layer():
         layer_activation_bytes(MODEL_PRESETS["mixtral-8x7b"], Layout(recompute=Recompute.PER_OP), LayerKind.MOE)
 
 
-@pytest.mark.parametrize(("loss", "extra"), [("megatron", 2), ("pytorch", 8)])
+@pytest.mark.parametrize(("loss", "extra"), [("megatron", 2), ("pytorch", 8), ("nanotron", 6)])
 def test_the_loss_peak_sits_on_the_last_stage_only(loss, extra):
     """Beyond the 4 FP32 bytes per logit stored: Megatron's in-place softmax holds 2 more (the BF16 copy),
-    PyTorch's F.cross_entropy 8 more (the NLL's and log-softmax's gradients, FP32)."""
+    PyTorch's F.cross_entropy 8 more (the NLL's and log-softmax's gradients, FP32), nanotron's 6 more (the BF16
+    logits and the FP32 cast its helper still holds when the max is subtracted into a new tensor)."""
     from pipesim.analytic.activations import loss_transient_bytes
     from pipesim.analytic.layout import LossKernel
     from pipesim.analytic.memory_gib import backward_working_set, memory_report
@@ -365,6 +366,18 @@ def test_the_loss_peak_sits_on_the_last_stage_only(loss, extra):
     first, last = report.ranks
     assert first.working == backward_working_set(model, layout)
     assert last.working == max(first.working, extra * logits)
+
+
+def test_nanotrons_loss_moves_megatrons_bytes_and_is_its_framework_default():
+    """nanotron's ``_ShardedCrossEntropy`` runs Megatron's ops (the subtraction out of place reads and writes what
+    the in-place one does), so only its peak differs: the step time is Megatron's loss's to the bit."""
+    from pipesim.analytic.frameworks import Framework, knobs
+    from pipesim.analytic.kernels import head_times
+    from pipesim.analytic.layout import LossKernel
+
+    layout = Layout(tp=2)
+    assert head_times(LLAMA3_8B, replace(layout, loss=LossKernel.NANOTRON), H100) == head_times(LLAMA3_8B, layout, H100)
+    assert knobs(Framework.NANOTRON).loss is LossKernel.NANOTRON and LossKernel.NANOTRON.vocab_parallel
 
 
 def test_autograd_gradient_accumulation_costs_a_pass_over_the_gradients_by_hand():

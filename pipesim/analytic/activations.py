@@ -213,8 +213,11 @@ def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
 # softmax, turned into the gradient in place, beside the gradient's cast back to BF16 (4 + 2): 2 beyond the
 # stored 4. PyTorch's F.cross_entropy on ``logits.float()`` (torchtitan's loss) holds the BF16 logits, the FP32
 # copy and the log-softmax output in the forward (2 + 4 + 4), and in the backward the saved log-softmax,
-# the NLL's gradient and log-softmax's input gradient, each FP32 (4 + 4 + 4): 8 beyond the stored 4.
-LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0, LossKernel.GATHERED: 8.0}
+# the NLL's gradient and log-softmax's input gradient, each FP32 (4 + 4 + 4): 8 beyond the stored 4. nanotron's
+# (``sharded_cross_entropy``) subtracts the max into a new FP32 tensor while its helper still holds the FP32 cast,
+# and the caller the BF16 logits (2 + 4 + 4 in the forward; the backward is Megatron's): 6 beyond the stored 4.
+LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0, LossKernel.GATHERED: 8.0,
+                        LossKernel.NANOTRON: 6.0}
 
 
 def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:

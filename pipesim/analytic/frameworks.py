@@ -30,9 +30,10 @@ two together). An explicit flag always wins over the framework's default.
   head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
   stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``).
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary in its training path), its SwiGLU
-  (``GLUActivation``: ``act(gate) * up``) as two eager ops (``--elementwise eager-activation``; its residual adds
-  are plain adds, no dropout, the attention output a view); the vocabulary-parallel loss in FP32
-  (``_ShardedCrossEntropy``); gradients accumulated into FP32 buffers after every microbatch
+  (``GLUActivation``: ``act(gate) * up``) as two eager ops and its attention's q, k, v and output moved between
+  layouts by copies (``--elementwise eager-activation``; its residual adds are plain adds, no dropout); the
+  vocabulary-parallel loss in FP32 (``_ShardedCrossEntropy``: Megatron's ops, but the max subtracted out of place,
+  ``--loss nanotron``); gradients accumulated into FP32 buffers after every microbatch
   (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
   column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
   gathers the input again and waits for it (``regather-blocking``). It shards the optimizer state at most
@@ -243,7 +244,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS),
     Framework.NANOTRON: FrameworkKnobs(
-        ElementwiseKernels.EAGER_ACTIVATION, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
+        ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
         p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS,

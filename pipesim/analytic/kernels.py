@@ -615,9 +615,10 @@ EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # log-softmax (a max and a sum pass over its input, then the output: read 4 × 3, write 4); backward the NLL's
 # gradient (a zero fill and a scatter: write 4), log-softmax's backward (read the output and the gradient,
 # write the input gradient: 12) and the cast's gradient (read 4, write 2).
-# The gathered loss is PyTorch's over the whole vocabulary on every tp rank.
+# The gathered loss is PyTorch's over the whole vocabulary on every tp rank. nanotron's moves Megatron's bytes (its
+# subtraction reads 4 and writes 4 into a new tensor rather than in place; exp and the division then run in place).
 CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 22),
-                       LossKernel.GATHERED: (22, 22)}  # (forward, backward)
+                       LossKernel.GATHERED: (22, 22), LossKernel.NANOTRON: (38, 14)}  # (forward, backward)
 
 
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:

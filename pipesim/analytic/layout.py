@@ -282,6 +282,9 @@ class LossKernel(enum.Enum):
     # the output layer's logits all-gathered over tp (a column-parallel linear with parallel_output off) and
     # F.cross_entropy on the whole vocabulary's FP32 logits, the same on every tp rank (Aleph Alpha's scaling)
     GATHERED = "gathered"
+    # nanotron's vocabulary-parallel cross-entropy (``sharded_cross_entropy``, ``_ShardedCrossEntropy``): Megatron's
+    # ops and bytes, but the max subtracted into a new FP32 tensor while the FP32 cast it came from is still held
+    NANOTRON = "nanotron"
 
     @property
     def vocab_parallel(self) -> bool:

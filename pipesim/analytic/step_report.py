@@ -46,7 +46,8 @@ MFU_PEAK_NOTE = "MFU and HFU against the BF16 peak, FP8 and FP4 runs included"
 # how the summary line names the element-wise kernels (nothing for the fused default)
 _ELEMENTWISE_SAID = {ElementwiseKernels.FUSED: "", ElementwiseKernels.EAGER: ", eager element-wise ops",
                      ElementwiseKernels.EAGER_FUSED_NORM: ", eager element-wise ops with fused norms",
-                     ElementwiseKernels.EAGER_ACTIVATION: ", eager MLP activation (fused norms and RoPE)"}
+                     ElementwiseKernels.EAGER_ACTIVATION: ", eager MLP activation and attention layout copies "
+                                                          "(fused norms and RoPE)"}
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,7 @@ def report_text(report: StepReport) -> str:
         f"{_ELEMENTWISE_SAID[lay.elementwise]}"
         f"{', PyTorch cross-entropy' if lay.loss is LossKernel.PYTORCH else ''}"
         f"{', cross-entropy on the logits gathered over tp' if lay.loss is LossKernel.GATHERED else ''}"
+        f"{', nanotron cross-entropy' if lay.loss is LossKernel.NANOTRON else ''}"
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
         f"{', async TP' if lay.async_tp else ''}"
         f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"

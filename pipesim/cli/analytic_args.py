@@ -119,8 +119,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                        help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
                        "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
-                       "12-byte-per-logit peak on the last stage) or gathered (the logits all-gathered over tp, "
-                       "then pytorch's loss over the whole vocabulary on every tp rank)")
+                       "12-byte-per-logit peak on the last stage), gathered (the logits all-gathered over tp, "
+                       "then pytorch's loss over the whole vocabulary on every tp rank) or nanotron (megatron's, the "
+                       "max subtracted out of place: a 10-byte-per-logit peak)")
     group.add_argument("--grad-accumulation", choices=[g.value for g in GradAccumulation], default=None,
                        help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
                        "gradient_accumulation_fusion, free; default) or autograd (PyTorch's .grad += after every "
