@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     LossKernel,
     P2pCalls,
+    Precision,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -196,6 +197,19 @@ def test_a_framework_refuses_what_its_code_does_not_offer(capsys):
     with pytest.raises(PipesimError, match="schedule interleaved: nanotron"):
         plan_request("llama3.2-1b", 8, 64, framework="nanotron", schedules=["interleaved"])
     assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "-s", "gpipe", "--pp", "2"]) == 0
+
+
+def test_nanotron_trains_in_bf16_so_plan_searches_nothing_else(capsys):
+    """nanotron's Llama and Qwen modules have no FP8 linears: simulate refuses --fp8 in one line, and plan
+    searches BF16 alone unless FP8 is asked for, which it refuses alike."""
+    assert main(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--dp", "8", "--pp", "1", "--mb",
+                 "4", "--framework", "nanotron", "--fp8"]) == 2
+    assert "fp8 GEMMs: nanotron's model code does not train in them" in capsys.readouterr().err
+    request = plan_request("llama3.2-1b", 8, 64, framework="nanotron")
+    assert request.precision == (Precision.BF16,)
+    assert Precision.FP8 in plan_request("llama3.2-1b", 8, 64).precision
+    with pytest.raises(PipesimError, match="trains in bf16"):
+        plan_request("llama3.2-1b", 8, 64, framework="nanotron", precision=["fp8"])
 
 
 def test_torchtitans_selective_on_a_moe_model_is_named_not_silently_changed():

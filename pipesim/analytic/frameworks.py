@@ -37,7 +37,8 @@ two together). An explicit flag always wins over the framework's default.
   (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
   column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
   gathers the input again and waits for it (``regather-blocking``). It shards the optimizer state at most
-  (``optimizer.zero_stage``: 0 or 1), and its data parallelism is torch's DDP, whose bucket hooks reduce the
+  (``optimizer.zero_stage``: 0 or 1) and trains in BF16 (its Llama and Qwen modules have no FP8 linears; its
+  ``fp8`` package is not wired into them), and its data parallelism is torch's DDP, whose bucket hooks reduce the
   FP32 gradients during the last microbatch's backward (``GradReduce.DDP_HOOKS``: ``--overlap-grad-reduce``
   unasked). Its defaults that are not layout fields: the all-forward-all-backward engine (``pp_engine:
   afab``, pipesim's ``-s gpipe``, although every one of its example configs sets ``1f1b``, which pipesim keeps
@@ -58,7 +59,8 @@ two together). An explicit flag always wins over the framework's default.
   (``is_pipe_partitioned``: a ``PartitionedTensor``), all-gathered on the receiving stage; each step's send and
   receive are blocking calls one after the other (``SendActivation`` then ``RecvGrad``: ``--p2p-calls
   sequential``), where Megatron batches them. ``GPTModelPipe`` partitions ``type:transformer``: the layers
-  balanced by count, the remainder to the first stages (``stage_split.balanced_count_split``).
+  balanced by count, the remainder to the first stages (``stage_split.balanced_count_split``). Its FP8 is
+  Transformer Engine's (``--fp8-e4m3``/``--fp8-hybrid``); it has no NVFP4.
 
 Megatron's and torchtitan's engines run every order pipesim builds that they can express (torchtitan any, through
 ``_PipelineScheduleRuntime``: ``pipesim export``), so their schedules are not restricted.
@@ -78,6 +80,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     MlpUp,
     P2pCalls,
+    Precision,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -142,6 +145,8 @@ class FrameworkKnobs:
     # a gated MLP's gate and up projections: one fused GEMM or two linears
     mlp_up: MlpUp = MlpUp.FUSED
     zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
+    # the GEMM precisions its model code trains in (what plan searches)
+    precisions: tuple[Precision, ...] = tuple(Precision)
     # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
     tp_shards_sequence: bool = False
@@ -219,6 +224,13 @@ class FrameworkKnobs:
             raise PipesimError(f"--zero {int(zero)}: {framework} does not shard that way (it offers --zero "
                                f"{offered}); choose one of those or drop --framework")
 
+    def check_precision(self, precision: Precision, framework: str) -> None:
+        """Refuse a GEMM precision the framework's model code does not train in, naming the ones it does."""
+        if precision not in self.precisions:
+            offered = ", ".join(p.value for p in self.precisions)
+            raise PipesimError(f"{precision.value} GEMMs: {framework}'s model code does not train in them (it trains "
+                               f"in {offered}); use one of those or drop --framework")
+
     def zero_collectives(self, zero: ZeroStage) -> ZeroCollectives:
         """How this framework's ZeRO stage ``zero`` communicates (the layout's default but for ZeRO-2)."""
         return self.zero2_collectives if zero is ZeroStage.GRADIENTS else ZeroCollectives.BUCKETED
@@ -248,12 +260,12 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
         p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS,
-        grad_reduce=GradReduce.DDP_HOOKS),
+        grad_reduce=GradReduce.DDP_HOOKS, precisions=(Precision.BF16,)),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
         p2p_tensor=BoundaryTensor.SPLIT, p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b",),
-        stage_split=SplitPolicy.BALANCED_COUNT),
+        stage_split=SplitPolicy.BALANCED_COUNT, precisions=(Precision.BF16, Precision.FP8)),
 }
 
 DEFAULT_FRAMEWORK = Framework.MEGATRON

@@ -47,5 +47,6 @@ def frameworks() -> pd.DataFrame:
                      "zero2_collectives": k.zero2_collectives.value, "p2p_tensor": k.p2p_tensor.value,
                      "p2p_calls": k.p2p_calls.value, "mlp_up": k.mlp_up.value,
                      "tp_shards_sequence": k.tp_shards_sequence, "stage_split": k.stage_split.value,
-                     "grad_reduce": k.grad_reduce.value})
+                     "grad_reduce": k.grad_reduce.value,
+                     "precisions": ",".join(p.value for p in k.precisions)})
     return pd.DataFrame(rows)

@@ -91,6 +91,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            "without --framework for Megatron's")
     framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
                          o.framework or "megatron")
+    precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
+    framework.check_precision(precision, o.framework or "megatron")
     # Async TP overlaps every TP collective with a GEMM: a framework whose plain TP waits (torchtitan's, without
     # enable_async_tensor_parallel) does not contradict it; only an explicit --no-overlap-tp-dgrad does.
     overlap_tp_dgrad = o.overlap_tp_dgrad if o.overlap_tp_dgrad is not None or not o.async_tp else True
@@ -112,7 +114,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas,
-        precision=Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16,
+        precision=precision,
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
         async_tp=bool(o.async_tp),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,

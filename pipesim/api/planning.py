@@ -262,7 +262,7 @@ def plan_request(
         recompute=_recompute_for(defaults, searched, spec, asked=recompute is not None),
         zero=stages,
         sequence_parallel=(True,) if defaults.tp_shards_sequence else (False, True),
-        precision=SEARCHED_PRECISIONS if precision is None else _tuple(precision, Precision),
+        precision=_precisions_for(defaults, name, precision),
         context_parallel=_tuple(cp, int),
         min_cp_tokens=min_cp_tokens,
         micro_batch_sizes=_tuple(micro_batch_sizes, int),
@@ -281,6 +281,18 @@ def plan_request(
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
     )
+
+
+def _precisions_for(defaults: FrameworkKnobs, framework: str | None,
+                    asked: str | Precision | Sequence[str | Precision] | None) -> tuple[Precision, ...]:
+    """The GEMM precisions to search: those asked (each one the framework's model code trains in), or the searched
+    ones it trains in."""
+    if asked is None:
+        return tuple(p for p in SEARCHED_PRECISIONS if p in defaults.precisions)
+    precisions = _tuple(asked, Precision)
+    for precision in precisions:
+        defaults.check_precision(precision, framework or "megatron")
+    return precisions
 
 
 def _recompute_for(defaults: FrameworkKnobs, searched: tuple[Recompute, ...], model: ModelSpec,

@@ -31,7 +31,6 @@ from pipesim.cli.analytic_args import (
 )
 from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
 from pipesim.errors import PipesimError
-from pipesim.plan.space import SEARCHED_PRECISIONS
 from pipesim.plots.paths import FIGURE_SUFFIXES
 
 DESCRIPTION = (
@@ -104,9 +103,10 @@ def register(sub) -> None:
     p.add_argument("--zero", type=_choices(ZeroStage, "a ZeRO stage", int), default=None,
                    help="ZeRO stages to consider (default 0,1,2,3, or those --framework offers; 1 = Megatron's "
                    "distributed optimizer)")
-    p.add_argument("--precision", type=_choices(Precision, "a precision"), default=SEARCHED_PRECISIONS,
-                   help="GEMM precisions to consider: bf16, fp8, fp4 (NVFP4); default bf16,fp8; each only on "
-                   "chips that have it (fp4: b200, gb200), and fp4 only when named")
+    p.add_argument("--precision", type=_choices(Precision, "a precision"), default=None,
+                   help="GEMM precisions to consider: bf16, fp8, fp4 (NVFP4); default bf16,fp8, or those --framework "
+                   "trains in (nanotron: bf16); each only on chips that have it (fp4: b200, gb200), and fp4 only "
+                   "when named")
     p.add_argument("--cp", type=_ints, default=PLAN_DEFAULTS.context_parallel,
                    help=f"context-parallel degrees to consider (default {_listing(PLAN_DEFAULTS.context_parallel)}; "
                    "only where each rank keeps "
