@@ -199,6 +199,23 @@ def test_a_framework_refuses_what_its_code_does_not_offer(capsys):
     assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "-s", "gpipe", "--pp", "2"]) == 0
 
 
+def test_nanotron_recomputes_every_layer_or_none(capsys):
+    """nanotron's one recomputation switch (``recompute_layer``) checkpoints every decoder layer: no selective
+    policy, no partial one. simulate refuses them in one line; plan searches none and full."""
+    base = ["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--dp", "8", "--pp", "1", "--mb", "4",
+            "--framework", "nanotron"]
+    assert main([*base, "--recompute", "selective"]) == 2
+    assert "--recompute selective: nanotron does not recompute that way (it offers --recompute none, full)" in (
+        capsys.readouterr().err)
+    assert main([*base, "--recompute", "full", "--recompute-layers", "4"]) == 2
+    assert "nanotron recomputes every layer or none" in capsys.readouterr().err
+    assert main([*base, "--recompute", "full"]) == 0
+    assert plan_request("llama3.2-1b", 8, 64, framework="nanotron").recompute == (Recompute.NONE, Recompute.FULL)
+    with pytest.raises(PipesimError, match="nanotron does not recompute that way"):
+        plan_request("llama3.2-1b", 8, 64, framework="nanotron", recompute=["selective"])
+    assert Recompute.SELECTIVE in plan_request("llama3.2-1b", 8, 64).recompute
+
+
 def test_nanotron_trains_in_bf16_so_plan_searches_nothing_else(capsys):
     """nanotron's Llama and Qwen modules have no FP8 linears: simulate refuses --fp8 in one line, and plan
     searches BF16 alone unless FP8 is asked for, which it refuses alike."""

@@ -37,7 +37,8 @@ two together). An explicit flag always wins over the framework's default.
   (``accumulate_grad_in_fp32``: a memory-bound pass); ``tp_linear_async_communication`` off by default, so the
   column linear's reduce-scatter waits after both GEMMs, and ``tp_recompute_allgather`` on, so its backward
   gathers the input again and waits for it (``regather-blocking``). It shards the optimizer state at most
-  (``optimizer.zero_stage``: 0 or 1) and trains in BF16 (its Llama and Qwen modules have no FP8 linears; its
+  (``optimizer.zero_stage``: 0 or 1), recomputes every layer or none (``recompute_layer``: no selective policy,
+  no partial one) and trains in BF16 (its Llama and Qwen modules have no FP8 linears; its
   ``fp8`` package is not wired into them), and its data parallelism is torch's DDP, whose bucket hooks reduce the
   FP32 gradients during the last microbatch's backward (``GradReduce.DDP_HOOKS``: ``--overlap-grad-reduce``
   unasked). Its defaults that are not layout fields: the all-forward-all-backward engine (``pp_engine:
@@ -147,6 +148,10 @@ class FrameworkKnobs:
     zero_stages: tuple[ZeroStage, ...] = tuple(ZeroStage)  # the sharding it offers (what plan searches)
     # the GEMM precisions its model code trains in (what plan searches)
     precisions: tuple[Precision, ...] = tuple(Precision)
+    # the recomputation policies it offers, as it means them (what plan searches), and whether it can recompute
+    # only some of a stage's layers (Megatron's --recompute-num-layers)
+    recomputes: tuple[Recompute, ...] = tuple(Recompute)
+    partial_recompute: bool = True
     # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
     tp_shards_sequence: bool = False
@@ -217,6 +222,16 @@ class FrameworkKnobs:
         """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""
         return self.selective if asked is Recompute.SELECTIVE else asked
 
+    def check_recompute(self, policy: Recompute, layers: int | None, framework: str) -> None:
+        """Refuse a recomputation policy (as this framework means it) or a partial one it does not offer."""
+        if policy not in self.recomputes:
+            offered = ", ".join(r.value for r in self.recomputes)
+            raise PipesimError(f"--recompute {policy.value}: {framework} does not recompute that way (it offers "
+                               f"--recompute {offered}); choose one of those or drop --framework")
+        if layers is not None and not self.partial_recompute:
+            raise PipesimError(f"--recompute-layers {layers}: {framework} recomputes every layer or none; drop "
+                               "--recompute-layers or --framework")
+
     def check_zero(self, zero: ZeroStage, framework: str) -> None:
         """Refuse a ZeRO stage the framework does not offer, naming the ones it does."""
         if zero not in self.zero_stages:
@@ -254,13 +269,15 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
-        mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS),
+        mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
+        recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL)),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
         p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS,
-        grad_reduce=GradReduce.DDP_HOOKS, precisions=(Precision.BF16,)),
+        grad_reduce=GradReduce.DDP_HOOKS, precisions=(Precision.BF16,), recomputes=(Recompute.NONE, Recompute.FULL),
+        partial_recompute=False),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,

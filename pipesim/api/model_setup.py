@@ -89,6 +89,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            f"{framework.recompute(asked).value}, modelled for dense layers only, and "
                            f"{spec.name} has experts; use --recompute full, or give --recompute selective "
                            "without --framework for Megatron's")
+    framework.check_recompute(framework.recompute(asked), o.recompute_layers, o.framework or "megatron")
     framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
                          o.framework or "megatron")
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16

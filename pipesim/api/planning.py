@@ -259,7 +259,7 @@ def plan_request(
         gpus_per_node=gpus_per_node or chip.node_size,
         memory_cap_gib=memory_cap,
         schedules=_schedules_for(defaults, name, schedules),
-        recompute=_recompute_for(defaults, searched, spec, asked=recompute is not None),
+        recompute=_recompute_for(defaults, searched, spec, asked=recompute is not None, framework=name),
         zero=stages,
         sequence_parallel=(True,) if defaults.tp_shards_sequence else (False, True),
         precision=_precisions_for(defaults, name, precision),
@@ -296,13 +296,18 @@ def _precisions_for(defaults: FrameworkKnobs, framework: str | None,
 
 
 def _recompute_for(defaults: FrameworkKnobs, searched: tuple[Recompute, ...], model: ModelSpec,
-                   asked: bool) -> tuple[Recompute, ...]:
-    """The recomputation policies to search, "selective" as the framework means it; a mixture-of-experts model
-    searches without torchtitan's per-op one unless it was asked for (modelled for dense layers only)."""
+                   asked: bool, framework: str | None = None) -> tuple[Recompute, ...]:
+    """The recomputation policies to search, "selective" as the framework means it, each one it offers (those
+    asked, each checked); a mixture-of-experts model searches without torchtitan's per-op one unless it was asked
+    for (modelled for dense layers only)."""
     mapped = tuple(dict.fromkeys(defaults.recompute(r) for r in searched))
     if model.is_moe and not asked:
         mapped = tuple(r for r in mapped if r is not Recompute.PER_OP)
-    return mapped
+    if asked:  # each one asked must be one the framework offers
+        for policy in mapped:
+            defaults.check_recompute(policy, None, framework or "megatron")
+        return mapped
+    return tuple(r for r in mapped if r in defaults.recomputes)
 
 
 def _schedules_for(defaults: FrameworkKnobs, framework: str | None, asked: Sequence[str] | None) -> tuple[str, ...]:
