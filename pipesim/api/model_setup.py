@@ -131,22 +131,17 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            f"tensor parallelism = --tp {layout.tp}, Megatron's default); a separate expert-tp degree "
                            "(MoE parallel folding) is not modelled: drop --expert-tp or set it to --tp")
     # A framework's defaults for what this layout has none of (sends without a pipeline, TP collectives at tp 1, a
-    # boundary tensor each rank holds whole or split already) earn no "changes nothing" note: back to the defaults.
-    unasked = {}
-    if o.p2p_calls is None and layout.pp == 1:
-        unasked["p2p_calls"] = P2pCalls.BATCHED
-    if o.p2p_tensor is None and (layout.pp == 1 or layout.tp == 1 or layout.sequence_parallel):
-        unasked["p2p_tensor"] = BoundaryTensor.WHOLE
-    if o.overlap_tp_dgrad is None and layout.tp == 1:
-        unasked["overlap_tp_dgrad"] = True
+    # boundary tensor each rank holds whole or split already, no gradient reduce, no gathered column input) earn
+    # no "changes nothing" note: unasked, they go back to the defaults.
+    inert = {"p2p_calls": (o.p2p_calls, layout.pp == 1, P2pCalls.BATCHED),
+             "p2p_tensor": (o.p2p_tensor, layout.pp == 1 or layout.tp == 1 or layout.sequence_parallel,
+                            BoundaryTensor.WHOLE),
+             "overlap_tp_dgrad": (o.overlap_tp_dgrad, layout.tp == 1, True),
+             "overlap_grad_reduce": (o.overlap_grad_reduce, not layout.reduces_gradients, False),
+             "column_input": (o.column_input, not layout.gathers_column_input, ColumnInput.REGATHER)}
+    unasked = {name: default for name, (given, idle, default) in inert.items() if given is None and idle}
     if unasked:
         layout = replace(layout, **unasked)
-    if o.overlap_grad_reduce is None and not layout.reduces_gradients:
-        # A framework's overlapped reduce matters only where gradients are reduced; unasked, no "changes nothing" note.
-        layout = replace(layout, overlap_grad_reduce=False)
-    if o.column_input is None and not layout.gathers_column_input:
-        # The framework's choice matters only where inputs are gathered; unasked, it earns no "changes nothing" note.
-        layout = replace(layout, column_input=ColumnInput.REGATHER)
     if o.mlp_up is not None and chosen.mlp_up is MlpUp.SPLIT and not spec.gated:  # asked, not a framework's default
         raise PipesimError(f"--mlp-up split: {spec.name}'s MLP is not gated (one up projection, nothing to split); "
                            "drop --mlp-up")
