@@ -90,8 +90,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            f"{spec.name} has experts; use --recompute full, or give --recompute selective "
                            "without --framework for Megatron's")
     framework.check_recompute(framework.recompute(asked), o.recompute_layers, o.framework or "megatron")
-    framework.check_zero(ZeroStage(o.zero if o.zero is not None else int(bool(o.distributed_optimizer))),
-                         o.framework or "megatron")
+    zero = ZeroStage(o.zero or 0)
+    sharded = ZeroStage.OPTIMIZER if o.zero is None and o.distributed_optimizer else zero  # the stage asked for
+    framework.check_zero(sharded, o.framework or "megatron")
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
     framework.check_precision(precision, o.framework or "megatron")
     # Async TP overlaps every TP collective with a GEMM: a framework whose plain TP waits (torchtitan's, without
@@ -111,9 +112,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
-        stage_layers=stage_layers, zero=ZeroStage(o.zero or 0),
+        stage_layers=stage_layers, zero=zero,
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
-                          else framework.zero_collectives(ZeroStage(o.zero or 0))), cp=o.cp or 1,
+                          else framework.zero_collectives(zero)), cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas,
         precision=precision,
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
@@ -122,7 +123,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
         p2p_calls=chosen.p2p_calls, mlp_up=chosen.mlp_up,
         overlap_grad_reduce=(o.overlap_grad_reduce if o.overlap_grad_reduce is not None
-                             else framework.grad_reduce.overlaps(ZeroStage(o.zero or 0))),
+                             else framework.grad_reduce.overlaps(sharded)),
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
     )
