@@ -18,7 +18,7 @@ import pytest
 
 import pipesim
 import pipesim.api
-from pipesim.api.defaults import DEFAULT_SCHEDULE, PLAN_DEFAULTS, SWEEP_DEFAULTS
+from pipesim.api.defaults import DEFAULT_SCHEDULE, PLAN_DEFAULTS, SWEEP_DEFAULTS, default_schedule
 from pipesim.cli.main import build_parser, main
 from pipesim.errors import PipesimError
 from pipesim.plots.gantt import draw_gantt
@@ -82,7 +82,10 @@ def test_defaults_are_the_command_lines():
     def default(command: str, dest: str):
         return next(a.default for a in sub[command]._actions if a.dest == dest)
 
-    assert default("simulate", "schedule") == DEFAULT_SCHEDULE
+    # simulate names no schedule by default: 1F1B, or interleaved where --chunks asks for more than one
+    assert default("simulate", "schedule") is None
+    assert (default_schedule(None), default_schedule(1), default_schedule(3)) == (DEFAULT_SCHEDULE, "1f1b",
+                                                                                   "interleaved")
     assert default("sweep", "pp") == list(SWEEP_DEFAULTS.pp)
     assert default("sweep", "mb") == list(SWEEP_DEFAULTS.microbatches)
     assert default("sweep", "schedule") == ",".join(SWEEP_DEFAULTS.schedules)

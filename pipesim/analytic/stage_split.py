@@ -31,16 +31,31 @@ class StageSplitRequest:
     first: int | None = None  # layers on stage 0 (--first-stage-layers)
     last: int | None = None  # layers on the last stage (--last-stage-layers)
     explicit: tuple[int, ...] | None = None  # one count per stage (--stage-layers)
+    # Megatron-LM's flags, which count per pipeline rank (over its chunks): --decoder-first-pipeline-num-layers,
+    # --decoder-last-pipeline-num-layers, --account-for-embedding-in-pipeline-split, --account-for-loss-in-...
+    first_rank: int | None = None
+    last_rank: int | None = None
+    embedding_as_layer: bool = False
+    loss_as_layer: bool = False
+
+    @property
+    def per_rank(self) -> bool:
+        """Whether Megatron-LM's per-rank split flags are given (:func:`megatron_rank_split`)."""
+        return (self.first_rank is not None or self.last_rank is not None or self.embedding_as_layer
+                or self.loss_as_layer)
 
     @property
     def is_default(self) -> bool:
-        return self.first is None and self.last is None and self.explicit is None
+        return self.first is None and self.last is None and self.explicit is None and not self.per_rank
 
 
 @lru_cache(maxsize=1024)  # pure; the planner resolves the same splits tens of thousands of times
 def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = StageSplitRequest(),
                          model_name: str = "the model") -> tuple[int, ...]:
-    """One layer count per stage, summing to ``layers``; a one-line error naming a split that works otherwise."""
+    """One layer count per stage, summing to ``layers``; a one-line error naming a split that works otherwise.
+    Megatron-LM's per-rank flags (``request.per_rank``) need the stages' ranks: :func:`megatron_rank_split`."""
+    if request.per_rank:
+        raise PipesimError("Megatron-LM's per-rank split flags need the pipeline's ranks: megatron_rank_split")
     if request.explicit is not None:
         if request.first is not None or request.last is not None:
             raise PipesimError("--stage-layers lists every stage; drop --first-stage-layers/--last-stage-layers")
@@ -79,6 +94,82 @@ def resolve_stage_layers(layers: int, stages: int, request: StageSplitRequest = 
         raise PipesimError(_uneven_message(layers, stages, fixed, model_name))
     each = rest_layers // rest_stages
     return tuple(fixed.get(s, each) for s in range(stages))
+
+
+@lru_cache(maxsize=256)
+def megatron_rank_split(layers: int, slices_by_rank: tuple[tuple[int, ...], ...], request: StageSplitRequest,
+                        model_name: str = "the model") -> tuple[int, ...]:
+    """One layer count per model slice from Megatron-LM's split flags, which count per pipeline rank, each rank's
+    count then split evenly over its ``v`` chunks (Megatron-Core's ``get_num_layers_to_build``;
+    ``slices_by_rank``: each rank's slices, chunk 0 first, as :attr:`PipelineShape.slices_by_rank`).
+
+    - ``first_rank``/``last_rank`` (``--decoder-first/last-pipeline-num-layers``): rank 0's (the last rank's)
+      layers over all its chunks, each a multiple of v; the other ranks split the rest evenly.
+    - ``embedding_as_layer``/``loss_as_layer`` (``--account-for-embedding/loss-in-pipeline-split``): the embedding
+      and the loss count as a layer each, the ``layers + 1 (+ 1)`` split evenly over the ``pp·v`` slices, and the
+      first (last) slice gives its one to the embedding (the loss).
+
+    Megatron-LM refuses both kinds together, a count its ranks or chunks do not divide, and so does this, in one
+    line with the fix."""
+    pp, chunks = len(slices_by_rank), len(slices_by_rank[0])
+    slices = pp * chunks
+    if request.explicit is not None or request.first is not None or request.last is not None:
+        raise PipesimError("--stage-layers/--first-stage-layers/--last-stage-layers count model slices, Megatron-LM's "
+                           "--decoder-first/last-pipeline-num-layers and --account-for-* count pipeline ranks; "
+                           "keep one kind")
+    by_rank = (request.first_rank is not None or request.last_rank is not None)
+    if by_rank and (request.embedding_as_layer or request.loss_as_layer):
+        raise PipesimError("--decoder-first/last-pipeline-num-layers and --account-for-*-in-pipeline-split are two "
+                           "ways to lighten the ends (Megatron-LM refuses both together); keep one")
+    counts = [0] * slices
+    if by_rank:
+        ends = {0: ("--decoder-first-pipeline-num-layers", request.first_rank),
+                pp - 1: ("--decoder-last-pipeline-num-layers", request.last_rank)}
+        fixed = {rank: value for rank, (_, value) in ends.items() if value is not None}
+        if pp == 1:
+            raise PipesimError("--decoder-first/last-pipeline-num-layers need more than one pipeline rank (--pp > 1)")
+        for flag, value in ends.values():
+            if value is not None and (value <= 0 or value % chunks):
+                raise PipesimError(f"{flag} {value}: give a positive multiple of the {chunks} chunks per rank "
+                                   "(each chunk takes an equal share, as in Megatron-LM)")
+        rest_layers, rest_ranks = layers - sum(fixed.values()), pp - len(fixed)
+        uneven = (rest_layers != 0 if rest_ranks == 0
+                  else rest_layers <= 0 or rest_layers % (rest_ranks * chunks) != 0)
+        if uneven:
+            raise PipesimError(f"{model_name}: the {rest_layers} layers left beside the first/last rank's do not "
+                               f"split evenly over the other {rest_ranks} ranks × {chunks} chunks; change "
+                               "--decoder-first/last-pipeline-num-layers")
+        per_rank = [fixed.get(rank, rest_layers // max(1, rest_ranks)) for rank in range(pp)]
+    else:
+        total = layers + request.embedding_as_layer + request.loss_as_layer
+        if total % slices:
+            raise PipesimError(f"{model_name}: {layers} layers with the embedding and loss counted as the "
+                               f"--account-for-* flags ask ({total}) do not split evenly over pp·v = {slices} "
+                               f"model chunks, which Megatron-LM refuses; change --pp or the virtual stages, or "
+                               f"give --stage-layers")
+        per_rank = [total // pp] * pp
+    for rank, rank_slices in enumerate(slices_by_rank):
+        for s in rank_slices:
+            counts[s] = per_rank[rank] // chunks
+    counts[0] -= request.embedding_as_layer
+    counts[-1] -= request.loss_as_layer
+    if min(counts) < 0:
+        raise PipesimError(f"{model_name}: a model chunk of no layers cannot also give one to the embedding or the "
+                           "loss; use fewer virtual stages")
+    return tuple(counts)
+
+
+def chunks_of_layers_per_chunk(layers: int, pp: int, layers_per_chunk: int, embedding_as_layer: bool = False,
+                               loss_as_layer: bool = False) -> int:
+    """Megatron-LM's ``--num-layers-per-virtual-pipeline-stage N`` as chunks per rank (``v``): each rank's share of
+    the layers (the embedding and the loss counted as a layer each where the ``--account-for-*`` flags ask) over
+    ``N`` (``megatron/training/arguments.py``); a one-line error where they do not divide, as Megatron-LM's."""
+    total = layers + embedding_as_layer + loss_as_layer
+    if total % pp or (total // pp) % layers_per_chunk:
+        raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {layers_per_chunk}: the {total} layers over "
+                           f"--pp {pp} ranks ({total / pp:g} each) are not a multiple of it; give one that divides "
+                           "each rank's layers, or --num-virtual-stages-per-pipeline-rank")
+    return total // pp // layers_per_chunk
 
 
 def check_enough_layers(layers: int, stages: int, model_name: str = "the model") -> None:

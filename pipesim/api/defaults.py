@@ -11,12 +11,15 @@ from pipesim.program.build import DEFAULT_MICROBATCHES, DEFAULT_PP
 from pipesim.sim.costs import StageCosts
 
 __all__ = [
-    "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "DEFAULT_STEPS", "PARAM_BYTES",
-    "PLAN_DEFAULTS", "SWEEP_DEFAULTS", "SYNTH_DEFAULTS", "UNIT_COSTS", "PlanDefaults", "SweepDefaults",
-    "SynthDefaults",
+    "DEFAULT_CHUNKED_SCHEDULE", "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE",
+    "DEFAULT_STEPS", "PARAM_BYTES", "PLAN_DEFAULTS", "SWEEP_DEFAULTS", "SYNTH_DEFAULTS", "UNIT_COSTS", "PlanDefaults",
+    "SweepDefaults", "SynthDefaults", "default_schedule",
 ]
 
 DEFAULT_SCHEDULE = "1f1b"
+#: The schedule a run with several chunks per rank gets when it names none: Megatron-LM's, which interleaves
+#: whenever its virtual pipeline size is above one.
+DEFAULT_CHUNKED_SCHEDULE = "interleaved"
 DEFAULT_HARDWARE = "h100-sxm"
 #: Back-to-back steps simulated for a post-validation steady state (two is the least that has one).
 DEFAULT_STEPS = 3
@@ -26,6 +29,11 @@ PARAM_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
 DEFAULT_PARAM_BYTES = "18"
 #: The unit-cost model's defaults (F=1, B=2, I=W=1, no P2P latency): ``StageCosts()``'s own values.
 UNIT_COSTS = StageCosts()
+
+
+def default_schedule(chunks: int | None = None) -> str:
+    """The schedule of a run that names none: 1F1B, or interleaved for more than one chunk per rank."""
+    return DEFAULT_CHUNKED_SCHEDULE if chunks is not None and chunks > 1 else DEFAULT_SCHEDULE
 
 
 class SweepDefaults:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from pipesim.analytic.stage_split import StageSplitRequest
 from pipesim.errors import PipesimError
 
 __all__ = ["ModelOptions", "check_no_model_options"]
@@ -26,6 +27,8 @@ class ModelOptions:
             (:mod:`pipesim.analytic.frameworks`); an option given here wins over the framework's default.
         tp: tensor-parallel degree (default 1).
         dp: data-parallel degree (default 1).
+        gpus: the GPUs of the run, as a recipe states them: ``dp`` becomes ``gpus / (tp·cp·pp)`` (``dp`` given too
+            must agree).
         recompute: ``"none"`` (default), ``"selective"``, ``"full"`` or ``"per-op"`` (torchtitan's per-op
             selective checkpointing) activation recomputation.
         recompute_layers: with ``recompute="full"``, only the first N layers of each model chunk are recomputed
@@ -52,6 +55,14 @@ class ModelOptions:
         first_stage_layers: layers on stage 0, which also holds the embedding (default: an even split).
         last_stage_layers: layers on the last stage, which also holds the LM head and loss.
         stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).
+        decoder_first_pipeline_num_layers: layers on pipeline rank 0 over all its chunks, the other ranks
+            splitting the rest evenly (Megatron-LM's flag of that name; a multiple of the chunks per rank).
+        decoder_last_pipeline_num_layers: layers on the last pipeline rank over all its chunks.
+        account_for_embedding_in_pipeline_split: the embedding counts as a layer in the pipeline split, so the
+            first model chunk holds one layer fewer (Megatron-LM's flag of that name).
+        account_for_loss_in_pipeline_split: the loss counts as a layer, so the last model chunk holds one fewer.
+        num_layers_per_virtual_pipeline_stage: layers per model chunk: the chunks per rank become each rank's
+            layers over it (Megatron-LM's flag of that name; ``simulate`` only).
         zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
         zero_collectives: ``"bucketed"`` (DeepSpeed's ZeRO-2, default), ``"per-layer"`` (with ZeRO-2: PyTorch
             FSDP's SHARD_GRAD_OP, each layer gathers its weights and reduce-scatters its gradients, every
@@ -108,6 +119,7 @@ class ModelOptions:
 
     tp: int | None = None
     dp: int | None = None
+    gpus: int | None = None
     framework: str | None = None
     recompute: str | None = None
     recompute_layers: int | None = None
@@ -126,6 +138,11 @@ class ModelOptions:
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
     stage_layers: tuple[int, ...] | None = None
+    decoder_first_pipeline_num_layers: int | None = None
+    decoder_last_pipeline_num_layers: int | None = None
+    account_for_embedding_in_pipeline_split: bool | None = None
+    account_for_loss_in_pipeline_split: bool | None = None
+    num_layers_per_virtual_pipeline_stage: int | None = None
     zero: int | None = None
     zero_collectives: str | None = None
     cp: int | None = None
@@ -149,6 +166,29 @@ class ModelOptions:
     ep: int | None = None
     moe_imbalance: float | None = None
     expert_tp: int | None = None
+
+    def stage_split(self) -> StageSplitRequest:
+        """The layer split asked for, per model slice or, with Megatron-LM's flags, per pipeline rank."""
+        return StageSplitRequest(
+            self.first_stage_layers, self.last_stage_layers,
+            tuple(self.stage_layers) if self.stage_layers is not None else None,
+            self.decoder_first_pipeline_num_layers, self.decoder_last_pipeline_num_layers,
+            bool(self.account_for_embedding_in_pipeline_split), bool(self.account_for_loss_in_pipeline_split))
+
+    def dp_for(self, pp: int) -> int:
+        """The data-parallel degree: ``dp``, or from ``gpus`` over ``tp·cp·pp``; a one-line error where the GPUs
+        do not divide or disagree with ``dp``."""
+        if self.gpus is None:
+            return self.dp or 1
+        model_parallel = (self.tp or 1) * (self.cp or 1) * pp
+        if self.gpus % model_parallel:
+            raise PipesimError(f"--gpus {self.gpus} is not a multiple of tp·cp·pp = {self.tp or 1}·{self.cp or 1}·{pp} "
+                               f"= {model_parallel}; change --gpus, --tp, --cp or --pp")
+        dp = self.gpus // model_parallel
+        if self.dp is not None and self.dp != dp:
+            raise PipesimError(f"--gpus {self.gpus} over tp·cp·pp = {model_parallel} means dp {dp}, but --dp "
+                               f"{self.dp} is given; drop one")
+        return dp
 
     def given(self) -> list[str]:
         """Names of the options set (not None), in declaration order."""

@@ -29,14 +29,19 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.analytic.stage_split import StageSplitRequest, resolve_stage_layers
+from pipesim.analytic.stage_split import (
+    StageSplitRequest,
+    chunks_of_layers_per_chunk,
+    megatron_rank_split,
+    resolve_stage_layers,
+)
 from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import StepReport, step_report
 from pipesim.analytic.to_costs import build_cost_model
-from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
+from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_PP, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions, check_no_model_options
 from pipesim.errors import PipesimError
-from pipesim.program.ir import PipelineShape
+from pipesim.program.ir import PipelineShape, Placement
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import SimulationResult
 
@@ -71,8 +76,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError("--fp8 and --fp4 are two GEMM precisions; keep one")
     if o.distributed_optimizer and o.zero is not None and o.zero != 1:
         raise PipesimError(f"--distributed-optimizer is ZeRO-1, but --zero {o.zero} is given; keep one")
-    split = StageSplitRequest(o.first_stage_layers, o.last_stage_layers,
-                              tuple(o.stage_layers) if o.stage_layers is not None else None)
+    split = o.stage_split()
+    dp = o.dp_for(shape.pp)
     boundary = StepBoundary(o.step_boundary) if o.step_boundary else None
     if o.steps is not None and boundary is StepBoundary.SYNC:
         raise PipesimError("--steps sets how many steps the post-validation steady state simulates, but "
@@ -81,8 +86,14 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     framework = framework_knobs(o.framework)
     # per model slice (DualPipe: pp of them); unasked, the framework's own split (None: even or lighter ends)
-    stage_layers = (framework.split_layers(spec, shape.num_slices) if split.is_default
-                    else resolve_stage_layers(spec.layers, shape.num_slices, split, model_name=f"model {spec.name}"))
+    per_chunk = o.num_layers_per_virtual_pipeline_stage
+    if per_chunk is not None:
+        chunks = chunks_of_layers_per_chunk(spec.layers, shape.pp, per_chunk, split.embedding_as_layer,
+                                            split.loss_as_layer)
+        if chunks != shape.chunks:
+            raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {per_chunk} means {chunks} chunks per rank, "
+                               f"but the schedule has {shape.chunks}; drop one")
+    stage_layers = _stage_layers(spec, shape, split, framework)
     asked = Recompute(o.recompute or "none")
     if spec.is_moe and framework.recompute(asked) is not asked:
         raise PipesimError(f"--recompute {asked.value}: under --framework {o.framework} it is "
@@ -103,7 +114,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                                   p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls, mlp_up=o.mlp_up)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
-        tp=o.tp or 1, dp=o.dp or 1, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
+        tp=o.tp or 1, dp=dp, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
         model_copies=shape.pipelines,
         recompute=framework.recompute(asked), recompute_layers=o.recompute_layers,
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
@@ -152,8 +163,23 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                       o.steps or DEFAULT_STEPS)
 
 
+def _stage_layers(spec: ModelSpec, shape: PipelineShape, split: StageSplitRequest, framework) -> tuple[int, ...]:
+    """Layers per model slice: the framework's own split unasked, Megatron-LM's per-rank flags over the ranks'
+    chunks, or the user's per-slice counts."""
+    name = f"model {spec.name}"
+    if split.is_default:
+        return framework.split_layers(spec, shape.num_slices)
+    if not split.per_rank:
+        return resolve_stage_layers(spec.layers, shape.num_slices, split, model_name=name)
+    if shape.placement is not Placement.LOOP:
+        raise PipesimError("--decoder-first/last-pipeline-num-layers and --account-for-*-in-pipeline-split split "
+                           "Megatron-LM's own schedules (each rank's chunks in a loop); for a V or DualPipe "
+                           "placement give --stage-layers")
+    return megatron_rank_split(spec.layers, shape.slices_by_rank, split, model_name=name)
+
+
 def microbatches_of_global_batch(global_batch: int, model: str | ModelSpec, options: ModelOptions,
-                                 mb: int | None = None) -> int:
+                                 mb: int | None = None, pp: int = DEFAULT_PP) -> int:
     """Microbatches per step of each pipeline that ``global_batch`` sequences per optimizer step mean: a published
     recipe states its global batch, pipesim's ``mb`` counts one pipeline's microbatches. The dp replicas split the
     batch, each microbatch holds the micro-batch size (the options' or the model's); cp ranks share each sequence,
@@ -162,7 +188,7 @@ def microbatches_of_global_batch(global_batch: int, model: str | ModelSpec, opti
         raise PipesimError(f"--global-batch {global_batch!r}: give a positive number of sequences per step")
     spec = load_model(model) if isinstance(model, str) else model
     micro_batch = options.micro_batch_size or spec.micro_batch
-    dp = options.dp or 1
+    dp = options.dp_for(pp)
     per_microbatch = micro_batch * dp
     if global_batch % per_microbatch:
         raise PipesimError(f"--global-batch {global_batch} is not a multiple of micro-batch size {micro_batch} × "

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipesim.api.defaults import DEFAULT_SCHEDULE
+from pipesim.api.defaults import DEFAULT_PP, default_schedule
 from pipesim.api.model_options import ModelOptions, check_no_model_options
 from pipesim.api.results import SimResult
 from pipesim.api.unit_costs import memory_limit_units, planned_shape, unit_cost_model
@@ -28,7 +28,7 @@ _COST_ARGS = ("costs", "forward", "backward", "backward_input", "backward_weight
 
 
 def simulate(
-    schedule: str = DEFAULT_SCHEDULE,
+    schedule: str | None = None,
     pp: int | None = None,
     mb: int | None = None,
     chunks: int | None = None,
@@ -56,7 +56,9 @@ def simulate(
 
     Args:
         schedule: a built-in name (:func:`pipesim.schedules`), a schedule ``.py`` file, a PyTorch action
-            ``.csv`` or Program text.
+            ``.csv`` or Program text (default: ``1f1b``, or ``interleaved`` where ``chunks`` or the model option
+            ``num_layers_per_virtual_pipeline_stage`` asks for several chunks per rank, as Megatron-LM
+            interleaves them).
         pp: pipeline ranks (default 4; a .csv or Program text fixes it).
         mb: microbatches per step (default 8; a .csv or Program text fixes it).
         chunks: model chunks per rank, v (default: the schedule's own, 2 for interleaved).
@@ -93,13 +95,18 @@ def simulate(
         raise PipesimError(f"simulate() got an unknown option among {sorted(model_options)}; model options are "
                            f"{known}") from None
     engine = Engine(engine)
+    if options.num_layers_per_virtual_pipeline_stage is not None and model is not None:
+        chunks = _chunks_of_layers_per_chunk(model, options, pp, chunks)
+    if schedule is None:
+        schedule = default_schedule(chunks)
+    pipeline_ranks = pp if pp is not None else DEFAULT_PP  # what a built-in schedule runs on; a file may fix its own
     if global_batch is not None:
         if model is None:
             raise PipesimError("--global-batch counts sequences of a real model; add --model NAME, or give --mb "
                                "(microbatches per step) for unit costs")
         from pipesim.api.model_setup import microbatches_of_global_batch
 
-        mb = microbatches_of_global_batch(global_batch, model, options, mb)
+        mb = microbatches_of_global_batch(global_batch, model, options, mb, pipeline_ranks)
     values = dict(forward=forward, backward=backward, backward_input=backward_input,
                   backward_weight=backward_weight, comm=comm, activation_bytes=activation_bytes)
     def costs_for(shape):
@@ -114,6 +121,9 @@ def simulate(
                 raise PipesimError(f"{flag} sets unit costs, but --model derives the costs from FLOPs and bytes; "
                                    "drop one")
         setup = None
+        if options.gpus is not None and shape.pp != pipeline_ranks:
+            raise PipesimError(f"--gpus {options.gpus}: the schedule fixes pp = {shape.pp}, not the {pipeline_ranks} "
+                               f"the GPUs were divided by; add --pp {shape.pp}")
         if model is not None:  # the analytic model loads only for a model-based run
             from pipesim.api.model_setup import model_setup
 
@@ -143,6 +153,21 @@ def simulate(
     shape = built.program.shape
     analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, cost_model.default)
     return SimResult(built, raw, analytic, setup, limit)
+
+
+def _chunks_of_layers_per_chunk(model, options: ModelOptions, pp: int | None, chunks: int | None) -> int:
+    """Chunks per rank from Megatron-LM's ``--num-layers-per-virtual-pipeline-stage``."""
+    from pipesim.analytic.model_load import load_model
+    from pipesim.analytic.stage_split import chunks_of_layers_per_chunk
+
+    spec = load_model(model) if isinstance(model, str) else model
+    split, per_chunk = options.stage_split(), options.num_layers_per_virtual_pipeline_stage
+    derived = chunks_of_layers_per_chunk(spec.layers, pp if pp is not None else DEFAULT_PP, per_chunk,
+                                         split.embedding_as_layer, split.loss_as_layer)
+    if chunks is not None and chunks != derived:
+        raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {per_chunk} means {derived} chunks per rank, "
+                           f"but --chunks {chunks} is given; drop one")
+    return derived
 
 
 def _built(schedule, source, pp, mb, chunks, memory_limit, costs_for):

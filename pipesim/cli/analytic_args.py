@@ -26,6 +26,7 @@ from pipesim.analytic.layout import (
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int, speed_spread
+from pipesim.cli.megatron_args import MEGATRON_ALIASES, add_megatron_args, recompute_layers_of
 from pipesim.sim.simulator import StepBoundary
 
 # simulate's and plan's --gpu-speed-spread
@@ -80,12 +81,18 @@ def imbalance(text: str) -> float:
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("real model on real chips (costs in seconds, memory in GiB)")
+    group = parser.add_argument_group(
+        "real model on real chips (costs in seconds, memory in GiB)",
+        "Megatron-LM's names are accepted for the same options: " + ", ".join(
+            f"{alias} ({name})" for alias, name in MEGATRON_ALIASES.items()))
     group.add_argument("--model", metavar="NAME|FILE", help="model preset (pipesim models) or .yaml/.json file")
     group.add_argument("--hardware", metavar="NAME|FILE", default=None,
                        help=f"chip preset (pipesim chips) or .yaml/.json file (default {DEFAULT_HARDWARE})")
-    group.add_argument("--tp", type=positive_int, default=None, help="tensor-parallel degree (default 1)")
+    group.add_argument("--tp", type=positive_int, default=None,
+                       help="tensor-parallel degree (default 1)")
     group.add_argument("--dp", type=positive_int, default=None, help="data-parallel degree (default 1)")
+    group.add_argument("--gpus", type=positive_int, default=None, metavar="N",
+                       help="the run's GPUs, as a recipe states them: --dp becomes N / (tp·cp·pp)")
     group.add_argument("--recompute", choices=[r.value for r in Recompute], default=None,
                        help="activation recomputation (default none): selective (the attention core, Korthikanti "
                        "et al.), full (each layer from its input) or per-op (torchtitan's selective checkpointing: "
@@ -141,7 +148,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "efficiencies (default: unset, the per-kernel model)")
     group.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
                        help=GPU_SPEED_SPREAD_HELP)
-    group.add_argument("--seq-len", type=positive_int, default=None, help="override the model's sequence length")
+    group.add_argument("--seq-len", type=positive_int, default=None,
+                       help="override the model's sequence length")
     group.add_argument("--micro-batch-size", type=positive_int, default=None,
                        help="sequences per microbatch (default: the model's, 1 for presets)")
     group.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=None,
@@ -153,6 +161,18 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="layers on the last stage (it also holds the LM head and loss)")
     group.add_argument("--stage-layers", type=layer_list, default=None, metavar="N,N,...",
                        help="layers on every stage, stage 0 first (pp·v counts summing to the model's layers)")
+    group.add_argument("--decoder-first-pipeline-num-layers", type=positive_int, default=None, metavar="N",
+                       help="Megatron-LM's: layers on pipeline rank 0 over all its chunks (a multiple of them), the "
+                       "other ranks splitting the rest evenly")
+    group.add_argument("--decoder-last-pipeline-num-layers", type=positive_int, default=None, metavar="N",
+                       help="Megatron-LM's: layers on the last pipeline rank over all its chunks")
+    group.add_argument("--account-for-embedding-in-pipeline-split", action="store_true", default=None,
+                       help="Megatron-LM's: the embedding counts as a layer, so the first model chunk holds one fewer")
+    group.add_argument("--account-for-loss-in-pipeline-split", action="store_true", default=None,
+                       help="Megatron-LM's: the loss counts as a layer, so the last model chunk holds one fewer")
+    group.add_argument("--num-layers-per-virtual-pipeline-stage", type=positive_int, default=None, metavar="N",
+                       help="Megatron-LM's: layers per model chunk, which sets --chunks to each rank's layers / N "
+                       "(and the schedule to interleaved when none is named)")
     group.add_argument("--zero", type=int, choices=[z.value for z in ZeroStage], default=None,
                        help="ZeRO stage over the dp·cp ranks: 0 nothing sharded (default), 1 optimizer state "
                        "(= --distributed-optimizer), "
@@ -177,7 +197,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="NVFP4 GEMMs (Transformer Engine's NVFP4BlockScaling, Megatron's --fp4-format e2m1) at "
                        "the chip's FP4 peak (b200, gb200), plus the linears' weights in NVFP4 row- and column-wise; "
                        "attention, the output layer and the optimizer stay in higher precision")
-    group.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None, choices=FP8_PARAMS_CHOICES,
+    group.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None,
+                       choices=FP8_PARAMS_CHOICES,
                        help="with --fp8 and --distributed-optimizer: the FP8 linears' weights kept in FP8 alone, no "
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
                        "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter) or rowwise "
@@ -220,11 +241,15 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="what separates training steps: sync (global all-reduce before the optimizer) or "
                        "post-validation (zero-bubble's optimizer bypass); default: post-validation for "
                        "split-backward schedules (zb-*), sync for the others")
+    add_megatron_args(group)
     group.add_argument("--steps", type=at_least_two, default=None,
                        help="steps simulated back to back for the post-validation steady state (default "
                        f"{DEFAULT_STEPS})")
 
 
 def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
-    """The model-only flags as the library's options (None where a flag was not given)."""
-    return ModelOptions(**{f.name: getattr(args, f.name, None) for f in fields(ModelOptions)})
+    """The model-only flags as the library's options (None where a flag was not given); Megatron-LM's
+    ``--recompute-method``/``--recompute-num-layers`` folded into ``recompute_layers``."""
+    values = {f.name: getattr(args, f.name, None) for f in fields(ModelOptions)}
+    values["recompute_layers"] = recompute_layers_of(args)
+    return ModelOptions(**values)

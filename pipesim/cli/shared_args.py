@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import argparse
 
-from pipesim.api.defaults import DEFAULT_MICROBATCHES, DEFAULT_PP, DEFAULT_SCHEDULE, UNIT_COSTS
+from pipesim.api.defaults import (
+    DEFAULT_CHUNKED_SCHEDULE,
+    DEFAULT_MICROBATCHES,
+    DEFAULT_PP,
+    DEFAULT_SCHEDULE,
+    UNIT_COSTS,
+)
 from pipesim.api.unit_costs import unit_cost_model
 from pipesim.cli.arg_types import cost_value, positive_float, positive_int, stage_override
 from pipesim.program.loader import builtin_names
@@ -23,11 +29,14 @@ def add_memory_limit_arg(parser: argparse.ArgumentParser, *, with_model: bool = 
 
 def add_schedule_args(parser: argparse.ArgumentParser, *, csv: bool = False, with_schedule: bool = True,
                       with_model: bool = False) -> None:
+    """``--schedule``, ``--pp``, ``--mb``, ``--chunks``; ``with_model`` (simulate): the schedule inferred from the
+    chunks where none is named."""
     extra = ", a PyTorch action .csv, program text (pipesim synthesize/lower -o)" if csv else ""
     if with_schedule:
-        parser.add_argument("--schedule", "-s", default=DEFAULT_SCHEDULE,
+        parser.add_argument("--schedule", "-s", default=None if with_model else DEFAULT_SCHEDULE,
                             help=f"built-in name ({', '.join(builtin_names())}){extra} or path to a schedule .py "
-                            f"file (default: {DEFAULT_SCHEDULE})")
+                            f"file (default: {DEFAULT_SCHEDULE}"
+                            + (f", or {DEFAULT_CHUNKED_SCHEDULE} with --chunks above 1)" if with_model else ")"))
         add_memory_limit_arg(parser, with_model=with_model)
     parser.add_argument("--pp", type=positive_int, default=None,
                         help=f"pipeline ranks (default: {DEFAULT_PP}; a torch .csv or program text fixes it)")

@@ -12,6 +12,7 @@ import sys
 from pipesim.api.defaults import DEFAULT_PP
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import output_file, positive_int
+from pipesim.cli.megatron_args import add_megatron_aliases
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -47,6 +48,7 @@ def register(sub) -> None:
                      action="append", default=[],
                      help="write activation memory over time, a step line per rank (.png, .pdf or .svg; in "
                      "microbatch units, or GiB when the costs give activation bytes)")
+    add_megatron_aliases(sim)
     sim.set_defaults(func=run)
 
 
@@ -83,12 +85,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _builtin(schedule: str | None) -> bool:
+    """A built-in schedule (None: the default one), whose shape the flags set rather than a file."""
+    return schedule is None or schedule in builtin_names()
+
+
 def _note_default_pipeline(args: argparse.Namespace, result) -> None:
     """With --model, a built-in schedule and no --pp, the run is pipelined over the default ranks: say so, with
     the GPU count it makes, on stderr. Someone converting a published run without pipelining otherwise simulates
     four times the GPUs it used."""
     report = result.model_report
-    if report is None or args.pp is not None or args.schedule not in builtin_names():
+    if report is None or args.pp is not None or not _builtin(args.schedule):
         return
     print(f"note: --pp not given: {DEFAULT_PP} pipeline ranks (the default), {report.layout.world_size} GPUs in "
           "all; pass --pp 1 for no pipeline", file=sys.stderr)
@@ -98,7 +105,7 @@ def _note_default_microbatches(args: argparse.Namespace, result) -> None:
     """With --model, a built-in schedule and neither --mb nor --global-batch, the step holds the default number of
     microbatches: say what global batch that is, on stderr (a published run states its global batch)."""
     report = result.model_report
-    if report is None or args.mb is not None or args.global_batch is not None or args.schedule not in builtin_names():
+    if report is None or args.mb is not None or args.global_batch is not None or not _builtin(args.schedule):
         return
     layout, micro_batch = report.layout, report.model.micro_batch
     print(f"note: --mb not given: {layout.microbatches} microbatches per pipeline (the default), a global batch of "

@@ -9,6 +9,7 @@ import json
 from pipesim.api.defaults import SYNTH_DEFAULTS
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import positive_float
+from pipesim.cli.megatron_args import add_megatron_aliases
 from pipesim.cli.shared_args import add_cost_args, add_memory_limit_arg, add_schedule_args, cost_values_from_args
 
 NAME = "synthesize"
@@ -36,6 +37,7 @@ def register(sub) -> None:
     syn.add_argument("--json", action="store_true", help="print the summary as JSON")
     syn.add_argument("--output", "-o", metavar="FILE",
                      help="order.csv (PyTorch action CSV) or order.txt (Program text)")
+    add_megatron_aliases(syn)
     syn.set_defaults(func=run)
 
 

@@ -1,0 +1,116 @@
+"""Megatron-LM's own flags on ``simulate``'s command line, so a launch script's parallel layout can be pasted in.
+
+Flags that only rename a pipesim option are extra names on that option (``--tensor-model-parallel-size`` is
+``--tp``, in :mod:`pipesim.cli.analytic_args` and :mod:`pipesim.cli.shared_args`). The ones here take a value
+pipesim spells differently (``--fp8-format hybrid`` is ``--fp8``; ``--attention-backend flash`` is ``--attention
+fused``), are accepted because they ask for what pipesim does anyway (``--bf16``), or combine into one option
+(``--recompute-method`` with ``--recompute-num-layers``: :func:`recompute_layers_of`). The flags that count layers
+per pipeline rank (``--decoder-first-pipeline-num-layers`` and the rest) are model options of their own
+(:class:`~pipesim.api.model_options.ModelOptions`), with Megatron-LM's names. Every meaning below is Megatron-LM's
+(``megatron/training/arguments.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipesim.cli.arg_types import positive_int
+from pipesim.errors import PipesimError
+
+# --attention-backend's choices (Megatron-Core's AttnBackend) as pipesim's --attention: FlashAttention, cuDNN's
+# fused attention and "auto" (which picks one of the two) keep no s² scores; "unfused" and "local" (Megatron's
+# own DotProductAttention) materialise them.
+_ATTENTION_BACKENDS = {"flash": "fused", "fused": "fused", "auto": "fused", "unfused": "unfused", "local": "unfused"}
+
+
+# Megatron-LM's name → pipesim's, for flags that mean the same: hidden aliases (:func:`add_megatron_aliases`), so an
+# error names the flag as typed and --help lists each option once (docs/simulate.md lists these).
+MEGATRON_ALIASES = {
+    "--tensor-model-parallel-size": "--tp",
+    "--pipeline-model-parallel-size": "--pp",
+    "--num-virtual-stages-per-pipeline-rank": "--chunks",
+    "--virtual-pipeline-model-parallel-size": "--chunks",  # NeMo's and older Megatron-LM's name
+    "--vp": "--chunks",  # the "VP" column of NVIDIA's performance tables
+    "--context-parallel-size": "--cp",
+    "--expert-model-parallel-size": "--ep",
+    "--expert-tensor-parallel-size": "--expert-tp",
+    "--seq-length": "--seq-len",
+    "--recompute-granularity": "--recompute",
+    "--fp8-param-gather": "--fp8-params",
+    "--use-tp-pp-dp-mapping": "--tp-pp-dp-mapping",
+    "--global-batch-size": "--global-batch",
+}
+
+
+def add_megatron_aliases(parser: argparse.ArgumentParser) -> None:
+    """Each of :data:`MEGATRON_ALIASES` whose pipesim flag ``parser`` has, as a hidden flag with the same
+    destination, value type and choices (call after the pipesim flags are added)."""
+    for alias, name in MEGATRON_ALIASES.items():
+        target = parser._option_string_actions.get(name)
+        if target is None:
+            continue
+        if target.nargs == 0:  # a switch
+            parser.add_argument(alias, dest=target.dest, action="store_const", const=target.const, default=None,
+                                help=argparse.SUPPRESS)
+        else:
+            parser.add_argument(alias, dest=target.dest, type=target.type, choices=target.choices, nargs=target.nargs,
+                                const=target.const, default=None, metavar=target.metavar, help=argparse.SUPPRESS)
+
+
+class _SetsTo(argparse.Action):
+    """A flag whose value (checked against its choices) sets an option of pipesim's to ``mapping[value]``."""
+
+    def __init__(self, option_strings, dest, mapping: dict, **kwargs):
+        self.mapping = mapping
+        super().__init__(option_strings, dest, choices=list(mapping), **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, self.mapping[values])
+
+
+def add_megatron_args(group) -> None:
+    """Megatron-LM's flags that are not just another name for one of pipesim's (see the module doc)."""
+    group.add_argument("--fp8-format", dest="fp8", action=_SetsTo, mapping={"e4m3": True, "hybrid": True},
+                       default=None, help="Megatron-LM's FP8 training: --fp8 (e4m3 or hybrid, the same GEMM rate)")
+    group.add_argument("--fp4-format", dest="fp4", action=_SetsTo, mapping={"e2m1": True}, default=None,
+                       help="Megatron-LM's NVFP4 training: --fp4")
+    group.add_argument("--bf16", action="store_true", default=None,
+                       help="Megatron-LM's BF16 mixed precision: what pipesim runs unless --fp8 or --fp4 (accepted "
+                       "so a launch line reads as is)")
+    group.add_argument("--attention-backend", dest="attention", action=_SetsTo, mapping=_ATTENTION_BACKENDS,
+                       default=None, help="Megatron-Core's attention backend: flash, fused or auto are --attention "
+                       "fused; unfused or local are --attention unfused")
+    group.add_argument("--use-flash-attn", dest="attention", action="store_const", const="fused", default=None,
+                       help="Megatron-LM's FlashAttention: --attention fused (the default)")
+    group.add_argument("--recompute-activations", dest="recompute", action="store_const", const="selective",
+                       default=None, help="Megatron-LM's shorthand for --recompute selective")
+    group.add_argument("--recompute-method", choices=["uniform", "block"], default=None,
+                       help="with --recompute-granularity full: uniform recomputes every layer (a checkpoint every "
+                       "--recompute-num-layers layers, taken as one a layer), block only the first "
+                       "--recompute-num-layers layers of each model chunk (--recompute-layers N)")
+    group.add_argument("--recompute-num-layers", type=positive_int, default=None, metavar="N",
+                       help="with --recompute-method: see there")
+    group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
+                       const="autograd", default=None,
+                       help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
+    group.add_argument("--no-overlap-p2p-communication", dest="overlap_p2p", action="store_const", const=False,
+                       default=None, help="blocking pipeline sends, pipesim's default (Megatron-LM's flag)")
+
+
+def recompute_layers_of(args: argparse.Namespace) -> int | None:
+    """``--recompute-layers`` from Megatron-LM's ``--recompute-method`` and ``--recompute-num-layers``: block's N
+    is it, uniform recomputes every layer (None); a one-line error where they contradict or one is missing."""
+    method, layers = getattr(args, "recompute_method", None), getattr(args, "recompute_num_layers", None)
+    if method is None:
+        if layers is not None:
+            raise PipesimError("--recompute-num-layers needs --recompute-method uniform or block (as in Megatron-LM)")
+        return args.recompute_layers
+    if method == "block" and layers is None:
+        raise PipesimError("--recompute-method block needs --recompute-num-layers N (each chunk's first N layers "
+                           "recompute)")
+    if args.recompute_layers is not None:
+        raise PipesimError("--recompute-layers and --recompute-method both say which layers recompute; keep one")
+    if args.recompute != "full":
+        raise PipesimError(f"--recompute-method applies to --recompute-granularity full, not {args.recompute or 'none'}"
+                           "; add it or drop --recompute-method")
+    return layers if method == "block" else None

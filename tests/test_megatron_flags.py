@@ -1,0 +1,192 @@
+"""Megatron-LM's flags on ``simulate``: a launch script's layout pasted in means what it means to Megatron-LM.
+
+The per-rank layer splits by hand (Megatron-Core's ``get_num_layers_to_build``), the names that are aliases give the
+same run as pipesim's, the flags pipesim spells otherwise map as documented, contradictions are one-line refusals,
+and the Megatron-LM line ``pipesim plan`` prints for a configuration simulates to the step time plan ranked it by.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+import pipesim
+from pipesim.analytic.stage_split import StageSplitRequest, chunks_of_layers_per_chunk, megatron_rank_split
+from pipesim.cli.main import main
+from pipesim.errors import PipesimError
+from pipesim.plan.launch import megatron_argv
+from pipesim.program.ir import PipelineShape
+
+
+def _slices(pp: int, chunks: int) -> tuple[tuple[int, ...], ...]:
+    return PipelineShape(pp, 8, chunks).slices_by_rank
+
+
+# --- the per-rank splits, by hand ---------------------------------------------------------------------------------
+
+
+def test_first_and_last_rank_layers_split_over_each_ranks_chunks():
+    # 10 layers, pp 2, v 2, rank 0 holding 4: 2 on each of its chunks (stages 0 and 2), the other 6 on rank 1's
+    # (stages 1 and 3), 3 each.
+    assert megatron_rank_split(10, _slices(2, 2), StageSplitRequest(first_rank=4)) == (2, 3, 2, 3)
+    # Llama 3.1 405B, pp 8, one layer fewer on the first and last rank: 15, 16 × 6, 15
+    assert megatron_rank_split(126, _slices(8, 1), StageSplitRequest(first_rank=15, last_rank=15)) == (
+        (15,) + (16,) * 6 + (15,))
+    # pp 4, v 2, the last rank 4 (2 a chunk): 36 layers over the other three ranks' six chunks, 6 each
+    assert megatron_rank_split(40, _slices(4, 2), StageSplitRequest(last_rank=4)) == (6, 6, 6, 2, 6, 6, 6, 2)
+
+
+def test_embedding_and_loss_counted_as_layers():
+    # 126 layers + embedding + loss = 128 over pp·v = 64 chunks: 2 each, the first and last giving one away
+    split = megatron_rank_split(126, _slices(8, 8), StageSplitRequest(embedding_as_layer=True, loss_as_layer=True))
+    assert split == (1,) + (2,) * 62 + (1,)
+    # only the loss: 31 + 1 = 32 over 4 chunks, the last one fewer
+    assert megatron_rank_split(31, _slices(2, 2), StageSplitRequest(loss_as_layer=True)) == (8, 8, 8, 7)
+
+
+@pytest.mark.parametrize(("layers", "pp", "chunks", "request_", "fragment"), [
+    (126, 8, 7, StageSplitRequest(embedding_as_layer=True, loss_as_layer=True), "do not split evenly over pp·v = 56"),
+    (126, 8, 2, StageSplitRequest(first_rank=15), "positive multiple of the 2 chunks"),
+    (126, 8, 1, StageSplitRequest(first_rank=14, last_rank=14), "98 layers left"),
+    (126, 8, 1, StageSplitRequest(first_rank=15, embedding_as_layer=True), "keep one"),
+    (126, 8, 1, StageSplitRequest(first=15, embedding_as_layer=True), "keep one kind"),
+    (10, 1, 1, StageSplitRequest(first_rank=10), "more than one pipeline rank"),
+])
+def test_splits_megatron_refuses_are_refused(layers, pp, chunks, request_, fragment):
+    with pytest.raises(PipesimError, match=fragment):
+        megatron_rank_split(layers, _slices(pp, chunks), request_)
+
+
+def test_layers_per_virtual_stage_set_the_chunks():
+    assert chunks_of_layers_per_chunk(80, 4, 5) == 4  # 20 layers a rank, 5 a chunk
+    assert chunks_of_layers_per_chunk(126, 8, 2, True, True) == 8  # (126 + 2) / 8 = 16 a rank
+    with pytest.raises(PipesimError, match="20 each"):
+        chunks_of_layers_per_chunk(80, 4, 3)
+
+
+# --- the command line -----------------------------------------------------------------------------------------
+
+
+def _run(capsys, *argv: str) -> dict:
+    assert main(["simulate", "--json", *argv]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _refused(capsys, *argv: str) -> str:
+    assert main(["simulate", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+_PIPESIM = ["--model", "llama3.2-1b", "--tp", "2", "--pp", "2", "-s", "interleaved", "--chunks", "4", "--cp", "2",
+            "--dp", "2", "--global-batch", "16", "--seq-len", "2048", "--recompute", "full", "--fp8",
+            "--distributed-optimizer", "--fp8-params", "--sequence-parallel"]
+_MEGATRON = ["--model", "llama3.2-1b", "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+             "--num-virtual-stages-per-pipeline-rank", "4", "--context-parallel-size", "2", "--gpus", "16",
+             "--global-batch-size", "16", "--seq-length", "2048", "--recompute-granularity", "full",
+             "--recompute-method", "uniform", "--recompute-num-layers", "1", "--bf16", "--fp8-format", "hybrid",
+             "--use-distributed-optimizer", "--fp8-param-gather", "--sequence-parallel"]
+
+
+def test_megatron_names_run_what_pipesims_do(capsys):
+    ours, theirs = _run(capsys, *_PIPESIM), _run(capsys, *_MEGATRON)
+    assert theirs == ours
+    assert ours["config"]["schedule"] == "interleaved" and ours["model_report"]["layout"]["dp"] == 2
+
+
+def test_chunks_without_a_schedule_interleave(capsys):
+    # Megatron-LM interleaves whenever it has virtual stages; pipesim's default schedule follows the chunks
+    assert pipesim.simulate(pp=4, chunks=2).to_dict()["config"]["schedule"] == "interleaved"
+    assert pipesim.simulate(pp=4).to_dict()["config"]["schedule"] == "1f1b"
+    per_stage = _run(capsys, "--model", "llama3.2-1b", "--pp", "2", "--num-layers-per-virtual-pipeline-stage", "2",
+                     "--mb", "4")
+    assert per_stage["config"]["schedule"] == "interleaved" and per_stage["config"]["chunks"] == 4  # 16 layers / 2 ranks / 2
+
+
+def test_megatron_flags_pipesim_spells_otherwise(capsys):
+    base = ["--model", "llama3.2-1b", "--pp", "1", "--mb", "2"]
+    pairs = [
+        (["--attention-backend", "local"], ["--attention", "unfused"]),
+        (["--use-flash-attn"], ["--attention", "fused"]),
+        (["--recompute-activations"], ["--recompute", "selective"]),
+        (["--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "3"],
+         ["--recompute", "full", "--recompute-layers", "3"]),
+        (["--no-gradient-accumulation-fusion"], ["--grad-accumulation", "autograd"]),
+        (["--fp8-format", "e4m3"], ["--fp8"]),
+    ]
+    for megatron, ours in pairs:
+        assert _run(capsys, *base, *megatron) == _run(capsys, *base, *ours), megatron
+
+
+def test_megatron_split_flags_reach_the_layout(capsys):
+    report = _run(capsys, "--model", "llama3.2-3b", "--pp", "4", "--mb", "4", "--decoder-first-pipeline-num-layers",
+                  "6", "--decoder-last-pipeline-num-layers", "6")
+    assert report["model_report"]["layout"]["stage_layers"] == [6, 8, 8, 6]  # (28 − 12) / 2 on the middle ranks
+    report = _run(capsys, "--model", "llama3.2-3b", "--pp", "3", "--chunks", "2", "--mb", "6",
+                  "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
+    assert report["model_report"]["layout"]["stage_layers"] == [4, 5, 5, 5, 5, 4]  # (28 + 2) / 6 = 5
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--gpus", "12", "--tp", "2", "--pp", "4"], "--gpus 12 is not a multiple of tp·cp·pp = 2·1·4 = 8"),
+    (["--gpus", "16", "--dp", "4", "--pp", "2"], "means dp 8, but --dp 4 is given"),
+    (["--recompute-num-layers", "2", "--pp", "1"], "needs --recompute-method"),
+    (["--recompute-method", "block", "--recompute-num-layers", "2", "--pp", "1"], "applies to --recompute-granularity"),
+    (["--recompute-granularity", "full", "--recompute-method", "block", "--pp", "1"], "needs --recompute-num-layers"),
+    (["--pp", "2", "--vp", "2", "--num-layers-per-virtual-pipeline-stage", "2"], "means 4 chunks per rank"),
+    (["--pp", "4", "-s", "zb-v", "--account-for-loss-in-pipeline-split"], "give --stage-layers"),
+    (["--pipeline-model-parallel-size", "0"], "argument --pipeline-model-parallel-size: 0 must be"),
+    (["--attention-backend", "te"], "invalid choice: 'te'"),
+])
+def test_contradictions_are_one_line_refusals(capsys, argv, fragment):
+    assert fragment in _refused(capsys, "--model", "llama3.2-1b", "--mb", "8", *argv)
+
+
+def test_gpus_need_the_pipeline_the_schedule_fixes(capsys, tmp_path):
+    program = tmp_path / "p.txt"
+    assert main(["lower", "-s", "1f1b", "--pp", "2", "--mb", "4", "-o", str(program)]) == 0
+    capsys.readouterr()
+    assert "the schedule fixes pp = 2" in _refused(capsys, "-s", str(program), "--model", "llama3.2-1b", "--gpus",
+                                                   "8")
+
+
+# --- plan's Megatron-LM line, simulated -----------------------------------------------------------------------
+
+# Megatron-LM's model-shape flags: the model is named by --model here
+_SHAPE_FLAGS = {"--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size",
+                "--max-position-embeddings", "--num-query-groups"}
+_SHAPE_SWITCHES = {"--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
+                   "--disable-bias-linear"}
+_SHAPE_CHOICES = {"--normalization", "--position-embedding-type"}
+
+
+def _layout_flags(argv: list[str]) -> list[str]:
+    kept, i = [], 0
+    while i < len(argv):
+        if argv[i] in _SHAPE_FLAGS | _SHAPE_CHOICES:
+            i += 2
+            continue
+        if argv[i] not in _SHAPE_SWITCHES:
+            kept.append(argv[i])
+        i += 1
+    return kept
+
+
+def test_plans_megatron_lines_simulate_to_plans_step_times(capsys):
+    result = pipesim.plan("llama2-13b", gpus=32, global_batch=128, schedules=["1f1b", "interleaved"], cp=[1],
+                          micro_batch_sizes=[1], recompute=["none", "selective"], top=10)
+    request = result.request
+    lines = 0
+    for outcome in result.ranked:
+        c = outcome.candidate
+        argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
+                             request.fp8_params_of(c))
+        if argv is None:
+            continue
+        lines += 1
+        report = _run(capsys, "--model", "llama2-13b", "--gpus", "32", *_layout_flags(argv))
+        assert report["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9), shlex.join(argv)
+    assert lines >= 5  # 1F1B and interleaved lines, even and lighter-ended splits among the ten
