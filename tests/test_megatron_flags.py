@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 
 import pytest
 
 import pipesim
+from pipesim.analytic.megatron_model import MegatronModelArgs, model_from_megatron
+from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.stage_split import StageSplitRequest, chunks_of_layers_per_chunk, megatron_rank_split
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
@@ -103,7 +106,8 @@ def test_chunks_without_a_schedule_interleave(capsys):
     assert pipesim.simulate(pp=4).to_dict()["config"]["schedule"] == "1f1b"
     per_stage = _run(capsys, "--model", "llama3.2-1b", "--pp", "2", "--num-layers-per-virtual-pipeline-stage", "2",
                      "--mb", "4")
-    assert per_stage["config"]["schedule"] == "interleaved" and per_stage["config"]["chunks"] == 4  # 16 layers / 2 ranks / 2
+    # 16 layers / 2 ranks / 2 a chunk
+    assert per_stage["config"]["schedule"] == "interleaved" and per_stage["config"]["chunks"] == 4
 
 
 def test_megatron_flags_pipesim_spells_otherwise(capsys):
@@ -153,26 +157,54 @@ def test_gpus_need_the_pipeline_the_schedule_fixes(capsys, tmp_path):
                                                    "8")
 
 
+# --- Megatron-LM's model flags -------------------------------------------------------------------------------
+
+
+def _flags(**values) -> MegatronModelArgs:
+    return MegatronModelArgs(**values)
+
+
+def test_a_model_from_megatron_flags_is_the_preset_it_describes():
+    # Llama 2 13B as Megatron-LM's flags give it (its vocabulary, 32000, already a multiple of 128)
+    llama = _flags(num_layers=40, hidden_size=5120, num_attention_heads=40, ffn_hidden_size=13824, vocab_size=32000,
+                   swiglu=True, normalization="RMSNorm", position_embedding_type="rope",
+                   untie_embeddings_and_output_weights=True, disable_bias_linear=True, hidden_dropout=0.0,
+                   attention_dropout=0.0)
+    assert replace(model_from_megatron(llama, tp=1, seq_len=4096), name="llama2-13b") == MODEL_PRESETS["llama2-13b"]
+
+
+def test_megatron_defaults_where_a_flag_is_absent():
+    model = model_from_megatron(_flags(num_layers=2, hidden_size=768, num_attention_heads=12, vocab_size=50257),
+                                tp=2, seq_len=1024)
+    # GPT: a 4h MLP, LayerNorm, learned positions, tied embeddings, biases, dropout 0.1; vocabulary padded to 128·tp
+    assert (model.ffn_hidden, model.vocab, model.rms_norm, model.learned_positions) == (3072, 50432, False, True)
+    assert model.tied_embeddings and model.bias and model.dropout and not model.gated
+    swiglu = model_from_megatron(_flags(num_layers=2, hidden_size=4096, num_attention_heads=32, vocab_size=32000,
+                                        swiglu=True, group_query_attention=True, num_query_groups=8), seq_len=4096)
+    assert (swiglu.ffn_hidden, swiglu.kv_heads) == (10880, 8)  # int(8·4096/3 / 64)·64
+    moe = model_from_megatron(_flags(num_layers=4, hidden_size=1024, num_attention_heads=8, vocab_size=1024,
+                                     num_experts=8, moe_ffn_hidden_size=512, moe_layer_freq="[0,1,1,1]"),
+                              seq_len=512)
+    assert (moe.experts, moe.experts_per_token, moe.expert_ffn_hidden, moe.first_dense_layers) == (8, 2, 512, 1)
+
+
+@pytest.mark.parametrize(("flags", "fragment"), [
+    (dict(num_layers=2, hidden_size=64), "needs --num-attention-heads, --seq-length, --vocab-size"),
+    (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
+          moe_layer_freq="[1,0,1,0]"), "dense ones first"),
+])
+def test_megatron_model_flags_refused(flags, fragment):
+    with pytest.raises(PipesimError, match=fragment):
+        model_from_megatron(_flags(**flags), seq_len=128 if "vocab_size" in flags else None)
+
+
+def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
+    err = _refused(capsys, "--model", "llama2-13b", "--pp", "1", "--mb", "1", "--num-layers", "32")
+    assert "--num-layers contradicts model llama2-13b, whose layers is 40" in err
+    assert "whose gated is False" in _refused(capsys, "--model", "gpt3-1.3b", "--pp", "1", "--mb", "1", "--swiglu")
+
+
 # --- plan's Megatron-LM line, simulated -----------------------------------------------------------------------
-
-# Megatron-LM's model-shape flags: the model is named by --model here
-_SHAPE_FLAGS = {"--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size",
-                "--max-position-embeddings", "--num-query-groups"}
-_SHAPE_SWITCHES = {"--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
-                   "--disable-bias-linear"}
-_SHAPE_CHOICES = {"--normalization", "--position-embedding-type"}
-
-
-def _layout_flags(argv: list[str]) -> list[str]:
-    kept, i = [], 0
-    while i < len(argv):
-        if argv[i] in _SHAPE_FLAGS | _SHAPE_CHOICES:
-            i += 2
-            continue
-        if argv[i] not in _SHAPE_SWITCHES:
-            kept.append(argv[i])
-        i += 1
-    return kept
 
 
 def test_plans_megatron_lines_simulate_to_plans_step_times(capsys):
@@ -187,6 +219,11 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys):
         if argv is None:
             continue
         lines += 1
-        report = _run(capsys, "--model", "llama2-13b", "--gpus", "32", *_layout_flags(argv))
-        assert report["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9), shlex.join(argv)
+        expected = pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+        # the line as plan prints it, beside the preset it was planned for, and built from its own flags
+        named = _run(capsys, "--model", "llama2-13b", "--gpus", "32", *argv)
+        built = _run(capsys, "--vocab-size", "32000", "--gpus", "32", *argv)
+        assert named["model_report"]["step_time_s"] == expected, shlex.join(argv)
+        assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
+        assert built["model_report"]["model"]["name"] == "megatron-flags"
     assert lines >= 5  # 1F1B and interleaved lines, even and lighter-ended splits among the ten

@@ -13,8 +13,10 @@ per pipeline rank (``--decoder-first-pipeline-num-layers`` and the rest) are mod
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
-from pipesim.cli.arg_types import positive_int
+from pipesim.analytic.megatron_model import MegatronModelArgs
+from pipesim.cli.arg_types import non_negative_float, positive_int
 from pipesim.errors import PipesimError
 
 # --attention-backend's choices (Megatron-Core's AttnBackend) as pipesim's --attention: FlashAttention, cuDNN's
@@ -114,3 +116,36 @@ def recompute_layers_of(args: argparse.Namespace) -> int | None:
         raise PipesimError(f"--recompute-method applies to --recompute-granularity full, not {args.recompute or 'none'}"
                            "; add it or drop --recompute-method")
     return layers if method == "block" else None
+
+
+def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
+    """Megatron-LM's model-shape flags (:class:`~pipesim.analytic.megatron_model.MegatronModelArgs`): without
+    --model they build the model, beside it they must agree with it."""
+    counts = ("num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size", "num-query-groups",
+              "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by", "num-experts",
+              "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "q-lora-rank",
+              "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim")
+    switches = ("group-query-attention", "swiglu", "untie-embeddings-and-output-weights", "disable-bias-linear",
+                "multi-latent-attention")
+    others = ("normalization", "position-embedding-type", "hidden-dropout", "attention-dropout", "moe-layer-freq")
+    group = parser.add_argument_group(
+        "Megatron-LM's model flags", "a pretrain_gpt.py launch line's model: without --model they build it "
+        "(Megatron-LM's defaults where a flag is absent; --vocab-size as its tokenizer has it), with --model each "
+        "must agree with that model: " + ", ".join(f"--{name}" for name in (*counts, *switches, *others)))
+    for name in counts:
+        group.add_argument(f"--{name}", type=positive_int, default=None, metavar="N", help=argparse.SUPPRESS)
+    for name in switches:
+        group.add_argument(f"--{name}", action="store_true", default=False, help=argparse.SUPPRESS)
+    group.add_argument("--normalization", choices=["LayerNorm", "RMSNorm"], default=None, help=argparse.SUPPRESS)
+    group.add_argument("--position-embedding-type", choices=["learned_absolute", "rope", "none"], default=None,
+                       help=argparse.SUPPRESS)
+    group.add_argument("--hidden-dropout", type=non_negative_float, default=None, help=argparse.SUPPRESS)
+    group.add_argument("--attention-dropout", type=non_negative_float, default=None, help=argparse.SUPPRESS)
+    group.add_argument("--moe-layer-freq", default=None, help=argparse.SUPPRESS)
+
+
+def megatron_model_args(args: argparse.Namespace) -> MegatronModelArgs:
+    """The model-shape flags as the library's :class:`MegatronModelArgs` (their defaults where not given)."""
+    values = {f.name: getattr(args, f.name) for f in fields(MegatronModelArgs)
+              if getattr(args, f.name, None) is not None}
+    return MegatronModelArgs(**values)

@@ -118,6 +118,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args.append("--untie-embeddings-and-output-weights")
     if not model.bias:
         args.append("--disable-bias-linear")
+    if not model.dropout:  # Megatron-LM's dropout is 0.1 unless set
+        args += ["--hidden-dropout", "0", "--attention-dropout", "0"]
     if model.is_moe:
         args += ["--num-experts", str(model.experts), "--moe-router-topk", str(model.experts_per_token),
                  "--moe-ffn-hidden-size", str(model.expert_ffn_hidden), "--expert-model-parallel-size", str(c.ep),

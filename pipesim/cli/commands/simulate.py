@@ -12,7 +12,7 @@ import sys
 from pipesim.api.defaults import DEFAULT_PP
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import output_file, positive_int
-from pipesim.cli.megatron_args import add_megatron_aliases
+from pipesim.cli.megatron_args import add_megatron_aliases, add_megatron_model_args, megatron_model_args
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -48,6 +48,7 @@ def register(sub) -> None:
                      action="append", default=[],
                      help="write activation memory over time, a step line per rank (.png, .pdf or .svg; in "
                      "microbatch units, or GiB when the costs give activation bytes)")
+    add_megatron_model_args(sim)
     add_megatron_aliases(sim)
     sim.set_defaults(func=run)
 
@@ -56,8 +57,14 @@ def run(args: argparse.Namespace) -> int:
     # Output paths were checked as the flags were parsed: nothing below can fail on them half-way.
     from pipesim.api.simulation import simulate
 
+    model = args.model
+    flags = megatron_model_args(args)
+    if flags.given():  # a Megatron-LM launch line's model (the analytic model loads only for one)
+        from pipesim.analytic.megatron_model import resolve_model
+
+        model = resolve_model(args.model, flags, args.tp or 1, args.seq_len)
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
-                      model=args.model, hardware=args.hardware, memory_limit=args.memory_limit,
+                      model=model, hardware=args.hardware, memory_limit=args.memory_limit,
                       engine=args.engine, global_batch=args.global_batch, **vars(model_options_from_args(args)))
     _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
     _note_default_microbatches(args, result)

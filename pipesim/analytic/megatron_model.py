@@ -1,0 +1,157 @@
+"""A model described by Megatron-LM's flags (``--num-layers``, ``--hidden-size``, ``--swiglu``, ...), as a
+:class:`~pipesim.analytic.model_spec.ModelSpec`: so a ``pretrain_gpt.py`` launch line simulates as pasted.
+
+Each flag means what ``megatron/training/arguments.py`` makes of it, Megatron-LM's defaults included where a flag
+is absent: the MLP 4h wide (with ``--swiglu``, ``int(8h/3 / 64)·64``), LayerNorm, learned absolute positions,
+input and output embeddings tied, biases in the linears, dropout 0.1 (``--hidden-dropout``/``--attention-dropout``
+0 remove it), the vocabulary padded to a multiple of ``--make-vocab-size-divisible-by`` (128) times tp, every
+layer MoE once ``--num-experts`` is given, top-2 routing. Megatron reads the vocabulary from its tokenizer, so the
+size is a flag here (``--vocab-size``, as its NullTokenizer takes it).
+
+Beside ``--model``, the flags are a check instead: each one given must agree with the preset or file, so a launch
+line is not simulated against a different model than it trains.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.errors import PipesimError
+
+NAME = "megatron-flags"  # the model's name in reports when it was built from the flags
+
+
+@dataclass(frozen=True)
+class MegatronModelArgs:
+    """Megatron-LM's model-shape flags, each None (or False) where not given; field names are the flags'."""
+
+    num_layers: int | None = None
+    hidden_size: int | None = None
+    num_attention_heads: int | None = None
+    ffn_hidden_size: int | None = None
+    group_query_attention: bool = False
+    num_query_groups: int | None = None
+    max_position_embeddings: int | None = None
+    vocab_size: int | None = None
+    make_vocab_size_divisible_by: int = 128
+    swiglu: bool = False
+    normalization: str | None = None  # "LayerNorm" (Megatron's default) or "RMSNorm"
+    position_embedding_type: str | None = None  # "learned_absolute" (default), "rope" or "none"
+    untie_embeddings_and_output_weights: bool = False
+    disable_bias_linear: bool = False
+    hidden_dropout: float | None = None
+    attention_dropout: float | None = None
+    num_experts: int | None = None
+    moe_router_topk: int | None = None
+    moe_ffn_hidden_size: int | None = None
+    moe_shared_expert_intermediate_size: int | None = None
+    moe_layer_freq: str | None = None  # "N" (every N-th layer) or a pattern "[0,0,1,1,...]"
+    multi_latent_attention: bool = False
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_head_dim: int | None = None
+    qk_pos_emb_head_dim: int | None = None
+    v_head_dim: int | None = None
+
+    def given(self) -> list[str]:
+        """The flags given, as typed (``--num-layers``), in declaration order."""
+        defaults = MegatronModelArgs()
+        return [f"--{f.name.replace('_', '-')}" for f in fields(self)
+                if getattr(self, f.name) != getattr(defaults, f.name)]
+
+
+def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int]:
+    """(first_dense_layers, moe_layer_frequency) of ``--moe-layer-freq``: an integer N (every N-th layer from
+    layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then all MoE)."""
+    if pattern is None:
+        return 0, 1
+    text = pattern.strip()
+    if text.isdigit() and int(text) >= 1:
+        return 0, int(text)
+    try:
+        flags = [int(v) for v in text.strip("[]").split(",")]
+    except ValueError:
+        raise PipesimError(f"--moe-layer-freq {pattern!r}: give an integer N or a list of 0/1 per layer, e.g. "
+                           "[0,1,1,1]") from None
+    first_dense = next((i for i, v in enumerate(flags) if v), len(flags))
+    if len(flags) != layers or set(flags) - {0, 1} or any(v != 1 for v in flags[first_dense:]):
+        raise PipesimError(f"--moe-layer-freq {pattern}: pipesim models {layers} layers of 0/1 with the dense "
+                           "ones first (DeepSeek's first_k_dense_replace); give that, or a model file")
+    return first_dense, 1
+
+
+def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | None = None) -> ModelSpec:
+    """The model Megatron-LM builds from these flags (see the module doc); ``seq_len``: ``--seq-length``."""
+    missing = [flag for flag, value in (("--num-layers", args.num_layers), ("--hidden-size", args.hidden_size),
+                                        ("--num-attention-heads", args.num_attention_heads),
+                                        ("--seq-length", seq_len), ("--vocab-size", args.vocab_size))
+               if value is None]
+    if missing:
+        raise PipesimError(f"a model from Megatron-LM's flags needs {', '.join(missing)} (--vocab-size: the "
+                           "tokenizer's size); or name a preset or file with --model")
+    hidden = args.hidden_size
+    ffn = args.ffn_hidden_size or (int(4 * hidden * 2 / 3 / 64) * 64 if args.swiglu else 4 * hidden)
+    multiple = args.make_vocab_size_divisible_by * tp
+    vocab = math.ceil(args.vocab_size / multiple) * multiple
+    dropout = any(p is None or p > 0 for p in (args.hidden_dropout, args.attention_dropout))
+    experts = args.num_experts or 0
+    first_dense, frequency = _moe_layout(args.moe_layer_freq, args.num_layers) if experts else (0, 1)
+    shared = args.moe_shared_expert_intermediate_size or 0
+    mla = args.multi_latent_attention
+    return ModelSpec(
+        NAME, args.num_layers, hidden, args.num_attention_heads, ffn, vocab, seq_len,
+        kv_heads=args.num_query_groups if args.group_query_attention and args.num_query_groups else None,
+        gated=args.swiglu, tied_embeddings=not args.untie_embeddings_and_output_weights, dropout=dropout,
+        bias=not args.disable_bias_linear, rms_norm=(args.normalization or "LayerNorm") == "RMSNorm",
+        learned_positions=(args.position_embedding_type or "learned_absolute") == "learned_absolute",
+        experts=experts, experts_per_token=(args.moe_router_topk or 2) if experts else 0,
+        expert_ffn_hidden=(args.moe_ffn_hidden_size or 0) if experts else 0,
+        shared_experts=1 if experts and shared else 0, shared_expert_ffn_hidden=shared if experts else 0,
+        first_dense_layers=first_dense, moe_layer_frequency=frequency,
+        q_lora_rank=(args.q_lora_rank or 0) if mla else 0, kv_lora_rank=(args.kv_lora_rank or 0) if mla else 0,
+        qk_nope_head_dim=(args.qk_head_dim or 0) if mla else 0,
+        qk_rope_head_dim=(args.qk_pos_emb_head_dim or 0) if mla else 0, v_head_dim=(args.v_head_dim or 0) if mla else 0,
+    )
+
+
+def check_megatron_model(model: ModelSpec, args: MegatronModelArgs) -> None:
+    """Each of Megatron-LM's shape flags given must describe ``model`` (a preset or file named by --model); a
+    one-line error names the first that does not."""
+    stated = {  # flag: (what it says of the model field, the field)
+        "--num-layers": (args.num_layers, "layers"),
+        "--hidden-size": (args.hidden_size, "hidden"),
+        "--num-attention-heads": (args.num_attention_heads, "heads"),
+        "--ffn-hidden-size": (args.ffn_hidden_size, "ffn_hidden"),
+        "--num-query-groups": (args.num_query_groups if args.group_query_attention else None, "kv_heads"),
+        "--swiglu": (True if args.swiglu else None, "gated"),
+        "--normalization": (None if args.normalization is None else args.normalization == "RMSNorm", "rms_norm"),
+        "--position-embedding-type": (None if args.position_embedding_type is None
+                                      else args.position_embedding_type == "learned_absolute", "learned_positions"),
+        "--untie-embeddings-and-output-weights": (False if args.untie_embeddings_and_output_weights else None,
+                                                  "tied_embeddings"),
+        "--disable-bias-linear": (False if args.disable_bias_linear else None, "bias"),
+        "--num-experts": (args.num_experts, "experts"),
+        "--moe-router-topk": (args.moe_router_topk, "experts_per_token"),
+        "--kv-lora-rank": (args.kv_lora_rank, "kv_lora_rank"),
+    }
+    for flag, (given, field) in stated.items():
+        actual = getattr(model, field)
+        if given is not None and given != actual:
+            raise PipesimError(f"{flag} contradicts model {model.name}, whose {field} is {actual}; drop --model to "
+                               f"build the model from Megatron-LM's flags, or drop {flag}")
+
+
+def resolve_model(model: str | ModelSpec | None, args: MegatronModelArgs, tp: int = 1,
+                  seq_len: int | None = None) -> str | ModelSpec | None:
+    """What ``--model`` plus Megatron-LM's shape flags name: ``model`` itself where no flag is given or each agrees
+    with it (:func:`check_megatron_model`), else, without ``model``, the model the flags build."""
+    if not args.given():
+        return model
+    if model is None:
+        return model_from_megatron(args, tp, seq_len)
+    from pipesim.analytic.model_load import load_model
+
+    check_megatron_model(load_model(model) if isinstance(model, str) else model, args)
+    return model
