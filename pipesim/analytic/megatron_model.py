@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
-from pipesim.analytic.model_spec import ModelSpec
 from pipesim.errors import PipesimError
+
+if TYPE_CHECKING:  # the flags parse on every simulate command line, the model spec loads only for a model
+    from pipesim.analytic.model_spec import ModelSpec
 
 NAME = "megatron-flags"  # the model's name in reports when it was built from the flags
 
@@ -84,6 +87,8 @@ def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int]:
 
 def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | None = None) -> ModelSpec:
     """The model Megatron-LM builds from these flags (see the module doc); ``seq_len``: ``--seq-length``."""
+    from pipesim.analytic.model_spec import ModelSpec
+
     missing = [flag for flag, value in (("--num-layers", args.num_layers), ("--hidden-size", args.hidden_size),
                                         ("--num-attention-heads", args.num_attention_heads),
                                         ("--seq-length", seq_len), ("--vocab-size", args.vocab_size))
