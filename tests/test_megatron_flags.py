@@ -144,9 +144,19 @@ def test_megatron_split_flags_reach_the_layout(capsys):
     (["--pp", "4", "-s", "zb-v", "--account-for-loss-in-pipeline-split"], "give --stage-layers"),
     (["--pipeline-model-parallel-size", "0"], "argument --pipeline-model-parallel-size: 0 must be"),
     (["--attention-backend", "te"], "invalid choice: 'te'"),
+    # 8 microbatches over pp 3: groups of 4, the least Megatron-Core accepts (a last group of 2 < pp it refuses)
+    (["--pp", "3", "--vp", "2", "--microbatch-group-size-per-virtual-pipeline-stage", "3"], "runs groups of 4"),
+    (["--pp", "3", "--microbatch-group-size-per-virtual-pipeline-stage", "3"], "not 1f1b's"),
 ])
 def test_contradictions_are_one_line_refusals(capsys, argv, fragment):
     assert fragment in _refused(capsys, "--model", "llama3.2-1b", "--mb", "8", *argv)
+
+
+def test_the_microbatch_group_pipesim_runs_is_accepted(capsys):
+    stated = _run(capsys, "--model", "llama3.2-1b", "--pp", "3", "--vp", "2", "--mb", "8",
+                  "--microbatch-group-size-per-virtual-pipeline-stage", "4", "--stage-layers", "3,3,3,3,2,2")
+    assert stated == _run(capsys, "--model", "llama3.2-1b", "--pp", "3", "--vp", "2", "--mb", "8", "--stage-layers",
+                          "3,3,3,3,2,2")
 
 
 def test_gpus_need_the_pipeline_the_schedule_fixes(capsys, tmp_path):

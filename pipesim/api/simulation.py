@@ -13,6 +13,7 @@ from pipesim.api.results import SimResult
 from pipesim.api.unit_costs import memory_limit_units, planned_shape, unit_cost_model
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.build import build_program
+from pipesim.program.limits import check_microbatch_group
 from pipesim.program.loader import load_schedule
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import Engine
@@ -46,6 +47,7 @@ def simulate(
     memory_limit: float | None = None,
     engine: str | Engine = Engine.AUTO,
     global_batch: int | None = None,
+    microbatch_group: int | None = None,
     **model_options: object,
 ) -> SimResult:
     """Simulate one training step of ``schedule`` (what ``pipesim simulate`` prints, as an object).
@@ -79,6 +81,9 @@ def simulate(
         engine: ``"auto"`` (default), ``"graph"`` or ``"simpy"``: all give the same timeline.
         global_batch: with ``model``, sequences per optimizer step, as recipes state it: ``mb`` becomes
             ``global_batch / (micro_batch_size · dp)`` (``mb`` given too must agree).
+        microbatch_group: Megatron-LM's ``--microbatch-group-size-per-virtual-pipeline-stage`` as a launch line
+            states it, for the interleaved schedule: it must be the group pipesim runs
+            (:func:`~pipesim.program.limits.interleaved_microbatch_group`).
         **model_options: with ``model`` only, the fields of :class:`~pipesim.api.model_options.ModelOptions`
             (``tp``, ``dp``, ``cp``, ``zero``, ``recompute``, ``sequence_parallel``, ``fp8``, ...).
 
@@ -147,6 +152,12 @@ def simulate(
         # The user gave a batch, not --mb: say which --mb it came to, or the fix reads as a flag they never set.
         raise ScheduleError(f"{err} (--global-batch {global_batch} gives --mb {mb}; raise --global-batch or lower "
                             "--dp or --micro-batch-size)") from None
+    if microbatch_group is not None:
+        shape = built.program.shape
+        if schedule != "interleaved":
+            raise PipesimError("--microbatch-group-size-per-virtual-pipeline-stage groups the interleaved schedule's "
+                               f"microbatches, not {schedule}'s; drop it or use --schedule interleaved")
+        check_microbatch_group(shape.pp, shape.microbatches, microbatch_group)
     raw = run_simulation(built.program, cost_model, check=False, engine=engine)
     if not (math.isfinite(raw.metrics.makespan) and math.isfinite(raw.metrics.ideal)):
         raise PipesimError("the costs overflow: the makespan is not a finite number; use smaller costs")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipesim.errors import PipesimError
+
 
 @dataclass(frozen=True)
 class ScheduleLimits:
@@ -59,3 +61,13 @@ def interleaved_microbatch_group(pp: int, microbatches: int) -> int:
         if remainder == 0 or remainder >= pp:
             return group
     raise ValueError(f"interleaved 1F1B needs at least as many microbatches as ranks (m={microbatches} < pp={pp})")
+
+
+def check_microbatch_group(pp: int, microbatches: int, group: int) -> None:
+    """Megatron-LM's ``--microbatch-group-size-per-virtual-pipeline-stage`` stated for an interleaved run: pipesim
+    runs the group :func:`interleaved_microbatch_group` gives, so another one is refused in one line."""
+    runs = interleaved_microbatch_group(pp, microbatches)
+    if group != runs:
+        raise PipesimError(f"--microbatch-group-size-per-virtual-pipeline-stage {group}: pipesim's interleaved "
+                           f"schedule runs groups of {runs} at pp {pp} with {microbatches} microbatches (Megatron-"
+                           "Core's default, or the least it accepts); other groups are not modelled: drop the flag")

@@ -32,6 +32,11 @@ def register(sub) -> None:
     sim.add_argument("--global-batch", type=positive_int, default=None, metavar="N",
                      help="with --model: sequences per optimizer step, as a recipe states it; sets --mb to "
                      "N / (micro-batch size × dp)")
+    sim.add_argument("--microbatch-group-size-per-virtual-pipeline-stage", type=positive_int, default=None,
+                     metavar="N", dest="microbatch_group",
+                     help="Megatron-LM's, as a launch line states it: checked against the group pipesim's "
+                     "interleaved schedule runs (pp, or where pp does not divide --mb the least Megatron-Core "
+                     "accepts)")
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
@@ -65,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         model = resolve_model(args.model, flags, args.tp or 1, args.seq_len)
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=model, hardware=args.hardware, memory_limit=args.memory_limit,
-                      engine=args.engine, global_batch=args.global_batch, **vars(model_options_from_args(args)))
+                      engine=args.engine, global_batch=args.global_batch, microbatch_group=args.microbatch_group,
+                      **vars(model_options_from_args(args)))
     _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
     _note_default_microbatches(args, result)
     written = []
