@@ -48,6 +48,7 @@ def simulate(
     engine: str | Engine = Engine.AUTO,
     global_batch: int | None = None,
     microbatch_group: int | None = None,
+    config: str | Path | None = None,
     **model_options: object,
 ) -> SimResult:
     """Simulate one training step of ``schedule`` (what ``pipesim simulate`` prints, as an object).
@@ -81,6 +82,9 @@ def simulate(
         engine: ``"auto"`` (default), ``"graph"`` or ``"simpy"``: all give the same timeline.
         global_batch: with ``model``, sequences per optimizer step, as recipes state it: ``mb`` becomes
             ``global_batch / (micro_batch_size · dp)`` (``mb`` given too must agree).
+        config: a training framework's run configuration file (nanotron's YAML:
+            :mod:`pipesim.io.run_config`): its model, layout, schedule and batch, under its framework; the
+            arguments given here win over what it states.
         microbatch_group: Megatron-LM's ``--microbatch-group-size-per-virtual-pipeline-stage`` as a launch line
             states it, for the interleaved schedule: it must be the group pipesim runs
             (:func:`~pipesim.program.limits.interleaved_microbatch_group`).
@@ -93,6 +97,16 @@ def simulate(
     Raises:
         PipesimError: bad input, named in one line.
     """
+    if config is not None:
+        if model is not None:
+            raise PipesimError(f"--config {config} states its model; drop --model")
+        from pipesim.io.run_config import load_run_config
+
+        stated = load_run_config(config)
+        model, schedule = stated.model, schedule or stated.schedule
+        pp = pp if pp is not None else stated.pp
+        mb = mb if mb is not None or global_batch is not None else stated.microbatches
+        model_options = {**stated.options, **{k: v for k, v in model_options.items() if v is not None}}
     try:
         options = ModelOptions(**model_options)
     except TypeError:

@@ -37,6 +37,9 @@ def register(sub) -> None:
                      help="Megatron-LM's, as a launch line states it: checked against the group pipesim's "
                      "interleaved schedule runs (pp, or where pp does not divide --mb the least Megatron-Core "
                      "accepts)")
+    sim.add_argument("--config", metavar="FILE",
+                     help="a training framework's run configuration (nanotron's YAML): its model, layout, schedule "
+                     "and batch, under --framework nanotron; flags given beside it win")
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
@@ -71,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=model, hardware=args.hardware, memory_limit=args.memory_limit,
                       engine=args.engine, global_batch=args.global_batch, microbatch_group=args.microbatch_group,
+                      config=args.config,
                       **vars(model_options_from_args(args)))
     _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
     _note_default_microbatches(args, result)
@@ -108,7 +112,7 @@ def _note_default_pipeline(args: argparse.Namespace, result) -> None:
     the GPU count it makes, on stderr. Someone converting a published run without pipelining otherwise simulates
     four times the GPUs it used."""
     report = result.model_report
-    if report is None or args.pp is not None or not _builtin(args.schedule):
+    if report is None or args.pp is not None or args.config is not None or not _builtin(args.schedule):
         return
     print(f"note: --pp not given: {DEFAULT_PP} pipeline ranks (the default), {report.layout.world_size} GPUs in "
           "all; pass --pp 1 for no pipeline", file=sys.stderr)
@@ -118,7 +122,8 @@ def _note_default_microbatches(args: argparse.Namespace, result) -> None:
     """With --model, a built-in schedule and neither --mb nor --global-batch, the step holds the default number of
     microbatches: say what global batch that is, on stderr (a published run states its global batch)."""
     report = result.model_report
-    if report is None or args.mb is not None or args.global_batch is not None or not _builtin(args.schedule):
+    if (report is None or args.mb is not None or args.global_batch is not None or args.config is not None
+            or not _builtin(args.schedule)):
         return
     layout, micro_batch = report.layout, report.model.micro_batch
     print(f"note: --mb not given: {layout.microbatches} microbatches per pipeline (the default), a global batch of "

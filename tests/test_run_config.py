@@ -1,0 +1,117 @@
+"""``simulate --config``: a nanotron run config read as nanotron reads it, and simulated as the same run given by
+flags; flags beside the file win; a file pipesim cannot read is a one-line refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from pipesim.cli.main import main
+from pipesim.errors import PipesimError
+from pipesim.io.run_config import load_run_config
+
+# nanotron's examples/config_tiny_llama.yaml (at 2411b02), the sections pipesim reads
+TINY_LLAMA = {
+    "model": {"ddp_bucket_cap_mb": 25, "dtype": "bfloat16", "make_vocab_size_divisible_by": 1,
+              "model_config": {"hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11008,
+                               "is_llama_config": True, "max_position_embeddings": 128256,
+                               "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 2,
+                               "tie_word_embeddings": True, "vocab_size": 128256}},
+    "optimizer": {"accumulate_grad_in_fp32": True, "zero_stage": 0},
+    "parallelism": {"dp": 4, "expert_parallel_size": 1, "pp": 1, "pp_engine": "1f1b", "tp": 2,
+                    "tp_linear_async_communication": True, "tp_mode": "REDUCE_SCATTER"},
+    "tokens": {"batch_accumulation_per_replica": 1, "micro_batch_size": 3, "sequence_length": 4096},
+}
+
+# a pipelined one: the all-forward-all-backward engine, no sequence parallelism, every layer recomputed, ZeRO-1
+PIPELINED = {
+    "model": {"make_vocab_size_divisible_by": 128,
+              "model_config": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128000,
+                               "tie_word_embeddings": True}},
+    "optimizer": {"zero_stage": 1, "accumulate_grad_in_fp32": False},
+    "parallelism": {"dp": 2, "tp": 2, "pp": 2, "pp_engine": "afab", "tp_mode": "ALL_REDUCE", "recompute_layer": True},
+    "tokens": {"micro_batch_size": 2, "batch_accumulation_per_replica": 8, "sequence_length": 4096},
+}
+
+
+def _write(tmp_path, name: str, data: dict):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _json(capsys, *argv: str) -> dict:
+    assert main(["simulate", "--json", *argv]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_tiny_llama_read_as_nanotron_reads_it(tmp_path):
+    stated = load_run_config(_write(tmp_path, "tiny", TINY_LLAMA))
+    m = stated.model
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (28, 2048, 16, 2, 11008, 128256)
+    assert m.gated and m.rms_norm and m.tied_embeddings and not m.bias and not m.dropout and m.seq_len == 4096
+    assert (stated.schedule, stated.pp, stated.microbatches) == ("1f1b", 1, 1)
+    assert stated.options == {"framework": "nanotron", "tp": 2, "dp": 4, "cp": 1, "micro_batch_size": 3,
+                              "seq_len": 4096, "zero": 0, "sequence_parallel": True, "overlap_tp_dgrad": True}
+
+
+def test_pipelined_config_defaults_and_padding(tmp_path):
+    stated = load_run_config(_write(tmp_path, "pipelined", PIPELINED))
+    assert stated.model.vocab == 128000  # already a multiple of 128 · tp 2 = 256
+    assert (stated.schedule, stated.pp, stated.microbatches) == ("gpipe", 2, 8)  # afab: GPipe's order
+    assert stated.options["recompute"] == "full" and stated.options["param_bytes"] == "16"
+    assert "sequence_parallel" not in stated.options  # ALL_REDUCE, nanotron's default
+    odd = {**PIPELINED, "model": {**PIPELINED["model"], "model_config": {
+        **PIPELINED["model"]["model_config"], "vocab_size": 128001}}}
+    assert load_run_config(_write(tmp_path, "odd", odd)).model.vocab == 128256  # padded to 256
+
+
+def test_a_config_simulates_as_the_same_run_by_flags(capsys, tmp_path):
+    config = _write(tmp_path, "pipelined", PIPELINED)
+    model = tmp_path / "pipelined_model" / "pipelined.yaml"
+    model.parent.mkdir()
+    c = PIPELINED["model"]["model_config"]
+    model.write_text(yaml.safe_dump({
+        "name": "pipelined", "layers": 16, "hidden": 2048, "heads": 32, "kv_heads": 8, "ffn_hidden": 8192,
+        "vocab": 128000, "seq_len": 4096, "gated": True, "rms_norm": True, "bias": False, "dropout": False,
+        "tied_embeddings": c["tie_word_embeddings"], "learned_positions": False}))
+    by_flags = _json(capsys, "--model", str(model), "--framework", "nanotron", "-s", "gpipe", "--pp", "2", "--mb", "8",
+                     "--tp", "2", "--dp", "2", "--micro-batch-size", "2", "--recompute", "full", "--zero", "1",
+                     "--param-bytes", "16")
+    by_config = _json(capsys, "--config", str(config))
+    assert by_config["model_report"] == by_flags["model_report"]
+    assert by_config["config"]["schedule"] == "gpipe"
+
+
+def test_flags_beside_the_config_win(capsys, tmp_path):
+    config = _write(tmp_path, "pipelined", PIPELINED)
+    report = _json(capsys, "--config", str(config), "-s", "1f1b", "--mb", "16", "--dp", "1")
+    assert report["config"]["schedule"] == "1f1b" and report["config"]["microbatches"] == 16
+    assert report["model_report"]["layout"]["dp"] == 1 and report["model_report"]["layout"]["tp"] == 2
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (lambda d: d.pop("tokens"), "not a nanotron run config"),
+    (lambda d: d["parallelism"].update(pp_engine="zb"), "pp_engine 'zb'"),
+    (lambda d: d["parallelism"].update(tp=0), "tp: 0 must be a positive integer"),
+    (lambda d: d["parallelism"].update(expert_parallel_size=2), "MoE configs are not read"),
+    (lambda d: d["model"]["model_config"].update(hidden_act="gelu"), "hidden_act 'gelu'"),
+])
+def test_configs_pipesim_cannot_read_are_refused(tmp_path, change, fragment):
+    data = json.loads(json.dumps(PIPELINED))
+    change(data)
+    with pytest.raises(PipesimError, match=fragment):
+        load_run_config(_write(tmp_path, "bad", data))
+
+
+def test_config_refusals_on_the_command_line(capsys, tmp_path):
+    config = _write(tmp_path, "pipelined", PIPELINED)
+    for argv, fragment in [(["--config", str(config), "--model", "llama3.2-1b"], "states its model; drop --model"),
+                           (["--config", str(tmp_path / "none.yaml")], "no such file"),
+                           (["--config", str(tmp_path)], "no such file")]:
+        assert main(["simulate", *argv]) == 2
+        err = capsys.readouterr().err
+        assert fragment in err and err.count("\n") == 1
