@@ -115,3 +115,111 @@ def test_config_refusals_on_the_command_line(capsys, tmp_path):
         assert main(["simulate", *argv]) == 2
         err = capsys.readouterr().err
         assert fragment in err and err.count("\n") == 1
+
+
+# --- torchtitan's TOML ---------------------------------------------------------------------------------------
+
+# torchtitan's llama3_405b.toml (before 9810191, February 2026), the sections pipesim reads
+TORCHTITAN_405B = """
+[model]
+name = "llama3"
+flavor = "405B"
+converters = ["float8"]
+
+[training]
+local_batch_size = 2
+seq_len = 8192
+
+[parallelism]
+data_parallel_replicate_degree = 1
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 8
+enable_async_tensor_parallel = true
+pipeline_parallel_degree = 1
+context_parallel_degree = 1
+
+[activation_checkpoint]
+mode = "full"
+
+[compile]
+enable = true
+components = ["model", "loss"]
+"""
+
+TORCHTITAN_PIPELINED = """
+[model]
+name = "llama3"
+flavor = "8B"
+
+[training]
+local_batch_size = 8
+global_batch_size = 64
+seq_len = 4096
+
+[parallelism]
+data_parallel_shard_degree = 2
+pipeline_parallel_degree = 4
+pipeline_parallel_schedule = "Interleaved1F1B"
+pipeline_parallel_microbatch_size = 2
+
+[activation_checkpoint]
+mode = "selective"
+selective_ac_option = "2"
+"""
+
+
+def _toml(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_torchtitan_405b_read_as_torchtitan_runs_it(tmp_path):
+    stated = load_run_config(_toml(tmp_path, "llama3_405b", TORCHTITAN_405B))
+    assert (stated.model, stated.schedule, stated.pp, stated.microbatches, stated.global_batch) == (
+        "llama3.1-405b", "1f1b", 1, 1, None)
+    assert stated.needs_gpus  # data_parallel_shard_degree = -1: the GPUs left
+    assert stated.options == {"framework": "torchtitan", "tp": 8, "cp": 1, "micro_batch_size": 2, "seq_len": 8192,
+                              "zero": 3, "async_tp": True, "fp8": True, "fp8_recipe": "tensorwise",
+                              "elementwise": "fused", "recompute": "full"}
+
+
+def test_torchtitan_pipeline_batch_and_layer_ac(tmp_path):
+    stated = load_run_config(_toml(tmp_path, "pp", TORCHTITAN_PIPELINED))
+    # a looped schedule runs two stages a rank; 8 sequences a rank in microbatches of 2, the global batch of 64
+    # over dp 2 then makes 64 / (2 · 2) = 16 microbatches a pipeline
+    assert (stated.schedule, stated.pp, stated.chunks, stated.global_batch) == ("interleaved", 4, 2, 64)
+    assert stated.options["dp"] == 2 and stated.options["micro_batch_size"] == 2
+    # every second layer recomputed in full: 32 layers over 8 chunks, 2 of each chunk's 4
+    assert stated.options["recompute"] == "full" and stated.options["recompute_layers"] == 2
+
+
+def test_a_torchtitan_config_simulates_as_the_same_run_by_flags(capsys, tmp_path):
+    config = _toml(tmp_path, "pp", TORCHTITAN_PIPELINED)
+    by_config = _json(capsys, "--config", str(config))
+    by_flags = _json(capsys, "--model", "llama3.1-8b", "--framework", "torchtitan", "-s", "interleaved", "--pp", "4",
+                     "--chunks", "2", "--dp", "2", "--zero", "3", "--micro-batch-size", "2", "--global-batch", "64",
+                     "--seq-len", "4096", "--recompute", "full", "--recompute-layers", "2")
+    assert by_config == by_flags
+    assert by_config["config"]["microbatches"] == 16
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (('flavor = "8B"', 'flavor = "debugmodel"'), "Llama 3 flavours"),
+    (("data_parallel_shard_degree = 2", "data_parallel_shard_degree = 2\ndata_parallel_replicate_degree = 2"),
+     "HSDP"),
+    (('"Interleaved1F1B"', '"InterleavedZeroBubble"'), "no pipesim equivalent"),
+    (('selective_ac_option = "2"', 'selective_ac_option = "x"'), "selective_ac_option 'x'"),
+    (("local_batch_size = 8", "local_batch_size = 7"), "not a multiple"),
+])
+def test_torchtitan_configs_pipesim_cannot_read_are_refused(tmp_path, change, fragment):
+    with pytest.raises(PipesimError, match=fragment):
+        load_run_config(_toml(tmp_path, "bad", TORCHTITAN_PIPELINED.replace(*change)))
+
+
+def test_the_gpus_torchtitan_leaves_open_are_asked_for(capsys, tmp_path):
+    config = _toml(tmp_path, "llama3_405b", TORCHTITAN_405B)
+    assert main(["simulate", "--config", str(config)]) == 2
+    assert "add --gpus N" in capsys.readouterr().err
+    report = _json(capsys, "--config", str(config), "--gpus", "64")
+    assert report["model_report"]["layout"]["dp"] == 8 and report["model_report"]["layout"]["zero"] == 3

@@ -82,7 +82,7 @@ def simulate(
         engine: ``"auto"`` (default), ``"graph"`` or ``"simpy"``: all give the same timeline.
         global_batch: with ``model``, sequences per optimizer step, as recipes state it: ``mb`` becomes
             ``global_batch / (micro_batch_size · dp)`` (``mb`` given too must agree).
-        config: a training framework's run configuration file (nanotron's YAML:
+        config: a training framework's run configuration file (nanotron's YAML, torchtitan's TOML:
             :mod:`pipesim.io.run_config`): its model, layout, schedule and batch, under its framework; the
             arguments given here win over what it states.
         microbatch_group: Megatron-LM's ``--microbatch-group-size-per-virtual-pipeline-stage`` as a launch line
@@ -105,8 +105,13 @@ def simulate(
         stated = load_run_config(config)
         model, schedule = stated.model, schedule or stated.schedule
         pp = pp if pp is not None else stated.pp
-        mb = mb if mb is not None or global_batch is not None else stated.microbatches
+        chunks = chunks if chunks is not None else stated.chunks
+        if mb is None and global_batch is None:
+            mb, global_batch = stated.microbatches, stated.global_batch
         model_options = {**stated.options, **{k: v for k, v in model_options.items() if v is not None}}
+        if stated.needs_gpus and model_options.get("dp") is None and model_options.get("gpus") is None:
+            raise PipesimError(f"--config {config} leaves the data-parallel degree to the GPUs the run has "
+                               "(data_parallel_shard_degree = -1); add --gpus N (or --dp)")
     try:
         options = ModelOptions(**model_options)
     except TypeError:

@@ -15,6 +15,20 @@ so its settings need no translating into flags. Read so far:
   ``--framework nanotron``. Qwen2's q/k/v biases (about a millionth of the FLOPs) are not modelled; mixture-of-
   experts configs are refused.
 
+- **torchtitan's TOML** (``--job.config_file``; its ``JobConfig`` as of the last release with TOML configs,
+  torchtitan before 9810191, February 2026): ``[model]`` (``name = "llama3"``, ``flavor`` 8B, 70B or 405B: the
+  Llama 3.1 presets; ``converters = ["float8"]``, or the older ``[float8] enable_float8_linear``, are FP8
+  linears with tensor-wise scaling), ``[training]`` (``local_batch_size``, or the older ``batch_size``,
+  ``global_batch_size``, ``seq_len``), ``[parallelism]`` (``data_parallel_shard_degree``, FSDP over it, -1 its
+  default being "the GPUs left", so ``--gpus`` is needed then; ``fsdp_reshard_after_forward`` never is ZeRO-2's
+  shape; ``tensor_parallel_degree`` with ``enable_async_tensor_parallel``; ``pipeline_parallel_degree``,
+  ``_schedule`` (1F1B, GPipe, Interleaved1F1B, LoopedBFS, ZBVZeroBubble, DualPipeV) with two stages a rank for
+  the looped ones or as ``_layers_per_stage`` gives, ``_microbatch_size``, ``_first/last_stage_less_layers``;
+  ``context_parallel_degree``), ``[activation_checkpoint]`` (``mode`` none, full or selective, torchtitan's
+  default; ``selective_ac_option`` "op" per-op, its default "2" a full recomputation of every second layer,
+  taken as half of each chunk's) and ``[compile]`` (``enable`` with "model" fuses the element-wise ops), under
+  ``--framework torchtitan``. HSDP (replicate and shard degrees both above 1) and FP32 parameters are refused.
+
 Anything the file does not state keeps pipesim's (or the framework's) default, and a flag given beside the file
 wins over it, as a flag wins over a framework's default.
 """
@@ -35,11 +49,14 @@ class RunConfig:
     """What a run's configuration file states, as ``simulate``'s arguments (None: not stated)."""
 
     source: str  # the file, for messages
-    model: ModelSpec
+    model: ModelSpec | str  # a spec, or a preset's name
     schedule: str | None = None
     pp: int | None = None
     microbatches: int | None = None
+    chunks: int | None = None
+    global_batch: int | None = None  # where the microbatches follow from the data-parallel degree
     options: dict[str, Any] = field(default_factory=dict)  # ModelOptions fields
+    needs_gpus: bool = False  # the data-parallel degree is "the GPUs left": --gpus (or --dp) must say how many
 
 
 def load_run_config(path: str | Path) -> RunConfig:
@@ -47,9 +64,11 @@ def load_run_config(path: str | Path) -> RunConfig:
     path = Path(path)
     if not path.is_file():
         raise PipesimError(f"--config {path}: no such file")
+    if path.suffix == ".toml":
+        return _torchtitan(_toml(path), str(path))
     if path.suffix not in (".yaml", ".yml"):
-        raise PipesimError(f"--config {path}: pipesim reads nanotron's YAML run configs (.yaml); for another "
-                           "framework give the layout as flags (--framework, --tp, ...)")
+        raise PipesimError(f"--config {path}: pipesim reads nanotron's YAML (.yaml) and torchtitan's TOML (.toml) "
+                           "run configs; for another framework give the layout as flags (--framework, --tp, ...)")
     import yaml
 
     try:
@@ -136,3 +155,120 @@ def _nanotron_model(model: dict, tp: int, seq_len: int | None, source: str) -> M
         tied_embeddings=bool(config.get("tie_word_embeddings", False)), dropout=False, bias=False, rms_norm=True,
         learned_positions=False,
     )
+
+
+def _toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        raise PipesimError(f"--config {path}: reading TOML needs Python 3.11 or later") from None
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise PipesimError(f"--config {path}: not valid TOML ({err})") from None
+
+
+# torchtitan's Llama 3 flavours and the presets they are
+_TORCHTITAN_LLAMA3 = {"8B": "llama3.1-8b", "70B": "llama3.1-70b", "405B": "llama3.1-405b"}
+# torchtitan's schedule names (torch.distributed.pipelining) and pipesim's; the looped ones run several stages a rank
+_TORCHTITAN_SCHEDULES = {"1F1B": "1f1b", "GPipe": "gpipe", "Interleaved1F1B": "interleaved", "LoopedBFS": "looped-bfs",
+                         "ZBVZeroBubble": "zb-v", "DualPipeV": "dualpipe-v"}
+_SINGLE_STAGE = {"1F1B", "GPipe"}
+
+
+def _torchtitan(data: dict, source: str) -> RunConfig:
+    model = _section(data, "model", source)
+    training = _section(data, "training", source)
+    parallelism = _section(data, "parallelism", source)
+    checkpointing = _section(data, "activation_checkpoint", source)
+    compile_ = _section(data, "compile", source)
+    name, flavor = model.get("name"), str(model.get("flavor"))
+    if name != "llama3" or flavor not in _TORCHTITAN_LLAMA3:
+        raise PipesimError(f"--config {source}: model {name} {flavor}: pipesim reads torchtitan's Llama 3 flavours "
+                           f"({', '.join(_TORCHTITAN_LLAMA3)}); for another model use --model with flags")
+    preset = _TORCHTITAN_LLAMA3[flavor]
+    if training.get("mixed_precision_param", "bfloat16") != "bfloat16":
+        raise PipesimError(f"--config {source}: mixed_precision_param {training['mixed_precision_param']}: pipesim "
+                           "models BF16 parameters in the passes")
+    replicate = _positive(parallelism, "data_parallel_replicate_degree", source, 1)
+    shard = parallelism.get("data_parallel_shard_degree", -1)
+    if shard != -1:
+        shard = _positive(parallelism, "data_parallel_shard_degree", source)
+    if replicate > 1 and shard != 1:
+        raise PipesimError(f"--config {source}: HSDP (replicate {replicate} × shard {shard}) is not modelled; give "
+                           "the layout as flags (--zero 3 shards over all of dp)")
+    tp = _positive(parallelism, "tensor_parallel_degree", source, 1)
+    pp = _positive(parallelism, "pipeline_parallel_degree", source, 1)
+    local = _positive(training, "local_batch_size", source) or _positive(training, "batch_size", source, 8)
+    micro = _positive(parallelism, "pipeline_parallel_microbatch_size", source, 1) if pp > 1 else local
+    if local % micro:
+        raise PipesimError(f"--config {source}: local_batch_size {local} is not a multiple of "
+                           f"pipeline_parallel_microbatch_size {micro}")
+    options: dict[str, Any] = {
+        "framework": "torchtitan", "tp": tp, "cp": _positive(parallelism, "context_parallel_degree", source, 1),
+        "micro_batch_size": micro, "seq_len": _positive(training, "seq_len", source, 2048),
+    }
+    if (parallelism.get("expert_parallel_degree") or 1) != 1:
+        raise PipesimError(f"--config {source}: expert parallelism: Llama 3 has no experts")
+    dp = replicate if shard == 1 else None if shard == -1 else shard
+    if dp is not None:
+        options["dp"] = dp
+    if replicate == 1:  # FSDP over the data-parallel ranks: ZeRO-3, or ZeRO-2's shape when never resharded
+        options["zero"] = 2 if parallelism.get("fsdp_reshard_after_forward") == "never" else 3
+    if tp > 1 and parallelism.get("enable_async_tensor_parallel"):
+        options["async_tp"] = True
+    converters = model.get("converters") or []
+    if "float8" in converters or _section(data, "float8", source).get("enable_float8_linear"):
+        options["fp8"], options["fp8_recipe"] = True, "tensorwise"
+    if compile_.get("enable") and "model" in compile_.get("components", ["model", "loss"]):
+        options["elementwise"] = "fused"
+    schedule, chunks = _torchtitan_pipeline(parallelism, pp, source)
+    spec_layers = {"llama3.1-8b": 32, "llama3.1-70b": 80, "llama3.1-405b": 126}[preset]
+    mode = checkpointing.get("mode", "selective")
+    if mode == "full":
+        options["recompute"] = "full"
+    elif mode == "selective":
+        option = str(checkpointing.get("selective_ac_option", "2"))
+        if option == "op":
+            options["recompute"] = "per-op"
+        elif option.isdigit() and int(option) >= 1:
+            options["recompute"] = "full"
+            every = int(option)
+            if every > 1:  # every n-th layer of each model part: as many as the first ceil(L/n) of each chunk
+                options["recompute_layers"] = math.ceil(spec_layers / (pp * (chunks or 1)) / every)
+        else:
+            raise PipesimError(f"--config {source}: selective_ac_option {option!r}: give 'op' or a layer interval")
+    elif mode != "none":
+        raise PipesimError(f"--config {source}: activation_checkpoint mode {mode!r} is not modelled (none, "
+                           "selective or full)")
+    first = parallelism.get("pipeline_parallel_first_stage_less_layers", 1)
+    last = parallelism.get("pipeline_parallel_last_stage_less_layers", 1)
+    if pp > 1 and (first, last) != (1, 1):
+        from pipesim.analytic.stage_split import effective_layer_split
+
+        options["stage_layers"] = effective_layer_split(spec_layers, pp * (chunks or 1), first, last)
+    global_batch = training.get("global_batch_size", -1)
+    microbatches = None
+    if global_batch in (-1, None):
+        microbatches, global_batch = local // micro, None
+    else:
+        global_batch = _positive(training, "global_batch_size", source)
+    return RunConfig(source, preset, schedule=schedule, pp=pp, microbatches=microbatches, chunks=chunks,
+                     global_batch=global_batch, options=options, needs_gpus=dp is None)
+
+
+def _torchtitan_pipeline(parallelism: dict, pp: int, source: str) -> tuple[str, int | None]:
+    """The schedule and stages per rank torchtitan's ``pipeline_parallel.py`` builds."""
+    name = parallelism.get("pipeline_parallel_schedule", "1F1B")
+    if parallelism.get("pipeline_parallel_schedule_csv"):
+        raise PipesimError(f"--config {source}: a schedule CSV: give it to --schedule instead")
+    if pp == 1:
+        return "1f1b", None
+    if name not in _TORCHTITAN_SCHEDULES:
+        raise PipesimError(f"--config {source}: pipeline_parallel_schedule {name!r} has no pipesim equivalent; use "
+                           f"one of {', '.join(_TORCHTITAN_SCHEDULES)} or --schedule")
+    per_stage = parallelism.get("pipeline_parallel_layers_per_stage")
+    if per_stage is None:
+        return _TORCHTITAN_SCHEDULES[name], None if name in _SINGLE_STAGE else 2
+    raise PipesimError(f"--config {source}: pipeline_parallel_layers_per_stage is not read; give --chunks and "
+                       "--stage-layers")

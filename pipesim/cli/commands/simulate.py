@@ -38,8 +38,8 @@ def register(sub) -> None:
                      "interleaved schedule runs (pp, or where pp does not divide --mb the least Megatron-Core "
                      "accepts)")
     sim.add_argument("--config", metavar="FILE",
-                     help="a training framework's run configuration (nanotron's YAML): its model, layout, schedule "
-                     "and batch, under --framework nanotron; flags given beside it win")
+                     help="a training framework's run configuration (nanotron's .yaml, torchtitan's .toml): its model, "
+                     "layout, schedule and batch, under that --framework; flags given beside it win")
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
