@@ -6,7 +6,9 @@ so its settings need no translating into flags. Read so far:
 - **nanotron's YAML** (``run_train.py --config-file``; its ``Config`` dataclasses in ``nanotron/config/``, read at
   2411b02): ``parallelism`` (``dp``, ``tp``, ``pp``, ``context_parallel_size``; ``pp_engine`` 1f1b, or afab, its
   default, which is GPipe's order; ``tp_mode`` REDUCE_SCATTER is sequence parallelism, ALL_REDUCE, its default,
-  is not; ``tp_linear_async_communication`` overlaps the column linears' input-gradient collective;
+  is not; ``tp_linear_async_communication`` overlaps the column linears' input-gradient reduce-scatter with the
+  weight-gradient GEMM, ``--overlap-tp-dgrad`` (its all-gathers, which hide behind the local shard's GEMM alone,
+  1/tp of it, ``_ColumnLinearAsyncCommunication``, are taken as waited for: pessimistic by at most that);
   ``recompute_layer`` recomputes every layer; ``tp_recompute_allgather`` false keeps the gathered input),
   ``tokens`` (``micro_batch_size``, ``batch_accumulation_per_replica`` microbatches, ``sequence_length``),
   ``optimizer`` (``zero_stage``; ``accumulate_grad_in_fp32`` false keeps BF16 gradients, 16 bytes a parameter)
