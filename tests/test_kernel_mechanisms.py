@@ -481,3 +481,43 @@ def test_overlapped_parameter_gather_needs_a_sharded_optimizer():
 
     with pytest.raises(PipesimError, match=r"--overlap-param-gather .* add --distributed-optimizer"):
         Layout(dp=8, overlap_param_gather=True)
+
+
+# --- nanotron's asynchronous TP: the all-gathers beside the local shard's GEMM ---------------------------------
+
+
+@pytest.mark.parametrize("recompute", [Recompute.NONE, Recompute.FULL])
+def test_local_shard_overlap_hides_what_the_shards_gemms_cover_by_hand(recompute):
+    from pipesim.analytic.comm import CollectiveOp, collective_time
+    from pipesim.analytic.kernels import gemm_time
+
+    model = replace(MODEL_PRESETS["llama3.2-1b"], seq_len=4096)
+    chip = CHIP_PRESETS["h100-sxm"]
+    base = Layout(tp=2, pp=1, microbatches=1, sequence_parallel=True, recompute=recompute,
+                  overlap_tp_dgrad=False)
+    local = replace(base, overlap_tp_local_shard=True)
+    # by hand: 4096 tokens, 2048 of them the rank's own; one all-gather moves the b·s·h BF16 activation
+    tokens, rows, h, t = 4096, 2048, model.hidden, 2
+    gather = collective_time(CollectiveOp.ALL_GATHER, 2 * tokens * h, t, chip, t)
+    sigma = chip.comm_sm_share
+    # forward: QKV (h → (h + 2·kv)/t) and the fused gate-and-up (h → 2·ffn/t) on the rank's 2048 rows
+    column = [gemm_time(rows, (h + 2 * model.kv_dim) // t, h, chip, Precision.BF16),
+              gemm_time(rows, 2 * model.ffn_hidden // t, h, chip, Precision.BF16)]
+    # backward: the output projection's (h/t → h) and the down projection's (ffn/t → h) input gradients
+    row = [gemm_time(rows, h // t, h, chip, Precision.BF16), gemm_time(rows, model.ffn_hidden // t, h, chip,
+                                                                        Precision.BF16)]
+    hidden_fwd = sum(gather - max(sigma * gather, gather - g) for g in column)
+    hidden_bwd = sum(gather - max(sigma * gather, gather - g) for g in row)
+    assert 0 < hidden_fwd < 2 * gather and 0 < hidden_bwd < 2 * gather
+    if recompute is Recompute.FULL:
+        hidden_bwd += hidden_fwd  # the recomputed forward gathers again, beside the same GEMMs
+    before, after = stage_time_parts(model, chip, base)[0], stage_time_parts(model, chip, local)[0]
+    assert before.exposed_comm - after.exposed_comm == pytest.approx(model.layers * (hidden_fwd + hidden_bwd))
+    assert after.compute == before.compute
+
+
+def test_local_shard_overlap_needs_gathers_and_is_not_async_tp():
+    assert Layout(tp=2, overlap_tp_local_shard=True).inert_flag_notes[-1].startswith("--overlap-tp-local-shard "
+                                                                                      "changes nothing")
+    with pytest.raises(Exception, match="keep one"):
+        Layout(tp=2, sequence_parallel=True, async_tp=True, overlap_tp_local_shard=True)

@@ -72,7 +72,7 @@ _OTHER = {
     "overlap_grad_reduce": True, "overlap_param_gather": True, "ep": 2, "moe_imbalance": 1.3,
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
     "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
-    "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split",
+    "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split", "overlap_tp_local_shard": True,
 }
 
 
@@ -121,7 +121,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     for name in names:
         moe = name in ("ep", "moe_imbalance")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
-        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input") else {}),
+        base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input",
+                                                                                  "overlap_tp_local_shard") else {}),
                       **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}),
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
                          else {}),

@@ -55,7 +55,8 @@ def test_tiny_llama_read_as_nanotron_reads_it(tmp_path):
     assert m.gated and m.rms_norm and m.tied_embeddings and not m.bias and not m.dropout and m.seq_len == 4096
     assert (stated.schedule, stated.pp, stated.microbatches) == ("1f1b", 1, 1)
     assert stated.options == {"framework": "nanotron", "tp": 2, "dp": 4, "cp": 1, "micro_batch_size": 3,
-                              "seq_len": 4096, "zero": 0, "sequence_parallel": True, "overlap_tp_dgrad": True}
+                              "seq_len": 4096, "zero": 0, "sequence_parallel": True, "overlap_tp_dgrad": True,
+                              "column_input": "regather", "overlap_tp_local_shard": True}
 
 
 def test_pipelined_config_defaults_and_padding(tmp_path):

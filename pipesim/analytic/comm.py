@@ -171,6 +171,21 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     return LayerComm(forward, backward)
 
 
+def local_shard_hidden(model: ModelSpec, layout: Layout, chip: ChipSpec, column_forwards: Sequence[float],
+                       row_input_grads: Sequence[float]) -> LayerComm:
+    """What nanotron's asynchronous TP (:attr:`Layout.overlap_tp_local_shard`) hides of a layer's all-gathers per
+    microbatch: each column-parallel linear's input gather beside its own shard's forward GEMM
+    (``column_forwards``), each row-parallel linear's output-gradient gather beside its own shard's input-gradient
+    GEMM (``row_input_grads``), with the SM contention of an overlapped collective (:func:`contended_overlap`);
+    the recomputed forward of full recomputation hides as the forward does. 0 without it or its gathers."""
+    if not layout.hides_gathers_locally:
+        return LayerComm(0.0, 0.0)
+    gather = collective_time(CollectiveOp.ALL_GATHER, _activation_bytes(model, layout), layout.tp, chip, layout.tp)
+    forward = sum(gather - contended_overlap(gather, g, chip.comm_sm_share) for g in column_forwards)
+    backward = sum(gather - contended_overlap(gather, g, chip.comm_sm_share) for g in row_input_grads)
+    return LayerComm(forward, backward + (forward if layout.recompute is Recompute.FULL else 0.0))
+
+
 def logits_gather_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
     """The all-gather of a microbatch's BF16 logits over tp before a gathered cross-entropy (``--loss
     gathered``: a column-parallel output layer with ``parallel_output`` off, Aleph Alpha's scaling framework),

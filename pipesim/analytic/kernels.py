@@ -257,6 +257,28 @@ def column_parallel_input_grads(model: ModelSpec, layout: Layout, chip: ChipSpec
             for n_out, k_in in _column_parallel_shapes(model, layout, kind)]
 
 
+def column_parallel_local_forwards(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                                  kind: LayerKind = LayerKind.DENSE) -> list[float]:
+    """The forward GEMM of each column-parallel linear on the rank's own sequence shard (``tokens/tp`` rows): what
+    its input's all-gather runs beside when the linear computes that shard first
+    (:attr:`Layout.overlap_tp_local_shard`)."""
+    rows = max(1, tokens // layout.tp)
+    return [gemm_time(rows, n_out, k_in, chip, layout.precision)
+            for n_out, k_in in _column_parallel_shapes(model, layout, kind)]
+
+
+def row_parallel_local_input_grads(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                                   kind: LayerKind = LayerKind.DENSE) -> list[float]:
+    """The input-gradient GEMM of each row-parallel linear (the attention's output projection; a dense layer's
+    MLP down projection) on the rank's own shard of the output gradient: what that gradient's all-gather runs
+    beside under :attr:`Layout.overlap_tp_local_shard`."""
+    rows = max(1, tokens // layout.tp)
+    shapes = [attention_shapes(model, layout)[-1]]
+    if kind is LayerKind.DENSE:
+        shapes.append(_dense_mlp_shapes(model, layout)[-1])
+    return [gemm_time(rows, k_in, n_out, chip, layout.precision) for n_out, k_in in shapes]
+
+
 def per_op_recomputed_gemms(model: ModelSpec, layout: Layout, tokens: int) -> list[tuple[int, int, int, int]]:
     """The matmuls torchtitan's per-op checkpointing recomputes (every second one in call order,
     :func:`pipesim.analytic.activations.per_op_kept_width`): wk, wo and w3, or wk, wo and fc2 ungated."""

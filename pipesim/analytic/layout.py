@@ -385,6 +385,11 @@ class Layout:
     # LayerNormLinear ("Overlap dgrad-RS/AR with wgrad"). Off: every TP collective waits (Megatron-LM before
     # then and the forks taken from it, e.g. GPT-NeoX; PyTorch DTensor's tensor parallelism).
     overlap_tp_dgrad: bool = True
+    # nanotron's tp_linear_async_communication under sequence parallelism: each column-parallel linear's forward
+    # all-gather runs beside the GEMM of the rank's own sequence shard (1/tp of the linear's rows), and each row-
+    # parallel linear's backward all-gather of its output gradient beside its own shard's input-gradient GEMM
+    # (``_ColumnLinearAsyncCommunication``, ``_RowLinearAsyncCommunication``); async TP overlaps all of it already.
+    overlap_tp_local_shard: bool = False
     # Under sequence parallelism, how the column-parallel linears' weight gradients get their gathered input
     # (ColumnInput): gathered again beside the input-gradient GEMM (Megatron-LM, TE; default), gathered again
     # and waited for (nanotron), or kept gathered from the forward (PyTorch DTensor TP).
@@ -483,9 +488,18 @@ class Layout:
                                "ring sends: it needs --cp N (N > 1) and at least 1 CTA; set those or drop it")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
+        if self.async_tp and self.overlap_tp_local_shard:
+            raise PipesimError("--overlap-tp-local-shard hides part of the TP all-gathers, --async-tp all of every TP "
+                               "collective; keep one")
         if self.async_tp and not self.overlap_tp_dgrad:
             raise PipesimError("--no-overlap-tp-dgrad contradicts --async-tp, which overlaps every tensor-parallel "
                                "collective with a GEMM; drop one of them")
+
+    @property
+    def hides_gathers_locally(self) -> bool:
+        """Whether the TP all-gathers run beside the local shard's GEMMs (:attr:`overlap_tp_local_shard` where
+        there are gathers: tp > 1 with sequence parallelism)."""
+        return self.overlap_tp_local_shard and self.gathers_column_input
 
     @property
     def gathers_column_input(self) -> bool:
@@ -579,6 +593,9 @@ class Layout:
         if not self.overlap_tp_dgrad and self.tp == 1:
             notes.append("--no-overlap-tp-dgrad changes nothing here: there are no tensor-parallel collectives "
                          "(--tp 1)")
+        if self.overlap_tp_local_shard and not self.gathers_column_input:
+            notes.append("--overlap-tp-local-shard changes nothing here: no tensor-parallel all-gathers (they need "
+                         "--tp > 1 and --sequence-parallel)")
         return notes
 
     @property

@@ -141,7 +141,9 @@ class StepReport:
                        "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "precision": lay.precision.value,
                        "fp8_params": lay.fp8_params.value,
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
-                       "overlap_tp_dgrad": lay.hides_tp_dgrad, "column_input": lay.column_input.value,
+                       "overlap_tp_dgrad": lay.hides_tp_dgrad,
+                       "overlap_tp_local_shard": lay.hides_gathers_locally,
+                       "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "p2p_tensor": lay.p2p_tensor.value,
                        "p2p_calls": lay.p2p_calls.value, "mlp_up": lay.mlp_up.value,
                        "overlap_grad_reduce": lay.overlap_grad_reduce,
@@ -274,6 +276,7 @@ def report_text(report: StepReport) -> str:
         f"{', nanotron cross-entropy' if lay.loss is LossKernel.NANOTRON else ''}"
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
         f"{', async TP' if lay.async_tp else ''}"
+        f"{', TP all-gathers beside the local shard' if lay.hides_gathers_locally else ''}"
         f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"
         f"{f', {lay.column_input.summary}' if lay.column_input_differs else ''}"
         f"{f', {lay.cp_comm_ctas} CTA(s) for the ring sends' if lay.cp_comm_ctas else ''}"

@@ -49,6 +49,7 @@ from pipesim.analytic.comm import (
     dgrad_hidden_by_wgrad,
     dp_grad_sync,
     fsdp_layer_comm,
+    local_shard_hidden,
     logits_gather_time,
     mirror_grad_sum,
     moe_layer_a2a,
@@ -70,6 +71,7 @@ from pipesim.analytic.kernels import (
     PassTimes,
     attention_core_times,
     column_parallel_input_grads,
+    column_parallel_local_forwards,
     column_parallel_weight_grads,
     grad_accumulation_time,
     head_times,
@@ -77,6 +79,7 @@ from pipesim.analytic.kernels import (
     layer_parameter_tensors,
     layer_times,
     linear_times,
+    row_parallel_local_input_grads,
 )
 from pipesim.analytic.layout import Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
@@ -376,6 +379,12 @@ def _layer_comm(
             chunked_overlap(tp.forward, gemms.forward, layout.tp, share),
             chunked_overlap(tp.backward, gemms.backward_input, layout.tp, share),
         )
+    elif layout.overlap_tp_local_shard:
+        # nanotron's asynchronous TP: each gather beside the GEMM of the rank's own shard, the rest waited for
+        hidden = local_shard_hidden(model, layout, chip,
+                                    column_parallel_local_forwards(model, layout, chip, tokens, kind),
+                                    row_parallel_local_input_grads(model, layout, chip, tokens, kind))
+        tp = LayerComm(tp.forward - hidden.forward, tp.backward - hidden.backward, tp.hidden_by_weight_grad)
     # under sequence parallelism the weight gradients need each column-parallel input gathered again
     regather = column_input_regather(model, layout, chip,
                                      column_parallel_input_grads(model, layout, chip, tokens, kind))
@@ -475,6 +484,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.fp8_recipe,
         layout.async_tp,
         layout.overlap_tp_dgrad,
+        layout.overlap_tp_local_shard,
         layout.column_input,
         layout.mlp_up,  # two GEMMs, and without SP a collective more (kernels.split_up_collectives)
         layout.moe_imbalance,

@@ -85,6 +85,8 @@ class ModelOptions:
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
             collective waits, as older Megatron-LM, its forks and PyTorch DTensor's TP do).
+        overlap_tp_local_shard: under sequence parallelism, each TP all-gather runs beside the GEMM of the rank's
+            own shard, 1/tp of the linear's (nanotron's ``tp_linear_async_communication``; default off).
         column_input: under sequence parallelism, where the column-parallel linears' weight gradients get their
             gathered input: ``"regather"`` (default: all-gathered again beside the input-gradient GEMM, as
             Megatron-LM and Transformer Engine do), ``"regather-blocking"`` (again, waited for: nanotron's
@@ -153,6 +155,7 @@ class ModelOptions:
     fp8_recipe: str | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
+    overlap_tp_local_shard: bool | None = None
     column_input: str | None = None
     step_boundary: str | None = None
     steps: int | None = None

@@ -129,7 +129,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         cp_comm_ctas=o.cp_comm_ctas,
         precision=precision,
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
-        async_tp=bool(o.async_tp),
+        async_tp=bool(o.async_tp), overlap_tp_local_shard=bool(o.overlap_tp_local_shard),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
         p2p_calls=chosen.p2p_calls, mlp_up=chosen.mlp_up,

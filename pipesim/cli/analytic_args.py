@@ -215,6 +215,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "its weight-gradient GEMM (default: on, as Megatron-LM since 2021 and Transformer Engine "
                        "do); --no-overlap-tp-dgrad: every TP collective waits (older Megatron-LM and its forks, "
                        "PyTorch DTensor's TP)")
+    group.add_argument("--overlap-tp-local-shard", action="store_true", default=None,
+                       help="under --sequence-parallel, each TP all-gather runs beside the GEMM of the rank's own "
+                       "shard (1/tp of the linear's), the rest waited for: nanotron's tp_linear_async_communication")
     group.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                        help=COLUMN_INPUT_HELP)
     group.add_argument("--overlap-p2p", "--overlap-p2p-communication", action="store_true", default=None,

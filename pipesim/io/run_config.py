@@ -6,9 +6,10 @@ so its settings need no translating into flags. Read so far:
 - **nanotron's YAML** (``run_train.py --config-file``; its ``Config`` dataclasses in ``nanotron/config/``, read at
   2411b02): ``parallelism`` (``dp``, ``tp``, ``pp``, ``context_parallel_size``; ``pp_engine`` 1f1b, or afab, its
   default, which is GPipe's order; ``tp_mode`` REDUCE_SCATTER is sequence parallelism, ALL_REDUCE, its default,
-  is not; ``tp_linear_async_communication`` overlaps the column linears' input-gradient reduce-scatter with the
-  weight-gradient GEMM, ``--overlap-tp-dgrad`` (its all-gathers, which hide behind the local shard's GEMM alone,
-  1/tp of it, ``_ColumnLinearAsyncCommunication``, are taken as waited for: pessimistic by at most that);
+  is not; ``tp_linear_async_communication`` overlaps the column linears' input-gradient collective with the
+  weight-gradient GEMM (``--overlap-tp-dgrad``) and, under sequence parallelism, their input's second gather
+  with the input-gradient GEMM (``--column-input regather``) and each all-gather with the GEMM of the rank's
+  own shard (``--overlap-tp-local-shard``: ``_ColumnLinearAsyncCommunication``, ``_RowLinearAsyncCommunication``);
   ``recompute_layer`` recomputes every layer; ``tp_recompute_allgather`` false keeps the gathered input),
   ``tokens`` (``micro_batch_size``, ``batch_accumulation_per_replica`` microbatches, ``sequence_length``),
   ``optimizer`` (``zero_stage``; ``accumulate_grad_in_fp32`` false keeps BF16 gradients, 16 bytes a parameter)
@@ -124,10 +125,16 @@ def _nanotron(data: dict, source: str) -> RunConfig:
         options["recompute"] = "full"
     if tp > 1:  # what only tensor parallelism changes (stated at tp 1 it would only earn "changes nothing" notes)
         options["sequence_parallel"] = sequence_parallel or None
-        if parallelism.get("tp_linear_async_communication"):
+        asynchronous = bool(parallelism.get("tp_linear_async_communication"))
+        if asynchronous:  # the backward's reduce-scatter (or all-reduce) beside the weight-gradient GEMM
             options["overlap_tp_dgrad"] = True
-        if sequence_parallel and parallelism.get("tp_recompute_allgather") is False:
-            options["column_input"] = "saved"
+        if sequence_parallel:
+            if parallelism.get("tp_recompute_allgather") is False:
+                options["column_input"] = "saved"
+            elif asynchronous:  # the input gathered again beside the input-gradient GEMM, not waited for
+                options["column_input"] = "regather"
+            if asynchronous:
+                options["overlap_tp_local_shard"] = True
     if optimizer.get("accumulate_grad_in_fp32") is False:
         options["param_bytes"] = "16"
     spec = _nanotron_model(model, tp, options["seq_len"], source)
