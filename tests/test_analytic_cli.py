@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.cli.main import main
 
 
@@ -30,8 +31,8 @@ def test_a_shortened_or_mistyped_preset_name_gets_the_presets_it_likely_meant(ca
     names the likely presets first, so the fix is in the first words of the message."""
     err = _error(capsys, ["simulate", "--model", "llama2-7b", "--hardware", "h100"])
     assert "did you mean h100-sxm or h100-96gb-hbm2e? use one of" in err and err.count("\n") == 1
-    err = _error(capsys, ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm"])
-    assert "did you mean llama3.1-8b" in err
+    err = _error(capsys, ["simulate", "--model", "llama3-405b", "--hardware", "h100-sxm"])  # 3.1 had the 405B
+    assert "did you mean llama3.1-405b" in err
     err = _error(capsys, ["simulate", "--model", "llama2-7b", "--hardware", "B20"])
     assert "did you mean b200?" in err
 
@@ -189,3 +190,19 @@ def test_megatron_flag_names_are_accepted(capsys):
         reports.append(json.loads(capsys.readouterr().out)["model_report"])
     assert reports[0] == reports[1]
     assert reports[0]["step_time_s"] != reports[2]["step_time_s"]
+
+
+@pytest.mark.parametrize(("name", "preset"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama3.1-8b"), ("Llama-2-7b-hf", "llama2-7b"),
+    ("meta-llama/Meta-Llama-3-70B", "llama3.1-70b"), ("llama3-8b", "llama3.1-8b"),
+    ("deepseek-ai/DeepSeek-V3", "deepseek-v3"), ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+    ("Llama-3.2-1B", "llama3.2-1b"), ("GPT3-175B", "gpt3-175b"),
+])
+def test_hugging_face_names_and_llama_3_are_their_presets(name, preset):
+    """A model named as its Hugging Face repository, or as Llama 3 (the same architecture as 3.1 at 8B and 70B),
+    is the preset: the same spec, so the same prediction."""
+    from pipesim.analytic.model_load import load_model, model_preset_key
+
+    assert model_preset_key(name) == preset
+    assert load_model(name) is MODEL_PRESETS[preset]
+    assert model_preset_key("meta-llama/Llama-4-Scout") is None

@@ -6,6 +6,8 @@ that dataclass: keeping the loader here makes model_spec ← params, model_prese
 
 from __future__ import annotations
 
+import re
+
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ALIASES, FIELDS, ModelSpec
 from pipesim.analytic.params import total_params
@@ -45,7 +47,28 @@ def model_from_dict(data: dict, source: str) -> ModelSpec:
     return model
 
 
+# Llama 3 (April 2024) and Llama 3.1 (July 2024) at 8B and 70B are one architecture (the same widths, heads,
+# vocabulary and 8,192-token pre-training sequence; 3.1 lengthens the context by RoPE scaling, which changes no
+# FLOPs or bytes at a given sequence), so the older names are the newer presets.
+_MODEL_ALIASES = {"llama3-8b": "llama3.1-8b", "llama3-70b": "llama3.1-70b"}
+# Hugging Face repository suffixes that name a checkpoint of the same architecture
+_CHECKPOINT_SUFFIXES = ("-hf", "-instruct", "-chat", "-base", "-v0.1")
+
+
+def model_preset_key(spec: str) -> str | None:
+    """The preset a model name means, spelled as on Hugging Face ("meta-llama/Llama-3.1-8B-Instruct",
+    "Llama-2-7b-hf", "deepseek-ai/DeepSeek-V3") or as Llama 3 ("llama3-70b"), or None if none."""
+    key = spec.lower().rsplit("/", 1)[-1].removeprefix("meta-")
+    key = re.sub(r"^llama-(\d)", r"llama\1", key)  # "llama-3.1-8b", "llama-2-7b"
+    for suffix in _CHECKPOINT_SUFFIXES:
+        key = key.removesuffix(suffix)
+    key = _MODEL_ALIASES.get(key, key)
+    return key if key in MODEL_PRESETS else None
+
+
 def load_model(spec: str) -> ModelSpec:
-    """A preset name (``pipesim models``) or a path to a .yaml/.json model file."""
-    return preset_or_file(spec, MODEL_PRESETS, flag="--model", what="model", listing="pipesim models",
+    """A preset name (``pipesim models``; Hugging Face's spelling of one too, :func:`model_preset_key`) or a path
+    to a .yaml/.json model file."""
+    key = None if spec.lower().endswith((".yaml", ".yml", ".json")) else model_preset_key(spec)
+    return preset_or_file(key or spec, MODEL_PRESETS, flag="--model", what="model", listing="pipesim models",
                           from_dict=model_from_dict)

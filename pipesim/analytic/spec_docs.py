@@ -11,7 +11,9 @@ def model_and_chip_doc() -> str:
     return f"""# Model and chip files
 
 `pipesim simulate --model FILE --hardware FILE` take YAML (`.yaml`, `.yml`) or JSON (`.json`) files as well
-as preset names (`pipesim models`, `pipesim chips`). Every key is checked where the file enters: an unknown
+as preset names (`pipesim models`, `pipesim chips`; a model preset also by its Hugging Face name,
+`meta-llama/Llama-3.1-8B-Instruct` or `Llama-2-7b-hf`, and Llama 3 8B and 70B by their own names, the 3.1
+presets' architecture). Every key is checked where the file enters: an unknown
 key is named with the known ones, a wrong type, a value out of range, `.inf`/`.nan` or a boolean where a
 number belongs each give one line naming the file and the key, exit 2. Numbers may be written as YAML 1.1
 reads them or as strings Python reads as numbers (`989.4e12`, which YAML 1.1 leaves a string, is accepted).
