@@ -23,7 +23,8 @@ def run_example(path: Path, *args: str) -> str:
 
 
 def test_every_example_is_listed_here():
-    assert {p.name for p in EXAMPLES} == {"notebook_tour.py", "plan_a_job.py", "sweep_bubbles.py"}
+    assert {p.name for p in EXAMPLES} == {"from_framework_configs.py", "notebook_tour.py", "plan_a_job.py",
+                                          "sweep_bubbles.py"}
 
 
 def test_notebook_tour(tmp_path):
@@ -41,6 +42,13 @@ def test_plan_a_job(tmp_path):
     assert out.startswith("plan: gpt3-2.7b")
     assert "best: tp" in out and "executor: torchrun" in out
     assert (tmp_path / "pareto.png").stat().st_size > 1000
+
+
+def test_from_framework_configs():
+    out = run_example(ROOT / "examples" / "from_framework_configs.py")
+    from_file = out.split("nanotron config: ")[1].split()[0]
+    assert out.split("the same by options: ")[1].split()[0] == from_file  # the file is the options
+    assert "dp 8, 8 chunks a rank, first and last stages 1 and 1 layers, the others 2" in out
 
 
 def test_sweep_bubbles():
