@@ -98,20 +98,8 @@ def simulate(
         PipesimError: bad input, named in one line.
     """
     if config is not None:
-        if model is not None:
-            raise PipesimError(f"--config {config} states its model; drop --model")
-        from pipesim.io.run_config import load_run_config
-
-        stated = load_run_config(config)
-        model, schedule = stated.model, schedule or stated.schedule
-        pp = pp if pp is not None else stated.pp
-        chunks = chunks if chunks is not None else stated.chunks
-        if mb is None and global_batch is None:
-            mb, global_batch = stated.microbatches, stated.global_batch
-        model_options = {**stated.options, **{k: v for k, v in model_options.items() if v is not None}}
-        if stated.needs_gpus and model_options.get("dp") is None and model_options.get("gpus") is None:
-            raise PipesimError(f"--config {config} leaves the data-parallel degree to the GPUs the run has "
-                               "(data_parallel_shard_degree = -1); add --gpus N (or --dp)")
+        model, schedule, pp, mb, chunks, global_batch, model_options = _with_config(
+            config, model, schedule, pp, mb, chunks, global_batch, model_options)
     try:
         options = ModelOptions(**model_options)
     except TypeError:
@@ -183,6 +171,24 @@ def simulate(
     shape = built.program.shape
     analytic = built.source.analytic(shape.pp, shape.microbatches, shape.chunks, cost_model.default)
     return SimResult(built, raw, analytic, setup, limit)
+
+
+def _with_config(config, model, schedule, pp, mb, chunks, global_batch, model_options: dict) -> tuple:
+    """simulate()'s arguments with what a run's configuration file states (:mod:`pipesim.io.run_config`) where
+    they were not given: the model always (``model`` given too is refused), each argument and option given wins."""
+    if model is not None:
+        raise PipesimError(f"--config {config} states its model; drop --model")
+    from pipesim.io.run_config import load_run_config
+
+    stated = load_run_config(config)
+    if mb is None and global_batch is None:
+        mb, global_batch = stated.microbatches, stated.global_batch
+    options = {**stated.options, **{k: v for k, v in model_options.items() if v is not None}}
+    if stated.needs_gpus and options.get("dp") is None and options.get("gpus") is None:
+        raise PipesimError(f"--config {config} leaves the data-parallel degree to the GPUs the run has "
+                           "(data_parallel_shard_degree = -1); add --gpus N (or --dp)")
+    return (stated.model, schedule or stated.schedule, pp if pp is not None else stated.pp, mb,
+            chunks if chunks is not None else stated.chunks, global_batch, options)
 
 
 def _chunks_of_layers_per_chunk(model, options: ModelOptions, pp: int | None, chunks: int | None) -> int:
