@@ -224,3 +224,42 @@ def test_the_gpus_torchtitan_leaves_open_are_asked_for(capsys, tmp_path):
     assert "add --gpus N" in capsys.readouterr().err
     report = _json(capsys, "--config", str(config), "--gpus", "64")
     assert report["model_report"]["layout"]["dp"] == 8 and report["model_report"]["layout"]["zero"] == 3
+
+
+# --- plan --config: the layout for a run's own job -------------------------------------------------------------
+
+
+def test_a_nanotron_configs_job_by_hand(tmp_path):
+    from pipesim.io.run_config import plan_job
+
+    job = plan_job(load_run_config(_write(tmp_path, "tiny", TINY_LLAMA)))
+    # the file states every degree: tp 2 × dp 4 GPUs; 3 sequences × 1 microbatch × dp 4 a step
+    assert (job.gpus, job.global_batch) == (8, 12)
+    assert job.space == {"framework": "nanotron", "seq_len": 4096, "precision": ["bf16"], "overlap_tp_dgrad": True,
+                         "column_input": "regather", "overlap_tp_local_shard": True,
+                         "micro_batch_sizes": [1, 2, 3, 4, 8]}
+
+
+def test_a_torchtitan_configs_job_takes_the_gpus_it_leaves_open(tmp_path):
+    from pipesim.io.run_config import plan_job
+
+    stated = load_run_config(_toml(tmp_path, "llama3_405b", TORCHTITAN_405B))
+    with pytest.raises(PipesimError, match="add --gpus N"):
+        plan_job(stated)
+    job = plan_job(stated, gpus=512)
+    assert job.global_batch == 2 * 512 // 8  # local batch 2 on each of the 64 data-parallel ranks
+    assert job.space["precision"] == ["fp8"] and job.space["elementwise"] == "fused"
+
+
+def test_plan_of_a_config_ranks_its_own_layout_at_simulates_time(tmp_path):
+    import pipesim
+
+    config = _write(tmp_path, "tiny", TINY_LLAMA)
+    result = pipesim.plan(config=config, schedules=["1f1b"], recompute=["none"], zero=[0], cp=[1])
+    own = {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+    mine = [t for c, t in own.items() if (c.tp, c.dp, c.micro_batch_size, c.sequence_parallel) == (2, 4, 3, True)]
+    assert mine == [pytest.approx(pipesim.simulate(config=config).step_time, rel=1e-9)]
+    with pytest.raises(PipesimError, match="states its model"):
+        pipesim.plan("llama3.2-1b", config=config)
+    with pytest.raises(PipesimError, match="plan needs --model"):
+        pipesim.plan(gpus=8)

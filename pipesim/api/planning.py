@@ -213,12 +213,12 @@ def plan_request(
     cp: Sequence[int] = PLAN_DEFAULTS.context_parallel,
     ep: Sequence[int] | None = None,
     min_cp_tokens: int = PLAN_DEFAULTS.min_cp_tokens,
-    micro_batch_sizes: Sequence[int] = PLAN_DEFAULTS.micro_batch_sizes,
+    micro_batch_sizes: Sequence[int] | None = None,
     max_chunks: int = PLAN_DEFAULTS.max_chunks,
     seq_len: int | None = None,
     achievable_fraction: float | None = None,
     gpu_speed_spread: float | None = None,
-    param_bytes: str = PLAN_DEFAULTS.param_bytes,
+    param_bytes: str | None = None,
     blocking_p2p: bool = False,
     blocking_dp_sync: bool = False,
     attention: str | AttentionKernel = AttentionKernel.FUSED,
@@ -227,6 +227,7 @@ def plan_request(
     loss: str | LossKernel | None = None,
     zero_collectives: str | ZeroCollectives | None = None,
     overlap_tp_dgrad: bool | None = None,
+    overlap_tp_local_shard: bool = False,
     column_input: str | ColumnInput | None = None,
     p2p_tensor: str | BoundaryTensor | None = None,
     p2p_calls: str | P2pCalls | None = None,
@@ -238,6 +239,8 @@ def plan_request(
     spec = (load_model(model) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
     chip = load_chip(hardware) if isinstance(hardware, str) else hardware
     chip = chip.with_overrides(achievable_fraction=achievable_fraction, gpu_speed_spread=gpu_speed_spread)
+    param_bytes = PLAN_DEFAULTS.param_bytes if param_bytes is None else param_bytes
+    micro_batch_sizes = PLAN_DEFAULTS.micro_batch_sizes if micro_batch_sizes is None else micro_batch_sizes
     if str(param_bytes) not in PARAM_BYTES:
         raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
     name = framework.value if isinstance(framework, Framework) else framework
@@ -275,8 +278,9 @@ def plan_request(
         elementwise=defaults.elementwise, loss=defaults.loss,
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
-        overlap_tp_dgrad=defaults.overlap_tp_dgrad, column_input=defaults.column_input,
-        p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls, mlp_up=defaults.mlp_up,
+        overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
+        column_input=defaults.column_input, p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls,
+        mlp_up=defaults.mlp_up,
         grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
@@ -323,10 +327,11 @@ def _schedules_for(defaults: FrameworkKnobs, framework: str | None, asked: Seque
 
 
 def plan(
-    model: str | ModelSpec,
-    gpus: int,
-    global_batch: int,
+    model: str | ModelSpec | None = None,
+    gpus: int | None = None,
+    global_batch: int | None = None,
     *,
+    config: str | Path | None = None,
     top: int = PLAN_DEFAULTS.top,
     jobs: int = PLAN_DEFAULTS.jobs,
     cluster: str | None = None,
@@ -340,6 +345,9 @@ def plan(
         model: a model preset (:func:`pipesim.models`), file or ``ModelSpec``.
         gpus: GPUs in the job.
         global_batch: sequences per optimizer step.
+        config: a run's configuration file (nanotron's YAML, torchtitan's TOML: :mod:`pipesim.io.run_config`) in
+            place of ``model``: its model, framework, sequence and precision, and, unless given, its GPUs and
+            global batch; the layout is what the plan searches. Space arguments given win.
         top: configurations the ranking lists (default 10).
         jobs: local processes (0 = all cores; default 1).
         cluster: a Dask scheduler address (``tcp://HOST:8786``) to evaluate on instead.
@@ -364,8 +372,10 @@ def plan(
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
             release), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside
             their weight gradients, Megatron-LM's and Transformer Engine's backward; False: every TP collective
-            waits; not searched), ``column_input`` (under sequence parallelism, where the column-parallel linears'
-            weight gradients get their gathered input: "regather", Megatron-LM's and Transformer Engine's second
+            waits; not searched), ``overlap_tp_local_shard`` (under sequence parallelism, each TP all-gather
+            beside the GEMM of the rank's own shard, nanotron's asynchronous TP; not searched), ``column_input``
+            (under sequence parallelism, where the column-parallel linears' weight gradients get their gathered
+            input: "regather", Megatron-LM's and Transformer Engine's second
             all-gather beside the input-gradient GEMM; "regather-blocking", nanotron's, waited for; "saved",
             PyTorch DTensor's, the gathered input kept; not searched), ``p2p_tensor`` (without sequence
             parallelism, what each tp rank sends across a pipeline boundary: "whole", Megatron-Core's; "split",
@@ -384,6 +394,16 @@ def plan(
     from pipesim.plan.search import run_plan
     from pipesim.plan.workers import Workers
 
+    if config is not None:
+        if model is not None:
+            raise PipesimError(f"--config {config} states its model; drop --model")
+        from pipesim.io.run_config import load_run_config, plan_job
+
+        job = plan_job(load_run_config(config), gpus, global_batch)
+        model, gpus, global_batch = job.model, job.gpus, job.global_batch
+        space = {**job.space, **{k: v for k, v in space.items() if v is not None}}
+    if model is None or gpus is None or global_batch is None:
+        raise PipesimError("plan needs --model, --gpus and --global-batch (or --config, a run's configuration file)")
     request = plan_request(model, gpus, global_batch, **space)
     with Workers(jobs, cluster) as workers:
         result = run_plan(request, top=top, workers=workers, progress=progress, on_queue=on_queue)

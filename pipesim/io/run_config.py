@@ -62,6 +62,49 @@ class RunConfig:
     needs_gpus: bool = False  # the data-parallel degree is "the GPUs left": --gpus (or --dp) must say how many
 
 
+@dataclass(frozen=True)
+class PlanJob:
+    """What ``plan --config`` searches for: the run's model, GPUs and global batch, and what the file fixes that is
+    not a layout (the framework, the sequence, the precision, the element-wise kernels)."""
+
+    model: ModelSpec | str
+    gpus: int
+    global_batch: int
+    space: dict[str, Any]  # plan_request keyword arguments
+
+
+def plan_job(stated: RunConfig, gpus: int | None = None, global_batch: int | None = None) -> PlanJob:
+    """The job a run configuration describes, for a planner to find its layout: ``gpus`` (default the file's own
+    count, where it states every degree) and ``global_batch`` (default the file's: stated, or the micro-batch ×
+    microbatches × data-parallel degree its layout gives)."""
+    o = stated.options
+    model_parallel = o.get("tp", 1) * o.get("cp", 1) * (stated.pp or 1)
+    dp = o.get("dp")
+    if gpus is None:
+        if dp is None:
+            raise PipesimError(f"--config {stated.source} leaves the data-parallel degree to the GPUs the run has; "
+                               "add --gpus N")
+        gpus = model_parallel * dp
+    if global_batch is None:
+        global_batch = stated.global_batch
+    if global_batch is None:
+        if gpus % model_parallel:
+            raise PipesimError(f"--gpus {gpus} is not a multiple of the config's tp·cp·pp = {model_parallel}; give "
+                               "--global-batch as well")
+        global_batch = o.get("micro_batch_size", 1) * (stated.microbatches or 1) * (dp or gpus // model_parallel)
+    space: dict[str, Any] = {"framework": o.get("framework"), "seq_len": o.get("seq_len"),
+                             "precision": ["fp8" if o.get("fp8") else "bf16"]}
+    # the switches the file sets that are the code's, not the layout's: kept for every candidate
+    for key in ("elementwise", "overlap_tp_dgrad", "column_input", "overlap_tp_local_shard", "param_bytes"):
+        if key in o:
+            space[key] = o[key]
+    if "micro_batch_size" in o:  # the run's own micro-batch among those searched
+        from pipesim.api.defaults import PLAN_DEFAULTS
+
+        space["micro_batch_sizes"] = sorted({*PLAN_DEFAULTS.micro_batch_sizes, o["micro_batch_size"]})
+    return PlanJob(stated.model, gpus, global_batch, space)
+
+
 def load_run_config(path: str | Path) -> RunConfig:
     """The run configuration in ``path`` (see the module doc for the formats read); a one-line error otherwise."""
     path = Path(path)

@@ -96,6 +96,9 @@ class PlanRequest:
     # The column-parallel linears' input-gradient collectives beside their weight gradients (Megatron-LM's and
     # Transformer Engine's backward, Layout.overlap_tp_dgrad; not searched); False: every TP collective waits.
     overlap_tp_dgrad: bool = True
+    # Under sequence parallelism, each TP all-gather beside the local shard's GEMM (nanotron's asynchronous TP,
+    # Layout.overlap_tp_local_shard; not searched).
+    overlap_tp_local_shard: bool = False
     # Under sequence parallelism, how the column-parallel linears' weight gradients get their gathered input
     # (Layout.column_input; not searched): gathered again beside the input-gradient GEMM (Megatron-LM, TE).
     column_input: ColumnInput = ColumnInput.REGATHER
@@ -194,6 +197,7 @@ class PlanRequest:
                       overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=grad_reduce,
                       overlap_param_gather=param_gather,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
+                      overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
                       p2p_calls=P2pCalls.BATCHED if self.overlap_p2p and c.overlaps_p2p else self.p2p_calls,
                       stage_layers=c.stage_layers)

@@ -85,11 +85,16 @@ NAME = "plan"
 def register(sub) -> None:
     p = sub.add_parser(NAME, help="find the fastest parallel configuration that fits, by simulation",
                        description=DESCRIPTION)
-    p.add_argument("--model", required=True, metavar="NAME|FILE", help="model preset (pipesim models) or file")
+    p.add_argument("--model", metavar="NAME|FILE", help="model preset (pipesim models) or file")
+    p.add_argument("--config", metavar="FILE",
+                   help="a run's configuration (nanotron's .yaml, torchtitan's .toml) in place of --model: its model, "
+                   "framework, sequence and precision, and unless given its GPUs and global batch; the plan searches "
+                   "the layout")
     p.add_argument("--hardware", default=PLAN_DEFAULTS.hardware, metavar="NAME|FILE",
                    help=f"chip preset (pipesim chips) or file (default {PLAN_DEFAULTS.hardware})")
-    p.add_argument("--gpus", type=positive_int, required=True, help="GPUs in the job")
-    p.add_argument("--global-batch", type=positive_int, required=True, help="sequences per optimizer step")
+    p.add_argument("--gpus", type=positive_int, default=None, help="GPUs in the job (needed without --config)")
+    p.add_argument("--global-batch", type=positive_int, default=None,
+                   help="sequences per optimizer step (needed without --config)")
     p.add_argument("--gpus-per-node", type=positive_int, default=None,
                    help="GPUs sharing the fast intra-node link; tp stays within one (default: the chip's "
                         "node_size: 8, or 72 on gb200)")
@@ -116,7 +121,7 @@ def register(sub) -> None:
                    "and the experts)")
     p.add_argument("--min-cp-tokens", type=positive_int, default=PLAN_DEFAULTS.min_cp_tokens,
                    help=f"least sequence tokens per context-parallel rank (default {PLAN_DEFAULTS.min_cp_tokens})")
-    p.add_argument("--micro-batch-sizes", type=_ints, default=PLAN_DEFAULTS.micro_batch_sizes,
+    p.add_argument("--micro-batch-sizes", type=_ints, default=None,
                    help=f"sequences per microbatch to consider (default {_listing(PLAN_DEFAULTS.micro_batch_sizes)})")
     p.add_argument("--max-chunks", type=positive_int, default=PLAN_DEFAULTS.max_chunks,
                    help=f"most chunks per rank for interleaved/looped-bfs (default {PLAN_DEFAULTS.max_chunks})")
@@ -126,7 +131,7 @@ def register(sub) -> None:
                    "efficiencies (default: unset, the per-kernel model)")
     p.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
                    help=GPU_SPEED_SPREAD_HELP + "; one factor for every candidate on these GPUs")
-    p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=PLAN_DEFAULTS.param_bytes,
+    p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=None,
                    help=f"bytes per parameter for weights+grads+Adam (default {PLAN_DEFAULTS.param_bytes}, "
                    "Megatron's count)")
     p.add_argument("--attention", choices=[a.value for a in AttentionKernel], default="fused",
@@ -154,6 +159,9 @@ def register(sub) -> None:
                    "gradients, as Megatron-LM and Transformer Engine run them (default); --no-overlap-tp-dgrad: "
                    "every TP collective waits (older Megatron-LM forks, nanotron's default, PyTorch DTensor's TP), "
                    "not searched")
+    p.add_argument("--overlap-tp-local-shard", action="store_true", default=None,
+                   help="under sequence parallelism, each TP all-gather beside the GEMM of the rank's own shard "
+                   "(nanotron's tp_linear_async_communication), not searched")
     p.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                    help=COLUMN_INPUT_HELP + ", not searched")
     p.add_argument("--p2p-tensor", choices=[b.value for b in BoundaryTensor], default=None,
@@ -196,6 +204,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
+                overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,
                 mlp_up=args.mlp_up, fp8_params=args.fp8_params)
 
@@ -208,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
     # -o and --plot were checked as the flags were parsed (folder, suffix, writable): before any work.
     with Progress(transient=True, disable=args.quiet) as bar:
         task = bar.add_task("planning", total=None)
-        result = plan(args.model, args.gpus, args.global_batch, top=args.top, jobs=args.jobs, cluster=args.cluster,
+        result = plan(args.model, args.gpus, args.global_batch, config=args.config, top=args.top, jobs=args.jobs,
+                      cluster=args.cluster,
                       progress=lambda n: bar.advance(task, n),
                       on_queue=lambda n: bar.update(task, total=n, description=f"deciding {n} candidates"),
                       **space_from_args(args))
