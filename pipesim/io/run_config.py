@@ -1,7 +1,8 @@
 """A training framework's own run configuration as a simulation: the model, the layout and the batch it states.
 
 ``pipesim simulate --config FILE`` (and ``pipesim.simulate(config=FILE)``) reads the file a run was launched with,
-so its settings need no translating into flags. Read so far:
+so its settings need no translating into flags; ``pipesim plan --config FILE`` plans that run's job
+(:func:`plan_job`). Read so far:
 
 - **nanotron's YAML** (``run_train.py --config-file``; its ``Config`` dataclasses in ``nanotron/config/``, read at
   2411b02): ``parallelism`` (``dp``, ``tp``, ``pp``, ``context_parallel_size``; ``pp_engine`` 1f1b, or afab, its
