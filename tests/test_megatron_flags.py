@@ -237,3 +237,15 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys):
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
     assert lines >= 5  # 1F1B and interleaved lines, even and lighter-ended splits among the ten
+
+
+def test_a_whole_launch_line_with_ignore_unknown(capsys):
+    training = ["--lr", "3e-4", "--train-iters", "100", "--data-path", "/data/x", "--use-mcore-models"]
+    layout = ["--model", "llama3.2-1b", "--gpus", "8", "--tensor-model-parallel-size", "2",
+              "--pipeline-model-parallel-size", "1", "--global-batch-size", "32", "--sequence-parallel"]
+    err = _refused(capsys, *layout, *training)  # unknown flags are refused unless asked otherwise
+    assert "unrecognized arguments: --lr 3e-4" in err and "add --ignore-unknown" in err
+    assert main(["simulate", "--json", "--ignore-unknown", *layout, *training]) == 0
+    captured = capsys.readouterr()
+    assert "note: ignored (--ignore-unknown" in captured.err and "--train-iters 100" in captured.err
+    assert json.loads(captured.out) == _run(capsys, *layout)  # the same run as without them

@@ -58,7 +58,16 @@ def _run(argv: list[str]) -> int:
         # The first word names the command unless it is an option (--version, --help) or a typo, which
         # need every command's parser (the choices argparse lists).
         only = argv[0] if argv and argv[0] in NAMES else None
-        args = build_parser(only).parse_args(argv)
+        parser = build_parser(only)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            if not getattr(args, "ignore_unknown", False):
+                hint = ("; drop them, or add --ignore-unknown for a pasted launch line's training flags"
+                        if hasattr(args, "ignore_unknown") else "")
+                parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+            # a pasted launch line's training flags (learning rate, data, checkpoints): said, not silently dropped
+            print(f"note: ignored (--ignore-unknown; check that none changes the layout or the kernels): "
+                  f"{' '.join(unknown)}", file=sys.stderr)
         return args.func(args)
     except PipesimError as err:
         print(f"pipesim: error: {' '.join(str(err).split())}", file=sys.stderr)

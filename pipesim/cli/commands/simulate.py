@@ -40,6 +40,10 @@ def register(sub) -> None:
     sim.add_argument("--config", metavar="FILE",
                      help="a training framework's run configuration (nanotron's .yaml, torchtitan's .toml): its model, "
                      "layout, schedule and batch, under that --framework; flags given beside it win")
+    sim.add_argument("--ignore-unknown", action="store_true",
+                     help="flags pipesim does not know are listed in a note and ignored instead of refused: for a "
+                     "pasted launch line's training flags (--lr, --train-iters, --data-path, ...); check that none "
+                     "of them changes the layout or the kernels")
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
