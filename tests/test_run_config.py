@@ -236,8 +236,8 @@ def test_a_nanotron_configs_job_by_hand(tmp_path):
     # the file states every degree: tp 2 × dp 4 GPUs; 3 sequences × 1 microbatch × dp 4 a step
     assert (job.gpus, job.global_batch) == (8, 12)
     assert job.space == {"framework": "nanotron", "seq_len": 4096, "precision": ["bf16"], "overlap_tp_dgrad": True,
-                         "column_input": "regather", "overlap_tp_local_shard": True,
-                         "micro_batch_sizes": [1, 2, 3, 4, 8]}
+                         "column_input": "regather", "overlap_tp_local_shard": True}
+    assert job.micro_batch == 3  # plan searches it beside its defaults
 
 
 def test_a_torchtitan_configs_job_takes_the_gpus_it_leaves_open(tmp_path):
@@ -257,6 +257,7 @@ def test_plan_of_a_config_ranks_its_own_layout_at_simulates_time(tmp_path):
     config = _write(tmp_path, "tiny", TINY_LLAMA)
     result = pipesim.plan(config=config, schedules=["1f1b"], recompute=["none"], zero=[0], cp=[1])
     own = {o.candidate: o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None}
+    assert {c.micro_batch_size for c in own} >= {1, 2, 3, 4}  # the file's 3 among plan's own sizes
     mine = [t for c, t in own.items() if (c.tp, c.dp, c.micro_batch_size, c.sequence_parallel) == (2, 4, 3, True)]
     assert mine == [pytest.approx(pipesim.simulate(config=config).step_time, rel=1e-9)]
     with pytest.raises(PipesimError, match="states its model"):

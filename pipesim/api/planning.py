@@ -402,6 +402,8 @@ def plan(
         job = plan_job(load_run_config(config), gpus, global_batch)
         model, gpus, global_batch = job.model, job.gpus, job.global_batch
         space = {**job.space, **{k: v for k, v in space.items() if v is not None}}
+        if job.micro_batch is not None and "micro_batch_sizes" not in space:  # the run's own among those searched
+            space["micro_batch_sizes"] = sorted({*PLAN_DEFAULTS.micro_batch_sizes, job.micro_batch})
     if model is None or gpus is None or global_batch is None:
         raise PipesimError("plan needs --model, --gpus and --global-batch (or --config, a run's configuration file)")
     request = plan_request(model, gpus, global_batch, **space)

@@ -72,6 +72,7 @@ class PlanJob:
     gpus: int
     global_batch: int
     space: dict[str, Any]  # plan_request keyword arguments
+    micro_batch: int | None = None  # the run's own micro-batch size, to be among those searched
 
 
 def plan_job(stated: RunConfig, gpus: int | None = None, global_batch: int | None = None) -> PlanJob:
@@ -99,11 +100,7 @@ def plan_job(stated: RunConfig, gpus: int | None = None, global_batch: int | Non
     for key in ("elementwise", "overlap_tp_dgrad", "column_input", "overlap_tp_local_shard", "param_bytes"):
         if key in o:
             space[key] = o[key]
-    if "micro_batch_size" in o:  # the run's own micro-batch among those searched
-        from pipesim.api.defaults import PLAN_DEFAULTS
-
-        space["micro_batch_sizes"] = sorted({*PLAN_DEFAULTS.micro_batch_sizes, o["micro_batch_size"]})
-    return PlanJob(stated.model, gpus, global_batch, space)
+    return PlanJob(stated.model, gpus, global_batch, space, o.get("micro_batch_size"))
 
 
 def load_run_config(path: str | Path) -> RunConfig:
