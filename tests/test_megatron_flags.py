@@ -217,9 +217,14 @@ def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
 # --- plan's Megatron-LM line, simulated -----------------------------------------------------------------------
 
 
-def test_plans_megatron_lines_simulate_to_plans_step_times(capsys):
-    result = pipesim.plan("llama2-13b", gpus=32, global_batch=128, schedules=["1f1b", "interleaved"], cp=[1],
-                          micro_batch_sizes=[1], recompute=["none", "selective"], top=10)
+@pytest.mark.parametrize(("model", "hardware", "gpus", "vocab", "space", "least"), [
+    ("llama2-13b", "h100-sxm", 32, 32000, dict(schedules=["1f1b", "interleaved"], cp=[1], micro_batch_sizes=[1],
+                                               recompute=["none", "selective"]), 5),
+    ("llama3.2-1b", "b200", 8, 128256, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2],
+                                            recompute=["none", "full"], precision=["fp4"]), 3),
+])
+def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardware, gpus, vocab, space, least):
+    result = pipesim.plan(model, gpus=gpus, global_batch=128, hardware=hardware, top=10, **space)
     request = result.request
     lines = 0
     for outcome in result.ranked:
@@ -231,12 +236,13 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys):
         lines += 1
         expected = pytest.approx(outcome.evaluation.step_time, rel=1e-9)
         # the line as plan prints it, beside the preset it was planned for, and built from its own flags
-        named = _run(capsys, "--model", "llama2-13b", "--gpus", "32", *argv)
-        built = _run(capsys, "--vocab-size", "32000", "--gpus", "32", *argv)
+        common = ["--hardware", hardware, "--gpus", str(gpus), *argv]
+        named = _run(capsys, "--model", model, *common)
+        built = _run(capsys, "--vocab-size", str(vocab), *common)
         assert named["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
-    assert lines >= 5  # 1F1B and interleaved lines, even and lighter-ended splits among the ten
+    assert lines >= least  # 1F1B and interleaved lines, even and lighter-ended splits, FP4 and full recomputation
 
 
 def test_a_whole_launch_line_with_ignore_unknown(capsys):

@@ -1,7 +1,7 @@
 """Megatron-LM's own flags on ``simulate``'s command line, so a launch script's parallel layout can be pasted in.
 
-Flags that only rename a pipesim option are extra names on that option (``--tensor-model-parallel-size`` is
-``--tp``, in :mod:`pipesim.cli.analytic_args` and :mod:`pipesim.cli.shared_args`). The ones here take a value
+Flags that only rename a pipesim option are hidden aliases of it (``--tensor-model-parallel-size`` is ``--tp``:
+:data:`MEGATRON_ALIASES`, :func:`add_megatron_aliases`). The others take a value
 pipesim spells differently (``--fp8-format hybrid`` is ``--fp8``; ``--attention-backend flash`` is ``--attention
 fused``), are accepted because they ask for what pipesim does anyway (``--bf16``), or combine into one option
 (``--recompute-method`` with ``--recompute-num-layers``: :func:`recompute_layers_of`). The flags that count layers
@@ -76,6 +76,8 @@ def add_megatron_args(group) -> None:
                        default=None, help="Megatron-LM's FP8 training: --fp8 (e4m3 or hybrid, the same GEMM rate)")
     group.add_argument("--fp4-format", dest="fp4", action=_SetsTo, mapping={"e2m1": True}, default=None,
                        help="Megatron-LM's NVFP4 training: --fp4")
+    group.add_argument("--fp4-recipe", dest="fp4", action=_SetsTo, mapping={"nvfp4": True}, default=None,
+                       help="Megatron-LM's NVFP4 recipe (NVFP4BlockScaling): --fp4")
     group.add_argument("--bf16", action="store_true", default=None,
                        help="Megatron-LM's BF16 mixed precision: what pipesim runs unless --fp8 or --fp4 (accepted "
                        "so a launch line reads as is)")
