@@ -65,6 +65,12 @@ class MegatronModelArgs:
                 if getattr(self, f.name) != getattr(defaults, f.name)]
 
 
+def padded_vocab(vocab: int, multiple: int) -> int:
+    """The vocabulary rounded up to a multiple of ``multiple`` (the embedding's rows as Megatron-LM and nanotron
+    build them: ``make_vocab_size_divisible_by`` × tp)."""
+    return math.ceil(vocab / multiple) * multiple
+
+
 def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int]:
     """(first_dense_layers, moe_layer_frequency) of ``--moe-layer-freq``: an integer N (every N-th layer from
     layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then all MoE)."""
@@ -98,8 +104,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
                            "tokenizer's size); or name a preset or file with --model")
     hidden = args.hidden_size
     ffn = args.ffn_hidden_size or (int(4 * hidden * 2 / 3 / 64) * 64 if args.swiglu else 4 * hidden)
-    multiple = args.make_vocab_size_divisible_by * tp
-    vocab = math.ceil(args.vocab_size / multiple) * multiple
+    vocab = padded_vocab(args.vocab_size, args.make_vocab_size_divisible_by * tp)
     dropout = any(p is None or p > 0 for p in (args.hidden_dropout, args.attention_dropout))
     experts = args.num_experts or 0
     first_dense, frequency = _moe_layout(args.moe_layer_freq, args.num_layers) if experts else (0, 1)

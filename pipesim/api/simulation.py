@@ -107,8 +107,8 @@ def simulate(
         raise PipesimError(f"simulate() got an unknown option among {sorted(model_options)}; model options are "
                            f"{known}") from None
     engine = Engine(engine)
-    if options.num_layers_per_virtual_pipeline_stage is not None and model is not None:
-        chunks = _chunks_of_layers_per_chunk(model, options, pp, chunks)
+    if options.num_layers_per_virtual_pipeline_stage is not None and model is not None and chunks is None:
+        chunks = _chunks_of_layers_per_chunk(model, options, pp)  # model_setup checks a --chunks given beside it
     if schedule is None:
         schedule = default_schedule(chunks)
     pipeline_ranks = pp if pp is not None else DEFAULT_PP  # what a built-in schedule runs on; a file may fix its own
@@ -191,19 +191,16 @@ def _with_config(config, model, schedule, pp, mb, chunks, global_batch, model_op
             chunks if chunks is not None else stated.chunks, global_batch, options)
 
 
-def _chunks_of_layers_per_chunk(model, options: ModelOptions, pp: int | None, chunks: int | None) -> int:
+def _chunks_of_layers_per_chunk(model, options: ModelOptions, pp: int | None) -> int:
     """Chunks per rank from Megatron-LM's ``--num-layers-per-virtual-pipeline-stage``."""
     from pipesim.analytic.model_load import load_model
     from pipesim.analytic.stage_split import chunks_of_layers_per_chunk
 
     spec = load_model(model) if isinstance(model, str) else model
-    split, per_chunk = options.stage_split(), options.num_layers_per_virtual_pipeline_stage
-    derived = chunks_of_layers_per_chunk(spec.layers, pp if pp is not None else DEFAULT_PP, per_chunk,
-                                         split.embedding_as_layer, split.loss_as_layer)
-    if chunks is not None and chunks != derived:
-        raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {per_chunk} means {derived} chunks per rank, "
-                           f"but --chunks {chunks} is given; drop one")
-    return derived
+    split = options.stage_split()
+    return chunks_of_layers_per_chunk(spec.layers, pp if pp is not None else DEFAULT_PP,
+                                      options.num_layers_per_virtual_pipeline_stage, split.embedding_as_layer,
+                                      split.loss_as_layer)
 
 
 def _built(schedule, source, pp, mb, chunks, memory_limit, costs_for):

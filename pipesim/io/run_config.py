@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipesim.analytic.megatron_model import padded_vocab
+from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.errors import PipesimError
 
@@ -195,8 +197,8 @@ def _nanotron_model(model: dict, tp: int, seq_len: int | None, source: str) -> M
                            "gated SiLU; for another model use a model file")
     layers = _positive(config, "num_hidden_layers", source, 32)
     heads = _positive(config, "num_attention_heads", source, 32)
-    multiple = (_positive(model, "make_vocab_size_divisible_by", source, 1)) * tp
-    vocab = math.ceil(_positive(config, "vocab_size", source, 32000) / multiple) * multiple
+    vocab = padded_vocab(_positive(config, "vocab_size", source, 32000),
+                         _positive(model, "make_vocab_size_divisible_by", source, 1) * tp)
     return ModelSpec(
         Path(source).stem, layers, _positive(config, "hidden_size", source, 4096), heads,
         _positive(config, "intermediate_size", source, 11008), vocab,
@@ -273,7 +275,7 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
     if compile_.get("enable") and "model" in compile_.get("components", ["model", "loss"]):
         options["elementwise"] = "fused"
     schedule, chunks = _torchtitan_pipeline(parallelism, pp, source)
-    spec_layers = {"llama3.1-8b": 32, "llama3.1-70b": 80, "llama3.1-405b": 126}[preset]
+    spec_layers = MODEL_PRESETS[preset].layers
     mode = checkpointing.get("mode", "selective")
     if mode == "full":
         options["recompute"] = "full"
