@@ -88,6 +88,10 @@ _PRESETS = [
     # as the 3.1 presets (the context is extended to 128k after pre-training).
     replace(_llama("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192), tied_embeddings=True),
     replace(_llama("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192), tied_embeddings=True),
+    # Hugging Face's SmolLM3-3B (its nanotron configs, HuggingFaceTB/smollm3-configs stage1_8T.yaml: 36 layers ×
+    # 2048, 16 heads, 4 KV heads, MLP 11008, Llama 3's 128,256-token vocabulary tied, sequence 4096 in pre-training;
+    # RoPE skipped on every 4th layer, which moves no FLOP): the smol2025 validation source.
+    replace(_llama("smollm3-3b", 36, 2048, 16, 4, 11008, 128256, 4096), tied_embeddings=True),
     # AllenAI OLMo-core's model factories (src/olmo_core/nn/transformer/config.py, TransformerConfig.llama_like:
     # SwiGLU, RMSNorm, no biases, RoPE, untied output layer; the MLP 256·ceil(int(8h/3)/256)), the dolma2 tokenizer's
     # 100,278 tokens padded to a multiple of 128 (100352), sequence 4096: its llama2_1B/7B/13B and olmo_1B/7B/13B

@@ -11,10 +11,10 @@ BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.185, 529, 0.428),
     'blackwell-fp4': (None, 17, 0.17),
     'blackwell-fp8': (0.444, 26, 0.444),
-    'hopper-bf16': (0.166, 96, 0.189),
-    'hopper-fp8': (0.168, 50, 0.202),
+    'hopper-bf16': (0.171, 98, 0.212),
+    'hopper-fp8': (0.168, 50, 0.2),
 }
-POOLED: tuple[float, int] = (0.17, 718)
+POOLED: tuple[float, int] = (0.17, 720)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),

@@ -82,6 +82,9 @@ class PublishedRun:
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
     overlap_param_gather: bool = False  # --overlap-param-gather (NeMo's overlap_param_sync)
     async_tp: bool = False  # TP collectives overlapped with their GEMMs (torchtitan's AsyncTP)
+    # each column linear's input all-gather beside the GEMM of the rank's own sequence shard (nanotron's
+    # tp_linear_async_communication under sequence parallelism)
+    overlap_tp_local_shard: bool = False
     # the column-parallel input-gradient collective beside the weight gradient (Megatron-LM since 2021-09, TE)
     overlap_tp_dgrad: bool = True
     # under sequence parallelism, where the column-parallel weight gradients get their gathered input
@@ -186,7 +189,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls, mlp_up=run.mlp_up,
-                    async_tp=run.async_tp,
+                    async_tp=run.async_tp, overlap_tp_local_shard=run.overlap_tp_local_shard,
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
                     column_input=run.column_input,
@@ -241,6 +244,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--tp-pp-dp-mapping")
     if run.async_tp:
         argv.append("--async-tp")
+    if run.overlap_tp_local_shard:
+        argv.append("--overlap-tp-local-shard")
     if not run.overlap_tp_dgrad:
         argv.append("--no-overlap-tp-dgrad")
     if run.column_input is not ColumnInput.REGATHER:
