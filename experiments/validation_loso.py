@@ -23,6 +23,7 @@ from pipesim.validation.loso import (
     SourcePooling,
     ValidationResult,
     error_bands,
+    framework_records,
     layout_regimes,
     leave_one_source_out,
     left_out_by_kind,
@@ -86,7 +87,8 @@ BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "val
 
 def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: tuple[float, int],
                  memory: tuple[float, int, int], step_regimes: tuple[tuple[str, ...], ...],
-                 memory_regimes: tuple[tuple[str, ...], ...]) -> str:
+                 memory_regimes: tuple[tuple[str, ...], ...],
+                 frameworks: dict[str, tuple[int, int, float, float]]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
@@ -94,7 +96,9 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
         "that kind; their largest |left-out error|). MEMORY: (90/90 bound of |peak-memory error| over every "
         "published\nmemory row, rows, "
         "sources).\nSTEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band."
-        'LayoutFeature) of\nthose rows, what the bands were measured on."""\n\n'
+        "LayoutFeature) of\nthose rows, what the bands were measured on. FRAMEWORKS: per training framework the "
+        "rows name (other than\nMegatron-LM's), (rows, sources, lowest and highest signed left-out step-time "
+        'error)."""\n\n'
         "BANDS: dict[str, tuple[float | None, int, float]] = {\n"
         + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
@@ -102,6 +106,8 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
         "STEP_REGIMES: tuple[tuple[str, ...], ...] = (\n" + "".join(f"    {r!r},\n" for r in step_regimes) + ")\n"
         "MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (\n" + "".join(f"    {r!r},\n" for r in memory_regimes)
         + ")\n"
+        "FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {\n"
+        + "".join(f"    {name!r}: {value!r},\n" for name, value in frameworks.items()) + "}\n"
     )
 
 
@@ -153,6 +159,10 @@ def main(argv: list[str] | None = None) -> None:
           + f"; all ±{pooled[0]:.0%} ({pooled[1]} rows); peak memory "
           + (f"±{memory_band[0]:.1%}" if memory_band[0] is not None else "too few rows")
           + f" ({memory_band[1]} rows, {memory_band[2]} sources)")
+    frameworks = framework_records(result)
+    print("left out, by the framework the rows name (Megatron-LM's aside): " + ", ".join(
+        f"{name} {rows} rows from {sources} source{'' if sources == 1 else 's'}, {lowest:+.1%}…{highest:+.1%}"
+        for name, (rows, sources, lowest, highest) in frameworks.items()))
     step_rows = [r for s in result.sources for r in s.runs]
     for what, runs in (("step-time", step_rows), ("peak-memory", MEMORY_RUNS)):
         print(f"layouts the {what} rows had (the bands' coverage; error_band.unvalidated): " + ", ".join(
@@ -161,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")
         write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band, layout_regimes(step_rows),
-                                                   layout_regimes(MEMORY_RUNS)))
+                                                   layout_regimes(MEMORY_RUNS), frameworks))
     if args.json:
         write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")
 

@@ -375,3 +375,57 @@ def test_the_split_search_finds_the_whole_searchs_minimum():
     flat_members = [*members[:4], frozenset()]
     whole, _ = loso._exhaustive_minimum(base, flat, presets, lambda e: weights @ np.abs(e))
     assert loso._split_minimum(base, flat, presets, weights, flat_members) == whole and whole[4] == presets[4]
+
+
+def test_a_framework_record_states_its_rows_errors_and_their_direction_by_hand(monkeypatch):
+    """A band names what the published runs of the --framework showed, left out, in words that follow the signs;
+    Megatron's (the default, most rows' code) and no framework add nothing."""
+    from pipesim.analytic import validation_bands
+    from pipesim.analytic.error_band import framework_record
+
+    monkeypatch.setattr(validation_bands, "FRAMEWORKS", {"nanotron": (2, 1, -0.212, -0.116),
+                                                          "torchtitan": (3, 2, -0.05, 0.08),
+                                                          "megatron-deepspeed": (1, 1, 0.174, 0.174)})
+    assert framework_record(None) is None and framework_record("megatron") is None
+    assert framework_record("nanotron").text() == ("the 2 published nanotron runs (1 source) came out 12–21% "
+                                                   "faster than measured (pipesim too fast), left out")
+    assert "(2 sources) came out -5%…+8% off the measured step" in framework_record("torchtitan").text()
+    assert framework_record("megatron-deepspeed").text() == (
+        "the 1 published megatron-deepspeed run (1 source) came out 17% slower than measured (pipesim too slow), "
+        "left out")
+    monkeypatch.setattr(validation_bands, "FRAMEWORKS", {})
+    assert framework_record("nanotron").text() == "no published nanotron run validates --framework nanotron's settings"
+    band = error_band("h100-sxm", Precision.BF16, framework="nanotron")
+    assert band.text().endswith("; no published nanotron run validates --framework nanotron's settings)")
+    assert band.to_dict()["framework"]["rows"] == 0
+
+
+def test_the_frameworks_in_the_bands_file_are_the_rows_that_name_one(capsys):
+    """FRAMEWORKS, as --update-bands writes it, counts the step-time rows naming each framework and their sources;
+    simulate --framework quotes it beside the band, in text and JSON, and plan in its header."""
+    from pipesim.analytic.validation_bands import FRAMEWORKS
+    from pipesim.validation.loso import source_of
+
+    named = [r for runs in runs_by_source().values() for r in runs if r.framework is not None]
+    assert {name: rows for name, (rows, *_) in FRAMEWORKS.items()} == {
+        f.value: sum(r.framework is f for r in named) for f in {r.framework for r in named}}
+    for name, (_, sources, lowest, highest) in FRAMEWORKS.items():
+        assert sources == len({source_of(r) for r in named if r.framework.value == name}) and lowest <= highest
+    assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "--dp", "8", "--pp", "1",
+                 "--mb", "4", "--json"]) == 0
+    band = json.loads(capsys.readouterr().out)["model_report"]["step_time_band"]
+    assert band["framework"]["name"] == "nanotron" and band["framework"]["rows"] == FRAMEWORKS["nanotron"][0]
+    assert main(["simulate", "--model", "llama3.2-1b", "--dp", "8", "--pp", "1", "--mb", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"]["step_time_band"]["framework"] is None
+
+
+def test_a_plan_under_a_framework_names_what_its_published_runs_showed():
+    from pipesim.analytic.error_band import framework_record
+    from pipesim.api.planning import plan
+
+    space = dict(schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",), cp=(1,),
+                 micro_batch_sizes=(1,))
+    nanotron = plan("llama3.2-1b", 8, 16, top=1, framework="nanotron", **space)
+    megatron = plan("llama3.2-1b", 8, 16, top=1, **space)
+    assert f"\nvalidation: {framework_record('nanotron').text()}" in nanotron.header()
+    assert "validation:" not in megatron.header()

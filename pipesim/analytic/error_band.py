@@ -64,15 +64,68 @@ class ErrorBand:
     rows: int  # published rows the band was measured on
     basis: str  # what it is, in words
     validated: bool = True  # False: measured on other kinds of run than the one it is given for
+    framework: FrameworkRecord | None = None  # the named framework's published runs, when it is not Megatron
 
     def text(self) -> str:
+        note = f"; {self.framework.text()}" if self.framework is not None else ""
         if self.relative is None:
-            return f"(no band: {self.basis})"
-        return f"± {self.relative:.0%} ({self.basis})"
+            return f"(no band: {self.basis}{note})"
+        return f"± {self.relative:.0%} ({self.basis}{note})"
 
     def to_dict(self) -> dict:
         return {"relative": self.relative, "kind": self.kind, "rows": self.rows, "basis": self.basis,
-                "validated": self.validated}
+                "validated": self.validated,
+                "framework": None if self.framework is None else self.framework.to_dict()}
+
+
+@dataclass(frozen=True)
+class FrameworkRecord:
+    """What validation by source left out measured on the published runs of one training framework other than
+    Megatron-LM (whose code most rows ran, and whose kernels are pipesim's defaults): a band pools every framework
+    of a kind, and a framework whose steps pipesim misses one way should say so beside it."""
+
+    name: str
+    rows: int  # 0: no published run names the framework
+    sources: int = 0
+    lowest: float = 0.0  # signed left-out step-time errors: predicted / published − 1
+    highest: float = 0.0
+
+    def text(self) -> str:
+        if not self.rows:
+            return f"no published {self.name} run validates --framework {self.name}'s settings"
+        runs = "run" if self.rows == 1 else "runs"
+        span = f"{abs(self.lowest):.0%}" if self.rows == 1 else _span(self.lowest, self.highest)
+        if self.highest < 0:
+            direction = "faster than measured (pipesim too fast)"
+        elif self.lowest > 0:
+            direction = "slower than measured (pipesim too slow)"
+        else:
+            direction = "off the measured step"
+        source = "1 source" if self.sources == 1 else f"{self.sources} sources"
+        return f"the {self.rows} published {self.name} {runs} ({source}) came out {span} {direction}, left out"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "rows": self.rows, "sources": self.sources, "lowest": self.lowest,
+                "highest": self.highest}
+
+
+def _span(lowest: float, highest: float) -> str:
+    """``12–21%`` of two signed errors of one sign (by magnitude), ``−5…+8%`` of two of either."""
+    if lowest < 0 < highest:
+        return f"{lowest:+.0%}…{highest:+.0%}"
+    small, large = sorted((abs(lowest), abs(highest)))
+    return f"{small * 100:.0f}–{large:.0%}"
+
+
+def framework_record(framework: str | None) -> FrameworkRecord | None:
+    """The published-run record of ``framework`` (a ``--framework`` name); None for Megatron's (pipesim's
+    defaults, and most rows') or none named."""
+    from pipesim.analytic.validation_bands import FRAMEWORKS
+
+    if framework is None or framework == "megatron":
+        return None
+    rows, sources, lowest, highest = FRAMEWORKS.get(framework, (0, 0, 0.0, 0.0))
+    return FrameworkRecord(framework, rows, sources, lowest, highest)
 
 
 class LayoutFeature(enum.Enum):
@@ -130,17 +183,21 @@ def _coverage(basis: str, features: frozenset[LayoutFeature] | None,
     return f"{basis}; none had {listed}{together}: not validated for this layout", False
 
 
-def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None) -> ErrorBand:
+def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None,
+               framework: str | None = None) -> ErrorBand:
     """The step-time band of this kind of run; given the layout's ``features``, it says when no published row
-    had them (:func:`unvalidated`)."""
+    had them (:func:`unvalidated`); given a ``framework`` other than Megatron, what its published runs showed
+    (:func:`framework_record`)."""
     from pipesim.analytic.validation_bands import BANDS, POOLED, STEP_REGIMES
 
+    record = framework_record(framework)
     kind = run_kind(chip_name, precision)
     if kind is None:
-        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it")
+        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it", framework=record)
     relative, rows, largest = BANDS.get(kind, (None, 0, 0.0))
     if not rows:  # the chip's family was validated, but never at this precision (Blackwell in BF16)
-        return ErrorBand(None, kind, 0, f"no published {precision.value} run on {chip_name} validates it")
+        return ErrorBand(None, kind, 0, f"no published {precision.value} run on {chip_name} validates it",
+                         framework=record)
     if relative is None or rows < MIN_ROWS:
         of_kind = rows
         relative, rows = POOLED
@@ -152,7 +209,7 @@ def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutF
     else:
         basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
     basis, validated = _coverage(basis, features, STEP_REGIMES)
-    return ErrorBand(relative, kind, rows, basis, validated)
+    return ErrorBand(relative, kind, rows, basis, validated, record)
 
 
 def memory_band(features: frozenset[LayoutFeature] | None = None) -> ErrorBand:

@@ -69,6 +69,7 @@ class StepReport:
     # each rank's wait at its optimizer step for the asynchronous gradient sync, in the simulated step; None: the
     # simulation had no asynchronous sync (nobody waited)
     simulated_sync_wait: tuple[float, ...] | None = None
+    framework: str | None = None  # the training framework named (--framework), None: Megatron's defaults
 
     @cached_property
     def rank_times(self) -> tuple[RankTime, ...]:
@@ -91,7 +92,8 @@ class StepReport:
         whether any of them had this layout's features."""
         if self.chip.achievable_fraction is not None:
             return ErrorBand(None, None, 0, "--achievable-fraction replaces the validated per-kernel model")
-        return error_band(self.chip.name, self.layout.precision, features_of(self.layout, self.model.is_moe))
+        return error_band(self.chip.name, self.layout.precision, features_of(self.layout, self.model.is_moe),
+                          self.framework)
 
     @property
     def tokens_per_second(self) -> float:
@@ -222,10 +224,12 @@ def step_report(
     step_time: float | None = None,
     boundary: StepBoundary = StepBoundary.SYNC,
     memory: MemoryReport | None = None,
+    framework: str | None = None,
 ) -> StepReport:
     """``step_time``: the steady-state seconds per step (:mod:`.steady_state`); default the one step's makespan.
     ``memory``: :func:`memory_report` of this configuration when the caller has it already (it depends on the
-    instruction order alone, never on the timing, so one made from an untimed result is the same)."""
+    instruction order alone, never on the timing, so one made from an untimed result is the same).
+    ``framework``: the training framework the run names, whose published runs' errors the band quotes."""
     per_mb = model_flops_per_microbatch(model, layout, recomputed_layers(model, layout))
     replicas_mb = layout.dp * layout.microbatches
     step = result.metrics.makespan if step_time is None else step_time
@@ -245,6 +249,7 @@ def step_report(
         tuple(r.busy for r in result.metrics.ranks),
         bool(np.any(result.program.columns.op == OP_CODE[Op.W])),
         result.gradient_sync_waits(),
+        framework,
     )
 
 

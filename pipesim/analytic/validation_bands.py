@@ -5,7 +5,8 @@ kind: (90/90 tolerance bound of |left-out step-time error|, None for too few row
 that kind; their largest |left-out error|). MEMORY: (90/90 bound of |peak-memory error| over every published
 memory row, rows, sources).
 STEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band.LayoutFeature) of
-those rows, what the bands were measured on."""
+those rows, what the bands were measured on. FRAMEWORKS: per training framework the rows name (other than
+Megatron-LM's), (rows, sources, lowest and highest signed left-out step-time error)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.185, 529, 0.428),
@@ -34,3 +35,8 @@ MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
     ('tp', 'pp', 'cp'),
     ('zero-3',),
 )
+FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
+    'megatron-deepspeed': (2, 2, -0.176, -0.165),
+    'nanotron': (2, 1, -0.212, -0.116),
+    'torchtitan': (2, 1, -0.073, -0.045),
+}

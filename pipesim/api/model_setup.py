@@ -59,6 +59,7 @@ class ModelSetup:
     costs: CostModel
     boundary: StepBoundary | None = None  # None: default_boundary of the schedule
     steps: int = DEFAULT_STEPS
+    framework: str | None = None  # the --framework named, whose published runs' errors the report quotes
 
 
 def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options: ModelOptions,
@@ -160,7 +161,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if layout.sequence_parallel and layout.tp == 1:
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
-                      o.steps or DEFAULT_STEPS)
+                      o.steps or DEFAULT_STEPS, o.framework)
 
 
 def _stage_layers(spec: ModelSpec, shape: PipelineShape, split: StageSplitRequest, framework) -> tuple[int, ...]:
@@ -213,4 +214,4 @@ def steady_step_time(setup: ModelSetup, result: SimulationResult) -> float:
 def model_step_report(setup: ModelSetup, result: SimulationResult) -> StepReport:
     """Step time, tokens/s, MFU, bubble and per-rank GiB of ``result`` (render with ``report_text``/``to_dict``)."""
     return step_report(setup.model, setup.chip, setup.layout, result, steady_step_time(setup, result),
-                       boundary_of(setup, result))
+                       boundary_of(setup, result), framework=setup.framework)

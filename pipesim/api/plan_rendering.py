@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.error_band import memory_band
+from pipesim.analytic.error_band import framework_record, memory_band
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
@@ -30,9 +30,11 @@ __all__ = ["counts_line", "header", "ranking_text"]
 def header(request: PlanRequest) -> str:
     m = request.model
     trained = "" if request.framework is Framework.MEGATRON else f" with {request.framework.value}"
+    record = framework_record(request.framework.value)
+    validated = f"\nvalidation: {record.text()}" if record is not None else ""
     return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}){trained} on {request.gpus}× "
             f"{request.chip.name} ({_per_node(request)}), global batch {request.global_batch} sequences, "
-            f"memory cap {request.cap_gib:g} GiB{_kernels(request)}")
+            f"memory cap {request.cap_gib:g} GiB{_kernels(request)}{validated}")
 
 
 def _per_node(request: PlanRequest) -> str:

@@ -309,6 +309,21 @@ def left_out_by_kind(result: ValidationResult) -> dict[str, list[float]]:
     return dict(sorted(per_kind.items()))
 
 
+def framework_records(result: ValidationResult) -> dict[str, tuple[int, int, float, float]]:
+    """Per training framework the published rows name (:attr:`PublishedRun.framework`), its rows, their sources
+    and the lowest and highest signed left-out step-time error: what :func:`pipesim.analytic.error_band.
+    framework_record` quotes beside a band."""
+    errors: dict[str, list[float]] = {}
+    sources: dict[str, set[str]] = {}
+    for s in result.sources:
+        for run, error in zip(s.runs, s.left_out, strict=True):
+            if run.framework is not None:
+                errors.setdefault(run.framework.value, []).append(error)
+                sources.setdefault(run.framework.value, set()).add(s.source)
+    return {name: (len(v), len(sources[name]), round(min(v), 3), round(max(v), 3))
+            for name, v in sorted(errors.items())}
+
+
 def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int, float]], tuple[float, int]]:
     """The step-time error bands of :mod:`pipesim.analytic.validation_bands`: per kind of run (chip family,
     precision) the 90/90 tolerance bound of |left-out error| (None for a kind with too few rows for one), its

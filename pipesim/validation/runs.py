@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pipesim.analytic.allocator import MemoryMeasure
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
@@ -107,6 +108,10 @@ class PublishedRun:
     # which peak the source printed: what tensors held (max_memory_allocated) or what the caching allocator held
     # (max_memory_reserved, e.g. torchtitan's memory column)
     memory_measure: MemoryMeasure = MemoryMeasure.ALLOCATED
+    # the training framework the run's code was, when it is one --framework names other than Megatron-LM's (whose
+    # code most rows ran): the rows still state each setting; this records whose runs they are, for the
+    # framework's line beside the error band (pipesim.analytic.error_band.framework_record)
+    framework: Framework | None = None
     note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

@@ -42,6 +42,7 @@ so the row keeps the fused setting.
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
 
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
@@ -61,5 +62,6 @@ ROWS = [
                  recompute=Recompute.FULL, attention=AttentionKernel.UNFUSED, zero=ZeroStage.OPTIMIZER,
                  fp16_grads=True, grad_accumulation=GradAccumulation.AUTOGRAD, first_last=8, overlap_tp_dgrad=False,
                  p2p_tensor=BoundaryTensor.SPLIT, p2p_calls=P2pCalls.SEQUENTIAL,
-                 mfu_tflops=0.325 * A100_PEAK_TFLOPS),
+                 # SwissArmyTransformer's Megatron-style TP on DeepSpeed's pipeline engine: megatron-deepspeed's shape
+                 framework=Framework.MEGATRON_DEEPSPEED, mfu_tflops=0.325 * A100_PEAK_TFLOPS),
 ]

@@ -35,6 +35,7 @@ is not one of scale (docs/validation.md).
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
 
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
@@ -63,5 +64,5 @@ ROWS = [
     PublishedRun(SOURCE, "neox-20b", "a100-40gb", _GPUS, _BATCH, tp=2, pp=4, micro_batch=4, recompute=Recompute.FULL,
                  attention=AttentionKernel.UNFUSED, zero=ZeroStage.OPTIMIZER, fp16_grads=True,
                  grad_accumulation=GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False, p2p_tensor=BoundaryTensor.SPLIT,
-                 p2p_calls=P2pCalls.SEQUENTIAL,                 step_s=_step_s()),
+                 p2p_calls=P2pCalls.SEQUENTIAL, framework=Framework.MEGATRON_DEEPSPEED, step_s=_step_s()),
 ]

@@ -60,14 +60,15 @@ Out-of-sample: gathered for issue #24 after every constant was fixed, never fitt
 one cluster: too few for a ranking group.
 """
 
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import ColumnInput, ElementwiseKernels, GradAccumulation, LossKernel
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "Hugging Face 2025, The Smol Training Playbook (nanotron on AWS p5 H100)"
 _SEQ = 4096
 # nanotron's kernels and its DDP hook (pipesim's --framework nanotron, spelled out: a row names its settings)
-_NANOTRON = dict(elementwise=ElementwiseKernels.EAGER_ACTIVATION, loss=LossKernel.NANOTRON,
-                 grad_accumulation=GradAccumulation.AUTOGRAD, overlap_grad_reduce=True)
+_NANOTRON = dict(framework=Framework.NANOTRON, elementwise=ElementwiseKernels.EAGER_ACTIVATION,
+                 loss=LossKernel.NANOTRON, grad_accumulation=GradAccumulation.AUTOGRAD, overlap_grad_reduce=True)
 
 ROWS = [
     # stage1_8T.yaml: dp 192 × tp 2, micro-batch 3, one microbatch a step; 13,500-14,000 tokens/s/GPU stated

@@ -34,6 +34,7 @@ cites this table's Float8/BF16 ratio as a cross-check, so its Float8 row is not 
 """
 
 from pipesim.analytic.allocator import MemoryMeasure
+from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import Fp8Recipe, LossKernel, MlpUp, Precision, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
@@ -53,7 +54,8 @@ def _row(table, model, gpus, local_batch, seq, precision, recompute, tps, gib, t
                         first_last=first_last, tokens_per_gpu=tps, memory_gib=gib, loss=LossKernel.PYTORCH,
                         memory_measure=MemoryMeasure.RESERVED, mlp_up=MlpUp.SPLIT,
                         # torchao's dynamic scaling: each tensor's scale from its own amax (pipesim's tensorwise)
-                        fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED)
+                        fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED,
+                        framework=Framework.TORCHTITAN)
 
 
 _SEL, _FULL = Recompute.PER_OP, Recompute.FULL  # torchtitan's "selective" is per-op SAC
