@@ -18,6 +18,7 @@ import enum
 import math
 from dataclasses import dataclass
 
+from pipesim.analytic.frameworks import DEFAULT_FRAMEWORK
 from pipesim.analytic.layout import Layout, Precision
 
 COVERAGE = 0.9  # share of runs of a kind the band is to hold
@@ -122,7 +123,7 @@ def framework_record(framework: str | None) -> FrameworkRecord | None:
     defaults, and most rows') or none named."""
     from pipesim.analytic.validation_bands import FRAMEWORKS
 
-    if framework is None or framework == "megatron":
+    if framework is None or framework == DEFAULT_FRAMEWORK.value:
         return None
     rows, sources, lowest, highest = FRAMEWORKS.get(framework, (0, 0, 0.0, 0.0))
     return FrameworkRecord(framework, rows, sources, lowest, highest)
