@@ -11,7 +11,7 @@ tokens per second per GPU (the chapter "Optimizing Training Throughput": configu
 around 30% MFU on 384 GPUs"). The row takes the middle, 13,750 (±1.8 %). It agrees with the run's length: 11.2T
 tokens (the released checkpoints' card: 4,720,000 steps of 2,359,296 tokens) at 13,750 a GPU on 384 GPUs is 24.5
 days, the "24 days" of the SmolLM3 blog post, and the playbook's 276,480 GPU hours of the main run (30 days,
-"accounting for occasional downtimes") average 11,250. Settings, stated: the configuration the chapter names
+"accounting for occasional downtimes") average about 11,200. Settings, stated: the configuration the chapter names
 (``stage1_8T.yaml``, ``pipesim/validation/data/smollm3_stage1.yaml`` holds its layout, kernel and batch fields as
 published): dp 192 × tp 2 × pp 1, ``micro_batch_size`` 3 × ``sequence_length`` 4096,
 ``batch_accumulation_per_replica`` 1 (the chapter: "192 × 3 × 1 × 4,096 ≈ 2.3M"), ``zero_stage`` 0 (the chapter:
