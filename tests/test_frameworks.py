@@ -102,17 +102,23 @@ def test_an_unknown_framework_is_named_in_a_one_line_error():
 
 
 def test_the_sources_that_run_on_a_framework_state_its_settings():
-    """Each validation source names its framework's settings from that code; the preset must agree with them
-    (torchtitan's rows are compiled, so their element-wise kernels are fused by their own statement)."""
+    """Each validation row names its framework (``PublishedRun.framework``) and that code's settings; the preset
+    must agree with them where the row does not state otherwise (torchtitan's rows are compiled, so their
+    element-wise kernels are fused by their own statement; SmolLM3's TP is asynchronous by its config)."""
+    shared = {Framework.TORCHTITAN: ("loss", "mlp_up"),
+              Framework.MEGATRON_DEEPSPEED: ("overlap_tp_dgrad", "grad_accumulation", "p2p_tensor", "p2p_calls"),
+              Framework.NANOTRON: ("elementwise", "loss", "grad_accumulation")}
+    named = [run for runs in runs_by_source().values() for run in runs if run.framework is not None]
+    assert {run.framework for run in named} == set(shared)
+    for run in named:
+        knobs = KNOBS[run.framework]
+        assert all(getattr(run, field) is getattr(knobs, field) for field in shared[run.framework]), run.label
+        assert run.overlap_grad_reduce is knobs.grad_reduce.overlaps(run.zero)
+        if run.framework is Framework.TORCHTITAN:
+            assert run.recompute is knobs.selective
     by_source = runs_by_source()
-    titan = KNOBS[Framework.TORCHTITAN]
-    for run in by_source["torchtitan2024"]:
-        assert run.loss is titan.loss and run.recompute is titan.selective and run.mlp_up is titan.mlp_up
-    deepspeed = KNOBS[Framework.MEGATRON_DEEPSPEED]
-    for name in ("glm130b_2022", "neox20b_2022"):
-        for run in by_source[name]:
-            assert (run.overlap_tp_dgrad, run.grad_accumulation, run.p2p_tensor, run.p2p_calls) == (
-                deepspeed.overlap_tp_dgrad, deepspeed.grad_accumulation, deepspeed.p2p_tensor, deepspeed.p2p_calls)
+    assert {module for module, runs in by_source.items() if any(r.framework for r in runs)} == {
+        "torchtitan2024", "glm130b_2022", "neox20b_2022", "smol2025"}
     megatron = KNOBS[Framework.MEGATRON]
     for run in by_source["korthikanti2023"] + by_source["nemotron4_340b_2024"]:
         assert (run.elementwise, run.loss, run.overlap_tp_dgrad, run.column_input) == (
