@@ -2,6 +2,8 @@
 decides; a flag given explicitly wins; the validation sources that run on a framework state the same
 settings as its preset; the planner searches "selective" as the framework means it."""
 
+import json
+
 import pytest
 
 from pipesim.analytic.frameworks import KNOBS, Framework, GradReduce, knobs
@@ -20,6 +22,7 @@ from pipesim.analytic.layout import (
 from pipesim.api.model_options import ModelOptions
 from pipesim.api.model_setup import model_setup
 from pipesim.api.planning import plan_request
+from pipesim.api.simulation import simulate
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
 from pipesim.program.ir import PipelineShape
@@ -281,3 +284,36 @@ def test_async_tp_wins_over_a_framework_whose_tp_waits():
     assert model_setup("llama3.2-1b", "h100-sxm", ModelOptions(**options), SHAPE).layout.overlap_tp_dgrad
     with pytest.raises(PipesimError, match="--no-overlap-tp-dgrad contradicts --async-tp"):
         model_setup("llama3.2-1b", "h100-sxm", ModelOptions(**options, overlap_tp_dgrad=False), SHAPE)
+
+
+def _sends_overlap(schedule, chunks=None, **options):
+    result = simulate(schedule, 4, 8, chunks, model="llama3.2-1b", hardware="h100-sxm", dp=2, **options)
+    return result.setup.layout.overlap_p2p
+
+
+def test_the_pipeline_sends_overlap_as_the_framework_runs_the_schedule():
+    """Unasked, Megatron-LM overlaps its interleaved schedule's sends (its --overlap-p2p-communication default)
+    and blocks on 1F1B's; torchtitan overlaps those of the schedules torch's multi-stage runtime runs (zb-v) and
+    blocks on its single-stage Schedule1F1B's. A flag given wins, and sequential calls (one blocking call after
+    the other) mean blocking sends, not a refusal of the default."""
+    assert _sends_overlap("interleaved", 2) and not _sends_overlap("1f1b")
+    assert not _sends_overlap("interleaved", 2, overlap_p2p=False) and _sends_overlap("1f1b", overlap_p2p=True)
+    assert not _sends_overlap("interleaved", 2, p2p_calls="sequential")
+    assert _sends_overlap("zb-v", framework="torchtitan") and not _sends_overlap("1f1b", framework="torchtitan")
+    assert not _sends_overlap("zb-v")  # Megatron-LM has no such schedule of its own: pipesim's default, blocking
+    assert all(not knobs(f).overlapped_p2p_schedules for f in (Framework.NANOTRON, Framework.MEGATRON_DEEPSPEED))
+
+
+def test_a_megatron_launch_line_overlaps_the_interleaved_sends_unless_it_says_not_to(capsys):
+    """A pasted Megatron-LM line means what Megatron-LM makes of it: no flag, overlapped interleaved sends, the
+    same step as --overlap-p2p; --no-overlap-p2p-communication, blocking ones, a slower step."""
+    line = ["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--pipeline-model-parallel-size", "4",
+            "--num-layers-per-virtual-pipeline-stage", "2", "--micro-batch-size", "1", "--global-batch-size", "16",
+            "--json"]
+
+    def step(*flags):
+        assert main(line + list(flags)) == 0
+        return json.loads(capsys.readouterr().out)["model_report"]["step_time_s"]
+
+    unasked, overlapped, blocking = step(), step("--overlap-p2p"), step("--no-overlap-p2p-communication")
+    assert unasked == overlapped < blocking

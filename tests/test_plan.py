@@ -298,10 +298,11 @@ def test_megatron_flags():
     assert "--sequence-parallel" in argv and "--use-distributed-optimizer" in argv
     assert "--num-query-groups 8" in text and "--global-batch-size 1024" in text
     assert "--context-parallel-size 2" in text and "--fp8-format hybrid" in text
-    assert "--overlap-p2p-communication" in argv  # the plan overlapped the interleaved schedule's sends
-    assert "--overlap-p2p-communication" not in megatron_argv(c, model, 1024, overlap_p2p=False)
+    # the plan overlapped the interleaved schedule's sends, Megatron-LM's default (its flag turns it off)
+    assert not any("overlap-p2p" in arg for arg in argv)
+    assert "--no-overlap-p2p-communication" in megatron_argv(c, model, 1024, overlap_p2p=False)
     one_f_one_b = Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True)
-    assert "--overlap-p2p-communication" not in megatron_argv(one_f_one_b, model, 1024)  # Megatron: interleaved only
+    assert not any("overlap-p2p" in arg for arg in megatron_argv(one_f_one_b, model, 1024))  # interleaved only
     assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True), model, 1024) is None
     assert megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
 

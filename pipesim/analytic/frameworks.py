@@ -14,7 +14,9 @@ two together). An explicit flag always wins over the framework's default.
   GEMM and the gathered input gathered again for it (Korthikanti et al. 2023), selective recomputation of the
   attention core. Without sequence parallelism every tp rank sends a pipeline boundary's whole tensor: Megatron-
   Core's ``get_tensor_shapes`` splits it over tp only under sequence parallelism (Megatron-LM's 2021–2022
-  scatter/gather of it, Narayanan et al. 2021 §4.1, is gone: ``--p2p-tensor split`` for runs of that code).
+  scatter/gather of it, Narayanan et al. 2021 §4.1, is gone: ``--p2p-tensor split`` for runs of that code). Its
+  interleaved schedule's pipeline sends overlap compute unasked (``--overlap-p2p-communication`` has been the
+  default since October 2023); its other schedules block on them.
 - **torchtitan** (FSDP2, DTensor TP, ``torch.distributed.pipelining``): eager element-wise ops
   (``torch.compile`` is off unless ``[compile] enable``: ``CompileConfig.enable = False``; give
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
@@ -28,7 +30,9 @@ two together). An explicit flag always wins over the framework's default.
   parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the weights; ``reshard_after_forward = "never"`` keeps
   them gathered, ZeRO-2's shape). Unasked, it splits the layers over the stages counting the embedding and the
   head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
-  stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``).
+  stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``). ``torch.distributed.
+  pipelining`` overlaps the sends of its multi-stage schedules (interleaved, looped BFS, the zero-bubble ones,
+  DualPipe-V, and any order pipesim exports) and blocks on those of its single-stage 1F1B and GPipe.
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary in its training path), its SwiGLU
   (``GLUActivation``: ``act(gate) * up``) as two eager ops and its attention's q, k, v and output moved between
   layouts by copies (``--elementwise eager-activation``; its residual adds are plain adds, no dropout); the
@@ -164,6 +168,14 @@ class FrameworkKnobs:
     # --overlap-grad-reduce and --overlap-param-gather), which a tuned recipe turns on; elsewhere the sync runs as
     # grad_reduce says and the sharded parameters are gathered after the optimizer step
     dp_overlap_switches: bool = False
+    # the built-in schedules whose pipeline sends its engine issues without waiting, each receive waited for only
+    # where its data is read (--overlap-p2p), unasked (--overlap-p2p or --no-overlap-p2p given wins); its other
+    # schedules' sends block
+    overlapped_p2p_schedules: tuple[str, ...] = ()
+
+    def overlaps_p2p(self, schedule: str) -> bool:
+        """Whether this framework's engine overlaps the pipeline sends of the built-in ``schedule``, unasked."""
+        return schedule in self.overlapped_p2p_schedules
 
     def dp_sync_overlaps(self, zero: ZeroStage, tuned: bool) -> tuple[bool, bool]:
         """(gradient reduce, parameter gather) overlapped with the passes in a run sharded at ``zero``: with the
@@ -260,17 +272,30 @@ def _parsed(name: str, kind: type, value: object) -> object:
         raise PipesimError(f"{name}={value!r} is not one of {choices}; choose one of those") from None
 
 
+# Megatron-LM overlaps its interleaved schedule's sends by default (--overlap-p2p-communication since 4eeff55,
+# October 2023, "Make overlap_p2p_comm the default": --no-overlap-p2p-communication turns it off) and no other
+# schedule's (validate_args sets overlap_p2p_comm False without a virtual pipeline); its combined 1F1B
+# (interleaved-overlap) is the interleaved schedule too.
+MEGATRON_OVERLAPPED_P2P = ("interleaved", "interleaved-overlap")
+# torch.distributed.pipelining runs its multi-stage schedules, and any order pipesim exports, through
+# _PipelineScheduleRuntime, whose _step_microbatches batches each send and waits for the sends only at the step's
+# end, each receive posted ahead and waited for just before the compute that reads it; its single-stage
+# Schedule1F1B and ScheduleGPipe wait for every batch of sends and receives where they are issued.
+TORCH_RUNTIME_SCHEDULES = ("interleaved", "interleaved-overlap", "looped-bfs", "zb-h1", "zb-h2", "zb-v", "zb-auto",
+                           "dualpipe-v")
+
 KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.MEGATRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        dp_overlap_switches=True),
+        dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
-        recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL)),
+        recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL),
+        overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

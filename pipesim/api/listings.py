@@ -48,6 +48,7 @@ def frameworks() -> pd.DataFrame:
                      "p2p_calls": k.p2p_calls.value, "mlp_up": k.mlp_up.value,
                      "tp_shards_sequence": k.tp_shards_sequence, "stage_split": k.stage_split.value,
                      "grad_reduce": k.grad_reduce.value,
+                     "overlap_p2p": ",".join(k.overlapped_p2p_schedules) or "none",
                      "precisions": ",".join(p.value for p in k.precisions),
                      "recomputes": ",".join(r.value for r in k.recomputes) + ("" if k.partial_recompute else " (all)")})
     return pd.DataFrame(rows)

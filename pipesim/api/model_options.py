@@ -8,7 +8,7 @@ report), so that ``pipesim simulate`` on unit costs parses its flags without imp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from pipesim.analytic.stage_split import StageSplitRequest
 from pipesim.errors import PipesimError
@@ -95,7 +95,9 @@ class ModelOptions:
         step_boundary: ``"sync"`` or ``"post-validation"`` (default: post-validation for split-backward
             schedules, sync otherwise).
         steps: back-to-back steps of the post-validation steady state (default 3).
-        overlap_p2p: pipeline sends overlap compute (default: blocking sends).
+        overlap_p2p: pipeline sends overlap compute (default: the framework's way for the schedule, as
+            :meth:`for_schedule` resolves it: Megatron-LM overlaps its interleaved schedule's sends, torchtitan its
+            multi-stage schedules'; other orders' sends block).
         p2p_tensor: without sequence parallelism, what each tp rank sends across a pipeline boundary:
             ``"whole"`` (the whole tensor, Megatron-Core's and nanotron's way; default) or ``"split"`` (1/tp of it,
             all-gathered on the receiving node: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline
@@ -192,6 +194,17 @@ class ModelOptions:
             raise PipesimError(f"--gpus {self.gpus} over tp·cp·pp = {model_parallel} means dp {dp}, but --dp "
                                f"{self.dp} is given; drop one")
         return dp
+
+    def for_schedule(self, schedule: str) -> ModelOptions:
+        """These options with the pipeline sends as the framework's engine runs the built-in ``schedule``, where
+        neither ``overlap_p2p`` nor sequential ``p2p_calls`` (one blocking call after the other) was asked:
+        Megatron-LM overlaps its interleaved schedule's sends, torchtitan its multi-stage schedules'
+        (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.overlaps_p2p`); every other order's sends block."""
+        if self.overlap_p2p is not None or self.p2p_calls == "sequential":
+            return self
+        from pipesim.analytic.frameworks import knobs  # loaded for a model run only, as the analytic model is
+
+        return replace(self, overlap_p2p=knobs(self.framework).overlaps_p2p(schedule))
 
     def given(self) -> list[str]:
         """Names of the options set (not None), in declaration order."""

@@ -220,9 +220,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "shard (1/tp of the linear's), the rest waited for: nanotron's tp_linear_async_communication")
     group.add_argument("--column-input", choices=[c.value for c in ColumnInput], default=None,
                        help=COLUMN_INPUT_HELP)
-    group.add_argument("--overlap-p2p", "--overlap-p2p-communication", action="store_true", default=None,
-                       help="pipeline sends overlap compute (Megatron's --overlap-p2p-communication); default: "
-                       "blocking sends, the sender waits for its transfer")
+    group.add_argument("--overlap-p2p", "--overlap-p2p-communication", action=argparse.BooleanOptionalAction,
+                       default=None,
+                       help="pipeline sends overlap compute, each receive waited for where its data is read "
+                       "(Megatron's --overlap-p2p-communication); --no-overlap-p2p: blocking sends, the sender "
+                       "waits for its transfer. Default: the framework's way for the schedule (Megatron-LM "
+                       "overlaps its interleaved schedule's sends, torchtitan its multi-stage schedules'; other "
+                       "orders block)")
     group.add_argument("--p2p-tensor", choices=[b.value for b in BoundaryTensor], default=None,
                        help=P2P_TENSOR_HELP)
     group.add_argument("--p2p-calls", choices=[c.value for c in P2pCalls], default=None, help=P2P_CALLS_HELP)

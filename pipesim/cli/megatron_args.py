@@ -97,8 +97,6 @@ def add_megatron_args(group) -> None:
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
-    group.add_argument("--no-overlap-p2p-communication", dest="overlap_p2p", action="store_const", const=False,
-                       default=None, help="blocking pipeline sends, pipesim's default (Megatron-LM's flag)")
 
 
 def recompute_layers_of(args: argparse.Namespace) -> int | None:

@@ -97,8 +97,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         group = interleaved_microbatch_group(c.pp, c.microbatches)
         if group != c.pp:  # pp does not divide m: Megatron-Core's larger groups, which pipesim simulated
             args += ["--microbatch-group-size-per-virtual-pipeline-stage", str(group)]
-        if overlap_p2p:
-            args.append("--overlap-p2p-communication")
+        if not overlap_p2p:  # Megatron-LM overlaps them unasked (since 4eeff55, October 2023)
+            args.append("--no-overlap-p2p-communication")
     if c.stage_layers is not None:
         # one layer fewer on the first and last stage (pipesim.analytic.stage_split.pipeline_split)
         args += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]

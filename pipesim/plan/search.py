@@ -145,7 +145,7 @@ class PlanResult:
             o.row(self.request.cap_gib, self.request.chip.memory_gib)
             | {
                 "pareto": id(o) in front,
-                "overlap_p2p": self.request.overlap_p2p and o.candidate.overlaps_p2p,
+                "overlap_p2p": self.request.sends_overlap(o.candidate),
                 "overlap_dp_sync": self.request.overlap_dp_sync,
                 "fp8_params": self.request.fp8_params_of(o.candidate).value,
                 "step_time_band": band_of(o, self.request.chip),

@@ -115,8 +115,9 @@ class PlanRequest:
     # The training code whose defaults set the fields above (pipesim.analytic.frameworks); Megatron's launch line
     # is printed for its candidates only.
     framework: Framework = Framework.MEGATRON
-    # Interleaved candidates overlap their pipeline sends with compute (Megatron-LM's
-    # --overlap-p2p-communication, which only its interleaved schedule supports); the others block on them.
+    # Candidates overlap their pipeline sends with compute where the framework's engine does for their schedule
+    # (Megatron-LM's interleaved schedule, its --overlap-p2p-communication default; torchtitan's multi-stage
+    # ones); the others block on them. False: every candidate's sends block.
     overlap_p2p: bool = True
     # Every candidate reduces its gradients beside its last backward and gathers its sharded parameters beside the
     # next step's first forward (Megatron-LM's --overlap-grad-reduce and --overlap-param-gather, what tuned
@@ -170,10 +171,17 @@ class PlanRequest:
     def cap_gib(self) -> float:
         return self.chip.memory_gib if self.memory_cap_gib is None else self.memory_cap_gib
 
+    def sends_overlap(self, candidate: Candidate) -> bool:
+        """Whether the candidate's pipeline sends overlap compute: with :attr:`overlap_p2p`, where the framework's
+        engine overlaps its schedule's (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.overlaps_p2p`:
+        Megatron-LM's interleaved schedule, torchtitan's multi-stage ones)."""
+        c = candidate
+        return self.overlap_p2p and c.pp > 1 and knobs(self.framework).overlaps_p2p(c.schedule)
+
     def layout_of(self, candidate: Candidate) -> Layout:
         """The candidate's Layout with this request's fixed choices, the training code's (not searched).
 
-        The sends overlap where the candidate's schedule can (:attr:`Candidate.overlaps_p2p`). DualPipe's two
+        The sends overlap where the candidate's schedule can (:meth:`sends_overlap`). DualPipe's two
         model copies are ``model_copies`` = 2 with one slice per chunk (the layout's ``chunks`` is 1). With
         ``overlap_dp_sync`` the gradient reduce runs beside the last backward, and the parameter gather beside
         the first forward where the optimizer state is sharded, in a framework with switches for them
@@ -194,12 +202,12 @@ class PlanRequest:
                       attention=self.attention, elementwise=self.elementwise, loss=self.loss,
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
-                      overlap_p2p=self.overlap_p2p and c.overlaps_p2p, overlap_grad_reduce=grad_reduce,
+                      overlap_p2p=self.sends_overlap(c), overlap_grad_reduce=grad_reduce,
                       overlap_param_gather=param_gather,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
                       overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
-                      p2p_calls=P2pCalls.BATCHED if self.overlap_p2p and c.overlaps_p2p else self.p2p_calls,
+                      p2p_calls=P2pCalls.BATCHED if self.sends_overlap(c) else self.p2p_calls,
                       stage_layers=c.stage_layers)
 
     def layer_split(self, slices: int) -> tuple[int, ...] | None:
@@ -266,11 +274,6 @@ class Candidate:
     @property
     def gpus(self) -> int:
         return self.tp * self.cp * self.pp * self.dp
-
-    @property
-    def overlaps_p2p(self) -> bool:
-        """Whether Megatron-LM can overlap this candidate's pipeline sends: its interleaved schedule only."""
-        return self.schedule == "interleaved" and self.pp > 1
 
     def shaped(self, model: ModelSpec) -> ModelSpec:
         """The model at this configuration's micro-batch size (the ModelSpec carries b, the Layout does not)."""

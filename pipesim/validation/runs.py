@@ -239,6 +239,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--fp8-recipe", run.fp8_recipe.value]
     if run.overlap_p2p:
         argv.append("--overlap-p2p")
+    elif run.pp > 1:  # stated: the framework's default for the schedule may overlap them
+        argv.append("--no-overlap-p2p")
     if run.p2p_tensor is not BoundaryTensor.WHOLE:
         argv += ["--p2p-tensor", run.p2p_tensor.value]
     if run.p2p_calls is not P2pCalls.BATCHED:

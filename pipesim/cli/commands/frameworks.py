@@ -24,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
           "--sequence-parallel; stage_split: how the layers split over the stages without --stage-layers or "
           "--first/last-stage-layers; grad_reduce: when the data-parallel gradient reduce runs without "
           "--overlap-grad-reduce or --no-overlap-grad-reduce, ddp-hooks beside the last backward under ZeRO 0–1; "
+          "overlap_p2p: the built-in schedules whose pipeline sends overlap compute without --overlap-p2p or "
+          "--no-overlap-p2p (the others block); "
           "precisions: the GEMM precisions its model code trains in; recomputes: the --recompute policies it offers, "
           "(all) where it recomputes every layer or none); "
           "megatron is pipesim's default; where each "

@@ -174,8 +174,9 @@ def register(sub) -> None:
                    "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
                    "2.x) or without (rowwise), not searched")
     p.add_argument("--blocking-p2p", action="store_true",
-                   help="interleaved candidates block on their pipeline sends too (default: overlapped, as "
-                   "Megatron-LM's --overlap-p2p-communication does; the other schedules always block)")
+                   help="every candidate blocks on its pipeline sends (default: overlapped where the framework's "
+                   "engine overlaps them for the schedule, Megatron-LM's interleaved one as its "
+                   "--overlap-p2p-communication default does; the other schedules block)")
     p.add_argument("--blocking-dp-sync", action="store_true",
                    help="the data-parallel gradient reduce and parameter gather wait for the passes (default: "
                    "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them; "
