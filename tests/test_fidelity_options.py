@@ -740,3 +740,114 @@ def test_fp4_is_refused_where_the_chip_has_none_and_beside_fp8(capsys):
     assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "b200", "--pp", "1", "--fp4"]) == 0
     out = capsys.readouterr().out
     assert "fp4" in out and "MFU and HFU against the BF16 peak, FP8 and FP4 runs included" in out
+
+
+def test_context_parallel_all_gather_by_hand():
+    """Llama 3.1 8B at 8,192 tokens over cp = 4 in one node (a chip without a measured collective table, so the
+    ring model): each rank's K and V are 2·2·2,048·1,024 = 8.39 MB; the all-gather of the four moves 3/4 of the
+    33.6 MB at 450 GB/s plus NCCL's Simple latency (8.4 µs and 3 NVLink steps of 3.4 µs). Transformer Engine's
+    all-gather (Llama 3's) waits for it before the attention, and in the backward gathers again and
+    reduce-scatters the gradients (as long again); PyTorch's issues it at the first step and waits at the
+    second, so one step's attention hides it, and its K and V gradients travel on in FP32 after every step
+    (twice a ring hop), the last one waited for after the loop."""
+    from pipesim.analytic.comm import cp_exposed, cp_gather_time, cp_ring_hop
+    from pipesim.analytic.layout import CpComm, CpKernels
+
+    chip = replace(H100, nvlink_collective_shares=None, collective_efficiency=1.0)
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=8192, micro_batch=1)
+    gathered = Layout(cp=4, cp_comm=CpComm.ALL_GATHER)
+    block = 2 * 2 * 2048 * 1024
+    gather = 3 * block / 450e9 + 8.4e-6 + 3 * 3.4e-6
+    assert cp_gather_time(model, gathered, chip) == pytest.approx(gather)
+    te = cp_exposed(model, gathered, chip, core_forward=0.2e-3, core_backward=0.4e-3)
+    assert (te.forward, te.backward) == pytest.approx((gather, 2 * gather))
+    torch_cp = replace(gathered, cp_kernels=CpKernels.PYTORCH)
+    hop = cp_ring_hop(model, torch_cp, chip)
+    assert hop == pytest.approx(block / 450e9 + 10e-6)
+    exposed = cp_exposed(model, torch_cp, chip, core_forward=0.02e-3, core_backward=0.04e-3)
+    assert exposed.forward == pytest.approx(gather - 0.005e-3)
+    assert exposed.backward == pytest.approx(gather - 0.01e-3 + 3 * (2 * hop - 0.01e-3) + 2 * hop)
+    # a long attention hides PyTorch's gather and every gradient hop but the last
+    slow = cp_exposed(model, torch_cp, chip, core_forward=1.0, core_backward=2.0)
+    assert (slow.forward, slow.backward) == pytest.approx((0.0, 2 * hop))
+    # its ring rotation (alltoall): each step's block beside the step, gradients as above
+    ring = cp_exposed(model, replace(torch_cp, cp_comm=CpComm.P2P), chip, core_forward=0.02e-3,
+                      core_backward=0.04e-3)
+    assert ring.forward == pytest.approx(3 * (hop - 0.005e-3))
+    assert ring.backward == pytest.approx(3 * (3 * hop - 0.01e-3) + 2 * hop)
+
+
+def test_ulysses_all_to_alls_by_hand():
+    """Ulysses (--cp-comm-type a2a) over cp = 4 in one node, Llama 3.1 8B at 8,192 tokens: a rank's q (2,048
+    tokens × 32 heads × 128) and K and V (2,048 × 8 × 256) go out in one all-to-all before the attention, 3/4 of
+    them to the three peers at once over NVLink, and the output (2,048 × 32 × 128) in one after; the backward
+    the same two the other way. Each waited for (NCCL's base latency and one NVLink hop each). The attention
+    then sees the whole sequence on 32/4 = 8 heads; no merging, but every carried tensor reordered (a copy)."""
+    from pipesim.analytic.comm import cp_exposed
+    from pipesim.analytic.kernels import attention_call_shape, cp_merge_bytes
+    from pipesim.analytic.layout import CpComm
+
+    chip = replace(H100, nvlink_collective_shares=None)
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=8192, micro_batch=1)
+    ulysses = Layout(cp=4, cp_comm=CpComm.A2A)
+    q, kv, out = 2048 * 32 * 128, 2048 * 8 * 256, 2048 * 32 * 128
+    latency = 8.4e-6 + 3.4e-6
+    qkv = 2 * (q + kv) * 3 / 4 / 450e9 + latency
+    back = 2 * out * 3 / 4 / 450e9 + latency
+    exposed = cp_exposed(model, ulysses, chip, core_forward=1.0, core_backward=2.0)
+    assert (exposed.forward, exposed.backward) == pytest.approx((qkv + back, qkv + back))
+    assert attention_call_shape(model, ulysses) == (8192, 8)
+    assert attention_call_shape(model, Layout(cp=4)) == (2048, 32)
+    assert cp_merge_bytes(model, ulysses) == pytest.approx((4 * (q + kv + out), 4 * (q + kv + out)))
+    # the heads must split over the cp ranks: 8 KV heads over tp 2 are 4, which cp 8 does not divide
+    with pytest.raises(PipesimError, match="--cp 8 does not divide"):
+        build_cost_model(model.with_shape(seq_len=16384), H100, Layout(tp=2, cp=8, cp_comm=CpComm.A2A))
+
+
+def test_pytorch_context_parallel_merges_in_fp32_by_hand():
+    """PyTorch's context_parallel (torchtitan) merges each step's output into an FP32 running output by eager
+    ops: over cp = 4 at 8,192 tokens the busiest rank moves 12·O + 38·3·O + 4·3·KV bytes in the forward (O =
+    2,048 × 32 × 128 outputs, KV = 2,048 × 8 × 256), against Transformer Engine's fused ring's 3 · 6 · O; its
+    backward 10·(Q + KV) + 10·Q + 18·KV + 3·(max(10·Q + 21·KV, 13·Q + 18·KV) + 4·KV). Transformer Engine's
+    all-gather reorders the gathered K and V and copies the two chunks' outputs into place (4·4·KV + 6·O), and
+    in the backward 16 bytes a gathered K/V element and 4 a query's."""
+    from pipesim.analytic.kernels import cp_merge_bytes
+    from pipesim.analytic.layout import CpComm, CpKernels
+
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=8192, micro_batch=1)
+    q = o = 2048 * 32 * 128
+    kv = 2048 * 8 * 256
+    forward, backward = cp_merge_bytes(model, Layout(cp=4, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER))
+    assert forward == pytest.approx(12 * o + 38 * 3 * o + 4 * 3 * kv)
+    step = max(10 * q + 21 * kv, 13 * q + 18 * kv) + 4 * kv
+    assert backward == pytest.approx(10 * (q + kv) + 10 * q + 18 * kv + 3 * step)
+    assert forward > 6 * cp_merge_bytes(model, Layout(cp=4))[0]
+    assert cp_merge_bytes(model, Layout(cp=4, cp_comm=CpComm.ALL_GATHER)) == pytest.approx(
+        (4 * 4 * kv + 6 * o, 16 * 4 * kv + 4 * q))
+
+
+def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
+    """--cp-comm-type and --cp-kernels reach the layout, the report's line and its JSON; torchtitan's default is
+    PyTorch's all-gather; Megatron-LM's spelling all_gather is taken, a2a+p2p is named as not modelled, PyTorch
+    has no Ulysses, and at cp 1 the flags are noted as changing nothing (a framework's default is not)."""
+    argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "2", "--mb", "2",
+            "--seq-len", "32768", "--cp", "4"]
+
+    def layout(*flags):
+        assert main([*argv, *flags, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["model_report"]["layout"]
+
+    assert (layout()["cp_comm_type"], layout()["cp_kernels"]) == ("p2p", "transformer-engine")
+    assert layout("--cp-comm-type", "all_gather")["cp_comm_type"] == "allgather"
+    titan = layout("--framework", "torchtitan")
+    assert (titan["cp_comm_type"], titan["cp_kernels"]) == ("allgather", "pytorch")
+    assert main([*argv, "--cp-comm-type", "a2a"]) == 0
+    assert "context parallel Ulysses all-to-alls (Transformer Engine)" in capsys.readouterr().out
+    assert main([*argv, "--cp-comm-type", "a2a+p2p"]) == 2
+    assert "a2a+p2p (hierarchical" in capsys.readouterr().err
+    assert main([*argv, "--cp-comm-type", "a2a", "--cp-kernels", "pytorch"]) == 2
+    assert "not one of PyTorch's context_parallel rotations" in capsys.readouterr().err
+    assert main([*argv[:-2], "--cp-comm-type", "a2a"]) == 0
+    assert "note: --cp-comm-type a2a changes nothing here: no context parallelism (--cp 1)" in capsys.readouterr().out
+    assert main([*argv[:-2], "--framework", "torchtitan"]) == 0
+    assert "--cp-kernels" not in capsys.readouterr().out

@@ -73,6 +73,7 @@ _OTHER = {
     "model_copies": 2, "zero_collectives": "per-layer", "column_input": "saved", "fp8_params": "rowwise",
     "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
     "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split", "overlap_tp_local_shard": True,
+    "cp_comm": "allgather", "cp_kernels": "pytorch",
 }
 
 
@@ -81,6 +82,8 @@ def _other(name: str):
         AttentionKernel,
         BoundaryTensor,
         ColumnInput,
+        CpComm,
+        CpKernels,
         ElementwiseKernels,
         Fp8Params,
         Fp8Recipe,
@@ -106,7 +109,8 @@ def _other(name: str):
             "fp8_recipe": lambda: Fp8Recipe(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value),
             "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value),
-            "mlp_up": lambda: MlpUp(value)}.get(
+            "mlp_up": lambda: MlpUp(value), "cp_comm": lambda: CpComm(value),
+            "cp_kernels": lambda: CpKernels(value)}.get(
                 name, lambda: value)()
 
 
@@ -128,7 +132,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                          else {}),
                       **({"precision": _other("precision")} if name == "fp8_recipe" else {}),
                       **({"recompute": _other("recompute")} if name == "recompute_layers" else {}),
-                      **({"cp": _other("cp")} if name == "cp_comm_ctas" else {}))
+                      **({"cp": _other("cp")} if name in ("cp_comm_ctas", "cp_comm", "cp_kernels") else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining

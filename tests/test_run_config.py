@@ -205,6 +205,21 @@ def test_a_torchtitan_config_simulates_as_the_same_run_by_flags(capsys, tmp_path
     assert by_config["config"]["microbatches"] == 16
 
 
+def test_torchtitans_context_parallel_rotation_is_its_exchange(tmp_path):
+    """context_parallel_degree with its rotation: the default all-gather, or the all-to-all shuffle (a ring);
+    at cp 1 the framework's default stands unstated."""
+    long = TORCHTITAN_405B.replace("context_parallel_degree = 1", "context_parallel_degree = 4")
+    assert load_run_config(_toml(tmp_path, "cp", long)).options["cp_comm_type"] == "allgather"
+    ring = long.replace("context_parallel_degree = 4",
+                        'context_parallel_degree = 4\ncontext_parallel_rotate_method = "alltoall"')
+    assert load_run_config(_toml(tmp_path, "ring", ring)).options["cp_comm_type"] == "p2p"
+    assert "cp_comm_type" not in load_run_config(_toml(tmp_path, "one", TORCHTITAN_405B)).options
+    with pytest.raises(PipesimError, match="context_parallel_rotate_method 'ring'"):
+        load_run_config(_toml(tmp_path, "bad", long.replace("context_parallel_degree = 4",
+                                                            'context_parallel_degree = 4\n'
+                                                            'context_parallel_rotate_method = "ring"')))
+
+
 @pytest.mark.parametrize(("change", "fragment"), [
     (('flavor = "8B"', 'flavor = "debugmodel"'), "Llama 3 flavours"),
     (("data_parallel_shard_degree = 2", "data_parallel_shard_degree = 2\ndata_parallel_replicate_degree = 2"),

@@ -27,7 +27,16 @@ from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.kernels import FP32, split_up_collectives
-from pipesim.analytic.layout import BoundaryTensor, ColumnInput, Layout, Recompute, ZeroCollectives, ZeroStage
+from pipesim.analytic.layout import (
+    BoundaryTensor,
+    ColumnInput,
+    CpComm,
+    CpKernels,
+    Layout,
+    Recompute,
+    ZeroCollectives,
+    ZeroStage,
+)
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -279,6 +288,22 @@ def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
     return result
 
 
+def cp_kv_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes of one rank's keys and values under context parallelism: its ``s/cp`` tokens' K and V on its tp
+    rank's heads, ``2·b·(s/cp)·kv_dim/t`` elements."""
+    return 2 * model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.kv_dim / layout.tp
+
+
+def _cp_capped(nbytes: float, seconds: float, layout: Layout, chip: ChipSpec) -> float:
+    """``seconds`` for ``nbytes`` of the cp group's traffic, no faster than ``layout.cp_comm_ctas`` channels allow
+    (inside a node :attr:`ChipSpec.p2p_channel_bandwidth` each, across nodes :data:`NCCL_NET_CHANNEL_BANDWIDTH`)."""
+    if layout.cp_comm_ctas is None:
+        return seconds
+    in_node = layout.tp * layout.cp <= chip.node_size
+    per_channel = chip.p2p_channel_bandwidth if in_node else NCCL_NET_CHANNEL_BANDWIDTH
+    return max(seconds, nbytes / (layout.cp_comm_ctas * per_channel))
+
+
 def cp_ring_hop(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
     """One hop of ring attention (Liu et al. 2023, "Ring Attention"; Megatron-LM context parallelism): the K and V
     block of ``s/cp`` tokens (``2·b·(s/cp)·kv_dim/t`` elements) sent to the next rank, seconds. A point-to-point
@@ -287,13 +312,26 @@ def cp_ring_hop(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
     channels honour the communicator's ``maxCTAs``, ``ncclTopoComputeP2pChannels``) no faster than that many
     channels: inside a node :attr:`ChipSpec.p2p_channel_bandwidth` each, across nodes NCCL's own per-channel
     network figure (:data:`NCCL_NET_CHANNEL_BANDWIDTH`)."""
-    block = 2 * model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.kv_dim / layout.tp
+    block = cp_kv_bytes(model, layout)
     in_node = layout.tp * layout.cp <= chip.node_size
     bandwidth = chip.intra_node_bandwidth * chip.p2p_efficiency if in_node else chip.inter_node_bandwidth
-    if layout.cp_comm_ctas is not None:
-        per_channel = chip.p2p_channel_bandwidth if in_node else NCCL_NET_CHANNEL_BANDWIDTH
-        bandwidth = min(bandwidth, layout.cp_comm_ctas * per_channel)
-    return block / bandwidth + chip.link_latency
+    return _cp_capped(block, block / bandwidth, layout, chip) + chip.link_latency
+
+
+def cp_gather_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
+    """One all-gather of every cp rank's K and V (``cp`` blocks of :func:`cp_kv_bytes`) over the cp group, ranks
+    tp apart: a ring collective (:func:`collective_time`); the reduce-scatter of their gradients takes as long."""
+    gathered = layout.cp * cp_kv_bytes(model, layout)
+    seconds = collective_time(CollectiveOp.ALL_GATHER, gathered, layout.cp, chip, layout.tp * layout.cp, layout.tp)
+    return _cp_capped(gathered * (layout.cp - 1) / layout.cp, seconds, layout, chip)
+
+
+def cp_all_to_all_time(elements: float, model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
+    """One Ulysses all-to-all over the cp group of a rank's ``elements`` (its tensors' elements on its tp rank):
+    it keeps 1/cp and sends the rest, a share to each peer at once, over NVLink to the peers in its node and
+    its NIC to the others (:func:`all_to_all_time`)."""
+    sent = model.dtype_bytes * elements * (layout.cp - 1) / layout.cp
+    return _cp_capped(sent, all_to_all_time(sent, layout.cp, layout.tp, chip), layout, chip)
 
 
 def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
@@ -325,6 +363,54 @@ def cp_ring_exposed(model: ModelSpec, layout: Layout, chip: ChipSpec, core_forwa
     forward = (cp - 1) * overlapped(hop, step_forward)
     backward = 2 * overlapped(hop, step_backward) + (cp - 2) * overlapped(2 * hop, step_backward)
     return LayerComm(forward, backward)
+
+
+def cp_exposed(model: ModelSpec, layout: Layout, chip: ChipSpec, core_forward: float,
+               core_backward: float) -> LayerComm:
+    """The part of context parallelism's communication per layer that the attention kernels do not hide, as
+    the code running it (:attr:`Layout.cp_kernels`) exchanges keys and values (:attr:`Layout.cp_comm`).
+    ``core_forward`` and ``core_backward``: the layer's attention kernels, seconds, over ``cp`` steps of equal
+    work (the load-balanced split) where the attention runs in steps.
+
+    Transformer Engine (``transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py``):
+    the ring as :func:`cp_ring_exposed` has it; the all-gather (``AttnFuncWithCPAndKVAllGather``, "KV
+    all-gather between CP ranks is exposed") of K and V before the attention, in the backward gathered again
+    and their gradients reduce-scattered, all waited for; Ulysses (``AttnFuncWithCPAndQKVOA2A``): q, k and v
+    all-to-all before the attention and its output after (the backward: the output's gradient, then q's, k's
+    and v's), each waited for before the kernel that reads it.
+
+    PyTorch's ``context_parallel`` (``torch/distributed/tensor/experimental/_context_parallel/_attention.py``,
+    ``_templated_ring_attention`` and its backward): the all-gather rotation issues the gather at the first
+    step and waits for it at the second, so the first step's attention hides it (the backward gathers again);
+    the ring rotation (its ``alltoall`` method, a permute to the next rank) sends each step's block beside the
+    step. In the backward the K and V gradients travel on after every step in FP32 (twice the bytes),
+    each waited for at the next step after its kernel, the last one after the loop."""
+    cp = layout.cp
+    if cp == 1:
+        return LayerComm(0.0, 0.0)
+    step_forward, step_backward = core_forward / cp, core_backward / cp
+    if layout.cp_kernels is CpKernels.TRANSFORMER_ENGINE:
+        if layout.cp_comm is CpComm.P2P:
+            return cp_ring_exposed(model, layout, chip, core_forward, core_backward)
+        if layout.cp_comm is CpComm.ALL_GATHER:
+            gather = cp_gather_time(model, layout, chip)
+            return LayerComm(gather, 2 * gather)
+        queries = model.micro_batch * model.seq_len / cp * model.heads / layout.tp * model.qk_head_dim
+        outputs = queries / model.qk_head_dim * model.value_head_dim
+        keys_values = cp_kv_bytes(model, layout) / model.dtype_bytes
+        qkv = cp_all_to_all_time(queries + keys_values, model, layout, chip)
+        out = cp_all_to_all_time(outputs, model, layout, chip)
+        return LayerComm(qkv + out, out + qkv)
+    hop = cp_ring_hop(model, layout, chip)
+    gradients = 2 * hop  # the K and V gradients rotate in FP32
+    if layout.cp_comm is CpComm.ALL_GATHER:
+        gather = cp_gather_time(model, layout, chip)
+        forward = overlapped(gather, step_forward)
+        backward = overlapped(gather, step_backward) + (cp - 1) * overlapped(gradients, step_backward)
+    else:
+        forward = (cp - 1) * overlapped(hop, step_forward)
+        backward = (cp - 1) * overlapped(hop + gradients, step_backward)
+    return LayerComm(forward, backward + gradients)
 
 
 def overlapped(comm: float, compute: float, floor: float = 0.0) -> float:
@@ -417,9 +503,17 @@ def moe_all_to_all_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> flo
     nbytes = moe_all_to_all_bytes(model, layout)
     if nbytes == 0:
         return 0.0
-    ep = layout.ep
-    local = max(1, min(ep, chip.node_size // layout.tp))
-    intra = nbytes * (local - 1) / (ep - 1)
+    return all_to_all_time(nbytes, layout.ep, layout.tp, chip)
+
+
+def all_to_all_time(nbytes: float, members: int, stride: int, chip: ChipSpec) -> float:
+    """One all-to-all in which a rank sends ``nbytes`` in all, an equal share to each of the group's other
+    ``members − 1`` ranks (``stride`` ranks apart), to every peer at once: the part for peers in its node over
+    NVLink (at the share an all-to-all over that many GPUs of the node reaches, where the chip has a measured
+    table: ``nvlink_collective_shares``), the rest over its own NIC, in parallel; the slower of the two, plus
+    NCCL's base latency and one hop (the network's when the group crosses nodes)."""
+    local = max(1, min(members, chip.node_size // stride))
+    intra = nbytes * (local - 1) / (members - 1)
     inter = nbytes - intra
     nvlink = chip.intra_node_bandwidth
     if chip.nvlink_collective_shares is not None:

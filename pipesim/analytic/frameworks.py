@@ -16,7 +16,8 @@ two together). An explicit flag always wins over the framework's default.
   Core's ``get_tensor_shapes`` splits it over tp only under sequence parallelism (Megatron-LM's 2021–2022
   scatter/gather of it, Narayanan et al. 2021 §4.1, is gone: ``--p2p-tensor split`` for runs of that code). Its
   interleaved schedule's pipeline sends overlap compute unasked (``--overlap-p2p-communication`` has been the
-  default since October 2023); its other schedules block on them.
+  default since October 2023); its other schedules block on them. Its context parallelism is Transformer
+  Engine's ring (``--cp-comm-type p2p``, Megatron-LM's default; ``allgather`` and ``a2a`` are its other two).
 - **torchtitan** (FSDP2, DTensor TP, ``torch.distributed.pipelining``): eager element-wise ops
   (``torch.compile`` is off unless ``[compile] enable``: ``CompileConfig.enable = False``; give
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
@@ -32,7 +33,10 @@ two together). An explicit flag always wins over the framework's default.
   head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
   stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``). ``torch.distributed.
   pipelining`` overlaps the sends of its multi-stage schedules (interleaved, looped BFS, the zero-bubble ones,
-  DualPipe-V, and any order pipesim exports) and blocks on those of its single-stage 1F1B and GPipe.
+  DualPipe-V, and any order pipesim exports) and blocks on those of its single-stage 1F1B and GPipe. Its context
+  parallelism is PyTorch's ``context_parallel`` (``--cp-kernels pytorch``: one SDPA call per ring step, merged
+  in FP32 by eager ops) with its default rotation, an all-gather of K and V (``_ContextParallelOptions.
+  rotate_method = ALL_GATHER``: ``--cp-comm-type allgather``).
 - **nanotron**: fused norms and RoPE (``TritonRMSNorm``, flash-attn's rotary in its training path), its SwiGLU
   (``GLUActivation``: ``act(gate) * up``) as two eager ops and its attention's q, k, v and output moved between
   layouts by copies (``--elementwise eager-activation``; its residual adds are plain adds, no dropout); the
@@ -80,6 +84,8 @@ from typing import TYPE_CHECKING
 from pipesim.analytic.layout import (
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     ElementwiseKernels,
     GradAccumulation,
     LossKernel,
@@ -172,6 +178,9 @@ class FrameworkKnobs:
     # where its data is read (--overlap-p2p), unasked (--overlap-p2p or --no-overlap-p2p given wins); its other
     # schedules' sends block
     overlapped_p2p_schedules: tuple[str, ...] = ()
+    # the code that runs its context-parallel attention, and how it exchanges keys and values
+    cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
+    cp_comm: CpComm = CpComm.P2P
 
     def overlaps_p2p(self, schedule: str) -> bool:
         """Whether this framework's engine overlaps the pipeline sends of the built-in ``schedule``, unasked."""
@@ -216,13 +225,15 @@ class FrameworkKnobs:
                    column_input: str | ColumnInput | None = None,
                    p2p_tensor: str | BoundaryTensor | None = None,
                    p2p_calls: str | P2pCalls | None = None,
-                   mlp_up: str | MlpUp | None = None) -> FrameworkKnobs:
+                   mlp_up: str | MlpUp | None = None,
+                   cp_kernels: str | CpKernels | None = None,
+                   cp_comm: str | CpComm | None = None) -> FrameworkKnobs:
         """These defaults with every option the user gave (not None) in its place: an explicit flag wins."""
         given = {"elementwise": (ElementwiseKernels, elementwise), "loss": (LossKernel, loss),
                  "grad_accumulation": (GradAccumulation, grad_accumulation),
                  "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input),
                  "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls),
-                 "mlp_up": (MlpUp, mlp_up)}
+                 "mlp_up": (MlpUp, mlp_up), "cp_kernels": (CpKernels, cp_kernels), "cp_comm": (CpComm, cp_comm)}
         return replace(self, **{name: _parsed(name, kind, value) for name, (kind, value) in given.items()
                                 if value is not None})
 
@@ -295,7 +306,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
         recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL),
-        overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES),
+        overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

@@ -44,6 +44,8 @@ from pipesim.analytic.attention_shapes import FLASH_TILE, cta_imbalance
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
+    CpComm,
+    CpKernels,
     Fp8Recipe,
     GradAccumulation,
     Layout,
@@ -304,35 +306,75 @@ def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
 
 
 def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
-    """Bytes ring attention moves merging its partial results, per tp rank: (forward, backward); 0 without CP.
+    """Bytes context-parallel attention moves beside its kernels, per tp rank: (forward, backward); 0 without CP.
+    Memory-bound element-wise work the attention kernels' rates do not contain, as the code running it does it
+    (:attr:`Layout.cp_kernels`, :attr:`Layout.cp_comm`; ``O``, ``Q``, ``KV``: the rank's output, query and
+    key-and-value elements).
 
-    Each of a rank's ``cp`` ring steps runs the fused kernel on its queries against one visiting K/V block and
-    gives a partial output with its log-sum-exp; every step after the first folds it into the running output
-    (Transformer Engine's ``AttnFuncWithCPAndKVP2P``, its per-step output correction; PyTorch's
-    ``context_parallel`` merges the same way): read the running output and the step's, write the running
-    output, 3 BF16 accesses per output element. The backward accumulates the queries' gradient over the steps
-    the same way, and the visiting block's K and V gradients (which travel with it) once per step too. Memory-
-    bound element-wise work the attention kernels' rates do not contain."""
+    - Transformer Engine's ring (``AttnFuncWithCPAndKVP2P``): each of a rank's ``cp`` steps runs the fused kernel
+      on its queries against one visiting K/V block and gives a partial output with its log-sum-exp; every step
+      after the first folds it into the running output (its per-step correction): read the running output and
+      the step's, write the running output, 3 BF16 accesses per output element. The backward accumulates the
+      queries' gradient over the steps the same way, and the visiting block's K and V gradients once per step.
+    - Its all-gather (``AttnFuncWithCPAndKVAllGather``): the gathered K and V reordered into sequence order
+      (``index_select``: 4 bytes an element of the ``cp·KV`` gathered) and each of the two query chunks' output
+      copied into place (6: the zeroed output, the copy); the backward zeroes full-length K and V gradients,
+      gathers and reorders again, adds each chunk's gradients into their range (together about the whole
+      length) and reorders them back before the reduce-scatter: 16 bytes a gathered element, 4 a query's.
+    - Its all-to-alls (``flash_attn_a2a_communicate``): every tensor the all-to-alls carry reordered between
+      sequence chunks and heads on arrival or before leaving (a copy, 4 bytes an element): q, k, v and the
+      output, and their gradients.
+    - PyTorch's ``context_parallel`` (``_SDPAMerger``, ``_partial_update``): the merge runs in FP32 eager ops,
+      each step's output cast (6 bytes), ``out − σ(lse_b − lse)·(out − out_b)`` in three passes (12 + 8 + 12),
+      a half-length step (the load-balanced split's) copied back into the whole running output by
+      ``torch.cat`` (8); the first step's cast and the final one back to BF16 (12); every step but the last
+      concatenates K and V to send (4 a KV element). The busiest rank (the last: its later steps are whole)
+      moves ``12·O + 38·(cp−1)·O + 4·(cp−1)·KV``. Its backward keeps FP32 gradients: zeroed (4 a Q and KV
+      element) and cast back (6), each step's query gradient added (10: read 4 and 2, write 4; a half-length
+      one also concatenated back, 8) and the visiting K and V gradients added (10, or 5 for a half-length
+      range and 8 for the concatenation) and concatenated in FP32 to send on (8); K and V concatenated to send
+      (4): about ``10·(Q+KV) + (10·Q + 18·KV) + (cp−1)·(max(10·Q + 21·KV, 13·Q + 18·KV) + 4·KV)`` on the
+      busiest of the first and last rank."""
     cp = layout.cp
     if cp == 1:
         return 0.0, 0.0
     t, rows = layout.tp, model.micro_batch * model.seq_len / cp
-    accesses = 3 * model.dtype_bytes  # read running, read step, write running
     outputs = rows * model.heads / t * model.value_head_dim
     kv = rows * model.kv_heads / t * (model.qk_head_dim + model.value_head_dim)
     queries = rows * model.heads / t * model.qk_head_dim
+    if layout.cp_kernels is CpKernels.PYTORCH:
+        forward = 12 * outputs + 38 * (cp - 1) * outputs + 4 * (cp - 1) * kv
+        step = max(10 * queries + 21 * kv, 13 * queries + 18 * kv) + 4 * kv
+        backward = 10 * (queries + kv) + 10 * queries + 18 * kv + (cp - 1) * step
+        return forward, backward
+    if layout.cp_comm is CpComm.ALL_GATHER:
+        return 4 * cp * kv + 6 * outputs, 16 * cp * kv + 4 * queries
+    if layout.cp_comm is CpComm.A2A:
+        moved = 4 * (queries + kv + outputs)
+        return moved, moved
+    accesses = 3 * model.dtype_bytes  # read running, read step, write running
     return (cp - 1) * accesses * outputs, (cp - 1) * accesses * (queries + kv)
+
+
+def attention_call_shape(model: ModelSpec, layout: Layout) -> tuple[float, int]:
+    """(the sequence one fused-attention call sees, the heads it runs on one tp rank): under context
+    parallelism each ring or all-gather step sees ``s/cp`` queries and keys on the rank's heads; Ulysses
+    (:attr:`CpComm.A2A`) gives each rank the whole sequence on ``1/cp`` of them."""
+    heads = model.heads // layout.tp
+    if layout.cp > 1 and layout.cp_comm is CpComm.A2A:
+        return model.seq_len, heads // layout.cp
+    return model.seq_len / layout.cp, heads
 
 
 def attention_shape_factors(model: ModelSpec, layout: Layout, chip: ChipSpec) -> tuple[float, float] | None:
     """What the chip's attention shape table scales its two fused-attention efficiencies by at this layer's shape
-    (each ring step of context parallelism sees ``s/cp`` keys); None where no table applies: unfused attention,
+    (the sequence a call sees, :func:`attention_call_shape`); None where no table applies: unfused attention,
     a chip without one, or a chip whose measured tables time attention at the run's own shape."""
     if not layout.attention.fused or chip.attention_shape_rates is None:
         return None
     if measured_attention_rates(chip.measured, model.seq_len, model.qk_head_dim) is not None:
         return None
-    return chip.attention_shape_rates.factors(model.seq_len / layout.cp, model.qk_head_dim)
+    return chip.attention_shape_rates.factors(attention_call_shape(model, layout)[0], model.qk_head_dim)
 
 
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
@@ -354,7 +396,8 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
             backward_rate = peak * chip.attention_backward_efficiency
             if (shape := attention_shape_factors(model, layout, chip)) is not None:
                 forward_rate, backward_rate = forward_rate * shape[0], backward_rate * shape[1]
-            grid = cta_imbalance(max(1, math.ceil(s / cp / FLASH_TILE)), b * heads, chip.sm_count)
+            seen, call_heads = attention_call_shape(model, layout)
+            grid = cta_imbalance(max(1, math.ceil(seen / FLASH_TILE)), b * call_heads, chip.sm_count)
             forward = grid * slowdown * executed / forward_rate
             backward = grid * slowdown * 2.5 * executed / backward_rate
         merge_forward, merge_backward = cp_merge_bytes(model, layout)
@@ -549,6 +592,23 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     return PassTimes(forward, backward_input, linear.backward_weight, recompute)
 
 
+def cp_attention_kernels(layout: Layout) -> tuple[int, int]:
+    """Kernels of one fused attention (forward, input backward) as the context-parallel code issues them, from
+    the structure :func:`cp_merge_bytes` reads (FlashAttention's backward three kernels a call). Without CP:
+    one and three. Transformer Engine's ring: a kernel and, after the first, a correction per step. Its
+    all-gather: the reorders, two query chunks and their copies into place. Its all-to-alls: one call and the
+    reorders of the four tensors they carry. PyTorch's: a call per step, about ten eager ops merging each
+    step after the first and the casts; in the backward about seven kernels a step and the zeroing."""
+    cp = layout.cp
+    if layout.cp_kernels is CpKernels.PYTORCH and cp > 1:
+        return cp + 10 * (cp - 1) + 4, 7 * cp + 5
+    if cp > 1 and layout.cp_comm is CpComm.ALL_GATHER:
+        return 7, 16
+    if cp > 1 and layout.cp_comm is CpComm.A2A:
+        return 5, 7
+    return 2 * cp - 1, 4 * cp - 1
+
+
 @dataclass(frozen=True)
 class PassKernels:
     """Kernels the host issues for one block per microbatch, by pass (:func:`layer_kernel_counts`)."""
@@ -583,7 +643,7 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     gemms = sum(count for *_, count in layer_gemms(model, layout, 1, kind))
     rope = 0 if model.learned_positions else 2
     if layout.attention.fused:
-        attention_fwd, attention_bwd = 2 * layout.cp - 1, 4 * layout.cp - 1
+        attention_fwd, attention_bwd = cp_attention_kernels(layout)
     else:
         attention_fwd, attention_bwd = 3 + (1 if model.dropout else 0), 5
     tp_comm = (4 if layout.sequence_parallel else 2) if layout.tp > 1 else 0

@@ -263,6 +263,49 @@ class P2pCalls(enum.Enum):
         return 2 if self is P2pCalls.SEQUENTIAL else 1
 
 
+class CpComm(enum.Enum):
+    """How the context-parallel ranks get the keys and values of each other's tokens (Megatron-LM's
+    ``--cp-comm-type``; its help: p2p "is async and can be overlapped with attention compute", the all-gather "is
+    not async, and cannot be overlapped", a2a "like DeepSpeed Ulysses, scatter attention heads across the CP
+    group, and gather to get full sequence of QKV")."""
+
+    # A ring: each step's K/V block sent on to the next rank beside the step's attention (Liu et al. 2023).
+    P2P = "p2p"
+    # The whole sequence's K and V all-gathered before the attention, their gradients reduce-scattered after
+    # (Llama 3, §3.3.2; PyTorch's ``context_parallel`` with its default all-gather rotation).
+    ALL_GATHER = "allgather"
+    # Ulysses (Jacobs et al. 2023): all-to-alls trade the sequence split for a head split, q, k and v before the
+    # attention and its output after it (and their gradients back); the attention sees the whole sequence.
+    A2A = "a2a"
+
+
+class CpKernels(enum.Enum):
+    """The code that runs context-parallel attention: what its steps cost beside the attention kernels, and what
+    of its communication they hide (:func:`pipesim.analytic.comm.cp_exposed`, :func:`pipesim.analytic.kernels.
+    cp_merge_bytes`)."""
+
+    # Transformer Engine (Megatron-Core, NeMo): the ring's per-step output correction fused, in BF16; its
+    # all-gather exposed before the attention, its all-to-alls waited for.
+    TRANSFORMER_ENGINE = "transformer-engine"
+    # PyTorch's ``context_parallel`` (torchtitan): one SDPA call per step, merged into an FP32 running output by
+    # eager ops; the all-gather waited for at the second step, the K/V gradients sent on in FP32 after each.
+    PYTORCH = "pytorch"
+
+
+def context_parallel_summary(comm: CpComm, kernels: CpKernels) -> str:
+    """How a report names context parallelism's exchange and the code running it."""
+    how = {CpComm.P2P: "ring", CpComm.ALL_GATHER: "all-gathered K/V", CpComm.A2A: "Ulysses all-to-alls"}[comm]
+    code = "Transformer Engine" if kernels is CpKernels.TRANSFORMER_ENGINE else "PyTorch"
+    return f"context parallel {how} ({code})"
+
+
+def check_cp_pairing(kernels: CpKernels, comm: CpComm) -> None:
+    """Refuse an exchange the context-parallel code does not run: PyTorch's rotates K/V, it has no Ulysses."""
+    if kernels is CpKernels.PYTORCH and comm is CpComm.A2A:
+        raise PipesimError("--cp-comm-type a2a (Ulysses) is not one of PyTorch's context_parallel rotations: with "
+                           "--cp-kernels pytorch use allgather or p2p (its alltoall rotation, a ring)")
+
+
 class GradAccumulation(enum.Enum):
     """How a microbatch's weight gradients are added to the step's gradient buffer."""
 
@@ -371,6 +414,8 @@ class Layout:
     # options (--nccl-communicator-config-path, a group's max_ctas; NVIDIA's MLPerf recipes give the cp group 1,
     # keeping the SMs for the attention beside it). None: NCCL's own choice, the link's P2P share.
     cp_comm_ctas: int | None = None
+    cp_comm: CpComm = CpComm.P2P  # how the cp ranks exchange keys and values (CpComm)
+    cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE  # the code that runs context-parallel attention
     precision: Precision = Precision.BF16
     # FP8 parameters (Fp8Params): the FP8 linears' weights kept in FP8 alone, no BF16 copy beside them. The
     # embedding, the output layer and the norms stay BF16.
@@ -486,6 +531,7 @@ class Layout:
         if self.cp_comm_ctas is not None and (self.cp == 1 or self.cp_comm_ctas < 1):
             raise PipesimError(f"--cp-comm-ctas {self.cp_comm_ctas} caps the CTAs of the context-parallel group's "
                                "ring sends: it needs --cp N (N > 1) and at least 1 CTA; set those or drop it")
+        check_cp_pairing(self.cp_kernels, self.cp_comm)
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
         if self.async_tp and self.overlap_tp_local_shard:
@@ -593,6 +639,12 @@ class Layout:
         if not self.overlap_tp_dgrad and self.tp == 1:
             notes.append("--no-overlap-tp-dgrad changes nothing here: there are no tensor-parallel collectives "
                          "(--tp 1)")
+        if self.cp == 1:
+            cp = [flag for flag, moved in ((f"--cp-comm-type {self.cp_comm.value}", self.cp_comm is not CpComm.P2P),
+                                           (f"--cp-kernels {self.cp_kernels.value}",
+                                            self.cp_kernels is not CpKernels.TRANSFORMER_ENGINE)) if moved]
+            if cp:
+                notes.append(f"{', '.join(cp)} changes nothing here: no context parallelism (--cp 1)")
         if self.overlap_tp_local_shard and not self.gathers_column_input:
             notes.append("--overlap-tp-local-shard changes nothing here: no tensor-parallel all-gathers (they need "
                          "--tp > 1 and --sequence-parallel)")

@@ -28,6 +28,7 @@ from pipesim.analytic.layout import (
     Layout,
     LossKernel,
     P2pCalls,
+    context_parallel_summary,
 )
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import GIB, MemoryReport, memory_report
@@ -140,7 +141,8 @@ class StepReport:
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
-                       "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "precision": lay.precision.value,
+                       "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "cp_comm_type": lay.cp_comm.value,
+                       "cp_kernels": lay.cp_kernels.value, "precision": lay.precision.value,
                        "fp8_params": lay.fp8_params.value,
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad,
@@ -284,6 +286,7 @@ def report_text(report: StepReport) -> str:
         f"{', TP all-gathers beside the local shard' if lay.hides_gathers_locally else ''}"
         f"{', TP collectives all blocking' if lay.tp > 1 and not lay.async_tp and not lay.overlap_tp_dgrad else ''}"
         f"{f', {lay.column_input.summary}' if lay.column_input_differs else ''}"
+        f"{f', {context_parallel_summary(lay.cp_comm, lay.cp_kernels)}' if lay.cp > 1 else ''}"
         f"{f', {lay.cp_comm_ctas} CTA(s) for the ring sends' if lay.cp_comm_ctas else ''}"
         f", {lay.param_bytes.total:g} B/param, "
         + (

@@ -45,7 +45,7 @@ from pipesim.analytic.comm import (
     chunked_overlap,
     column_input_regather,
     contended_overlap,
-    cp_ring_exposed,
+    cp_exposed,
     dgrad_hidden_by_wgrad,
     dp_grad_sync,
     fsdp_layer_comm,
@@ -81,7 +81,7 @@ from pipesim.analytic.kernels import (
     linear_times,
     row_parallel_local_input_grads,
 )
-from pipesim.analytic.layout import Layout, Recompute, ZeroStage
+from pipesim.analytic.layout import CpComm, Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import (
@@ -198,6 +198,13 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
             f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "
             f"--seq-len {model.seq_len} is not divisible by {2 * cp}"
         )
+    if cp > 1 and layout.cp_comm is CpComm.A2A:
+        for what, heads in (("attention heads", model.heads), ("KV heads", model.kv_heads)):
+            if (heads // t) % cp:
+                raise PipesimError(
+                    f"--cp-comm-type a2a splits each tp rank's heads over the cp ranks, but model {model.name}'s "
+                    f"{heads} {what} over --tp {t} are {heads // t}, which --cp {cp} does not divide; use "
+                    "--cp-comm-type p2p or allgather, or a --cp that divides them")
     if layout.sharding is ZeroStage.GRADIENTS and layout.pp > 1:
         raise PipesimError(
             "--zero 2 shards gradients that every pipeline microbatch accumulates into, which "
@@ -392,7 +399,7 @@ def _layer_comm(
     ring = LayerComm(0.0, 0.0)
     if layout.cp > 1:
         core = attention_core_times(model, layout, chip)
-        ring = cp_ring_exposed(model, layout, chip, core.forward, core.backward_input)
+        ring = cp_exposed(model, layout, chip, core.forward, core.backward_input)
     gathers = LayerComm(0.0, 0.0)
     if layout.gathers_per_layer:
         # ZeRO-3's NCCL gathers and reduce-scatters, prefetched one layer ahead, run beside the layers' kernels
@@ -474,6 +481,8 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.tp,
         layout.cp,
         layout.cp_comm_ctas,
+        layout.cp_comm,
+        layout.cp_kernels,
         layout.ep,
         layout.recompute,
         layout.sequence_parallel,

@@ -81,6 +81,13 @@ class ModelOptions:
             (Megatron-Core's per-communicator ``max_ctas``, ``--nccl-communicator-config-path``; NVIDIA's MLPerf
             recipes give that group 1): each hop then moves no faster than that many channels. None: NCCL's
             own choice.
+        cp_comm_type: with ``cp``, how the context-parallel ranks exchange keys and values (Megatron-LM's
+            ``--cp-comm-type``): ``"p2p"`` (a ring, each block sent beside a step's attention; Megatron's default),
+            ``"allgather"`` (the whole K and V gathered before the attention; torchtitan's default) or ``"a2a"``
+            (Ulysses: all-to-alls trade the sequence split for a head split). The framework's default.
+        cp_kernels: with ``cp``, the code that runs context-parallel attention: ``"transformer-engine"``
+            (Megatron-Core's; default) or ``"pytorch"`` (PyTorch's ``context_parallel``, torchtitan's: an SDPA call
+            a step, merged in FP32 by eager ops). The framework's default.
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
@@ -151,6 +158,8 @@ class ModelOptions:
     zero_collectives: str | None = None
     cp: int | None = None
     cp_comm_ctas: int | None = None
+    cp_comm_type: str | None = None
+    cp_kernels: str | None = None
     fp8: bool | None = None
     fp4: bool | None = None
     fp8_params: str | None = None

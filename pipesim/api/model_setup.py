@@ -16,6 +16,8 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     Fp8Params,
     Fp8Recipe,
     Layout,
@@ -112,7 +114,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     overlap_tp_dgrad = o.overlap_tp_dgrad if o.overlap_tp_dgrad is not None or not o.async_tp else True
     chosen = framework.with_given(elementwise=o.elementwise, loss=o.loss, grad_accumulation=o.grad_accumulation,
                                   overlap_tp_dgrad=overlap_tp_dgrad, column_input=o.column_input,
-                                  p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls, mlp_up=o.mlp_up)
+                                  p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls, mlp_up=o.mlp_up,
+                                  cp_kernels=o.cp_kernels, cp_comm=o.cp_comm_type)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=dp, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
@@ -127,7 +130,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, zero=zero,
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)), cp=o.cp or 1,
-        cp_comm_ctas=o.cp_comm_ctas,
+        cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
         precision=precision,
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
         async_tp=bool(o.async_tp), overlap_tp_local_shard=bool(o.overlap_tp_local_shard),
@@ -151,7 +154,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                             BoundaryTensor.WHOLE),
              "overlap_tp_dgrad": (o.overlap_tp_dgrad, layout.tp == 1, True),
              "overlap_grad_reduce": (o.overlap_grad_reduce, not layout.reduces_gradients, False),
-             "column_input": (o.column_input, not layout.gathers_column_input, ColumnInput.REGATHER)}
+             "column_input": (o.column_input, not layout.gathers_column_input, ColumnInput.REGATHER),
+             "cp_comm": (o.cp_comm_type, layout.cp == 1, CpComm.P2P),
+             "cp_kernels": (o.cp_kernels, layout.cp == 1, CpKernels.TRANSFORMER_ENGINE)}
     unasked = {name: default for name, (given, idle, default) in inert.items() if given is None and idle}
     if unasked:
         layout = replace(layout, **unasked)

@@ -8,6 +8,8 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     ElementwiseKernels,
     Fp8Params,
     GradAccumulation,
@@ -15,6 +17,7 @@ from pipesim.analytic.layout import (
     MlpUp,
     P2pCalls,
     ZeroCollectives,
+    context_parallel_summary,
 )
 from pipesim.analytic.params import total_params
 from pipesim.analytic.step_report import MFU_PEAK_NOTE
@@ -65,6 +68,9 @@ def _kernels(request: PlanRequest) -> str:
         said.append("the gated MLP's gate and up projections as two linears")
     if request.grad_accumulation is not GradAccumulation.FUSED:
         said.append("gradients summed by autograd every microbatch")
+    default_cp = (request.cp_comm, request.cp_kernels) == (CpComm.P2P, CpKernels.TRANSFORMER_ENGINE)
+    if not default_cp and max(request.context_parallel) > 1:
+        said.append(context_parallel_summary(request.cp_comm, request.cp_kernels))
     if request.fp8_params is not Fp8Params.OFF:
         said.append(f"FP8 parameters ({request.fp8_params.value}) where a distributed optimizer runs FP8")
     return f", {' and '.join(said)}" if said else ""
@@ -98,7 +104,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults
             line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                                 request.fp8_params_of(c))
+                                 request.fp8_params_of(c), request.cp_comm)
             lines.append(f"   megatron: {line}")
     if any(o.candidate.precision.quantized for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 or FP4 candidate's MFU can pass what BF16 could reach)")

@@ -19,6 +19,8 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     ElementwiseKernels,
     Fp8Params,
     LossKernel,
@@ -28,6 +30,7 @@ from pipesim.analytic.layout import (
     Recompute,
     ZeroCollectives,
     ZeroStage,
+    check_cp_pairing,
 )
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
@@ -233,6 +236,8 @@ def plan_request(
     p2p_calls: str | P2pCalls | None = None,
     mlp_up: str | MlpUp | None = None,
     fp8_params: str | Fp8Params | None = None,
+    cp_comm_type: str | CpComm | None = None,
+    cp_kernels: str | CpKernels | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
 
@@ -246,7 +251,9 @@ def plan_request(
     name = framework.value if isinstance(framework, Framework) else framework
     defaults = framework_knobs(name).with_given(elementwise=elementwise, loss=loss, overlap_tp_dgrad=overlap_tp_dgrad,
                                                 column_input=column_input, p2p_tensor=p2p_tensor,
-                                                p2p_calls=p2p_calls, mlp_up=mlp_up)
+                                                p2p_calls=p2p_calls, mlp_up=mlp_up, cp_comm=cp_comm_type,
+                                                cp_kernels=cp_kernels)
+    check_cp_pairing(defaults.cp_kernels, defaults.cp_comm)
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
@@ -280,7 +287,7 @@ def plan_request(
                           else ZeroCollectives(zero_collectives)),
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
         column_input=defaults.column_input, p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls,
-        mlp_up=defaults.mlp_up,
+        mlp_up=defaults.mlp_up, cp_comm=defaults.cp_comm, cp_kernels=defaults.cp_kernels,
         grad_accumulation=defaults.grad_accumulation,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
@@ -383,7 +390,9 @@ def plan(
             sends: "batched", Megatron-LM's send and receive in one call; "sequential", DeepSpeed's one after the
             other; not searched), ``mlp_up`` (a gated MLP's gate and up projections: "fused", one GEMM;
             "split", two linears with, without sequence parallelism, an input-gradient collective each; not
-            searched), ``fp8_params`` ("both" or
+            searched), ``cp_comm_type`` and ``cp_kernels`` (how the context-parallel candidates exchange keys
+            and values, "p2p", "allgather" or "a2a", and whose code runs their attention, "transformer-engine" or
+            "pytorch"; the framework's, not searched), ``fp8_params`` ("both" or
             "rowwise": the FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone,
             as Megatron-LM's ``--fp8-param-gather`` does, with the transpose as Transformer Engine 2.x keeps it or
             without; not searched).

@@ -12,6 +12,8 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     ElementwiseKernels,
     Fp8Params,
     Fp8Recipe,
@@ -65,6 +67,18 @@ def at_least_two(text: str) -> int:
     value = positive_int(text)
     if value < 2:
         raise argparse.ArgumentTypeError(f"{text} must be ≥ 2 (a steady state needs two steps)")
+    return value
+
+
+def cp_comm_type(text: str) -> str:
+    """``--cp-comm-type allgather``: one of Megatron-LM's names (``all_gather``, Transformer Engine's spelling,
+    too); its hierarchical ``a2a+p2p`` is named as not modelled."""
+    value = "allgather" if text == "all_gather" else text
+    if value == "a2a+p2p":
+        raise argparse.ArgumentTypeError("a2a+p2p (hierarchical: all-to-all inside a subgroup, a ring between them) "
+                                         "is not modelled; give p2p, allgather or a2a")
+    if value not in [c.value for c in CpComm]:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(c.value for c in CpComm)}")
     return value
 
 
@@ -191,6 +205,15 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --cp: the CTAs (NCCL channels) the context-parallel group's ring sends may use, "
                        "as a Megatron-Core communicator config sets them (--nccl-communicator-config-path, the "
                        "cp group's max_ctas: 1 in NVIDIA's MLPerf recipes); default: NCCL's own choice")
+    group.add_argument("--cp-comm-type", type=cp_comm_type, default=None, metavar="{p2p,allgather,a2a}",
+                       help="with --cp: how the context-parallel ranks exchange keys and values (Megatron-LM's "
+                       "--cp-comm-type): p2p, a ring beside the attention's steps; allgather, the whole K and V "
+                       "gathered before the attention; a2a, Ulysses' all-to-alls (heads split over the cp ranks). "
+                       "Default: the framework's (Megatron's p2p, torchtitan's allgather)")
+    group.add_argument("--cp-kernels", choices=[k.value for k in CpKernels], default=None,
+                       help="with --cp: the code that runs context-parallel attention: transformer-engine "
+                       "(Megatron-Core's) or pytorch (PyTorch's context_parallel, torchtitan's: an SDPA call a "
+                       "step, merged in FP32 by eager ops). Default: the framework's")
     group.add_argument("--fp8", action="store_true", default=None,
                        help="FP8 GEMMs at the chip's FP8 peak, plus an FP8 copy of the FP8 linears' weights")
     group.add_argument("--fp4", action="store_true", default=None,

@@ -28,7 +28,8 @@ so its settings need no translating into flags; ``pipesim plan --config FILE`` p
   shape; ``tensor_parallel_degree`` with ``enable_async_tensor_parallel``; ``pipeline_parallel_degree``,
   ``_schedule`` (1F1B, GPipe, Interleaved1F1B, LoopedBFS, ZBVZeroBubble, DualPipeV) with two stages a rank for
   the looped ones or as ``_layers_per_stage`` gives, ``_microbatch_size``, ``_first/last_stage_less_layers``;
-  ``context_parallel_degree``), ``[activation_checkpoint]`` (``mode`` none, full or selective, torchtitan's
+  ``context_parallel_degree`` with ``context_parallel_rotate_method``, ``allgather`` its default, ``alltoall``
+  the ring), ``[activation_checkpoint]`` (``mode`` none, full or selective, torchtitan's
   default; ``selective_ac_option`` "op" per-op, its default "2" a full recomputation of every second layer,
   taken as half of each chunk's) and ``[compile]`` (``enable`` with "model" fuses the element-wise ops), under
   ``--framework torchtitan``. HSDP (replicate and shard degrees both above 1) and FP32 parameters are refused.
@@ -221,6 +222,9 @@ def _toml(path: Path) -> dict:
 
 
 # torchtitan's Llama 3 flavours and the presets they are
+# torchtitan's context_parallel_rotate_method (JobConfig.parallelism, c97876e, December 2024) as --cp-comm-type: its
+# all-to-all shuffle passes each rank's K/V shard to the next, a ring
+_TORCHTITAN_CP_ROTATIONS = {"allgather": "allgather", "alltoall": "p2p"}
 _TORCHTITAN_LLAMA3 = {"8B": "llama3.1-8b", "70B": "llama3.1-70b", "405B": "llama3.1-405b"}
 # torchtitan's schedule names (torch.distributed.pipelining) and pipesim's; the looped ones run several stages a rank
 _TORCHTITAN_SCHEDULES = {"1F1B": "1f1b", "GPipe": "gpipe", "Interleaved1F1B": "interleaved", "LoopedBFS": "looped-bfs",
@@ -260,6 +264,12 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
         "framework": "torchtitan", "tp": tp, "cp": _positive(parallelism, "context_parallel_degree", source, 1),
         "micro_batch_size": micro, "seq_len": _positive(training, "seq_len", source, 2048),
     }
+    rotate = parallelism.get("context_parallel_rotate_method", "allgather")
+    if rotate not in _TORCHTITAN_CP_ROTATIONS:
+        raise PipesimError(f"--config {source}: context_parallel_rotate_method {rotate!r}: give "
+                           f"{' or '.join(_TORCHTITAN_CP_ROTATIONS)}")
+    if options["cp"] > 1:  # the framework's default otherwise (no note on an unused one)
+        options["cp_comm_type"] = _TORCHTITAN_CP_ROTATIONS[rotate]
     if (parallelism.get("expert_parallel_degree") or 1) != 1:
         raise PipesimError(f"--config {source}: expert parallelism: Llama 3 has no experts")
     dp = replicate if shard == 1 else None if shard == -1 else shard

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shlex
 
-from pipesim.analytic.layout import Fp8Params, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import CpComm, Fp8Params, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 from pipesim.program.limits import interleaved_microbatch_group
@@ -78,7 +78,7 @@ def megatron_gap(candidate: Candidate) -> str | None:
 
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
                   overlap_p2p: bool = True, overlap_dp_sync: bool = False,
-                  fp8_params: Fp8Params = Fp8Params.OFF) -> list[str] | None:
+                  fp8_params: Fp8Params = Fp8Params.OFF, cp_comm: CpComm = CpComm.P2P) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
     ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
     reduce and (with the distributed optimizer) parameter gather; ``fp8_params``: the FP8 parameters the
@@ -89,6 +89,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
     if c.cp > 1:
         args += ["--context-parallel-size", str(c.cp)]
+        if cp_comm is not CpComm.P2P:
+            args += ["--cp-comm-type", cp_comm.value]
     if c.pp > 1 and c.schedule == "interleaved":
         if c.stage_layers is None:
             args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
@@ -159,8 +161,9 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
 
 
 def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
-                  overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF) -> str:
-    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params)
+                  overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF,
+                  cp_comm: CpComm = CpComm.P2P) -> str:
+    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm)
     if argv is None:
         return f"({megatron_gap(candidate)})"
     return "pretrain_gpt.py " + shlex.join(argv)

@@ -38,6 +38,8 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     ElementwiseKernels,
     Fp8Params,
     GradAccumulation,
@@ -128,6 +130,10 @@ class PlanRequest:
     # FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone (Layout.fp8_params,
     # Megatron-LM's --fp8-param-gather; not searched); OFF: a BF16 weight and an FP8 copy.
     fp8_params: Fp8Params = Fp8Params.OFF
+    # How the context-parallel candidates exchange keys and values, and whose code runs their attention
+    # (Layout.cp_comm, Layout.cp_kernels; not searched): the framework's.
+    cp_comm: CpComm = CpComm.P2P
+    cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
 
     def __post_init__(self) -> None:
         for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks", "min_cp_tokens"):
@@ -208,6 +214,7 @@ class PlanRequest:
                       overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
                       p2p_calls=P2pCalls.BATCHED if self.sends_overlap(c) else self.p2p_calls,
+                      cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       stage_layers=c.stage_layers)
 
     def layer_split(self, slices: int) -> tuple[int, ...] | None:

@@ -18,6 +18,8 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpComm,
+    CpKernels,
     ElementwiseKernels,
     Fp8Params,
     Fp8Recipe,
@@ -71,6 +73,8 @@ class PublishedRun:
     fp8_params: Fp8Params = Fp8Params.OFF  # FP8 runs: the linears' weights kept in FP8 alone (and how)
     fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # FP8 runs: delayed or per-tensor current ("tensorwise") scaling
     cp_comm_ctas: int | None = None  # the cp group's NCCL CTAs, where a communicator config caps them
+    cp_comm: CpComm = CpComm.P2P  # how the cp ranks exchange keys and values (Megatron-LM's --cp-comm-type)
+    cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE  # the code that runs context-parallel attention
     first_last: int | None = None  # layers on the first and on the last stage, when lighter
     boundary: StepBoundary = StepBoundary.SYNC
     overlap_p2p: bool = False  # Megatron's --overlap-p2p-communication (NeMo and Llama 3 recipes)
@@ -192,6 +196,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     elementwise=run.elementwise, loss=run.loss,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
+                    cp_comm=run.cp_comm, cp_kernels=run.cp_kernels,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls, mlp_up=run.mlp_up,
                     async_tp=run.async_tp, overlap_tp_local_shard=run.overlap_tp_local_shard,
@@ -223,6 +228,10 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--cp", str(run.cp)]
     if run.cp_comm_ctas is not None:
         argv += ["--cp-comm-ctas", str(run.cp_comm_ctas)]
+    if run.cp_comm is not CpComm.P2P:
+        argv += ["--cp-comm-type", run.cp_comm.value]
+    if run.cp_kernels is not CpKernels.TRANSFORMER_ENGINE:
+        argv += ["--cp-kernels", run.cp_kernels.value]
     if run.seq_len:
         argv += ["--seq-len", str(run.seq_len)]
     if run.sequence_parallel:

@@ -10,6 +10,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
+    CpKernels,
     ElementwiseKernels,
     LossKernel,
     MlpUp,
@@ -28,6 +29,7 @@ from pipesim.cli.analytic_args import (
     MLP_UP_HELP,
     P2P_CALLS_HELP,
     P2P_TENSOR_HELP,
+    cp_comm_type,
 )
 from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
 from pipesim.errors import PipesimError
@@ -169,6 +171,12 @@ def register(sub) -> None:
     p.add_argument("--p2p-calls", choices=[c.value for c in P2pCalls], default=None,
                    help=P2P_CALLS_HELP + ", for the candidates whose sends block; not searched")
     p.add_argument("--mlp-up", choices=[m.value for m in MlpUp], default=None, help=MLP_UP_HELP + ", not searched")
+    p.add_argument("--cp-comm-type", type=cp_comm_type, default=None, metavar="{p2p,allgather,a2a}",
+                   help="how the context-parallel candidates exchange keys and values (Megatron-LM's --cp-comm-type; "
+                   "default: the framework's), not searched")
+    p.add_argument("--cp-kernels", choices=[k.value for k in CpKernels], default=None,
+                   help="the code that runs the context-parallel candidates' attention: transformer-engine or "
+                   "pytorch (default: the framework's), not searched")
     p.add_argument("--fp8-params", nargs="?", const=FP8_PARAMS_BARE, default=None, choices=FP8_PARAMS_CHOICES,
                    help="FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone "
                    "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
@@ -207,7 +215,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
                 overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,
-                mlp_up=args.mlp_up, fp8_params=args.fp8_params)
+                mlp_up=args.mlp_up, fp8_params=args.fp8_params, cp_comm_type=args.cp_comm_type,
+                cp_kernels=args.cp_kernels)
 
 
 def run(args: argparse.Namespace) -> int:
