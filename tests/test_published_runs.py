@@ -355,7 +355,7 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     ('Hugging Face 2025, The Smol Training Playbook (nanotron on AWS p5 H100): SmolLM3 stage 1 |'
      ' smollm3-3b tp2 pp1 m1 b3 1f1b 384×h100 none s4096 sp eager-activation'):
         ("-22%, pipesim too fast: nanotron's SmolLM3 run on 384 H100 at tp 2, one microbatch a step, where"
-         " the step is 88% compute in pipesim; its 1B baseline on one node is -12%; unexplained (the module)"),
+         ' the step is 88% compute in pipesim; its 1B baseline on one node is -12%; unexplained (the module)'),
     # mlperf_v41_b200_gpt3
     ('MLPerf Training v4.1 GPT-3 175B on DGX B200 (NVIDIA Nyx preview; NeMo 24.09 FP8) | gpt3-175b tp4'
      ' pp8 v6 m512 b2 interleaved 64×b200 none s- fp8 async-tp sp'):
