@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from pipesim.analytic.layout import CpComm
 from pipesim.errors import PipesimError
 from pipesim.topology import Topology
 
@@ -87,7 +88,7 @@ class ModelConfig:
     stage_layers: tuple[int, ...] | None = None
     moe: MoEConfig | None = None  # mixture-of-experts MLPs (executors.moe); None: every block dense
 
-    def check(self, tp: int, mode: TPMode, cp: int = 1) -> None:
+    def check(self, tp: int, mode: TPMode, cp: int = 1, cp_comm: CpComm = CpComm.P2P) -> None:
         """One-line errors for sizes the TP and CP layouts cannot split."""
         if self.hidden % self.heads:
             raise PipesimError(f"--hidden {self.hidden} is not divisible by --heads {self.heads}")
@@ -97,6 +98,12 @@ class ModelConfig:
             raise PipesimError(
                 f"--seq-len {self.seq_len} is not divisible by 2·cp = {2 * cp}; context parallelism cuts it into "
                 f"2·cp chunks (two per cp rank, for causal load balance)"
+            )
+        if cp > 1 and cp_comm is CpComm.A2A and (self.heads // tp) % cp:
+            raise PipesimError(
+                f"--cp-comm-type a2a splits each TP rank's heads over the cp ranks, but --heads {self.heads} over "
+                f"--tp {tp} are {self.heads // tp}, which --cp {cp} does not divide; use p2p or allgather, or more "
+                "heads"
             )
         if mode is TPMode.REDUCE_SCATTER and (self.seq_len // cp) % tp:
             share = f"--seq-len {self.seq_len}" + (f" / --cp {cp}" if cp > 1 else "")

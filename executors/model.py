@@ -22,8 +22,8 @@ from torch import nn
 
 from executors import collectives as C
 from executors.config import ModelConfig, TPMode
+from executors.cp_attention import ContextParallel
 from executors.moe import MoELayer, init_moe_weights, reference_moe
-from executors.ring_attention import Ring, ring_attention
 from executors.tp_layers import ColumnParallelLinear, RowParallelLinear, ShardSpec, set_shard_spec
 from executors.weight_grad import WeightGradStore, linear
 from pipesim.analytic.stage_split import pipeline_split
@@ -106,20 +106,20 @@ def _layer_norm(prefix: str, full: dict[str, torch.Tensor], mode: TPMode) -> nn.
 
 
 class Attention(nn.Module):
-    def __init__(self, prefix, cfg, full, group, mode, ring: Ring | None = None):
+    def __init__(self, prefix, cfg, full, group, mode, cp: ContextParallel | None = None):
         super().__init__()
         self.head_dim = cfg.hidden // cfg.heads
         self.local_heads = cfg.heads // dist.get_world_size(group)
         self.qkv = ColumnParallelLinear(full[f"{prefix}.qkv.weight"], group, mode)
         self.proj = RowParallelLinear(full[f"{prefix}.proj.weight"], group, mode)
-        self.ring = ring  # context parallelism: this rank's tokens attend the others' around the cp ring
+        self.cp = cp  # context parallelism: this rank's tokens attend the others' over the cp group
 
     def forward(self, x):
         qkv = self.qkv(x)  # [s, b, local_heads·3·head_dim]; s: this cp rank's tokens, all TP ranks' heads split
         s, b, _ = qkv.shape
         q, k, v = qkv.view(s, b, self.local_heads, 3, self.head_dim).permute(3, 1, 2, 0, 4).unbind(0)
-        if self.ring is not None:
-            out = ring_attention(q, k, v, self.ring)
+        if self.cp is not None:
+            out = self.cp.attend(q, k, v)
         else:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [b, heads, s, hd]
         return self.proj(out.permute(2, 0, 1, 3).reshape(s, b, self.local_heads * self.head_dim))
@@ -136,11 +136,11 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, layer, cfg, full, group, mode, ring=None, ep_group=None):
+    def __init__(self, layer, cfg, full, group, mode, cp=None, ep_group=None):
         super().__init__()
         p = f"blocks.{layer}"
         self.ln1 = _layer_norm(f"{p}.ln1", full, mode)
-        self.attn = Attention(f"{p}.attn", cfg, full, group, mode, ring)
+        self.attn = Attention(f"{p}.attn", cfg, full, group, mode, cp)
         self.ln2 = _layer_norm(f"{p}.ln2", full, mode)
         moe = _is_moe(cfg, layer)
         if moe:
@@ -164,8 +164,9 @@ class GPTStage(nn.Module):
     """Stage ``stage`` of ``num_stages``: first takes token ids, last returns the mean loss, others map
     ``[s_local, b, h] → [s_local, b, h]`` (``s_local = s/cp``, and ``/tp`` under sequence parallelism).
 
-    Context parallelism (``cp_ring`` given): the stage sees only its cp rank's load-balanced tokens, at the
-    global positions ``positions``; attention runs as a ring over the cp group, and the loss is the mean over
+    Context parallelism (``cp`` given): the stage sees only its cp rank's load-balanced tokens, at the
+    global positions ``positions``; attention runs over the cp group as ``cp`` exchanges keys and values (a ring,
+    an all-gather or Ulysses' all-to-alls: :mod:`executors.cp_attention`), and the loss is the mean over
     these tokens (every cp rank holds equally many, so the mean over cp ranks is the full-sequence mean).
 
     Mixture of experts (``cfg.moe``): the MoE blocks' routed experts are this rank's share of the ``ep_group``
@@ -183,7 +184,7 @@ class GPTStage(nn.Module):
         full: dict[str, torch.Tensor],
         tp_group: dist.ProcessGroup,
         mode: TPMode,
-        cp_ring: Ring | None = None,
+        cp: ContextParallel | None = None,
         positions: torch.Tensor | None = None,
         ep_group: dist.ProcessGroup | None = None,
     ):
@@ -199,7 +200,7 @@ class GPTStage(nn.Module):
             self.pos.weight = _replicated(full["pos.weight"])
         self.blocks = nn.ModuleDict(
             {
-                str(layer): Block(layer, cfg, full, tp_group, mode, cp_ring, ep_group)
+                str(layer): Block(layer, cfg, full, tp_group, mode, cp, ep_group)
                 for layer in layers_of_stage(cfg, stage, num_stages)
             }
         )

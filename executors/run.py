@@ -9,9 +9,10 @@ Backend: NCCL when CUDA is available, gloo otherwise. ``--p2p`` picks the Progra
 NCCL) is proven deadlock-free under NCCL's grouped point-to-point semantics (pipesim.program.grouped);
 ``eager`` (default on gloo) is lower()'s, and on NCCL is refused before any communication when not proven
 safe, unless ``--allow-unsafe-p2p``. ``--cp N`` splits each sequence over N ranks (load-balanced chunks,
-ring attention: :mod:`executors.ring_attention`); ``--seq-len`` must divide by 2·N. ``--moe-experts E``
-makes the blocks mixture-of-experts, their experts sharded over ``--ep`` data- (or context-) parallel ranks
-(:mod:`executors.moe`).
+ring attention: :mod:`executors.ring_attention`, or with ``--cp-comm-type allgather|a2a`` an all-gather of the
+keys and values or Ulysses' all-to-alls: :mod:`executors.cp_attention`); ``--seq-len`` must divide by 2·N.
+``--moe-experts E`` makes the blocks mixture-of-experts, their experts sharded over ``--ep`` data- (or context-)
+parallel ranks (:mod:`executors.moe`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 # Only torch-free modules at import time: `--help` and a bad flag are answered before torch loads (about a
 # CPU-second and a half); executors.runtime and torch are imported once the flags parse.
 from executors.config import FailMode, ModelConfig, MoEConfig, OptimizerKind, TPMode
+from pipesim.analytic.layout import CpComm
 from pipesim.cli.arg_types import layer_list, non_negative_int, positive_float, positive_int
 from pipesim.errors import PipesimError
 from pipesim.io.atomic import check_output_path
@@ -91,6 +93,12 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="expert-parallel degree, folded over the dp×cp ranks: each EP rank holds E/ep experts "
         "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)",
+    )
+    layout.add_argument(
+        "--cp-comm-type", choices=[c.value for c in CpComm], default=CpComm.P2P.value,
+        help="with --cp: how the cp ranks exchange keys and values (pipesim simulate's flag, Megatron-LM's): p2p, "
+        "a ring; allgather, every rank's K and V gathered, their gradients reduce-scattered; a2a, Ulysses' "
+        "all-to-alls (--heads / --tp divisible by --cp) (default p2p)",
     )
     layout.add_argument(
         "--pp", type=positive_int, default=None, help="pipeline ranks (default: world size / (tp·cp·dp))"
@@ -292,6 +300,7 @@ def config_from_args(args: argparse.Namespace, world_size: int) -> RunConfig:
         costs=costs,
         p2p=P2PLowering(args.p2p) if args.p2p else None,
         allow_unsafe_p2p=args.allow_unsafe_p2p,
+        cp_comm=CpComm(args.cp_comm_type),
     )
 
 

@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from executors.compute import TorchCompute
 from executors.config import FailMode, OptimizerKind, TPMode
+from executors.cp_attention import context_parallel
 from executors.emulation import (
     EmulatedCompute,
     EmulatedStream,
@@ -42,6 +43,7 @@ from executors.recorder import ActivationMeter, CpuClock, CudaClock, TimelineRec
 from executors.ring_attention import GroupRing, local_positions, split_sequence
 from executors.tp_layers import shard_spec
 from executors.transport import RecvPolicy, transport_for
+from pipesim.analytic.layout import CpComm
 from pipesim.errors import DeadlockError, PipesimError
 from pipesim.program.build import DEFAULT_MICROBATCHES
 from pipesim.program.grouped import P2PLowering, grouped_program
@@ -74,6 +76,7 @@ class RunConfig:
     # the schedule's own default (unit costs).
     costs: CostModel | None = None
     capture: bool = False  # gather full gradients and parameters to rank 0 (tests)
+    cp_comm: CpComm = CpComm.P2P  # how the cp ranks exchange keys and values (executors.cp_attention)
 
 
 def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
@@ -84,7 +87,7 @@ def plan(cfg: RunConfig, world_size: int, *, nccl: bool = False) -> Program:
     eager buffer (:mod:`pipesim.program.grouped`).
     """
     cfg.topology.check_world(world_size)
-    cfg.model.check(cfg.topology.tp, cfg.tp_mode, cfg.topology.cp)
+    cfg.model.check(cfg.topology.tp, cfg.tp_mode, cfg.topology.cp, cfg.cp_comm)
     _check_moe(cfg)
     source = load_schedule(cfg.schedule)
     costs = cfg.costs
@@ -197,9 +200,10 @@ def execute(
     ctx = ParallelContext.create(cfg.topology, mirror=dual)
     full = init_full_weights(mcfg)
     cp, cp_rank = cfg.topology.cp, ctx.coords.cp
-    # Context parallelism: one ring per cp group, shared by every attention layer of this rank (each layer's
-    # forward and backward use it in turn, in the same order on every cp rank: they run the same Program).
-    ring = GroupRing(ctx.cp_group) if cp > 1 else None
+    # Context parallelism: one exchange per cp group, shared by every attention layer of this rank (each
+    # layer's forward and backward use it in turn, in the same order on every cp rank: they run the same Program).
+    exchange = (context_parallel(cfg.cp_comm, ctx.cp_group, GroupRing(ctx.cp_group) if cfg.cp_comm is CpComm.P2P
+                                 else None) if cp > 1 else None)
     positions = local_positions(cp_rank, cp, mcfg.seq_len).to(device) if cp > 1 else None
     # Each chunk is a model slice; under DualPipe chunk 1 is a copy of slice pp−1−r, built from the same full
     # weights as the mirror rank's chunk 0, so the two copies start equal.
@@ -207,7 +211,7 @@ def execute(
     stages = {
         chunk: GPTStage(
             mcfg, slices[chunk], shape.num_slices, chunk, full, ctx.tp_group, cfg.tp_mode,
-            ring, positions, ctx.ep_group,
+            exchange, positions, ctx.ep_group,
         ).to(device)
         for chunk in range(shape.chunks)
     }
@@ -229,8 +233,8 @@ def execute(
     if stream is not None:
         clock = StreamClock(stream, clock.origin)
     recorder = TimelineRecorder(program, ctx.pp_rank, clock)
-    if ring is not None:
-        ring.log = recorder
+    if exchange is not None:
+        exchange.log = recorder
     meter = ActivationMeter(params)
     fail_at = cfg.fail_at[1] if cfg.fail_at and cfg.fail_at[0] == ctx.rank else None
     policy = cfg.recv_policy or recv_policy_for(cfg, dist.get_backend() == "nccl")

@@ -1,4 +1,6 @@
-"""Context parallelism executed: ring attention over the cp group gives the single-process numbers.
+"""Context parallelism executed: ring attention over the cp group gives the single-process numbers, and so
+do the all-gather of the keys and values and Ulysses' all-to-alls (--cp-comm-type allgather|a2a, on 1F1B and on
+ZB-H1's split backward at every tp).
 
 Every built-in schedule (the loader's list) at cp = 2 × tp ∈ {1, 2}, pp = 2, sequence-parallel TP mode:
 losses, every gradient and the parameters after two optimizer steps equal the one-process reference (fp32
@@ -21,6 +23,7 @@ from executors.harness import spawn  # noqa: E402
 from executors.model import ModelConfig  # noqa: E402
 from executors.runtime import RunConfig, plan, reference_run, run_configs  # noqa: E402
 from executors.tp_layers import TPMode  # noqa: E402
+from pipesim.analytic.layout import CpComm  # noqa: E402
 from pipesim.errors import PipesimError  # noqa: E402
 from pipesim.io.timeline import RING_OP  # noqa: E402
 from pipesim.program.grouped import P2PLowering  # noqa: E402
@@ -54,6 +57,10 @@ def _variants(tp: int) -> dict[str, RunConfig]:
     variants = {s: _config(tp, s) for s in builtin_names() if full or s in TP2_SCHEDULES}
     if tp == 1:  # the NCCL path on gloo: the grouped-safe Program, its transfers issued in groups
         variants["zb-v-p2p-grouped"] = RunConfig(**{**_config(tp, "zb-v").__dict__, "p2p": P2PLowering.GROUPED})
+    # the other two exchanges of keys and values (executors.cp_attention), on a fused and a split backward
+    for schedule in ("1f1b", "zb-h1"):
+        for comm in (CpComm.ALL_GATHER, CpComm.A2A):
+            variants[f"{schedule}-{comm.value}"] = RunConfig(**{**_config(tp, schedule).__dict__, "cp_comm": comm})
     if tp == 2:
         variants["done-when"] = _done_when()
     return variants
@@ -93,13 +100,20 @@ def test_cp_matches_single_process(world_results, tp, variant):
     ref = _reference(cfg.model, cfg.optimizer, cfg.lr, cfg.microbatches, cfg.steps)
     where = f"{variant} cp=2 tp={tp}"
     assert_matches_reference(got, ref, where)
-    # Every attention layer's forward and backward hop over the ring, and the timeline shows each hop.
+    # Every attention layer's forward and backward exchange over the cp group, and the timeline shows each wait.
     ring = got.timeline[got.timeline["op"] == RING_OP]
     layers_per_rank = cfg.model.layers // cfg.topology.pp
-    hops_per_microbatch = layers_per_rank * (1 + 3)  # cp − 1 forward K/V; cp − 1 K/V + cp dK/dV backward
-    assert len(ring) == cfg.steps * cfg.microbatches * cfg.topology.pp * hops_per_microbatch, where
-    assert set(ring["bytes"]) == {2 * cfg.model.micro_batch_size * cfg.model.seq_len // 2 * cfg.model.hidden
-                                  // tp * 4}, where
+    waits = {CpComm.P2P: 1 + 3,  # cp − 1 forward K/V hops; cp − 1 K/V + cp dK/dV backward
+             CpComm.ALL_GATHER: 1 + 2,  # the gather; the gather again and the gradients' reduce-scatter
+             CpComm.A2A: 4 + 4}[cfg.cp_comm]  # q, k, v and the output, and their gradients back
+    assert len(ring) == cfg.steps * cfg.microbatches * cfg.topology.pp * layers_per_rank * waits, where
+    if cfg.cp_comm is not CpComm.P2P:
+        assert (ring["peer"] == -1).all(), where  # a collective has no single peer
+    hop = 2 * cfg.model.micro_batch_size * cfg.model.seq_len // 2 * cfg.model.hidden // tp * 4  # a rank's K and V
+    # a hop carries a rank's K and V; the all-gather and reduce-scatter every rank's (cp = 2); an all-to-all one
+    # of q, k, v or the output
+    moved = {CpComm.P2P: hop, CpComm.ALL_GATHER: 2 * hop, CpComm.A2A: hop // 2}[cfg.cp_comm]
+    assert set(ring["bytes"]) == {moved}, where
 
 
 def test_cp_bad_input_is_one_line_before_any_process_group():
@@ -109,3 +123,9 @@ def test_cp_bad_input_is_one_line_before_any_process_group():
     cfg = RunConfig(topology=Topology(tp=4, cp=2), model=ModelConfig(seq_len=12), tp_mode=TPMode.REDUCE_SCATTER)
     with pytest.raises(PipesimError, match=r"--seq-len 12 / --cp 2 is not divisible by --tp 4"):
         plan(cfg, 8)
+    # Ulysses splits each TP rank's heads over the cp ranks: 4 heads over tp 2 are 2, which cp 4 does not divide
+    cfg = RunConfig(topology=Topology(tp=2, cp=4), model=ModelConfig(seq_len=16), cp_comm=CpComm.A2A)
+    with pytest.raises(PipesimError, match=r"--heads 4 over --tp 2 are 2, which --cp 4 does not divide"):
+        plan(cfg, 8)
+    args = run_cli.parser().parse_args(["1f1b", "--cp", "2", "--cp-comm-type", "allgather"])
+    assert run_cli.config_from_args(args, world_size=4).cp_comm is CpComm.ALL_GATHER

@@ -21,7 +21,8 @@ Assumptions that move the result, in order of how much (each is detailed where i
    ``attention_shapes``),
    streaming kernels 0.90 of HBM bandwidth.
    ``--achievable-fraction`` replaces them with one fraction for all work.
-2. TP collectives exposed unless ``--async-tp``; pipeline sends block their sender unless ``--overlap-p2p``;
+2. TP collectives exposed unless ``--async-tp``; pipeline sends block their sender unless overlapped
+   (``--overlap-p2p``, or the framework's way for the schedule: Megatron-LM's interleaved one);
    DP sync not overlapped (``comm``); TP on the intra-node link when ``tp ≤ node_size`` (at its measured share
    of that link where the chip has a table: ``collective_shares``); a P2P boundary or a DP group that leaves a
    node on the inter-node NIC.

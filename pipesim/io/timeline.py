@@ -13,7 +13,9 @@ start is when the rank began waiting, end when the data was there; SEND — the 
 F, B or I whose ``seq``, stage, chunk and microbatch it carries: the time the rank waited for the hop (a K/V
 hop is posted before the attention compute it overlaps, so only what that compute did not hide shows; a
 dK/dV hop is waited at once, so its row is the whole transfer); ``peer`` is the global rank it was sent to,
-``bytes`` what it sent. ``experiments/cp_ring_share.py`` compares them with the simulator's ring cost.
+``bytes`` what it sent. Under ``--cp-comm-type allgather`` or ``a2a`` each row is the wait for one collective
+of the cp group (an all-gather, reduce-scatter or all-to-all), ``peer`` −1 and ``bytes`` its buffer's.
+``experiments/cp_ring_share.py`` compares the ring's rows with the simulator's ring cost.
 Matching predicted and measured rows (overlay, calibrate) skips them.
 """
 
