@@ -110,3 +110,21 @@ def test_a_plan_with_lighter_end_stages_launches_that_split():
     assert proc.returncode == 0, out
     losses = [float(x) for x in re.findall(r"loss[ =:]+([0-9.]+)", out)]
     assert len(losses) >= 2 and all(0 < x < 20 for x in losses), out
+
+
+def test_a_plan_with_ulysses_launches_it():
+    """A plan asked for Ulysses' context parallelism (--cp-comm-type a2a) prints an executor line that runs it:
+    the best cp 2 candidate's line carries the flag and trains in a world of 4."""
+    from pipesim.analytic.layout import CpComm
+
+    request = PlanRequest(MINI_GPT, CHIP_PRESETS["h100-sxm"], gpus=4, global_batch=8, gpus_per_node=4,
+                          micro_batch_sizes=(1,), schedules=("1f1b",), context_parallel=(2,), min_cp_tokens=4,
+                          cp_comm=CpComm.A2A)
+    chosen = run_plan(request, top=1).fitting()[0].candidate
+    argv = executor_argv(chosen, MINI_GPT, gpus_per_node=4, steps=2, cp_comm=request.cp_comm)
+    assert chosen.cp == 2 and argv[argv.index("--cp-comm-type") + 1] == "a2a"
+    proc = _launch_in_world(argv)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    losses = [float(x) for x in re.findall(r"loss[ =:]+([0-9.]+)", out)]
+    assert len(losses) >= 2 and all(0 < x < 20 for x in losses), out

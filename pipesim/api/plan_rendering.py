@@ -98,8 +98,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
                      f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
-        lines.append(f"   executor: {executor_line(c, request.model, request.host_gpus)}")
-        gaps = executor_gaps(c, request.model)
+        lines.append(f"   executor: {executor_line(c, request.model, request.host_gpus, request.cp_comm)}")
+        gaps = executor_gaps(c, request.model, request.cp_kernels)
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults

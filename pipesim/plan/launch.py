@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shlex
 
-from pipesim.analytic.layout import CpComm, Fp8Params, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import CpComm, CpKernels, Fp8Params, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 from pipesim.program.limits import interleaved_microbatch_group
@@ -29,8 +29,10 @@ from pipesim.program.limits import interleaved_microbatch_group
 MEGATRON_SCHEDULES = frozenset({"1f1b", "interleaved"})
 
 
-def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *, steps: int = 3) -> list[str]:
-    """``torchrun … -m executors.run …`` as an argument list (multi-node: fill in the rendezvous host)."""
+def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *, steps: int = 3,
+                  cp_comm: CpComm = CpComm.P2P) -> list[str]:
+    """``torchrun … -m executors.run …`` as an argument list (multi-node: fill in the rendezvous host);
+    ``cp_comm``: how its context-parallel ranks exchange keys and values."""
     c = candidate
     gpus = c.gpus
     if gpus <= gpus_per_node:
@@ -45,14 +47,19 @@ def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *,
             str(c.micro_batch_size), "--vocab", str(model.vocab), "--optimizer", "adamw", "--steps", str(steps)]
     if c.sequence_parallel:
         args += ["--tp-mode", "reduce-scatter"]
+    if c.cp > 1 and cp_comm is not CpComm.P2P:
+        args += ["--cp-comm-type", cp_comm.value]
     if c.stage_layers is not None:
         args += ["--stage-layers", ",".join(map(str, c.stage_layers))]
     return [*launcher, "-m", "executors.run", *args]
 
 
-def executor_gaps(candidate: Candidate, model: ModelSpec) -> list[str]:
+def executor_gaps(candidate: Candidate, model: ModelSpec,
+                  cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE) -> list[str]:
     """What of this configuration the executor's model does not reproduce."""
     gaps = []
+    if candidate.cp > 1 and cp_kernels is CpKernels.PYTORCH:
+        gaps.append("its own context-parallel attention, not PyTorch's context_parallel")
     if model.gated or model.kv_heads != model.heads or model.rms_norm:
         gaps.append("GPT block (MHA, GELU MLP, LayerNorm) instead of the model's GQA/SwiGLU/RMSNorm")
     if candidate.recompute is not Recompute.NONE:
@@ -169,5 +176,6 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
     return "pretrain_gpt.py " + shlex.join(argv)
 
 
-def executor_line(candidate: Candidate, model: ModelSpec, gpus_per_node: int) -> str:
-    return shlex.join(executor_argv(candidate, model, gpus_per_node))
+def executor_line(candidate: Candidate, model: ModelSpec, gpus_per_node: int,
+                  cp_comm: CpComm = CpComm.P2P) -> str:
+    return shlex.join(executor_argv(candidate, model, gpus_per_node, cp_comm=cp_comm))

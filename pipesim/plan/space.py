@@ -377,6 +377,18 @@ def context_parallel_degrees(request: PlanRequest) -> list[int]:
     return [c for c in request.context_parallel if c == 1 or (s % (2 * c) == 0 and s // c >= request.min_cp_tokens)]
 
 
+def _no_cp_degree(request: PlanRequest) -> str:
+    """Why no asked context-parallel degree splits these GPUs and this sequence, and what would."""
+    s, asked = request.model.seq_len, ",".join(map(str, request.context_parallel))
+    usable = context_parallel_degrees(request)
+    if not usable:
+        return (f"--cp {asked}: with --seq-len {s} no degree leaves each cp rank --min-cp-tokens "
+                f"{request.min_cp_tokens} tokens in 2·cp whole chunks; add --cp 1, lower --min-cp-tokens or "
+                "raise --seq-len")
+    return (f"--cp {asked} does not divide --gpus {request.gpus} with any tensor-parallel degree; add --cp 1 or "
+            "choose a --cp that divides the GPUs")
+
+
 def grid_layouts(request: PlanRequest) -> list[tuple[int, int, int, int]]:
     """Every (tp, cp, pp, dp) of the GPUs the model can be split into (the layers split over pp stages)."""
     model, gpus = request.model, request.gpus
@@ -418,7 +430,9 @@ def check_request(request: PlanRequest) -> list[tuple[int, int, int, int]]:
             f"--gpus {gpus} is not a whole number of {unit}; tensor parallelism stays within a node and a partial "
             f"node cannot hold a tp group evenly: use --gpus {lower} or {upper}"
         )
-    layouts = grid_layouts(request)  # never empty: tp = pp = 1, dp = GPUs always qualifies
+    layouts = grid_layouts(request)  # tp = pp = 1 always qualifies, so only the asked cp degrees can leave none
+    if not layouts:
+        raise PipesimError(_no_cp_degree(request))
     batch = request.global_batch
     sizes = request.micro_batch_sizes
     if not any(batch % (dp * b) == 0 for *_, dp in layouts for b in sizes):

@@ -71,3 +71,11 @@ def test_a_model_too_large_or_too_shallow_for_the_layout_names_the_input(argv, n
     not an internal field (``stages.3.activation_bytes``) nor a split with empty stages."""
     line = refused(argv, tmp_path)
     assert all(name in line for name in names), line
+
+
+def test_plan_with_no_usable_cp_degree_says_which_flag_to_change(tmp_path):
+    """Every asked --cp dropped (too few tokens a cp rank, or not dividing the GPUs): one line naming --cp and the
+    fix, where plan once raised an internal error."""
+    base = ["plan", "--model", "llama2-7b", "--gpus", 8, "--global-batch", 16]
+    refused([*base, "--cp", 2, "--seq-len", 2048], tmp_path, names=("--cp 2", "--min-cp-tokens"))
+    refused([*base, "--cp", 3, "--seq-len", 12288], tmp_path, names=("--cp 3", "--gpus 8"))
