@@ -186,6 +186,8 @@ def test_pipesim_frameworks_lists_every_framework_and_its_defaults(capsys):
     assert list(table["framework"]) == [f.value for f in Framework]
     titan = table.set_index("framework").loc["torchtitan"]
     assert (titan["loss"], titan["selective"], titan["column_input"]) == ("pytorch", "per-op", "saved")
+    assert (titan["cp_kernels"], titan["cp_comm_type"]) == ("pytorch", "allgather")
+    assert table.set_index("framework").loc["megatron", "overlap_p2p"] == "interleaved,interleaved-overlap"
     assert main(["frameworks"]) == 0
     out = capsys.readouterr().out
     assert all(f.value in out for f in Framework) and "regather-blocking" in out
