@@ -95,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
         "of every MoE layer (needs --moe-experts; divides dp·cp) (default 1)",
     )
     layout.add_argument(
-        "--cp-comm-type", choices=[c.value for c in CpComm], default=CpComm.P2P.value,
+        "--cp-comm-type", choices=[c.value for c in CpComm if c is not CpComm.A2A_P2P], default=CpComm.P2P.value,
         help="with --cp: how the cp ranks exchange keys and values (pipesim simulate's flag, Megatron-LM's): p2p, "
         "a ring; allgather, every rank's K and V gathered, their gradients reduce-scattered; a2a, Ulysses' "
         "all-to-alls (--heads / --tp divisible by --cp) (default p2p)",

@@ -828,8 +828,9 @@ def test_pytorch_context_parallel_merges_in_fp32_by_hand():
 
 def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
     """--cp-comm-type and --cp-kernels reach the layout, the report's line and its JSON; torchtitan's default is
-    PyTorch's all-gather; Megatron-LM's spelling all_gather is taken, a2a+p2p is named as not modelled, PyTorch
-    has no Ulysses, and at cp 1 the flags are noted as changing nothing (a framework's default is not)."""
+    PyTorch's all-gather; Megatron-LM's spelling all_gather is taken, a2a+p2p needs its two sizes multiplying to
+    cp, PyTorch has no Ulysses, and at cp 1 the flags are noted as changing nothing (a framework's default is
+    not)."""
     argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "2", "--mb", "2",
             "--seq-len", "32768", "--cp", "4"]
 
@@ -844,10 +845,50 @@ def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
     assert main([*argv, "--cp-comm-type", "a2a"]) == 0
     assert "context parallel Ulysses all-to-alls (Transformer Engine)" in capsys.readouterr().out
     assert main([*argv, "--cp-comm-type", "a2a+p2p"]) == 2
-    assert "a2a+p2p (hierarchical" in capsys.readouterr().err
+    assert "needs --hierarchical-context-parallel-sizes A B with A·B = --cp 4" in capsys.readouterr().err
+    assert main([*argv, "--cp-comm-type", "a2a+p2p", "--hierarchical-context-parallel-sizes", "2", "1"]) == 2
+    assert "multiply to 2, not --cp 4" in capsys.readouterr().err
+    nested = layout("--cp-comm-type", "a2a+p2p", "--hierarchical-context-parallel-sizes", "2", "2")
+    assert nested["cp_comm_type"] == "a2a+p2p"
     assert main([*argv, "--cp-comm-type", "a2a", "--cp-kernels", "pytorch"]) == 2
     assert "not one of PyTorch's context_parallel rotations" in capsys.readouterr().err
     assert main([*argv[:-2], "--cp-comm-type", "a2a"]) == 0
     assert "note: --cp-comm-type a2a changes nothing here: no context parallelism (--cp 1)" in capsys.readouterr().out
     assert main([*argv[:-2], "--framework", "torchtitan"]) == 0
     assert "--cp-kernels" not in capsys.readouterr().out
+
+
+def test_hierarchical_context_parallelism_by_hand():
+    """a2a+p2p over cp 8 as 2 × 4 (Megatron-LM's --hierarchical-context-parallel-sizes 2 4), Llama 3.1 8B at
+    32,768 tokens in one node (tp 1): Ulysses' two all-to-alls inside each pair of adjacent cp ranks (half of a
+    rank's q, k, v, then of its output, to its one peer), then a 4-long ring between the pairs whose blocks are
+    a pair's 8,192 tokens on half the KV heads, as many bytes as the flat ring's; the attention runs in 4 steps
+    on 8,192 keys and 16 heads, merging 3 times, and every carried tensor is reordered."""
+    from pipesim.analytic.comm import cp_all_to_all_time, cp_exposed, cp_ring_exposed, cp_ring_hop
+    from pipesim.analytic.kernels import attention_call_shape, cp_attention_kernels, cp_merge_bytes
+    from pipesim.analytic.layout import CpComm
+
+    chip = replace(H100, nvlink_collective_shares=None)
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=32768, micro_batch=1)
+    nested = Layout(cp=8, cp_comm=CpComm.A2A_P2P, cp_a2a_size=2)
+    assert (nested.cp_a2a_ranks, nested.cp_ring_ranks) == (2, 4)
+    q, kv, out = 4096 * 32 * 128, 4096 * 8 * 256, 4096 * 32 * 128
+    latency = 8.4e-6 + 3.4e-6
+    pair = 2 * (q + kv) / 2 / 450e9 + latency + 2 * out / 2 / 450e9 + latency
+    assert cp_all_to_all_time(q + kv, model, nested, chip) + cp_all_to_all_time(out, model, nested, chip) == (
+        pytest.approx(pair))
+    hop = cp_ring_hop(model, nested, chip)
+    assert hop == pytest.approx(2 * 2 * 4096 * 1024 / 450e9 + 10e-6)  # a pair's 8,192 tokens on 4 of 8 KV heads
+    core_forward, core_backward = 0.4e-3, 0.8e-3
+    ring = cp_ring_exposed(model, nested, chip, core_forward, core_backward)
+    assert ring.forward == pytest.approx(3 * max(0.0, hop - 0.1e-3))
+    exposed = cp_exposed(model, nested, chip, core_forward, core_backward)
+    assert (exposed.forward, exposed.backward) == pytest.approx((ring.forward + pair, ring.backward + pair))
+    assert attention_call_shape(model, nested) == (8192, 16)
+    reordered = 4 * (q + kv + out)
+    assert cp_merge_bytes(model, nested) == pytest.approx((3 * 6 * out + reordered, 3 * 6 * (q + kv) + reordered))
+    assert cp_attention_kernels(nested) == (2 * 4 - 1 + 4, 4 * 4 - 1 + 4)
+    with pytest.raises(PipesimError, match="A·B = --cp 8"):
+        Layout(cp=8, cp_comm=CpComm.A2A_P2P, cp_a2a_size=3)
+    with pytest.raises(PipesimError, match="sizes the levels of --cp-comm-type a2a\\+p2p"):
+        Layout(cp=8, cp_a2a_size=2)

@@ -327,20 +327,23 @@ def cp_gather_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
 
 
 def cp_all_to_all_time(elements: float, model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
-    """One Ulysses all-to-all over the cp group of a rank's ``elements`` (its tensors' elements on its tp rank):
-    it keeps 1/cp and sends the rest, a share to each peer at once, over NVLink to the peers in its node and
-    its NIC to the others (:func:`all_to_all_time`)."""
-    sent = model.dtype_bytes * elements * (layout.cp - 1) / layout.cp
-    return _cp_capped(sent, all_to_all_time(sent, layout.cp, layout.tp, chip), layout, chip)
+    """One Ulysses all-to-all of a rank's ``elements`` (its tensors' elements on its tp rank) over the
+    :attr:`Layout.cp_a2a_ranks` adjacent cp ranks it spans (all of cp, or a2a+p2p's inner group): it keeps
+    1/a and sends the rest, a share to each peer at once, over NVLink to the peers in its node and its NIC to
+    the others (:func:`all_to_all_time`)."""
+    a = layout.cp_a2a_ranks
+    sent = model.dtype_bytes * elements * (a - 1) / a
+    return _cp_capped(sent, all_to_all_time(sent, a, layout.tp, chip), layout, chip)
 
 
 def cp_ring_comm(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
     """Ring attention's P2P per layer, the *total* transfer time: ``cp − 1`` hops of K and V in the forward, and
     twice the bytes (K and V, then their gradients) in the backward. :func:`cp_ring_exposed` says how much of
     it the attention hides."""
-    if layout.cp == 1:
+    n = layout.cp_ring_ranks
+    if n == 1:
         return LayerComm(0.0, 0.0)
-    forward = (layout.cp - 1) * cp_ring_hop(model, layout, chip)
+    forward = (n - 1) * cp_ring_hop(model, layout, chip)
     return LayerComm(forward, 2 * forward)
 
 
@@ -354,14 +357,16 @@ def cp_ring_exposed(model: ModelSpec, layout: Layout, chip: ChipSpec, core_forwa
     the attention (``core / cp``, the load-balanced split gives every step the same work), not behind the
     layer's whole attention. Forward: ``cp − 1`` hops of K and V. Backward: the first step's hop carries K and
     V, the middle steps' K, V and the dK, dV accumulated so far (twice the bytes), the last step's dK and dV
-    alone. ``core_forward`` and ``core_backward``: the layer's attention kernels, seconds."""
-    cp = layout.cp
-    if cp == 1:
+    alone. ``core_forward`` and ``core_backward``: the layer's attention kernels, seconds. Under a2a+p2p the ring
+    is the one between the all-to-all groups, ``cp / cp_a2a_size`` long (:attr:`Layout.cp_ring_ranks`), its
+    blocks as many bytes (a group's ``s·a/cp`` tokens on ``1/a`` of the heads)."""
+    n = layout.cp_ring_ranks
+    if n == 1:
         return LayerComm(0.0, 0.0)
     hop = cp_ring_hop(model, layout, chip)
-    step_forward, step_backward = core_forward / cp, core_backward / cp
-    forward = (cp - 1) * overlapped(hop, step_forward)
-    backward = 2 * overlapped(hop, step_backward) + (cp - 2) * overlapped(2 * hop, step_backward)
+    step_forward, step_backward = core_forward / n, core_backward / n
+    forward = (n - 1) * overlapped(hop, step_forward)
+    backward = 2 * overlapped(hop, step_backward) + (n - 2) * overlapped(2 * hop, step_backward)
     return LayerComm(forward, backward)
 
 
@@ -377,7 +382,8 @@ def cp_exposed(model: ModelSpec, layout: Layout, chip: ChipSpec, core_forward: f
     all-gather between CP ranks is exposed") of K and V before the attention, in the backward gathered again
     and their gradients reduce-scattered, all waited for; Ulysses (``AttnFuncWithCPAndQKVOA2A``): q, k and v
     all-to-all before the attention and its output after (the backward: the output's gradient, then q's, k's
-    and v's), each waited for before the kernel that reads it.
+    and v's), each waited for before the kernel that reads it; a2a+p2p (``AttnFuncWithCPAndKVP2P`` given two
+    groups): those all-to-alls inside each group of adjacent cp ranks, then the ring between the groups.
 
     PyTorch's ``context_parallel`` (``torch/distributed/tensor/experimental/_context_parallel/_attention.py``,
     ``_templated_ring_attention`` and its backward): the all-gather rotation issues the gather at the first
@@ -390,17 +396,18 @@ def cp_exposed(model: ModelSpec, layout: Layout, chip: ChipSpec, core_forward: f
         return LayerComm(0.0, 0.0)
     step_forward, step_backward = core_forward / cp, core_backward / cp
     if layout.cp_kernels is CpKernels.TRANSFORMER_ENGINE:
-        if layout.cp_comm is CpComm.P2P:
-            return cp_ring_exposed(model, layout, chip, core_forward, core_backward)
         if layout.cp_comm is CpComm.ALL_GATHER:
             gather = cp_gather_time(model, layout, chip)
             return LayerComm(gather, 2 * gather)
+        ring = cp_ring_exposed(model, layout, chip, core_forward, core_backward)  # 0 without a ring
+        if not layout.cp_comm.all_to_all:
+            return ring
         queries = model.micro_batch * model.seq_len / cp * model.heads / layout.tp * model.qk_head_dim
         outputs = queries / model.qk_head_dim * model.value_head_dim
         keys_values = cp_kv_bytes(model, layout) / model.dtype_bytes
-        qkv = cp_all_to_all_time(queries + keys_values, model, layout, chip)
-        out = cp_all_to_all_time(outputs, model, layout, chip)
-        return LayerComm(qkv + out, out + qkv)
+        both = cp_all_to_all_time(queries + keys_values, model, layout, chip) + cp_all_to_all_time(
+            outputs, model, layout, chip)
+        return LayerComm(ring.forward + both, ring.backward + both)
     hop = cp_ring_hop(model, layout, chip)
     gradients = 2 * hop  # the K and V gradients rotate in FP32
     if layout.cp_comm is CpComm.ALL_GATHER:

@@ -323,7 +323,7 @@ def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
       length) and reorders them back before the reduce-scatter: 16 bytes a gathered element, 4 a query's.
     - Its all-to-alls (``flash_attn_a2a_communicate``): every tensor the all-to-alls carry reordered between
       sequence chunks and heads on arrival or before leaving (a copy, 4 bytes an element): q, k, v and the
-      output, and their gradients.
+      output, and their gradients. Under a2a+p2p those, and the ring's merges over its ``cp/a`` steps.
     - PyTorch's ``context_parallel`` (``_SDPAMerger``, ``_partial_update``): the merge runs in FP32 eager ops,
       each step's output cast (6 bytes), ``out − σ(lse_b − lse)·(out − out_b)`` in three passes (12 + 8 + 12),
       a half-length step (the load-balanced split's) copied back into the whole running output by
@@ -349,20 +349,21 @@ def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
         return forward, backward
     if layout.cp_comm is CpComm.ALL_GATHER:
         return 4 * cp * kv + 6 * outputs, 16 * cp * kv + 4 * queries
-    if layout.cp_comm is CpComm.A2A:
-        moved = 4 * (queries + kv + outputs)
-        return moved, moved
+    reordered = 4 * (queries + kv + outputs) if layout.cp_comm.all_to_all else 0.0
+    merges = layout.cp_ring_ranks - 1  # a2a+p2p: the ring between the groups
     accesses = 3 * model.dtype_bytes  # read running, read step, write running
-    return (cp - 1) * accesses * outputs, (cp - 1) * accesses * (queries + kv)
+    return merges * accesses * outputs + reordered, merges * accesses * (queries + kv) + reordered
 
 
 def attention_call_shape(model: ModelSpec, layout: Layout) -> tuple[float, int]:
     """(the sequence one fused-attention call sees, the heads it runs on one tp rank): under context
     parallelism each ring or all-gather step sees ``s/cp`` queries and keys on the rank's heads; Ulysses
-    (:attr:`CpComm.A2A`) gives each rank the whole sequence on ``1/cp`` of them."""
+    (:attr:`CpComm.A2A`) gives each rank the whole sequence on ``1/cp`` of them, a2a+p2p its group's tokens on
+    ``1/a`` of them."""
     heads = model.heads // layout.tp
-    if layout.cp > 1 and layout.cp_comm is CpComm.A2A:
-        return model.seq_len, heads // layout.cp
+    if layout.cp > 1 and layout.cp_comm.all_to_all:  # a2a+p2p: a group's s·a/cp tokens on 1/a of the heads
+        a = layout.cp_a2a_ranks
+        return model.seq_len * a / layout.cp, heads // a
     return model.seq_len / layout.cp, heads
 
 
@@ -604,9 +605,8 @@ def cp_attention_kernels(layout: Layout) -> tuple[int, int]:
         return cp + 10 * (cp - 1) + 4, 7 * cp + 5
     if cp > 1 and layout.cp_comm is CpComm.ALL_GATHER:
         return 7, 16
-    if cp > 1 and layout.cp_comm is CpComm.A2A:
-        return 5, 7
-    return 2 * cp - 1, 4 * cp - 1
+    n, reorders = layout.cp_ring_ranks, 4 if cp > 1 and layout.cp_comm.all_to_all else 0
+    return 2 * n - 1 + reorders, 4 * n - 1 + reorders
 
 
 @dataclass(frozen=True)

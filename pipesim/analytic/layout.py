@@ -277,6 +277,20 @@ class CpComm(enum.Enum):
     # Ulysses (Jacobs et al. 2023): all-to-alls trade the sequence split for a head split, q, k and v before the
     # attention and its output after it (and their gradients back); the attention sees the whole sequence.
     A2A = "a2a"
+    # Hierarchical: Ulysses' all-to-alls inside groups of adjacent cp ranks (Layout.cp_a2a_size, Megatron-LM's first
+    # --hierarchical-context-parallel-sizes), then a ring between the groups (Transformer Engine's
+    # AttnFuncWithCPAndKVP2P given the two groups)
+    A2A_P2P = "a2a+p2p"
+
+    @property
+    def all_to_all(self) -> bool:
+        """Whether Ulysses' all-to-alls split the heads (a2a, or its inner level in a2a+p2p)."""
+        return self in (CpComm.A2A, CpComm.A2A_P2P)
+
+    @property
+    def ring(self) -> bool:
+        """Whether keys and values travel a ring (p2p, or the outer level in a2a+p2p)."""
+        return self in (CpComm.P2P, CpComm.A2A_P2P)
 
 
 class CpKernels(enum.Enum):
@@ -294,16 +308,17 @@ class CpKernels(enum.Enum):
 
 def context_parallel_summary(comm: CpComm, kernels: CpKernels) -> str:
     """How a report names context parallelism's exchange and the code running it."""
-    how = {CpComm.P2P: "ring", CpComm.ALL_GATHER: "all-gathered K/V", CpComm.A2A: "Ulysses all-to-alls"}[comm]
+    how = {CpComm.P2P: "ring", CpComm.ALL_GATHER: "all-gathered K/V", CpComm.A2A: "Ulysses all-to-alls",
+           CpComm.A2A_P2P: "Ulysses all-to-alls inside groups, a ring between them"}[comm]
     code = "Transformer Engine" if kernels is CpKernels.TRANSFORMER_ENGINE else "PyTorch"
     return f"context parallel {how} ({code})"
 
 
 def check_cp_pairing(kernels: CpKernels, comm: CpComm) -> None:
     """Refuse an exchange the context-parallel code does not run: PyTorch's rotates K/V, it has no Ulysses."""
-    if kernels is CpKernels.PYTORCH and comm is CpComm.A2A:
-        raise PipesimError("--cp-comm-type a2a (Ulysses) is not one of PyTorch's context_parallel rotations: with "
-                           "--cp-kernels pytorch use allgather or p2p (its alltoall rotation, a ring)")
+    if kernels is CpKernels.PYTORCH and comm.all_to_all:
+        raise PipesimError(f"--cp-comm-type {comm.value} (Ulysses) is not one of PyTorch's context_parallel rotations: "
+                           "with --cp-kernels pytorch use allgather or p2p (its alltoall rotation, a ring)")
 
 
 class GradAccumulation(enum.Enum):
@@ -416,6 +431,8 @@ class Layout:
     cp_comm_ctas: int | None = None
     cp_comm: CpComm = CpComm.P2P  # how the cp ranks exchange keys and values (CpComm)
     cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE  # the code that runs context-parallel attention
+    # With cp_comm a2a+p2p: the all-to-all groups' size (adjacent cp ranks), the ring's cp / cp_a2a_size
+    cp_a2a_size: int | None = None
     precision: Precision = Precision.BF16
     # FP8 parameters (Fp8Params): the FP8 linears' weights kept in FP8 alone, no BF16 copy beside them. The
     # embedding, the output layer and the norms stay BF16.
@@ -532,6 +549,13 @@ class Layout:
             raise PipesimError(f"--cp-comm-ctas {self.cp_comm_ctas} caps the CTAs of the context-parallel group's "
                                "ring sends: it needs --cp N (N > 1) and at least 1 CTA; set those or drop it")
         check_cp_pairing(self.cp_kernels, self.cp_comm)
+        hierarchical = self.cp_comm is CpComm.A2A_P2P
+        if hierarchical and (self.cp_a2a_size is None or self.cp_a2a_size < 1 or self.cp % self.cp_a2a_size):
+            raise PipesimError(f"--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes A B with A·B = "
+                               f"--cp {self.cp} (the all-to-all groups' size, then the ring's); got {self.cp_a2a_size}")
+        if self.cp_a2a_size is not None and not hierarchical:
+            raise PipesimError("--hierarchical-context-parallel-sizes sizes the levels of --cp-comm-type a2a+p2p; add "
+                               "it or drop the sizes")
         if self.async_tp and self.tp == 1:
             raise PipesimError("--async-tp overlaps tensor-parallel collectives, but --tp is 1; add --tp N or drop it")
         if self.async_tp and self.overlap_tp_local_shard:
@@ -540,6 +564,18 @@ class Layout:
         if self.async_tp and not self.overlap_tp_dgrad:
             raise PipesimError("--no-overlap-tp-dgrad contradicts --async-tp, which overlaps every tensor-parallel "
                                "collective with a GEMM; drop one of them")
+
+    @property
+    def cp_a2a_ranks(self) -> int:
+        """The cp ranks Ulysses' all-to-alls span: all of cp under a2a, the inner groups' under a2a+p2p, else 1."""
+        if self.cp_comm is CpComm.A2A:
+            return self.cp
+        return self.cp_a2a_size if self.cp_comm is CpComm.A2A_P2P else 1
+
+    @property
+    def cp_ring_ranks(self) -> int:
+        """The ring's length: cp under p2p, the groups' count under a2a+p2p, else 1 (no ring)."""
+        return self.cp // self.cp_a2a_ranks if self.cp_comm.ring else 1
 
     @property
     def hides_gathers_locally(self) -> bool:

@@ -198,13 +198,15 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
             f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "
             f"--seq-len {model.seq_len} is not divisible by {2 * cp}"
         )
-    if cp > 1 and layout.cp_comm is CpComm.A2A:
+    if cp > 1 and layout.cp_comm.all_to_all:
+        a = layout.cp_a2a_ranks
+        flag = f"--cp {cp}" if layout.cp_comm is CpComm.A2A else f"the all-to-all groups' {a}"
         for what, heads in (("attention heads", model.heads), ("KV heads", model.kv_heads)):
-            if (heads // t) % cp:
+            if (heads // t) % a:
                 raise PipesimError(
-                    f"--cp-comm-type a2a splits each tp rank's heads over the cp ranks, but model {model.name}'s "
-                    f"{heads} {what} over --tp {t} are {heads // t}, which --cp {cp} does not divide; use "
-                    "--cp-comm-type p2p or allgather, or a --cp that divides them")
+                    f"--cp-comm-type {layout.cp_comm.value} splits each tp rank's heads over the all-to-all ranks, "
+                    f"but model {model.name}'s {heads} {what} over --tp {t} are {heads // t}, which {flag} does not "
+                    "divide; use --cp-comm-type p2p or allgather, or sizes that divide them")
     if layout.sharding is ZeroStage.GRADIENTS and layout.pp > 1:
         raise PipesimError(
             "--zero 2 shards gradients that every pipeline microbatch accumulates into, which "
@@ -483,6 +485,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.cp_comm_ctas,
         layout.cp_comm,
         layout.cp_kernels,
+        layout.cp_a2a_size,
         layout.ep,
         layout.recompute,
         layout.sequence_parallel,

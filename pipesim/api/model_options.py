@@ -84,7 +84,10 @@ class ModelOptions:
         cp_comm_type: with ``cp``, how the context-parallel ranks exchange keys and values (Megatron-LM's
             ``--cp-comm-type``): ``"p2p"`` (a ring, each block sent beside a step's attention; Megatron's default),
             ``"allgather"`` (the whole K and V gathered before the attention; torchtitan's default) or ``"a2a"``
-            (Ulysses: all-to-alls trade the sequence split for a head split). The framework's default.
+            (Ulysses: all-to-alls trade the sequence split for a head split) or ``"a2a+p2p"`` (all-to-alls inside
+            groups of adjacent cp ranks, a ring between the groups). The framework's default.
+        hierarchical_context_parallel_sizes: with ``cp_comm_type="a2a+p2p"``, (the all-to-all groups' size, the
+            ring's length), their product ``cp`` (Megatron-LM's ``--hierarchical-context-parallel-sizes``).
         cp_kernels: with ``cp``, the code that runs context-parallel attention: ``"transformer-engine"``
             (Megatron-Core's; default) or ``"pytorch"`` (PyTorch's ``context_parallel``, torchtitan's: an SDPA call
             a step, merged in FP32 by eager ops). The framework's default.
@@ -159,6 +162,7 @@ class ModelOptions:
     cp: int | None = None
     cp_comm_ctas: int | None = None
     cp_comm_type: str | None = None
+    hierarchical_context_parallel_sizes: tuple[int, int] | None = None
     cp_kernels: str | None = None
     fp8: bool | None = None
     fp4: bool | None = None

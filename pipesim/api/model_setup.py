@@ -131,6 +131,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         zero_collectives=(ZeroCollectives(o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)), cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
+        cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,
         fp8_params=Fp8Params(o.fp8_params or "off"), fp8_recipe=Fp8Recipe(o.fp8_recipe or "delayed"),
         async_tp=bool(o.async_tp), overlap_tp_local_shard=bool(o.overlap_tp_local_shard),
@@ -167,6 +168,18 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
                       o.steps or DEFAULT_STEPS, o.framework)
+
+
+def _cp_a2a_size(sizes: tuple[int, int] | None, cp: int) -> int | None:
+    """The all-to-all groups' size of Megatron-LM's ``--hierarchical-context-parallel-sizes A P``, checked to
+    multiply to ``cp``; None when not given."""
+    if sizes is None:
+        return None
+    a2a, p2p = sizes
+    if a2a * p2p != cp:
+        raise PipesimError(f"--hierarchical-context-parallel-sizes {a2a} {p2p} multiply to {a2a * p2p}, not --cp "
+                           f"{cp}; give two sizes whose product is --cp")
+    return a2a
 
 
 def _stage_layers(spec: ModelSpec, shape: PipelineShape, split: StageSplitRequest, framework) -> tuple[int, ...]:

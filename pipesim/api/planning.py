@@ -254,6 +254,9 @@ def plan_request(
                                                 p2p_calls=p2p_calls, mlp_up=mlp_up, cp_comm=cp_comm_type,
                                                 cp_kernels=cp_kernels)
     check_cp_pairing(defaults.cp_kernels, defaults.cp_comm)
+    if defaults.cp_comm is CpComm.A2A_P2P:
+        raise PipesimError("--cp-comm-type a2a+p2p: its group sizes depend on the cp degree plan searches; plan with "
+                           "p2p, allgather or a2a, then simulate a layout with --hierarchical-context-parallel-sizes")
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)

@@ -72,11 +72,8 @@ def at_least_two(text: str) -> int:
 
 def cp_comm_type(text: str) -> str:
     """``--cp-comm-type allgather``: one of Megatron-LM's names (``all_gather``, Transformer Engine's spelling,
-    too); its hierarchical ``a2a+p2p`` is named as not modelled."""
+    too)."""
     value = "allgather" if text == "all_gather" else text
-    if value == "a2a+p2p":
-        raise argparse.ArgumentTypeError("a2a+p2p (hierarchical: all-to-all inside a subgroup, a ring between them) "
-                                         "is not modelled; give p2p, allgather or a2a")
     if value not in [c.value for c in CpComm]:
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(c.value for c in CpComm)}")
     return value
@@ -205,11 +202,17 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --cp: the CTAs (NCCL channels) the context-parallel group's ring sends may use, "
                        "as a Megatron-Core communicator config sets them (--nccl-communicator-config-path, the "
                        "cp group's max_ctas: 1 in NVIDIA's MLPerf recipes); default: NCCL's own choice")
-    group.add_argument("--cp-comm-type", type=cp_comm_type, default=None, metavar="{p2p,allgather,a2a}",
+    group.add_argument("--cp-comm-type", type=cp_comm_type, default=None, metavar="{p2p,allgather,a2a,a2a+p2p}",
                        help="with --cp: how the context-parallel ranks exchange keys and values (Megatron-LM's "
                        "--cp-comm-type): p2p, a ring beside the attention's steps; allgather, the whole K and V "
-                       "gathered before the attention; a2a, Ulysses' all-to-alls (heads split over the cp ranks). "
-                       "Default: the framework's (Megatron's p2p, torchtitan's allgather)")
+                       "gathered before the attention; a2a, Ulysses' all-to-alls (heads split over the cp ranks); "
+                       "a2a+p2p, all-to-alls inside groups of adjacent cp ranks and a ring between the groups "
+                       "(with --hierarchical-context-parallel-sizes). Default: the framework's (Megatron's p2p, "
+                       "torchtitan's allgather)")
+    group.add_argument("--hierarchical-context-parallel-sizes", type=positive_int, nargs=2, default=None,
+                       metavar=("A2A", "P2P"),
+                       help="with --cp-comm-type a2a+p2p: the all-to-all groups' size (adjacent cp ranks) and the "
+                       "ring's length between them, A2A·P2P = --cp (Megatron-LM's flag)")
     group.add_argument("--cp-kernels", choices=[k.value for k in CpKernels], default=None,
                        help="with --cp: the code that runs context-parallel attention: transformer-engine "
                        "(Megatron-Core's) or pytorch (PyTorch's context_parallel, torchtitan's: an SDPA call a "
