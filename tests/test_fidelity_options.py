@@ -849,7 +849,7 @@ def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
     assert main([*argv, "--cp-comm-type", "a2a+p2p", "--hierarchical-context-parallel-sizes", "2", "1"]) == 2
     assert "multiply to 2, not --cp 4" in capsys.readouterr().err
     nested = layout("--cp-comm-type", "a2a+p2p", "--hierarchical-context-parallel-sizes", "2", "2")
-    assert nested["cp_comm_type"] == "a2a+p2p"
+    assert (nested["cp_comm_type"], nested["hierarchical_context_parallel_sizes"]) == ("a2a+p2p", [2, 2])
     assert main([*argv, "--cp-comm-type", "a2a", "--cp-kernels", "pytorch"]) == 2
     assert "not one of PyTorch's context_parallel rotations" in capsys.readouterr().err
     assert main([*argv[:-2], "--cp-comm-type", "a2a"]) == 0

@@ -142,7 +142,10 @@ class StepReport:
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
                        "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "cp_comm_type": lay.cp_comm.value,
-                       "cp_kernels": lay.cp_kernels.value, "precision": lay.precision.value,
+                       "cp_kernels": lay.cp_kernels.value,
+                       "hierarchical_context_parallel_sizes": ([lay.cp_a2a_ranks, lay.cp_ring_ranks]
+                                                               if lay.cp_a2a_size is not None else None),
+                       "precision": lay.precision.value,
                        "fp8_params": lay.fp8_params.value,
                        "fp8_recipe": lay.fp8_recipe.value, "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad,
