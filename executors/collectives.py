@@ -56,7 +56,7 @@ def _identity(x: torch.Tensor, group: dist.ProcessGroup) -> torch.Tensor:
     return x.view_as(x)
 
 
-def _conjugate(name: str, doc: str, forward, backward) -> type[torch.autograd.Function]:
+def conjugate(name: str, doc: str, forward, backward) -> type[torch.autograd.Function]:
     """An autograd Function running ``forward(x, group)`` and, on the gradient, ``backward(grad, group)``.
 
     Every collective here is such a pair: tensor and sequence parallelism differ only in which pair sits
@@ -75,21 +75,21 @@ def _conjugate(name: str, doc: str, forward, backward) -> type[torch.autograd.Fu
     })
 
 
-ReduceFromTensorParallel = _conjugate(
+ReduceFromTensorParallel = conjugate(
     "ReduceFromTensorParallel",
     "Megatron's ``g``: all-reduce forward (sum the row-parallel partial outputs), identity backward.",
     _all_reduce, _identity)
-ReduceScatterSequence = _conjugate(
+ReduceScatterSequence = conjugate(
     "ReduceScatterSequence",
     "Sequence parallel after a row layer: reduce-scatter along s forward, all-gather backward.",
     _reduce_scatter_seq, _all_gather_seq)
-ScatterSequence = _conjugate(
+ScatterSequence = conjugate(
     "ScatterSequence",
     "Enter the sequence-parallel region from a replicated tensor: keep my slice, all-gather backward.",
     _split_seq, _all_gather_seq)
 # Leaving the sequence-parallel region into replicated compute: every rank then computes the same thing on
 # the full sequence, so the gradient it gets back is already complete; summing would count it tp times.
-GatherSequenceReplicated = _conjugate(
+GatherSequenceReplicated = conjugate(
     "GatherSequenceReplicated",
     "Leave the sequence-parallel region into replicated compute: all-gather forward, split backward.",
     _all_gather_seq, _split_seq)

@@ -26,14 +26,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from executors.collectives import conjugate
 from executors.ring_attention import (
     Ring,
     TransferLog,
-    _block_forward,
-    _merge,
-    _pairs,
-    _scores,
+    add_visiting_block_grads,
+    attention_function,
     chunk_ids,
+    merge_visiting_block,
     ring_attention,
 )
 from pipesim.analytic.layout import CpComm
@@ -114,8 +114,7 @@ def gathered_forward(q, k, v, cp: _Group) -> tuple[torch.Tensor, torch.Tensor]:
     queries, state = q.chunk(2, dim=2), [None, None]
     for src in range(cp.size):
         keys, values = kv[src, 0].chunk(2, dim=2), kv[src, 1].chunk(2, dim=2)
-        for a, b, causal in _pairs(me, src, cp.size):
-            state[a] = _merge(state[a], *_block_forward(queries[a], keys[b], values[b], causal, scale))
+        merge_visiting_block(state, queries, keys, values, me, src, cp.size, scale)
     return torch.cat([state[0][0], state[1][0]], dim=2), torch.cat([state[0][1], state[1][1]], dim=2)
 
 
@@ -130,30 +129,13 @@ def gathered_backward(dout, q, k, v, out, lse, cp: _Group) -> tuple[torch.Tensor
     for src in range(cp.size):
         keys, values = kv[src, 0].chunk(2, dim=2), kv[src, 1].chunk(2, dim=2)
         dkeys, dvalues = list(dkv[src, 0].chunk(2, dim=2)), list(dkv[src, 1].chunk(2, dim=2))
-        for a, b, causal in _pairs(me, src, cp.size):
-            qa, doa, lsea, deltaa = (h[a] for h in halves)
-            p = torch.exp(_scores(qa, keys[b], causal, scale) - lsea[..., None])
-            dvalues[b] = dvalues[b] + p.transpose(-2, -1) @ doa
-            ds = p * (doa @ values[b].transpose(-2, -1) - deltaa[..., None])
-            dq[a] = dq[a] + (ds @ keys[b]) * scale
-            dkeys[b] = dkeys[b] + (ds.transpose(-2, -1) @ qa) * scale
+        add_visiting_block_grads(halves, keys, values, dq, dkeys, dvalues, me, src, cp.size, scale)
         dkv[src] = torch.stack([torch.cat(dkeys, dim=2), torch.cat(dvalues, dim=2)])
     mine = cp.reduce_scatter(dkv)  # every rank's contribution to this rank's K and V, summed
     return torch.cat(dq, dim=2), mine[0], mine[1]
 
 
-class _GatheredAttention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, cp):
-        out, lse = gathered_forward(q, k, v, cp)
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.cp = cp
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        dq, dk, dv = gathered_backward(dout.contiguous(), *ctx.saved_tensors, ctx.cp)
-        return dq, dk, dv, None
+_GatheredAttention = attention_function("GatheredAttention", gathered_forward, gathered_backward)
 
 
 class GatherCp(_Group):
@@ -186,34 +168,20 @@ def sequence_to_heads(y: torch.Tensor, cp: _Group) -> torch.Tensor:
     return back.transpose(0, 1).reshape(b, cp.size * h_part, back.shape[3], d)
 
 
-class _HeadsToSequence(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, cp):
-        ctx.cp = cp
-        return heads_to_sequence(x, cp)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return sequence_to_heads(grad.contiguous(), ctx.cp), None
-
-
-class _SequenceToHeads(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, y, cp):
-        ctx.cp = cp
-        return sequence_to_heads(y, cp)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return heads_to_sequence(grad.contiguous(), ctx.cp), None
+HeadsToSequence = conjugate(
+    "HeadsToSequence", "Ulysses before the attention: heads split over the cp ranks forward, the inverse backward.",
+    heads_to_sequence, sequence_to_heads)
+SequenceToHeads = conjugate(
+    "SequenceToHeads", "Ulysses after the attention: the sequence split back forward, the inverse backward.",
+    sequence_to_heads, heads_to_sequence)
 
 
 class UlyssesCp(_Group):
     """Ulysses' all-to-alls (``a2a``): the heads split over the cp ranks, the whole sequence on each."""
 
     def attend(self, q, k, v):
-        full = [_HeadsToSequence.apply(t, self) for t in (q, k, v)]
-        return _SequenceToHeads.apply(F.scaled_dot_product_attention(*full, is_causal=True), self)
+        full = [HeadsToSequence.apply(t, self) for t in (q, k, v)]
+        return SequenceToHeads.apply(F.scaled_dot_product_attention(*full, is_causal=True), self)
 
 
 def context_parallel(comm: CpComm, group: dist.ProcessGroup, ring: Ring | None = None) -> ContextParallel:

@@ -144,6 +144,27 @@ def _pairs(me: int, src: int, cp: int):
                 yield a, b, qa == kb
 
 
+def merge_visiting_block(state: list, queries, keys, values, me: int, src: int, cp: int, scale: float) -> None:
+    """Fold rank ``src``'s K/V chunks (``keys``, ``values``: its two) into ``state``, this rank's two query
+    chunks' running (out, lse), for every pair the causal mask lets through (:func:`_pairs`)."""
+    for a, b, causal in _pairs(me, src, cp):
+        state[a] = _merge(state[a], *_block_forward(queries[a], keys[b], values[b], causal, scale))
+
+
+def add_visiting_block_grads(halves, keys, values, dq: list, dkeys: list, dvalues: list, me: int, src: int, cp: int,
+                             scale: float) -> None:
+    """Add rank ``src``'s K/V chunks' part of the gradients: this rank's query chunks' into ``dq``, and this rank's
+    queries' share of the visiting chunks' into ``dkeys``, ``dvalues`` (``halves``: this rank's q, dO, lse and δ,
+    each in its two chunks; the module docstring's formulas)."""
+    for a, b, causal in _pairs(me, src, cp):
+        qa, doa, lsea, deltaa = (h[a] for h in halves)
+        p = torch.exp(_scores(qa, keys[b], causal, scale) - lsea[..., None])
+        dvalues[b] = dvalues[b] + p.transpose(-2, -1) @ doa
+        ds = p * (doa @ values[b].transpose(-2, -1) - deltaa[..., None])
+        dq[a] = dq[a] + (ds @ keys[b]) * scale
+        dkeys[b] = dkeys[b] + (ds.transpose(-2, -1) @ qa) * scale
+
+
 def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ring: Ring) -> tuple[torch.Tensor, torch.Tensor]:
     """Causal attention of this rank's queries over the whole sequence; ``[b, h, s_local, d]`` in, ``(out,
     lse)`` out (``lse`` is ``[b, h, s_local]``, kept for the backward)."""
@@ -154,8 +175,7 @@ def ring_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ring: Ring) 
     for t in range(cp):
         pending = ring.start(kv) if t < cp - 1 else None  # the next hop overlaps this step's compute
         keys, values = kv[0].chunk(2, dim=2), kv[1].chunk(2, dim=2)
-        for a, b, causal in _pairs(me, (me - t) % cp, cp):
-            state[a] = _merge(state[a], *_block_forward(queries[a], keys[b], values[b], causal, scale))
+        merge_visiting_block(state, queries, keys, values, me, (me - t) % cp, cp, scale)
         if pending is not None:
             kv = pending.wait()
     # Every query chunk saw at least its own diagonal block at t = 0, so both states are set.
@@ -174,13 +194,7 @@ def ring_backward(dout, q, k, v, out, lse, ring: Ring) -> tuple[torch.Tensor, to
         pending = ring.start(kv) if t < cp - 1 else None
         keys, values = kv[0].chunk(2, dim=2), kv[1].chunk(2, dim=2)
         dkeys, dvalues = list(dkv[0].chunk(2, dim=2)), list(dkv[1].chunk(2, dim=2))
-        for a, b, causal in _pairs(me, (me - t) % cp, cp):
-            qa, doa, lsea, deltaa = (h[a] for h in halves)
-            p = torch.exp(_scores(qa, keys[b], causal, scale) - lsea[..., None])
-            dvalues[b] = dvalues[b] + p.transpose(-2, -1) @ doa
-            ds = p * (doa @ values[b].transpose(-2, -1) - deltaa[..., None])
-            dq[a] = dq[a] + (ds @ keys[b]) * scale
-            dkeys[b] = dkeys[b] + (ds.transpose(-2, -1) @ qa) * scale
+        add_visiting_block_grads(halves, keys, values, dq, dkeys, dvalues, me, (me - t) % cp, cp, scale)
         dkv = torch.stack([torch.cat(dkeys, dim=2), torch.cat(dvalues, dim=2)])
         if pending is not None:  # one transfer per link at a time: each link stays a FIFO channel
             kv = pending.wait()
@@ -190,18 +204,24 @@ def ring_backward(dout, q, k, v, out, lse, ring: Ring) -> tuple[torch.Tensor, to
     return torch.cat(dq, dim=2), dkv[0], dkv[1]
 
 
-class _RingAttention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, ring):
-        out, lse = ring_forward(q, k, v, ring)
+def attention_function(name: str, forward, backward) -> type[torch.autograd.Function]:
+    """A differentiable attention over a cp exchange: ``forward(q, k, v, exchange) → (out, lse)``, and on the
+    output's gradient ``backward(dout, q, k, v, out, lse, exchange) → (dq, dk, dv)``."""
+
+    def forward_fn(ctx, q, k, v, exchange):
+        out, lse = forward(q, k, v, exchange)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.ring = ring
+        ctx.exchange = exchange
         return out
 
-    @staticmethod
-    def backward(ctx, dout):
-        dq, dk, dv = ring_backward(dout.contiguous(), *ctx.saved_tensors, ctx.ring)
-        return dq, dk, dv, None
+    def backward_fn(ctx, dout):
+        return (*backward(dout.contiguous(), *ctx.saved_tensors, ctx.exchange), None)
+
+    return type(name, (torch.autograd.Function,), {"forward": staticmethod(forward_fn),
+                                                     "backward": staticmethod(backward_fn)})
+
+
+_RingAttention = attention_function("RingAttention", ring_forward, ring_backward)
 
 
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ring: Ring) -> torch.Tensor:
