@@ -304,6 +304,9 @@ def test_the_pipeline_sends_overlap_as_the_framework_runs_the_schedule():
     assert _sends_overlap("zb-v", framework="torchtitan") and not _sends_overlap("1f1b", framework="torchtitan")
     assert not _sends_overlap("zb-v")  # Megatron-LM has no such schedule of its own: pipesim's default, blocking
     assert all(not knobs(f).overlapped_p2p_schedules for f in (Framework.NANOTRON, Framework.MEGATRON_DEEPSPEED))
+    # without a pipeline there is nothing to overlap: the default stays unset, so no note of a flag nobody gave
+    alone = simulate("interleaved", 1, 4, 2, model="llama3.2-1b", hardware="h100-sxm", dp=2)
+    assert not alone.setup.layout.overlap_p2p and alone.setup.layout.inert_flag_notes == []
 
 
 def test_a_megatron_launch_line_overlaps_the_interleaved_sends_unless_it_says_not_to(capsys):

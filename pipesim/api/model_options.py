@@ -208,12 +208,13 @@ class ModelOptions:
                                f"{self.dp} is given; drop one")
         return dp
 
-    def for_schedule(self, schedule: str) -> ModelOptions:
-        """These options with the pipeline sends as the framework's engine runs the built-in ``schedule``, where
-        neither ``overlap_p2p`` nor sequential ``p2p_calls`` (one blocking call after the other) was asked:
-        Megatron-LM overlaps its interleaved schedule's sends, torchtitan its multi-stage schedules'
-        (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.overlaps_p2p`); every other order's sends block."""
-        if self.overlap_p2p is not None or self.p2p_calls == "sequential":
+    def for_schedule(self, schedule: str, pp: int) -> ModelOptions:
+        """These options with the pipeline sends as the framework's engine runs the built-in ``schedule`` on
+        ``pp`` ranks, where neither ``overlap_p2p`` nor sequential ``p2p_calls`` (one blocking call after the
+        other) was asked: Megatron-LM overlaps its interleaved schedule's sends, torchtitan its multi-stage
+        schedules' (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.overlaps_p2p`); every other order's sends
+        block, and without a pipeline there are none (left unset: no note of a flag nobody gave)."""
+        if self.overlap_p2p is not None or self.p2p_calls == "sequential" or pp == 1:
             return self
         from pipesim.analytic.frameworks import knobs  # loaded for a model run only, as the analytic model is
 

@@ -151,7 +151,7 @@ def simulate(
         if schedule in builtin_names():  # a file or Program text is the user's own order
             knobs(options.framework).check_schedule(schedule, options.framework)
     if model is not None and isinstance(schedule, str):
-        options = options.for_schedule(schedule)  # unasked, the sends run as the framework runs this schedule's
+        options = options.for_schedule(schedule, pipeline_ranks)  # unasked, the sends as the framework runs them
     source = load_schedule(schedule)
     try:
         built, setup, cost_model, limit = _built(schedule, source, pp, mb, chunks, memory_limit, costs_for)

@@ -139,7 +139,7 @@ def synthesize(
         if given or stage_cost:
             flag = f"--{given[0].replace('_', '-')}" if given else "--stage-cost"
             raise PipesimError(f"{flag} sets unit costs, but --model derives the costs from FLOPs and bytes; drop one")
-        setup = model_setup(model, hardware, options.for_schedule("zb-auto"), shape)
+        setup = model_setup(model, hardware, options.for_schedule("zb-auto", shape.pp), shape)
         cost_model = setup.costs
     limit = memory_limit_units(memory_limit, cost_model, shape, setup is not None)
     limit = default_memory_limit(shape) if limit is None else limit
