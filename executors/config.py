@@ -99,6 +99,9 @@ class ModelConfig:
                 f"--seq-len {self.seq_len} is not divisible by 2·cp = {2 * cp}; context parallelism cuts it into "
                 f"2·cp chunks (two per cp rank, for causal load balance)"
             )
+        if cp > 1 and cp_comm is CpComm.A2A_P2P:
+            raise PipesimError("--cp-comm-type a2a+p2p is not executed (the executor runs p2p, allgather and a2a); "
+                               "choose one of those")
         if cp > 1 and cp_comm is CpComm.A2A and (self.heads // tp) % cp:
             raise PipesimError(
                 f"--cp-comm-type a2a splits each TP rank's heads over the cp ranks, but --heads {self.heads} over "

@@ -127,5 +127,9 @@ def test_cp_bad_input_is_one_line_before_any_process_group():
     cfg = RunConfig(topology=Topology(tp=2, cp=4), model=ModelConfig(seq_len=16), cp_comm=CpComm.A2A)
     with pytest.raises(PipesimError, match=r"--heads 4 over --tp 2 are 2, which --cp 4 does not divide"):
         plan(cfg, 8)
+    # the hierarchical exchange is priced by the simulator, not executed: refused, not run as Ulysses
+    cfg = RunConfig(topology=Topology(cp=4), model=ModelConfig(seq_len=16), cp_comm=CpComm.A2A_P2P)
+    with pytest.raises(PipesimError, match="a2a\\+p2p is not executed"):
+        plan(cfg, 4)
     args = run_cli.parser().parse_args(["1f1b", "--cp", "2", "--cp-comm-type", "allgather"])
     assert run_cli.config_from_args(args, world_size=4).cp_comm is CpComm.ALL_GATHER

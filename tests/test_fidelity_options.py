@@ -831,6 +831,8 @@ def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
     PyTorch's all-gather; Megatron-LM's spelling all_gather is taken, a2a+p2p needs its two sizes multiplying to
     cp, PyTorch has no Ulysses, and at cp 1 the flags are noted as changing nothing (a framework's default is
     not)."""
+    from pipesim.analytic.layout import CpComm
+
     argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "2", "--mb", "2",
             "--seq-len", "32768", "--cp", "4"]
 
@@ -840,6 +842,7 @@ def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
 
     assert (layout()["cp_comm_type"], layout()["cp_kernels"]) == ("p2p", "transformer-engine")
     assert layout("--cp-comm-type", "all_gather")["cp_comm_type"] == "allgather"
+    assert CpComm("all_gather") is CpComm.ALL_GATHER  # the library takes Transformer Engine's spelling too
     titan = layout("--framework", "torchtitan")
     assert (titan["cp_comm_type"], titan["cp_kernels"]) == ("allgather", "pytorch")
     assert main([*argv, "--cp-comm-type", "a2a"]) == 0

@@ -282,6 +282,11 @@ class CpComm(enum.Enum):
     # AttnFuncWithCPAndKVP2P given the two groups)
     A2A_P2P = "a2a+p2p"
 
+    @classmethod
+    def _missing_(cls, value: object) -> CpComm | None:
+        """Transformer Engine's spelling of the all-gather, ``all_gather``, beside Megatron-LM's ``allgather``."""
+        return cls.ALL_GATHER if value == "all_gather" else None
+
     @property
     def all_to_all(self) -> bool:
         """Whether Ulysses' all-to-alls split the heads (a2a, or its inner level in a2a+p2p)."""

@@ -71,12 +71,12 @@ def at_least_two(text: str) -> int:
 
 
 def cp_comm_type(text: str) -> str:
-    """``--cp-comm-type allgather``: one of Megatron-LM's names (``all_gather``, Transformer Engine's spelling,
-    too)."""
-    value = "allgather" if text == "all_gather" else text
-    if value not in [c.value for c in CpComm]:
-        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(c.value for c in CpComm)}")
-    return value
+    """``--cp-comm-type allgather``: one of :class:`CpComm`'s names (which take Transformer Engine's
+    ``all_gather`` too), as its canonical value."""
+    try:
+        return CpComm(text).value
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(c.value for c in CpComm)}") from None
 
 
 def imbalance(text: str) -> float:
