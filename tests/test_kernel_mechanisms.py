@@ -345,7 +345,8 @@ def test_per_op_checkpointing_refuses_a_moe_layer():
         layer_activation_bytes(MODEL_PRESETS["mixtral-8x7b"], Layout(recompute=Recompute.PER_OP), LayerKind.MOE)
 
 
-@pytest.mark.parametrize(("loss", "extra"), [("megatron", 2), ("pytorch", 8), ("nanotron", 6)])
+@pytest.mark.parametrize(("loss", "extra"), [("megatron", 2), ("pytorch", 8), ("nanotron", 6), ("fused", 4),
+                                             ("compiled", 2)])
 def test_the_loss_peak_sits_on_the_last_stage_only(loss, extra):
     """Beyond the 4 FP32 bytes per logit stored: Megatron's in-place softmax holds 2 more (the BF16 copy),
     PyTorch's F.cross_entropy 8 more (the NLL's and log-softmax's gradients, FP32), nanotron's 6 more (the BF16
@@ -378,6 +379,57 @@ def test_nanotrons_loss_moves_megatrons_bytes_and_is_its_framework_default():
     layout = Layout(tp=2)
     assert head_times(LLAMA3_8B, replace(layout, loss=LossKernel.NANOTRON), H100) == head_times(LLAMA3_8B, layout, H100)
     assert knobs(Framework.NANOTRON).loss is LossKernel.NANOTRON and LossKernel.NANOTRON.vocab_parallel
+
+
+def _loss_seconds(model, layout, chip) -> tuple[float, float]:
+    """The head's forward and input backward less its GEMMs and final norm: the loss's memory-bound passes."""
+    from pipesim.analytic.kernels import head_times
+    from pipesim.analytic.layout import LossKernel
+
+    times = head_times(model, layout, chip)
+    base = head_times(model, replace(layout, loss=LossKernel.MEGATRON, z_loss=False, loss_input_copy=False), chip)
+    return times.forward - base.forward, times.backward_input - base.backward_input
+
+
+def test_the_loss_as_its_code_runs_it_by_hand():
+    """Each loss's bytes a logit, forward and backward, against Megatron's (38, 14), read off the ops:
+    F.cross_entropy on FP32 logits (22, 22); OLMo-core's eager z-loss ``logits.logsumexp(-1)`` (ATen's composite:
+    max 4, subtraction 8, exp 8, sum 4; backward three ops of 8 and the two gradients summed, 12) adds (24, 36);
+    its ``logits[..., :-1, :].contiguous()`` adds (8, 12) on FP32 logits, (4, 6) on BF16; a fused kernel on FP32 logits (the cast 6 and one read
+    4; one read, the FP32 gradient and the cast back 4 + 4 + 6) is (10, 14), its z-loss free; a compiled loss
+    reads the BF16 logits twice and once back, writing a BF16 gradient: (4, 4); nanotron's z-loss backward
+    clones the softmax, scales a copy and adds them: 28."""
+    from pipesim.analytic.layout import LossKernel
+
+    model = MODEL_PRESETS["llama3.2-1b"].with_shape(4096, 4)
+    logits = 4096 * 4 * model.vocab / H100.stream_bandwidth
+    cases = [(Layout(loss=LossKernel.PYTORCH), 22, 22),
+             (Layout(loss=LossKernel.PYTORCH, z_loss=True), 22 + 24, 22 + 36),
+             (Layout(loss=LossKernel.PYTORCH, z_loss=True, loss_input_copy=True), 22 + 24 + 8, 22 + 36 + 12),
+             (Layout(loss=LossKernel.FUSED, z_loss=True, loss_input_copy=True), 10 + 8, 14 + 12),
+             (Layout(loss=LossKernel.COMPILED, z_loss=True), 4, 4),
+             (Layout(loss=LossKernel.COMPILED, loss_input_copy=True), 4 + 4, 4 + 6),  # a BF16 copy
+             (Layout(loss=LossKernel.NANOTRON, z_loss=True), 38, 14 + 28)]
+    for layout, forward, backward in cases:
+        assert _loss_seconds(model, layout, H100) == pytest.approx(((forward - 38) * logits, (backward - 14) * logits))
+
+
+def test_the_z_loss_and_input_copy_reach_memory_and_refusals():
+    """An eager z-loss and the input copy each hold one more FP32 tensor of the logits' size; a compiled loss
+    keeps the BF16 logits, not an FP32 copy; Megatron's loss has no z-loss, refused in one line."""
+    from pipesim.analytic.activations import loss_transient_bytes, output_activation_bytes
+    from pipesim.analytic.layout import LossKernel
+    from pipesim.errors import PipesimError
+
+    model = MODEL_PRESETS["llama3.2-1b"].with_shape(4096, 1)
+    logits = 4096 * model.vocab
+    eager = Layout(loss=LossKernel.PYTORCH)
+    assert loss_transient_bytes(model, replace(eager, z_loss=True, loss_input_copy=True)) == (8 + 4 + 4) * logits
+    assert loss_transient_bytes(model, Layout(loss=LossKernel.FUSED, z_loss=True)) == 4 * logits  # in the kernel
+    assert output_activation_bytes(model, eager) - output_activation_bytes(
+        model, Layout(loss=LossKernel.COMPILED)) == 2 * logits
+    with pytest.raises(PipesimError, match="--z-loss: Megatron-LM's cross-entropy has no z-loss"):
+        Layout(z_loss=True)
 
 
 def test_autograd_gradient_accumulation_costs_a_pass_over_the_gradients_by_hand():

@@ -136,12 +136,6 @@ KNOWN_STEP_MISSES: dict[str, str] = {
         ('-20%, pipesim too fast: tp 2 on 128 H100 at one microbatch per step, 1.49x faster than tp 1 on 64'
          " where pipesim says 1.81x; its tp 1 row is -5%; the TP overlap's split GEMMs and reserved SMs and"
          ' the small cuBLAS workspace are not modelled; unexplained'),
-    # olmo_core2024
-    ('AllenAI OLMo-core README throughput table (official training scripts on H100): README at 8c03ca8a2'
-     ' (2024-09-26) | olmo-core-1b tp1 pp1 m32 b4 1f1b 8×h100 none s4096'):
-        ("-15%, pipesim too fast: OLMo-core's 1B at micro-batch 4 with its PyTorch loss; the same script at"
-         ' micro-batch 8 five weeks later, with a compiled loss and trainer fixes, measured 25% more tokens/s'
-         ' where pipesim gives 3%, and is within 3% (the 7B, 8B and 13B rows within 8%); unexplained'),
     # hagemann2023
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp1 pp2 m32 b2 1f1b 64×a100 none s2048 eager-fused-norm'):

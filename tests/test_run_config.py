@@ -68,6 +68,9 @@ def test_pipelined_config_defaults_and_padding(tmp_path):
     odd = {**PIPELINED, "model": {**PIPELINED["model"], "model_config": {
         **PIPELINED["model"]["model_config"], "vocab_size": 128001}}}
     assert load_run_config(_write(tmp_path, "odd", odd)).model.vocab == 128256  # padded to 256
+    z = {**PIPELINED, "model": {**PIPELINED["model"], "model_config": {
+        **PIPELINED["model"]["model_config"], "z_loss_enabled": True}}}
+    assert load_run_config(_write(tmp_path, "z", z)).options["z_loss"] is True  # nanotron's LossWithZLoss
 
 
 def test_a_config_simulates_as_the_same_run_by_flags(capsys, tmp_path):
@@ -182,7 +185,17 @@ def test_torchtitan_405b_read_as_torchtitan_runs_it(tmp_path):
     assert stated.needs_gpus  # data_parallel_shard_degree = -1: the GPUs left
     assert stated.options == {"framework": "torchtitan", "tp": 8, "cp": 1, "micro_batch_size": 2, "seq_len": 8192,
                               "zero": 3, "async_tp": True, "fp8": True, "fp8_recipe": "tensorwise",
-                              "elementwise": "fused", "recompute": "full"}
+                              "elementwise": "fused", "loss": "compiled", "recompute": "full"}
+
+
+def test_torchtitan_compiles_only_the_components_it_names(tmp_path):
+    model_only = TORCHTITAN_405B.replace('components = ["model", "loss"]', 'components = ["model"]')
+    options = load_run_config(_toml(tmp_path, "model_only", model_only)).options
+    assert options["elementwise"] == "fused" and "loss" not in options
+    unnamed = TORCHTITAN_405B.replace('components = ["model", "loss"]\n', "")  # torchtitan's default: both
+    assert load_run_config(_toml(tmp_path, "unnamed", unnamed)).options["loss"] == "compiled"
+    off = TORCHTITAN_405B.replace("enable = true", "enable = false")
+    assert not {"elementwise", "loss"} & set(load_run_config(_toml(tmp_path, "off", off)).options)
 
 
 def test_torchtitan_pipeline_batch_and_layer_ac(tmp_path):

@@ -40,7 +40,7 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 
 from __future__ import annotations
 
-from pipesim.analytic.kernels import FP32
+from pipesim.analytic.kernels import FP32, Z_LOSS_BYTES
 from pipesim.analytic.layout import AttentionKernel, Layout, LossKernel, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
@@ -216,19 +216,29 @@ def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
 # the NLL's gradient and log-softmax's input gradient, each FP32 (4 + 4 + 4): 8 beyond the stored 4. nanotron's
 # (``sharded_cross_entropy``) subtracts the max into a new FP32 tensor while its helper still holds the FP32 cast,
 # and the caller the BF16 logits (2 + 4 + 4 in the forward; the backward is Megatron's): 6 beyond the stored 4.
+# A fused kernel holds the BF16 logits beside the FP32 cast in the forward (2) and the FP32 gradient beside the
+# saved FP32 logits in the backward (4): 4. A compiled one keeps the BF16 logits and writes a BF16 gradient: 2.
 LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0, LossKernel.GATHERED: 8.0,
-                        LossKernel.NANOTRON: 6.0}
+                        LossKernel.NANOTRON: 6.0, LossKernel.FUSED: 4.0, LossKernel.COMPILED: 2.0}
+# An eager z-loss (and nanotron's, whose backward clones the softmax) holds one more FP32 tensor of the logits'
+# size at a time; the loss's input copy one of its input's (the copy beside the model's logits, then the slice's
+# gradient).
+EXTRA_LOGITS_TENSOR_BYTES = 4.0
 
 
 def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes the cross-entropy holds, per microbatch, beyond what :func:`output_activation_bytes` stores."""
-    return (LOSS_TRANSIENT_BYTES[layout.loss] * model.seq_len * model.micro_batch * model.vocab / layout.loss_shards
-            / layout.cp)
+    per_logit = LOSS_TRANSIENT_BYTES[layout.loss]
+    if layout.z_loss and any(Z_LOSS_BYTES[layout.loss]):
+        per_logit += EXTRA_LOGITS_TENSOR_BYTES
+    if layout.loss_input_copy:
+        per_logit += layout.loss.logit_bytes
+    return per_logit * model.seq_len * model.micro_batch * model.vocab / layout.loss_shards / layout.cp
 
 
 def output_activation_bytes(model: ModelSpec, layout: Layout) -> float:
-    """Last stage, per microbatch: final-norm and output-layer inputs, FP32 logits (the whole vocabulary's on
-    every tp rank where the loss gathers them)."""
+    """Last stage, per microbatch: final-norm and output-layer inputs, the logits the loss keeps for its
+    backward (FP32, BF16 under a compiled loss; the whole vocabulary's on every tp rank where it gathers them)."""
     s, b, h, d, t = model.seq_len, model.micro_batch, model.hidden, model.dtype_bytes, layout.tp
     inputs = 2 * d * s * b * h / (t if layout.sequence_parallel else 1)
-    return inputs + 4 * s * b * model.vocab / layout.loss_shards
+    return inputs + layout.loss.logit_bytes * s * b * model.vocab / layout.loss_shards

@@ -699,8 +699,38 @@ EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # write the input gradient: 12) and the cast's gradient (read 4, write 2).
 # The gathered loss is PyTorch's over the whole vocabulary on every tp rank. nanotron's moves Megatron's bytes (its
 # subtraction reads 4 and writes 4 into a new tensor rather than in place; exp and the division then run in place).
+# A fused kernel on FP32 logits (flash-attn's Triton cross_entropy_loss, which OLMo-core's fused_loss runs): the
+# cast (read 2, write 4) and one read (4) forward; backward one read (4), the FP32 gradient written (4) and the
+# cast's gradient (read 4, write 2). Compiled (Inductor, the cast in the graph): the BF16 logits read for the max
+# and again for the sum (2 + 2), and once backward (2), the BF16 gradient written (2).
 CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 22),
-                       LossKernel.GATHERED: (22, 22), LossKernel.NANOTRON: (38, 14)}  # (forward, backward)
+                       LossKernel.GATHERED: (22, 22), LossKernel.NANOTRON: (38, 14),
+                       LossKernel.FUSED: (10, 14), LossKernel.COMPILED: (4, 4)}  # (forward, backward)
+# The z-loss's bytes per logit beside each loss. Eager (OLMo-core's cross_entropy_loss: ``logits.logsumexp(-1)``):
+# ATen's logsumexp is composite, the max (read 4), the max subtracted into a new tensor (4 + 4), exp in place
+# (4 + 4), the sum (4): 24; its backward ``grad · exp(self − result)`` three ops of 4 + 4 each: 24, and autograd
+# sums that gradient with the cross-entropy's into the logits' (read 4 + 4, write 4): 36. nanotron's
+# (``_ShardedCrossEntropyWithZLoss``) reuses the forward's log-sum-exp; its backward clones the softmax (4 + 4),
+# scales a copy of it by the z-loss's gradient (4 + 4) and adds the two (4 + 4 + 4): 28. A fused or compiled loss
+# computes it in the same kernels: nothing more.
+Z_LOSS_BYTES = {LossKernel.PYTORCH: (24, 36), LossKernel.GATHERED: (24, 36), LossKernel.NANOTRON: (0, 28),
+                LossKernel.FUSED: (0, 0), LossKernel.COMPILED: (0, 0)}
+# The logits copied before the loss (Layout.loss_input_copy), per byte of the loss's input (FP32, or BF16 into a
+# compiled loss): the copy reads and writes it; backward, the slice's gradient, a zero-filled tensor of the
+# logits' size, is written and the copy's gradient read and written into it.
+LOSS_INPUT_COPY_PASSES = (2, 3)
+
+
+def cross_entropy_bytes(layout: Layout) -> tuple[float, float]:
+    """Bytes the loss moves per logit of the rank's shard, (forward, backward): the cross-entropy as its code
+    runs it, with the z-loss and the input copy where the layout has them."""
+    forward, backward = CROSS_ENTROPY_BYTES[layout.loss]
+    if layout.z_loss:
+        forward, backward = forward + Z_LOSS_BYTES[layout.loss][0], backward + Z_LOSS_BYTES[layout.loss][1]
+    if layout.loss_input_copy:
+        size = layout.loss.logit_bytes
+        forward, backward = forward + LOSS_INPUT_COPY_PASSES[0] * size, backward + LOSS_INPUT_COPY_PASSES[1] * size
+    return forward, backward
 
 
 def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
@@ -716,7 +746,7 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     logits = tokens * model.vocab // layout.loss_shards
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
-    loss_forward, loss_backward = CROSS_ENTROPY_BYTES[layout.loss]
+    loss_forward, loss_backward = cross_entropy_bytes(layout)
     forward = gemm_time(tokens, v, h, chip, p) + (loss_forward * logits + norm_bytes) / stream
     backward_input = gemm_time(tokens, h, v, chip, p) + (loss_backward * logits + 2 * norm_bytes) / stream
     return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))

@@ -348,11 +348,38 @@ class LossKernel(enum.Enum):
     # nanotron's vocabulary-parallel cross-entropy (``sharded_cross_entropy``, ``_ShardedCrossEntropy``): Megatron's
     # ops and bytes, but the max subtracted into a new FP32 tensor while the FP32 cast it came from is still held
     NANOTRON = "nanotron"
+    # One fused kernel a pass on the logits cast to FP32 (flash-attn's Triton ``cross_entropy_loss``, OLMo-core's
+    # ``fused_loss``): the forward reads them once (an online max and sum, the log-sum-exp and any z-loss in the
+    # same kernel), the backward reads them once and writes their gradient
+    FUSED = "fused"
+    # PyTorch's F.cross_entropy on ``logits.float()`` under torch.compile, the cast inside the graph (OLMo-core's
+    # ``compile_loss``, torchtitan's ``compile.components`` with "loss"): Inductor reads the BF16 logits for the
+    # max and again for the sum of exponentials, and once in the backward, where it writes the BF16 gradient; it
+    # saves the BF16 logits for the backward, not an FP32 copy
+    COMPILED = "compiled"
 
     @property
     def vocab_parallel(self) -> bool:
         """Whether each tp rank computes the loss over its own shard of the vocabulary only."""
         return self is not LossKernel.GATHERED
+
+    @property
+    def eager(self) -> bool:
+        """Whether the loss runs as PyTorch's eager ops, each a kernel of its own (an added z-loss too)."""
+        return self in (LossKernel.PYTORCH, LossKernel.GATHERED)
+
+    @property
+    def logit_bytes(self) -> int:
+        """Bytes per logit of the tensor the loss takes and keeps for its backward: the logits cast to FP32
+        before it (or the softmax made of them in place), or the BF16 logits a compiled loss casts inside."""
+        return 2 if self is LossKernel.COMPILED else 4
+
+
+def check_z_loss(loss: LossKernel, z_loss: bool) -> None:
+    """A one-line refusal of a z-loss beside a loss whose code has none."""
+    if z_loss and loss is LossKernel.MEGATRON:
+        raise PipesimError("--z-loss: Megatron-LM's cross-entropy has no z-loss; name the loss that computes one "
+                           "(--loss pytorch, gathered, nanotron, fused or compiled) or drop --z-loss")
 
 
 class ColumnInput(enum.Enum):
@@ -463,6 +490,12 @@ class Layout:
     column_input: ColumnInput = ColumnInput.REGATHER
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels, or eager PyTorch ops
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (bytes moved, transient peak)
+    # PaLM's auxiliary z-loss (coefficient · log²Z per token) on the same logits: its own eager ops beside an
+    # eager loss (torch.logsumexp), inside nanotron's sharded cross-entropy, free inside a fused or compiled one
+    z_loss: bool = False
+    # The logits copied before the loss (``logits[..., :-1, :].contiguous()``, shifting them against the labels:
+    # OLMo-core's trainer, Hugging Face's causal-LM loss before transformers 4.46), in the loss's input dtype
+    loss_input_copy: bool = False
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED  # how microbatches' weight gradients are summed
     # Pipeline sends overlapped with compute. Off: Megatron-LM's blocking batched isend/irecv (the sender waits
     # for its transfer), the behaviour of the 2021–2023 runs in the published table.
@@ -554,6 +587,7 @@ class Layout:
             raise PipesimError(f"--cp-comm-ctas {self.cp_comm_ctas} caps the CTAs of the context-parallel group's "
                                "ring sends: it needs --cp N (N > 1) and at least 1 CTA; set those or drop it")
         check_cp_pairing(self.cp_kernels, self.cp_comm)
+        check_z_loss(self.loss, self.z_loss)
         hierarchical = self.cp_comm is CpComm.A2A_P2P
         if hierarchical and (self.cp_a2a_size is None or self.cp_a2a_size < 1 or self.cp % self.cp_a2a_size):
             raise PipesimError(f"--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes A B with A·B = "

@@ -49,6 +49,10 @@ _ELEMENTWISE_SAID = {ElementwiseKernels.FUSED: "", ElementwiseKernels.EAGER: ", 
                      ElementwiseKernels.EAGER_FUSED_NORM: ", eager element-wise ops with fused norms",
                      ElementwiseKernels.EAGER_ACTIVATION: ", eager MLP activation and attention layout copies "
                                                           "(fused norms and RoPE)"}
+_LOSS_SAID = {LossKernel.MEGATRON: "", LossKernel.PYTORCH: ", PyTorch cross-entropy",
+              LossKernel.GATHERED: ", cross-entropy on the logits gathered over tp",
+              LossKernel.NANOTRON: ", nanotron cross-entropy", LossKernel.FUSED: ", fused cross-entropy kernel",
+              LossKernel.COMPILED: ", compiled cross-entropy"}
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,8 @@ class StepReport:
                        "recompute": lay.recompute.value, "recompute_layers": lay.recompute_layers,
                        "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
-                       "elementwise": lay.elementwise.value, "loss": lay.loss.value,
+                       "elementwise": lay.elementwise.value, "loss": lay.loss.value, "z_loss": lay.z_loss,
+                       "loss_input_copy": lay.loss_input_copy,
                        "grad_accumulation": lay.grad_accumulation.value,
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
@@ -281,9 +286,8 @@ def report_text(report: StepReport) -> str:
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"
         f"{', per-tensor current scaling' if lay.fp8_recipe is Fp8Recipe.TENSORWISE else ''}"
         f"{_ELEMENTWISE_SAID[lay.elementwise]}"
-        f"{', PyTorch cross-entropy' if lay.loss is LossKernel.PYTORCH else ''}"
-        f"{', cross-entropy on the logits gathered over tp' if lay.loss is LossKernel.GATHERED else ''}"
-        f"{', nanotron cross-entropy' if lay.loss is LossKernel.NANOTRON else ''}"
+        f"{_LOSS_SAID[lay.loss]}{' with z-loss' if lay.z_loss else ''}"
+        f"{', the loss input copied' if lay.loss_input_copy else ''}"
         f"{', autograd gradient accumulation' if lay.grad_accumulation is GradAccumulation.AUTOGRAD else ''}"
         f"{', async TP' if lay.async_tp else ''}"
         f"{', TP all-gathers beside the local shard' if lay.hides_gathers_locally else ''}"

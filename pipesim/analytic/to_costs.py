@@ -492,6 +492,8 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.attention,
         layout.elementwise,
         layout.loss,
+        layout.z_loss,
+        layout.loss_input_copy,
         layout.precision,
         layout.fp8_recipe,
         layout.async_tp,

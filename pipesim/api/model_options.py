@@ -42,7 +42,11 @@ class ModelOptions:
             kernel per op, as reference model code runs without torch.compile) or ``"eager-fused-norm"`` (eager
             ops around a fused norm kernel, as Aleph Alpha's scaling framework with its RMS kernel).
         loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default), ``"pytorch"``
-            (F.cross_entropy on FP32 logits) or ``"gathered"`` (the logits all-gathered over tp first).
+            (F.cross_entropy on FP32 logits), ``"gathered"`` (the logits all-gathered over tp first),
+            ``"nanotron"``, ``"fused"`` (one fused kernel a pass on the FP32 logits, flash-attn's Triton
+            cross-entropy) or ``"compiled"`` (PyTorch's loss under torch.compile, the FP32 cast inside).
+        z_loss: the z-loss on the same logits (eager ops beside an eager loss; refused with Megatron's).
+        loss_input_copy: the FP32 logits copied before the loss (``logits[..., :-1, :].contiguous()``).
         grad_accumulation: ``"fused"`` (the weight-gradient GEMM accumulates, Megatron-LM's default) or
             ``"autograd"`` (PyTorch's ``.grad +=`` after every microbatch but the first).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.
@@ -142,6 +146,8 @@ class ModelOptions:
     attention: str | None = None
     elementwise: str | None = None
     loss: str | None = None
+    z_loss: bool | None = None
+    loss_input_copy: bool | None = None
     grad_accumulation: str | None = None
     halve_causal_attention: bool | None = None
     achievable_fraction: float | None = None

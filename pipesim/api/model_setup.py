@@ -125,6 +125,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
+        z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=zero,

@@ -53,6 +53,10 @@ def _kernels(request: PlanRequest) -> str:
         said.append(f"{request.elementwise.value} element-wise ops")
     if request.loss is not LossKernel.MEGATRON:
         said.append(f"{request.loss.value} cross-entropy")
+    if request.z_loss:
+        said.append("z-loss")
+    if request.loss_input_copy:
+        said.append("the loss's input copied")
     if request.zero_collectives is not ZeroCollectives.BUCKETED:
         stage = 3 if request.zero_collectives is ZeroCollectives.PER_TENSOR else 2
         said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")

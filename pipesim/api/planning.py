@@ -31,6 +31,7 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
     check_cp_pairing,
+    check_z_loss,
 )
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
@@ -238,6 +239,8 @@ def plan_request(
     fp8_params: str | Fp8Params | None = None,
     cp_comm_type: str | CpComm | None = None,
     cp_kernels: str | CpKernels | None = None,
+    z_loss: bool = False,
+    loss_input_copy: bool = False,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
 
@@ -254,6 +257,7 @@ def plan_request(
                                                 p2p_calls=p2p_calls, mlp_up=mlp_up, cp_comm=cp_comm_type,
                                                 cp_kernels=cp_kernels)
     check_cp_pairing(defaults.cp_kernels, defaults.cp_comm)
+    check_z_loss(defaults.loss, z_loss)
     if defaults.cp_comm is CpComm.A2A_P2P:
         raise PipesimError("--cp-comm-type a2a+p2p: its group sizes depend on the cp degree plan searches; plan with "
                            "p2p, allgather or a2a, then simulate a layout with --hierarchical-context-parallel-sizes")
@@ -285,7 +289,7 @@ def plan_request(
         overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
-        elementwise=defaults.elementwise, loss=defaults.loss,
+        elementwise=defaults.elementwise, loss=defaults.loss, z_loss=z_loss, loss_input_copy=loss_input_copy,
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
@@ -376,8 +380,9 @@ def plan(
             training code, whose defaults set the kernels and collectives below unless given, what the
             searched "selective" recomputation keeps and the gradient accumulation;
             :mod:`pipesim.analytic.frameworks`), ``attention``, ``elementwise`` and ``loss`` (the kernels the
-            training code runs, not searched: "fused", "triton" or "unfused"; "fused" or "eager"; "megatron" or
-            "pytorch"), ``zero_collectives``
+            training code runs, not searched: "fused", "triton" or "unfused"; "fused" or "eager"; "megatron",
+            "pytorch", "gathered", "nanotron", "fused" or "compiled"), ``z_loss`` and ``loss_input_copy`` (a
+            z-loss beside the loss, its input copied first; not searched), ``zero_collectives``
             (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
             release), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside

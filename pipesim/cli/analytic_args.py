@@ -91,6 +91,17 @@ def imbalance(text: str) -> float:
     return value
 
 
+def add_loss_detail_args(group) -> None:
+    """What the loss does beyond its kernel: a z-loss, a copy of its input (simulate's and plan's flags)."""
+    group.add_argument("--z-loss", action="store_true", default=None,
+                       help="the z-loss (coefficient · log²Z a token) on the same logits: eager torch.logsumexp "
+                       "beside --loss pytorch or gathered, nanotron's own, free inside fused and compiled; "
+                       "megatron's loss has none")
+    group.add_argument("--loss-input-copy", action="store_true", default=None,
+                       help="the FP32 logits copied before the loss (logits[..., :-1, :].contiguous(): OLMo-core's "
+                       "trainer, Hugging Face's causal-LM loss before transformers 4.46)")
+
+
 def add_model_args(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "real model on real chips (costs in seconds, memory in GiB)",
@@ -138,8 +149,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="the cross-entropy's implementation: megatron (vocabulary-parallel, softmax in place; "
                        "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's: more bytes moved, a "
                        "12-byte-per-logit peak on the last stage), gathered (the logits all-gathered over tp, "
-                       "then pytorch's loss over the whole vocabulary on every tp rank) or nanotron (megatron's, the "
-                       "max subtracted out of place: a 10-byte-per-logit peak)")
+                       "then pytorch's loss over the whole vocabulary on every tp rank), nanotron (megatron's, the "
+                       "max subtracted out of place: a 10-byte-per-logit peak), fused (one fused kernel a pass on "
+                       "the FP32 logits: flash-attn's Triton cross-entropy, OLMo-core's fused_loss) or compiled "
+                       "(pytorch's under torch.compile, the FP32 cast inside: OLMo-core's compile_loss, "
+                       "torchtitan's compiled loss)")
+    add_loss_detail_args(group)
     group.add_argument("--grad-accumulation", choices=[g.value for g in GradAccumulation], default=None,
                        help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
                        "gradient_accumulation_fusion, free; default) or autograd (PyTorch's .grad += after every "

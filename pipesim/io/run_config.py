@@ -15,7 +15,8 @@ so its settings need no translating into flags; ``pipesim plan --config FILE`` p
   ``tokens`` (``micro_batch_size``, ``batch_accumulation_per_replica`` microbatches, ``sequence_length``),
   ``optimizer`` (``zero_stage``; ``accumulate_grad_in_fp32`` false keeps BF16 gradients, 16 bytes a parameter)
   and ``model.model_config`` (a Llama or Qwen2 config: widths, heads, key/value heads, vocabulary padded as
-  nanotron pads it, to ``make_vocab_size_divisible_by`` × tp, tied or untied embeddings), under
+  nanotron pads it, to ``make_vocab_size_divisible_by`` × tp, tied or untied embeddings; ``z_loss_enabled``,
+  ``--z-loss``), under
   ``--framework nanotron``. Qwen2's q/k/v biases (about a millionth of the FLOPs) are not modelled; mixture-of-
   experts configs are refused.
 
@@ -31,7 +32,8 @@ so its settings need no translating into flags; ``pipesim plan --config FILE`` p
   ``context_parallel_degree`` with ``context_parallel_rotate_method``, ``allgather`` its default, ``alltoall``
   the ring), ``[activation_checkpoint]`` (``mode`` none, full or selective, torchtitan's
   default; ``selective_ac_option`` "op" per-op, its default "2" a full recomputation of every second layer,
-  taken as half of each chunk's) and ``[compile]`` (``enable`` with "model" fuses the element-wise ops), under
+  taken as half of each chunk's) and ``[compile]`` (``enable`` with "model" in ``components`` fuses the
+  element-wise ops, with "loss" compiles the loss: ``--loss compiled``; both are the default), under
   ``--framework torchtitan``. HSDP (replicate and shard degrees both above 1) and FP32 parameters are refused.
 
 Anything the file does not state keeps pipesim's (or the framework's) default, and a flag given beside the file
@@ -181,6 +183,8 @@ def _nanotron(data: dict, source: str) -> RunConfig:
                 options["overlap_tp_local_shard"] = True
     if optimizer.get("accumulate_grad_in_fp32") is False:
         options["param_bytes"] = "16"
+    if _section(model, "model_config", source).get("z_loss_enabled"):  # LossWithZLoss
+        options["z_loss"] = True
     spec = _nanotron_model(model, tp, options["seq_len"], source)
     return RunConfig(source, spec, schedule="1f1b" if engine == "1f1b" or pp == 1 else "gpipe", pp=pp,
                      microbatches=_positive(tokens, "batch_accumulation_per_replica", source, 1),
@@ -282,8 +286,11 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
     converters = model.get("converters") or []
     if "float8" in converters or _section(data, "float8", source).get("enable_float8_linear"):
         options["fp8"], options["fp8_recipe"] = True, "tensorwise"
-    if compile_.get("enable") and "model" in compile_.get("components", ["model", "loss"]):
+    compiled = compile_.get("components", ["model", "loss"]) if compile_.get("enable") else []
+    if "model" in compiled:
         options["elementwise"] = "fused"
+    if "loss" in compiled:  # torch.compile(cross_entropy_loss): the FP32 cast and the loss in Inductor's kernels
+        options["loss"] = "compiled"
     schedule, chunks = _torchtitan_pipeline(parallelism, pp, source)
     spec_layers = MODEL_PRESETS[preset].layers
     mode = checkpointing.get("mode", "selective")

@@ -93,6 +93,8 @@ class PlanRequest:
     attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels or eager ops (not searched)
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (not searched)
+    z_loss: bool = False  # a z-loss beside it (Layout.z_loss; not searched)
+    loss_input_copy: bool = False  # its input copied first (Layout.loss_input_copy; not searched)
     # How ZeRO-2 candidates communicate (not searched): DeepSpeed's buckets, or FSDP's per-layer collectives
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
     # The column-parallel linears' input-gradient collectives beside their weight gradients (Megatron-LM's and
@@ -206,6 +208,7 @@ class PlanRequest:
                       microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
                       zero=c.zero, precision=c.precision, fp8_params=self.fp8_params_of(c), ep=c.ep,
                       attention=self.attention, elementwise=self.elementwise, loss=self.loss,
+                      z_loss=self.z_loss, loss_input_copy=self.loss_input_copy,
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
                       overlap_p2p=self.sends_overlap(c), overlap_grad_reduce=grad_reduce,

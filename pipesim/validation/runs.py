@@ -67,6 +67,8 @@ class PublishedRun:
     attention: AttentionKernel = AttentionKernel.FUSED
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # EAGER: the framework runs PyTorch ops unfused
     loss: LossKernel = LossKernel.MEGATRON  # PYTORCH: F.cross_entropy on FP32 logits (torchtitan)
+    z_loss: bool = False  # a z-loss beside the loss (OLMo-core's scripts)
+    loss_input_copy: bool = False  # the FP32 logits copied before the loss (OLMo-core's trainer)
     zero: ZeroStage = ZeroStage.NONE
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED  # PER_LAYER: FSDP's SHARD_GRAD_OP as ZeRO-2
     precision: Precision = Precision.BF16
@@ -193,7 +195,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunk_share, model_copies=shape.pipelines,
                     microbatches=run.microbatches,
                     recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
-                    elementwise=run.elementwise, loss=run.loss,
+                    elementwise=run.elementwise, loss=run.loss, z_loss=run.z_loss,
+                    loss_input_copy=run.loss_input_copy,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     cp_comm=run.cp_comm, cp_kernels=run.cp_kernels,
@@ -274,6 +277,10 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--elementwise", run.elementwise.value]
     if run.loss is not LossKernel.MEGATRON:
         argv += ["--loss", run.loss.value]
+    if run.z_loss:
+        argv.append("--z-loss")
+    if run.loss_input_copy:
+        argv.append("--loss-input-copy")
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
     if run.grad_accumulation is not GradAccumulation.FUSED:

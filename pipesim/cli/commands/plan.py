@@ -29,6 +29,7 @@ from pipesim.cli.analytic_args import (
     MLP_UP_HELP,
     P2P_CALLS_HELP,
     P2P_TENSOR_HELP,
+    add_loss_detail_args,
     cp_comm_type,
 )
 from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
@@ -149,8 +150,10 @@ def register(sub) -> None:
                    "PyTorch kernel per op) or eager-fused-norm (eager ops, fused norms), not searched")
     p.add_argument("--loss", choices=[k.value for k in LossKernel], default=None,
                    help="the cross-entropy's implementation, not searched: megatron (vocabulary-parallel, in place; "
-                   "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's) or gathered (the logits "
-                   "all-gathered over tp first)")
+                   "default), pytorch (F.cross_entropy on FP32 logits, torchtitan's), gathered (the logits "
+                   "all-gathered over tp first), nanotron, fused (one fused kernel a pass) or compiled (pytorch's "
+                   "under torch.compile)")
+    add_loss_detail_args(p)
     p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default=None,
                    help="how ZeRO candidates without pipelining communicate, not searched: bucketed (DeepSpeed; "
                    "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
@@ -212,6 +215,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
+                z_loss=bool(args.z_loss), loss_input_copy=bool(args.loss_input_copy),
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
                 overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,

@@ -42,7 +42,9 @@ DeepSpeed config acts only on ``deepspeed.checkpointing`` calls, which the model
 eager modules (``--elementwise eager``: FP32 RMSNorm, RoPE as ``rotate_half``, ``act(gate) * up`` of two linears,
 ``--mlp-up split``; their FA2
 path has no transposed output copy, which eager counts: a few tenths of a percent), its loss on FP32 logits
-(``--loss pytorch``), autograd's gradient accumulation.
+(``--loss pytorch``) after ``logits.float()`` and the shifted copy ``logits[..., :-1, :].contiguous()``
+(``--loss-input-copy``: ``LlamaForCausalLM.forward`` of that release; +0.15 points on each row), autograd's
+gradient accumulation.
 
 Inferred: no recomputation. The Llama 3 READMEs list "recompute-activations" among the optimisations, but
 neither the launch script nor the adapter passes ``--recompute-activations`` (Megatron's selective
@@ -82,8 +84,8 @@ def _llama3(model, chip, gpus, batch, tp, pp, tokens, precision=_BF16):
 def _deepspeed(chip, seq, micro_batch, accumulation, tokens):
     return PublishedRun(_DEEPSPEED, "llama2-7b", chip, 8, 8 * micro_batch * accumulation, micro_batch=micro_batch,
                         seq_len=seq, zero=ZeroStage.PARAMETERS, elementwise=ElementwiseKernels.EAGER,
-                        loss=LossKernel.PYTORCH, grad_accumulation=GradAccumulation.AUTOGRAD, mlp_up=MlpUp.SPLIT,
-                        tokens_per_gpu=tokens)
+                        loss=LossKernel.PYTORCH, loss_input_copy=True, grad_accumulation=GradAccumulation.AUTOGRAD,
+                        mlp_up=MlpUp.SPLIT, tokens_per_gpu=tokens)
 
 
 def _flagscale(tp, pp, batch, tokens):

@@ -58,14 +58,16 @@ sharded gradients by autograd (``--grad-accumulation autograd``). With ``compile
 scaling of input, weight and output gradient (per-tensor scale from the tensor's own amax: ``--fp8-recipe
 tensorwise``), ``enable_fsdp_float8_all_gather=True`` (``float8.py``, unchanged 8c03ca8a2–e27ba7455).
 
-The loss, by row: the 1B rows of 8c03ca8a2 and every row of the MFU table set no ``fused_loss``: the trainer
-calls ``F.cross_entropy`` on the logits the model casts to FP32 (``self.w_out(h).float()``), plus the z-loss
-(``z_loss_multiplier=1e-5``, ``logsumexp`` over the FP32 logits): ``--loss pytorch``. The 7B and 13B rows
-(8c03ca8a2, 310866e45) and the Llama 8B rows (41400c46f) set ``fused_loss=True``: OLMo-core's Triton cross-entropy
-(``olmo_core/triton/cross_entropy_loss.py``, flash-attn's, the z-loss in the same kernel) on the FP32 logits;
-e27ba7455's 1B sets ``compile_loss=True``: ``torch.compile`` of the PyTorch loss with the FP32 cast moved into it
-(00d34f693, 2024-11-01: "allowing the casting of logits to FP32 to be fused into the loss function"). Neither has
-a pipesim kind; both are taken as pipesim's default (Megatron's in-place FP32 softmax), the fused kernel it has.
+The loss, by row (the trainer's ``_model_forward``/``compute_losses`` and the scripts, read at each commit). Every
+script sets ``z_loss_multiplier=1e-5`` (``--z-loss``), and the trainer copies the shifted logits before the loss
+(``logits[..., :-1, :].contiguous()``, ``--loss-input-copy``). The 1B rows of 8c03ca8a2 and every row of the MFU
+table set no ``fused_loss``: ``F.cross_entropy`` on the logits the model casts to FP32 (``self.w_out(h).float()``)
+and the z-loss by ``logits.logsumexp(-1)``, each eager (``--loss pytorch``). The 7B and 13B rows (8c03ca8a2,
+310866e45) and the Llama 8B rows (41400c46f) set ``fused_loss=True``: OLMo-core's Triton cross-entropy
+(``olmo_core/triton/cross_entropy_loss.py``, flash-attn's, the z-loss in the same kernel) on the FP32 logits
+(``--loss fused``). e27ba7455's 1B sets ``compile_loss=True``: ``torch.compile`` of the PyTorch loss with the
+FP32 cast moved into it (00d34f693, 2024-11-01: "allowing the casting of logits to FP32 to be fused into the loss
+function"; the model's ``.float()`` is gone), so the copy is of the BF16 logits (``--loss compiled``).
 
 Inferred: 8 GPUs, one node. The README states no GPU count; its rows name the script and a float8 override only,
 so each ran the script's launch defaults: ``BeakerLaunchConfig(num_nodes=1, num_gpus=8)`` (in the scripts at
@@ -89,8 +91,7 @@ step is not stated; the numbers are rounded to two or three figures. The softwar
 (PyTorch nightly of the time), versions not recorded.
 
 Not modelled, stated: QK-norm (two more RMSNorms per layer, fused into the compiled block; L·(h + kv width)
-parameters); the z-loss; the FP32 logits' ``logits[..., :-1, :].contiguous()`` copy before the loss (every row but
-e27ba7455's); the Llama 8B's K and V expanded to 32 heads by ``repeat_interleave`` before SDPA (SDPA then lacked
+parameters); the Llama 8B's K and V expanded to 32 heads by ``repeat_interleave`` before SDPA (SDPA then lacked
 GQA); FSDP's FP8 weight all-gather (pipesim gathers BF16 under ZeRO-3; its ``--fp8-params`` needs a distributed
 optimizer); the fused AdamW step (pipesim's optimizer step is its own). No memory is published.
 
@@ -105,7 +106,8 @@ from pipesim.validation.runs import PublishedRun
 SOURCE = "AllenAI OLMo-core README throughput table (official training scripts on H100)"
 _GPUS, _SEQ = 8, 4096
 _BF16, _FP8 = Precision.BF16, Precision.FP8
-_TORCH, _FUSED = LossKernel.PYTORCH, LossKernel.MEGATRON  # F.cross_entropy on FP32 logits; a fused loss kernel
+# F.cross_entropy on FP32 logits; the Triton kernel; the compiled loss (each with the z-loss and the input copy)
+_TORCH, _FUSED, _COMPILED = LossKernel.PYTORCH, LossKernel.FUSED, LossKernel.COMPILED
 
 
 def _row(commit, model, micro_batch, global_batch, precision, loss, tps):
@@ -113,6 +115,7 @@ def _row(commit, model, micro_batch, global_batch, precision, loss, tps):
     return PublishedRun(f"{SOURCE}: README at {commit}", model, "h100-sxm", _GPUS, global_batch,
                         micro_batch=micro_batch, seq_len=_SEQ, zero=ZeroStage.PARAMETERS, precision=precision,
                         fp8_recipe=Fp8Recipe.TENSORWISE if fp8 else Fp8Recipe.DELAYED, loss=loss,
+                        z_loss=True, loss_input_copy=True,
                         grad_accumulation=GradAccumulation.AUTOGRAD, mlp_up=MlpUp.SPLIT, tokens_per_gpu=tps,
                         note=commit)
 
@@ -131,6 +134,6 @@ ROWS = [
     _row("310866e45 (2024-10-23)", "olmo-core-13b", 1, 2048, _FP8, _FUSED, 5_500),
     _row("41400c46f (2024-11-01)", "olmo-core-llama3-8b", 2, 1024, _BF16, _FUSED, 9_500),
     _row("41400c46f (2024-11-01)", "olmo-core-llama3-8b", 2, 1024, _FP8, _FUSED, 12_500),
-    _row("e27ba7455 (2024-11-05)", "olmo-core-1b", 8, 1024, _BF16, _FUSED, 55_000),  # compiled loss
-    _row("e27ba7455 (2024-11-05)", "olmo-core-1b", 8, 1024, _FP8, _FUSED, 65_000),
+    _row("e27ba7455 (2024-11-05)", "olmo-core-1b", 8, 1024, _BF16, _COMPILED, 55_000),
+    _row("e27ba7455 (2024-11-05)", "olmo-core-1b", 8, 1024, _FP8, _COMPILED, 65_000),
 ]
