@@ -395,10 +395,10 @@ def test_the_loss_as_its_code_runs_it_by_hand():
     """Each loss's bytes a logit, forward and backward, against Megatron's (38, 14), read off the ops:
     F.cross_entropy on FP32 logits (22, 22); OLMo-core's eager z-loss ``logits.logsumexp(-1)`` (ATen's composite:
     max 4, subtraction 8, exp 8, sum 4; backward three ops of 8 and the two gradients summed, 12) adds (24, 36);
-    its ``logits[..., :-1, :].contiguous()`` adds (8, 12) on FP32 logits, (4, 6) on BF16; a fused kernel on FP32 logits (the cast 6 and one read
-    4; one read, the FP32 gradient and the cast back 4 + 4 + 6) is (10, 14), its z-loss free; a compiled loss
-    reads the BF16 logits twice and once back, writing a BF16 gradient: (4, 4); nanotron's z-loss backward
-    clones the softmax, scales a copy and adds them: 28."""
+    its ``logits[..., :-1, :].contiguous()`` adds (8, 12) on FP32 logits, (4, 6) on BF16; a fused kernel on FP32
+    logits (the cast 6 and one read 4; one read, the FP32 gradient and the cast back 4 + 4 + 6) is (10, 14), its
+    z-loss free; a compiled loss reads the BF16 logits twice and once back, writing a BF16 gradient: (4, 4);
+    nanotron's z-loss backward clones the softmax, scales a copy and adds them: 28."""
     from pipesim.analytic.layout import LossKernel
 
     model = MODEL_PRESETS["llama3.2-1b"].with_shape(4096, 4)
