@@ -277,6 +277,24 @@ def test_a_torchtitan_configs_job_takes_the_gpus_it_leaves_open(tmp_path):
     job = plan_job(stated, gpus=512)
     assert job.global_batch == 2 * 512 // 8  # local batch 2 on each of the 64 data-parallel ranks
     assert job.space["precision"] == ["fp8"] and job.space["elementwise"] == "fused"
+    assert job.space["loss"] == "compiled"  # the code's loss is kept for every candidate
+
+
+def test_plan_keeps_a_configs_z_loss_when_the_flag_is_unset(tmp_path):
+    """A nanotron file's z_loss_enabled reaches every candidate plan evaluates; the CLI's unset --z-loss (None)
+    does not clear it: the file's own layout is timed as simulate times the file."""
+    import pipesim
+
+    z = {**TINY_LLAMA, "model": {**TINY_LLAMA["model"], "model_config": {
+        **TINY_LLAMA["model"]["model_config"], "z_loss_enabled": True}}}
+    config = _write(tmp_path, "z", z)
+    result = pipesim.plan(config=config, schedules=["1f1b"], recompute=["none"], zero=[0], cp=[1],
+                          micro_batch_sizes=[3], z_loss=None)
+    own = [o.evaluation.step_time for o in result.search.outcomes if o.evaluation is not None
+           and (o.candidate.tp, o.candidate.dp, o.candidate.sequence_parallel) == (2, 4, True)]
+    with_z = pipesim.simulate(config=config).step_time
+    assert own == [pytest.approx(with_z, rel=1e-9)]
+    assert with_z > pipesim.simulate(config=_write(tmp_path, "plain", TINY_LLAMA)).step_time
 
 
 def test_plan_of_a_config_ranks_its_own_layout_at_simulates_time(tmp_path):

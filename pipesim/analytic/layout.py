@@ -364,11 +364,6 @@ class LossKernel(enum.Enum):
         return self is not LossKernel.GATHERED
 
     @property
-    def eager(self) -> bool:
-        """Whether the loss runs as PyTorch's eager ops, each a kernel of its own (an added z-loss too)."""
-        return self in (LossKernel.PYTORCH, LossKernel.GATHERED)
-
-    @property
     def logit_bytes(self) -> int:
         """Bytes per logit of the tensor the loss takes and keeps for its backward: the logits cast to FP32
         before it (or the softmax made of them in place), or the BF16 logits a compiled loss casts inside."""

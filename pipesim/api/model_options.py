@@ -46,7 +46,8 @@ class ModelOptions:
             ``"nanotron"``, ``"fused"`` (one fused kernel a pass on the FP32 logits, flash-attn's Triton
             cross-entropy) or ``"compiled"`` (PyTorch's loss under torch.compile, the FP32 cast inside).
         z_loss: the z-loss on the same logits (eager ops beside an eager loss; refused with Megatron's).
-        loss_input_copy: the FP32 logits copied before the loss (``logits[..., :-1, :].contiguous()``).
+        loss_input_copy: the logits copied before the loss (``logits[..., :-1, :].contiguous()``), in the dtype
+            the loss takes (FP32; BF16 into a compiled loss).
         grad_accumulation: ``"fused"`` (the weight-gradient GEMM accumulates, Megatron-LM's default) or
             ``"autograd"`` (PyTorch's ``.grad +=`` after every microbatch but the first).
         halve_causal_attention: count half of QKᵀ and ·V FLOPs.

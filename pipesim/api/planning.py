@@ -239,8 +239,8 @@ def plan_request(
     fp8_params: str | Fp8Params | None = None,
     cp_comm_type: str | CpComm | None = None,
     cp_kernels: str | CpKernels | None = None,
-    z_loss: bool = False,
-    loss_input_copy: bool = False,
+    z_loss: bool | None = None,
+    loss_input_copy: bool | None = None,
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
 
@@ -257,7 +257,7 @@ def plan_request(
                                                 p2p_calls=p2p_calls, mlp_up=mlp_up, cp_comm=cp_comm_type,
                                                 cp_kernels=cp_kernels)
     check_cp_pairing(defaults.cp_kernels, defaults.cp_comm)
-    check_z_loss(defaults.loss, z_loss)
+    check_z_loss(defaults.loss, bool(z_loss))
     if defaults.cp_comm is CpComm.A2A_P2P:
         raise PipesimError("--cp-comm-type a2a+p2p: its group sizes depend on the cp degree plan searches; plan with "
                            "p2p, allgather or a2a, then simulate a layout with --hierarchical-context-parallel-sizes")
@@ -289,7 +289,8 @@ def plan_request(
         overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
-        elementwise=defaults.elementwise, loss=defaults.loss, z_loss=z_loss, loss_input_copy=loss_input_copy,
+        elementwise=defaults.elementwise, loss=defaults.loss, z_loss=bool(z_loss),
+        loss_input_copy=bool(loss_input_copy),
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),

@@ -98,8 +98,8 @@ def add_loss_detail_args(group) -> None:
                        "beside --loss pytorch or gathered, nanotron's own, free inside fused and compiled; "
                        "megatron's loss has none")
     group.add_argument("--loss-input-copy", action="store_true", default=None,
-                       help="the FP32 logits copied before the loss (logits[..., :-1, :].contiguous(): OLMo-core's "
-                       "trainer, Hugging Face's causal-LM loss before transformers 4.46)")
+                       help="the logits copied before the loss, in the dtype it takes (logits[..., :-1, :]"
+                       ".contiguous(): OLMo-core's trainer, Hugging Face's causal-LM loss before transformers 4.46)")
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:

@@ -102,7 +102,8 @@ def plan_job(stated: RunConfig, gpus: int | None = None, global_batch: int | Non
     space: dict[str, Any] = {"framework": o.get("framework"), "seq_len": o.get("seq_len"),
                              "precision": ["fp8" if o.get("fp8") else "bf16"]}
     # the switches the file sets that are the code's, not the layout's: kept for every candidate
-    for key in ("elementwise", "overlap_tp_dgrad", "column_input", "overlap_tp_local_shard", "param_bytes"):
+    for key in ("elementwise", "loss", "z_loss", "overlap_tp_dgrad", "column_input", "overlap_tp_local_shard",
+                "param_bytes"):
         if key in o:
             space[key] = o[key]
     return PlanJob(stated.model, gpus, global_batch, space, o.get("micro_batch_size"))

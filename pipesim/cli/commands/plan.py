@@ -215,7 +215,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
-                z_loss=bool(args.z_loss), loss_input_copy=bool(args.loss_input_copy),
+                z_loss=args.z_loss, loss_input_copy=args.loss_input_copy,
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
                 overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,
