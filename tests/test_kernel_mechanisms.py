@@ -398,7 +398,11 @@ def test_the_loss_as_its_code_runs_it_by_hand():
     its ``logits[..., :-1, :].contiguous()`` adds (8, 12) on FP32 logits, (4, 6) on BF16; a fused kernel on FP32
     logits (the cast 6 and one read 4; one read, the FP32 gradient and the cast back 4 + 4 + 6) is (10, 14), its
     z-loss free; a compiled loss reads the BF16 logits twice and once back, writing a BF16 gradient: (4, 4);
-    nanotron's z-loss backward clones the softmax, scales a copy and adds them: 28."""
+    nanotron's z-loss backward clones the softmax, scales a copy and adds them: 28. Megatron-Core's
+    --cross-entropy-loss-fusion (its ops in compiled pieces: the cast with the max 6, the subtraction, exp and sum
+    in place 8, the division in place 8; backward the scaling written back and its BF16 cast 4 + 4 + 2) is
+    (22, 10); Transformer Engine's (two reads of the BF16 logits and the gradient written into them; backward
+    its scaling in place) is (6, 4)."""
     from pipesim.analytic.layout import LossKernel
 
     model = MODEL_PRESETS["llama3.2-1b"].with_shape(4096, 4)
@@ -409,7 +413,9 @@ def test_the_loss_as_its_code_runs_it_by_hand():
              (Layout(loss=LossKernel.FUSED, z_loss=True, loss_input_copy=True), 10 + 8, 14 + 12),
              (Layout(loss=LossKernel.COMPILED, z_loss=True), 4, 4),
              (Layout(loss=LossKernel.COMPILED, loss_input_copy=True), 4 + 4, 4 + 6),  # a BF16 copy
-             (Layout(loss=LossKernel.NANOTRON, z_loss=True), 38, 14 + 28)]
+             (Layout(loss=LossKernel.NANOTRON, z_loss=True), 38, 14 + 28),
+             (Layout(loss=LossKernel.MEGATRON_FUSED), 6 + 8 + 8, 4 + 4 + 2),
+             (Layout(loss=LossKernel.TE), 2 + 2 + 2, 2 + 2)]
     for layout, forward, backward in cases:
         assert _loss_seconds(model, layout, H100) == pytest.approx(((forward - 38) * logits, (backward - 14) * logits))
 
@@ -428,8 +434,12 @@ def test_the_z_loss_and_input_copy_reach_memory_and_refusals():
     assert loss_transient_bytes(model, Layout(loss=LossKernel.FUSED, z_loss=True)) == 4 * logits  # in the kernel
     assert output_activation_bytes(model, eager) - output_activation_bytes(
         model, Layout(loss=LossKernel.COMPILED)) == 2 * logits
-    with pytest.raises(PipesimError, match="--z-loss: Megatron-LM's cross-entropy has no z-loss"):
-        Layout(z_loss=True)
+    te = Layout(loss=LossKernel.TE)  # the gradient written into the BF16 logits it keeps: nothing beyond them
+    assert loss_transient_bytes(model, te) == 0
+    assert output_activation_bytes(model, eager) - output_activation_bytes(model, te) == 2 * logits
+    for loss in (LossKernel.MEGATRON, LossKernel.MEGATRON_FUSED, LossKernel.TE):
+        with pytest.raises(PipesimError, match="--z-loss: Megatron-LM's cross-entropy"):
+            Layout(loss=loss, z_loss=True)
 
 
 def test_autograd_gradient_accumulation_costs_a_pass_over_the_gradients_by_hand():

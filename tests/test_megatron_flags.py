@@ -120,6 +120,9 @@ def test_megatron_flags_pipesim_spells_otherwise(capsys):
          ["--recompute", "full", "--recompute-layers", "3"]),
         (["--no-gradient-accumulation-fusion"], ["--grad-accumulation", "autograd"]),
         (["--fp8-format", "e4m3"], ["--fp8"]),
+        (["--cross-entropy-loss-fusion"], ["--loss", "megatron-fused"]),
+        (["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"], ["--loss", "te"]),
+        (["--cross-entropy-fusion-impl", "te"], []),  # the implementation alone changes nothing in Megatron-LM
     ]
     for megatron, ours in pairs:
         assert _run(capsys, *base, *megatron) == _run(capsys, *base, *ours), megatron
@@ -144,6 +147,7 @@ def test_megatron_split_flags_reach_the_layout(capsys):
     (["--pp", "4", "-s", "zb-v", "--account-for-loss-in-pipeline-split"], "give --stage-layers"),
     (["--pipeline-model-parallel-size", "0"], "argument --pipeline-model-parallel-size: 0 must be"),
     (["--attention-backend", "te"], "invalid choice: 'te'"),
+    (["--cross-entropy-loss-fusion", "--loss", "pytorch"], "--cross-entropy-loss-fusion is --loss megatron-fused"),
     # 8 microbatches over pp 3: groups of 4, the least Megatron-Core accepts (a last group of 2 < pp it refuses)
     (["--pp", "3", "--vp", "2", "--microbatch-group-size-per-virtual-pipeline-stage", "3"], "runs groups of 4"),
     (["--pp", "3", "--microbatch-group-size-per-virtual-pipeline-stage", "3"], "not 1f1b's"),

@@ -218,8 +218,11 @@ def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
 # and the caller the BF16 logits (2 + 4 + 4 in the forward; the backward is Megatron's): 6 beyond the stored 4.
 # A fused kernel holds the BF16 logits beside the FP32 cast in the forward (2) and the FP32 gradient beside the
 # saved FP32 logits in the backward (4): 4. A compiled one keeps the BF16 logits and writes a BF16 gradient: 2.
+# Megatron's fused pieces hold what its unfused ops hold (2); Transformer Engine's writes the gradient into the
+# BF16 logits it keeps: nothing beyond them.
 LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0, LossKernel.GATHERED: 8.0,
-                        LossKernel.NANOTRON: 6.0, LossKernel.FUSED: 4.0, LossKernel.COMPILED: 2.0}
+                        LossKernel.NANOTRON: 6.0, LossKernel.FUSED: 4.0, LossKernel.COMPILED: 2.0,
+                        LossKernel.MEGATRON_FUSED: 2.0, LossKernel.TE: 0.0}
 # An eager z-loss (and nanotron's, whose backward clones the softmax) holds one more FP32 tensor of the logits'
 # size at a time; the loss's input copy one of its input's (the copy beside the model's logits, then the slice's
 # gradient).
@@ -229,7 +232,7 @@ EXTRA_LOGITS_TENSOR_BYTES = 4.0
 def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes the cross-entropy holds, per microbatch, beyond what :func:`output_activation_bytes` stores."""
     per_logit = LOSS_TRANSIENT_BYTES[layout.loss]
-    if layout.z_loss and any(Z_LOSS_BYTES[layout.loss]):
+    if layout.z_loss and any(Z_LOSS_BYTES.get(layout.loss, ())):
         per_logit += EXTRA_LOGITS_TENSOR_BYTES
     if layout.loss_input_copy:
         per_logit += layout.loss.logit_bytes

@@ -703,9 +703,14 @@ EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # cast (read 2, write 4) and one read (4) forward; backward one read (4), the FP32 gradient written (4) and the
 # cast's gradient (read 4, write 2). Compiled (Inductor, the cast in the graph): the BF16 logits read for the max
 # and again for the sum (2 + 2), and once backward (2), the BF16 gradient written (2).
+# Megatron's fused pieces (--loss megatron-fused, each compiled): the cast with the max (read 2, write 4), the
+# subtraction, exp and the sum in place (4 + 4), the division in place (4 + 4); backward, the scaling written back
+# in place and its BF16 cast (read 4, write 4 + 2). Transformer Engine's (--loss te): two reads of the BF16 logits
+# and the gradient written into them (2 + 2 + 2); backward, the scaling in place (2 + 2).
 CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 22),
                        LossKernel.GATHERED: (22, 22), LossKernel.NANOTRON: (38, 14),
-                       LossKernel.FUSED: (10, 14), LossKernel.COMPILED: (4, 4)}  # (forward, backward)
+                       LossKernel.FUSED: (10, 14), LossKernel.COMPILED: (4, 4),
+                       LossKernel.MEGATRON_FUSED: (22, 10), LossKernel.TE: (6, 4)}  # (forward, backward)
 # The z-loss's bytes per logit beside each loss. Eager (OLMo-core's cross_entropy_loss: ``logits.logsumexp(-1)``):
 # ATen's logsumexp is composite, the max (read 4), the max subtracted into a new tensor (4 + 4), exp in place
 # (4 + 4), the sum (4): 24; its backward ``grad · exp(self − result)`` three ops of 4 + 4 each: 24, and autograd
@@ -714,7 +719,7 @@ CROSS_ENTROPY_BYTES = {LossKernel.MEGATRON: (38, 14), LossKernel.PYTORCH: (22, 2
 # scales a copy of it by the z-loss's gradient (4 + 4) and adds the two (4 + 4 + 4): 28. A fused or compiled loss
 # computes it in the same kernels: nothing more.
 Z_LOSS_BYTES = {LossKernel.PYTORCH: (24, 36), LossKernel.GATHERED: (24, 36), LossKernel.NANOTRON: (0, 28),
-                LossKernel.FUSED: (0, 0), LossKernel.COMPILED: (0, 0)}
+                LossKernel.FUSED: (0, 0), LossKernel.COMPILED: (0, 0)}  # Megatron's losses have none (refused)
 # The logits copied before the loss (Layout.loss_input_copy), per byte of the loss's input (FP32, or BF16 into a
 # compiled loss): the copy reads and writes it; backward, the slice's gradient, a zero-filled tensor of the
 # logits' size, is written and the copy's gradient read and written into it.

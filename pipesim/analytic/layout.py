@@ -357,6 +357,15 @@ class LossKernel(enum.Enum):
     # max and again for the sum of exponentials, and once in the backward, where it writes the BF16 gradient; it
     # saves the BF16 logits for the backward, not an FP32 copy
     COMPILED = "compiled"
+    # Megatron-Core's --cross-entropy-loss-fusion with its default --cross-entropy-fusion-impl native
+    # (core/fusions/fused_cross_entropy.py): Megatron's ops in four torch.compile'd pieces (jit_fuser is
+    # torch.compile from torch 2.2), the cast fused with the max, the subtraction with exp and the sum, the
+    # gradient's scaling with its cast back to BF16
+    MEGATRON_FUSED = "megatron-fused"
+    # --cross-entropy-fusion-impl te: Transformer Engine's parallel_cross_entropy (Triton, February 2025 to TE
+    # 2.17): an online-softmax pass over the BF16 logits, then a pass writing the gradient into them in place, in
+    # the forward; the backward scales it in place
+    TE = "te"
 
     @property
     def vocab_parallel(self) -> bool:
@@ -367,14 +376,15 @@ class LossKernel(enum.Enum):
     def logit_bytes(self) -> int:
         """Bytes per logit of the tensor the loss takes and keeps for its backward: the logits cast to FP32
         before it (or the softmax made of them in place), or the BF16 logits a compiled loss casts inside."""
-        return 2 if self is LossKernel.COMPILED else 4
+        return 2 if self in (LossKernel.COMPILED, LossKernel.TE) else 4
 
 
 def check_z_loss(loss: LossKernel, z_loss: bool) -> None:
     """A one-line refusal of a z-loss beside a loss whose code has none."""
-    if z_loss and loss is LossKernel.MEGATRON:
-        raise PipesimError("--z-loss: Megatron-LM's cross-entropy has no z-loss; name the loss that computes one "
-                           "(--loss pytorch, gathered, nanotron, fused or compiled) or drop --z-loss")
+    if z_loss and loss in (LossKernel.MEGATRON, LossKernel.MEGATRON_FUSED, LossKernel.TE):
+        raise PipesimError(f"--z-loss: Megatron-LM's cross-entropy (--loss {loss.value}) has no z-loss; name the "
+                           "loss that computes one (--loss pytorch, gathered, nanotron, fused or compiled) or drop "
+                           "--z-loss")
 
 
 class ColumnInput(enum.Enum):

@@ -52,7 +52,9 @@ _ELEMENTWISE_SAID = {ElementwiseKernels.FUSED: "", ElementwiseKernels.EAGER: ", 
 _LOSS_SAID = {LossKernel.MEGATRON: "", LossKernel.PYTORCH: ", PyTorch cross-entropy",
               LossKernel.GATHERED: ", cross-entropy on the logits gathered over tp",
               LossKernel.NANOTRON: ", nanotron cross-entropy", LossKernel.FUSED: ", fused cross-entropy kernel",
-              LossKernel.COMPILED: ", compiled cross-entropy"}
+              LossKernel.COMPILED: ", compiled cross-entropy",
+              LossKernel.MEGATRON_FUSED: ", Megatron's fused cross-entropy",
+              LossKernel.TE: ", Transformer Engine's cross-entropy"}
 
 
 @dataclass(frozen=True)

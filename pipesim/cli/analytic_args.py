@@ -28,7 +28,7 @@ from pipesim.analytic.layout import (
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int, speed_spread
-from pipesim.cli.megatron_args import MEGATRON_ALIASES, add_megatron_args, recompute_layers_of
+from pipesim.cli.megatron_args import MEGATRON_ALIASES, add_megatron_args, loss_of, recompute_layers_of
 from pipesim.sim.simulator import StepBoundary
 
 # simulate's and plan's --gpu-speed-spread
@@ -153,7 +153,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "max subtracted out of place: a 10-byte-per-logit peak), fused (one fused kernel a pass on "
                        "the FP32 logits: flash-attn's Triton cross-entropy, OLMo-core's fused_loss) or compiled "
                        "(pytorch's under torch.compile, the FP32 cast inside: OLMo-core's compile_loss, "
-                       "torchtitan's compiled loss)")
+                       "torchtitan's compiled loss), megatron-fused (Megatron-Core's --cross-entropy-loss-fusion: "
+                       "its ops in compiled pieces) or te (Transformer Engine's Triton kernel, --cross-entropy-"
+                       "fusion-impl te: the gradient written into the BF16 logits in the forward)")
     add_loss_detail_args(group)
     group.add_argument("--grad-accumulation", choices=[g.value for g in GradAccumulation], default=None,
                        help="how microbatches' weight gradients are summed: fused (Megatron-LM's "
@@ -297,7 +299,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
 
 def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     """The model-only flags as the library's options (None where a flag was not given); Megatron-LM's
-    ``--recompute-method``/``--recompute-num-layers`` folded into ``recompute_layers``."""
+    ``--recompute-method``/``--recompute-num-layers`` folded into ``recompute_layers``, its
+    ``--cross-entropy-loss-fusion``/``--cross-entropy-fusion-impl`` into ``loss``."""
     values = {f.name: getattr(args, f.name, None) for f in fields(ModelOptions)}
     values["recompute_layers"] = recompute_layers_of(args)
+    values["loss"] = loss_of(args)
     return ModelOptions(**values)

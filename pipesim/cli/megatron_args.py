@@ -4,7 +4,8 @@ Flags that only rename a pipesim option are hidden aliases of it (``--tensor-mod
 :data:`MEGATRON_ALIASES`, :func:`add_megatron_aliases`). The others take a value
 pipesim spells differently (``--fp8-format hybrid`` is ``--fp8``; ``--attention-backend flash`` is ``--attention
 fused``), are accepted because they ask for what pipesim does anyway (``--bf16``), or combine into one option
-(``--recompute-method`` with ``--recompute-num-layers``: :func:`recompute_layers_of`). The flags that count layers
+(``--recompute-method`` with ``--recompute-num-layers``: :func:`recompute_layers_of`; ``--cross-entropy-loss-fusion``
+with ``--cross-entropy-fusion-impl``: :func:`loss_of`). The flags that count layers
 per pipeline rank (``--decoder-first-pipeline-num-layers`` and the rest) are model options of their own
 (:class:`~pipesim.api.model_options.ModelOptions`), with Megatron-LM's names. Every meaning below is Megatron-LM's
 (``megatron/training/arguments.py``).
@@ -94,9 +95,28 @@ def add_megatron_args(group) -> None:
                        "--recompute-num-layers layers of each model chunk (--recompute-layers N)")
     group.add_argument("--recompute-num-layers", type=positive_int, default=None, metavar="N",
                        help="with --recompute-method: see there")
+    group.add_argument("--cross-entropy-loss-fusion", action="store_true", default=None,
+                       help="Megatron-Core's fused cross-entropy: --loss megatron-fused, or --loss te with "
+                       "--cross-entropy-fusion-impl te")
+    group.add_argument("--cross-entropy-fusion-impl", choices=["native", "te"], default=None,
+                       help="with --cross-entropy-loss-fusion: native (Megatron's compiled pieces, its default) or te "
+                       "(Transformer Engine's Triton kernel)")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
+
+
+def loss_of(args: argparse.Namespace) -> str | None:
+    """``--loss`` from Megatron-LM's ``--cross-entropy-loss-fusion`` and ``--cross-entropy-fusion-impl`` (the
+    implementation alone changes nothing in Megatron-LM, so nothing here); a one-line error where ``--loss``
+    names another."""
+    if not getattr(args, "cross_entropy_loss_fusion", None):
+        return args.loss
+    fused = "te" if getattr(args, "cross_entropy_fusion_impl", None) == "te" else "megatron-fused"
+    if args.loss not in (None, fused):
+        raise PipesimError(f"--cross-entropy-loss-fusion is --loss {fused}, but --loss {args.loss} is given too; keep "
+                           "one")
+    return fused
 
 
 def recompute_layers_of(args: argparse.Namespace) -> int | None:

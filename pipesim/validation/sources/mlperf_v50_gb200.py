@@ -44,9 +44,12 @@ sustained clock, which validation by source left out refits without this one (le
 data-parallel sync runs asynchronously, +0.6 % before, since the NVFP4 source joined that fit; −10 % on the three
 FP8 sources alone). Uncertain: the chip's
 sustained clock at 1,200 W; how much the CUDA graphs are worth.
+
+The loss, stated: ``conf/custom.yaml``'s ``cross_entropy_loss_fusion`` (default True), Megatron-Core's native
+implementation (``--loss megatron-fused``).
 """
 
-from pipesim.analytic.layout import Fp8Params, Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import Fp8Params, LossKernel, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.0 Llama 3.1 405B on GB200 NVL72 (NeMo 25.04 FP8)"
@@ -73,6 +76,7 @@ ROWS = [
                  seq_len=8192, schedule="interleaved", sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, overlap_p2p=True, async_tp=True,
                  fp16_grads=True, overlap_grad_reduce=True, overlap_param_gather=True, first_last=1,
+                 loss=LossKernel.MEGATRON_FUSED,
                  step_s=seconds, memory_gib=memory, memory_rank=0 if memory is not None else None, note=system,
                  rank_order=RankOrder.TP_CP_DP_PP if system == "tyche_ngpu256" else RankOrder.TP_CP_PP_DP)
     for system, gpus, batch, _, seconds, memory in LOGGED

@@ -58,9 +58,14 @@ Not applied, though stated: the configs' ``conf/nccl/custom_communicator_cta.yam
 communicator ``max_ctas: 1`` (v5.0's rows take it: ``--cp-comm-ctas 1``), but ``config_common.sh`` also exports
 ``NCCL_MIN_CTAS=16`` and ``NCCL_MAX_CTAS=32``, and NCCL applies those over every communicator's own config
 (``src/init.cc``, ``envConfigOverride``, NCCL 2.27 and 2.28 alike), so the cp group's sends ran on 16-32 channels.
+
+The loss, stated: ``conf/custom.yaml``'s ``cross_entropy_loss_fusion`` (default True); the 8B configs source
+``config_common_8b.sh``, ``CE_FUSION_IMPL=te`` (Transformer Engine's, ``--loss te``; Oracle's, Verda's and Dell's
+logs print ``cross_entropy_fusion_impl: te``), the 405B configs keep the yaml's ``native`` (``--loss
+megatron-fused``).
 """
 
-from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Fp8Recipe, LossKernel, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.1 Llama 3.1 405B and 8B on DGX B200 (University of Florida HiPerGator; NeMo 25.09 FP8)"
@@ -87,6 +92,10 @@ LOGGED = [
 ]
 LOGGED_MICROBATCHES = [row[9] for row in LOGGED]
 
+# the fused cross-entropy (conf/custom.yaml): Transformer Engine's for 8B (config_common_8b.sh: CE_FUSION_IMPL=te,
+# as the logs print), Megatron's native for 405B (the yaml's default)
+_LOSS = {"llama3.1-8b": LossKernel.TE, "llama3.1-405b": LossKernel.MEGATRON_FUSED}
+
 ROWS = [
     PublishedRun(OTHERS.get(system.split(" ")[0], SOURCE), model, "b200", gpus, batch, tp=tp, pp=pp, cp=cp,
                  chunks=v, micro_batch=b, seq_len=8192,
@@ -94,7 +103,7 @@ ROWS = [
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, fp8_recipe=Fp8Recipe.TENSORWISE,
                  overlap_p2p=pp > 1, fp16_grads=True,
                  overlap_grad_reduce=True, overlap_param_gather=True, first_last=1 if pp > 1 else None,
-                 rank_order=RankOrder.TP_CP_PP_DP, step_s=seconds,
+                 rank_order=RankOrder.TP_CP_PP_DP, loss=_LOSS[model], step_s=seconds,
                  note=system if " " in system else f"hpg.dgxb200x8.{system} {model}")
     for system, model, gpus, tp, pp, cp, v, b, batch, _, seconds in LOGGED
 ]

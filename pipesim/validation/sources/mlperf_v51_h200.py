@@ -75,9 +75,12 @@ again); a second copy would count one measurement twice.
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to. One row on one system: too
 few for a ranking group (as ``mlperf_v51_llama8b``).
+
+The loss, stated: ``conf/custom.yaml``'s ``cross_entropy_loss_fusion`` (default True) with ``CE_FUSION_IMPL=te``
+(``config_common_8b.sh``): Transformer Engine's cross-entropy, ``--loss te``.
 """
 
-from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Fp8Recipe, LossKernel, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.1 Llama 3.1 8B on HPE Cray XD670 H200 (NeMo FP8, PyTorch 25.08 container)"
@@ -94,7 +97,7 @@ ROWS = [
                  schedule="interleaved" if v > 1 else "1f1b", sequence_parallel=tp > 1, zero=ZeroStage.OPTIMIZER,
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, fp8_recipe=Fp8Recipe.TENSORWISE,
                  overlap_p2p=pp > 1, async_tp=False, fp16_grads=True, overlap_grad_reduce=True,
-                 overlap_param_gather=True, rank_order=RankOrder.TP_CP_PP_DP, step_s=seconds,
+                 overlap_param_gather=True, rank_order=RankOrder.TP_CP_PP_DP, loss=LossKernel.TE, step_s=seconds,
                  note=f"{path} {model}")
     for _, path, model, gpus, tp, pp, cp, v, b, batch, _, seconds in LOGGED
 ]

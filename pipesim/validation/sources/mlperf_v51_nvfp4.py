@@ -47,9 +47,13 @@ Not applied, though stated: the configs' ``conf/nccl/custom_communicator_cta.yam
 communicator ``max_ctas: 1`` (v5.0's rows take it: ``--cp-comm-ctas 1``), but ``config_common.sh`` also exports
 ``NCCL_MIN_CTAS=16`` and ``NCCL_MAX_CTAS=32``, and NCCL applies those over every communicator's own config
 (``src/init.cc``, ``envConfigOverride``, NCCL 2.27 and 2.28 alike), so the cp group's sends ran on 16-32 channels.
+
+The loss, stated: ``conf/custom.yaml``'s ``cross_entropy_loss_fusion`` (default True); the 8B configs source
+``config_common_8b.sh``, ``CE_FUSION_IMPL=te`` (``--loss te``), the 405B configs keep the yaml's ``native``
+(``--loss megatron-fused``).
 """
 
-from pipesim.analytic.layout import Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import LossKernel, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "MLPerf Training v5.1 Llama 3.1 8B and 405B in NVFP4 on B200 and GB200 (NeMo 25.09)"
@@ -91,11 +95,15 @@ LOGGED = [
 ]
 LOGGED_MICROBATCHES = [row[11] for row in LOGGED]
 
+# the fused cross-entropy (conf/custom.yaml): Transformer Engine's for 8B (config_common_8b.sh: CE_FUSION_IMPL=te),
+# Megatron's native for 405B (the yaml's default)
+_LOSS = {"llama3.1-8b": LossKernel.TE, "llama3.1-405b": LossKernel.MEGATRON_FUSED}
+
 ROWS = [
     PublishedRun(SYSTEMS[system], model, chip, gpus, batch, tp=tp, pp=pp, cp=cp, chunks=v, micro_batch=b,
                  seq_len=8192, schedule="interleaved" if v > 1 else "1f1b", sequence_parallel=tp > 1,
                  zero=ZeroStage.OPTIMIZER, precision=Precision.FP4, overlap_p2p=pp > 1, fp16_grads=True,
                  overlap_grad_reduce=True, overlap_param_gather=True, first_last=1 if pp > 1 else None,
-                 rank_order=RankOrder.TP_CP_PP_DP, step_s=seconds, note=f"{path} {model}")
+                 rank_order=RankOrder.TP_CP_PP_DP, loss=_LOSS[model], step_s=seconds, note=f"{path} {model}")
     for system, path, chip, model, gpus, tp, pp, cp, v, b, batch, _, seconds in LOGGED
 ]
