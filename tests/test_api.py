@@ -146,8 +146,10 @@ def test_simulate_refuses_model_options_without_a_model():
         pipesim.simulate("1f1b", tp=2)
     with pytest.raises(PipesimError, match="--forward sets unit costs"):
         pipesim.simulate("1f1b", model="llama2-7b", forward=2.0)
-    with pytest.raises(PipesimError, match="unknown option"):
-        pipesim.simulate("1f1b", model="llama2-7b", tensor_parallel=2)
+    with pytest.raises(PipesimError, match=r"simulate\(\) got unknown option\(s\) tensor_parallel;"):
+        pipesim.simulate("1f1b", model="llama2-7b", tp=2, tensor_parallel=2)  # only the unknown one named
+    with pytest.raises(PipesimError, match=r"synthesize\(\) got unknown option\(s\) microbatches;"):
+        pipesim.synthesize(model="llama2-7b", microbatches=4)
 
 
 @pytest.mark.parametrize("schedule", ["1f1b", "interleaved", "zb-v"])

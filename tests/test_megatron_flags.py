@@ -226,6 +226,8 @@ def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
                                                recompute=["none", "selective"]), 5),
     ("llama3.2-1b", "b200", 8, 128256, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2],
                                             recompute=["none", "full"], precision=["fp4"]), 3),
+    ("llama3.2-1b", "h100-sxm", 8, 128256, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2],
+                                                recompute=["none"], loss="te"), 2),  # the fused loss's flags
 ])
 def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardware, gpus, vocab, space, least):
     result = pipesim.plan(model, gpus=gpus, global_batch=128, hardware=hardware, top=10, **space)
@@ -234,7 +236,7 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardwa
     for outcome in result.ranked:
         c = outcome.candidate
         argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                             request.fp8_params_of(c))
+                             request.fp8_params_of(c), loss=request.loss)
         if argv is None:
             continue
         lines += 1
@@ -247,6 +249,20 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardwa
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
     assert lines >= least  # 1F1B and interleaved lines, even and lighter-ended splits, FP4 and full recomputation
+
+
+def test_plans_megatron_line_names_the_loss_or_says_megatron_has_none():
+    from pipesim.analytic.layout import LossKernel
+    from pipesim.plan.launch import megatron_line
+
+    result = pipesim.plan("llama3.2-1b", gpus=8, global_batch=64, schedules=["1f1b"], cp=[1], micro_batch_sizes=[2],
+                          recompute=["none"], loss="te", top=1)
+    c, model = result.ranked[0].candidate, result.request.model
+    assert "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te" in megatron_line(c, model, 64,
+                                                                                          loss=LossKernel.TE)
+    assert megatron_line(c, model, 64, loss=LossKernel.PYTORCH) == (
+        "(Megatron-LM has no pytorch cross-entropy; its losses are megatron, megatron-fused and te)")
+    assert "makes no copy" in megatron_line(c, model, 64, loss_input_copy=True)
 
 
 def test_a_whole_launch_line_with_ignore_unknown(capsys):

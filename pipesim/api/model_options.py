@@ -192,6 +192,15 @@ class ModelOptions:
     moe_imbalance: float | None = None
     expert_tp: int | None = None
 
+    @classmethod
+    def from_keywords(cls, caller: str, options: dict) -> ModelOptions:
+        """The options a library call was given as keywords; a one-line error naming those it does not know."""
+        unknown = sorted(set(options) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise PipesimError(f"{caller}() got unknown option(s) {', '.join(unknown)}; model options are "
+                               f"{', '.join(cls.__dataclass_fields__)}")
+        return cls(**options)
+
     def stage_split(self) -> StageSplitRequest:
         """The layer split asked for, per model slice or, with Megatron-LM's flags, per pipeline rank."""
         return StageSplitRequest(

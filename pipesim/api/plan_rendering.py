@@ -108,7 +108,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults
             line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                                 request.fp8_params_of(c), request.cp_comm)
+                                 request.fp8_params_of(c), request.cp_comm, request.loss, request.loss_input_copy)
             lines.append(f"   megatron: {line}")
     if any(o.candidate.precision.quantized for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 or FP4 candidate's MFU can pass what BF16 could reach)")

@@ -100,12 +100,7 @@ def simulate(
     if config is not None:
         model, schedule, pp, mb, chunks, global_batch, model_options = _with_config(
             config, model, schedule, pp, mb, chunks, global_batch, model_options)
-    try:
-        options = ModelOptions(**model_options)
-    except TypeError:
-        known = ", ".join(ModelOptions.__dataclass_fields__)
-        raise PipesimError(f"simulate() got an unknown option among {sorted(model_options)}; model options are "
-                           f"{known}") from None
+    options = ModelOptions.from_keywords("simulate", model_options)
     engine = Engine(engine)
     if options.num_layers_per_virtual_pipeline_stage is not None and model is not None and chunks is None:
         chunks = _chunks_of_layers_per_chunk(model, options, pp)  # model_setup checks a --chunks given beside it

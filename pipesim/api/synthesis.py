@@ -127,7 +127,7 @@ def synthesize(
     from pipesim.synth.search import synthesize as search
 
     shape = synthesis_shape(pp or DEFAULT_PP, mb or DEFAULT_MICROBATCHES, chunks or 1)
-    options = ModelOptions(**model_options)
+    options = ModelOptions.from_keywords("synthesize", model_options)
     values = dict(forward=forward, backward=backward, backward_input=backward_input,
                   backward_weight=backward_weight, comm=comm, activation_bytes=activation_bytes)
     if model is None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shlex
 
-from pipesim.analytic.layout import CpComm, CpKernels, Fp8Params, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import CpComm, CpKernels, Fp8Params, LossKernel, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 from pipesim.program.limits import interleaved_microbatch_group
@@ -73,8 +73,18 @@ def executor_gaps(candidate: Candidate, model: ModelSpec,
     return gaps
 
 
-def megatron_gap(candidate: Candidate) -> str | None:
-    """Why Megatron-LM cannot run this configuration, or None if it can."""
+# Megatron-LM's losses and the flags that choose them (its cross-entropy, unfused unless fused)
+MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--cross-entropy-loss-fusion"],
+                       LossKernel.TE: ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"]}
+
+
+def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False
+                 ) -> str | None:
+    """Why Megatron-LM cannot run this configuration with this loss, or None if it can."""
+    if loss not in MEGATRON_LOSS_FLAGS:
+        return f"Megatron-LM has no {loss.value} cross-entropy; its losses are megatron, megatron-fused and te"
+    if loss_input_copy:
+        return "Megatron-LM's loss takes its logits as they are: it makes no copy of them"
     if candidate.pp > 1 and candidate.schedule not in MEGATRON_SCHEDULES:
         return (f"Megatron-LM has no {candidate.schedule} schedule; its pipeline schedules are 1F1B and "
                 "interleaved 1F1B")
@@ -85,13 +95,14 @@ def megatron_gap(candidate: Candidate) -> str | None:
 
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
                   overlap_p2p: bool = True, overlap_dp_sync: bool = False,
-                  fp8_params: Fp8Params = Fp8Params.OFF, cp_comm: CpComm = CpComm.P2P) -> list[str] | None:
+                  fp8_params: Fp8Params = Fp8Params.OFF, cp_comm: CpComm = CpComm.P2P,
+                  loss: LossKernel = LossKernel.MEGATRON) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
     ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
     reduce and (with the distributed optimizer) parameter gather; ``fp8_params``: the FP8 parameters the
-    candidate keeps (``--fp8-param-gather``)."""
+    candidate keeps (``--fp8-param-gather``); ``loss``: the cross-entropy the plan ran."""
     c = candidate
-    if megatron_gap(c) is not None:
+    if megatron_gap(c, loss) is not None:
         return None
     args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
     if c.cp > 1:
@@ -145,6 +156,7 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
                  "--v-head-dim", str(model.v_head_dim)]
         if model.q_lora_rank:
             args += ["--q-lora-rank", str(model.q_lora_rank)]
+    args += MEGATRON_LOSS_FLAGS[loss]
     if c.sequence_parallel:
         args.append("--sequence-parallel")
     if c.zero is ZeroStage.OPTIMIZER:
@@ -169,10 +181,12 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
 
 def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
                   overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF,
-                  cp_comm: CpComm = CpComm.P2P) -> str:
-    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm)
-    if argv is None:
-        return f"({megatron_gap(candidate)})"
+                  cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
+                  loss_input_copy: bool = False) -> str:
+    gap = megatron_gap(candidate, loss, loss_input_copy)
+    if gap is not None:
+        return f"({gap})"
+    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss)
     return "pretrain_gpt.py " + shlex.join(argv)
 
 
