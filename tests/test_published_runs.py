@@ -490,6 +490,30 @@ def test_the_p2p_sync_overhead_is_the_one_qi_et_al_measure():
     assert all(-0.2 < g < 3 for g in gaps) and sum(g > 0 for g in gaps) >= len(gaps) - 1
 
 
+def test_passes_match_qi_et_al_table_9_profile():
+    """Per pass of one stage, pipesim's forward, input backward and weight backward against the per-pass profile
+    Qi et al. 2024 published (Table 9: four GPT models on A100, Megatron-LM's unfused attention, sequence 1024),
+    each within 8 %. Unfused attention is half the 1.5B model's forward here: its batched products are timed per
+    (sequence, head) product, and that is what these measured passes agree with (tiling the whole batch as one
+    grid instead takes the products a sixth of that time and puts every forward 13-26 % under the profile: the
+    products of these skinny shapes, or something beside them, cost what the per-product count says)."""
+    from pipesim.analytic.kernels import layer_times
+    from pipesim.analytic.layout import AttentionKernel, Layout
+    from pipesim.analytic.model_presets import MODEL_PRESETS
+    from pipesim.synth.paper import PAPER_ROWS, QI_TABLE4
+
+    chip = CHIP_PRESETS["a100-80gb"]
+    for name in ("1.5B", "6.2B", "14.6B", "28.3B"):
+        pp, micro_batch, _, _ = QI_TABLE4[f"zb-{name.lower()}"]
+        model = MODEL_PRESETS[f"zb-{name.lower()}"].with_shape(1024, micro_batch)
+        layers = (model.layers + 2) // pp  # the paper's stages: the embedding and the head count as layers
+        one = layer_times(model, Layout(pp=pp, microbatches=pp, attention=AttentionKernel.UNFUSED), chip)
+        row = next(r for r in PAPER_ROWS if r.model == name)
+        for predicted, measured in ((one.forward, row.forward), (one.backward_input, row.backward_input),
+                                    (one.backward_weight, row.backward_weight)):
+            assert layers * predicted * 1e3 == pytest.approx(measured, rel=0.08), name
+
+
 def test_table_size_and_mean_errors():
     """The in-sample sources (those the constants were chosen against) hold the 8 % bound; the out-of-sample
     sources' means are reported by experiments/published_runs.py, not bounded (issue #24)."""
