@@ -44,7 +44,9 @@ class ModelOptions:
         loss: ``"megatron"`` (vocabulary-parallel cross-entropy in place, default), ``"pytorch"``
             (F.cross_entropy on FP32 logits), ``"gathered"`` (the logits all-gathered over tp first),
             ``"nanotron"``, ``"fused"`` (one fused kernel a pass on the FP32 logits, flash-attn's Triton
-            cross-entropy) or ``"compiled"`` (PyTorch's loss under torch.compile, the FP32 cast inside).
+            cross-entropy), ``"compiled"`` (PyTorch's loss under torch.compile, the FP32 cast inside),
+            ``"megatron-fused"`` (Megatron-Core's ``--cross-entropy-loss-fusion``) or ``"te"`` (its
+            ``--cross-entropy-fusion-impl te``, Transformer Engine's kernel).
         z_loss: the z-loss on the same logits (eager ops beside an eager loss; refused with Megatron's).
         loss_input_copy: the logits copied before the loss (``logits[..., :-1, :].contiguous()``), in the dtype
             the loss takes (FP32; BF16 into a compiled loss).

@@ -382,8 +382,9 @@ def plan(
             searched "selective" recomputation keeps and the gradient accumulation;
             :mod:`pipesim.analytic.frameworks`), ``attention``, ``elementwise`` and ``loss`` (the kernels the
             training code runs, not searched: "fused", "triton" or "unfused"; "fused" or "eager"; "megatron",
-            "pytorch", "gathered", "nanotron", "fused" or "compiled"), ``z_loss`` and ``loss_input_copy`` (a
-            z-loss beside the loss, its input copied first; not searched), ``zero_collectives``
+            "megatron-fused", "te", "pytorch", "gathered", "nanotron", "fused" or "compiled"), ``z_loss`` and
+            ``loss_input_copy`` (a z-loss beside the loss, its input copied first; not searched),
+            ``zero_collectives``
             (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
             release), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside
