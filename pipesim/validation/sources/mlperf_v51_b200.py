@@ -92,9 +92,10 @@ LOGGED = [
 ]
 LOGGED_MICROBATCHES = [row[9] for row in LOGGED]
 
-# the fused cross-entropy (conf/custom.yaml): Transformer Engine's for 8B (config_common_8b.sh: CE_FUSION_IMPL=te,
-# as the logs print), Megatron's native for 405B (the yaml's default)
-_LOSS = {"llama3.1-8b": LossKernel.TE, "llama3.1-405b": LossKernel.MEGATRON_FUSED}
+# v5.1's NeMo Llama 3.1 code, every submitter's: the fused cross-entropy (conf/custom.yaml), Transformer Engine's
+# for 8B (config_common_8b.sh: CE_FUSION_IMPL=te, as Oracle's, Verda's and Dell's logs print), Megatron's native
+# for 405B (the yaml's default)
+NEMO_LLAMA31_LOSS = {"llama3.1-8b": LossKernel.TE, "llama3.1-405b": LossKernel.MEGATRON_FUSED}
 
 ROWS = [
     PublishedRun(OTHERS.get(system.split(" ")[0], SOURCE), model, "b200", gpus, batch, tp=tp, pp=pp, cp=cp,
@@ -103,7 +104,7 @@ ROWS = [
                  precision=Precision.FP8, fp8_params=Fp8Params.BOTH, fp8_recipe=Fp8Recipe.TENSORWISE,
                  overlap_p2p=pp > 1, fp16_grads=True,
                  overlap_grad_reduce=True, overlap_param_gather=True, first_last=1 if pp > 1 else None,
-                 rank_order=RankOrder.TP_CP_PP_DP, loss=_LOSS[model], step_s=seconds,
+                 rank_order=RankOrder.TP_CP_PP_DP, loss=NEMO_LLAMA31_LOSS[model], step_s=seconds,
                  note=system if " " in system else f"hpg.dgxb200x8.{system} {model}")
     for system, model, gpus, tp, pp, cp, v, b, batch, _, seconds in LOGGED
 ]

@@ -59,8 +59,9 @@ The loss, stated: ``conf/custom.yaml``'s ``cross_entropy_loss_fusion`` (default 
 (``--loss megatron-fused``).
 """
 
-from pipesim.analytic.layout import Fp8Params, Fp8Recipe, LossKernel, Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import Fp8Params, Fp8Recipe, Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
+from pipesim.validation.sources.mlperf_v51_b200 import NEMO_LLAMA31_LOSS
 
 SOURCE = ("MLPerf Training v5.1 Llama 3.1 8B and 405B on Blackwell Ultra, HGX B300 and GB300 NVL72, and GB200 "
           "counterparts (NeMo 25.09)")
@@ -98,9 +99,6 @@ LOGGED = [
 ]
 LOGGED_MICROBATCHES = [row[12] for row in LOGGED]
 
-# the fused cross-entropy (conf/custom.yaml): Transformer Engine's for 8B (config_common_8b.sh: CE_FUSION_IMPL=te),
-# Megatron's native for 405B (the yaml's default)
-_LOSS = {"llama3.1-8b": LossKernel.TE, "llama3.1-405b": LossKernel.MEGATRON_FUSED}
 
 ROWS = [
     PublishedRun(SYSTEMS[system], model, chip, gpus, batch, tp=tp, pp=pp, cp=cp, chunks=v, micro_batch=b,
@@ -110,6 +108,6 @@ ROWS = [
                  fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED, overlap_p2p=pp > 1,
                  async_tp=tp > 1 and model == "llama3.1-8b", fp16_grads=True, overlap_grad_reduce=True,
                  overlap_param_gather=True, first_last=1 if pp > 1 else None, rank_order=RankOrder.TP_CP_PP_DP,
-                 loss=_LOSS[model], step_s=seconds, note=f"{path} {model}")
+                 loss=NEMO_LLAMA31_LOSS[model], step_s=seconds, note=f"{path} {model}")
     for system, path, chip, model, precision, gpus, tp, pp, cp, v, b, batch, _, seconds in LOGGED
 ]

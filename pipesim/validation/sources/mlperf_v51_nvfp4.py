@@ -53,8 +53,9 @@ The loss, stated: ``conf/custom.yaml``'s ``cross_entropy_loss_fusion`` (default 
 (``--loss megatron-fused``).
 """
 
-from pipesim.analytic.layout import LossKernel, Precision, RankOrder, ZeroStage
+from pipesim.analytic.layout import Precision, RankOrder, ZeroStage
 from pipesim.validation.runs import PublishedRun
+from pipesim.validation.sources.mlperf_v51_b200 import NEMO_LLAMA31_LOSS
 
 SOURCE = "MLPerf Training v5.1 Llama 3.1 8B and 405B in NVFP4 on B200 and GB200 (NeMo 25.09)"
 # each submitter's system is its own ranking group; one source when left out (one code base and software build)
@@ -95,15 +96,13 @@ LOGGED = [
 ]
 LOGGED_MICROBATCHES = [row[11] for row in LOGGED]
 
-# the fused cross-entropy (conf/custom.yaml): Transformer Engine's for 8B (config_common_8b.sh: CE_FUSION_IMPL=te),
-# Megatron's native for 405B (the yaml's default)
-_LOSS = {"llama3.1-8b": LossKernel.TE, "llama3.1-405b": LossKernel.MEGATRON_FUSED}
 
 ROWS = [
     PublishedRun(SYSTEMS[system], model, chip, gpus, batch, tp=tp, pp=pp, cp=cp, chunks=v, micro_batch=b,
                  seq_len=8192, schedule="interleaved" if v > 1 else "1f1b", sequence_parallel=tp > 1,
                  zero=ZeroStage.OPTIMIZER, precision=Precision.FP4, overlap_p2p=pp > 1, fp16_grads=True,
                  overlap_grad_reduce=True, overlap_param_gather=True, first_last=1 if pp > 1 else None,
-                 rank_order=RankOrder.TP_CP_PP_DP, loss=_LOSS[model], step_s=seconds, note=f"{path} {model}")
+                 rank_order=RankOrder.TP_CP_PP_DP, loss=NEMO_LLAMA31_LOSS[model], step_s=seconds,
+                 note=f"{path} {model}")
     for system, path, chip, model, gpus, tp, pp, cp, v, b, batch, _, seconds in LOGGED
 ]
