@@ -30,6 +30,7 @@ from pipesim.validation.loso import (
     memory_error_band,
     memory_errors,
     regime_counts,
+    step_group_records,
     summary,
 )
 from pipesim.validation.ranking import rankings, summarise
@@ -88,7 +89,8 @@ BANDS_FILE = Path(__file__).resolve().parents[1] / "pipesim" / "analytic" / "val
 def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: tuple[float, int],
                  memory: tuple[float, int, int], step_regimes: tuple[tuple[str, ...], ...],
                  memory_regimes: tuple[tuple[str, ...], ...],
-                 frameworks: dict[str, tuple[int, int, float, float]]) -> str:
+                 frameworks: dict[str, tuple[int, int, float, float]],
+                 groups: dict[str, tuple[int, int, float, float, float]]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
@@ -98,7 +100,8 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
         "sources).\nSTEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band."
         "LayoutFeature) of\nthose rows, what the bands were measured on. FRAMEWORKS: per training framework the "
         "rows name (other than\nMegatron-LM's), (rows, sources, lowest and highest signed left-out step-time "
-        'error)."""\n\n'
+        "error).\nSTEP_GROUPS: per step group (pipesim.analytic.error_band.StepGroup) the rows are of, (rows, "
+        'sources, lowest,\nhighest and mean signed left-out step-time error)."""\n\n'
         "BANDS: dict[str, tuple[float | None, int, float]] = {\n"
         + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
@@ -108,6 +111,8 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
         + ")\n"
         "FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {\n"
         + "".join(f"    {name!r}: {value!r},\n" for name, value in frameworks.items()) + "}\n"
+        "STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {\n"
+        + "".join(f"    {name!r}: {value!r},\n" for name, value in groups.items()) + "}\n"
     )
 
 
@@ -163,6 +168,10 @@ def main(argv: list[str] | None = None) -> None:
     print("left out, by the framework the rows name (Megatron-LM's aside): " + ", ".join(
         f"{name} {rows} rows from {sources} source{'' if sources == 1 else 's'}, {lowest:+.1%}…{highest:+.1%}"
         for name, (rows, sources, lowest, highest) in frameworks.items()))
+    groups = step_group_records(result)
+    print("left out, by step group: " + ", ".join(
+        f"{name} {rows} rows from {sources} source{'' if sources == 1 else 's'}, {lowest:+.1%}…{highest:+.1%} "
+        f"(mean {mean:+.1%})" for name, (rows, sources, lowest, highest, mean) in groups.items()))
     step_rows = [r for s in result.sources for r in s.runs]
     for what, runs in (("step-time", step_rows), ("peak-memory", MEMORY_RUNS)):
         print(f"layouts the {what} rows had (the bands' coverage; error_band.unvalidated): " + ", ".join(
@@ -171,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")
         write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band, layout_regimes(step_rows),
-                                                   layout_regimes(MEMORY_RUNS), frameworks))
+                                                   layout_regimes(MEMORY_RUNS), frameworks, groups))
     if args.json:
         write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")
 

@@ -429,3 +429,81 @@ def test_a_plan_under_a_framework_names_what_its_published_runs_showed():
     megatron = plan("llama3.2-1b", 8, 16, top=1, **space)
     assert f"\nvalidation: {framework_record('nanotron').text()}" in nanotron.header()
     assert "validation:" not in megatron.header()
+
+
+def test_a_step_group_record_states_its_rows_errors_their_direction_and_their_mean_by_hand(monkeypatch):
+    """A run of one microbatch a step with replicated weights hears what the published runs of that group showed,
+    left out: their span and, where the signs are mixed, which way they lean on average. Runs outside it hear
+    nothing; a group no published row is of says so."""
+    from pipesim.analytic import validation_bands
+    from pipesim.analytic.error_band import StepGroup, group_records, step_groups
+
+    one = frozenset({StepGroup.ONE_MICROBATCH})
+    assert step_groups(1, 0, 64) == one and step_groups(1, 1, 8) == one  # DDP, or ZeRO-1 / distributed optimizer
+    assert step_groups(2, 1, 64) == frozenset()  # two microbatches: the per-step work is shared
+    assert step_groups(1, 3, 64) == step_groups(1, 2, 64) == frozenset()  # weights or gradients sharded per layer
+    assert step_groups(1, 0, 1) == frozenset()  # no gradient sync at all
+    monkeypatch.setattr(validation_bands, "STEP_GROUPS", {"one-microbatch": (32, 6, -0.454, 0.057, -0.113)})
+    (record,) = group_records(one)
+    assert record.text() == ("the 32 published runs of one microbatch a step with replicated weights (6 sources) "
+                             "came out -45%…+6% off the measured step, on average 11% faster than measured "
+                             "(pipesim too fast), left out")
+    monkeypatch.setattr(validation_bands, "STEP_GROUPS", {"one-microbatch": (3, 2, -0.3, -0.1, -0.2)})
+    assert "came out 10–30% faster than measured (pipesim too fast), left out" in group_records(one)[0].text()
+    band = error_band("h100-sxm", Precision.BF16, groups=one)
+    assert band.text().endswith(f"; {group_records(one)[0].text()})")
+    assert band.to_dict()["groups"][0] | {} == {"group": "one-microbatch", "description": StepGroup.ONE_MICROBATCH
+                                                .description, "rows": 3, "sources": 2, "lowest": -0.3,
+                                                "highest": -0.1, "mean": -0.2}
+    assert error_band("h100-sxm", Precision.BF16, groups=frozenset()).groups == ()
+    monkeypatch.setattr(validation_bands, "STEP_GROUPS", {})
+    assert group_records(one)[0].text() == ("no published run is of the one-microbatch group (runs of one microbatch "
+                                            "a step with replicated weights)")
+
+
+def test_the_step_groups_in_the_bands_file_are_the_rows_of_each_group(capsys):
+    """STEP_GROUPS, as --update-bands writes it, counts the step-time rows of each group and their sources; simulate
+    quotes it beside the band of a run of the group, in text and JSON, and not for one outside it."""
+    from pipesim.analytic.validation_bands import STEP_GROUPS
+    from pipesim.validation.loso import run_step_groups, source_of
+
+    runs = [r for rows in runs_by_source().values() for r in rows]
+    for name, (rows, sources, lowest, highest, mean) in STEP_GROUPS.items():
+        members = [r for r in runs if any(g.value == name for g in run_step_groups(r))]
+        assert rows == len(members) and sources == len({source_of(r) for r in members})
+        assert lowest <= mean <= highest
+    assert set(STEP_GROUPS) == {g.value for r in runs for g in run_step_groups(r)}
+    one = ["simulate", "--model", "llama3.1-8b", "--dp", "64", "--pp", "1", "--mb", "1", "--zero", "1", "--json"]
+    assert main(one) == 0
+    band = json.loads(capsys.readouterr().out)["model_report"]["step_time_band"]
+    assert [g["group"] for g in band["groups"]] == ["one-microbatch"]
+    assert band["groups"][0]["rows"] == STEP_GROUPS["one-microbatch"][0]
+    assert main([*one[:-2], "3", "--json"]) == 0  # ZeRO-3: weights sharded, not of the group
+    assert json.loads(capsys.readouterr().out)["model_report"]["step_time_band"]["groups"] == []
+    assert main([*one[:8], "2", *one[9:]]) == 0  # two microbatches
+    assert json.loads(capsys.readouterr().out)["model_report"]["step_time_band"]["groups"] == []
+
+
+def test_a_plan_marks_the_candidates_of_a_step_group_and_quotes_its_record():
+    """plan marks a candidate of one microbatch a step with replicated weights "1mb", and its footnote quotes what
+    the group's published runs showed; the data view lists each candidate's groups."""
+    from pipesim.analytic.error_band import StepGroup, group_records
+    from pipesim.api.planning import plan
+
+    space = dict(schedules=("1f1b",), recompute=("none",), zero=(1, 3), precision=("bf16",), cp=(1,),
+                 micro_batch_sizes=(1, 2))
+    result = plan("llama3.2-1b", 8, 16, top=30, **space)
+    text = result.text()
+    rows = result.to_dict()["ranked"]
+    lines = [line for line in text.splitlines() if line[:2].strip().isdigit()]
+    assert len(lines) == len(rows) == len(result.ranked) > 1
+    members = []
+    for line, row, outcome in zip(lines, rows, result.ranked, strict=True):
+        c = outcome.candidate  # one microbatch a step, weights replicated (ZeRO-1), some gradient sync
+        one = c.microbatches == 1 and c.zero <= 1 and c.dp * c.cp > 1
+        members.append(one)
+        assert row["step_groups"] == (["one-microbatch"] if one else [])
+        assert line.endswith(" 1mb") == one
+    assert any(members) and not all(members)
+    (record,) = group_records(frozenset({StepGroup.ONE_MICROBATCH}))
+    assert f"1mb: {sum(members)} of the listed configurations are of this group; {record.text()}" in text

@@ -66,9 +66,11 @@ class ErrorBand:
     basis: str  # what it is, in words
     validated: bool = True  # False: measured on other kinds of run than the one it is given for
     framework: FrameworkRecord | None = None  # the named framework's published runs, when it is not Megatron
+    groups: tuple[GroupRecord, ...] = ()  # the published runs of each step group the run belongs to
 
     def text(self) -> str:
-        note = f"; {self.framework.text()}" if self.framework is not None else ""
+        records = ([self.framework.text()] if self.framework is not None else []) + [g.text() for g in self.groups]
+        note = "".join(f"; {record}" for record in records)
         if self.relative is None:
             return f"(no band: {self.basis}{note})"
         return f"± {self.relative:.0%} ({self.basis}{note})"
@@ -76,7 +78,8 @@ class ErrorBand:
     def to_dict(self) -> dict:
         return {"relative": self.relative, "kind": self.kind, "rows": self.rows, "basis": self.basis,
                 "validated": self.validated,
-                "framework": None if self.framework is None else self.framework.to_dict()}
+                "framework": None if self.framework is None else self.framework.to_dict(),
+                "groups": [g.to_dict() for g in self.groups]}
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,7 @@ class FrameworkRecord:
         if not self.rows:
             return f"no published {self.name} run validates --framework {self.name}'s settings"
         runs = "run" if self.rows == 1 else "runs"
-        span = f"{abs(self.lowest):.0%}" if self.rows == 1 else _span(self.lowest, self.highest)
-        if self.highest < 0:
-            direction = "faster than measured (pipesim too fast)"
-        elif self.lowest > 0:
-            direction = "slower than measured (pipesim too slow)"
-        else:
-            direction = "off the measured step"
-        source = "1 source" if self.sources == 1 else f"{self.sources} sources"
-        return f"the {self.rows} published {self.name} {runs} ({source}) came out {span} {direction}, left out"
+        return _record_text(f"{self.name} {runs}", self.rows, self.sources, self.lowest, self.highest)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "rows": self.rows, "sources": self.sources, "lowest": self.lowest,
@@ -118,6 +113,25 @@ def _span(lowest: float, highest: float) -> str:
     return f"{small * 100:.0f}–{large:.0%}"
 
 
+def _record_text(what: str, rows: int, sources: int, lowest: float, highest: float,
+                 mean: float | None = None) -> str:
+    """``the 2 published nanotron runs (1 source) came out 12–21% faster than measured (pipesim too fast), left
+    out``: a group of published runs' signed left-out errors in words that follow their signs; ``mean``, where
+    given and the signs are mixed, says which way they lean."""
+    span = f"{abs(lowest):.0%}" if rows == 1 else _span(lowest, highest)
+    if highest < 0:
+        direction = "faster than measured (pipesim too fast)"
+    elif lowest > 0:
+        direction = "slower than measured (pipesim too slow)"
+    else:
+        direction = "off the measured step"
+        if mean is not None and mean:
+            way = "faster than measured (pipesim too fast)" if mean < 0 else "slower than measured (pipesim too slow)"
+            direction += f", on average {abs(mean):.0%} {way}"
+    source = "1 source" if sources == 1 else f"{sources} sources"
+    return f"the {rows} published {what} ({source}) came out {span} {direction}, left out"
+
+
 def framework_record(framework: str | None) -> FrameworkRecord | None:
     """The published-run record of ``framework`` (a ``--framework`` name); None for Megatron's (pipesim's
     defaults, and most rows') or none named."""
@@ -127,6 +141,70 @@ def framework_record(framework: str | None) -> FrameworkRecord | None:
         return None
     rows, sources, lowest, highest = FRAMEWORKS.get(framework, (0, 0, 0.0, 0.0))
     return FrameworkRecord(framework, rows, sources, lowest, highest)
+
+
+class StepGroup(enum.Enum):
+    """A way of running a step, across chips and precisions, that validation by source left out found pipesim
+    misses one way on the published runs of it: a band pools every run of a kind, and a run of such a group
+    should hear what its group's runs showed (:class:`GroupRecord`), as one under a named framework does.
+
+    ``ONE_MICROBATCH``: one microbatch per pipeline a step, the gradients synchronised over data-parallel replicas
+    that hold the whole weights (no ZeRO, or ZeRO-1 and Megatron's distributed optimizer): the whole step is one
+    forward, one backward, the bucketed gradient sync beside it and the optimizer step after it, with nothing to
+    amortise a per-step cost over. Runs that shard their weights (ZeRO-3, FSDP) or their gradients per layer are
+    not in it: their one-microbatch rows are not off that way."""
+
+    ONE_MICROBATCH = "one-microbatch"
+
+    @property
+    def description(self) -> str:
+        return {StepGroup.ONE_MICROBATCH: "runs of one microbatch a step with replicated weights"}[self]
+
+    @property
+    def mark(self) -> str:
+        """How ``plan`` marks a candidate of the group (with a footnote quoting the group's record)."""
+        return {StepGroup.ONE_MICROBATCH: "1mb"}[self]
+
+
+def step_groups(microbatches: int, sharding: int, replicas: int) -> frozenset[StepGroup]:
+    """The step groups of a run of ``microbatches`` per pipeline, whose ZeRO stage in force is ``sharding`` (0
+    when nothing shards), over ``replicas`` (dp·cp) ranks that synchronise gradients."""
+    one = microbatches == 1 and sharding <= 1 and replicas > 1
+    return frozenset({StepGroup.ONE_MICROBATCH}) if one else frozenset()
+
+
+def groups_of(layout: Layout) -> frozenset[StepGroup]:
+    """:func:`step_groups` of a layout as it runs (DualPipe's two copies each take half the microbatches)."""
+    return step_groups(layout.microbatches // layout.model_copies, int(layout.sharding), layout.shards)
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """What validation by source left out measured on the published runs of one :class:`StepGroup`: their
+    rows, sources, and the lowest, highest and mean signed left-out step-time error."""
+
+    group: StepGroup
+    rows: int  # 0: no published run is of the group
+    sources: int = 0
+    lowest: float = 0.0  # signed left-out step-time errors: predicted / published − 1
+    highest: float = 0.0
+    mean: float = 0.0
+
+    def text(self) -> str:
+        if not self.rows:
+            return f"no published run is of the {self.group.value} group ({self.group.description})"
+        return _record_text(self.group.description, self.rows, self.sources, self.lowest, self.highest, self.mean)
+
+    def to_dict(self) -> dict:
+        return {"group": self.group.value, "description": self.group.description, "rows": self.rows,
+                "sources": self.sources, "lowest": self.lowest, "highest": self.highest, "mean": self.mean}
+
+
+def group_records(groups: frozenset[StepGroup] | None) -> tuple[GroupRecord, ...]:
+    """The published-run record of each of ``groups``, in :class:`StepGroup` order."""
+    from pipesim.analytic.validation_bands import STEP_GROUPS
+
+    return tuple(GroupRecord(g, *STEP_GROUPS.get(g.value, (0,))) for g in StepGroup if groups and g in groups)
 
 
 class LayoutFeature(enum.Enum):
@@ -185,20 +263,23 @@ def _coverage(basis: str, features: frozenset[LayoutFeature] | None,
 
 
 def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None,
-               framework: str | None = None) -> ErrorBand:
+               framework: str | None = None, groups: frozenset[StepGroup] | None = None) -> ErrorBand:
     """The step-time band of this kind of run; given the layout's ``features``, it says when no published row
     had them (:func:`unvalidated`); given a ``framework`` other than Megatron, what its published runs showed
-    (:func:`framework_record`)."""
+    (:func:`framework_record`); given the run's step ``groups``, what each one's published runs showed
+    (:func:`group_records`)."""
     from pipesim.analytic.validation_bands import BANDS, POOLED, STEP_REGIMES
 
     record = framework_record(framework)
+    grouped = group_records(groups)
     kind = run_kind(chip_name, precision)
     if kind is None:
-        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it", framework=record)
+        return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it", framework=record,
+                         groups=grouped)
     relative, rows, largest = BANDS.get(kind, (None, 0, 0.0))
     if not rows:  # the chip's family was validated, but never at this precision (Blackwell in BF16)
         return ErrorBand(None, kind, 0, f"no published {precision.value} run on {chip_name} validates it",
-                         framework=record)
+                         framework=record, groups=grouped)
     if relative is None or rows < MIN_ROWS:
         of_kind = rows
         relative, rows = POOLED
@@ -210,7 +291,7 @@ def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutF
     else:
         basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
     basis, validated = _coverage(basis, features, STEP_REGIMES)
-    return ErrorBand(relative, kind, rows, basis, validated, record)
+    return ErrorBand(relative, kind, rows, basis, validated, record, grouped)
 
 
 def memory_band(features: frozenset[LayoutFeature] | None = None) -> ErrorBand:

@@ -17,7 +17,7 @@ import numpy as np
 from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
 from pipesim.analytic.attention_shapes import REFERENCE_SEQ
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import ErrorBand, error_band, features_of
+from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.kernels import attention_shape_factors
 from pipesim.analytic.layout import (
@@ -100,7 +100,7 @@ class StepReport:
         if self.chip.achievable_fraction is not None:
             return ErrorBand(None, None, 0, "--achievable-fraction replaces the validated per-kernel model")
         return error_band(self.chip.name, self.layout.precision, features_of(self.layout, self.model.is_moe),
-                          self.framework)
+                          self.framework, groups_of(self.layout))
 
     @property
     def tokens_per_second(self) -> float:

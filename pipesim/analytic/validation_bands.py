@@ -6,7 +6,9 @@ that kind; their largest |left-out error|). MEMORY: (90/90 bound of |peak-memory
 memory row, rows, sources).
 STEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error_band.LayoutFeature) of
 those rows, what the bands were measured on. FRAMEWORKS: per training framework the rows name (other than
-Megatron-LM's), (rows, sources, lowest and highest signed left-out step-time error)."""
+Megatron-LM's), (rows, sources, lowest and highest signed left-out step-time error).
+STEP_GROUPS: per step group (pipesim.analytic.error_band.StepGroup) the rows are of, (rows, sources, lowest,
+highest and mean signed left-out step-time error)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.188, 529, 0.428),
@@ -39,4 +41,7 @@ FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
     'megatron-deepspeed': (2, 2, -0.176, -0.165),
     'nanotron': (2, 1, -0.222, -0.122),
     'torchtitan': (2, 1, -0.098, -0.047),
+}
+STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {
+    'one-microbatch': (32, 6, -0.454, 0.057, -0.113),
 }

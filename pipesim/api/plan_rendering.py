@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.error_band import framework_record, memory_band
+from pipesim.analytic.error_band import StepGroup, framework_record, group_records, memory_band
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
@@ -25,7 +25,7 @@ from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
 from pipesim.plan.search import PlanResult as SearchResult
 from pipesim.plan.search import Status
 from pipesim.plan.space import PlanRequest
-from pipesim.plan.uncertainty import band_of, near_cap, overlaps_best, validated_layout
+from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, overlaps_best, validated_layout
 
 __all__ = ["counts_line", "header", "ranking_text"]
 
@@ -94,11 +94,13 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     memory = memory_band()
     tight = [near_cap(o, request.cap_gib) for o in shown]
     unmeasured = [not validated_layout(o, request.model.is_moe) for o in shown]
+    grouped = [groups_of_candidate(o) for o in shown]
     for i, o in enumerate(shown, 1):
         e, c = o.evaluation, o.candidate
         band = band_of(o, request.chip)
         mark = ((" ≈#1" if i > 1 and close[i - 1] else "") + (" ≈cap" if tight[i - 1] else "")
-                + (" ?band" if unmeasured[i - 1] else ""))
+                + (" ?band" if unmeasured[i - 1] else "")
+                + "".join(f" {g.mark}" for g in StepGroup if g in grouped[i - 1]))
         lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
                      f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
@@ -120,6 +122,9 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         lines.append(f"?band: {sum(unmeasured)} of the listed configurations are of layouts no published run had "
                      "(ZeRO-2/3 with tp or pp, context parallelism with them, experts): their bands, and so ≈#1 and "
                      "≈cap, were measured on other layouts")
+    for record in group_records(frozenset().union(*grouped)):
+        members = sum(record.group in g for g in grouped)
+        lines.append(f"{record.group.mark}: {members} of the listed configurations are of this group; {record.text()}")
     if any(tight):
         lines.append(f"≈cap: {sum(tight)} of the listed configurations peak within the memory band "
                      f"(± {memory.relative:.0%}, {memory.basis}) of the {request.cap_gib:g} GiB cap: they may not fit")

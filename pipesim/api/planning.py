@@ -139,7 +139,7 @@ class PlanResult:
 
     def to_dict(self) -> dict:
         """The ranking as data: each listed configuration's label, step time, band, throughput, MFU, memory."""
-        from pipesim.plan.uncertainty import band_of, near_cap, validated_layout
+        from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, validated_layout
 
         rows = []
         for o in self.ranked:
@@ -156,6 +156,7 @@ class PlanResult:
                     "peak_rank": e.peak_rank,
                     "may_not_fit": near_cap(o, self.request.cap_gib),
                     "validated_layout": validated_layout(o, self.request.model.is_moe),
+                    "step_groups": sorted(g.value for g in groups_of_candidate(o)),
                     "bubble_fraction": e.bubble_fraction,
                 }
             )

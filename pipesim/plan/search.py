@@ -30,7 +30,7 @@ from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
-from pipesim.plan.uncertainty import band_of, near_cap, overlaps_best, validated_layout
+from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, overlaps_best, validated_layout
 from pipesim.plan.workers import Workers
 from pipesim.program.loader import load_schedule
 
@@ -152,6 +152,7 @@ class PlanResult:
                 "within_band_of_best": id(o) in close,
                 "may_not_fit": near_cap(o, self.request.cap_gib),
                 "validated_layout": validated_layout(o, self.request.model.is_moe),
+                "step_groups": ",".join(sorted(g.value for g in groups_of_candidate(o))),
             }
             for o in self.outcomes
         ]

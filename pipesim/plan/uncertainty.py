@@ -1,6 +1,7 @@
 """Which planned configurations the model cannot tell from the best (their error bands overlap), which may
-not fit (their peak memory is within its band of the cap), and which are of layouts no published run had (their
-bands were measured on other layouts).
+not fit (their peak memory is within its band of the cap), which are of layouts no published run had (their
+bands were measured on other layouts), and which belong to a step group whose published runs pipesim missed one
+way (:class:`pipesim.analytic.error_band.StepGroup`).
 
 Each step time carries the band that validation by source left out measured for its kind of run
 (:mod:`pipesim.analytic.error_band`). A candidate whose fastest plausible time, ``t·(1 − b)``, is not above the
@@ -15,7 +16,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import error_band, layout_features, may_not_fit, memory_band, unvalidated
+from pipesim.analytic.error_band import (
+    StepGroup,
+    error_band,
+    layout_features,
+    may_not_fit,
+    memory_band,
+    step_groups,
+    unvalidated,
+)
 
 if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
     from pipesim.plan.search import Outcome
@@ -44,6 +53,14 @@ def validated_layout(outcome: Outcome, moe: bool) -> bool:
     c = outcome.candidate
     features = layout_features(c.tp, c.pp, c.cp, int(c.zero) if c.dp * c.cp > 1 else 0, moe)
     return not unvalidated(features, STEP_REGIMES) and not unvalidated(features, MEMORY_REGIMES)
+
+
+def groups_of_candidate(outcome: Outcome) -> frozenset[StepGroup]:
+    """The step groups of a candidate (:func:`pipesim.analytic.error_band.step_groups`): a group's published runs
+    missed one way, and its record says which."""
+    c = outcome.candidate
+    replicas = c.dp * c.cp
+    return step_groups(c.microbatches, int(c.zero) if replicas > 1 else 0, replicas)
 
 
 def near_cap(outcome: Outcome, cap_gib: float) -> bool:

@@ -38,7 +38,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipesim.analytic.error_band import LayoutFeature, layout_features, run_kind, tolerance_bound
+from pipesim.analytic.error_band import (
+    LayoutFeature,
+    StepGroup,
+    layout_features,
+    run_kind,
+    step_groups,
+    tolerance_bound,
+)
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
@@ -322,6 +329,28 @@ def framework_records(result: ValidationResult) -> dict[str, tuple[int, int, flo
                 sources.setdefault(run.framework.value, set()).add(s.source)
     return {name: (len(v), len(sources[name]), round(min(v), 3), round(max(v), 3))
             for name, v in sorted(errors.items())}
+
+
+def run_step_groups(run: PublishedRun) -> frozenset[StepGroup]:
+    """The step groups (:func:`pipesim.analytic.error_band.step_groups`) of a published run's layout as it ran."""
+    replicas = run.dp * run.cp
+    return step_groups(run.microbatches, int(run.zero) if replicas > 1 else 0, replicas)
+
+
+def step_group_records(result: ValidationResult) -> dict[str, tuple[int, int, float, float, float]]:
+    """Per step group (:class:`pipesim.analytic.error_band.StepGroup`) its published step-time rows, their sources
+    and the lowest, highest and mean signed left-out error: what :func:`pipesim.analytic.error_band.group_records`
+    quotes beside a band. A group no row is of is left out."""
+    errors: dict[str, list[float]] = {}
+    sources: dict[str, set[str]] = {}
+    for s in result.sources:
+        for run, error in zip(s.runs, s.left_out, strict=True):
+            for group in run_step_groups(run):
+                errors.setdefault(group.value, []).append(error)
+                sources.setdefault(group.value, set()).add(s.source)
+    return {g.value: (len(errors[g.value]), len(sources[g.value]), round(min(errors[g.value]), 3),
+                      round(max(errors[g.value]), 3), round(statistics.fmean(errors[g.value]), 3))
+            for g in StepGroup if g.value in errors}
 
 
 def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int, float]], tuple[float, int]]:
