@@ -507,3 +507,28 @@ def test_a_plan_marks_the_candidates_of_a_step_group_and_quotes_its_record():
     assert any(members) and not all(members)
     (record,) = group_records(frozenset({StepGroup.ONE_MICROBATCH}))
     assert f"1mb: {sum(members)} of the listed configurations are of this group; {record.text()}" in text
+
+
+def test_residual_groups_lean_over_rows_and_over_sources_by_hand():
+    """A group's lean is summarised over its rows and over its sources; it is one-sided only when enough sources
+    (3), nearly all of them (4 in 5), lean the way of their median, and by 5 % or more."""
+    from pipesim.validation.residual_groups import group_leans
+
+    run = PUBLISHED_RUNS[0]
+    small, large = replace(run, gpus=8), replace(run, gpus=1024)
+    rows = [("a", small, -0.10), ("a", small, -0.20), ("b", small, -0.06), ("c", small, -0.08), ("d", small, +0.02),
+            ("e", small, -0.30), ("a", large, +0.04), ("b", large, -0.01), ("c", large, +0.02)]
+    features = {"small": lambda r: r.gpus <= 8, "large": lambda r: r.gpus >= 1024, "none": lambda r: False}
+    small_lean, large_lean = group_leans(rows, features)  # a feature no row has is left out
+    assert (small_lean.feature, small_lean.rows, small_lean.sources) == ("small", 6, 5)
+    assert small_lean.mean == pytest.approx((-0.10 - 0.20 - 0.06 - 0.08 + 0.02 - 0.30) / 6)
+    # source means: a -0.15, b -0.06, c -0.08, d +0.02, e -0.30; their median -0.08; 4 of 5 lean that way
+    assert small_lean.source_median == pytest.approx(-0.08) and small_lean.agreeing == 4
+    assert (small_lean.source_low, small_lean.source_high) == (pytest.approx(-0.30), pytest.approx(0.02))
+    assert small_lean.one_sided
+    # three sources, two leaning the median's way (+0.02): not enough agreement, and too small a lean anyway
+    assert large_lean.sources == 3 and large_lean.agreeing == 2 and not large_lean.one_sided
+    assert group_leans(rows[:4], features)[0].one_sided  # three sources, all leaning -6…-15 %
+    assert not group_leans(rows[:3], features)[0].one_sided  # two sources are too few
+    faint = [("a", small, -0.02), ("b", small, -0.03), ("c", small, -0.01)]
+    assert not group_leans(faint, features)[0].one_sided  # all one way, but within a source's own scatter
