@@ -9,7 +9,8 @@ A plain 90th percentile of a few dozen rows would claim more than the rows show:
 largest error but one, below the true 90th percentile about as often as above it. A kind with too few rows for
 the bound (fewer than ``MIN_ROWS``, 22) takes the bound of all rows pooled, or its own rows' largest error where
 that is wider, and says so; a chip no published run was measured on, or a precision no run of its family used,
-gets no band, only that remark.
+gets no band, only that remark. Beside the band, a run hears what the published runs of its framework
+(:class:`FrameworkRecord`) and of its step group (:class:`GroupRecord`) showed, left out, where those lean one way.
 """
 
 from __future__ import annotations
