@@ -168,8 +168,8 @@ class StepGroup(enum.Enum):
 
 
 def step_groups(microbatches: int, sharding: int, replicas: int) -> frozenset[StepGroup]:
-    """The step groups of a run of ``microbatches`` per pipeline, whose ZeRO stage in force is ``sharding`` (0
-    when nothing shards), over ``replicas`` (dp·cp) ranks that synchronise gradients."""
+    """The step groups of a run of ``microbatches`` per pipeline with ZeRO stage ``sharding`` over ``replicas``
+    (dp·cp) ranks that synchronise gradients (one replica: no sync, no group, whatever the stage asked)."""
     one = microbatches == 1 and sharding <= 1 and replicas > 1
     return frozenset({StepGroup.ONE_MICROBATCH}) if one else frozenset()
 

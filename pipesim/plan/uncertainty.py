@@ -59,8 +59,7 @@ def groups_of_candidate(outcome: Outcome) -> frozenset[StepGroup]:
     """The step groups of a candidate (:func:`pipesim.analytic.error_band.step_groups`): a group's published runs
     missed one way, and its record says which."""
     c = outcome.candidate
-    replicas = c.dp * c.cp
-    return step_groups(c.microbatches, int(c.zero) if replicas > 1 else 0, replicas)
+    return step_groups(c.microbatches, int(c.zero), c.dp * c.cp)
 
 
 def near_cap(outcome: Outcome, cap_gib: float) -> bool:

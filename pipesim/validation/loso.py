@@ -333,8 +333,7 @@ def framework_records(result: ValidationResult) -> dict[str, tuple[int, int, flo
 
 def run_step_groups(run: PublishedRun) -> frozenset[StepGroup]:
     """The step groups (:func:`pipesim.analytic.error_band.step_groups`) of a published run's layout as it ran."""
-    replicas = run.dp * run.cp
-    return step_groups(run.microbatches, int(run.zero) if replicas > 1 else 0, replicas)
+    return step_groups(run.microbatches, int(run.zero), run.dp * run.cp)
 
 
 def step_group_records(result: ValidationResult) -> dict[str, tuple[int, int, float, float, float]]:

@@ -15,8 +15,9 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pipesim.analytic.error_band import StepGroup, step_groups
+from pipesim.analytic.error_band import StepGroup
 from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision, Recompute, ZeroStage
+from pipesim.validation.loso import run_step_groups
 from pipesim.validation.runs import PublishedRun
 
 MIN_SOURCES = 3  # fewer sources than this cannot show a lean that is pipesim's rather than one source's
@@ -27,8 +28,7 @@ MIN_LEAN = 0.05
 
 
 def _one_microbatch(run: PublishedRun) -> bool:
-    replicas = run.dp * run.cp
-    return StepGroup.ONE_MICROBATCH in step_groups(run.microbatches, int(run.zero) if replicas > 1 else 0, replicas)
+    return StepGroup.ONE_MICROBATCH in run_step_groups(run)
 
 
 # Each feature a run can have, by what it changes: the parallelisms, the schedule, recomputation, the sharding,
