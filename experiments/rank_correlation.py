@@ -11,7 +11,7 @@ from __future__ import annotations
 from pipesim.plots.figures import COLUMN_WIDTH_IN, experiment_args, save_pdf_png
 from pipesim.plots.gantt import plt
 from pipesim.validation.loso import synthesised
-from pipesim.validation.ranking import rankings, summarise
+from pipesim.validation.ranking import APART, rankings, summarise
 from pipesim.validation.runs import predict
 from pipesim.validation.sources import PUBLISHED_RUNS
 
@@ -26,7 +26,8 @@ def main() -> None:
               f"Spearman {g.spearman:+.2f}, pairs {right}/{total}")
     s = summarise(groups)
     print(f"\n{s.groups} groups, {s.rows} rows: mean Spearman {s.mean_spearman:+.2f}, median {s.median_spearman:+.2f}, "
-          f"pairs ordered as measured {s.pairs_right}/{s.pairs} ({s.pair_accuracy:.0%})")
+          f"pairs ordered as measured {s.pairs_right}/{s.pairs} ({s.pair_accuracy:.0%}); of those published "
+          f"{APART:.0%} or more apart {s.apart_right}/{s.apart} ({s.apart_accuracy:.0%})")
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN * 1.2, COLUMN_WIDTH_IN * 1.2))
     sources = sorted({g.key[0] for g in groups})
     for i, source in enumerate(sources):
