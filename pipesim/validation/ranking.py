@@ -6,7 +6,7 @@ microbatches, recomputation. A planner needs their order right more than their s
 tokens per second per GPU, which compares runs of different batches and GPU counts. Per group: the Spearman
 rank correlation between predicted and published throughput, and the share of pairs that pipesim orders as
 the measurement does (ties in the published figure are not counted); and that share again over the pairs the
-measurement sets at least :data:`APART` apart, the choices a planner's ranking decides (closer pairs are within
+measurement sets more than :data:`APART` apart, the choices a planner's ranking decides (closer pairs are within
 a run's own spread and the step-time band: for a planner they are ties, which its ``≈#1`` mark says).
 """
 
@@ -81,7 +81,7 @@ class RankingSummary:
     median_spearman: float
     pairs_right: int
     pairs: int
-    apart_right: int = 0  # over the pairs published at least APART apart
+    apart_right: int = 0  # over the pairs published more than APART apart
     apart: int = 0
 
     @property
