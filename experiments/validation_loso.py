@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     ranked = summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))
     print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f} "
           f"(median {ranked.median_spearman:+.2f}), pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} "
-          f"({ranked.pair_accuracy:.0%}); of those published {APART:.0%} or more apart {ranked.apart_right}/"
+          f"({ranked.pair_accuracy:.0%}); of those published more than {APART:.0%} apart {ranked.apart_right}/"
           f"{ranked.apart} ({ranked.apart_accuracy:.0%})")
     print("left out, by kind of run: " + ", ".join(
         f"{kind} {_abs(s['mean_abs'])} (bias {_pct(s['bias'])}, max {_abs(s['max_abs'])}, {s['rows']} rows)"
