@@ -27,7 +27,7 @@ def main() -> None:
     s = summarise(groups)
     print(f"\n{s.groups} groups, {s.rows} rows: mean Spearman {s.mean_spearman:+.2f}, median {s.median_spearman:+.2f}, "
           f"pairs ordered as measured {s.pairs_right}/{s.pairs} ({s.pair_accuracy:.0%}); of those published "
-          f"{APART:.0%} or more apart {s.apart_right}/{s.apart} ({s.apart_accuracy:.0%})")
+          f"more than {APART:.0%} apart {s.apart_right}/{s.apart} ({s.apart_accuracy:.0%})")
     fig, ax = plt.subplots(figsize=(COLUMN_WIDTH_IN * 1.2, COLUMN_WIDTH_IN * 1.2))
     sources = sorted({g.key[0] for g in groups})
     for i, source in enumerate(sources):
