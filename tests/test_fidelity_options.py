@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipesim.analytic.activations import linear_input_element_bytes
+from pipesim.analytic.activations import layer_activation_bytes, linear_input_element_bytes
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec, chip_from_dict
-from pipesim.analytic.comm import cp_ring_comm, tp_layer_comm
+from pipesim.analytic.comm import CollectiveOp, collective_time, cp_ring_comm, tp_layer_comm
 from pipesim.analytic.kernels import (
     attention_core_times,
     gemm_kernel_time,
@@ -290,6 +290,44 @@ def test_partial_recomputation_by_hand():
     assert build_cost_model(model, H100, whole) == build_cost_model(model, H100, full)
     with pytest.raises(PipesimError, match="--recompute full"):
         replace(none, recompute_layers=2)
+
+
+def test_distributed_saved_activations_by_hand(capsys):
+    """Megatron-LM's --distribute-saved-activations (metaseq's --distribute-checkpointed-activations, OPT-175B's):
+    under full recomputation each layer keeps 1/tp of its input, 2·b·s·h bytes over tp, and its backward first
+    all-gathers it over tp, waited for: one all-gather of b·s·h more than full recomputation's collectives. GPT-3
+    175B at tp 8, micro-batch 8 on A100: 8·2048·12288·2 bytes a layer, 50.3 MB kept of 403 MB."""
+    model = MODEL_PRESETS["gpt3-175b"].with_shape(None, 8)
+    chip = CHIP_PRESETS["a100-80gb"]
+    full = Layout(tp=8, recompute=Recompute.FULL)
+    split = replace(full, distribute_saved_activations=True)
+    sbh_bytes = 8 * 2048 * 12288 * 2
+    assert layer_activation_bytes(model, full) == sbh_bytes
+    assert layer_activation_bytes(model, split) == sbh_bytes / 8
+    gather = collective_time(CollectiveOp.ALL_GATHER, sbh_bytes, 8, chip, 8)
+    assert tp_layer_comm(model, split, chip).backward == pytest.approx(tp_layer_comm(model, full, chip).backward
+                                                                       + gather, rel=1e-12)
+    assert tp_layer_comm(model, split, chip).forward == tp_layer_comm(model, full, chip).forward
+    # partial recomputation: the layers that keep their activations keep them whole and gather nothing
+    part = replace(split, pp=2, microbatches=4, recompute_layers=12)
+    assert build_cost_model(model, chip, part) != build_cost_model(model, chip, replace(full, pp=2, microbatches=4,
+                                                                                      recompute_layers=12))
+    for bad in (dict(recompute=Recompute.SELECTIVE), dict(tp=1), dict(sequence_parallel=True)):
+        with pytest.raises(PipesimError, match="--distribute-saved-activations"):
+            replace(split, **bad)
+    base = ["simulate", "--model", "gpt3-175b", "--hardware", "a100-80gb", "--tp", "8", "--pp", "2", "--mb", "4",
+            "--recompute", "full", "--json"]
+    reports = {}
+    for flag in ("", "--distribute-saved-activations", "--distribute-checkpointed-activations"):
+        assert main([*base, *([flag] if flag else [])]) == 0
+        reports[flag] = json.loads(capsys.readouterr().out)["model_report"]
+    plain, split_report = reports[""], reports["--distribute-saved-activations"]
+    assert split_report == reports["--distribute-checkpointed-activations"]  # Megatron-LM's older name, metaseq's
+    assert split_report["layout"]["distribute_saved_activations"] and not plain["layout"][
+        "distribute_saved_activations"]
+    assert split_report["memory"]["peak_gib"] < plain["memory"]["peak_gib"]
+    assert split_report["step_time_s"] > plain["step_time_s"]
+    assert "--sequence-parallel" in _error(capsys, [*base, "--distribute-saved-activations", "--sequence-parallel"])
 
 
 def test_fp8_weights_by_hand():

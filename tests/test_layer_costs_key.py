@@ -74,6 +74,7 @@ _OTHER = {
     "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
     "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split", "overlap_tp_local_shard": True,
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
+    "distribute_saved_activations": True,
 }
 
 
@@ -137,7 +138,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
                          else {}),
                       **({"precision": _other("precision")} if name == "fp8_recipe" else {}),
-                      **({"recompute": _other("recompute")} if name == "recompute_layers" else {}),
+                      **({"recompute": _other("recompute")} if name in ("recompute_layers",
+                                                                       "distribute_saved_activations") else {}),
                       **({"loss": _other("loss")} if name == "z_loss" else {}),
                       **({"cp": _other("cp")} if name in ("cp_comm_ctas", "cp_comm", "cp_kernels") else {}),
                       **({"cp": 4, "cp_comm": _other_cp_comm("a2a+p2p"), "cp_a2a_size": 2} if name == "cp_a2a_size"

@@ -74,8 +74,8 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     b, s, h, a, d, t = model.micro_batch, model.seq_len, model.hidden, model.heads, model.dtype_bytes, layout.tp
     sbh = s * b * h
     sp = layout.sequence_parallel
-    if layout.recompute is Recompute.FULL:
-        return d * sbh / (t if sp else 1)
+    if layout.recompute is Recompute.FULL:  # the layer's input, split over tp by SP or by being distributed
+        return d * sbh / (t if sp or layout.distribute_saved_activations else 1)
     if layout.recompute is Recompute.PER_OP:
         return s * b * per_op_kept_width(model, layout, kind) * d
     mask = 1.0 if model.dropout else 0.0

@@ -161,7 +161,8 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     reduce-scatter after the row-parallel one — the same bytes on the wire (Korthikanti §4.2.2), each at the
     rate its own collective reaches (:func:`group_bandwidth`); the backward's second all-gather of the input
     for the weight gradient is :func:`column_input_regather`'s. Full recompute repeats the forward's
-    collectives. All of it is counted exposed here; what the weight-gradient
+    collectives, and with the stored input split over tp (:attr:`Layout.distribute_saved_activations`) the
+    recomputed forward first all-gathers it. All of it is counted exposed here; what the weight-gradient
     GEMMs hide of the backward's input-gradient collectives (:func:`tp_dgrad_collective`,
     :func:`dgrad_hidden_by_wgrad`) is set apart by the cost model.
     """
@@ -177,6 +178,9 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     forward = 2 * one
     extra = one if split_up_collectives(model, layout, kind) else 0.0  # the second up projection's own ``f``
     backward = 2 * one + extra + (forward if layout.recompute is Recompute.FULL else 0.0)
+    if layout.distribute_saved_activations and layout.recompute is Recompute.FULL:
+        # the stored input's 1/tp shards gathered (gather_split_1d_tensor) on the compute stream, so waited for
+        backward += collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
     return LayerComm(forward, backward)
 
 

@@ -448,6 +448,13 @@ class Layout:
     # pipeline stage. The rest of the layers in the pipeline stage will not have any activations recomputed",
     # TransformerConfig; per TransformerBlock, so per virtual stage under interleaving). None: every layer.
     recompute_layers: int | None = None
+    # Under full recomputation without sequence parallelism, each recomputed layer's stored input split over the
+    # tp ranks and all-gathered, waited for, before its recomputed forward (Megatron-LM's
+    # --distribute-saved-activations, --distribute-checkpointed-activations until 2022; metaseq's
+    # --distribute-checkpointed-activations, which trained OPT-175B; CheckpointFunction with
+    # split_tensor_into_1d_equal_chunks / gather_split_1d_tensor): 1/tp of the stored bytes for one TP all-gather
+    # of b·s·h per layer and microbatch.
+    distribute_saved_activations: bool = False
     sequence_parallel: bool = False  # Korthikanti et al. 2023 §4.2.2: norms/dropout sharded along sequence
     distributed_optimizer: bool = False  # ZeRO-1 / Megatron distributed optimizer: optimizer state / (dp·cp)
     attention: AttentionKernel = AttentionKernel.FUSED
@@ -579,6 +586,13 @@ class Layout:
                 f"--recompute-layers {self.recompute_layers} recomputes that many layers of each model chunk in full "
                 "(Megatron's --recompute-method block --recompute-num-layers N): it needs --recompute full and N ≥ 1; "
                 "add --recompute full or drop it")
+        if self.distribute_saved_activations and (self.recompute is not Recompute.FULL or self.tp == 1
+                                                  or self.sequence_parallel):
+            raise PipesimError(
+                "--distribute-saved-activations splits each fully recomputed layer's stored input over the tp ranks "
+                f"(Megatron-LM's flag): it needs --recompute full, --tp above 1 and no --sequence-parallel (got "
+                f"--recompute {self.recompute.value}, --tp {self.tp}"
+                f"{', --sequence-parallel' if self.sequence_parallel else ''}): set those or drop it")
         if self.fp8_params is not Fp8Params.OFF and (self.precision is not Precision.FP8
                                 or not ZeroStage.OPTIMIZER <= self.asked_sharding <= ZeroStage.GRADIENTS):
             raise PipesimError(

@@ -218,7 +218,8 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     return (
         max(
-            2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE, recompute_layers=None), kind)
+            2 * layer_activation_bytes(model, replace(layout, recompute=Recompute.NONE, recompute_layers=None,
+                                                         distribute_saved_activations=False), kind)
             - layer_activation_bytes(model, layout, kind)
             for kind in kinds
         )

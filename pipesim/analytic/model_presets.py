@@ -31,6 +31,11 @@ _PRESETS = [
     _gpt("gpt3-2.7b", 32, 2560, 32),
     _gpt("gpt3-6.7b", 32, 4096, 32),
     _gpt("gpt3-175b", 96, 12288, 96),
+    # Zhang et al. 2022, "OPT: Open Pre-trained Transformer Language Models", Table 1 (175B: 96 layers, 96 heads,
+    # 12288 wide) and metaseq's launcher (metaseq/launcher/opt_job_constants.py: ffn 4h; opt_baselines.py: ReLU,
+    # learned positions, tied embeddings, dropout 0.1, sequence 2048); the released checkpoints' 50272-row
+    # embedding (GPT-2's BPE). ReLU and GeLU are one element-wise op each to pipesim.
+    _gpt("opt-175b", 96, 12288, 96, vocab=50272),
     # NeMo's GPT-3 5B and 20B (NeMo-Framework-Launcher, launcher_scripts/conf/training/gpt3/{5b,20b}.yaml:
     # num_layers, hidden_size, num_attention_heads, ffn 4h, sequence 2048, learned positions, dropout 0.1,
     # GPT-2's 50257-token BPE padded to a multiple of 128 as make_vocab_size_divisible_by sets: 50304).

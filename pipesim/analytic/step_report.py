@@ -137,6 +137,7 @@ class StepReport:
             "layout": {"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "chunks": lay.chunks,
                        "microbatches": lay.microbatches, "world_size": lay.world_size,
                        "recompute": lay.recompute.value, "recompute_layers": lay.recompute_layers,
+                       "distribute_saved_activations": lay.distribute_saved_activations,
                        "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
                        "elementwise": lay.elementwise.value, "loss": lay.loss.value, "z_loss": lay.z_loss,
@@ -283,6 +284,7 @@ def report_text(report: StepReport) -> str:
            f"mean); expert tensor parallelism = tp"] if m.is_moe else []),
         f"recompute {lay.recompute.value}"
         f"{f' (the first {lay.recompute_layers} layers of each chunk)' if lay.recompute_layers else ''}"
+        f"{', stored inputs split over tp' if lay.distribute_saved_activations else ''}"
         f", sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"

@@ -147,7 +147,7 @@ def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[La
     kinds = model.layer_kinds()
     recomputed, kept = kinds[first : first + n], kinds[first + n : first + counts[stage]]
     full = replace(layout, recompute_layers=None)
-    none = replace(layout, recompute=Recompute.NONE, recompute_layers=None)
+    none = replace(layout, recompute=Recompute.NONE, recompute_layers=None, distribute_saved_activations=False)
     return (tuple((kind, recomputed.count(kind), full) for kind in LayerKind if kind in recomputed)
             + tuple((kind, kept.count(kind), none) for kind in LayerKind if kind in kept))
 
@@ -289,6 +289,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.sequence_parallel,
         layout.recompute,
         layout.recompute_layers,
+        layout.distribute_saved_activations,  # a recomputed layer's input kept split over tp
         layout.attention,
         layout.elementwise,  # eager modules keep more activations (activations._eager_kept)
         layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
@@ -488,6 +489,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.cp_a2a_size,
         layout.ep,
         layout.recompute,
+        layout.distribute_saved_activations,  # the recomputed layer's input gathered over tp first
         layout.sequence_parallel,
         layout.attention,
         layout.elementwise,

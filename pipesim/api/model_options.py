@@ -33,6 +33,9 @@ class ModelOptions:
             selective checkpointing) activation recomputation.
         recompute_layers: with ``recompute="full"``, only the first N layers of each model chunk are recomputed
             (Megatron's ``--recompute-method block --recompute-num-layers N``; default every layer).
+        distribute_saved_activations: with ``recompute="full"``, ``tp > 1`` and no sequence parallelism, each
+            layer's stored input split over the tp ranks and all-gathered before its recomputed forward
+            (Megatron-LM's ``--distribute-saved-activations``).
         sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``; always on with
             ``framework="torchtitan"`` at ``tp > 1``, whose TP plan shards every norm).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
@@ -144,6 +147,7 @@ class ModelOptions:
     framework: str | None = None
     recompute: str | None = None
     recompute_layers: int | None = None
+    distribute_saved_activations: bool | None = None
     sequence_parallel: bool | None = None
     distributed_optimizer: bool | None = None
     attention: str | None = None

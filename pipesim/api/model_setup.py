@@ -121,6 +121,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         tp=o.tp or 1, dp=dp, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
         model_copies=shape.pipelines,
         recompute=framework.recompute(asked), recompute_layers=o.recompute_layers,
+        distribute_saved_activations=bool(o.distribute_saved_activations),
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
         distributed_optimizer=bool(o.distributed_optimizer),
         attention=AttentionKernel(o.attention or "fused"),

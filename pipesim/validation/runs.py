@@ -63,6 +63,8 @@ class PublishedRun:
     seq_len: int | None = None
     schedule: str = "1f1b"
     recompute: Recompute = Recompute.NONE
+    # full recomputation's stored inputs split over tp (Megatron-LM's --distribute-saved-activations, metaseq's)
+    distribute_saved_activations: bool = False
     sequence_parallel: bool = False
     attention: AttentionKernel = AttentionKernel.FUSED
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # EAGER: the framework runs PyTorch ops unfused
@@ -194,7 +196,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     # DualPipe: a chunk is one slice of one of two model copies (the cost convention's v is 1, the copies 2)
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunk_share, model_copies=shape.pipelines,
                     microbatches=run.microbatches,
-                    recompute=run.recompute, sequence_parallel=run.sequence_parallel, attention=run.attention,
+                    recompute=run.recompute, distribute_saved_activations=run.distribute_saved_activations,
+                    sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise, loss=run.loss, z_loss=run.z_loss,
                     loss_input_copy=run.loss_input_copy,
                     zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
@@ -239,6 +242,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--seq-len", str(run.seq_len)]
     if run.sequence_parallel:
         argv.append("--sequence-parallel")
+    if run.distribute_saved_activations:
+        argv.append("--distribute-saved-activations")
     if run.zero is not ZeroStage.NONE:
         argv += ["--zero", str(int(run.zero))]
     if run.zero_collectives is not ZeroCollectives.BUCKETED:
