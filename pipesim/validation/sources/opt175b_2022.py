@@ -6,7 +6,9 @@ Stated (§2.4): "We trained OPT-175B on 992 80GB A100 GPUs, by utilizing Fully S
 Tensor Parallelism. We achieve utilization of up to 147 TFLOP/s per GPU"; FP16 weights with FP32 Adam state,
 dynamic loss scaling; Table 1: 96 layers, 96 heads, width 12288, a batch of 2M tokens (the ``opt-175b`` preset).
 The team's notes (``projects/OPT/chronicles/10_percent_update.md``): 8-way tensor parallelism, a 2M batch;
-``27_percent_update.md``: a checkpoint of 992 files, one per rank. ``56_percent_update.md`` plots the run's
+``27_percent_update.md``: a checkpoint of "992 files, each ~1.7GB", one per rank, which is what FP16 weights and
+FP32 Adam moments with no FP32 master copy take (``--memory-efficient-fp16``: 10 bytes a parameter, 175B over 992
+shards, 1.76 GB). ``56_percent_update.md`` plots the run's
 logged throughput (``run12_upgrade_shift.jpeg``, metaseq's ``wps``, tokens a second over the whole job): about
 1.005·10⁵ on Megatron 2.4, about 1.02·10⁵ after the team "accidentally upgraded" to Megatron 2.6 ("our
 throughput (wps = words per second) increased by 2%"). The two agree: 147 TFLOP/s is what Megatron-LM's count of a
