@@ -318,11 +318,13 @@ def test_distributed_saved_activations_by_hand(capsys):
     base = ["simulate", "--model", "gpt3-175b", "--hardware", "a100-80gb", "--tp", "8", "--pp", "2", "--mb", "4",
             "--recompute", "full", "--json"]
     reports = {}
-    for flag in ("", "--distribute-saved-activations", "--distribute-checkpointed-activations"):
+    for flag in ("", "--distribute-saved-activations", "--distribute-checkpointed-activations",
+                 "--partition-activations"):
         assert main([*base, *([flag] if flag else [])]) == 0
         reports[flag] = json.loads(capsys.readouterr().out)["model_report"]
     plain, split_report = reports[""], reports["--distribute-saved-activations"]
-    assert split_report == reports["--distribute-checkpointed-activations"]  # Megatron-LM's older name, metaseq's
+    # Megatron-LM's older name (metaseq's) and DeepSpeed's
+    assert split_report == reports["--distribute-checkpointed-activations"] == reports["--partition-activations"]
     assert split_report["layout"]["distribute_saved_activations"] and not plain["layout"][
         "distribute_saved_activations"]
     assert split_report["memory"]["peak_gib"] < plain["memory"]["peak_gib"]

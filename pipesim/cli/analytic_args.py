@@ -123,11 +123,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --recompute full: only the first N layers of each model chunk are recomputed, the "
                        "others keep their activations (Megatron's --recompute-method block --recompute-num-layers N; "
                        "default: every layer)")
-    group.add_argument("--distribute-saved-activations", "--distribute-checkpointed-activations", action="store_true",
-                       default=None,
+    group.add_argument("--distribute-saved-activations", "--distribute-checkpointed-activations",
+                       "--partition-activations", action="store_true", default=None,
                        help="with --recompute full and tp > 1 without --sequence-parallel: each layer's stored input "
                        "split over the tp ranks and all-gathered before its recomputed forward (Megatron-LM's flag; "
-                       "its older name is metaseq's)")
+                       "its older name is metaseq's, --partition-activations DeepSpeed's checkpointing's, as "
+                       "Megatron-DeepSpeed and GPT-NeoX spell it)")
     group.add_argument("--sequence-parallel", action="store_true", default=None,
                        help="shard norms/dropout along the sequence (Korthikanti et al. 2023)")
     group.add_argument("--distributed-optimizer", "--use-distributed-optimizer", action="store_true", default=None,
