@@ -330,6 +330,10 @@ def test_distributed_saved_activations_by_hand(capsys):
     assert split_report["memory"]["peak_gib"] < plain["memory"]["peak_gib"]
     assert split_report["step_time_s"] > plain["step_time_s"]
     assert "--sequence-parallel" in _error(capsys, [*base, "--distribute-saved-activations", "--sequence-parallel"])
+    # nanotron has no such switch; DeepSpeed's engine (partition_activations) has
+    assert "nanotron keeps" in _error(capsys, [*base, "--distribute-saved-activations", "--framework", "nanotron"])
+    assert main([*base, "--partition-activations", "--framework", "megatron-deepspeed", "--pp", "1"]) == 0
+    capsys.readouterr()
 
 
 def test_fp8_weights_by_hand():

@@ -162,6 +162,9 @@ class FrameworkKnobs:
     # only some of a stage's layers (Megatron's --recompute-num-layers)
     recomputes: tuple[Recompute, ...] = tuple(Recompute)
     partial_recompute: bool = True
+    # whether its full recomputation can keep each layer's input split over the tp ranks (Megatron-LM's
+    # --distribute-saved-activations, DeepSpeed's partition_activations); nanotron and torchtitan have no such switch
+    distributed_saved_activations: bool = True
     # Whether its tensor parallelism always shards the norms along the sequence (Korthikanti et al.'s sequence
     # parallelism): then tp > 1 means --sequence-parallel, and plan searches nothing else.
     tp_shards_sequence: bool = False
@@ -245,8 +248,13 @@ class FrameworkKnobs:
         """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""
         return self.selective if asked is Recompute.SELECTIVE else asked
 
-    def check_recompute(self, policy: Recompute, layers: int | None, framework: str) -> None:
-        """Refuse a recomputation policy (as this framework means it) or a partial one it does not offer."""
+    def check_recompute(self, policy: Recompute, layers: int | None, framework: str,
+                        distributed: bool = False) -> None:
+        """Refuse a recomputation policy (as this framework means it), a partial one or distributed saved inputs
+        it does not offer."""
+        if distributed and not self.distributed_saved_activations:
+            raise PipesimError(f"--distribute-saved-activations: {framework} keeps a recomputed layer's input whole "
+                               "(it has no such switch); drop it or --framework")
         if policy not in self.recomputes:
             offered = ", ".join(r.value for r in self.recomputes)
             raise PipesimError(f"--recompute {policy.value}: {framework} does not recompute that way (it offers "
@@ -305,7 +313,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
-        recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL),
+        recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL), distributed_saved_activations=False,
         overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
@@ -313,7 +321,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
         p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS,
         grad_reduce=GradReduce.DDP_HOOKS, precisions=(Precision.BF16,), recomputes=(Recompute.NONE, Recompute.FULL),
-        partial_recompute=False),
+        partial_recompute=False, distributed_saved_activations=False),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,

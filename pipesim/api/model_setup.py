@@ -103,7 +103,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            f"{framework.recompute(asked).value}, modelled for dense layers only, and "
                            f"{spec.name} has experts; use --recompute full, or give --recompute selective "
                            "without --framework for Megatron's")
-    framework.check_recompute(framework.recompute(asked), o.recompute_layers, o.framework or "megatron")
+    framework.check_recompute(framework.recompute(asked), o.recompute_layers, o.framework or "megatron",
+                              bool(o.distribute_saved_activations))
     zero = ZeroStage(o.zero or 0)
     sharded = ZeroStage.OPTIMIZER if o.zero is None and o.distributed_optimizer else zero  # the stage asked for
     framework.check_zero(sharded, o.framework or "megatron")
