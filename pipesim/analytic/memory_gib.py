@@ -144,6 +144,8 @@ def remedies(layout: Layout) -> list[str]:
         options.append("raise --recompute-layers (or drop it: every layer recomputed)")
     if layout.tp > 1 and not layout.sequence_parallel:
         options.append("add --sequence-parallel")
+        if layout.recompute is Recompute.FULL and not layout.distribute_saved_activations:
+            options[-1] += " (or --distribute-saved-activations)"
     if layout.sharding < ZeroStage.PARAMETERS:
         options.append("add --distributed-optimizer" if layout.sharding is ZeroStage.NONE else "raise --zero")
         if layout.shards == 1:
