@@ -178,7 +178,7 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     forward = 2 * one
     extra = one if split_up_collectives(model, layout, kind) else 0.0  # the second up projection's own ``f``
     backward = 2 * one + extra + (forward if layout.recompute is Recompute.FULL else 0.0)
-    if layout.distribute_saved_activations and layout.recompute is Recompute.FULL:
+    if layout.distribute_saved_activations:  # full recomputation only (Layout refuses it otherwise)
         # the stored input's 1/tp shards gathered (gather_split_1d_tensor) on the compute stream, so waited for
         backward += collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
     return LayerComm(forward, backward)
