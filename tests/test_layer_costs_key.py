@@ -74,7 +74,7 @@ _OTHER = {
     "fp8_recipe": "tensorwise", "recompute_layers": 1, "rank_order": "tp-cp-pp-dp", "cp_comm_ctas": 1,
     "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split", "overlap_tp_local_shard": True,
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
-    "distribute_saved_activations": True,
+    "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
 }
 
 
@@ -93,6 +93,7 @@ def _other(name: str):
         MlpUp,
         OptimizerBytes,
         P2pCalls,
+        PipelineBuffers,
         Precision,
         RankOrder,
         Recompute,
@@ -110,6 +111,7 @@ def _other(name: str):
             "fp8_recipe": lambda: Fp8Recipe(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value),
             "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value),
+            "pipeline_buffers": lambda: PipelineBuffers(value),
             "mlp_up": lambda: MlpUp(value), "cp_comm": lambda: CpComm(value),
             "cp_kernels": lambda: CpKernels(value)}.get(
                 name, lambda: value)()
@@ -141,6 +143,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"recompute": _other("recompute")} if name in ("recompute_layers",
                                                                        "distribute_saved_activations") else {}),
                       **({"loss": _other("loss")} if name == "z_loss" else {}),
+                      **({"pipeline_buffers": _other("pipeline_buffers")} if name == "pipeline_outputs_kept"
+                         else {}),
                       **({"cp": _other("cp")} if name in ("cp_comm_ctas", "cp_comm", "cp_kernels") else {}),
                       **({"cp": 4, "cp_comm": _other_cp_comm("a2a+p2p"), "cp_a2a_size": 2} if name == "cp_a2a_size"
                          else {}))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework
-from pipesim.analytic.layout import Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import PipelineBuffers, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
@@ -255,6 +255,17 @@ def test_interleaved_candidates_overlap_their_sends_unless_asked_not_to():
     assert not blocking.layout_of(interleaved).overlap_p2p
     no_pipeline = Candidate(1, 1, 2, 1, 2, "interleaved", 2, NONE, False)
     assert not request.layout_of(no_pipeline).overlap_p2p
+
+
+def test_torchtitan_candidates_keep_torch_pipelining_buffers():
+    request = replace(_hand_request(), framework=Framework.TORCHTITAN)
+    interleaved = Candidate(1, 2, 1, 1, 4, "interleaved", 2, NONE, False)
+    one_f_one_b = Candidate(1, 2, 1, 1, 4, "1f1b", 1, NONE, False)
+    no_pipeline = Candidate(1, 1, 2, 1, 2, "1f1b", 1, NONE, False)
+    assert request.layout_of(interleaved).pipeline_buffers is PipelineBuffers.TORCH_RUNTIME
+    assert request.layout_of(one_f_one_b).pipeline_buffers is PipelineBuffers.TORCH
+    assert request.layout_of(no_pipeline).pipeline_buffers is PipelineBuffers.FREED
+    assert _hand_request().layout_of(interleaved).pipeline_buffers is PipelineBuffers.FREED  # Megatron's
 
 
 def test_candidates_overlap_their_data_parallel_sync_unless_asked_not_to():

@@ -33,7 +33,10 @@ two together). An explicit flag always wins over the framework's default.
   head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
   stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``). ``torch.distributed.
   pipelining`` overlaps the sends of its multi-stage schedules (interleaved, looped BFS, the zero-bubble ones,
-  DualPipe-V, and any order pipesim exports) and blocks on those of its single-stage 1F1B and GPipe. Its context
+  DualPipe-V, and any order pipesim exports) and blocks on those of its single-stage 1F1B and GPipe; it keeps a
+  receive buffer per microbatch and each microbatch's output until its backward, and its multi-stage runtime
+  every tensor it sent until the step ends (``--pipeline-buffers torch`` for 1F1B and GPipe, ``torch-runtime``
+  for the rest: :mod:`pipesim.analytic.pipeline_buffers`). Its context
   parallelism is PyTorch's ``context_parallel`` (``--cp-kernels pytorch``: one SDPA call per ring step, merged
   in FP32 by eager ops) with its default rotation, an all-gather of K and V (``_ContextParallelOptions.
   rotate_method = ALL_GATHER``: ``--cp-comm-type allgather``).
@@ -91,6 +94,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     MlpUp,
     P2pCalls,
+    PipelineBuffers,
     Precision,
     Recompute,
     ZeroCollectives,
@@ -184,10 +188,23 @@ class FrameworkKnobs:
     # the code that runs its context-parallel attention, and how it exchanges keys and values
     cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
     cp_comm: CpComm = CpComm.P2P
+    # whether its pipeline engine is torch.distributed.pipelining, which keeps a receive buffer per microbatch and
+    # each output until its backward, and in its multi-stage runtime the sends until the step ends
+    # (PipelineBuffers); the others free each boundary tensor once used
+    torch_pipelining: bool = False
 
     def overlaps_p2p(self, schedule: str) -> bool:
         """Whether this framework's engine overlaps the pipeline sends of the built-in ``schedule``, unasked."""
         return schedule in self.overlapped_p2p_schedules
+
+    def pipeline_buffers(self, schedule: str) -> PipelineBuffers:
+        """What this framework's engine keeps of the boundary tensors running ``schedule`` (a built-in name, or an
+        order from a file): torch.distributed.pipelining's single-stage schedules for 1F1B and GPipe, its
+        multi-stage runtime for every other order (torchtitan's interleaved and zero-bubble ones, and the orders it
+        loads from a file); nothing more elsewhere."""
+        if not self.torch_pipelining:
+            return PipelineBuffers.FREED
+        return PipelineBuffers.TORCH if schedule in ("1f1b", "gpipe") else PipelineBuffers.TORCH_RUNTIME
 
     def dp_sync_overlaps(self, zero: ZeroStage, tuned: bool) -> tuple[bool, bool]:
         """(gradient reduce, parameter gather) overlapped with the passes in a run sharded at ``zero``: with the
@@ -314,7 +331,8 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         zero_stages=(ZeroStage.NONE, ZeroStage.GRADIENTS, ZeroStage.PARAMETERS), tp_shards_sequence=True,
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
         recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL), distributed_saved_activations=False,
-        overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER),
+        overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER,
+        torch_pipelining=True),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

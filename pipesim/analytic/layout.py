@@ -263,6 +263,37 @@ class P2pCalls(enum.Enum):
         return 2 if self is P2pCalls.SEQUENTIAL else 1
 
 
+class PipelineBuffers(enum.Enum):
+    """What a pipeline runtime keeps of the tensors that cross stage boundaries, beyond the layers' saved
+    activations of the microbatches in flight (read from each runtime's code; :mod:`.pipeline_buffers` counts
+    the bytes)."""
+
+    # Megatron-LM and Megatron-Core, nanotron, DeepSpeed: a receive buffer allocated for its transfer and dropped
+    # once read, a stage's output freed as soon as it is sent (Megatron-Core's ``deallocate_output_tensor`` keeps
+    # only its autograd node): nothing beyond the activations.
+    FREED = "freed"
+    # torch.distributed.pipelining's single-stage schedules (Schedule1F1B, ScheduleGPipe: torchtitan's 1F1B and
+    # GPipe): every stage allocates, once, a receive buffer per microbatch for its input and one for its output's
+    # gradient (``_setup_forward_recv_info``, ``_create_grad_recv_info``: kept across steps), and keeps each
+    # microbatch's output whole until its backward (``fwd_cache``); each batch of sends is waited for where the
+    # next exchange is.
+    TORCH = "torch"
+    # Its multi-stage runtime (``_PipelineScheduleRuntime``: interleaved, looped BFS, the zero-bubble schedules,
+    # DualPipe-V, any order loaded from a file): the same, and it waits for its sends only when the step ends
+    # (``send_ops``), so every output and input gradient it sent stays allocated until then.
+    TORCH_RUNTIME = "torch-runtime"
+
+    @property
+    def preallocates(self) -> bool:
+        """Whether the runtime keeps a receive buffer per microbatch and each output until its backward."""
+        return self is not PipelineBuffers.FREED
+
+    @property
+    def holds_sends(self) -> bool:
+        """Whether what a stage sent stays allocated until the step ends."""
+        return self is PipelineBuffers.TORCH_RUNTIME
+
+
 class CpComm(enum.Enum):
     """How the context-parallel ranks get the keys and values of each other's tokens (Megatron-LM's
     ``--cp-comm-type``; its help: p2p "is async and can be overlapped with attention compute", the all-gather "is
@@ -518,6 +549,13 @@ class Layout:
     # Blocking sends: a pass's send and its paired receive in one batched call (Megatron-LM) or one after the
     # other (DeepSpeed's pipeline engine): P2pCalls.
     p2p_calls: P2pCalls = P2pCalls.BATCHED
+    # What the pipeline runtime keeps of the boundary tensors (PipelineBuffers): nothing beyond the activations
+    # (Megatron's), or torch.distributed.pipelining's per-microbatch buffers and, in its multi-stage runtime, the
+    # sends it waits for at the step's end. With ``pipeline_outputs_kept`` the last stage also keeps every
+    # microbatch's output until the step ends, for ``step()`` to return (PyTorch's schedules before
+    # ``return_outputs=False``, which torchtitan passes since October 2025).
+    pipeline_buffers: PipelineBuffers = PipelineBuffers.FREED
+    pipeline_outputs_kept: bool = False
     mlp_up: MlpUp = MlpUp.FUSED  # a gated MLP's gate and up projections: one GEMM or two linears (MlpUp)
     # Megatron's --overlap-grad-reduce (NeMo's overlap_grad_sync): the data-parallel gradient reduce runs in buckets
     # while each stage's last microbatch runs its backward. --overlap-param-gather (overlap_param_sync): the
@@ -577,6 +615,10 @@ class Layout:
             raise PipesimError(
                 "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
                 f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
+        if self.pipeline_outputs_kept and not self.pipeline_buffers.preallocates:
+            raise PipesimError("--pipeline-outputs-kept is torch.distributed.pipelining's last stage keeping its "
+                               "outputs for step() to return; it needs --pipeline-buffers torch or torch-runtime "
+                               "(--framework torchtitan's): add one or drop it")
         if self.p2p_calls is P2pCalls.SEQUENTIAL and self.overlap_p2p:
             raise PipesimError("--p2p-calls sequential (the default of --framework nanotron and megatron-deepspeed) "
                                "is a blocking engine's send and receive one after the other; --overlap-p2p overlaps "
@@ -723,7 +765,10 @@ class Layout:
                                               (f"--p2p-calls {self.p2p_calls.value}", self.p2p_calls
                                                is not P2pCalls.BATCHED),
                                               (f"--p2p-tensor {self.p2p_tensor.value}", self.p2p_tensor
-                                               is not BoundaryTensor.WHOLE)) if moved]
+                                               is not BoundaryTensor.WHOLE),
+                                              (f"--pipeline-buffers {self.pipeline_buffers.value}",
+                                               self.pipeline_buffers is not PipelineBuffers.FREED),
+                                              ("--pipeline-outputs-kept", self.pipeline_outputs_kept)) if moved]
             if sends:
                 notes.append(f"{', '.join(sends)} changes nothing here: there are no pipeline sends (--pp 1)")
         elif self.p2p_tensor is not BoundaryTensor.WHOLE and (self.tp == 1 or self.sequence_parallel):

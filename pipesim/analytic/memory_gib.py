@@ -17,8 +17,13 @@ middle rank, or a last stage whose logits outweigh its share of layers, shows up
 Reserved beside allocated: the peaks above are what tensors hold (``torch.cuda.max_memory_allocated``); what the
 caching allocator holds, the figure many frameworks print, is :func:`.allocator.reserved_peak` of it.
 
+Pipeline buffers: what a runtime keeps of the tensors crossing stage boundaries beyond the activations (nothing
+in Megatron's way; torch.distributed.pipelining's receive buffers, outputs and held sends: :mod:`.pipeline_buffers`,
+``Layout.pipeline_buffers``), its own column.
+
 Left out (add a margin): CUDA context and NCCL buffers (~1–3 GiB), temporary
-buffers of the backward (e.g. the all-gathered input under sequence parallelism), the received P2P buffers.
+buffers of the backward (e.g. the all-gathered input under sequence parallelism), Megatron's received P2P buffers
+(each freed once read).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, mem
 from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import largest_layer_params
+from pipesim.analytic.pipeline_buffers import receive_buffer_bytes
 from pipesim.analytic.to_costs import rank_end_params, rank_expert_params, rank_params
 from pipesim.sim.simulator import SimulationResult
 
@@ -53,6 +59,9 @@ class RankMemory:
     # transient bytes on top of the stored activations: one layer's backward (backward_working_set) or, on a
     # rank holding a last stage, the loss's peak if larger (activations.loss_transient_bytes)
     working: float = 0.0
+    # what the pipeline runtime keeps of the boundary tensors beyond the activations (pipeline_buffers): its receive
+    # buffers, and what it held until the step's end at the peak; 0 for Megatron's way
+    pipeline_buffers: float = 0.0
 
     @property
     def static(self) -> float:
@@ -61,10 +70,11 @@ class RankMemory:
     @property
     def total(self) -> float:
         # Static memory is constant over the step, so the peak total is static + peak activations.
-        return self.static + self.activations + self.working
+        return self.static + self.activations + self.working + self.pipeline_buffers
 
     def to_dict(self) -> dict:
-        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "working", "total")}
+        gib = {k: getattr(self, k) / GIB for k in ("weights", "grads", "optimizer", "activations", "working",
+                                                   "pipeline_buffers", "total")}
         return {
             "rank": self.rank,
             "stages": list(self.stages),
@@ -233,6 +243,7 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
     """Per-rank memory from the simulated schedule ``result`` (built from :func:`build_cost_model`'s costs)."""
     shape = result.program.shape
     peaks = result.memory.peak_bytes
+    sent = result.memory.peak_held_bytes or (0.0,) * shape.pp  # held until the step's end, at the peak
     if peaks is None:
         raise ValueError("the cost model has no activation_bytes; build it with build_cost_model")
     params = rank_params(model, layout, shape)
@@ -255,7 +266,7 @@ def memory_report(model: ModelSpec, chip: ChipSpec, layout: Layout, result: Simu
         ranks.append(
             RankMemory(
                 r, stages, params[r], weights, grads, optimizer, peaks[r], result.memory.peak_activations[r],
-                transient,
+                transient, receive_buffer_bytes(model, layout, shape, r) + sent[r],
             )
         )
     return MemoryReport(tuple(ranks), chip.memory_gib, chip.name, layout, moe=model.is_moe)

@@ -28,6 +28,7 @@ from pipesim.analytic.layout import (
     Layout,
     LossKernel,
     P2pCalls,
+    PipelineBuffers,
     context_parallel_summary,
 )
 from pipesim.analytic.measured import CollectiveOp
@@ -160,7 +161,8 @@ class StepReport:
                        "overlap_tp_local_shard": lay.hides_gathers_locally,
                        "column_input": lay.column_input.value,
                        "overlap_p2p": lay.overlap_p2p, "p2p_tensor": lay.p2p_tensor.value,
-                       "p2p_calls": lay.p2p_calls.value, "mlp_up": lay.mlp_up.value,
+                       "p2p_calls": lay.p2p_calls.value, "pipeline_buffers": lay.pipeline_buffers.value,
+                       "pipeline_outputs_kept": lay.pipeline_outputs_kept, "mlp_up": lay.mlp_up.value,
                        "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
                        "moe_imbalance": lay.moe_imbalance,
@@ -274,6 +276,7 @@ def report_text(report: StepReport) -> str:
             f", MoE {m.experts} experts top-{m.experts_per_token}"
             f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active"
         )
+    buffers = any(r.pipeline_buffers for r in report.memory.ranks)
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
         f"{lay.world_size}× {c.name} (tp={lay.tp} cp={lay.cp} dp={lay.dp} pp={lay.pp} v={lay.chunks}"
@@ -316,6 +319,7 @@ def report_text(report: StepReport) -> str:
             + ("overlapped" if lay.overlap_p2p else
                f"blocking{', send and receive in turn' if lay.p2p_calls is P2pCalls.SEQUENTIAL else ''} "
                f"(+{c.p2p_sync_overhead * 1e3:g} ms sync per call)")
+            + _pipeline_buffers_text(lay)
             if lay.pp > 1
             else ""
         )
@@ -352,16 +356,20 @@ def report_text(report: StepReport) -> str:
             if report.busiest and m.is_moe
             else []
         ),
-        f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6} {'total':>8}"
+        f"{'rank':>4} {'stages':<10} {'weights':>8} {'grads':>8} {'optim':>8} {'activ':>8} {'work':>6}"
+        + (f" {'p2p':>6}" if buffers else "") + f" {'total':>8}"
         f" {'in-flight':>9}  (GiB per GPU; work = one layer's backward gradients, or the loss's peak on a last "
-        f"stage; in-flight = peak microbatches through a rank's share of the model)",
+        f"stage; " + ("p2p = what the pipeline runtime keeps of the tensors crossing stage boundaries; "
+                      if buffers else "") + "in-flight = peak microbatches through a rank's share of the model)",
     ]
     peak = report.memory.peak.rank
     for r in report.memory.ranks:
         stages = ",".join(map(str, r.stages))
         lines.append(
             f"{r.rank:>4} {stages:<10} {r.weights / GIB:>8.2f} {r.grads / GIB:>8.2f} {r.optimizer / GIB:>8.2f} "
-            f"{r.activations / GIB:>8.2f} {r.working / GIB:>6.2f} {r.total / GIB:>8.2f} {r.in_flight:>9g}"
+            f"{r.activations / GIB:>8.2f} {r.working / GIB:>6.2f}"
+            + (f" {r.pipeline_buffers / GIB:>6.2f}" if buffers else "")
+            + f" {r.total / GIB:>8.2f} {r.in_flight:>9g}"
             + ("  ← peak" if r.rank == peak else "")
         )
     # what tensors hold (torch.cuda.max_memory_allocated), then what the caching allocator holds (max_memory_reserved)
@@ -376,6 +384,16 @@ def report_text(report: StepReport) -> str:
         if note:
             lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _pipeline_buffers_text(layout: Layout) -> str:
+    """What the pipeline runtime keeps of the boundary tensors, where it keeps more than the activations."""
+    kept = {PipelineBuffers.FREED: "",
+            PipelineBuffers.TORCH: ", torch.distributed.pipelining's buffers (a receive buffer per microbatch, each "
+                                   "output until its backward)",
+            PipelineBuffers.TORCH_RUNTIME: ", torch.distributed.pipelining's runtime buffers (a receive buffer per "
+                                           "microbatch, every send held until the step ends)"}[layout.pipeline_buffers]
+    return kept + (", the last stage's outputs kept until the step ends" if layout.pipeline_outputs_kept else "")
 
 
 def _lighter_ends_by_default(model: ModelSpec, layout: Layout) -> bool:

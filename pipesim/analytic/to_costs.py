@@ -92,6 +92,7 @@ from pipesim.analytic.params import (
     stage_expert_params,
     stage_params,
 )
+from pipesim.analytic.pipeline_buffers import with_runtime_buffers
 from pipesim.analytic.slowest_gpu import slowest_gpu_factor
 from pipesim.analytic.stage_split import resolve_stage_layers
 from pipesim.errors import PipesimError
@@ -829,7 +830,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     stages = layout.num_stages
     shape = _shape_of(layout, shape)
     costs = _layer_costs(model, chip, layout)
-    per_stage = _all_stage_costs(model, chip, layout, costs)
+    per_stage = with_runtime_buffers(_all_stage_costs(model, chip, layout, costs), model, layout, shape)
     largest = max(stage.activation_bytes for stage in per_stage)
     if largest > COST_RANGE[1]:  # a cost out of the range any CostModel accepts: say which input made it
         raise PipesimError(

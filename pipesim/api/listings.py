@@ -45,7 +45,10 @@ def frameworks() -> pd.DataFrame:
                      "grad_accumulation": k.grad_accumulation.value, "overlap_tp_dgrad": k.overlap_tp_dgrad,
                      "column_input": k.column_input.value, "selective": k.selective.value,
                      "zero2_collectives": k.zero2_collectives.value, "p2p_tensor": k.p2p_tensor.value,
-                     "p2p_calls": k.p2p_calls.value, "mlp_up": k.mlp_up.value,
+                     "p2p_calls": k.p2p_calls.value,
+                     "pipeline_buffers": ("torch,torch-runtime" if k.torch_pipelining
+                                          else k.pipeline_buffers("1f1b").value),
+                     "mlp_up": k.mlp_up.value,
                      "tp_shards_sequence": k.tp_shards_sequence, "stage_split": k.stage_split.value,
                      "grad_reduce": k.grad_reduce.value,
                      "overlap_p2p": ",".join(k.overlapped_p2p_schedules) or "none",

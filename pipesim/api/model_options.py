@@ -126,6 +126,15 @@ class ModelOptions:
             directions at once, as Megatron-LM batches them; default) or ``"sequential"`` (one blocking call after
             the other, as DeepSpeed's pipeline engine runs them: a pass waits out both transfers). The framework's
             default.
+        pipeline_buffers: what the pipeline runtime keeps of the tensors crossing stage boundaries, beyond the
+            activations: ``"freed"`` (nothing: Megatron's, nanotron's and DeepSpeed's engines; default),
+            ``"torch"`` (torch.distributed.pipelining's single-stage schedules: a receive buffer per microbatch
+            and each output kept until its backward) or ``"torch-runtime"`` (its multi-stage runtime: those, and
+            every send held until the step ends). The framework's way for the schedule, as :meth:`for_schedule`
+            resolves it (torchtitan's).
+        pipeline_outputs_kept: with torch's buffers, the last stage keeps every microbatch's output until the step
+            ends, for ``step()`` to return (PyTorch's schedules before ``return_outputs=False``; torchtitan
+            before October 2025).
         mlp_up: a gated MLP's gate and up projections: ``"fused"`` (one GEMM, Megatron-Core's and nanotron's;
             default) or ``"split"`` (two linears, Aleph Alpha's scaling, torchtitan, Hugging Face's Llama: two
             GEMMs, and without sequence parallelism each column-parallel linear's own input-gradient all-reduce).
@@ -190,6 +199,8 @@ class ModelOptions:
     overlap_p2p: bool | None = None  # (the order of the fields is the order a refusal names them in)
     p2p_tensor: str | None = None
     p2p_calls: str | None = None
+    pipeline_buffers: str | None = None
+    pipeline_outputs_kept: bool | None = None
     mlp_up: str | None = None
     tp_pp_dp_mapping: bool | None = None
     overlap_grad_reduce: bool | None = None
@@ -235,12 +246,20 @@ class ModelOptions:
         ``pp`` ranks, where neither ``overlap_p2p`` nor sequential ``p2p_calls`` (one blocking call after the
         other) was asked: Megatron-LM overlaps its interleaved schedule's sends, torchtitan its multi-stage
         schedules' (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.overlaps_p2p`); every other order's sends
-        block, and without a pipeline there are none (left unset: no note of a flag nobody gave)."""
-        if self.overlap_p2p is not None or self.p2p_calls == "sequential" or pp == 1:
+        block, and without a pipeline there are none (left unset: no note of a flag nobody gave). Likewise
+        ``pipeline_buffers``, unasked: what the framework's engine keeps running ``schedule``
+        (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.pipeline_buffers`)."""
+        if pp == 1:
             return self
         from pipesim.analytic.frameworks import knobs  # loaded for a model run only, as the analytic model is
 
-        return replace(self, overlap_p2p=knobs(self.framework).overlaps_p2p(schedule))
+        own = knobs(self.framework)
+        resolved = self
+        if self.pipeline_buffers is None:
+            resolved = replace(resolved, pipeline_buffers=own.pipeline_buffers(schedule).value)
+        if self.overlap_p2p is not None or self.p2p_calls == "sequential":
+            return resolved
+        return replace(resolved, overlap_p2p=own.overlaps_p2p(schedule))
 
     def given(self) -> list[str]:
         """Names of the options set (not None), in declaration order."""

@@ -48,8 +48,17 @@ class MemoryResult:
 
     @property
     def peak_bytes(self) -> tuple[float, ...] | None:
-        """Peak activation bytes per rank, or None when the costs give no ``activation_bytes``."""
+        """Peak activation bytes per rank, or None when the costs give no ``activation_bytes``. Where the pipeline
+        runtime holds bytes until the step's end (:attr:`peak_held_bytes`), the activations at the moment the two
+        together peak."""
         return self.profile.peak_bytes
+
+    @property
+    def peak_held_bytes(self) -> tuple[float, ...] | None:
+        """Per rank, what the pipeline runtime held until the step's end (``StageCosts.held_to_step_end``: the
+        sends torch.distributed.pipelining's multi-stage runtime waits for at the end) where it and the activations
+        peak together; None where nothing is held."""
+        return self.profile.peak_held_bytes
 
     @property
     def has_bytes(self) -> bool:
@@ -68,13 +77,16 @@ class MemoryResult:
                               "activations": curve["activations"]})
         if self.has_bytes:
             frame["gib"] = curve["bytes"] / GIB
+        if "held_to_step_end" in curve:  # a runtime's sends held to the step's end, beside the activations
+            frame["held_gib"] = curve["held_to_step_end"] / GIB
         frame = frame.sort_values(["rank", "time"], kind="stable").reset_index(drop=True)
         frame.attrs["time_unit"] = self.time_unit.value
         return frame
 
     def to_dict(self) -> dict:
         return {"unit": ACTIVATION_UNIT, "peak_activations": list(self.peak_activations),
-                "peak_bytes": list(self.peak_bytes) if self.peak_bytes else None}
+                "peak_bytes": list(self.peak_bytes) if self.peak_bytes else None,
+                "peak_held_bytes": list(self.peak_held_bytes) if self.peak_held_bytes else None}
 
     def plot(self, path: str | Path | None = None, *, ax: Axes | None = None, title: str = "activation memory"):
         """Draw memory over time, a step line per rank, in GiB when bytes are known, else microbatch units.

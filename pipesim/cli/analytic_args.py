@@ -21,6 +21,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     MlpUp,
     P2pCalls,
+    PipelineBuffers,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -50,6 +51,16 @@ P2P_CALLS_HELP = (
     "blocking pipeline sends: batched (a pass's send and the receive it pairs with in one call, both directions at "
     "once, as Megatron-LM batches them; megatron's default) or sequential (one blocking call after the other, as "
     "DeepSpeed's pipeline engine and Aleph Alpha's scaling run them: a pass waits out both transfers)")
+
+PIPELINE_BUFFERS_HELP = (
+    "what the pipeline runtime keeps of the tensors crossing stage boundaries, beyond the activations: freed "
+    "(nothing: Megatron's, nanotron's and DeepSpeed's engines), torch (torch.distributed.pipelining's 1F1B and "
+    "GPipe: a receive buffer per microbatch, each output kept until its backward) or torch-runtime (its multi-stage "
+    "runtime: those, and every tensor it sent held until the step ends); default: the framework's for the "
+    "schedule (torchtitan's)")
+PIPELINE_OUTPUTS_KEPT_HELP = (
+    "with torch's buffers, the last stage keeps every microbatch's output (the logits) until the step ends, for "
+    "step() to return: PyTorch's schedules before return_outputs=False, torchtitan before October 2025")
 
 MLP_UP_HELP = (
     "a gated MLP's gate and up projections: fused (one GEMM of twice the width, Megatron-Core's and nanotron's; "
@@ -139,8 +150,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                        help="the training code, whose defaults set the flags its code decides (--elementwise, --loss, "
-                       "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up, "
-                       "--overlap-grad-reduce), "
+                       "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, "
+                       "--pipeline-buffers, --mlp-up, --overlap-grad-reduce), "
                        "what --recompute selective keeps and how --zero 2 communicates (each flag given wins): "
                        "megatron (Megatron-LM/Core with Transformer Engine, NeMo; default), torchtitan, nanotron or "
                        "megatron-deepspeed (also GPT-NeoX); 'pipesim frameworks' lists what each sets")
@@ -279,6 +290,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--p2p-tensor", choices=[b.value for b in BoundaryTensor], default=None,
                        help=P2P_TENSOR_HELP)
     group.add_argument("--p2p-calls", choices=[c.value for c in P2pCalls], default=None, help=P2P_CALLS_HELP)
+    group.add_argument("--pipeline-buffers", choices=[b.value for b in PipelineBuffers], default=None,
+                       help=PIPELINE_BUFFERS_HELP)
+    group.add_argument("--pipeline-outputs-kept", action="store_true", default=None,
+                       help=PIPELINE_OUTPUTS_KEPT_HELP)
     group.add_argument("--mlp-up", choices=[m.value for m in MlpUp], default=None, help=MLP_UP_HELP)
     group.add_argument("--tp-pp-dp-mapping", action="store_true", default=None,
                        help="number ranks tp, cp, pp, dp (Megatron-Core's --use-tp-pp-dp-mapping): pipeline "

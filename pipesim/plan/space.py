@@ -48,6 +48,7 @@ from pipesim.analytic.layout import (
     MlpUp,
     OptimizerBytes,
     P2pCalls,
+    PipelineBuffers,
     Precision,
     Recompute,
     ZeroCollectives,
@@ -199,7 +200,9 @@ class PlanRequest:
         ``zero_collectives`` applies to the candidates it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per
         layer or ZeRO-3 per tensor, without pipelining); every other candidate keeps the buckets. ``fp8_params``
         applies to the FP8 candidates whose optimizer state is sharded without sharding the weights (ZeRO 1–2), as
-        Megatron-LM's --fp8-param-gather needs."""
+        Megatron-LM's --fp8-param-gather needs. What the pipeline runtime keeps of the boundary tensors is the
+        framework's for the schedule (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.pipeline_buffers`:
+        torchtitan's torch.distributed.pipelining buffers, nothing more elsewhere)."""
         c = candidate
         applies = self.zero_collectives.applies_to(c.zero, c.pp)
         grad_reduce, param_gather = knobs(self.framework).dp_sync_overlaps(c.zero, self.overlap_dp_sync)
@@ -217,6 +220,8 @@ class PlanRequest:
                       overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
                       p2p_calls=P2pCalls.BATCHED if self.sends_overlap(c) else self.p2p_calls,
+                      pipeline_buffers=(knobs(self.framework).pipeline_buffers(c.schedule) if c.pp > 1
+                                        else PipelineBuffers.FREED),
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       stage_layers=c.stage_layers)
 

@@ -25,7 +25,8 @@ The costs-file schema (every key optional; anything else is refused, naming the 
               activation: 1, weight_grad_activation: 0.5, activation_bytes: null, p2p_bytes: 0,
               p2p_bandwidth: null,   # a boundary's own bandwidth (> 0) when it differs (crosses nodes)
               a2a_forward: 0, a2a_backward: 0,  # expert all-to-all inside forward / backward (≤ them)
-              overlap_slowdown: 0}   # compute slowdown inside an overlapped pair, a fraction in [0, 1]
+              overlap_slowdown: 0,   # compute slowdown inside an overlapped pair, a fraction in [0, 1]
+              held_to_step_end: 0}   # bytes each backward (B or I) leaves allocated until the step ends
     stages: {0: {forward: 1.5}}  # stage index (integer ≥ 0) → fields of 'default' to override
 
 Every value is a number (booleans are refused), 0 or within ``COST_RANGE`` = [1e-12, 1e15];
@@ -105,6 +106,11 @@ class StageCosts:
     # take (DeepSeek-V3 §3.2.1 reserves 20 of the H800's 132 SMs for communication: about 0.15 when compute is
     # SM-bound). Applies to the compute of a whole pair; sequential instructions do not pay it.
     overlap_slowdown: float = 0.0
+    # Bytes each backward of this stage (its B, or its I when split) leaves allocated until the step ends, beyond
+    # the activations it frees: what a pipeline runtime holds of the tensors it sent and has not yet waited for
+    # (torch.distributed.pipelining's multi-stage runtime: the stage's output and the input gradient), or of the
+    # outputs it returns from the step. Bytes per backward, not a rank's share: a chunk holds all of it.
+    held_to_step_end: float = 0.0
 
     def duration(self, op: Op) -> float:
         return _DURATION_FIELD[op](self)

@@ -30,6 +30,10 @@ class MemoryProfile:
     peak_activations: tuple[float, ...]  # in microbatches through one rank's share of the model
     peak_bytes: tuple[float, ...] | None  # when every stage's activation_bytes is known
     curve_columns: dict[str, np.ndarray] = field(repr=False, compare=False)
+    # What each rank's pipeline runtime held until the step's end (StageCosts.held_to_step_end) at the moment its
+    # activations and those held bytes peaked together; ``peak_bytes`` is then the activations at that moment.
+    # None: nothing was held.
+    peak_held_bytes: tuple[float, ...] | None = None
 
     @cached_property
     def curve(self) -> pd.DataFrame:
@@ -69,7 +73,30 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     peak_bytes[nonempty] = np.maximum.reduceat(held_bytes, starts[nonempty]).clip(min=0.0)
     peaks, peak_bytes = peaks.tolist(), peak_bytes.tolist()
     curve = {"rank": ranks, "time": when, "activations": held, "bytes": held_bytes}
-    return MemoryProfile(tuple(peaks), tuple(peak_bytes) if known_bytes else None, curve)
+    held_after = np.array([c.held_to_step_end for c in stage_costs])[stages]
+    kept = np.where((ops == b) | (ops == i), held_after, 0.0)[order]
+    if not known_bytes or not kept.any():
+        return MemoryProfile(tuple(peaks), tuple(peak_bytes) if known_bytes else None, curve)
+    kept_bytes, peak_bytes, peak_kept = _joint_peaks(kept, held_bytes, ranks, table.step_of_rows[rows][order], pp)
+    curve["held_to_step_end"] = kept_bytes
+    return MemoryProfile(tuple(peaks), peak_bytes, curve, peak_kept)
+
+
+def _joint_peaks(kept: np.ndarray, held_bytes: np.ndarray, ranks: np.ndarray, steps: np.ndarray,
+                 pp: int) -> tuple[np.ndarray, tuple[float, ...], tuple[float, ...]]:
+    """The bytes a runtime holds until each step's end after each event (``kept`` added at backwards, freed
+    when the step ends), and per rank the activations and those held bytes at the event where their sum
+    peaks. Rows are in (rank, program) order, a rank's steps one after another."""
+    segment = np.flatnonzero(np.r_[True, (ranks[1:] != ranks[:-1]) | (steps[1:] != steps[:-1])])
+    lengths = np.diff(np.r_[segment, len(kept)])
+    kept_bytes = _cumsum_by_group(kept, segment, lengths)
+    activations, held = [0.0] * pp, [0.0] * pp
+    total = held_bytes + kept_bytes
+    for r in np.unique(ranks):
+        mine = np.flatnonzero(ranks == r)
+        at = mine[int(np.argmax(total[mine]))]
+        activations[r], held[r] = max(0.0, float(held_bytes[at])), float(kept_bytes[at])
+    return kept_bytes, tuple(activations), tuple(held)
 
 
 def _cumsum_by_group(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

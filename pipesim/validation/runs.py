@@ -29,6 +29,7 @@ from pipesim.analytic.layout import (
     MlpUp,
     OptimizerBytes,
     P2pCalls,
+    PipelineBuffers,
     Precision,
     RankOrder,
     Recompute,
@@ -86,6 +87,9 @@ class PublishedRun:
     # (SPLIT: Megatron-LM 2021–2022's scatter/gather, DeepSpeed's pipeline engine)
     p2p_tensor: BoundaryTensor = BoundaryTensor.WHOLE
     p2p_calls: P2pCalls = P2pCalls.BATCHED  # SEQUENTIAL: DeepSpeed's engine, each send and receive in turn
+    # what the pipeline runtime keeps of the boundary tensors (torch.distributed.pipelining's, torchtitan's)
+    pipeline_buffers: PipelineBuffers = PipelineBuffers.FREED
+    pipeline_outputs_kept: bool = False  # the last stage's outputs kept for step() to return (torch before 2025-10)
     mlp_up: MlpUp = MlpUp.FUSED  # SPLIT: a gated MLP's gate and up projections as two linears
     rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
@@ -205,6 +209,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     cp_comm=run.cp_comm, cp_kernels=run.cp_kernels,
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls, mlp_up=run.mlp_up,
+                    pipeline_buffers=run.pipeline_buffers, pipeline_outputs_kept=run.pipeline_outputs_kept,
                     async_tp=run.async_tp, overlap_tp_local_shard=run.overlap_tp_local_shard,
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
@@ -262,6 +267,10 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--p2p-tensor", run.p2p_tensor.value]
     if run.p2p_calls is not P2pCalls.BATCHED:
         argv += ["--p2p-calls", run.p2p_calls.value]
+    if run.pipeline_buffers is not PipelineBuffers.FREED:
+        argv += ["--pipeline-buffers", run.pipeline_buffers.value]
+    if run.pipeline_outputs_kept:
+        argv.append("--pipeline-outputs-kept")
     if run.mlp_up is not MlpUp.FUSED:
         argv += ["--mlp-up", run.mlp_up.value]
     if run.rank_order is RankOrder.TP_CP_PP_DP:
