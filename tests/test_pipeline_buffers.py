@@ -239,3 +239,25 @@ def test_torch_runtime_keeps_what_pipesim_counts(tmp_path):
             assert runtime_most * one == sent * TORCH_MICROBATCHES, (name, rank)  # every send waits to the end
             if single_most >= 0:
                 assert single_most <= 1, (name, rank)  # Schedule1F1B waits for each at the next exchange
+
+
+def test_the_planner_keeps_each_runtime_apart():
+    from dataclasses import replace
+
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.layout import Layout
+    from pipesim.analytic.model_presets import MODEL_PRESETS
+    from pipesim.plan.evaluate import peak_memory, prepare
+
+    model = MODEL_PRESETS["llama3.2-1b"].with_shape(4096, 1)
+    chip = CHIP_PRESETS["h100-sxm"]
+    waited = Layout(pp=4, chunks=2, microbatches=MICROBATCHES, overlap_p2p=True,
+                    pipeline_buffers=PipelineBuffers.TORCH)
+    held = replace(waited, pipeline_buffers=PipelineBuffers.TORCH_RUNTIME)
+    # one Program and the same activations for both, only the held sends differ: the planner's cached
+    # activation profile must not serve the other runtime
+    gib = [peak_memory(model, chip, layout, prepare(model, chip, layout, "interleaved"))[0]
+           for layout in (waited, held, waited)]
+    assert gib[0] == gib[2] < gib[1]
+    simulated = _run("interleaved", 2, pipeline_buffers="torch-runtime").model_report.memory.peak.total / 2**30
+    assert gib[1] == pytest.approx(simulated)  # the planner's figure is simulate's

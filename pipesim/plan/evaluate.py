@@ -115,11 +115,13 @@ def exact_memory(model: ModelSpec, chip: ChipSpec, layout: Layout, prepared: Pre
     table = table_of(program)
     zeros = np.zeros(table.num_rows)
     result = SimulationResult(table, costs, zeros, zeros, zeros)
-    # The activation profile follows from the order and each stage's activation values alone, so candidates
+    # The activation profile follows from the order and each stage's activation values (and what its runtime holds
+    # to the step's end) alone, so candidates
     # sharing both (e.g. ZeRO stages, which change only the static bytes) share one; it is handed to the
     # result as its own cached `memory` would be.
     stages = [costs.chunk_costs(s, program.shape.chunks) for s in range(program.shape.num_stages)]
-    key = (id(program), tuple((c.activation, c.weight_grad_activation, c.activation_bytes) for c in stages))
+    key = (id(program), tuple((c.activation, c.weight_grad_activation, c.activation_bytes, c.held_to_step_end)
+                              for c in stages))
     hit = _PROFILES.get(key)
     if hit is None:
         if len(_PROFILES) >= _PROFILES_KEPT:
