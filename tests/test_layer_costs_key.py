@@ -75,6 +75,7 @@ _OTHER = {
     "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split", "overlap_tp_local_shard": True,
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
+    "fp8_linears": "torchao",
 }
 
 
@@ -86,6 +87,7 @@ def _other(name: str):
         CpComm,
         CpKernels,
         ElementwiseKernels,
+        Fp8Linears,
         Fp8Params,
         Fp8Recipe,
         GradAccumulation,
@@ -108,7 +110,7 @@ def _other(name: str):
             "precision": lambda: Precision(value),
             "zero": lambda: ZeroStage(value), "zero_collectives": lambda: ZeroCollectives(value),
             "column_input": lambda: ColumnInput(value), "fp8_params": lambda: Fp8Params(value),
-            "fp8_recipe": lambda: Fp8Recipe(value),
+            "fp8_recipe": lambda: Fp8Recipe(value), "fp8_linears": lambda: Fp8Linears(value),
             "param_bytes": lambda: OptimizerBytes(grads=2.0), "rank_order": lambda: RankOrder(value),
             "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value),
             "pipeline_buffers": lambda: PipelineBuffers(value),
@@ -139,7 +141,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"distributed_optimizer": True} if name == "overlap_param_gather" else {}),
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
                          else {}),
-                      **({"precision": _other("precision")} if name == "fp8_recipe" else {}),
+                      **({"precision": _other("precision")} if name in ("fp8_recipe", "fp8_linears") else {}),
                       **({"recompute": _other("recompute")} if name in ("recompute_layers",
                                                                        "distribute_saved_activations") else {}),
                       **({"loss": _other("loss")} if name == "z_loss" else {}),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework
-from pipesim.analytic.layout import PipelineBuffers, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Linears, PipelineBuffers, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
@@ -266,6 +266,17 @@ def test_torchtitan_candidates_keep_torch_pipelining_buffers():
     assert request.layout_of(one_f_one_b).pipeline_buffers is PipelineBuffers.TORCH
     assert request.layout_of(no_pipeline).pipeline_buffers is PipelineBuffers.FREED
     assert _hand_request().layout_of(interleaved).pipeline_buffers is PipelineBuffers.FREED  # Megatron's
+
+
+def test_torchtitan_fp8_candidates_train_torchaos_linears():
+    from pipesim.api.planning import plan_request
+
+    request = plan_request("llama3.2-1b", 8, 32, framework="torchtitan")
+    fp8 = Candidate(1, 1, 8, 1, 4, "1f1b", 1, NONE, False, precision=Precision.FP8)
+    assert request.layout_of(fp8).fp8_linears is Fp8Linears.TORCHAO
+    assert request.layout_of(replace(fp8, precision=Precision.BF16)).fp8_linears is Fp8Linears.TRANSFORMER_ENGINE
+    megatron = plan_request("llama3.2-1b", 8, 32)
+    assert megatron.layout_of(fp8).fp8_linears is Fp8Linears.TRANSFORMER_ENGINE
 
 
 def test_candidates_overlap_their_data_parallel_sync_unless_asked_not_to():

@@ -106,8 +106,9 @@ def linear_input_element_bytes(model: ModelSpec, layout: Layout) -> float:
     backward pass"). The inputs that are not a linear's stay at ``d`` bytes: the norms' inputs, Q, K and V (the
     attention runs in BF16 unless FP8 attention is asked for), the up projection's output that the activation
     keeps. In NVFP4 the same: the column-wise NVFP4 copy the weight gradient reads, 0.5625 bytes an element with
-    its scales (:attr:`~pipesim.analytic.layout.Precision.element_bytes`)."""
-    return layout.precision.element_bytes if layout.precision.quantized else float(model.dtype_bytes)
+    its scales (:attr:`~pipesim.analytic.layout.Precision.element_bytes`). torchao's FP8 linears save their
+    BF16 input and cast it again in the backward (:class:`~pipesim.analytic.layout.Fp8Linears`): ``d`` bytes."""
+    return layout.precision.element_bytes if layout.keeps_quantized_copies else float(model.dtype_bytes)
 
 
 def _attention_output_bytes(model: ModelSpec, layout: Layout) -> float:
@@ -116,7 +117,7 @@ def _attention_output_bytes(model: ModelSpec, layout: Layout) -> float:
     recomputed. In BF16 the two are one tensor; in FP8 (NVFP4) the projection keeps a quantized copy beside the
     kernel's BF16 output (:func:`linear_input_element_bytes`)."""
     d = model.dtype_bytes
-    if not layout.precision.quantized:
+    if not layout.keeps_quantized_copies:  # the projection saves the kernel's BF16 output itself
         return d
     kernel_keeps_output = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
     return (d if kernel_keeps_output else 0.0) + linear_input_element_bytes(model, layout)

@@ -36,7 +36,9 @@ two together). An explicit flag always wins over the framework's default.
   DualPipe-V, and any order pipesim exports) and blocks on those of its single-stage 1F1B and GPipe; it keeps a
   receive buffer per microbatch and each microbatch's output until its backward, and its multi-stage runtime
   every tensor it sent until the step ends (``--pipeline-buffers torch`` for 1F1B and GPipe, ``torch-runtime``
-  for the rest: :mod:`pipesim.analytic.pipeline_buffers`). Its context
+  for the rest: :mod:`pipesim.analytic.pipeline_buffers`). Its float8 is torchao's ``Float8Linear``, which saves
+  the BF16 input and weight and casts them again at each GEMM (``--fp8-linears torchao``: no FP8 weight copy, BF16
+  saved inputs). Its context
   parallelism is PyTorch's ``context_parallel`` (``--cp-kernels pytorch``: one SDPA call per ring step, merged
   in FP32 by eager ops) with its default rotation, an all-gather of K and V (``_ContextParallelOptions.
   rotate_method = ALL_GATHER``: ``--cp-comm-type allgather``).
@@ -90,6 +92,7 @@ from pipesim.analytic.layout import (
     CpComm,
     CpKernels,
     ElementwiseKernels,
+    Fp8Linears,
     GradAccumulation,
     LossKernel,
     MlpUp,
@@ -188,6 +191,8 @@ class FrameworkKnobs:
     # the code that runs its context-parallel attention, and how it exchanges keys and values
     cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
     cp_comm: CpComm = CpComm.P2P
+    # whose FP8 linears its FP8 runs train with (Transformer Engine's, or torchao's Float8Linear)
+    fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE
     # whether its pipeline engine is torch.distributed.pipelining, which keeps a receive buffer per microbatch and
     # each output until its backward, and in its multi-stage runtime the sends until the step ends
     # (PipelineBuffers); the others free each boundary tensor once used
@@ -247,13 +252,15 @@ class FrameworkKnobs:
                    p2p_calls: str | P2pCalls | None = None,
                    mlp_up: str | MlpUp | None = None,
                    cp_kernels: str | CpKernels | None = None,
-                   cp_comm: str | CpComm | None = None) -> FrameworkKnobs:
+                   cp_comm: str | CpComm | None = None,
+                   fp8_linears: str | Fp8Linears | None = None) -> FrameworkKnobs:
         """These defaults with every option the user gave (not None) in its place: an explicit flag wins."""
         given = {"elementwise": (ElementwiseKernels, elementwise), "loss": (LossKernel, loss),
                  "grad_accumulation": (GradAccumulation, grad_accumulation),
                  "overlap_tp_dgrad": (bool, overlap_tp_dgrad), "column_input": (ColumnInput, column_input),
                  "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls),
-                 "mlp_up": (MlpUp, mlp_up), "cp_kernels": (CpKernels, cp_kernels), "cp_comm": (CpComm, cp_comm)}
+                 "mlp_up": (MlpUp, mlp_up), "cp_kernels": (CpKernels, cp_kernels), "cp_comm": (CpComm, cp_comm),
+                 "fp8_linears": (Fp8Linears, fp8_linears)}
         return replace(self, **{name: _parsed(name, kind, value) for name, (kind, value) in given.items()
                                 if value is not None})
 
@@ -332,7 +339,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
         recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL), distributed_saved_activations=False,
         overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER,
-        torch_pipelining=True),
+        torch_pipelining=True, fp8_linears=Fp8Linears.TORCHAO),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

@@ -153,6 +153,21 @@ class Fp8Params(enum.Enum):
         return 1.0 if self is Fp8Params.ROWWISE else 2.0
 
 
+class Fp8Linears(enum.Enum):
+    """Whose FP8 linear layers an FP8 run trains with: what they keep between the forward and the backward.
+
+    ``TRANSFORMER_ENGINE`` (Megatron-LM, NeMo): the weights' FP8 copy cast on a step's first microbatch and kept for
+    the rest (+1 byte a parameter of its linears, :func:`~pipesim.analytic.memory_gib.static_bytes`), and each
+    linear's input saved in FP8 for its weight gradient (:func:`~pipesim.analytic.activations.
+    linear_input_element_bytes`). ``TORCHAO`` (torchao's ``Float8Linear``, torchtitan's float8): the autograd
+    function saves its high-precision input and weight (``matmul_with_hp_or_float8_args``:
+    ``ctx.save_for_backward(input_hp, weight_hp_t)``) and casts both again where each GEMM needs them, so no FP8
+    copy outlives a GEMM and the saved inputs stay BF16. NVFP4 runs are Transformer Engine's either way."""
+
+    TRANSFORMER_ENGINE = "transformer-engine"
+    TORCHAO = "torchao"
+
+
 class AttentionKernel(enum.Enum):
     """Whether the s×s attention scores are materialized (Korthikanti's 5as²b term) or not, and for fused
     kernels which implementation runs (their rates differ; memory is the same)."""
@@ -513,6 +528,7 @@ class Layout:
     # embedding, the output layer and the norms stay BF16.
     fp8_params: Fp8Params = Fp8Params.OFF
     fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # how the FP8 casts are scaled (TENSORWISE: an amax pass first)
+    fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE  # whose FP8 linears (what they keep: Fp8Linears)
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
     # issues its input-gradient collective (a reduce-scatter with sequence parallelism, else an all-reduce)
@@ -641,6 +657,9 @@ class Layout:
                 "--fp8-params keeps the FP8 linears' weights in FP8 alone (Megatron-LM's --fp8-param-gather), which "
                 "needs --fp8 and a distributed optimizer: add --fp8 and --distributed-optimizer (or --zero 1/2), "
                 "or drop --fp8-params")
+        if self.fp8_linears is Fp8Linears.TORCHAO and self.fp8_params is not Fp8Params.OFF:
+            raise PipesimError("--fp8-params is Megatron-LM's FP8 parameters in Transformer Engine's linears; "
+                               "--fp8-linears torchao casts its weights at each GEMM: drop one of the two")
         if self.fp8_recipe is not Fp8Recipe.DELAYED and self.precision is not Precision.FP8:
             raise PipesimError(f"--fp8-recipe {self.fp8_recipe.value} scales FP8 casts, but the run is "
                                f"{self.precision.value}: add --fp8 or drop --fp8-recipe")
@@ -692,6 +711,13 @@ class Layout:
     def column_input_differs(self) -> bool:
         """Whether :attr:`column_input` departs from Megatron-LM's where it matters (a report says so)."""
         return self.gathers_column_input and self.column_input is not ColumnInput.REGATHER
+
+    @property
+    def keeps_quantized_copies(self) -> bool:
+        """Whether the quantized linears keep quantized tensors between passes (Transformer Engine's FP8 weight
+        copy and FP8 saved inputs, its NVFP4 ones), rather than the high-precision ones torchao's keep."""
+        return self.precision.quantized and not (self.precision is Precision.FP8
+                                                 and self.fp8_linears is Fp8Linears.TORCHAO)
 
     @property
     def keeps_gathered_column_input(self) -> bool:
@@ -775,6 +801,9 @@ class Layout:
             notes.append(f"--p2p-tensor {self.p2p_tensor.value} changes nothing here: each tp rank holds "
                          + ("the whole boundary tensor (--tp 1)" if self.tp == 1 else
                             "1/tp of it already (--sequence-parallel)"))
+        if self.fp8_linears is not Fp8Linears.TRANSFORMER_ENGINE and self.precision is not Precision.FP8:
+            notes.append(f"--fp8-linears {self.fp8_linears.value} changes nothing here: the run is not FP8 (add "
+                         "--fp8)")
         if not self.overlap_tp_dgrad and self.tp == 1:
             notes.append("--no-overlap-tp-dgrad changes nothing here: there are no tensor-parallel collectives "
                          "(--tp 1)")

@@ -202,7 +202,7 @@ def static_bytes(
         if layout.regathers_for_backward:
             weights = sharded(b.weights) + unsharded * b.weights
         grads += unsharded * b.grads
-    if layout.precision.quantized:
+    if layout.keeps_quantized_copies:  # torchao's FP8 linears cast their weights at each GEMM, keeping no copy
         linears = params - end_params  # what Transformer Engine quantizes (norm weights: < 0.01 % of them)
         # the cached quantized copy: FP8 one byte; NVFP4 a row-wise and a column-wise copy (block scales run along
         # each GEMM's inner dimension, so the dgrad's transposed use is quantized apart), 1.125 bytes

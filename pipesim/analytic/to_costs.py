@@ -296,6 +296,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
         layout.moe_imbalance,
         layout.precision,  # FP8 linears keep their inputs in one byte (activations.linear_input_element_bytes)
+        layout.fp8_linears,  # ... Transformer Engine's; torchao's keep them in BF16
     )
 
 

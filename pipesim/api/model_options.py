@@ -101,6 +101,9 @@ class ModelOptions:
         cp_kernels: with ``cp``, the code that runs context-parallel attention: ``"transformer-engine"``
             (Megatron-Core's; default) or ``"pytorch"`` (PyTorch's ``context_parallel``, torchtitan's: an SDPA call
             a step, merged in FP32 by eager ops). The framework's default.
+        fp8_linears: whose FP8 linears: ``"transformer-engine"`` (an FP8 weight copy kept through the step, inputs
+            saved in FP8; default) or ``"torchao"`` (torchao's ``Float8Linear``: BF16 input and weight saved, cast
+            again at each GEMM, no copy kept). The framework's default (torchtitan's is torchao).
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
@@ -190,6 +193,7 @@ class ModelOptions:
     fp4: bool | None = None
     fp8_params: str | None = None
     fp8_recipe: str | None = None
+    fp8_linears: str | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
     overlap_tp_local_shard: bool | None = None

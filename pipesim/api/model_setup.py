@@ -18,6 +18,7 @@ from pipesim.analytic.layout import (
     ColumnInput,
     CpComm,
     CpKernels,
+    Fp8Linears,
     Fp8Params,
     Fp8Recipe,
     Layout,
@@ -117,7 +118,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     chosen = framework.with_given(elementwise=o.elementwise, loss=o.loss, grad_accumulation=o.grad_accumulation,
                                   overlap_tp_dgrad=overlap_tp_dgrad, column_input=o.column_input,
                                   p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls, mlp_up=o.mlp_up,
-                                  cp_kernels=o.cp_kernels, cp_comm=o.cp_comm_type)
+                                  cp_kernels=o.cp_kernels, cp_comm=o.cp_comm_type, fp8_linears=o.fp8_linears)
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=dp, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
@@ -138,7 +139,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,
         fp8_params=_choice(Fp8Params, o.fp8_params or "off", "fp8_params"),
-        fp8_recipe=_choice(Fp8Recipe, o.fp8_recipe or "delayed", "fp8_recipe"),
+        fp8_recipe=_choice(Fp8Recipe, o.fp8_recipe or "delayed", "fp8_recipe"), fp8_linears=chosen.fp8_linears,
         async_tp=bool(o.async_tp), overlap_tp_local_shard=bool(o.overlap_tp_local_shard),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
@@ -164,7 +165,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
              "overlap_grad_reduce": (o.overlap_grad_reduce, not layout.reduces_gradients, False),
              "column_input": (o.column_input, not layout.gathers_column_input, ColumnInput.REGATHER),
              "cp_comm": (o.cp_comm_type, layout.cp == 1, CpComm.P2P),
-             "cp_kernels": (o.cp_kernels, layout.cp == 1, CpKernels.TRANSFORMER_ENGINE)}
+             "cp_kernels": (o.cp_kernels, layout.cp == 1, CpKernels.TRANSFORMER_ENGINE),
+             "fp8_linears": (o.fp8_linears, layout.precision is not Precision.FP8, Fp8Linears.TRANSFORMER_ENGINE)}
     unasked = {name: default for name, (given, idle, default) in inert.items() if given is None and idle}
     if unasked:
         layout = replace(layout, **unasked)

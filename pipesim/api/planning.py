@@ -297,7 +297,7 @@ def plan_request(
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
         column_input=defaults.column_input, p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls,
         mlp_up=defaults.mlp_up, cp_comm=defaults.cp_comm, cp_kernels=defaults.cp_kernels,
-        grad_accumulation=defaults.grad_accumulation,
+        grad_accumulation=defaults.grad_accumulation, fp8_linears=defaults.fp8_linears,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
     )

@@ -15,6 +15,7 @@ from pipesim.analytic.layout import (
     CpComm,
     CpKernels,
     ElementwiseKernels,
+    Fp8Linears,
     Fp8Params,
     Fp8Recipe,
     GradAccumulation,
@@ -267,6 +268,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --fp8: how the casts are scaled (Megatron-LM's --fp8-recipe): delayed (default; "
                        "scales from earlier steps' amax) or tensorwise (per-tensor current scaling: each cast "
                        "first reads its tensor for the amax)")
+    group.add_argument("--fp8-linears", default=None, choices=[f.value for f in Fp8Linears],
+                       help="with --fp8: whose FP8 linears, by what they keep between the passes: transformer-engine "
+                       "(Megatron, NeMo: an FP8 weight copy through the step, inputs saved in FP8) or torchao "
+                       "(torchtitan's Float8Linear: BF16 input and weight saved and cast again at each GEMM, no copy "
+                       "kept); default: the framework's")
     group.add_argument("--async-tp", "--tp-comm-overlap", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed (Megatron's "
                        "--tp-comm-overlap, NeMo's tp_comm_overlap, torchtitan's enable_async_tensor_parallel)")

@@ -41,6 +41,7 @@ from pipesim.analytic.layout import (
     CpComm,
     CpKernels,
     ElementwiseKernels,
+    Fp8Linears,
     Fp8Params,
     GradAccumulation,
     Layout,
@@ -115,6 +116,8 @@ class PlanRequest:
     p2p_calls: P2pCalls = P2pCalls.BATCHED
     # A gated MLP's gate and up projections (Layout.mlp_up; not searched): one fused GEMM (Megatron-Core).
     mlp_up: MlpUp = MlpUp.FUSED
+    # Whose FP8 linears the FP8 candidates train with (Layout.fp8_linears; not searched): Transformer Engine's.
+    fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE
     # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     # The training code whose defaults set the fields above (pipesim.analytic.frameworks); Megatron's launch line
@@ -223,6 +226,7 @@ class PlanRequest:
                       pipeline_buffers=(knobs(self.framework).pipeline_buffers(c.schedule) if c.pp > 1
                                         else PipelineBuffers.FREED),
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
+                      fp8_linears=self.fp8_linears if c.precision is Precision.FP8 else Fp8Linears.TRANSFORMER_ENGINE,
                       stage_layers=c.stage_layers)
 
     def layer_split(self, slices: int) -> tuple[int, ...] | None:

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
           "--no-overlap-p2p (the others block); pipeline_buffers: what its pipeline runtime keeps of the boundary "
           "tensors (torch for 1F1B and GPipe, torch-runtime for the rest); cp_kernels, cp_comm_type: the code "
           "that runs context parallelism and "
-          "how its ranks exchange keys and values; "
+          "how its ranks exchange keys and values; fp8_linears: whose FP8 linears an --fp8 run trains with; "
           "precisions: the GEMM precisions its model code trains in; recomputes: the --recompute policies it offers, "
           "(all) where it recomputes every layer or none); "
           "megatron is pipesim's default; where each "
