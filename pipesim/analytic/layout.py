@@ -290,8 +290,8 @@ class PipelineBuffers(enum.Enum):
     # torch.distributed.pipelining's single-stage schedules (Schedule1F1B, ScheduleGPipe: torchtitan's 1F1B and
     # GPipe): every stage allocates, once, a receive buffer per microbatch for its input and one for its output's
     # gradient (``_setup_forward_recv_info``, ``_create_grad_recv_info``: kept across steps), and keeps each
-    # microbatch's output whole until its backward (``fwd_cache``); each batch of sends is waited for where the
-    # next exchange is.
+    # microbatch's output whole until its backward (``fwd_cache``), a split backward's I the whole graph for its W
+    # (``retain_graph=True``); each batch of sends is waited for where the next exchange is.
     TORCH = "torch"
     # Its multi-stage runtime (``_PipelineScheduleRuntime``: interleaved, looped BFS, the zero-bubble schedules,
     # DualPipe-V, any order loaded from a file): the same, and it waits for its sends only when the step ends

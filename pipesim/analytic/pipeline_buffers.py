@@ -114,8 +114,9 @@ def receive_buffer_bytes(model: ModelSpec, layout: Layout, shape: PipelineShape,
 def with_runtime_buffers(per_stage: list[StageCosts], model: ModelSpec, layout: Layout,
                          shape: PipelineShape) -> list[StageCosts]:
     """``per_stage`` (each stage's costs, a rank's share of v chunks: :mod:`pipesim.analytic.to_costs`) with what
-    the runtime keeps per microbatch added to the activations (and, under a split backward, to what the W keeps:
-    the output stays for it) and what it holds to the step's end; unchanged where it keeps nothing more."""
+    the runtime keeps per microbatch added to the activations, a split backward's W keeping all of them but a last
+    stage's logits (torch's I retains the graph), and what it holds to the step's end; unchanged where it keeps
+    nothing more."""
     if not layout.pipeline_buffers.preallocates and not layout.pipeline_outputs_kept:
         return per_stage
     if shape.pipelines > 1:
