@@ -82,6 +82,10 @@ def test_multi_stage_runtime_holds_every_send_until_the_step_ends():
         assert rank.activations + held[r] == pytest.approx(together)
         assert rank.pipeline_buffers == pytest.approx(buffers[r] * MICROBATCHES * BOUNDARY + held[r])
     assert any(held)  # the later ranks peak once some backwards are done
+    # memory over time (and its plot) draws the two together
+    frame = result.memory.over_time
+    assert frame.groupby("rank")["total_gib"].max().tolist() == pytest.approx(
+        [(rank.activations + held[r]) / 2**30 for r, rank in enumerate(memory.ranks)])
 
 
 def test_split_backward_keeps_the_whole_graph_until_w():

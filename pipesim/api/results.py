@@ -79,6 +79,7 @@ class MemoryResult:
             frame["gib"] = curve["bytes"] / GIB
         if "held_to_step_end" in curve:  # a runtime's sends held to the step's end, beside the activations
             frame["held_gib"] = curve["held_to_step_end"] / GIB
+            frame["total_gib"] = frame["gib"] + frame["held_gib"]
         frame = frame.sort_values(["rank", "time"], kind="stable").reset_index(drop=True)
         frame.attrs["time_unit"] = self.time_unit.value
         return frame
@@ -98,6 +99,8 @@ class MemoryResult:
 
         value, ylabel = ("gib", "activations (GiB)") if self.has_bytes else (
             "activations", "activations (microbatches)")
+        if "total_gib" in self.over_time:  # what the runtime holds to the step's end is memory held too
+            value, ylabel = "total_gib", "activations and held sends (GiB)"
         if path is not None and ax is None:
             plot_memory(self.over_time, path, value=value, ylabel=ylabel, title=title,
                         time_unit=self.time_unit.value, end=self.makespan)
