@@ -256,11 +256,12 @@ class ModelOptions:
         if pp == 1:
             return self
         from pipesim.analytic.frameworks import knobs  # loaded for a model run only, as the analytic model is
+        from pipesim.analytic.layout import PipelineBuffers
 
         own = knobs(self.framework)
-        resolved = self
-        if self.pipeline_buffers is None:
-            resolved = replace(resolved, pipeline_buffers=own.pipeline_buffers(schedule).value)
+        resolved, buffers = self, own.pipeline_buffers(schedule)
+        if self.pipeline_buffers is None and buffers is not PipelineBuffers.FREED:  # unset stays Megatron's way
+            resolved = replace(resolved, pipeline_buffers=buffers.value)
         if self.overlap_p2p is not None or self.p2p_calls == "sequential":
             return resolved
         return replace(resolved, overlap_p2p=own.overlaps_p2p(schedule))
