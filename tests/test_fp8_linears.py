@@ -65,3 +65,15 @@ def test_fp8_params_are_transformer_engines():
     with pytest.raises(PipesimError, match="--fp8-linears torchao casts its weights at each GEMM"):
         Layout(dp=8, precision=Precision.FP8, zero=ZeroStage.OPTIMIZER, fp8_params=Fp8Params.BOTH,
                fp8_linears=Fp8Linears.TORCHAO)
+
+
+def test_torchao_casts_each_weight_at_each_gemm():
+    from pipesim.analytic.kernels import TORCHAO_WEIGHT_CAST_BYTES, layer_gemms, quantization_cast_bytes
+
+    tokens = 8192
+    te, ao = quantization_cast_bytes(MODEL, TE, tokens), quantization_cast_bytes(MODEL, TORCHAO, tokens)
+    weights = sum(count * k_in * n_out for _, n_out, k_in, count in layer_gemms(MODEL, TE, tokens))
+    assert weights == pytest.approx(4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)  # Llama 3.1 8B
+    # the forward's cast of each weight and the input gradient's, an amax pass and a cast each (5 bytes)
+    assert TORCHAO_WEIGHT_CAST_BYTES == 5
+    assert (ao[0] - te[0], ao[1] - te[1]) == pytest.approx((5 * weights, 5 * weights))

@@ -539,6 +539,11 @@ NVFP4_CAST_BYTES = 2 + 2 * Precision.FP4.element_bytes
 # (nvte_compute_amax), 2 bytes an element. Delayed scaling takes the scale from earlier steps' amax and records
 # this one's inside the cast.
 AMAX_PASS_BYTES = 2
+# torchao's Float8Linear casts its BF16 weight with dynamic (current) scaling wherever a GEMM reads it
+# (``matmul_with_hp_or_float8_args``: ``hp_tensor_to_float8_dynamic`` on ``weight_hp_t`` in the forward and again
+# for ``grad_input``; its note: "to reuse max(abs(weight)) from the forward ... without reading the entire tensor"
+# is not possible yet): the amax pass and the cast, each time.
+TORCHAO_WEIGHT_CAST_BYTES = AMAX_PASS_BYTES + FP8_CAST_BYTES
 
 
 def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
@@ -552,8 +557,11 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
     take any layout, and Transformer Engine then makes no transpose (its quantizers create the column-wise copy
     only when ``!non_tn_fp8_gemm_supported()``, compute capability below 10.0): ``transposed`` False (the chip's
     ``fp8_weight_transpose``), read BF16 and write FP8 once. The forward's widths are the GEMMs' inputs, the
-    backward's their outputs; the weights' casts run once per step (cached across microbatches) and are not
-    counted. NVFP4 casts write a row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`).
+    backward's their outputs; Transformer Engine's weight casts run once per step (cached across microbatches)
+    and are not counted, where torchao's linears (:class:`~pipesim.analytic.layout.Fp8Linears`) cast the BF16
+    weight at every GEMM that reads it, once in the forward and once more for the input gradient (dynamic scaling:
+    an amax pass and the cast, :data:`TORCHAO_WEIGHT_CAST_BYTES` an element each time). NVFP4 casts write a
+    row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`).
     Per-tensor current scaling (FP8's ``tensorwise`` recipe; NVFP4 always, for its per-tensor scale) reads each
     tensor once more for its amax first (:data:`AMAX_PASS_BYTES`). Not counted: NVFP4's optional random Hadamard
     transform of the weight gradient's inputs.
@@ -569,6 +577,9 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
             per_element += AMAX_PASS_BYTES
     forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * per_element
     backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * per_element
+    if not layout.keeps_quantized_copies:  # torchao: each GEMM casts its weight, forward and input backward
+        weights = sum(count * k_in * n_out for _, n_out, k_in, count in groups) * TORCHAO_WEIGHT_CAST_BYTES
+        forward, backward = forward + weights, backward + weights
     return forward, backward
 
 

@@ -500,6 +500,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.loss_input_copy,
         layout.precision,
         layout.fp8_recipe,
+        layout.fp8_linears,  # torchao's linears cast each weight at each GEMM (kernels.quantization_cast_bytes)
         layout.async_tp,
         layout.overlap_tp_dgrad,
         layout.overlap_tp_local_shard,

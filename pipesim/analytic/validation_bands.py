@@ -41,7 +41,7 @@ MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
 FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
     'megatron-deepspeed': (2, 2, -0.176, -0.165),
     'nanotron': (2, 1, -0.222, -0.122),
-    'torchtitan': (2, 1, -0.098, -0.047),
+    'torchtitan': (2, 1, -0.098, -0.021),
 }
 STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {
     'one-microbatch': (32, 6, -0.443, 0.057, -0.106),

@@ -30,10 +30,12 @@ per-tensor current scaling (``--fp8-recipe tensorwise``, with its amax pass), as
 release that added OLMo-core's rows it ran as delayed scaling (2 points more optimistic). Its linears are torchao's
 ``Float8Linear`` (``--fp8-linears torchao``): they save the BF16 input and weight and cast them at each GEMM, so
 no FP8 weight copy is kept (until that was read from torchao's ``matmul_with_hp_or_float8_args``, pipesim counted
-Transformer Engine's copy here: +2.7 % on this row's memory, now +1.6 %); the casts' time is counted as
-Transformer Engine's (the weight casts at each GEMM, fused or not by torch.compile, are not). Uncertain: the chip's
-real peak (500 W; the preset takes the middle of the SXM and NVL datasheet peaks, as the file's "between SXM and
-NVL" reads; with the SXM peak, used before, these rows were 6 points more optimistic). The chip presets' FP8 share
+Transformer Engine's copy here: +2.7 % on this row's memory, now +1.6 %), and it casts each GEMM's weight in the
+forward and again for the input gradient, where Transformer Engine casts once a step (this row's step −3.1 →
+−0.5 %); its inputs' casts are counted as Transformer Engine's (torch.compile fuses an unknown part of
+torchao's). Uncertain: the chip's real peak (500 W; the preset takes the middle of the SXM and NVL datasheet
+peaks, as the file's "between SXM and NVL" reads; with the SXM peak, used before, these rows were 6 points more
+optimistic). The chip presets' FP8 share
 cites this table's Float8/BF16 ratio as a cross-check, so its Float8 row is not fully held out.
 """
 
