@@ -115,8 +115,8 @@ def with_runtime_buffers(per_stage: list[StageCosts], model: ModelSpec, layout: 
                          shape: PipelineShape) -> list[StageCosts]:
     """``per_stage`` (each stage's costs, a rank's share of v chunks: :mod:`pipesim.analytic.to_costs`) with what
     the runtime keeps per microbatch added to the activations, a split backward's W keeping all of them but a last
-    stage's logits (torch's I retains the graph), and what it holds to the step's end; unchanged where it keeps
-    nothing more."""
+    stage's logits (torch's I retains the graph) and a sent output the runtime holds (counted with the held sends
+    from the I on), and what it holds to the step's end; unchanged where it keeps nothing more."""
     if not layout.pipeline_buffers.preallocates and not layout.pipeline_outputs_kept:
         return per_stage
     if shape.pipelines > 1:
@@ -131,8 +131,11 @@ def with_runtime_buffers(per_stage: list[StageCosts], model: ModelSpec, layout: 
         kept_for_w = costs.weight_grad_activation * per_microbatch
         if layout.pipeline_buffers.preallocates:
             # torch's split backward keeps the whole graph from I to W (stage_backward_input's retain_graph) and
-            # the stage's output with it (backward_state); a last stage's W keeps the loss, not the logits
-            kept_for_w = total - (logits_bytes(model, layout) if shape.is_last_stage(s) else 0.0)
+            # the stage's output with it (backward_state); a last stage's W keeps the loss, not the logits; an
+            # output whose send is held to the step's end is counted there from the I on, not twice
+            held_output = layout.pipeline_buffers.holds_sends and _sends_to_rank(shape, s)
+            kept_for_w = total - (logits_bytes(model, layout) if shape.is_last_stage(s) else 0.0) - (
+                p2p_bytes(model, layout) if held_output else 0.0)
         result.append(replace(costs, activation_bytes=v * total,
                               weight_grad_activation=min(1.0, kept_for_w / total) if total > 0 else 0.0,
                               held_to_step_end=held_to_step_end(model, layout, shape, s)))
