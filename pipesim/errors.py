@@ -18,6 +18,15 @@ class DeadlockError(ScheduleError):
     """The Program can hang: the message names the cycle of waiting instructions."""
 
 
+def parse_choice(name: str, kind: type, value: object) -> object:
+    """``value`` as ``kind`` (an enum, or bool), or a one-line error naming the option and what it takes."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(repr(member.value) for member in kind)
+        raise PipesimError(f"{name}={value!r} is not one of {choices}; choose one of those") from None
+
+
 @contextlib.contextmanager
 def naming(source: str) -> Iterator[None]:
     """Inside, a :class:`PipesimError` is raised again with ``source`` (the file or flag it came from) in front."""

@@ -124,7 +124,7 @@ def test_refusals_are_one_line():
         _run(pipeline_outputs_kept=True)
     with pytest.raises(PipesimError, match="DualPipe's two model copies"):
         simulate("dualpipe", **{**_RUN, "pp": 4}, pipeline_buffers="torch")
-    with pytest.raises(PipesimError, match="pipeline_buffers='eager' is not one of freed, torch, torch-runtime"):
+    with pytest.raises(PipesimError, match="pipeline_buffers='eager' is not one of 'freed', 'torch', 'torch-runtime'"):
         _run(pipeline_buffers="eager")
 
 

@@ -110,7 +110,7 @@ from pipesim.analytic.stage_split import (
     cost_threshold_split,
     effective_layer_split,
 )
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, parse_choice
 
 if TYPE_CHECKING:  # a unit-cost simulate reads the framework names without loading model specs
     from pipesim.analytic.model_spec import ModelSpec
@@ -261,7 +261,7 @@ class FrameworkKnobs:
                  "p2p_tensor": (BoundaryTensor, p2p_tensor), "p2p_calls": (P2pCalls, p2p_calls),
                  "mlp_up": (MlpUp, mlp_up), "cp_kernels": (CpKernels, cp_kernels), "cp_comm": (CpComm, cp_comm),
                  "fp8_linears": (Fp8Linears, fp8_linears)}
-        return replace(self, **{name: _parsed(name, kind, value) for name, (kind, value) in given.items()
+        return replace(self, **{name: parse_choice(name, kind, value) for name, (kind, value) in given.items()
                                 if value is not None})
 
     def sequence_parallel(self, asked: bool, tp: int) -> bool:
@@ -304,15 +304,6 @@ class FrameworkKnobs:
     def zero_collectives(self, zero: ZeroStage) -> ZeroCollectives:
         """How this framework's ZeRO stage ``zero`` communicates (the layout's default but for ZeRO-2)."""
         return self.zero2_collectives if zero is ZeroStage.GRADIENTS else ZeroCollectives.BUCKETED
-
-
-def _parsed(name: str, kind: type, value: object) -> object:
-    """``value`` as ``kind`` (an enum, or bool), or a one-line error naming the option and what it takes."""
-    try:
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(repr(member.value) for member in kind)
-        raise PipesimError(f"{name}={value!r} is not one of {choices}; choose one of those") from None
 
 
 # Megatron-LM overlaps its interleaved schedule's sends by default (--overlap-p2p-communication since 4eeff55,

@@ -44,7 +44,7 @@ from pipesim.analytic.step_report import StepReport, step_report
 from pipesim.analytic.to_costs import build_cost_model
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_PP, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions, check_no_model_options
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, parse_choice
 from pipesim.program.ir import PipelineShape, Placement
 from pipesim.sim.costs import CostModel
 from pipesim.sim.simulator import SimulationResult
@@ -99,7 +99,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
             raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {per_chunk} means {chunks} chunks per rank, "
                                f"but the schedule has {shape.chunks}; drop one")
     stage_layers = _stage_layers(spec, shape, split, framework)
-    asked = _choice(Recompute, o.recompute or "none", "recompute")
+    asked = parse_choice("recompute", Recompute, o.recompute or "none")
     if spec.is_moe and framework.recompute(asked) is not asked:
         raise PipesimError(f"--recompute {asked.value}: under --framework {o.framework} it is "
                            f"{framework.recompute(asked).value}, modelled for dense layers only, and "
@@ -127,24 +127,24 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         distribute_saved_activations=bool(o.distribute_saved_activations),
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
         distributed_optimizer=bool(o.distributed_optimizer),
-        attention=_choice(AttentionKernel, o.attention or "fused", "attention"),
+        attention=parse_choice("attention", AttentionKernel, o.attention or "fused"),
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
         stage_layers=stage_layers, zero=zero,
-        zero_collectives=(_choice(ZeroCollectives, o.zero_collectives, "zero_collectives") if o.zero_collectives
+        zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)), cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
         cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,
-        fp8_params=_choice(Fp8Params, o.fp8_params or "off", "fp8_params"),
-        fp8_recipe=_choice(Fp8Recipe, o.fp8_recipe or "delayed", "fp8_recipe"), fp8_linears=chosen.fp8_linears,
+        fp8_params=parse_choice("fp8_params", Fp8Params, o.fp8_params or "off"),
+        fp8_recipe=parse_choice("fp8_recipe", Fp8Recipe, o.fp8_recipe or "delayed"), fp8_linears=chosen.fp8_linears,
         async_tp=bool(o.async_tp), overlap_tp_local_shard=bool(o.overlap_tp_local_shard),
         overlap_tp_dgrad=chosen.overlap_tp_dgrad, column_input=chosen.column_input,
         overlap_p2p=bool(o.overlap_p2p), p2p_tensor=chosen.p2p_tensor,
         p2p_calls=chosen.p2p_calls, mlp_up=chosen.mlp_up,
-        pipeline_buffers=_choice(PipelineBuffers, o.pipeline_buffers or "freed", "pipeline_buffers"),
+        pipeline_buffers=parse_choice("pipeline_buffers", PipelineBuffers, o.pipeline_buffers or "freed"),
         pipeline_outputs_kept=bool(o.pipeline_outputs_kept),
         overlap_grad_reduce=(o.overlap_grad_reduce if o.overlap_grad_reduce is not None
                              else framework.grad_reduce.overlaps(sharded)),
@@ -177,15 +177,6 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
                       o.steps or DEFAULT_STEPS, o.framework)
-
-
-def _choice(kind, value: str, option: str):
-    """``value`` as the enum ``kind`` the option ``option`` takes; a one-line error naming the choices."""
-    try:
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(member.value for member in kind)
-        raise PipesimError(f"{option}={value!r} is not one of {choices}; give one of those") from None
 
 
 def _cp_a2a_size(sizes: tuple[int, int] | None, cp: int) -> int | None:

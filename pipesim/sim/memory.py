@@ -77,26 +77,25 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     kept = np.where((ops == b) | (ops == i), held_after, 0.0)[order]
     if not known_bytes or not kept.any():
         return MemoryProfile(tuple(peaks), tuple(peak_bytes) if known_bytes else None, curve)
-    kept_bytes, peak_bytes, peak_kept = _joint_peaks(kept, held_bytes, ranks, table.step_of_rows[rows][order], pp)
+    kept_bytes, peak_bytes, peak_kept = _joint_peaks(kept, held_bytes, ranks, table.step_of_rows[rows][order],
+                                                     starts, counts)
     curve["held_to_step_end"] = kept_bytes
     return MemoryProfile(tuple(peaks), peak_bytes, curve, peak_kept)
 
 
 def _joint_peaks(kept: np.ndarray, held_bytes: np.ndarray, ranks: np.ndarray, steps: np.ndarray,
-                 pp: int) -> tuple[np.ndarray, tuple[float, ...], tuple[float, ...]]:
+                 starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, tuple[float, ...], tuple[float, ...]]:
     """The bytes a runtime holds until each step's end after each event (``kept`` added at backwards, freed
     when the step ends), and per rank the activations and those held bytes at the event where their sum
-    peaks. Rows are in (rank, program) order, a rank's steps one after another."""
+    peaks. Rows are in (rank, program) order, rank r's ``counts[r]`` rows from ``starts[r]``, its steps one
+    after another."""
     segment = np.flatnonzero(np.r_[True, (ranks[1:] != ranks[:-1]) | (steps[1:] != steps[:-1])])
-    lengths = np.diff(np.r_[segment, len(kept)])
-    kept_bytes = _cumsum_by_group(kept, segment, lengths)
-    activations, held = [0.0] * pp, [0.0] * pp
+    kept_bytes = _cumsum_by_group(kept, segment, np.diff(np.r_[segment, len(kept)]))
     total = held_bytes + kept_bytes
-    for r in np.unique(ranks):
-        mine = np.flatnonzero(ranks == r)
-        at = mine[int(np.argmax(total[mine]))]
-        activations[r], held[r] = max(0.0, float(held_bytes[at])), float(kept_bytes[at])
-    return kept_bytes, tuple(activations), tuple(held)
+    at = [start + int(np.argmax(total[start:start + count])) if count else -1
+          for start, count in zip(starts, counts, strict=True)]
+    activations = tuple(max(0.0, float(held_bytes[i])) if i >= 0 else 0.0 for i in at)
+    return kept_bytes, activations, tuple(float(kept_bytes[i]) if i >= 0 else 0.0 for i in at)
 
 
 def _cumsum_by_group(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
