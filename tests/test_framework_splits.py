@@ -34,14 +34,15 @@ def test_nanotron_moves_to_the_next_rank_after_the_block_that_passes_its_share()
     # Llama 3.2 3B in nanotron's costs: a layer 4·3072² + 3·8192·3072 = 113,246,208, the head 128256·3072 =
     # 394,002,432 (3.5 layers). Over 8 ranks each share is 445.5M: 4 layers pass it (453M, 906M, … 3,171M > 3,118M),
     # so seven ranks take 4 layers each and the last holds the head alone.
-    assert cost_threshold_split(28, 8, 113_246_208, 394_002_432) == (4,) * 7 + (0,)
+    assert cost_threshold_split(28, 8, 113_246_208, 394_002_432) == ((4,) * 7 + (0,), 0)
     # 16 unit layers and a unit head over 2: the share is 8.5, passed by the 9th layer, which stays on rank 0
-    assert cost_threshold_split(16, 2, 1, 1) == (9, 7)
-    # the 4th layer passes the share 3.5; the head lands on rank 1, its cast on 2, the loss on 3: nanotron runs it,
-    # sending logits between stages, which pipesim refuses with the split that keeps the head last
-    with pytest.raises(PipesimError, match=r"LM head on stage 1 and only the logits' FP32 cast and the loss after "
-                                           r"it.*--stage-layers 4,0,0,0 "):
-        cost_threshold_split(4, 4, 1, 10)
+    assert cost_threshold_split(16, 2, 1, 1) == ((9, 7), 0)
+    # the 4th layer passes the share 3.5; the head lands on rank 1 and passes its share (7), so the cast goes to
+    # rank 2, passes that one's (10.5) at no cost of its own, and the loss goes to rank 3
+    assert cost_threshold_split(4, 4, 1, 10) == ((4, 0, 0, 0), 2)
+    # Llama 3.2 1B: a layer 4·2048² + 3·8192·2048 = 67,108,864, the head 128256·2048 (3.9 layers); the shares of
+    # 2.49 layers alternate 3 and 2 layers, the 16th and the head land on rank 6, the cast and the loss on 7
+    assert cost_threshold_split(16, 8, 67_108_864, 262_668_288) == ((3, 2, 3, 2, 3, 2, 1, 0), 1)
     with pytest.raises(PipesimError, match="stage 4 would hold nothing"):  # head on rank 1 of 5: rank 4 empty
         cost_threshold_split(4, 5, 1, 10)
 

@@ -241,8 +241,18 @@ def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:
 
 
 def output_activation_bytes(model: ModelSpec, layout: Layout) -> float:
-    """Last stage, per microbatch: final-norm and output-layer inputs, the logits the loss keeps for its
-    backward (FP32, BF16 under a compiled loss; the whole vocabulary's on every tp rank where it gathers them)."""
+    """Last stage, per microbatch: the LM head's saved inputs and the logits the loss keeps
+    (:func:`head_input_bytes` and :func:`loss_logit_bytes`, on one stage)."""
+    return head_input_bytes(model, layout) + loss_logit_bytes(model, layout)
+
+
+def head_input_bytes(model: ModelSpec, layout: Layout) -> float:
+    """The LM head's stage, per microbatch: the final norm's and the output layer's inputs."""
     s, b, h, d, t = model.seq_len, model.micro_batch, model.hidden, model.dtype_bytes, layout.tp
-    inputs = 2 * d * s * b * h / (t if layout.sequence_parallel else 1)
-    return inputs + layout.loss.logit_bytes * s * b * model.vocab / layout.loss_shards
+    return 2 * d * s * b * h / (t if layout.sequence_parallel else 1)
+
+
+def loss_logit_bytes(model: ModelSpec, layout: Layout) -> float:
+    """The loss's stage, per microbatch: the logits it keeps for its backward (FP32, BF16 under a compiled loss;
+    the whole vocabulary's on every tp rank where it gathers them)."""
+    return layout.loss.logit_bytes * model.seq_len * model.micro_batch * model.vocab / layout.loss_shards

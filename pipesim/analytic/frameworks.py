@@ -64,7 +64,9 @@ two together). An explicit flag always wins over the framework's default.
   sequential``), each tensor behind two blocking sends of its shape and strides that the receiver reads on the
   host before it posts the data's receive. It assigns the layers to ranks by their cumulative cost
   (``get_block_compute_costs``; the LM head weighs vocab·h), so the last rank, which holds the head, takes fewer
-  layers (``stage_split.cost_threshold_split``).
+  layers (``stage_split.cost_threshold_split``), and a head that fills an earlier rank's share leaves the
+  logits' FP32 cast and the loss to the ranks after it, the logits crossing the stages between
+  (``Layout.stages_after_head``).
 - **Megatron-DeepSpeed / GPT-NeoX** (Megatron's 2021 model code on DeepSpeed's engine): Megatron's fused
   kernels and loss; DeepSpeed's mixed-precision engine keeps ``.grad`` and sums it by autograd; every TP
   collective waits (the column-parallel linear all-reduces its input gradient in a blocking autograd function,
@@ -231,11 +233,15 @@ class FrameworkKnobs:
             return effective_layer_split(model.layers, stages)
         if policy is SplitPolicy.BALANCED_COUNT:
             return balanced_count_split(model.layers, stages)
-        # nanotron's LlamaModel.get_block_compute_costs: a decoder layer 4·heads·d_qkv·h + 3·ffn·h (d_qkv = h /
-        # heads, key and value heads counted as many as the queries), the LM head vocab·h; 2·ffn·h for an MLP
-        # without a gate, by the same count of its matrices
-        layer_cost = 4 * model.hidden * model.hidden + (3 if model.gated else 2) * model.ffn_hidden * model.hidden
-        return cost_threshold_split(model.layers, stages, layer_cost, model.vocab * model.hidden)
+        return _nanotron_split(model, stages)[0]
+
+    def stages_after_head(self, model: ModelSpec, stages: int) -> int:
+        """The stages after the LM head's when this framework splits ``model`` over ``stages`` unasked
+        (:attr:`~pipesim.analytic.layout.Layout.stages_after_head`): 0 but where nanotron's cost balance leaves
+        the logits' cast and the loss to stages of their own."""
+        if self.stage_split is not SplitPolicy.COST_THRESHOLDS or stages == 1:
+            return 0
+        return _nanotron_split(model, stages)[1]
 
     def check_schedule(self, schedule: str, framework: str) -> None:
         """Refuse a built-in schedule the framework's pipeline engine does not run, naming the ones it does."""
@@ -357,3 +363,12 @@ def knobs(framework: Framework | str | None) -> FrameworkKnobs:
     except ValueError:
         names = ", ".join(f.value for f in Framework)
         raise PipesimError(f"framework {framework!r} is not known; use one of {names}") from None
+
+
+def _nanotron_split(model: ModelSpec, stages: int) -> tuple[tuple[int, ...], int]:
+    """nanotron's cost balance of ``model`` over ``stages`` (:func:`~.stage_split.cost_threshold_split`), with its
+    ``LlamaModel.get_block_compute_costs``: a decoder layer 4·heads·d_qkv·h + 3·ffn·h (d_qkv = h / heads, key and
+    value heads counted as many as the queries), the LM head vocab·h; 2·ffn·h for an MLP without a gate, by the
+    same count of its matrices."""
+    layer_cost = 4 * model.hidden * model.hidden + (3 if model.gated else 2) * model.ffn_hidden * model.hidden
+    return cost_threshold_split(model.layers, stages, layer_cost, model.vocab * model.hidden)

@@ -48,6 +48,7 @@ from pipesim.analytic.layout import (
     CpKernels,
     Fp8Recipe,
     GradAccumulation,
+    HeadParts,
     Layout,
     LossKernel,
     MlpUp,
@@ -694,6 +695,20 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
 # max and its all-reduce, the subtraction, exp, the sum and its all-reduce, the division, the target gather)
 # and the embedding (lookup and, under tp, its all-reduce; backward a scatter-add).
 HEAD_KERNELS = PassKernels(forward=1 + 1 + 9, backward_input=1 + 1 + 3, backward_weight=1)
+# Of those, the norm and the projection's; the cast's (one each way); the loss's after the cast
+PROJECTION_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=1)
+CAST_KERNELS = PassKernels(forward=1, backward_input=1, backward_weight=0)
+LOSS_KERNELS = PassKernels(forward=8, backward_input=2, backward_weight=0)
+
+
+def head_kernels(parts: HeadParts) -> PassKernels:
+    """The kernels a stage issues for the ``parts`` of the model's end it runs (:data:`HEAD_KERNELS` for all)."""
+    kernels = PassKernels(0, 0, 0)
+    for part, held in ((PROJECTION_KERNELS, parts.projection), (CAST_KERNELS, parts.cast),
+                       (LOSS_KERNELS, parts.loss)):
+        if held:
+            kernels = kernels + part
+    return kernels
 EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 
 
@@ -756,6 +771,39 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
 
     The projection stays BF16 in FP8 runs: Megatron-LM's (and NeMo's) output layer is its own
     ``ColumnParallelLinear``, not a Transformer Engine module, so TE's FP8 autocast does not reach it."""
+    return head_part_times(model, layout, chip).whole
+
+
+# The logits' cast to FP32 as a block of its own (nanotron's ``cast_to_fp32``, which its cost balance can leave on a
+# stage of its own: Layout.stages_after_head): read 2, write 4; backward, its gradient cast back to BF16, read 4,
+# write 2. Every loss on FP32 logits counts these bytes among its own (CROSS_ENTROPY_BYTES); a loss on the BF16
+# logits (compiled, Transformer Engine's) has no cast.
+LOGIT_CAST_BYTES = (6, 6)
+
+
+@dataclass(frozen=True)
+class HeadTimes:
+    """The model's end per microbatch, in the parts a pipeline can put on different stages
+    (:class:`~pipesim.analytic.layout.HeadParts`): the final norm and the projection, the logits' FP32 cast, the
+    loss after the cast; and the three together, computed as one sum."""
+
+    projection: PassTimes
+    cast: PassTimes
+    loss: PassTimes
+    whole: PassTimes
+
+    def of(self, parts: HeadParts) -> PassTimes:
+        """The seconds of the ``parts`` one stage runs."""
+        if parts.projection and parts.cast and parts.loss:
+            return self.whole
+        chosen = [times for times, held in ((self.projection, parts.projection), (self.cast, parts.cast),
+                                            (self.loss, parts.loss)) if held]
+        return PassTimes(*(sum(getattr(t, f) for t in chosen) for f in
+                           ("forward", "backward_input", "backward_weight", "recompute")))
+
+
+def head_part_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> HeadTimes:
+    """:func:`head_times`, by the parts a pipeline can split (:class:`HeadTimes`)."""
     tokens = model.micro_batch * model.seq_len // layout.cp
     v, h = model.vocab // layout.tp, model.hidden
     p = Precision.BF16
@@ -763,9 +811,17 @@ def head_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     norm_bytes = tokens * h * 2 * 2
     stream = chip.stream_bandwidth
     loss_forward, loss_backward = cross_entropy_bytes(layout)
-    forward = gemm_time(tokens, v, h, chip, p) + (loss_forward * logits + norm_bytes) / stream
-    backward_input = gemm_time(tokens, h, v, chip, p) + (loss_backward * logits + 2 * norm_bytes) / stream
-    return PassTimes(forward, backward_input, gemm_time(h, v, tokens, chip, p))
+    gemms = (gemm_time(tokens, v, h, chip, p), gemm_time(tokens, h, v, chip, p), gemm_time(h, v, tokens, chip, p))
+    forward = gemms[0] + (loss_forward * logits + norm_bytes) / stream
+    backward_input = gemms[1] + (loss_backward * logits + 2 * norm_bytes) / stream
+    cast_forward, cast_backward = LOGIT_CAST_BYTES if layout.loss.logit_bytes == 4 else (0, 0)
+    return HeadTimes(
+        projection=PassTimes(gemms[0] + norm_bytes / stream, gemms[1] + 2 * norm_bytes / stream, gemms[2]),
+        cast=PassTimes(cast_forward * logits / stream, cast_backward * logits / stream, 0.0),
+        loss=PassTimes((loss_forward - cast_forward) * logits / stream,
+                       (loss_backward - cast_backward) * logits / stream, 0.0),
+        whole=PassTimes(forward, backward_input, gemms[2]),
+    )
 
 
 def grad_accumulation_time(params: float, layout: Layout, chip: ChipSpec) -> float:

@@ -460,6 +460,17 @@ class ColumnInput(enum.Enum):
 
 
 @dataclass(frozen=True)
+class HeadParts:
+    """What of the model's end one pipeline stage runs: the final norm and the vocabulary projection (the LM
+    head), the cast of its logits to FP32, the loss. Every framework but nanotron runs all three on the last
+    stage (:meth:`Layout.head_parts`)."""
+
+    projection: bool = False
+    cast: bool = False
+    loss: bool = False
+
+
+@dataclass(frozen=True)
 class OptimizerBytes:
     """Bytes per parameter of mixed-precision Adam; only ``optimizer`` is sharded by a distributed optimizer.
 
@@ -511,6 +522,12 @@ class Layout:
     param_bytes: OptimizerBytes = OptimizerBytes()
     # Layers per stage, stage 0 first (see :mod:`.stage_split`); None: an even split, which must divide.
     stage_layers: tuple[int, ...] | None = None
+    # Stages after the LM head's that hold no layer, only the logits' FP32 cast and the loss, the logits crossing
+    # the boundaries between: nanotron's cost balance (models/base.py, build_model) gives each rank its blocks
+    # until their summed cost passes the rank's share, so a heavy head can close the second-last share (1: the
+    # cast and the loss on the last stage) or the third-last (2: the cast on the stage before the last, the loss
+    # on the last). 0: the head, the cast and the loss on the last stage, as every other framework runs them.
+    stages_after_head: int = 0
     zero: ZeroStage = ZeroStage.NONE  # distributed_optimizer=True means at least ZeroStage.OPTIMIZER
     # How ZeRO-2 communicates: DeepSpeed's buckets, or PyTorch FSDP's per-layer collectives (SHARD_GRAD_OP)
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
@@ -611,6 +628,8 @@ class Layout:
             )
         if self.stage_layers is not None and len(self.stage_layers) != self.num_stages:
             raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
+        if self.stages_after_head:
+            self._check_stages_after_head()
         if self.overlap_param_gather and self.asked_sharding is ZeroStage.NONE:
             raise PipesimError("--overlap-param-gather overlaps the distributed optimizer's parameter all-gather, but "
                                "no optimizer state is sharded; add --distributed-optimizer (or --zero N) or drop it")
@@ -683,6 +702,34 @@ class Layout:
         if self.async_tp and not self.overlap_tp_dgrad:
             raise PipesimError("--no-overlap-tp-dgrad contradicts --async-tp, which overlaps every tensor-parallel "
                                "collective with a GEMM; drop one of them")
+
+    def _check_stages_after_head(self) -> None:
+        after = self.stages_after_head
+        flag = f"--stages-after-head {after}"
+        if after not in (1, 2) or self.num_stages <= after:
+            raise PipesimError(f"{flag}: nanotron's cost balance leaves 1 or 2 stages after the LM head's, and the "
+                               f"pipeline needs a stage before them (pp·v = {self.num_stages}); give 0, 1 or 2")
+        if self.chunks != 1 or self.model_copies != 1 or self.pipeline_buffers is not PipelineBuffers.FREED:
+            raise PipesimError(f"{flag} is nanotron's placement of its LM head, in its own 1F1B and "
+                               "all-forward-all-backward engines: one stage a rank (no --chunks, no DualPipe), its "
+                               "boundary tensors freed (no --pipeline-buffers torch); drop one of the two")
+        if self.stage_layers is None or any(self.stage_layers[-after:]):
+            given = ",".join(map(str, self.stage_layers)) if self.stage_layers else "an even split"
+            raise PipesimError(f"{flag}: the last {after} stage(s) hold no layer, only the logits' cast and the "
+                               f"loss, but the layers per stage are {given}; give --stage-layers ending in "
+                               f"{after} zero(s)")
+
+    @property
+    def head_stage(self) -> int:
+        """The stage holding the final norm and the LM head (:attr:`stages_after_head` before the last)."""
+        return self.num_stages - 1 - self.stages_after_head
+
+    def head_parts(self, stage: int) -> HeadParts:
+        """What of the model's end ``stage`` runs (:class:`HeadParts`): the LM head on :attr:`head_stage`, the
+        FP32 cast with it or on the stage after it, the loss on the last stage."""
+        last = self.num_stages - 1
+        cast = self.head_stage + (1 if self.stages_after_head else 0)
+        return HeadParts(stage == self.head_stage, stage == cast, stage == last)
 
     @property
     def cp_a2a_ranks(self) -> int:

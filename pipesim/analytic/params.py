@@ -105,14 +105,15 @@ def _stage_range(model: ModelSpec, stage: int, num_stages: int, layers: int | No
 
 @lru_cache(maxsize=4096)  # pure, and asked for per stage of every layout a planner considers
 def stage_params(model: ModelSpec, stage: int, num_stages: int, layers: int | None = None,
-                 first_layer: int | None = None) -> int:
+                 first_layer: int | None = None, head_stage: int | None = None) -> int:
     """Parameters of pipeline stage ``stage`` of ``num_stages`` holding ``layers`` layers (default: L/stages)
-    from ``first_layer`` on (default: ``stage · layers``; it matters only where dense and MoE layers mix)."""
+    from ``first_layer`` on (default: ``stage · layers``; it matters only where dense and MoE layers mix), with
+    the final norm and the LM head on ``head_stage`` (default: the last)."""
     count = sum(layer_params(model, model.layer_kind(i))
                 for i in _stage_range(model, stage, num_stages, layers, first_layer))
     if stage == 0:
         count += embedding_params(model)
-    if stage == num_stages - 1:
+    if stage == (num_stages - 1 if head_stage is None else head_stage):
         count += output_params(model, num_stages)
     return count
 

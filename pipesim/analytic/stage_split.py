@@ -238,12 +238,20 @@ def effective_layer_split(layers: int, stages: int, input_weight: int = 1, outpu
     return tuple(counts)
 
 
-def cost_threshold_split(layers: int, stages: int, layer_cost: float, head_cost: float) -> tuple[int, ...]:
+def cost_threshold_split(layers: int, stages: int, layer_cost: float,
+                         head_cost: float) -> tuple[tuple[int, ...], int]:
     """nanotron's split (``models/base.py``, ``build_model``): the pipeline blocks in order (the embedding and the
-    final norm at no cost, each decoder layer ``layer_cost``, the LM head ``head_cost``) go to rank r until their
-    cumulative cost passes ``(r + 1)/stages`` of the total; the block that passes it stays on rank r. So the last
-    stage, which holds the head, may get fewer layers than the others, or none (Llama 3.2 3B's 28 layers over 8:
-    4 on each of the first seven, the head alone on the last)."""
+    final norm at no cost, each decoder layer ``layer_cost``, the LM head ``head_cost``, then the logits' FP32
+    cast and the loss at no cost) go to rank r until their cumulative cost passes ``(r + 1)/stages`` of the
+    total; the block that passes it stays on rank r, and the next goes to rank r + 1 whatever it costs. So the
+    last stage, which holds the head, may get fewer layers than the others, or none (Llama 3.2 3B's 28 layers over
+    8: 4 on each of the first seven, the head alone on the last); and a head that passes the second-last share
+    leaves the cast and the loss to the last stage, one that passes the third-last the cast to the second-last
+    and the loss to the last (Llama 3.2 1B's 16 layers over 8: 3,2,3,2,3,2,1 and the head, then 0).
+
+    Returns the layers per stage and the stages after the head's (:attr:`~.layout.Layout.stages_after_head`).
+    Refused where the head would sit further back: the ranks after the loss's would hold no block at all, which
+    nanotron cannot run."""
     total = layers * layer_cost + head_cost
     thresholds = [total * (rank + 1) / stages for rank in range(stages)]
     counts = [0] * stages
@@ -253,23 +261,13 @@ def cost_threshold_split(layers: int, stages: int, layer_cost: float, head_cost:
         counts[rank] += 1
         if cumulative > thresholds[rank] and rank < stages - 1:
             rank += 1
-    if rank < stages - 1:
-        # The head follows the last layer onto this rank, and the blocks after it (the FP32 cast, then the loss,
-        # both at no cost) each step on to the next rank: nanotron runs it while they reach the last rank, sending
-        # every microbatch's logits across the boundaries in between, which pipesim does not model (its head
-        # and loss sit on the last stage); further short, the last ranks would hold no block at all.
-        split = ",".join(map(str, counts))
-        if rank >= stages - 3:
-            raise PipesimError(
-                f"{layers} layers over {stages} stages: nanotron's cost balance puts the LM head on stage {rank} and "
-                f"only the logits' FP32 cast and the loss after it, so every microbatch's logits cross a stage "
-                f"boundary, which pipesim does not model; use fewer stages, or --stage-layers {split} for the "
-                "same layers with the head on the last stage")
-        empty = (f"stage {stages - 1}" if rank + 3 == stages - 1 else f"stages {rank + 3}–{stages - 1}")
+    after = stages - 1 - rank  # the final norm and the head follow the last layer onto this rank
+    if after > 2:
+        empty = f"stage {stages - 1}" if rank + 3 == stages - 1 else f"stages {rank + 3}–{stages - 1}"
         raise PipesimError(f"{layers} layers over {stages} stages: nanotron's cost balance puts the LM head on "
                            f"stage {rank}, and {empty} would hold nothing (nanotron cannot run it); use fewer "
                            "stages or --stage-layers")
-    return tuple(counts)
+    return tuple(counts), after
 
 
 def balanced_count_split(layers: int, stages: int) -> tuple[int, ...]:

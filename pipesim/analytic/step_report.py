@@ -146,7 +146,8 @@ class StepReport:
                        "grad_accumulation": lay.grad_accumulation.value,
                        "halve_causal_attention": lay.halve_causal_attention,
                        "param_bytes": vars(lay.param_bytes) | {"total": lay.param_bytes.total},
-                       "stage_layers": list(stage_layer_counts(self.model, lay)), "zero": int(lay.sharding),
+                       "stage_layers": list(stage_layer_counts(self.model, lay)),
+                       "stages_after_head": lay.stages_after_head, "zero": int(lay.sharding),
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
@@ -337,6 +338,7 @@ def report_text(report: StepReport) -> str:
         f"layers per stage {','.join(map(str, stage_layer_counts(m, lay)))}"
         + (" (the stages do not divide the layers: the first and last one lighter, as Megatron-LM's "
            "--account-for-embedding/loss-in-pipeline-split)" if _lighter_ends_by_default(m, lay) else "")
+        + _head_placement(lay)
         + f"; steady state ({report.boundary.value} "
         f"step boundary) {report.step_time:.4g} s per step, one isolated step {report.single_step or 0:.4g} s",
         f"step time {report.step_time:.4g} s {report.error_band.text()}",
@@ -395,6 +397,18 @@ def _pipeline_buffers_text(layout: Layout) -> str:
             PipelineBuffers.TORCH_RUNTIME: ", torch.distributed.pipelining's runtime buffers (a receive buffer per "
                                            "microbatch, every send held until the step ends)"}[layout.pipeline_buffers]
     return kept + (", the last stage's outputs kept until the step ends" if layout.pipeline_outputs_kept else "")
+
+
+def _head_placement(layout: Layout) -> str:
+    """Where the model's end runs, said only where the LM head is not on the last stage."""
+    after = layout.stages_after_head
+    if not after:
+        return ""
+    last, head = layout.num_stages - 1, layout.head_stage
+    rest = (f"the logits' FP32 cast and the loss on stage {last}" if after == 1 else
+            f"the logits' FP32 cast on stage {head + 1}, the loss on stage {last}")
+    crossed = "1 stage boundary" if after == 1 else f"{after} stage boundaries"
+    return f" (the LM head on stage {head}, {rest}: the logits cross {crossed})"
 
 
 def _lighter_ends_by_default(model: ModelSpec, layout: Layout) -> bool:

@@ -33,9 +33,10 @@ from functools import lru_cache
 
 from pipesim.analytic.activations import (
     embedding_activation_bytes,
+    head_input_bytes,
     layer_activation_bytes,
     linear_input_bytes,
-    output_activation_bytes,
+    loss_logit_bytes,
 )
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import (
@@ -55,18 +56,18 @@ from pipesim.analytic.comm import (
     moe_layer_a2a,
     optimizer_step_time,
     p2p_bandwidth,
-    p2p_bytes,
     per_tensor_host_time,
     per_tensor_layer_comm,
     prefetched_overlap,
     sharded_collective,
+    stage_output_bytes,
     tp_dgrad_collective,
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops
 from pipesim.analytic.kernels import (
     EMBEDDING_KERNELS,
-    HEAD_KERNELS,
+    HeadTimes,
     PassKernels,
     PassTimes,
     attention_core_times,
@@ -74,14 +75,15 @@ from pipesim.analytic.kernels import (
     column_parallel_local_forwards,
     column_parallel_weight_grads,
     grad_accumulation_time,
-    head_times,
+    head_kernels,
+    head_part_times,
     layer_kernel_counts,
     layer_parameter_tensors,
     layer_times,
     linear_times,
     row_parallel_local_input_grads,
 )
-from pipesim.analytic.layout import CpComm, Layout, Recompute, ZeroStage
+from pipesim.analytic.layout import CpComm, HeadParts, Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import (
@@ -284,6 +286,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         model,
         layout.num_stages,
         layout.stage_layers,
+        layout.stages_after_head,  # where the LM head's parameters and the loss's logits sit
         layout.tp,
         layout.cp,
         layout.ep,
@@ -315,15 +318,18 @@ def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown,
             act += n * one
         if stage == 0:
             act += embedding_activation_bytes(model, layout)
-        if stage == stages - 1:
-            act += output_activation_bytes(model, layout)
+        end = layout.head_parts(stage)
+        if end.projection:
+            act += head_input_bytes(model, layout)
+        if end.loss:  # the cast between (nanotron's own stage, stages_after_head 2) keeps nothing for its backward
+            act += loss_logit_bytes(model, layout)
         # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
         # does the same; replicated norm weights are < 0.01 % of a layer).
-        total = stage_params(model, stage, stages, layers, first)
+        total = stage_params(model, stage, stages, layers, first, layout.head_stage)
         experts = stage_expert_params(model, stage, stages, layers, first)
         per_rank_experts = experts / (layout.tp * layout.ep)
         ends = (embedding_params(model) if stage == 0 else 0) + (
-            output_params(model, stages) if stage == stages - 1 else 0)
+            output_params(model, stages) if end.projection else 0)
         out.append(
             StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts,
                            ends / layout.tp)
@@ -352,11 +358,12 @@ class StageTimeParts:
 Layers = dict  # LayerKind → PassTimes (or LayerComm): one value per kind of layer the model has
 
 
-def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[Layers, PassTimes]:
-    """One layer of each kind and the head: per-operation times, or FLOPs at one achievable fraction when set."""
+def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[Layers, HeadTimes]:
+    """One layer of each kind and the head: per-operation times, or FLOPs at one achievable fraction when set
+    (the loss, memory-bound, then costs nothing)."""
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     if chip.achievable_fraction is None:
-        return {k: layer_times(model, layout, chip, k) for k in kinds}, head_times(model, layout, chip)
+        return {k: layer_times(model, layout, chip, k) for k in kinds}, head_part_times(model, layout, chip)
     rate = chip.peak_for(layout.precision) * chip.achievable_fraction * layout.tp * layout.cp
     h = lm_head_flops(model)
     layers = {}
@@ -365,7 +372,9 @@ def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[La
         layers[kind] = PassTimes(
             f.forward / rate, f.backward_input / rate, f.backward_weight / rate, f.recompute / rate
         )
-    return layers, PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate)
+    head = PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate)
+    nothing = PassTimes(0.0, 0.0, 0.0)
+    return layers, HeadTimes(head, nothing, nothing, head)
 
 
 def _layer_comm(
@@ -445,7 +454,7 @@ class _LayerCosts:
     passes: Layers
     comm: Layers
     a2a: Layers
-    head: PassTimes
+    head: HeadTimes
     head_comm: float  # the logits' all-gather before a gathered loss (comm.logits_gather_time), forward only
 
 
@@ -532,15 +541,16 @@ def _stage_parts(
         total("passes", "recompute"),
     )
     head_comm = 0.0
-    if stage == layout.num_stages - 1:
-        head = costs.head
+    end = layout.head_parts(stage)
+    if end != HeadParts():
+        head = costs.head.of(end)
         passes = PassTimes(
             passes.forward + head.forward,
             passes.backward_input + head.backward_input,
             passes.backward_weight + head.backward_weight,
             passes.recompute,
         )
-        head_comm = costs.head_comm
+        head_comm = costs.head_comm if end.loss else 0.0
     return (
         passes.scaled(compute_pace(chip, layout)),
         LayerComm(total("comm", "forward") + head_comm, total("comm", "backward"),
@@ -555,8 +565,9 @@ def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage:
     kernels = PassKernels(0, 0, 0)
     for kind, n, group in stage_layer_groups(model, layout, stage):
         kernels = kernels + layer_kernel_counts(model, group, kind).scaled(n)
-    if stage == layout.num_stages - 1:
-        kernels = kernels + HEAD_KERNELS
+    end = layout.head_parts(stage)
+    if end != HeadParts():
+        kernels = kernels + head_kernels(end)
     if stage == 0:
         kernels = kernels + EMBEDDING_KERNELS
     each = chip.host_kernel_overhead
@@ -629,7 +640,7 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
         activation=1.0,
         weight_grad_activation=min(1.0, kept_for_w / part.activation_bytes) if part.activation_bytes else 0.0,
         activation_bytes=v * part.activation_bytes,
-        p2p_bytes=p2p_bytes(model, layout),
+        p2p_bytes=stage_output_bytes(model, layout, stage),
         a2a_forward=v * a2a.forward,
         a2a_backward=v * a2a.backward,
         # An overlapped pair's all-to-all kernels hold SMs beside its compute, as any overlapped NCCL
@@ -640,13 +651,13 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
 
 def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _LayerCosts) -> list[StageCosts]:
     """:func:`_stage_costs` of every stage, computed once per distinct stage: a stage's values follow from how
-    many layers of each kind it holds and whether it is the first (embedding) or the last (LM head), so the
-    middle stages of an even split share one (the same object, the same floats)."""
-    last = layout.num_stages - 1
+    many layers of each kind it holds, whether it is the first (embedding) and what of the model's end it runs
+    (the LM head, the loss), so the middle stages of an even split share one (the same object, the same
+    floats)."""
     made: dict[tuple, StageCosts] = {}
     result = []
     for s in range(layout.num_stages):
-        key = (stage_layer_groups(model, layout, s), s == 0, s == last)
+        key = (stage_layer_groups(model, layout, s), s == 0, layout.head_parts(s))
         value = made.get(key)
         if value is None:
             value = made[key] = _stage_costs(model, chip, layout, s, costs)
@@ -713,9 +724,10 @@ def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_para
 
 
 def _boundary_sends(
-    nbytes: float, boundaries: list[float], chunks: int, sync_overhead: float, transfers: int = 1
+    nbytes: list[float], boundaries: list[float], chunks: int, sync_overhead: float, transfers: int = 1
 ) -> list[tuple[float, float]]:
-    """(wire, sync) seconds of one blocking send of ``nbytes`` across each stage boundary, for one chunk's pass.
+    """(wire, sync) seconds of one blocking send of ``nbytes[s]`` across each stage boundary s, for one chunk's
+    pass.
 
     Blocking P2P (Megatron-LM's ``_communicate``: batched isend/irecv, then wait): the sender of a boundary
     tensor is busy until it has arrived. Each such call also leaves the device idle for ``sync_overhead``
@@ -729,7 +741,7 @@ def _boundary_sends(
     a pass waits out (:attr:`~pipesim.analytic.layout.P2pCalls.transfers_per_pass`: 2 where the engine receives
     and sends one after the other, each blocking)."""
     per_pass = sync_overhead if chunks == 1 else sync_overhead / 2
-    return [(transfers * nbytes / bandwidth, per_pass) for bandwidth in boundaries]
+    return [(transfers * size / bandwidth, per_pass) for size, bandwidth in zip(nbytes, boundaries, strict=True)]
 
 
 def _blocking_sends(
@@ -738,7 +750,8 @@ def _blocking_sends(
     """Blocking sends (:func:`_boundary_sends`) join the sender's pass: the forward of the stage below the
     boundary and the input backward of the stage above it. Stage values are a rank's share (v chunks' worth),
     so one chunk's send is added v times over: the simulator gives the chunk 1/v of it back."""
-    sends = _boundary_sends(per_stage[0].p2p_bytes, boundaries, chunks, sync_overhead, transfers)
+    sends = _boundary_sends([costs.p2p_bytes for costs in per_stage[:len(boundaries)]], boundaries, chunks,
+                            sync_overhead, transfers)
     added = [chunks * (wire + sync) for wire, sync in sends]
     result = []
     # Stages with the same values and the same sends share one result (most of a long pipeline's stages do):
@@ -784,9 +797,10 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     parts = [_stage_parts(model, chip, layout, s, costs) for s in range(layout.num_stages)]
     sends = [(0.0, 0.0)] * (layout.num_stages - 1)
     if not layout.overlap_p2p:
+        boundaries = boundary_bandwidths(layout, chip, shape)
         sends = _boundary_sends(
-            p2p_bytes(model, layout), boundary_bandwidths(layout, chip, shape), layout.chunks, chip.p2p_sync_overhead,
-            layout.p2p_calls.transfers_per_pass,
+            [stage_output_bytes(model, layout, s) for s in range(len(boundaries))], boundaries, layout.chunks,
+            chip.p2p_sync_overhead, layout.p2p_calls.transfers_per_pass,
         )
     result = []
     for s, (passes, exposed, a2a) in enumerate(parts):

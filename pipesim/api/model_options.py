@@ -65,6 +65,10 @@ class ModelOptions:
         first_stage_layers: layers on stage 0, which also holds the embedding (default: an even split).
         last_stage_layers: layers on the last stage, which also holds the LM head and loss.
         stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).
+        stages_after_head: the stages after the LM head's, holding no layer, only the logits' FP32 cast and the
+            loss (1: both on the last stage; 2: the cast on the stage before it), the logits crossing the
+            boundaries between: where nanotron's cost balance puts them. Default: the framework's split unasked
+            (``framework="nanotron"`` may set it), else 0; with ``stage_layers`` ending in as many zeros.
         decoder_first_pipeline_num_layers: layers on pipeline rank 0 over all its chunks, the other ranks
             splitting the rest evenly (Megatron-LM's flag of that name; a multiple of the chunks per rank).
         decoder_last_pipeline_num_layers: layers on the last pipeline rank over all its chunks.
@@ -177,6 +181,7 @@ class ModelOptions:
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
     stage_layers: tuple[int, ...] | None = None
+    stages_after_head: int | None = None
     decoder_first_pipeline_num_layers: int | None = None
     decoder_last_pipeline_num_layers: int | None = None
     account_for_embedding_in_pipeline_split: bool | None = None

@@ -99,6 +99,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
             raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {per_chunk} means {chunks} chunks per rank, "
                                f"but the schedule has {shape.chunks}; drop one")
     stage_layers = _stage_layers(spec, shape, split, framework)
+    stages_after_head = o.stages_after_head
+    if stages_after_head is None:  # where the framework's own split leaves the head (nanotron's may not be last)
+        stages_after_head = framework.stages_after_head(spec, shape.num_slices) if split.is_default else 0
     asked = parse_choice("recompute", Recompute, o.recompute or "none")
     if spec.is_moe and framework.recompute(asked) is not asked:
         raise PipesimError(f"--recompute {asked.value}: under --framework {o.framework} it is "
@@ -132,7 +135,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
-        stage_layers=stage_layers, zero=zero,
+        stage_layers=stage_layers, stages_after_head=stages_after_head, zero=zero,
         zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)), cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,

@@ -105,7 +105,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
                      f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
         lines.append(f"   executor: {executor_line(c, request.model, request.host_gpus, request.cp_comm)}")
-        gaps = executor_gaps(c, request.model, request.cp_kernels)
+        gaps = executor_gaps(c, request.model, request.cp_kernels,
+                             request.layout_of(c).stages_after_head if c.stage_layers else 0)
         if gaps:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults

@@ -207,6 +207,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="layers on the last stage (it also holds the LM head and loss)")
     group.add_argument("--stage-layers", type=layer_list, default=None, metavar="N,N,...",
                        help="layers on every stage, stage 0 first (pp·v counts summing to the model's layers)")
+    group.add_argument("--stages-after-head", type=non_negative_int, default=None, metavar="N",
+                       help="stages after the LM head's holding only the logits' FP32 cast and the loss (1: both "
+                       "on the last; 2: the cast on the one before), the logits crossing the boundaries between, "
+                       "as nanotron's cost balance places them; needs --stage-layers ending in N zeros. Default: "
+                       "the framework's split unasked (--framework nanotron's may), else 0")
     group.add_argument("--decoder-first-pipeline-num-layers", type=positive_int, default=None, metavar="N",
                        help="Megatron-LM's: layers on pipeline rank 0 over all its chunks (a multiple of them), the "
                        "other ranks splitting the rest evenly")

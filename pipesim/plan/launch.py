@@ -55,9 +55,13 @@ def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *,
 
 
 def executor_gaps(candidate: Candidate, model: ModelSpec,
-                  cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE) -> list[str]:
-    """What of this configuration the executor's model does not reproduce."""
+                  cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE, stages_after_head: int = 0) -> list[str]:
+    """What of this configuration the executor's model does not reproduce (``stages_after_head``: the plan's
+    layout put the loss on stages after the LM head's, :attr:`~pipesim.analytic.layout.Layout.stages_after_head`)."""
     gaps = []
+    if stages_after_head:
+        gaps.append(f"the LM head and the loss together on the last stage, not the head {stages_after_head} "
+                    "stage(s) before the loss")
     if candidate.cp > 1 and cp_kernels is CpKernels.PYTORCH:
         gaps.append("its own context-parallel attention, not PyTorch's context_parallel")
     if model.gated or model.kv_heads != model.heads or model.rms_norm:

@@ -227,7 +227,18 @@ class PlanRequest:
                                         else PipelineBuffers.FREED),
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       fp8_linears=self.fp8_linears if c.precision is Precision.FP8 else Fp8Linears.TRANSFORMER_ENGINE,
-                      stage_layers=c.stage_layers)
+                      stage_layers=c.stage_layers,
+                      stages_after_head=(self.stages_after_head(_slices(c.schedule, c.pp, c.chunks))
+                                         if c.stage_layers else 0))
+
+    def stages_after_head(self, slices: int) -> int:
+        """The stages after the LM head's where the framework splits the model over ``slices`` unasked
+        (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.stages_after_head`: nanotron's may leave the loss to
+        stages of its own), asked once per slice count."""
+        made = self.__dict__.setdefault("_after_head", {})
+        if slices not in made:
+            made[slices] = knobs(self.framework).stages_after_head(self.model, slices)
+        return made[slices]
 
     def layer_split(self, slices: int) -> tuple[int, ...] | None:
         """The layers of each of ``slices`` model slices as the framework splits them unasked, or None where it
