@@ -197,26 +197,27 @@ def test_a_gathered_loss_runs_on_the_whole_vocabulary_on_every_tp_rank_by_hand()
     """--loss gathered: the logits all-gathered over tp, then F.cross_entropy over all of them on each rank."""
     from pipesim.analytic.activations import loss_transient_bytes, output_activation_bytes
     from pipesim.analytic.comm import collective_time, logits_gather_time
-    from pipesim.analytic.kernels import CROSS_ENTROPY_BYTES, head_times
+    from pipesim.analytic.kernels import CROSS_ENTROPY_BYTES, LOSS_PARALLEL_BYTES, head_times
     from pipesim.analytic.layout import LossKernel
     from pipesim.analytic.measured import CollectiveOp
 
     model = MODEL_PRESETS["llama2-7b"].with_shape(2048, 1)
     a100 = CHIP_PRESETS["a100-80gb"]
-    pytorch = Layout(tp=4, loss=LossKernel.PYTORCH)
+    pytorch = Layout(tp=4, loss=LossKernel.PYTORCH)  # at tp 4: torch's loss_parallel (LOSS_PARALLEL_BYTES)
     gathered = replace(pytorch, loss=LossKernel.GATHERED)
     logits = 2048 * model.vocab
-    forward, backward = CROSS_ENTROPY_BYTES[LossKernel.PYTORCH]
-    extra = (logits - logits / 4) / a100.stream_bandwidth
-    assert head_times(model, gathered, a100).forward == pytest.approx(head_times(model, pytorch, a100).forward
-                                                                      + forward * extra)
+    forward, backward = CROSS_ENTROPY_BYTES[LossKernel.PYTORCH]  # ATen's, on every logit of each rank
+    sharded_forward, sharded_backward = LOSS_PARALLEL_BYTES
+    stream = a100.stream_bandwidth
+    assert head_times(model, gathered, a100).forward == pytest.approx(
+        head_times(model, pytorch, a100).forward + (forward * logits - sharded_forward * logits / 4) / stream)
     assert head_times(model, gathered, a100).backward_input == pytest.approx(
-        head_times(model, pytorch, a100).backward_input + backward * extra)
+        head_times(model, pytorch, a100).backward_input + (backward * logits - sharded_backward * logits / 4) / stream)
     assert logits_gather_time(model, gathered, a100) == collective_time(CollectiveOp.ALL_GATHER, 2 * logits, 4,
                                                                         a100, 4)
     assert logits_gather_time(model, pytorch, a100) == 0.0 and logits_gather_time(
         model, replace(gathered, tp=1), a100) == 0.0
-    assert loss_transient_bytes(model, gathered) == 4 * loss_transient_bytes(model, pytorch)
+    assert loss_transient_bytes(model, gathered) == pytest.approx(4 * 8 / 12 * loss_transient_bytes(model, pytorch))
     assert output_activation_bytes(model, gathered) - output_activation_bytes(model, pytorch) == 4 * (
         logits - logits / 4)
     # the gather sits on the last stage's forward, waited for
@@ -225,7 +226,8 @@ def test_a_gathered_loss_runs_on_the_whole_vocabulary_on_every_tp_rank_by_hand()
     costs = build_cost_model(model, a100, layout)
     assert costs.stage(0) == plain.stage(0)
     added = costs.stage(1).forward - plain.stage(1).forward
-    assert added >= logits_gather_time(model, layout, a100) + forward * extra  # compute runs no faster than peak
+    # compute runs no faster than peak: the gather, then ATen's loss on the whole vocabulary for loss_parallel's
+    assert added >= logits_gather_time(model, layout, a100) + (forward * logits - sharded_forward * logits / 4) / stream
 
 
 def test_eager_modules_keep_more_activations_by_hand():
@@ -361,7 +363,9 @@ def test_the_loss_peak_sits_on_the_last_stage_only(loss, extra):
     layout = Layout(pp=2, microbatches=4, loss=LossKernel(loss))
     logits = 8192 * 2 * 128256
     assert loss_transient_bytes(model, layout) == extra * logits
-    assert loss_transient_bytes(model, replace(layout, tp=4, cp=2)) == extra * logits / 8
+    # at tp > 1 PyTorch's loss is loss_parallel, which holds 4 more (test_pytorchs_loss_over_vocabulary_shards...)
+    sharded = extra + (4 if loss == "pytorch" else 0)
+    assert loss_transient_bytes(model, replace(layout, tp=4, cp=2)) == sharded * logits / 8
     program = build_program("1f1b", 2, 4).program
     report = memory_report(model, H100, layout, simulate(program, build_cost_model(model, H100, layout, program.shape)))
     first, last = report.ranks
@@ -583,3 +587,31 @@ def test_local_shard_overlap_needs_gathers_and_is_not_async_tp():
                                                                                       "changes nothing")
     with pytest.raises(Exception, match="keep one"):
         Layout(tp=2, sequence_parallel=True, async_tp=True, overlap_tp_local_shard=True)
+
+
+def test_pytorchs_loss_over_vocabulary_shards_is_loss_parallel_by_hand():
+    """--loss pytorch at tp > 1 is torch's loss_parallel (torchtitan's loss under tp): the log-softmax as eager ops,
+    38 bytes a logit each way, 12 held beyond the kept log-probabilities; at tp 1, ATen's fused log-softmax."""
+    from pipesim.analytic.activations import (
+        LOSS_PARALLEL_TRANSIENT_BYTES,
+        LOSS_TRANSIENT_BYTES,
+        loss_transient_bytes,
+    )
+    from pipesim.analytic.kernels import CROSS_ENTROPY_BYTES, LOSS_PARALLEL_BYTES, cross_entropy_bytes, head_times
+    from pipesim.analytic.layout import LossKernel
+
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(8192, 2)
+    h100 = CHIP_PRESETS["h100-sxm"]
+    sharded, whole = Layout(tp=8, loss=LossKernel.PYTORCH), Layout(loss=LossKernel.PYTORCH)
+    assert sharded.torch_loss_parallel and not whole.torch_loss_parallel
+    assert not Layout(tp=8, loss=LossKernel.GATHERED).torch_loss_parallel  # a gathered loss is ATen's, whole
+    assert cross_entropy_bytes(sharded) == LOSS_PARALLEL_BYTES == (38, 38)
+    assert cross_entropy_bytes(whole) == CROSS_ENTROPY_BYTES[LossKernel.PYTORCH] == (22, 22)
+    logits = 8192 * 2 * model.vocab / 8
+    assert loss_transient_bytes(model, sharded) == pytest.approx(LOSS_PARALLEL_TRANSIENT_BYTES * logits)
+    assert LOSS_PARALLEL_TRANSIENT_BYTES - LOSS_TRANSIENT_BYTES[LossKernel.PYTORCH] == 4
+    # against Megatron's vocabulary-parallel loss on the same shards: the same forward bytes (38), 24 more backward
+    megatron = head_times(model, Layout(tp=8), h100)
+    torch_lp = head_times(model, sharded, h100)
+    assert torch_lp.forward == pytest.approx(megatron.forward)
+    assert torch_lp.backward_input - megatron.backward_input == pytest.approx(24 * logits / h100.stream_bandwidth)

@@ -224,6 +224,12 @@ def embedding_activation_bytes(model: ModelSpec, layout: Layout) -> float:
 LOSS_TRANSIENT_BYTES = {LossKernel.MEGATRON: 2.0, LossKernel.PYTORCH: 8.0, LossKernel.GATHERED: 8.0,
                         LossKernel.NANOTRON: 6.0, LossKernel.FUSED: 4.0, LossKernel.COMPILED: 2.0,
                         LossKernel.MEGATRON_FUSED: 2.0, LossKernel.TE: 0.0}
+# PyTorch's loss_parallel (Layout.torch_loss_parallel; kernels.LOSS_PARALLEL_BYTES for its ops) holds, in the
+# forward, the BF16 logits, their FP32 copy, the max-subtracted tensor and its exp (2 + 4 + 4 + 4), then the
+# log-probabilities in the exp's place: 10 beyond the stored 4; in the backward the saved log-probabilities, the
+# zero tensor, exp of the log-probabilities and their sum, then the scaled gradient in the exp's place
+# (4 + 4 + 4 + 4): 12 beyond them, where ATen's fused log-softmax holds 8.
+LOSS_PARALLEL_TRANSIENT_BYTES = 12.0
 # An eager z-loss (and nanotron's, whose backward clones the softmax) holds one more FP32 tensor of the logits'
 # size at a time; the loss's input copy one of its input's (the copy beside the model's logits, then the slice's
 # gradient).
@@ -232,7 +238,7 @@ EXTRA_LOGITS_TENSOR_BYTES = 4.0
 
 def loss_transient_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes the cross-entropy holds, per microbatch, beyond what :func:`output_activation_bytes` stores."""
-    per_logit = LOSS_TRANSIENT_BYTES[layout.loss]
+    per_logit = LOSS_PARALLEL_TRANSIENT_BYTES if layout.torch_loss_parallel else LOSS_TRANSIENT_BYTES[layout.loss]
     if layout.z_loss and any(Z_LOSS_BYTES.get(layout.loss, ())):
         per_logit += EXTRA_LOGITS_TENSOR_BYTES
     if layout.loss_input_copy:

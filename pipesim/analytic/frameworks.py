@@ -21,7 +21,8 @@ two together). An explicit flag always wins over the framework's default.
 - **torchtitan** (FSDP2, DTensor TP, ``torch.distributed.pipelining``): eager element-wise ops
   (``torch.compile`` is off unless ``[compile] enable``: ``CompileConfig.enable = False``; give
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
-  (``components/loss.py``); gradients summed by autograd; DTensor's TP waits for every collective and its
+  (``components/loss.py``; under tp, sharded along the vocabulary, torch's ``loss_parallel``:
+  ``Layout.torch_loss_parallel``); gradients summed by autograd; DTensor's TP waits for every collective and its
   linears save the gathered input (``saved``); "selective" is per-op SAC (``selective_ac_option = "op"``);
   ZeRO-2 as FSDP's per-module collectives; its ``FeedForward`` keeps ``w1`` and ``w3`` apart (``--mlp-up
   split``: two GEMMs; its tensor parallelism gathers their input once, so no collective more). Its tensor

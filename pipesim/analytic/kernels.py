@@ -752,10 +752,20 @@ Z_LOSS_BYTES = {LossKernel.PYTORCH: (24, 36), LossKernel.GATHERED: (24, 36), Los
 LOSS_INPUT_COPY_PASSES = (2, 3)
 
 
+# PyTorch's cross-entropy over logits sharded along the vocabulary (Layout.torch_loss_parallel: torch's
+# loss_parallel, torch/distributed/tensor/parallel/loss.py, _log_softmax and _nll_loss_and_log_softmax_backward;
+# torchtitan's _LossParallelCrossEntropy, the same ops). Forward: the cast (read 2, write 4), the max (read 4), the
+# max subtracted into a new tensor (4 + 4), exp into another (4 + 4), its sum (4), the log-sum-exp subtracted into
+# the log-probabilities it keeps (4 + 4): 38. Backward, the NLL's and the log-softmax's in one: a zero tensor
+# (write 4), exp of the log-probabilities (4 + 4), the two added (4 + 4 + 4), scaled by the loss gradient (4 + 4),
+# cast back to BF16 (read 4, write 2): 38. ATen's fused log-softmax (--loss pytorch at tp 1) moves 22 each way.
+LOSS_PARALLEL_BYTES = (38, 38)
+
+
 def cross_entropy_bytes(layout: Layout) -> tuple[float, float]:
     """Bytes the loss moves per logit of the rank's shard, (forward, backward): the cross-entropy as its code
     runs it, with the z-loss and the input copy where the layout has them."""
-    forward, backward = CROSS_ENTROPY_BYTES[layout.loss]
+    forward, backward = LOSS_PARALLEL_BYTES if layout.torch_loss_parallel else CROSS_ENTROPY_BYTES[layout.loss]
     if layout.z_loss:
         forward, backward = forward + Z_LOSS_BYTES[layout.loss][0], backward + Z_LOSS_BYTES[layout.loss][1]
     if layout.loss_input_copy:

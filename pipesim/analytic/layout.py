@@ -780,6 +780,16 @@ class Layout:
         return self.overlap_tp_dgrad and self.tp > 1 and not self.async_tp
 
     @property
+    def torch_loss_parallel(self) -> bool:
+        """PyTorch's cross-entropy (``--loss pytorch``) over logits sharded along the vocabulary, at tp > 1: that is
+        torch's ``loss_parallel`` (``torch.distributed.tensor.parallel.loss``: the log-softmax decomposed into
+        eager ops with all-reduces, and the NLL's backward fused with it), which torchtitan runs under tensor
+        parallelism (and, since June 2026, its own ``_LossParallelCrossEntropy``, the same ops); it moves and holds
+        more than ATen's fused log-softmax (``kernels.LOSS_PARALLEL_BYTES``,
+        ``activations.LOSS_PARALLEL_TRANSIENT_BYTES``)."""
+        return self.loss is LossKernel.PYTORCH and self.loss_shards > 1
+
+    @property
     def loss_shards(self) -> int:
         """Ranks the cross-entropy's logits are split over: tp for a vocabulary-parallel loss, else 1."""
         return self.tp if self.loss.vocab_parallel else 1
