@@ -222,7 +222,7 @@ def test_sequence_parallel_gathers_each_column_input_again_for_its_weight_gradie
     and TE start it beside the input-gradient GEMM g: max(σ·c, c − g) each (``regather``, the default); nanotron
     waits for it: c each (``regather-blocking``); DTensor keeps the gathered input (``saved``): no gather, but
     tp times those inputs' bytes, unless a per-op policy recomputes the gather (blocking again)."""
-    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.activations import head_input_bytes, layer_activation_bytes
     from pipesim.analytic.layout import ColumnInput
 
     model = MODEL_PRESETS["llama2-70b"]  # h 8192, GQA with 8 KV heads, SwiGLU of 28672
@@ -245,6 +245,11 @@ def test_sequence_parallel_gathers_each_column_input_again_for_its_weight_gradie
     kept = {mode: layer_activation_bytes(model, layout) for mode, layout in layouts.items()}
     assert kept[ColumnInput.REGATHER] == kept[ColumnInput.REGATHER_BLOCKING]
     assert kept[ColumnInput.SAVED] - kept[ColumnInput.REGATHER] == pytest.approx(2 * 2 * tokens * 8192 * (1 - 1 / 8))
+    # the output layer is column-parallel too and no recomputation reaches it: kept gathered under every policy
+    for policy in (Recompute.NONE, Recompute.FULL, Recompute.PER_OP):
+        head = {mode: head_input_bytes(model, replace(layout, recompute=policy)) for mode, layout in layouts.items()}
+        assert head[ColumnInput.SAVED] - head[ColumnInput.REGATHER] == pytest.approx(2 * tokens * 8192 * (1 - 1 / 8))
+        assert head[ColumnInput.REGATHER] == 2 * 2 * tokens * 8192 / 8  # the norm's and the head's inputs, sharded
     # torchtitan's per-op checkpointing saves matmuls, not all-gathers: the gather is recomputed, waited for
     per_op = {mode: replace(layout, recompute=Recompute.PER_OP) for mode, layout in layouts.items()}
     saved_per_op, blocking_per_op = (build_cost_model(model, H100, per_op[m]).default

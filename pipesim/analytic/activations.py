@@ -41,7 +41,7 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 from __future__ import annotations
 
 from pipesim.analytic.kernels import FP32, Z_LOSS_BYTES
-from pipesim.analytic.layout import AttentionKernel, Layout, LossKernel, Recompute
+from pipesim.analytic.layout import AttentionKernel, ColumnInput, Layout, LossKernel, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
 
@@ -253,9 +253,14 @@ def output_activation_bytes(model: ModelSpec, layout: Layout) -> float:
 
 
 def head_input_bytes(model: ModelSpec, layout: Layout) -> float:
-    """The LM head's stage, per microbatch: the final norm's and the output layer's inputs."""
+    """The LM head's stage, per microbatch: the final norm's and the output layer's inputs. The output layer is
+    column-parallel: where the framework keeps such inputs gathered (:attr:`ColumnInput.SAVED`, PyTorch DTensor's
+    ``ColwiseParallel``: torchtitan), it keeps the whole gathered input, under any recomputation, which does not
+    reach the head."""
     s, b, h, d, t = model.seq_len, model.micro_batch, model.hidden, model.dtype_bytes, layout.tp
-    return 2 * d * s * b * h / (t if layout.sequence_parallel else 1)
+    shard = d * s * b * h / (t if layout.sequence_parallel else 1)
+    gathered = layout.gathers_column_input and layout.column_input is ColumnInput.SAVED
+    return shard + (d * s * b * h if gathered else shard)
 
 
 def loss_logit_bytes(model: ModelSpec, layout: Layout) -> float:
