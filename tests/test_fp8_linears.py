@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from pipesim.analytic.activations import layer_activation_bytes, linear_input_element_bytes
-from pipesim.analytic.layout import Fp8Linears, Fp8Params, Layout, Precision, ZeroStage
+from pipesim.analytic.layout import Fp8Linears, Fp8Params, Fp8Recipe, Layout, Precision, ZeroStage
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.params import embedding_params, output_params, total_params
@@ -77,3 +77,42 @@ def test_torchao_casts_each_weight_at_each_gemm():
     # the forward's cast of each weight and the input gradient's, an amax pass and a cast each (5 bytes)
     assert TORCHAO_WEIGHT_CAST_BYTES == 5
     assert (ao[0] - te[0], ao[1] - te[1]) == pytest.approx((5 * weights, 5 * weights))
+
+
+def test_transformer_engine_casts_each_weight_once_a_step_by_hand():
+    """Transformer Engine's quantized linears cast their BF16 weights on a step's first microbatch and keep the
+    copy (``is_first_microbatch``): the cast's bytes once a step, spread over its microbatches."""
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.kernels import AMAX_PASS_BYTES, NVFP4_CAST_BYTES, weight_cast_time
+    from pipesim.analytic.to_costs import build_cost_model, stage_breakdown
+
+    h100, b200 = CHIP_PRESETS["h100-sxm"], CHIP_PRESETS["b200"]
+    layout = Layout(dp=8, microbatches=4, precision=Precision.FP8)
+    part = stage_breakdown(MODEL, layout, 0)
+    linears = part.params - part.end_params  # the embedding and the head stay BF16
+    # Hopper: the cast and its transpose (3 + 1 bytes an element); Blackwell no transpose; tensorwise an amax first
+    assert weight_cast_time(linears, layout, h100) == pytest.approx(4 * linears / h100.stream_bandwidth / 4)
+    assert weight_cast_time(linears, layout, b200) == pytest.approx(3 * linears / b200.stream_bandwidth / 4)
+    tensorwise = replace(layout, fp8_recipe=Fp8Recipe.TENSORWISE)
+    assert weight_cast_time(linears, tensorwise, h100) == pytest.approx(6 * linears / h100.stream_bandwidth / 4)
+    nvfp4 = replace(layout, precision=Precision.FP4)
+    # NVFP4: read BF16, write the row-wise and the column-wise copies (half a byte an element and the block
+    # scales), and the amax pass its per-tensor scale needs
+    per_element = 2 + 2 * Precision.FP4.element_bytes + 2
+    assert per_element == NVFP4_CAST_BYTES + AMAX_PASS_BYTES
+    assert weight_cast_time(linears, nvfp4, b200) == pytest.approx(per_element * linears / b200.stream_bandwidth / 4)
+    # once a step: one microbatch pays it all
+    assert weight_cast_time(linears, replace(layout, microbatches=1), h100) == pytest.approx(
+        4 * weight_cast_time(linears, layout, h100))
+    # none where nothing is cast on the way: BF16, FP8 parameters the optimizer writes, torchao's per-GEMM casts,
+    # and ZeRO-3's per-layer gathers (the FSDP code's own casts)
+    for none in (replace(layout, precision=Precision.BF16),
+                 replace(layout, fp8_params=Fp8Params.ROWWISE, distributed_optimizer=True),
+                 replace(layout, fp8_linears=Fp8Linears.TORCHAO), replace(layout, zero=ZeroStage.PARAMETERS)):
+        assert weight_cast_time(linears, none, h100) == 0.0
+    # it joins the forward, and only the forward
+    params = replace(layout, fp8_params=Fp8Params.ROWWISE, distributed_optimizer=True)
+    cast, kept = build_cost_model(MODEL, h100, replace(params, fp8_params=Fp8Params.OFF)), build_cost_model(
+        MODEL, h100, params)
+    assert cast.stage(0).forward - kept.stage(0).forward == pytest.approx(weight_cast_time(linears, layout, h100))
+    assert cast.stage(0).backward == kept.stage(0).backward

@@ -46,6 +46,7 @@ from pipesim.analytic.layout import (
     AttentionKernel,
     CpComm,
     CpKernels,
+    Fp8Params,
     Fp8Recipe,
     GradAccumulation,
     HeadParts,
@@ -558,8 +559,8 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
     take any layout, and Transformer Engine then makes no transpose (its quantizers create the column-wise copy
     only when ``!non_tn_fp8_gemm_supported()``, compute capability below 10.0): ``transposed`` False (the chip's
     ``fp8_weight_transpose``), read BF16 and write FP8 once. The forward's widths are the GEMMs' inputs, the
-    backward's their outputs; Transformer Engine's weight casts run once per step (cached across microbatches)
-    and are not counted, where torchao's linears (:class:`~pipesim.analytic.layout.Fp8Linears`) cast the BF16
+    backward's their outputs; Transformer Engine's weight casts run once per step (cached across microbatches:
+    :func:`weight_cast_time`), where torchao's linears (:class:`~pipesim.analytic.layout.Fp8Linears`) cast the BF16
     weight at every GEMM that reads it, once in the forward and once more for the input gradient (dynamic scaling:
     an amax pass and the cast, :data:`TORCHAO_WEIGHT_CAST_BYTES` an element each time). NVFP4 casts write a
     row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`).
@@ -832,6 +833,29 @@ def head_part_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> HeadTim
                        (loss_backward - cast_backward) * logits / stream, 0.0),
         whole=PassTimes(forward, backward_input, gemms[2]),
     )
+
+
+def weight_cast_time(linear_params: float, layout: Layout, chip: ChipSpec) -> float:
+    """Seconds per microbatch of Transformer Engine's weight casts for ``linear_params`` parameters of quantized
+    linears (per tp rank). Its FP8 and NVFP4 linears cast their BF16 weights on a step's first microbatch and keep
+    the copy for the others (``is_first_microbatch``, which Megatron-Core passes: TE's weight caching), the same
+    cast as an input's (:func:`quantization_cast_bytes`: on Hopper with its transpose, for the input gradient's
+    GEMM; with per-tensor current scaling, an amax pass first); taken as the per-microbatch mean over the step, so
+    the step's total is exact, as :func:`grad_accumulation_time` is. Nothing in BF16, where the optimizer keeps
+    the weights in FP8 itself (``fp8_params``: it writes them after the step, counted in the optimizer's bytes),
+    for torchao's linears, which cast at every GEMM (counted with the inputs'), or under ZeRO-3's per-layer
+    gathers, where no copy outlives a microbatch and where the cast is the FSDP code's own (torchao's float8
+    all-gather casts each rank's shard before gathering it: not modelled)."""
+    if not layout.keeps_quantized_copies or layout.fp8_params is not Fp8Params.OFF or layout.gathers_per_layer:
+        return 0.0
+    if layout.precision is Precision.FP4:
+        per_element = NVFP4_CAST_BYTES + AMAX_PASS_BYTES
+    else:
+        per_element = FP8_CAST_BYTES + (FP8_TRANSPOSE_BYTES if chip.fp8_weight_transpose else 0)
+        if layout.fp8_recipe is Fp8Recipe.TENSORWISE:
+            per_element += AMAX_PASS_BYTES
+    per_step = max(1, layout.microbatches // layout.model_copies)  # DualPipe: each copy's stages see half
+    return linear_params * per_element / chip.stream_bandwidth / per_step
 
 
 def grad_accumulation_time(params: float, layout: Layout, chip: ChipSpec) -> float:

@@ -82,6 +82,7 @@ from pipesim.analytic.kernels import (
     layer_times,
     linear_times,
     row_parallel_local_input_grads,
+    weight_cast_time,
 )
 from pipesim.analytic.layout import CpComm, HeadParts, Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
@@ -620,9 +621,11 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
     part = stage_breakdown(model, layout, stage)
     passes, exposed, a2a = _stage_parts(model, chip, layout, stage, costs)
     seconds = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, stage))
-    # Summing the microbatches' weight gradients (autograd's .grad +=) follows the weight-gradient GEMMs.
+    # Summing the microbatches' weight gradients (autograd's .grad +=) follows the weight-gradient GEMMs; the
+    # quantized linears' weight casts (once a step, Transformer Engine's) precede a forward.
     accumulate = grad_accumulation_time(part.params, layout, chip)
-    forward, backward_input = seconds.forward, seconds.backward_input
+    forward = seconds.forward + weight_cast_time(part.params - part.end_params, layout, chip)
+    backward_input = seconds.backward_input
     backward_weight, backward = seconds.backward_weight + accumulate, seconds.backward + accumulate
     kept_for_w = sum(n * linear_input_bytes(model, group, kind)
                      for kind, n, group in stage_layer_groups(model, layout, stage)) / layout.cp
@@ -806,14 +809,17 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     for s, (passes, exposed, a2a) in enumerate(parts):
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
         host = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, s))
-        accumulate = grad_accumulation_time(stage_breakdown(model, layout, s).params, layout, chip)
+        part = stage_breakdown(model, layout, s)
+        accumulate = grad_accumulation_time(part.params, layout, chip)
+        cast = weight_cast_time(part.params - part.end_params, layout, chip)
         hidden = 0.0 if split_backward else exposed.hidden_by_weight_grad
         result.append(StageTimeParts(
-            compute=passes.forward + passes.backward_input + passes.backward_weight + passes.recompute + accumulate,
+            compute=(passes.forward + passes.backward_input + passes.backward_weight + passes.recompute + accumulate
+                     + cast),
             exposed_comm=exposed.forward + exposed.backward - hidden,
             p2p_wire=sum(wire for wire, _ in crossing), p2p_sync=sum(sync for _, sync in crossing),
             a2a=a2a.forward + a2a.backward, host_wait=host.host_wait_split if split_backward else host.host_wait,
-            forward_pass=host.forward, backward_pass=host.backward + accumulate))
+            forward_pass=host.forward + cast, backward_pass=host.backward + accumulate))
     return result
 
 
