@@ -116,3 +116,53 @@ def test_transformer_engine_casts_each_weight_once_a_step_by_hand():
         MODEL, h100, params)
     assert cast.stage(0).forward - kept.stage(0).forward == pytest.approx(weight_cast_time(linears, layout, h100))
     assert cast.stage(0).backward == kept.stage(0).backward
+
+
+def test_fsdp_float8_all_gather_by_hand():
+    """torchao's enable_fsdp_float8_all_gather (OLMo-core's float8 config): FSDP gathers the linears' weights in
+    FP8, each rank casting its FP32 shard first (read 4, write 1), and no GEMM casts a weight."""
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.analytic.comm import CollectiveOp, fsdp_layer_comm, sharded_collective
+    from pipesim.analytic.kernels import (
+        FSDP_SHARD_CAST_BYTES,
+        TORCHAO_WEIGHT_CAST_BYTES,
+        layer_gemms,
+        quantization_cast_bytes,
+    )
+    from pipesim.analytic.params import largest_layer_params
+
+    h100 = CHIP_PRESETS["h100-sxm"]
+    fsdp = Layout(dp=8, zero=ZeroStage.PARAMETERS, precision=Precision.FP8, fp8_linears=Fp8Linears.TORCHAO,
+                  fp8_recipe=Fp8Recipe.TENSORWISE)
+    fp8 = replace(fsdp, fp8_all_gather=True)
+    assert fsdp.gathered_weight_bytes == 2.0 and fp8.gathered_weight_bytes == 1.0
+    layer = largest_layer_params(MODEL)
+    # the gather, forward and again in the backward, of one byte a weight; the reduce-scatter unchanged
+    gather = sharded_collective(CollectiveOp.ALL_GATHER, layer * 1.0, fp8, h100)
+    scatter = sharded_collective(CollectiveOp.REDUCE_SCATTER, layer * fp8.param_bytes.grads, fp8, h100)
+    assert fsdp_layer_comm(layer, fp8, h100).forward == gather
+    assert fsdp_layer_comm(layer, fp8, h100).backward == gather + scatter
+    assert fsdp_layer_comm(layer, fsdp, h100).forward == sharded_collective(CollectiveOp.ALL_GATHER, 2 * layer,
+                                                                             fsdp, h100)
+    # no GEMM casts a weight; each gather casts the rank's shard of them
+    tokens = 8192
+    weights = sum(count * k * n for _, n, k, count in layer_gemms(MODEL, fp8, tokens))
+    per_gemm, gathered = quantization_cast_bytes(MODEL, fsdp, tokens), quantization_cast_bytes(MODEL, fp8, tokens)
+    shard = weights / 8 * FSDP_SHARD_CAST_BYTES
+    assert FSDP_SHARD_CAST_BYTES == 5
+    assert per_gemm[0] - gathered[0] == pytest.approx(weights * TORCHAO_WEIGHT_CAST_BYTES - shard)
+    assert per_gemm[1] - gathered[1] == pytest.approx(weights * TORCHAO_WEIGHT_CAST_BYTES - shard)
+    # memory: the two gathered layers in one byte; under pipelining the stage's gathered linears
+    params, ends = total_params(MODEL), embedding_params(MODEL) + output_params(MODEL, 1)
+    assert static_bytes(params, fsdp, MODEL)[0] - static_bytes(params, fp8, MODEL)[0] == pytest.approx(2 * layer)
+    piped = replace(fsdp, pp=2)
+    assert static_bytes(params, piped, MODEL, end_params=ends)[0] - static_bytes(
+        params, replace(piped, fp8_all_gather=True), MODEL, end_params=ends)[0] == pytest.approx(params - ends)
+
+
+@pytest.mark.parametrize("change", [dict(fp8_linears=Fp8Linears.TRANSFORMER_ENGINE), dict(zero=ZeroStage.OPTIMIZER),
+                                    dict(precision=Precision.BF16)])
+def test_fsdp_float8_all_gather_needs_torchaos_linears_under_fsdp(change):
+    base = dict(dp=8, zero=ZeroStage.PARAMETERS, precision=Precision.FP8, fp8_linears=Fp8Linears.TORCHAO)
+    with pytest.raises(PipesimError, match="--fp8-all-gather is torchao's FSDP float8 all-gather"):
+        Layout(**{**base, **change}, fp8_all_gather=True)

@@ -584,7 +584,7 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     grad_bytes = params * layout.param_bytes.grads
     if layout.sharding is ZeroStage.NONE:
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
-    weight_bytes = params * layout.param_bytes.weights
+    weight_bytes = params * layout.gathered_weight_bytes
     if layout.zero_collectives is ZeroCollectives.ALL_REDUCE_FP32:  # whole gradients, cast to FP32 for the wire
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, params * FP32, d, chip, span, stride),
                         collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
@@ -625,12 +625,13 @@ def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
 
 def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec) -> LayerComm:
     """ZeRO-3 / FSDP without pipelining, per layer and microbatch (Rajbhandari et al. 2020 §5.3; Zhao et al.
-    2023, "PyTorch FSDP", §3.2): the layer's BF16 weights are all-gathered before its forward and again
+    2023, "PyTorch FSDP", §3.2): the layer's BF16 weights (FP8 under torchao's float8 all-gather,
+    :attr:`Layout.gathered_weight_bytes`) are all-gathered before its forward and again
     before its backward, and its gradients reduce-scattered after it. FSDP's SHARD_GRAD_OP (ZeRO-2 per layer,
     :attr:`Layout.regathers_for_backward` false) keeps the gathered weights until the backward: no second
     gather. Total transfer time; the prefetch overlaps it with the neighbouring layer's compute, so
     :func:`prefetched_overlap` decides what is exposed."""
-    gather = sharded_collective(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.param_bytes.weights,
+    gather = sharded_collective(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.gathered_weight_bytes,
                                  layout, chip)
     scatter = sharded_collective(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads,
                                   layout, chip)

@@ -39,7 +39,8 @@ two together). An explicit flag always wins over the framework's default.
   every tensor it sent until the step ends (``--pipeline-buffers torch`` for 1F1B and GPipe, ``torch-runtime``
   for the rest: :mod:`pipesim.analytic.pipeline_buffers`). Its float8 is torchao's ``Float8Linear``, which saves
   the BF16 input and weight and casts them again at each GEMM (``--fp8-linears torchao``: no FP8 weight copy, BF16
-  saved inputs). Its context
+  saved inputs; under FSDP its ``enable_fsdp_float8_all_gather``, off by default, gathers the weights in FP8:
+  ``--fp8-all-gather``). Its context
   parallelism is PyTorch's ``context_parallel`` (``--cp-kernels pytorch``: one SDPA call per ring step, merged
   in FP32 by eager ops) with its default rotation, an all-gather of K and V (``_ContextParallelOptions.
   rotate_method = ALL_GATHER``: ``--cp-comm-type allgather``).

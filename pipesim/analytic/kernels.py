@@ -546,6 +546,10 @@ AMAX_PASS_BYTES = 2
 # for ``grad_input``; its note: "to reuse max(abs(weight)) from the forward ... without reading the entire tensor"
 # is not possible yet): the amax pass and the cast, each time.
 TORCHAO_WEIGHT_CAST_BYTES = AMAX_PASS_BYTES + FP8_CAST_BYTES
+# Under its FSDP float8 all-gather (Layout.fp8_all_gather) torchao casts each rank's FP32 shard of a weight to FP8
+# before the gather instead (WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather, with the scale computed once a
+# step: read 4, write 1), and no GEMM casts a weight.
+FSDP_SHARD_CAST_BYTES = 4 + 1
 
 
 def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
@@ -562,7 +566,9 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
     backward's their outputs; Transformer Engine's weight casts run once per step (cached across microbatches:
     :func:`weight_cast_time`), where torchao's linears (:class:`~pipesim.analytic.layout.Fp8Linears`) cast the BF16
     weight at every GEMM that reads it, once in the forward and once more for the input gradient (dynamic scaling:
-    an amax pass and the cast, :data:`TORCHAO_WEIGHT_CAST_BYTES` an element each time). NVFP4 casts write a
+    an amax pass and the cast, :data:`TORCHAO_WEIGHT_CAST_BYTES` an element each time), unless FSDP gathers them in
+    FP8 (:attr:`~pipesim.analytic.layout.Layout.fp8_all_gather`: each rank's shard cast before every gather,
+    :data:`FSDP_SHARD_CAST_BYTES`, once a step under pipelining, where the gather is, and left out). NVFP4 casts write a
     row-wise and a column-wise copy on every chip (:data:`NVFP4_CAST_BYTES`).
     Per-tensor current scaling (FP8's ``tensorwise`` recipe; NVFP4 always, for its per-tensor scale) reads each
     tensor once more for its amax first (:data:`AMAX_PASS_BYTES`). Not counted: NVFP4's optional random Hadamard
@@ -579,9 +585,13 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
             per_element += AMAX_PASS_BYTES
     forward = sum(rows * count * k_in for rows, _, k_in, count in groups) * per_element
     backward = sum(rows * count * n_out for rows, n_out, _, count in groups) * per_element
+    weights = sum(count * k_in * n_out for _, n_out, k_in, count in groups)
+    if layout.fp8_all_gather:  # torchao's FSDP float8 all-gather: each rank casts its shard before every gather
+        shard = weights / layout.shards * FSDP_SHARD_CAST_BYTES if layout.gathers_per_layer else 0.0
+        return forward + shard, backward + (shard if layout.regathers_for_backward else 0.0)
     if not layout.keeps_quantized_copies:  # torchao: each GEMM casts its weight, forward and input backward
-        weights = sum(count * k_in * n_out for _, n_out, k_in, count in groups) * TORCHAO_WEIGHT_CAST_BYTES
-        forward, backward = forward + weights, backward + weights
+        cast = weights * TORCHAO_WEIGHT_CAST_BYTES
+        forward, backward = forward + cast, backward + cast
     return forward, backward
 
 

@@ -546,6 +546,11 @@ class Layout:
     fp8_params: Fp8Params = Fp8Params.OFF
     fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # how the FP8 casts are scaled (TENSORWISE: an amax pass first)
     fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE  # whose FP8 linears (what they keep: Fp8Linears)
+    # torchao's enable_fsdp_float8_all_gather: FSDP gathers the float8 linears' weights in FP8, each rank casting
+    # its shard first (with the scale precompute_float8_dynamic_scale_for_fsdp computes once a step), and the
+    # GEMMs take the gathered FP8 weight as it is (matmul_with_hp_or_float8_args: tensor_already_casted_to_fp8),
+    # so no GEMM casts a weight; half the gather's bytes, and the gathered weights held in one byte
+    fp8_all_gather: bool = False
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
     # issues its input-gradient collective (a reduce-scatter with sequence parallelism, else an all-reduce)
@@ -679,6 +684,11 @@ class Layout:
         if self.fp8_linears is Fp8Linears.TORCHAO and self.fp8_params is not Fp8Params.OFF:
             raise PipesimError("--fp8-params is Megatron-LM's FP8 parameters in Transformer Engine's linears; "
                                "--fp8-linears torchao casts its weights at each GEMM: drop one of the two")
+        if self.fp8_all_gather and not (self.precision is Precision.FP8 and self.fp8_linears is Fp8Linears.TORCHAO
+                                        and self.asked_sharding >= ZeroStage.PARAMETERS):
+            raise PipesimError("--fp8-all-gather is torchao's FSDP float8 all-gather: it needs --fp8 with "
+                               "--fp8-linears torchao (--framework torchtitan's) and FSDP (--zero 3); add those or "
+                               "drop it")
         if self.fp8_recipe is not Fp8Recipe.DELAYED and self.precision is not Precision.FP8:
             raise PipesimError(f"--fp8-recipe {self.fp8_recipe.value} scales FP8 casts, but the run is "
                                f"{self.precision.value}: add --fp8 or drop --fp8-recipe")
@@ -778,6 +788,13 @@ class Layout:
         """Whether the fused backward hides the column-parallel linears' input-gradient collectives behind their
         weight-gradient GEMMs (:attr:`overlap_tp_dgrad` with tp > 1; async TP has a model of its own)."""
         return self.overlap_tp_dgrad and self.tp > 1 and not self.async_tp
+
+    @property
+    def gathered_weight_bytes(self) -> float:
+        """Bytes a ZeRO-3 all-gather moves and holds per gathered weight: BF16's, or one under torchao's FSDP float8
+        all-gather (:attr:`fp8_all_gather`; the embedding, the head and the norms, which stay BF16, are taken
+        alike: under 1 % of a layer's, a few percent of a small model's)."""
+        return 1.0 if self.fp8_all_gather else self.param_bytes.weights
 
     @property
     def torch_loss_parallel(self) -> bool:

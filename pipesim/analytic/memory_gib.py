@@ -182,7 +182,9 @@ def static_bytes(
     With FP8 parameters (:class:`~pipesim.analytic.layout.Fp8Params`) the FP8 data *is* the linears' weight: 2
     bytes per parameter with its transpose kept (Transformer Engine 2.x), 1 without, in place of 2 + 1; the
     transpose only on chips whose FP8 GEMMs need it (``fp8_weight_transpose``, the chip's field: not Blackwell).
-    ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp.
+    ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp. torchao's FSDP
+    float8 all-gather (:attr:`~pipesim.analytic.layout.Layout.fp8_all_gather`) gathers and holds the linears'
+    weights in one byte.
     """
     b = layout.param_bytes
     zero = layout.sharding
@@ -200,8 +202,10 @@ def static_bytes(
     if layout.gathers_per_layer:  # ZeRO-2 per layer (SHARD_GRAD_OP) holds every gathered layer until its backward
         unsharded = 2 * largest_layer_params(model) / layout.tp if model is not None else 0.0
         if layout.regathers_for_backward:
-            weights = sharded(b.weights) + unsharded * b.weights
+            weights = sharded(b.weights) + unsharded * layout.gathered_weight_bytes
         grads += unsharded * b.grads
+    elif layout.fp8_all_gather:  # FSDP under pipelining holds its stage's gathered weights, the linears' in FP8
+        weights -= (params - end_params) * (b.weights - layout.gathered_weight_bytes)
     if layout.keeps_quantized_copies:  # torchao's FP8 linears cast their weights at each GEMM, keeping no copy
         linears = params - end_params  # what Transformer Engine quantizes (norm weights: < 0.01 % of them)
         # the cached quantized copy: FP8 one byte; NVFP4 a row-wise and a column-wise copy (block scales run along

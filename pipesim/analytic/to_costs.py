@@ -511,6 +511,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.precision,
         layout.fp8_recipe,
         layout.fp8_linears,  # torchao's linears cast each weight at each GEMM (kernels.quantization_cast_bytes)
+        layout.fp8_all_gather,  # ... unless FSDP gathers them in FP8: half the gather, a shard cast instead
         layout.async_tp,
         layout.overlap_tp_dgrad,
         layout.overlap_tp_local_shard,

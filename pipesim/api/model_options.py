@@ -108,6 +108,9 @@ class ModelOptions:
         fp8_linears: whose FP8 linears: ``"transformer-engine"`` (an FP8 weight copy kept through the step, inputs
             saved in FP8; default) or ``"torchao"`` (torchao's ``Float8Linear``: BF16 input and weight saved, cast
             again at each GEMM, no copy kept). The framework's default (torchtitan's is torchao).
+        fp8_all_gather: with torchao's FP8 linears under FSDP (``zero=3``): the weights all-gathered in FP8, each
+            rank casting its shard first, and no GEMM casting a weight (torchao's
+            ``enable_fsdp_float8_all_gather``; OLMo-core sets it, torchtitan's default does not).
         async_tp: overlap tensor-parallel collectives with their GEMMs.
         overlap_tp_dgrad: in the backward, each column-parallel linear's input-gradient collective runs beside
             its weight-gradient GEMM (default True, as Megatron-LM and Transformer Engine do; False: every TP
@@ -199,6 +202,7 @@ class ModelOptions:
     fp8_params: str | None = None
     fp8_recipe: str | None = None
     fp8_linears: str | None = None
+    fp8_all_gather: bool | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
     overlap_tp_local_shard: bool | None = None

@@ -278,6 +278,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "(Megatron, NeMo: an FP8 weight copy through the step, inputs saved in FP8) or torchao "
                        "(torchtitan's Float8Linear: BF16 input and weight saved and cast again at each GEMM, no copy "
                        "kept); default: the framework's")
+    group.add_argument("--fp8-all-gather", action="store_true", default=None,
+                       help="with --fp8-linears torchao under FSDP (--zero 3): the weights all-gathered in FP8, each "
+                       "rank casting its shard first, no GEMM casting a weight (torchao's "
+                       "enable_fsdp_float8_all_gather; OLMo-core sets it)")
     group.add_argument("--async-tp", "--tp-comm-overlap", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed (Megatron's "
                        "--tp-comm-overlap, NeMo's tp_comm_overlap, torchtitan's enable_async_tensor_parallel)")

@@ -92,6 +92,7 @@ class PublishedRun:
     pipeline_buffers: PipelineBuffers = PipelineBuffers.FREED
     pipeline_outputs_kept: bool = False  # the last stage's outputs kept for step() to return (torch before 2025-10)
     fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE  # TORCHAO: torchao's Float8Linear (torchtitan)
+    fp8_all_gather: bool = False  # torchao's FSDP float8 all-gather (enable_fsdp_float8_all_gather)
     mlp_up: MlpUp = MlpUp.FUSED  # SPLIT: a gated MLP's gate and up projections as two linears
     rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
@@ -212,7 +213,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls, mlp_up=run.mlp_up,
                     pipeline_buffers=run.pipeline_buffers, pipeline_outputs_kept=run.pipeline_outputs_kept,
-                    fp8_linears=run.fp8_linears,
+                    fp8_linears=run.fp8_linears, fp8_all_gather=run.fp8_all_gather,
                     async_tp=run.async_tp, overlap_tp_local_shard=run.overlap_tp_local_shard,
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
@@ -276,6 +277,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--pipeline-outputs-kept")
     if run.fp8_linears is not Fp8Linears.TRANSFORMER_ENGINE:
         argv += ["--fp8-linears", run.fp8_linears.value]
+    if run.fp8_all_gather:
+        argv.append("--fp8-all-gather")
     if run.mlp_up is not MlpUp.FUSED:
         argv += ["--mlp-up", run.mlp_up.value]
     if run.rank_order is RankOrder.TP_CP_PP_DP:
