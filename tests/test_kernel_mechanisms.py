@@ -615,3 +615,46 @@ def test_pytorchs_loss_over_vocabulary_shards_is_loss_parallel_by_hand():
     torch_lp = head_times(model, sharded, h100)
     assert torch_lp.forward == pytest.approx(megatron.forward)
     assert torch_lp.backward_input - megatron.backward_input == pytest.approx(24 * logits / h100.stream_bandwidth)
+
+
+def test_fsdp2_copies_each_gathered_layer_out_on_the_compute_stream_by_hand():
+    """PyTorch's FSDP2 (fully_shard) gathers a layer into one flat buffer and copies it into the parameters on the
+    compute stream (foreach_all_gather_copy_out): read and write the gathered bytes, before the forward and again
+    before the backward under ZeRO-3; FSDP1's flat parameters are views of the buffer. Under pipelining a stage
+    gathers once a step: nothing per layer."""
+    from pipesim.analytic.kernels import FSDP2_COPY_OUT_PASSES, fsdp2_copy_out_bytes, layer_times
+    from pipesim.analytic.layout import ZeroCollectives, ZeroStage
+    from pipesim.analytic.model_spec import LayerKind
+    from pipesim.analytic.params import layer_params
+    from pipesim.errors import PipesimError
+
+    model = LLAMA3_8B.with_shape(8192, 2)
+    fsdp1 = Layout(dp=8, zero=ZeroStage.PARAMETERS)
+    fsdp2 = replace(fsdp1, fsdp2=True)
+    gathered = layer_params(model, LayerKind.DENSE) * 2 * FSDP2_COPY_OUT_PASSES  # BF16, read and written
+    assert FSDP2_COPY_OUT_PASSES == 2
+    assert fsdp2_copy_out_bytes(model, fsdp2) == (gathered, gathered)
+    assert fsdp2_copy_out_bytes(model, fsdp1) == (0.0, 0.0)
+    one, two = layer_times(model, fsdp1, H100), layer_times(model, fsdp2, H100)
+    assert two.forward - one.forward == pytest.approx(gathered / H100.stream_bandwidth)
+    assert two.backward_input - one.backward_input == pytest.approx(gathered / H100.stream_bandwidth)
+    assert two.backward_weight == one.backward_weight and two.recompute == one.recompute
+    # a recomputed forward finds its layer gathered already: its recompute carries no copy-out
+    full = layer_times(model, replace(fsdp2, recompute=Recompute.FULL), H100)
+    assert full.recompute == layer_times(model, replace(fsdp1, recompute=Recompute.FULL), H100).recompute
+    # FSDP's ZeRO-2 (SHARD_GRAD_OP) keeps the forward's gather for the backward: one copy-out
+    zero2 = replace(fsdp2, zero=ZeroStage.GRADIENTS, zero_collectives=ZeroCollectives.PER_LAYER)
+    assert fsdp2_copy_out_bytes(model, zero2) == (gathered, 0.0)
+    assert fsdp2_copy_out_bytes(model, replace(fsdp2, pp=2)) == (0.0, 0.0)
+    with pytest.raises(PipesimError, match="--fsdp2 is PyTorch's fully_shard"):
+        Layout(dp=8, fsdp2=True)
+
+
+def test_torchtitans_fsdp_is_fsdp2_unless_told_otherwise():
+    from pipesim.api.simulation import simulate
+
+    run = dict(model="llama3.1-8b", hardware="h100-sxm", pp=1, mb=1, dp=8)
+    assert simulate(**run, framework="torchtitan", zero=3).setup.layout.fsdp2
+    assert not simulate(**run, framework="torchtitan", zero=3, fsdp2=False).setup.layout.fsdp2
+    assert not simulate(**run, framework="torchtitan").setup.layout.fsdp2  # DDP: nothing sharded
+    assert not simulate(**run, zero=3).setup.layout.fsdp2 and simulate(**run, zero=3, fsdp2=True).setup.layout.fsdp2

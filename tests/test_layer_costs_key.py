@@ -75,7 +75,7 @@ _OTHER = {
     "p2p_tensor": "split", "p2p_calls": "sequential", "mlp_up": "split", "overlap_tp_local_shard": True,
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
-    "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True,
+    "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
 }
 
 
@@ -155,6 +155,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         if name == "fp8_all_gather":  # torchao's float8 linears under FSDP, gathering per layer
             base = replace(base, pp=1, zero=_other("zero"), precision=_other("precision"),
                            fp8_linears=_other("fp8_linears"))
+        if name == "fsdp2":  # FSDP2's per-layer gathers, without pipelining
+            base = replace(base, pp=1, zero=_other("zero"))
         if name == "stages_after_head":  # the last stage holds no layer, only the loss
             base = replace(base, stage_layers=(model.layers, 0))
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining

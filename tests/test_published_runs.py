@@ -366,8 +366,8 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     'MLPerf Training v5.1 NVFP4 on Nebius B200 | llama3.1-8b tp1 pp1 m1 b1 1f1b 32×b200 none s8192 fp4':
         ('-15%, pipesim too fast: 8B in NVFP4 on 32 B200 at one microbatch per step (0.27 s steps), this'
          " source's strong-scaling end (its 8-GPU rows -5...-8%); over 15% since Transformer Engine's fused"
-         ' cross-entropy, which its config runs, was counted (-15.6 -> -17%), -15.3% with its weight casts once'
-         ' a step (kernels.weight_cast_time); unexplained'),
+         ' cross-entropy, which its config runs, was counted (-15.6 -> -17%), -15.3% with its weight casts'
+         ' once a step (kernels.weight_cast_time); unexplained'),
     # mlperf_v51_blackwell_ultra
     ('MLPerf Training v5.1 on NVIDIA Theia GB300 NVL72 | llama3.1-8b tp2 pp1 cp4 m1 b1'
      ' 1f1b 512×gb300 none s8192 fp8 async-tp sp'):

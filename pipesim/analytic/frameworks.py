@@ -40,7 +40,8 @@ two together). An explicit flag always wins over the framework's default.
   for the rest: :mod:`pipesim.analytic.pipeline_buffers`). Its float8 is torchao's ``Float8Linear``, which saves
   the BF16 input and weight and casts them again at each GEMM (``--fp8-linears torchao``: no FP8 weight copy, BF16
   saved inputs; under FSDP its ``enable_fsdp_float8_all_gather``, off by default, gathers the weights in FP8:
-  ``--fp8-all-gather``). Its context
+  ``--fp8-all-gather``). Its FSDP is FSDP2 (``fully_shard``), which copies each per-layer gather into the
+  parameters on the compute stream (``--fsdp2``). Its context
   parallelism is PyTorch's ``context_parallel`` (``--cp-kernels pytorch``: one SDPA call per ring step, merged
   in FP32 by eager ops) with its default rotation, an all-gather of K and V (``_ContextParallelOptions.
   rotate_method = ALL_GATHER``: ``--cp-comm-type allgather``).
@@ -201,6 +202,9 @@ class FrameworkKnobs:
     # each output until its backward, and in its multi-stage runtime the sends until the step ends
     # (PipelineBuffers); the others free each boundary tensor once used
     torch_pipelining: bool = False
+    # Its FSDP is PyTorch's fully_shard (FSDP2), whose per-layer gathers are copied out into the parameters on the
+    # compute stream (Layout.fsdp2): torchtitan's
+    fsdp2: bool = False
 
     def overlaps_p2p(self, schedule: str) -> bool:
         """Whether this framework's engine overlaps the pipeline sends of the built-in ``schedule``, unasked."""
@@ -338,7 +342,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
         recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL), distributed_saved_activations=False,
         overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER,
-        torch_pipelining=True, fp8_linears=Fp8Linears.TORCHAO),
+        torch_pipelining=True, fp8_linears=Fp8Linears.TORCHAO, fsdp2=True),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,

@@ -59,6 +59,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.analytic.params import layer_params
 
 NON_GEMM_BACKWARD = 1.0  # backward / forward time of element-wise and unfused-attention work (Qi et al. Table 9)
 # FlashAttention in Triton against FlashAttention-2: Dao 2023 ("FlashAttention-2", §4.1, A100) measures FA2
@@ -595,6 +596,22 @@ def quantization_cast_bytes(model: ModelSpec, layout: Layout, tokens: int,
     return forward, backward
 
 
+# FSDP2's copy-out of a per-layer gather (Layout.fsdp2): the gathered bytes read from the all-gather buffer and
+# written into the parameters, on the compute stream (foreach_all_gather_copy_out waits for the gather there)
+FSDP2_COPY_OUT_PASSES = 2
+
+
+def fsdp2_copy_out_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> tuple[float, float]:
+    """Bytes FSDP2's copy-out moves per layer and microbatch on the compute stream, (forward, backward): each
+    per-layer gather of the layer's weights (:attr:`~pipesim.analytic.layout.Layout.gathered_weight_bytes` a
+    weight) read and written once, before the forward and, where the layer gathers again, before the backward.
+    Nothing without per-layer gathers (under pipelining the stage gathers once a step) or under FSDP1."""
+    if not (layout.fsdp2 and layout.gathers_per_layer):
+        return 0.0, 0.0
+    gathered = layer_params(model, kind) / layout.tp * layout.gathered_weight_bytes * FSDP2_COPY_OUT_PASSES
+    return gathered, gathered if layout.regathers_for_backward else 0.0
+
+
 def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKind = LayerKind.DENSE) -> PassTimes:
     """One transformer layer on one tp rank, per microbatch (TP communication and MoE all-to-all not included)."""
     tokens = model.micro_batch * model.seq_len // layout.cp
@@ -613,7 +630,9 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     else:
         recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
                      Recompute.FULL: forward}[layout.recompute]
-    return PassTimes(forward, backward_input, linear.backward_weight, recompute)
+    # FSDP2's copy-outs run with the passes' kernels (a recomputed forward finds its layer gathered already)
+    copy_forward, copy_backward = (b / chip.stream_bandwidth for b in fsdp2_copy_out_bytes(model, layout, kind))
+    return PassTimes(forward + copy_forward, backward_input + copy_backward, linear.backward_weight, recompute)
 
 
 def cp_attention_kernels(layout: Layout) -> tuple[int, int]:

@@ -551,6 +551,11 @@ class Layout:
     # GEMMs take the gathered FP8 weight as it is (matmul_with_hp_or_float8_args: tensor_already_casted_to_fp8),
     # so no GEMM casts a weight; half the gather's bytes, and the gathered weights held in one byte
     fp8_all_gather: bool = False
+    # PyTorch's FSDP2 (fully_shard: torchtitan, OLMo-core): parameters sharded one by one, so each per-layer gather
+    # lands in one flat buffer that the compute stream then copies into the layer's parameters
+    # (foreach_all_gather_copy_out, split_with_sizes_copy: read and write the gathered bytes), where FSDP1's flat
+    # parameters are views of that buffer (MosaicML's, IBM's runs)
+    fsdp2: bool = False
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
     # issues its input-gradient collective (a reduce-scatter with sequence parallelism, else an all-reduce)
@@ -689,6 +694,9 @@ class Layout:
             raise PipesimError("--fp8-all-gather is torchao's FSDP float8 all-gather: it needs --fp8 with "
                                "--fp8-linears torchao (--framework torchtitan's) and FSDP (--zero 3); add those or "
                                "drop it")
+        if self.fsdp2 and self.asked_sharding < ZeroStage.GRADIENTS:
+            raise PipesimError("--fsdp2 is PyTorch's fully_shard, which shards gradients and weights: it needs "
+                               "--zero 3 (or --zero 2); add one or drop it")
         if self.fp8_recipe is not Fp8Recipe.DELAYED and self.precision is not Precision.FP8:
             raise PipesimError(f"--fp8-recipe {self.fp8_recipe.value} scales FP8 casts, but the run is "
                                f"{self.precision.value}: add --fp8 or drop --fp8-recipe")

@@ -158,7 +158,7 @@ class StepReport:
                        "precision": lay.precision.value,
                        "fp8_params": lay.fp8_params.value,
                        "fp8_recipe": lay.fp8_recipe.value, "fp8_linears": lay.fp8_linears.value,
-                       "fp8_all_gather": lay.fp8_all_gather,
+                       "fp8_all_gather": lay.fp8_all_gather, "fsdp2": lay.fsdp2,
                        "async_tp": lay.async_tp,
                        "overlap_tp_dgrad": lay.hides_tp_dgrad,
                        "overlap_tp_local_shard": lay.hides_gathers_locally,

@@ -108,6 +108,8 @@ class ModelOptions:
         fp8_linears: whose FP8 linears: ``"transformer-engine"`` (an FP8 weight copy kept through the step, inputs
             saved in FP8; default) or ``"torchao"`` (torchao's ``Float8Linear``: BF16 input and weight saved, cast
             again at each GEMM, no copy kept). The framework's default (torchtitan's is torchao).
+        fsdp2: the FSDP is PyTorch's ``fully_shard`` (FSDP2; ``zero`` 2 or 3): each per-layer gather copied out of
+            its flat buffer into the parameters on the compute stream. Default: the framework's (torchtitan's).
         fp8_all_gather: with torchao's FP8 linears under FSDP (``zero=3``): the weights all-gathered in FP8, each
             rank casting its shard first, and no GEMM casting a weight (torchao's
             ``enable_fsdp_float8_all_gather``; OLMo-core sets it, torchtitan's default does not).
@@ -203,6 +205,7 @@ class ModelOptions:
     fp8_recipe: str | None = None
     fp8_linears: str | None = None
     fp8_all_gather: bool | None = None
+    fsdp2: bool | None = None
     async_tp: bool | None = None
     overlap_tp_dgrad: bool | None = None
     overlap_tp_local_shard: bool | None = None

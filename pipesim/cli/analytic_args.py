@@ -282,6 +282,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --fp8-linears torchao under FSDP (--zero 3): the weights all-gathered in FP8, each "
                        "rank casting its shard first, no GEMM casting a weight (torchao's "
                        "enable_fsdp_float8_all_gather; OLMo-core sets it)")
+    group.add_argument("--fsdp2", action=argparse.BooleanOptionalAction, default=None,
+                       help="with --zero 3 (or 2): the FSDP is PyTorch's fully_shard (FSDP2: torchtitan, OLMo-core), "
+                       "each per-layer gather copied out into the parameters on the compute stream; --no-fsdp2: "
+                       "FSDP1's flat parameters (MosaicML, IBM). Default: the framework's (torchtitan's FSDP2)")
     group.add_argument("--async-tp", "--tp-comm-overlap", action="store_true", default=None,
                        help="overlap tensor-parallel collectives with the GEMMs they feed (Megatron's "
                        "--tp-comm-overlap, NeMo's tp_comm_overlap, torchtitan's enable_async_tensor_parallel)")

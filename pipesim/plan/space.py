@@ -228,6 +228,7 @@ class PlanRequest:
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       fp8_linears=self.fp8_linears if c.precision is Precision.FP8 else Fp8Linears.TRANSFORMER_ENGINE,
                       stage_layers=c.stage_layers,
+                      fsdp2=knobs(self.framework).fsdp2 and c.zero >= ZeroStage.GRADIENTS,
                       stages_after_head=(self.stages_after_head(_slices(c.schedule, c.pp, c.chunks))
                                          if c.stage_layers else 0))
 

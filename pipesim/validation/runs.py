@@ -93,6 +93,7 @@ class PublishedRun:
     pipeline_outputs_kept: bool = False  # the last stage's outputs kept for step() to return (torch before 2025-10)
     fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE  # TORCHAO: torchao's Float8Linear (torchtitan)
     fp8_all_gather: bool = False  # torchao's FSDP float8 all-gather (enable_fsdp_float8_all_gather)
+    fsdp2: bool = False  # PyTorch's fully_shard (torchtitan, OLMo-core): each per-layer gather copied out
     mlp_up: MlpUp = MlpUp.FUSED  # SPLIT: a gated MLP's gate and up projections as two linears
     rank_order: RankOrder = RankOrder.TP_CP_DP_PP  # TP_CP_PP_DP: Megatron-Core's --use-tp-pp-dp-mapping
     overlap_grad_reduce: bool = False  # --overlap-grad-reduce (NeMo's overlap_grad_sync)
@@ -213,7 +214,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     stage_layers=split,
                     overlap_p2p=run.overlap_p2p, p2p_tensor=run.p2p_tensor, p2p_calls=run.p2p_calls, mlp_up=run.mlp_up,
                     pipeline_buffers=run.pipeline_buffers, pipeline_outputs_kept=run.pipeline_outputs_kept,
-                    fp8_linears=run.fp8_linears, fp8_all_gather=run.fp8_all_gather,
+                    fp8_linears=run.fp8_linears, fp8_all_gather=run.fp8_all_gather, fsdp2=run.fsdp2,
                     async_tp=run.async_tp, overlap_tp_local_shard=run.overlap_tp_local_shard,
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
@@ -279,6 +280,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--fp8-linears", run.fp8_linears.value]
     if run.fp8_all_gather:
         argv.append("--fp8-all-gather")
+    if run.fsdp2:
+        argv.append("--fsdp2")
     if run.mlp_up is not MlpUp.FUSED:
         argv += ["--mlp-up", run.mlp_up.value]
     if run.rank_order is RankOrder.TP_CP_PP_DP:

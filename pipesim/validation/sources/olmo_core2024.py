@@ -93,7 +93,9 @@ step is not stated; the numbers are rounded to two or three figures. The softwar
 The FP8 rows run as their code states (``--fp8-linears torchao --fp8-all-gather``, since the release that
 modelled torchao's FSDP float8 all-gather): torchao's linears saving BF16 inputs, the weights gathered in FP8 (half
 the gather's bytes), each rank casting its FP32 shard before a gather and no GEMM casting a weight. Until then
-they ran as Transformer Engine's linears with BF16 gathers: the 7B and Llama 8B FP8 rows +6.4 % and +7.9 %.
+they ran as Transformer Engine's linears with BF16 gathers: the 7B and Llama 8B FP8 rows +6.4 % and +7.9 %. And
+every row runs FSDP2's copy-out of each per-layer gather on the compute stream (``--fsdp2``: ``fully_shard``'s
+``foreach_all_gather_copy_out``), since the release that modelled it: 1–4 points slower with the presets.
 
 Not modelled, stated: QK-norm (two more RMSNorms per layer, fused into the compiled block; L·(h + kv width)
 parameters); the Llama 8B's K and V expanded to 32 heads by ``repeat_interleave`` before SDPA (SDPA then lacked
@@ -122,6 +124,7 @@ def _row(commit, model, micro_batch, global_batch, precision, loss, tps):
                         fp8_recipe=Fp8Recipe.TENSORWISE if fp8 else Fp8Recipe.DELAYED, loss=loss,
                         # torchao's Float8Linear with enable_fsdp_float8_all_gather=True (float8.py)
                         fp8_linears=Fp8Linears.TORCHAO if fp8 else Fp8Linears.TRANSFORMER_ENGINE, fp8_all_gather=fp8,
+                        fsdp2=True,  # OLMo-core's FSDP is fully_shard: each gather copied out (--fsdp2)
                         z_loss=True, loss_input_copy=True,
                         grad_accumulation=GradAccumulation.AUTOGRAD, mlp_up=MlpUp.SPLIT, tokens_per_gpu=tps,
                         note=commit)

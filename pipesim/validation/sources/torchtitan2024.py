@@ -16,6 +16,8 @@ backend: the Hopper FA2 shares of the H100 preset); the memory column as PyTorch
 logs ``max_reserved``), which sits above allocated memory by the caching allocator's fragmentation: compared with
 pipesim's reserved figure (:func:`pipesim.analytic.allocator.reserved_peak`, whose share comes from other runs'
 logs, not from these rows; until it existed they were compared with the allocated peak, −3.9 % and −2.6 %).
+Its FSDP is FSDP2 (``fully_shard``): each per-layer gather copied into the parameters on the compute stream
+(``--fsdp2``; the rows −8.6 → −7.5 % and −0.5 → +0.9 % when it was modelled).
 torchtitan's launcher sets ``PYTORCH_ALLOC_CONF=expandable_segments:True`` (``run_llama_train.sh`` since
 2024-10-22), which the share's runs mostly do not state: these two rows are its only test under that setting.
 
@@ -63,7 +65,7 @@ def _row(table, model, gpus, local_batch, seq, precision, recompute, tps, gib, t
                         fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED,
                         # torchao's Float8Linear: BF16 input and weight saved, no FP8 weight copy kept
                         fp8_linears=Fp8Linears.TORCHAO if precision is _FP8 else Fp8Linears.TRANSFORMER_ENGINE,
-                        framework=Framework.TORCHTITAN)
+                        framework=Framework.TORCHTITAN, fsdp2=True)
 
 
 _SEL, _FULL = Recompute.PER_OP, Recompute.FULL  # torchtitan's "selective" is per-op SAC
