@@ -658,3 +658,8 @@ def test_torchtitans_fsdp_is_fsdp2_unless_told_otherwise():
     assert not simulate(**run, framework="torchtitan", zero=3, fsdp2=False).setup.layout.fsdp2
     assert not simulate(**run, framework="torchtitan").setup.layout.fsdp2  # DDP: nothing sharded
     assert not simulate(**run, zero=3).setup.layout.fsdp2 and simulate(**run, zero=3, fsdp2=True).setup.layout.fsdp2
+    # under pipelining a stage gathers once a step: the framework's default falls back unasked, an asked flag is noted
+    piped = dict(run, pp=2, mb=8, dp=4, zero=3)
+    assert not simulate(**piped, framework="torchtitan").setup.layout.fsdp2
+    notes = simulate(**piped, fsdp2=True).model_report.layout.inert_flag_notes
+    assert any(note.startswith("--fsdp2 changes nothing here") for note in notes)
