@@ -725,6 +725,7 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
 # max and its all-reduce, the subtraction, exp, the sum and its all-reduce, the division, the target gather)
 # and the embedding (lookup and, under tp, its all-reduce; backward a scatter-add).
 HEAD_KERNELS = PassKernels(forward=1 + 1 + 9, backward_input=1 + 1 + 3, backward_weight=1)
+EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 # Of those, the norm and the projection's; the cast's (one each way); the loss's after the cast
 PROJECTION_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=1)
 CAST_KERNELS = PassKernels(forward=1, backward_input=1, backward_weight=0)
@@ -739,7 +740,6 @@ def head_kernels(parts: HeadParts) -> PassKernels:
         if held:
             kernels = kernels + part
     return kernels
-EMBEDDING_KERNELS = PassKernels(forward=2, backward_input=2, backward_weight=0)
 
 
 # Bytes per logit of the vocabulary-parallel cross-entropy as Megatron-LM runs it by default (unfused, eager
@@ -872,9 +872,9 @@ def weight_cast_time(linear_params: float, layout: Layout, chip: ChipSpec) -> fl
     GEMM; with per-tensor current scaling, an amax pass first); taken as the per-microbatch mean over the step, so
     the step's total is exact, as :func:`grad_accumulation_time` is. Nothing in BF16, where the optimizer keeps
     the weights in FP8 itself (``fp8_params``: it writes them after the step, counted in the optimizer's bytes),
-    for torchao's linears, which cast at every GEMM (counted with the inputs'), or under ZeRO-3's per-layer
-    gathers, where no copy outlives a microbatch and where the cast is the FSDP code's own (torchao's float8
-    all-gather casts each rank's shard before gathering it: not modelled)."""
+    for torchao's linears, which cast at every GEMM or, under their FSDP float8 all-gather, each shard before its
+    gather (both counted with the inputs'), or under ZeRO-3's per-layer gathers, where no copy outlives a
+    microbatch and the cast is the FSDP code's own."""
     if not layout.keeps_quantized_copies or layout.fp8_params is not Fp8Params.OFF or layout.gathers_per_layer:
         return 0.0
     if layout.precision is Precision.FP4:
