@@ -188,6 +188,16 @@ def test_torchtitan_405b_read_as_torchtitan_runs_it(tmp_path):
                               "elementwise": "fused", "loss": "compiled", "recompute": "full"}
 
 
+def test_torchtitan_float8_all_gather_reaches_the_fsdp_runs_only(tmp_path):
+    gathered = TORCHTITAN_405B + "\n[float8]\nenable_fsdp_float8_all_gather = true\n"
+    assert load_run_config(_toml(tmp_path, "fp8_gather", gathered)).options["fp8_all_gather"] is True
+    # without FSDP (one data-parallel shard) there is nothing to gather: the key changes nothing, nor without float8
+    unsharded = gathered.replace("data_parallel_shard_degree = -1", "data_parallel_shard_degree = 1")
+    assert "fp8_all_gather" not in load_run_config(_toml(tmp_path, "unsharded", unsharded)).options
+    bf16 = gathered.replace('converters = ["float8"]\n', "")
+    assert "fp8_all_gather" not in load_run_config(_toml(tmp_path, "bf16", bf16)).options
+
+
 def test_torchtitan_compiles_only_the_components_it_names(tmp_path):
     model_only = TORCHTITAN_405B.replace('components = ["model", "loss"]', 'components = ["model"]')
     options = load_run_config(_toml(tmp_path, "model_only", model_only)).options

@@ -23,7 +23,8 @@ so its settings need no translating into flags; ``pipesim plan --config FILE`` p
 - **torchtitan's TOML** (``--job.config_file``; its ``JobConfig`` as of the last release with TOML configs,
   torchtitan before 9810191, February 2026): ``[model]`` (``name = "llama3"``, ``flavor`` 8B, 70B or 405B: the
   Llama 3.1 presets; ``converters = ["float8"]``, or the older ``[float8] enable_float8_linear``, are FP8
-  linears with tensor-wise scaling), ``[training]`` (``local_batch_size``, or the older ``batch_size``,
+  linears with tensor-wise scaling, and ``[float8] enable_fsdp_float8_all_gather`` under FSDP their weights
+  gathered in FP8: ``--fp8-all-gather``), ``[training]`` (``local_batch_size``, or the older ``batch_size``,
   ``global_batch_size``, ``seq_len``), ``[parallelism]`` (``data_parallel_shard_degree``, FSDP over it, -1 its
   default being "the GPUs left", so ``--gpus`` is needed then; ``fsdp_reshard_after_forward`` never is ZeRO-2's
   shape; ``tensor_parallel_degree`` with ``enable_async_tensor_parallel``; ``pipeline_parallel_degree``,
@@ -285,8 +286,12 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
     if tp > 1 and parallelism.get("enable_async_tensor_parallel"):
         options["async_tp"] = True
     converters = model.get("converters") or []
-    if "float8" in converters or _section(data, "float8", source).get("enable_float8_linear"):
+    float8 = _section(data, "float8", source)
+    if "float8" in converters or float8.get("enable_float8_linear"):
         options["fp8"], options["fp8_recipe"] = True, "tensorwise"
+        if float8.get("enable_fsdp_float8_all_gather") and options.get("zero") == 3 and options.get("dp") != 1:
+            # FSDP's gathers in FP8 (over one shard there is nothing to gather)
+            options["fp8_all_gather"] = True
     compiled = compile_.get("components", ["model", "loss"]) if compile_.get("enable") else []
     if "model" in compiled:
         options["elementwise"] = "fused"
