@@ -77,6 +77,10 @@ class PassTimes:
     backward_weight: float
     recompute: float = 0.0  # forward work repeated inside the input backward
 
+    def __add__(self, other: PassTimes) -> PassTimes:
+        return PassTimes(self.forward + other.forward, self.backward_input + other.backward_input,
+                         self.backward_weight + other.backward_weight, self.recompute + other.recompute)
+
     def scaled(self, factor: float) -> PassTimes:
         """Every pass ``factor`` times as long."""
         if factor == 1.0:
@@ -734,12 +738,7 @@ LOSS_KERNELS = PassKernels(forward=8, backward_input=2, backward_weight=0)
 
 def head_kernels(parts: HeadParts) -> PassKernels:
     """The kernels a stage issues for the ``parts`` of the model's end it runs (:data:`HEAD_KERNELS` for all)."""
-    kernels = PassKernels(0, 0, 0)
-    for part, held in ((PROJECTION_KERNELS, parts.projection), (CAST_KERNELS, parts.cast),
-                       (LOSS_KERNELS, parts.loss)):
-        if held:
-            kernels = kernels + part
-    return kernels
+    return sum(parts.pick(PROJECTION_KERNELS, CAST_KERNELS, LOSS_KERNELS), PassKernels(0, 0, 0))
 
 
 # Bytes per logit of the vocabulary-parallel cross-entropy as Megatron-LM runs it by default (unfused, eager
@@ -836,10 +835,7 @@ class HeadTimes:
         """The seconds of the ``parts`` one stage runs."""
         if parts.projection and parts.cast and parts.loss:
             return self.whole
-        chosen = [times for times, held in ((self.projection, parts.projection), (self.cast, parts.cast),
-                                            (self.loss, parts.loss)) if held]
-        return PassTimes(*(sum(getattr(t, f) for t in chosen) for f in
-                           ("forward", "backward_input", "backward_weight", "recompute")))
+        return sum(parts.pick(self.projection, self.cast, self.loss), PassTimes(0.0, 0.0, 0.0))
 
 
 def head_part_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> HeadTimes:

@@ -469,6 +469,11 @@ class HeadParts:
     cast: bool = False
     loss: bool = False
 
+    def pick(self, projection, cast, loss) -> list:
+        """Of one value per part (the projection's, the cast's, the loss's), those of the parts this stage runs."""
+        return [value for value, held in ((projection, self.projection), (cast, self.cast), (loss, self.loss))
+                if held]
+
 
 @dataclass(frozen=True)
 class OptimizerBytes:
