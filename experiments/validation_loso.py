@@ -72,6 +72,10 @@ def _fit_text(fit) -> str:
 def to_dict(result: ValidationResult) -> dict:
     return {
         "fitted_on_all_sources": result.all_sources_fit.values,
+        # each constant's own loss over its grid (empty where no row informs it)
+        "own_loss_profiles": {c.name: {str(value): loss for value, loss in
+                                       zip(c.grid, result.all_sources_profiles.get(c.name, ()), strict=False)}
+                              for c in FITTED_CONSTANTS},
         "presets": {c.name: c.preset_value for c in FITTED_CONSTANTS},
         "sources": {s.source: {"title": source_title(s.source), "in_sample": summary(s.in_sample),
                                "left_out": summary(s.left_out), "memory": summary(s.memory),
@@ -139,10 +143,15 @@ def main(argv: list[str] | None = None) -> None:
                                   progress=lambda what: print(f"  {what}", file=sys.stderr))
     print(table(result, args.markdown))
     everything = result.all_sources_fit
-    print("\nconstants fitted on every source (preset → fit, informing rows):")
+    print("\nconstants fitted on every source (preset → fit, informing rows; where the fit moves a preset, the "
+          "constant's own loss at each, the others at their presets):")
     for c in FITTED_CONSTANTS:
         fitted = everything.values.get(c.name, c.preset_value)
-        print(f"  {c.name}: {c.preset_value:g} → {fitted:g} ({everything.informing_rows.get(c.name, 0)} rows)")
+        profile = result.all_sources_profiles.get(c.name, ())
+        losses = (f"; own loss {profile[c.grid.index(c.preset_value)]:.4f} → {profile[c.grid.index(fitted)]:.4f}"
+                  if profile and fitted != c.preset_value else "")
+        print(f"  {c.name}: {c.preset_value:g} → {fitted:g} ({everything.informing_rows.get(c.name, 0)} rows"
+              f"{losses})")
     memory_rows, memory_sources = memory_errors(result)
     memory = summary(memory_rows)
     print(f"memory: {memory['rows']} rows, mean |error| {_abs(memory['mean_abs'])}, bias {_pct(memory['bias'])} "

@@ -268,11 +268,12 @@ def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_over
     assert prefetched_overlap(8.0, 10.0, 0.25, 1.0) == pytest.approx(contended_overlap(8.0, 10.0, 0.25))
     assert prefetched_overlap(8.0, 10.0, 0.25, 0.5) == pytest.approx(4.0 + 0.25 * 4.0)
     assert prefetched_overlap(8.0, 3.0, 0.25, 0.5) == pytest.approx(4.0 + (4.0 - 3.0))  # the rest sticks out
-    # the presets expose ZeRO-3's per-layer collectives in full (zero3_overlap_share fitted to 0): a stage's
-    # forward is its layers' compute plus every layer's gather, its backward plus every gather and reduce-scatter
-    # (the GPUs alike, so that the 8 GPUs' compute is the lone GPU's: pipesim.analytic.slowest_gpu)
-    a100 = replace(CHIP_PRESETS["a100-80gb"], gpu_speed_spread=0.0)
-    assert a100.zero3_overlap_share == 0.0
+    # with none of them beside compute (zero3_overlap_share 0, the presets' value until the fit on every source
+    # and every fold chose a quarter): a stage's forward is its layers' compute plus every layer's gather, its
+    # backward plus every gather and reduce-scatter (the GPUs alike, so that the 8 GPUs' compute is the lone GPU's:
+    # pipesim.analytic.slowest_gpu)
+    preset = replace(CHIP_PRESETS["a100-80gb"], gpu_speed_spread=0.0)
+    a100 = replace(preset, zero3_overlap_share=0.0)
     model = MODEL_PRESETS["llama2-7b"]
     layout = Layout(dp=8, zero=ZeroStage.PARAMETERS)
     costs = build_cost_model(model, a100, layout)
@@ -281,6 +282,14 @@ def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_over
     assert costs.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * fsdp.forward, rel=1e-9)
     assert costs.stage(0).backward - alone.stage(0).backward == pytest.approx(model.layers * fsdp.backward,
                                                                               rel=1e-9)
+    # the presets (the fit's quarter): three quarters exposed in full, the quarter beside the layer's compute,
+    # which outlasts it, so only the SMs it takes show (a forward has no recomputation here)
+    assert preset.zero3_overlap_share == 0.25
+    layer = layer_times(model, layout, preset)
+    assert fsdp.forward / 4 < layer.forward
+    fitted = build_cost_model(model, preset, layout)
+    exposed = 0.75 * fsdp.forward + contended_overlap(0.25 * fsdp.forward, layer.forward, preset.comm_sm_share)
+    assert fitted.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * exposed, rel=1e-9)
 
 
 def test_fsdp_zero2_gathers_each_layer_once_and_reduce_scatters_it_every_microbatch_by_hand():
@@ -288,7 +297,8 @@ def test_fsdp_zero2_gathers_each_layer_once_and_reduce_scatters_it_every_microba
     the BF16 weights before the forward and one reduce-scatter of the FP32 gradients after the backward; no
     second gather (ZeRO-3 has one), and nothing of the data-parallel sync is left for the step's end."""
     model = MODEL_PRESETS["llama2-7b"]
-    a100 = replace(CHIP_PRESETS["a100-80gb"], gpu_speed_spread=0.0)  # the 32 GPUs' compute is the lone GPU's
+    # the 32 GPUs' compute the lone GPU's, and the collectives exposed in full (below)
+    a100 = replace(CHIP_PRESETS["a100-80gb"], gpu_speed_spread=0.0, zero3_overlap_share=0.0)
     per_layer = Layout(dp=32, microbatches=2, zero=ZeroStage.GRADIENTS, zero_collectives=ZeroCollectives.PER_LAYER)
     assert per_layer.gathers_per_layer and not per_layer.regathers_for_backward
     params = layer_params(model)
@@ -479,7 +489,7 @@ def test_deepspeed_2021_zero3_communicates_tensor_by_tensor_by_hand():
     every tensor's gradient reduce-scattered on its own; each collective costing the host one operation per
     rank (10 µs on the presets) while the device, synchronised, waits."""
     model = MODEL_PRESETS["gpt3-175b"]
-    a100 = CHIP_PRESETS["a100-80gb"]
+    a100 = replace(CHIP_PRESETS["a100-80gb"], zero3_overlap_share=0.0)  # the collectives exposed in full (below)
     layout = Layout(dp=16, zero=ZeroStage.PARAMETERS, zero_collectives=ZeroCollectives.PER_TENSOR,
                     recompute=Recompute.FULL)
     assert layout.collectives_per_tensor

@@ -392,9 +392,10 @@ def test_zero_stages_memory_by_hand():
 
 
 def test_zero_collectives_flag_runs_fsdp_zero2_per_layer(capsys):
-    """``--zero-collectives per-layer``: the per-layer collectives make the step longer than DeepSpeed's buckets
-    across four nodes, the report says which ran, and a stage other than 2 (or pipelining) is refused."""
-    base = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--pp", "1", "--mb", "2", "--dp", "32",
+    """``--zero-collectives per-layer``: the per-layer collectives, a reduce-scatter of every layer each
+    microbatch, make a step of eight microbatches longer than DeepSpeed's buckets (reduced once) across four
+    nodes, the report says which ran, and a stage other than 2 (or pipelining) is refused."""
+    base = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--pp", "1", "--mb", "8", "--dp", "32",
             "--zero", "2", "--json"]
     runs = {}
     for how in ("bucketed", "per-layer"):

@@ -236,6 +236,32 @@ def test_each_source_weighs_the_same_in_a_fit_whatever_its_row_count():
     assert fitted.values[SYNC.name] == SYNC.grid[5]
 
 
+def test_a_constants_own_loss_profile_by_hand():
+    """own_loss_profile: at each grid value, the mean over sources of each source's mean |log error|, the row's
+    error at the preset plus its shift there. Two rows of one source (errors +0.02 and −0.04 at the preset, each
+    moving 0.01 a grid step) and one of another (+0.10, moving 0.05 a step); a row the constant does not inform
+    weighs nothing."""
+    from pipesim.validation.loso import RowSensitivity, own_loss_profile
+
+    by_source = runs_by_source()
+    first, second = by_source["narayanan2021"][:2], by_source["qi2024"][0]
+    preset = SYNC.grid.index(SYNC.preset_value)
+    steps = range(len(SYNC.grid))
+
+    def row(run, error, slope):
+        return RowSensitivity(run, 1.0, error, {SYNC.name: tuple(slope * (i - preset) for i in steps)})
+
+    rows = [row(first[0], 0.02, 0.01), row(first[1], -0.04, 0.01), row(second, 0.10, 0.05),
+            RowSensitivity(by_source["korthikanti2023"][0], 0.5, 0.5, {})]
+    profile = own_loss_profile(rows, SYNC)
+    for i, loss in zip(steps, profile, strict=True):
+        d = i - preset
+        mine = (abs(0.02 + 0.01 * d) + abs(-0.04 + 0.01 * d)) / 2
+        theirs = abs(0.10 + 0.05 * d)
+        assert loss == pytest.approx((mine + theirs) / 2)
+    assert own_loss_profile(rows[3:], SYNC) == ()  # no informing row: no profile
+
+
 def test_a_median_over_sources_lets_no_single_source_move_a_constant():
     """Three sources: two favour grid point 1 gently, one favours point 5 steeply. Pooled by the mean, the steep
     source pulls the constant to 5; pooled by the median (SourcePooling.MEDIAN), the middle source's error

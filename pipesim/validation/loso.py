@@ -262,9 +262,25 @@ class SourceResult:
 class ValidationResult:
     all_sources_fit: Fit
     sources: list[SourceResult]
+    # each constant's own loss at each of its grid values, the others at their presets, on every source's rows:
+    # how flat the fit's choice is where it moves a preset (own_loss_profile)
+    all_sources_profiles: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def pooled(self, key: str) -> list[float]:
         return [e for s in self.sources for e in getattr(s, key)]
+
+
+def own_loss_profile(rows: list[RowSensitivity], constant: FittedConstant) -> tuple[float, ...]:
+    """The loss the fit weighs for ``constant`` alone (the mean over the sources of its informing rows of each
+    source's mean |log error|) at each of its grid values, every other constant at its preset: where the fit
+    moves a preset, whether the choice is a clear one or a flat valley's. Empty where no row informs it."""
+    informing = [i for i, r in enumerate(rows) if constant.name in r.shifts]
+    if not informing:
+        return ()
+    weights = _loss_weights(rows, informing).mean(axis=0)
+    base = np.array([r.log_error for r in rows])
+    shifts = np.array([r.shifts.get(constant.name, (0.0,) * len(constant.grid)) for r in rows])
+    return tuple(float(v) for v in weights @ np.abs(base[:, None] + shifts))
 
 
 def errors_with(runs: list[PublishedRun], values: dict[str, float],
@@ -283,7 +299,9 @@ def leave_one_source_out(by_source: dict[str, list[PublishedRun]], *, include_sy
     for name, runs in by_source.items():
         progress(f"sensitivities: {name}")
         sens[name] = [sensitivity(r, constants, predictor) for r in runs if not synthesised(r)]
-    everything = fit([r for rows in sens.values() for r in rows], constants, pooling)
+    pooled = [r for rows in sens.values() for r in rows]
+    everything = fit(pooled, constants, pooling)
+    profiles = {c.name: own_loss_profile(pooled, c) for c in constants}
     results = []
     for name, runs in by_source.items():
         progress(f"left out: {name}")
@@ -293,7 +311,7 @@ def leave_one_source_out(by_source: dict[str, list[PublishedRun]], *, include_sy
         outside = errors_with(kept, held.values, predictor)
         results.append(SourceResult(name, kept, [c.step_error for c in inside], [c.step_error for c in outside], held,
                                     [c.memory_error for c in inside if c.memory_error is not None], outside))
-    return ValidationResult(everything, results)
+    return ValidationResult(everything, results, profiles)
 
 
 def summary(errors: list[float]) -> dict[str, float]:
