@@ -77,6 +77,11 @@ def main() -> None:
             continue
         print(f"\n{title} sources:")
         _summary(group)
+    over = [c for c in comparisons if c.report.memory.over_capacity_beyond_band]
+    print(f"\nruns that ran, which pipesim puts over their GPU's memory by more than the memory band: {len(over)} of "
+          f"{len(comparisons)}" + "".join(f"\n  {c.run.source.split(',')[0]}: {c.run.label} "
+                                         f"({c.report.memory.peak.total / 2**30:.0f} GiB of "
+                                         f"{c.report.memory.capacity_gib:g})" for c in over))
     print("\nper source module (signed error: negative = pipesim faster / smaller than published):")
     by_module: dict[str, list] = {}
     for c in comparisons:

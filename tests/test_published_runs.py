@@ -385,9 +385,43 @@ KNOWN_STEP_MISSES: dict[str, str] = {
 KNOWN_MEMORY_MISSES: dict[str, str] = {
 }
 
+# row key: why pipesim puts a run that ran over its GPU's memory by more than the memory band (strict xfail): every
+# published run fitted as it ran, so each of these is a miss of the memory model or of the settings the row infers.
+KNOWN_OVER_CAPACITY: dict[str, str] = {
+    # llama3_2024
+    ('Llama Team 2024, The Llama 3 Herd of Models, Table 4 | llama3.1-405b tp8 pp16'
+     ' v8 m32 b1 interleaved 8192×h100 none s- sp'):
+        ("89 GiB of 79.6: Megatron's interleaved schedule, which pipesim runs, holds 17.6 microbatches' share"
+         ' in flight on rank 1; Meta ran its own (§3.3.2: the contiguous microbatches tunable, stage inputs'
+         ' and outputs freed early), which holds fewer'),
+    # nemo2407
+    ('NVIDIA NeMo 24.07 performance summary (DGX-H100 FP8) | gpt3-20b tp2 pp1 m4'
+     ' b2 1f1b 64×h100 none s- fp8 async-tp sp'):
+        ("85 GiB of 79.6: just beyond the band: an FP32 gradient buffer (the launcher's default"
+         " grad_sync_dtype) and Transformer Engine's FP8 weight copy beside the BF16 weights; what NeMo's"
+         ' Apex distributed Adam kept of them is not stated; unexplained'),
+    # dao2023
+    'Dao 2023, FlashAttention-2, Table 1 | gpt3-2.7b tp1 pp1 m4 b4 1f1b 8×a100 none s8192':
+        ("113 GiB of 80: the config's micro-batch (4 on an 80 GB GPU, gpt3-2.7B-flash-8k.yaml) and no"
+         " checkpointing, as the paper says; Korthikanti et al.'s 34 bytes a token a hidden unit a layer (92"
+         " GiB) exceed the GPU alone, and flash-attn's GPT block keeps as much by its code (each fused"
+         " dropout-add-LayerNorm's FP32 sum and mask, the fused MLP's input, pre-activation and output): the"
+         ' run must have used a smaller micro-batch or some recomputation; unexplained'),
+    # narayanan2021_zero3
+    ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
+     ' gpt-529.6b tp1 pp1 m1 b4 1f1b 640×a100 full s-'):
+        ('115 GiB of 80: two whole 5B-parameter layers gathered with their gradients (40 GiB), where'
+         " DeepSpeed's 2021 ZeRO-3 gathers one module at a time, and the stored inputs (35 GiB), which its"
+         ' activation checkpointing can partition or offload; not modelled'),
+}
+
 
 def _miss(run):
     return KNOWN_STEP_MISSES.get(_key(run))
+
+
+def _over_capacity(run):
+    return KNOWN_OVER_CAPACITY.get(_key(run))
 
 
 def _memory_miss(run):
@@ -424,6 +458,17 @@ def test_step_time_within_15_percent(run):
 def test_memory_within_15_percent(run):
     error = _comparison(run).memory_error
     assert abs(error) <= 0.15, f"{run.label}: {error:+.1%}"
+
+
+@pytest.mark.parametrize("run", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=_over_capacity(r)))
+                                 if _over_capacity(r) else r for r in PUBLISHED_RUNS + MEMORY_ONLY_RUNS], ids=_id)
+def test_a_run_that_ran_fits_its_gpu_within_the_memory_band(run):
+    """Every published run ran, so it fitted its GPU: pipesim's allocated peak may exceed the capacity by no more
+    than the memory band (its 90/90 bound of |error| over the published peaks). A free check on every row, most of
+    which publish no memory."""
+    memory = _comparison(run).report.memory
+    over = memory.over_capacity_beyond_band
+    assert not over, f"{run.label}: {over[0].total / 2**30:.1f} GiB of {memory.capacity_gib:g}"
 
 
 def test_hagemanns_trials_that_ran_fit_and_most_that_ran_out_of_memory_do_not():

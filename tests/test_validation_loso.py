@@ -189,6 +189,16 @@ def test_the_memory_band_is_the_bound_over_the_published_memory_rows_and_warns_n
     assert band.relative == bound and f"{rows} published peak-memory rows" in band.basis
     assert may_not_fit(75.0, 79.6, band) and not may_not_fit(74.0, 79.6, band)  # 75 · 1.064 = 79.8 > 79.6
     assert not may_not_fit(80.0, 79.6, band) and not may_not_fit(79.0, 79.6, ErrorBand(None, None, 0, ""))
+    # a run over the capacity by more than the band cannot fit by pipesim's own error: 85 GiB of 79.6 is (79.6 ·
+    # 1.064 = 84.7), 84 GiB is not
+    from pipesim.analytic.memory_gib import MemoryReport, RankMemory
+
+    def report(gib):
+        rank = RankMemory(0, (0,), 0.0, 0.0, 0.0, 0.0, gib * 2**30, 1.0)
+        return MemoryReport((rank,), 79.6, "h100-sxm")
+
+    assert report(85.0).over_capacity_beyond_band and not report(84.0).over_capacity_beyond_band
+    assert report(84.0).over_capacity  # over the capacity, within the band of it
     argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--tp", "2", "--pp", "2", "--dp", "2",
             "--mb", "8", "--micro-batch-size", "2", "--seq-len", "8000"]  # rank 0 peaks at 76 GiB of 79.6
     assert main(argv) == 0

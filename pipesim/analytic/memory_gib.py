@@ -105,6 +105,14 @@ class MemoryReport:
         return [r for r in self.ranks if r.total > self.capacity_gib * GIB]
 
     @property
+    def over_capacity_beyond_band(self) -> list[RankMemory]:
+        """Ranks over the capacity by more than the memory band: a run like this cannot fit by pipesim's own
+        measured error. A published run that ran and lands here is a miss of the memory model, or of the
+        settings its row infers (``tests/test_published_runs.py`` lists each with why)."""
+        margin = 1 + (self.band.relative or 0.0)
+        return [r for r in self.ranks if r.total > self.capacity_gib * GIB * margin]
+
+    @property
     def band(self) -> ErrorBand:
         """How far the peaks can be trusted: the error validation measured on published peak-memory rows, and
         whether any of them was a run like this one."""
