@@ -1,8 +1,8 @@
 """Regenerate KNOWN_STEP_MISSES, KNOWN_MEMORY_MISSES and KNOWN_OVER_CAPACITY in tests/test_published_runs.py from
-the current errors: ``python -m tests.update_misses`` from the checkout's root, after a cost-model change moves published rows (the
-strict xfails then fail: a row that now passes, or one that now misses). Each kept row keeps its reason after
-the refreshed percent; a new miss gets "pipesim too fast/slow: <source module>", to be edited by hand. Rows are
-predicted as the tests predict them (about a minute with the synthesis cache fresh)."""
+the current errors: ``python -m tests.update_misses`` from the checkout's root, after a cost-model change moves
+published rows (the strict xfails then fail: a row that now passes, or one that now misses). Each kept row keeps
+its reason after the refreshed percent (or GiB); a new miss gets "pipesim too fast/slow: <source module>", to be
+edited by hand. Rows are predicted as the tests predict them (about a minute with the synthesis cache fresh)."""
 
 import re
 from pathlib import Path
