@@ -525,6 +525,33 @@ def test_deepspeed_2021_zero3_communicates_tensor_by_tensor_by_hand():
     assert wider.backward == pytest.approx(2 * host.backward)
 
 
+def test_deepspeed_2021_zero3_holds_a_tensor_at_a_time_by_hand():
+    """Memory of DeepSpeed's 2021 ZeRO-3 (``--zero-collectives per-tensor``): beside the shards, the largest
+    parameter tensor gathered with the prefetch bucket (5·10⁷ elements) after it, and the gradients waiting for
+    the reduce bucket (5·10⁸ elements) or the largest tensor, where that is larger; FSDP's per-layer ZeRO-3 holds
+    two whole layers of each. The 530B model's largest tensor is its MLP's 4h·h matrix, 1.68·10⁹ elements."""
+    from pipesim.analytic.memory_gib import static_bytes
+
+    model = MODEL_PRESETS["gpt-529.6b"]
+    per_tensor = Layout(dp=640, zero=ZeroStage.PARAMETERS, zero_collectives=ZeroCollectives.PER_TENSOR,
+                        param_bytes=OptimizerBytes(grads=2.0))
+    per_layer = replace(per_tensor, zero_collectives=ZeroCollectives.BUCKETED)
+    params = 1e9
+    largest = 4 * model.hidden * model.hidden
+    assert largest == 1_677_721_600
+    weights, grads, optimizer = static_bytes(params, per_tensor, model)
+    assert weights == pytest.approx(2 * params / 640 + 2 * (largest + 50_000_000))
+    assert grads == pytest.approx(2 * params / 640 + 2 * largest)
+    assert optimizer == pytest.approx(12 * params / 640)
+    layer_weights, layer_grads, _ = static_bytes(params, per_layer, model)
+    assert layer_weights == pytest.approx(2 * params / 640 + 2 * 2 * layer_params(model))
+    assert layer_grads == pytest.approx(2 * params / 640 + 2 * 2 * layer_params(model))
+    # a model whose largest tensor is under the reduce bucket holds the bucket's gradients
+    small = MODEL_PRESETS["gpt3-1.3b"]
+    assert 4 * small.hidden * small.hidden < 500_000_000
+    assert static_bytes(params, per_tensor, small)[1] == pytest.approx(2 * params / 640 + 2 * 500_000_000)
+
+
 def test_per_tensor_zero_collectives_need_zero3_without_pipelining():
     from pipesim.errors import PipesimError
 

@@ -407,12 +407,6 @@ KNOWN_OVER_CAPACITY: dict[str, str] = {
          " GiB) exceed the GPU alone, and flash-attn's GPT block keeps as much by its code (each fused"
          " dropout-add-LayerNorm's FP32 sum and mask, the fused MLP's input, pre-activation and output): the"
          ' run must have used a smaller micro-batch or some recomputation; unexplained'),
-    # narayanan2021_zero3
-    ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
-     ' gpt-529.6b tp1 pp1 m1 b4 1f1b 640×a100 full s-'):
-        ('115 GiB of 80: two whole 5B-parameter layers gathered with their gradients (40 GiB), where'
-         " DeepSpeed's 2021 ZeRO-3 gathers one module at a time, and the stored inputs (35 GiB), which its"
-         ' activation checkpointing can partition or offload; not modelled'),
 }
 
 

@@ -34,6 +34,7 @@ from pipesim.analytic.activations import layer_activation_bytes, loss_transient_
 from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE, reserved_peak
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band
+from pipesim.analytic.kernels import layer_parameter_tensors
 from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import largest_layer_params
@@ -171,6 +172,24 @@ def remedies(layout: Layout) -> list[str]:
     return options
 
 
+# DeepSpeed's 2021 ZeRO-3 (v0.4.0, deepspeed/runtime/zero/constants.py and stage3.py; ``--zero-collectives
+# per-tensor``) gathers a submodule's parameters in its forward hook and releases them in the post-forward hook, and
+# prefetches up to ``prefetch_bucket_size`` elements of the next ones (default 5·10⁷); it reduce-scatters gradients
+# once ``reduce_bucket_size`` elements of them are waiting (default 5·10⁸; ZeRO-3's ``contiguous_gradients`` is off
+# by default, so they wait as the parameters' own ``.grad``), a larger tensor on its own.
+DEEPSPEED_PREFETCH_ELEMENTS = 50_000_000
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000
+
+
+def per_tensor_working_sets(model: ModelSpec, layout: Layout) -> tuple[float, float]:
+    """Gathered parameters and waiting gradients, in elements per rank, that DeepSpeed's 2021 ZeRO-3 holds at its
+    peak beside the shards: the largest parameter tensor with the prefetch bucket after it, and the reduce bucket
+    (or the largest tensor, where one is larger). Where Megatron-style layers hold their weights in a few large
+    matrices this is one matrix, not FSDP's two whole layers."""
+    largest = max(max(layer_parameter_tensors(model, layout, kind)) for kind in set(model.layer_kinds()))
+    return largest + DEEPSPEED_PREFETCH_ELEMENTS, max(largest, DEEPSPEED_REDUCE_BUCKET_ELEMENTS)
+
+
 def static_bytes(
     params: float, layout: Layout, model: ModelSpec | None = None, expert_params: float = 0.0, end_params: float = 0.0,
     fp8_weight_transpose: bool = True,
@@ -190,6 +209,8 @@ def static_bytes(
     With FP8 parameters (:class:`~pipesim.analytic.layout.Fp8Params`) the FP8 data *is* the linears' weight: 2
     bytes per parameter with its transpose kept (Transformer Engine 2.x), 1 without, in place of 2 + 1; the
     transpose only on chips whose FP8 GEMMs need it (``fp8_weight_transpose``, the chip's field: not Blackwell).
+    DeepSpeed's 2021 ZeRO-3 (``--zero-collectives per-tensor``) holds a parameter tensor at a time instead of
+    two layers (:func:`per_tensor_working_sets`).
     ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp. torchao's FSDP
     float8 all-gather (:attr:`~pipesim.analytic.layout.Layout.fp8_all_gather`) gathers and holds the linears'
     weights in one byte.
@@ -207,7 +228,11 @@ def static_bytes(
         optimizer = sharded(b.optimizer)
     if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
         grads = sharded(b.grads)
-    if layout.gathers_per_layer:  # ZeRO-2 per layer (SHARD_GRAD_OP) holds every gathered layer until its backward
+    if layout.collectives_per_tensor and model is not None:  # DeepSpeed's 2021 ZeRO-3: a tensor at a time
+        gathered, waiting = per_tensor_working_sets(model, layout)
+        weights = sharded(b.weights) + gathered * layout.gathered_weight_bytes
+        grads += waiting * b.grads
+    elif layout.gathers_per_layer:  # ZeRO-2 per layer (SHARD_GRAD_OP) holds every gathered layer until its backward
         unsharded = 2 * largest_layer_params(model) / layout.tp if model is not None else 0.0
         if layout.regathers_for_backward:
             weights = sharded(b.weights) + unsharded * layout.gathered_weight_bytes
