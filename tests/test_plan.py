@@ -549,6 +549,31 @@ def test_plan_keeps_fp8_parameters_where_a_distributed_optimizer_runs_fp8(capsys
     assert "--fp8-param-gather" in out and "FP8 parameters (both)" in out
 
 
+def test_plan_gathers_fsdp_weights_in_fp8_where_torchao_runs_fp8_under_fsdp(capsys):
+    """``fp8_all_gather`` (torchao's FSDP float8 all-gather) reaches the FP8 candidates under FSDP (ZeRO-3) with
+    torchtitan's torchao linears and no others: their layouts carry it and their per-layer gathers move one byte a
+    weight, so each is faster; BF16 and replicated (ZeRO-0) candidates do not move; the header names it; with Megatron's
+    Transformer Engine linears it is refused in one line."""
+    from pipesim.api.planning import plan, plan_request
+    from pipesim.errors import PipesimError
+
+    space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(0, 3),
+                 precision=("fp8", "bf16"), cp=(1,), micro_batch_sizes=(1,), framework="torchtitan")
+    plain = plan("llama2-7b", 8, 32, top=3, **space)
+    gathered = plan("llama2-7b", 8, 32, top=3, fp8_all_gather=True, **space)
+    slow, fast = _step_times(plain), _step_times(gathered)
+    common = slow.keys() & fast.keys()
+    takes = [c for c in common if c.precision is Precision.FP8 and c.zero is ZeroStage.PARAMETERS and c.pp == 1]
+    assert takes and all(fast[c] < slow[c] for c in takes)
+    others = [c for c in common if c.precision is not Precision.FP8 or c.zero is not ZeroStage.PARAMETERS]
+    assert others and all(fast[c] == slow[c] for c in others)
+    request = plan_request("llama2-7b", 8, 32, fp8_all_gather=True, **space)
+    assert all(request.layout_of(c).fp8_all_gather == (c in takes) for c in takes + others)
+    assert "weights gathered in FP8" in gathered.header() and "gathered in FP8" not in plain.header()
+    with pytest.raises(PipesimError, match="--fp8-all-gather is torchao's"):
+        plan_request("llama2-7b", 8, 32, fp8_all_gather=True, hardware="h100-sxm")
+
+
 def test_an_interleaved_line_states_megatron_cores_microbatch_group_where_pp_does_not_divide_m():
     """Megatron-Core runs m = 10 on pp = 4 only with --microbatch-group-size-per-virtual-pipeline-stage: the least
     group it accepts is 5 (4 leaves a last group of 2 < pp), the order pipesim simulated."""

@@ -77,6 +77,8 @@ def _kernels(request: PlanRequest) -> str:
         said.append(context_parallel_summary(request.cp_comm, request.cp_kernels))
     if request.fp8_params is not Fp8Params.OFF:
         said.append(f"FP8 parameters ({request.fp8_params.value}) where a distributed optimizer runs FP8")
+    if request.fp8_all_gather:
+        said.append("weights gathered in FP8 where FSDP runs FP8")
     return f", {' and '.join(said)}" if said else ""
 
 

@@ -22,6 +22,7 @@ from pipesim.analytic.layout import (
     CpComm,
     CpKernels,
     ElementwiseKernels,
+    Fp8Linears,
     Fp8Params,
     LossKernel,
     MlpUp,
@@ -238,6 +239,7 @@ def plan_request(
     p2p_calls: str | P2pCalls | None = None,
     mlp_up: str | MlpUp | None = None,
     fp8_params: str | Fp8Params | None = None,
+    fp8_all_gather: bool = False,
     cp_comm_type: str | CpComm | None = None,
     cp_kernels: str | CpKernels | None = None,
     z_loss: bool | None = None,
@@ -262,6 +264,9 @@ def plan_request(
     if defaults.cp_comm is CpComm.A2A_P2P:
         raise PipesimError("--cp-comm-type a2a+p2p: its group sizes depend on the cp degree plan searches; plan with "
                            "p2p, allgather or a2a, then simulate a layout with --hierarchical-context-parallel-sizes")
+    if fp8_all_gather and defaults.fp8_linears is not Fp8Linears.TORCHAO:
+        raise PipesimError("--fp8-all-gather is torchao's FSDP float8 all-gather, for its FP8 linears: plan with "
+                           "--framework torchtitan, or drop it")
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
@@ -299,7 +304,7 @@ def plan_request(
         mlp_up=defaults.mlp_up, cp_comm=defaults.cp_comm, cp_kernels=defaults.cp_kernels,
         grad_accumulation=defaults.grad_accumulation, fp8_linears=defaults.fp8_linears,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
-        fp8_params=Fp8Params(fp8_params or Fp8Params.OFF),
+        fp8_params=Fp8Params(fp8_params or Fp8Params.OFF), fp8_all_gather=bool(fp8_all_gather),
     )
 
 
@@ -406,7 +411,9 @@ def plan(
             "pytorch"; the framework's, not searched), ``fp8_params`` ("both" or
             "rowwise": the FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone,
             as Megatron-LM's ``--fp8-param-gather`` does, with the transpose as Transformer Engine 2.x keeps it or
-            without; not searched).
+            without; not searched), ``fp8_all_gather`` (False; True: the FP8 candidates under FSDP, ZeRO-3, gather
+            their weights in FP8, torchao's ``enable_fsdp_float8_all_gather``; torchtitan's linears only; not
+            searched).
 
     Returns:
         A :class:`PlanResult`; ``.best`` is None when nothing fits (``.nothing_fits()`` says what would).

@@ -136,6 +136,9 @@ class PlanRequest:
     # FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone (Layout.fp8_params,
     # Megatron-LM's --fp8-param-gather; not searched); OFF: a BF16 weight and an FP8 copy.
     fp8_params: Fp8Params = Fp8Params.OFF
+    # FP8 candidates under FSDP (ZeRO-3) with torchao's linears gather their weights in FP8 (Layout.fp8_all_gather,
+    # torchao's enable_fsdp_float8_all_gather, which torchtitan leaves off and OLMo-core sets; not searched).
+    fp8_all_gather: bool = False
     # How the context-parallel candidates exchange keys and values, and whose code runs their attention
     # (Layout.cp_comm, Layout.cp_kernels; not searched): the framework's.
     cp_comm: CpComm = CpComm.P2P
@@ -173,6 +176,12 @@ class PlanRequest:
         takes = c.precision is Precision.FP8 and ZeroStage.OPTIMIZER <= c.zero <= ZeroStage.GRADIENTS
         return self.fp8_params if takes else Fp8Params.OFF
 
+    def fp8_all_gather_of(self, candidate: Candidate) -> bool:
+        """:attr:`fp8_all_gather` where the candidate runs torchao's FP8 linears under FSDP (ZeRO-3)."""
+        c = candidate
+        return (self.fp8_all_gather and c.precision is Precision.FP8 and c.zero is ZeroStage.PARAMETERS
+                and self.fp8_linears is Fp8Linears.TORCHAO)
+
     @property
     def host_gpus(self) -> int:
         """GPUs per host, what a launch line's --nproc-per-node counts: the node, or fewer where the chip's NVLink
@@ -203,7 +212,8 @@ class PlanRequest:
         ``zero_collectives`` applies to the candidates it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per
         layer or ZeRO-3 per tensor, without pipelining); every other candidate keeps the buckets. ``fp8_params``
         applies to the FP8 candidates whose optimizer state is sharded without sharding the weights (ZeRO 1–2), as
-        Megatron-LM's --fp8-param-gather needs. What the pipeline runtime keeps of the boundary tensors is the
+        Megatron-LM's --fp8-param-gather needs; ``fp8_all_gather`` to the FP8 candidates under FSDP (ZeRO-3) with
+        torchao's linears (:meth:`fp8_all_gather_of`). What the pipeline runtime keeps of the boundary tensors is the
         framework's for the schedule (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.pipeline_buffers`:
         torchtitan's torch.distributed.pipelining buffers, nothing more elsewhere)."""
         c = candidate
@@ -227,6 +237,7 @@ class PlanRequest:
                                         else PipelineBuffers.FREED),
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       fp8_linears=self.fp8_linears if c.precision is Precision.FP8 else Fp8Linears.TRANSFORMER_ENGINE,
+                      fp8_all_gather=self.fp8_all_gather_of(c),
                       stage_layers=c.stage_layers,
                       fsdp2=knobs(self.framework).fsdp2 and c.zero >= ZeroStage.GRADIENTS,
                       stages_after_head=(self.stages_after_head(_slices(c.schedule, c.pp, c.chunks))

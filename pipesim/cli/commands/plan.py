@@ -184,6 +184,9 @@ def register(sub) -> None:
                    help="FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone "
                    "(Megatron-LM's --fp8-param-gather), with the transpose (both, the default: Transformer Engine "
                    "2.x) or without (rowwise), not searched")
+    p.add_argument("--fp8-all-gather", action="store_true",
+                   help="FP8 candidates under FSDP (ZeRO-3) gather their weights in FP8 (torchao's "
+                   "enable_fsdp_float8_all_gather; --framework torchtitan's linears), not searched")
     p.add_argument("--blocking-p2p", action="store_true",
                    help="every candidate blocks on its pipeline sends (default: overlapped where the framework's "
                    "engine overlaps them for the schedule, Megatron-LM's interleaved one as its "
@@ -219,7 +222,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 zero_collectives=args.zero_collectives, overlap_tp_dgrad=args.overlap_tp_dgrad,
                 overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,
-                mlp_up=args.mlp_up, fp8_params=args.fp8_params, cp_comm_type=args.cp_comm_type,
+                mlp_up=args.mlp_up, fp8_params=args.fp8_params, fp8_all_gather=args.fp8_all_gather,
+                cp_comm_type=args.cp_comm_type,
                 cp_kernels=args.cp_kernels)
 
 
