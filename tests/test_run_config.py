@@ -196,6 +196,11 @@ def test_torchtitan_float8_all_gather_reaches_the_fsdp_runs_only(tmp_path):
     assert "fp8_all_gather" not in load_run_config(_toml(tmp_path, "unsharded", unsharded)).options
     bf16 = gathered.replace('converters = ["float8"]\n', "")
     assert "fp8_all_gather" not in load_run_config(_toml(tmp_path, "bf16", bf16)).options
+    # a plan of the file's job keeps the switch for its FP8 candidates under FSDP (plan_request's fp8_all_gather)
+    from pipesim.io.run_config import plan_job
+
+    job = plan_job(load_run_config(_toml(tmp_path, "fp8_gather", gathered)), gpus=512)
+    assert job.space["fp8_all_gather"] is True and job.space["precision"] == ["fp8"]
 
 
 def test_torchtitan_compiles_only_the_components_it_names(tmp_path):

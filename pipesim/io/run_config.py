@@ -104,7 +104,7 @@ def plan_job(stated: RunConfig, gpus: int | None = None, global_batch: int | Non
                              "precision": ["fp8" if o.get("fp8") else "bf16"]}
     # the switches the file sets that are the code's, not the layout's: kept for every candidate
     for key in ("elementwise", "loss", "z_loss", "overlap_tp_dgrad", "column_input", "overlap_tp_local_shard",
-                "param_bytes"):
+                "param_bytes", "fp8_all_gather"):
         if key in o:
             space[key] = o[key]
     return PlanJob(stated.model, gpus, global_batch, space, o.get("micro_batch_size"))
