@@ -8,7 +8,7 @@ The rows are grouped by sheet (model, sequence, GPUs), tensor- and pipeline-para
 each group prints its rows as (microbatches a step: excess in microbatch-times, and per microbatch in ms).
 It is an observation of what the rows say, not a model: docs/validation.md says what was found and what not.
 
-Run: ``python experiments/hagemann_pipeline_excess.py`` (about ten seconds; ``--fast``: the 64-GPU sheets).
+Run: ``python experiments/hagemann_pipeline_excess.py`` (seconds; ``--fast``: the 64-GPU sheets).
 """
 
 from __future__ import annotations
