@@ -30,6 +30,7 @@ from pipesim.validation.loso import (
     memory_error_band,
     memory_errors,
     regime_counts,
+    source_bootstrap,
     step_group_records,
     summary,
 )
@@ -83,7 +84,9 @@ def to_dict(result: ValidationResult) -> dict:
                     for s in result.sources},
         "ranking_left_out": vars(summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))),
         "all": {"in_sample": summary(result.pooled("in_sample")), "left_out": summary(result.pooled("left_out")),
-                "memory": summary(memory_errors(result)[0])},
+                "memory": summary(memory_errors(result)[0]),
+                # the central 90 % of each left-out figure over resamples of the sources
+                "left_out_source_bootstrap_90": {k: list(v) for k, v in source_bootstrap(result).items()}},
     }
 
 
@@ -157,6 +160,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"memory: {memory['rows']} rows, mean |error| {_abs(memory['mean_abs'])}, bias {_pct(memory['bias'])} "
           "(no fitted constant moves memory: left out = in sample; memory-only sources included)")
     print(f"({time.perf_counter() - started:.0f} s)")
+    interval = source_bootstrap(result)
+    print("left out, the central 90 % over resamples of the sources (each keeping its own left-out errors): "
+          + ", ".join(f"{label} {shown(interval[key][0])}…{shown(interval[key][1])}" for key, label, shown in
+                      (("mean_abs", "all rows' mean |error|", _abs), ("bias", "their bias", _pct),
+                       ("mean_over_sources", "the mean over sources", _abs))))
     ranked = summarise(rankings([c for s in result.sources for c in s.left_out_comparisons]))
     print(f"within-model ranking, left out: {ranked.groups} groups, mean Spearman {ranked.mean_spearman:+.2f} "
           f"(median {ranked.median_spearman:+.2f}), pairs ordered as measured {ranked.pairs_right}/{ranked.pairs} "

@@ -272,6 +272,26 @@ def test_a_constants_own_loss_profile_by_hand():
     assert own_loss_profile(rows[3:], SYNC) == ()  # no informing row: no profile
 
 
+def test_the_source_bootstrap_by_hand():
+    """source_bootstrap resamples sources, each with its own left-out errors. Source a: three rows at +10 %,
+    source b: one at −20 %. Two draws give {a, a} (all rows 10 %, bias +10 %), {a, b} (0.5/4 = 12.5 %, +2.5 %) or
+    {b, b} (20 %, −20 %), the first and the last a quarter of the time each, so the central 90 % runs from the one
+    to the other; and a seed gives the same interval every run."""
+    from pipesim.validation.loso import Fit, SourceResult, ValidationResult, source_bootstrap
+
+    def source(name, errors):
+        return SourceResult(name, [], [], errors, Fit({}), [])
+
+    result = ValidationResult(Fit({}), [source("a", [0.1, 0.1, 0.1]), source("b", [-0.2])])
+    interval = source_bootstrap(result)
+    assert interval["mean_abs"] == pytest.approx((0.1, 0.2))
+    assert interval["bias"] == pytest.approx((-0.2, 0.1))
+    assert interval["mean_over_sources"] == pytest.approx((0.1, 0.2))
+    assert source_bootstrap(result) == interval
+    narrow = source_bootstrap(result, coverage=0.4)  # the middle 40 %: the mixed draws only
+    assert narrow["mean_abs"] == pytest.approx((0.125, 0.125)) and narrow["bias"] == pytest.approx((0.025, 0.025))
+
+
 def test_a_median_over_sources_lets_no_single_source_move_a_constant():
     """Three sources: two favour grid point 1 gently, one favours point 5 steeply. Pooled by the mean, the steep
     source pulls the constant to 5; pooled by the median (SourcePooling.MEDIAN), the middle source's error

@@ -322,6 +322,33 @@ def summary(errors: list[float]) -> dict[str, float]:
             "bias": statistics.fmean(errors), "max_abs": max(abs(e) for e in errors)}
 
 
+BOOTSTRAP_DRAWS = 2000
+BOOTSTRAP_SEED = 0
+
+
+def source_bootstrap(result: ValidationResult, coverage: float = 0.9, draws: int = BOOTSTRAP_DRAWS,
+                     seed: int = BOOTSTRAP_SEED) -> dict[str, tuple[float, float]]:
+    """How far the headline figures move with which sources happened to be gathered: ``draws`` resamples of the
+    sources with replacement (a source's rows share its system and software, so the source is the unit drawn, as
+    it is the unit left out), each source keeping its own left-out errors (no refit: the folds are the ones
+    :func:`leave_one_source_out` ran), and the central ``coverage`` interval of the pooled rows' mean |error|, of
+    their mean signed error, and of the mean over sources of each source's mean |error|. A sampling interval,
+    seeded so it is the same every run; not the error of any one prediction (that is the band)."""
+    errors = [np.abs(np.array(s.left_out)) for s in result.sources if s.left_out]
+    signed = [np.array(s.left_out) for s in result.sources if s.left_out]
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(errors), size=(draws, len(errors)))
+    sums = np.array([e.sum() for e in errors])
+    signed_sums = np.array([e.sum() for e in signed])
+    counts = np.array([len(e) for e in errors])
+    means = np.array([e.mean() for e in errors])
+    rows = counts[picks].sum(axis=1)
+    stats = {"mean_abs": sums[picks].sum(axis=1) / rows, "bias": signed_sums[picks].sum(axis=1) / rows,
+             "mean_over_sources": means[picks].mean(axis=1)}
+    tail = (1 - coverage) / 2 * 100
+    return {name: (float(np.percentile(v, tail)), float(np.percentile(v, 100 - tail))) for name, v in stats.items()}
+
+
 def left_out_by_kind(result: ValidationResult) -> dict[str, list[float]]:
     """The signed left-out step-time errors of each kind of run (chip family, precision: the kinds of
     :func:`pipesim.analytic.error_band.run_kind`; a chip it does not know yet has no kind and is left out)."""
