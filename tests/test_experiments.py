@@ -122,6 +122,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         # Hagemann et al.'s rows under fewer NICs a node than the preset's eight (docs/validation.md)
         ("hagemann_network", ["--fast"], "12.50 GB/s (4 NICs a node): mean |e|"),
         ("hagemann_pipeline_excess", ["--fast"], "aa-llama-13b s2048 64 GPUs tp1 pp2 full eager: m8: +6.8"),
+        ("setting_pairs", ["--fast"], "tp                               151       2     1.167    1.110        +6.1%"),
         # A 2-process cp world: the measured ring share beside the simulator's.
         pytest.param(
             "cp_ring_share", ["--fast"], "ring share of F+B: measured", marks=[pytest.mark.distributed, needs_torch]

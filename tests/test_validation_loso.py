@@ -588,3 +588,32 @@ def test_residual_groups_lean_over_rows_and_over_sources_by_hand():
     assert not group_leans(rows[:3], features)[0].one_sided  # two sources are too few
     faint = [("a", small, -0.02), ("b", small, -0.03), ("c", small, -0.01)]
     assert not group_leans(faint, features)[0].one_sided  # all one way, but within a source's own scatter
+
+
+def test_setting_pairs_by_hand():
+    """setting_pairs: rows of one job differing in exactly one setting make a pair, taken from the lower value to
+    the higher; its residual is log(measured ratio) − log(predicted ratio). Three rows of one job: tp 1 and tp 2
+    at micro-batch 1 (a tp pair), tp 2 at micro-batch 2 (a micro-batch pair with the second; with the first it
+    differs in two settings, no pair); a fourth of another job pairs with none."""
+    from types import SimpleNamespace
+
+    from pipesim.validation.runs import PublishedRun
+    from pipesim.validation.setting_pairs import setting_effects, setting_pairs
+
+    def row(tp, micro_batch, published, predicted, batch=64):
+        run = PublishedRun("job", "llama2-7b", "h100-sxm", 16, batch, tp=tp, micro_batch=micro_batch, seq_len=4096,
+                           step_s=published)
+        return SimpleNamespace(run=run, published_step_s=published, report=SimpleNamespace(step_time=predicted))
+
+    rows = [row(1, 1, 10.0, 10.0), row(2, 1, 12.0, 11.0), row(2, 2, 11.0, 11.0), row(1, 1, 9.0, 9.0, batch=128)]
+    pairs = setting_pairs(rows, lambda run: "source")
+    assert sorted(p.setting for p in pairs) == ["micro-batch", "tp"]
+    tp = next(p for p in pairs if p.setting == "tp")
+    assert (tp.low, tp.high) == (rows[0], rows[1])
+    assert tp.measured_ratio == pytest.approx(1.2) and tp.predicted_ratio == pytest.approx(1.1)
+    assert tp.residual == pytest.approx(math.log(1.2 / 1.1))  # raising tp cost more than predicted
+    batch = next(p for p in pairs if p.setting == "micro-batch")
+    assert batch.residual == pytest.approx(math.log(11 / 12) - math.log(11 / 11))
+    effects = {e.setting: e for e in setting_effects(pairs)}
+    assert effects["tp"].median_residual == pytest.approx(1.2 / 1.1 - 1) and effects["tp"].agreeing == 1.0
+    assert effects["tp"].pairs == 1 and effects["tp"].sources == 1
