@@ -334,14 +334,13 @@ def source_bootstrap(result: ValidationResult, coverage: float = 0.9, draws: int
     :func:`leave_one_source_out` ran), and the central ``coverage`` interval of the pooled rows' mean |error|, of
     their mean signed error, and of the mean over sources of each source's mean |error|. A sampling interval,
     seeded so it is the same every run; not the error of any one prediction (that is the band)."""
-    errors = [np.abs(np.array(s.left_out)) for s in result.sources if s.left_out]
     signed = [np.array(s.left_out) for s in result.sources if s.left_out]
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(errors), size=(draws, len(errors)))
-    sums = np.array([e.sum() for e in errors])
+    picks = rng.integers(0, len(signed), size=(draws, len(signed)))
+    sums = np.array([np.abs(e).sum() for e in signed])
     signed_sums = np.array([e.sum() for e in signed])
-    counts = np.array([len(e) for e in errors])
-    means = np.array([e.mean() for e in errors])
+    counts = np.array([len(e) for e in signed])
+    means = sums / counts
     rows = counts[picks].sum(axis=1)
     stats = {"mean_abs": sums[picks].sum(axis=1) / rows, "bias": signed_sums[picks].sum(axis=1) / rows,
              "mean_over_sources": means[picks].mean(axis=1)}

@@ -78,10 +78,9 @@ def setting_pairs(comparisons: Iterable[Comparison], source_of: Callable[[object
         for i in range(len(rows)):
             for j in range(i + 1, len(rows)):
                 differ = [name for name in SETTINGS if values[i][name] != values[j][name]]
-                # the GPU count follows tp, pp and cp at a fixed data-parallel size: only a change of it alone
-                # (or of dp with it) is a scaling pair
-                if differ and differ[-1] == "GPUs" and len(differ) > 1:
-                    differ = differ[:-1] if rows[i].run.dp == rows[j].run.dp else differ
+                # at a fixed data-parallel size the GPU count follows tp, pp and cp: the pair is theirs
+                if len(differ) > 1 and differ[-1] == "GPUs" and rows[i].run.dp == rows[j].run.dp:
+                    differ = differ[:-1]
                 if len(differ) != 1:
                     continue
                 name = differ[0]
