@@ -15,7 +15,8 @@ memory. Run from the repository root: ``python experiments/gpu_check.py`` (``--h
 First, on CUDA, ``pipesim profile --quick`` (under torchrun over all GPUs, so collectives are measured too)
 writes the measured chip file into the repository, ``pipesim/analytic/measured_chips/<device>.yaml``
 (``--hardware <device>`` loads it, ``pipesim chips`` lists it as measured), and prints how far each constant
-of the matching preset (GEMM, attention and memory efficiencies, link bandwidths) sits from the measurement
+of the matching preset (GEMM, attention and memory efficiencies, the sustained clock of a 15 s GEMM burn,
+link bandwidths) sits from the measurement
 (``--no-profile`` skips this). Without CUDA nothing is profiled either: the script says so and exits 0 — there
 is nothing to check, which is not a failure (a CPU chip file comes from ``pipesim profile`` itself).
 """

@@ -86,8 +86,9 @@ FIELDS: tuple[Field, ...] = (
     Field("attention_backward_efficiency", Kind.FLOAT, "fraction", "fused attention backward, share of peak",
           default=0.45, low=0, high=1, low_open=True),
     Field("sustained_clock_ratio", Kind.FLOAT, "fraction", "tensor-core throughput a training run sustains at "
-          "the power limit, over a short benchmark's (scales the GEMM and attention rates, not the roofline "
-          "of --achievable-fraction nor measured tables)", default=1.0, low=0, high=1, low_open=True),
+          "the power limit, over a short benchmark's (scales the GEMM and attention rates, a measured chip's "
+          "tables too, not the roofline of --achievable-fraction); pipesim profile measures it with a GEMM burn",
+          default=1.0, low=0, high=1, low_open=True),
     Field("training_gemm_ratio", Kind.FLOAT, "fraction", "share of a short benchmark's BF16 GEMM rate (at the "
           "sustained clock) that the GEMMs of a training step reach; fitted to published runs "
           "(pipesim.validation.constants), not measured; not applied to measured tables nor to FP8, whose share "

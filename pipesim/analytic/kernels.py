@@ -135,12 +135,20 @@ def _roofline_tiles(m: int, n: int, k: int, chip: ChipSpec, precision: Precision
     return max(compute, memory)
 
 
+def _table_gemm_rate(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float | None:
+    """pipesim profile's measured rate of this product at the clock a training run sustains: the table's short
+    runs times the chip's ``sustained_clock_ratio`` (the same profile's burn, :mod:`pipesim.profile.sustained`;
+    1 where none ran). None: no table, or none for this precision."""
+    rate = measured_gemm_rate(chip.measured, m, n, k, precision)
+    return None if rate is None else rate * chip.sustained_clock_ratio
+
+
 def gemm_kernel_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> float:
     """The tiles of one ``(M×K)·(K×N)`` product, without the per-kernel overhead (a batched product of many such
     shapes is still one kernel: see :func:`gemm_time`); a measured table's rate when the chip has one."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:  # pipesim profile's table
+    if (rate := _table_gemm_rate(m, n, k, chip, precision)) is not None:  # pipesim profile's table
         return 2 * m * n * k / rate
     return _roofline_tiles(m, n, k, chip, precision)
 
@@ -150,7 +158,7 @@ def gemm_time(m: int, n: int, k: int, chip: ChipSpec, precision: Precision) -> f
     kernel pays (a measured table's rate already includes it)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    if (rate := measured_gemm_rate(chip.measured, m, n, k, precision)) is not None:
+    if (rate := _table_gemm_rate(m, n, k, chip, precision)) is not None:
         return 2 * m * n * k / rate
     return _roofline_tiles(m, n, k, chip, precision) + chip.gemm_kernel_overhead
 
@@ -396,8 +404,11 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
         slowdown = TRITON_FLASH_SLOWDOWN if layout.attention is AttentionKernel.TRITON else 1.0
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
-            # timed at this run's own batch, heads and sequence: the shape effects below are in them already
-            forward, backward = slowdown * executed / rates[0], slowdown * 2.5 * executed / rates[1]
+            # timed at this run's own batch, heads and sequence: the shape effects below are in them already;
+            # short runs, at the clock a training run sustains as the GEMM table's (_table_gemm_rate)
+            sustained = chip.sustained_clock_ratio
+            forward = slowdown * executed / (sustained * rates[0])
+            backward = slowdown * 2.5 * executed / (sustained * rates[1])
         else:
             peak = chip.sustained_peak_for(Precision.BF16)  # attention stays BF16 in FP8 recipes (Transformer Engine)
             forward_rate = peak * chip.attention_forward_efficiency

@@ -22,6 +22,7 @@ from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.io.atomic import write_text_atomic
 from pipesim.profile.device import Device
 from pipesim.profile.stream import ELEMENTWISE
+from pipesim.profile.sustained import SUSTAINED_NOTE, SustainedRun
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Measurements:
     host_kernel_overhead: float | None = None  # seconds per kernel the host takes to issue (profile.host)
     elementwise_backward_ratio: float | None = None  # backward / forward of norms and activations (stream)
     gpu_speed_spread: float | None = None  # the processes' speed spread over the GEMM table (profile.spread)
+    sustained: SustainedRun | None = None  # the burn's settled GEMM rate against a short run's (profile.sustained)
     notes: list[str] = field(default_factory=list)
 
 
@@ -82,6 +84,17 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     else:
         notes.append("gpu_speed_spread: the default fitted to published runs (fewer than four processes cannot "
                      "measure a spread)")
+    if m.sustained is not None:
+        s = m.sustained
+        data["sustained_clock_ratio"] = round(s.ratio, 4)
+        notes.append(f"{SUSTAINED_NOTE}{s.size}³ {s.dtype.value} GEMM's settled rate over a "
+                     f"{s.seconds:.0f} s burn on every process at once ({s.sustained_flops_per_s / 1e9:.4g} "
+                     f"GFLOP/s, the median of the last third of {s.windows} windows) over its short run's "
+                     f"({s.burst_flops_per_s / 1e9:.4g}), at most 1: the GEMM and attention tables are short runs, "
+                     f"and the cost model scales them by it")
+    else:
+        notes.append("sustained_clock_ratio: not measured (--sustain-seconds 0): the tables' short-run rates are "
+                     "taken as what a training run sustains")
     if m.attention:
         data["attention_forward_efficiency"] = min(1.0, statistics.median(r.forward_flops_per_s
                                                                           for r in m.attention) / peak)

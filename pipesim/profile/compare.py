@@ -10,6 +10,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, StreamKernel
 from pipesim.errors import PipesimError
 from pipesim.profile.stream import ELEMENTWISE
+from pipesim.profile.sustained import SUSTAINED_NOTE
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
                      "median SDPA forward / preset peak (preset at the same sequences and head sizes)"),
                  Gap("attention_backward_efficiency", expected_bwd,
                      bwd / preset.peak_flops, "median SDPA backward / preset peak (the same)")]
+    if any(note.startswith(SUSTAINED_NOTE) for note in tables.notes):  # a burn ran (chip_file says so)
+        gaps.append(Gap("sustained_clock_ratio", preset.sustained_clock_ratio, measured.sustained_clock_ratio,
+                        "GEMM burn's settled rate / its short run's"))
     elementwise = tables.stream_rate(ELEMENTWISE)
     if elementwise:
         gaps.append(Gap("memory_efficiency", preset.memory_efficiency, elementwise / preset.hbm_bandwidth,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.measured import GemmDtype
 from pipesim.errors import PipesimError
-from pipesim.profile import attention, collectives, gemm, host, stream
+from pipesim.profile import attention, collectives, gemm, host, stream, sustained
 from pipesim.profile.chip_file import Measurements, chip_dict, write_chip_file
 from pipesim.profile.device import Device, memory_gib, open_device, provenance
 from pipesim.profile.spread import speed_spread
@@ -30,6 +30,7 @@ class ProfileRequest:
     name: str | None = None
     command: tuple[str, ...] = ()
     progress: bool = True
+    sustain_seconds: float | None = None  # the GEMM burn's length; None: the device's default, 0: no burn
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,10 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         stream_shapes.append(stream.StreamShape(stream.StreamKernel.COPY, 32768, 4096))
     sizes = collectives.QUICK_SIZES if request.quick else collectives.FULL_SIZES
     n_coll = sum(len(sizes) * (4 if n == 2 else 3) for n in collectives.group_sizes(world))
-    total = len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 2 + n_coll
+    burn_seconds = (sustained.default_seconds(device.cuda, request.quick) if request.sustain_seconds is None
+                    else request.sustain_seconds)
+    total = (len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 2 + n_coll
+             + (1 if burn_seconds > 0 else 0))
     measured = Measurements(dtype)
     if not fp8_ok:
         measured.notes.append(fp8_reason)
@@ -155,6 +159,10 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
             measured.collectives = list(result.rows)
             skipped = result.skipped
             measured.notes += [f"not measured: {s}" for s in skipped]
+        if burn_seconds > 0:  # last: the burn leaves the chips hot, which no other table should time
+            bar.update(task, description=f"sustained GEMM ({burn_seconds:g} s)")
+            measured.sustained = _median_run(sustained.burn(device, burn_seconds, repeats, _barrier(world)), world)
+            tick("sustained GEMM")
     data = chip_dict(measured, device, memory_gib(device), provenance(device, list(request.command), backend),
                      request.name)
     if rank == 0:
@@ -164,6 +172,22 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
 
 def _median_value(value: float, world: int) -> float:
     return statistics.median(_gathered(value, world))
+
+
+def _barrier(world: int):
+    """Every process waits for the others (nothing to wait for alone)."""
+    if world == 1:
+        return lambda: None
+    import torch.distributed as dist
+
+    return dist.barrier
+
+
+def _median_run(run: sustained.SustainedRun, world: int) -> sustained.SustainedRun:
+    """The burn of the median process: each rate the median over the processes."""
+    runs = _gathered(run, world)
+    return replace(run, burst_flops_per_s=statistics.median(r.burst_flops_per_s for r in runs),
+                   sustained_flops_per_s=statistics.median(r.sustained_flops_per_s for r in runs))
 
 
 def _dedupe(rows):

@@ -6,9 +6,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipesim.cli.arg_types import output_file, positive_int, positive_int_list
+from pipesim.cli.arg_types import non_negative_float, output_file, positive_int, positive_int_list
 
 NAME = "profile"
+
+
+def _default(cuda: bool, quick: bool) -> str:
+    from pipesim.profile.sustained import default_seconds
+
+    return f"{default_seconds(cuda, quick):g}"
 
 
 def register(sub) -> None:
@@ -31,6 +37,11 @@ def register(sub) -> None:
     p.add_argument("--micro-batch-size", type=positive_int, default=None, help="sequences per microbatch "
                    "(default: the model's)")
     p.add_argument("--seq-len", type=positive_int, default=None, help="sequence length (default: the model's)")
+    p.add_argument("--sustain-seconds", type=non_negative_float, default=None, metavar="S",
+                   help="burn a large GEMM on every process at once for S seconds, last, and write the rate it "
+                   "settles at over a short run's as sustained_clock_ratio, which scales the GEMM and attention "
+                   f"tables (default: {_default(True, False)} on a GPU, {_default(False, False)} on a CPU; --quick "
+                   f"{_default(True, True)} and {_default(False, True)}; 0: no burn, the short runs' rates stand)")
     p.add_argument("--name", default=None, help="the chip's name in reports (default: the device's, -measured)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -49,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise PipesimError("--seq-len and --micro-batch-size shape a model's GEMMs; give --model too")
     request = ProfileRequest(str(args.output), args.quick, args.threads, model, tuple(args.tp), args.name,
                              tuple(sys.argv[2:] if sys.argv[1:2] == ["profile"] else sys.argv[1:]),
-                             not args.no_progress)
+                             not args.no_progress, args.sustain_seconds)
     check_request(request)
     result = run_profile(request)
     if result.device.rank != 0:
@@ -61,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
           f"points, {len(m['stream'])} stream kernels, {len(m['collectives'])} collective fits")
     print(f"best GEMM {d['peak_flops'] / 1e9:.1f} GFLOP/s ({m['dtype']}), best stream "
           f"{d['hbm_bandwidth'] / 1e9:.2f} GB/s, element-wise {d['memory_efficiency']:.2f} of it")
+    if "sustained_clock_ratio" in d:
+        print(f"sustained GEMM rate {d['sustained_clock_ratio']:.3f} of a short run's (sustained_clock_ratio)")
     for row in m["collectives"]:
         print(f"  {row['op']:<15} {row['ranks']} ranks: latency {row['latency_s'] * 1e6:.1f} µs, "
               f"{row['bandwidth'] / 1e9:.2f} GB/s")
