@@ -37,7 +37,12 @@ def test_profile_predicts_the_executor_within_a_factor(tmp_path):
     assert 1e-8 < chip.host_kernel_overhead < 1e-3 and chip.host_kernel_overhead != 10e-6
     assert chip.elementwise_backward_ratio > 0 and chip.elementwise_backward_ratio != 1.0  # measured, not the default
     # two processes cannot measure the speed spread: the fitted default stays, and the file says so
-    assert "gpu_speed_spread: the default" in " ".join(chip.measured.notes)
+    notes = " ".join(chip.measured.notes)
+    assert "gpu_speed_spread: the default" in notes
+    # but they measure what a collective takes from GEMMs beside it, and every process burns a GEMM at once
+    assert 0 <= chip.collective_sm_share <= 1 and "collective_sm_share = 1 − a window of" in notes
+    assert chip.comm_sm_share == chip.collective_sm_share
+    assert 0 < chip.sustained_clock_ratio <= 1 and "sustained_clock_ratio = a 1024³ fp32 GEMM" in notes
 
 
 def test_the_table_keeps_oversubscribed_configurations_apart():

@@ -115,6 +115,9 @@ FIELDS: tuple[Field, ...] = (
           default=132, low=1),
     Field("collective_ctas", Kind.INT, "SMs", "SMs an NCCL collective holds while it runs beside compute (one CTA "
           "per channel; NCCL's CTAs never share an SM with a compute kernel)", default=24, low=0),
+    Field("collective_sm_share", Kind.FLOAT, "fraction", "share of the compute's rate a collective takes while it "
+          "runs beside it, as pipesim profile measures it (GEMMs timed alone and beside all-reduces); absent: "
+          "collective_ctas / sm_count", low=0, high=1),
     Field("gemm_tile", Kind.INT_PAIR, "elements", "GEMM output tile [rows, columns] one SM computes at a time",
           default=(128, 256), low=1),
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
@@ -222,6 +225,9 @@ class ChipSpec:
     # (NVIDIA/nccl-tests issue #100: "Channel 23/24") and an FSDP all-gather on H100 (NVIDIA developer forum,
     # "Compute-communication overlap causes severe GEMM performance degradation": ncclAllGather launches 24 blocks).
     collective_ctas: int = 24
+    # The share measured whole where pipesim profile ran beside a collective (pipesim.profile.contention); it
+    # replaces the CTA count's, which stands for the SMs alone.
+    collective_sm_share: float | None = None
     gemm_tile: tuple[int, int] = (128, 256)
     achievable_fraction: float | None = None  # set: one fraction of peak for everything (the old model)
     measured: MeasuredTables | None = None  # pipesim profile's tables (pipesim.analytic.measured)
@@ -279,7 +285,10 @@ class ChipSpec:
 
     @property
     def comm_sm_share(self) -> float:
-        """Share of the SMs an overlapped NCCL collective takes from the compute beside it."""
+        """Share of the compute an overlapped collective takes from the kernels beside it: measured, or its
+        CTAs' share of the SMs."""
+        if self.collective_sm_share is not None:
+            return self.collective_sm_share
         return min(1.0, self.collective_ctas / self.sm_count)
 
     @property

@@ -20,6 +20,7 @@ from pipesim.analytic.chip_spec import chip_from_dict
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, MeasuredTables
 from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.io.atomic import write_text_atomic
+from pipesim.profile.contention import ContentionRun
 from pipesim.profile.device import Device
 from pipesim.profile.stream import ELEMENTWISE
 from pipesim.profile.sustained import SUSTAINED_NOTE, SustainedRun
@@ -36,6 +37,7 @@ class Measurements:
     elementwise_backward_ratio: float | None = None  # backward / forward of norms and activations (stream)
     gpu_speed_spread: float | None = None  # the processes' speed spread over the GEMM table (profile.spread)
     sustained: SustainedRun | None = None  # the burn's settled GEMM rate against a short run's (profile.sustained)
+    contention: ContentionRun | None = None  # GEMMs alone and beside all-reduces (profile.contention)
     notes: list[str] = field(default_factory=list)
 
 
@@ -95,6 +97,16 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     else:
         notes.append("sustained_clock_ratio: not measured (--sustain-seconds 0): the tables' short-run rates are "
                      "taken as what a training run sustains")
+    if m.contention is not None:
+        c = m.contention
+        data["collective_sm_share"] = round(c.share, 4)
+        notes.append(f"collective_sm_share = 1 − a window of {c.gemm_size}³ GEMMs alone ({c.alone_s * 1e3:.4g} ms) "
+                     f"over the same window beside {c.comm_bytes / 2**20:g} MiB all-reduces over {c.ranks} processes "
+                     f"({c.beside_s * 1e3:.4g} ms), every process at once: what an overlapped collective takes "
+                     f"from the compute beside it")
+    else:
+        notes.append("collective_sm_share: not measured (one process): an overlapped collective takes "
+                     "collective_ctas / sm_count of the compute")
     if m.attention:
         data["attention_forward_efficiency"] = min(1.0, statistics.median(r.forward_flops_per_s
                                                                           for r in m.attention) / peak)

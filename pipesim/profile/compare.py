@@ -64,6 +64,9 @@ def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
     if any(note.startswith(SUSTAINED_NOTE) for note in tables.notes):  # a burn ran (chip_file says so)
         gaps.append(Gap("sustained_clock_ratio", preset.sustained_clock_ratio, measured.sustained_clock_ratio,
                         "GEMM burn's settled rate / its short run's"))
+    if measured.collective_sm_share is not None:
+        gaps.append(Gap("collective SM share", preset.comm_sm_share, measured.comm_sm_share,
+                        "GEMMs' rate lost beside all-reduces (preset: collective_ctas / sm_count)"))
     elementwise = tables.stream_rate(ELEMENTWISE)
     if elementwise:
         gaps.append(Gap("memory_efficiency", preset.memory_efficiency, elementwise / preset.hbm_bandwidth,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.measured import GemmDtype
 from pipesim.errors import PipesimError
-from pipesim.profile import attention, collectives, gemm, host, stream, sustained
+from pipesim.profile import attention, collectives, contention, gemm, host, stream, sustained
 from pipesim.profile.chip_file import Measurements, chip_dict, write_chip_file
 from pipesim.profile.device import Device, memory_gib, open_device, provenance
 from pipesim.profile.spread import speed_spread
@@ -110,6 +110,7 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         stream_shapes.append(stream.StreamShape(stream.StreamKernel.COPY, 32768, 4096))
     sizes = collectives.QUICK_SIZES if request.quick else collectives.FULL_SIZES
     n_coll = sum(len(sizes) * (4 if n == 2 else 3) for n in collectives.group_sizes(world))
+    n_coll += 1 if world > 1 else 0  # the collective beside GEMMs (contention)
     burn_seconds = (sustained.default_seconds(device.cuda, request.quick) if request.sustain_seconds is None
                     else request.sustain_seconds)
     total = (len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 2 + n_coll
@@ -159,6 +160,9 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
             measured.collectives = list(result.rows)
             skipped = result.skipped
             measured.notes += [f"not measured: {s}" for s in skipped]
+            bar.update(task, description="GEMMs beside all-reduces")
+            measured.contention = _median_contention(contention.measure(device, repeats), world)
+            tick("GEMMs beside all-reduces")
         if burn_seconds > 0:  # last: the burn leaves the chips hot, which no other table should time
             bar.update(task, description=f"sustained GEMM ({burn_seconds:g} s)")
             measured.sustained = _median_run(sustained.burn(device, burn_seconds, repeats, _barrier(world)), world)
@@ -181,6 +185,13 @@ def _barrier(world: int):
     import torch.distributed as dist
 
     return dist.barrier
+
+
+def _median_contention(run: contention.ContentionRun, world: int) -> contention.ContentionRun:
+    """The contention of the median process: each window the median over the processes."""
+    runs = _gathered(run, world)
+    return replace(run, alone_s=statistics.median(r.alone_s for r in runs),
+                   beside_s=statistics.median(r.beside_s for r in runs))
 
 
 def _median_run(run: sustained.SustainedRun, world: int) -> sustained.SustainedRun:

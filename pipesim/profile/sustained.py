@@ -27,11 +27,10 @@ from dataclasses import dataclass
 
 from pipesim.analytic.measured import GemmDtype
 from pipesim.profile.device import Device
-from pipesim.profile.timing import Repeats, median_seconds
+from pipesim.profile.timing import Repeats, median_seconds, seconds_once
 
 WINDOW_SECONDS = 0.25  # each timed window of back-to-back products
 SETTLED_SHARE = 1 / 3  # the last third of the windows: the clock has settled
-ONE_WINDOW = Repeats(warmup=0, repeats=1)  # each window timed once, back to back with the previous one
 # Burn length by (cuda, quick): a GPU reaches its power-limited clock within seconds (gpu-fryer burns a minute),
 # a CPU's turbo budget lasts seconds to tens of seconds.
 DEFAULT_SECONDS = {(True, False): 60.0, (True, True): 15.0, (False, False): 5.0, (False, True): 1.0}
@@ -95,7 +94,7 @@ def burn(device: Device, seconds: float, repeats: Repeats, barrier: Callable[[],
     rates: list[float] = []
     started = time.perf_counter()
     while time.perf_counter() - started < seconds or not rates:
-        rates.append(flops * per_window / median_seconds(window, ONE_WINDOW, device.cuda))
+        rates.append(flops * per_window / seconds_once(window, device.cuda))
     return SustainedRun(size, dtype, flops / short, settled_rate(rates), time.perf_counter() - started,
                         len(rates))
 

@@ -41,10 +41,22 @@ def _cuda_median(fn: Callable[[], object], repeats: Repeats) -> float:
     times: list[float] = []
     torch.cuda.synchronize()
     while len(times) < repeats.repeats or (sum(times) < repeats.min_seconds and len(times) < 10 * repeats.repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+        times.append(seconds_once(fn, cuda=True))
     return statistics.median(times)
+
+
+def seconds_once(fn: Callable[[], object], cuda: bool) -> float:
+    """Seconds of one ``fn()`` call, timed on the current stream alone (CUDA events; the host clock on a CPU):
+    nothing else is waited for, so work queued elsewhere (a collective on its own stream) runs on beside it."""
+    if not cuda:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3

@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
           f"{d['hbm_bandwidth'] / 1e9:.2f} GB/s, element-wise {d['memory_efficiency']:.2f} of it")
     if "sustained_clock_ratio" in d:
         print(f"sustained GEMM rate {d['sustained_clock_ratio']:.3f} of a short run's (sustained_clock_ratio)")
+    if "collective_sm_share" in d:
+        print(f"a collective beside GEMMs takes {d['collective_sm_share']:.3f} of their rate (collective_sm_share)")
     for row in m["collectives"]:
         print(f"  {row['op']:<15} {row['ranks']} ranks: latency {row['latency_s'] * 1e6:.1f} µs, "
               f"{row['bandwidth'] / 1e9:.2f} GB/s")

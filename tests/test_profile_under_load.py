@@ -1,5 +1,6 @@
-"""pipesim profile's GEMM burn (pipesim.profile.sustained): the settled rate, the ratio it writes as
-``sustained_clock_ratio``, and the cost model scaling a measured chip's GEMM and attention tables by it."""
+"""pipesim profile under load: its GEMM burn (pipesim.profile.sustained: the settled rate, the ratio it writes as
+``sustained_clock_ratio``, the cost model running a measured chip's GEMM and attention tables at it) and GEMMs
+timed beside all-reduces (pipesim.profile.contention: ``collective_sm_share``, the overlaps' σ)."""
 
 from __future__ import annotations
 
@@ -116,3 +117,46 @@ def test_profile_writes_the_ratio_and_zero_seconds_skips_the_burn(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert err.startswith("pipesim: error:") and "--sustain-seconds" in err and "\n" not in err
     assert not (tmp_path / "bad.yaml").exists()
+
+
+def test_the_collective_share_is_the_compute_lost_beside_it():
+    from pipesim.profile.contention import ContentionRun
+
+    run = ContentionRun(512, 16 * 2**20, 2, alone_s=0.20, beside_s=0.25)
+    assert run.share == pytest.approx(0.2)  # 1 − 0.20 / 0.25
+    assert dataclasses.replace(run, beside_s=0.19).share == 0.0  # faster beside a collective: noise, none taken
+
+
+def test_a_measured_collective_share_replaces_the_cta_rule_in_the_overlaps():
+    """pipesim.analytic.comm.contended_overlap's σ: the measured share where the chip has one. A data-parallel
+    reduce beside a long backward holds the rank σ·reduce (to_costs.stage_reduce_grad)."""
+    from pipesim.analytic.comm import dp_grad_sync
+    from pipesim.analytic.to_costs import stage_reduce_grad
+
+    h100 = CHIP_PRESETS["h100-sxm"]
+    assert h100.comm_sm_share == pytest.approx(24 / 132)
+    measured = dataclasses.replace(h100, collective_sm_share=0.5)
+    assert measured.comm_sm_share == 0.5
+    layout = Layout(tp=1, dp=8, overlap_grad_reduce=True)
+    reduce = dp_grad_sync(1e9, layout, measured).reduce
+    held = stage_reduce_grad(1e9, layout, measured, backward=100 * reduce)
+    assert held.busy == pytest.approx(0.5 * reduce) and held.asynchronous == pytest.approx(0.0)
+    data = _measured(None)
+    assert "collective_sm_share: not measured (one process)" in " ".join(data["measured"]["notes"])
+    assert "collective_sm_share" not in data
+
+
+def test_the_chip_file_writes_a_measured_collective_share():
+    from pipesim.profile.contention import ContentionRun
+    from pipesim.profile.device import Device, DeviceKind
+
+    m = Measurements(GemmDtype.FP32)
+    m.gemm, m.stream = chip_from_dict(chip_data(), "t").measured.gemm, chip_from_dict(chip_data(), "t").measured.stream
+    m.contention = ContentionRun(512, 16 * 2**20, 2, alone_s=0.20, beside_s=0.25)
+    data = chip_dict(m, Device(DeviceKind.CPU, "hand CPU", 1, 0, 2), 16.0, {"device": "hand"}, "hand")
+    chip = chip_from_dict(data, "t")
+    assert chip.collective_sm_share == pytest.approx(0.2) and chip.comm_sm_share == pytest.approx(0.2)
+    assert "beside 16 MiB all-reduces over 2 processes" in " ".join(data["measured"]["notes"])
+    gaps = {g.constant: g for g in preset_gaps(chip, CHIP_PRESETS["h100-sxm"])}
+    assert gaps["collective SM share"].measured == pytest.approx(0.2)
+    assert gaps["collective SM share"].preset == pytest.approx(24 / 132)
