@@ -43,6 +43,8 @@ def test_profile_predicts_the_executor_within_a_factor(tmp_path):
     assert 0 <= chip.collective_sm_share <= 1 and "collective_sm_share = 1 − a window of" in notes
     assert chip.comm_sm_share == chip.collective_sm_share
     assert 0 < chip.sustained_clock_ratio <= 1 and "sustained_clock_ratio = a 1024³ fp32 GEMM" in notes
+    # and the pair's synchronised sends ran (on a CPU a check of the path: gloo synchronises no device, 0 stays)
+    assert chip.p2p_sync_overhead == 0.0 and "exchange differ by" in notes
 
 
 def test_the_table_keeps_oversubscribed_configurations_apart():

@@ -4,8 +4,11 @@ Roofline fields a measurement gives directly are derived, and the file says how 
 ``peak_flops`` = the best GEMM rate measured (so ``gemm_efficiency`` = 1: the table carries the shapes'
 rates), ``hbm_bandwidth`` = the best stream rate (a copy, usually) and ``memory_efficiency`` = the median
 element-wise kernel's rate over it, the attention efficiencies = the median attention rate over the peak,
-the link fields = the P2P fit (else the copy rate, on one process, stated). On a CPU ``p2p_sync_overhead`` is
-0: gloo's sends do not synchronise a device (the executor posts them and goes on).
+the link fields = the P2P fit (else the copy rate, on one process, stated). Three more come from the machine
+under load: ``sustained_clock_ratio`` (a GEMM burn, :mod:`~pipesim.profile.sustained`), ``collective_sm_share``
+(GEMMs beside all-reduces, :mod:`~pipesim.profile.contention`) and, on a GPU, ``p2p_sync_overhead`` (passes
+with and without a device sync after each send, :mod:`~pipesim.profile.p2p_sync`). On a CPU
+``p2p_sync_overhead`` is 0: gloo's sends do not synchronise a device (the executor posts them and goes on).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.io.atomic import write_text_atomic
 from pipesim.profile.contention import ContentionRun
 from pipesim.profile.device import Device
+from pipesim.profile.p2p_sync import P2P_SYNC_NOTE, P2pSyncRun
 from pipesim.profile.stream import ELEMENTWISE
 from pipesim.profile.sustained import SUSTAINED_NOTE, SustainedRun
 
@@ -38,6 +42,7 @@ class Measurements:
     gpu_speed_spread: float | None = None  # the processes' speed spread over the GEMM table (profile.spread)
     sustained: SustainedRun | None = None  # the burn's settled GEMM rate against a short run's (profile.sustained)
     contention: ContentionRun | None = None  # GEMMs alone and beside all-reduces (profile.contention)
+    p2p_sync: P2pSyncRun | None = None  # passes with and without a device sync after each exchange (profile.p2p_sync)
     notes: list[str] = field(default_factory=list)
 
 
@@ -125,6 +130,9 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
         notes.append("one process: collectives and P2P not measured; the link fields are the copy rate, a "
                      "placeholder (launch with torchrun --nproc-per-node N -m pipesim.profile to measure them)")
     if device.cuda:
+        sync_fields, sync_note = p2p_sync_fields(m.p2p_sync)
+        data.update(sync_fields)
+        notes.append(sync_note)
         import torch
 
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -134,13 +142,26 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
         import os
 
         data.update(sm_count=1, gemm_tile=[1, 1], node_size=os.cpu_count() or 1, p2p_sync_overhead=0.0)
+        checked = ("" if m.p2p_sync is None else f"; the same passes with and without a sync after each "
+                   f"exchange differ by {m.p2p_sync.difference * 1e6:+.3g} µs a pass here, noise")
         notes.append("CPU: no tile/wave quantization (sm_count 1, gemm_tile [1, 1]), node_size = the cores, "
-                     "p2p_sync_overhead 0 (gloo sends do not synchronise a device)")
+                     f"p2p_sync_overhead 0 (gloo sends do not synchronise a device{checked})")
     data["measured"] = MeasuredTables(m.dtype, tables.gemm, tables.attention, tables.stream, tables.collectives,
                                       device.threads, tuple(notes)).to_dict()
     data["provenance"] = provenance
     chip_from_dict(data, "the measured chip")  # the schema the file will be read with: refuse before writing
     return data
+
+
+def p2p_sync_fields(run: P2pSyncRun | None) -> tuple[dict, str]:
+    """On a GPU: ``p2p_sync_overhead`` as measured between processes 0 and 1, and the note saying how; nothing
+    (the preset's default) and a note saying so where one process could not measure it."""
+    if run is None:
+        return {}, "p2p_sync_overhead: not measured (one process): the field's default stands"
+    return {"p2p_sync_overhead": run.overhead}, (
+        f"{P2P_SYNC_NOTE}{run.calls} passes, each followed by a batched isend/irecv, "
+        f"with the device synchronised after each ({run.synchronised_s * 1e3:.4g} ms) and without "
+        f"({run.free_s * 1e3:.4g} ms), the difference per pass (at least 0)")
 
 
 def write_chip_file(path: str | Path, data: dict) -> None:

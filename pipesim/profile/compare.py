@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, StreamKernel
 from pipesim.errors import PipesimError
+from pipesim.profile.p2p_sync import P2P_SYNC_NOTE
 from pipesim.profile.stream import ELEMENTWISE
 from pipesim.profile.sustained import SUSTAINED_NOTE
 
@@ -67,6 +68,9 @@ def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
     if measured.collective_sm_share is not None:
         gaps.append(Gap("collective SM share", preset.comm_sm_share, measured.comm_sm_share,
                         "GEMMs' rate lost beside all-reduces (preset: collective_ctas / sm_count)"))
+    if any(note.startswith(P2P_SYNC_NOTE) for note in tables.notes):  # measured on a GPU (chip_file says so)
+        gaps.append(Gap("p2p_sync_overhead", preset.p2p_sync_overhead, measured.p2p_sync_overhead,
+                        "passes with a device sync after each exchange minus without, s a pass"))
     elementwise = tables.stream_rate(ELEMENTWISE)
     if elementwise:
         gaps.append(Gap("memory_efficiency", preset.memory_efficiency, elementwise / preset.hbm_bandwidth,

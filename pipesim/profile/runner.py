@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.measured import GemmDtype
 from pipesim.errors import PipesimError
-from pipesim.profile import attention, collectives, contention, gemm, host, stream, sustained
+from pipesim.profile import attention, collectives, contention, gemm, host, p2p_sync, stream, sustained
 from pipesim.profile.chip_file import Measurements, chip_dict, write_chip_file
 from pipesim.profile.device import Device, memory_gib, open_device, provenance
 from pipesim.profile.spread import speed_spread
@@ -110,7 +110,7 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
         stream_shapes.append(stream.StreamShape(stream.StreamKernel.COPY, 32768, 4096))
     sizes = collectives.QUICK_SIZES if request.quick else collectives.FULL_SIZES
     n_coll = sum(len(sizes) * (4 if n == 2 else 3) for n in collectives.group_sizes(world))
-    n_coll += 1 if world > 1 else 0  # the collective beside GEMMs (contention)
+    n_coll += 2 if world > 1 else 0  # the collective beside GEMMs (contention), the synchronised sends (p2p_sync)
     burn_seconds = (sustained.default_seconds(device.cuda, request.quick) if request.sustain_seconds is None
                     else request.sustain_seconds)
     total = (len(gemm_shapes) + len(fp8_shapes) + len(att_shapes) + len(stream_shapes) + 2 + n_coll
@@ -163,6 +163,9 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
             bar.update(task, description="GEMMs beside all-reduces")
             measured.contention = _median_contention(contention.measure(device, repeats), world)
             tick("GEMMs beside all-reduces")
+            bar.update(task, description="synchronised sends")
+            measured.p2p_sync = _gathered(p2p_sync.measure(device, request.quick), world)[0]  # process 0's pair
+            tick("synchronised sends")
         if burn_seconds > 0:  # last: the burn leaves the chips hot, which no other table should time
             bar.update(task, description=f"sustained GEMM ({burn_seconds:g} s)")
             measured.sustained = _median_run(sustained.burn(device, burn_seconds, repeats, _barrier(world)), world)
