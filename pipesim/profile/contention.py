@@ -56,7 +56,7 @@ def measure(device: Device, repeats: Repeats) -> ContentionRun:
     dtype = torch.bfloat16 if device.cuda else torch.float32
     a = torch.randn(size, size, device=device.torch_device, dtype=dtype)
     b = torch.randn(size, size, device=device.torch_device, dtype=dtype)
-    buffer = torch.ones(nbytes // a.element_size(), device=device.torch_device, dtype=dtype)
+    buffer = torch.zeros(nbytes // a.element_size(), device=device.torch_device, dtype=dtype)  # sums stay 0
     one_gemm = median_seconds(lambda: a @ b, repeats, device.cuda)
     per_window = max(1, round(WINDOW_SECONDS / one_gemm))
 
