@@ -41,6 +41,21 @@ def test_chips_lists_a_measured_file_with_provenance(tmp_path, capsys):
     assert "GEMMs measured (2 shapes, fp32)" in out and "h100-sxm" in out
 
 
+def test_chips_compares_a_measured_file_with_a_preset(tmp_path, capsys):
+    path = tmp_path / "hand.yaml"
+    path.write_text(yaml.safe_dump(chip_data()))
+    assert main(["chips", str(path), "--compare", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    h100 = CHIP_PRESETS["h100-sxm"]
+    line = next(li for li in out.splitlines() if li.strip().startswith("gemm_efficiency"))
+    assert "hand against the h100-sxm preset" in out and f"{8 * 2.0e11 / h100.peak_flops:.4g}" in line
+    # auto: the preset the measured device's name matches (a hand-written device matches none: it says so)
+    assert main(["chips", str(path), "--compare", "auto"]) == 0
+    assert "no preset matches device 'hand-written'; name one with --compare PRESET" in capsys.readouterr().out
+    _one_line_error(capsys, main(["chips", str(path), "--compare", "h1000"]), "--compare 'h1000'", "auto")
+    _one_line_error(capsys, main(["chips", "--compare", "h100-sxm"]), "needs a measured chip FILE")
+
+
 def test_simulate_and_plan_read_a_measured_file(tmp_path, capsys):
     chip, model = tmp_path / "hand.yaml", tmp_path / "gpt.yaml"
     chip.write_text(yaml.safe_dump(chip_data()))

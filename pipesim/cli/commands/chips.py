@@ -15,6 +15,10 @@ def register(sub) -> None:
                            description="List chip presets, the measured chip files committed in "
                            "pipesim/analytic/measured_chips (--hardware NAME), and any chip FILEs given.")
     chips.add_argument("files", nargs="*", metavar="FILE", help="chip files to list too (.yaml/.json)")
+    chips.add_argument("--compare", metavar="PRESET", default=None,
+                       help="for each measured FILE, each constant of the chip preset PRESET beside what the "
+                       "measurement gives for it, in the preset's terms ('auto': the preset the measured device's "
+                       "name matches)")
     chips.set_defaults(func=run)
 
 
@@ -25,9 +29,10 @@ def run(args: argparse.Namespace) -> int:
 
     chips = [("preset", c) for c in CHIP_PRESETS.values()]
     chips += [("measured", load_chip(str(path))) for path in measured_chip_files().values()]
-    for path in args.files:
-        chip = load_chip(path)
-        chips.append(("measured" if chip.measured else "file", chip))
+    given = [load_chip(path) for path in args.files]
+    chips += [("measured" if chip.measured else "file", chip) for chip in given]
+    if args.compare is not None:
+        _check_compare(args.compare, [chip for chip in given if chip.measured])
     w = max(10, *(len(c.name) for _, c in chips))
     print(f"{'name':<{w}} {'source':<8} {'BF16 TFLOP/s':>12} {'FP8':>6} {'FP4':>6} {'HBM GiB':>8} {'HBM TB/s':>8} "
           f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'train':>5} {'attn f/b':>9} {'mem':>4} "
@@ -45,12 +50,41 @@ def run(args: argparse.Namespace) -> int:
         if c.measured is None:
             continue
         record = c.provenance or {}
-        given = [f"{k} {record[k]}" for k in _PROVENANCE if k in record]
+        recorded = [f"{k} {record[k]}" for k in _PROVENANCE if k in record]
         terms = "; ".join(f"{k} {v}" for k, v in c.measured.sources().items())
-        print(f"measured {c.name}: {', '.join(given) or 'no provenance recorded'}\n  tables: {terms}")
+        print(f"measured {c.name}: {', '.join(recorded) or 'no provenance recorded'}\n  tables: {terms}")
+    if args.compare is not None:
+        _compare([chip for chip in given if chip.measured], args.compare)
     print("link bandwidths: per chip, one direction (datasheet NVLink figures are bidirectional; halved here); "
           "gemm/attn/mem: kernel efficiencies (docs/model-and-chip-files.md); train: the share of the GEMM rate a "
           "training step's BF16 GEMMs reach (fitted: docs/validation.md); spread: the GPUs' speed spread, of which "
           "a step waits for the slowest (fitted, or measured by pipesim profile on four processes or more); "
           "measured: pipesim profile's tables, which the cost model reads instead of these constants")
     return 0
+
+
+def _check_compare(preset: str, measured: list) -> None:
+    """Refuse a --compare that cannot print anything, before the table."""
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.errors import PipesimError
+
+    if preset != "auto" and preset not in CHIP_PRESETS:
+        raise PipesimError(f"--compare {preset!r} is not a chip preset; use one of {', '.join(CHIP_PRESETS)} or auto")
+    if not measured:
+        raise PipesimError("--compare needs a measured chip FILE to compare with (write one with pipesim profile -o "
+                           "FILE)")
+
+
+def _compare(measured: list, preset: str) -> None:
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.profile.compare import preset_for, preset_gaps
+
+    for chip in measured:
+        name = preset_for((chip.provenance or {}).get("device", "")) if preset == "auto" else preset
+        if name is None:
+            print(f"{chip.name}: no preset matches device {(chip.provenance or {}).get('device', '?')!r}; "
+                  f"name one with --compare PRESET")
+            continue
+        print(f"{chip.name} against the {name} preset (measured / preset − 1):")
+        for gap in preset_gaps(chip, CHIP_PRESETS[name]):
+            print(f"  {gap.text()}")
