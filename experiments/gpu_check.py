@@ -116,8 +116,7 @@ def profile_and_compare(gpus: int) -> Path:
     import torch
 
     from pipesim.analytic.chip_load import load_chip
-    from pipesim.analytic.chip_presets import CHIP_PRESETS
-    from pipesim.profile.compare import preset_for, preset_gaps
+    from pipesim.profile.compare import comparison_lines
 
     name = torch.cuda.get_device_name(0)
     path = measured_chip_path(name)
@@ -133,13 +132,7 @@ def profile_and_compare(gpus: int) -> Path:
         return path
     print(f"profile --quick over {gpus} GPU(s): {time.monotonic() - began:.1f} s; wrote {path.relative_to(ROOT)} "
           f"(pipesim chips lists it; --hardware {path.stem})")
-    preset_name = preset_for(name)
-    if preset_name is None:
-        print(f"no preset matches {name!r}: nothing to compare")
-        return path
-    print(f"preset {preset_name} against the measurement:")
-    for gap in preset_gaps(load_chip(str(path)), CHIP_PRESETS[preset_name]):
-        print(f"  {gap.text()}")
+    print("\n".join(comparison_lines(load_chip(str(path)), "auto")))  # pipesim chips FILE --compare auto
     return path
 
 

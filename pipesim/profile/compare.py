@@ -100,3 +100,17 @@ def _preset_attention_at(preset: ChipSpec, rows) -> tuple[float, float]:
     shares = [preset.attention_shape_rates.factors(r.seq, r.head_dim) for r in rows]
     return (preset.attention_forward_efficiency * statistics.median(f for f, _ in shares),
             preset.attention_backward_efficiency * statistics.median(b for _, b in shares))
+
+
+def comparison_lines(measured: ChipSpec, preset: str) -> list[str]:
+    """What ``pipesim chips FILE --compare PRESET`` prints for one measured chip: a heading and each gap, or why
+    there is nothing to compare. ``preset``: a preset's name, or ``auto``, the one the measured device's name
+    matches (its provenance's ``device``)."""
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+
+    device = (measured.provenance or {}).get("device", "")
+    name = preset_for(device) if preset == "auto" else preset
+    if name is None:
+        return [f"{measured.name}: no preset matches device {device!r}; name one with --compare PRESET"]
+    return ([f"{measured.name} against the {name} preset (measured / preset − 1):"]
+            + [f"  {gap.text()}" for gap in preset_gaps(measured, CHIP_PRESETS[name])])

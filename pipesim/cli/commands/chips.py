@@ -75,16 +75,9 @@ def _check_compare(preset: str, measured: list) -> None:
                            "FILE)")
 
 
+
 def _compare(measured: list, preset: str) -> None:
-    from pipesim.analytic.chip_presets import CHIP_PRESETS
-    from pipesim.profile.compare import preset_for, preset_gaps
+    from pipesim.profile.compare import comparison_lines
 
     for chip in measured:
-        name = preset_for((chip.provenance or {}).get("device", "")) if preset == "auto" else preset
-        if name is None:
-            print(f"{chip.name}: no preset matches device {(chip.provenance or {}).get('device', '?')!r}; "
-                  f"name one with --compare PRESET")
-            continue
-        print(f"{chip.name} against the {name} preset (measured / preset − 1):")
-        for gap in preset_gaps(chip, CHIP_PRESETS[name]):
-            print(f"  {gap.text()}")
+        print("\n".join(comparison_lines(chip, preset)))
