@@ -161,14 +161,17 @@ def _run(request: ProfileRequest, rank: int, world: int, backend: str | None) ->
             skipped = result.skipped
             measured.notes += [f"not measured: {s}" for s in skipped]
             bar.update(task, description="GEMMs beside all-reduces")
-            measured.contention = _median_contention(contention.measure(device, repeats), world)
+            measured.contention = _median_over_ranks([contention.measure(device, repeats)],
+                                                     ("alone_s", "beside_s"), world)[0]
             tick("GEMMs beside all-reduces")
             bar.update(task, description="synchronised sends")
             measured.p2p_sync = _gathered(p2p_sync.measure(device, request.quick), world)[0]  # process 0's pair
             tick("synchronised sends")
         if burn_seconds > 0:  # last: the burn leaves the chips hot, which no other table should time
             bar.update(task, description=f"sustained GEMM ({burn_seconds:g} s)")
-            measured.sustained = _median_run(sustained.burn(device, burn_seconds, repeats, _barrier(world)), world)
+            burned = sustained.burn(device, burn_seconds, repeats, _barrier(world))
+            measured.sustained = _median_over_ranks([burned], ("burst_flops_per_s", "sustained_flops_per_s"),
+                                                    world)[0]
             tick("sustained GEMM")
     data = chip_dict(measured, device, memory_gib(device), provenance(device, list(request.command), backend),
                      request.name)
@@ -188,20 +191,6 @@ def _barrier(world: int):
     import torch.distributed as dist
 
     return dist.barrier
-
-
-def _median_contention(run: contention.ContentionRun, world: int) -> contention.ContentionRun:
-    """The contention of the median process: each window the median over the processes."""
-    runs = _gathered(run, world)
-    return replace(run, alone_s=statistics.median(r.alone_s for r in runs),
-                   beside_s=statistics.median(r.beside_s for r in runs))
-
-
-def _median_run(run: sustained.SustainedRun, world: int) -> sustained.SustainedRun:
-    """The burn of the median process: each rate the median over the processes."""
-    runs = _gathered(run, world)
-    return replace(run, burst_flops_per_s=statistics.median(r.burst_flops_per_s for r in runs),
-                   sustained_flops_per_s=statistics.median(r.sustained_flops_per_s for r in runs))
 
 
 def _dedupe(rows):
