@@ -163,14 +163,14 @@ def test_the_chip_file_writes_a_measured_collective_share():
 
 
 def test_the_sync_overhead_is_the_synchronised_loops_excess_per_pass():
-    from pipesim.profile.chip_file import p2p_sync_fields
-    from pipesim.profile.p2p_sync import P2pSyncRun
+    from pipesim.profile.chip_file import measured_fields
+    from pipesim.profile.p2p_sync import P2P_SYNC_MISSING, P2pSyncRun
 
     run = P2pSyncRun(calls=30, synchronised_s=0.130, free_s=0.100)
     assert run.difference == pytest.approx(1e-3) and run.overhead == pytest.approx(1e-3)  # 30 ms over 30 passes
     noise = dataclasses.replace(run, synchronised_s=0.099)
     assert noise.difference < 0 and noise.overhead == 0.0
-    fields, note = p2p_sync_fields(run)  # what a GPU's chip file gets
+    fields, note = measured_fields(run), run.note  # what a GPU's chip file gets
     assert fields == {"p2p_sync_overhead": pytest.approx(1e-3)} and "30 passes" in note
     data = chip_data()
     data.update(fields, p2p_sync_overhead=fields["p2p_sync_overhead"])
@@ -178,4 +178,4 @@ def test_the_sync_overhead_is_the_synchronised_loops_excess_per_pass():
     gaps = {g.constant: g for g in preset_gaps(chip_from_dict(data, "t"), CHIP_PRESETS["a100-80gb"])}
     assert gaps["p2p_sync_overhead"].measured == pytest.approx(1e-3)
     assert gaps["p2p_sync_overhead"].preset == CHIP_PRESETS["a100-80gb"].p2p_sync_overhead
-    assert p2p_sync_fields(None) == ({}, "p2p_sync_overhead: not measured (one process): the field's default stands")
+    assert measured_fields(None) == {} and P2P_SYNC_MISSING.startswith("p2p_sync_overhead: not measured")

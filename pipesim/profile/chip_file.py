@@ -23,11 +23,11 @@ from pipesim.analytic.chip_spec import chip_from_dict
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, MeasuredTables
 from pipesim.analytic.slowest_gpu import MAX_SPREAD
 from pipesim.io.atomic import write_text_atomic
-from pipesim.profile.contention import ContentionRun
+from pipesim.profile.contention import CONTENTION_MISSING, ContentionRun
 from pipesim.profile.device import Device
-from pipesim.profile.p2p_sync import P2P_SYNC_NOTE, P2pSyncRun
+from pipesim.profile.p2p_sync import P2P_SYNC_MISSING, P2pSyncRun
 from pipesim.profile.stream import ELEMENTWISE
-from pipesim.profile.sustained import SUSTAINED_NOTE, SustainedRun
+from pipesim.profile.sustained import SUSTAINED_MISSING, SustainedRun
 
 
 @dataclass
@@ -91,27 +91,12 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     else:
         notes.append("gpu_speed_spread: the default fitted to published runs (fewer than four processes cannot "
                      "measure a spread)")
-    if m.sustained is not None:
-        s = m.sustained
-        data["sustained_clock_ratio"] = round(s.ratio, 4)
-        notes.append(f"{SUSTAINED_NOTE}{s.size}³ {s.dtype.value} GEMM's settled rate over a "
-                     f"{s.seconds:.0f} s burn on every process at once ({s.sustained_flops_per_s / 1e9:.4g} "
-                     f"GFLOP/s, the median of the last third of {s.windows} windows) over its short run's "
-                     f"({s.burst_flops_per_s / 1e9:.4g}), at most 1: the GEMM and attention tables are short runs, "
-                     f"and the cost model scales them by it")
-    else:
-        notes.append("sustained_clock_ratio: not measured (--sustain-seconds 0): the tables' short-run rates are "
-                     "taken as what a training run sustains")
-    if m.contention is not None:
-        c = m.contention
-        data["collective_sm_share"] = round(c.share, 4)
-        notes.append(f"collective_sm_share = 1 − a window of {c.gemm_size}³ GEMMs alone ({c.alone_s * 1e3:.4g} ms) "
-                     f"over the same window beside {c.comm_bytes / 2**20:g} MiB all-reduces over {c.ranks} processes "
-                     f"({c.beside_s * 1e3:.4g} ms), every process at once: what an overlapped collective takes "
-                     f"from the compute beside it")
-    else:
-        notes.append("collective_sm_share: not measured (one process): an overlapped collective takes "
-                     "collective_ctas / sm_count of the compute")
+    under_load = [(m.sustained, SUSTAINED_MISSING), (m.contention, CONTENTION_MISSING)]
+    if device.cuda:  # a CPU has no device to synchronise: its p2p_sync_overhead is 0, below
+        under_load.append((m.p2p_sync, P2P_SYNC_MISSING))
+    for run, missing in under_load:
+        data.update(measured_fields(run))
+        notes.append(missing if run is None else run.note)
     if m.attention:
         data["attention_forward_efficiency"] = min(1.0, statistics.median(r.forward_flops_per_s
                                                                           for r in m.attention) / peak)
@@ -130,9 +115,6 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
         notes.append("one process: collectives and P2P not measured; the link fields are the copy rate, a "
                      "placeholder (launch with torchrun --nproc-per-node N -m pipesim.profile to measure them)")
     if device.cuda:
-        sync_fields, sync_note = p2p_sync_fields(m.p2p_sync)
-        data.update(sync_fields)
-        notes.append(sync_note)
         import torch
 
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -153,15 +135,9 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
     return data
 
 
-def p2p_sync_fields(run: P2pSyncRun | None) -> tuple[dict, str]:
-    """On a GPU: ``p2p_sync_overhead`` as measured between processes 0 and 1, and the note saying how; nothing
-    (the preset's default) and a note saying so where one process could not measure it."""
-    if run is None:
-        return {}, "p2p_sync_overhead: not measured (one process): the field's default stands"
-    return {"p2p_sync_overhead": run.overhead}, (
-        f"{P2P_SYNC_NOTE}{run.calls} passes, each followed by a batched isend/irecv, "
-        f"with the device synchronised after each ({run.synchronised_s * 1e3:.4g} ms) and without "
-        f"({run.free_s * 1e3:.4g} ms), the difference per pass (at least 0)")
+def measured_fields(run: SustainedRun | ContentionRun | P2pSyncRun | None) -> dict:
+    """The chip field a measurement under load sets, or nothing where it did not run (the default stands)."""
+    return {} if run is None else {run.field: run.value}
 
 
 def write_chip_file(path: str | Path, data: dict) -> None:

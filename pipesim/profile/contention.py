@@ -28,6 +28,8 @@ COMM_BYTES = {True: 256 * 2**20, False: 16 * 2**20}  # an all-reduce long enough
 WINDOW_SECONDS = 0.25
 COVER = 1.5  # the all-reduces queued last this many windows, so the GEMMs never run alone
 PAIRS = 3  # alone and beside, alternated: the median of each
+CONTENTION_MISSING = ("collective_sm_share: not measured (one process): an overlapped collective takes "
+                      "collective_ctas / sm_count of the compute")
 REDUCE_REPEATS = Repeats(warmup=1, repeats=5)
 
 
@@ -39,10 +41,24 @@ class ContentionRun:
     alone_s: float  # one window of GEMMs, nothing beside it
     beside_s: float  # the same window with all-reduces running beside it
 
+    field = "collective_sm_share"  # the chip field it measures
+
     @property
     def share(self) -> float:
         """σ: the share of the compute's rate the collective took, in [0, 1]."""
         return min(1.0, max(0.0, 1.0 - self.alone_s / self.beside_s))
+
+    @property
+    def value(self) -> float:
+        return round(self.share, 4)
+
+    @property
+    def note(self) -> str:
+        """How the chip file's figure was measured (``measured.notes``)."""
+        return (f"collective_sm_share = 1 − a window of {self.gemm_size}³ GEMMs alone ({self.alone_s * 1e3:.4g} ms) "
+                f"over the same window beside {self.comm_bytes / 2**20:g} MiB all-reduces over {self.ranks} "
+                f"processes ({self.beside_s * 1e3:.4g} ms), every process at once: what an overlapped collective "
+                f"takes from the compute beside it")
 
 
 def measure(device: Device, repeats: Repeats) -> ContentionRun:

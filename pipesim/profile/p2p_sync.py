@@ -28,6 +28,7 @@ CALLS = {False: 100, True: 30}  # passes per loop, keyed by quick
 ONE_GEMM = Repeats(warmup=2, repeats=5)
 # How a chip file's note on a measured overhead begins (chip_file writes it, compare reads it)
 P2P_SYNC_NOTE = "p2p_sync_overhead = processes 0 and 1's "
+P2P_SYNC_MISSING = "p2p_sync_overhead: not measured (one process): the field's default stands"
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,23 @@ class P2pSyncRun:
         """Seconds per pass the synchronised loop took beyond the free one (noise can make it negative)."""
         return (self.synchronised_s - self.free_s) / self.calls
 
+    field = "p2p_sync_overhead"  # the chip field it measures (on a GPU)
+
     @property
     def overhead(self) -> float:
         """Seconds of idle device per synchronising exchange, at least 0."""
         return max(0.0, self.difference)
+
+    @property
+    def value(self) -> float:
+        return self.overhead
+
+    @property
+    def note(self) -> str:
+        """How the chip file's figure was measured (``measured.notes``)."""
+        return (f"{P2P_SYNC_NOTE}{self.calls} passes, each followed by a batched isend/irecv, with the device "
+                f"synchronised after each ({self.synchronised_s * 1e3:.4g} ms) and without "
+                f"({self.free_s * 1e3:.4g} ms), the difference per pass (at least 0)")
 
 
 def measure(device: Device, quick: bool) -> P2pSyncRun | None:

@@ -36,8 +36,10 @@ SETTLED_SHARE = 1 / 3  # the last third of the windows: the clock has settled
 DEFAULT_SECONDS = {(True, False): 60.0, (True, True): 15.0, (False, False): 5.0, (False, True): 1.0}
 # The product burned: gpu-fryer's 8192² on a GPU; on a CPU one a window holds many of (~20 ms on two cores)
 BURN_SIZE = {True: 8192, False: 1024}
-# How a chip file's note on a measured ratio begins (chip_file writes it, compare reads it)
+# How a chip file's note on a measured ratio begins (chip_file writes it, compare reads it), and its note without
 SUSTAINED_NOTE = "sustained_clock_ratio = a "
+SUSTAINED_MISSING = ("sustained_clock_ratio: not measured (--sustain-seconds 0): the tables' short-run rates are "
+                     "taken as what a training run sustains")
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,25 @@ class SustainedRun:
     seconds: float  # how long the burn ran
     windows: int  # timed windows in it
 
+    field = "sustained_clock_ratio"  # the chip field it measures
+
     @property
     def ratio(self) -> float:
         """The sustained rate over the short run's, at most 1 (a short run's rate is the ceiling by definition;
         a burn that measures above it has only measured noise)."""
         return min(1.0, self.sustained_flops_per_s / self.burst_flops_per_s)
+
+    @property
+    def value(self) -> float:
+        return round(self.ratio, 4)
+
+    @property
+    def note(self) -> str:
+        """How the chip file's figure was measured (``measured.notes``)."""
+        return (f"{SUSTAINED_NOTE}{self.size}³ {self.dtype.value} GEMM's settled rate over a {self.seconds:.0f} s "
+                f"burn on every process at once ({self.sustained_flops_per_s / 1e9:.4g} GFLOP/s, the median of the "
+                f"last third of {self.windows} windows) over its short run's ({self.burst_flops_per_s / 1e9:.4g}), "
+                f"at most 1: the GEMM and attention tables are short runs, and the cost model scales them by it")
 
 
 def default_seconds(cuda: bool, quick: bool) -> float:
