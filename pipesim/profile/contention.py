@@ -93,7 +93,7 @@ def measure(device: Device, repeats: Repeats) -> ContentionRun:
         alone.append(seconds_once(window, device.cuda))
         dist.barrier()
         works = [dist.all_reduce(buffer, async_op=True) for _ in range(queued)]
-        beside.append(seconds_once(window, device.cuda))  # times the GEMMs' stream only: the reduces run on
+        beside.append(seconds_once(window, device.cuda))  # the GEMMs' stream alone is timed; the reduces go on
         for work in works:
             work.wait()
         if device.cuda:

@@ -37,12 +37,12 @@ class P2pSyncRun:
     synchronised_s: float  # the whole loop, the device synchronised after each exchange
     free_s: float  # the same loop, the host running ahead
 
+    field = "p2p_sync_overhead"  # the chip field it measures (on a GPU)
+
     @property
     def difference(self) -> float:
         """Seconds per pass the synchronised loop took beyond the free one (noise can make it negative)."""
         return (self.synchronised_s - self.free_s) / self.calls
-
-    field = "p2p_sync_overhead"  # the chip field it measures (on a GPU)
 
     @property
     def overhead(self) -> float:
