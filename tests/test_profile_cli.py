@@ -63,6 +63,9 @@ def test_simulate_and_plan_read_a_measured_file(tmp_path, capsys):
                  "--hardware", str(chip)]) == 0
     out = capsys.readouterr().out
     assert "cost terms from hand's measured tables" in out and "GEMMs measured" in out
+    # no burn and no collective beside GEMMs in this file: the defaults, and the report says which rule stands
+    assert "GEMM and attention clock × 1 sustained_clock_ratio" in out
+    assert f"overlapped collectives take {24 / 132:.3g} of the compute beside them (collective_ctas / sm_count)" in out
     assert "attention measured" in out and "pipeline P2P roofline" in out
     model.write_text(yaml.safe_dump({"name": "g", "layers": 4, "hidden": 64, "heads": 4, "ffn_hidden": 256,
                                      "vocab": 128, "seq_len": 32}))

@@ -231,6 +231,11 @@ def cost_sources(chip: ChipSpec) -> dict[str, str]:
         else "roofline (link fields derived from the stream rate)"
     )
     sources["optimizer step"] = "roofline over the measured stream rate"
+    # the measurements under load (a field set where measured, its default rule otherwise; the notes say which)
+    sources["GEMM and attention clock"] = f"× {chip.sustained_clock_ratio:g} sustained_clock_ratio"
+    sources["overlapped collectives"] = (f"take {chip.comm_sm_share:.3g} of the compute beside them"
+                                         + (" (measured)" if chip.collective_sm_share is not None
+                                            else " (collective_ctas / sm_count)"))
     return sources
 
 
