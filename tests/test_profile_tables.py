@@ -92,8 +92,26 @@ def test_round_trip_through_a_file(tmp_path):
     path.write_text(yaml.safe_dump(chip_data()))
     chip = load_chip(str(path))
     assert chip.measured.dtype is GemmDtype.FP32 and chip.provenance["device"] == "hand-written"
-    again = chip_from_dict({k: v for k, v in chip.to_dict().items() if v is not None}, "again")
+    again = chip_from_dict(chip.to_dict(), "again")
     assert again.measured == chip.measured
+
+
+def test_every_preset_written_out_is_a_chip_file_of_itself(tmp_path, capsys):
+    """A chip's dictionary (what simulate --json reports as "chip") leaves its unset fields out, so it reads back
+    as the same chip: a user can save a report's chip, edit a constant, and simulate with it."""
+    import json
+
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+    from pipesim.cli.main import main
+
+    for name, chip in CHIP_PRESETS.items():
+        assert chip_from_dict(chip.to_dict(), name) == chip, name
+    assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "4",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    path = tmp_path / "from-report.yaml"
+    path.write_text(yaml.safe_dump(report["model_report"]["chip"]))
+    assert load_chip(str(path)) == CHIP_PRESETS["h100-sxm"]
 
 
 @pytest.mark.parametrize(("change", "message"), [

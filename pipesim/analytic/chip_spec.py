@@ -303,9 +303,8 @@ class ChipSpec:
     def to_dict(self) -> dict:
         data = asdict(self)
         data["gemm_tile"] = list(self.gemm_tile)
-        for key in ("measured", "provenance", "nvlink_collective_shares", "attention_shape_rates"):
-            if data[key] is None:
-                del data[key]
+        for key in [k for k, v in data.items() if v is None]:  # unset optional fields: a valid chip file again
+            del data[key]
         if self.measured is not None:
             data["measured"] = self.measured.to_dict()
         if self.nvlink_collective_shares is not None:
