@@ -35,17 +35,17 @@ def run(args: argparse.Namespace) -> int:
         _check_compare(args.compare, [chip for chip in given if chip.measured])
     w = max(10, *(len(c.name) for _, c in chips))
     print(f"{'name':<{w}} {'source':<8} {'BF16 TFLOP/s':>12} {'FP8':>6} {'FP4':>6} {'HBM GiB':>8} {'HBM TB/s':>8} "
-          f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'train':>5} {'attn f/b':>9} {'mem':>4} "
-          f"{'spread':>6}")
+          f"{'intra GB/s':>10} {'inter GB/s':>10} {'node':>4} {'gemm':>5} {'train':>5} {'clock':>5} {'attn f/b':>9} "
+          f"{'mem':>4} {'spread':>6} {'σ comm':>6}")
     for source, c in chips:
         fp8 = f"{c.fp8_peak_flops / 1e12:.0f}" if c.fp8_peak_flops else "-"
         fp4 = f"{c.fp4_peak_flops / 1e12:.0f}" if c.fp4_peak_flops else "-"
         print(f"{c.name:<{w}} {source:<8} {c.peak_flops / 1e12:>12.4g} {fp8:>6} {fp4:>6} {c.memory_gib:>8.1f} "
               f"{c.hbm_bandwidth / 1e12:>8.3g} {c.intra_node_bandwidth / 1e9:>10.3g} "
               f"{c.inter_node_bandwidth / 1e9:>10.3g} {c.node_size:>4} {c.gemm_efficiency:>5.2f} "
-              f"{c.training_gemm_ratio:>5.2f} "
+              f"{c.training_gemm_ratio:>5.2f} {c.sustained_clock_ratio:>5.3f} "
               f"{c.attention_forward_efficiency:>4.2f}/{c.attention_backward_efficiency:<4.2f} "
-              f"{c.memory_efficiency:>4.2f} {c.gpu_speed_spread:>6.3f}")
+              f"{c.memory_efficiency:>4.2f} {c.gpu_speed_spread:>6.3f} {c.comm_sm_share:>6.3f}")
     for _, c in chips:
         if c.measured is None:
             continue
@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         _compare([chip for chip in given if chip.measured], args.compare)
     print("link bandwidths: per chip, one direction (datasheet NVLink figures are bidirectional; halved here); "
           "gemm/attn/mem: kernel efficiencies (docs/model-and-chip-files.md); train: the share of the GEMM rate a "
-          "training step's BF16 GEMMs reach (fitted: docs/validation.md); spread: the GPUs' speed spread, of which "
+          "training step's BF16 GEMMs reach (fitted: docs/validation.md); clock: the tensor-core rate a training run "
+          "sustains over a short benchmark's; σ comm: the compute an overlapped collective takes (both measured by "
+          "pipesim profile under load); spread: the GPUs' speed spread, of which "
           "a step waits for the slowest (fitted, or measured by pipesim profile on four processes or more); "
           "measured: pipesim profile's tables, which the cost model reads instead of these constants")
     return 0
