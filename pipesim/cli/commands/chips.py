@@ -77,7 +77,6 @@ def _check_compare(preset: str, measured: list) -> None:
                            "FILE)")
 
 
-
 def _compare(measured: list, preset: str) -> None:
     from pipesim.profile.compare import comparison_lines
 
