@@ -102,12 +102,21 @@ def _preset_attention_at(preset: ChipSpec, rows) -> tuple[float, float]:
             preset.attention_backward_efficiency * statistics.median(b for _, b in shares))
 
 
+def check_compare_preset(preset: str) -> None:
+    """Refuse a preset to compare with that is neither a chip preset's name nor ``auto``, in one line."""
+    from pipesim.analytic.chip_presets import CHIP_PRESETS
+
+    if preset != "auto" and preset not in CHIP_PRESETS:
+        raise PipesimError(f"--compare {preset!r} is not a chip preset; use one of {', '.join(CHIP_PRESETS)} or auto")
+
+
 def comparison_lines(measured: ChipSpec, preset: str) -> list[str]:
     """What ``pipesim chips FILE --compare PRESET`` prints for one measured chip: a heading and each gap, or why
     there is nothing to compare. ``preset``: a preset's name, or ``auto``, the one the measured device's name
     matches (its provenance's ``device``)."""
     from pipesim.analytic.chip_presets import CHIP_PRESETS
 
+    check_compare_preset(preset)
     device = (measured.provenance or {}).get("device", "")
     name = preset_for(device) if preset == "auto" else preset
     if name is None:

@@ -67,11 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_compare(preset: str, measured: list) -> None:
     """Refuse a --compare that cannot print anything, before the table."""
-    from pipesim.analytic.chip_presets import CHIP_PRESETS
     from pipesim.errors import PipesimError
+    from pipesim.profile.compare import check_compare_preset
 
-    if preset != "auto" and preset not in CHIP_PRESETS:
-        raise PipesimError(f"--compare {preset!r} is not a chip preset; use one of {', '.join(CHIP_PRESETS)} or auto")
+    check_compare_preset(preset)
     if not measured:
         raise PipesimError("--compare needs a measured chip FILE to compare with (write one with pipesim profile -o "
                            "FILE)")
