@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 
 from pipesim.errors import PipesimError
+from pipesim.hash_once import fields_only_state, hash_once
 
 
 class Recompute(enum.Enum):
@@ -498,6 +499,10 @@ class OptimizerBytes:
 @dataclass(frozen=True)
 class Layout:
     """Parallel degrees, microbatches and the activation/optimizer memory choices of one training setup."""
+
+    # the planner's caches hash a layout hundreds of thousands of times: once per instance, kept out of pickles
+    __hash__ = hash_once
+    __getstate__ = fields_only_state
 
     tp: int = 1
     dp: int = 1

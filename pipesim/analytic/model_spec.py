@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, replace
 
 from pipesim.analytic.spec_fields import Field, Kind
 from pipesim.errors import PipesimError
+from pipesim.hash_once import fields_only_state, hash_once
 
 
 class LayerKind(enum.Enum):
@@ -37,6 +38,10 @@ class LayerKind(enum.Enum):
 @dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer, plus the per-microbatch shape it is trained at."""
+
+    # the planner's caches key on the model: hashed once per instance, kept out of pickles
+    __hash__ = hash_once
+    __getstate__ = fields_only_state
 
     name: str
     layers: int

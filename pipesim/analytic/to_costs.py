@@ -267,12 +267,16 @@ def stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown, 
     """:class:`StageBreakdown` of every stage. Cached by what they depend on (:func:`_breakdowns_key`): a cost
     model, the optimizer step and the memory report each read every stage's parameters, and the planner asks
     for tens of thousands of layouts that differ only in dp, microbatches or the ZeRO stage."""
+    kept = layout.__dict__.get("_breakdowns")  # this layout's, kept beside its fields: asked ~14 times a layout
+    if kept is not None and kept[0] is model:
+        return kept[1]
     key = _breakdowns_key(model, layout)
     hit = _BREAKDOWNS.get(key)
     if hit is None:
         if len(_BREAKDOWNS) >= _BREAKDOWNS_KEPT:
             del _BREAKDOWNS[next(iter(_BREAKDOWNS))]
         hit = _BREAKDOWNS[key] = _stage_breakdowns(model, layout)
+    layout.__dict__["_breakdowns"] = (model, hit)
     return hit
 
 
@@ -457,6 +461,7 @@ class _LayerCosts:
     a2a: Layers
     head: HeadTimes
     head_comm: float  # the logits' all-gather before a gathered loss (comm.logits_gather_time), forward only
+    kernels: dict[LayerKind, PassKernels]  # the kernels the host issues for one layer of each kind
 
 
 def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCosts:
@@ -471,6 +476,7 @@ def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCost
         {k: _layer_a2a(model, chip, layout, k) for k in layers},
         head,
         logits_gather_time(model, layout, chip),
+        {k: layer_kernel_counts(model, layout, k) for k in layers},
     )
     if len(_LAYER_COSTS) >= _LAYER_COSTS_KEPT:
         del _LAYER_COSTS[next(iter(_LAYER_COSTS))]
@@ -561,12 +567,15 @@ def _stage_parts(
     )
 
 
-def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int) -> PassTimes:
+def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int,
+                        costs: _LayerCosts) -> PassTimes:
     """Host time to issue the stage's kernels per pass (:func:`~pipesim.analytic.kernels.layer_kernel_counts`,
-    the LM head on the last stage, the embedding on the first)."""
+    the LM head on the last stage, the embedding on the first). ``costs``: the layout's own layer costs, which
+    hold its layers' kernel counts; a group of layers under another layout reads its own."""
     kernels = PassKernels(0, 0, 0)
     for kind, n, group in stage_layer_groups(model, layout, stage):
-        kernels = kernels + layer_kernel_counts(model, group, kind).scaled(n)
+        own = costs if group is layout else _layer_costs(model, chip, group)
+        kernels = kernels + own.kernels[kind].scaled(n)
     end = layout.head_parts(stage)
     if end != HeadParts():
         kernels = kernels + head_kernels(end)
@@ -621,7 +630,7 @@ def compute_pace(chip: ChipSpec, layout: Layout) -> float:
 def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, costs: _LayerCosts) -> StageCosts:
     part = stage_breakdown(model, layout, stage)
     passes, exposed, a2a = _stage_parts(model, chip, layout, stage, costs)
-    seconds = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, stage))
+    seconds = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, stage, costs))
     # Summing the microbatches' weight gradients (autograd's .grad +=) follows the weight-gradient GEMMs; the
     # quantized linears' weight casts (once a step, Transformer Engine's) precede a forward.
     accumulate = grad_accumulation_time(part.params, layout, chip)
@@ -809,7 +818,7 @@ def stage_time_parts(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     result = []
     for s, (passes, exposed, a2a) in enumerate(parts):
         crossing = ([sends[s]] if s < len(sends) else []) + ([sends[s - 1]] if s > 0 else [])
-        host = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, s))
+        host = _host_floor(passes, exposed, a2a, _stage_host_seconds(model, chip, layout, s, costs))
         part = stage_breakdown(model, layout, s)
         accumulate = grad_accumulation_time(part.params, layout, chip)
         cast = weight_cast_time(part.params - part.end_params, layout, chip)
