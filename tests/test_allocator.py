@@ -68,6 +68,15 @@ def test_simulate_reports_both_peaks(capsys):
     assert all(r["reserved_gib"] >= r["total_gib"] for r in memory["ranks"])
 
 
+def test_a_run_over_the_capacity_is_not_said_to_reserve_at_most_the_capacity(capsys):
+    # 405B on 8 GPUs cannot fit: what the allocator reserves is at least what is allocated, beyond the capacity
+    args = ["simulate", "--model", "llama3.1-405b", "--hardware", "h100-sxm", "--pp", "8", "--mb", "8"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "reserved ≈" not in text and "at most the capacity" not in text
+    assert "reserved: at least the" in text and "more than the 79.6 GiB there are" in text and "warning: rank" in text
+
+
 def test_plan_writes_the_reserved_peak_beside_the_allocated_one():
     from pipesim.api import plan
 

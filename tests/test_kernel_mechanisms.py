@@ -9,7 +9,7 @@ import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.kernels import EMBEDDING_KERNELS, HEAD_KERNELS, layer_kernel_counts
-from pipesim.analytic.layout import Layout, Precision, Recompute
+from pipesim.analytic.layout import Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.time_breakdown import rank_times
 from pipesim.analytic.to_costs import build_cost_model, stage_time_parts
@@ -662,4 +662,9 @@ def test_torchtitans_fsdp_is_fsdp2_unless_told_otherwise():
     piped = dict(run, pp=2, mb=8, dp=4, zero=3)
     assert not simulate(**piped, framework="torchtitan").setup.layout.fsdp2
     notes = simulate(**piped, fsdp2=True).model_report.layout.inert_flag_notes
-    assert any(note.startswith("--fsdp2 changes nothing here") for note in notes)
+    assert any(note.startswith("--fsdp2 changes nothing here") and "once a step" in note for note in notes)
+    # and each note gives the reason that holds for its layout, not all of them
+    for layout, reason in ((Layout(dp=1, zero=ZeroStage.PARAMETERS, fsdp2=True), "nothing is sharded"),
+                           (Layout(dp=8, zero=ZeroStage.OPTIMIZER, fsdp2=True), "ZeRO-1 keeps the weights whole")):
+        [note] = [n for n in layout.inert_flag_notes if n.startswith("--fsdp2")]
+        assert reason in note and "pipeline" not in note

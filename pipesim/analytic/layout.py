@@ -897,8 +897,10 @@ class Layout:
             notes.append(f"--fp8-linears {self.fp8_linears.value} changes nothing here: the run is not FP8 (add "
                          "--fp8)")
         if self.fsdp2 and not self.gathers_per_layer:
-            notes.append("--fsdp2 changes nothing here: no layer is gathered per microbatch (a pipeline's stages "
-                         "gather once a step, and with dp·cp = 1 nothing is sharded)")
+            why = ("a pipeline's stages gather their weights once a step" if self.pp > 1 else
+                   "with dp·cp = 1 nothing is sharded" if self.shards == 1 else
+                   f"ZeRO-{int(self.sharding)} keeps the weights whole")
+            notes.append(f"--fsdp2 changes nothing here: no layer is gathered per microbatch ({why})")
         if not self.overlap_tp_dgrad and self.tp == 1:
             notes.append("--no-overlap-tp-dgrad changes nothing here: there are no tensor-parallel collectives "
                          "(--tp 1)")

@@ -386,9 +386,13 @@ def report_text(report: StepReport) -> str:
     low, high = RESERVED_SHARE_RANGE
     lines.append(f"peak rank {peak}: {report.memory.peak.total / GIB:.2f} GiB allocated {report.memory.band.text()} "
                  f"of {c.memory_gib:g} GiB")
-    lines.append(f"reserved ≈ {report.memory.reserved(report.memory.peak) / GIB:.2f} GiB on rank {peak} "
-                 f"(torch.cuda.max_memory_reserved: the caching allocator's +{RESERVED_SHARE:.1%}, the median of "
-                 f"published logs, one run's +{low:.0%}…+{high:.0%}; at most the capacity)")
+    if report.memory.peak.total > c.memory_gib * GIB:  # the allocator cannot reserve less than is allocated
+        lines.append(f"reserved: at least the {report.memory.peak.total / GIB:.2f} GiB allocated, more than the "
+                     f"{c.memory_gib:g} GiB there are (the run does not fit: the warnings below say where)")
+    else:
+        lines.append(f"reserved ≈ {report.memory.reserved(report.memory.peak) / GIB:.2f} GiB on rank {peak} "
+                     f"(torch.cuda.max_memory_reserved: the caching allocator's +{RESERVED_SHARE:.1%}, the median "
+                     f"of published logs, one run's +{low:.0%}…+{high:.0%}; at most the capacity)")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
     for note in (lay.sharding_note, lay.column_input_note, lay.grad_reduce_note, *lay.inert_flag_notes):
         if note:
