@@ -665,6 +665,6 @@ def test_torchtitans_fsdp_is_fsdp2_unless_told_otherwise():
     assert any(note.startswith("--fsdp2 changes nothing here") and "once a step" in note for note in notes)
     # and each note gives the reason that holds for its layout, not all of them
     for layout, reason in ((Layout(dp=1, zero=ZeroStage.PARAMETERS, fsdp2=True), "nothing is sharded"),
-                           (Layout(dp=8, zero=ZeroStage.OPTIMIZER, fsdp2=True), "ZeRO-1 keeps the weights whole")):
+                           (Layout(dp=8, zero=ZeroStage.GRADIENTS, fsdp2=True), "ZeRO-2 keeps the weights whole")):
         [note] = [n for n in layout.inert_flag_notes if n.startswith("--fsdp2")]
         assert reason in note and "pipeline" not in note
