@@ -215,7 +215,18 @@ class PlanRequest:
         Megatron-LM's --fp8-param-gather needs; ``fp8_all_gather`` to the FP8 candidates under FSDP (ZeRO-3) with
         torchao's linears (:meth:`fp8_all_gather_of`). What the pipeline runtime keeps of the boundary tensors is the
         framework's for the schedule (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.pipeline_buffers`:
-        torchtitan's torch.distributed.pipelining buffers, nothing more elsewhere)."""
+        torchtitan's torch.distributed.pipelining buffers, nothing more elsewhere).
+
+        The last candidate's layout is kept: the search asks for its memory bound and then its time bound, and
+        the one layout object carries what the first derived from it (its stage breakdowns) to the second."""
+        last = self.__dict__.get("_last_layout")
+        if last is not None and last[0] is candidate:
+            return last[1]
+        layout = self._layout_of(candidate)
+        self.__dict__["_last_layout"] = (candidate, layout)
+        return layout
+
+    def _layout_of(self, candidate: Candidate) -> Layout:
         c = candidate
         applies = self.zero_collectives.applies_to(c.zero, c.pp)
         grad_reduce, param_gather = knobs(self.framework).dp_sync_overlaps(c.zero, self.overlap_dp_sync)
