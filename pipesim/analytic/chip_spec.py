@@ -268,10 +268,12 @@ class ChipSpec:
             return self.fp4_gemm_efficiency
         return self.gemm_efficiency * self.training_gemm_ratio
 
-    def with_overrides(self, *, achievable_fraction: float | None = None,
-                       gpu_speed_spread: float | None = None) -> ChipSpec:
-        """This chip with each run-wide override the user gave (not None) in place of its own value."""
-        given = {"achievable_fraction": achievable_fraction, "gpu_speed_spread": gpu_speed_spread}
+    def with_overrides(self, *, achievable_fraction: float | None = None, gpu_speed_spread: float | None = None,
+                       inter_node_gbps: float | None = None) -> ChipSpec:
+        """This chip with each run-wide override the user gave (not None) in place of its own value;
+        ``inter_node_gbps``: each GPU's share of its node's network, Gb/s (the nodes' NICs together ÷ their GPUs)."""
+        given = {"achievable_fraction": achievable_fraction, "gpu_speed_spread": gpu_speed_spread,
+                 "inter_node_bandwidth": None if inter_node_gbps is None else inter_node_gbps * 1e9 / 8}
         return replace(self, **{k: v for k, v in given.items() if v is not None})
 
     def sustained_peak_for(self, precision: Precision) -> float:

@@ -59,6 +59,8 @@ class ModelOptions:
         achievable_fraction: one fraction of peak FLOP/s for every kernel (default: the chip's per-kernel model).
         gpu_speed_spread: the relative spread of the GPUs' speeds, of which a synchronous step waits for the
             slowest (default: the chip's; 0: every GPU alike; :mod:`pipesim.analytic.slowest_gpu`).
+        inter_node_gbps: each GPU's share of its node's network in Gb/s (the node's NICs together over its GPUs),
+            where the cluster's differs from the chip preset's (default: the chip's).
         seq_len: override the model's sequence length.
         micro_batch_size: sequences per microbatch (default: the model's).
         param_bytes: ``"18"`` (default) or ``"16"`` bytes per parameter for weights, grads and Adam.
@@ -180,6 +182,7 @@ class ModelOptions:
     halve_causal_attention: bool | None = None
     achievable_fraction: float | None = None
     gpu_speed_spread: float | None = None
+    inter_node_gbps: float | None = None
     seq_len: int | None = None
     micro_batch_size: int | None = None
     param_bytes: str | None = None

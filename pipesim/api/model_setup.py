@@ -76,7 +76,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     spec = load_model(model) if isinstance(model, str) else model
     spec = spec.with_shape(o.seq_len, o.micro_batch_size)
     chip = hardware if isinstance(hardware, ChipSpec) else load_chip(hardware or DEFAULT_HARDWARE)
-    chip = chip.with_overrides(achievable_fraction=o.achievable_fraction, gpu_speed_spread=o.gpu_speed_spread)
+    chip = chip.with_overrides(achievable_fraction=o.achievable_fraction, gpu_speed_spread=o.gpu_speed_spread,
+                               inter_node_gbps=o.inter_node_gbps)
     if o.fp8 and o.fp4:
         raise PipesimError("--fp8 and --fp4 are two GEMM precisions; keep one")
     if o.distributed_optimizer and o.zero is not None and o.zero != 1:

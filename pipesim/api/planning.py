@@ -224,6 +224,7 @@ def plan_request(
     seq_len: int | None = None,
     achievable_fraction: float | None = None,
     gpu_speed_spread: float | None = None,
+    inter_node_gbps: float | None = None,
     param_bytes: str | None = None,
     blocking_p2p: bool = False,
     blocking_dp_sync: bool = False,
@@ -249,7 +250,8 @@ def plan_request(
 
     spec = (load_model(model) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
     chip = load_chip(hardware) if isinstance(hardware, str) else hardware
-    chip = chip.with_overrides(achievable_fraction=achievable_fraction, gpu_speed_spread=gpu_speed_spread)
+    chip = chip.with_overrides(achievable_fraction=achievable_fraction, gpu_speed_spread=gpu_speed_spread,
+                               inter_node_gbps=inter_node_gbps)
     param_bytes = PLAN_DEFAULTS.param_bytes if param_bytes is None else param_bytes
     micro_batch_sizes = PLAN_DEFAULTS.micro_batch_sizes if micro_batch_sizes is None else micro_batch_sizes
     if str(param_bytes) not in PARAM_BYTES:
@@ -381,7 +383,8 @@ def plan(
             dividing dp·cp and the experts), ``min_cp_tokens`` (2048), ``micro_batch_sizes`` (1,2,4,8),
             ``max_chunks`` (4), ``seq_len``, ``achievable_fraction``, ``gpu_speed_spread`` (default the chip's:
             the spread of the GPUs' speeds, of which a step waits for the slowest; the same for every candidate of
-            one cluster), ``param_bytes`` ("18"), ``blocking_p2p`` (False),
+            one cluster), ``inter_node_gbps`` (default the chip's: each GPU's share of its node's network, Gb/s),
+            ``param_bytes`` ("18"), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``framework`` ("megatron", the default, "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the

@@ -29,7 +29,14 @@ from pipesim.analytic.layout import (
 )
 from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
 from pipesim.api.model_options import ModelOptions
-from pipesim.cli.arg_types import fraction, layer_list, non_negative_int, positive_int, speed_spread
+from pipesim.cli.arg_types import (
+    fraction,
+    layer_list,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    speed_spread,
+)
 from pipesim.cli.megatron_args import MEGATRON_ALIASES, add_megatron_args, loss_of, recompute_layers_of
 from pipesim.sim.simulator import StepBoundary
 
@@ -37,6 +44,10 @@ from pipesim.sim.simulator import StepBoundary
 GPU_SPEED_SPREAD_HELP = ("the relative spread of the GPUs' speeds, of which a synchronous step waits for the slowest: "
                          "its compute takes 1 + σ·E[max of n normals] times one GPU's (default: the chip's, 0.02 for "
                          "the presets, fitted to published runs; 0: every GPU alike)")
+# simulate's and plan's --inter-node-gbps
+INTER_NODE_GBPS_HELP = ("each GPU's share of its node's network in Gb/s, the node's NICs together over its GPUs, where "
+                        "the cluster's is not the chip preset's (DGX A100: 200, DGX H100: 400; four 100 Gb/s NICs for "
+                        "eight GPUs: 50); default: the chip's")
 COLUMN_INPUT_HELP = (
     "under --sequence-parallel, where the column-parallel linears' weight gradients get their all-gathered input: "
     "regather (default: gathered again in the backward beside the input-gradient GEMM, as Megatron-LM and "
@@ -194,6 +205,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "efficiencies (default: unset, the per-kernel model)")
     group.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
                        help=GPU_SPEED_SPREAD_HELP)
+    group.add_argument("--inter-node-gbps", type=positive_float, default=None, metavar="GBPS",
+                       help=INTER_NODE_GBPS_HELP)
     group.add_argument("--seq-len", type=positive_int, default=None,
                        help="override the model's sequence length")
     group.add_argument("--micro-batch-size", type=positive_int, default=None,

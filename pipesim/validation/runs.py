@@ -107,6 +107,9 @@ class PublishedRun:
     # under sequence parallelism, where the column-parallel weight gradients get their gathered input
     column_input: ColumnInput = ColumnInput.REGATHER
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
+    # each GPU's share of its node's network in Gb/s where the source states one other than the chip preset's
+    # (--inter-node-gbps): the preset's NICs are the reference system's, a cluster's may be fewer or slower
+    inter_node_gbps: float | None = None
     # AUTOGRAD: each microbatch's weight gradients added into .grad by a pass of their own (DeepSpeed's engine,
     # plain PyTorch); FUSED: the weight-gradient GEMM accumulates (Megatron-LM's gradient_accumulation_fusion)
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
@@ -192,7 +195,7 @@ class Comparison:
 def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     """Simulate ``run`` on its chip preset, or on ``chip`` (a preset with re-derived constants)."""
     model = MODEL_PRESETS[run.model].with_shape(run.seq_len, run.micro_batch)
-    chip = chip if chip is not None else CHIP_PRESETS[run.chip]
+    chip = (chip if chip is not None else CHIP_PRESETS[run.chip]).with_overrides(inter_node_gbps=run.inter_node_gbps)
     chunks = run.chunks if run.chunks > 1 else None
     split = run.stage_layers
     if run.first_last is not None:
@@ -308,6 +311,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--loss-input-copy")
     if run.fp16_grads:
         argv += ["--param-bytes", "16"]
+    if run.inter_node_gbps is not None:
+        argv += ["--inter-node-gbps", f"{run.inter_node_gbps:g}"]
     if run.grad_accumulation is not GradAccumulation.FUSED:
         argv += ["--grad-accumulation", run.grad_accumulation.value]
     if run.ep > 1:

@@ -26,13 +26,14 @@ from pipesim.cli.analytic_args import (
     FP8_PARAMS_BARE,
     FP8_PARAMS_CHOICES,
     GPU_SPEED_SPREAD_HELP,
+    INTER_NODE_GBPS_HELP,
     MLP_UP_HELP,
     P2P_CALLS_HELP,
     P2P_TENSOR_HELP,
     add_loss_detail_args,
     cp_comm_type,
 )
-from pipesim.cli.arg_types import fraction, output_file, positive_int, speed_spread
+from pipesim.cli.arg_types import fraction, output_file, positive_float, positive_int, speed_spread
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
 
@@ -134,6 +135,8 @@ def register(sub) -> None:
                    "efficiencies (default: unset, the per-kernel model)")
     p.add_argument("--gpu-speed-spread", type=speed_spread, default=None, metavar="SIGMA",
                    help=GPU_SPEED_SPREAD_HELP + "; one factor for every candidate on these GPUs")
+    p.add_argument("--inter-node-gbps", type=positive_float, default=None, metavar="GBPS",
+                   help=INTER_NODE_GBPS_HELP)
     p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=None,
                    help=f"bytes per parameter for weights+grads+Adam (default {PLAN_DEFAULTS.param_bytes}, "
                    "Megatron's count)")
@@ -214,7 +217,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 schedules=args.schedules, recompute=args.recompute, zero=args.zero, precision=args.precision,
                 cp=args.cp, min_cp_tokens=args.min_cp_tokens, micro_batch_sizes=args.micro_batch_sizes,
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
-                gpu_speed_spread=args.gpu_speed_spread,
+                gpu_speed_spread=args.gpu_speed_spread, inter_node_gbps=args.inter_node_gbps,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
                 attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
