@@ -561,7 +561,9 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
     Plain data parallel: ring all-reduce of the gradient buffer (``grads`` bytes per parameter, FP32 in
     Megatron-LM). Distributed optimizer / ZeRO-1 (Rajbhandari et al. 2020, §5.1; Megatron-LM's distributed
     optimizer): reduce-scatter of the gradients, the optimizer updates its 1/dp shard, then an all-gather of
-    the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks.
+    the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks. Hybrid
+    ZeRO-1 (:attr:`Layout.optimizer_shard_group`, InternEvo's): the whole gradients all-reduced over the group,
+    the updated parameters gathered within each shard group.
 
     ``expert_params_per_rank`` of them are routed experts sharded over ep: those sync over their expert
     data-parallel group instead, the dp·cp/ep ranks that hold the same experts (``tp·ep`` ranks apart).
@@ -585,6 +587,13 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     if layout.sharding is ZeroStage.NONE:
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
     weight_bytes = params * layout.gathered_weight_bytes
+    group = layout.optimizer_shard_group
+    if group is not None and group < d:
+        # hybrid ZeRO-1: every rank's whole gradients all-reduced over the d ranks (the groups are replicas), then
+        # the updated weights gathered within the rank's group, ``group`` consecutive members of the d
+        wire = params * FP32 if layout.zero_collectives is ZeroCollectives.ALL_REDUCE_FP32 else grad_bytes
+        return GradSync(collective_time(CollectiveOp.ALL_REDUCE, wire, d, chip, span, stride),
+                        collective_time(CollectiveOp.ALL_GATHER, weight_bytes, group, chip, stride * group, stride))
     if layout.zero_collectives is ZeroCollectives.ALL_REDUCE_FP32:  # whole gradients, cast to FP32 for the wire
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, params * FP32, d, chip, span, stride),
                         collective_time(CollectiveOp.ALL_GATHER, weight_bytes, d, chip, span, stride))
@@ -615,10 +624,11 @@ def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
                         expert_params_per_rank: float = 0.0) -> float:
     """Adam is memory-bound: per updated parameter it reads grad, master weight, m, v (16 B) and writes master,
     m, v (12 B) and the BF16 weight (2 B) — 30 B over HBM bandwidth (the fused Adam kernels of Apex/TE).
-    Sharded, a rank updates 1/(dp·cp) of its dense parameters and 1/(dp·cp/ep) of its experts."""
+    Sharded, a rank updates 1/(dp·cp) of its dense parameters (1/group in a ZeRO-1 shard group) and 1/(dp·cp/ep)
+    of its experts."""
     sharded = layout.sharding > ZeroStage.NONE
     dense = params_per_rank - expert_params_per_rank
-    updated = (dense / (layout.dp * layout.cp if sharded else 1)
+    updated = (dense / (layout.shards if sharded else 1)
                + expert_params_per_rank / (layout.expert_shards if sharded else 1))
     return 30.0 * updated / chip.stream_bandwidth
 

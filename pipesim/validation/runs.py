@@ -75,6 +75,7 @@ class PublishedRun:
     loss_input_copy: bool = False  # the FP32 logits copied before the loss (OLMo-core's trainer)
     zero: ZeroStage = ZeroStage.NONE
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED  # PER_LAYER: FSDP's SHARD_GRAD_OP as ZeRO-2
+    optimizer_shard_group: int | None = None  # ZeRO-1 over groups of this many data-parallel ranks (hybrid)
     precision: Precision = Precision.BF16
     fp8_params: Fp8Params = Fp8Params.OFF  # FP8 runs: the linears' weights kept in FP8 alone (and how)
     fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # FP8 runs: delayed or per-tensor current ("tensorwise") scaling
@@ -211,7 +212,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     sequence_parallel=run.sequence_parallel, attention=run.attention,
                     elementwise=run.elementwise, loss=run.loss, z_loss=run.z_loss,
                     loss_input_copy=run.loss_input_copy,
-                    zero=run.zero, zero_collectives=run.zero_collectives, cp=run.cp, precision=run.precision,
+                    zero=run.zero, zero_collectives=run.zero_collectives,
+                    optimizer_shard_group=run.optimizer_shard_group, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     cp_comm=run.cp_comm, cp_kernels=run.cp_kernels,
                     stage_layers=split,
@@ -261,6 +263,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--zero", str(int(run.zero))]
     if run.zero_collectives is not ZeroCollectives.BUCKETED:
         argv += ["--zero-collectives", run.zero_collectives.value]
+    if run.optimizer_shard_group is not None:
+        argv += ["--optimizer-shard-group", str(run.optimizer_shard_group)]
     if run.precision.quantized:
         argv.append(f"--{run.precision.value}")
     if run.fp8_params is not Fp8Params.OFF:
