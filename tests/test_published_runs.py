@@ -350,6 +350,27 @@ KNOWN_STEP_MISSES: dict[str, str] = {
      ' smollm3-3b tp2 pp1 m1 b3 1f1b 384×h100 none s4096 sp eager-activation'):
         ("-22%, pipesim too fast: nanotron's SmolLM3 run on 384 H100 at tp 2, one microbatch a step, where"
          ' the step is 88% compute in pipesim; its 1B baseline on one node is -12%; unexplained (the module)'),
+    # internevo2023
+    ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
+     ' internlm-7b tp1 pp1 m1 b2 1f1b 1024×a100 full s2048 eager-activation'):
+        ('-20%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+         ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
+         " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
+    ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
+     ' internlm-7b tp1 pp1 m2 b2 1f1b 512×a100 none s2048 eager-activation'):
+        ('-24%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+         ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
+         " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
+    ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
+     ' internlm-7b tp1 pp1 m1 b2 1f1b 1024×a100 none s2048 eager-activation'):
+        ('-36%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+         ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
+         " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
+    ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
+     ' internlm-7b tp1 pp1 m2 b2 1f1b 1024×a100 none s2048 eager-activation'):
+        ('-30%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+         ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
+         " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
     # mlperf_v41_b200_gpt3
     ('MLPerf Training v4.1 GPT-3 175B on DGX B200 (NVIDIA Nyx preview; NeMo 24.09 FP8) | gpt3-175b tp4'
      ' pp8 v6 m512 b2 interleaved 64×b200 none s- fp8 async-tp sp'):

@@ -107,6 +107,12 @@ _PRESETS = [
     _llama("olmo-core-7b", 32, 4096, 32, 32, 11008, 100352, 4096),
     _llama("olmo-core-13b", 40, 5120, 40, 40, 13824, 100352, 4096),
     _llama("olmo-core-llama3-8b", 32, 4096, 32, 8, 14336, 100352, 4096),
+    # InternLM-7B as InternEvo trained it in July 2023 (InternLM/InternEvo at c18bec9, configs/7B_sft.py: 32 layers,
+    # hidden 4096, 32 heads, mlp_ratio 8/3 rounded up to a multiple of 256 by its FeedForward: 11008; vocabulary
+    # 103168; sequence 2048; RMSNorm, RoPE, SwiGLU, untied output layer). Its attention's QKV and output
+    # projections carry biases (16,384 parameters a layer), which this preset leaves out. For the internevo2023
+    # validation source.
+    _llama("internlm-7b", 32, 4096, 32, 32, 11008, 103168, 2048),
     # MosaicML llm-foundry, scripts/train/yamls/pretrain/mpt-{7b,13b,30b,70b}.yaml (n_layers, d_model, n_heads,
     # expansion_ratio 4, vocab_size 50368, max_seq_len 2048). The benchmark tables' NumParams column
     # (scripts/train/benchmarking/README.md) implies biases, LayerNorm with bias and a max_seq_len × d_model
