@@ -62,3 +62,23 @@ def test_simulate_takes_the_flag_and_reports_it(capsys):
     assert hybrid["memory"]["peak_gib"] > plain["memory"]["peak_gib"]  # the state over 8 ranks, not 32
     assert main([*argv, "--optimizer-shard-group", "3"]) == 2
     assert "--optimizer-shard-group 3 must divide dp·cp = 32" in capsys.readouterr().err
+
+
+def test_plan_gives_the_group_to_its_zero1_candidates_over_more_ranks():
+    from dataclasses import replace
+
+    from pipesim.api.planning import plan_request
+    from pipesim.plan.launch import megatron_gap
+    from pipesim.plan.space import enumerate_candidates
+
+    request = plan_request("llama3.1-8b", 64, 256, hardware="a100-80gb", zero=(0, 1), optimizer_shard_group=8,
+                           schedules=("1f1b",), precision=("bf16",))
+    candidates = list(enumerate_candidates(request))
+    zero1 = next(c for c in candidates if c.zero is ZeroStage.OPTIMIZER and c.dp * c.cp > 8)
+    assert request.layout_of(zero1).optimizer_shard_group == 8 and request.layout_of(zero1).shards == 8
+    plain = next(c for c in candidates if c.zero is ZeroStage.NONE)
+    assert request.layout_of(plain).optimizer_shard_group is None
+    small = replace(zero1, dp=8 // zero1.cp)  # cp is a power of two up to 8: a group as large as dp·cp
+    assert small.dp * small.cp == 8 and request.layout_of(small).optimizer_shard_group is None
+    # Megatron-LM's instances reduce-scatter within themselves: no launch line claims to be this
+    assert "--num-distributed-optimizer-instances" in megatron_gap(zero1, optimizer_shard_group=8)

@@ -60,6 +60,8 @@ def _kernels(request: PlanRequest) -> str:
     if request.zero_collectives is not ZeroCollectives.BUCKETED:
         stage = 3 if request.zero_collectives is ZeroCollectives.PER_TENSOR else 2
         said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")
+    if request.optimizer_shard_group is not None:
+        said.append(f"ZeRO-1 within groups of {request.optimizer_shard_group} data-parallel ranks")
     if not request.overlap_tp_dgrad:
         said.append("TP collectives all blocking")
     if request.column_input is not ColumnInput.REGATHER:
@@ -113,7 +115,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
             lines.append(f"             (executor model: {'; '.join(gaps)})")
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults
             line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                                 request.fp8_params_of(c), request.cp_comm, request.loss, request.loss_input_copy)
+                                 request.fp8_params_of(c), request.cp_comm, request.loss, request.loss_input_copy,
+                                 request.layout_of(c).optimizer_shard_group)
             lines.append(f"   megatron: {line}")
     if any(o.candidate.precision.quantized for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 or FP4 candidate's MFU can pass what BF16 could reach)")

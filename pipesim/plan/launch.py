@@ -82,9 +82,10 @@ MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--c
                        LossKernel.TE: ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"]}
 
 
-def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False
-                 ) -> str | None:
-    """Why Megatron-LM cannot run this configuration with this loss, or None if it can."""
+def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
+                 optimizer_shard_group: int | None = None) -> str | None:
+    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group), or None
+    if it can."""
     if loss not in MEGATRON_LOSS_FLAGS:
         return f"Megatron-LM has no {loss.value} cross-entropy; its losses are megatron, megatron-fused and te"
     if loss_input_copy:
@@ -94,6 +95,9 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
                 "interleaved 1F1B")
     if candidate.zero > ZeroStage.OPTIMIZER:
         return f"Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO-{int(candidate.zero)}"
+    if optimizer_shard_group is not None:
+        return (f"Megatron-LM has no ZeRO-1 within groups of {optimizer_shard_group} that all-reduces the gradients "
+                "over every rank: its --num-distributed-optimizer-instances reduce-scatters within each instance")
     return None
 
 
@@ -186,8 +190,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
 def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
                   overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF,
                   cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
-                  loss_input_copy: bool = False) -> str:
-    gap = megatron_gap(candidate, loss, loss_input_copy)
+                  loss_input_copy: bool = False, optimizer_shard_group: int | None = None) -> str:
+    gap = megatron_gap(candidate, loss, loss_input_copy, optimizer_shard_group)
     if gap is not None:
         return f"({gap})"
     argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss)
