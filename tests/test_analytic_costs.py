@@ -77,7 +77,9 @@ def test_tp_collectives_on_nvlink_at_their_measured_shares_by_hand():
 
 def test_a_pair_of_gpus_reaches_less_of_nvlink_than_the_whole_node():
     """OpenXLA's table: four tensor-parallel pairs of one H100 node all-reduce at 0.56 of NVLink each, the
-    8-GPU group at 0.90; four GPUs between the two (0.68). A chip with no table keeps one share for all."""
+    8-GPU group at 0.90; four GPUs between the two (0.68). The A100 takes the H100's shares for the groups smaller
+    than a node and the gathers and scatters, and its own nccl-tests ring for the 8-GPU all-reduce (0.80); a chip
+    with no table keeps one share for all."""
     from pipesim.analytic.measured import CollectiveOp
 
     assert group_bandwidth(H100, 2) == pytest.approx(450e9 * 0.56)
@@ -85,7 +87,13 @@ def test_a_pair_of_gpus_reaches_less_of_nvlink_than_the_whole_node():
     assert group_bandwidth(H100, 8, op=CollectiveOp.REDUCE_SCATTER) == pytest.approx(450e9 * 0.74)
     assert group_bandwidth(H100, 16, stride=8) == pytest.approx(50e9)  # across nodes: the NIC, not the table
     a100 = CHIP_PRESETS["a100-80gb"]
-    assert group_bandwidth(a100, 2) == group_bandwidth(a100, 8) == pytest.approx(240e9)
+    assert group_bandwidth(a100, 2) == pytest.approx(300e9 * 0.56)
+    assert group_bandwidth(a100, 4) == pytest.approx(300e9 * 0.68)
+    assert group_bandwidth(a100, 8) == pytest.approx(240e9)
+    assert group_bandwidth(a100, 8, op=CollectiveOp.ALL_GATHER) == pytest.approx(300e9 * 0.79)
+    assert group_bandwidth(a100, 16, stride=8) == pytest.approx(25e9 * 0.8)  # across nodes: the NIC's ring share
+    tableless = replace(a100, nvlink_collective_shares=None)
+    assert group_bandwidth(tableless, 2) == group_bandwidth(tableless, 8) == pytest.approx(240e9)
 
 
 def test_nccl_picks_ll128_when_a_rings_latency_outweighs_its_bytes_by_hand():
@@ -109,7 +117,8 @@ def test_nccl_picks_ll128_when_a_rings_latency_outweighs_its_bytes_by_hand():
 def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():
     """NCCL balances a cross-node collective's rings over the node's NICs: k members of the group per node
     move data through k NICs, capped by NVLink. A100: 25 GB/s NICs, 300 GB/s NVLink, 8 per node."""
-    a100 = replace(CHIP_PRESETS["a100-80gb"], collective_efficiency=1.0)  # the links alone (see the next test)
+    # the links alone (see the next test), with no share table inside the node
+    a100 = replace(CHIP_PRESETS["a100-80gb"], collective_efficiency=1.0, nvlink_collective_shares=None)
     assert group_bandwidth(a100, 8) == 300e9  # inside one node
     assert group_bandwidth(a100, 32, stride=1) == 200e9  # tp = 1, dp = 32: 8 members per node, 8 NICs
     assert group_bandwidth(a100, 64, stride=2) == 100e9  # tp = 2: 4 members per node
@@ -125,8 +134,9 @@ def test_a_collective_across_nodes_uses_a_nic_per_member_in_each_node_by_hand():
 
 
 def test_ring_collectives_reach_the_bus_bandwidth_nccl_tests_measure_by_hand():
-    """A100's preset: nccl-tests' 240 GB/s bus bandwidth of NVLink's 300, so every ring collective runs at 0.8
-    of the link, inside a node and across nodes; pipeline P2P keeps its own p2p_efficiency."""
+    """A100's preset: nccl-tests' 240 GB/s bus bandwidth of NVLink's 300, so the 8-GPU all-reduce runs at 0.8 of
+    the link inside a node, and every ring collective at 0.8 of the NICs across nodes; pipeline P2P keeps its own
+    p2p_efficiency."""
     a100 = CHIP_PRESETS["a100-80gb"]
     assert a100.collective_efficiency == pytest.approx(0.8)
     assert group_bandwidth(a100, 8) == pytest.approx(240e9)

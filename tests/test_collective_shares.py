@@ -48,14 +48,19 @@ def test_mi300x_preset_carries_its_table_s_fit():
     assert len(load_table("xla_mi300x_collectives.csv")) == 4 * 3 * 21  # 1 KiB to 1 GiB
 
 
-def test_hopper_presets_carry_the_fit_and_the_h800_does_not():
+def test_hopper_presets_carry_the_fit_and_ampere_its_small_groups():
     shares = fitted_shares()
-    for name in ("h100-sxm", "h100-96gb-hbm2e", "h200"):
+    for name in ("h100-sxm", "h100-96gb-hbm2e", "h200", "h800"):  # the H800: the same NVSwitch, fewer links
         assert CHIP_PRESETS[name].nvlink_collective_shares == shares
-    assert CHIP_PRESETS["h800"].nvlink_collective_shares is None  # its cut NVLink is not the table's
-    assert CHIP_PRESETS["a100-80gb"].nvlink_collective_shares is None
     assert shares.share(AR, 8) == 0.90 and shares.share(AG, 8) == 0.79 and shares.share(RS, 2) == 0.46
     assert shares.share(CollectiveOp.ALL_TO_ALL, 8) == 0.76
+    # Ampere: the H100's shares but for the 8-GPU all-reduce, its own nccl-tests ring (NVSwitch 2 has no SHARP)
+    for name in ("a100-80gb", "a100-40gb", "a800-80gb"):
+        ampere = CHIP_PRESETS[name].nvlink_collective_shares
+        assert ampere.share(AR, 8) == CHIP_PRESETS[name].collective_efficiency == 0.80
+        assert ampere.share(AR, 2) == shares.share(AR, 2) and ampere.share(AR, 4) == shares.share(AR, 4)
+        for op in (AG, RS, CollectiveOp.ALL_TO_ALL):
+            assert ampere.points(op) == shares.points(op)
 
 
 def test_share_interpolates_in_log2_of_the_ranks_and_holds_at_the_ends():

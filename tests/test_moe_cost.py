@@ -36,12 +36,16 @@ def test_a2a_bytes_by_hand():
 
 def test_a2a_inside_one_node_runs_on_nvlink_at_its_measured_share():
     """All 7 peers in the node: NVLink at the share OpenXLA's H100 table measures for an 8-GPU all-to-all
-    (0.76), plus the base latency and one NVLink hop. A chip without a table takes the whole link."""
+    (0.76), plus the base latency and one NVLink hop; the A100, which takes the H100's shares, the same share of
+    its own link. A chip without a table takes the whole link."""
     n = 2 * 4096 * 2 * 4096 * 7 / 8
     expected = n / (450e9 * 0.76) + 8.4e-6 + 3.4e-6
     assert moe_all_to_all_time(MIXTRAL, Layout(dp=8, ep=8), H100) == pytest.approx(expected)
     a100 = CHIP_PRESETS["a100-80gb"]
-    assert moe_all_to_all_time(MIXTRAL, Layout(dp=8, ep=8), a100) == pytest.approx(n / 300e9 + 8.4e-6 + 3.4e-6)
+    a2a = moe_all_to_all_time(MIXTRAL, Layout(dp=8, ep=8), a100)
+    assert a2a == pytest.approx(n / (300e9 * 0.76) + 8.4e-6 + 3.4e-6)
+    tableless = replace(a100, nvlink_collective_shares=None)
+    assert moe_all_to_all_time(MIXTRAL, Layout(dp=8, ep=8), tableless) == pytest.approx(n / 300e9 + 8.4e-6 + 3.4e-6)
 
 
 def test_a2a_across_nodes_is_bound_by_the_nic():

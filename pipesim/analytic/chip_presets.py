@@ -203,10 +203,19 @@ _AMPERE_ATTENTION_SHAPES = AttentionShapeRates(
 # The two efficiencies stand for that figure's reference shape (16k tokens, head size 128, 189 TFLOP/s forward
 # + backward: 0.61 of the 312 peak), split with the backward at 0.8 of the forward's rate as before:
 # 3.5 / (1/f + 2.5/(0.8 f)) = 0.61 → f = 0.71 (the paper's abstract: "up to 73 %" forward), b = 0.57.
+# Inside an A100 or A800 node (NVLink 3, NVSwitch 2) no measured table is at hand. The two NVSwitch generations
+# that have one agree on the groups smaller than a node, which NCCL runs with the same ring kernels on any NVSwitch
+# system: pairs of GPUs reach 0.46-0.62 of the link on H100 and 0.50-0.54 on B200, groups of four 0.64-0.74 and
+# 0.64-0.68. Those take the H100's shares. The 8-GPU all-reduce is where the generations differ (H100 0.90, B200
+# 0.69: H100 adds NVLink SHARP, which NVSwitch 2 lacks), and the A100's own is measured: nccl-tests' ring, 0.80.
+_AMPERE_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, _A100_RING)),
+                                  all_gather=_HOPPER_NVLINK.all_gather,
+                                  reduce_scatter=_HOPPER_NVLINK.reduce_scatter,
+                                  all_to_all=_HOPPER_NVLINK.all_to_all)
 _AMPERE_KERNELS = {"attention_forward_efficiency": 0.71, "attention_backward_efficiency": 0.57,
                    "attention_shape_rates": _AMPERE_ATTENTION_SHAPES, "sustained_clock_ratio": _A100_SUSTAINED,
                    "gemm_efficiency": 0.86, "p2p_efficiency": 0.16, "p2p_channel_bandwidth": _AMPERE_CHANNEL,
-                   "collective_efficiency": _A100_RING}
+                   "collective_efficiency": _A100_RING, "nvlink_collective_shares": _AMPERE_NVLINK}
 
 _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);
@@ -243,7 +252,7 @@ _PRESETS = [
     # and "IB (50 GB/s)" reflects); one 400 Gb/s InfiniBand NIC per GPU (DeepSeek-V3 report §3.1: 8 GPUs per
     # node, IB across nodes) → 50 GB/s. Kernel constants: the H100's (same SMs).
     ChipSpec("h800", 989.4 * TFLOPS, 79.6, 3350 * GB, 200 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,
-             **_HOPPER_KERNELS),
+             nvlink_collective_shares=_HOPPER_NVLINK, **_HOPPER_KERNELS),
     # NVIDIA H200 datasheet (SXM): the H100's compute; 141GB HBM3e (nvidia-smi 143771 MiB = 140.4 GiB);
     # 4.8 TB/s; NVLink 900 GB/s bidirectional; 400 Gb/s NICs.
     ChipSpec("h200", 989.4 * TFLOPS, 140.4, 4800 * GB, 450 * GB, 50 * GB, fp8_peak_flops=1979 * TFLOPS,

@@ -11,13 +11,13 @@ STEP_GROUPS: per step group (pipesim.analytic.error_band.StepGroup) the rows are
 highest and mean signed left-out step-time error)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
-    'a100-bf16': (0.189, 552, 0.428),
+    'a100-bf16': (0.188, 552, 0.428),
     'blackwell-fp4': (None, 17, 0.153),
     'blackwell-fp8': (0.443, 26, 0.443),
-    'hopper-bf16': (0.166, 98, 0.222),
+    'hopper-bf16': (0.152, 98, 0.222),
     'hopper-fp8': (0.203, 50, 0.209),
 }
-POOLED: tuple[float, int] = (0.172, 743)
+POOLED: tuple[float, int] = (0.166, 743)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
@@ -39,7 +39,7 @@ MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
     ('zero-3',),
 )
 FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
-    'megatron-deepspeed': (2, 2, -0.176, -0.165),
+    'megatron-deepspeed': (2, 2, -0.17, -0.156),
     'nanotron': (2, 1, -0.222, -0.122),
     'torchtitan': (2, 1, -0.087, -0.007),
 }
