@@ -76,7 +76,11 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   nccl-tests' reference table gives the 8-GPU all-reduce 460–480 GB/s where NVLink SHARP reduces inside the
   switch (NCCL's NVLS algorithm); the measured table's 0.90 is the figure without it, uncertain by that much.
   Across nodes H100/H200 keep 1.0. B200 carries the same table's sm_100 shares of NVLink 5's 900 GB/s
-  (0.49–0.72).
+  (0.49–0.72). The two tables agree on the groups smaller than a node (pairs 0.46–0.62 and 0.50–0.54 of the
+  link, fours 0.64–0.74 and 0.64–0.68), which NCCL runs with the same ring kernels on any NVSwitch system, so the
+  A100 and A800 (NVSwitch 2, no table of their own) take the H100's shares for those groups and for gathers,
+  scatters and all-to-alls, and keep their measured ring above for the 8-GPU all-reduce (where the generations
+  differ); the H800 (H100's NVSwitch, fewer links) takes the H100's table.
 - Overlapped collectives take SMs (``collective_ctas``, 24 of the chip's ``sm_count``): see
   :func:`pipesim.analytic.comm.contended_overlap`; used for ZeRO-3's per-layer gathers and reduce-scatters.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
@@ -142,8 +146,8 @@ _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_eff
 
 # Inside an H100 NVSwitch node, the share of NVLink's 450 GB/s (bus bandwidth) each NCCL collective reaches, by
 # group size: fitted to OpenXLA's measured H100 collective table (pipesim.validation.collective_shares,
-# experiments/collective_shares.py). The parts with H100's NVLink 4 and NVSwitch take it; the H800, whose NVLink
-# is cut to fewer links, keeps collective_efficiency (no table of it at hand).
+# experiments/collective_shares.py). The parts with H100's NVLink 4 and NVSwitch take it, the H800 too: its NVLink
+# is cut to fewer links, and a share is of the part's own link (no table of the H800 at hand).
 _HOPPER_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, 0.90)),
                                   all_gather=((2, 0.62), (4, 0.74), (8, 0.79)),
                                   reduce_scatter=((2, 0.46), (4, 0.64), (8, 0.74)),
