@@ -211,7 +211,7 @@ _AMPERE_ATTENTION_SHAPES = AttentionShapeRates(
 # that have one agree on the groups smaller than a node, which NCCL runs with the same ring kernels on any NVSwitch
 # system: pairs of GPUs reach 0.46-0.62 of the link on H100 and 0.50-0.54 on B200, groups of four 0.64-0.74 and
 # 0.64-0.68. Those take the H100's shares. The 8-GPU all-reduce is where the generations differ (H100 0.90, B200
-# 0.69: H100 adds NVLink SHARP, which NVSwitch 2 lacks), and the A100's own is measured: nccl-tests' ring, 0.80.
+# 0.69), and the A100's own is measured (nccl-tests' ring, 0.80; NVSwitch 2 has no NVLink SHARP to reduce in).
 _AMPERE_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, _A100_RING)),
                                   all_gather=_HOPPER_NVLINK.all_gather,
                                   reduce_scatter=_HOPPER_NVLINK.reduce_scatter,
