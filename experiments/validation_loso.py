@@ -16,12 +16,14 @@ import sys
 import time
 from pathlib import Path
 
+from pipesim.analytic.error_band import COMMUNICATION_BOUND
 from pipesim.io.atomic import write_text_atomic
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.constants import FITTED_CONSTANTS
 from pipesim.validation.loso import (
     SourcePooling,
     ValidationResult,
+    communication_contrast,
     error_bands,
     framework_records,
     layout_regimes,
@@ -97,7 +99,8 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
                  memory: tuple[float, int, int], step_regimes: tuple[tuple[str, ...], ...],
                  memory_regimes: tuple[tuple[str, ...], ...],
                  frameworks: dict[str, tuple[int, int, float, float]],
-                 groups: dict[str, tuple[int, int, float, float, float]]) -> str:
+                 groups: dict[str, tuple[int, int, float, float, float]],
+                 communication: tuple[int, int, float]) -> str:
     return (
         '"""Step-time error bands measured by validation by source left out (written by\n'
         "``python experiments/validation_loso.py --update-bands``; see :mod:`pipesim.analytic.error_band`).\n\n"
@@ -108,7 +111,9 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
         "LayoutFeature) of\nthose rows, what the bands were measured on. FRAMEWORKS: per training framework the "
         "rows name (other than\nMegatron-LM's), (rows, sources, lowest and highest signed left-out step-time "
         "error).\nSTEP_GROUPS: per step group (pipesim.analytic.error_band.StepGroup) the rows are of, (rows, "
-        'sources, lowest,\nhighest and mean signed left-out step-time error)."""\n\n'
+        "sources, lowest,\nhighest and mean signed left-out step-time error). COMMUNICATION: each source's "
+        "communication-bound rows\nagainst its others (pipesim.analytic.error_band.CommunicationRecord): (sources "
+        'with rows on both sides,\nthose differing the way of the median, the median difference)."""\n\n'
         "BANDS: dict[str, tuple[float | None, int, float]] = {\n"
         + "".join(f"    {kind!r}: {value!r},\n" for kind, value in per_kind.items()) + "}\n"
         f"POOLED: tuple[float, int] = {pooled!r}\n"
@@ -120,6 +125,7 @@ def bands_module(per_kind: dict[str, tuple[float | None, int, float]], pooled: t
         + "".join(f"    {name!r}: {value!r},\n" for name, value in frameworks.items()) + "}\n"
         "STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {\n"
         + "".join(f"    {name!r}: {value!r},\n" for name, value in groups.items()) + "}\n"
+        f"COMMUNICATION: tuple[int, int, float] = {communication!r}\n"
     )
 
 
@@ -190,6 +196,11 @@ def main(argv: list[str] | None = None) -> None:
     print("left out, by step group: " + ", ".join(
         f"{name} {rows} rows from {sources} source{'' if sources == 1 else 's'}, {lowest:+.1%}…{highest:+.1%} "
         f"(mean {mean:+.1%})" for name, (rows, sources, lowest, highest, mean) in groups.items()))
+    communication = communication_contrast(result)
+    sources, leaning, median = communication
+    print(f"left out, each source's communication-bound rows ({COMMUNICATION_BOUND:.0%}+ of the step) against its "
+          f"others: {sources} sources with rows on both sides, {leaning} differing the median's way, median "
+          f"{median:+.1%}")
     step_rows = [r for s in result.sources for r in s.runs]
     for what, runs in (("step-time", step_rows), ("peak-memory", MEMORY_RUNS)):
         print(f"layouts the {what} rows had (the bands' coverage; error_band.unvalidated): " + ", ".join(
@@ -198,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.fast:
             parser.error("--update-bands needs the full run (drop --fast)")
         write_text_atomic(BANDS_FILE, bands_module(per_kind, pooled, memory_band, layout_regimes(step_rows),
-                                                   layout_regimes(MEMORY_RUNS), frameworks, groups))
+                                                   layout_regimes(MEMORY_RUNS), frameworks, groups, communication))
     if args.json:
         write_text_atomic(args.json, json.dumps(to_dict(result), indent=2) + "\n")
 

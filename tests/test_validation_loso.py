@@ -559,10 +559,104 @@ def test_a_plan_marks_the_candidates_of_a_step_group_and_quotes_its_record():
         one = c.microbatches == 1 and c.zero <= 1 and c.dp * c.cp > 1
         members.append(one)
         assert row["step_groups"] == (["one-microbatch"] if one else [])
-        assert line.endswith(" 1mb") == one
+        assert (" 1mb" in line) == one
     assert any(members) and not all(members)
     (record,) = group_records(frozenset({StepGroup.ONE_MICROBATCH}))
     assert f"1mb: {sum(members)} of the listed configurations are of this group; {record.text()}" in text
+
+
+def test_a_communication_bound_step_hears_what_such_published_steps_showed_by_hand(monkeypatch):
+    """A step whose busiest rank waits on communication for a tenth of it or more hears how such published steps
+    came out against their own sources' other runs, left out; a step below the threshold, or a band file whose
+    sources never had rows on both sides, hears nothing."""
+    from pipesim.analytic import validation_bands
+    from pipesim.analytic.error_band import communication_record
+    from pipesim.analytic.time_breakdown import RankTime
+
+    rank = RankTime(0, compute=8.0, exposed_comm=1.0, p2p_wire=0.25, p2p_sync=0.25, grad_sync=0.5, optimizer=0.0,
+                    idle=0.0)  # a 10 s step, 2 s of it waiting on communication
+    assert rank.communication == pytest.approx(2.0) and rank.communication_share == pytest.approx(0.2)
+    monkeypatch.setattr(validation_bands, "COMMUNICATION", (17, 11, -0.034))
+    assert communication_record(0.09) is None and communication_record(None) is None
+    record = communication_record(0.2)
+    assert record.text() == ("20% of the step waits on communication: published steps that waited for 10% or more "
+                             "came out 3.4% more optimistic (pipesim too fast) than their own sources' other runs "
+                             "(the median of 17 sources, 11 leaning that way), left out")
+    band = error_band("h100-sxm", Precision.BF16, communication_share=0.2)
+    assert band.text().endswith(f"; {record.text()})")
+    assert band.to_dict()["communication"] == {"share": 0.2, "threshold": 0.1, "sources": 17, "leaning": 11,
+                                               "median_difference": -0.034}
+    assert error_band("h100-sxm", Precision.BF16, communication_share=0.05).communication is None
+    monkeypatch.setattr(validation_bands, "COMMUNICATION", (0, 0, 0.0))
+    assert communication_record(0.5) is None
+
+
+def test_the_communication_contrast_compares_each_source_with_itself_by_hand():
+    """loso.communication_contrast: the left-out errors of each source's communication-bound rows against its
+    others; a source with rows on one side only does not count."""
+    from types import SimpleNamespace
+
+    from pipesim.analytic.time_breakdown import RankTime
+    from pipesim.validation.loso import SourceResult, ValidationResult, communication_contrast
+
+    def row(waiting: float) -> SimpleNamespace:  # a 1 s step, ``waiting`` of it in exposed collectives
+        return SimpleNamespace(report=SimpleNamespace(busiest=RankTime(0, 1.0 - waiting, waiting, 0.0, 0.0, 0.0,
+                                                                         0.0, 0.0)))
+
+    def source(name: str, errors: list[float], waits: list[float]) -> SourceResult:
+        return SourceResult(name, [], errors, errors, None, [], [row(w) for w in waits])
+
+    result = ValidationResult(None, [source("a", [-0.10, -0.02], [0.3, 0.0]),  # bound 8 points more optimistic
+                                     source("b", [0.05, 0.01], [0.2, 0.05]),  # 4 points less
+                                     source("c", [-0.07, -0.01], [0.15, 0.01]),  # 6 points more
+                                     source("d", [-0.3], [0.5])])  # one side only
+    assert communication_contrast(result) == (3, 2, -0.06)
+    assert communication_contrast(ValidationResult(None, [source("d", [-0.3], [0.5])])) == (0, 0, 0.0)
+
+
+def test_the_communication_record_in_the_bands_file_is_quoted_by_simulate(capsys):
+    """COMMUNICATION, as --update-bands writes it, is quoted beside the band of a step whose busiest rank waits on
+    communication for a tenth of it or more, with that rank's own share (text and JSON), and not beside a
+    compute-bound step's."""
+    from pipesim.analytic.validation_bands import COMMUNICATION
+
+    sources, leaning, median = COMMUNICATION
+    assert 0 < leaning <= sources and median != 0
+    heavy = ["simulate", "--model", "llama2-70b", "--tp", "8", "--pp", "8", "--dp", "2", "--mb", "64", "-s",
+             "interleaved", "--recompute", "selective", "--sequence-parallel", "--distributed-optimizer", "--json"]
+    assert main(heavy) == 0
+    report = json.loads(capsys.readouterr().out)["model_report"]
+    busiest = min(report["time_per_rank"], key=lambda t: t["idle_s"])
+    step = sum(v for k, v in busiest.items() if k.endswith("_s") and k != "a2a_hidden_s")
+    waiting = sum(busiest[k] for k in ("exposed_comm_s", "grad_sync_s", "p2p_wire_s", "p2p_sync_s", "a2a_s"))
+    band = report["step_time_band"]["communication"]
+    assert band["share"] == pytest.approx(waiting / step) and band["share"] >= 0.1
+    assert (band["sources"], band["leaning"], band["median_difference"]) == COMMUNICATION
+    assert main(["simulate", "--model", "llama3.1-8b", "--dp", "8", "--mb", "8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"]["step_time_band"]["communication"] is None
+
+
+def test_a_plan_marks_the_candidates_that_wait_on_communication():
+    """plan marks a listed candidate whose step waits on communication for a tenth of it or more with that share
+    ("comm13%") and quotes the published runs' record once below the ranking; the data view gives each listed
+    candidate's share."""
+    from pipesim.analytic.error_band import communication_record
+    from pipesim.api.planning import plan
+
+    space = dict(schedules=("1f1b",), recompute=("none",), zero=(1,), precision=("bf16",), cp=(1,),
+                 micro_batch_sizes=(1, 2))
+    result = plan("llama3.2-1b", 8, 16, top=30, **space)
+    text = result.text()
+    rows = result.to_dict()["ranked"]
+    lines = [line for line in text.splitlines() if line[:2].strip().isdigit()]
+    bound = [row["communication_share"] >= 0.1 for row in rows]
+    assert any(bound) and not all(bound)
+    for line, row, waits in zip(lines, rows, bound, strict=True):
+        assert 0 <= row["communication_share"] < 1
+        assert (f" comm{row['communication_share']:.0%}" in line) == waits
+    lean = communication_record(0.5).lean_text()
+    assert f"comm: {sum(bound)} of the listed configurations wait on communication for 10% of the step or more" in text
+    assert lean in text
 
 
 def test_residual_groups_lean_over_rows_and_over_sources_by_hand():

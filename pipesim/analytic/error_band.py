@@ -10,7 +10,9 @@ largest error but one, below the true 90th percentile about as often as above it
 the bound (fewer than ``MIN_ROWS``, 22) takes the bound of all rows pooled, or its own rows' largest error where
 that is wider, and says so; a chip no published run was measured on, or a precision no run of its family used,
 gets no band, only that remark. Beside the band, a run hears what the published runs of its framework
-(:class:`FrameworkRecord`) and of its step group (:class:`GroupRecord`) showed, left out, where those lean one way.
+(:class:`FrameworkRecord`) and of its step group (:class:`GroupRecord`) showed, left out, where those lean one way;
+and a step that waits on communication for a tenth of its time or more, how such published steps came out against
+their own sources' other runs (:class:`CommunicationRecord`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from pipesim.analytic.layout import Layout, Precision
 
 COVERAGE = 0.9  # share of runs of a kind the band is to hold
 CONFIDENCE = 0.9  # how sure the rows make us that it does
+# A step whose busiest rank waits on communication (exposed collectives, the gradient sync, pipeline sends) for
+# this share of its time or more is communication-bound (:class:`CommunicationRecord`)
+COMMUNICATION_BOUND = 0.10
 
 
 def tolerance_rank(rows: int, coverage: float = COVERAGE, confidence: float = CONFIDENCE) -> int | None:
@@ -68,9 +73,12 @@ class ErrorBand:
     validated: bool = True  # False: measured on other kinds of run than the one it is given for
     framework: FrameworkRecord | None = None  # the named framework's published runs, when it is not Megatron
     groups: tuple[GroupRecord, ...] = ()  # the published runs of each step group the run belongs to
+    communication: CommunicationRecord | None = None  # when the step is communication-bound
 
     def text(self) -> str:
         records = ([self.framework.text()] if self.framework is not None else []) + [g.text() for g in self.groups]
+        if self.communication is not None:
+            records.append(self.communication.text())
         note = "".join(f"; {record}" for record in records)
         if self.relative is None:
             return f"(no band: {self.basis}{note})"
@@ -80,7 +88,8 @@ class ErrorBand:
         return {"relative": self.relative, "kind": self.kind, "rows": self.rows, "basis": self.basis,
                 "validated": self.validated,
                 "framework": None if self.framework is None else self.framework.to_dict(),
-                "groups": [g.to_dict() for g in self.groups]}
+                "groups": [g.to_dict() for g in self.groups],
+                "communication": None if self.communication is None else self.communication.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -201,6 +210,45 @@ class GroupRecord:
                 "sources": self.sources, "lowest": self.lowest, "highest": self.highest, "mean": self.mean}
 
 
+@dataclass(frozen=True)
+class CommunicationRecord:
+    """What validation by source left out measured on the published runs whose busiest rank waits on communication
+    for :data:`COMMUNICATION_BOUND` of the step or more, each against its own source's other runs
+    (:func:`pipesim.validation.residual_composition.within_source_contrasts`): a lean *relative* to the same
+    system's compute-bound runs, the comparison ``plan`` makes between layouts, which a band pooled over sources
+    does not show (those runs' sources lean both ways as a whole)."""
+
+    share: float  # this step's share spent waiting on communication
+    sources: int  # published sources with runs on both sides of the threshold
+    leaning: int  # of them, those whose difference has the median's sign
+    median_difference: float  # the median over those sources of (bound runs' mean − others' mean) signed error
+
+    def text(self) -> str:
+        return f"{self.share:.0%} of the step waits on communication: {self.lean_text()}"
+
+    def lean_text(self) -> str:
+        """What the published runs showed, without this step's share."""
+        way = "more optimistic (pipesim too fast)" if self.median_difference < 0 else "less optimistic"
+        return (f"published steps that waited for {COMMUNICATION_BOUND:.0%} or more came out "
+                f"{abs(self.median_difference):.1%} {way} than their own sources' other runs (the median of "
+                f"{self.sources} sources, {self.leaning} leaning that way), left out")
+
+    def to_dict(self) -> dict:
+        return {"share": self.share, "threshold": COMMUNICATION_BOUND, "sources": self.sources,
+                "leaning": self.leaning, "median_difference": self.median_difference}
+
+
+def communication_record(share: float | None) -> CommunicationRecord | None:
+    """The published runs' record for a step that waits on communication for ``share`` of its time; None below
+    :data:`COMMUNICATION_BOUND` (or without a share, or where no source had runs on both sides)."""
+    from pipesim.analytic.validation_bands import COMMUNICATION
+
+    sources, leaning, median = COMMUNICATION
+    if share is None or share < COMMUNICATION_BOUND or not sources:
+        return None
+    return CommunicationRecord(share, sources, leaning, median)
+
+
 def group_records(groups: frozenset[StepGroup] | None) -> tuple[GroupRecord, ...]:
     """The published-run record of each of ``groups``, in :class:`StepGroup` order."""
     from pipesim.analytic.validation_bands import STEP_GROUPS
@@ -264,23 +312,26 @@ def _coverage(basis: str, features: frozenset[LayoutFeature] | None,
 
 
 def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None,
-               framework: str | None = None, groups: frozenset[StepGroup] | None = None) -> ErrorBand:
+               framework: str | None = None, groups: frozenset[StepGroup] | None = None,
+               communication_share: float | None = None) -> ErrorBand:
     """The step-time band of this kind of run; given the layout's ``features``, it says when no published row
     had them (:func:`unvalidated`); given a ``framework`` other than Megatron, what its published runs showed
     (:func:`framework_record`); given the run's step ``groups``, what each one's published runs showed
-    (:func:`group_records`)."""
+    (:func:`group_records`); given the share of the step that waits on communication, what the
+    communication-bound published runs showed against their sources' others (:func:`communication_record`)."""
     from pipesim.analytic.validation_bands import BANDS, POOLED, STEP_REGIMES
 
     record = framework_record(framework)
     grouped = group_records(groups)
+    waits = communication_record(communication_share)
     kind = run_kind(chip_name, precision)
     if kind is None:
         return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it", framework=record,
-                         groups=grouped)
+                         groups=grouped, communication=waits)
     relative, rows, largest = BANDS.get(kind, (None, 0, 0.0))
     if not rows:  # the chip's family was validated, but never at this precision (Blackwell in BF16)
         return ErrorBand(None, kind, 0, f"no published {precision.value} run on {chip_name} validates it",
-                         framework=record, groups=grouped)
+                         framework=record, groups=grouped, communication=waits)
     if relative is None or rows < MIN_ROWS:
         of_kind = rows
         relative, rows = POOLED
@@ -292,7 +343,7 @@ def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutF
     else:
         basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
     basis, validated = _coverage(basis, features, STEP_REGIMES)
-    return ErrorBand(relative, kind, rows, basis, validated, record, grouped)
+    return ErrorBand(relative, kind, rows, basis, validated, record, grouped, waits)
 
 
 def memory_band(features: frozenset[LayoutFeature] | None = None) -> ErrorBand:

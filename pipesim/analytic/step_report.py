@@ -100,8 +100,10 @@ class StepReport:
         whether any of them had this layout's features."""
         if self.chip.achievable_fraction is not None:
             return ErrorBand(None, None, 0, "--achievable-fraction replaces the validated per-kernel model")
+        busiest = self.busiest
         return error_band(self.chip.name, self.layout.precision, features_of(self.layout, self.model.is_moe),
-                          self.framework, groups_of(self.layout))
+                          self.framework, groups_of(self.layout),
+                          None if busiest is None else busiest.communication_share)
 
     @property
     def tokens_per_second(self) -> float:

@@ -54,6 +54,17 @@ class RankTime:
                 + self.idle + self.a2a + self.host_wait)
 
     @property
+    def communication(self) -> float:
+        """Seconds the step waits on communication: the exposed collectives, the gradient sync, the pipeline sends
+        (their wire time and synchronisation) and an exposed all-to-all."""
+        return self.exposed_comm + self.grad_sync + self.p2p_wire + self.p2p_sync + self.a2a
+
+    @property
+    def communication_share(self) -> float:
+        """:attr:`communication` over the step."""
+        return self.communication / self.step if self.step else 0.0
+
+    @property
     def a2a_exposed_share(self) -> float:
         """The exposed all-to-all's share of the step."""
         return self.a2a / self.step if self.step else 0.0

@@ -8,7 +8,9 @@ STEP_REGIMES and MEMORY_REGIMES: the layout feature sets (pipesim.analytic.error
 those rows, what the bands were measured on. FRAMEWORKS: per training framework the rows name (other than
 Megatron-LM's), (rows, sources, lowest and highest signed left-out step-time error).
 STEP_GROUPS: per step group (pipesim.analytic.error_band.StepGroup) the rows are of, (rows, sources, lowest,
-highest and mean signed left-out step-time error)."""
+highest and mean signed left-out step-time error). COMMUNICATION: each source's communication-bound rows
+against its others (pipesim.analytic.error_band.CommunicationRecord): (sources with rows on both sides,
+those differing the way of the median, the median difference)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.188, 552, 0.428),
@@ -46,3 +48,4 @@ FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
 STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {
     'one-microbatch': (44, 7, -0.443, 0.057, -0.099),
 }
+COMMUNICATION: tuple[int, int, float] = (17, 11, -0.034)

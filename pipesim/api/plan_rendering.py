@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from pipesim.analytic.error_band import StepGroup, framework_record, group_records, memory_band
+from pipesim.analytic.error_band import (
+    COMMUNICATION_BOUND,
+    StepGroup,
+    communication_record,
+    framework_record,
+    group_records,
+    memory_band,
+)
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
     AttentionKernel,
@@ -25,7 +32,14 @@ from pipesim.plan.launch import executor_gaps, executor_line, megatron_line
 from pipesim.plan.search import PlanResult as SearchResult
 from pipesim.plan.search import Status
 from pipesim.plan.space import PlanRequest
-from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, overlaps_best, validated_layout
+from pipesim.plan.uncertainty import (
+    band_of,
+    communication_share_of,
+    groups_of_candidate,
+    near_cap,
+    overlaps_best,
+    validated_layout,
+)
 
 __all__ = ["counts_line", "header", "ranking_text"]
 
@@ -99,12 +113,14 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     tight = [near_cap(o, request.cap_gib) for o in shown]
     unmeasured = [not validated_layout(o, request.model.is_moe) for o in shown]
     grouped = [groups_of_candidate(o) for o in shown]
+    waiting = [communication_record(communication_share_of(o, request)) for o in shown]
     for i, o in enumerate(shown, 1):
         e, c = o.evaluation, o.candidate
         band = band_of(o, request.chip)
         mark = ((" ≈#1" if i > 1 and close[i - 1] else "") + (" ≈cap" if tight[i - 1] else "")
                 + (" ?band" if unmeasured[i - 1] else "")
-                + "".join(f" {g.mark}" for g in StepGroup if g in grouped[i - 1]))
+                + "".join(f" {g.mark}" for g in StepGroup if g in grouped[i - 1])
+                + (f" comm{waiting[i - 1].share:.0%}" if waiting[i - 1] is not None else ""))
         lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
                      f"{e.peak_gib:>9.1f} {e.peak_rank:>4} {e.bubble_fraction:>7.1%}  {c.label()}{mark}")
@@ -131,6 +147,11 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     for record in group_records(frozenset().union(*grouped)):
         members = sum(record.group in g for g in grouped)
         lines.append(f"{record.group.mark}: {members} of the listed configurations are of this group; {record.text()}")
+    bound = [w for w in waiting if w is not None]
+    if bound:
+        lines.append(f"comm: {len(bound)} of the listed configurations wait on communication for "
+                     f"{COMMUNICATION_BOUND:.0%} of the step or more (the share after the mark); "
+                     f"{bound[0].lean_text()}: beside the others, read them as likely slower than listed")
     if any(tight):
         lines.append(f"≈cap: {sum(tight)} of the listed configurations peak within the memory band "
                      f"(± {memory.relative:.0%}, {memory.basis}) of the {request.cap_gib:g} GiB cap: they may not fit")

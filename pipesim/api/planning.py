@@ -140,7 +140,13 @@ class PlanResult:
 
     def to_dict(self) -> dict:
         """The ranking as data: each listed configuration's label, step time, band, throughput, MFU, memory."""
-        from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, validated_layout
+        from pipesim.plan.uncertainty import (
+            band_of,
+            communication_share_of,
+            groups_of_candidate,
+            near_cap,
+            validated_layout,
+        )
 
         rows = []
         for o in self.ranked:
@@ -158,6 +164,7 @@ class PlanResult:
                     "may_not_fit": near_cap(o, self.request.cap_gib),
                     "validated_layout": validated_layout(o, self.request.model.is_moe),
                     "step_groups": sorted(g.value for g in groups_of_candidate(o)),
+                    "communication_share": communication_share_of(o, self.request),
                     "bubble_fraction": e.bubble_fraction,
                 }
             )

@@ -216,6 +216,17 @@ def evaluate_prepared(
     )
 
 
+def communication_share(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> float:
+    """The share of the steady step its busiest rank waits on communication
+    (:attr:`~pipesim.analytic.time_breakdown.RankTime.communication_share`). Not part of the search, which never
+    splits a step into its parts: asked for the few configurations a plan lists (their builds and timelines are
+    cached by then)."""
+    prepared = prepare(model, chip, layout, schedule)
+    result, period, boundary = _timed(prepared, layout, chip)
+    busiest = step_report(model, chip, layout, result, period, boundary).busiest
+    return 0.0 if busiest is None else busiest.communication_share
+
+
 def evaluate(model: ModelSpec, chip: ChipSpec, layout: Layout, schedule: str) -> Evaluation:
     """Simulate one step of ``schedule`` for ``model`` on ``chip`` split as ``layout``."""
     return evaluate_prepared(model, chip, layout, prepare(model, chip, layout, schedule))

@@ -1,7 +1,9 @@
 """Which planned configurations the model cannot tell from the best (their error bands overlap), which may
 not fit (their peak memory is within its band of the cap), which are of layouts no published run had (their
-bands were measured on other layouts), and which belong to a step group whose published runs pipesim missed one
-way (:class:`pipesim.analytic.error_band.StepGroup`).
+bands were measured on other layouts), which belong to a step group whose published runs pipesim missed one
+way (:class:`pipesim.analytic.error_band.StepGroup`), and which wait on communication for a tenth of the step or
+more, where the published runs came out more optimistic than their own sources' other runs
+(:class:`pipesim.analytic.error_band.CommunicationRecord`).
 
 Each step time carries the band that validation by source left out measured for its kind of run
 (:mod:`pipesim.analytic.error_band`). A candidate whose fastest plausible time, ``t·(1 − b)``, is not above the
@@ -25,9 +27,11 @@ from pipesim.analytic.error_band import (
     step_groups,
     unvalidated,
 )
+from pipesim.plan.evaluate import communication_share
 
 if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
     from pipesim.plan.search import Outcome
+    from pipesim.plan.space import PlanRequest
 
 
 def band_of(outcome: Outcome, chip: ChipSpec) -> float:
@@ -53,6 +57,13 @@ def validated_layout(outcome: Outcome, moe: bool) -> bool:
     c = outcome.candidate
     features = layout_features(c.tp, c.pp, c.cp, int(c.zero) if c.dp * c.cp > 1 else 0, moe)
     return not unvalidated(features, STEP_REGIMES) and not unvalidated(features, MEMORY_REGIMES)
+
+
+def communication_share_of(outcome: Outcome, request: PlanRequest) -> float:
+    """The share of a simulated candidate's step that waits on communication (its band's
+    :func:`~pipesim.analytic.error_band.communication_record` reads it)."""
+    c = outcome.candidate
+    return communication_share(request.model_of(c), request.chip, request.layout_of(c), c.schedule)
 
 
 def groups_of_candidate(outcome: Outcome) -> frozenset[StepGroup]:

@@ -49,6 +49,7 @@ from pipesim.analytic.error_band import (
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.program.loader import load_schedule
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant, chips_with
+from pipesim.validation.residual_composition import Row, composition_of, within_source_contrasts
 from pipesim.validation.runs import Comparison, PublishedRun, predict
 from pipesim.validation.sources import MEMORY_MODULES, MEMORY_ONLY_RUNS, module_of, platform_of
 
@@ -394,6 +395,23 @@ def step_group_records(result: ValidationResult) -> dict[str, tuple[int, int, fl
     return {g.value: (len(errors[g.value]), len(sources[g.value]), round(min(errors[g.value]), 3),
                       round(max(errors[g.value]), 3), round(statistics.fmean(errors[g.value]), 3))
             for g in StepGroup if g.value in errors}
+
+
+def communication_contrast(result: ValidationResult) -> tuple[int, int, float]:
+    """Each source's communication-bound rows (:data:`~pipesim.analytic.error_band.COMMUNICATION_BOUND` of the
+    predicted step or more waiting on communication) against its other rows, by their left-out errors
+    (:func:`~pipesim.validation.residual_composition.within_source_contrasts`): the sources with rows on both
+    sides, how many of them differ the way of the median, and the median difference: what
+    :class:`~pipesim.analytic.error_band.CommunicationRecord` quotes beside a band."""
+    rows = [Row(s.source, error, composition_of(comparison.report.busiest))
+            for s in result.sources
+            for error, comparison in zip(s.left_out, s.left_out_comparisons, strict=True)
+            if comparison.report.busiest is not None]
+    differences = [c.difference for c in within_source_contrasts(rows)]
+    if not differences:
+        return 0, 0, 0.0
+    median = statistics.median(differences)
+    return len(differences), sum(d * median > 0 for d in differences), round(median, 3)
 
 
 def error_bands(result: ValidationResult) -> tuple[dict[str, tuple[float | None, int, float]], tuple[float, int]]:

@@ -33,12 +33,11 @@ from itertools import pairwise
 
 import numpy as np
 
+from pipesim.analytic.error_band import COMMUNICATION_BOUND
 from pipesim.analytic.time_breakdown import RankTime
 
 # The edges :func:`exposure_bins` pools the rows between (shares of the step spent waiting on communication)
 EXPOSURE_EDGES = (0.0, 0.02, 0.05, 0.10, 0.20, 1.0)
-# A row is communication-bound for :func:`within_source_contrasts` from this share on
-COMMUNICATION_BOUND = 0.10
 # A source informs a part's slope only if that part's share varies across its rows by at least this much
 MIN_SPREAD = 0.01
 
@@ -57,7 +56,7 @@ class Composition:
 
     @property
     def communication(self) -> float:
-        """Every share the step spends waiting on communication."""
+        """Every share the step spends waiting on communication (:attr:`RankTime.communication_share`)."""
         return self.exposed_comm + self.grad_sync + self.p2p + self.a2a
 
     def share(self, part: str) -> float:
