@@ -28,8 +28,13 @@ def _report(chip_name: str) -> None:
           + " | fitted share | fixed µs | RMS log error | preset |")
     print("|---|---|" + "---|" * (len(sizes) + 4))
     for fit in fit_table(chip_name):
-        bus = {r.nbytes: r.bus_bytes / r.seconds / 1e9 for r in rows if r.op is fit.op and r.ranks == fit.ranks}
-        cells = " | ".join(f"{bus[s]:.0f}" for s in sizes)
+        # a size a group did not measure (the NVL72 racks' buffers divide by the group) is a dash; where two
+        # layouts of one group size were measured (16 or 18 groups of 4), their mean
+        measured: dict[int, list[float]] = {}
+        for r in rows:
+            if r.op is fit.op and r.ranks == fit.ranks:
+                measured.setdefault(r.nbytes, []).append(r.bus_bytes / r.seconds / 1e9)
+        cells = " | ".join(f"{sum(measured[s]) / len(measured[s]):.0f}" if s in measured else "–" for s in sizes)
         print(f"| {fit.op.value} | {fit.ranks} | {cells} | {fit.share:.3f} | {fit.fixed_s * 1e6:.0f} | "
               f"{fit.rms_log_error:.3f} | {preset.share(fit.op, fit.ranks):.2f} |")
     print()

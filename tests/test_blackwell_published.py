@@ -58,9 +58,11 @@ def test_the_blackwell_rows_are_in_the_table_and_move_only_the_blackwell_clock()
 def test_blackwell_ultra_presets_are_the_datasheets_over_the_b200s_kernels_and_say_they_are_unvalidated():
     """B300 (HGX) and GB300 (NVL72): BF16 and FP8 as the B200 and GB200 (NVIDIA's figures), FP4 1.5x the B200's
     9 PFLOPS on the GB300 (15) and 13.5 on the B300 (108 PFLOPS dense for 8), 160 SMs, the memory and NICs MLPerf
-    v5.1's system descriptions give (275,040 and 284,208 MiB; 800 Gb/s a GPU); every kernel and collective share
-    the B200's. Their band is the Blackwell family's, whose rows now include MLPerf v5.1's B300 and GB300 runs."""
+    v5.1's system descriptions give (275,040 and 284,208 MiB; 800 Gb/s a GPU); every kernel constant the B200's,
+    and the B200 board's collective shares on the B300 board, the GB300 rack's own on the GB300. Their band is the
+    Blackwell family's, whose rows now include MLPerf v5.1's B300 and GB300 runs."""
     from pipesim.analytic.error_band import error_band
+    from pipesim.validation.collective_shares import fitted_shares
 
     b200, gb200 = CHIP_PRESETS["b200"], CHIP_PRESETS["gb200"]
     b300, gb300 = CHIP_PRESETS["b300"], CHIP_PRESETS["gb300"]
@@ -75,10 +77,12 @@ def test_blackwell_ultra_presets_are_the_datasheets_over_the_b200s_kernels_and_s
     for ultra in (b300, gb300):
         assert ultra.sm_count == 160
         for field in ("gemm_efficiency", "fp8_gemm_efficiency", "fp4_gemm_efficiency", "gemm_tile_overhead",
-                      "gemm_kernel_overhead", "nvlink_collective_shares", "sustained_clock_ratio"):
+                      "gemm_kernel_overhead", "sustained_clock_ratio"):
             assert getattr(ultra, field) == getattr(b200, field), field
         band = error_band(ultra.name, Precision.FP4)
         assert band.relative == error_band("b200", Precision.FP4).relative and band.validated
+    assert b300.nvlink_collective_shares == b200.nvlink_collective_shares
+    assert gb300.nvlink_collective_shares == fitted_shares("gb300")  # the sm_103 entries: a GB300 NVL72 rack
     assert {r.chip for r in BLACKWELL_RUNS} >= {"b300", "gb300"}
 
 
@@ -191,12 +195,17 @@ def test_fp8_parameters_keep_no_transpose_where_fp8_gemms_take_any_layout():
 
 def test_gb200_is_the_b200_die_at_1200_watts_in_a_72_gpu_nvlink_domain():
     """The GB200 preset differs from the B200's only where a datasheet or a system description says so: the peaks
-    at 1,200 W, the memory nvidia-smi reports, the NVLink domain and the tray; every kernel constant is the B200's."""
+    at 1,200 W, the memory nvidia-smi reports, the NVLink domain and the tray, and the collective shares its rack
+    was measured at (OpenXLA's GB200 NVL72 table); every kernel constant is the B200's."""
+    from pipesim.validation.collective_shares import fitted_shares
+
     b200, gb200 = CHIP_PRESETS["b200"], CHIP_PRESETS["gb200"]
     assert (gb200.peak_flops, gb200.fp8_peak_flops, gb200.fp4_peak_flops) == (2500e12, 5000e12, 10000e12)
     assert gb200.memory_gib == pytest.approx(189471 / 1024, abs=0.05) and gb200.node_size == 72
     assert gb200.host_gpus == 4  # GPUs per compute tray
-    stated = {"name", "peak_flops", "fp8_peak_flops", "fp4_peak_flops", "memory_gib", "node_size", "host_gpus"}
+    assert gb200.nvlink_collective_shares == fitted_shares("gb200")
+    stated = {"name", "peak_flops", "fp8_peak_flops", "fp4_peak_flops", "memory_gib", "node_size", "host_gpus",
+              "nvlink_collective_shares"}
     assert replace(gb200, **{f: getattr(b200, f) for f in stated}) == b200
 
 

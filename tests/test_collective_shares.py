@@ -39,6 +39,26 @@ def test_b200_preset_carries_its_table_s_fit():
     assert len(load_table("xla_b200_collectives.csv")) == 4 * 3 * 22
 
 
+def test_nvl72_presets_carry_their_racks_tables_by_hand():
+    """GB200 and GB300 take their NVL72 racks' own tables (groups of 4 to 72 GPUs), not the HGX B200 board's: one
+    row by hand (a 72-GPU all-gather of 32 GiB), then the fits the presets carry; an all-reduce over 16 GPUs or more
+    reaches about the whole link, where the B200 board's over 8 reaches 0.69; B300 (an HGX board) keeps the B200's.
+    The row: 18 GiB gathered over 72 GPUs at 674.2 GB/s of the buffer, a bus bandwidth of 71/72 of it, 664.9 GB/s,
+    0.739 of NVLink 5's 900."""
+    rows = load_table("xla_gb200_collectives.csv")
+    row = next(r for r in rows if r.op is AG and r.ranks == 72 and r.nbytes == 18 * 2**30)
+    assert row.nbytes / row.seconds == pytest.approx(674.23e9)
+    assert row.bus_bytes / row.seconds == pytest.approx(664.9e9, rel=1e-3)
+    for chip, table in (("gb200", "xla_gb200_collectives.csv"), ("gb300", "xla_gb300_collectives.csv")):
+        shares = fitted_shares(chip)
+        assert CHIP_PRESETS[chip].nvlink_collective_shares == shares
+        assert sorted({r.ranks for r in load_table(table)}) == [4, 8, 16, 18, 32, 36, 64, 72]
+        assert shares.share(AR, 8) == 0.94 and 0.99 <= shares.share(AR, 32) <= 1.05
+        assert 0.7 <= shares.share(AG, 72) <= 0.75
+        assert shares.share(RS, 4) > fitted_shares("b200").share(RS, 4)
+    assert CHIP_PRESETS["b300"].nvlink_collective_shares == fitted_shares("b200")
+
+
 def test_mi300x_preset_carries_its_table_s_fit():
     """The gfx942 entries (RCCL over Infinity Fabric, 448 GB/s one way over seven links): a pair of GPUs has one
     64 GB/s link, 0.14 of the seven at most, and reaches 0.11; all eight GPUs 0.68–0.71."""

@@ -76,11 +76,12 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   nccl-tests' reference table gives the 8-GPU all-reduce 460–480 GB/s where NVLink SHARP reduces inside the
   switch (NCCL's NVLS algorithm); the measured table's 0.90 is the figure without it, uncertain by that much.
   Across nodes H100/H200 keep 1.0. B200 carries the same table's sm_100 shares of NVLink 5's 900 GB/s
-  (0.49–0.72). The two tables agree on the groups smaller than a node (pairs 0.46–0.62 and 0.50–0.54 of the
-  link, fours 0.64–0.74 and 0.64–0.68), which NCCL runs with the same ring kernels on any NVSwitch system, so the
-  A100 and A800 (NVSwitch 2, no table of their own) take the H100's shares for those groups and for gathers,
-  scatters and all-to-alls, and keep their measured ring above for the 8-GPU all-reduce (where the generations
-  differ); the H800 (H100's NVSwitch, fewer links) takes the H100's table.
+  (0.49–0.72), and GB200 and GB300 the same file's tables of their NVL72 racks (groups of 4–72 GPUs: gathers
+  and scatters 0.71–0.79, all-reduces 0.76–1.05). The H100 and B200 tables agree on the groups smaller than a
+  node (pairs 0.46–0.62 and 0.50–0.54 of the link, fours 0.64–0.74 and 0.64–0.68), which NCCL runs with the same
+  ring kernels on any NVSwitch system, so the A100 and A800 (NVSwitch 2, no table of their own) take the H100's
+  shares for those groups and for gathers, scatters and all-to-alls, and keep their measured ring above for the
+  8-GPU all-reduce (where the generations differ); the H800 (H100's NVSwitch, fewer links) takes the H100's table.
 - Overlapped collectives take SMs (``collective_ctas``, 24 of the chip's ``sm_count``): see
   :func:`pipesim.analytic.comm.contended_overlap`; used for ZeRO-3's per-layer gathers and reduce-scatters.
 - Pipeline P2P: Qi et al. 2024 (Table 9) profiled T_comm of one stage-boundary send on A100 SXM: 0.53–0.76 ms
@@ -157,6 +158,22 @@ _B200_NVLINK = CollectiveShares(all_reduce=((2, 0.54), (4, 0.64), (8, 0.69)),
                                 all_gather=((2, 0.50), (4, 0.64), (8, 0.69)),
                                 reduce_scatter=((2, 0.53), (4, 0.68), (8, 0.72)),
                                 all_to_all=((2, 0.49), (4, 0.67), (8, 0.67)))
+
+# The GB200 and GB300 NVL72 racks: the same file's "sm_100_GB200" and "sm_103" entries (in ROCm's fork of XLA at
+# d02afb4), groups of 4 to 72 GPUs of one rack all running at once (pipesim.validation.collective_shares): gathers
+# and scatters 0.71-0.79 of NVLink 5, an all-reduce over 8 GPUs 0.94 and over 16-72 about the whole link (1.0-1.05:
+# NVLink SHARP reduces in the rack's switches), all-to-alls 0.69-0.75. The HGX B200's eight-GPU board reaches less
+# (above): a rack's collectives inside its NVLink domain take the rack's own table.
+_GB200_NVLINK = CollectiveShares(
+    all_reduce=((4, 0.76), (8, 0.94), (16, 1.01), (18, 1.03), (32, 1.05), (36, 1.04), (64, 1.04), (72, 1.01)),
+    all_gather=((4, 0.71), (8, 0.75), (16, 0.76), (18, 0.75), (32, 0.77), (36, 0.75), (64, 0.77), (72, 0.74)),
+    reduce_scatter=((4, 0.75), (8, 0.78), (16, 0.79), (18, 0.78), (32, 0.79), (36, 0.78), (64, 0.78), (72, 0.77)),
+    all_to_all=((4, 0.69), (8, 0.75), (16, 0.74), (18, 0.71), (32, 0.74), (36, 0.70), (64, 0.73), (72, 0.71)))
+_GB300_NVLINK = CollectiveShares(
+    all_reduce=((4, 0.76), (8, 0.94), (16, 1.03), (18, 1.03), (32, 1.05), (36, 1.04), (64, 1.03), (72, 0.99)),
+    all_gather=((4, 0.72), (8, 0.75), (16, 0.77), (18, 0.74), (32, 0.76), (36, 0.75), (64, 0.76), (72, 0.72)),
+    reduce_scatter=((4, 0.75), (8, 0.77), (16, 0.78), (18, 0.77), (32, 0.78), (36, 0.77), (64, 0.77), (72, 0.75)),
+    all_to_all=((4, 0.69), (8, 0.74), (16, 0.74), (18, 0.71), (32, 0.70), (36, 0.71), (64, 0.71), (72, 0.69)))
 
 # MI300X: OpenXLA's measured gfx942 collective table (as AMD added it to ROCm's fork of XLA), RCCL over the seven
 # Infinity Fabric links (448 GB/s one way in all; a pair of GPUs has one 64 GB/s link, a group of four three):
@@ -286,7 +303,8 @@ _PRESETS = [
     # GPUs → 10 PFLOPS dense each. Collectives inside the domain: the B200's 8-GPU shares,
     # for groups of any size up to 72 (no measured table beyond 8).
     ChipSpec("gb200", 2500 * TFLOPS, 185.0, 8000 * GB, 900 * GB, 50 * GB, fp8_peak_flops=5000 * TFLOPS,
-             fp4_peak_flops=10000 * TFLOPS, node_size=72, host_gpus=4, sm_count=148, **_BLACKWELL_KERNELS),
+             fp4_peak_flops=10000 * TFLOPS, node_size=72, host_gpus=4, sm_count=148,
+             **(_BLACKWELL_KERNELS | {"nvlink_collective_shares": _GB200_NVLINK})),
     # NVIDIA Blackwell Ultra in an HGX B300 node: the B200's tensor-core rates in BF16 (2.25 PFLOPS dense) and FP8
     # (4.5), FP4 raised to 13.5 PFLOPS dense (NVIDIA's HGX B300 figures, 36 / 72 PFLOPS with sparsity and 108
     # PFLOPS dense FP4 for 8 GPUs; third parties give 13-14 PF), 8 TB/s HBM3e, NVLink 5 at 1.8 TB/s bidirectional,
@@ -306,7 +324,8 @@ _PRESETS = [
     # NVSWITCH Gen5", 4 GPUs and "4x ConnectX-8 IB XDR 800 Gb/s" per compute tray (100 GB/s per GPU). The rest
     # as the b300 preset above.
     ChipSpec("gb300", 2500 * TFLOPS, 277.5, 8000 * GB, 900 * GB, 100 * GB, fp8_peak_flops=5000 * TFLOPS,
-             fp4_peak_flops=15000 * TFLOPS, node_size=72, host_gpus=4, sm_count=160, **_BLACKWELL_KERNELS),
+             fp4_peak_flops=15000 * TFLOPS, node_size=72, host_gpus=4, sm_count=160,
+             **(_BLACKWELL_KERNELS | {"nvlink_collective_shares": _GB300_NVLINK})),
     # AMD Instinct MI300X datasheet: BF16 1307.4 TFLOPS dense (2614.9 sparse), FP8 2614.9 dense; 192 GB HBM3;
     # 5.3 TB/s; Infinity Fabric 896 GB/s aggregate bidirectional peer bandwidth (7 links × 128 GB/s) → 448 GB/s
     # one direction for a ring that uses all links; 304 compute units. 400 Gb/s NIC per GPU. RCCL enables LL128

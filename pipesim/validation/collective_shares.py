@@ -6,7 +6,9 @@ xla_h100_collectives.csv``, its ``sm_100`` entries (taken as B200) as ``xla_b200
 ``gfx942`` entries (MI300X, RCCL over Infinity Fabric, as AMD added them to ROCm's fork of XLA) as
 ``xla_mi300x_collectives.csv``: the throughput of all-reduce, all-gather, reduce-scatter and all-to-all over
 groups of 8, 4 and 2 GPUs of one node (the groups of 2 and 4 running at once, as tensor-parallel groups do) for
-buffers of 1 KiB to 2 GiB (1 GiB on MI300X). They are
+buffers of 1 KiB to 2 GiB (1 GiB on MI300X); and, from the same file in that fork, its ``sm_100_GB200`` and
+``sm_103`` entries (a GB200 and a GB300 NVL72 rack: groups of 4 to 72 of the rack's GPUs, all running at once, 16 B
+to 32 GiB) as ``xla_gb200_collectives.csv`` and ``xla_gb300_collectives.csv``. They are
 microbenchmarks, not training runs: no row of the published-runs table informs these shares, so validation does
 not refit them.
 
@@ -35,6 +37,7 @@ from pipesim.analytic.measured import CollectiveOp
 TABLE = "xla_h100_collectives.csv"
 # Every shipped table: the preset whose shares it sets and that preset's intra-node link (bytes/s one way)
 TABLES: dict[str, str] = {"h100-sxm": "xla_h100_collectives.csv", "b200": "xla_b200_collectives.csv",
+                          "gb200": "xla_gb200_collectives.csv", "gb300": "xla_gb300_collectives.csv",
                           "mi300x": "xla_mi300x_collectives.csv"}
 MIN_FIT_BYTES = 16 * 2**20
 
