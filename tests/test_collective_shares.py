@@ -42,16 +42,20 @@ def test_b200_preset_carries_its_table_s_fit():
 def test_nvl72_presets_carry_their_racks_tables_by_hand():
     """GB200 and GB300 take their NVL72 racks' own tables (groups of 4 to 72 GPUs), not the HGX B200 board's: one
     row by hand (a 72-GPU all-gather of 32 GiB), then the fits the presets carry; an all-reduce over 16 GPUs or more
-    reaches about the whole link, where the B200 board's over 8 reaches 0.69; B300 (an HGX board) keeps the B200's.
+    reaches about the whole link, where the B200 board's over 8 reaches 0.69; a pair, which the racks' tables do not
+    measure, takes the board's pair (on both measured boards well under a four); B300 (an HGX board) keeps the
+    B200's.
     The row: 18 GiB gathered over 72 GPUs at 674.2 GB/s of the buffer, a bus bandwidth of 71/72 of it, 664.9 GB/s,
     0.739 of NVLink 5's 900."""
     rows = load_table("xla_gb200_collectives.csv")
     row = next(r for r in rows if r.op is AG and r.ranks == 72 and r.nbytes == 18 * 2**30)
     assert row.nbytes / row.seconds == pytest.approx(674.23e9)
     assert row.bus_bytes / row.seconds == pytest.approx(664.9e9, rel=1e-3)
+    board = fitted_shares("b200")
     for chip, table in (("gb200", "xla_gb200_collectives.csv"), ("gb300", "xla_gb300_collectives.csv")):
-        shares = fitted_shares(chip)
-        assert CHIP_PRESETS[chip].nvlink_collective_shares == shares
+        shares, preset = fitted_shares(chip), CHIP_PRESETS[chip].nvlink_collective_shares
+        for op in (AR, AG, RS, CollectiveOp.ALL_TO_ALL):
+            assert preset.points(op) == ((2, board.share(op, 2)), *shares.points(op))
         assert sorted({r.ranks for r in load_table(table)}) == [4, 8, 16, 18, 32, 36, 64, 72]
         assert shares.share(AR, 8) == 0.94 and 0.99 <= shares.share(AR, 32) <= 1.05
         assert 0.7 <= shares.share(AG, 72) <= 0.75

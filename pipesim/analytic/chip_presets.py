@@ -113,6 +113,7 @@ from __future__ import annotations
 from pipesim.analytic.attention_shapes import AttentionShapeRates
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.collective_shares import CollectiveShares
+from pipesim.analytic.measured import CollectiveOp
 
 GB = 1e9
 TFLOPS = 1e12
@@ -164,16 +165,24 @@ _B200_NVLINK = CollectiveShares(all_reduce=((2, 0.54), (4, 0.64), (8, 0.69)),
 # and scatters 0.71-0.79 of NVLink 5, an all-reduce over 8 GPUs 0.94 and over 16-72 about the whole link (1.0-1.05:
 # NVLink SHARP reduces in the rack's switches), all-to-alls 0.69-0.75. The HGX B200's eight-GPU board reaches less
 # (above): a rack's collectives inside its NVLink domain take the rack's own table.
-_GB200_NVLINK = CollectiveShares(
+# The racks' tables start at groups of 4; a pair of GPUs takes the B200 board's measured pair (the same NVLink 5
+# and ring kernels: on both measured boards a pair reaches well under a group of four).
+def _with_board_pairs(rack: CollectiveShares) -> CollectiveShares:
+    board = _B200_NVLINK
+    return CollectiveShares(**{op: ((2, board.share(CollectiveOp(op), 2)), *rack.points(CollectiveOp(op)))
+                               for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")})
+
+
+_GB200_NVLINK = _with_board_pairs(CollectiveShares(
     all_reduce=((4, 0.76), (8, 0.94), (16, 1.01), (18, 1.03), (32, 1.05), (36, 1.04), (64, 1.04), (72, 1.01)),
     all_gather=((4, 0.71), (8, 0.75), (16, 0.76), (18, 0.75), (32, 0.77), (36, 0.75), (64, 0.77), (72, 0.74)),
     reduce_scatter=((4, 0.75), (8, 0.78), (16, 0.79), (18, 0.78), (32, 0.79), (36, 0.78), (64, 0.78), (72, 0.77)),
-    all_to_all=((4, 0.69), (8, 0.75), (16, 0.74), (18, 0.71), (32, 0.74), (36, 0.70), (64, 0.73), (72, 0.71)))
-_GB300_NVLINK = CollectiveShares(
+    all_to_all=((4, 0.69), (8, 0.75), (16, 0.74), (18, 0.71), (32, 0.74), (36, 0.70), (64, 0.73), (72, 0.71))))
+_GB300_NVLINK = _with_board_pairs(CollectiveShares(
     all_reduce=((4, 0.76), (8, 0.94), (16, 1.03), (18, 1.03), (32, 1.05), (36, 1.04), (64, 1.03), (72, 0.99)),
     all_gather=((4, 0.72), (8, 0.75), (16, 0.77), (18, 0.74), (32, 0.76), (36, 0.75), (64, 0.76), (72, 0.72)),
     reduce_scatter=((4, 0.75), (8, 0.77), (16, 0.78), (18, 0.77), (32, 0.78), (36, 0.77), (64, 0.77), (72, 0.75)),
-    all_to_all=((4, 0.69), (8, 0.74), (16, 0.74), (18, 0.71), (32, 0.70), (36, 0.71), (64, 0.71), (72, 0.69)))
+    all_to_all=((4, 0.69), (8, 0.74), (16, 0.74), (18, 0.71), (32, 0.70), (36, 0.71), (64, 0.71), (72, 0.69))))
 
 # MI300X: OpenXLA's measured gfx942 collective table (as AMD added it to ROCm's fork of XLA), RCCL over the seven
 # Infinity Fabric links (448 GB/s one way in all; a pair of GPUs has one 64 GB/s link, a group of four three):
