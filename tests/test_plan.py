@@ -14,13 +14,15 @@ from hypothesis import strategies as st
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework
-from pipesim.analytic.layout import Fp8Linears, PipelineBuffers, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Linears, Layout, PipelineBuffers, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import total_params
+from pipesim.analytic.to_costs import build_cost_model, stage_pass_floors, stage_time_parts
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
+from pipesim.plan.bounds import time_bound, time_floor
 from pipesim.plan.evaluate import evaluate
 from pipesim.plan.launch import executor_argv, megatron_argv
 from pipesim.plan.pareto import pareto_mask
@@ -154,6 +156,62 @@ def test_bounds_are_lower_bounds(unpruned_plan):
     assert (checked["bound_peak_gib"] <= checked["peak_gib"] * (1 + 1e-12)).all()
 
 
+# Every placement (loop, interleaved, V, DualPipe's two copies) and a mixture of experts, whose all-to-all the
+# floor leaves out as the bound does
+_FLOOR_SPACES = [
+    PlanRequest(MODEL_PRESETS["llama2-7b"], CHIP_PRESETS["h100-sxm"], gpus=8, global_batch=32, gpus_per_node=4,
+                schedules=("gpipe", "1f1b", "interleaved", "zb-v", "dualpipe"), micro_batch_sizes=(1,),
+                context_parallel=(1, 2)),
+    PlanRequest(MODEL_PRESETS["mixtral-8x7b"], CHIP_PRESETS["h100-sxm"], gpus=16, global_batch=32,
+                schedules=("1f1b", "dualpipe"), micro_batch_sizes=(1,), context_parallel=(1,)),
+    _hand_request(),
+]
+
+
+@pytest.mark.parametrize("request_", _FLOOR_SPACES, ids=["llama2-7b", "mixtral", "toy"])
+def test_the_time_floor_is_under_the_time_bound_and_near_it(request_):
+    """The search waits each candidate by its floor and makes its bound only when nothing can come before it: the
+    floor must never pass the bound (or the search would leave in another order, or drop a winner), and it must
+    be close to it, or every bound is made anyway."""
+    ratios = []
+    for c in enumerate_candidates(request_):
+        try:
+            bound = time_bound(request_, c)
+        except PipesimError:
+            continue
+        floor = time_floor(request_, c)
+        assert 0 < floor < bound, c
+        ratios.append(floor / bound)
+    assert len(ratios) > 5
+    assert np.median(ratios) > 0.8  # what it leaves out (the head, the sync, the optimizer) is a small part
+
+
+def test_a_stage_pass_floor_is_under_the_cost_models_passes():
+    """By hand on the cost model itself: under partial recomputation (two groups of layers, each under its own
+    layout), a mixture of experts (its all-to-all left out of the floor) and a pass on the host's floor (a host
+    taking 0.2 ms a kernel: a Llama 1B layer at tp 8 runs its kernels faster than that host issues them)."""
+    h100 = CHIP_PRESETS["h100-sxm"]
+    slow_host = replace(h100, host_kernel_overhead=2e-4)
+    small = MODEL_PRESETS["llama3.2-1b"].with_shape(1024, 1)
+    tp8 = Layout(tp=8, pp=2, microbatches=4)
+    assert stage_time_parts(small, slow_host, tp8)[0].host_wait > 0  # the case is on the host's floor
+    cases = [
+        (MODEL_PRESETS["llama2-13b"], h100, Layout(tp=2, pp=2, microbatches=4, sequence_parallel=True,
+                                                   recompute=Recompute.FULL, recompute_layers=5)),
+        (MODEL_PRESETS["mixtral-8x7b"], h100, Layout(tp=2, pp=4, ep=4, dp=4, microbatches=8,
+                                                     sequence_parallel=True)),
+        (small, slow_host, tp8),
+    ]
+    for model, chip, layout in cases:
+        costs = build_cost_model(model, chip, layout)
+        floors = stage_pass_floors(model, chip, layout)
+        assert len(floors) == layout.num_stages
+        for s, floor in enumerate(floors):
+            stage = costs.chunk_costs(s, layout.chunks)
+            assert 0 < floor.forward <= (stage.forward - stage.a2a_forward) * (1 + 1e-12)
+            assert 0 < floor.backward <= (stage.backward - stage.a2a_backward) * (1 + 1e-12)
+
+
 @given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=40))
 def test_pareto_front_is_exactly_the_non_dominated(points):
     t, m = np.array([p[0] for p in points], float), np.array([p[1] for p in points], float)
@@ -266,6 +324,20 @@ def test_torchtitan_candidates_keep_torch_pipelining_buffers():
     assert request.layout_of(one_f_one_b).pipeline_buffers is PipelineBuffers.TORCH
     assert request.layout_of(no_pipeline).pipeline_buffers is PipelineBuffers.FREED
     assert _hand_request().layout_of(interleaved).pipeline_buffers is PipelineBuffers.FREED  # Megatron's
+
+
+def test_a_candidate_the_cost_model_refuses_is_rejected_though_it_could_not_win():
+    """torchtitan's runtime keeps buffers DualPipe's two model copies cannot run with: the cost model refuses
+    every such candidate. The search orders candidates by a floor made without a cost model and drops most
+    unbuilt; it must still say these were refused, not that they could not win."""
+    request = PlanRequest(MODEL_PRESETS["gpt3-2.7b"], CHIP_PRESETS["a100-80gb"], gpus=8, global_batch=32,
+                          framework=Framework.TORCHTITAN, schedules=("1f1b", "dualpipe"), micro_batch_sizes=(1, 2))
+    result = run_plan(request, top=1)
+    dualpipe = [o for o in result.outcomes if o.candidate.schedule == "dualpipe" and o.candidate.pp > 1]
+    assert dualpipe and result.count(Status.PRUNED_TIME) > 0
+    for o in dualpipe:
+        assert o.status in (Status.REJECTED, Status.PRUNED_MEMORY), o.candidate
+        assert o.status is Status.PRUNED_MEMORY or "DualPipe's two model copies" in o.reason
 
 
 def test_torchtitan_fp8_candidates_train_torchaos_linears():

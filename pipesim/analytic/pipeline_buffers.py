@@ -111,6 +111,14 @@ def receive_buffer_bytes(model: ModelSpec, layout: Layout, shape: PipelineShape,
     return buffers * shape.microbatches_per_stage * p2p_bytes(model, layout)
 
 
+def check_runtime_buffers(layout: Layout, shape: PipelineShape) -> None:
+    """Refuse a runtime that keeps buffers (torch.distributed.pipelining's) under DualPipe's two model copies."""
+    if (layout.pipeline_buffers.preallocates or layout.pipeline_outputs_kept) and shape.pipelines > 1:
+        raise PipesimError(f"--pipeline-buffers {layout.pipeline_buffers.value}: DualPipe's two model copies run in "
+                           "no torch.distributed.pipelining schedule (its DualPipe-V is one copy: -s dualpipe-v); "
+                           "choose another schedule or drop the option")
+
+
 def with_runtime_buffers(per_stage: list[StageCosts], model: ModelSpec, layout: Layout,
                          shape: PipelineShape) -> list[StageCosts]:
     """``per_stage`` (each stage's costs, a rank's share of v chunks: :mod:`pipesim.analytic.to_costs`) with what
@@ -119,10 +127,7 @@ def with_runtime_buffers(per_stage: list[StageCosts], model: ModelSpec, layout: 
     from the I on), and what it holds to the step's end; unchanged where it keeps nothing more."""
     if not layout.pipeline_buffers.preallocates and not layout.pipeline_outputs_kept:
         return per_stage
-    if shape.pipelines > 1:
-        raise PipesimError(f"--pipeline-buffers {layout.pipeline_buffers.value}: DualPipe's two model copies run in "
-                           "no torch.distributed.pipelining schedule (its DualPipe-V is one copy: -s dualpipe-v); "
-                           "choose another schedule or drop the option")
+    check_runtime_buffers(layout, shape)
     v = layout.chunks
     result = []
     for s, costs in enumerate(per_stage):

@@ -679,6 +679,70 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
 
 
 @dataclass(frozen=True)
+class PassFloor:
+    """At most what one microbatch's forward and fused backward through a stage cost (seconds), with no cost model
+    built: see :func:`stage_pass_floors`."""
+
+    forward: float
+    backward: float
+
+
+def stage_pass_floors(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[PassFloor, ...]:
+    """Each stage's (cost-model stage, one chunk's slice) floor: its layers' compute at the step's pace plus
+    their exposed communication, the all-to-all left out.
+
+    These are the first terms of what :func:`build_cost_model` gives a stage; everything else it adds only adds
+    (the LM head and the embedding, the host's issue floor, which takes the larger of the device's time and the
+    host's, weight casts, gradient accumulation, blocking sends). So a floor is at most the stage's forward less
+    its all-to-all, and its fused backward less its all-to-all, up to the rounding of summing the same terms in
+    another order. The planner orders and prunes candidates by them before it pays for a cost model
+    (:func:`pipesim.plan.bounds.time_floor`); ``tests/test_plan.py`` holds them under the cost model's."""
+    if layout.recompute_layers is not None:  # two groups of layers a stage, each under a layout of its own
+        return tuple(_pass_floor(model, chip, layout, stage_layer_groups(model, layout, s))
+                     for s in range(layout.num_stages))
+    # Otherwise a stage's floor follows from its layers' costs (one per kind), the pace and its layers of each
+    # kind: layouts that differ in dp, the ZeRO stage, the microbatches or the schedule share one
+    counts = stage_layer_counts(model, layout)
+    key = (_layer_costs_key(model, chip, layout), compute_pace(chip, layout), counts)
+    hit = _PASS_FLOORS.get(key)
+    if hit is not None:
+        return hit[1]
+    made: dict[tuple[tuple[LayerKind, int], ...], PassFloor] = {}
+    floors = []
+    for kinds in _kind_counts_per_stage(model, counts):
+        floor = made.get(kinds)
+        if floor is None:
+            floor = made[kinds] = _pass_floor(model, chip, layout, tuple((k, n, layout) for k, n in kinds))
+        floors.append(floor)
+    if len(_PASS_FLOORS) >= _PASS_FLOORS_KEPT:
+        del _PASS_FLOORS[next(iter(_PASS_FLOORS))]
+    _PASS_FLOORS[key] = (chip, tuple(floors))
+    return _PASS_FLOORS[key][1]
+
+
+# Floors by what they read (the chip is kept in the value: its id in the key cannot be reused); bounded, the
+# oldest dropped first
+_PASS_FLOORS: dict[tuple, tuple[ChipSpec, tuple[PassFloor, ...]]] = {}
+_PASS_FLOORS_KEPT = 1 << 14
+
+
+def _pass_floor(model: ModelSpec, chip: ChipSpec, layout: Layout, groups: tuple[LayerGroup, ...]) -> PassFloor:
+    """One stage's floor from its groups of layers (:func:`stage_layer_groups`), as :func:`_stage_parts` and
+    :func:`_host_floor` sum them."""
+    costs = _layer_costs(model, chip, layout)
+    pace = compute_pace(chip, layout)
+    forward = backward = 0.0
+    for kind, n, group in groups:
+        own = costs if group is layout else _layer_costs(model, chip, group)
+        passes, comm = own.passes[kind], own.comm[kind]
+        forward += n * (pace * passes.forward + comm.forward)
+        # the fused device backward: I (recomputation included) and W, less what W hides of I's collectives
+        backward += n * (pace * (passes.backward_input + passes.recompute + passes.backward_weight)
+                         + comm.backward - comm.hidden_by_weight_grad)
+    return PassFloor(forward, backward)
+
+
+@dataclass(frozen=True)
 class ReduceGradTime:
     """A stage's gradient sync in the simulator's two parts (:class:`~pipesim.sim.costs.StageCosts`): ``busy``
     seconds its REDUCE_GRAD holds the rank, then ``asynchronous`` seconds on the rank's data-parallel channel,

@@ -17,6 +17,11 @@ the bound stays below what such a schedule can reach.
 
 Memory: the weights, gradients and optimizer state a rank holds, plus at least one microbatch of activations
 of one of its stages (every rank runs a forward and keeps its activations until the backward).
+
+A floor under the time bound needs no cost model (:func:`time_floor`): the same sum over each stage's layers
+alone, their compute and exposed communication (:func:`~pipesim.analytic.to_costs.stage_pass_floors`), with
+none of what the cost model adds on top. The search orders candidates by their floors and makes a time bound
+only for a candidate the floor cannot rule out, where building its cost model was most of the cost.
 """
 
 from __future__ import annotations
@@ -25,8 +30,16 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
+from pipesim.analytic.pipeline_buffers import check_runtime_buffers
 from pipesim.analytic.steady_state import StepBoundary, sync_latency
-from pipesim.analytic.to_costs import check_layout, rank_end_params, rank_expert_params, rank_params, stage_breakdowns
+from pipesim.analytic.to_costs import (
+    check_layout,
+    rank_end_params,
+    rank_expert_params,
+    rank_params,
+    stage_breakdowns,
+    stage_pass_floors,
+)
 from pipesim.plan.evaluate import cost_model, schedule_traits
 from pipesim.plan.space import Candidate, PlanRequest
 from pipesim.program.ir import PipelineShape
@@ -72,8 +85,8 @@ def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     ends = rank_end_params(model, layout, shape)
     memory = 0.0
     static: dict[tuple[float, float, float], float] = {}  # most ranks hold the same parameters (an even split)
-    for r in range(shape.pp):
-        one_microbatch = min(per_slice[shape.slice_of(shape.stage(r, c))] for c in range(shape.chunks))
+    for r, slices in enumerate(shape.slices_by_rank):
+        one_microbatch = min(per_slice[s] for s in slices)
         key = (params[r], experts[r], ends[r])
         held = static.get(key)
         if held is None:
@@ -108,3 +121,30 @@ def time_bound(request: PlanRequest, candidate: Candidate) -> float:
         time = max(time, (head if synchronized else 0.0) + busy + barrier + costs.optimizer_step)
         head += stages[r].forward - stages[r].a2a_forward + costs.transfer_time(r)
     return time
+
+
+# The floor sums what the time bound sums, in another order and without the terms that only add: a rounding
+# could still put it an ulp above the bound where nothing else differs (pp = 1, no head), so it is shrunk by
+# far more than that and far less than any difference that matters.
+_FLOOR_MARGIN = 1 - 1e-9
+
+
+def time_floor(request: PlanRequest, candidate: Candidate) -> float:
+    """At most :func:`time_bound` (module docstring), from the stages' pass floors alone: no cost model is built.
+    Leaves out the LM head and embedding, the host's issue floor, the sends, the gradient sync, the barrier and
+    the optimizer step, each of which only adds to the bound."""
+    layout, model = request.layout_of(candidate), request.model_of(candidate)
+    traits = schedule_traits(candidate.schedule, candidate.chunks)
+    shape = PipelineShape(candidate.pp, candidate.microbatches, candidate.chunks, traits.placement)
+    check_runtime_buffers(layout, shape)  # the cost model's one refusal that memory_bound's checks do not make
+    floors = stage_pass_floors(model, request.chip, layout)
+    m = shape.microbatches_per_stage
+    synchronized = traits.boundary is StepBoundary.SYNC
+    time = head = 0.0
+    for r, slices in enumerate(shape.slices_by_rank):  # rank r's chunks' model slices, as time_bound's stages
+        busy = 0.0
+        for s in slices:
+            busy += m * (floors[s].forward + floors[s].backward)
+        time = max(time, (head if synchronized else 0.0) + busy)
+        head += floors[shape.slice_of(r)].forward
+    return time * _FLOOR_MARGIN

@@ -2,11 +2,15 @@
 
 Order of work, cheapest first:
 
-1. every candidate gets its lower bounds (:mod:`.bounds`, no schedule built); those whose memory bound
-   exceeds the cap cannot fit and are dropped (before their time bound, which needs a cost model, is made);
-2. the rest are taken in order of their time bound, in batches. For each, the schedule is built and its
-   exact per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration
-   over the cap stops there, one that fits is simulated;
+1. every candidate gets its memory bound and a floor under its time bound (:mod:`.bounds`, no schedule and
+   no cost model built); those whose memory bound exceeds the cap cannot fit and are dropped;
+2. the rest are taken in order of their time bound, in batches. The order is kept lazily: a candidate waits
+   by its floor, and only when no other can come before it is its time bound made (its cost model built)
+   and the candidate put back by the bound; one the frontier rules out already at its floor is dropped
+   without either. Since floor ≤ bound, candidates leave in exactly the order of their bounds, and each is
+   dropped or kept as the eager order would have. For each kept, the schedule is built and its exact
+   per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration over the
+   cap stops there, one that fits is simulated;
 3. between batches, a candidate is dropped when it can neither enter the top ``top`` (at least ``top``
    simulated configurations that fit are already at most as slow as its time bound: a bubble that cannot
    win) nor the Pareto front (one of them is also at most its memory bound). So the top list and the
@@ -16,6 +20,8 @@ Order of work, cheapest first:
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -26,7 +32,7 @@ import numpy as np
 from pipesim.analytic.allocator import reserved_peak
 from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound
+from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound, time_floor
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
@@ -165,16 +171,24 @@ class _Frontier:
     def __init__(self) -> None:
         self.times: list[float] = []
         self.peaks: list[float] = []  # in the order of self.times
+        # the least peak of the first k, for each k: the test reads it tens of thousands of times between the
+        # few thousand adds, so it is made again only when asked after an add
+        self._least_peaks: list[float] | None = []
 
     def add(self, time: float, peak: float) -> None:
         i = bisect.bisect_right(self.times, time)
         self.times.insert(i, time)
         self.peaks.insert(i, peak)
+        self._least_peaks = None
 
     def cannot_matter(self, bounds: Bounds, top: int) -> bool:
         """At least ``top`` are no slower than the bound, and one of those also needs no more memory."""
         faster = bisect.bisect_right(self.times, bounds.time_s)
-        return faster >= top and min(self.peaks[:faster]) <= bounds.memory_gib
+        if faster < top:
+            return False
+        if self._least_peaks is None:
+            self._least_peaks = list(itertools.accumulate(self.peaks, min))
+        return self._least_peaks[faster - 1] <= bounds.memory_gib
 
 
 def run_plan(
@@ -190,46 +204,62 @@ def run_plan(
     workers = workers or Workers()
     candidates = list(enumerate_candidates(request))
     outcomes: list[Outcome] = []
-    queue: list[tuple[Candidate, Bounds]] = []
-    known: dict[tuple, Bounds | str] = {}
+    queue: list[tuple[Candidate, tuple, Bounds]] = []  # (candidate, its bounds key, memory bound and time floor)
+    floors: dict[tuple, Bounds | str] = {}
     for c in candidates:
         key = bounds_key(c)
-        if key not in known:
+        if key not in floors:
             try:
-                # The memory bound needs no cost model: a candidate it drops never pays for its time bound
-                # (left NaN in its row: not computed).
+                # The memory bound needs no cost model, nor does the floor: a candidate the memory bound drops
+                # never pays for a time bound (left NaN in its row: not computed).
                 memory = memory_bound(request, c)
-                time = time_bound(request, c) if memory <= request.cap_gib else float("nan")
-                known[key] = Bounds(time, memory)
+                floors[key] = Bounds(time_floor(request, c) if memory <= request.cap_gib else float("nan"), memory)
             except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
-                known[key] = str(err)
-        b = known[key]
+                floors[key] = str(err)
+        b = floors[key]
         if isinstance(b, str):
             outcomes.append(Outcome(c, Bounds(float("nan"), float("nan")), Status.REJECTED, reason=b))
             continue
         if b.memory_gib > request.cap_gib:
             outcomes.append(Outcome(c, b, Status.PRUNED_MEMORY))
         else:
-            queue.append((c, b))
+            queue.append((c, key, b))
     if on_queue:
         on_queue(len(queue))
     # Schedules synthesised per shape (zb-auto) cost seconds to build where a fixed order costs milliseconds:
     # they go after every other candidate, so they meet the tightest frontier and most are pruned unbuilt.
     # Any order gives the same top list and front; pruning only ever needs `top` simulated configurations.
-    synthesised = {name: bool(load_schedule(name).build_options) for name in {c.schedule for c, _ in queue}}
-    queue.sort(key=lambda cb: (synthesised[cb[0].schedule], cb[1].time_s, cb[1].memory_gib, cb[0].key()))
+    synthesised = {name: bool(load_schedule(name).build_options) for name in {c.schedule for c, _, _ in queue}}
+    # (synthesised last, time, memory, candidate key, enumeration index, whether the time is the bound); the
+    # index breaks ties as a stable sort of the enumeration would, and nothing after it is ever compared
+    heap = [(synthesised[c.schedule], b.time_s, b.memory_gib, c.key(), i, False) for i, (c, _, b) in enumerate(queue)]
+    heapq.heapify(heap)
+    bounds: dict[tuple, float | str] = {}  # time bounds made, by bounds key
     frontier = _Frontier()
     batch_size = max(16, 8 * workers.width)
-    position = 0
-    while position < len(queue):
+    while heap:
         batch: list[_Job] = []
-        while position < len(queue) and len(batch) < batch_size:
-            c, b = queue[position]
-            position += 1
-            if frontier.cannot_matter(b, top):
+        while heap and len(batch) < batch_size:
+            last, time, memory, ckey, i, is_bound = heapq.heappop(heap)
+            c, key, _ = queue[i]
+            b = Bounds(time, memory)
+            if frontier.cannot_matter(b, top):  # at its floor too: the bound, no lower, would be ruled out too
                 outcomes.append(Outcome(c, b, Status.PRUNED_TIME))
                 if progress:
                     progress(1)
+            elif not is_bound:
+                made = bounds.get(key)
+                if made is None:
+                    try:
+                        made = bounds[key] = time_bound(request, c)
+                    except PipesimError as err:
+                        made = bounds[key] = str(err)
+                if isinstance(made, str):
+                    outcomes.append(Outcome(c, Bounds(float("nan"), memory), Status.REJECTED, reason=made))
+                    if progress:
+                        progress(1)
+                else:
+                    heapq.heappush(heap, (last, made, memory, ckey, i, True))
             else:
                 batch.append(_Job(request, c, b))
         for job, outcome in zip(batch, workers.map_in_order(_run_job, batch, progress), strict=True):
