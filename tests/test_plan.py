@@ -112,6 +112,10 @@ def test_pruning_keeps_the_top_and_the_front():
     top = 3
     result = run_plan(request, top=top)
     assert result.count(Status.PRUNED_TIME) > 0 and result.count(Status.PRUNED_MEMORY) > 0
+    # some of those dropped by time were ruled out at the floor under their bound, no cost model built; -o says so
+    frame = result.frame()
+    assert not frame.loc[frame["status"] == "simulated", "bound_step_time_is_floor"].any()
+    assert frame.loc[frame["status"] == "pruned: cannot win", "bound_step_time_is_floor"].any()
     everything = _brute_force(request)
     assert [o.candidate for o in result.fitting()[:top]] == [r[2] for r in everything[:top]]
     full_front = pareto_mask(np.array([r[0] for r in everything]), np.array([r[1] for r in everything]))

@@ -49,6 +49,8 @@ from pipesim.program.ir import PipelineShape
 class Bounds:
     time_s: float
     memory_gib: float
+    # whether time_s is the floor under the time bound (time_floor), where that alone ruled the candidate out
+    time_is_floor: bool = False
 
 
 def bounds_key(candidate: Candidate) -> tuple:

@@ -70,6 +70,7 @@ class Outcome:
             **self.candidate.to_dict(),
             "status": self.status.value,
             "bound_step_time_s": self.bounds.time_s,
+            "bound_step_time_is_floor": self.bounds.time_is_floor,  # the floor alone ruled it out (docs/plan.md)
             "bound_peak_gib": self.bounds.memory_gib,
             "step_time_s": None,
             "tokens_per_s_per_gpu": None,
@@ -242,7 +243,7 @@ def run_plan(
         while heap and len(batch) < batch_size:
             last, time, memory, ckey, i, is_bound = heapq.heappop(heap)
             c, key, _ = queue[i]
-            b = Bounds(time, memory)
+            b = Bounds(time, memory, time_is_floor=not is_bound)
             if frontier.cannot_matter(b, top):  # at its floor too: the bound, no lower, would be ruled out too
                 outcomes.append(Outcome(c, b, Status.PRUNED_TIME))
                 if progress:
