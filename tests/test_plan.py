@@ -22,11 +22,11 @@ from pipesim.analytic.params import total_params
 from pipesim.analytic.to_costs import build_cost_model, stage_pass_floors, stage_time_parts
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import time_bound, time_floor
+from pipesim.plan.bounds import Bounds, time_bound, time_floor
 from pipesim.plan.evaluate import evaluate
 from pipesim.plan.launch import executor_argv, megatron_argv
 from pipesim.plan.pareto import pareto_mask
-from pipesim.plan.search import Status, run_plan
+from pipesim.plan.search import Status, _Frontier, run_plan
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 
 NONE = Recompute.NONE
@@ -328,6 +328,21 @@ def test_torchtitan_candidates_keep_torch_pipelining_buffers():
     assert request.layout_of(one_f_one_b).pipeline_buffers is PipelineBuffers.TORCH
     assert request.layout_of(no_pipeline).pipeline_buffers is PipelineBuffers.FREED
     assert _hand_request().layout_of(interleaved).pipeline_buffers is PipelineBuffers.FREED  # Megatron's
+
+
+def test_pruning_counts_distinct_step_times_as_the_ranking_lists_them():
+    """The ranking lists one configuration per step time (an exact tie needing more memory is left out), so a
+    candidate can be dropped only once that many distinct step times are at most its bound: five ties of the
+    best leave room for a slower one in a top of two."""
+    frontier = _Frontier()
+    for _ in range(5):
+        frontier.add(1.0, 10.0)
+    assert frontier.cannot_matter(Bounds(1.5, 20.0), top=1)
+    assert not frontier.cannot_matter(Bounds(1.5, 20.0), top=2)  # counting configurations would drop it
+    frontier.add(1.2, 10.0)
+    assert frontier.cannot_matter(Bounds(1.5, 20.0), top=2)
+    assert not frontier.cannot_matter(Bounds(1.1, 20.0), top=2)  # the second time is above this bound
+    assert not frontier.cannot_matter(Bounds(1.5, 5.0), top=2)  # leaner than every faster one: the front
 
 
 def test_a_candidate_the_cost_model_refuses_is_rejected_though_it_could_not_win():

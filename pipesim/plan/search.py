@@ -11,10 +11,11 @@ Order of work, cheapest first:
    dropped or kept as the eager order would have. For each kept, the schedule is built and its exact
    per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration over the
    cap stops there, one that fits is simulated;
-3. between batches, a candidate is dropped when it can neither enter the top ``top`` (at least ``top``
-   simulated configurations that fit are already at most as slow as its time bound: a bubble that cannot
-   win) nor the Pareto front (one of them is also at most its memory bound). So the top list and the
-   Pareto front are exactly those of a search that simulated everything.
+3. between batches, a candidate is dropped when it can neither enter the top ``top`` (simulated
+   configurations that fit already take ``top`` distinct step times at most its time bound, the ranking
+   listing one configuration per step time: a bubble that cannot win) nor the Pareto front (one of them is
+   also at most its memory bound). So the top list and the Pareto front are exactly those of a search that
+   simulated everything.
 """
 
 from __future__ import annotations
@@ -172,24 +173,32 @@ class _Frontier:
     def __init__(self) -> None:
         self.times: list[float] = []
         self.peaks: list[float] = []  # in the order of self.times
-        # the least peak of the first k, for each k: the test reads it tens of thousands of times between the
-        # few thousand adds, so it is made again only when asked after an add
-        self._least_peaks: list[float] | None = []
+        # for each k, the least peak of the first k and how many distinct step times they hold: the test reads
+        # them tens of thousands of times between the few thousand adds, so they are made again only when asked
+        # after an add
+        self._least_peaks: list[float] = []
+        self._distinct: list[int] = []
+        self._stale = False
 
     def add(self, time: float, peak: float) -> None:
         i = bisect.bisect_right(self.times, time)
         self.times.insert(i, time)
         self.peaks.insert(i, peak)
-        self._least_peaks = None
+        self._stale = True
 
     def cannot_matter(self, bounds: Bounds, top: int) -> bool:
-        """At least ``top`` are no slower than the bound, and one of those also needs no more memory."""
+        """At least ``top`` distinct step times are no slower than the bound (the ranking lists ``top`` distinct
+        ones, an exact tie needing more memory left out: :func:`~pipesim.plan.ranking.distinct_top`), and one of
+        the configurations that fast also needs no more memory."""
         faster = bisect.bisect_right(self.times, bounds.time_s)
         if faster < top:
             return False
-        if self._least_peaks is None:
+        if self._stale:
             self._least_peaks = list(itertools.accumulate(self.peaks, min))
-        return self._least_peaks[faster - 1] <= bounds.memory_gib
+            self._distinct = list(itertools.accumulate(
+                1 if i == 0 or t != self.times[i - 1] else 0 for i, t in enumerate(self.times)))
+            self._stale = False
+        return self._distinct[faster - 1] >= top and self._least_peaks[faster - 1] <= bounds.memory_gib
 
 
 def run_plan(
