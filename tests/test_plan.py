@@ -343,6 +343,11 @@ def test_pruning_counts_distinct_step_times_as_the_ranking_lists_them():
     assert frontier.cannot_matter(Bounds(1.5, 20.0), top=2)
     assert not frontier.cannot_matter(Bounds(1.1, 20.0), top=2)  # the second time is above this bound
     assert not frontier.cannot_matter(Bounds(1.5, 5.0), top=2)  # leaner than every faster one: the front
+    # with its exact peak known (built, not simulated): a faster one needs less memory, or it might be on the front
+    view = frontier.view()
+    assert view.outranked(1.5, 12.0, top=2)
+    assert not view.outranked(1.5, 10.0, top=2)  # a tie on memory too is left to the front, which keeps one
+    assert not view.outranked(1.1, 12.0, top=2)
 
 
 def test_a_candidate_the_cost_model_refuses_is_rejected_though_it_could_not_win():

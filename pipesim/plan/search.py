@@ -10,7 +10,8 @@ Order of work, cheapest first:
    without either. Since floor ≤ bound, candidates leave in exactly the order of their bounds, and each is
    dropped or kept as the eager order would have. For each kept, the schedule is built and its exact
    per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration over the
-   cap stops there, one that fits is simulated;
+   cap stops there, and so does one the test below rules out with that exact peak in place of its memory
+   bound (which counts one microbatch's activations, often under half the peak); the rest are simulated;
 3. between batches, a candidate is dropped when it can neither enter the top ``top`` (simulated
    configurations that fit already take ``top`` distinct step times at most its time bound, the ranking
    listing one configuration per step time: a bubble that cannot win) nor the Pareto front (one of them is
@@ -96,6 +97,10 @@ class _Job:
     request: PlanRequest
     candidate: Candidate
     bounds: Bounds
+    # the simulated configurations as the batch began and the ranking's length: one whose exact peak already
+    # rules it out is not simulated (None: every one that fits is)
+    frontier: _FrontierView | None = None
+    top: int = 0
 
 
 def _run_job(job: _Job) -> Outcome:
@@ -109,6 +114,9 @@ def _run_job(job: _Job) -> Outcome:
     peak = memory.peak
     if peak.total / GIB > req.cap_gib:
         return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak.total / GIB, peak_rank=peak.rank)
+    if job.frontier is not None and job.frontier.outranked(job.bounds.time_s, peak.total / GIB, job.top):
+        # its memory bound (one microbatch's activations) let it through; its exact peak does not
+        return Outcome(c, job.bounds, Status.PRUNED_TIME, peak_gib=peak.total / GIB, peak_rank=peak.rank)
     evaluation = evaluate_prepared(model, req.chip, layout, prepared, memory)
     return Outcome(c, job.bounds, Status.SIMULATED, evaluation, evaluation.peak_gib, evaluation.peak_rank)
 
@@ -168,37 +176,61 @@ class PlanResult:
 
 
 class _Frontier:
-    """The simulated configurations that fit, kept sorted by step time, for the pruning test."""
+    """The simulated configurations that fit, kept sorted by step time, for the pruning tests."""
 
     def __init__(self) -> None:
         self.times: list[float] = []
         self.peaks: list[float] = []  # in the order of self.times
-        # for each k, the least peak of the first k and how many distinct step times they hold: the test reads
-        # them tens of thousands of times between the few thousand adds, so they are made again only when asked
-        # after an add
-        self._least_peaks: list[float] = []
-        self._distinct: list[int] = []
-        self._stale = False
+        self._view: _FrontierView | None = _FrontierView((), (), ())
 
     def add(self, time: float, peak: float) -> None:
         i = bisect.bisect_right(self.times, time)
         self.times.insert(i, time)
         self.peaks.insert(i, peak)
-        self._stale = True
+        self._view = None
+
+    def view(self) -> _FrontierView:
+        """The tests' sums as of now: made again only when asked after an add (the tests run tens of thousands
+        of times between the few thousand adds)."""
+        if self._view is None:
+            times = tuple(self.times)
+            self._view = _FrontierView(
+                times,
+                tuple(itertools.accumulate(self.peaks, min)),
+                tuple(itertools.accumulate(1 if i == 0 or t != times[i - 1] else 0 for i, t in enumerate(times))),
+            )
+        return self._view
+
+    def cannot_matter(self, bounds: Bounds, top: int) -> bool:
+        return self.view().cannot_matter(bounds, top)
+
+
+@dataclass(frozen=True)
+class _FrontierView:
+    """The simulated configurations that fit, sorted by step time, with for each k the least peak of the first k
+    and how many distinct step times they hold."""
+
+    times: tuple[float, ...]
+    least_peaks: tuple[float, ...]
+    distinct: tuple[int, ...]
+
+    def _faster(self, time: float, top: int) -> int:
+        """How many are at most ``time``, where those hold ``top`` distinct step times; else 0."""
+        faster = bisect.bisect_right(self.times, time)
+        return faster if faster >= top and self.distinct[faster - 1] >= top else 0
 
     def cannot_matter(self, bounds: Bounds, top: int) -> bool:
         """At least ``top`` distinct step times are no slower than the bound (the ranking lists ``top`` distinct
         ones, an exact tie needing more memory left out: :func:`~pipesim.plan.ranking.distinct_top`), and one of
-        the configurations that fast also needs no more memory."""
-        faster = bisect.bisect_right(self.times, bounds.time_s)
-        if faster < top:
-            return False
-        if self._stale:
-            self._least_peaks = list(itertools.accumulate(self.peaks, min))
-            self._distinct = list(itertools.accumulate(
-                1 if i == 0 or t != self.times[i - 1] else 0 for i, t in enumerate(self.times)))
-            self._stale = False
-        return self._distinct[faster - 1] >= top and self._least_peaks[faster - 1] <= bounds.memory_gib
+        the configurations that fast also needs no more memory than the memory bound."""
+        faster = self._faster(bounds.time_s, top)
+        return faster > 0 and self.least_peaks[faster - 1] <= bounds.memory_gib
+
+    def outranked(self, time_bound: float, peak_gib: float, top: int) -> bool:
+        """As :meth:`cannot_matter`, for a configuration whose exact peak is known: one of those as fast as its
+        bound needs less memory (strictly: an exact tie on both axes is left to the front, which keeps one)."""
+        faster = self._faster(time_bound, top)
+        return faster > 0 and self.least_peaks[faster - 1] < peak_gib
 
 
 def run_plan(
@@ -271,7 +303,7 @@ def run_plan(
                 else:
                     heapq.heappush(heap, (last, made, memory, ckey, i, True))
             else:
-                batch.append(_Job(request, c, b))
+                batch.append(_Job(request, c, b, frontier.view(), top))
         for job, outcome in zip(batch, workers.map_in_order(_run_job, batch, progress), strict=True):
             if outcome.candidate is not job.candidate:  # a worker process sent back an equal copy
                 outcome = replace(outcome, candidate=job.candidate)
