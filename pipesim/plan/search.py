@@ -285,7 +285,7 @@ def run_plan(
             last, time, memory, ckey, i, is_bound = heapq.heappop(heap)
             c, key, _ = queue[i]
             b = Bounds(time, memory, time_is_floor=not is_bound)
-            if frontier.cannot_matter(b, top):  # at its floor too: the bound, no lower, would be ruled out too
+            if frontier.cannot_matter(b, top):  # ruled out at its floor, so at its bound (no lower) too
                 outcomes.append(Outcome(c, b, Status.PRUNED_TIME))
                 if progress:
                     progress(1)
