@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework
-from pipesim.analytic.layout import Fp8Linears, Layout, PipelineBuffers, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import Fp8Linears, Layout, P2pCalls, PipelineBuffers, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
@@ -22,7 +22,7 @@ from pipesim.analytic.params import total_params
 from pipesim.analytic.to_costs import build_cost_model, stage_pass_floors, stage_time_parts
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, time_bound, time_floor
+from pipesim.plan.bounds import Bounds, bounds_keys, time_bound, time_floor
 from pipesim.plan.evaluate import evaluate
 from pipesim.plan.launch import executor_argv, megatron_argv
 from pipesim.plan.pareto import pareto_mask
@@ -348,6 +348,26 @@ def test_pruning_counts_distinct_step_times_as_the_ranking_lists_them():
     assert view.outranked(1.5, 12.0, top=2)
     assert not view.outranked(1.5, 10.0, top=2)  # a tie on memory too is left to the front, which keeps one
     assert not view.outranked(1.1, 12.0, top=2)
+
+
+@pytest.mark.parametrize("framework", [None, Framework.TORCHTITAN])
+def test_candidates_sharing_bounds_share_their_layout(framework):
+    """The search makes one pair of bounds per key: the key must hold every layout field the schedule sets.
+    Megatron overlaps the sends of its interleaved schedule and not those of looped BFS, whose placement and
+    step boundary are the same: keyed by those alone, looped BFS took interleaved's bound."""
+    request = PlanRequest(MODEL_PRESETS["llama2-7b"], CHIP_PRESETS["h100-sxm"], gpus=16, global_batch=64,
+                          framework=framework, micro_batch_sizes=(1,), context_parallel=(1,),
+                          schedules=("gpipe", "1f1b", "interleaved", "looped-bfs", "zb-h1", "zb-h2"))
+    layouts: dict[tuple, set] = {}
+    floored: dict[tuple, set] = {}  # those sharing a memory bound and a time floor differ in their sends alone
+    for c in enumerate_candidates(request):
+        floor_key, key = bounds_keys(request, c)
+        layout = request.layout_of(c)
+        layouts.setdefault(key, set()).add(layout)
+        floored.setdefault(floor_key, set()).add(replace(layout, overlap_p2p=False, p2p_calls=P2pCalls.BATCHED))
+    assert len(layouts) > 100
+    assert all(len(same) == 1 for same in layouts.values())
+    assert all(len(same) == 1 for same in floored.values())
 
 
 def test_a_candidate_the_cost_model_refuses_is_rejected_though_it_could_not_win():

@@ -53,11 +53,17 @@ class Bounds:
     time_is_floor: bool = False
 
 
-def bounds_key(candidate: Candidate) -> tuple:
-    """Candidates with equal keys have equal bounds: the bounds see the schedule only through its traits.
-    (A plain tuple of every other field: the search makes one per candidate, tens of thousands.)"""
+def bounds_keys(request: PlanRequest, candidate: Candidate) -> tuple[tuple, tuple]:
+    """(floor key, bound key). Candidates with equal bound keys have equal bounds: the bounds see the schedule only
+    through its traits and the layout fields the training code sets by schedule
+    (:meth:`~pipesim.plan.space.PlanRequest.schedule_settings`: Megatron overlaps the sends of its interleaved
+    schedule, not of looped BFS, whose traits are the same). The memory bound and the time floor do not see
+    whether the sends overlap (nor how blocking calls are made), so candidates with equal floor keys share those.
+    (Plain tuples of every other field: the search makes them per candidate, tens of thousands.)"""
     traits = schedule_traits(candidate.schedule, candidate.chunks)
-    return traits.placement, traits.boundary, _BUT_SCHEDULE(candidate)
+    overlap_p2p, pipeline_buffers = request.schedule_settings(candidate)
+    floor = (traits.placement, traits.boundary, pipeline_buffers, _BUT_SCHEDULE(candidate))
+    return floor, (floor, overlap_p2p)
 
 
 _BUT_SCHEDULE = attrgetter(*(f.name for f in fields(Candidate) if f.name != "schedule"))

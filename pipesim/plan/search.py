@@ -34,7 +34,7 @@ import numpy as np
 from pipesim.analytic.allocator import reserved_peak
 from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, bounds_key, memory_bound, time_bound, time_floor
+from pipesim.plan.bounds import Bounds, bounds_keys, memory_bound, time_bound, time_floor
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
@@ -246,19 +246,20 @@ def run_plan(
     workers = workers or Workers()
     candidates = list(enumerate_candidates(request))
     outcomes: list[Outcome] = []
-    queue: list[tuple[Candidate, tuple, Bounds]] = []  # (candidate, its bounds key, memory bound and time floor)
+    queue: list[tuple[Candidate, tuple, Bounds]] = []  # (candidate, its bound key, memory bound and time floor)
     floors: dict[tuple, Bounds | str] = {}
     for c in candidates:
-        key = bounds_key(c)
-        if key not in floors:
+        floor_key, key = bounds_keys(request, c)
+        if floor_key not in floors:
             try:
                 # The memory bound needs no cost model, nor does the floor: a candidate the memory bound drops
                 # never pays for a time bound (left NaN in its row: not computed).
                 memory = memory_bound(request, c)
-                floors[key] = Bounds(time_floor(request, c) if memory <= request.cap_gib else float("nan"), memory)
+                floors[floor_key] = Bounds(time_floor(request, c) if memory <= request.cap_gib else float("nan"),
+                                           memory)
             except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
-                floors[key] = str(err)
-        b = floors[key]
+                floors[floor_key] = str(err)
+        b = floors[floor_key]
         if isinstance(b, str):
             outcomes.append(Outcome(c, Bounds(float("nan"), float("nan")), Status.REJECTED, reason=b))
             continue
@@ -276,7 +277,7 @@ def run_plan(
     # index breaks ties as a stable sort of the enumeration would, and nothing after it is ever compared
     heap = [(synthesised[c.schedule], b.time_s, b.memory_gib, c.key(), i, False) for i, (c, _, b) in enumerate(queue)]
     heapq.heapify(heap)
-    bounds: dict[tuple, float | str] = {}  # time bounds made, by bounds key
+    bounds: dict[tuple, float | str] = {}  # time bounds made, by bound key
     frontier = _Frontier()
     batch_size = max(16, 8 * workers.width)
     while heap:

@@ -201,6 +201,14 @@ class PlanRequest:
         c = candidate
         return self.overlap_p2p and c.pp > 1 and knobs(self.framework).overlaps_p2p(c.schedule)
 
+    def schedule_settings(self, candidate: Candidate) -> tuple[bool, PipelineBuffers]:
+        """The layout fields the training code sets by the candidate's schedule: whether its sends overlap
+        (:meth:`sends_overlap`, which also decides how its blocking calls are made) and what its pipeline runtime
+        keeps of the boundary tensors."""
+        c = candidate
+        return self.sends_overlap(c), (knobs(self.framework).pipeline_buffers(c.schedule) if c.pp > 1
+                                       else PipelineBuffers.FREED)
+
     def layout_of(self, candidate: Candidate) -> Layout:
         """The candidate's Layout with this request's fixed choices, the training code's (not searched).
 
@@ -238,6 +246,7 @@ class PlanRequest:
         shard_group = group if c.zero is ZeroStage.OPTIMIZER and group is not None and group < c.dp * c.cp else None
         grad_reduce, param_gather = knobs(self.framework).dp_sync_overlaps(c.zero, self.overlap_dp_sync)
         copies = model_copies(c.schedule, c.chunks) if c.pp > 1 else 1
+        overlap_p2p, pipeline_buffers = self.schedule_settings(c)
         return Layout(tp=c.tp, dp=c.dp, pp=c.pp, cp=c.cp, chunks=c.chunks // copies, model_copies=copies,
                       microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
                       zero=c.zero, precision=c.precision, fp8_params=self.fp8_params_of(c), ep=c.ep,
@@ -246,14 +255,13 @@ class PlanRequest:
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
                       optimizer_shard_group=shard_group,
-                      overlap_p2p=self.sends_overlap(c), overlap_grad_reduce=grad_reduce,
+                      overlap_p2p=overlap_p2p, overlap_grad_reduce=grad_reduce,
                       overlap_param_gather=param_gather,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
                       overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
-                      p2p_calls=P2pCalls.BATCHED if self.sends_overlap(c) else self.p2p_calls,
-                      pipeline_buffers=(knobs(self.framework).pipeline_buffers(c.schedule) if c.pp > 1
-                                        else PipelineBuffers.FREED),
+                      p2p_calls=P2pCalls.BATCHED if overlap_p2p else self.p2p_calls,
+                      pipeline_buffers=pipeline_buffers,
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       fp8_linears=self.fp8_linears if c.precision is Precision.FP8 else Fp8Linears.TRANSFORMER_ENGINE,
                       fp8_all_gather=self.fp8_all_gather_of(c),
