@@ -69,10 +69,6 @@ def bounds_keys(request: PlanRequest, candidate: Candidate) -> tuple[tuple, tupl
 _BUT_SCHEDULE = attrgetter(*(f.name for f in fields(Candidate) if f.name != "schedule"))
 
 
-def lower_bounds(request: PlanRequest, candidate: Candidate) -> Bounds:
-    return Bounds(time_bound(request, candidate), memory_bound(request, candidate))
-
-
 def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     """The memory bound in GiB, from the stage breakdowns alone: no cost model is built, so the search can drop
     a candidate that cannot fit before paying for its time bound. Raises PipesimError for a layout the cost

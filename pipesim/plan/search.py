@@ -181,7 +181,7 @@ class _Frontier:
     def __init__(self) -> None:
         self.times: list[float] = []
         self.peaks: list[float] = []  # in the order of self.times
-        self._view: _FrontierView | None = _FrontierView((), (), ())
+        self._view: _FrontierView | None = None
 
     def add(self, time: float, peak: float) -> None:
         i = bisect.bisect_right(self.times, time)
