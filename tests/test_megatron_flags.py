@@ -202,8 +202,43 @@ def test_megatron_defaults_where_a_flag_is_absent():
     assert (moe.experts, moe.experts_per_token, moe.expert_ffn_hidden, moe.first_dense_layers) == (8, 2, 512, 1)
 
 
+# Qwen3-30B-A3B as a Megatron-LM launch gives it (THUDM/slime's scripts/models/qwen3-30B-A3B.sh): heads of 128
+# where hidden / heads is 64, QK-norm, and the MoE layer pattern as the Python expression Megatron-LM evaluates
+_QWEN3_MOE = dict(num_layers=48, hidden_size=2048, num_attention_heads=32, ffn_hidden_size=6144, vocab_size=151936,
+                  group_query_attention=True, num_query_groups=4, kv_channels=128, qk_layernorm=True, swiglu=True,
+                  normalization="RMSNorm", position_embedding_type="rope", untie_embeddings_and_output_weights=True,
+                  disable_bias_linear=True, hidden_dropout=0.0, attention_dropout=0.0, num_experts=128,
+                  moe_router_topk=8, moe_ffn_hidden_size=768, moe_layer_freq="'([1]*48)'")
+
+
+def test_kv_channels_and_qk_layernorm_build_the_qwen3_preset():
+    model = model_from_megatron(_flags(**_QWEN3_MOE), tp=1, seq_len=4096)
+    assert replace(model, name="qwen3-30b-a3b") == MODEL_PRESETS["qwen3-30b-a3b"]
+    assert (model.q_width, model.kv_dim, model.attention_out_width) == (32 * 128, 4 * 128, 32 * 128)
+    # --kv-channels at the default width is the default: the same model as without it
+    llama = dict(num_layers=2, hidden_size=1024, num_attention_heads=8, vocab_size=1024, swiglu=True)
+    assert model_from_megatron(_flags(**llama, kv_channels=128), seq_len=512) == model_from_megatron(
+        _flags(**llama), seq_len=512)
+
+
+@pytest.mark.parametrize(("pattern", "first_dense", "frequency"), [
+    ("[0]*3+[1]*5", 3, 1), ("'([1]*8)'", 0, 1), ('"[0,1,1,1,1,1,1,1]"', 1, 1), ("2", 0, 2)])
+def test_moe_layer_freq_as_megatron_evaluates_it(pattern, first_dense, frequency):
+    model = model_from_megatron(_flags(num_layers=8, hidden_size=256, num_attention_heads=4, vocab_size=256,
+                                       num_experts=4, moe_layer_freq=pattern), seq_len=128)
+    assert (model.first_dense_layers, model.moe_layer_frequency) == (first_dense, frequency)
+
+
 @pytest.mark.parametrize(("flags", "fragment"), [
     (dict(num_layers=2, hidden_size=64), "needs --num-attention-heads, --seq-length, --vocab-size"),
+    (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
+          moe_layer_freq="__import__('os').getcwd()"), "give an integer N or a list"),
+    (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
+          moe_layer_freq="[1]*10**12"), "give an integer N or a list"),
+    (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
+          moe_layer_freq="[1]*1000000000000"), "give an integer N or a list"),
+    (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
+          moe_layer_freq="[1]*3"), "pipesim models 4 layers"),
     (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
           moe_layer_freq="[1,0,1,0]"), "dense ones first"),
 ])
@@ -216,6 +251,10 @@ def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
     err = _refused(capsys, "--model", "llama2-13b", "--pp", "1", "--mb", "1", "--num-layers", "32")
     assert "--num-layers contradicts model llama2-13b, whose layers is 40" in err
     assert "whose gated is False" in _refused(capsys, "--model", "gpt3-1.3b", "--pp", "1", "--mb", "1", "--swiglu")
+    assert "whose head_dim is 128" in _refused(capsys, "--model", "qwen3-8b", "--pp", "1", "--mb", "1",
+                                               "--kv-channels", "64")
+    assert "whose qk_norm is False" in _refused(capsys, "--model", "llama2-7b", "--pp", "1", "--mb", "1",
+                                                "--qk-layernorm")
 
 
 # --- plan's Megatron-LM line, simulated -----------------------------------------------------------------------
@@ -249,6 +288,26 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardwa
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
     assert lines >= least  # 1F1B and interleaved lines, even and lighter-ended splits, FP4 and full recomputation
+
+
+def test_a_qwen3_plans_megatron_lines_carry_its_heads(capsys):
+    # Qwen3's heads (128 wide where hidden / heads is 80) and QK-norm reach the printed line, and the line built
+    # from its own flags simulates to plan's step time (the vocabulary, 2⁷·1187, padded to no multiple but tp's)
+    result = pipesim.plan("qwen3-32b", gpus=16, global_batch=64, schedules=["1f1b"], cp=[1], micro_batch_sizes=[1],
+                          recompute=["none", "full"], precision=["bf16"], top=10)
+    request, lines = result.request, 0
+    for outcome in result.ranked:
+        c = outcome.candidate
+        argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
+                             request.fp8_params_of(c), loss=request.loss)
+        if argv is None:
+            continue
+        lines += 1
+        assert argv[argv.index("--kv-channels") + 1] == "128" and "--qk-layernorm" in argv
+        built = _run(capsys, "--vocab-size", "151936", "--make-vocab-size-divisible-by", "1", "--hardware",
+                     "h100-sxm", "--gpus", "16", *argv)
+        assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert lines >= 5
 
 
 def test_plans_megatron_line_names_the_loss_or_says_megatron_has_none():

@@ -16,8 +16,9 @@ The terms, so they generalize (d = bytes per activation element):
 - replicated across tp unless sequence parallel (the "10"): the two norm inputs ``2·d·sbh``, the QKV input
   ``d·sbh``, the MLP input ``d·sbh``, two dropout masks ``2·sbh``;
 - sharded by tp (the "24"): Q ``d·sbh``, K and V ``2·d·sb·kv_dim`` (GQA stores less), the output-projection
-  input ``d·sbh``, the MLP intermediates ``2·d·sb·ffn`` (GeLU input and output) or ``3·d·sb·ffn`` when gated
-  (gate, up, and their product);
+  input ``d·sbh`` (``h`` here: the queries' width ``heads·head_dim``, which only Qwen3-like heads make other than
+  ``h``; with ``qk_norm`` the query and key norms' inputs ``d·sb·(q + kv_dim)`` too), the MLP intermediates
+  ``2·d·sb·ffn`` (GeLU input and output) or ``3·d·sb·ffn`` when gated (gate, up, and their product);
 - the attention scores ``as²b(2d + 1)`` = ``5as²b``: softmax output, its dropout mask and dropout output;
   ``d·as²b`` without dropout. Gone with selective recompute or a fused (Flash) attention kernel; the
   latter's per-row softmax statistics (``4asb`` bytes) are left out (< 0.2 % of a layer).
@@ -85,7 +86,9 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
                   + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
     # the up projection's output(s), kept by the activation for its backward, and the down projection's input
     mlp_mid = ((2 if model.gated else 1) * d + lin) * s * b * _mlp_width(model, layout, kind)
-    attention = (d * s * b * (model.q_width + model.k_width + model.v_width)
+    # with qk_norm the norms over the query and key heads keep their inputs too
+    qk_norm_inputs = d * s * b * (model.q_width + model.k_width) if model.qk_norm else 0.0
+    attention = (d * s * b * (model.q_width + model.k_width + model.v_width) + qk_norm_inputs
                  + _attention_output_bytes(model, layout) * s * b * model.attention_out_width)
     sharded = attention + mlp_mid
     scores_kept = layout.recompute is Recompute.NONE and layout.attention is AttentionKernel.UNFUSED
@@ -149,11 +152,13 @@ def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[floa
         return 0.0, 0.0
     d = model.dtype_bytes
     ops = layout.elementwise
-    norms = 2 * FP32 * model.hidden if model.rms_norm and ops.eager_norms else 0.0
+    eager_norms = model.rms_norm and ops.eager_norms
+    norms = 2 * FP32 * model.hidden if eager_norms else 0.0
+    qk_norms = FP32 * (model.q_width + model.k_width) if eager_norms and model.qk_norm else 0.0
     swiglu = d * _mlp_width(model, layout, kind) if model.gated and ops.eager_activation else 0.0
     transposed = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
     copy = d * model.attention_out_width if transposed and ops.copies_attention_output else 0.0
-    return norms, swiglu + copy
+    return norms, swiglu + copy + qk_norms
 
 
 def _gathered_column_inputs(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:

@@ -2,8 +2,9 @@
 
 Forward of one layer, per microbatch (b sequences of s tokens; Narayanan et al. 2021, §5.1, generalized):
 
-- QKV projection ``2bsh(h + 2·kv_dim)`` (GQA shrinks K and V), output projection ``2bsh²``;
-- attention core ``QKᵀ`` and ``·V``: ``2·2bs²h`` — halved when ``Layout.halve_causal_attention``;
+- QKV projection ``2bsh(q + 2·kv_dim)`` (GQA shrinks K and V), output projection ``2bsqh``, where the queries'
+  width ``q = heads·head_dim`` is ``h`` but for heads of their own width (Qwen3: ``attention_head_dim``);
+- attention core ``QKᵀ`` and ``·V``: ``2·2bs²q`` — halved when ``Layout.halve_causal_attention``;
 - MLP ``2bsh·ffn`` per matrix: two matrices, or three when gated (SwiGLU).
 
 For GPT (MHA, ffn = 4h) this is ``24bsh² + 4bs²h``, the zero-bubble paper's (Qi et al. 2024, Table 1) ``F``.
@@ -63,7 +64,7 @@ def attention_linear_flops(model: ModelSpec) -> float:
         kv = (h * (model.kv_lora_rank + model.qk_rope_head_dim)
               + model.kv_lora_rank * model.heads * (model.qk_nope_head_dim + model.v_head_dim))
         return 2 * tokens * (q + kv + model.attention_out_width * h)
-    return 2 * tokens * h * (h + 2 * model.kv_dim) + 2 * tokens * h * h
+    return 2 * tokens * h * (model.q_width + 2 * model.kv_dim) + 2 * tokens * model.attention_out_width * h
 
 
 def mlp_flops(model: ModelSpec, kind: LayerKind = LayerKind.DENSE) -> float:

@@ -173,7 +173,7 @@ def attention_shapes(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
         kv = [(model.kv_lora_rank + model.qk_rope_head_dim, h),
               (model.heads * (model.qk_nope_head_dim + model.v_head_dim) // t, model.kv_lora_rank)]
         return q + kv + [(h, model.attention_out_width // t)]
-    return [((h + 2 * model.kv_dim) // t, h), (h, h // t)]
+    return [((model.q_width + 2 * model.kv_dim) // t, h), (h, model.attention_out_width // t)]
 
 
 def _mlp_shapes(model: ModelSpec, width: int, t: int) -> list[tuple[int, int]]:
@@ -442,7 +442,7 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     h, t, d = model.hidden, layout.tp, model.dtype_bytes
     width = _norm_width(model, layout)
     mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
-    norms = 2 * 2 * width * d
+    norms = 2 * d * _normed_elements(model, layout)
     residuals = 2 * (3 * width * d + mask * 2 * width)
     f = _activation_width(model, layout, kind)
     permute = 0.0 if kind is LayerKind.DENSE else 2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance
@@ -481,7 +481,7 @@ def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
     d = model.dtype_bytes
     extra = 0.0
     if model.rms_norm and layout.elementwise.eager_norms:
-        extra += 2 * ((68 + 8 * d) - (7 * FP32 + 4 * d)) * _norm_width(model, layout)
+        extra += ((68 + 8 * d) - (7 * FP32 + 4 * d)) * _normed_elements(model, layout)
     if model.gated and layout.elementwise.eager_activation:
         extra += (9 - 5) * d * _activation_width(model, layout, kind) / layout.tp
     return forward + tokens * extra
@@ -491,6 +491,13 @@ def _norm_width(model: ModelSpec, layout: Layout) -> float:
     """Elements per token a norm or residual add touches on one tp rank: the whole h unless sequence parallelism
     shards it."""
     return model.hidden / (layout.tp if layout.sequence_parallel else 1)
+
+
+def _normed_elements(model: ModelSpec, layout: Layout) -> float:
+    """Elements per token the layer's norms read on one tp rank: the two before attention and the MLP, and with
+    ``qk_norm`` the queries and keys, each head normalised on its own (the heads split over tp)."""
+    qk = (model.q_width + model.k_width) / layout.tp if model.qk_norm else 0.0
+    return 2 * _norm_width(model, layout) + qk
 
 
 def _activation_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
@@ -530,7 +537,7 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
     d = model.dtype_bytes
     ops = layout.elementwise
     if model.rms_norm and ops.eager_norms:
-        norms = 2 * (7 * FP32 + 4 * d) * width
+        norms = (7 * FP32 + 4 * d) * _normed_elements(model, layout)
     if model.gated and ops.eager_activation:
         activation = 5 * f / layout.tp * d
     transpose = 2 * d * model.attention_out_width / layout.tp if ops.copies_attention_output else 0.0

@@ -14,6 +14,7 @@ line is not simulated against a different model than it trains.
 
 from __future__ import annotations
 
+import ast
 import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
@@ -57,6 +58,8 @@ class MegatronModelArgs:
     qk_head_dim: int | None = None
     qk_pos_emb_head_dim: int | None = None
     v_head_dim: int | None = None
+    kv_channels: int | None = None  # one head's width; Megatron-LM's default hidden / heads
+    qk_layernorm: bool = False
 
     def given(self) -> list[str]:
         """The flags given, as typed (``--num-layers``), in declaration order."""
@@ -71,19 +74,51 @@ def padded_vocab(vocab: int, multiple: int) -> int:
     return math.ceil(vocab / multiple) * multiple
 
 
+_MAX_LAYERS = 100_000  # a list expression longer than this is not a model's layers (and would fill memory)
+
+
+def _list_expression(node: ast.expr) -> list | int:
+    """The value of a list expression as Megatron-LM's ``--moe-layer-freq`` takes one (it evaluates the text as
+    Python: ``[1]*48``, ``[0]*3+[1]*58``, ``([1]*3+[0])*2``): integers and lists joined by ``+`` and ``*``,
+    nothing else (no names, no calls)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.List):
+        return [_list_expression(item) for item in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        left, right = _list_expression(node.left), _list_expression(node.right)
+        if isinstance(node.op, ast.Add) and type(left) is type(right):
+            return left + right
+        if isinstance(node.op, ast.Mult) and {type(left), type(right)} == {list, int}:
+            items, times = (left, right) if isinstance(left, list) else (right, left)
+            if len(items) * times > _MAX_LAYERS:
+                raise ValueError("longer than any model")
+            return items * times
+    raise ValueError("not a list expression")
+
+
+def _layer_flags(text: str) -> list[int]:
+    """A per-layer 0/1 list written as a list or as Megatron-LM's list expression (:func:`_list_expression`)."""
+    value = _list_expression(ast.parse(text.strip().strip("'\""), mode="eval").body)
+    if not isinstance(value, list) or any(type(v) is not int for v in value):
+        raise ValueError("not a list of integers")
+    return value
+
+
 def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int]:
     """(first_dense_layers, moe_layer_frequency) of ``--moe-layer-freq``: an integer N (every N-th layer from
-    layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then all MoE)."""
+    layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then all MoE), written
+    out or as Megatron-LM's list expression (``[0]*3+[1]*58``)."""
     if pattern is None:
         return 0, 1
     text = pattern.strip()
     if text.isdigit() and int(text) >= 1:
         return 0, int(text)
     try:
-        flags = [int(v) for v in text.strip("[]").split(",")]
-    except ValueError:
+        flags = _layer_flags(text)
+    except (ValueError, SyntaxError, RecursionError, MemoryError, OverflowError):
         raise PipesimError(f"--moe-layer-freq {pattern!r}: give an integer N or a list of 0/1 per layer, e.g. "
-                           "[0,1,1,1]") from None
+                           "[0,1,1,1] or [0]*3+[1]*58") from None
     first_dense = next((i for i, v in enumerate(flags) if v), len(flags))
     if len(flags) != layers or set(flags) - {0, 1} or any(v != 1 for v in flags[first_dense:]):
         raise PipesimError(f"--moe-layer-freq {pattern}: pipesim models {layers} layers of 0/1 with the dense "
@@ -110,6 +145,8 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
     first_dense, frequency = _moe_layout(args.moe_layer_freq, args.num_layers) if experts else (0, 1)
     shared = args.moe_shared_expert_intermediate_size or 0
     mla = args.multi_latent_attention
+    # --kv-channels is Megatron's head width, hidden / heads by default; latent attention sizes its heads itself
+    head_dim = args.kv_channels if args.kv_channels and not mla else 0
     return ModelSpec(
         NAME, args.num_layers, hidden, args.num_attention_heads, ffn, vocab, seq_len,
         kv_heads=args.num_query_groups if args.group_query_attention and args.num_query_groups else None,
@@ -123,6 +160,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
         q_lora_rank=(args.q_lora_rank or 0) if mla else 0, kv_lora_rank=(args.kv_lora_rank or 0) if mla else 0,
         qk_nope_head_dim=(args.qk_head_dim or 0) if mla else 0,
         qk_rope_head_dim=(args.qk_pos_emb_head_dim or 0) if mla else 0, v_head_dim=(args.v_head_dim or 0) if mla else 0,
+        attention_head_dim=head_dim, qk_norm=args.qk_layernorm,
     )
 
 
@@ -145,6 +183,8 @@ def check_megatron_model(model: ModelSpec, args: MegatronModelArgs) -> None:
         "--num-experts": (args.num_experts, "experts"),
         "--moe-router-topk": (args.moe_router_topk, "experts_per_token"),
         "--kv-lora-rank": (args.kv_lora_rank, "kv_lora_rank"),
+        "--kv-channels": (None if args.multi_latent_attention else args.kv_channels, "head_dim"),
+        "--qk-layernorm": (True if args.qk_layernorm else None, "qk_norm"),
     }
     for flag, (given, field) in stated.items():
         actual = getattr(model, field)
@@ -163,5 +203,5 @@ def resolve_model(model: str | ModelSpec | None, args: MegatronModelArgs, tp: in
         return model_from_megatron(args, tp, seq_len)
     from pipesim.analytic.model_load import load_model
 
-    check_megatron_model(load_model(model) if isinstance(model, str) else model, args)
+    check_megatron_model(load_model(model, seq_len) if isinstance(model, str) else model, args)
     return model

@@ -7,7 +7,9 @@ that dataclass: keeping the loader here makes model_spec ← params, model_prese
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from pipesim.analytic.hf_config import is_hf_config, model_from_hf_config, model_name
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ALIASES, FIELDS, ModelSpec
 from pipesim.analytic.params import total_params
@@ -66,9 +68,18 @@ def model_preset_key(spec: str) -> str | None:
     return key if key in MODEL_PRESETS else None
 
 
-def load_model(spec: str) -> ModelSpec:
+def load_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     """A preset name (``pipesim models``; Hugging Face's spelling of one too, :func:`model_preset_key`) or a path
-    to a .yaml/.json model file."""
-    key = None if spec.lower().endswith((".yaml", ".yml", ".json")) else model_preset_key(spec)
+    to a .yaml/.json model file: pipesim's fields, or a Hugging Face ``config.json``
+    (:mod:`pipesim.analytic.hf_config`), which needs ``seq_len`` (``--seq-len``: a config does not say it). The
+    caller sets the shape of a preset or pipesim file (``ModelSpec.with_shape``)."""
+    is_file = spec.lower().endswith((".yaml", ".yml", ".json"))
+    key = None if is_file else model_preset_key(spec)
+
+    def from_dict(data: dict, source: str) -> ModelSpec:
+        if is_hf_config(data):
+            return model_from_hf_config(data, source, seq_len, model_name(Path(spec)))
+        return model_from_dict(data, source)
+
     return preset_or_file(key or spec, MODEL_PRESETS, flag="--model", what="model", listing="pipesim models",
-                          from_dict=model_from_dict)
+                          from_dict=from_dict)

@@ -192,6 +192,18 @@ _PRESETS += [
     _moe("deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 4096, experts=64, experts_per_token=6,
          expert_ffn_hidden=1408, shared_experts=2, first_dense_layers=1, kv_lora_rank=512, qk_nope_head_dim=128,
          qk_rope_head_dim=64, v_head_dim=128),
+    # Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Tables 1–2 and the released config.json files
+    # (Qwen/Qwen3-8B, -32B, -30B-A3B, -235B-A22B): heads of their own width (head_dim 128, where hidden / heads is
+    # 128 only for the 8B), RMSNorm over each query and key head (QK-Norm, §2), GQA, SwiGLU, no biases, vocabulary
+    # 151,936, embeddings untied from the 8B up; the MoE models route every layer's tokens to 8 of 128 experts
+    # with no shared expert (moe_intermediate_size 768 and 1536). Pre-training sequence 4096 (§3.2, stages S1–S2;
+    # S3 extends it to 32,768). Reported: 8.2B, 32.8B; 30.5B total 3.3B active, 235B total 22B active.
+    replace(_llama("qwen3-8b", 36, 4096, 32, 8, 12288, 151936, 4096), qk_norm=True),
+    replace(_llama("qwen3-32b", 64, 5120, 64, 8, 25600, 151936, 4096), attention_head_dim=128, qk_norm=True),
+    _moe("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 4096, experts=128, experts_per_token=8,
+         expert_ffn_hidden=768, attention_head_dim=128, qk_norm=True),
+    _moe("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 4096, experts=128, experts_per_token=8,
+         expert_ffn_hidden=1536, attention_head_dim=128, qk_norm=True),
 ]
 
 MODEL_PRESETS: dict[str, ModelSpec] = {m.name: m for m in _PRESETS}

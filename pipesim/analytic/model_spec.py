@@ -3,7 +3,10 @@
 The fields are those that move FLOPs, bytes and parameters: GQA (``kv_heads`` < ``heads``) shrinks the K/V
 projections and their activations; a gated MLP (SwiGLU, Shazeer 2020) has three ``hidden × ffn_hidden``
 matrices instead of two; ``dropout`` adds Korthikanti et al.'s 1-byte masks; ``bias`` and ``rms_norm`` only
-change the parameter count a little. Head dimension is ``hidden / heads`` (true of every preset).
+change the parameter count a little. A head is ``hidden / heads`` wide unless ``attention_head_dim`` says otherwise
+(Qwen3, Gemma: ``head_dim`` in their ``config.json``, Megatron-LM's ``--kv-channels``), when the queries are
+``heads · head_dim`` wide and the output projection maps that width back to ``hidden``. ``qk_norm`` adds an RMSNorm
+over each query and key head before RoPE (Qwen3, OLMo 2: ``--qk-layernorm``), a memory-bound pass over Q and K.
 
 Mixture of experts (``experts`` > 0; Shazeer et al. 2017, GShard, Switch; the HF ``config.json`` names are in
 the field docs): a MoE layer replaces the MLP by ``experts`` routed experts of width ``expert_ffn_hidden``, of
@@ -59,6 +62,8 @@ class ModelSpec:
     bias: bool = True  # biases in the linear layers (GPT), none in Llama
     rms_norm: bool = False  # RMSNorm (h parameters) instead of LayerNorm (2h)
     learned_positions: bool = False  # a seq_len × hidden position embedding (GPT-2/3); RoPE has no parameters
+    attention_head_dim: int = 0  # one head's width; 0: hidden / heads (every model before Qwen3 and Gemma)
+    qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3, OLMo 2)
     # Mixture of experts (0 experts: a dense model; the module docstring gives the layer rule).
     experts: int = 0  # routed experts per MoE layer
     experts_per_token: int = 0  # top-k (required with experts)
@@ -88,8 +93,19 @@ class ModelSpec:
             or self.heads % self.kv_heads
         ):
             raise PipesimError(f"model {self.name}: heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
-        if self.hidden % self.heads and not self.mla:
-            raise PipesimError(f"model {self.name}: hidden={self.hidden} must be a multiple of heads={self.heads}")
+        if (isinstance(self.attention_head_dim, bool) or not isinstance(self.attention_head_dim, int)
+                or self.attention_head_dim < 0):
+            raise PipesimError(f"model {self.name}: attention_head_dim={self.attention_head_dim!r} must be an "
+                               "integer ≥ 0 (0: hidden / heads)")
+        if self.mla and self.attention_head_dim:
+            raise PipesimError(f"model {self.name}: attention_head_dim describes standard attention, but latent "
+                               "attention (kv_lora_rank) sizes its heads by qk_nope_head_dim, qk_rope_head_dim and "
+                               "v_head_dim; drop attention_head_dim")
+        if self.attention_head_dim and self.attention_head_dim * self.heads == self.hidden:
+            object.__setattr__(self, "attention_head_dim", 0)  # the default width: one spelling of one model
+        if self.hidden % self.heads and not self.mla and not self.attention_head_dim:
+            raise PipesimError(f"model {self.name}: hidden={self.hidden} must be a multiple of heads={self.heads}, "
+                               "or give attention_head_dim (head_dim) for heads of another width")
         self._check_moe()
         self._check_mla()
 
@@ -158,7 +174,8 @@ class ModelSpec:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        """One head's width: ``attention_head_dim`` where given, else ``hidden / heads``."""
+        return self.attention_head_dim or self.hidden // self.heads
 
     @property
     def kv_dim(self) -> int:
@@ -185,7 +202,8 @@ class ModelSpec:
 
     @property
     def q_width(self) -> int:
-        """Width of Q (all heads): ``hidden`` for standard attention."""
+        """Width of Q (all heads): ``heads · head_dim``, ``hidden`` for standard attention of ``hidden / heads``-wide
+        heads."""
         return self.heads * self.qk_head_dim
 
     @property
@@ -199,7 +217,7 @@ class ModelSpec:
 
     @property
     def attention_out_width(self) -> int:
-        """Input width of the output projection: ``heads · value_head_dim`` (= hidden for standard attention)."""
+        """Input width of the output projection: ``heads · value_head_dim`` (= ``q_width`` for standard attention)."""
         return self.heads * self.value_head_dim
 
     @property
@@ -260,6 +278,10 @@ FIELDS: tuple[Field, ...] = (
     Field("bias", Kind.BOOL, "", "biases in the linear layers", default=True),
     Field("rms_norm", Kind.BOOL, "", "RMSNorm (h weights) instead of LayerNorm (2h)", default=False),
     Field("learned_positions", Kind.BOOL, "", "a learned seq_len × h position table (else RoPE)", default=False),
+    Field("attention_head_dim", Kind.INT, "", "one attention head's width (head_dim, --kv-channels); 0: hidden / heads",
+          default=0, low=0),
+    Field("qk_norm", Kind.BOOL, "", "RMSNorm over each query and key head (Qwen3, OLMo 2; --qk-layernorm)",
+          default=False),
     Field(
         "experts",
         Kind.INT,
@@ -320,4 +342,4 @@ FIELDS: tuple[Field, ...] = (
     ),
 )
 # The column names `pipesim models` prints.
-ALIASES = {"ffn": "ffn_hidden", "seq": "seq_len", "kv": "kv_heads"}
+ALIASES = {"ffn": "ffn_hidden", "seq": "seq_len", "kv": "kv_heads", "head_dim": "attention_head_dim"}

@@ -38,9 +38,10 @@ def attention_params(model: ModelSpec) -> int:
         kv = (h * (model.kv_lora_rank + model.qk_rope_head_dim) + model.kv_lora_rank
               + model.kv_lora_rank * model.heads * (model.qk_nope_head_dim + model.v_head_dim))
         return q + kv + model.attention_out_width * h
-    kv = model.kv_dim
-    biases = (h + 2 * kv) + h if model.bias else 0
-    return h * (h + 2 * kv) + h * h + biases
+    q, kv = model.q_width, model.kv_dim
+    biases = (q + 2 * kv) + h if model.bias else 0
+    qk_norm = 2 * model.head_dim if model.qk_norm else 0  # one weight per channel of a head, shared by the heads
+    return h * (q + 2 * kv) + q * h + biases + qk_norm
 
 
 def _mlp(model: ModelSpec, width: int) -> int:

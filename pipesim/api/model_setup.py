@@ -73,7 +73,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     ``model`` and ``hardware`` are preset names, files, or specs already loaded (``hardware`` None: h100-sxm).
     """
     o = options
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = load_model(model, o.seq_len) if isinstance(model, str) else model
     spec = spec.with_shape(o.seq_len, o.micro_batch_size)
     chip = hardware if isinstance(hardware, ChipSpec) else load_chip(hardware or DEFAULT_HARDWARE)
     chip = chip.with_overrides(achievable_fraction=o.achievable_fraction, gpu_speed_spread=o.gpu_speed_spread,
@@ -223,7 +223,7 @@ def microbatches_of_global_batch(global_batch: int, model: str | ModelSpec, opti
     so they do not divide it. ``mb``, when given too, must agree."""
     if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
         raise PipesimError(f"--global-batch {global_batch!r}: give a positive number of sequences per step")
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = load_model(model, options.seq_len) if isinstance(model, str) else model
     micro_batch = options.micro_batch_size or spec.micro_batch
     dp = options.dp_for(pp)
     per_microbatch = micro_batch * dp

@@ -256,7 +256,7 @@ def plan_request(
 ) -> PlanRequest:
     """The search a :func:`plan` call runs, without running it (arguments as :func:`plan`'s)."""
 
-    spec = (load_model(model) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
+    spec = (load_model(model, seq_len) if isinstance(model, str) else model).with_shape(seq_len=seq_len)
     chip = load_chip(hardware) if isinstance(hardware, str) else hardware
     chip = chip.with_overrides(achievable_fraction=achievable_fraction, gpu_speed_spread=gpu_speed_spread,
                                inter_node_gbps=inter_node_gbps)

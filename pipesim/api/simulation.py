@@ -193,7 +193,7 @@ def _chunks_of_layers_per_chunk(model, options: ModelOptions, pp: int | None) ->
     from pipesim.analytic.model_load import load_model
     from pipesim.analytic.stage_split import chunks_of_layers_per_chunk
 
-    spec = load_model(model) if isinstance(model, str) else model
+    spec = load_model(model, options.seq_len) if isinstance(model, str) else model
     split = options.stage_split()
     return chunks_of_layers_per_chunk(spec.layers, pp if pp is not None else DEFAULT_PP,
                                       options.num_layers_per_virtual_pipeline_stage, split.embedding_as_layer,

@@ -144,9 +144,10 @@ def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
     counts = ("num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size", "num-query-groups",
               "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by", "num-experts",
               "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "q-lora-rank",
-              "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim")
+              "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
+              "kv-channels")
     switches = ("group-query-attention", "swiglu", "untie-embeddings-and-output-weights", "disable-bias-linear",
-                "multi-latent-attention")
+                "multi-latent-attention", "qk-layernorm")
     others = ("normalization", "position-embedding-type", "hidden-dropout", "attention-dropout", "moe-layer-freq")
     group = parser.add_argument_group(
         "Megatron-LM's model flags", "a pretrain_gpt.py launch line's model: without --model they build it "

@@ -66,6 +66,11 @@ def executor_gaps(candidate: Candidate, model: ModelSpec,
         gaps.append("its own context-parallel attention, not PyTorch's context_parallel")
     if model.gated or model.kv_heads != model.heads or model.rms_norm:
         gaps.append("GPT block (MHA, GELU MLP, LayerNorm) instead of the model's GQA/SwiGLU/RMSNorm")
+    if model.attention_head_dim or model.qk_norm:
+        own = (f"heads of {model.attention_head_dim}" if model.attention_head_dim else "its heads") + (
+            " with QK-norm" if model.qk_norm else "")
+        gaps.append(f"heads of hidden / heads = {model.hidden // model.heads} without QK-norm instead of the "
+                    f"model's {own}")
     if candidate.recompute is not Recompute.NONE:
         gaps.append(f"no {candidate.recompute.value} recomputation")
     if candidate.zero is not ZeroStage.NONE:
@@ -136,6 +141,10 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
              "--seq-length", str(model.seq_len), "--max-position-embeddings", str(model.seq_len)]
     if model.kv_heads != model.heads:
         args += ["--group-query-attention", "--num-query-groups", str(model.kv_heads)]
+    if model.attention_head_dim:
+        args += ["--kv-channels", str(model.attention_head_dim)]
+    if model.qk_norm:
+        args.append("--qk-layernorm")
     if model.gated:
         args.append("--swiglu")
     if model.rms_norm:

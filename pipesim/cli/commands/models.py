@@ -8,7 +8,8 @@ NAME = "models"
 
 
 def register(sub) -> None:
-    models = sub.add_parser(NAME, help="list model presets", description="List model presets (--model).")
+    models = sub.add_parser(NAME, help="list model presets", description="List model presets (--model). --model also "
+                            "takes a pipesim model file or a Hugging Face config.json (with --seq-len).")
     models.set_defaults(func=run)
 
 
@@ -26,6 +27,10 @@ def run(args: argparse.Namespace) -> int:
                    f"on {m.moe_layers} layers, {active_params(m) / 1e9:.1f}B active")
         if m.mla:
             moe += f", MLA (kv_lora {m.kv_lora_rank}, q_lora {m.q_lora_rank or '-'})"
+        if m.attention_head_dim:
+            moe += f", heads of {m.attention_head_dim}"
+        if m.qk_norm:
+            moe += ", QK-norm"
         print(f"{m.name:<16} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
               f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}{moe}")
     return 0

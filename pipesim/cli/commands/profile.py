@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.model is not None:
         from pipesim.analytic.model_load import load_model
 
-        model = load_model(args.model).with_shape(args.seq_len, args.micro_batch_size)
+        model = load_model(args.model, args.seq_len).with_shape(args.seq_len, args.micro_batch_size)
     elif args.seq_len or args.micro_batch_size:
         raise PipesimError("--seq-len and --micro-batch-size shape a model's GEMMs; give --model too")
     request = ProfileRequest(str(args.output), args.quick, args.threads, model, tuple(args.tp), args.name,

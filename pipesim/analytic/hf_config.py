@@ -1,0 +1,183 @@
+"""A model from a Hugging Face ``config.json``: ``--model path/to/config.json`` simulates a checkpoint's shape as
+``transformers`` builds it, without writing a pipesim model file.
+
+Each ``model_type`` pipesim reads is a :class:`Family`: what its modeling code fixes that the config does not say
+(a gated MLP, RMSNorm, biases, norms over the query and key heads) and which keys carry the mixture of experts.
+The keys read are the ones ``transformers``' configuration classes define, under their names:
+
+- every family: ``num_hidden_layers``, ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``
+  (default: the heads), ``intermediate_size``, ``vocab_size``, ``tie_word_embeddings`` (default false, as
+  these families' configuration classes have it), ``head_dim`` (default ``hidden_size / heads``);
+- Mixtral: ``num_local_experts``, ``num_experts_per_tok``, every layer's MLP a set of ``intermediate_size``-wide
+  experts;
+- Qwen2-MoE and Qwen3-MoE: ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``,
+  ``shared_expert_intermediate_size`` (Qwen2-MoE's one shared expert), ``decoder_sparse_step`` and
+  ``mlp_only_layers`` (which layers are MoE);
+- DeepSeek-V2 and V3: ``n_routed_experts``, ``n_shared_experts``, ``num_experts_per_tok``,
+  ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, and latent attention's
+  ``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
+
+A config does not say the sequence length a run trains at (``max_position_embeddings`` is the longest the model
+was extended to), so ``--seq-len`` is required with one. What pipesim does not model is refused by name, not
+approximated: sliding-window attention shorter than the sequence, MoE layers in a pattern other than "the first
+k dense, then every n-th".
+
+Not counted, and small: Qwen2's biases on the query, key and value projections alone (``bias`` is all the
+linears' or none; 3·(q + 2·kv) parameters a layer, under 0.01 % of a 7B), Qwen2-MoE's one-output gate of its
+shared expert, DeepSeek-V3's multi-token-prediction module (as the ``deepseek-v3`` preset).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.errors import PipesimError
+
+
+class MoeKeys(enum.Enum):
+    """Which keys a family's config keeps its mixture of experts under."""
+
+    MIXTRAL = "mixtral"
+    QWEN = "qwen"
+    DEEPSEEK = "deepseek"
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a ``model_type``'s modeling code fixes beyond its config."""
+
+    qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3; OLMo 2 over all of Q and K)
+    bias: bool = False  # biases in every linear layer
+    moe: MoeKeys | None = None  # None: the family has no mixture of experts
+    latent_attention: bool = False  # DeepSeek's MLA
+    sliding_window_key: str | None = None  # the key of a sliding window, where the family may have one
+    sliding_window_switch: str | None = None  # a key that turns the window on (Qwen's use_sliding_window)
+
+
+# Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no dropout in training configs.
+FAMILIES: dict[str, Family] = {
+    "llama": Family(),
+    "mistral": Family(sliding_window_key="sliding_window"),
+    "mixtral": Family(moe=MoeKeys.MIXTRAL, sliding_window_key="sliding_window"),
+    "qwen2": Family(sliding_window_key="sliding_window", sliding_window_switch="use_sliding_window"),
+    "qwen2_moe": Family(moe=MoeKeys.QWEN, sliding_window_key="sliding_window",
+                        sliding_window_switch="use_sliding_window"),
+    "qwen3": Family(qk_norm=True, sliding_window_key="sliding_window", sliding_window_switch="use_sliding_window"),
+    "qwen3_moe": Family(qk_norm=True, moe=MoeKeys.QWEN, sliding_window_key="sliding_window",
+                        sliding_window_switch="use_sliding_window"),
+    "olmo2": Family(qk_norm=True),
+    "deepseek_v2": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
+    "deepseek_v3": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
+}
+
+
+def is_hf_config(data: dict) -> bool:
+    """Whether a model file is a Hugging Face ``config.json`` (its ``model_type`` and ``hidden_size``) rather than
+    a pipesim model file."""
+    return "model_type" in data and "hidden_size" in data
+
+
+class _Config:
+    """The config's values, read with one-line errors naming the file and key."""
+
+    def __init__(self, data: dict, source: str):
+        self.data, self.source = data, source
+
+    def count(self, key: str, default: int | None = None) -> int:
+        value = self.data.get(key)
+        if value is None:
+            if default is None:
+                raise PipesimError(f"{self.source}: the Hugging Face config has no {key!r}; add it, or write a "
+                                   "pipesim model file (docs/model-and-chip-files.md)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PipesimError(f"{self.source}: {key}={value!r} must be a non-negative integer")
+        return value
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise PipesimError(f"{self.source}: {key}={value!r} must be true or false")
+        return value
+
+
+def model_name(path: Path) -> str:
+    """A model's name in reports: the checkpoint's folder for a ``config.json`` (``Qwen3-8B/config.json`` →
+    ``Qwen3-8B``), else the file's stem."""
+    return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+
+
+def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str) -> ModelSpec:
+    """The :class:`ModelSpec` ``transformers`` builds from ``data`` (the module doc), trained at ``seq_len``
+    tokens (required: a config does not say it)."""
+    model_type = data.get("model_type")
+    family = FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    if family is None:
+        raise PipesimError(f"{source}: model_type {model_type!r} is not one pipesim reads from a Hugging Face config; "
+                           f"it reads {', '.join(FAMILIES)}: write a pipesim model file for it "
+                           "(docs/model-and-chip-files.md)")
+    if seq_len is None:
+        raise PipesimError(f"{source}: a Hugging Face config does not say the sequence length trained at "
+                           "(max_position_embeddings is the longest the model takes); add --seq-len N")
+    c = _Config(data, source)
+    _check_window(c, family, seq_len)
+    heads, hidden = c.count("num_attention_heads"), c.count("hidden_size")
+    head_dim = c.count("head_dim", 0) if not family.latent_attention else 0
+    return ModelSpec(
+        name=name, layers=c.count("num_hidden_layers"), hidden=hidden, heads=heads,
+        ffn_hidden=c.count("intermediate_size"), vocab=c.count("vocab_size"), seq_len=seq_len,
+        kv_heads=c.count("num_key_value_heads", heads), gated=True, tied_embeddings=c.flag("tie_word_embeddings"),
+        dropout=False, bias=family.bias, rms_norm=True, attention_head_dim=head_dim, qk_norm=family.qk_norm,
+        **_moe_fields(c, family), **_latent_attention_fields(c, family))
+
+
+def _check_window(c: _Config, family: Family, seq_len: int) -> None:
+    """Refuse a sliding window shorter than the sequence: pipesim counts full causal attention."""
+    if family.sliding_window_key is None:
+        return
+    if family.sliding_window_switch is not None and not c.flag(family.sliding_window_switch):
+        return
+    window = c.data.get(family.sliding_window_key)
+    if window is not None and not isinstance(window, bool) and isinstance(window, int) and window < seq_len:
+        raise PipesimError(f"{c.source}: sliding-window attention ({family.sliding_window_key}={window}) is shorter "
+                           f"than --seq-len {seq_len}, and pipesim counts full causal attention; simulate at "
+                           f"--seq-len {window} or less, or write a pipesim model file")
+
+
+def _moe_fields(c: _Config, family: Family) -> dict:
+    if family.moe is MoeKeys.MIXTRAL:
+        experts = c.count("num_local_experts", 0)
+        return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok") if experts else 0)
+    if family.moe is MoeKeys.QWEN:
+        experts = c.count("num_experts", 0)
+        if not experts:
+            return {}
+        step, dense = c.count("decoder_sparse_step", 1), c.data.get("mlp_only_layers") or []
+        if step != 1 or dense:
+            raise PipesimError(f"{c.source}: decoder_sparse_step={step}, mlp_only_layers={dense}: pipesim models "
+                               "the MoE layers as the first k dense, then every n-th; write a pipesim model file "
+                               "with first_dense_layers and moe_layer_frequency")
+        shared = c.count("shared_expert_intermediate_size", 0)
+        return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok"),
+                    expert_ffn_hidden=c.count("moe_intermediate_size"), shared_experts=1 if shared else 0,
+                    shared_expert_ffn_hidden=shared)
+    if family.moe is MoeKeys.DEEPSEEK:
+        experts = c.count("n_routed_experts", 0)
+        if not experts:
+            return {}
+        return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok"),
+                    expert_ffn_hidden=c.count("moe_intermediate_size"), shared_experts=c.count("n_shared_experts", 0),
+                    first_dense_layers=c.count("first_k_dense_replace", 0),
+                    moe_layer_frequency=c.count("moe_layer_freq", 1))
+    return {}
+
+
+def _latent_attention_fields(c: _Config, family: Family) -> dict:
+    if not family.latent_attention:
+        return {}
+    return dict(q_lora_rank=c.count("q_lora_rank", 0), kv_lora_rank=c.count("kv_lora_rank"),
+                qk_nope_head_dim=c.count("qk_nope_head_dim"), qk_rope_head_dim=c.count("qk_rope_head_dim"),
+                v_head_dim=c.count("v_head_dim"))

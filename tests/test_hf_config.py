@@ -1,0 +1,179 @@
+"""Heads of their own width, QK-norm, and models read from a Hugging Face ``config.json``.
+
+The Qwen3 presets against the parameter counts the Qwen3 report states; the attention's parameters, FLOPs, GEMM
+shapes, memory-bound bytes and saved activations of heads wider than ``hidden / heads`` by hand; each family's
+``config.json`` against the preset it describes; and every refusal as one line through the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from pipesim.analytic.activations import layer_activation_bytes
+from pipesim.analytic.flops import attention_linear_flops, layer_flops
+from pipesim.analytic.kernels import attention_shapes, elementwise_backward_bytes, elementwise_bytes
+from pipesim.analytic.layout import ElementwiseKernels, Layout, Recompute
+from pipesim.analytic.model_load import load_model
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.params import active_params, attention_params, total_params
+from pipesim.cli.main import main
+from pipesim.errors import PipesimError
+
+QWEN3_8B, QWEN3_32B = MODEL_PRESETS["qwen3-8b"], MODEL_PRESETS["qwen3-32b"]
+
+
+@pytest.mark.parametrize(("name", "total", "active"), [
+    ("qwen3-8b", 8.2e9, None), ("qwen3-32b", 32.8e9, None),
+    # the report's activated counts hold the output layer, which pipesim's active count (the layers') does not
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9), ("qwen3-235b-a22b", 235e9, 22e9)])
+def test_qwen3_presets_have_the_reports_parameters(name, total, active):
+    model = MODEL_PRESETS[name]
+    assert total_params(model) == pytest.approx(total, rel=0.005)
+    if active is not None:
+        output = model.vocab * model.hidden
+        assert active_params(model) + output == pytest.approx(active, rel=0.03)
+
+
+def test_heads_of_their_own_width_by_hand():
+    # Qwen3-32B: 64 heads of 128 are 8192 wide against hidden 5120; 8 KV heads of 128
+    h, q, kv = 5120, 8192, 1024
+    assert (QWEN3_32B.head_dim, QWEN3_32B.q_width, QWEN3_32B.kv_dim, QWEN3_32B.attention_out_width) == (128, q, kv, q)
+    # QKV h × (q + 2kv), output q × h, and the two QK-norm weights of one head's width
+    assert attention_params(QWEN3_32B) == h * (q + 2 * kv) + q * h + 2 * 128
+    tokens = QWEN3_32B.micro_batch * QWEN3_32B.seq_len
+    assert attention_linear_flops(QWEN3_32B) == 2 * tokens * (h * (q + 2 * kv) + q * h)
+    # attention's core over all 64 heads of 128: 2·2·b·s²·q (halved where the layout counts causal kernels' half)
+    plain = replace(QWEN3_32B, attention_head_dim=0, heads=40, kv_heads=8, qk_norm=False)  # 40 heads of 128 = h
+    core_wide = layer_flops(QWEN3_32B, Layout()).forward - attention_linear_flops(QWEN3_32B)
+    core_plain = layer_flops(plain, Layout()).forward - attention_linear_flops(plain)
+    halved = 2 if Layout().halve_causal_attention else 1
+    assert core_wide - core_plain == pytest.approx(2 * 2 * tokens * QWEN3_32B.seq_len * (q - h) / halved, rel=1e-12)
+    # the GEMMs one tp rank of 8 runs: QKV (q + 2kv)/8 × h, output h × q/8
+    assert attention_shapes(QWEN3_32B, Layout(tp=8)) == [((q + 2 * kv) // 8, h), (h, q // 8)]
+
+
+@pytest.mark.parametrize("elementwise", [ElementwiseKernels.FUSED, ElementwiseKernels.EAGER])
+def test_qk_norm_reads_and_writes_the_query_and_key_heads(elementwise):
+    layout, tokens, d = Layout(tp=2, elementwise=elementwise), 4096, 2
+    without = replace(QWEN3_8B, qk_norm=False)
+    qk = (QWEN3_8B.q_width + QWEN3_8B.kv_dim) / 2  # one tp rank's query and key heads
+    # fused: the norm reads and writes each element once; eager: the FP32 chain of eight kernels (28 + 4d)
+    per_element = 2 * d if elementwise is ElementwiseKernels.FUSED else 7 * 4 + 4 * d
+    extra = elementwise_bytes(QWEN3_8B, layout, tokens) - elementwise_bytes(without, layout, tokens)
+    assert extra == pytest.approx(tokens * per_element * qk, rel=1e-12)
+    backward = (elementwise_backward_bytes(QWEN3_8B, layout, tokens)
+                - elementwise_backward_bytes(without, layout, tokens))
+    assert backward == pytest.approx(tokens * (per_element if elementwise is ElementwiseKernels.FUSED
+                                               else 68 + 8 * d) * qk, rel=1e-12)
+
+
+@pytest.mark.parametrize(("elementwise", "kept"), [(ElementwiseKernels.FUSED, 2), (ElementwiseKernels.EAGER, 2 + 4)])
+def test_qk_norm_keeps_its_inputs(elementwise, kept):
+    # a fused norm keeps its d-byte input; the eager FP32 chain 4 bytes more an element, as the layer's norms
+    layout = Layout(tp=2, recompute=Recompute.NONE, elementwise=elementwise)
+    model = QWEN3_8B.with_shape(seq_len=2048, micro_batch=2)
+    extra = (layer_activation_bytes(model, layout)
+             - layer_activation_bytes(replace(model, qk_norm=False), layout))
+    assert extra == pytest.approx(kept * 2048 * 2 * (model.q_width + model.kv_dim) / 2, rel=1e-12)
+    # full recomputation keeps the layer's input alone, with or without the norm
+    full = replace(layout, recompute=Recompute.FULL)
+    assert layer_activation_bytes(model, full) == layer_activation_bytes(replace(model, qk_norm=False), full)
+
+
+def test_head_width_checks():
+    with pytest.raises(PipesimError, match="multiple of heads=3, or give attention_head_dim"):
+        ModelSpec("m", 2, 64, 3, 256, 100, 128)
+    assert ModelSpec("m", 2, 64, 3, 256, 100, 128, attention_head_dim=32).q_width == 96
+    # the default width given is the default: one model, one spelling
+    assert ModelSpec("m", 2, 64, 4, 256, 100, 128, attention_head_dim=16) == ModelSpec("m", 2, 64, 4, 256, 100, 128)
+    with pytest.raises(PipesimError, match="attention_head_dim=-1"):
+        ModelSpec("m", 2, 64, 4, 256, 100, 128, attention_head_dim=-1)
+    with pytest.raises(PipesimError, match="drop attention_head_dim"):
+        replace(MODEL_PRESETS["deepseek-v2-lite"], attention_head_dim=128)
+
+
+# --- Hugging Face config.json ---------------------------------------------------------------------------------------
+
+_QWEN3_MOE = {  # Qwen/Qwen3-30B-A3B config.json, the keys pipesim reads and some it ignores
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+    "intermediate_size": 6144, "moe_intermediate_size": 768, "num_attention_heads": 32, "num_key_value_heads": 4,
+    "head_dim": 128, "num_hidden_layers": 48, "num_experts": 128, "num_experts_per_tok": 8,
+    "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936, "max_position_embeddings": 40960,
+    "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": None, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "torch_dtype": "bfloat16"}
+_QWEN3 = {"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288, "num_attention_heads": 32,
+          "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 36, "vocab_size": 151936,
+          "tie_word_embeddings": False, "max_position_embeddings": 40960}
+_MIXTRAL = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 2,
+            "vocab_size": 32000, "tie_word_embeddings": False, "sliding_window": None}
+_LLAMA = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+          "num_key_value_heads": 8, "num_hidden_layers": 16, "vocab_size": 128256, "tie_word_embeddings": True,
+          "head_dim": 64, "max_position_embeddings": 131072}
+_DEEPSEEK_V3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+                "moe_intermediate_size": 2048, "num_attention_heads": 128, "num_key_value_heads": 128,
+                "num_hidden_layers": 61, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+                "first_k_dense_replace": 3, "moe_layer_freq": 1, "q_lora_rank": 1536, "kv_lora_rank": 512,
+                "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
+                "tie_word_embeddings": False, "num_nextn_predict_layers": 1}
+_DEEPSEEK_V2_LITE = {**_DEEPSEEK_V3, "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+                     "moe_intermediate_size": 1408, "num_attention_heads": 16, "num_key_value_heads": 16,
+                     "num_hidden_layers": 27, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+                     "first_k_dense_replace": 1, "q_lora_rank": None, "vocab_size": 102400}
+
+
+def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
+    path = tmp_path / folder / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(("config", "preset", "seq"), [
+    (_QWEN3_MOE, "qwen3-30b-a3b", 4096), (_QWEN3, "qwen3-8b", 4096), (_MIXTRAL, "mixtral-8x7b", 32768),
+    (_LLAMA, "llama3.2-1b", 8192), (_DEEPSEEK_V3, "deepseek-v3", 4096), (_DEEPSEEK_V2_LITE, "deepseek-v2-lite", 4096)])
+def test_a_config_json_is_the_preset_it_describes(tmp_path, config, preset, seq):
+    model = load_model(_config(tmp_path, config, folder="Some-Checkpoint"), seq_len=seq)
+    assert model.name == "Some-Checkpoint"  # the checkpoint's folder names it
+    assert replace(model, name=preset) == MODEL_PRESETS[preset]
+
+
+def test_a_config_json_simulates_as_its_preset(tmp_path, capsys):
+    common = ["simulate", "--json", "--hardware", "h100-sxm", "--pp", "2", "--ep", "8", "--dp", "8", "--mb", "8"]
+    assert main([*common, "--model", _config(tmp_path, _QWEN3_MOE), "--seq-len", "4096"]) == 0
+    from_config = json.loads(capsys.readouterr().out)
+    assert main([*common, "--model", "qwen3-30b-a3b"]) == 0
+    preset = json.loads(capsys.readouterr().out)
+    assert from_config["model_report"]["step_time_s"] == preset["model_report"]["step_time_s"]
+    assert from_config["model_report"]["memory"] == preset["model_report"]["memory"]
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({}, "add --seq-len N"),  # no --seq-len: the config does not say what the run trains at
+    ({"model_type": "gpt_oss"}, "model_type 'gpt_oss' is not one pipesim reads"),
+    ({"use_sliding_window": True, "sliding_window": 1024}, "sliding-window attention (sliding_window=1024)"),
+    ({"decoder_sparse_step": 2}, "decoder_sparse_step=2"),
+    ({"mlp_only_layers": [0, 1]}, "mlp_only_layers=[0, 1]"),
+    ({"num_hidden_layers": None}, "has no 'num_hidden_layers'"),
+    ({"num_experts_per_tok": "8"}, "num_experts_per_tok='8' must be a non-negative integer"),
+    ({"tie_word_embeddings": "no"}, "tie_word_embeddings='no' must be true or false"),
+])
+def test_configs_pipesim_cannot_read_are_one_line_refusals(tmp_path, capsys, change, fragment):
+    argv = ["simulate", "--model", _config(tmp_path, {**_QWEN3_MOE, **change}), "--pp", "2", "--ep", "8"]
+    assert main(argv + ([] if fragment == "add --seq-len N" else ["--seq-len", "4096"])) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_sliding_window_as_long_as_the_sequence_is_full_attention(tmp_path):
+    mistral = {**_MIXTRAL, "model_type": "mistral", "sliding_window": 4096}
+    for key in ("num_local_experts", "num_experts_per_tok"):
+        mistral.pop(key)
+    model = load_model(_config(tmp_path, mistral), seq_len=4096)
+    assert not model.is_moe and model.seq_len == 4096
+    with pytest.raises(PipesimError, match="simulate at --seq-len 4096 or less"):
+        load_model(_config(tmp_path, mistral), seq_len=8192)
