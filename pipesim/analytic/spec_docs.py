@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from pipesim.analytic import chip_spec, model_spec
+from pipesim.analytic import chip_spec, hf_config, model_spec
 from pipesim.analytic.spec_fields import fields_markdown
 
 
 def model_and_chip_doc() -> str:
+    families = ", ".join(f"`{name}`" for name in hf_config.FAMILIES)
     return f"""# Model and chip files
 
 `pipesim simulate --model FILE --hardware FILE` take YAML (`.yaml`, `.yml`) or JSON (`.json`) files as well
@@ -40,6 +41,19 @@ rms_norm: true
 ```
 
 {fields_markdown(model_spec.FIELDS, model_spec.ALIASES)}
+
+## A Hugging Face config.json
+
+`--model path/to/config.json` reads a checkpoint's own configuration (a file with `model_type` and `hidden_size`)
+as `transformers` builds the model, for the families whose modeling code pipesim models: {families}.
+A config does not say the sequence length a run trains at, so `--seq-len` is required with one; the model is
+named after the checkpoint's folder. Sliding-window attention shorter than the sequence and MoE layers in a
+pattern other than "the first k dense, then every n-th" are refused, not approximated. The keys read, and what
+is left out, are in `pipesim/analytic/hf_config.py`.
+
+```
+pipesim simulate --model ~/models/Qwen3-30B-A3B/config.json --seq-len 4096 --pp 2 --ep 8 --dp 8
+```
 
 ## Chip file
 
