@@ -121,7 +121,8 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
                            "(docs/model-and-chip-files.md)")
     if seq_len is None:
         raise PipesimError(f"{source}: a Hugging Face config does not say the sequence length trained at "
-                           "(max_position_embeddings is the longest the model takes); add --seq-len N (seq_len=N in Python)")
+                           "(max_position_embeddings is the longest the model takes); add --seq-len N "
+                           "(seq_len=N in Python)")
     c = _Config(data, source)
     _check_window(c, family, seq_len)
     heads, hidden = c.count("num_attention_heads"), c.count("hidden_size")
