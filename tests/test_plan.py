@@ -22,7 +22,7 @@ from pipesim.analytic.params import total_params
 from pipesim.analytic.to_costs import build_cost_model, stage_pass_floors, stage_time_parts
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, bounds_keys, time_bound, time_floor
+from pipesim.plan.bounds import Bounds, bounds_keys, held_microbatches, memory_bound, time_bound, time_floor
 from pipesim.plan.evaluate import evaluate
 from pipesim.plan.launch import executor_argv, megatron_argv
 from pipesim.plan.pareto import pareto_mask
@@ -112,6 +112,11 @@ def test_pruning_keeps_the_top_and_the_front():
     top = 3
     result = run_plan(request, top=top)
     assert result.count(Status.PRUNED_TIME) > 0 and result.count(Status.PRUNED_MEMORY) > 0
+    # some dropped by memory fit with one microbatch's activations but not with the microbatches their schedule
+    # holds at once (bounds.held_microbatches): no time bound was made for them
+    tightened = [o for o in result.outcomes if o.status is Status.PRUNED_MEMORY
+                 and memory_bound(request, o.candidate) <= request.cap_gib]
+    assert tightened and all(o.bounds.memory_gib > request.cap_gib for o in tightened)
     # some of those dropped by time were ruled out at the floor under their bound, no cost model built; -o says so
     frame = result.frame()
     assert not frame.loc[frame["status"] == "simulated", "bound_step_time_is_floor"].any()
@@ -158,6 +163,25 @@ def test_bounds_are_lower_bounds(unpruned_plan):
     assert (simulated["bound_step_time_s"] <= simulated["step_time_s"] * (1 + 1e-12)).all()
     checked = frame[frame["peak_gib"].notna()]
     assert (checked["bound_peak_gib"] <= checked["peak_gib"] * (1 + 1e-12)).all()
+
+
+@pytest.mark.parametrize(("schedule", "pp", "m", "chunks", "held"), [
+    ("1f1b", 4, 8, 1, (4, 3, 2, 1)),  # rank r warms up pp − r microbatches (Narayanan et al. 2021, §2.2)
+    ("1f1b", 4, 2, 1, (2, 2, 2, 1)),  # no more than there are
+    ("zb-h1", 4, 8, 1, (4, 3, 2, 1)),  # 1F1B's memory (Qi et al. 2024, §3.1)
+    ("gpipe", 4, 8, 1, (8, 8, 8, 8)),  # every microbatch's forward before any backward
+    # Megatron's interleaved warm-up, 2(pp − r − 1) + (v − 1)·pp chunk-microbatches, and the one in its first
+    # steady forward: 11, 9, 7, 5 for pp 4, v 2
+    ("interleaved", 4, 8, 2, tuple(2 * (4 - r - 1) + (2 - 1) * 4 + 1 for r in range(4))),
+])
+def test_held_microbatches_by_hand(schedule, pp, m, chunks, held):
+    request = PlanRequest(MODEL_PRESETS["llama2-7b"], CHIP_PRESETS["h100-sxm"], gpus=pp, global_batch=m,
+                          schedules=(schedule,), micro_batch_sizes=(1,), context_parallel=(1,))
+    candidate = next(c for c in enumerate_candidates(request)
+                     if (c.tp, c.pp, c.microbatches, c.chunks) == (1, pp, m, chunks))
+    assert held_microbatches(request, candidate) == held
+    # a synthesised order has none before a cost model builds it
+    assert held_microbatches(request, replace(candidate, schedule="zb-auto")) is None
 
 
 # Every placement (loop, interleaved, V, DualPipe's two copies) and a mixture of experts, whose all-to-all the
@@ -676,8 +700,9 @@ def test_plan_gathers_fsdp_weights_in_fp8_where_torchao_runs_fp8_under_fsdp(caps
 
     space = dict(hardware="h100-sxm", schedules=("1f1b",), recompute=("none",), zero=(0, 3),
                  precision=("fp8", "bf16"), cp=(1,), micro_batch_sizes=(1,), framework="torchtitan")
-    plain = plan("llama2-7b", 8, 32, top=3, **space)
-    gathered = plan("llama2-7b", 8, 32, top=3, fp8_all_gather=True, **space)
+    # a top list long enough that the pruning (which differs between the two) leaves both kinds simulated in both
+    plain = plan("llama2-7b", 8, 32, top=30, **space)
+    gathered = plan("llama2-7b", 8, 32, top=30, fp8_all_gather=True, **space)
     slow, fast = _step_times(plain), _step_times(gathered)
     common = slow.keys() & fast.keys()
     takes = [c for c in common if c.precision is Precision.FP8 and c.zero is ZeroStage.PARAMETERS and c.pp == 1]

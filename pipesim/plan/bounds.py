@@ -16,7 +16,11 @@ overlaps one microbatch's forward with another's backward may hide: that part is
 the bound stays below what such a schedule can reach.
 
 Memory: the weights, gradients and optimizer state a rank holds, plus at least one microbatch of activations
-of one of its stages (every rank runs a forward and keeps its activations until the backward).
+of one of its stages (every rank runs a forward and keeps its activations until the backward). Before a time
+bound is made, the search tightens it by the schedule's order (:func:`held_microbatches`): the most
+stage-microbatches a rank holds at once, each at least its smallest stage's activations (1F1B's first rank
+holds pp of them, GPipe's every microbatch), which needs the Program (milliseconds, shared with the
+evaluation's) but no cost model.
 
 A floor under the time bound needs no cost model (:func:`time_floor`): the same sum over each stage's layers
 alone, their compute and exposed communication (:func:`~pipesim.analytic.to_costs.stage_pass_floors`), with
@@ -27,6 +31,7 @@ only for a candidate the floor cannot rule out, where building its cost model wa
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from operator import attrgetter
 
 from pipesim.analytic.memory_gib import GIB, static_bytes
@@ -40,9 +45,14 @@ from pipesim.analytic.to_costs import (
     stage_breakdowns,
     stage_pass_floors,
 )
+from pipesim.errors import PipesimError
 from pipesim.plan.evaluate import cost_model, schedule_traits
 from pipesim.plan.space import Candidate, PlanRequest
+from pipesim.program.build import build_program
 from pipesim.program.ir import PipelineShape
+from pipesim.program.loader import load_schedule
+from pipesim.program.table import table_of
+from pipesim.sim.memory import peak_held_counts
 
 
 @dataclass(frozen=True)
@@ -69,10 +79,30 @@ def bounds_keys(request: PlanRequest, candidate: Candidate) -> tuple[tuple, tupl
 _BUT_SCHEDULE = attrgetter(*(f.name for f in fields(Candidate) if f.name != "schedule"))
 
 
+@dataclass(frozen=True)
+class RankMemory:
+    """What the memory bound knows of each rank, in bytes: the weights, gradients and optimizer state it holds,
+    and the activations of one microbatch through the smallest of its stages."""
+
+    static: tuple[float, ...]
+    one_microbatch: tuple[float, ...]
+
+    def bound_gib(self, held: tuple[int, ...] | None = None) -> float:
+        """The bound with ``held[r]`` such microbatches on rank r (:func:`held_microbatches`; None: one each)."""
+        if held is None:
+            return max(s + a for s, a in zip(self.static, self.one_microbatch, strict=True)) / GIB
+        return max(s + k * a for s, k, a in zip(self.static, held, self.one_microbatch, strict=True)) / GIB
+
+
 def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     """The memory bound in GiB, from the stage breakdowns alone: no cost model is built, so the search can drop
     a candidate that cannot fit before paying for its time bound. Raises PipesimError for a layout the cost
     model refuses (:func:`~pipesim.analytic.to_costs.check_layout`), as :func:`time_bound` would."""
+    return rank_memory(request, candidate).bound_gib()
+
+
+def rank_memory(request: PlanRequest, candidate: Candidate) -> RankMemory:
+    """Each rank's terms of :func:`memory_bound` (which raises as this does)."""
     layout, model = request.layout_of(candidate), request.model_of(candidate)
     check_layout(model, layout, request.chip)
     traits = schedule_traits(candidate.schedule, candidate.chunks)
@@ -87,17 +117,44 @@ def memory_bound(request: PlanRequest, candidate: Candidate) -> float:
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
     ends = rank_end_params(model, layout, shape)
-    memory = 0.0
     static: dict[tuple[float, float, float], float] = {}  # most ranks hold the same parameters (an even split)
+    held, one_microbatch = [], []
     for r, slices in enumerate(shape.slices_by_rank):
-        one_microbatch = min(per_slice[s] for s in slices)
+        one_microbatch.append(min(per_slice[s] for s in slices))
         key = (params[r], experts[r], ends[r])
-        held = static.get(key)
-        if held is None:
-            held = static[key] = sum(static_bytes(params[r], layout, model, experts[r], ends[r],
-                                                  request.chip.fp8_weight_transpose))
-        memory = max(memory, held + one_microbatch)
-    return memory / GIB
+        if key not in static:
+            static[key] = sum(static_bytes(params[r], layout, model, experts[r], ends[r],
+                                           request.chip.fp8_weight_transpose))
+        held.append(static[key])
+    return RankMemory(tuple(held), tuple(one_microbatch))
+
+
+def held_microbatches(request: PlanRequest, candidate: Candidate) -> tuple[int, ...] | None:
+    """Per rank, the most stage-microbatches the candidate's schedule keeps activations of at once
+    (:func:`~pipesim.sim.memory.peak_held_counts`), from its Program, built as its evaluation builds it (and
+    shared through the same cache); None for a schedule synthesised per cost model, whose order is not known
+    before one is built, or a shape the schedule refuses (its evaluation says so). The memory bound times this
+    count per rank is still a bound: at that moment the rank holds at least this many of its smallest stage's
+    activations."""
+    if synthesised(candidate.schedule):
+        return None
+    layout = request.layout_of(candidate)
+    return _held_microbatches(candidate.schedule, layout.pp, layout.microbatches, layout.chunks * layout.model_copies)
+
+
+@lru_cache(maxsize=4096)
+def synthesised(schedule: str) -> bool:
+    """Whether ``schedule`` is built per cost model (``zb-auto``): seconds to build, and no order without costs."""
+    return bool(load_schedule(schedule).build_options)
+
+
+@lru_cache(maxsize=4096)
+def _held_microbatches(schedule: str, pp: int, microbatches: int, chunks: int) -> tuple[int, ...] | None:
+    try:
+        program = build_program(schedule, pp, microbatches, chunks, semantics=None).program
+    except PipesimError:
+        return None
+    return peak_held_counts(table_of(program))
 
 
 def time_bound(request: PlanRequest, candidate: Candidate) -> float:

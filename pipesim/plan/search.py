@@ -4,14 +4,18 @@ Order of work, cheapest first:
 
 1. every candidate gets its memory bound and a floor under its time bound (:mod:`.bounds`, no schedule and
    no cost model built); those whose memory bound exceeds the cap cannot fit and are dropped;
-2. the rest are taken in order of their time bound, in batches. The order is kept lazily: a candidate waits
+2. the rest are taken in order of their time bound, in batches (of one when the search runs in this process,
+   so each candidate meets every result before it). The order is kept lazily: a candidate waits
    by its floor, and only when no other can come before it is its time bound made (its cost model built)
    and the candidate put back by the bound; one the frontier rules out already at its floor is dropped
-   without either. Since floor ≤ bound, candidates leave in exactly the order of their bounds, and each is
+   without either. Before the time bound is made, the memory bound is tightened by the schedule's order (the
+   most microbatches each rank holds at once, :func:`.bounds.held_microbatches`: its Program, built as the
+   evaluation builds it, no cost model), which drops most configurations that would not fit before they cost
+   a cost model. Since floor ≤ bound, candidates leave in exactly the order of their bounds, and each is
    dropped or kept as the eager order would have. For each kept, the schedule is built and its exact
    per-rank memory read from the instruction order (:func:`.evaluate.exact_memory`); a configuration over the
    cap stops there, and so does one the test below rules out with that exact peak in place of its memory
-   bound (which counts one microbatch's activations, often under half the peak); the rest are simulated;
+   bound; the rest are simulated;
 3. between batches, a candidate is dropped when it can neither enter the top ``top`` (simulated
    configurations that fit already take ``top`` distinct step times at most its time bound, the ranking
    listing one configuration per step time: a bubble that cannot win) nor the Pareto front (one of them is
@@ -34,13 +38,21 @@ import numpy as np
 from pipesim.analytic.allocator import reserved_peak
 from pipesim.analytic.memory_gib import GIB
 from pipesim.errors import PipesimError
-from pipesim.plan.bounds import Bounds, bounds_keys, memory_bound, time_bound, time_floor
+from pipesim.plan.bounds import (
+    Bounds,
+    RankMemory,
+    bounds_keys,
+    held_microbatches,
+    rank_memory,
+    synthesised,
+    time_bound,
+    time_floor,
+)
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, overlaps_best, validated_layout
 from pipesim.plan.workers import Workers
-from pipesim.program.loader import load_schedule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,7 +127,8 @@ def _run_job(job: _Job) -> Outcome:
     if peak.total / GIB > req.cap_gib:
         return Outcome(c, job.bounds, Status.OVER_MEMORY, peak_gib=peak.total / GIB, peak_rank=peak.rank)
     if job.frontier is not None and job.frontier.outranked(job.bounds.time_s, peak.total / GIB, job.top):
-        # its memory bound (one microbatch's activations) let it through; its exact peak does not
+        # its memory bound (the smallest stage's activations, as many as the order holds) let it through; its
+        # exact peak does not
         return Outcome(c, job.bounds, Status.PRUNED_TIME, peak_gib=peak.total / GIB, peak_rank=peak.rank)
     evaluation = evaluate_prepared(model, req.chip, layout, prepared, memory)
     return Outcome(c, job.bounds, Status.SIMULATED, evaluation, evaluation.peak_gib, evaluation.peak_rank)
@@ -246,47 +259,57 @@ def run_plan(
     workers = workers or Workers()
     candidates = list(enumerate_candidates(request))
     outcomes: list[Outcome] = []
-    queue: list[tuple[Candidate, tuple, Bounds]] = []  # (candidate, its bound key, memory bound and time floor)
-    floors: dict[tuple, Bounds | str] = {}
+    # (candidate, its bound key, memory bound and time floor, the memory bound's terms per rank)
+    queue: list[tuple[Candidate, tuple, Bounds, RankMemory]] = []
+    floors: dict[tuple, tuple[Bounds, RankMemory] | str] = {}
     for c in candidates:
         floor_key, key = bounds_keys(request, c)
         if floor_key not in floors:
             try:
                 # The memory bound needs no cost model, nor does the floor: a candidate the memory bound drops
                 # never pays for a time bound (left NaN in its row: not computed).
-                memory = memory_bound(request, c)
-                floors[floor_key] = Bounds(time_floor(request, c) if memory <= request.cap_gib else float("nan"),
-                                           memory)
+                ranks = rank_memory(request, c)
+                memory = ranks.bound_gib()
+                floors[floor_key] = (Bounds(time_floor(request, c) if memory <= request.cap_gib else float("nan"),
+                                            memory), ranks)
             except PipesimError as err:  # the cost model refuses the layout: kept, with its reason
                 floors[floor_key] = str(err)
-        b = floors[floor_key]
-        if isinstance(b, str):
-            outcomes.append(Outcome(c, Bounds(float("nan"), float("nan")), Status.REJECTED, reason=b))
+        made_floor = floors[floor_key]
+        if isinstance(made_floor, str):
+            outcomes.append(Outcome(c, Bounds(float("nan"), float("nan")), Status.REJECTED, reason=made_floor))
             continue
+        b, ranks = made_floor
         if b.memory_gib > request.cap_gib:
             outcomes.append(Outcome(c, b, Status.PRUNED_MEMORY))
         else:
-            queue.append((c, key, b))
+            queue.append((c, key, b, ranks))
     if on_queue:
         on_queue(len(queue))
     # Schedules synthesised per shape (zb-auto) cost seconds to build where a fixed order costs milliseconds:
     # they go after every other candidate, so they meet the tightest frontier and most are pruned unbuilt.
     # Any order gives the same top list and front; pruning only ever needs `top` simulated configurations.
-    synthesised = {name: bool(load_schedule(name).build_options) for name in {c.schedule for c, _, _ in queue}}
     # (synthesised last, time, memory, candidate key, enumeration index, whether the time is the bound); the
     # index breaks ties as a stable sort of the enumeration would, and nothing after it is ever compared
-    heap = [(synthesised[c.schedule], b.time_s, b.memory_gib, c.key(), i, False) for i, (c, _, b) in enumerate(queue)]
+    heap = [(synthesised(c.schedule), b.time_s, b.memory_gib, c.key(), i, False)
+            for i, (c, _, b, _) in enumerate(queue)]
     heapq.heapify(heap)
     bounds: dict[tuple, float | str] = {}  # time bounds made, by bound key
     frontier = _Frontier()
-    batch_size = max(16, 8 * workers.width)
+    batch_size = 1 if workers.width == 1 else max(16, 8 * workers.width)
     while heap:
         batch: list[_Job] = []
         while heap and len(batch) < batch_size:
             last, time, memory, ckey, i, is_bound = heapq.heappop(heap)
-            c, key, _ = queue[i]
+            c, key, _, ranks = queue[i]
+            if not is_bound and (held := held_microbatches(request, c)) is not None:
+                # Before paying for a time bound: the memory bound with the schedule's microbatches in flight
+                memory = max(memory, ranks.bound_gib(held))
             b = Bounds(time, memory, time_is_floor=not is_bound)
-            if frontier.cannot_matter(b, top):  # ruled out at its floor, so at its bound (no lower) too
+            if memory > request.cap_gib:  # (only ever after the tightening: the queue held those that fit)
+                outcomes.append(Outcome(c, b, Status.PRUNED_MEMORY))
+                if progress:
+                    progress(1)
+            elif frontier.cannot_matter(b, top):  # ruled out at its floor, so at its bound (no lower) too
                 outcomes.append(Outcome(c, b, Status.PRUNED_TIME))
                 if progress:
                     progress(1)

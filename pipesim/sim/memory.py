@@ -83,6 +83,28 @@ def memory_profile(table: ProgramTable, costs: CostModel, start: np.ndarray, end
     return MemoryProfile(tuple(peaks), peak_bytes, curve, peak_kept)
 
 
+def peak_held_counts(table: ProgramTable) -> tuple[int, ...]:
+    """Per rank, the most stage-microbatches whose activations it holds at once, a forward's counted from its
+    start until its backward ends (a split backward's ``I``, which frees all but M_W: counted as freeing all).
+    From the instruction order alone, as :func:`memory_profile`: at that moment a rank holds at least this many
+    of its stages' smallest activations, whatever the costs, so the planner bounds memory by it before any cost
+    model is built."""
+    f, b, i = (OP_CODE[op] for op in (Op.F, Op.B, Op.I))
+    rows = np.flatnonzero(IS_COMPUTE[table.op])
+    ops, ranks = table.op[rows], table.rank[rows]
+    delta = np.select([ops == f, (ops == b) | (ops == i)], [1, -1], 0)
+    order = np.lexsort((rows, ranks))
+    ranks, delta = ranks[order], delta[order]
+    pp = len(table.rank_bounds)
+    counts = np.bincount(ranks, minlength=pp)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    held = _cumsum_by_group(delta, starts, counts)
+    peaks = np.zeros(pp, dtype=np.int64)
+    nonempty = counts > 0
+    peaks[nonempty] = np.maximum.reduceat(held, starts[nonempty]).clip(min=0)
+    return tuple(int(p) for p in peaks)
+
+
 def _joint_peaks(kept: np.ndarray, held_bytes: np.ndarray, ranks: np.ndarray, steps: np.ndarray,
                  starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, tuple[float, ...], tuple[float, ...]]:
     """The bytes a runtime holds until each step's end after each event (``kept`` added at backwards, freed
