@@ -138,8 +138,9 @@ def held_microbatches(request: PlanRequest, candidate: Candidate) -> tuple[int, 
     activations."""
     if synthesised(candidate.schedule):
         return None
-    layout = request.layout_of(candidate)
-    return _held_microbatches(candidate.schedule, layout.pp, layout.microbatches, layout.chunks * layout.model_copies)
+    # the shape evaluate.prepare builds: the layout's chunks times its model copies are the candidate's chunks
+    # (read from the candidate: making its layout costs more than the lookup)
+    return _held_microbatches(candidate.schedule, candidate.pp, candidate.microbatches, candidate.chunks)
 
 
 @lru_cache(maxsize=4096)
