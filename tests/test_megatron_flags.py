@@ -247,6 +247,18 @@ def test_megatron_model_flags_refused(flags, fragment):
         model_from_megatron(_flags(**flags), seq_len=128 if "vocab_size" in flags else None)
 
 
+def test_sequence_parallel_at_tp_1_runs_on_as_in_megatron(capsys):
+    # Megatron-LM turns --sequence-parallel off at tp 1 (a warning, arguments.py): a launch line with it simulates,
+    # noted, to the step of the same line without it
+    line = ["--model", "qwen3-30b-a3b", "--pipeline-model-parallel-size", "2", "--expert-model-parallel-size", "8",
+            "--gpus", "16", "--global-batch-size", "64", "--micro-batch-size", "1"]
+    with_sp, without = _run(capsys, *line, "--sequence-parallel"), _run(capsys, *line)
+    assert with_sp["model_report"]["step_time_s"] == without["model_report"]["step_time_s"]
+    assert with_sp["model_report"]["memory"] == without["model_report"]["memory"]
+    notes = with_sp["model_report"]["layout"]["inert_flag_notes"]
+    assert any(n.startswith("--sequence-parallel changes nothing here") for n in notes)
+
+
 def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
     err = _refused(capsys, "--model", "llama2-13b", "--pp", "1", "--mb", "1", "--num-layers", "32")
     assert "--num-layers contradicts model llama2-13b, whose layers is 40" in err

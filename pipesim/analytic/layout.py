@@ -896,8 +896,9 @@ class Layout:
     @property
     def inert_flag_notes(self) -> list[str]:
         """Notes for reports on options set away from their defaults where this layout gives them nothing to act
-        on: pipeline sends without a pipeline, the TP dgrad overlap without tensor parallelism, the boundary
-        tensor's split where each rank holds a whole one (tp 1) or a split one (sequence parallelism)."""
+        on: pipeline sends without a pipeline, the TP dgrad overlap or sequence parallelism without tensor
+        parallelism, the boundary tensor's split where each rank holds a whole one (tp 1) or a split one (sequence
+        parallelism)."""
         notes = []
         if self.pp == 1:
             sends = [flag for flag, moved in (("--overlap-p2p", self.overlap_p2p),
@@ -931,6 +932,10 @@ class Layout:
                                             self.cp_kernels is not CpKernels.TRANSFORMER_ENGINE)) if moved]
             if cp:
                 notes.append(f"{', '.join(cp)} changes nothing here: no context parallelism (--cp 1)")
+        if self.sequence_parallel and self.tp == 1:
+            # Megatron-LM turns it off with a warning (arguments.py), so a pasted launch line runs on
+            notes.append("--sequence-parallel changes nothing here: there is nothing to shard along tp (--tp 1; "
+                         "Megatron-LM turns it off)")
         if self.overlap_tp_local_shard and not self.gathers_column_input:
             notes.append("--overlap-tp-local-shard changes nothing here: no tensor-parallel all-gathers (they need "
                          "--tp > 1 and --sequence-parallel)")

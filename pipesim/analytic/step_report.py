@@ -299,7 +299,7 @@ def report_text(report: StepReport) -> str:
         f"recompute {lay.recompute.value}"
         f"{f' (the first {lay.recompute_layers} layers of each chunk)' if lay.recompute_layers else ''}"
         f"{', stored inputs split over tp' if lay.distribute_saved_activations else ''}"
-        f", sequence parallel {'on' if lay.sequence_parallel else 'off'}, "
+        f", sequence parallel {'on' if lay.sequence_parallel and lay.tp > 1 else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"
         f"{', per-tensor current scaling' if lay.fp8_recipe is Fp8Recipe.TENSORWISE else ''}"

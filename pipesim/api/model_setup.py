@@ -182,8 +182,6 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.mlp_up is not None and chosen.mlp_up is MlpUp.SPLIT and not spec.gated:  # asked, not a framework's default
         raise PipesimError(f"--mlp-up split: {spec.name}'s MLP is not gated (one up projection, nothing to split); "
                            "drop --mlp-up")
-    if layout.sequence_parallel and layout.tp == 1:
-        raise PipesimError("--sequence-parallel shards along tp, but --tp is 1; add --tp N (N > 1) or drop it")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
                       o.steps or DEFAULT_STEPS, o.framework)
 
