@@ -259,6 +259,32 @@ def test_sequence_parallel_at_tp_1_runs_on_as_in_megatron(capsys):
     assert any(n.startswith("--sequence-parallel changes nothing here") for n in notes)
 
 
+_MOE = ["--model", "qwen3-30b-a3b", "--pp", "2", "--ep", "8", "--dp", "8", "--mb", "8"]
+
+
+def test_expert_capacity_padded_is_the_imbalance_it_forces(capsys):
+    # padded to capacity F, every expert computes F times its mean tokens: --moe-imbalance F, exactly; unpadded,
+    # only the tokens above F are dropped, and the default balanced routing stays (the dispatcher pipesim models)
+    padded = _run(capsys, *_MOE, "--moe-expert-capacity-factor", "1.25", "--moe-pad-expert-input-to-capacity")
+    assert padded == _run(capsys, *_MOE, "--moe-imbalance", "1.25")
+    assert padded["model_report"]["layout"]["moe_imbalance"] == 1.25
+    dropped = _run(capsys, *_MOE, "--moe-expert-capacity-factor", "1.25", "--moe-token-dispatcher-type", "alltoall")
+    assert dropped == _run(capsys, *_MOE)
+    assert padded["model_report"]["step_time_s"] > dropped["model_report"]["step_time_s"]
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--moe-pad-expert-input-to-capacity"], "needs --moe-expert-capacity-factor F"),
+    (["--moe-expert-capacity-factor", "0.8", "--moe-pad-expert-input-to-capacity"], "give F ≥ 1"),
+    (["--moe-expert-capacity-factor", "1.5", "--moe-pad-expert-input-to-capacity", "--moe-imbalance", "1.2"],
+     "keep one"),
+    (["--moe-expert-capacity-factor", "1.1", "--moe-imbalance", "1.2"], "above which Megatron-Core drops tokens"),
+    (["--moe-token-dispatcher-type", "flex"], "invalid choice: 'flex'"),
+])
+def test_expert_capacity_contradictions_are_one_line_refusals(capsys, argv, fragment):
+    assert fragment in _refused(capsys, *_MOE, *argv)
+
+
 def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
     err = _refused(capsys, "--model", "llama2-13b", "--pp", "1", "--mb", "1", "--num-layers", "32")
     assert "--num-layers contradicts model llama2-13b, whose layers is 40" in err

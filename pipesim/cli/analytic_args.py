@@ -37,7 +37,13 @@ from pipesim.cli.arg_types import (
     positive_int,
     speed_spread,
 )
-from pipesim.cli.megatron_args import MEGATRON_ALIASES, add_megatron_args, loss_of, recompute_layers_of
+from pipesim.cli.megatron_args import (
+    MEGATRON_ALIASES,
+    add_megatron_args,
+    loss_of,
+    moe_imbalance_of,
+    recompute_layers_of,
+)
 from pipesim.sim.simulator import StepBoundary
 
 # simulate's and plan's --gpu-speed-spread
@@ -358,8 +364,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
 def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     """The model-only flags as the library's options (None where a flag was not given); Megatron-LM's
     ``--recompute-method``/``--recompute-num-layers`` folded into ``recompute_layers``, its
-    ``--cross-entropy-loss-fusion``/``--cross-entropy-fusion-impl`` into ``loss``."""
+    ``--cross-entropy-loss-fusion``/``--cross-entropy-fusion-impl`` into ``loss``, its expert capacity
+    (``--moe-expert-capacity-factor``, ``--moe-pad-expert-input-to-capacity``) into ``moe_imbalance``."""
     values = {f.name: getattr(args, f.name, None) for f in fields(ModelOptions)}
     values["recompute_layers"] = recompute_layers_of(args)
     values["loss"] = loss_of(args)
+    values["moe_imbalance"] = moe_imbalance_of(args)
     return ModelOptions(**values)

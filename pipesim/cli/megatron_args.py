@@ -17,7 +17,7 @@ import argparse
 from dataclasses import fields
 
 from pipesim.analytic.megatron_model import MegatronModelArgs
-from pipesim.cli.arg_types import non_negative_float, positive_int
+from pipesim.cli.arg_types import non_negative_float, positive_float, positive_int
 from pipesim.errors import PipesimError
 
 # --attention-backend's choices (Megatron-Core's AttnBackend) as pipesim's --attention: FlashAttention, cuDNN's
@@ -101,9 +101,48 @@ def add_megatron_args(group) -> None:
     group.add_argument("--cross-entropy-fusion-impl", choices=["native", "te"], default=None,
                        help="with --cross-entropy-loss-fusion: native (Megatron's compiled pieces, its default) or te "
                        "(Transformer Engine's Triton kernel)")
+    group.add_argument("--moe-expert-capacity-factor", type=positive_float, default=None, metavar="F",
+                       help="Megatron-Core's expert capacity, F times an expert's mean tokens: with "
+                       "--moe-pad-expert-input-to-capacity every expert computes (and the all-to-all carries) "
+                       "exactly that, --moe-imbalance F; without it, tokens above it are dropped, so --moe-imbalance "
+                       "(default 1) must not exceed F")
+    group.add_argument("--moe-pad-expert-input-to-capacity", action="store_true", default=None,
+                       help="with --moe-expert-capacity-factor: see there")
+    group.add_argument("--moe-token-dispatcher-type", choices=["alltoall"], default=None,
+                       help="Megatron-Core's token dispatcher: alltoall, the dispatch pipesim models (its allgather "
+                       "and flex, DeepEP, are not)")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
+
+
+def moe_imbalance_of(args: argparse.Namespace) -> float | None:
+    """``--moe-imbalance`` from Megatron-Core's ``--moe-expert-capacity-factor`` and
+    ``--moe-pad-expert-input-to-capacity`` (MoE docs: each expert's capacity is F times its mean tokens; padded,
+    every expert computes exactly its capacity and the dispatch carries the padding, so the most-loaded rank's
+    tokens over the mean are F; unpadded, the tokens above capacity are dropped, so no rank exceeds F); a one-line
+    error where they contradict ``--moe-imbalance`` or each other."""
+    factor = getattr(args, "moe_expert_capacity_factor", None)
+    padded = getattr(args, "moe_pad_expert_input_to_capacity", None)
+    given = getattr(args, "moe_imbalance", None)
+    if factor is None:
+        if padded:
+            raise PipesimError("--moe-pad-expert-input-to-capacity pads to the expert capacity, which needs "
+                               "--moe-expert-capacity-factor F (as in Megatron-Core)")
+        return given
+    if padded:
+        if factor < 1:
+            raise PipesimError(f"--moe-expert-capacity-factor {factor:g} with padding computes fewer tokens than "
+                               "routed (dropping the rest), which pipesim does not model; give F ≥ 1")
+        if given is not None and given != factor:
+            raise PipesimError(f"--moe-pad-expert-input-to-capacity makes every expert compute "
+                               f"--moe-expert-capacity-factor {factor:g} times the mean, but --moe-imbalance {given:g} "
+                               "is given too; keep one")
+        return factor
+    if given is not None and given > factor:
+        raise PipesimError(f"--moe-imbalance {given:g} exceeds --moe-expert-capacity-factor {factor:g}, above which "
+                           "Megatron-Core drops tokens; lower it, or pad (--moe-pad-expert-input-to-capacity)")
+    return given
 
 
 def loss_of(args: argparse.Namespace) -> str | None:
