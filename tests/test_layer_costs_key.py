@@ -76,7 +76,7 @@ _OTHER = {
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
-    "optimizer_shard_group": 2,
+    "optimizer_shard_group": 2, "recompute_modules": ("layernorm",),
 }
 
 
@@ -147,6 +147,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                       **({"recompute": _other("recompute")} if name in ("recompute_layers",
                                                                        "distribute_saved_activations") else {}),
                       **({"loss": _other("loss")} if name == "z_loss" else {}),
+                      **({"recompute": _other("recompute").SELECTIVE} if name == "recompute_modules" else {}),
                       **({"pipeline_buffers": _other("pipeline_buffers")} if name == "pipeline_outputs_kept"
                          else {}),
                       **({"cp": _other("cp")} if name in ("cp_comm_ctas", "cp_comm", "cp_kernels") else {}),

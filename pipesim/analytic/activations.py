@@ -41,18 +41,10 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 
 from __future__ import annotations
 
-from pipesim.analytic.kernels import FP32, Z_LOSS_BYTES
-from pipesim.analytic.layout import AttentionKernel, ColumnInput, Layout, LossKernel, Recompute
+from pipesim.analytic.kernels import FP32, Z_LOSS_BYTES, mlp_width, routed_width
+from pipesim.analytic.layout import AttentionKernel, ColumnInput, Layout, LossKernel, Recompute, RecomputeModule
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
-
-
-def _mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
-    """The MLP inner width whose intermediates one token leaves on the most-loaded rank."""
-    if kind is LayerKind.DENSE:
-        return model.ffn_hidden
-    routed = model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
-    return routed + model.shared_experts * model.shared_expert_ffn_hidden
 
 
 def _moe_replicated(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
@@ -81,17 +73,22 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
         return s * b * per_op_kept_width(model, layout, kind) * d
     mask = 1.0 if model.dropout else 0.0
     lin = linear_input_element_bytes(model, layout)
-    # the two norm inputs, then the QKV and MLP inputs (the norms' outputs, saved by the linears that read them)
-    replicated = (2 * d * sbh + lin * sbh + lin * sbh + 2 * mask * sbh
+    modules = layout.recomputed_modules
+    # the two norm inputs, then the QKV and MLP inputs (the norms' outputs, saved by the linears that read them,
+    # unless the norms are recomputed: Megatron-Core's layernorm module discards them)
+    norm_outputs = 0.0 if RecomputeModule.LAYERNORM in modules else 2 * lin * sbh
+    replicated = (2 * d * sbh + norm_outputs + 2 * mask * sbh
                   + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
     # the up projection's output(s), kept by the activation for its backward, and the down projection's input
-    mlp_mid = ((2 if model.gated else 1) * d + lin) * s * b * _mlp_width(model, layout, kind)
+    mlp_mid = ((2 if model.gated else 1) * d + lin) * s * b * mlp_width(model, layout, kind)
+    if kind is LayerKind.MOE and RecomputeModule.MOE_ACT in modules:  # the routed experts' down-projection input
+        mlp_mid -= lin * s * b * routed_width(model, layout)
     # with qk_norm the norms over the query and key heads keep their inputs too
     qk_norm_inputs = d * s * b * (model.q_width + model.k_width) if model.qk_norm else 0.0
     attention = (d * s * b * (model.q_width + model.k_width + model.v_width) + qk_norm_inputs
                  + _attention_output_bytes(model, layout) * s * b * model.attention_out_width)
     sharded = attention + mlp_mid
-    scores_kept = layout.recompute is Recompute.NONE and layout.attention is AttentionKernel.UNFUSED
+    scores_kept = not layout.recomputes_attention_core and layout.attention is AttentionKernel.UNFUSED
     # softmax output (d), and with dropout its mask (1) and output (d): 5as²b for d = 2
     scores = (d + mask * (1 + d)) * a * s * s * b if scores_kept else 0.0
     eager_replicated, eager_sharded = _eager_kept(model, layout, kind)
@@ -122,7 +119,7 @@ def _attention_output_bytes(model: ModelSpec, layout: Layout) -> float:
     d = model.dtype_bytes
     if not layout.keeps_quantized_copies:  # the projection saves the kernel's BF16 output itself
         return d
-    kernel_keeps_output = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
+    kernel_keeps_output = not layout.recomputes_attention_core and layout.attention is not AttentionKernel.UNFUSED
     return (d if kernel_keeps_output else 0.0) + linear_input_element_bytes(model, layout)
 
 
@@ -155,8 +152,8 @@ def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[floa
     eager_norms = model.rms_norm and ops.eager_norms
     norms = 2 * FP32 * model.hidden if eager_norms else 0.0
     qk_norms = FP32 * (model.q_width + model.k_width) if eager_norms and model.qk_norm else 0.0
-    swiglu = d * _mlp_width(model, layout, kind) if model.gated and ops.eager_activation else 0.0
-    transposed = layout.recompute is Recompute.NONE and layout.attention is not AttentionKernel.UNFUSED
+    swiglu = d * mlp_width(model, layout, kind) if model.gated and ops.eager_activation else 0.0
+    transposed = not layout.recomputes_attention_core and layout.attention is not AttentionKernel.UNFUSED
     copy = d * model.attention_out_width if transposed and ops.copies_attention_output else 0.0
     return norms, swiglu + copy + qk_norms
 
@@ -202,7 +199,7 @@ def linear_input_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = Layer
     dispatched = 0.0 if kind is LayerKind.DENSE else d * model.experts_per_token * h * layout.moe_imbalance
     replicated = s * b * (2 * lin * h + dispatched + _mla_latents(model) / 2)
     # output-projection input, down-projection input
-    sharded = lin * s * b * model.attention_out_width + lin * s * b * _mlp_width(model, layout, kind)
+    sharded = lin * s * b * model.attention_out_width + lin * s * b * mlp_width(model, layout, kind)
     return replicated / (t if sp else 1) + sharded / t + _gathered_column_inputs(model, layout, kind)
 
 

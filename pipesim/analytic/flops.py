@@ -95,7 +95,11 @@ def layer_flops(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DE
         tokens = model.micro_batch * model.seq_len
         recompute = sum(2 * m * n * k * count for m, n, k, count in per_op_recomputed_gemms(model, Layout(), tokens))
     else:
-        recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core, Recompute.FULL: linear + core}[layout.recompute]
+        # a selective recomputation's FLOPs are its attention core's (the norms and activations it may re-run are
+        # element-wise work, which FLOPs leave out)
+        selective = core if layout.recomputes_attention_core else 0.0
+        recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: selective,
+                     Recompute.FULL: linear + core}[layout.recompute]
     return PassFlops(linear + core, linear + 2 * core, linear, recompute)
 
 

@@ -55,6 +55,7 @@ from pipesim.analytic.layout import (
     MlpUp,
     Precision,
     Recompute,
+    RecomputeModule,
     ZeroStage,
 )
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
@@ -442,11 +443,11 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     h, t, d = model.hidden, layout.tp, model.dtype_bytes
     width = _norm_width(model, layout)
     mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
-    norms = 2 * d * _normed_elements(model, layout)
+    norms = _norm_bytes_per_element(model, layout) * _normed_elements(model, layout)
     residuals = 2 * (3 * width * d + mask * 2 * width)
-    f = _activation_width(model, layout, kind)
+    f = mlp_width(model, layout, kind)
     permute = 0.0 if kind is LayerKind.DENSE else 2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance
-    activation = (3 if model.gated else 2) * f / t * d
+    activation = _activation_bytes_per_element(model, layout) * f / t
     rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
     if layout.elementwise.eager:
         norms, residuals, activation, rope, transpose = _eager_bytes(model, layout, width, f, norms, residuals,
@@ -483,7 +484,7 @@ def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
     if model.rms_norm and layout.elementwise.eager_norms:
         extra += ((68 + 8 * d) - (7 * FP32 + 4 * d)) * _normed_elements(model, layout)
     if model.gated and layout.elementwise.eager_activation:
-        extra += (9 - 5) * d * _activation_width(model, layout, kind) / layout.tp
+        extra += (9 - 5) * d * mlp_width(model, layout, kind) / layout.tp
     return forward + tokens * extra
 
 
@@ -493,6 +494,36 @@ def _norm_width(model: ModelSpec, layout: Layout) -> float:
     return model.hidden / (layout.tp if layout.sequence_parallel else 1)
 
 
+def _norm_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
+    """Bytes a norm's forward moves per element: read and write once fused; through FP32 as eager RMSNorm's
+    eight kernels (:func:`_eager_bytes`)."""
+    d = model.dtype_bytes
+    return 7 * FP32 + 4 * d if model.rms_norm and layout.elementwise.eager_norms else 2 * d
+
+
+def _activation_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
+    """Bytes the MLP's activation moves per inner element: fused, its inputs (two when gated) and output; as
+    eager SwiGLU's two kernels (:func:`_eager_bytes`), 5d."""
+    d = model.dtype_bytes
+    if model.gated and layout.elementwise.eager_activation:
+        return 5 * d
+    return (3 if model.gated else 2) * d
+
+
+def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
+                              kind: LayerKind = LayerKind.DENSE) -> float:
+    """Bytes the memory-bound work a selective recomputation re-runs moves per tp rank
+    (:attr:`~pipesim.analytic.layout.Layout.recomputed_modules`): the two block norms' forward (``layernorm``), the
+    routed experts' activation in a MoE layer (``moe_act``); as the forward moves them (:func:`elementwise_bytes`)."""
+    modules = layout.recomputed_modules
+    moved = 0.0
+    if RecomputeModule.LAYERNORM in modules:
+        moved += _norm_bytes_per_element(model, layout) * 2 * _norm_width(model, layout)
+    if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE:
+        moved += _activation_bytes_per_element(model, layout) * routed_width(model, layout) / layout.tp
+    return tokens * moved
+
+
 def _normed_elements(model: ModelSpec, layout: Layout) -> float:
     """Elements per token the layer's norms read on one tp rank: the two before attention and the MLP, and with
     ``qk_norm`` the queries and keys, each head normalised on its own (the heads split over tp)."""
@@ -500,13 +531,18 @@ def _normed_elements(model: ModelSpec, layout: Layout) -> float:
     return 2 * _norm_width(model, layout) + qk
 
 
-def _activation_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+def mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
     """The MLP's inner width per token, before tp: the dense MLP's, or a MoE layer's routed experts (on the
     most-loaded rank) and shared experts."""
     if kind is LayerKind.DENSE:
         return model.ffn_hidden
-    return (model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
-            + model.shared_experts * model.shared_expert_ffn_hidden)
+    return routed_width(model, layout) + model.shared_experts * model.shared_expert_ffn_hidden
+
+
+def routed_width(model: ModelSpec, layout: Layout) -> float:
+    """The routed experts' inner width one token's share of a MoE layer takes on the most-loaded rank:
+    ``k·f_e·imbalance`` (before tp)."""
+    return model.experts_per_token * model.expert_ffn_hidden * layout.moe_imbalance
 
 
 FP32 = 4  # bytes of an FP32 intermediate
@@ -536,10 +572,6 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
     :func:`elementwise_backward_bytes` counts the forward's bytes for these."""
     d = model.dtype_bytes
     ops = layout.elementwise
-    if model.rms_norm and ops.eager_norms:
-        norms = (7 * FP32 + 4 * d) * _normed_elements(model, layout)
-    if model.gated and ops.eager_activation:
-        activation = 5 * f / layout.tp * d
     transpose = 2 * d * model.attention_out_width / layout.tp if ops.copies_attention_output else 0.0
     if ops.relayouts_attention_inputs:
         transpose += 2 * d * (model.q_width + 3 * (model.k_width + model.v_width)) / layout.tp
@@ -649,9 +681,11 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     if layout.recompute is Recompute.PER_OP:  # the unsaved matmuls and all the element-wise work, not attention
         recompute = (gemm_group_times(per_op_recomputed_gemms(model, layout, tokens), chip, layout.precision).forward
                      + elementwise + cast_forward)
+    elif layout.recompute is Recompute.SELECTIVE:  # the modules it re-runs (Megatron-Core's core_attn alone unasked)
+        recompute = ((core.forward if layout.recomputes_attention_core else 0.0)
+                     + selective_recompute_bytes(model, layout, tokens, kind) / chip.stream_bandwidth)
     else:
-        recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: core.forward,
-                     Recompute.FULL: forward}[layout.recompute]
+        recompute = {Recompute.NONE: 0.0, Recompute.FULL: forward}[layout.recompute]
     # FSDP2's copy-outs run with the passes' kernels (a recomputed forward finds its layer gathered already)
     copy_forward, copy_backward = (b / chip.stream_bandwidth for b in fsdp2_copy_out_bytes(model, layout, kind))
     return PassTimes(forward + copy_forward, backward_input + copy_backward, linear.backward_weight, recompute)
@@ -737,7 +771,11 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     per_op_gemms = len(per_op_recomputed_gemms(model, layout, 1))  # each with its cast-transpose in FP8
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
     backward_input = gemms + attention_bwd + elementwise_backward + tp_comm + moe + casts
-    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: attention_fwd, Recompute.FULL: forward,
+    modules = layout.recomputed_modules
+    selective = ((attention_fwd if layout.recomputes_attention_core else 0)
+                 + (norms if RecomputeModule.LAYERNORM in modules else 0)
+                 + (activation if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE else 0))
+    recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: selective, Recompute.FULL: forward,
                  Recompute.PER_OP: per_op_gemms * (2 if layout.precision.quantized else 1) + elementwise,
                  }[layout.recompute]
     return PassKernels(forward, backward_input, gemms, recompute)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, parse_choice
 from pipesim.hash_once import fields_only_state, hash_once
 
 
@@ -23,6 +23,23 @@ class Recompute(enum.Enum):
     # torchtitan's per-op selective checkpointing (its ``_save_list`` policy): keep the attention kernel's
     # output and every other matmul's output, in the layer's call order; recompute everything else
     PER_OP = "per-op"
+
+
+class RecomputeModule(enum.Enum):
+    """What a selective recomputation re-runs in the backward, Megatron-Core's ``--recompute-modules``
+    (``TransformerConfig.recompute_modules``; its default, ``core_attn`` alone, is Korthikanti et al.'s
+    selective recomputation). The three modelled drop what their module would keep and re-run its forward:"""
+
+    CORE_ATTN = "core_attn"  # the attention core (QKᵀ, softmax, dropout, ·V): its scores, or the fused kernel's
+    # the block's two norms (input_layernorm, pre_mlp_layernorm), their outputs discarded once the linears after
+    # them have read them (output-discarding checkpointing) and made again from their kept inputs
+    LAYERNORM = "layernorm"
+    MOE_ACT = "moe_act"  # the routed experts' activation, its output (their down projection's input) likewise
+
+
+DEFAULT_RECOMPUTE_MODULES = (RecomputeModule.CORE_ATTN,)
+# Megatron-Core's other modules, each re-running GEMMs (and the MoE layer its dispatch): not modelled, refused by name
+UNMODELLED_RECOMPUTE_MODULES = ("mlp", "moe", "shared_experts", "mla_up_proj")
 
 
 # What plan searches by default: Megatron's three settings. torchtitan's per-op checkpointing is a property of
@@ -510,6 +527,9 @@ class Layout:
     chunks: int = 1  # v, model chunks per pipeline rank
     microbatches: int = 1  # per pipeline per step (m)
     recompute: Recompute = Recompute.NONE
+    # What a selective recomputation re-runs (RecomputeModule; read only under Recompute.SELECTIVE, so a layout
+    # replaced to another recomputation keeps it inert: recomputed_modules)
+    recompute_modules: tuple[RecomputeModule, ...] = DEFAULT_RECOMPUTE_MODULES
     # Under full recomputation, how many layers of each model chunk are recomputed, the first ones (Megatron-Core's
     # recompute_method "block": "recompute the input activations for only a set number of transformer layers per
     # pipeline stage. The rest of the layers in the pipeline stage will not have any activations recomputed",
@@ -640,6 +660,12 @@ class Layout:
         for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp", "ep"):
             if getattr(self, key) < 1:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
+        modules = tuple(sorted({parse_choice("--recompute-modules", RecomputeModule, m)
+                                for m in self.recompute_modules}, key=lambda m: m.value))
+        if not modules:
+            raise PipesimError("--recompute-modules names no module; give one or more of "
+                               + ", ".join(m.value for m in RecomputeModule))
+        object.__setattr__(self, "recompute_modules", modules)  # one spelling of one set: equal layouts hash alike
         if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
             raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
         if (self.dp * self.cp) % self.ep:
@@ -801,6 +827,17 @@ class Layout:
         copy and FP8 saved inputs, its NVFP4 ones), rather than the high-precision ones torchao's keep."""
         return self.precision.quantized and not (self.precision is Precision.FP8
                                                  and self.fp8_linears is Fp8Linears.TORCHAO)
+
+    @property
+    def recomputed_modules(self) -> frozenset[RecomputeModule]:
+        """What a selective recomputation re-runs (:attr:`recompute_modules`); nothing under any other."""
+        return frozenset(self.recompute_modules) if self.recompute is Recompute.SELECTIVE else frozenset()
+
+    @property
+    def recomputes_attention_core(self) -> bool:
+        """Whether the attention core is recomputed by a selective recomputation (full recomputation re-runs the
+        whole layer, counted apart)."""
+        return RecomputeModule.CORE_ATTN in self.recomputed_modules
 
     @property
     def keeps_gathered_column_input(self) -> bool:

@@ -21,6 +21,7 @@ from pipesim.analytic.error_band import ErrorBand, error_band, features_of, grou
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.kernels import attention_shape_factors
 from pipesim.analytic.layout import (
+    DEFAULT_RECOMPUTE_MODULES,
     ElementwiseKernels,
     Fp8Params,
     Fp8Recipe,
@@ -140,6 +141,7 @@ class StepReport:
             "layout": {"tp": lay.tp, "dp": lay.dp, "pp": lay.pp, "chunks": lay.chunks,
                        "microbatches": lay.microbatches, "world_size": lay.world_size,
                        "recompute": lay.recompute.value, "recompute_layers": lay.recompute_layers,
+                       "recompute_modules": sorted(m.value for m in lay.recomputed_modules),
                        "distribute_saved_activations": lay.distribute_saved_activations,
                        "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
@@ -213,6 +215,14 @@ def _attention_text(chip: ChipSpec, model: ModelSpec, layout: Layout) -> str:
         return text
     return (f"{text} at {REFERENCE_SEQ // 1024}k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at "
             f"{model.seq_len / layout.cp:g} tokens of head {model.qk_head_dim}")
+
+
+def _modules_text(layout: Layout) -> str:
+    """A selective recomputation's modules where they are not Megatron-Core's default, the attention core."""
+    modules = layout.recomputed_modules
+    if not modules or modules == frozenset(DEFAULT_RECOMPUTE_MODULES):
+        return ""
+    return f" ({', '.join(sorted(m.value for m in modules))})"
 
 
 def _gemm_overheads_text(chip: ChipSpec) -> str:
@@ -298,6 +308,7 @@ def report_text(report: StepReport) -> str:
            f"mean); expert tensor parallelism = tp"] if m.is_moe else []),
         f"recompute {lay.recompute.value}"
         f"{f' (the first {lay.recompute_layers} layers of each chunk)' if lay.recompute_layers else ''}"
+        f"{_modules_text(lay)}"
         f"{', stored inputs split over tp' if lay.distribute_saved_activations else ''}"
         f", sequence parallel {'on' if lay.sequence_parallel and lay.tp > 1 else 'off'}, "
         f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"

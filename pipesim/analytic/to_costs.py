@@ -297,6 +297,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.ep,
         layout.sequence_parallel,
         layout.recompute,
+        layout.recomputed_modules,  # what a selective recomputation keeps (activations.layer_activation_bytes)
         layout.recompute_layers,
         layout.distribute_saved_activations,  # a recomputed layer's input kept split over tp
         layout.attention,
@@ -507,6 +508,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.cp_a2a_size,
         layout.ep,
         layout.recompute,
+        layout.recomputed_modules,  # what a selective recomputation re-runs (kernels.layer_times)
         layout.distribute_saved_activations,  # the recomputed layer's input gathered over tp first
         layout.sequence_parallel,
         layout.attention,

@@ -13,6 +13,8 @@ from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
+    DEFAULT_RECOMPUTE_MODULES,
+    UNMODELLED_RECOMPUTE_MODULES,
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
@@ -28,6 +30,7 @@ from pipesim.analytic.layout import (
     Precision,
     RankOrder,
     Recompute,
+    RecomputeModule,
     ZeroCollectives,
     ZeroStage,
 )
@@ -111,6 +114,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            "without --framework for Megatron's")
     framework.check_recompute(framework.recompute(asked), o.recompute_layers, o.framework or "megatron",
                               bool(o.distribute_saved_activations))
+    modules = recompute_modules_of(o.recompute_modules, framework.recompute(asked), o.framework)
     zero = ZeroStage(o.zero or 0)
     sharded = ZeroStage.OPTIMIZER if o.zero is None and o.distributed_optimizer else zero  # the stage asked for
     framework.check_zero(sharded, o.framework or "megatron")
@@ -127,7 +131,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=dp, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
         model_copies=shape.pipelines,
-        recompute=framework.recompute(asked), recompute_layers=o.recompute_layers,
+        recompute=framework.recompute(asked), recompute_layers=o.recompute_layers, recompute_modules=modules,
         distribute_saved_activations=bool(o.distribute_saved_activations),
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
         distributed_optimizer=bool(o.distributed_optimizer),
@@ -184,6 +188,28 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            "drop --mlp-up")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
                       o.steps or DEFAULT_STEPS, o.framework)
+
+
+def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: Recompute,
+                         framework: str | None) -> tuple[RecomputeModule, ...]:
+    """Megatron-Core's ``--recompute-modules`` as the layout's (its default, the attention core, when not given);
+    a one-line error for a module pipesim does not model, or where no Megatron selective recomputation runs."""
+    if names is None:
+        return DEFAULT_RECOMPUTE_MODULES
+    if isinstance(names, str):
+        names = names.split()
+    given = " ".join(names)
+    unmodelled = [n for n in names if n in UNMODELLED_RECOMPUTE_MODULES]
+    if unmodelled:
+        raise PipesimError(f"--recompute-modules {unmodelled[0]} re-runs GEMMs (and for moe its dispatch) that "
+                           f"pipesim does not model as a module; it models "
+                           f"{', '.join(m.value for m in RecomputeModule)}: drop {unmodelled[0]}, or use "
+                           "--recompute full")
+    if recompute is not Recompute.SELECTIVE or (framework or "megatron") != "megatron":
+        raise PipesimError(f"--recompute-modules {given} chooses what Megatron-Core's selective recomputation "
+                           f"re-runs, but the run's is {recompute.value}; add --recompute selective (Megatron's) "
+                           "or drop --recompute-modules")
+    return tuple(parse_choice("--recompute-modules", RecomputeModule, n) for n in names)
 
 
 def _cp_a2a_size(sizes: tuple[int, int] | None, cp: int) -> int | None:

@@ -44,6 +44,7 @@ from pipesim.cli.megatron_args import (
     moe_imbalance_of,
     recompute_layers_of,
 )
+from pipesim.errors import PipesimError
 from pipesim.sim.simulator import StepBoundary
 
 # simulate's and plan's --gpu-speed-spread
@@ -152,6 +153,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --recompute full: only the first N layers of each model chunk are recomputed, the "
                        "others keep their activations (Megatron's --recompute-method block --recompute-num-layers N; "
                        "default: every layer)")
+    group.add_argument("--recompute-modules", nargs="+", default=None, metavar="MODULE",
+                       help="with --recompute selective (Megatron-Core's --recompute-modules): what it re-runs, "
+                       "core_attn (the default: the attention core), layernorm (the two norms, their outputs not "
+                       "kept), moe_act (the routed experts' activation, its output not kept); mlp, moe, "
+                       "shared_experts and mla_up_proj are not modelled")
+    group.add_argument("--moe-layer-recompute", action="store_true", default=None, help=argparse.SUPPRESS)
     group.add_argument("--distribute-saved-activations", "--distribute-checkpointed-activations",
                        "--partition-activations", action="store_true", default=None,
                        help="with --recompute full and tp > 1 without --sequence-parallel: each layer's stored input "
@@ -370,4 +377,8 @@ def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     values["recompute_layers"] = recompute_layers_of(args)
     values["loss"] = loss_of(args)
     values["moe_imbalance"] = moe_imbalance_of(args)
+    if getattr(args, "moe_layer_recompute", None):
+        raise PipesimError("--moe-layer-recompute (Megatron-Core's moe recompute module) re-runs the whole MoE "
+                           "layer, its dispatch included, which pipesim does not model as a module: drop it, or use "
+                           "--recompute full")
     return ModelOptions(**values)

@@ -1,0 +1,137 @@
+"""Megatron-Core's selective recomputation by module (``--recompute-modules``): what each modelled module stops
+keeping and re-runs, by hand against the layer's terms, and the refusals of what is not modelled.
+
+``core_attn`` (the default) is Korthikanti et al.'s selective recomputation as before; ``layernorm`` discards the
+two block norms' outputs (the linears' saved inputs) and re-runs the norms; ``moe_act`` discards the routed
+experts' activation output (their down projection's saved input) and re-runs the activation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from pipesim.analytic.activations import layer_activation_bytes, linear_input_element_bytes
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.flops import layer_flops
+from pipesim.analytic.kernels import (
+    attention_core_times,
+    layer_kernel_counts,
+    layer_times,
+    routed_width,
+    selective_recompute_bytes,
+)
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Recompute, RecomputeModule
+from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import LayerKind
+from pipesim.cli.main import main
+
+H100 = CHIP_PRESETS["h100-sxm"]
+MOE = MODEL_PRESETS["qwen3-30b-a3b"].with_shape(seq_len=4096, micro_batch=2)
+DENSE = MODEL_PRESETS["llama2-7b"].with_shape(seq_len=4096, micro_batch=1)
+CORE, NORMS, ACT = RecomputeModule.CORE_ATTN, RecomputeModule.LAYERNORM, RecomputeModule.MOE_ACT
+
+
+def _selective(*modules: RecomputeModule, **fields) -> Layout:
+    return Layout(recompute=Recompute.SELECTIVE, recompute_modules=modules, **fields)
+
+
+def test_the_default_is_the_attention_core_and_a_set_has_one_spelling():
+    assert Layout(recompute=Recompute.SELECTIVE) == _selective(CORE)
+    assert _selective(ACT, NORMS, ACT) == _selective(NORMS, ACT)
+    # names parse as the enum
+    assert Layout(recompute=Recompute.SELECTIVE, recompute_modules=("layernorm", "moe_act")) == _selective(NORMS, ACT)
+    # under any other recomputation the modules are inert
+    assert not replace(_selective(NORMS), recompute=Recompute.NONE).recomputed_modules
+    assert not replace(_selective(NORMS), recompute=Recompute.FULL).recomputes_attention_core
+
+
+@pytest.mark.parametrize("sequence_parallel", [False, True])
+def test_layernorm_drops_the_norm_outputs_the_linears_kept(sequence_parallel):
+    layout = dict(tp=2, sequence_parallel=sequence_parallel)
+    b, s, h = DENSE.micro_batch, DENSE.seq_len, DENSE.hidden
+    lin = linear_input_element_bytes(DENSE, _selective(CORE, **layout))
+    kept = layer_activation_bytes(DENSE, _selective(CORE, **layout))
+    dropped = layer_activation_bytes(DENSE, _selective(CORE, NORMS, **layout))
+    # the QKV and MLP inputs, 2·lin·sbh, replicated over tp unless sequence parallelism shards them
+    assert kept - dropped == pytest.approx(2 * lin * s * b * h / (2 if sequence_parallel else 1), rel=1e-12)
+
+
+def test_moe_act_drops_the_routed_experts_down_projection_input_in_moe_layers_only():
+    layout = dict(ep=8, dp=8, moe_imbalance=1.25)
+    lin = linear_input_element_bytes(MOE, _selective(CORE, **layout))
+    tokens = MOE.micro_batch * MOE.seq_len
+    moe_kept = layer_activation_bytes(MOE, _selective(CORE, **layout), LayerKind.MOE)
+    moe_dropped = layer_activation_bytes(MOE, _selective(CORE, ACT, **layout), LayerKind.MOE)
+    # k·f_e·imbalance = 8 · 768 · 1.25 inner elements a token, no shared expert
+    assert moe_kept - moe_dropped == pytest.approx(lin * tokens * 8 * 768 * 1.25, rel=1e-12)
+    assert layer_activation_bytes(DENSE, _selective(CORE, ACT)) == layer_activation_bytes(DENSE, _selective(CORE))
+
+
+def test_an_unfused_attention_keeps_its_scores_unless_the_core_is_recomputed():
+    unfused = dict(attention=AttentionKernel.UNFUSED)
+    none = layer_activation_bytes(DENSE, Layout(**unfused))
+    assert layer_activation_bytes(DENSE, _selective(NORMS, **unfused)) == pytest.approx(
+        none - 2 * linear_input_element_bytes(DENSE, Layout()) * DENSE.seq_len * DENSE.hidden, rel=1e-12)
+    assert layer_activation_bytes(DENSE, _selective(CORE, **unfused)) < layer_activation_bytes(
+        DENSE, _selective(NORMS, **unfused))
+
+
+@pytest.mark.parametrize("elementwise", [ElementwiseKernels.FUSED, ElementwiseKernels.EAGER])
+def test_the_recomputed_pass_is_the_modules_forward(elementwise):
+    layout = _selective(CORE, NORMS, ACT, ep=8, dp=8, elementwise=elementwise)
+    tokens = MOE.micro_batch * MOE.seq_len
+    d, h = MOE.dtype_bytes, MOE.hidden
+    # the two norms (fused: read and write; eager RMSNorm: 28 + 4d), and SwiGLU over the routed width (3d; eager 5d)
+    norm, act = (2 * d, 3 * d) if elementwise is ElementwiseKernels.FUSED else (7 * 4 + 4 * d, 5 * d)
+    moved = selective_recompute_bytes(MOE, layout, tokens, LayerKind.MOE)
+    assert moved == pytest.approx(tokens * (norm * 2 * h + act * routed_width(MOE, layout)), rel=1e-12)
+    assert selective_recompute_bytes(MOE, layout, tokens, LayerKind.DENSE) == pytest.approx(tokens * norm * 2 * h)
+    core = attention_core_times(MOE, layout, H100).forward
+    assert layer_times(MOE, layout, H100, LayerKind.MOE).recompute == pytest.approx(
+        core + moved / H100.stream_bandwidth, rel=1e-12)
+    # without the core: only the element-wise work, and no recomputed FLOPs
+    bare = replace(layout, recompute_modules=(NORMS, ACT))
+    assert layer_times(MOE, bare, H100, LayerKind.MOE).recompute == pytest.approx(moved / H100.stream_bandwidth)
+    assert layer_flops(MOE, bare, LayerKind.MOE).recompute == 0.0
+    core_flops = layer_flops(MOE, _selective(CORE), LayerKind.MOE).recompute
+    assert layer_flops(MOE, layout, LayerKind.MOE).recompute == core_flops
+    # and the kernels it launches again: the attention's, the two norms and the activation
+    counts = layer_kernel_counts(MOE, layout, LayerKind.MOE)
+    assert counts.recompute == layer_kernel_counts(MOE, _selective(CORE), LayerKind.MOE).recompute + (
+        (2 + 1) if elementwise is ElementwiseKernels.FUSED else (16 + 2))
+
+
+_RUN = ["simulate", "--json", "--model", "qwen3-30b-a3b", "--pp", "2", "--ep", "8", "--dp", "8", "--mb", "8"]
+
+
+def test_through_the_command_line(capsys):
+    def run(*argv):
+        assert main([*_RUN, *argv]) == 0, capsys.readouterr().err
+        return json.loads(capsys.readouterr().out)["model_report"]
+
+    default, named = run("--recompute", "selective"), run("--recompute", "selective", "--recompute-modules",
+                                                           "core_attn")
+    assert default == named
+    lean = run("--recompute", "selective", "--recompute-modules", "moe_act", "layernorm")
+    assert lean["layout"]["recompute_modules"] == ["layernorm", "moe_act"]
+    assert lean["memory"]["peak_gib"] < default["memory"]["peak_gib"]
+    assert lean["step_time_s"] < default["step_time_s"]  # the attention core is not recomputed
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--recompute", "selective", "--recompute-modules", "mlp"], "--recompute-modules mlp re-runs GEMMs"),
+    (["--recompute", "selective", "--recompute-modules", "moe", "layernorm"], "drop moe"),
+    (["--recompute", "selective", "--moe-layer-recompute"], "--moe-layer-recompute"),
+    (["--recompute-modules", "layernorm"], "add --recompute selective"),
+    (["--recompute", "full", "--recompute-modules", "layernorm"], "but the run's is full"),
+    (["--recompute", "selective", "--recompute-modules", "layernorm", "--framework", "megatron-deepspeed"],
+     "Megatron"),
+    (["--recompute", "selective", "--recompute-modules", "norm"], "'norm' is not one of"),
+])
+def test_what_is_not_modelled_is_a_one_line_refusal(capsys, argv, fragment):
+    assert main([*_RUN, *argv]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
