@@ -18,6 +18,7 @@ from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.flops import layer_flops
 from pipesim.analytic.kernels import (
     attention_core_times,
+    gemm_time,
     layer_kernel_counts,
     layer_times,
     routed_width,
@@ -102,6 +103,32 @@ def test_the_recomputed_pass_is_the_modules_forward(elementwise):
     counts = layer_kernel_counts(MOE, layout, LayerKind.MOE)
     assert counts.recompute == layer_kernel_counts(MOE, _selective(CORE), LayerKind.MOE).recompute + (
         (2 + 1) if elementwise is ElementwiseKernels.FUSED else (16 + 2))
+
+
+MLA = MODEL_PRESETS["deepseek-v2-lite"]
+UP = RecomputeModule.MLA_UP_PROJ
+
+
+def test_mla_up_proj_drops_the_attention_inputs_and_reruns_the_up_projections():
+    layout = _selective(CORE, UP, tp=2, ep=2, dp=2)
+    tokens, d, t = MLA.micro_batch * MLA.seq_len, MLA.dtype_bytes, 2
+    # the kernel's Q, K and V: 16 heads of 192-wide queries and keys and 128-wide values, split over tp
+    qkv = 16 * (192 + 192 + 128)
+    assert (layer_activation_bytes(MLA, _selective(CORE, tp=2, ep=2, dp=2), LayerKind.MOE)
+            - layer_activation_bytes(MLA, layout, LayerKind.MOE)) == pytest.approx(d * tokens * qkv / t, rel=1e-12)
+    # re-run: the queries from the hidden state (no query bottleneck in V2-Lite: 16·192/2 × 2048) and the keys and
+    # values from their 512-wide latent (16·(128 + 128)/2 × 512), then RoPE on Q and K (read and write)
+    gemms = (gemm_time(tokens, 16 * 192 // t, 2048, H100, layout.precision)
+             + gemm_time(tokens, 16 * 256 // t, 512, H100, layout.precision))
+    rope = tokens * 2 * d * (16 * 192 + 16 * 192) / t
+    assert selective_recompute_bytes(MLA, layout, tokens, LayerKind.MOE) == pytest.approx(rope, rel=1e-12)
+    core = attention_core_times(MLA, layout, H100).forward
+    assert layer_times(MLA, layout, H100, LayerKind.MOE).recompute == pytest.approx(
+        core + gemms + rope / H100.stream_bandwidth, rel=1e-12)
+    # a model with standard attention has no up projection to re-run
+    assert layer_activation_bytes(DENSE, _selective(CORE, UP)) == layer_activation_bytes(DENSE, _selective(CORE))
+    assert layer_times(DENSE, _selective(CORE, UP), H100).recompute == layer_times(DENSE, _selective(CORE),
+                                                                                   H100).recompute
 
 
 _RUN = ["simulate", "--json", "--model", "qwen3-30b-a3b", "--pp", "2", "--ep", "8", "--dp", "8", "--mb", "8"]

@@ -85,7 +85,11 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
         mlp_mid -= lin * s * b * routed_width(model, layout)
     # with qk_norm the norms over the query and key heads keep their inputs too
     qk_norm_inputs = d * s * b * (model.q_width + model.k_width) if model.qk_norm else 0.0
-    attention = (d * s * b * (model.q_width + model.k_width + model.v_width) + qk_norm_inputs
+    # the attention kernel's inputs, unless latent attention's up projections are recomputed (Megatron-Core's
+    # mla_up_proj module discards them once the kernel has read them)
+    qkv = 0.0 if model.mla and RecomputeModule.MLA_UP_PROJ in modules else d * (model.q_width + model.k_width
+                                                                              + model.v_width)
+    attention = (s * b * qkv + qk_norm_inputs
                  + _attention_output_bytes(model, layout) * s * b * model.attention_out_width)
     sharded = attention + mlp_mid
     scores_kept = not layout.recomputes_attention_core and layout.attention is AttentionKernel.UNFUSED

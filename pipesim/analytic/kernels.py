@@ -448,7 +448,7 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     f = mlp_width(model, layout, kind)
     permute = 0.0 if kind is LayerKind.DENSE else 2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance
     activation = _activation_bytes_per_element(model, layout) * f / t
-    rope = 0.0 if model.learned_positions else 2 * (model.q_width + model.k_width) / t * d
+    rope = 0.0 if model.learned_positions else _rope_bytes(model, layout)
     if layout.elementwise.eager:
         norms, residuals, activation, rope, transpose = _eager_bytes(model, layout, width, f, norms, residuals,
                                                                      activation, rope)
@@ -494,6 +494,11 @@ def _norm_width(model: ModelSpec, layout: Layout) -> float:
     return model.hidden / (layout.tp if layout.sequence_parallel else 1)
 
 
+def _rope_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes fused RoPE moves per token on one tp rank: the queries and keys read and written."""
+    return 2 * (model.q_width + model.k_width) / layout.tp * model.dtype_bytes
+
+
 def _norm_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
     """Bytes a norm's forward moves per element: read and write once fused; through FP32 as eager RMSNorm's
     eight kernels (:func:`_eager_bytes`)."""
@@ -510,13 +515,35 @@ def _activation_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
     return (3 if model.gated else 2) * d
 
 
+def mla_up_projections(model: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
+    """(output width, input width) per tp rank of latent attention's up projections, what Megatron-Core's
+    ``mla_up_proj`` module re-runs: the queries' (from the query latent, or from the hidden state without a
+    query bottleneck) and the keys' and values' from their latent (:func:`attention_shapes`' second and fourth,
+    or first and third). Empty for standard attention."""
+    if not model.mla:
+        return []
+    shapes = attention_shapes(model, layout)
+    return [shapes[1], shapes[3]] if model.q_lora_rank else [shapes[0], shapes[2]]
+
+
+def selective_recompute_gemms(model: ModelSpec, layout: Layout, tokens: int) -> list[tuple[int, int, int, int]]:
+    """The weight GEMMs a selective recomputation re-runs, as :func:`layer_gemms` gives them: latent attention's
+    up projections under ``mla_up_proj`` (:func:`mla_up_projections`); none otherwise."""
+    if RecomputeModule.MLA_UP_PROJ not in layout.recomputed_modules:
+        return []
+    return [(tokens, n_out, k_in, 1) for n_out, k_in in mla_up_projections(model, layout)]
+
+
 def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
                               kind: LayerKind = LayerKind.DENSE) -> float:
     """Bytes the memory-bound work a selective recomputation re-runs moves per tp rank
     (:attr:`~pipesim.analytic.layout.Layout.recomputed_modules`): the two block norms' forward (``layernorm``), the
-    routed experts' activation in a MoE layer (``moe_act``); as the forward moves them (:func:`elementwise_bytes`)."""
+    routed experts' activation in a MoE layer (``moe_act``), RoPE on the queries and keys (``mla_up_proj``); as the
+    forward moves them (:func:`elementwise_bytes`)."""
     modules = layout.recomputed_modules
     moved = 0.0
+    if RecomputeModule.MLA_UP_PROJ in modules and model.mla and not model.learned_positions:  # RoPE applied again
+        moved += _rope_bytes(model, layout)
     if RecomputeModule.LAYERNORM in modules:
         moved += _norm_bytes_per_element(model, layout) * 2 * _norm_width(model, layout)
     if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE:
@@ -683,6 +710,8 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
                      + elementwise + cast_forward)
     elif layout.recompute is Recompute.SELECTIVE:  # the modules it re-runs (Megatron-Core's core_attn alone unasked)
         recompute = ((core.forward if layout.recomputes_attention_core else 0.0)
+                     + gemm_group_times(selective_recompute_gemms(model, layout, tokens), chip,
+                                        layout.precision).forward
                      + selective_recompute_bytes(model, layout, tokens, kind) / chip.stream_bandwidth)
     else:
         recompute = {Recompute.NONE: 0.0, Recompute.FULL: forward}[layout.recompute]
@@ -772,7 +801,9 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
     backward_input = gemms + attention_bwd + elementwise_backward + tp_comm + moe + casts
     modules = layout.recomputed_modules
+    up_projections = len(selective_recompute_gemms(model, layout, 1))  # each with its RoPE kernel
     selective = ((attention_fwd if layout.recomputes_attention_core else 0)
+                 + up_projections * (2 if layout.precision.quantized else 1) + (rope if up_projections else 0)
                  + (norms if RecomputeModule.LAYERNORM in modules else 0)
                  + (activation if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE else 0))
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: selective, Recompute.FULL: forward,

@@ -28,18 +28,23 @@ class Recompute(enum.Enum):
 class RecomputeModule(enum.Enum):
     """What a selective recomputation re-runs in the backward, Megatron-Core's ``--recompute-modules``
     (``TransformerConfig.recompute_modules``; its default, ``core_attn`` alone, is Korthikanti et al.'s
-    selective recomputation). The three modelled drop what their module would keep and re-run its forward:"""
+    selective recomputation). Those modelled drop what their module would keep and re-run its forward:"""
 
     CORE_ATTN = "core_attn"  # the attention core (QKᵀ, softmax, dropout, ·V): its scores, or the fused kernel's
     # the block's two norms (input_layernorm, pre_mlp_layernorm), their outputs discarded once the linears after
     # them have read them (output-discarding checkpointing) and made again from their kept inputs
     LAYERNORM = "layernorm"
     MOE_ACT = "moe_act"  # the routed experts' activation, its output (their down projection's input) likewise
+    # latent attention's up projections and RoPE (MultiLatentAttention.qkv_up_proj_and_rope_apply): the queries,
+    # keys and values the attention kernel saved, discarded and made again from the kept latents (the query's
+    # projection from the hidden state where there is no query bottleneck): their GEMMs re-run, no collective
+    MLA_UP_PROJ = "mla_up_proj"
 
 
 DEFAULT_RECOMPUTE_MODULES = (RecomputeModule.CORE_ATTN,)
-# Megatron-Core's other modules, each re-running GEMMs (and the MoE layer its dispatch): not modelled, refused by name
-UNMODELLED_RECOMPUTE_MODULES = ("mlp", "moe", "shared_experts", "mla_up_proj")
+# Megatron-Core's other modules re-run GEMMs with their tensor-parallel collectives (and the MoE layer its
+# dispatch): not modelled, refused by name
+UNMODELLED_RECOMPUTE_MODULES = ("mlp", "moe", "shared_experts")
 
 
 # What plan searches by default: Megatron's three settings. torchtitan's per-op checkpointing is a property of

@@ -34,8 +34,8 @@ class ModelOptions:
         recompute_layers: with ``recompute="full"``, only the first N layers of each model chunk are recomputed
             (Megatron's ``--recompute-method block --recompute-num-layers N``; default every layer).
         recompute_modules: with ``recompute="selective"`` (Megatron's), what it re-runs: ``"core_attn"`` (the
-            default), ``"layernorm"``, ``"moe_act"`` (Megatron-Core's ``--recompute-modules``; its ``mlp``, ``moe``,
-            ``shared_experts`` and ``mla_up_proj`` are not modelled and are refused by name).
+            default), ``"layernorm"``, ``"moe_act"``, ``"mla_up_proj"`` (Megatron-Core's ``--recompute-modules``; its
+            ``mlp``, ``moe`` and ``shared_experts`` are not modelled and are refused by name).
         distribute_saved_activations: with ``recompute="full"``, ``tp > 1`` and no sequence parallelism, each
             layer's stored input split over the tp ranks and all-gathered before its recomputed forward
             (Megatron-LM's ``--distribute-saved-activations``).

@@ -201,8 +201,8 @@ def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: R
     given = " ".join(names)
     unmodelled = [n for n in names if n in UNMODELLED_RECOMPUTE_MODULES]
     if unmodelled:
-        raise PipesimError(f"--recompute-modules {unmodelled[0]} re-runs GEMMs (and for moe its dispatch) that "
-                           f"pipesim does not model as a module; it models "
+        raise PipesimError(f"--recompute-modules {unmodelled[0]} re-runs GEMMs with their tensor-parallel "
+                           f"collectives (moe its dispatch too), which pipesim does not model as a module; it models "
                            f"{', '.join(m.value for m in RecomputeModule)}: drop {unmodelled[0]}, or use "
                            "--recompute full")
     if recompute is not Recompute.SELECTIVE or (framework or "megatron") != "megatron":

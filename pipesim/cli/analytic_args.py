@@ -156,8 +156,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--recompute-modules", nargs="+", default=None, metavar="MODULE",
                        help="with --recompute selective (Megatron-Core's --recompute-modules): what it re-runs, "
                        "core_attn (the default: the attention core), layernorm (the two norms, their outputs not "
-                       "kept), moe_act (the routed experts' activation, its output not kept); mlp, moe, "
-                       "shared_experts and mla_up_proj are not modelled")
+                       "kept), moe_act (the routed experts' activation, its output not kept), mla_up_proj (latent "
+                       "attention's up projections and RoPE, the attention's inputs not kept); mlp, moe and "
+                       "shared_experts are not modelled")
     group.add_argument("--moe-layer-recompute", action="store_true", default=None, help=argparse.SUPPRESS)
     group.add_argument("--distribute-saved-activations", "--distribute-checkpointed-activations",
                        "--partition-activations", action="store_true", default=None,
