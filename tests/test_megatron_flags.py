@@ -298,6 +298,17 @@ def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
 # --- plan's Megatron-LM line, simulated -----------------------------------------------------------------------
 
 
+def _megatron_lines(result):
+    """(outcome, Megatron-LM argv) of each listed candidate that Megatron-LM can run, as plan prints them."""
+    request = result.request
+    for outcome in result.ranked:
+        c = outcome.candidate
+        argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
+                             request.fp8_params_of(c), loss=request.loss)
+        if argv is not None:
+            yield outcome, argv
+
+
 @pytest.mark.parametrize(("model", "hardware", "gpus", "vocab", "space", "least"), [
     ("llama2-13b", "h100-sxm", 32, 32000, dict(schedules=["1f1b", "interleaved"], cp=[1], micro_batch_sizes=[1],
                                                recompute=["none", "selective"]), 5),
@@ -308,14 +319,8 @@ def test_megatron_model_flags_beside_a_preset_must_agree(capsys):
 ])
 def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardware, gpus, vocab, space, least):
     result = pipesim.plan(model, gpus=gpus, global_batch=128, hardware=hardware, top=10, **space)
-    request = result.request
     lines = 0
-    for outcome in result.ranked:
-        c = outcome.candidate
-        argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                             request.fp8_params_of(c), loss=request.loss)
-        if argv is None:
-            continue
+    for outcome, argv in _megatron_lines(result):
         lines += 1
         expected = pytest.approx(outcome.evaluation.step_time, rel=1e-9)
         # the line as plan prints it, beside the preset it was planned for, and built from its own flags
@@ -333,13 +338,8 @@ def test_a_qwen3_plans_megatron_lines_carry_its_heads(capsys):
     # from its own flags simulates to plan's step time (the vocabulary, 2⁷·1187, padded to no multiple but tp's)
     result = pipesim.plan("qwen3-32b", gpus=16, global_batch=64, schedules=["1f1b"], cp=[1], micro_batch_sizes=[1],
                           recompute=["none", "full"], precision=["bf16"], top=10)
-    request, lines = result.request, 0
-    for outcome in result.ranked:
-        c = outcome.candidate
-        argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                             request.fp8_params_of(c), loss=request.loss)
-        if argv is None:
-            continue
+    lines = 0
+    for outcome, argv in _megatron_lines(result):
         lines += 1
         assert argv[argv.index("--kv-channels") + 1] == "128" and "--qk-layernorm" in argv
         built = _run(capsys, "--vocab-size", "151936", "--make-vocab-size-divisible-by", "1", "--hardware",
