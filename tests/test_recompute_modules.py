@@ -28,6 +28,7 @@ from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout,
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind
 from pipesim.cli.main import main
+from pipesim.errors import PipesimError
 
 H100 = CHIP_PRESETS["h100-sxm"]
 MOE = MODEL_PRESETS["qwen3-30b-a3b"].with_shape(seq_len=4096, micro_batch=2)
@@ -44,6 +45,8 @@ def test_the_default_is_the_attention_core_and_a_set_has_one_spelling():
     assert _selective(ACT, NORMS, ACT) == _selective(NORMS, ACT)
     # names parse as the enum
     assert Layout(recompute=Recompute.SELECTIVE, recompute_modules=("layernorm", "moe_act")) == _selective(NORMS, ACT)
+    with pytest.raises(PipesimError, match="names no module"):
+        _selective()
     # under any other recomputation the modules are inert
     assert not replace(_selective(NORMS), recompute=Recompute.NONE).recomputed_modules
     assert not replace(_selective(NORMS), recompute=Recompute.FULL).recomputes_attention_core

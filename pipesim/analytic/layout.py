@@ -665,12 +665,8 @@ class Layout:
         for key in ("tp", "dp", "pp", "chunks", "microbatches", "cp", "ep"):
             if getattr(self, key) < 1:
                 raise PipesimError(f"--{key} {getattr(self, key)} must be ≥ 1")
-        modules = tuple(sorted({parse_choice("--recompute-modules", RecomputeModule, m)
-                                for m in self.recompute_modules}, key=lambda m: m.value))
-        if not modules:
-            raise PipesimError("--recompute-modules names no module; give one or more of "
-                               + ", ".join(m.value for m in RecomputeModule))
-        object.__setattr__(self, "recompute_modules", modules)  # one spelling of one set: equal layouts hash alike
+        if self.recompute_modules is not DEFAULT_RECOMPUTE_MODULES:  # (the planner makes tens of thousands)
+            self._normalise_recompute_modules()
         if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
             raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
         if (self.dp * self.cp) % self.ep:
@@ -832,6 +828,15 @@ class Layout:
         copy and FP8 saved inputs, its NVFP4 ones), rather than the high-precision ones torchao's keep."""
         return self.precision.quantized and not (self.precision is Precision.FP8
                                                  and self.fp8_linears is Fp8Linears.TORCHAO)
+
+    def _normalise_recompute_modules(self) -> None:
+        """One spelling of one set of modules (names parsed, sorted, once each), so equal layouts hash alike."""
+        modules = tuple(sorted({parse_choice("--recompute-modules", RecomputeModule, m)
+                                for m in self.recompute_modules}, key=lambda m: m.value))
+        if not modules:
+            raise PipesimError("--recompute-modules names no module; give one or more of "
+                               + ", ".join(m.value for m in RecomputeModule))
+        object.__setattr__(self, "recompute_modules", modules)
 
     @property
     def recomputed_modules(self) -> frozenset[RecomputeModule]:
