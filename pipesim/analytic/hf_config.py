@@ -50,14 +50,14 @@ class Family:
     """What a ``model_type``'s modeling code fixes beyond its config."""
 
     qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3; OLMo 2 over all of Q and K)
-    bias: bool = False  # biases in every linear layer
     moe: MoeKeys | None = None  # None: the family has no mixture of experts
     latent_attention: bool = False  # DeepSeek's MLA
     sliding_window_key: str | None = None  # the key of a sliding window, where the family may have one
     sliding_window_switch: str | None = None  # a key that turns the window on (Qwen's use_sliding_window)
 
 
-# Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no dropout in training configs.
+# Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no biases (but Qwen2's on Q, K and V:
+# the module doc), no dropout in training configs.
 FAMILIES: dict[str, Family] = {
     "llama": Family(),
     "mistral": Family(sliding_window_key="sliding_window"),
@@ -131,7 +131,7 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
         name=name, layers=c.count("num_hidden_layers"), hidden=hidden, heads=heads,
         ffn_hidden=c.count("intermediate_size"), vocab=c.count("vocab_size"), seq_len=seq_len,
         kv_heads=c.count("num_key_value_heads", heads), gated=True, tied_embeddings=c.flag("tie_word_embeddings"),
-        dropout=False, bias=family.bias, rms_norm=True, attention_head_dim=head_dim, qk_norm=family.qk_norm,
+        dropout=False, bias=False, rms_norm=True, attention_head_dim=head_dim, qk_norm=family.qk_norm,
         **_moe_fields(c, family), **_latent_attention_fields(c, family))
 
 

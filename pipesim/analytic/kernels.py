@@ -538,8 +538,9 @@ def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
                               kind: LayerKind = LayerKind.DENSE) -> float:
     """Bytes the memory-bound work a selective recomputation re-runs moves per tp rank
     (:attr:`~pipesim.analytic.layout.Layout.recomputed_modules`): the two block norms' forward (``layernorm``), the
-    routed experts' activation in a MoE layer (``moe_act``), RoPE on the queries and keys (``mla_up_proj``); as the
-    forward moves them (:func:`elementwise_bytes`)."""
+    routed experts' activation in a MoE layer (``moe_act``), as the forward moves them (:func:`elementwise_bytes`),
+    and RoPE on the queries and keys (``mla_up_proj``) as the fused kernel moves them (Megatron-Core's MLA applies
+    its own fused RoPE)."""
     modules = layout.recomputed_modules
     moved = 0.0
     if RecomputeModule.MLA_UP_PROJ in modules and model.mla and not model.learned_positions:  # RoPE applied again
@@ -801,7 +802,7 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     forward = gemms + attention_fwd + elementwise + tp_comm + moe + casts
     backward_input = gemms + attention_bwd + elementwise_backward + tp_comm + moe + casts
     modules = layout.recomputed_modules
-    up_projections = len(selective_recompute_gemms(model, layout, 1))  # each with its RoPE kernel
+    up_projections = len(selective_recompute_gemms(model, layout, 1))  # each with its cast in FP8; then RoPE's
     selective = ((attention_fwd if layout.recomputes_attention_core else 0)
                  + up_projections * (2 if layout.precision.quantized else 1) + (rope if up_projections else 0)
                  + (norms if RecomputeModule.LAYERNORM in modules else 0)
