@@ -13,9 +13,17 @@ from dataclasses import replace
 import pytest
 
 from pipesim.analytic.activations import layer_activation_bytes
-from pipesim.analytic.flops import attention_linear_flops, layer_flops
-from pipesim.analytic.kernels import attention_shapes, elementwise_backward_bytes, elementwise_bytes
-from pipesim.analytic.layout import ElementwiseKernels, Layout, Recompute
+from pipesim.analytic.attention_shapes import FLASH_TILE
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.flops import attention_core_flops, attention_linear_flops, layer_flops
+from pipesim.analytic.kernels import (
+    attention_core_times,
+    attention_shapes,
+    elementwise_backward_bytes,
+    elementwise_bytes,
+    windowed_attention_share,
+)
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Recompute
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
@@ -154,8 +162,8 @@ def test_a_config_json_simulates_as_its_preset(tmp_path, capsys):
 
 @pytest.mark.parametrize(("change", "fragment"), [
     ({}, "add --seq-len N"),  # no --seq-len: the config does not say what the run trains at
-    ({"model_type": "gpt_oss"}, "model_type 'gpt_oss' is not one pipesim reads"),
-    ({"use_sliding_window": True, "sliding_window": 1024}, "sliding-window attention (sliding_window=1024)"),
+    ({"model_type": "gemma3"}, "model_type 'gemma3' is not one pipesim reads"),
+    ({"use_sliding_window": True, "sliding_window": 1024}, "use_sliding_window is true"),
     ({"decoder_sparse_step": 2}, "decoder_sparse_step=2"),
     ({"mlp_only_layers": [0, 1]}, "mlp_only_layers=[0, 1]"),
     ({"num_hidden_layers": None}, "has no 'num_hidden_layers'"),
@@ -174,6 +182,63 @@ def test_a_sliding_window_as_long_as_the_sequence_is_full_attention(tmp_path):
     for key in ("num_local_experts", "num_experts_per_tok"):
         mistral.pop(key)
     model = load_model(_config(tmp_path, mistral), seq_len=4096)
-    assert not model.is_moe and model.seq_len == 4096
-    with pytest.raises(PipesimError, match="simulate at --seq-len 4096 or less"):
-        load_model(_config(tmp_path, mistral), seq_len=8192)
+    assert not model.is_moe and model.sliding_window == 4096 and model.windowed_layers == 0
+    longer = load_model(_config(tmp_path, mistral), seq_len=8192)
+    assert longer.windowed_layers == 32 and longer.global_attention_every == 0  # Mistral windows every layer
+
+
+# gpt-oss-120b's config.json (openai/gpt-oss-120b): sliding windows of 128 on every other layer, from layer 0
+_GPT_OSS = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880, "num_attention_heads": 64,
+            "num_key_value_heads": 8, "head_dim": 64, "num_hidden_layers": 36, "num_local_experts": 128,
+            "num_experts_per_tok": 4, "vocab_size": 201088, "tie_word_embeddings": False, "sliding_window": 128,
+            "attention_bias": True, "swiglu_limit": 7.0,
+            "layer_types": ["sliding_attention", "full_attention"] * 18}
+
+
+@pytest.mark.parametrize(("layers", "experts", "total", "active"), [(36, 128, 116.83e9, 5.13e9),
+                                                                   (24, 32, 20.91e9, 3.61e9)])
+def test_gpt_oss_has_its_model_cards_parameters(tmp_path, layers, experts, total, active):
+    # OpenAI's gpt-oss model card: 116.83B and 20.91B parameters, 5.13B and 3.61B active a token (the embedding and
+    # output layer counted as the card counts them: the output layer in, the embedding out); biases on the attention
+    # and the experts
+    config = {**_GPT_OSS, "num_hidden_layers": layers, "num_local_experts": experts,
+              "layer_types": _GPT_OSS["layer_types"][:layers]}
+    model = load_model(_config(tmp_path, config), seq_len=4096)
+    assert (model.sliding_window, model.global_attention_every, model.windowed_layers) == (128, 2, layers // 2)
+    assert model.bias and model.q_width == 64 * 64
+    assert total_params(model) == pytest.approx(total, rel=0.001)
+    assert active_params(model) == pytest.approx(active, rel=0.002)
+
+
+def test_sliding_windows_by_hand():
+    gpt_oss = ModelSpec("w", 36, 2880, 64, 2880, 201088, 4096, kv_heads=8, attention_head_dim=64, gated=True,
+                        sliding_window=128, global_attention_every=2)
+    # the masked square's elements: w·s − w(w − 1)/2 of s(s + 1)/2 in half the layers
+    elements = (128 * 4096 - 128 * 127 / 2) / (4096 * 4097 / 2)
+    assert windowed_attention_share(gpt_oss) == pytest.approx(1 - (1 - elements) / 2, rel=1e-12)
+    # 128-wide blocks: of the 32 query tiles' 528 causal blocks, each reaches its own and one before: 1 + 2·31
+    assert windowed_attention_share(gpt_oss, 128) == pytest.approx(1 - (1 - 63 / 528) / 2, rel=1e-12)
+    full = replace(gpt_oss, sliding_window=0, global_attention_every=0)
+    assert attention_core_flops(gpt_oss, Layout()) == pytest.approx(
+        attention_core_flops(full, Layout()) * windowed_attention_share(gpt_oss), rel=1e-12)
+    chip = CHIP_PRESETS["h100-sxm"]
+    fused = attention_core_times(gpt_oss, Layout(), chip).forward / attention_core_times(full, Layout(), chip).forward
+    assert fused == pytest.approx(windowed_attention_share(gpt_oss, FLASH_TILE), rel=1e-12)
+    unfused = Layout(attention=AttentionKernel.UNFUSED)  # the mask is applied to the whole square
+    assert attention_core_times(gpt_oss, unfused, chip) == attention_core_times(full, unfused, chip)
+    # every third layer full: 24 of 36 windowed; a window as long as the sequence windows nothing
+    assert replace(gpt_oss, global_attention_every=3).windowed_layers == 24
+    assert replace(gpt_oss, sliding_window=4096).windowed_layers == 0
+    with pytest.raises(PipesimError, match="sliding_window is 0"):
+        replace(full, global_attention_every=2)
+
+
+def test_sliding_windows_refusals(tmp_path, capsys):
+    irregular = {**_GPT_OSS, "layer_types": ["sliding_attention"] * 30 + ["full_attention"] * 6}
+    with pytest.raises(PipesimError, match="full attention on layers"):
+        load_model(_config(tmp_path, irregular), seq_len=4096)
+    path = _config(tmp_path, _GPT_OSS, folder="gpt-oss-120b")
+    assert main(["simulate", "--model", path, "--seq-len", "4096", "--pp", "2", "--ep", "8", "--dp", "8",
+                 "--cp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "sliding-window attention under --cp 2 is not modelled" in err and err.count("\n") == 1

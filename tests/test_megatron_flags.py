@@ -221,6 +221,36 @@ def test_kv_channels_and_qk_layernorm_build_the_qwen3_preset():
         _flags(**llama), seq_len=512)
 
 
+# gpt-oss-120b as Megatron-LM's GPT-OSS example launches it: windows of 128 keys before the query (FlashAttention's
+# left 128 and the query itself, sliding_window 129 in pipesim's count of keys), every second layer full
+_GPT_OSS = dict(num_layers=36, hidden_size=2880, num_attention_heads=64, ffn_hidden_size=2880, padded_vocab_size=201088,
+                group_query_attention=True, num_query_groups=8, kv_channels=64, swiglu=True, normalization="RMSNorm",
+                position_embedding_type="rope", untie_embeddings_and_output_weights=True, hidden_dropout=0.0,
+                attention_dropout=0.0, num_experts=128, moe_router_topk=4, moe_ffn_hidden_size=2880,
+                window_size="128,0", window_attn_skip_freq="2")
+
+
+def test_window_flags_build_sliding_windows():
+    model = model_from_megatron(_flags(**_GPT_OSS), tp=1, seq_len=4096)
+    assert (model.sliding_window, model.global_attention_every, model.windowed_layers) == (129, 2, 18)
+    assert model.vocab == 201088 and model.bias  # --padded-vocab-size as given; Megatron's biases
+    listed = model_from_megatron(_flags(**{**_GPT_OSS, "window_attn_skip_freq": "[1,0]*18"}), seq_len=4096)
+    assert listed == model
+    every_layer = model_from_megatron(_flags(**{**_GPT_OSS, "window_attn_skip_freq": None}), seq_len=4096)
+    assert every_layer.windowed_layers == 36
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (dict(window_size="128,128"), "causal windows"),
+    (dict(window_size="wide"), "give left,right"),
+    (dict(window_size=None), "add --window-size L,0"),
+    (dict(window_attn_skip_freq="[1]*30+[0]*6"), "every n-th layer full"),
+])
+def test_window_flags_refused(change, fragment):
+    with pytest.raises(PipesimError, match=fragment):
+        model_from_megatron(_flags(**{**_GPT_OSS, **change}), seq_len=4096)
+
+
 @pytest.mark.parametrize(("pattern", "first_dense", "frequency"), [
     ("[0]*3+[1]*5", 3, 1), ("'([1]*8)'", 0, 1), ('"[0,1,1,1,1,1,1,1]"', 1, 1), ("2", 0, 2)])
 def test_moe_layer_freq_as_megatron_evaluates_it(pattern, first_dense, frequency):
@@ -346,6 +376,22 @@ def test_a_qwen3_plans_megatron_lines_carry_its_heads(capsys):
                      "h100-sxm", "--gpus", "16", *argv)
         assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
     assert lines >= 5
+
+
+def test_a_windowed_models_plan_lines_carry_its_windows(capsys):
+    # a Llama 3.2 1B shape with 1,024-key windows on every other layer: plan's lines say so, and simulate back
+    model = replace(MODEL_PRESETS["llama3.2-1b"], name="windowed", sliding_window=1024, global_attention_every=2)
+    result = pipesim.plan(model, gpus=8, global_batch=64, schedules=["1f1b"], cp=[1], micro_batch_sizes=[1],
+                          recompute=["none"], precision=["bf16"], top=5)
+    lines = 0
+    for outcome, argv in _megatron_lines(result):
+        lines += 1
+        assert argv[argv.index("--window-size") + 1] == "1023,0" and argv[argv.index("--window-attn-skip-freq")
+                                                                              + 1] == "2"
+        built = _run(capsys, "--vocab-size", "128256", "--make-vocab-size-divisible-by", "1", "--hardware",
+                     "h100-sxm", "--gpus", "8", *argv)
+        assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert lines >= 2
 
 
 def test_plans_megatron_line_names_the_loss_or_says_megatron_has_none():

@@ -8,8 +8,8 @@ The keys read are the ones ``transformers``' configuration classes define, under
 - every family: ``num_hidden_layers``, ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``
   (default: the heads), ``intermediate_size``, ``vocab_size``, ``tie_word_embeddings`` (default false, as
   these families' configuration classes have it), ``head_dim`` (default ``hidden_size / heads``);
-- Mixtral: ``num_local_experts``, ``num_experts_per_tok``, every layer's MLP a set of ``intermediate_size``-wide
-  experts;
+- Mixtral and gpt-oss: ``num_local_experts``, ``num_experts_per_tok``, every layer's MLP a set of
+  ``intermediate_size``-wide experts;
 - Qwen2-MoE and Qwen3-MoE: ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``,
   ``shared_expert_intermediate_size`` (Qwen2-MoE's one shared expert), ``decoder_sparse_step`` and
   ``mlp_only_layers`` (which layers are MoE);
@@ -17,12 +17,16 @@ The keys read are the ones ``transformers``' configuration classes define, under
   ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, and latent attention's
   ``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
 
+- sliding windows (:class:`WindowKeys`): ``sliding_window`` on every layer (Mistral, Mixtral), or on the layers
+  ``layer_types`` marks (gpt-oss: every other one, ``global_attention_every`` 2).
+
 A config does not say the sequence length a run trains at (``max_position_embeddings`` is the longest the model
 was extended to), so ``--seq-len`` is required with one. What pipesim does not model is refused by name, not
-approximated: sliding-window attention shorter than the sequence, MoE layers in a pattern other than "the first
-k dense, then every n-th".
+approximated: Qwen's sliding windows (``use_sliding_window``, off in its released configs), full-attention layers
+other than every n-th, MoE layers in a pattern other than "the first k dense, then every n-th".
 
-Not counted, and small: Qwen2's biases on the query, key and value projections alone (``bias`` is all the
+Not counted, and small: gpt-oss's attention sinks (a learned logit per head in each softmax) and its clamped
+SwiGLU (a SwiGLU's bytes), Qwen2's biases on the query, key and value projections alone (``bias`` is all the
 linears' or none; 3·(q + 2·kv) parameters a layer, under 0.01 % of a 7B), Qwen2-MoE's one-output gate of its
 shared expert, DeepSeek-V3's multi-token-prediction module (as the ``deepseek-v3`` preset).
 """
@@ -35,6 +39,18 @@ from pathlib import Path
 
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.errors import PipesimError
+
+
+class WindowKeys(enum.Enum):
+    """How a family's config states a sliding window."""
+
+    # ``sliding_window`` on every layer where set (Mistral, Mixtral; null: full attention)
+    EVERY_LAYER = "every-layer"
+    # ``sliding_window`` on the layers ``layer_types`` marks "sliding_attention" (gpt-oss; alternating by default)
+    LAYER_TYPES = "layer-types"
+    # ``use_sliding_window`` with ``max_window_layers`` (Qwen): which layers is the modeling code's to say; refused
+    # when on, off in every released Qwen2 and Qwen3 config
+    QWEN = "qwen"
 
 
 class MoeKeys(enum.Enum):
@@ -52,22 +68,23 @@ class Family:
     qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3; OLMo 2 over all of Q and K)
     moe: MoeKeys | None = None  # None: the family has no mixture of experts
     latent_attention: bool = False  # DeepSeek's MLA
-    sliding_window_key: str | None = None  # the key of a sliding window, where the family may have one
-    sliding_window_switch: str | None = None  # a key that turns the window on (Qwen's use_sliding_window)
+    window: WindowKeys | None = None  # None: the family has no sliding window
+    bias: bool = False  # biases in every linear layer, the experts' included (gpt-oss)
 
 
-# Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no biases (but Qwen2's on Q, K and V:
-# the module doc), no dropout in training configs.
+# Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no biases (but gpt-oss's, and Qwen2's on
+# Q, K and V: the module doc), no dropout in training configs.
 FAMILIES: dict[str, Family] = {
     "llama": Family(),
-    "mistral": Family(sliding_window_key="sliding_window"),
-    "mixtral": Family(moe=MoeKeys.MIXTRAL, sliding_window_key="sliding_window"),
-    "qwen2": Family(sliding_window_key="sliding_window", sliding_window_switch="use_sliding_window"),
-    "qwen2_moe": Family(moe=MoeKeys.QWEN, sliding_window_key="sliding_window",
-                        sliding_window_switch="use_sliding_window"),
-    "qwen3": Family(qk_norm=True, sliding_window_key="sliding_window", sliding_window_switch="use_sliding_window"),
-    "qwen3_moe": Family(qk_norm=True, moe=MoeKeys.QWEN, sliding_window_key="sliding_window",
-                        sliding_window_switch="use_sliding_window"),
+    "mistral": Family(window=WindowKeys.EVERY_LAYER),
+    "mixtral": Family(moe=MoeKeys.MIXTRAL, window=WindowKeys.EVERY_LAYER),
+    "qwen2": Family(window=WindowKeys.QWEN),
+    "qwen2_moe": Family(moe=MoeKeys.QWEN, window=WindowKeys.QWEN),
+    "qwen3": Family(qk_norm=True, window=WindowKeys.QWEN),
+    "qwen3_moe": Family(qk_norm=True, moe=MoeKeys.QWEN, window=WindowKeys.QWEN),
+    # OpenAI's gpt-oss: biases on the attention's projections and on the experts', sliding windows on every other
+    # layer, its experts under Mixtral's keys; its attention sinks (a learned logit per head) are not counted
+    "gpt_oss": Family(moe=MoeKeys.MIXTRAL, window=WindowKeys.LAYER_TYPES, bias=True),
     "olmo2": Family(qk_norm=True),
     "deepseek_v2": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
     "deepseek_v3": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
@@ -124,28 +141,45 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
                            "(max_position_embeddings is the longest the model takes); add --seq-len N "
                            "(seq_len=N in Python)")
     c = _Config(data, source)
-    _check_window(c, family, seq_len)
+    layers = c.count("num_hidden_layers")
     heads, hidden = c.count("num_attention_heads"), c.count("hidden_size")
     head_dim = c.count("head_dim", 0) if not family.latent_attention else 0
     return ModelSpec(
-        name=name, layers=c.count("num_hidden_layers"), hidden=hidden, heads=heads,
+        name=name, layers=layers, hidden=hidden, heads=heads,
         ffn_hidden=c.count("intermediate_size"), vocab=c.count("vocab_size"), seq_len=seq_len,
         kv_heads=c.count("num_key_value_heads", heads), gated=True, tied_embeddings=c.flag("tie_word_embeddings"),
-        dropout=False, bias=False, rms_norm=True, attention_head_dim=head_dim, qk_norm=family.qk_norm,
-        **_moe_fields(c, family), **_latent_attention_fields(c, family))
+        dropout=False, bias=family.bias, rms_norm=True, attention_head_dim=head_dim, qk_norm=family.qk_norm,
+        **_window_fields(c, family, layers), **_moe_fields(c, family), **_latent_attention_fields(c, family))
 
 
-def _check_window(c: _Config, family: Family, seq_len: int) -> None:
-    """Refuse a sliding window shorter than the sequence: pipesim counts full causal attention."""
-    if family.sliding_window_key is None:
-        return
-    if family.sliding_window_switch is not None and not c.flag(family.sliding_window_switch):
-        return
-    window = c.data.get(family.sliding_window_key)
-    if window is not None and not isinstance(window, bool) and isinstance(window, int) and window < seq_len:
-        raise PipesimError(f"{c.source}: sliding-window attention ({family.sliding_window_key}={window}) is shorter "
-                           f"than --seq-len {seq_len}, and pipesim counts full causal attention; simulate at "
-                           f"--seq-len {window} or less, or write a pipesim model file")
+def _window_fields(c: _Config, family: Family, layers: int) -> dict:
+    """``sliding_window`` and ``global_attention_every`` as the family's keys state them (:class:`WindowKeys`)."""
+    if family.window is None:
+        return {}
+    if family.window is WindowKeys.QWEN:
+        if c.flag("use_sliding_window"):
+            raise PipesimError(f"{c.source}: use_sliding_window is true, and which of Qwen's layers it windows "
+                               "(max_window_layers) is its modeling code's to say; pipesim does not model it: write a "
+                               "pipesim model file with sliding_window")
+        return {}
+    window = c.count("sliding_window", 0)
+    if not window:
+        return {}
+    if family.window is WindowKeys.EVERY_LAYER:
+        return dict(sliding_window=window)
+    types = c.data.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                                          for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or set(types) - {"sliding_attention", "full_attention"}:
+        raise PipesimError(f"{c.source}: layer_types must list 'sliding_attention' or 'full_attention' for each of "
+                           f"its {layers} layers")
+    full = [i for i, kind in enumerate(types) if kind == "full_attention"]
+    if not full:
+        return dict(sliding_window=window)
+    every = full[0] + 1
+    if full != list(range(every - 1, layers, every)):
+        raise PipesimError(f"{c.source}: layer_types puts full attention on layers {full}; pipesim models every n-th "
+                           "layer full (global_attention_every): write a pipesim model file")
+    return dict(sliding_window=window, global_attention_every=every)
 
 
 def _moe_fields(c: _Config, family: Family) -> dict:

@@ -394,14 +394,36 @@ def attention_shape_factors(model: ModelSpec, layout: Layout, chip: ChipSpec) ->
     return chip.attention_shape_rates.factors(attention_call_shape(model, layout)[0], model.qk_head_dim)
 
 
+def windowed_attention_share(model: ModelSpec, tile: int | None = None) -> float:
+    """The model's causal attention work with its sliding windows (:attr:`ModelSpec.windowed_layers`) over the
+    same without them, averaged over its layers (one per-layer cost serves every layer: exact in sum for a stage
+    holding the model's mix of layers, as an even split of alternating ones does). ``tile`` None: the masked score
+    matrix's elements, ``w·s − w(w − 1)/2`` of ``s(s + 1)/2`` (the FLOPs); else the ``tile × tile`` blocks a
+    FlashAttention-class kernel computes, a query tile reaching back ``⌈(w − 1)/tile⌉`` key tiles beside its own
+    (the band's partly masked blocks computed whole: its time)."""
+    windowed = model.windowed_layers
+    if not windowed:
+        return 1.0
+    s, w = model.seq_len, model.sliding_window
+    if tile is None:
+        full, band = s * (s + 1) / 2, w * s - w * (w - 1) / 2
+    else:
+        q, reach = math.ceil(s / tile), math.ceil((w - 1) / tile) + 1
+        full = q * (q + 1) / 2
+        band = full if q <= reach else reach * (reach + 1) / 2 + (q - reach) * reach
+    return 1 - windowed / model.layers * (1 - band / full)
+
+
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
-    """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half) or unfused (two batched GEMMs, full s²)."""
+    """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half, the blocks outside a sliding window skipped
+    too) or unfused (two batched GEMMs, full s², a window's mask applied to all of it)."""
     b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
     heads = model.heads // t
     # QKᵀ and ·V of this rank's queries against all keys (per head d_qk + d_v; 2·head_dim without MLA)
     full = 2 * b * s * s * heads * (model.qk_head_dim + model.value_head_dim) / cp
     if layout.attention.fused:
-        executed = full / 2  # causal: the kernel skips blocks above the diagonal
+        # causal: the kernel skips blocks above the diagonal (and, windowed, those before the window)
+        executed = full / 2 * windowed_attention_share(model, FLASH_TILE)
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
         slowdown = TRITON_FLASH_SLOWDOWN if layout.attention is AttentionKernel.TRITON else 1.0
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:

@@ -60,6 +60,9 @@ class MegatronModelArgs:
     v_head_dim: int | None = None
     kv_channels: int | None = None  # one head's width; Megatron-LM's default hidden / heads
     qk_layernorm: bool = False
+    window_size: str | None = None  # "left,right": a query sees the left keys before it (right 0: causal)
+    window_attn_skip_freq: str | None = None  # "N" (every N-th layer full) or a 1/0 list per layer (1: windowed)
+    padded_vocab_size: int | None = None  # the embedding's rows as given, padded no further
 
     def given(self) -> list[str]:
         """The flags given, as typed (``--num-layers``), in declaration order."""
@@ -105,6 +108,39 @@ def _layer_flags(text: str) -> list[int]:
     return value
 
 
+def _window(args: MegatronModelArgs, layers: int) -> tuple[int, int]:
+    """(sliding_window, global_attention_every) of ``--window-size L,R`` and ``--window-attn-skip-freq``: a query
+    sees itself and the L keys before it (FlashAttention's window, R = 0 for causal attention); every layer is
+    windowed, or with N one layer in N attends to everything (the N-th, 2N-th, ...), or as a 1/0 list per layer
+    (1: windowed) of that form."""
+    if args.window_size is None:
+        if args.window_attn_skip_freq is not None:
+            raise PipesimError("--window-attn-skip-freq places full-attention layers among windowed ones; add "
+                               "--window-size L,0")
+        return 0, 0
+    try:
+        left, right = (int(v) for v in args.window_size.strip("()[] ").split(","))
+    except ValueError:
+        raise PipesimError(f"--window-size {args.window_size!r}: give left,right, e.g. 128,0") from None
+    if left < 1 or right != 0:
+        raise PipesimError(f"--window-size {args.window_size}: pipesim models causal windows, left ≥ 1 and right 0")
+    text = (args.window_attn_skip_freq or "").strip()
+    if not text:
+        return left + 1, 0
+    if text.isdigit() and int(text) >= 1:
+        return left + 1, int(text)
+    try:
+        flags = _layer_flags(text)
+    except (ValueError, SyntaxError, RecursionError, MemoryError, OverflowError):
+        raise PipesimError(f"--window-attn-skip-freq {text!r}: give an integer N or a 1/0 list per layer") from None
+    full = [i for i, v in enumerate(flags) if v == 0]
+    every = full[0] + 1 if full else 0
+    if len(flags) != layers or set(flags) - {0, 1} or (full and full != list(range(every - 1, layers, every))):
+        raise PipesimError(f"--window-attn-skip-freq {text}: pipesim models {layers} layers of 1/0 with every n-th "
+                           "layer full (0); give that, or an integer N")
+    return left + 1, every
+
+
 def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int]:
     """(first_dense_layers, moe_layer_frequency) of ``--moe-layer-freq``: an integer N (every N-th layer from
     layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then all MoE), written
@@ -132,14 +168,15 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
 
     missing = [flag for flag, value in (("--num-layers", args.num_layers), ("--hidden-size", args.hidden_size),
                                         ("--num-attention-heads", args.num_attention_heads),
-                                        ("--seq-length", seq_len), ("--vocab-size", args.vocab_size))
+                                        ("--seq-length", seq_len),
+                                        ("--vocab-size", args.vocab_size or args.padded_vocab_size))
                if value is None]
     if missing:
         raise PipesimError(f"a model from Megatron-LM's flags needs {', '.join(missing)} (--vocab-size: the "
                            "tokenizer's size); or name a preset or file with --model")
     hidden = args.hidden_size
     ffn = args.ffn_hidden_size or (int(4 * hidden * 2 / 3 / 64) * 64 if args.swiglu else 4 * hidden)
-    vocab = padded_vocab(args.vocab_size, args.make_vocab_size_divisible_by * tp)
+    vocab = args.padded_vocab_size or padded_vocab(args.vocab_size, args.make_vocab_size_divisible_by * tp)
     dropout = any(p is None or p > 0 for p in (args.hidden_dropout, args.attention_dropout))
     experts = args.num_experts or 0
     first_dense, frequency = _moe_layout(args.moe_layer_freq, args.num_layers) if experts else (0, 1)
@@ -147,6 +184,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
     mla = args.multi_latent_attention
     # --kv-channels is Megatron's head width, hidden / heads by default; latent attention sizes its heads itself
     head_dim = args.kv_channels if args.kv_channels and not mla else 0
+    window, every = _window(args, args.num_layers)
     return ModelSpec(
         NAME, args.num_layers, hidden, args.num_attention_heads, ffn, vocab, seq_len,
         kv_heads=args.num_query_groups if args.group_query_attention and args.num_query_groups else None,
@@ -160,7 +198,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
         q_lora_rank=(args.q_lora_rank or 0) if mla else 0, kv_lora_rank=(args.kv_lora_rank or 0) if mla else 0,
         qk_nope_head_dim=(args.qk_head_dim or 0) if mla else 0,
         qk_rope_head_dim=(args.qk_pos_emb_head_dim or 0) if mla else 0, v_head_dim=(args.v_head_dim or 0) if mla else 0,
-        attention_head_dim=head_dim, qk_norm=args.qk_layernorm,
+        attention_head_dim=head_dim, qk_norm=args.qk_layernorm, sliding_window=window, global_attention_every=every,
     )
 
 
@@ -185,7 +223,11 @@ def check_megatron_model(model: ModelSpec, args: MegatronModelArgs) -> None:
         "--kv-lora-rank": (args.kv_lora_rank, "kv_lora_rank"),
         "--kv-channels": (None if args.multi_latent_attention else args.kv_channels, "head_dim"),
         "--qk-layernorm": (True if args.qk_layernorm else None, "qk_norm"),
+        "--padded-vocab-size": (args.padded_vocab_size, "vocab"),
     }
+    if args.window_size is not None or args.window_attn_skip_freq is not None:
+        stated["--window-size"] = (_window(args, model.layers)[0], "sliding_window")
+        stated["--window-attn-skip-freq"] = (_window(args, model.layers)[1], "global_attention_every")
     for flag, (given, field) in stated.items():
         actual = getattr(model, field)
         if given is not None and given != actual:

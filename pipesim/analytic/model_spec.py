@@ -7,6 +7,10 @@ change the parameter count a little. A head is ``hidden / heads`` wide unless ``
 (Qwen3, Gemma: ``head_dim`` in their ``config.json``, Megatron-LM's ``--kv-channels``), when the queries are
 ``heads · head_dim`` wide and the output projection maps that width back to ``hidden``. ``qk_norm`` adds an RMSNorm
 over each query and key head before RoPE (Qwen3, OLMo 2: ``--qk-layernorm``), a memory-bound pass over Q and K.
+Sliding-window attention (``sliding_window`` w > 0; Mistral 7B, gpt-oss, Gemma 2 and 3): a query attends to
+itself and the w − 1 keys before it, in every layer, or with ``global_attention_every`` n in all but every n-th
+layer (layer i, from 0, attends to everything when (i + 1) % n == 0: gpt-oss and Gemma 2 alternate, n = 2;
+Gemma 3 has five windowed layers to one, n = 6).
 
 Mixture of experts (``experts`` > 0; Shazeer et al. 2017, GShard, Switch; the HF ``config.json`` names are in
 the field docs): a MoE layer replaces the MLP by ``experts`` routed experts of width ``expert_ffn_hidden``, of
@@ -64,6 +68,8 @@ class ModelSpec:
     learned_positions: bool = False  # a seq_len × hidden position embedding (GPT-2/3); RoPE has no parameters
     attention_head_dim: int = 0  # one head's width; 0: hidden / heads (every model before Qwen3 and Gemma)
     qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3, OLMo 2)
+    sliding_window: int = 0  # keys a query sees in a windowed layer, itself included; 0: full causal attention
+    global_attention_every: int = 0  # with a window, every n-th layer attends to everything; 0: none does
     # Mixture of experts (0 experts: a dense model; the module docstring gives the layer rule).
     experts: int = 0  # routed experts per MoE layer
     experts_per_token: int = 0  # top-k (required with experts)
@@ -108,6 +114,17 @@ class ModelSpec:
                                "or give attention_head_dim (head_dim) for heads of another width")
         self._check_moe()
         self._check_mla()
+        self._check_window()
+
+    def _check_window(self) -> None:
+        for key in ("sliding_window", "global_attention_every"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise PipesimError(f"model {self.name}: {key}={value!r} must be an integer ≥ 0")
+        if self.global_attention_every and not self.sliding_window:
+            raise PipesimError(f"model {self.name}: global_attention_every={self.global_attention_every} places "
+                               "full-attention layers among windowed ones, but sliding_window is 0; set it or "
+                               "drop global_attention_every")
 
     def _check_moe(self) -> None:
         keys = (
@@ -240,6 +257,14 @@ class ModelSpec:
         return kinds
 
     @property
+    def windowed_layers(self) -> int:
+        """Layers whose attention is a sliding window shorter than the sequence (the rest attend to everything)."""
+        if not self.sliding_window or self.sliding_window >= self.seq_len:
+            return 0
+        n = self.global_attention_every
+        return self.layers - (self.layers // n if n else 0)
+
+    @property
     def moe_layers(self) -> int:
         return sum(k is LayerKind.MOE for k in self.layer_kinds())
 
@@ -282,6 +307,10 @@ FIELDS: tuple[Field, ...] = (
           default=0, low=0),
     Field("qk_norm", Kind.BOOL, "", "RMSNorm over each query and key head (Qwen3, OLMo 2; --qk-layernorm)",
           default=False),
+    Field("sliding_window", Kind.INT, "tokens", "keys a query attends to in a windowed layer, itself included "
+          "(sliding_window); 0: full causal attention", default=0, low=0),
+    Field("global_attention_every", Kind.INT, "", "with sliding_window, every n-th layer attends to the whole "
+          "sequence (2: gpt-oss, Gemma 2; 6: Gemma 3); 0: every layer is windowed", default=0, low=0),
     Field(
         "experts",
         Kind.INT,

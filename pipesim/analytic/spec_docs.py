@@ -47,9 +47,10 @@ rms_norm: true
 `--model path/to/config.json` reads a checkpoint's own configuration (a file with `model_type` and `hidden_size`)
 as `transformers` builds the model, for the families whose modeling code pipesim models: {families}.
 A config does not say the sequence length a run trains at, so `--seq-len` is required with one; the model is
-named after the checkpoint's folder. Sliding-window attention shorter than the sequence and MoE layers in a
-pattern other than "the first k dense, then every n-th" are refused, not approximated. The keys read, and what
-is left out, are in `pipesim/analytic/hf_config.py`.
+named after the checkpoint's folder. Sliding windows are read where every layer has one (Mistral) or every n-th
+layer attends to everything (gpt-oss's `layer_types`); Qwen's `use_sliding_window`, other layer patterns and MoE
+layers in a pattern other than "the first k dense, then every n-th" are refused, not approximated. The keys
+read, and what is left out, are in `pipesim/analytic/hf_config.py`.
 
 ```
 pipesim simulate --model ~/models/Qwen3-30B-A3B/config.json --seq-len 4096 --pp 2 --ep 8 --dp 8

@@ -297,6 +297,8 @@ def report_text(report: StepReport) -> str:
             f", MoE {m.experts} experts top-{m.experts_per_token}"
             f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active"
         )
+    if m.windowed_layers:
+        moe += f", sliding window {m.sliding_window} on {m.windowed_layers} of {m.layers} layers"
     buffers = any(r.pipeline_buffers for r in report.memory.ranks)
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "

@@ -197,6 +197,9 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
             "(the output layer is vocabulary-parallel); pad the vocabulary in the model file"
         )
     cp = layout.cp
+    if cp > 1 and model.windowed_layers:
+        raise PipesimError(f"model {model.name}'s sliding-window attention under --cp {cp} is not modelled (each "
+                           "context-parallel rank's share of a window depends on the ring's chunks); use --cp 1")
     if cp > 1 and model.seq_len % (2 * cp):
         raise PipesimError(
             f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "

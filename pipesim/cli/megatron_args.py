@@ -184,10 +184,11 @@ def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
               "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by", "num-experts",
               "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "q-lora-rank",
               "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
-              "kv-channels")
+              "kv-channels", "padded-vocab-size")
     switches = ("group-query-attention", "swiglu", "untie-embeddings-and-output-weights", "disable-bias-linear",
                 "multi-latent-attention", "qk-layernorm")
-    others = ("normalization", "position-embedding-type", "hidden-dropout", "attention-dropout", "moe-layer-freq")
+    others = ("normalization", "position-embedding-type", "hidden-dropout", "attention-dropout", "moe-layer-freq",
+              "window-size", "window-attn-skip-freq")
     group = parser.add_argument_group(
         "Megatron-LM's model flags", "a pretrain_gpt.py launch line's model: without --model they build it "
         "(Megatron-LM's defaults where a flag is absent; --vocab-size as its tokenizer has it), with --model each "
@@ -202,6 +203,8 @@ def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hidden-dropout", type=non_negative_float, default=None, help=argparse.SUPPRESS)
     group.add_argument("--attention-dropout", type=non_negative_float, default=None, help=argparse.SUPPRESS)
     group.add_argument("--moe-layer-freq", default=None, help=argparse.SUPPRESS)
+    group.add_argument("--window-size", default=None, help=argparse.SUPPRESS)
+    group.add_argument("--window-attn-skip-freq", default=None, help=argparse.SUPPRESS)
 
 
 def megatron_model_args(args: argparse.Namespace) -> MegatronModelArgs:

@@ -66,6 +66,8 @@ def executor_gaps(candidate: Candidate, model: ModelSpec,
         gaps.append("its own context-parallel attention, not PyTorch's context_parallel")
     if model.gated or model.kv_heads != model.heads or model.rms_norm:
         gaps.append("GPT block (MHA, GELU MLP, LayerNorm) instead of the model's GQA/SwiGLU/RMSNorm")
+    if model.windowed_layers:
+        gaps.append(f"full causal attention instead of the model's sliding windows of {model.sliding_window}")
     if model.attention_head_dim or model.qk_norm:
         own = (f"heads of {model.attention_head_dim}" if model.attention_head_dim else "its heads") + (
             " with QK-norm" if model.qk_norm else "")
@@ -145,6 +147,10 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args += ["--kv-channels", str(model.attention_head_dim)]
     if model.qk_norm:
         args.append("--qk-layernorm")
+    if model.sliding_window:  # FlashAttention's (left, right): the keys before the query, none after
+        args += ["--window-size", f"{model.sliding_window - 1},0"]
+        if model.global_attention_every:
+            args += ["--window-attn-skip-freq", str(model.global_attention_every)]
     if model.gated:
         args.append("--swiglu")
     if model.rms_norm:
