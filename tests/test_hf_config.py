@@ -203,7 +203,9 @@ def test_gpt_oss_has_its_model_cards_parameters(tmp_path, layers, experts, total
     # and the experts
     config = {**_GPT_OSS, "num_hidden_layers": layers, "num_local_experts": experts,
               "layer_types": _GPT_OSS["layer_types"][:layers]}
-    model = load_model(_config(tmp_path, config), seq_len=4096)
+    model = load_model(_config(tmp_path, config, folder="Some-Checkpoint"), seq_len=4096)
+    assert replace(model, name=f"gpt-oss-{'120b' if layers == 36 else '20b'}") == MODEL_PRESETS[
+        f"gpt-oss-{'120b' if layers == 36 else '20b'}"]
     assert (model.sliding_window, model.global_attention_every, model.windowed_layers) == (128, 2, layers // 2)
     assert model.bias and model.q_width == 64 * 64
     assert total_params(model) == pytest.approx(total, rel=0.001)

@@ -204,6 +204,16 @@ _PRESETS += [
          expert_ffn_hidden=768, attention_head_dim=128, qk_norm=True),
     _moe("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 4096, experts=128, experts_per_token=8,
          expert_ffn_hidden=1536, attention_head_dim=128, qk_norm=True),
+    # OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card" (arXiv 2508.10925) Table 1 and the released config.json
+    # files (openai/gpt-oss-120b, -20b): 36 and 24 layers of 2880, 64 heads of 64 (queries 4096 wide), 8 KV
+    # heads, 128 and 32 experts of 2880 (a gated, clamped SwiGLU), top-4, no shared expert, biases on the
+    # attention's and the experts' projections, windows of 128 keys on every other layer from layer 0
+    # (layer_types), vocabulary 201,088 untied; pre-training sequence 4096 (initial_context_length, before YaRN
+    # extends it). Reported: 116.83B and 20.91B parameters, 5.13B and 3.61B active. Its attention sinks (a
+    # learned logit per head) are not counted.
+    *(replace(_moe(name, layers, 2880, 64, 8, 2880, 201088, 4096, experts=experts, experts_per_token=4,
+                   attention_head_dim=64, sliding_window=128, global_attention_every=2), bias=True)
+      for name, layers, experts in (("gpt-oss-120b", 36, 128), ("gpt-oss-20b", 24, 32))),
 ]
 
 MODEL_PRESETS: dict[str, ModelSpec] = {m.name: m for m in _PRESETS}

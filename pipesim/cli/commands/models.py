@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         if m.qk_norm:
             moe += ", QK-norm"
         if m.sliding_window:
-            every = f", every {m.global_attention_every}th layer full" if m.global_attention_every else ""
+            every = f" (full attention 1 layer in {m.global_attention_every})" if m.global_attention_every else ""
             moe += f", sliding window {m.sliding_window}{every}"
         print(f"{m.name:<16} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
               f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}{moe}")
