@@ -244,3 +244,40 @@ def test_sliding_windows_refusals(tmp_path, capsys):
                  "--cp", "2"]) == 2
     err = capsys.readouterr().err
     assert "sliding-window attention under --cp 2 is not modelled" in err and err.count("\n") == 1
+
+
+# Gemma 2 9B's and Gemma 3 1B's config.json (google/gemma-2-9b; google/gemma-3-1b-pt, multimodal configs nest
+# theirs as text_config): heads of 256, four norms a layer, tied embeddings, windows on all layers but every 2nd
+# (Gemma 2's 4,096 keys) or every 6th (Gemma 3's 512, with QK-norm)
+_GEMMA2 = {"model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336, "num_attention_heads": 16,
+           "num_key_value_heads": 8, "head_dim": 256, "num_hidden_layers": 42, "vocab_size": 256000,
+           "sliding_window": 4096, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}
+_GEMMA3 = {"model_type": "gemma3", "text_config": {
+    "hidden_size": 1152, "intermediate_size": 6912, "num_attention_heads": 4, "num_key_value_heads": 1,
+    "head_dim": 256, "num_hidden_layers": 26, "vocab_size": 262144, "sliding_window": 512}}
+
+
+@pytest.mark.parametrize(("config", "total", "windowed", "every", "qk_norm"), [
+    (_GEMMA2, 9.24e9, 21, 2, False),  # Gemma 2 report, Table 1: 9B; 9,241,705,984 counted
+    (_GEMMA3, 1.0e9, 22, 6, True),  # Gemma 3 report, Table 1: 1B (698M non-embedding, 302M embedding)
+])
+def test_gemma_configs(tmp_path, config, total, windowed, every, qk_norm):
+    model = load_model(_config(tmp_path, config), seq_len=8192)
+    assert total_params(model) == pytest.approx(total, rel=0.002)
+    assert (model.windowed_layers, model.global_attention_every, model.qk_norm) == (windowed, every, qk_norm)
+    assert model.sandwich_norm and model.tied_embeddings and model.gated and model.q_width == model.heads * 256
+
+
+def test_sandwich_norms_by_hand():
+    model = MODEL_PRESETS["llama2-7b"]
+    sandwich = replace(model, sandwich_norm=True)
+    h, tokens, d = model.hidden, 4096, 2
+    layout = Layout(tp=2, sequence_parallel=True)
+    # two more RMSNorm weights a layer; two more norms read and written (fused), over the sequence-parallel shard
+    assert total_params(sandwich) - total_params(model) == 2 * h * model.layers
+    assert elementwise_bytes(sandwich, layout, tokens) - elementwise_bytes(model, layout, tokens) == pytest.approx(
+        tokens * 2 * d * 2 * h / 2, rel=1e-12)
+    # and their inputs kept for their backward
+    kept = layer_activation_bytes(sandwich.with_shape(seq_len=tokens), layout) - layer_activation_bytes(
+        model.with_shape(seq_len=tokens), layout)
+    assert kept == pytest.approx(2 * d * tokens * h / 2, rel=1e-12)

@@ -74,10 +74,10 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     mask = 1.0 if model.dropout else 0.0
     lin = linear_input_element_bytes(model, layout)
     modules = layout.recomputed_modules
-    # the two norm inputs, then the QKV and MLP inputs (the norms' outputs, saved by the linears that read them,
-    # unless the norms are recomputed: Megatron-Core's layernorm module discards them)
+    # the two norm inputs (four with sandwich norms), then the QKV and MLP inputs (the norms' outputs, saved by
+    # the linears that read them, unless the norms are recomputed: Megatron-Core's layernorm module discards them)
     norm_outputs = 0.0 if RecomputeModule.LAYERNORM in modules else 2 * lin * sbh
-    replicated = (2 * d * sbh + norm_outputs + 2 * mask * sbh
+    replicated = (model.block_norms * d * sbh + norm_outputs + 2 * mask * sbh
                   + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
     # the up projection's output(s), kept by the activation for its backward, and the down projection's input
     mlp_mid = ((2 if model.gated else 1) * d + lin) * s * b * mlp_width(model, layout, kind)
@@ -154,7 +154,7 @@ def _eager_kept(model: ModelSpec, layout: Layout, kind: LayerKind) -> tuple[floa
     d = model.dtype_bytes
     ops = layout.elementwise
     eager_norms = model.rms_norm and ops.eager_norms
-    norms = 2 * FP32 * model.hidden if eager_norms else 0.0
+    norms = model.block_norms * FP32 * model.hidden if eager_norms else 0.0
     qk_norms = FP32 * (model.q_width + model.k_width) if eager_norms and model.qk_norm else 0.0
     swiglu = d * mlp_width(model, layout, kind) if model.gated and ops.eager_activation else 0.0
     transposed = not layout.recomputes_attention_core and layout.attention is not AttentionKernel.UNFUSED

@@ -18,14 +18,18 @@ The keys read are the ones ``transformers``' configuration classes define, under
   ``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
 
 - sliding windows (:class:`WindowKeys`): ``sliding_window`` on every layer (Mistral, Mixtral), or on the layers
-  ``layer_types`` marks (gpt-oss: every other one, ``global_attention_every`` 2).
+  ``layer_types`` marks (gpt-oss and Gemma 2: every other one, ``global_attention_every`` 2; Gemma 3: five in
+  six, or its ``sliding_window_pattern``);
+- Gemma 2 and 3 (``gemma2``; ``gemma3_text``, or a multimodal ``gemma3`` config's ``text_config``): four norms a
+  layer (``sandwich_norm``), tied embeddings unless the config says otherwise.
 
 A config does not say the sequence length a run trains at (``max_position_embeddings`` is the longest the model
 was extended to), so ``--seq-len`` is required with one. What pipesim does not model is refused by name, not
 approximated: Qwen's sliding windows (``use_sliding_window``, off in its released configs), full-attention layers
 other than every n-th, MoE layers in a pattern other than "the first k dense, then every n-th".
 
-Not counted, and small: gpt-oss's attention sinks (a learned logit per head in each softmax) and its clamped
+Not counted, and small: Gemma 2's soft-capping of the attention and output logits (a tanh over each), gpt-oss's
+attention sinks (a learned logit per head in each softmax) and its clamped
 SwiGLU (a SwiGLU's bytes), Qwen2's biases on the query, key and value projections alone (``bias`` is all the
 linears' or none; 3·(q + 2·kv) parameters a layer, under 0.01 % of a 7B), Qwen2-MoE's one-output gate of its
 shared expert, DeepSeek-V3's multi-token-prediction module (as the ``deepseek-v3`` preset).
@@ -70,6 +74,11 @@ class Family:
     latent_attention: bool = False  # DeepSeek's MLA
     window: WindowKeys | None = None  # None: the family has no sliding window
     bias: bool = False  # biases in every linear layer, the experts' included (gpt-oss)
+    sandwich_norm: bool = False  # a norm after attention and after the MLP too (Gemma 2, 3)
+    tied: bool = False  # tie_word_embeddings where the config does not say (its configuration class's default)
+    # where layer_types is absent: every n-th layer attends to everything (its configuration class's default;
+    # Gemma 3's sliding_window_pattern)
+    global_attention_every: int = 2
 
 
 # Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no biases (but gpt-oss's, and Qwen2's on
@@ -85,6 +94,12 @@ FAMILIES: dict[str, Family] = {
     # OpenAI's gpt-oss: biases on the attention's projections and on the experts', sliding windows on every other
     # layer, its experts under Mixtral's keys; its attention sinks (a learned logit per head) are not counted
     "gpt_oss": Family(moe=MoeKeys.MIXTRAL, window=WindowKeys.LAYER_TYPES, bias=True),
+    # Google's Gemma 2 and 3 (text): GeGLU (gated), four norms a layer, embeddings tied, windows on all layers but
+    # every 2nd (Gemma 2) or 6th (Gemma 3, which adds QK-norm); their logit soft-capping (Gemma 2) and scaled
+    # embedding are element-wise work not counted
+    "gemma2": Family(window=WindowKeys.LAYER_TYPES, sandwich_norm=True, tied=True),
+    "gemma3_text": Family(qk_norm=True, window=WindowKeys.LAYER_TYPES, sandwich_norm=True, tied=True,
+                          global_attention_every=6),
     "olmo2": Family(qk_norm=True),
     "deepseek_v2": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
     "deepseek_v3": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
@@ -92,9 +107,9 @@ FAMILIES: dict[str, Family] = {
 
 
 def is_hf_config(data: dict) -> bool:
-    """Whether a model file is a Hugging Face ``config.json`` (its ``model_type`` and ``hidden_size``) rather than
-    a pipesim model file."""
-    return "model_type" in data and "hidden_size" in data
+    """Whether a model file is a Hugging Face ``config.json`` (its ``model_type`` and ``hidden_size``, or a
+    multimodal one's ``text_config``) rather than a pipesim model file."""
+    return "model_type" in data and ("hidden_size" in data or isinstance(data.get("text_config"), dict))
 
 
 class _Config:
@@ -130,6 +145,9 @@ def model_name(path: Path) -> str:
 def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str) -> ModelSpec:
     """The :class:`ModelSpec` ``transformers`` builds from ``data`` (the module doc), trained at ``seq_len``
     tokens (required: a config does not say it)."""
+    if data.get("model_type") == "gemma3" and isinstance(data.get("text_config"), dict):
+        # a multimodal Gemma 3 checkpoint: its language model (the vision tower is not simulated)
+        data = {**data["text_config"], "model_type": "gemma3_text"}
     model_type = data.get("model_type")
     family = FAMILIES.get(model_type) if isinstance(model_type, str) else None
     if family is None:
@@ -147,8 +165,9 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
     return ModelSpec(
         name=name, layers=layers, hidden=hidden, heads=heads,
         ffn_hidden=c.count("intermediate_size"), vocab=c.count("vocab_size"), seq_len=seq_len,
-        kv_heads=c.count("num_key_value_heads", heads), gated=True, tied_embeddings=c.flag("tie_word_embeddings"),
-        dropout=False, bias=family.bias, rms_norm=True, attention_head_dim=head_dim, qk_norm=family.qk_norm,
+        kv_heads=c.count("num_key_value_heads", heads), gated=True,
+        tied_embeddings=c.flag("tie_word_embeddings", family.tied), dropout=False, bias=family.bias, rms_norm=True,
+        attention_head_dim=head_dim, qk_norm=family.qk_norm, sandwich_norm=family.sandwich_norm,
         **_window_fields(c, family, layers), **_moe_fields(c, family), **_latent_attention_fields(c, family))
 
 
@@ -167,7 +186,8 @@ def _window_fields(c: _Config, family: Family, layers: int) -> dict:
         return {}
     if family.window is WindowKeys.EVERY_LAYER:
         return dict(sliding_window=window)
-    types = c.data.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention"
+    pattern = c.count("sliding_window_pattern", family.global_attention_every)
+    types = c.data.get("layer_types") or ["sliding_attention" if (i + 1) % pattern else "full_attention"
                                           for i in range(layers)]
     if not isinstance(types, list) or len(types) != layers or set(types) - {"sliding_attention", "full_attention"}:
         raise PipesimError(f"{c.source}: layer_types must list 'sliding_attention' or 'full_attention' for each of "

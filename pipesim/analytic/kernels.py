@@ -227,14 +227,14 @@ def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
 def layer_parameter_tensors(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DENSE) -> list[int]:
     """Elements of each parameter tensor of one layer on one rank, as Megatron-LM builds the layer: one tensor
     per weight matrix of :func:`layer_gemms` (fused QKV, fused gate and up; each local expert's own), a bias per
-    weight matrix when the model has biases, and the two norms' weights (and biases, for LayerNorm; latent
+    weight matrix when the model has biases, and the norms' weights (and biases, for LayerNorm; latent
     attention's two small latent norms are left out). What a framework that communicates tensor by tensor issues
     collectives for (:attr:`ZeroCollectives.PER_TENSOR`)."""
     tensors: list[int] = []
     for _rows, n_out, k_in, count in layer_gemms(model, layout, 1, kind):
         tensors += [n_out * k_in] * count + ([n_out] * count if model.bias else [])
     norm_tensors = 1 if model.rms_norm else 2
-    return tensors + [model.hidden] * (2 * norm_tensors)
+    return tensors + [model.hidden] * (model.block_norms * norm_tensors)
 
 
 def _column_parallel_shapes(model: ModelSpec, layout: Layout, kind: LayerKind) -> list[tuple[int, int]]:
@@ -575,10 +575,11 @@ def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
 
 
 def _normed_elements(model: ModelSpec, layout: Layout) -> float:
-    """Elements per token the layer's norms read on one tp rank: the two before attention and the MLP, and with
-    ``qk_norm`` the queries and keys, each head normalised on its own (the heads split over tp)."""
+    """Elements per token the layer's norms read on one tp rank: the two before attention and the MLP (four with
+    ``sandwich_norm``), and with ``qk_norm`` the queries and keys, each head normalised on its own (the heads split
+    over tp)."""
     qk = (model.q_width + model.k_width) / layout.tp if model.qk_norm else 0.0
-    return 2 * _norm_width(model, layout) + qk
+    return model.block_norms * _norm_width(model, layout) + qk
 
 
 def mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
@@ -780,9 +781,10 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     """Kernels one layer launches per microbatch on one rank, the way Megatron-Core with Transformer Engine runs
     it: each launch costs the host :attr:`ChipSpec.host_kernel_overhead` whatever its size.
 
-    Forward: two norms; one launch per weight GEMM (a routed expert's GEMM is one per local expert: TE's
-    grouped linear loops over them); fused RoPE on the queries and on the keys; the attention kernel (one per
-    ring step under context parallelism, with the step's transfer; unfused: two batched GEMMs and a softmax);
+    Forward: two norms (four with ``sandwich_norm``); one launch per weight GEMM (a routed expert's GEMM is one
+    per local expert: TE's grouped linear loops over them); fused RoPE on the queries and on the keys; the
+    attention kernel (one per ring step under context parallelism, with the step's transfer; unfused: two batched
+    GEMMs and a softmax);
     two fused bias-dropout-adds; the activation; the tensor-parallel collectives (an all-gather and a
     reduce-scatter per block with sequence parallelism, an all-reduce without); in a MoE layer the router's
     softmax and top-k, the permutation and its inverse, and the dispatch and combine all-to-alls; in FP8, a
@@ -801,14 +803,14 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     if kind is LayerKind.MOE:
         moe = 4 + (2 if layout.ep > 1 else 0)
     casts = gemms if layout.precision.quantized else 0
-    norms, activation, residuals, transpose = 2, 1, 2, 0
+    norms, activation, residuals, transpose = model.block_norms, 1, 2, 0
     norms_backward, activation_backward = norms, activation
     ops = layout.elementwise
     if model.rms_norm and ops.eager_norms:  # the ops of _eager_bytes, one kernel each
         # to FP32, pow, mean, + ε, rsqrt, mul, to BF16, × weight; the backward's twelve are
         # elementwise_backward_bytes' (× weight's two products and the weight's sum, the cast, × rsqrt's gradient,
         # the scale's product and sum, the mean's expansion, pow's two, the paths' sum, the cast)
-        norms, norms_backward = 2 * 8, 2 * 12
+        norms, norms_backward = model.block_norms * 8, model.block_norms * 12
     if model.gated and ops.eager_activation:  # silu(gate) · up; its backward: the product's two gradients and SiLU's
         activation, activation_backward = 2, 3
     if ops.eager_rope:

@@ -7,6 +7,7 @@ change the parameter count a little. A head is ``hidden / heads`` wide unless ``
 (Qwen3, Gemma: ``head_dim`` in their ``config.json``, Megatron-LM's ``--kv-channels``), when the queries are
 ``heads · head_dim`` wide and the output projection maps that width back to ``hidden``. ``qk_norm`` adds an RMSNorm
 over each query and key head before RoPE (Qwen3, OLMo 2: ``--qk-layernorm``), a memory-bound pass over Q and K.
+``sandwich_norm`` normalises each block's output as well as its input (Gemma 2 and 3: four norms a layer).
 Sliding-window attention (``sliding_window`` w > 0; Mistral 7B, gpt-oss, Gemma 2 and 3): a query attends to
 itself and the w − 1 keys before it, in every layer, or with ``global_attention_every`` n in all but every n-th
 layer (layer i, from 0, attends to everything when (i + 1) % n == 0: gpt-oss and Gemma 2 alternate, n = 2;
@@ -68,6 +69,7 @@ class ModelSpec:
     learned_positions: bool = False  # a seq_len × hidden position embedding (GPT-2/3); RoPE has no parameters
     attention_head_dim: int = 0  # one head's width; 0: hidden / heads (every model before Qwen3 and Gemma)
     qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3, OLMo 2)
+    sandwich_norm: bool = False  # a norm after attention and after the MLP too, four a layer (Gemma 2 and 3)
     sliding_window: int = 0  # keys a query sees in a windowed layer, itself included; 0: full causal attention
     global_attention_every: int = 0  # with a window, every n-th layer attends to everything; 0: none does
     # Mixture of experts (0 experts: a dense model; the module docstring gives the layer rule).
@@ -257,6 +259,11 @@ class ModelSpec:
         return kinds
 
     @property
+    def block_norms(self) -> int:
+        """Norms a layer runs: before attention and before the MLP, and with ``sandwich_norm`` after each too."""
+        return 4 if self.sandwich_norm else 2
+
+    @property
     def windowed_layers(self) -> int:
         """Layers whose attention is a sliding window shorter than the sequence (the rest attend to everything)."""
         if not self.sliding_window or self.sliding_window >= self.seq_len:
@@ -306,6 +313,8 @@ FIELDS: tuple[Field, ...] = (
     Field("attention_head_dim", Kind.INT, "", "one attention head's width (head_dim, --kv-channels); 0: hidden / heads",
           default=0, low=0),
     Field("qk_norm", Kind.BOOL, "", "RMSNorm over each query and key head (Qwen3, OLMo 2; --qk-layernorm)",
+          default=False),
+    Field("sandwich_norm", Kind.BOOL, "", "a norm after attention and after the MLP too, four a layer (Gemma 2, 3)",
           default=False),
     Field("sliding_window", Kind.INT, "tokens", "keys a query attends to in a windowed layer, itself included "
           "(sliding_window); 0: full causal attention", default=0, low=0),

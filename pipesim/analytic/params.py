@@ -63,7 +63,7 @@ def mlp_params(model: ModelSpec, kind: LayerKind = LayerKind.DENSE, active: bool
 
 
 def layer_params(model: ModelSpec, kind: LayerKind = LayerKind.DENSE, active: bool = False) -> int:
-    norms = 2 * model.hidden * (1 if model.rms_norm else 2)
+    norms = model.block_norms * model.hidden * (1 if model.rms_norm else 2)
     return attention_params(model) + mlp_params(model, kind, active) + norms
 
 
