@@ -122,8 +122,8 @@ def _window(args: MegatronModelArgs, layers: int) -> tuple[int, int]:
         left, right = (int(v) for v in args.window_size.strip("()[] ").split(","))
     except ValueError:
         raise PipesimError(f"--window-size {args.window_size!r}: give left,right, e.g. 128,0") from None
-    if left < 1 or right != 0:
-        raise PipesimError(f"--window-size {args.window_size}: pipesim models causal windows, left ≥ 1 and right 0")
+    if left < 0 or right != 0:
+        raise PipesimError(f"--window-size {args.window_size}: pipesim models causal windows, left ≥ 0 and right 0")
     text = (args.window_attn_skip_freq or "").strip()
     if not text:
         return left + 1, 0
