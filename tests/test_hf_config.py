@@ -28,8 +28,10 @@ from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.params import active_params, attention_params, total_params
+from pipesim.api.planning import plan_request
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
+from pipesim.plan.space import enumerate_candidates
 
 QWEN3_8B, QWEN3_32B = MODEL_PRESETS["qwen3-8b"], MODEL_PRESETS["qwen3-32b"]
 
@@ -244,6 +246,11 @@ def test_sliding_windows_refusals(tmp_path, capsys):
                  "--cp", "2"]) == 2
     err = capsys.readouterr().err
     assert "sliding-window attention under --cp 2 is not modelled" in err and err.count("\n") == 1
+    # plan searches no cp over windows, and says so where only cp was asked for
+    request = plan_request("gpt-oss-20b", 16, 64, cp=(1, 2, 4))
+    assert {c.cp for c in enumerate_candidates(request)} == {1}
+    assert main(["plan", "--model", "gpt-oss-20b", "--gpus", "16", "--global-batch", "64", "--cp", "2"]) == 2
+    assert "sliding-window attention under context parallelism is not modelled" in capsys.readouterr().err
 
 
 # Gemma 2 9B's and Gemma 3 1B's config.json (google/gemma-2-9b; google/gemma-3-1b-pt, multimodal configs nest

@@ -11,7 +11,8 @@ recomputation, sequence parallelism, the ZeRO stage and the GEMM precision. What
   405B's 126 layers over pp 8 are run;
 - context parallelism (cp) splits each sequence into ``2·cp`` load-balanced chunks, so ``2·cp`` divides the
   sequence, and each rank keeps at least ``min_cp_tokens`` tokens (below that the ring's transfers cannot
-  hide behind attention, and cp only exists for long sequences: Megatron-LM's CP guide);
+  hide behind attention, and cp only exists for long sequences: Megatron-LM's CP guide); none over sliding
+  windows, which the cost model does not model under cp;
 - ZeRO-2 only without pipelining (with pp > 1 every microbatch accumulates into the full gradients: no
   framework shards them), FP8 only on chips with FP8 tensor cores;
 - pp = 1 has no pipeline schedule, so it is one candidate (simulated as 1F1B on one rank, which is
@@ -436,6 +437,8 @@ def tensor_parallel_degrees(model: ModelSpec, gpus: int, gpus_per_node: int) -> 
 
 def context_parallel_degrees(request: PlanRequest) -> list[int]:
     s = request.model.seq_len
+    if request.model.windowed_layers:  # context parallelism over sliding windows is not modelled (check_layout)
+        return [c for c in request.context_parallel if c == 1]
     return [c for c in request.context_parallel if c == 1 or (s % (2 * c) == 0 and s // c >= request.min_cp_tokens)]
 
 
@@ -443,6 +446,9 @@ def _no_cp_degree(request: PlanRequest) -> str:
     """Why no asked context-parallel degree splits these GPUs and this sequence, and what would."""
     s, asked = request.model.seq_len, ",".join(map(str, request.context_parallel))
     usable = context_parallel_degrees(request)
+    if not usable and request.model.windowed_layers:
+        return (f"--cp {asked}: {request.model.name}'s sliding-window attention under context parallelism is not "
+                "modelled; add --cp 1")
     if not usable:
         return (f"--cp {asked}: with --seq-len {s} no degree leaves each cp rank --min-cp-tokens "
                 f"{request.min_cp_tokens} tokens in 2·cp whole chunks; add --cp 1, lower --min-cp-tokens or "
