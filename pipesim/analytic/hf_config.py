@@ -41,7 +41,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import ModelSpec, full_attention_every
 from pipesim.errors import PipesimError
 
 
@@ -192,11 +192,9 @@ def _window_fields(c: _Config, family: Family, layers: int) -> dict:
     if not isinstance(types, list) or len(types) != layers or set(types) - {"sliding_attention", "full_attention"}:
         raise PipesimError(f"{c.source}: layer_types must list 'sliding_attention' or 'full_attention' for each of "
                            f"its {layers} layers")
-    full = [i for i, kind in enumerate(types) if kind == "full_attention"]
-    if not full:
-        return dict(sliding_window=window)
-    every = full[0] + 1
-    if full != list(range(every - 1, layers, every)):
+    every = full_attention_every([kind == "sliding_attention" for kind in types])
+    if every is None:
+        full = [i for i, kind in enumerate(types) if kind == "full_attention"]
         raise PipesimError(f"{c.source}: layer_types puts full attention on layers {full}; pipesim models every n-th "
                            "layer full (global_attention_every): write a pipesim model file")
     return dict(sliding_window=window, global_attention_every=every)

@@ -470,10 +470,9 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     f = mlp_width(model, layout, kind)
     permute = 0.0 if kind is LayerKind.DENSE else 2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance
     activation = _activation_bytes_per_element(model, layout) * f / t
-    rope = 0.0 if model.learned_positions else _rope_bytes(model, layout)
+    rope = _rope_bytes(model, layout)
     if layout.elementwise.eager:
-        norms, residuals, activation, rope, transpose = _eager_bytes(model, layout, width, f, norms, residuals,
-                                                                     activation, rope)
+        residuals, transpose = _eager_bytes(model, layout, width, residuals)
         return tokens * (norms + residuals + activation + rope + permute + transpose)
     return tokens * (norms + residuals + activation + rope + permute)
 
@@ -517,8 +516,13 @@ def _norm_width(model: ModelSpec, layout: Layout) -> float:
 
 
 def _rope_bytes(model: ModelSpec, layout: Layout) -> float:
-    """Bytes fused RoPE moves per token on one tp rank: the queries and keys read and written."""
-    return 2 * (model.q_width + model.k_width) / layout.tp * model.dtype_bytes
+    """Bytes RoPE moves per token on one tp rank over the queries and keys: read and written once fused; in the
+    complex form of eager ops (:func:`_eager_bytes`) 16 + 2d an element. None with learned positions."""
+    if model.learned_positions:
+        return 0.0
+    d = model.dtype_bytes
+    per_element = 4 * FP32 + 2 * d if layout.elementwise.eager_rope else 2 * d
+    return per_element * (model.q_width + model.k_width) / layout.tp
 
 
 def _norm_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
@@ -560,12 +564,11 @@ def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
                               kind: LayerKind = LayerKind.DENSE) -> float:
     """Bytes the memory-bound work a selective recomputation re-runs moves per tp rank
     (:attr:`~pipesim.analytic.layout.Layout.recomputed_modules`): the two block norms' forward (``layernorm``), the
-    routed experts' activation in a MoE layer (``moe_act``), as the forward moves them (:func:`elementwise_bytes`),
-    and RoPE on the queries and keys (``mla_up_proj``) as the fused kernel moves them (Megatron-Core's MLA applies
-    its own fused RoPE)."""
+    routed experts' activation in a MoE layer (``moe_act``), RoPE on the queries and keys (``mla_up_proj``); as the
+    forward moves them (:func:`elementwise_bytes`)."""
     modules = layout.recomputed_modules
     moved = 0.0
-    if RecomputeModule.MLA_UP_PROJ in modules and model.mla and not model.learned_positions:  # RoPE applied again
+    if RecomputeModule.MLA_UP_PROJ in modules and model.mla:  # RoPE applied again
         moved += _rope_bytes(model, layout)
     if RecomputeModule.LAYERNORM in modules:
         moved += _norm_bytes_per_element(model, layout) * 2 * _norm_width(model, layout)
@@ -599,11 +602,13 @@ def routed_width(model: ModelSpec, layout: Layout) -> float:
 FP32 = 4  # bytes of an FP32 intermediate
 
 
-def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms: float, residuals: float,
-                 activation: float, rope: float) -> tuple[float, float, float, float, float]:
+def _eager_bytes(model: ModelSpec, layout: Layout, width: float, residuals: float) -> tuple[float, float]:
     """Bytes per token of the same work run as one PyTorch kernel per op (the reference Llama modules, Meta's
-    ``llama/model.py`` and Hugging Face's, without torch.compile), from the fused counts of
-    :func:`elementwise_bytes` (d: the activations' bytes, 2 in BF16).
+    ``llama/model.py`` and Hugging Face's, without torch.compile), against the fused counts of
+    :func:`elementwise_bytes` (d: the activations' bytes, 2 in BF16): here the residual adds (``residuals``, the
+    fused count, with dropout as its own kernel) and the copies, returned as (residuals, copies); the norms',
+    RoPE's and the activation's per-element bytes are :func:`_norm_bytes_per_element`, :func:`_rope_bytes` and
+    :func:`_activation_bytes_per_element`'s.
 
     - RMSNorm: ``x.float()`` (read d, write 4), ``pow(2)`` (4 + 4), ``mean`` (read 4), ``x * rsqrt(...)``
       (4 + 4), ``.type_as(x)`` (4 + d), ``* weight`` (d + d): 28 + 4d bytes per element, where the fused kernel
@@ -626,13 +631,9 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, f: float, norms
     transpose = 2 * d * model.attention_out_width / layout.tp if ops.copies_attention_output else 0.0
     if ops.relayouts_attention_inputs:
         transpose += 2 * d * (model.q_width + 3 * (model.k_width + model.v_width)) / layout.tp
-    if not ops.eager_rope:  # fused RoPE, dropout inside the add
-        return norms, residuals, activation, rope, transpose
-    if not model.learned_positions:
-        rope = (4 * FP32 + 2 * d) * (model.q_width + model.k_width) / layout.tp
-    if model.dropout:
+    if ops.eager_rope and model.dropout:  # (with fused RoPE, dropout is inside the add)
         residuals += 2 * 2 * d * width
-    return norms, residuals, activation, rope, transpose
+    return residuals, transpose
 
 
 FP8_CAST_BYTES = 3  # Transformer Engine's cast: read BF16, write FP8

@@ -133,9 +133,10 @@ def _window(args: MegatronModelArgs, layers: int) -> tuple[int, int]:
         flags = _layer_flags(text)
     except (ValueError, SyntaxError, RecursionError, MemoryError, OverflowError):
         raise PipesimError(f"--window-attn-skip-freq {text!r}: give an integer N or a 1/0 list per layer") from None
-    full = [i for i, v in enumerate(flags) if v == 0]
-    every = full[0] + 1 if full else 0
-    if len(flags) != layers or set(flags) - {0, 1} or (full and full != list(range(every - 1, layers, every))):
+    from pipesim.analytic.model_spec import full_attention_every
+
+    every = full_attention_every([v == 1 for v in flags])
+    if len(flags) != layers or set(flags) - {0, 1} or every is None:
         raise PipesimError(f"--window-attn-skip-freq {text}: pipesim models {layers} layers of 1/0 with every n-th "
                            "layer full (0); give that, or an integer N")
     return left + 1, every
@@ -226,8 +227,9 @@ def check_megatron_model(model: ModelSpec, args: MegatronModelArgs) -> None:
         "--padded-vocab-size": (args.padded_vocab_size, "vocab"),
     }
     if args.window_size is not None or args.window_attn_skip_freq is not None:
-        stated["--window-size"] = (_window(args, model.layers)[0], "sliding_window")
-        stated["--window-attn-skip-freq"] = (_window(args, model.layers)[1], "global_attention_every")
+        window, every = _window(args, model.layers)
+        stated["--window-size"] = (window, "sliding_window")
+        stated["--window-attn-skip-freq"] = (every, "global_attention_every")
     for flag, (given, field) in stated.items():
         actual = getattr(model, field)
         if given is not None and given != actual:
@@ -247,3 +249,30 @@ def resolve_model(model: str | ModelSpec | None, args: MegatronModelArgs, tp: in
 
     check_megatron_model(load_model(model, seq_len) if isinstance(model, str) else model, args)
     return model
+
+
+def capacity_imbalance(factor: float | None, padded: bool, given: float | None) -> float | None:
+    """The routing imbalance (``moe_imbalance``) Megatron-Core's expert capacity makes: ``factor``
+    (``--moe-expert-capacity-factor``) F times an expert's mean tokens; ``padded``
+    (``--moe-pad-expert-input-to-capacity``): every expert computes exactly its capacity and the dispatch carries
+    the padding, so the most-loaded rank's tokens over the mean are F; unpadded, the tokens above capacity are
+    dropped, so no rank exceeds F and ``given`` (or None, balanced) stands. A one-line error where they
+    contradict ``given`` or each other."""
+    if factor is None:
+        if padded:
+            raise PipesimError("--moe-pad-expert-input-to-capacity pads to the expert capacity, which needs "
+                               "--moe-expert-capacity-factor F (as in Megatron-Core)")
+        return given
+    if padded:
+        if factor < 1:
+            raise PipesimError(f"--moe-expert-capacity-factor {factor:g} with padding computes fewer tokens than "
+                               "routed (dropping the rest), which pipesim does not model; give F ≥ 1")
+        if given is not None and given != factor:
+            raise PipesimError(f"--moe-pad-expert-input-to-capacity makes every expert compute "
+                               f"--moe-expert-capacity-factor {factor:g} times the mean, but --moe-imbalance {given:g} "
+                               "is given too; keep one")
+        return factor
+    if given is not None and given > factor:
+        raise PipesimError(f"--moe-imbalance {given:g} exceeds --moe-expert-capacity-factor {factor:g}, above which "
+                           "Megatron-Core drops tokens; lower it, or pad (--moe-pad-expert-input-to-capacity)")
+    return given

@@ -286,6 +286,16 @@ class ModelSpec:
         return asdict(self)
 
 
+def full_attention_every(windowed: list[bool]) -> int | None:
+    """``global_attention_every`` of a per-layer list of which layers are windowed: 0 when every one is, n when
+    exactly the n-th, 2n-th, ... attend to everything, None for any other pattern (which a ModelSpec cannot say)."""
+    full = [i for i, is_windowed in enumerate(windowed) if not is_windowed]
+    if not full:
+        return 0
+    every = full[0] + 1
+    return every if full == list(range(every - 1, len(windowed), every)) else None
+
+
 FIELDS: tuple[Field, ...] = (
     Field("name", Kind.TEXT, "", "shown in reports", default="the file name"),
     Field("layers", Kind.INT, "", "transformer layers", required=True, low=1),

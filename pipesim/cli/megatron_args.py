@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from pipesim.analytic.megatron_model import MegatronModelArgs
+from pipesim.analytic.megatron_model import MegatronModelArgs, capacity_imbalance
 from pipesim.cli.arg_types import non_negative_float, positive_float, positive_int
 from pipesim.errors import PipesimError
 
@@ -117,32 +117,11 @@ def add_megatron_args(group) -> None:
 
 
 def moe_imbalance_of(args: argparse.Namespace) -> float | None:
-    """``--moe-imbalance`` from Megatron-Core's ``--moe-expert-capacity-factor`` and
-    ``--moe-pad-expert-input-to-capacity`` (MoE docs: each expert's capacity is F times its mean tokens; padded,
-    every expert computes exactly its capacity and the dispatch carries the padding, so the most-loaded rank's
-    tokens over the mean are F; unpadded, the tokens above capacity are dropped, so no rank exceeds F); a one-line
-    error where they contradict ``--moe-imbalance`` or each other."""
-    factor = getattr(args, "moe_expert_capacity_factor", None)
-    padded = getattr(args, "moe_pad_expert_input_to_capacity", None)
-    given = getattr(args, "moe_imbalance", None)
-    if factor is None:
-        if padded:
-            raise PipesimError("--moe-pad-expert-input-to-capacity pads to the expert capacity, which needs "
-                               "--moe-expert-capacity-factor F (as in Megatron-Core)")
-        return given
-    if padded:
-        if factor < 1:
-            raise PipesimError(f"--moe-expert-capacity-factor {factor:g} with padding computes fewer tokens than "
-                               "routed (dropping the rest), which pipesim does not model; give F ≥ 1")
-        if given is not None and given != factor:
-            raise PipesimError(f"--moe-pad-expert-input-to-capacity makes every expert compute "
-                               f"--moe-expert-capacity-factor {factor:g} times the mean, but --moe-imbalance {given:g} "
-                               "is given too; keep one")
-        return factor
-    if given is not None and given > factor:
-        raise PipesimError(f"--moe-imbalance {given:g} exceeds --moe-expert-capacity-factor {factor:g}, above which "
-                           "Megatron-Core drops tokens; lower it, or pad (--moe-pad-expert-input-to-capacity)")
-    return given
+    """``--moe-imbalance`` with Megatron-Core's expert capacity flags folded in
+    (:func:`~pipesim.analytic.megatron_model.capacity_imbalance`)."""
+    return capacity_imbalance(getattr(args, "moe_expert_capacity_factor", None),
+                              bool(getattr(args, "moe_pad_expert_input_to_capacity", None)),
+                              getattr(args, "moe_imbalance", None))
 
 
 def loss_of(args: argparse.Namespace) -> str | None:
