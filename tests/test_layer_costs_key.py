@@ -76,7 +76,8 @@ _OTHER = {
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
-    "optimizer_shard_group": 2, "recompute_modules": ("layernorm",),
+    "optimizer_shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
+    "moe_dispatch_fp8": True,
 }
 
 
@@ -94,6 +95,7 @@ def _other(name: str):
         GradAccumulation,
         LossKernel,
         MlpUp,
+        MoeDispatcher,
         OptimizerBytes,
         P2pCalls,
         PipelineBuffers,
@@ -116,7 +118,7 @@ def _other(name: str):
             "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value),
             "pipeline_buffers": lambda: PipelineBuffers(value),
             "mlp_up": lambda: MlpUp(value), "cp_comm": lambda: CpComm(value),
-            "cp_kernels": lambda: CpKernels(value)}.get(
+            "cp_kernels": lambda: CpKernels(value), "moe_dispatcher": lambda: MoeDispatcher(value)}.get(
                 name, lambda: value)()
 
 
@@ -135,7 +137,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     assert set(names) <= set(_OTHER), f"a Layout field without an alternative value here: {set(names) - set(_OTHER)}"
     chip = CHIP_PRESETS["h100-sxm"]
     for name in names:
-        moe = name in ("ep", "moe_imbalance")
+        moe = name in ("ep", "moe_imbalance", "moe_dispatcher", "moe_dispatch_fp8")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input",
                                                                                   "overlap_tp_local_shard") else {}),
@@ -155,6 +157,9 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                          else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
+        if name in ("moe_dispatcher", "moe_dispatch_fp8"):  # tokens that travel, DeepEP's for its FP8
+            base = replace(base, ep=2, **({"moe_dispatcher": _other("moe_dispatcher")}
+                                           if name == "moe_dispatch_fp8" else {}))
         if name == "fp8_all_gather":  # torchao's float8 linears under FSDP, gathering per layer
             base = replace(base, pp=1, zero=_other("zero"), precision=_other("precision"),
                            fp8_linears=_other("fp8_linears"))

@@ -309,7 +309,11 @@ def test_expert_capacity_padded_is_the_imbalance_it_forces(capsys):
     (["--moe-expert-capacity-factor", "1.5", "--moe-pad-expert-input-to-capacity", "--moe-imbalance", "1.2"],
      "keep one"),
     (["--moe-expert-capacity-factor", "1.1", "--moe-imbalance", "1.2"], "above which Megatron-Core drops tokens"),
-    (["--moe-token-dispatcher-type", "flex"], "invalid choice: 'flex'"),
+    (["--moe-token-dispatcher-type", "allgather"], "invalid choice: 'allgather'"),
+    (["--moe-enable-deepep"], "add --moe-token-dispatcher-type flex"),
+    (["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "hybridep"], "invalid choice"),
+    (["--moe-token-dispatcher-type", "alltoall", "--moe-dispatcher", "deepep"], "keep one"),
+    (["--moe-dispatch-fp8"], "add --moe-dispatcher deepep"),
 ])
 def test_expert_capacity_contradictions_are_one_line_refusals(capsys, argv, fragment):
     assert fragment in _refused(capsys, *_MOE, *argv)
@@ -334,7 +338,7 @@ def _megatron_lines(result):
     for outcome in result.ranked:
         c = outcome.candidate
         argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                             request.fp8_params_of(c), loss=request.loss)
+                             request.fp8_params_of(c), loss=request.loss, dispatcher=request.moe_dispatcher)
         if argv is not None:
             yield outcome, argv
 
@@ -418,3 +422,22 @@ def test_a_whole_launch_line_with_ignore_unknown(capsys):
     captured = capsys.readouterr()
     assert "note: ignored (--ignore-unknown" in captured.err and "--train-iters 100" in captured.err
     assert json.loads(captured.out) == _run(capsys, *layout)  # the same run as without them
+
+
+def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(capsys):
+    # DeepSeek-V2-Lite's shape with node-limited routing (4 of 8 groups): the plan's DeepEP candidates print the
+    # flex dispatcher and the router's groups, and the line built from its own flags simulates back
+    model = replace(MODEL_PRESETS["deepseek-v2-lite"], name="grouped", expert_groups=8, expert_groups_per_token=4)
+    result = pipesim.plan(model, gpus=16, global_batch=64, schedules=["1f1b"], cp=[1], micro_batch_sizes=[1],
+                          recompute=["none"], precision=["bf16"], ep=[8, 16], moe_dispatcher="deepep", top=5)
+    lines = 0
+    for outcome, argv in _megatron_lines(result):
+        lines += 1
+        assert argv[argv.index("--moe-token-dispatcher-type") + 1] == "flex"
+        assert argv[argv.index("--moe-router-num-groups") + 1] == "8"
+        assert argv[argv.index("--moe-router-group-topk") + 1] == "4"
+        built = _run(capsys, "--vocab-size", "102400", "--make-vocab-size-divisible-by", "1", "--hardware",
+                     "h100-sxm", "--gpus", "16", *argv)
+        assert built["model_report"]["layout"]["moe_dispatcher"] == "deepep"
+        assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert lines >= 2

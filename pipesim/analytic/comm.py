@@ -39,6 +39,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.analytic.moe_dispatch import deepep_time, dispatch_element_bytes, nvlink_all_to_all_rate, uses_deepep
 
 # What NCCL takes one channel of a send/recv to move over the network when it chooses how many channels a remote
 # peer gets (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s: src/graph/paths.cc)
@@ -538,20 +539,22 @@ def all_to_all_time(nbytes: float, members: int, stride: int, chip: ChipSpec) ->
     local = max(1, min(members, chip.node_size // stride))
     intra = nbytes * (local - 1) / (members - 1)
     inter = nbytes - intra
-    nvlink = chip.intra_node_bandwidth
-    if chip.nvlink_collective_shares is not None:
-        nvlink *= chip.nvlink_collective_shares.share(CollectiveOp.ALL_TO_ALL, max(2, local))
-    wire = max(intra / nvlink, inter / chip.inter_node_bandwidth)
+    wire = max(intra / nvlink_all_to_all_rate(chip, local), inter / chip.inter_node_bandwidth)
     hop = chip.network_hop_latency if inter > 0 else chip.nvlink_hop_latency
     return wire + chip.collective_base_latency + hop
 
 
 def moe_layer_a2a(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
     """A MoE layer's all-to-alls per microbatch: dispatch and combine in the forward, their gradients (combine
-    and dispatch reversed) in the backward, and under full recomputation the forward's two again."""
-    one = moe_all_to_all_time(model, layout, chip)
-    forward = 2 * one
-    return LayerComm(forward, 2 * one + (forward if layout.recompute is Recompute.FULL else 0.0))
+    and dispatch reversed) in the backward, and under full recomputation the forward's two again. With DeepEP
+    (:mod:`.moe_dispatch`) each way moves what it reaches, the tokens toward the experts (the dispatch, and the
+    combine's gradient) in FP8 where ``moe_dispatch_fp8``."""
+    if uses_deepep(layout) and layout.ep > 1 and model.is_moe:
+        toward, back = dispatch_element_bytes(model, layout)
+        both = deepep_time(model, layout, chip, toward) + deepep_time(model, layout, chip, back)
+    else:
+        both = 2 * moe_all_to_all_time(model, layout, chip)
+    return LayerComm(both, both + (both if layout.recompute is Recompute.FULL else 0.0))
 
 
 def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,

@@ -14,7 +14,8 @@ The keys read are the ones ``transformers``' configuration classes define, under
   ``shared_expert_intermediate_size`` (Qwen2-MoE's one shared expert), ``decoder_sparse_step`` and
   ``mlp_only_layers`` (which layers are MoE);
 - DeepSeek-V2 and V3: ``n_routed_experts``, ``n_shared_experts``, ``num_experts_per_tok``,
-  ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, and latent attention's
+  ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, group-limited routing's ``n_group``
+  and ``topk_group`` (where ``topk_method`` is a group-limited one, not ``greedy``), and latent attention's
   ``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
 
 - sliding windows (:class:`WindowKeys`): ``sliding_window`` on every layer (Mistral, Mixtral), or on the layers
@@ -221,10 +222,15 @@ def _moe_fields(c: _Config, family: Family) -> dict:
         experts = c.count("n_routed_experts", 0)
         if not experts:
             return {}
+        # the groups limit the routing only under the group-limited top-k methods (V2's group_limited_greedy,
+        # V3's noaux_tc); "greedy" (V2-Lite, V2's default) picks from every expert whatever n_group says
+        limited = c.data.get("topk_method", "greedy") != "greedy"
         return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok"),
                     expert_ffn_hidden=c.count("moe_intermediate_size"), shared_experts=c.count("n_shared_experts", 0),
                     first_dense_layers=c.count("first_k_dense_replace", 0),
-                    moe_layer_frequency=c.count("moe_layer_freq", 1))
+                    moe_layer_frequency=c.count("moe_layer_freq", 1),
+                    expert_groups=c.count("n_group", 0) if limited else 0,
+                    expert_groups_per_token=c.count("topk_group", 0) if limited else 0)
     return {}
 
 

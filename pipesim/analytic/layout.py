@@ -301,6 +301,20 @@ class P2pCalls(enum.Enum):
         return 2 if self is P2pCalls.SEQUENTIAL else 1
 
 
+class MoeDispatcher(enum.Enum):
+    """How a MoE layer's tokens reach their experts' ranks and come back (dispatch and combine)."""
+
+    # One NCCL all-to-all each way (Megatron-Core's ``--moe-token-dispatcher-type alltoall``): the permuted tokens,
+    # one copy per routed expert, each sent straight to its expert's rank over NVLink or the network.
+    ALLTOALL = "alltoall"
+    # DeepEP's normal (high-throughput) kernels (DeepSeek-V3 §3.2.2; Megatron-Core's ``--moe-token-dispatcher-type
+    # flex`` with its deepep backend): a token crosses the network at most once per destination node, to the
+    # rank with its own local index there, which forwards it over NVLink to the node's ranks holding its experts
+    # (one copy per rank, however many of its experts that rank holds); the combine reverses it, summing within
+    # the node before the network. Node-limited routing (``ModelSpec.expert_groups``) bounds the nodes.
+    DEEPEP = "deepep"
+
+
 class PipelineBuffers(enum.Enum):
     """What a pipeline runtime keeps of the tensors that cross stage boundaries, beyond the layers' saved
     activations of the microbatches in flight (read from each runtime's code; :mod:`.pipeline_buffers` counts
@@ -655,6 +669,11 @@ class Layout:
     # capacity factor is the bound a dropping router enforces). Scales the expert compute, the all-to-all and
     # the routed activations on the critical path.
     moe_imbalance: float = 1.0
+    # How the tokens travel to and from the experts (MoeDispatcher), and whether the dispatch (and, in the backward,
+    # the combine's gradient) travels in FP8 with a scale per 128 elements (DeepSeek-V3 §3.3.3, DeepEP's FP8
+    # dispatch), the combine and the dispatch's gradient in BF16.
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
+    moe_dispatch_fp8: bool = False
     # Copies of the model over the pipeline ranks: 2 for bidirectional DualPipe (DeepSeek-V3 §3.2.1), where
     # rank r holds stage r of one copy and stage pp−1−r of the other, each a whole slice (so ``chunks`` is 1:
     # a microbatch passes one of the two), and half the microbatches run through each copy.
@@ -675,6 +694,8 @@ class Layout:
                 "expert-parallel groups are carved out of a stage's data- and context-parallel "
                 "ranks; raise --dp or lower --ep"
             )
+        if self.moe_dispatch_fp8 and self.moe_dispatcher is not MoeDispatcher.DEEPEP:
+            raise PipesimError("--moe-dispatch-fp8 is DeepEP's FP8 dispatch; add --moe-dispatcher deepep or drop it")
         if not self.moe_imbalance >= 1.0:
             raise PipesimError(
                 f"--moe-imbalance {self.moe_imbalance} must be ≥ 1 (the most-loaded rank's tokens over the mean)"
@@ -986,6 +1007,9 @@ class Layout:
         if self.overlap_tp_local_shard and not self.gathers_column_input:
             notes.append("--overlap-tp-local-shard changes nothing here: no tensor-parallel all-gathers (they need "
                          "--tp > 1 and --sequence-parallel)")
+        if self.ep == 1 and self.moe_dispatcher is not MoeDispatcher.ALLTOALL:
+            notes.append(f"--moe-dispatcher {self.moe_dispatcher.value} changes nothing here: no token leaves its "
+                         "rank (--ep 1)")
         return notes
 
     @property

@@ -18,7 +18,11 @@ the field docs): a MoE layer replaces the MLP by ``experts`` routed experts of w
 which each token uses ``experts_per_token`` (top-k), plus ``shared_experts`` every token uses (DeepSeekMoE),
 and a router (one ``hidden × experts`` linear). Layer ``i`` (from 0) is MoE when ``i ≥ first_dense_layers``
 and ``i % moe_layer_frequency == 0`` (DeepSeek's ``first_k_dense_replace`` and ``moe_layer_freq``); the other
-layers keep the dense MLP of width ``ffn_hidden``.
+layers keep the dense MLP of width ``ffn_hidden``. Group-limited routing (DeepSeek-V2 §2.2.2, V3 §2.1.2; Megatron-Core's
+``--moe-router-num-groups`` and ``--moe-router-group-topk``): the experts fall in ``expert_groups`` equal groups of
+consecutive experts, and a token's top-k come from the ``expert_groups_per_token`` groups whose best experts score
+highest. Placed one group to a node it is DeepSeek-V3's node-limited routing (a token reaches at most 4 of 8 nodes),
+which bounds what a deduplicating dispatch (``Layout.moe_dispatcher``) sends across nodes.
 
 Multi-head latent attention (``kv_lora_rank`` > 0; DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1): queries through an
 optional low-rank ``q_lora_rank`` bottleneck, keys and values from one ``kv_lora_rank`` latent plus a shared
@@ -80,6 +84,8 @@ class ModelSpec:
     shared_expert_ffn_hidden: int = 0  # one shared expert's inner width; 0: expert_ffn_hidden
     first_dense_layers: int = 0  # the first k layers keep the dense MLP
     moe_layer_frequency: int = 1  # every n-th layer (counted from 0) is MoE
+    expert_groups: int = 0  # group-limited routing: groups of consecutive experts (n_group); 0: no limit
+    expert_groups_per_token: int = 0  # the groups a token's experts come from (topk_group)
     # Multi-head latent attention (0 kv_lora_rank: standard multi-head / grouped-query attention).
     q_lora_rank: int = 0  # 0: queries projected directly from the hidden state
     kv_lora_rank: int = 0
@@ -136,6 +142,8 @@ class ModelSpec:
             "shared_experts",
             "shared_expert_ffn_hidden",
             "first_dense_layers",
+            "expert_groups",
+            "expert_groups_per_token",
         )
         for key in (*keys, "moe_layer_frequency"):
             value = getattr(self, key)
@@ -166,10 +174,31 @@ class ModelSpec:
                 f"model {self.name}: first_dense_layers={self.first_dense_layers} leaves no MoE "
                 f"layer of {self.layers}; lower it or set experts to 0"
             )
+        self._check_expert_groups()
         if not self.expert_ffn_hidden:
             object.__setattr__(self, "expert_ffn_hidden", self.ffn_hidden)
         if not self.shared_expert_ffn_hidden:
             object.__setattr__(self, "shared_expert_ffn_hidden", self.expert_ffn_hidden)
+
+    def _check_expert_groups(self) -> None:
+        groups, chosen = self.expert_groups, self.expert_groups_per_token
+        if chosen and not groups:
+            raise PipesimError(f"model {self.name}: expert_groups_per_token={chosen} chooses among groups of experts, "
+                               "but expert_groups is 0; set expert_groups or drop expert_groups_per_token")
+        if groups <= 1 or chosen >= groups:  # one group, or every group chosen: no limit (DeepSeek-V2-Lite's 1, 1)
+            object.__setattr__(self, "expert_groups", 0)
+            object.__setattr__(self, "expert_groups_per_token", 0)
+            return
+        if self.experts % groups:
+            raise PipesimError(f"model {self.name}: expert_groups={groups} must divide experts={self.experts} "
+                               "(equal groups of consecutive experts)")
+        if not 1 <= chosen < groups:
+            raise PipesimError(f"model {self.name}: expert_groups_per_token={chosen} must be between 1 and "
+                               f"expert_groups={groups} (the groups a token's experts come from)")
+        if self.experts_per_token > chosen * (self.experts // groups):
+            raise PipesimError(f"model {self.name}: experts_per_token={self.experts_per_token} exceeds the "
+                               f"{chosen * (self.experts // groups)} experts of {chosen} groups; raise "
+                               "expert_groups_per_token")
 
     def _check_mla(self) -> None:
         keys = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -373,6 +402,10 @@ FIELDS: tuple[Field, ...] = (
         default=1,
         low=1,
     ),
+    Field("expert_groups", Kind.INT, "", "group-limited routing: groups of consecutive experts (n_group, "
+          "--moe-router-num-groups); 0: a token may reach any expert", default=0, low=0),
+    Field("expert_groups_per_token", Kind.INT, "", "with expert_groups, the groups a token's experts come from "
+          "(topk_group, --moe-router-group-topk)", default=0, low=0),
     Field("q_lora_rank", Kind.INT, "", "MLA query bottleneck rank; 0: no bottleneck", default=0, low=0),
     Field("kv_lora_rank", Kind.INT, "", "MLA key/value latent rank; 0: standard attention", default=0, low=0),
     Field("qk_nope_head_dim", Kind.INT, "", "MLA per-head query/key width without RoPE", default=0, low=0),

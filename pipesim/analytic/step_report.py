@@ -28,6 +28,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     Layout,
     LossKernel,
+    MoeDispatcher,
     P2pCalls,
     PipelineBuffers,
     context_parallel_summary,
@@ -173,7 +174,8 @@ class StepReport:
                        "pipeline_outputs_kept": lay.pipeline_outputs_kept, "mlp_up": lay.mlp_up.value,
                        "overlap_grad_reduce": lay.overlap_grad_reduce,
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
-                       "moe_imbalance": lay.moe_imbalance,
+                       "moe_imbalance": lay.moe_imbalance, "moe_dispatcher": lay.moe_dispatcher.value,
+                       "moe_dispatch_fp8": lay.moe_dispatch_fp8,
                        "model_copies": lay.model_copies},
             "cost_sources": cost_sources(self.chip),
             # the compute slowdown of waiting for the slowest of the step's GPUs (pipesim.analytic.slowest_gpu)
@@ -289,6 +291,16 @@ def step_report(
     )
 
 
+def _dispatch_text(model: ModelSpec, layout: Layout) -> str:
+    """How the tokens reach their experts, as the cost model counts it (moe_dispatch)."""
+    routing = (f"; routing limited to {model.expert_groups_per_token} of {model.expert_groups} expert groups"
+               if model.expert_groups else "")
+    if layout.moe_dispatcher is MoeDispatcher.ALLTOALL:
+        return f"all-to-all dispatch, a copy per routed expert{routing}"
+    fp8 = ", FP8 dispatch" if layout.moe_dispatch_fp8 else ""
+    return f"DeepEP dispatch, a copy per node across the network, forwarded over NVLink{fp8}{routing}"
+
+
 def report_text(report: StepReport) -> str:
     m, c, lay = report.model, report.chip, report.layout
     moe = ""
@@ -307,7 +319,7 @@ def report_text(report: StepReport) -> str:
         f"{', half through each of two model copies (DualPipe)' if lay.model_copies == 2 else ''})",
         *([f"expert parallelism: {m.experts // lay.ep} experts per rank, expert gradients sync over "
            f"dp·cp/ep = {lay.expert_shards} ranks, routing imbalance {lay.moe_imbalance:g}× (most-loaded rank / "
-           f"mean); expert tensor parallelism = tp"] if m.is_moe else []),
+           f"mean); expert tensor parallelism = tp; {_dispatch_text(m, lay)}"] if m.is_moe else []),
         f"recompute {lay.recompute.value}"
         f"{f' (the first {lay.recompute_layers} layers of each chunk)' if lay.recompute_layers else ''}"
         f"{_modules_text(lay)}"

@@ -529,6 +529,8 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.column_input,
         layout.mlp_up,  # two GEMMs, and without SP a collective more (kernels.split_up_collectives)
         layout.moe_imbalance,
+        layout.moe_dispatcher,  # how the all-to-all travels (comm.moe_layer_a2a, moe_dispatch)
+        layout.moe_dispatch_fp8,
         layout.halve_causal_attention,
         (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor,
          layout.fsdp2) if gathers else None,  # FSDP2: each gather copied out on the compute stream

@@ -167,6 +167,11 @@ class ModelOptions:
             forward.
         ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).
         moe_imbalance: the most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1).
+        moe_dispatcher: how tokens reach their experts: ``"alltoall"`` (one NCCL all-to-all each way, a copy per
+            routed expert; default) or ``"deepep"`` (DeepEP: a copy per destination node across the network,
+            forwarded over NVLink; Megatron-Core's flex dispatcher).
+        moe_dispatch_fp8: with DeepEP, the dispatch (and the combine's gradient) in FP8 with a scale per 128
+            elements, as DeepSeek-V3 trained.
         expert_tp: expert tensor-parallel degree; only ``tp`` itself (the default) is modelled.
     """
 
@@ -234,6 +239,8 @@ class ModelOptions:
     overlap_param_gather: bool | None = None
     ep: int | None = None
     moe_imbalance: float | None = None
+    moe_dispatcher: str | None = None
+    moe_dispatch_fp8: bool | None = None
     expert_tp: int | None = None
 
     @classmethod

@@ -25,6 +25,7 @@ from pipesim.analytic.layout import (
     Fp8Recipe,
     Layout,
     MlpUp,
+    MoeDispatcher,
     P2pCalls,
     PipelineBuffers,
     Precision,
@@ -162,6 +163,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                              else framework.grad_reduce.overlaps(sharded)),
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
+        moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, o.moe_dispatcher or "alltoall"),
+        moe_dispatch_fp8=bool(o.moe_dispatch_fp8),
     )
     if o.expert_tp is not None and o.expert_tp != layout.tp:
         raise PipesimError(f"--expert-tp {o.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "

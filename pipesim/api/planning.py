@@ -26,6 +26,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     LossKernel,
     MlpUp,
+    MoeDispatcher,
     P2pCalls,
     Precision,
     Recompute,
@@ -38,7 +39,7 @@ from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
 from pipesim.api.plan_rendering import counts_line, header, ranking_text
-from pipesim.errors import PipesimError
+from pipesim.errors import PipesimError, parse_choice
 from pipesim.plan.ranking import distinct_top
 from pipesim.plan.search import Outcome
 from pipesim.plan.search import PlanResult as SearchResult
@@ -247,6 +248,8 @@ def plan_request(
     p2p_tensor: str | BoundaryTensor | None = None,
     p2p_calls: str | P2pCalls | None = None,
     mlp_up: str | MlpUp | None = None,
+    moe_dispatcher: str | MoeDispatcher | None = None,
+    moe_dispatch_fp8: bool = False,
     fp8_params: str | Fp8Params | None = None,
     fp8_all_gather: bool = False,
     cp_comm_type: str | CpComm | None = None,
@@ -313,6 +316,8 @@ def plan_request(
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
         column_input=defaults.column_input, p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls,
         mlp_up=defaults.mlp_up, cp_comm=defaults.cp_comm, cp_kernels=defaults.cp_kernels,
+        moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, moe_dispatcher or MoeDispatcher.ALLTOALL),
+        moe_dispatch_fp8=bool(moe_dispatch_fp8),
         grad_accumulation=defaults.grad_accumulation, fp8_linears=defaults.fp8_linears,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF), fp8_all_gather=bool(fp8_all_gather),
@@ -420,7 +425,10 @@ def plan(
             sends: "batched", Megatron-LM's send and receive in one call; "sequential", DeepSpeed's one after the
             other; not searched), ``mlp_up`` (a gated MLP's gate and up projections: "fused", one GEMM;
             "split", two linears with, without sequence parallelism, an input-gradient collective each; not
-            searched), ``cp_comm_type`` and ``cp_kernels`` (how the context-parallel candidates exchange keys
+            searched), ``moe_dispatcher`` and ``moe_dispatch_fp8`` (how a MoE model's candidates send tokens to
+            their experts: "alltoall", NCCL's, a copy per routed expert, or "deepep", a copy per node across the
+            network; and with DeepEP whether the dispatch is FP8; not searched), ``cp_comm_type`` and
+            ``cp_kernels`` (how the context-parallel candidates exchange keys
             and values, "p2p", "allgather" or "a2a", and whose code runs their attention, "transformer-engine" or
             "pytorch"; the framework's, not searched), ``fp8_params`` ("both" or
             "rowwise": the FP8 candidates with a distributed optimizer keep their linears' weights in FP8 alone,

@@ -21,6 +21,7 @@ from pipesim.analytic.layout import (
     GradAccumulation,
     LossKernel,
     MlpUp,
+    MoeDispatcher,
     P2pCalls,
     PipelineBuffers,
     Recompute,
@@ -41,6 +42,7 @@ from pipesim.cli.megatron_args import (
     MEGATRON_ALIASES,
     add_megatron_args,
     loss_of,
+    moe_dispatcher_of,
     moe_imbalance_of,
     recompute_layers_of,
 )
@@ -359,6 +361,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--moe-imbalance", type=imbalance, default=None, metavar="X",
                        help="most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1: "
                        "balanced); scales expert compute, all-to-all and routed activations")
+    group.add_argument("--moe-dispatcher", choices=[d.value for d in MoeDispatcher], default=None,
+                       help="how tokens reach their experts: alltoall (one NCCL all-to-all each way, a copy per "
+                       "routed expert; default) or deepep (DeepEP: one copy per destination node across the "
+                       "network, forwarded over NVLink; Megatron's --moe-token-dispatcher-type flex)")
+    group.add_argument("--moe-dispatch-fp8", action="store_true", default=None,
+                       help="with --moe-dispatcher deepep: dispatch in FP8 with a scale per 128 elements, combine in "
+                       "BF16 (DeepSeek-V3's training)")
     group.add_argument("--step-boundary", choices=[b.value for b in StepBoundary], default=None,
                        help="what separates training steps: sync (global all-reduce before the optimizer) or "
                        "post-validation (zero-bubble's optimizer bypass); default: post-validation for "
@@ -378,6 +387,7 @@ def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     values["recompute_layers"] = recompute_layers_of(args)
     values["loss"] = loss_of(args)
     values["moe_imbalance"] = moe_imbalance_of(args)
+    values["moe_dispatcher"] = moe_dispatcher_of(args)
     if getattr(args, "moe_layer_recompute", None):
         raise PipesimError("--moe-layer-recompute (Megatron-Core's moe recompute module) re-runs the whole MoE "
                            "layer, its dispatch included, which pipesim does not model as a module: drop it, or use "

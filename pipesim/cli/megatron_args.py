@@ -108,9 +108,17 @@ def add_megatron_args(group) -> None:
                        "(default 1) must not exceed F")
     group.add_argument("--moe-pad-expert-input-to-capacity", action="store_true", default=None,
                        help="with --moe-expert-capacity-factor: see there")
-    group.add_argument("--moe-token-dispatcher-type", choices=["alltoall"], default=None,
-                       help="Megatron-Core's token dispatcher: alltoall, the dispatch pipesim models (its allgather "
-                       "and flex, DeepEP, are not)")
+    group.add_argument("--moe-grouped-gemm", action="store_true", default=None,
+                       help="Megatron-Core's grouped GEMM over a rank's experts: how pipesim counts them anyway "
+                       "(accepted so a launch line reads as is)")
+    group.add_argument("--moe-token-dispatcher-type", choices=["alltoall", "flex"], default=None,
+                       help="Megatron-Core's token dispatcher: alltoall (--moe-dispatcher alltoall) or flex, whose "
+                       "default backend is DeepEP (--moe-dispatcher deepep); its allgather is not modelled")
+    group.add_argument("--moe-flex-dispatcher-backend", choices=["deepep"], default=None,
+                       help="with --moe-token-dispatcher-type flex: deepep, the backend pipesim models (hybridep and "
+                       "ncclep are not)")
+    group.add_argument("--moe-enable-deepep", action="store_true", default=None,
+                       help="Megatron-Core's older spelling of the flex dispatcher's deepep backend")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
@@ -122,6 +130,23 @@ def moe_imbalance_of(args: argparse.Namespace) -> float | None:
     return capacity_imbalance(getattr(args, "moe_expert_capacity_factor", None),
                               bool(getattr(args, "moe_pad_expert_input_to_capacity", None)),
                               getattr(args, "moe_imbalance", None))
+
+
+def moe_dispatcher_of(args: argparse.Namespace) -> str | None:
+    """``--moe-dispatcher`` from Megatron-Core's dispatcher flags (``flex`` with DeepEP is ``deepep``); a one-line
+    error where they contradict it or each other."""
+    kind = getattr(args, "moe_token_dispatcher_type", None)
+    deepep = getattr(args, "moe_enable_deepep", None) or getattr(args, "moe_flex_dispatcher_backend", None)
+    if deepep and kind != "flex":
+        raise PipesimError("DeepEP runs under Megatron-Core's flex dispatcher: add --moe-token-dispatcher-type flex "
+                           "(or use --moe-dispatcher deepep)")
+    meant = {"alltoall": "alltoall", "flex": "deepep"}.get(kind)
+    if meant is None:
+        return args.moe_dispatcher
+    if args.moe_dispatcher not in (None, meant):
+        raise PipesimError(f"--moe-token-dispatcher-type {kind} is --moe-dispatcher {meant}, but --moe-dispatcher "
+                           f"{args.moe_dispatcher} is given too; keep one")
+    return meant
 
 
 def loss_of(args: argparse.Namespace) -> str | None:
@@ -163,7 +188,7 @@ def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
               "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by", "num-experts",
               "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "q-lora-rank",
               "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
-              "kv-channels", "padded-vocab-size")
+              "kv-channels", "padded-vocab-size", "moe-router-num-groups", "moe-router-group-topk")
     switches = ("group-query-attention", "swiglu", "untie-embeddings-and-output-weights", "disable-bias-linear",
                 "multi-latent-attention", "qk-layernorm")
     others = ("normalization", "position-embedding-type", "hidden-dropout", "attention-dropout", "moe-layer-freq",

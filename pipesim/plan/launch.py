@@ -21,7 +21,16 @@ from __future__ import annotations
 
 import shlex
 
-from pipesim.analytic.layout import CpComm, CpKernels, Fp8Params, LossKernel, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    CpComm,
+    CpKernels,
+    Fp8Params,
+    LossKernel,
+    MoeDispatcher,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 from pipesim.program.limits import interleaved_microbatch_group
@@ -90,9 +99,11 @@ MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--c
 
 
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
-                 optimizer_shard_group: int | None = None) -> str | None:
-    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group), or None
-    if it can."""
+                 optimizer_shard_group: int | None = None, fp8_dispatch: bool = False) -> str | None:
+    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group, its FP8
+    MoE dispatch), or None if it can."""
+    if fp8_dispatch and candidate.ep > 1:
+        return "Megatron-Core's DeepEP dispatch is BF16 (its fused_a2a sends no FP8 tokens); FP8 dispatch is DeepSeek's"
     if loss not in MEGATRON_LOSS_FLAGS:
         return f"Megatron-LM has no {loss.value} cross-entropy; its losses are megatron, megatron-fused and te"
     if loss_input_copy:
@@ -111,7 +122,8 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
                   overlap_p2p: bool = True, overlap_dp_sync: bool = False,
                   fp8_params: Fp8Params = Fp8Params.OFF, cp_comm: CpComm = CpComm.P2P,
-                  loss: LossKernel = LossKernel.MEGATRON) -> list[str] | None:
+                  loss: LossKernel = LossKernel.MEGATRON,
+                  dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
     ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
     reduce and (with the distributed optimizer) parameter gather; ``fp8_params``: the FP8 parameters the
@@ -166,7 +178,13 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     if model.is_moe:
         args += ["--num-experts", str(model.experts), "--moe-router-topk", str(model.experts_per_token),
                  "--moe-ffn-hidden-size", str(model.expert_ffn_hidden), "--expert-model-parallel-size", str(c.ep),
-                 "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+                 "--moe-grouped-gemm", "--moe-token-dispatcher-type",
+                 "flex" if dispatcher is MoeDispatcher.DEEPEP else "alltoall"]
+        if dispatcher is MoeDispatcher.DEEPEP:
+            args += ["--moe-flex-dispatcher-backend", "deepep"]
+        if model.expert_groups:
+            args += ["--moe-router-num-groups", str(model.expert_groups), "--moe-router-group-topk",
+                     str(model.expert_groups_per_token)]
         if model.shared_experts:
             args += ["--moe-shared-expert-intermediate-size",
                      str(model.shared_experts * model.shared_expert_ffn_hidden)]
@@ -205,11 +223,13 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
 def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
                   overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF,
                   cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
-                  loss_input_copy: bool = False, optimizer_shard_group: int | None = None) -> str:
-    gap = megatron_gap(candidate, loss, loss_input_copy, optimizer_shard_group)
+                  loss_input_copy: bool = False, optimizer_shard_group: int | None = None,
+                  dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fp8_dispatch: bool = False) -> str:
+    gap = megatron_gap(candidate, loss, loss_input_copy, optimizer_shard_group, fp8_dispatch)
     if gap is not None:
         return f"({gap})"
-    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss)
+    argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss,
+                         dispatcher)
     return "pretrain_gpt.py " + shlex.join(argv)
 
 

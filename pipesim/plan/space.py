@@ -48,6 +48,7 @@ from pipesim.analytic.layout import (
     Layout,
     LossKernel,
     MlpUp,
+    MoeDispatcher,
     OptimizerBytes,
     P2pCalls,
     PipelineBuffers,
@@ -119,6 +120,9 @@ class PlanRequest:
     p2p_calls: P2pCalls = P2pCalls.BATCHED
     # A gated MLP's gate and up projections (Layout.mlp_up; not searched): one fused GEMM (Megatron-Core).
     mlp_up: MlpUp = MlpUp.FUSED
+    # How a MoE model's tokens reach their experts (Layout.moe_dispatcher, moe_dispatch_fp8; not searched).
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
+    moe_dispatch_fp8: bool = False
     # Whose FP8 linears the FP8 candidates train with (Layout.fp8_linears; not searched): Transformer Engine's.
     fp8_linears: Fp8Linears = Fp8Linears.TRANSFORMER_ENGINE
     # How microbatches' weight gradients are summed (Layout.grad_accumulation; not searched): in the GEMM.
@@ -262,6 +266,7 @@ class PlanRequest:
                       overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,
                       p2p_calls=P2pCalls.BATCHED if overlap_p2p else self.p2p_calls,
+                      moe_dispatcher=self.moe_dispatcher, moe_dispatch_fp8=self.moe_dispatch_fp8,
                       pipeline_buffers=pipeline_buffers,
                       cp_comm=self.cp_comm, cp_kernels=self.cp_kernels,
                       fp8_linears=self.fp8_linears if c.precision is Precision.FP8 else Fp8Linears.TRANSFORMER_ENGINE,

@@ -15,6 +15,7 @@ from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
+    DEFAULT_RECOMPUTE_MODULES,
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
@@ -28,12 +29,14 @@ from pipesim.analytic.layout import (
     Layout,
     LossKernel,
     MlpUp,
+    MoeDispatcher,
     OptimizerBytes,
     P2pCalls,
     PipelineBuffers,
     Precision,
     RankOrder,
     Recompute,
+    RecomputeModule,
     ZeroCollectives,
     ZeroStage,
 )
@@ -115,6 +118,10 @@ class PublishedRun:
     # plain PyTorch); FUSED: the weight-gradient GEMM accumulates (Megatron-LM's gradient_accumulation_fusion)
     grad_accumulation: GradAccumulation = GradAccumulation.FUSED
     ep: int = 1  # expert-parallel degree (mixture-of-experts models), folded over dp·cp
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL  # DEEPEP: a copy per node across the network
+    moe_dispatch_fp8: bool = False  # the dispatch (and the combine's gradient) in FP8
+    # what a selective recomputation re-runs (Megatron-Core's --recompute-modules); the attention core by default
+    recompute_modules: tuple[RecomputeModule, ...] = DEFAULT_RECOMPUTE_MODULES
     stage_layers: tuple[int, ...] | None = None  # layers on every stage, stage 0 first, when stated or inferred
     # at most one of these is the published throughput; a row without one publishes only its memory
     hfu_tflops: float | None = None  # hardware TFLOP/s per GPU (recompute counted)
@@ -224,7 +231,8 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     overlap_tp_dgrad=run.overlap_tp_dgrad,
                     rank_order=run.rank_order,
                     column_input=run.column_input,
-                    ep=run.ep,
+                    ep=run.ep, moe_dispatcher=run.moe_dispatcher, moe_dispatch_fp8=run.moe_dispatch_fp8,
+                    recompute_modules=run.recompute_modules,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
                     grad_accumulation=run.grad_accumulation,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
@@ -321,6 +329,12 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--grad-accumulation", run.grad_accumulation.value]
     if run.ep > 1:
         argv += ["--ep", str(run.ep)]
+    if run.moe_dispatcher is not MoeDispatcher.ALLTOALL:
+        argv += ["--moe-dispatcher", run.moe_dispatcher.value]
+    if run.moe_dispatch_fp8:
+        argv.append("--moe-dispatch-fp8")
+    if run.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
+        argv += ["--recompute-modules", *(m.value for m in run.recompute_modules)]
     if run.stage_layers is not None:
         argv += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     if run.first_last is not None:

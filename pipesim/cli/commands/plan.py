@@ -14,6 +14,7 @@ from pipesim.analytic.layout import (
     ElementwiseKernels,
     LossKernel,
     MlpUp,
+    MoeDispatcher,
     P2pCalls,
     Precision,
     Recompute,
@@ -180,6 +181,11 @@ def register(sub) -> None:
     p.add_argument("--p2p-calls", choices=[c.value for c in P2pCalls], default=None,
                    help=P2P_CALLS_HELP + ", for the candidates whose sends block; not searched")
     p.add_argument("--mlp-up", choices=[m.value for m in MlpUp], default=None, help=MLP_UP_HELP + ", not searched")
+    p.add_argument("--moe-dispatcher", choices=[d.value for d in MoeDispatcher], default=None,
+                   help="how a MoE model's candidates send tokens to their experts: alltoall (NCCL, a copy per routed "
+                   "expert; default) or deepep (a copy per node across the network), not searched")
+    p.add_argument("--moe-dispatch-fp8", action="store_true",
+                   help="with --moe-dispatcher deepep, the dispatch in FP8 (DeepSeek-V3's), not searched")
     p.add_argument("--cp-comm-type", type=cp_comm_type, default=None, metavar="{p2p,allgather,a2a}",
                    help="how the context-parallel candidates exchange keys and values (Megatron-LM's --cp-comm-type; "
                    "default: the framework's), not searched")
@@ -229,7 +235,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 overlap_tp_dgrad=args.overlap_tp_dgrad,
                 overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,
-                mlp_up=args.mlp_up, fp8_params=args.fp8_params, fp8_all_gather=args.fp8_all_gather,
+                mlp_up=args.mlp_up, moe_dispatcher=args.moe_dispatcher, moe_dispatch_fp8=args.moe_dispatch_fp8,
+                fp8_params=args.fp8_params, fp8_all_gather=args.fp8_all_gather,
                 cp_comm_type=args.cp_comm_type,
                 cp_kernels=args.cp_kernels)
 
