@@ -131,7 +131,8 @@ _DEEPSEEK_V3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_
                 "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
                 "tie_word_embeddings": False, "num_nextn_predict_layers": 1, "n_group": 8, "topk_group": 4,
                 "topk_method": "noaux_tc"}
-_DEEPSEEK_V2_LITE = {**_DEEPSEEK_V3, "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+_V3_WITHOUT_MTP = {k: v for k, v in _DEEPSEEK_V3.items() if k != "num_nextn_predict_layers"}
+_DEEPSEEK_V2_LITE = {**_V3_WITHOUT_MTP, "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
                      "moe_intermediate_size": 1408, "num_attention_heads": 16, "num_key_value_heads": 16,
                      "num_hidden_layers": 27, "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
                      "first_k_dense_replace": 1, "q_lora_rank": None, "vocab_size": 102400, "n_group": 1,

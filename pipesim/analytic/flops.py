@@ -110,17 +110,31 @@ def lm_head_flops(model: ModelSpec) -> PassFlops:
     return PassFlops(logits, logits, logits)
 
 
+def mtp_extra_flops(model: ModelSpec) -> PassFlops:
+    """Multi-token prediction's modules beyond their layers (:mod:`~pipesim.analytic.mtp`): each one's 2h → h
+    projection and its pass through the shared output head, as Megatron-Core's FLOPs count them."""
+    projection = 2 * model.micro_batch * model.seq_len * 2 * model.hidden * model.hidden
+    head = lm_head_flops(model)
+    d = model.mtp_layers
+    return PassFlops(d * (projection + head.forward), d * (projection + head.backward_input),
+                     d * (projection + head.backward_weight))
+
+
 def model_flops_per_microbatch(model: ModelSpec, layout: Layout,
                                recomputed: dict[LayerKind, int] | None = None) -> PassFlops:
-    """All layers plus the LM head, for one microbatch of one pipeline (sum of model and hardware FLOPs).
-    ``recomputed``: per kind, how many layers recompute (``Layout.recompute_layers``: the others do not); None,
-    every layer as the layout says."""
-    head = lm_head_flops(model)
+    """All layers plus the LM head, and the multi-token-prediction modules (their layers of the last one's kind,
+    recomputed as the layout says), for one microbatch of one pipeline (sum of model and hardware FLOPs).
+    ``recomputed``: per kind, how many of the model's layers recompute (``Layout.recompute_layers``: the others do
+    not); None, every layer as the layout says."""
+    head, extra = lm_head_flops(model), mtp_extra_flops(model)
     kinds = model.layer_kinds()
-    layers = [(kinds.count(kind), layer_flops(model, layout, kind)) for kind in LayerKind if kind in kinds]
-    again = [(kinds.count(kind) if recomputed is None else recomputed[kind], f)
-             for kind, (_, f) in zip([k for k in LayerKind if k in kinds], layers, strict=True)]
-    return PassFlops(sum(n * f.forward for n, f in layers) + head.forward,
-                     sum(n * f.backward_input for n, f in layers) + head.backward_input,
-                     sum(n * f.backward_weight for n, f in layers) + head.backward_weight,
+    mtp = model.layer_kind(model.layers - 1)
+    counts = {kind: kinds.count(kind) + (model.mtp_layers if kind is mtp else 0) for kind in LayerKind
+              if kind in kinds}
+    layers = [(counts[kind], layer_flops(model, layout, kind)) for kind in counts]
+    again = [(n if recomputed is None else recomputed[kind] + (model.mtp_layers if kind is mtp else 0), f)
+             for kind, (n, f) in zip(counts, layers, strict=True)]
+    return PassFlops(sum(n * f.forward for n, f in layers) + head.forward + extra.forward,
+                     sum(n * f.backward_input for n, f in layers) + head.backward_input + extra.backward_input,
+                     sum(n * f.backward_weight for n, f in layers) + head.backward_weight + extra.backward_weight,
                      sum(n * f.recompute for n, f in again))

@@ -15,7 +15,8 @@ The keys read are the ones ``transformers``' configuration classes define, under
   ``mlp_only_layers`` (which layers are MoE);
 - DeepSeek-V2 and V3: ``n_routed_experts``, ``n_shared_experts``, ``num_experts_per_tok``,
   ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, group-limited routing's ``n_group``
-  and ``topk_group`` (where ``topk_method`` is a group-limited one, not ``greedy``), and latent attention's
+  and ``topk_group`` (where ``topk_method`` is a group-limited one, not ``greedy``), the multi-token-prediction
+  modules' ``num_nextn_predict_layers``, and latent attention's
   ``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
 
 - sliding windows (:class:`WindowKeys`): ``sliding_window`` on every layer (Mistral, Mixtral), or on the layers
@@ -33,7 +34,7 @@ Not counted, and small: Gemma 2's soft-capping of the attention and output logit
 attention sinks (a learned logit per head in each softmax) and its clamped
 SwiGLU (a SwiGLU's bytes), Qwen2's biases on the query, key and value projections alone (``bias`` is all the
 linears' or none; 3·(q + 2·kv) parameters a layer, under 0.01 % of a 7B), Qwen2-MoE's one-output gate of its
-shared expert, DeepSeek-V3's multi-token-prediction module (as the ``deepseek-v3`` preset).
+shared expert.
 """
 
 from __future__ import annotations
@@ -230,7 +231,8 @@ def _moe_fields(c: _Config, family: Family) -> dict:
                     first_dense_layers=c.count("first_k_dense_replace", 0),
                     moe_layer_frequency=c.count("moe_layer_freq", 1),
                     expert_groups=c.count("n_group", 0) if limited else 0,
-                    expert_groups_per_token=c.count("topk_group", 0) if limited else 0)
+                    expert_groups_per_token=c.count("topk_group", 0) if limited else 0,
+                    mtp_layers=c.count("num_nextn_predict_layers", 0))
     return {}
 
 

@@ -54,6 +54,7 @@ class MegatronModelArgs:
     moe_layer_freq: str | None = None  # "N" (every N-th layer) or a pattern "[0,0,1,1,...]"
     moe_router_num_groups: int | None = None  # group-limited routing's groups of experts
     moe_router_group_topk: int | None = None  # the groups a token's experts come from
+    mtp_num_layers: int | None = None  # multi-token-prediction modules on the last stage
     multi_latent_attention: bool = False
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
@@ -200,6 +201,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
         first_dense_layers=first_dense, moe_layer_frequency=frequency,
         expert_groups=(args.moe_router_num_groups or 0) if experts else 0,
         expert_groups_per_token=(args.moe_router_group_topk or 0) if experts else 0,
+        mtp_layers=args.mtp_num_layers or 0,
         q_lora_rank=(args.q_lora_rank or 0) if mla else 0, kv_lora_rank=(args.kv_lora_rank or 0) if mla else 0,
         qk_nope_head_dim=(args.qk_head_dim or 0) if mla else 0,
         qk_rope_head_dim=(args.qk_pos_emb_head_dim or 0) if mla else 0, v_head_dim=(args.v_head_dim or 0) if mla else 0,
@@ -227,6 +229,7 @@ def check_megatron_model(model: ModelSpec, args: MegatronModelArgs) -> None:
         "--moe-router-topk": (args.moe_router_topk, "experts_per_token"),
         "--moe-router-num-groups": (args.moe_router_num_groups, "expert_groups"),
         "--moe-router-group-topk": (args.moe_router_group_topk, "expert_groups_per_token"),
+        "--mtp-num-layers": (args.mtp_num_layers, "mtp_layers"),
         "--kv-lora-rank": (args.kv_lora_rank, "kv_lora_rank"),
         "--kv-channels": (None if args.multi_latent_attention else args.kv_channels, "head_dim"),
         "--qk-layernorm": (True if args.qk_layernorm else None, "qk_norm"),

@@ -180,10 +180,12 @@ _PRESETS += [
     # config.json: 61 layers, hidden 7168, 128 heads, MLA (q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
     # qk_rope 64, v 128), the first 3 layers dense (intermediate_size 18432), the rest 1 shared + 256 routed
     # experts of 2048, top-8 from 4 of 8 groups (n_group 8, topk_group 4: node-limited routing, §2.1.2), vocab
-    # 129280, untied; pre-training sequence 4096 (§4.2). 671B total, 37B active (§1); the
-    # multi-token-prediction module (14B, num_nextn_predict_layers 1) is not part of that count and is left out here.
+    # 129280, untied; pre-training sequence 4096 (§4.2). 671B total, 37B active (§1); its one
+    # multi-token-prediction module (§2.2, D = 1: num_nextn_predict_layers 1, a MoE layer; 14B with the embedding
+    # and head copies its checkpoint stores) is trained with it and, as there, left out of that count.
     _moe("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, experts=256, experts_per_token=8,
          expert_ffn_hidden=2048, shared_experts=1, first_dense_layers=3, expert_groups=8, expert_groups_per_token=4,
+         mtp_layers=1,
          q_lora_rank=1536, kv_lora_rank=512,
          qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
     # DeepSeek-AI 2024, "DeepSeek-V2" (arXiv 2405.04434) App. B and deepseek-ai/DeepSeek-V2-Lite config.json:

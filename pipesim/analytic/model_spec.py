@@ -24,6 +24,12 @@ consecutive experts, and a token's top-k come from the ``expert_groups_per_token
 highest. Placed one group to a node it is DeepSeek-V3's node-limited routing (a token reaches at most 4 of 8 nodes),
 which bounds what a deduplicating dispatch (``Layout.moe_dispatcher``) sends across nodes.
 
+Multi-token prediction (``mtp_layers`` D > 0; DeepSeek-V3 §2.2, Megatron-Core's ``--mtp-num-layers``, the
+config's ``num_nextn_predict_layers``): D modules after the last layer, each a transformer layer of the last layer's
+kind behind a projection of two normed inputs (2h → h), sharing the embedding and the output head, whose loss is
+added to the model's; trained on the stage with the loss (:mod:`pipesim.analytic.mtp`). Their parameters are not
+in the model's count, as DeepSeek-V3's 671B leaves out its 14B module.
+
 Multi-head latent attention (``kv_lora_rank`` > 0; DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1): queries through an
 optional low-rank ``q_lora_rank`` bottleneck, keys and values from one ``kv_lora_rank`` latent plus a shared
 ``qk_rope_head_dim`` RoPE key; per head, queries and keys are ``qk_nope_head_dim + qk_rope_head_dim`` wide and
@@ -86,6 +92,7 @@ class ModelSpec:
     moe_layer_frequency: int = 1  # every n-th layer (counted from 0) is MoE
     expert_groups: int = 0  # group-limited routing: groups of consecutive experts (n_group); 0: no limit
     expert_groups_per_token: int = 0  # the groups a token's experts come from (topk_group)
+    mtp_layers: int = 0  # multi-token-prediction modules after the last layer (num_nextn_predict_layers)
     # Multi-head latent attention (0 kv_lora_rank: standard multi-head / grouped-query attention).
     q_lora_rank: int = 0  # 0: queries projected directly from the hidden state
     kv_lora_rank: int = 0
@@ -120,6 +127,8 @@ class ModelSpec:
         if self.hidden % self.heads and not self.mla and not self.attention_head_dim:
             raise PipesimError(f"model {self.name}: hidden={self.hidden} must be a multiple of heads={self.heads}, "
                                "or give attention_head_dim (head_dim) for heads of another width")
+        if isinstance(self.mtp_layers, bool) or not isinstance(self.mtp_layers, int) or self.mtp_layers < 0:
+            raise PipesimError(f"model {self.name}: mtp_layers={self.mtp_layers!r} must be an integer ≥ 0")
         self._check_moe()
         self._check_mla()
         self._check_window()
@@ -406,6 +415,8 @@ FIELDS: tuple[Field, ...] = (
           "--moe-router-num-groups); 0: a token may reach any expert", default=0, low=0),
     Field("expert_groups_per_token", Kind.INT, "", "with expert_groups, the groups a token's experts come from "
           "(topk_group, --moe-router-group-topk)", default=0, low=0),
+    Field("mtp_layers", Kind.INT, "", "multi-token-prediction modules after the last layer, on the loss's stage "
+          "(num_nextn_predict_layers, --mtp-num-layers); 0: none", default=0, low=0),
     Field("q_lora_rank", Kind.INT, "", "MLA query bottleneck rank; 0: no bottleneck", default=0, low=0),
     Field("kv_lora_rank", Kind.INT, "", "MLA key/value latent rank; 0: standard attention", default=0, low=0),
     Field("qk_nope_head_dim", Kind.INT, "", "MLA per-head query/key width without RoPE", default=0, low=0),

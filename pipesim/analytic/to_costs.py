@@ -37,6 +37,7 @@ from pipesim.analytic.activations import (
     layer_activation_bytes,
     linear_input_bytes,
     loss_logit_bytes,
+    output_activation_bytes,
 )
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import (
@@ -64,7 +65,7 @@ from pipesim.analytic.comm import (
     tp_dgrad_collective,
     tp_layer_comm,
 )
-from pipesim.analytic.flops import layer_flops, lm_head_flops
+from pipesim.analytic.flops import layer_flops, lm_head_flops, mtp_extra_flops
 from pipesim.analytic.kernels import (
     EMBEDDING_KERNELS,
     HeadTimes,
@@ -87,6 +88,14 @@ from pipesim.analytic.kernels import (
 from pipesim.analytic.layout import CpComm, HeadParts, Layout, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.analytic.mtp import (
+    mtp_embedding_copy,
+    mtp_expert_params,
+    mtp_extra_activation_bytes,
+    mtp_extra_times,
+    mtp_kind,
+    mtp_params,
+)
 from pipesim.analytic.params import (
     embedding_params,
     layer_expert_params,
@@ -141,7 +150,12 @@ def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[La
     """The stage's layers by kind and by the recomputation they run under. Under ``layout.recompute_layers``
     (Megatron's block method) the stage's first N layers are recomputed in full and the others keep their
     activations: two groups, each under a layout of its own (``recompute_layers`` cleared, so every per-layer
-    model reads it as it reads any layout); otherwise one group per kind, under ``layout``."""
+    model reads it as it reads any layout); otherwise one group per kind, under ``layout``. The loss's stage adds
+    the multi-token-prediction modules' layers (:mod:`.mtp`), under the layout's own policy, last."""
+    return _model_layer_groups(model, layout, stage) + _mtp_layer_groups(model, layout, stage)
+
+
+def _model_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[LayerGroup, ...]:
     counts = stage_layer_counts(model, layout)
     n = layout.recompute_layers
     if n is None or n >= counts[stage]:
@@ -156,6 +170,13 @@ def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[La
             + tuple((kind, kept.count(kind), none) for kind in LayerKind if kind in kept))
 
 
+def _mtp_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[LayerGroup, ...]:
+    if not model.mtp_layers or not layout.head_parts(stage).loss:
+        return ()
+    own = layout if layout.recompute_layers is None else replace(layout, recompute_layers=None)
+    return ((mtp_kind(model), model.mtp_layers, own),)
+
+
 def recomputed_layers(model: ModelSpec, layout: Layout) -> dict[LayerKind, int] | None:
     """Per kind, the layers a microbatch recomputes through the whole model under ``recompute_layers``; None
     when every layer runs under the layout's own recomputation."""
@@ -163,7 +184,7 @@ def recomputed_layers(model: ModelSpec, layout: Layout) -> dict[LayerKind, int] 
         return None
     counts: dict[LayerKind, int] = dict.fromkeys(LayerKind, 0)
     for stage in range(layout.num_stages):
-        for kind, n, group in stage_layer_groups(model, layout, stage):
+        for kind, n, group in _model_layer_groups(model, layout, stage):
             if group.recompute is Recompute.FULL:
                 counts[kind] += n
     return counts
@@ -176,6 +197,10 @@ def stage_first_layer(model: ModelSpec, layout: Layout, stage: int) -> int:
 def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None) -> None:
     """Refuse splits and combinations that do not exist, naming what would work."""
     stage_layer_counts(model, layout)
+    if model.mtp_layers and layout.stages_after_head:
+        raise PipesimError(f"model {model.name}'s multi-token-prediction modules run beside the LM head and its loss "
+                           "(Megatron-Core's); a loss on stages of its own (--stages-after-head) is nanotron's, which "
+                           "has no such modules: drop one")
     t = layout.tp
     if model.heads % t:
         options = [d for d in range(1, model.heads + 1) if model.heads % d == 0 and d <= 64]
@@ -332,13 +357,19 @@ def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown,
             act += head_input_bytes(model, layout)
         if end.loss:  # the cast between (nanotron's own stage, stages_after_head 2) keeps nothing for its backward
             act += loss_logit_bytes(model, layout)
+            # multi-token prediction's norms, projection and second head (its layers are in the groups above)
+            act += mtp_extra_activation_bytes(model, layout, output_activation_bytes(model, layout))
         # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
         # does the same; replicated norm weights are < 0.01 % of a layer).
         total = stage_params(model, stage, stages, layers, first, layout.head_stage)
         experts = stage_expert_params(model, stage, stages, layers, first)
-        per_rank_experts = experts / (layout.tp * layout.ep)
         ends = (embedding_params(model) if stage == 0 else 0) + (
             output_params(model, stages) if end.projection else 0)
+        if end.loss and model.mtp_layers:
+            total += mtp_params(model, stages)
+            experts += mtp_expert_params(model)
+            ends += mtp_embedding_copy(model, stages)
+        per_rank_experts = experts / (layout.tp * layout.ep)
         out.append(
             StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts,
                            ends / layout.tp)
@@ -367,12 +398,14 @@ class StageTimeParts:
 Layers = dict  # LayerKind → PassTimes (or LayerComm): one value per kind of layer the model has
 
 
-def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[Layers, HeadTimes]:
-    """One layer of each kind and the head: per-operation times, or FLOPs at one achievable fraction when set
-    (the loss, memory-bound, then costs nothing)."""
+def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[Layers, HeadTimes, PassTimes]:
+    """One layer of each kind, the head and the multi-token-prediction modules' parts beyond their layers:
+    per-operation times, or FLOPs at one achievable fraction when set (the loss, memory-bound, then costs
+    nothing)."""
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     if chip.achievable_fraction is None:
-        return {k: layer_times(model, layout, chip, k) for k in kinds}, head_part_times(model, layout, chip)
+        return ({k: layer_times(model, layout, chip, k) for k in kinds}, head_part_times(model, layout, chip),
+                mtp_extra_times(model, layout, chip))
     rate = chip.peak_for(layout.precision) * chip.achievable_fraction * layout.tp * layout.cp
     h = lm_head_flops(model)
     layers = {}
@@ -383,7 +416,9 @@ def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[La
         )
     head = PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate)
     nothing = PassTimes(0.0, 0.0, 0.0)
-    return layers, HeadTimes(head, nothing, nothing, head)
+    m = mtp_extra_flops(model)
+    return (layers, HeadTimes(head, nothing, nothing, head),
+            PassTimes(m.forward / rate, m.backward_input / rate, m.backward_weight / rate))
 
 
 def _layer_comm(
@@ -465,6 +500,7 @@ class _LayerCosts:
     a2a: Layers
     head: HeadTimes
     head_comm: float  # the logits' all-gather before a gathered loss (comm.logits_gather_time), forward only
+    mtp_extra: PassTimes  # multi-token prediction beyond its layers (mtp.mtp_extra_times), on the loss's stage
     kernels: dict[LayerKind, PassKernels]  # the kernels the host issues for one layer of each kind
 
 
@@ -473,13 +509,14 @@ def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCost
     hit = _LAYER_COSTS.get(key)
     if hit is not None:
         return hit[1]
-    layers, head = _compute_times(model, chip, layout)
+    layers, head, mtp_extra = _compute_times(model, chip, layout)
     costs = _LayerCosts(
         layers,
         {k: _layer_comm(model, chip, layout, t, k) for k, t in layers.items()},
         {k: _layer_a2a(model, chip, layout, k) for k in layers},
         head,
         logits_gather_time(model, layout, chip),
+        mtp_extra,
         {k: layer_kernel_counts(model, layout, k) for k in layers},
     )
     if len(_LAYER_COSTS) >= _LAYER_COSTS_KEPT:
@@ -566,6 +603,9 @@ def _stage_parts(
             passes.recompute,
         )
         head_comm = costs.head_comm if end.loss else 0.0
+        if end.loss and model.mtp_layers:  # the modules' projections, norms and second head (their layers: groups)
+            passes = passes + costs.mtp_extra
+            head_comm *= 1 + model.mtp_layers
     return (
         passes.scaled(compute_pace(chip, layout)),
         LayerComm(total("comm", "forward") + head_comm, total("comm", "backward"),
@@ -586,6 +626,8 @@ def _stage_host_seconds(model: ModelSpec, chip: ChipSpec, layout: Layout, stage:
     end = layout.head_parts(stage)
     if end != HeadParts():
         kernels = kernels + head_kernels(end)
+    if end.loss and model.mtp_layers:  # the second head, as many times as modules (their layers are in the groups)
+        kernels = kernels + head_kernels(HeadParts(True, True, True)).scaled(model.mtp_layers)
     if stage == 0:
         kernels = kernels + EMBEDDING_KERNELS
     each = chip.host_kernel_overhead

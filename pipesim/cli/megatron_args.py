@@ -188,7 +188,8 @@ def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
               "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by", "num-experts",
               "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "q-lora-rank",
               "kv-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim",
-              "kv-channels", "padded-vocab-size", "moe-router-num-groups", "moe-router-group-topk")
+              "kv-channels", "padded-vocab-size", "moe-router-num-groups", "moe-router-group-topk",
+              "mtp-num-layers")
     switches = ("group-query-attention", "swiglu", "untie-embeddings-and-output-weights", "disable-bias-linear",
                 "multi-latent-attention", "qk-layernorm")
     others = ("normalization", "position-embedding-type", "hidden-dropout", "attention-dropout", "moe-layer-freq",

@@ -9,24 +9,33 @@ all-to-all "fully" (§3.2.1); FP8 mixed-precision GEMMs (§3.3); 180K H800 GPU-h
 sequence length 4096 and a batch of 15,360 sequences after the first 469B tokens (§4.2); recomputation of
 every RMSNorm and MLA up-projection in the backward, activations of some operators cached in FP8 (§3.2.3).
 
+Also stated, and modelled since this release: node-limited routing, each token's 8 experts on at most 4 of the 8
+nodes its expert-parallel group spans (§2.1.2: the ``deepseek-v3`` preset's 8 groups, 4 a token), and a dispatch
+that crosses InfiniBand at most once per destination node and fans out over NVLink (§3.2.2, DeepEP's normal
+kernels: ``moe_dispatcher`` deepep); the dispatch in FP8 (§3.3.3: the activations before the experts' up
+projections and the gradients before their down projections, ``moe_dispatch_fp8``), the combine in BF16; one
+multi-token-prediction module (§2.2, D = 1: a MoE layer, a 2h→h projection and the shared head's second pass, on
+the last model slice); recomputation of every RMSNorm and of MLA's up projections (§3.2.3:
+``--recompute-modules layernorm mla_up_proj``).
+
 Inferred (stated nowhere in the report): a micro-batch of 1 sequence, so 15360 / 128 = 120 microbatches per
 pipeline step; the layer split over the 16 model slices DualPipe places (rank r holds slice r of one copy and
-slice 15 − r of the other): 3 layers with the embedding on slice 0, 4 on each of slices 1–13, 3 on slices 14
-and 15 (the last beside the output head), the 61 layers as even as whole layers allow; the H800 preset
-(H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced routing (their auxiliary-loss-free
-balancing: ``moe_imbalance`` 1); no recomputation in pipesim's sense (pipesim's selective recompute is the
-attention core, which DeepSeek does not recompute; their RMSNorm/up-projection recomputation is not modelled).
-The schedule is pipesim's ``dualpipe`` (both directions, two model copies, the overlapped pairs timed by
-``pipesim.sim.costs.pair_duration``).
+slice 15 − r of the other): 3 layers with the embedding on slice 0, 4 on each of slices 1–14, 2 on slice 15
+beside the multi-token-prediction module and the two passes through the output head. That is the most even split
+whole layers allow once the module and its head sit on the last slice: rank 0, which holds slices 0 and 15, runs
+5 layers, the module's layer and two heads (each head's GEMM ~1.6 layers' active compute) against 8 layers on
+every other rank; the split without the module in mind (3, 4 × 13, 3, 3) leaves rank 0 two layers more and
+would give +17 %. The dense first three layers make which end takes the extra layer matter: (4, 4 × 14, 1)
+gives the same +5.6 %, (2, 4 × 14, 3), a MoE layer more on rank 0, +11 %: the split is the row's largest
+uncertainty. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced
+routing (their auxiliary-loss-free balancing: ``moe_imbalance`` 1); the schedule is pipesim's ``dualpipe``
+(both directions, two model copies, the overlapped pairs timed by ``pipesim.sim.costs.pair_duration``).
 
-Not modelled, each making pipesim slower than the run: node-limited routing with DeepEP's forwarding (a token
-crosses IB at most once per node, to at most 4 nodes, then fans out over NVLink; pipesim sends every routed
-copy over the links, 8 copies) and the FP8 dispatch (pipesim sends BF16 both ways). And one
-making it faster: the multi-token-prediction module (one more layer and output head on the last stage). No
-memory is published.
+Not modelled: the activations DeepSeek caches in FP8 (memory only, and no memory is published); DeepEP's kernels
+taking 20 of the 132 SMs where pipesim's overlap takes the chip's ``comm_sm_share`` (24).
 """
 
-from pipesim.analytic.layout import Precision, ZeroStage
+from pipesim.analytic.layout import MoeDispatcher, Precision, Recompute, RecomputeModule, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "DeepSeek-V3 technical report (arXiv 2412.19437), pre-training on 2048 H800"
@@ -34,5 +43,7 @@ SOURCE = "DeepSeek-V3 technical report (arXiv 2412.19437), pre-training on 2048 
 ROWS = [
     PublishedRun(SOURCE, "deepseek-v3", "h800", 2048, 15360, pp=16, chunks=2, schedule="dualpipe",
                  seq_len=4096, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, ep=64,
-                 stage_layers=(3, *[4] * 13, 3, 3), tokens_per_gpu=1e12 / (180_000 * 3600)),
+                 moe_dispatcher=MoeDispatcher.DEEPEP, moe_dispatch_fp8=True, recompute=Recompute.SELECTIVE,
+                 recompute_modules=(RecomputeModule.LAYERNORM, RecomputeModule.MLA_UP_PROJ),
+                 stage_layers=(3, *[4] * 14, 2), tokens_per_gpu=1e12 / (180_000 * 3600)),
 ]
