@@ -425,9 +425,11 @@ def test_a_whole_launch_line_with_ignore_unknown(capsys):
 
 
 def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(capsys):
-    # DeepSeek-V2-Lite's shape with node-limited routing (4 of 8 groups): the plan's DeepEP candidates print the
-    # flex dispatcher and the router's groups, and the line built from its own flags simulates back
-    model = replace(MODEL_PRESETS["deepseek-v2-lite"], name="grouped", expert_groups=8, expert_groups_per_token=4)
+    # DeepSeek-V2-Lite's shape with node-limited routing (4 of 8 groups) and a multi-token-prediction module: the
+    # plan's DeepEP candidates print the flex dispatcher, the router's groups and the module, and the line built
+    # from its own flags simulates back
+    model = replace(MODEL_PRESETS["deepseek-v2-lite"], name="grouped", expert_groups=8, expert_groups_per_token=4,
+                    mtp_layers=1)
     result = pipesim.plan(model, gpus=16, global_batch=64, schedules=["1f1b"], cp=[1], micro_batch_sizes=[1],
                           recompute=["none"], precision=["bf16"], ep=[8, 16], moe_dispatcher="deepep", top=5)
     lines = 0
@@ -436,6 +438,7 @@ def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(c
         assert argv[argv.index("--moe-token-dispatcher-type") + 1] == "flex"
         assert argv[argv.index("--moe-router-num-groups") + 1] == "8"
         assert argv[argv.index("--moe-router-group-topk") + 1] == "4"
+        assert argv[argv.index("--mtp-num-layers") + 1] == "1"
         built = _run(capsys, "--vocab-size", "102400", "--make-vocab-size-divisible-by", "1", "--hardware",
                      "h100-sxm", "--gpus", "16", *argv)
         assert built["model_report"]["layout"]["moe_dispatcher"] == "deepep"

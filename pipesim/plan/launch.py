@@ -90,6 +90,8 @@ def executor_gaps(candidate: Candidate, model: ModelSpec,
         gaps.append(f"no {candidate.precision.value.upper()} GEMMs")
     if model.is_moe:
         gaps.append("dense MLP instead of the model's experts (no expert parallelism)")
+    if model.mtp_layers:
+        gaps.append("no multi-token-prediction module")
     return gaps
 
 
@@ -185,6 +187,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         if model.expert_groups:
             args += ["--moe-router-num-groups", str(model.expert_groups), "--moe-router-group-topk",
                      str(model.expert_groups_per_token)]
+    if model.mtp_layers:
+        args += ["--mtp-num-layers", str(model.mtp_layers)]
         if model.shared_experts:
             args += ["--moe-shared-expert-intermediate-size",
                      str(model.shared_experts * model.shared_expert_ffn_hidden)]
