@@ -77,7 +77,7 @@ _OTHER = {
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
     "optimizer_shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
-    "moe_dispatch_fp8": True,
+    "moe_dispatch_fp8": True, "mtp_stage": 0,
 }
 
 
@@ -165,6 +165,9 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                            fp8_linears=_other("fp8_linears"))
         if name == "fsdp2":  # FSDP2's per-layer gathers, without pipelining
             base = replace(base, pp=1, zero=_other("zero"))
+        if name == "mtp_stage":  # a model with a multi-token-prediction module, its layers all on stage 0
+            model = replace(model, name="with-mtp", mtp_layers=1)
+            base = replace(base, stage_layers=(model.layers, 0))
         if name == "stages_after_head":  # the last stage holds no layer, only the loss
             base = replace(base, stage_layers=(model.layers, 0))
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining

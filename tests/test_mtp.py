@@ -13,7 +13,7 @@ from pipesim.analytic.flops import layer_flops, model_flops_per_microbatch, mtp_
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind
-from pipesim.analytic.mtp import mtp_extra_activation_bytes, mtp_kind, mtp_params
+from pipesim.analytic.mtp import mtp_kind, mtp_module_activation_bytes, mtp_params
 from pipesim.analytic.params import embedding_params, layer_params, total_params
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
@@ -29,24 +29,26 @@ def test_params_by_hand():
     h, v = 7168, 129280
     module = layer_params(V3, LayerKind.MOE) + 2 * h * h + 3 * h  # the layer, eh_proj, three RMSNorms
     assert mtp_kind(V3) is LayerKind.MOE
-    assert mtp_params(V3, 16) == module + v * h  # and the embedding's copy on the last stage
-    assert mtp_params(V3, 1) == module  # one stage holds the table already
+    assert mtp_params(V3, Layout(dp=1, pp=16)) == module + v * h  # and the embedding's copy on the last stage
+    assert mtp_params(V3, Layout(dp=1, pp=1)) == module  # one stage holds the table already
     # the model's count leaves the module out, as DeepSeek-V3's 671B does (the module is ~11.6B without copies)
     assert total_params(V3) == pytest.approx(671e9, rel=0.01)
     assert module == pytest.approx(11.6e9, rel=0.02)
     tied = replace(MODEL_PRESETS["llama3.2-1b"], mtp_layers=2)
-    assert mtp_params(tied, 4) == 2 * (layer_params(tied) + 2 * 2048 * 2048 + 3 * 2048)  # tied: the head's weight
+    # tied: the head's weight is the table; on an earlier slice the modules need their own copy
+    assert mtp_params(tied, Layout(dp=1, pp=4)) == 2 * (layer_params(tied) + 2 * 2048 * 2048 + 3 * 2048)
+    assert mtp_params(tied, Layout(dp=1, pp=4, mtp_stage=2)) == mtp_params(tied, Layout(dp=1, pp=4)) + 128256 * 2048
 
 
 def test_the_loss_stage_holds_the_module_and_no_other_stage_does():
     layout = Layout(dp=1, pp=4, stage_layers=(2, 2, 2, 2))
     with_mtp, without = to_costs.stage_breakdowns(SMALL, layout), to_costs.stage_breakdowns(PLAIN, layout)
     assert with_mtp[:3] == without[:3]
-    assert with_mtp[3].params - without[3].params == mtp_params(SMALL, 4)
+    assert with_mtp[3].params - without[3].params == mtp_params(SMALL, layout)
     assert with_mtp[3].end_params - without[3].end_params == embedding_params(SMALL)
     assert with_mtp[3].activation_bytes - without[3].activation_bytes == pytest.approx(
-        layer_activation_bytes(SMALL, layout, mtp_kind(SMALL))
-        + mtp_extra_activation_bytes(SMALL, layout, output_activation_bytes(SMALL, layout)))
+        layer_activation_bytes(SMALL, layout, mtp_kind(SMALL)) + mtp_module_activation_bytes(SMALL, layout)
+        + output_activation_bytes(SMALL, layout))
 
 
 def test_the_loss_stage_runs_one_more_layer_and_the_extras():
@@ -56,7 +58,7 @@ def test_the_loss_stage_runs_one_more_layer_and_the_extras():
     assert [with_mtp.stage(s) for s in range(3)] == [without.stage(s) for s in range(3)]
     costs = to_costs._layer_costs(SMALL, H100, layout)
     pace = to_costs.compute_pace(H100, layout)
-    layer, extra = costs.passes[mtp_kind(SMALL)], costs.mtp_extra
+    layer, extra = costs.passes[mtp_kind(SMALL)], costs.mtp_module + costs.mtp_head
     assert extra.forward > 0 and extra.backward_weight > 0
     added = with_mtp.stage(3).forward - without.stage(3).forward  # (the host keeps up: no floor)
     assert added == pytest.approx((layer.forward + extra.forward) * pace, rel=1e-9)

@@ -273,10 +273,13 @@ def stage_output_bytes(model: ModelSpec, layout: Layout, stage: int) -> float:
     """Bytes one tp rank sends across ``stage``'s output boundary per microbatch: :func:`p2p_bytes`, except where
     the LM head's stage is not the last (:attr:`Layout.stages_after_head`): the head's stage sends its BF16 logits,
     each tp rank its shard of the vocabulary (nanotron's vocabulary-parallel head), and a stage of the cast
-    alone sends them in FP32; their gradients come back the same size."""
+    alone sends them in FP32; their gradients come back the same size. From the multi-token-prediction modules'
+    stage to the loss's, each module's hidden states travel beside the model's (Megatron-Core concatenates them
+    along the sequence)."""
     end = layout.head_parts(stage)
     if stage == layout.num_stages - 1 or not (end.projection or end.cast):
-        return p2p_bytes(model, layout)
+        carried = 1 + model.mtp_layers if model.mtp_layers and stage >= layout.mtp_slice else 1
+        return carried * p2p_bytes(model, layout)
     logits = model.micro_batch * model.seq_len / layout.cp * model.vocab / layout.tp
     return logits * (4 if end.cast else model.dtype_bytes)
 

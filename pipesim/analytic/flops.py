@@ -110,14 +110,18 @@ def lm_head_flops(model: ModelSpec) -> PassFlops:
     return PassFlops(logits, logits, logits)
 
 
+def mtp_projection_flops(model: ModelSpec) -> PassFlops:
+    """Multi-token prediction's 2h → h projections (:mod:`~pipesim.analytic.mtp`), every module's."""
+    projection = model.mtp_layers * 2 * model.micro_batch * model.seq_len * 2 * model.hidden * model.hidden
+    return PassFlops(projection, projection, projection)
+
+
 def mtp_extra_flops(model: ModelSpec) -> PassFlops:
-    """Multi-token prediction's modules beyond their layers (:mod:`~pipesim.analytic.mtp`): each one's 2h → h
-    projection and its pass through the shared output head, as Megatron-Core's FLOPs count them."""
-    projection = 2 * model.micro_batch * model.seq_len * 2 * model.hidden * model.hidden
-    head = lm_head_flops(model)
-    d = model.mtp_layers
-    return PassFlops(d * (projection + head.forward), d * (projection + head.backward_input),
-                     d * (projection + head.backward_weight))
+    """Multi-token prediction's modules beyond their layers: each one's projection and its pass through the shared
+    output head, as Megatron-Core's FLOPs count them."""
+    projection, head, d = mtp_projection_flops(model), lm_head_flops(model), model.mtp_layers
+    return PassFlops(projection.forward + d * head.forward, projection.backward_input + d * head.backward_input,
+                     projection.backward_weight + d * head.backward_weight)
 
 
 def model_flops_per_microbatch(model: ModelSpec, layout: Layout,

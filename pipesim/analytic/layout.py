@@ -577,6 +577,10 @@ class Layout:
     # cast and the loss on the last stage) or the third-last (2: the cast on the stage before the last, the loss
     # on the last). 0: the head, the cast and the loss on the last stage, as every other framework runs them.
     stages_after_head: int = 0
+    # The model slice holding a multi-token-prediction model's modules (their layers, projections and norms, and the
+    # embedding's copy they look tokens up in; the head's second pass stays with the loss): None, the loss's slice,
+    # Megatron-Core's default; its --pipeline-model-parallel-layout may put them on an earlier one ("m").
+    mtp_stage: int | None = None
     zero: ZeroStage = ZeroStage.NONE  # distributed_optimizer=True means at least ZeroStage.OPTIMIZER
     # How ZeRO-2 communicates: DeepSpeed's buckets, or PyTorch FSDP's per-layer collectives (SHARD_GRAD_OP)
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
@@ -704,6 +708,9 @@ class Layout:
             raise PipesimError(f"{len(self.stage_layers)} stage layer counts for {self.num_stages} stages")
         if self.stages_after_head:
             self._check_stages_after_head()
+        if self.mtp_stage is not None and not 0 <= self.mtp_stage < self.num_stages:
+            raise PipesimError(f"the multi-token-prediction modules' stage {self.mtp_stage} is not one of the "
+                               f"pipeline's {self.num_stages} (pp·v) stages")
         if self.overlap_param_gather and self.asked_sharding is ZeroStage.NONE:
             raise PipesimError("--overlap-param-gather overlaps the distributed optimizer's parameter all-gather, but "
                                "no optimizer state is sharded; add --distributed-optimizer (or --zero N) or drop it")
@@ -807,6 +814,11 @@ class Layout:
     def head_stage(self) -> int:
         """The stage holding the final norm and the LM head (:attr:`stages_after_head` before the last)."""
         return self.num_stages - 1 - self.stages_after_head
+
+    @property
+    def mtp_slice(self) -> int:
+        """The model slice a multi-token-prediction model's modules run on (:attr:`mtp_stage`, else the last)."""
+        return self.num_stages - 1 if self.mtp_stage is None else self.mtp_stage
 
     def head_parts(self, stage: int) -> HeadParts:
         """What of the model's end ``stage`` runs (:class:`HeadParts`): the LM head on :attr:`head_stage`, the

@@ -65,7 +65,7 @@ from pipesim.analytic.comm import (
     tp_dgrad_collective,
     tp_layer_comm,
 )
-from pipesim.analytic.flops import layer_flops, lm_head_flops, mtp_extra_flops
+from pipesim.analytic.flops import layer_flops, lm_head_flops, mtp_projection_flops
 from pipesim.analytic.kernels import (
     EMBEDDING_KERNELS,
     HeadTimes,
@@ -91,10 +91,11 @@ from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.mtp import (
     mtp_embedding_copy,
     mtp_expert_params,
-    mtp_extra_activation_bytes,
-    mtp_extra_times,
+    mtp_head_times,
     mtp_kind,
-    mtp_params,
+    mtp_module_activation_bytes,
+    mtp_module_params,
+    mtp_module_times,
 )
 from pipesim.analytic.params import (
     embedding_params,
@@ -150,8 +151,9 @@ def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[La
     """The stage's layers by kind and by the recomputation they run under. Under ``layout.recompute_layers``
     (Megatron's block method) the stage's first N layers are recomputed in full and the others keep their
     activations: two groups, each under a layout of its own (``recompute_layers`` cleared, so every per-layer
-    model reads it as it reads any layout); otherwise one group per kind, under ``layout``. The loss's stage adds
-    the multi-token-prediction modules' layers (:mod:`.mtp`), under the layout's own policy, last."""
+    model reads it as it reads any layout); otherwise one group per kind, under ``layout``. The modules' slice
+    (:attr:`Layout.mtp_slice`, the loss's unless named) adds the multi-token-prediction modules' layers
+    (:mod:`.mtp`), under the layout's own policy, last."""
     return _model_layer_groups(model, layout, stage) + _mtp_layer_groups(model, layout, stage)
 
 
@@ -171,7 +173,7 @@ def _model_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[L
 
 
 def _mtp_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[LayerGroup, ...]:
-    if not model.mtp_layers or not layout.head_parts(stage).loss:
+    if not model.mtp_layers or stage != layout.mtp_slice:
         return ()
     own = layout if layout.recompute_layers is None else replace(layout, recompute_layers=None)
     return ((mtp_kind(model), model.mtp_layers, own),)
@@ -201,6 +203,13 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
         raise PipesimError(f"model {model.name}'s multi-token-prediction modules run beside the LM head and its loss "
                            "(Megatron-Core's); a loss on stages of its own (--stages-after-head) is nanotron's, which "
                            "has no such modules: drop one")
+    if layout.mtp_stage is not None:
+        counts = stage_layer_counts(model, layout)
+        last_layer = max((s for s, n in enumerate(counts) if n), default=0)
+        if not model.mtp_layers or layout.mtp_stage < last_layer:
+            raise PipesimError(f"the multi-token-prediction modules' stage {layout.mtp_stage}: " + (
+                f"model {model.name} has none (mtp_layers 0)" if not model.mtp_layers else
+                f"they follow the last layer, on stage {last_layer}; put them there or later"))
     t = layout.tp
     if model.heads % t:
         options = [d for d in range(1, model.heads + 1) if model.heads % d == 0 and d <= 64]
@@ -320,6 +329,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.num_stages,
         layout.stage_layers,
         layout.stages_after_head,  # where the LM head's parameters and the loss's logits sit
+        layout.mtp_stage,  # where the multi-token-prediction modules sit
         layout.tp,
         layout.cp,
         layout.ep,
@@ -357,18 +367,18 @@ def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown,
             act += head_input_bytes(model, layout)
         if end.loss:  # the cast between (nanotron's own stage, stages_after_head 2) keeps nothing for its backward
             act += loss_logit_bytes(model, layout)
-            # multi-token prediction's norms, projection and second head (its layers are in the groups above)
-            act += mtp_extra_activation_bytes(model, layout, output_activation_bytes(model, layout))
+            act += model.mtp_layers * output_activation_bytes(model, layout)  # each module's pass through the head
         # Every parameter, embeddings and norms included, is counted as sharded by tp (Megatron-LM's formula
         # does the same; replicated norm weights are < 0.01 % of a layer).
         total = stage_params(model, stage, stages, layers, first, layout.head_stage)
         experts = stage_expert_params(model, stage, stages, layers, first)
         ends = (embedding_params(model) if stage == 0 else 0) + (
             output_params(model, stages) if end.projection else 0)
-        if end.loss and model.mtp_layers:
-            total += mtp_params(model, stages)
+        if model.mtp_layers and stage == layout.mtp_slice:  # the modules (their layers' activations: the groups)
+            total += mtp_module_params(model) + mtp_embedding_copy(model, layout)
             experts += mtp_expert_params(model)
-            ends += mtp_embedding_copy(model, stages)
+            ends += mtp_embedding_copy(model, layout)
+            act += mtp_module_activation_bytes(model, layout)
         per_rank_experts = experts / (layout.tp * layout.ep)
         out.append(
             StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts,
@@ -398,14 +408,15 @@ class StageTimeParts:
 Layers = dict  # LayerKind → PassTimes (or LayerComm): one value per kind of layer the model has
 
 
-def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[Layers, HeadTimes, PassTimes]:
+def _compute_times(model: ModelSpec, chip: ChipSpec,
+                   layout: Layout) -> tuple[Layers, HeadTimes, tuple[PassTimes, PassTimes]]:
     """One layer of each kind, the head and the multi-token-prediction modules' parts beyond their layers:
     per-operation times, or FLOPs at one achievable fraction when set (the loss, memory-bound, then costs
     nothing)."""
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     if chip.achievable_fraction is None:
         return ({k: layer_times(model, layout, chip, k) for k in kinds}, head_part_times(model, layout, chip),
-                mtp_extra_times(model, layout, chip))
+                (mtp_module_times(model, layout, chip), mtp_head_times(model, layout, chip)))
     rate = chip.peak_for(layout.precision) * chip.achievable_fraction * layout.tp * layout.cp
     h = lm_head_flops(model)
     layers = {}
@@ -416,9 +427,10 @@ def _compute_times(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple[La
         )
     head = PassTimes(h.forward / rate, h.backward_input / rate, h.backward_weight / rate)
     nothing = PassTimes(0.0, 0.0, 0.0)
-    m = mtp_extra_flops(model)
+    m = mtp_projection_flops(model)
     return (layers, HeadTimes(head, nothing, nothing, head),
-            PassTimes(m.forward / rate, m.backward_input / rate, m.backward_weight / rate))
+            (PassTimes(m.forward / rate, m.backward_input / rate, m.backward_weight / rate),
+             head.scaled(model.mtp_layers)))
 
 
 def _layer_comm(
@@ -500,7 +512,8 @@ class _LayerCosts:
     a2a: Layers
     head: HeadTimes
     head_comm: float  # the logits' all-gather before a gathered loss (comm.logits_gather_time), forward only
-    mtp_extra: PassTimes  # multi-token prediction beyond its layers (mtp.mtp_extra_times), on the loss's stage
+    mtp_module: PassTimes  # multi-token prediction's projections and norms (mtp.mtp_module_times), on its slice
+    mtp_head: PassTimes  # ... and the head's pass for each module (mtp.mtp_head_times), on the loss's slice
     kernels: dict[LayerKind, PassKernels]  # the kernels the host issues for one layer of each kind
 
 
@@ -509,14 +522,15 @@ def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCost
     hit = _LAYER_COSTS.get(key)
     if hit is not None:
         return hit[1]
-    layers, head, mtp_extra = _compute_times(model, chip, layout)
+    layers, head, (mtp_module, mtp_head) = _compute_times(model, chip, layout)
     costs = _LayerCosts(
         layers,
         {k: _layer_comm(model, chip, layout, t, k) for k, t in layers.items()},
         {k: _layer_a2a(model, chip, layout, k) for k in layers},
         head,
         logits_gather_time(model, layout, chip),
-        mtp_extra,
+        mtp_module,
+        mtp_head,
         {k: layer_kernel_counts(model, layout, k) for k in layers},
     )
     if len(_LAYER_COSTS) >= _LAYER_COSTS_KEPT:
@@ -602,10 +616,12 @@ def _stage_parts(
             passes.backward_weight + head.backward_weight,
             passes.recompute,
         )
-        head_comm = costs.head_comm if end.loss else 0.0
-        if end.loss and model.mtp_layers:  # the modules' projections, norms and second head (their layers: groups)
-            passes = passes + costs.mtp_extra
-            head_comm *= 1 + model.mtp_layers
+        head_comm = costs.head_comm * (1 + model.mtp_layers) if end.loss else 0.0  # each module's head again
+    if model.mtp_layers:  # the modules' projections and norms, and the head's pass for each (their layers: groups)
+        if stage == layout.mtp_slice:
+            passes = passes + costs.mtp_module
+        if end.loss:
+            passes = passes + costs.mtp_head
     return (
         passes.scaled(compute_pace(chip, layout)),
         LayerComm(total("comm", "forward") + head_comm, total("comm", "backward"),
@@ -719,7 +735,8 @@ def _all_stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, costs: _L
     made: dict[tuple, StageCosts] = {}
     result = []
     for s in range(layout.num_stages):
-        key = (stage_layer_groups(model, layout, s), s == 0, layout.head_parts(s))
+        key = (stage_layer_groups(model, layout, s), s == 0, layout.head_parts(s),
+               stage_output_bytes(model, layout, s))  # (what crosses differs after the MTP modules' stage)
         value = made.get(key)
         if value is None:
             value = made[key] = _stage_costs(model, chip, layout, s, costs)

@@ -82,6 +82,9 @@ class ModelOptions:
         account_for_loss_in_pipeline_split: the loss counts as a layer, so the last model chunk holds one fewer.
         num_layers_per_virtual_pipeline_stage: layers per model chunk: the chunks per rank become each rank's
             layers over it (Megatron-LM's flag of that name; ``simulate`` only).
+        pipeline_model_parallel_layout: Megatron-Core's layout string (``"Et*3|(tt|)*29,m|L"``): the layers of
+            each of the pp·v stages, the multi-token-prediction modules' stage, and the chunks per rank
+            (:mod:`pipesim.analytic.pipeline_layout`; ``simulate`` only).
         zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
         zero_collectives: ``"bucketed"`` (DeepSpeed's ZeRO-2, default), ``"per-layer"`` (with ZeRO-2: PyTorch
             FSDP's SHARD_GRAD_OP, each layer gathers its weights and reduce-scatters its gradients, every
@@ -207,6 +210,7 @@ class ModelOptions:
     account_for_embedding_in_pipeline_split: bool | None = None
     account_for_loss_in_pipeline_split: bool | None = None
     num_layers_per_virtual_pipeline_stage: int | None = None
+    pipeline_model_parallel_layout: str | None = None
     zero: int | None = None
     zero_collectives: str | None = None
     optimizer_shard_group: int | None = None

@@ -37,6 +37,8 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.pipeline_layout import FLAG as LAYOUT_FLAG
+from pipesim.analytic.pipeline_layout import parse_pipeline_layout
 from pipesim.analytic.stage_split import (
     StageSplitRequest,
     chunks_of_layers_per_chunk,
@@ -103,7 +105,10 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         if chunks != shape.chunks:
             raise PipesimError(f"--num-layers-per-virtual-pipeline-stage {per_chunk} means {chunks} chunks per rank, "
                                f"but the schedule has {shape.chunks}; drop one")
-    stage_layers = _stage_layers(spec, shape, split, framework)
+    if o.pipeline_model_parallel_layout is not None:
+        stage_layers, mtp_stage = _layout_string_split(spec, shape, o, split)
+    else:
+        stage_layers, mtp_stage = _stage_layers(spec, shape, split, framework), None
     stages_after_head = o.stages_after_head
     if stages_after_head is None:  # where the framework's own split leaves the head (nanotron's may not be last)
         stages_after_head = framework.stages_after_head(spec, shape.num_slices) if split.is_default else 0
@@ -141,7 +146,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
-        stage_layers=stage_layers, stages_after_head=stages_after_head, zero=zero,
+        stage_layers=stage_layers, stages_after_head=stages_after_head, mtp_stage=mtp_stage, zero=zero,
         zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)),
         optimizer_shard_group=o.optimizer_shard_group, cp=o.cp or 1,
@@ -225,6 +230,26 @@ def _cp_a2a_size(sizes: tuple[int, int] | None, cp: int) -> int | None:
         raise PipesimError(f"--hierarchical-context-parallel-sizes {a2a} {p2p} multiply to {a2a * p2p}, not --cp "
                            f"{cp}; give two sizes whose product is --cp")
     return a2a
+
+
+def _layout_string_split(spec: ModelSpec, shape: PipelineShape, o: ModelOptions,
+                         split: StageSplitRequest) -> tuple[tuple[int, ...], int | None]:
+    """(layers per model slice, the multi-token-prediction modules' slice or None for the loss's) of Megatron-Core's
+    ``--pipeline-model-parallel-layout``; a one-line error where it contradicts the model, the pipeline's shape or
+    another split flag."""
+    if not split.is_default or o.num_layers_per_virtual_pipeline_stage is not None:
+        raise PipesimError(f"{LAYOUT_FLAG} gives every stage's layers; drop the other split flags (--stage-layers, "
+                           "--first/last-stage-layers, Megatron-LM's per-rank and per-chunk counts)")
+    if shape.placement is not Placement.LOOP:
+        raise PipesimError(f"{LAYOUT_FLAG} lays out Megatron-LM's own schedules (each rank's chunks in a loop); for a "
+                           "V or DualPipe placement give --stage-layers")
+    parsed = parse_pipeline_layout(o.pipeline_model_parallel_layout)
+    parsed.check(spec.layers, spec.mtp_layers, spec.name)
+    if len(parsed.stages) != shape.num_slices:
+        raise PipesimError(f"{LAYOUT_FLAG} lists {len(parsed.stages)} stages, but the pipeline has pp·v = "
+                           f"{shape.num_slices}; make --chunks {len(parsed.stages) // shape.pp or 1} or fix the layout")
+    last = len(parsed.stages) - 1
+    return parsed.stage_layers, (None if parsed.mtp_stage in (None, last) else parsed.mtp_stage)
 
 
 def _stage_layers(spec: ModelSpec, shape: PipelineShape, split: StageSplitRequest, framework) -> tuple[int, ...]:

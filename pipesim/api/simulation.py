@@ -104,6 +104,11 @@ def simulate(
     engine = Engine(engine)
     if options.num_layers_per_virtual_pipeline_stage is not None and model is not None and chunks is None:
         chunks = _chunks_of_layers_per_chunk(model, options, pp)  # model_setup checks a --chunks given beside it
+    if options.pipeline_model_parallel_layout is not None and chunks is None:
+        from pipesim.analytic.pipeline_layout import parse_pipeline_layout
+
+        chunks = parse_pipeline_layout(options.pipeline_model_parallel_layout).chunks(
+            pp if pp is not None else DEFAULT_PP)
     if schedule is None:
         schedule = default_schedule(chunks)
     pipeline_ranks = pp if pp is not None else DEFAULT_PP  # what a built-in schedule runs on; a file may fix its own

@@ -253,6 +253,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--num-layers-per-virtual-pipeline-stage", type=positive_int, default=None, metavar="N",
                        help="Megatron-LM's: layers per model chunk, which sets --chunks to each rank's layers / N "
                        "(and the schedule to interleaved when none is named)")
+    group.add_argument("--pipeline-model-parallel-layout", default=None, metavar="LAYOUT",
+                       help="Megatron-Core's layout string, e.g. 'Et*3|(tt|)*29,m|L': the pp·v stages split by |, "
+                       "E the embedding, t a decoder layer, m a multi-token-prediction layer, L the loss; sets the "
+                       "layers per stage, the MTP modules' stage and --chunks")
     group.add_argument("--zero", type=int, choices=[z.value for z in ZeroStage], default=None,
                        help="ZeRO stage over the dp·cp ranks: 0 nothing sharded (default), 1 optimizer state "
                        "(= --distributed-optimizer), "
