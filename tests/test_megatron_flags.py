@@ -311,7 +311,7 @@ def test_expert_capacity_padded_is_the_imbalance_it_forces(capsys):
     (["--moe-expert-capacity-factor", "1.1", "--moe-imbalance", "1.2"], "above which Megatron-Core drops tokens"),
     (["--moe-token-dispatcher-type", "allgather"], "invalid choice: 'allgather'"),
     (["--moe-enable-deepep"], "add --moe-token-dispatcher-type flex"),
-    (["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "hybridep"], "invalid choice"),
+    (["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "ncclep"], "invalid choice"),
     (["--moe-token-dispatcher-type", "alltoall", "--moe-dispatcher", "deepep"], "keep one"),
     (["--moe-dispatch-fp8"], "add --moe-dispatcher deepep"),
 ])
@@ -444,3 +444,33 @@ def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(c
         assert built["model_report"]["layout"]["moe_dispatcher"] == "deepep"
         assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
     assert lines >= 2
+
+
+# Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, its model flags as written there
+_V3_MODEL_FLAGS = (
+    "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 --kv-channels 128 "
+    "--max-position-embeddings 4096 --position-embedding-type rope --make-vocab-size-divisible-by 3232 "
+    "--normalization RMSNorm --swiglu --untie-embeddings-and-output-weights --multi-latent-attention "
+    "--attention-dropout 0.0 --hidden-dropout 0.0 --qk-layernorm --disable-bias-linear --num-experts 256 "
+    "--moe-layer-freq [0]*3+[1]*58 --moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
+    "--moe-router-topk 8 --moe-router-group-topk 4 --moe-router-num-groups 8 --q-lora-rank 1536 --kv-lora-rank 512 "
+    "--qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 --mtp-num-layers 1 --seq-length 4096"
+).split()
+
+
+def test_megatrons_deepseek_v3_example_builds_the_preset(capsys):
+    # its latent attention's --qk-layernorm norms the latents (the preset's MLA has them), not each head;
+    # --kv-channels is MLA's to ignore; the node-limited router and the MTP module are the preset's
+    built = _run(capsys, "--vocab-size", "129280", "--hardware", "h800", "--gpus", "64", "--pp", "4", "--ep", "16",
+                 "--mb", "8", "--stage-layers", "16,15,15,15", *_V3_MODEL_FLAGS)
+    named = _run(capsys, "--model", "deepseek-v3", "--hardware", "h800", "--gpus", "64", "--pp", "4", "--ep", "16",
+                 "--mb", "8", "--stage-layers", "16,15,15,15", *_V3_MODEL_FLAGS)
+    assert built["model_report"]["model"]["name"] == "megatron-flags"
+    assert {k: v for k, v in built["model_report"]["model"].items() if k != "name"} == {
+        k: v for k, v in named["model_report"]["model"].items() if k != "name"}
+    assert built["model_report"]["step_time_s"] == named["model_report"]["step_time_s"]
+    # its dispatcher, the flex one's HybridEP backend, is DeepEP's route
+    hybrid = _run(capsys, "--model", "deepseek-v3", "--hardware", "h800", "--gpus", "64", "--pp", "4", "--ep", "16",
+                  "--mb", "8", "--stage-layers", "16,15,15,15", "--moe-token-dispatcher-type", "flex",
+                  "--moe-flex-dispatcher-backend", "hybridep")
+    assert hybrid["model_report"]["layout"]["moe_dispatcher"] == "deepep"

@@ -205,7 +205,10 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
         q_lora_rank=(args.q_lora_rank or 0) if mla else 0, kv_lora_rank=(args.kv_lora_rank or 0) if mla else 0,
         qk_nope_head_dim=(args.qk_head_dim or 0) if mla else 0,
         qk_rope_head_dim=(args.qk_pos_emb_head_dim or 0) if mla else 0, v_head_dim=(args.v_head_dim or 0) if mla else 0,
-        attention_head_dim=head_dim, qk_norm=args.qk_layernorm, sliding_window=window, global_attention_every=every,
+        # under latent attention --qk-layernorm norms the query and key-value latents (DeepSeek's q_a_layernorm and
+        # kv_a_layernorm), which the latent attention's own count holds already
+        attention_head_dim=head_dim, qk_norm=args.qk_layernorm and not mla, sliding_window=window,
+        global_attention_every=every,
     )
 
 
@@ -232,7 +235,7 @@ def check_megatron_model(model: ModelSpec, args: MegatronModelArgs) -> None:
         "--mtp-num-layers": (args.mtp_num_layers, "mtp_layers"),
         "--kv-lora-rank": (args.kv_lora_rank, "kv_lora_rank"),
         "--kv-channels": (None if args.multi_latent_attention else args.kv_channels, "head_dim"),
-        "--qk-layernorm": (True if args.qk_layernorm else None, "qk_norm"),
+        "--qk-layernorm": (True if args.qk_layernorm and not args.multi_latent_attention else None, "qk_norm"),
         "--padded-vocab-size": (args.padded_vocab_size, "vocab"),
     }
     if args.window_size is not None or args.window_attn_skip_freq is not None:

@@ -114,9 +114,10 @@ def add_megatron_args(group) -> None:
     group.add_argument("--moe-token-dispatcher-type", choices=["alltoall", "flex"], default=None,
                        help="Megatron-Core's token dispatcher: alltoall (--moe-dispatcher alltoall) or flex, whose "
                        "default backend is DeepEP (--moe-dispatcher deepep); its allgather is not modelled")
-    group.add_argument("--moe-flex-dispatcher-backend", choices=["deepep"], default=None,
-                       help="with --moe-token-dispatcher-type flex: deepep, the backend pipesim models (hybridep and "
-                       "ncclep are not)")
+    group.add_argument("--moe-flex-dispatcher-backend", choices=["deepep", "hybridep"], default=None,
+                       help="with --moe-token-dispatcher-type flex: deepep, or hybridep (DeepEP's hybrid-ep branch, "
+                       "the same route: across the network once per node, NVLink within), both --moe-dispatcher "
+                       "deepep; ncclep is not modelled")
     group.add_argument("--moe-enable-deepep", action="store_true", default=None,
                        help="Megatron-Core's older spelling of the flex dispatcher's deepep backend")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
