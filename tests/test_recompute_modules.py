@@ -1,5 +1,5 @@
-"""Megatron-Core's selective recomputation by module (``--recompute-modules``): what each modelled module stops
-keeping and re-runs, by hand against the layer's terms, and the refusals of what is not modelled.
+"""Megatron-Core's selective recomputation by module (``--recompute-modules``): what each module stops keeping and
+re-runs, by hand against the layer's terms, and the refusals.
 
 ``core_attn`` (the default) is Korthikanti et al.'s selective recomputation as before; ``layernorm`` discards the
 two block norms' outputs (the linears' saved inputs) and re-runs the norms; ``moe_act`` discards the routed
@@ -152,9 +152,7 @@ def test_through_the_command_line(capsys):
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
-    (["--recompute", "selective", "--recompute-modules", "mlp"], "--recompute-modules mlp re-runs GEMMs"),
-    (["--recompute", "selective", "--recompute-modules", "moe", "layernorm"], "drop moe"),
-    (["--recompute", "selective", "--moe-layer-recompute"], "--moe-layer-recompute"),
+    (["--recompute", "full", "--moe-layer-recompute"], "--moe-layer-recompute is a selective recomputation"),
     (["--recompute-modules", "layernorm"], "add --recompute selective"),
     (["--recompute", "full", "--recompute-modules", "layernorm"], "but the run's is full"),
     (["--recompute", "selective", "--recompute-modules", "layernorm", "--framework", "megatron-deepspeed"],
@@ -165,3 +163,84 @@ def test_what_is_not_modelled_is_a_one_line_refusal(capsys, argv, fragment):
     assert main([*_RUN, *argv]) == 2
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+# --- the checkpointed submodules: mlp, moe, shared_experts ---------------------------------------------------------
+
+MLP, BLOCK, SHARED = RecomputeModule.MLP, RecomputeModule.MOE, RecomputeModule.SHARED_EXPERTS
+V2 = MODEL_PRESETS["deepseek-v2-lite"]  # two shared experts of 1,408 beside 64 routed ones, top-6
+
+
+def test_mlp_keeps_its_input_and_reruns_the_dense_mlp_with_its_collective():
+    from pipesim.analytic.comm import tp_layer_comm
+    from pipesim.analytic.kernels import layer_gemms
+
+    layout = _selective(CORE, tp=2, sequence_parallel=True)
+    checkpointed = _selective(CORE, MLP, tp=2, sequence_parallel=True)
+    b, s, d, f = DENSE.micro_batch, DENSE.seq_len, DENSE.dtype_bytes, DENSE.ffn_hidden
+    lin = linear_input_element_bytes(DENSE, layout)
+    # SwiGLU's gate and up outputs (2d) and the down projection's input (lin), 11,008 wide over tp 2
+    assert layer_activation_bytes(DENSE, layout) - layer_activation_bytes(DENSE, checkpointed) == pytest.approx(
+        (2 * d + lin) * s * b * f / 2, rel=1e-12)
+    tokens = b * s
+    mlp_gemms = layer_gemms(DENSE, checkpointed, tokens)[-2:]  # the fused gate-and-up and the down projection
+    extra = (sum(gemm_time(m, n, k, H100, checkpointed.precision) for m, n, k, _ in mlp_gemms)
+             + tokens * 3 * d * f / 2 / H100.stream_bandwidth)  # SwiGLU read twice, written once
+    assert layer_times(DENSE, checkpointed, H100).recompute == pytest.approx(
+        layer_times(DENSE, layout, H100).recompute + extra, rel=1e-12)
+    # the MLP's forward all-gather and reduce-scatter again in the backward; the MoE layers' MLP is not "mlp"
+    once = tp_layer_comm(DENSE, layout, H100).forward / 2
+    assert tp_layer_comm(DENSE, checkpointed, H100).backward == pytest.approx(
+        tp_layer_comm(DENSE, layout, H100).backward + once, rel=1e-12)
+    assert layer_activation_bytes(V2, _selective(CORE, MLP, ep=2, dp=2), LayerKind.MOE) == layer_activation_bytes(
+        V2, _selective(CORE, ep=2, dp=2), LayerKind.MOE)
+    # FLOPs: the MLP's matmuls again
+    assert layer_flops(DENSE, checkpointed).recompute - layer_flops(DENSE, layout).recompute == pytest.approx(
+        2 * tokens * DENSE.hidden * f * 3)
+
+
+def test_moe_reruns_the_block_and_its_dispatch_and_keeps_nothing_inside_it():
+    from pipesim.analytic.comm import moe_layer_a2a
+
+    base = dict(ep=8, dp=8)
+    layout, block = _selective(CORE, **base), _selective(CORE, BLOCK, ACT, **base)  # moe covers moe_act
+    b, s, d, h = V2.micro_batch, V2.seq_len, V2.dtype_bytes, V2.hidden
+    lin = linear_input_element_bytes(V2, layout)
+    width = 6 * 1408 + 2 * 1408  # the routed top-6 and the two shared experts
+    router_and_dispatched = 4 * 64 + 2 * d * 6 * h
+    assert layer_activation_bytes(V2, layout, LayerKind.MOE) - layer_activation_bytes(
+        V2, block, LayerKind.MOE) == pytest.approx(s * b * ((2 * d + lin) * width + router_and_dispatched), rel=1e-12)
+    # the dispatch and combine again in the backward, as under full recomputation
+    a2a, again = moe_layer_a2a(V2, layout, H100), moe_layer_a2a(V2, block, H100)
+    assert again.forward == a2a.forward and again.backward == pytest.approx(a2a.backward + a2a.forward)
+    assert layer_flops(V2, block, LayerKind.MOE).recompute - layer_flops(V2, layout, LayerKind.MOE).recompute == \
+        pytest.approx(2 * b * s * h * (width * 3 + 64))
+    # a dense layer of the model is untouched by it
+    assert layer_times(V2, block, H100).recompute == layer_times(V2, layout, H100).recompute
+
+
+def test_shared_experts_drops_and_reruns_only_the_shared_experts():
+    base = dict(ep=8, dp=8)
+    layout, shared = _selective(CORE, **base), _selective(CORE, SHARED, **base)
+    b, s, d = V2.micro_batch, V2.seq_len, V2.dtype_bytes
+    lin = linear_input_element_bytes(V2, layout)
+    assert layer_activation_bytes(V2, layout, LayerKind.MOE) - layer_activation_bytes(
+        V2, shared, LayerKind.MOE) == pytest.approx(s * b * (2 * d + lin) * 2 * 1408, rel=1e-12)
+    tokens = b * s
+    gemms = gemm_time(tokens, 2 * 2 * 1408, V2.hidden, H100, layout.precision) + gemm_time(
+        tokens, V2.hidden, 2 * 1408, H100, layout.precision)
+    assert layer_times(V2, shared, H100, LayerKind.MOE).recompute == pytest.approx(
+        layer_times(V2, layout, H100, LayerKind.MOE).recompute + gemms
+        + tokens * 3 * d * 2 * 1408 / H100.stream_bandwidth, rel=1e-12)
+
+
+def test_moe_layer_recompute_is_megatrons_older_spelling(capsys):
+    def run(*argv):
+        assert main([*_RUN, *argv]) == 0, capsys.readouterr().err
+        return json.loads(capsys.readouterr().out)["model_report"]
+
+    old = run("--moe-layer-recompute")
+    assert old == run("--recompute", "selective", "--recompute-modules", "core_attn", "moe")
+    assert old["layout"]["recompute_modules"] == ["core_attn", "moe"]
+    assert run("--moe-layer-recompute", "--recompute-modules", "layernorm")["layout"]["recompute_modules"] == [
+        "layernorm", "moe"]

@@ -41,7 +41,14 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 
 from __future__ import annotations
 
-from pipesim.analytic.kernels import FP32, Z_LOSS_BYTES, mlp_width, routed_width
+from pipesim.analytic.kernels import (
+    FP32,
+    Z_LOSS_BYTES,
+    mlp_width,
+    recomputed_mlp_width,
+    recomputes_moe_block,
+    routed_width,
+)
 from pipesim.analytic.layout import AttentionKernel, ColumnInput, Layout, LossKernel, Recompute, RecomputeModule
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
@@ -77,11 +84,16 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     # the two norm inputs (four with sandwich norms), then the QKV and MLP inputs (the norms' outputs, saved by
     # the linears that read them, unless the norms are recomputed: Megatron-Core's layernorm module discards them)
     norm_outputs = 0.0 if RecomputeModule.LAYERNORM in modules else 2 * lin * sbh
+    # a checkpointed MoE block (the ``moe`` module) keeps its input alone: no router scores, no dispatched tokens
+    moe_kept = 0.0 if recomputes_moe_block(layout, kind) else _moe_replicated(model, layout, kind)
     replicated = (model.block_norms * d * sbh + norm_outputs + 2 * mask * sbh
-                  + s * b * (_moe_replicated(model, layout, kind) + _mla_latents(model)))
-    # the up projection's output(s), kept by the activation for its backward, and the down projection's input
-    mlp_mid = ((2 if model.gated else 1) * d + lin) * s * b * mlp_width(model, layout, kind)
-    if kind is LayerKind.MOE and RecomputeModule.MOE_ACT in modules:  # the routed experts' down-projection input
+                  + s * b * (moe_kept + _mla_latents(model)))
+    # the up projection's output(s), kept by the activation for its backward, and the down projection's input;
+    # none of a checkpointed MLP's (``mlp``, ``moe``, ``shared_experts``: its input, kept, is a norm output above)
+    per_width = (2 if model.gated else 1) * d + lin
+    mlp_mid = per_width * s * b * (mlp_width(model, layout, kind) - recomputed_mlp_width(model, layout, kind))
+    if (kind is LayerKind.MOE and RecomputeModule.MOE_ACT in modules
+            and not recomputes_moe_block(layout, kind)):  # the routed experts' down-projection input
         mlp_mid -= lin * s * b * routed_width(model, layout)
     # with qk_norm the norms over the query and key heads keep their inputs too
     qk_norm_inputs = d * s * b * (model.q_width + model.k_width) if model.qk_norm else 0.0

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.kernels import FP32, split_up_collectives
+from pipesim.analytic.kernels import FP32, recomputed_mlp_width, recomputes_moe_block, split_up_collectives
 from pipesim.analytic.layout import (
     BoundaryTensor,
     ColumnInput,
@@ -163,7 +163,8 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     rate its own collective reaches (:func:`group_bandwidth`); the backward's second all-gather of the input
     for the weight gradient is :func:`column_input_regather`'s. Full recompute repeats the forward's
     collectives, and with the stored input split over tp (:attr:`Layout.distribute_saved_activations`) the
-    recomputed forward first all-gathers it. All of it is counted exposed here; what the weight-gradient
+    recomputed forward first all-gathers it; a selective recomputation of the MLP (``mlp``, a MoE layer's ``moe``)
+    repeats the MLP's. All of it is counted exposed here; what the weight-gradient
     GEMMs hide of the backward's input-gradient collectives (:func:`tp_dgrad_collective`,
     :func:`dgrad_hidden_by_wgrad`) is set apart by the cost model.
     """
@@ -178,7 +179,10 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
         one = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
     forward = 2 * one
     extra = one if split_up_collectives(model, layout, kind) else 0.0  # the second up projection's own ``f``
-    backward = 2 * one + extra + (forward if layout.recompute is Recompute.FULL else 0.0)
+    # a checkpointed dense MLP or MoE block (selective ``mlp``, ``moe``) re-runs its forward's collective
+    rerun = one if recomputed_mlp_width(model, layout, kind) and (
+        kind is LayerKind.DENSE or recomputes_moe_block(layout, kind)) else 0.0
+    backward = 2 * one + extra + rerun + (forward if layout.recompute is Recompute.FULL else 0.0)
     if layout.distribute_saved_activations:  # full recomputation only (Layout refuses it otherwise)
         # the stored input's 1/tp shards gathered (gather_split_1d_tensor) on the compute stream, so waited for
         backward += collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
@@ -549,7 +553,8 @@ def all_to_all_time(nbytes: float, members: int, stride: int, chip: ChipSpec) ->
 
 def moe_layer_a2a(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
     """A MoE layer's all-to-alls per microbatch: dispatch and combine in the forward, their gradients (combine
-    and dispatch reversed) in the backward, and under full recomputation the forward's two again. With DeepEP
+    and dispatch reversed) in the backward, and under full recomputation (or the ``moe`` module's) the forward's
+    two again. With DeepEP
     (:mod:`.moe_dispatch`) each way moves what it reaches, the tokens toward the experts (the dispatch, and the
     combine's gradient) in FP8 where ``moe_dispatch_fp8``."""
     if uses_deepep(layout) and layout.ep > 1 and model.is_moe:
@@ -557,7 +562,8 @@ def moe_layer_a2a(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm
         both = deepep_time(model, layout, chip, toward) + deepep_time(model, layout, chip, back)
     else:
         both = 2 * moe_all_to_all_time(model, layout, chip)
-    return LayerComm(both, both + (both if layout.recompute is Recompute.FULL else 0.0))
+    again = layout.recompute is Recompute.FULL or recomputes_moe_block(layout, LayerKind.MOE)  # (selective "moe")
+    return LayerComm(both, both + (both if again else 0.0))
 
 
 def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,

@@ -27,7 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipesim.analytic.kernels import per_op_recomputed_gemms, windowed_attention_share
+from pipesim.analytic.kernels import (
+    module_recompute_gemms,
+    per_op_recomputed_gemms,
+    recomputes_moe_block,
+    selective_recompute_gemms,
+    windowed_attention_share,
+)
 from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 
@@ -96,12 +102,27 @@ def layer_flops(model: ModelSpec, layout: Layout, kind: LayerKind = LayerKind.DE
         tokens = model.micro_batch * model.seq_len
         recompute = sum(2 * m * n * k * count for m, n, k, count in per_op_recomputed_gemms(model, Layout(), tokens))
     else:
-        # a selective recomputation's FLOPs are its attention core's (the norms and activations it may re-run are
-        # element-wise work, which FLOPs leave out)
-        selective = core if layout.recomputes_attention_core else 0.0
+        # a selective recomputation's FLOPs are its modules' matmuls: the attention core's, latent attention's up
+        # projections, a checkpointed MLP's (the norms and activations it may re-run are element-wise work, which
+        # FLOPs leave out)
+        selective = (core if layout.recomputes_attention_core else 0.0) + _module_recompute_flops(model, layout, kind)
         recompute = {Recompute.NONE: 0.0, Recompute.SELECTIVE: selective,
                      Recompute.FULL: linear + core}[layout.recompute]
     return PassFlops(linear + core, linear + 2 * core, linear, recompute)
+
+
+def _module_recompute_flops(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """Forward FLOPs (whole, tp 1) of the matmuls a selective recomputation's modules re-run beside the attention
+    core (:func:`~.kernels.selective_recompute_gemms`, :func:`~.kernels.module_recompute_gemms`); a MoE layer's
+    routed experts counted at a token's top-k, as :func:`mlp_flops` counts them."""
+    if layout.recompute is not Recompute.SELECTIVE:
+        return 0.0
+    tokens = model.micro_batch * model.seq_len
+    whole = Layout(recompute=Recompute.SELECTIVE, recompute_modules=layout.recompute_modules, mlp_up=layout.mlp_up)
+    flops = sum(2 * m * n * k * count for m, n, k, count in selective_recompute_gemms(model, whole, tokens))
+    if recomputes_moe_block(layout, kind):
+        return flops + mlp_flops(model, kind)
+    return flops + sum(2 * m * n * k * count for m, n, k, count in module_recompute_gemms(model, whole, tokens, kind))
 
 
 def lm_head_flops(model: ModelSpec) -> PassFlops:

@@ -560,20 +560,57 @@ def selective_recompute_gemms(model: ModelSpec, layout: Layout, tokens: int) -> 
     return [(tokens, n_out, k_in, 1) for n_out, k_in in mla_up_projections(model, layout)]
 
 
+def recomputed_mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """The MLP width (before tp) whose submodule a selective recomputation checkpoints whole: a dense layer's under
+    ``mlp``; a MoE layer's routed and shared experts under ``moe``, its shared experts alone under
+    ``shared_experts``; 0 otherwise."""
+    modules = layout.recomputed_modules
+    if kind is LayerKind.DENSE:
+        return model.ffn_hidden if RecomputeModule.MLP in modules else 0.0
+    if RecomputeModule.MOE in modules:
+        return mlp_width(model, layout, kind)
+    if RecomputeModule.SHARED_EXPERTS in modules:
+        return model.shared_experts * model.shared_expert_ffn_hidden
+    return 0.0
+
+
+def recomputes_moe_block(layout: Layout, kind: LayerKind) -> bool:
+    """Whether a MoE layer's whole MLP block, its dispatch and combine included, is recomputed (``moe``)."""
+    return kind is LayerKind.MOE and RecomputeModule.MOE in layout.recomputed_modules
+
+
+def module_recompute_gemms(model: ModelSpec, layout: Layout, tokens: int,
+                           kind: LayerKind = LayerKind.DENSE) -> list[tuple[int, int, int, int]]:
+    """The weight GEMMs the checkpointed submodules re-run, as :func:`layer_gemms` gives them: a dense layer's MLP
+    (``mlp``), a MoE layer's router, shared and routed experts (``moe``) or its shared experts (``shared_experts``)."""
+    if not recomputed_mlp_width(model, layout, kind):
+        return []
+    block = layer_gemms(model, layout, tokens, kind)[len(attention_shapes(model, layout)):]
+    if kind is LayerKind.DENSE or recomputes_moe_block(layout, kind):
+        return block
+    width = model.shared_experts * model.shared_expert_ffn_hidden
+    return [(tokens, n, k, 1) for n, k in _mlp_shapes(model, width, layout.tp)]
+
+
 def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
                               kind: LayerKind = LayerKind.DENSE) -> float:
     """Bytes the memory-bound work a selective recomputation re-runs moves per tp rank
     (:attr:`~pipesim.analytic.layout.Layout.recomputed_modules`): the two block norms' forward (``layernorm``), the
-    routed experts' activation in a MoE layer (``moe_act``), RoPE on the queries and keys (``mla_up_proj``); as the
-    forward moves them (:func:`elementwise_bytes`)."""
+    routed experts' activation in a MoE layer (``moe_act``), RoPE on the queries and keys (``mla_up_proj``), the
+    activation of a checkpointed MLP (``mlp``, ``shared_experts``) and under ``moe`` the tokens' permutation too; as
+    the forward moves them (:func:`elementwise_bytes`)."""
     modules = layout.recomputed_modules
     moved = 0.0
     if RecomputeModule.MLA_UP_PROJ in modules and model.mla:  # RoPE applied again
         moved += _rope_bytes(model, layout)
     if RecomputeModule.LAYERNORM in modules:
         moved += _norm_bytes_per_element(model, layout) * 2 * _norm_width(model, layout)
-    if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE:
+    checkpointed = recomputed_mlp_width(model, layout, kind)
+    if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE and not recomputes_moe_block(layout, kind):
         moved += _activation_bytes_per_element(model, layout) * routed_width(model, layout) / layout.tp
+    moved += _activation_bytes_per_element(model, layout) * checkpointed / layout.tp
+    if recomputes_moe_block(layout, kind):
+        moved += 2 * 2 * model.experts_per_token * model.hidden * model.dtype_bytes * layout.moe_imbalance
     return tokens * moved
 
 
@@ -735,7 +772,8 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
                      + elementwise + cast_forward)
     elif layout.recompute is Recompute.SELECTIVE:  # the modules it re-runs (Megatron-Core's core_attn alone unasked)
         recompute = ((core.forward if layout.recomputes_attention_core else 0.0)
-                     + gemm_group_times(selective_recompute_gemms(model, layout, tokens), chip,
+                     + gemm_group_times(selective_recompute_gemms(model, layout, tokens)
+                                        + module_recompute_gemms(model, layout, tokens, kind), chip,
                                         layout.precision).forward
                      + selective_recompute_bytes(model, layout, tokens, kind) / chip.stream_bandwidth)
     else:
@@ -828,10 +866,14 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     backward_input = gemms + attention_bwd + elementwise_backward + tp_comm + moe + casts
     modules = layout.recomputed_modules
     up_projections = len(selective_recompute_gemms(model, layout, 1))  # each with its cast in FP8; then RoPE's
+    checkpointed = sum(count for *_, count in module_recompute_gemms(model, layout, 1, kind))  # and an activation
     selective = ((attention_fwd if layout.recomputes_attention_core else 0)
-                 + up_projections * (2 if layout.precision.quantized else 1) + (rope if up_projections else 0)
+                 + (up_projections + checkpointed) * (2 if layout.precision.quantized else 1)
+                 + (rope if up_projections else 0) + (1 if checkpointed else 0)
+                 + (moe if recomputes_moe_block(layout, kind) else 0)
                  + (norms if RecomputeModule.LAYERNORM in modules else 0)
-                 + (activation if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE else 0))
+                 + (activation if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE
+                    and not recomputes_moe_block(layout, kind) else 0))
     recompute = {Recompute.NONE: 0, Recompute.SELECTIVE: selective, Recompute.FULL: forward,
                  Recompute.PER_OP: per_op_gemms * (2 if layout.precision.quantized else 1) + elementwise,
                  }[layout.recompute]

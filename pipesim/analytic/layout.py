@@ -39,12 +39,14 @@ class RecomputeModule(enum.Enum):
     # keys and values the attention kernel saved, discarded and made again from the kept latents (the query's
     # projection from the hidden state where there is no query bottleneck): their GEMMs re-run, no collective
     MLA_UP_PROJ = "mla_up_proj"
+    # Normal checkpointing of a submodule: its input kept, everything inside dropped and the forward re-run, its
+    # GEMMs and the tensor-parallel collectives around them (the MoE layer's dispatch and combine too)
+    MLP = "mlp"  # a dense layer's MLP
+    MOE = "moe"  # a MoE layer's whole MLP block: router, dispatch, routed and shared experts, combine
+    SHARED_EXPERTS = "shared_experts"  # a MoE layer's shared experts (no collective of their own)
 
 
 DEFAULT_RECOMPUTE_MODULES = (RecomputeModule.CORE_ATTN,)
-# Megatron-Core's other modules re-run GEMMs with their tensor-parallel collectives (and the MoE layer its
-# dispatch): not modelled, refused by name
-UNMODELLED_RECOMPUTE_MODULES = ("mlp", "moe", "shared_experts")
 
 
 # What plan searches by default: Megatron's three settings. torchtitan's per-op checkpointing is a property of

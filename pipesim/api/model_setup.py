@@ -14,7 +14,6 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import knobs as framework_knobs
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
-    UNMODELLED_RECOMPUTE_MODULES,
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
@@ -201,18 +200,12 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
 def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: Recompute,
                          framework: str | None) -> tuple[RecomputeModule, ...]:
     """Megatron-Core's ``--recompute-modules`` as the layout's (its default, the attention core, when not given);
-    a one-line error for a module pipesim does not model, or where no Megatron selective recomputation runs."""
+    a one-line error for a module pipesim does not know, or where no Megatron selective recomputation runs."""
     if names is None:
         return DEFAULT_RECOMPUTE_MODULES
     if isinstance(names, str):
         names = names.split()
     given = " ".join(names)
-    unmodelled = [n for n in names if n in UNMODELLED_RECOMPUTE_MODULES]
-    if unmodelled:
-        raise PipesimError(f"--recompute-modules {unmodelled[0]} re-runs GEMMs with their tensor-parallel "
-                           f"collectives (moe its dispatch too), which pipesim does not model as a module; it models "
-                           f"{', '.join(m.value for m in RecomputeModule)}: drop {unmodelled[0]}, or use "
-                           "--recompute full")
     if recompute is not Recompute.SELECTIVE or (framework or "megatron") != "megatron":
         raise PipesimError(f"--recompute-modules {given} chooses what Megatron-Core's selective recomputation "
                            f"re-runs, but the run's is {recompute.value}; add --recompute selective (Megatron's) "

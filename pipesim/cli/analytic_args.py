@@ -9,6 +9,7 @@ from dataclasses import fields
 
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
+    DEFAULT_RECOMPUTE_MODULES,
     AttentionKernel,
     BoundaryTensor,
     ColumnInput,
@@ -159,9 +160,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="with --recompute selective (Megatron-Core's --recompute-modules): what it re-runs, "
                        "core_attn (the default: the attention core), layernorm (the two norms, their outputs not "
                        "kept), moe_act (the routed experts' activation, its output not kept), mla_up_proj (latent "
-                       "attention's up projections and RoPE, the attention's inputs not kept); mlp, moe and "
-                       "shared_experts are not modelled")
-    group.add_argument("--moe-layer-recompute", action="store_true", default=None, help=argparse.SUPPRESS)
+                       "attention's up projections and RoPE, the attention's inputs not kept), mlp (a dense layer's "
+                       "MLP), moe (a MoE layer's router, dispatch, experts and combine), shared_experts (its shared "
+                       "experts): the last three keep their input and re-run their forward, collectives included")
+    group.add_argument("--moe-layer-recompute", action="store_true", default=None,
+                       help="Megatron-Core's older spelling of --recompute selective with the moe module added")
     group.add_argument("--distribute-saved-activations", "--distribute-checkpointed-activations",
                        "--partition-activations", action="store_true", default=None,
                        help="with --recompute full and tp > 1 without --sequence-parallel: each layer's stored input "
@@ -392,8 +395,11 @@ def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     values["loss"] = loss_of(args)
     values["moe_imbalance"] = moe_imbalance_of(args)
     values["moe_dispatcher"] = moe_dispatcher_of(args)
-    if getattr(args, "moe_layer_recompute", None):
-        raise PipesimError("--moe-layer-recompute (Megatron-Core's moe recompute module) re-runs the whole MoE "
-                           "layer, its dispatch included, which pipesim does not model as a module: drop it, or use "
-                           "--recompute full")
+    if getattr(args, "moe_layer_recompute", None):  # Megatron-Core: selective, with "moe" among the modules
+        if values["recompute"] not in (None, "selective"):
+            raise PipesimError(f"--moe-layer-recompute is a selective recomputation, but --recompute "
+                               f"{values['recompute']} is given; keep one (as Megatron-Core refuses it with full)")
+        values["recompute"] = "selective"
+        named = list(values["recompute_modules"] or [m.value for m in DEFAULT_RECOMPUTE_MODULES])
+        values["recompute_modules"] = tuple(dict.fromkeys([*named, "moe"]))
     return ModelOptions(**values)
