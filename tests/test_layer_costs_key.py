@@ -77,7 +77,7 @@ _OTHER = {
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
     "optimizer_shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
-    "moe_dispatch_fp8": True, "mtp_stage": 0,
+    "moe_dispatch_fp8": True, "mtp_stage": 0, "moe_shared_expert_overlap": True,
 }
 
 
@@ -137,7 +137,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     assert set(names) <= set(_OTHER), f"a Layout field without an alternative value here: {set(names) - set(_OTHER)}"
     chip = CHIP_PRESETS["h100-sxm"]
     for name in names:
-        moe = name in ("ep", "moe_imbalance", "moe_dispatcher", "moe_dispatch_fp8")
+        moe = name in ("ep", "moe_imbalance", "moe_dispatcher", "moe_dispatch_fp8", "moe_shared_expert_overlap")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input",
                                                                                   "overlap_tp_local_shard") else {}),
@@ -157,6 +157,9 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                          else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
+        if name == "moe_shared_expert_overlap":  # shared experts beside tokens that travel
+            model = replace(model, name="with-shared", shared_experts=1)
+            base = replace(base, ep=2)
         if name in ("moe_dispatcher", "moe_dispatch_fp8"):  # tokens that travel, DeepEP's for its FP8
             base = replace(base, ep=2, **({"moe_dispatcher": _other("moe_dispatcher")}
                                            if name == "moe_dispatch_fp8" else {}))

@@ -447,7 +447,7 @@ def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(c
 
 
 # Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, its model flags as written there
-_V3_MODEL_FLAGS = (
+_V3_MODEL_FLAGS = shlex.split(
     "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 --kv-channels 128 "
     "--max-position-embeddings 4096 --position-embedding-type rope --make-vocab-size-divisible-by 3232 "
     "--normalization RMSNorm --swiglu --untie-embeddings-and-output-weights --multi-latent-attention "
@@ -455,7 +455,7 @@ _V3_MODEL_FLAGS = (
     "--moe-layer-freq [0]*3+[1]*58 --moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
     "--moe-router-topk 8 --moe-router-group-topk 4 --moe-router-num-groups 8 --q-lora-rank 1536 --kv-lora-rank 512 "
     "--qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128 --mtp-num-layers 1 --seq-length 4096"
-).split()
+)
 
 
 def test_megatrons_deepseek_v3_example_builds_the_preset(capsys):
@@ -474,3 +474,20 @@ def test_megatrons_deepseek_v3_example_builds_the_preset(capsys):
                   "--mb", "8", "--stage-layers", "16,15,15,15", "--moe-token-dispatcher-type", "flex",
                   "--moe-flex-dispatcher-backend", "hybridep")
     assert hybrid["model_report"]["layout"]["moe_dispatcher"] == "deepep"
+
+
+def test_a_combined_1f1b_plans_megatron_line_asks_for_it_and_simulates_back(capsys):
+    # interleaved-overlap candidates print Megatron-Core's --overlap-moe-expert-parallel-comm over its interleaved
+    # schedule's flags, and the line simulates (that flag folding back into -s interleaved-overlap) to plan's time
+    result = pipesim.plan("mixtral-8x7b", gpus=32, global_batch=64, seq_len=4096, schedules=["interleaved-overlap"],
+                          cp=[1], micro_batch_sizes=[1], recompute=["selective"], precision=["bf16"], ep=[8], top=5)
+    lines = 0
+    for outcome, argv in _megatron_lines(result):
+        if outcome.candidate.schedule != "interleaved-overlap":
+            continue
+        lines += 1
+        assert "--overlap-moe-expert-parallel-comm" in argv and "--num-layers-per-virtual-pipeline-stage" in argv
+        named = _run(capsys, "--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--gpus", "32", *argv)
+        assert named["config"]["schedule"] == "interleaved-overlap"
+        assert named["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert lines >= 1

@@ -149,3 +149,41 @@ def test_megatron_flex_dispatcher_is_deepep(capsys):
     assert flex["layout"]["moe_dispatcher"] == "deepep" and plain["layout"]["moe_dispatcher"] == "alltoall"
     assert _step(capsys, "--moe-enable-deepep", "--moe-token-dispatcher-type", "flex")["step_time_s"] == \
         named["step_time_s"]
+
+
+def test_shared_experts_beside_the_dispatch_hide_behind_it_as_an_overlapped_collective():
+    from pipesim.analytic import to_costs
+    from pipesim.analytic.comm import contended_overlap
+    from pipesim.analytic.kernels import shared_expert_times
+    from pipesim.analytic.model_spec import LayerKind
+
+    v2 = MODEL_PRESETS["deepseek-v2-lite"]  # two shared experts of 1,408
+    h100 = CHIP_PRESETS["h100-sxm"]
+    plain = Layout(dp=16, ep=16)
+    beside = replace(plain, moe_shared_expert_overlap=True)
+    a2a, shared = moe_layer_a2a(v2, plain, h100), shared_expert_times(v2, plain, h100)
+    hidden = to_costs._layer_a2a(v2, h100, beside, LayerKind.MOE)
+    sigma = h100.comm_sm_share
+    assert hidden.forward == pytest.approx(contended_overlap(a2a.forward, shared.forward, sigma))
+    assert hidden.backward == pytest.approx(
+        contended_overlap(a2a.backward, shared.backward_input + shared.backward_weight, sigma))
+    assert sigma * a2a.forward <= hidden.forward < a2a.forward  # never free, never worse
+    # nothing to hide without shared experts, or without expert parallelism
+    mixtral = MODEL_PRESETS["mixtral-8x7b"].with_shape(seq_len=4096)
+    assert to_costs._layer_a2a(mixtral, h100, replace(beside, dp=8, ep=8), LayerKind.MOE) == moe_layer_a2a(
+        mixtral, Layout(dp=8, ep=8), h100)
+
+
+def test_megatrons_combined_1f1b_flag_is_interleaved_overlap(capsys):
+    import json
+
+    run = ["simulate", "--json", "--model", "mixtral-8x7b", "--seq-len", "4096", "--pp", "4", "--dp", "16", "--ep",
+           "8", "--chunks", "8", "--mb", "16"]
+    assert main([*run, "--overlap-moe-expert-parallel-comm"]) == 0
+    flag = json.loads(capsys.readouterr().out)
+    assert main([*run, "-s", "interleaved-overlap"]) == 0
+    named = json.loads(capsys.readouterr().out)
+    assert flag["config"]["schedule"] == "interleaved-overlap"
+    assert flag["model_report"]["step_time_s"] == named["model_report"]["step_time_s"]
+    assert main([*run, "-s", "1f1b", "--overlap-moe-expert-parallel-comm"]) == 2
+    assert "keep one" in capsys.readouterr().err

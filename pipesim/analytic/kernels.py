@@ -560,6 +560,19 @@ def selective_recompute_gemms(model: ModelSpec, layout: Layout, tokens: int) -> 
     return [(tokens, n_out, k_in, 1) for n_out, k_in in mla_up_projections(model, layout)]
 
 
+def shared_expert_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
+    """A MoE layer's shared experts on one tp rank, per microbatch: their GEMMs (one MLP of their summed width) and
+    activation (what ``--moe-shared-expert-overlap`` runs beside the dispatch and combine); 0 without them."""
+    if not model.shared_experts:
+        return PassTimes(0.0, 0.0, 0.0)
+    tokens = model.micro_batch * model.seq_len // layout.cp
+    width = model.shared_experts * model.shared_expert_ffn_hidden
+    gemms = gemm_group_times([(tokens, n, k, 1) for n, k in _mlp_shapes(model, width, layout.tp)], chip,
+                             layout.precision)
+    activation = tokens * _activation_bytes_per_element(model, layout) * width / layout.tp / chip.stream_bandwidth
+    return PassTimes(gemms.forward + activation, gemms.backward_input + activation, gemms.backward_weight)
+
+
 def recomputed_mlp_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
     """The MLP width (before tp) whose submodule a selective recomputation checkpoints whole: a dense layer's under
     ``mlp``; a MoE layer's routed and shared experts under ``moe``, its shared experts alone under

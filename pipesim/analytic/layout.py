@@ -680,6 +680,9 @@ class Layout:
     # dispatch), the combine and the dispatch's gradient in BF16.
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
     moe_dispatch_fp8: bool = False
+    # Megatron-Core's --moe-shared-expert-overlap: the shared experts run on a side stream beside the dispatch and
+    # combine (their forward beside the forward's, their backward beside the backward's), hiding that much of them
+    moe_shared_expert_overlap: bool = False
     # Copies of the model over the pipeline ranks: 2 for bidirectional DualPipe (DeepSeek-V3 §3.2.1), where
     # rank r holds stage r of one copy and stage pp−1−r of the other, each a whole slice (so ``chunks`` is 1:
     # a microbatch passes one of the two), and half the microbatches run through each copy.

@@ -176,6 +176,7 @@ class StepReport:
                        "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
                        "moe_imbalance": lay.moe_imbalance, "moe_dispatcher": lay.moe_dispatcher.value,
                        "moe_dispatch_fp8": lay.moe_dispatch_fp8,
+                       "moe_shared_expert_overlap": lay.moe_shared_expert_overlap,
                        "model_copies": lay.model_copies},
             "cost_sources": cost_sources(self.chip),
             # the compute slowdown of waiting for the slowest of the step's GPUs (pipesim.analytic.slowest_gpu)
@@ -295,10 +296,11 @@ def _dispatch_text(model: ModelSpec, layout: Layout) -> str:
     """How the tokens reach their experts, as the cost model counts it (moe_dispatch)."""
     routing = (f"; routing limited to {model.expert_groups_per_token} of {model.expert_groups} expert groups"
                if model.expert_groups else "")
+    overlap = ", the shared experts beside it" if layout.moe_shared_expert_overlap and model.shared_experts else ""
     if layout.moe_dispatcher is MoeDispatcher.ALLTOALL:
-        return f"all-to-all dispatch, a copy per routed expert{routing}"
+        return f"all-to-all dispatch, a copy per routed expert{routing}{overlap}"
     fp8 = ", FP8 dispatch" if layout.moe_dispatch_fp8 else ""
-    return f"DeepEP dispatch, a copy per node across the network, forwarded over NVLink{fp8}{routing}"
+    return f"DeepEP dispatch, a copy per node across the network, forwarded over NVLink{fp8}{routing}{overlap}"
 
 
 def report_text(report: StepReport) -> str:

@@ -83,6 +83,7 @@ from pipesim.analytic.kernels import (
     layer_times,
     linear_times,
     row_parallel_local_input_grads,
+    shared_expert_times,
     weight_cast_time,
 )
 from pipesim.analytic.layout import CpComm, HeadParts, Layout, Recompute, ZeroStage
@@ -499,8 +500,19 @@ def _layer_a2a(model: ModelSpec, chip: ChipSpec, layout: Layout, kind: LayerKind
     """The expert-parallel all-to-all of one layer per microbatch (0 for dense layers and ep = 1). It runs on
     the critical path between the router and the experts and between the experts and the combine, so a
     pass waits for it in full; only a schedule that pairs one microbatch's forward with another's backward
-    can hide it (the StageCosts ``a2a_*`` fields say how much there is to hide)."""
-    return moe_layer_a2a(model, layout, chip) if kind is LayerKind.MOE else LayerComm(0.0, 0.0)
+    can hide it (the StageCosts ``a2a_*`` fields say how much there is to hide). With
+    ``moe_shared_expert_overlap`` the shared experts run beside it, each pass's beside that pass's all-to-alls,
+    taking SMs from them as an overlapped collective does (:func:`~.comm.contended_overlap`)."""
+    if kind is not LayerKind.MOE:
+        return LayerComm(0.0, 0.0)
+    a2a = moe_layer_a2a(model, layout, chip)
+    if not layout.moe_shared_expert_overlap or not model.shared_experts or not a2a.forward:
+        return a2a
+    shared = shared_expert_times(model, layout, chip)
+    share = chip.comm_sm_share
+    # the pass: its compute, the shared experts' among it, then max(σ·a2a, a2a − shared) more
+    return LayerComm(contended_overlap(a2a.forward, shared.forward, share),
+                     contended_overlap(a2a.backward, shared.backward_input + shared.backward_weight, share))
 
 
 @dataclass(frozen=True)
@@ -582,6 +594,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.moe_imbalance,
         layout.moe_dispatcher,  # how the all-to-all travels (comm.moe_layer_a2a, moe_dispatch)
         layout.moe_dispatch_fp8,
+        layout.moe_shared_expert_overlap,
         layout.halve_causal_attention,
         (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor,
          layout.fsdp2) if gathers else None,  # FSDP2: each gather copied out on the compute stream

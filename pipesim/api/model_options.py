@@ -175,6 +175,8 @@ class ModelOptions:
             forwarded over NVLink; Megatron-Core's flex dispatcher).
         moe_dispatch_fp8: with DeepEP, the dispatch (and the combine's gradient) in FP8 with a scale per 128
             elements, as DeepSeek-V3 trained.
+        moe_shared_expert_overlap: the shared experts run beside the dispatch and combine (Megatron-Core's
+            ``--moe-shared-expert-overlap``).
         expert_tp: expert tensor-parallel degree; only ``tp`` itself (the default) is modelled.
     """
 
@@ -245,6 +247,7 @@ class ModelOptions:
     moe_imbalance: float | None = None
     moe_dispatcher: str | None = None
     moe_dispatch_fp8: bool | None = None
+    moe_shared_expert_overlap: bool | None = None
     expert_tp: int | None = None
 
     @classmethod

@@ -168,7 +168,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
         moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, o.moe_dispatcher or "alltoall"),
-        moe_dispatch_fp8=bool(o.moe_dispatch_fp8),
+        moe_dispatch_fp8=bool(o.moe_dispatch_fp8), moe_shared_expert_overlap=bool(o.moe_shared_expert_overlap),
     )
     if o.expert_tp is not None and o.expert_tp != layout.tp:
         raise PipesimError(f"--expert-tp {o.expert_tp}: pipesim splits experts over tp like the dense MLP (expert "

@@ -372,6 +372,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="how tokens reach their experts: alltoall (one NCCL all-to-all each way, a copy per "
                        "routed expert; default) or deepep (DeepEP: one copy per destination node across the "
                        "network, forwarded over NVLink; Megatron's --moe-token-dispatcher-type flex)")
+    group.add_argument("--moe-shared-expert-overlap", action="store_true", default=None,
+                       help="the shared experts run beside the dispatch and combine, hiding that much of them "
+                       "(Megatron-Core's flag)")
     group.add_argument("--moe-dispatch-fp8", action="store_true", default=None,
                        help="with --moe-dispatcher deepep: dispatch in FP8 with a scale per 128 elements, combine in "
                        "BF16 (DeepSeek-V3's training)")

@@ -150,6 +150,17 @@ def moe_dispatcher_of(args: argparse.Namespace) -> str | None:
     return meant
 
 
+def schedule_of(args: argparse.Namespace) -> str | None:
+    """``-s`` with Megatron-Core's ``--overlap-moe-expert-parallel-comm`` folded in: its combined 1F1B is pipesim's
+    ``interleaved-overlap``; a one-line error beside another schedule."""
+    if not getattr(args, "overlap_moe_expert_parallel_comm", None):
+        return args.schedule
+    if args.schedule not in (None, "interleaved", "interleaved-overlap"):
+        raise PipesimError("--overlap-moe-expert-parallel-comm is Megatron-Core's combined 1F1B (-s "
+                           f"interleaved-overlap), but -s {args.schedule} is given; keep one")
+    return "interleaved-overlap"
+
+
 def loss_of(args: argparse.Namespace) -> str | None:
     """``--loss`` from Megatron-LM's ``--cross-entropy-loss-fusion`` and ``--cross-entropy-fusion-impl`` (the
     implementation alone changes nothing in Megatron-LM, so nothing here); a one-line error where ``--loss``

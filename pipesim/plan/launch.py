@@ -35,7 +35,7 @@ from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
 from pipesim.program.limits import interleaved_microbatch_group
 
-MEGATRON_SCHEDULES = frozenset({"1f1b", "interleaved"})
+MEGATRON_SCHEDULES = frozenset({"1f1b", "interleaved", "interleaved-overlap"})
 
 
 def executor_argv(candidate: Candidate, model: ModelSpec, gpus_per_node: int, *, steps: int = 3,
@@ -104,6 +104,9 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
                  optimizer_shard_group: int | None = None, fp8_dispatch: bool = False) -> str | None:
     """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group, its FP8
     MoE dispatch), or None if it can."""
+    if candidate.schedule == "interleaved-overlap" and candidate.ep == 1:
+        return ("Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm) overlaps expert-parallel "
+                "all-to-alls: it needs --expert-model-parallel-size > 1")
     if fp8_dispatch and candidate.ep > 1:
         return "Megatron-Core's DeepEP dispatch is BF16 (its fused_a2a sends no FP8 tokens); FP8 dispatch is DeepSeek's"
     if loss not in MEGATRON_LOSS_FLAGS:
@@ -111,8 +114,8 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
     if loss_input_copy:
         return "Megatron-LM's loss takes its logits as they are: it makes no copy of them"
     if candidate.pp > 1 and candidate.schedule not in MEGATRON_SCHEDULES:
-        return (f"Megatron-LM has no {candidate.schedule} schedule; its pipeline schedules are 1F1B and "
-                "interleaved 1F1B")
+        return (f"Megatron-LM has no {candidate.schedule} schedule; its pipeline schedules are 1F1B, interleaved "
+                "1F1B and, with experts, combined 1F1B (interleaved-overlap)")
     if candidate.zero > ZeroStage.OPTIMIZER:
         return f"Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO-{int(candidate.zero)}"
     if optimizer_shard_group is not None:
@@ -138,7 +141,9 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args += ["--context-parallel-size", str(c.cp)]
         if cp_comm is not CpComm.P2P:
             args += ["--cp-comm-type", cp_comm.value]
-    if c.pp > 1 and c.schedule == "interleaved":
+    if c.schedule == "interleaved-overlap":  # Megatron-Core's combined 1F1B: interleaved, paired
+        args.append("--overlap-moe-expert-parallel-comm")
+    if c.pp > 1 and c.schedule in ("interleaved", "interleaved-overlap"):
         if c.stage_layers is None:
             args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
         else:  # the layers per stage differ: Megatron counts virtual stages instead

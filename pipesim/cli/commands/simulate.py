@@ -12,7 +12,12 @@ import sys
 from pipesim.api.defaults import DEFAULT_PP
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import output_file, positive_int
-from pipesim.cli.megatron_args import add_megatron_aliases, add_megatron_model_args, megatron_model_args
+from pipesim.cli.megatron_args import (
+    add_megatron_aliases,
+    add_megatron_model_args,
+    megatron_model_args,
+    schedule_of,
+)
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -60,6 +65,9 @@ def register(sub) -> None:
                      action="append", default=[],
                      help="write activation memory over time, a step line per rank (.png, .pdf or .svg; in "
                      "microbatch units, or GiB when the costs give activation bytes)")
+    sim.add_argument("--overlap-moe-expert-parallel-comm", action="store_true", default=None,
+                     help="Megatron-Core's combined 1F1B: each steady-state forward paired with another microbatch's "
+                     "backward, so one's all-to-all hides behind the other's compute: -s interleaved-overlap")
     add_megatron_model_args(sim)
     add_megatron_aliases(sim)
     sim.set_defaults(func=run)
@@ -75,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         from pipesim.analytic.megatron_model import resolve_model
 
         model = resolve_model(args.model, flags, args.tp or 1, args.seq_len)
-    result = simulate(args.schedule, args.pp, args.mb, args.chunks, **cost_values_from_args(args),
+    result = simulate(schedule_of(args), args.pp, args.mb, args.chunks, **cost_values_from_args(args),
                       model=model, hardware=args.hardware, memory_limit=args.memory_limit,
                       engine=args.engine, global_batch=args.global_batch, microbatch_group=args.microbatch_group,
                       config=args.config,
