@@ -78,6 +78,7 @@ _OTHER = {
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
     "optimizer_shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
     "moe_dispatch_fp8": True, "mtp_stage": 0, "moe_shared_expert_overlap": True,
+    "expert_tp": 1,
 }
 
 
@@ -137,7 +138,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     assert set(names) <= set(_OTHER), f"a Layout field without an alternative value here: {set(names) - set(_OTHER)}"
     chip = CHIP_PRESETS["h100-sxm"]
     for name in names:
-        moe = name in ("ep", "moe_imbalance", "moe_dispatcher", "moe_dispatch_fp8", "moe_shared_expert_overlap")
+        moe = name in ("ep", "moe_imbalance", "moe_dispatcher", "moe_dispatch_fp8", "moe_shared_expert_overlap",
+                       "expert_tp")
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input",
                                                                                   "overlap_tp_local_shard") else {}),
@@ -157,6 +159,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
                          else {}))
         if name == "model_copies":
             base = replace(base, pp=2, chunks=1)
+        if name == "expert_tp":  # MoE parallel folding: tp 2 with sequence parallelism, ep over tp·dp
+            base = replace(base, sequence_parallel=True, ep=2)
         if name == "moe_shared_expert_overlap":  # shared experts beside tokens that travel
             model = replace(model, name="with-shared", shared_experts=1)
             base = replace(base, ep=2)

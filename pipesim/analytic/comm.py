@@ -177,12 +177,15 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
                + collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t))
     else:
         one = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
-    forward = 2 * one
+    # under MoE parallel folding a MoE layer's routed experts see the rank's own tokens: only its shared experts,
+    # split over tp, gather and scatter them
+    mlp_block = 0.0 if kind is LayerKind.MOE and layout.etp != t and not model.shared_experts else one
+    forward = one + mlp_block
     extra = one if split_up_collectives(model, layout, kind) else 0.0  # the second up projection's own ``f``
     # a checkpointed dense MLP or MoE block (selective ``mlp``, ``moe``) re-runs its forward's collective
-    rerun = one if recomputed_mlp_width(model, layout, kind) and (
+    rerun = mlp_block if recomputed_mlp_width(model, layout, kind) and (
         kind is LayerKind.DENSE or recomputes_moe_block(layout, kind)) else 0.0
-    backward = 2 * one + extra + rerun + (forward if layout.recompute is Recompute.FULL else 0.0)
+    backward = forward + extra + rerun + (forward if layout.recompute is Recompute.FULL else 0.0)
     if layout.distribute_saved_activations:  # full recomputation only (Layout refuses it otherwise)
         # the stored input's 1/tp shards gathered (gather_split_1d_tensor) on the compute stream, so waited for
         backward += collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
@@ -513,10 +516,11 @@ def moe_all_to_all_bytes(model: ModelSpec, layout: Layout) -> float:
     Each of the rank's ``b·s/cp`` tokens goes to ``k`` experts: ``tokens·k·h`` elements, of which the share
     ``(ep−1)/ep`` is for experts on the other ranks of the expert-parallel group (uniform routing), times
     ``moe_imbalance`` (the most-loaded rank receives, and in the combine sends back, that many times the mean).
-    Expert tensor parallelism is tp (each tp rank exchanges the whole tokens with its peers' same tp rank)."""
+    With experts split over tp each tp rank exchanges the whole tokens with its peers' same tp rank; under MoE
+    parallel folding its own 1/tp of them (:attr:`Layout.expert_token_share`)."""
     if layout.ep == 1 or not model.is_moe:
         return 0.0
-    tokens = model.micro_batch * model.seq_len / layout.cp
+    tokens = model.micro_batch * model.seq_len / layout.cp * layout.expert_token_share
     elements = tokens * model.experts_per_token * model.hidden * layout.moe_imbalance
     return model.dtype_bytes * elements * (layout.ep - 1) / layout.ep
 
@@ -525,7 +529,8 @@ def moe_all_to_all_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> flo
     """Seconds of one dispatch (or combine) all-to-all over the ep ranks, per microbatch.
 
     The expert-parallel group is ``ep`` members of the stage's dp·cp ranks, ``tp`` ranks apart (Megatron's
-    order), so ``min(ep, node_size/tp)`` of them share a node. A rank sends to every peer at once (NCCL's
+    order; adjacent under MoE parallel folding, the expert tensor parallelism apart), so ``min(ep,
+    node_size/tp)`` of them share a node. A rank sends to every peer at once (NCCL's
     all-to-all is one grouped send/receive per peer): the part for peers in its node goes over NVLink (at the
     share an all-to-all over that many GPUs of the node reaches, where the chip has a measured table:
     ``nvlink_collective_shares``), the rest over its own NIC, in parallel, and the slower of the two is the
@@ -534,7 +539,7 @@ def moe_all_to_all_time(model: ModelSpec, layout: Layout, chip: ChipSpec) -> flo
     nbytes = moe_all_to_all_bytes(model, layout)
     if nbytes == 0:
         return 0.0
-    return all_to_all_time(nbytes, layout.ep, layout.tp, chip)
+    return all_to_all_time(nbytes, layout.ep, layout.etp, chip)
 
 
 def all_to_all_time(nbytes: float, members: int, stride: int, chip: ChipSpec) -> float:
@@ -586,7 +591,8 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
                        layout, chip)
     if not expert_params_per_rank:
         return dense
-    expert = _grad_sync(expert_params_per_rank, layout.expert_shards, layout.dp_stride * layout.ep, layout, chip)
+    stride = layout.etp * layout.ep if layout.etp != layout.tp else layout.dp_stride * layout.ep
+    expert = _grad_sync(expert_params_per_rank, layout.expert_shards, stride, layout, chip)
     return GradSync(dense.reduce + expert.reduce, dense.gather + expert.gather)
 
 

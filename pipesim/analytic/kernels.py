@@ -210,17 +210,20 @@ def layer_gemms(model: ModelSpec, layout: Layout, tokens: int,
     """Every weight GEMM of one layer on one rank as ``(rows M, output width N, input width K, count)``.
 
     A MoE layer: the attention, the router (not split over tp), the shared experts as one MLP of their summed
-    width, and the routed experts' grouped GEMM — ``E/ep`` products of :func:`tokens_per_expert` rows."""
+    width, and the routed experts' grouped GEMM — ``E/ep`` products of :func:`tokens_per_expert` rows, split over
+    the expert tensor parallelism; under MoE parallel folding (``Layout.expert_tp`` 1) the router and the experts
+    see the rank's own 1/tp of the tokens, its experts whole."""
     groups = [(tokens, n, k, 1) for n, k in attention_shapes(model, layout)]
     if kind is LayerKind.DENSE:
         return groups + [(tokens, n, k, 1) for n, k in _dense_mlp_shapes(model, layout)]
-    groups.append((tokens, model.experts, model.hidden, 1))
+    routed_tokens = round(tokens * layout.expert_token_share)  # MoE parallel folding: the rank's own share
+    groups.append((routed_tokens, model.experts, model.hidden, 1))
     if model.shared_experts:
         width = model.shared_experts * model.shared_expert_ffn_hidden
         groups += [(tokens, n, k, 1) for n, k in _mlp_shapes(model, width, layout.tp)]
-    rows = max(1, round(tokens_per_expert(model, layout, tokens)))
+    rows = max(1, round(tokens_per_expert(model, layout, routed_tokens)))
     local = model.experts // layout.ep
-    groups += [(rows, n, k, local) for n, k in _mlp_shapes(model, model.expert_ffn_hidden, layout.tp)]
+    groups += [(rows, n, k, local) for n, k in _mlp_shapes(model, model.expert_ffn_hidden, layout.etp)]
     return groups
 
 
@@ -468,7 +471,8 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     norms = _norm_bytes_per_element(model, layout) * _normed_elements(model, layout)
     residuals = 2 * (3 * width * d + mask * 2 * width)
     f = mlp_width(model, layout, kind)
-    permute = 0.0 if kind is LayerKind.DENSE else 2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance
+    permute = (0.0 if kind is LayerKind.DENSE else
+               2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance * layout.expert_token_share)
     activation = _activation_bytes_per_element(model, layout) * f / t
     rope = _rope_bytes(model, layout)
     if layout.elementwise.eager:
@@ -623,7 +627,8 @@ def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
         moved += _activation_bytes_per_element(model, layout) * routed_width(model, layout) / layout.tp
     moved += _activation_bytes_per_element(model, layout) * checkpointed / layout.tp
     if recomputes_moe_block(layout, kind):
-        moved += 2 * 2 * model.experts_per_token * model.hidden * model.dtype_bytes * layout.moe_imbalance
+        moved += (2 * 2 * model.experts_per_token * model.hidden * model.dtype_bytes * layout.moe_imbalance
+                  * layout.expert_token_share)
     return tokens * moved
 
 

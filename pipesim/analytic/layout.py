@@ -671,6 +671,13 @@ class Layout:
     # which are carved out of the stage's dp·cp ranks (Megatron-Core: the expert-parallel group is folded over
     # data and context parallelism, so ep divides dp·cp); its expert weights sync over dp·cp/ep ranks.
     ep: int = 1
+    # Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size): None, tp (the routed experts split
+    # over tp like the dense MLP, each rank routing the tp group's gathered tokens); 1 with tp > 1, MoE parallel
+    # folding (Liu et al. 2025, "MoE Parallel Folding", arXiv 2504.14960; Megatron-Core's default for its MoE
+    # recipes): each rank routes its own 1/tp of the tokens (sequence parallelism) to whole experts, the
+    # expert-parallel group folded over tp·dp·cp (ep divides tp·dp·cp, its members adjacent), the routed experts'
+    # gradients syncing over tp·dp·cp/ep ranks; the shared experts stay split over tp.
+    expert_tp: int | None = None
     # The most-loaded expert-parallel rank's routed tokens over the mean (1: perfectly balanced routing; a
     # capacity factor is the bound a dropping router enforces). Scales the expert compute, the all-to-all and
     # the routed activations on the critical path.
@@ -697,7 +704,9 @@ class Layout:
             self._normalise_recompute_modules()
         if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
             raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
-        if (self.dp * self.cp) % self.ep:
+        if self.expert_tp is not None and self.expert_tp != self.tp:
+            self._check_folding()
+        elif (self.dp * self.cp) % self.ep:
             raise PipesimError(
                 f"--ep {self.ep} must divide dp·cp = {self.dp}·{self.cp} = {self.dp * self.cp}: "
                 "expert-parallel groups are carved out of a stage's data- and context-parallel "
@@ -943,6 +952,33 @@ class Layout:
             raise PipesimError(f"--optimizer-shard-group {group} with --ep {self.ep}: experts' shard groups are not "
                                "modelled; drop one of the two")
 
+    def _check_folding(self) -> None:
+        """MoE parallel folding (:attr:`expert_tp` 1 under tp > 1): what it needs, and what pipesim models of it."""
+        flag = f"--expert-tp {self.expert_tp}"
+        if self.expert_tp != 1:
+            raise PipesimError(f"{flag}: pipesim models expert tensor parallelism equal to --tp ({self.tp}) or 1 (MoE "
+                               "parallel folding); use one of those")
+        if not self.sequence_parallel:
+            raise PipesimError(f"{flag} with --tp {self.tp}: each rank routes its own share of the sequence, so it "
+                               "needs --sequence-parallel (Megatron-Core requires it with experts and tp)")
+        if (self.tp * self.dp * self.cp) % self.ep:
+            raise PipesimError(f"--ep {self.ep} must divide tp·dp·cp = {self.tp * self.dp * self.cp} under {flag}: "
+                               "the expert-parallel groups are folded over those ranks; raise --dp or lower --ep")
+        if self.rank_order is RankOrder.TP_CP_PP_DP:
+            raise PipesimError(f"{flag} with --tp-pp-dp-mapping: pipesim folds the experts over Megatron's default "
+                               "order only; drop one")
+
+    @property
+    def etp(self) -> int:
+        """Expert tensor parallelism: :attr:`expert_tp`, tp when not given."""
+        return self.tp if self.expert_tp is None else self.expert_tp
+
+    @property
+    def expert_token_share(self) -> float:
+        """The share of a tp group's tokens one rank routes to its experts: all of them (gathered) with experts split
+        over tp, its own 1/tp under MoE parallel folding."""
+        return self.etp / self.tp
+
     @property
     def asked_sharding(self) -> ZeroStage:
         """The ZeRO stage asked for: ``zero``, or ZeRO-1 when only ``distributed_optimizer`` is set."""
@@ -1070,8 +1106,8 @@ class Layout:
     @property
     def expert_shards(self) -> int:
         """Ranks an expert's ZeRO state is sharded over and its gradients sync over: dp·cp/ep (the expert
-        data-parallel group)."""
-        return self.shards // self.ep
+        data-parallel group), tp·dp·cp/ep under MoE parallel folding."""
+        return self.shards * (self.tp // self.etp) // self.ep
 
     @property
     def num_stages(self) -> int:

@@ -67,8 +67,9 @@ def expected_units_reached(model: ModelSpec, units: int) -> float:
 
 
 def nodes_spanned(layout: Layout, chip: ChipSpec) -> tuple[int, float]:
-    """(ranks of the expert-parallel group in one node, nodes it spans): its members are ``tp`` ranks apart."""
-    local = max(1, min(layout.ep, chip.node_size // layout.tp))
+    """(ranks of the expert-parallel group in one node, nodes it spans): its members are the expert tensor
+    parallelism apart (tp, or adjacent under MoE parallel folding)."""
+    local = max(1, min(layout.ep, chip.node_size // layout.etp))
     return local, layout.ep / local
 
 
@@ -90,7 +91,7 @@ def deepep_time(model: ModelSpec, layout: Layout, chip: ChipSpec, element_bytes:
     slower is the time, plus NCCL's base latency and a hop (the network's when the group spans nodes)."""
     local, nodes = nodes_spanned(layout, chip)
     token_bytes = model.hidden * element_bytes * layout.moe_imbalance
-    tokens = model.micro_batch * model.seq_len / layout.cp
+    tokens = model.micro_batch * model.seq_len / layout.cp * layout.expert_token_share
     nvlink_copies = expected_units_reached(model, layout.ep) * (local - 1) / local
     nvlink = tokens * nvlink_copies * token_bytes / nvlink_all_to_all_rate(chip, local)
     if nodes <= 1:

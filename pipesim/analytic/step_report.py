@@ -173,7 +173,7 @@ class StepReport:
                        "p2p_calls": lay.p2p_calls.value, "pipeline_buffers": lay.pipeline_buffers.value,
                        "pipeline_outputs_kept": lay.pipeline_outputs_kept, "mlp_up": lay.mlp_up.value,
                        "overlap_grad_reduce": lay.overlap_grad_reduce,
-                       "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep,
+                       "overlap_param_gather": lay.overlap_param_gather, "ep": lay.ep, "expert_tp": lay.etp,
                        "moe_imbalance": lay.moe_imbalance, "moe_dispatcher": lay.moe_dispatcher.value,
                        "moe_dispatch_fp8": lay.moe_dispatch_fp8,
                        "moe_shared_expert_overlap": lay.moe_shared_expert_overlap,
@@ -292,6 +292,9 @@ def step_report(
     )
 
 
+_FOLDING_SAID = "MoE parallel folding: whole experts, each rank routing its own tokens"
+
+
 def _dispatch_text(model: ModelSpec, layout: Layout) -> str:
     """How the tokens reach their experts, as the cost model counts it (moe_dispatch)."""
     routing = (f"; routing limited to {model.expert_groups_per_token} of {model.expert_groups} expert groups"
@@ -322,8 +325,10 @@ def report_text(report: StepReport) -> str:
         f"{f' ep={lay.ep}' if m.is_moe else ''}, {lay.microbatches} microbatches/pipeline"
         f"{', half through each of two model copies (DualPipe)' if lay.model_copies == 2 else ''})",
         *([f"expert parallelism: {m.experts // lay.ep} experts per rank, expert gradients sync over "
-           f"dp·cp/ep = {lay.expert_shards} ranks, routing imbalance {lay.moe_imbalance:g}× (most-loaded rank / "
-           f"mean); expert tensor parallelism = tp; {_dispatch_text(m, lay)}"] if m.is_moe else []),
+           f"{'dp·cp/ep' if lay.etp == lay.tp else 'tp·dp·cp/ep'} = {lay.expert_shards} ranks, routing imbalance "
+           f"{lay.moe_imbalance:g}× (most-loaded rank / mean); "
+           f"{'expert tensor parallelism = tp' if lay.etp == lay.tp else _FOLDING_SAID}; "
+           f"{_dispatch_text(m, lay)}"] if m.is_moe else []),
         f"recompute {lay.recompute.value}"
         f"{f' (the first {lay.recompute_layers} layers of each chunk)' if lay.recompute_layers else ''}"
         f"{_modules_text(lay)}"

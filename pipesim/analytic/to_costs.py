@@ -275,12 +275,12 @@ def _check_moe_layout(model: ModelSpec, layout: Layout) -> None:
             f"model {model.name} has {model.experts} experts per layer, which --ep {layout.ep} does "
             f"not divide (each rank holds whole experts); use --ep in {options}"
         )
-    t = layout.tp
-    for key in ("expert_ffn_hidden", "shared_expert_ffn_hidden"):
+    for key, t, flag in (("expert_ffn_hidden", layout.etp, "the expert tensor parallelism"),
+                         ("shared_expert_ffn_hidden", layout.tp, "--tp")):
         if getattr(model, key) % t:
             raise PipesimError(
-                f"model {model.name}: {key}={getattr(model, key)} is not divisible by --tp {t} "
-                "(expert tensor parallelism is tp here; a separate expert-tp degree is not modelled)"
+                f"model {model.name}: {key}={getattr(model, key)} is not divisible by {flag} ({t}), which splits it; "
+                "change the tp degree"
             )
 
 
@@ -291,7 +291,7 @@ class StageBreakdown:
     layers: int
     params: float  # per tp rank (the routed experts' also divided by ep)
     activation_bytes: float  # per microbatch, per tp (and cp) rank
-    expert_params: float = 0.0  # the routed experts' part of ``params`` (per tp·ep rank)
+    expert_params: float = 0.0  # the routed experts' part of ``params`` (per etp·ep rank)
     # the embedding's and the output layer's part of ``params`` (per tp rank): what Transformer Engine does not
     # run in FP8, so an FP8 run keeps no FP8 copy of them
     end_params: float = 0.0
@@ -334,6 +334,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.tp,
         layout.cp,
         layout.ep,
+        layout.expert_tp,  # MoE parallel folding: whole experts, a rank's own tokens
         layout.sequence_parallel,
         layout.recompute,
         layout.recomputed_modules,  # what a selective recomputation keeps (activations.layer_activation_bytes)
@@ -380,7 +381,7 @@ def _stage_breakdowns(model: ModelSpec, layout: Layout) -> tuple[StageBreakdown,
             experts += mtp_expert_params(model)
             ends += mtp_embedding_copy(model, layout)
             act += mtp_module_activation_bytes(model, layout)
-        per_rank_experts = experts / (layout.tp * layout.ep)
+        per_rank_experts = experts / (layout.etp * layout.ep)
         out.append(
             StageBreakdown(layers, (total - experts) / layout.tp + per_rank_experts, act / layout.cp, per_rank_experts,
                            ends / layout.tp)
@@ -484,8 +485,9 @@ def _layer_comm(
             fsdp = per_tensor_layer_comm(tensors, layout, chip)
             host = per_tensor_host_time(tensors, layout, chip)
         else:
-            held = layer_params(model, kind) - layer_expert_params(model, kind) * (1 - 1 / layout.ep)
-            fsdp = fsdp_layer_comm(held / layout.tp, layout, chip)
+            routed = layer_expert_params(model, kind)
+            held = (layer_params(model, kind) - routed) / layout.tp + routed / (layout.ep * layout.etp)
+            fsdp = fsdp_layer_comm(held, layout, chip)
         share = chip.comm_sm_share
         gathers = LayerComm(
             host.forward + prefetched_overlap(fsdp.forward, layer.forward, share, chip.zero3_overlap_share),
@@ -573,6 +575,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.cp_kernels,
         layout.cp_a2a_size,
         layout.ep,
+        layout.expert_tp,  # MoE parallel folding: the experts' GEMMs, the all-to-all's tokens, the MLP collective
         layout.recompute,
         layout.recomputed_modules,  # what a selective recomputation re-runs (kernels.layer_times)
         layout.distribute_saved_activations,  # the recomputed layer's input gathered over tp first

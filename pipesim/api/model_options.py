@@ -177,7 +177,9 @@ class ModelOptions:
             elements, as DeepSeek-V3 trained.
         moe_shared_expert_overlap: the shared experts run beside the dispatch and combine (Megatron-Core's
             ``--moe-shared-expert-overlap``).
-        expert_tp: expert tensor-parallel degree; only ``tp`` itself (the default) is modelled.
+        expert_tp: expert tensor-parallel degree: ``tp`` (the default: the experts split like the dense MLP) or 1,
+            MoE parallel folding (each rank routes its own 1/tp of the sequence to whole experts; needs sequence
+            parallelism, and ep then divides tp·dp·cp).
     """
 
     tp: int | None = None

@@ -361,10 +361,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "parallelism crosses nodes; default: Megatron's tp, cp, dp, pp")
     group.add_argument("--ep", type=positive_int, default=None,
                        help="expert-parallel degree for mixture-of-experts models: routed experts sharded over ep "
-                       "ranks carved out of dp·cp (ep divides dp·cp and the experts; default 1)")
+                       "ranks carved out of dp·cp (ep divides dp·cp and the experts; tp·dp·cp under --expert-tp 1; "
+                       "default 1)")
     group.add_argument("--expert-tp", type=positive_int, default=None, metavar="N",
-                       help="expert tensor-parallel degree (Megatron's --expert-tensor-parallel-size): only --tp "
-                       "itself, the default, is modelled")
+                       help="expert tensor-parallel degree (Megatron's --expert-tensor-parallel-size): --tp (the "
+                       "default, experts split like the dense MLP) or 1, MoE parallel folding: each rank routes its "
+                       "own 1/tp of the sequence to whole experts (needs --sequence-parallel; ep divides tp·dp·cp)")
     group.add_argument("--moe-imbalance", type=imbalance, default=None, metavar="X",
                        help="most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1: "
                        "balanced); scales expert compute, all-to-all and routed activations")
