@@ -187,7 +187,9 @@ def _error(capsys, argv):
     (["plan", "--model", "llama2-7b", "--gpus", "8", "--global-batch", "16", "--ep", "2"], "is dense"),
     (["topology", "--dp", "3", "--ep", "2"], "--ep 2 must divide dp·cp"),
     (["simulate", "--model", "mixtral-8x7b", "--tp", "2", "--dp", "8", "--ep", "8", "--expert-tp", "1", "--pp", "2",
-      "--mb", "4"], "separate expert-tp degree"),
+      "--mb", "4"], "needs --sequence-parallel"),
+    (["simulate", "--model", "mixtral-8x7b", "--tp", "4", "--dp", "4", "--ep", "8", "--expert-tp", "2", "--pp", "2",
+      "--mb", "4", "--sequence-parallel"], "equal to --tp (4) or 1"),
 ])
 def test_bad_ep_is_refused_in_one_line(capsys, argv, words):
     assert words in _error(capsys, argv)
