@@ -5,7 +5,7 @@ import pytest
 
 from pipesim.analytic.activations import layer_activation_bytes
 from pipesim.analytic.flops import attention_core_flops, layer_flops, mlp_flops, model_flops_per_microbatch
-from pipesim.analytic.layout import Layout, Recompute
+from pipesim.analytic.layout import Layout, Precision, Recompute
 from pipesim.analytic.model_load import model_from_dict
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
@@ -91,6 +91,20 @@ def test_moe_activations_by_hand():
     skewed = layer_activation_bytes(model, Layout(recompute=Recompute.SELECTIVE, moe_imbalance=1.5), LayerKind.MOE)
     assert skewed - layer_activation_bytes(model, layout, LayerKind.MOE) == pytest.approx(
         0.5 * (s * 2 * d * k * h + mid))
+
+
+def test_the_experts_saved_inputs_are_fp8_in_an_fp8_run():
+    # Transformer Engine's grouped linear keeps its quantized input, as every FP8 linear does: the dispatched
+    # tokens into the experts at one byte, those out (the combine's, for the probabilities' gradient) at two
+    model = MIXTRAL.with_shape(seq_len=4096)
+    bf16 = Layout(recompute=Recompute.SELECTIVE)
+    fp8 = Layout(recompute=Recompute.SELECTIVE, precision=Precision.FP8)
+    s, h, k = 4096, 4096, 2
+    dense_gap = layer_activation_bytes(model, bf16) - layer_activation_bytes(model, fp8)
+    moe_gap = layer_activation_bytes(model, bf16, LayerKind.MOE) - layer_activation_bytes(model, fp8, LayerKind.MOE)
+    # beyond what the layer's other linears save in FP8 (the dense MLP's width differs: compare the MoE terms)
+    mid_gap = s * k * 14336 - s * 14336  # the down projections' inputs, k·f_e against f, at one byte less
+    assert moe_gap - dense_gap == pytest.approx(s * k * h * 1 + mid_gap)
 
 
 def test_dense_models_are_unchanged_by_the_moe_fields():

@@ -55,10 +55,14 @@ from pipesim.errors import PipesimError
 
 
 def _moe_replicated(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
-    """Per token: the router's FP32 scores and the dispatched tokens in and out of the experts (bytes)."""
+    """Per token: the router's FP32 scores and the dispatched tokens in and out of the experts (bytes). The tokens
+    in are what the experts' first linear saves of its input, quantized in FP8 or NVFP4 like any linear's
+    (:func:`linear_input_element_bytes`: Transformer Engine's grouped linear); those out, which the combine keeps for
+    the routing probabilities' gradient, in the model's dtype."""
     if kind is LayerKind.DENSE:
         return 0.0
-    dispatched = 2 * model.dtype_bytes * model.experts_per_token * model.hidden * layout.moe_imbalance
+    per_element = linear_input_element_bytes(model, layout) + model.dtype_bytes
+    dispatched = per_element * model.experts_per_token * model.hidden * layout.moe_imbalance
     return 4 * model.experts + dispatched
 
 

@@ -45,9 +45,12 @@ def mtp_module_params(model: ModelSpec) -> int:
 
 def mtp_embedding_copy(model: ModelSpec, layout: Layout) -> int:
     """The embedding table's copy on the modules' slice, which looks the shifted tokens up: none on the first slice
-    (it holds the table), nor on a tied model's head slice (its output layer's weight is the table)."""
+    (it holds the table), nor on a tied model's head slice (its output layer's weight is the table), nor under
+    DualPipe, whose rank with the last slice holds the other copy's first (DeepSeek-V3 §3.2.3: the embedding shared
+    physically, parameters and gradients, by the modules and the model)."""
     stage = layout.mtp_slice
-    if not model.mtp_layers or stage == 0 or (model.tied_embeddings and stage == layout.head_stage):
+    if (not model.mtp_layers or stage == 0 or layout.model_copies == 2
+            or (model.tied_embeddings and stage == layout.head_stage)):
         return 0
     return embedding_params(model)
 

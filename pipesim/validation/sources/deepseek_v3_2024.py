@@ -15,8 +15,9 @@ that crosses InfiniBand at most once per destination node and fans out over NVLi
 kernels: ``moe_dispatcher`` deepep); the dispatch in FP8 (§3.3.3: the activations before the experts' up
 projections and the gradients before their down projections, ``moe_dispatch_fp8``), the combine in BF16; one
 multi-token-prediction module (§2.2, D = 1: a MoE layer, a 2h→h projection and the shared head's second pass, on
-the last model slice); recomputation of every RMSNorm and of MLA's up projections (§3.2.3:
-``--recompute-modules layernorm mla_up_proj``).
+the last model slice, sharing the embedding with the model on DualPipe's end rank, §3.2.3); recomputation of
+every RMSNorm and of MLA's up projections (§3.2.3) and of the experts' SwiGLU output from its cached input
+(§3.3.3): ``--recompute-modules layernorm mla_up_proj moe_act``.
 
 Inferred (stated nowhere in the report): a micro-batch of 1 sequence, so 15360 / 128 = 120 microbatches per
 pipeline step; the layer split over the 16 model slices DualPipe places (rank r holds slice r of one copy and
@@ -26,13 +27,15 @@ whole layers allow once the module and its head sit on the last slice: rank 0, w
 5 layers, the module's layer and two heads (each head's GEMM ~1.6 layers' active compute) against 8 layers on
 every other rank; the split without the module in mind (3, 4 × 13, 3, 3) leaves rank 0 two layers more and
 would give +17 %. The dense first three layers make which end takes the extra layer matter: (4, 4 × 14, 1)
-gives the same +5.6 %, (2, 4 × 14, 3), a MoE layer more on rank 0, +11 %: the split is the row's largest
-uncertainty. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced
+gives +5.8 % where this split gives +5.9 %, (2, 4 × 14, 3), a MoE layer more on rank 0, +11 %: the split is the
+row's largest uncertainty. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced
 routing (their auxiliary-loss-free balancing: ``moe_imbalance`` 1); the schedule is pipesim's ``dualpipe``
 (both directions, two model copies, the overlapped pairs timed by ``pipesim.sim.costs.pair_duration``).
 
-Not modelled: the activations DeepSeek caches in FP8 (memory only, and no memory is published); DeepEP's kernels
-taking 20 of the 132 SMs where pipesim's overlap takes the chip's ``comm_sm_share`` (24).
+Not modelled: the activations DeepSeek caches in FP8 beyond the linears' inputs (the SwiGLU inputs, §3.3.3;
+memory only, and no memory is published: pipesim's 119 GiB peak on rank 1, over the H800's 80, says more is kept
+in FP8 or dropped than it counts); DeepEP's kernels taking 20 of the 132 SMs where pipesim's overlap takes the
+chip's ``comm_sm_share`` (24).
 """
 
 from pipesim.analytic.layout import MoeDispatcher, Precision, Recompute, RecomputeModule, ZeroStage
@@ -44,6 +47,7 @@ ROWS = [
     PublishedRun(SOURCE, "deepseek-v3", "h800", 2048, 15360, pp=16, chunks=2, schedule="dualpipe",
                  seq_len=4096, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8, ep=64,
                  moe_dispatcher=MoeDispatcher.DEEPEP, moe_dispatch_fp8=True, recompute=Recompute.SELECTIVE,
-                 recompute_modules=(RecomputeModule.LAYERNORM, RecomputeModule.MLA_UP_PROJ),
+                 recompute_modules=(RecomputeModule.LAYERNORM, RecomputeModule.MLA_UP_PROJ,
+                                    RecomputeModule.MOE_ACT),
                  stage_layers=(3, *[4] * 14, 2), tokens_per_gpu=1e12 / (180_000 * 3600)),
 ]
