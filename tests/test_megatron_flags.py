@@ -491,3 +491,22 @@ def test_a_combined_1f1b_plans_megatron_line_asks_for_it_and_simulates_back(caps
         assert named["config"]["schedule"] == "interleaved-overlap"
         assert named["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
     assert lines >= 1
+
+
+def test_plan_searches_moe_parallel_folding_and_its_lines_simulate_back(capsys):
+    # at tp 2 with sequence parallelism the plan also tries whole experts a rank (etp1, ep over tp·dp), and each such
+    # line, --expert-tensor-parallel-size 1 in it, simulates to plan's step time
+    result = pipesim.plan("qwen3-30b-a3b", gpus=16, global_batch=64, schedules=["1f1b"], cp=[1],
+                          micro_batch_sizes=[1], recompute=["none"], precision=["bf16"], ep=[8, 16], top=40)
+    folded = 0
+    for outcome, argv in _megatron_lines(result):
+        if outcome.candidate.expert_tp != 1:
+            continue
+        folded += 1
+        assert argv[argv.index("--expert-tensor-parallel-size") + 1] == "1"
+        report = _run(capsys, "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--gpus", "16", *argv)
+        assert report["model_report"]["layout"]["expert_tp"] == 1
+        assert report["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert folded >= 2
+    assert all(o.candidate.tp > 1 and o.candidate.sequence_parallel for o in result.ranked
+               if o.candidate.expert_tp == 1)

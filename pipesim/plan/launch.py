@@ -185,6 +185,7 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     if model.is_moe:
         args += ["--num-experts", str(model.experts), "--moe-router-topk", str(model.experts_per_token),
                  "--moe-ffn-hidden-size", str(model.expert_ffn_hidden), "--expert-model-parallel-size", str(c.ep),
+                 *(["--expert-tensor-parallel-size", str(c.expert_tp)] if c.expert_tp is not None else []),
                  "--moe-grouped-gemm", "--moe-token-dispatcher-type",
                  "flex" if dispatcher is MoeDispatcher.DEEPEP else "alltoall"]
         if dispatcher is MoeDispatcher.DEEPEP:

@@ -19,7 +19,9 @@ recomputation, sequence parallelism, the ZeRO stage and the GEMM precision. What
   plain gradient accumulation), not one per schedule;
 - sequence parallelism needs tp > 1, ZeRO dp > 1 (at degree 1 they are off);
 - expert parallelism (mixture-of-experts models only): every ep in ``expert_parallel`` (default: all) that
-  divides dp·cp (the expert-parallel groups are carved out of them) and the experts per layer;
+  divides dp·cp (the expert-parallel groups are carved out of them) and the experts per layer; and at tp > 1
+  with sequence parallelism, MoE parallel folding too (``expert_tp`` 1: whole experts a rank, each rank routing
+  its own tokens), with every ep above 1 that divides tp·dp·cp and the experts;
 - schedules with a fixed chunk count (1 for 1F1B-like, 2 for the V schedules) get that; those with a free
   one (interleaved, looped BFS) get every ``v ≥ 2`` up to ``max_chunks`` that splits the layers so.
   Constraints of a schedule's own (interleaved needs m to be a multiple of pp) are left to the schedule:
@@ -255,6 +257,7 @@ class PlanRequest:
         return Layout(tp=c.tp, dp=c.dp, pp=c.pp, cp=c.cp, chunks=c.chunks // copies, model_copies=copies,
                       microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
                       zero=c.zero, precision=c.precision, fp8_params=self.fp8_params_of(c), ep=c.ep,
+                      expert_tp=c.expert_tp,
                       attention=self.attention, elementwise=self.elementwise, loss=self.loss,
                       z_loss=self.z_loss, loss_input_copy=self.loss_input_copy,
                       param_bytes=self.param_bytes,
@@ -328,6 +331,9 @@ class Candidate:
     # Layers per model slice where the split is not even (pipeline_split's lighter ends, or the framework's own
     # split: PlanRequest.layer_split); None: even.
     stage_layers: tuple[int, ...] | None = None
+    # Expert tensor parallelism: None, tp (the experts split like the dense MLP); 1, MoE parallel folding
+    # (Layout.expert_tp), ep then over tp·dp·cp
+    expert_tp: int | None = None
 
     def key(self) -> tuple:
         return (
@@ -344,6 +350,7 @@ class Candidate:
             list(Precision).index(self.precision),
             self.ep,
             self.stage_layers or (),
+            self.tp if self.expert_tp is None else self.expert_tp,
         )
 
     @property
@@ -366,6 +373,7 @@ class Candidate:
                 self.schedule if self.pp > 1 else "no-pipeline",
             ]
             + ([f"ep{self.ep}"] if self.ep > 1 else [])
+            + ([f"etp{self.expert_tp}"] if self.expert_tp is not None else [])
         )
         if self.chunks > 1:
             parts.append(f"v{self.chunks}")
@@ -398,6 +406,7 @@ class Candidate:
             "precision": self.precision.value,
             "ep": self.ep,
             "stage_layers": list(self.stage_layers) if self.stage_layers is not None else None,
+            "expert_tp": self.tp if self.expert_tp is None else self.expert_tp,
         }
 
 
@@ -548,11 +557,25 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                                         tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep,
                                         uneven,
                                     )
+                                if sp:  # MoE parallel folding: each tp rank routes its own tokens to whole experts
+                                    for ep in expert_parallel_degrees(request, dp * cp, folded_tp=tp):
+                                        yield Candidate(
+                                            tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp,
+                                            ep, uneven, expert_tp=1,
+                                        )
 
 
-def expert_parallel_degrees(request: PlanRequest, replicas: int) -> list[int]:
-    """The ep degrees of a MoE model that divide dp·cp (``replicas``) and its experts; [1] for a dense model."""
+def expert_parallel_degrees(request: PlanRequest, replicas: int, folded_tp: int | None = None) -> list[int]:
+    """The ep degrees of a MoE model that divide dp·cp (``replicas``) and its experts; [1] for a dense model. With
+    ``folded_tp`` (MoE parallel folding at that tp), those above 1 that divide tp·dp·cp and its experts; none for a
+    dense model or at tp 1."""
     model = request.model
+    if folded_tp is not None:
+        if not model.is_moe or folded_tp == 1:
+            return []
+        ranks = folded_tp * replicas
+        asked = request.expert_parallel or divisors(ranks)
+        return [e for e in sorted(set(asked)) if e > 1 and ranks % e == 0 and model.experts % e == 0]
     if not model.is_moe:
         return [1]
     asked = request.expert_parallel or divisors(replicas)
