@@ -559,9 +559,8 @@ def all_to_all_time(nbytes: float, members: int, stride: int, chip: ChipSpec) ->
 def moe_layer_a2a(model: ModelSpec, layout: Layout, chip: ChipSpec) -> LayerComm:
     """A MoE layer's all-to-alls per microbatch: dispatch and combine in the forward, their gradients (combine
     and dispatch reversed) in the backward, and under full recomputation (or the ``moe`` module's) the forward's
-    two again. With DeepEP
-    (:mod:`.moe_dispatch`) each way moves what it reaches, the tokens toward the experts (the dispatch, and the
-    combine's gradient) in FP8 where ``moe_dispatch_fp8``."""
+    two again. With DeepEP (:mod:`.moe_dispatch`) each way moves what it reaches, the tokens toward the experts
+    (the dispatch, and the combine's gradient) in FP8 where ``moe_dispatch_fp8``."""
     if uses_deepep(layout) and layout.ep > 1 and model.is_moe:
         toward, back = dispatch_element_bytes(model, layout)
         both = deepep_time(model, layout, chip, toward) + deepep_time(model, layout, chip, back)

@@ -27,8 +27,9 @@ which bounds what a deduplicating dispatch (``Layout.moe_dispatcher``) sends acr
 Multi-token prediction (``mtp_layers`` D > 0; DeepSeek-V3 §2.2, Megatron-Core's ``--mtp-num-layers``, the
 config's ``num_nextn_predict_layers``): D modules after the last layer, each a transformer layer of the last layer's
 kind behind a projection of two normed inputs (2h → h), sharing the embedding and the output head, whose loss is
-added to the model's; trained on the stage with the loss (:mod:`pipesim.analytic.mtp`). Their parameters are not
-in the model's count, as DeepSeek-V3's 671B leaves out its 14B module.
+added to the model's; run on the stage with the loss unless the layout names another
+(:mod:`pipesim.analytic.mtp`). Their parameters are not in the model's count, as DeepSeek-V3's 671B leaves out its
+14B module.
 
 Multi-head latent attention (``kv_lora_rank`` > 0; DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1): queries through an
 optional low-rank ``q_lora_rank`` bottleneck, keys and values from one ``kv_lora_rank`` latent plus a shared
