@@ -317,7 +317,8 @@ def report_text(report: StepReport) -> str:
     if m.windowed_layers:
         moe += f", sliding window {m.sliding_window} on {m.windowed_layers} of {m.layers} layers"
     if m.mtp_layers:
-        moe += f", {m.mtp_layers} multi-token-prediction module{'s' if m.mtp_layers > 1 else ''} on the loss's stage"
+        where = "the loss's stage" if lay.mtp_stage is None else f"stage {lay.mtp_stage}"
+        moe += f", {m.mtp_layers} multi-token-prediction module{'s' if m.mtp_layers > 1 else ''} on {where}"
     buffers = any(r.pipeline_buffers for r in report.memory.ranks)
     lines = [
         f"model {m.name} ({total_params(m) / 1e9:.1f}B params{moe}, seq {m.seq_len}, micro-batch {m.micro_batch}) on "
