@@ -98,6 +98,8 @@ def test_a_layout_string_sets_the_split_the_chunks_and_the_modules_stage(capsys)
     assert main(run) == 0  # the chunks come from the layout: 32 stages over pp 16
     report = json.loads(capsys.readouterr().out)
     assert report["config"]["chunks"] == 2
+    assert main(run[:1] + run[2:]) == 0  # the text report says where the modules run
+    assert "1 multi-token-prediction module on stage 30" in capsys.readouterr().out
     for extra, fragment in ((["--stage-layers", ",".join(["2"] * 32)], "drop the other split flags"),
                             (["--chunks", "4"], "the pipeline has pp·v = 64"),
                             (["-s", "dualpipe-v"], "V or DualPipe placement")):
