@@ -39,7 +39,13 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.measured import CollectiveOp, measured_collective_time
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
-from pipesim.analytic.moe_dispatch import deepep_time, dispatch_element_bytes, nvlink_all_to_all_rate, uses_deepep
+from pipesim.analytic.moe_dispatch import (
+    deepep_time,
+    dispatch_element_bytes,
+    nvlink_all_to_all_rate,
+    routed_tokens,
+    uses_deepep,
+)
 
 # What NCCL takes one channel of a send/recv to move over the network when it chooses how many channels a remote
 # peer gets (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s: src/graph/paths.cc)
@@ -520,8 +526,7 @@ def moe_all_to_all_bytes(model: ModelSpec, layout: Layout) -> float:
     parallel folding its own 1/tp of them (:attr:`Layout.expert_token_share`)."""
     if layout.ep == 1 or not model.is_moe:
         return 0.0
-    tokens = model.micro_batch * model.seq_len / layout.cp * layout.expert_token_share
-    elements = tokens * model.experts_per_token * model.hidden * layout.moe_imbalance
+    elements = routed_tokens(model, layout) * model.experts_per_token * model.hidden * layout.moe_imbalance
     return model.dtype_bytes * elements * (layout.ep - 1) / layout.ep
 
 

@@ -465,20 +465,26 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     """Bytes the forward's memory-bound kernels move per tp rank (norms, residual adds, activation, RoPE; in a
     MoE layer also the permutation of the routed tokens before the experts and back after them, each a read
     and a write of ``k·h`` elements per token)."""
-    h, t, d = model.hidden, layout.tp, model.dtype_bytes
+    t, d = layout.tp, model.dtype_bytes
     width = _norm_width(model, layout)
     mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
     norms = _norm_bytes_per_element(model, layout) * _normed_elements(model, layout)
     residuals = 2 * (3 * width * d + mask * 2 * width)
     f = mlp_width(model, layout, kind)
-    permute = (0.0 if kind is LayerKind.DENSE else
-               2 * 2 * model.experts_per_token * h * d * layout.moe_imbalance * layout.expert_token_share)
+    permute = 0.0 if kind is LayerKind.DENSE else _permute_bytes(model, layout)
     activation = _activation_bytes_per_element(model, layout) * f / t
     rope = _rope_bytes(model, layout)
     if layout.elementwise.eager:
         residuals, transpose = _eager_bytes(model, layout, width, residuals)
         return tokens * (norms + residuals + activation + rope + permute + transpose)
     return tokens * (norms + residuals + activation + rope + permute)
+
+
+def _permute_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes per token of a MoE layer's permutation of its routed tokens, before the experts and back after them:
+    a read and a write of ``k·h`` elements each way (the rank's own share of them under MoE parallel folding)."""
+    return (2 * 2 * model.experts_per_token * model.hidden * model.dtype_bytes * layout.moe_imbalance
+            * layout.expert_token_share)
 
 
 def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
@@ -627,8 +633,7 @@ def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
         moved += _activation_bytes_per_element(model, layout) * routed_width(model, layout) / layout.tp
     moved += _activation_bytes_per_element(model, layout) * checkpointed / layout.tp
     if recomputes_moe_block(layout, kind):
-        moved += (2 * 2 * model.experts_per_token * model.hidden * model.dtype_bytes * layout.moe_imbalance
-                  * layout.expert_token_share)
+        moved += _permute_bytes(model, layout)
     return tokens * moved
 
 

@@ -704,7 +704,9 @@ class Layout:
             self._normalise_recompute_modules()
         if self.model_copies not in (1, 2) or (self.model_copies == 2 and (self.chunks != 1 or self.pp % 2)):
             raise PipesimError(f"model_copies={self.model_copies}: 1, or 2 (DualPipe) with chunks 1 and an even pp")
-        if self.expert_tp is not None and self.expert_tp != self.tp:
+        if self.expert_tp == self.tp:  # the default spelled out: one spelling of one layout, so they hash alike
+            object.__setattr__(self, "expert_tp", None)
+        if self.expert_tp is not None:
             self._check_folding()
         elif (self.dp * self.cp) % self.ep:
             raise PipesimError(

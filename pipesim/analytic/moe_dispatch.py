@@ -66,6 +66,12 @@ def expected_units_reached(model: ModelSpec, units: int) -> float:
     return units * (1 - _miss(experts, experts / units, k))
 
 
+def routed_tokens(model: ModelSpec, layout: Layout) -> float:
+    """Tokens one rank sends to the experts per microbatch: its ``b·s/cp``, all of the tp group's gathered where the
+    experts split over tp, its own 1/tp under MoE parallel folding (:attr:`Layout.expert_token_share`)."""
+    return model.micro_batch * model.seq_len / layout.cp * layout.expert_token_share
+
+
 def nodes_spanned(layout: Layout, chip: ChipSpec) -> tuple[int, float]:
     """(ranks of the expert-parallel group in one node, nodes it spans): its members are the expert tensor
     parallelism apart (tp, or adjacent under MoE parallel folding)."""
@@ -91,7 +97,7 @@ def deepep_time(model: ModelSpec, layout: Layout, chip: ChipSpec, element_bytes:
     slower is the time, plus NCCL's base latency and a hop (the network's when the group spans nodes)."""
     local, nodes = nodes_spanned(layout, chip)
     token_bytes = model.hidden * element_bytes * layout.moe_imbalance
-    tokens = model.micro_batch * model.seq_len / layout.cp * layout.expert_token_share
+    tokens = routed_tokens(model, layout)
     nvlink_copies = expected_units_reached(model, layout.ep) * (local - 1) / local
     nvlink = tokens * nvlink_copies * token_bytes / nvlink_all_to_all_rate(chip, local)
     if nodes <= 1:

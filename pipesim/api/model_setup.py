@@ -169,7 +169,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
         moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, o.moe_dispatcher or "alltoall"),
         moe_dispatch_fp8=bool(o.moe_dispatch_fp8), moe_shared_expert_overlap=bool(o.moe_shared_expert_overlap),
-        expert_tp=None if o.expert_tp in (None, o.tp or 1) else o.expert_tp,
+        expert_tp=o.expert_tp,
     )
     # A framework's defaults for what this layout has none of (sends without a pipeline, TP collectives at tp 1, a
     # boundary tensor each rank holds whole or split already, no gradient reduce, no gathered column input) earn

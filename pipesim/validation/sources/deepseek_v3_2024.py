@@ -28,7 +28,8 @@ whole layers allow once the module and its head sit on the last slice: rank 0, w
 every other rank; the split without the module in mind (3, 4 × 13, 3, 3) leaves rank 0 two layers more and
 would give +17 %. The dense first three layers make which end takes the extra layer matter: (4, 4 × 14, 1)
 gives +5.8 % where this split gives +5.9 %, (2, 4 × 14, 3), a MoE layer more on rank 0, +11 %: the split is the
-row's largest uncertainty. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced
+row's largest uncertainty. It was chosen by the balance argument above, with these splits' errors in view (the
+row was simulated at each before the choice), so the row is not a blind test of the split. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced
 routing (their auxiliary-loss-free balancing: ``moe_imbalance`` 1); the schedule is pipesim's ``dualpipe``
 (both directions, two model copies, the overlapped pairs timed by ``pipesim.sim.costs.pair_duration``).
 
