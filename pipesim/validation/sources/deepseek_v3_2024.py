@@ -19,18 +19,18 @@ the last model slice, sharing the embedding with the model on DualPipe's end ran
 every RMSNorm and of MLA's up projections (§3.2.3) and of the experts' SwiGLU output from its cached input
 (§3.3.3): ``--recompute-modules layernorm mla_up_proj moe_act``.
 
-Inferred (stated nowhere in the report): a micro-batch of 1 sequence, so 15360 / 128 = 120 microbatches per
-pipeline step; the layer split over the 16 model slices DualPipe places (rank r holds slice r of one copy and
-slice 15 − r of the other): 3 layers with the embedding on slice 0, 4 on each of slices 1–14, 2 on slice 15
-beside the multi-token-prediction module and the two passes through the output head. That is the most even split
-whole layers allow once the module and its head sit on the last slice: rank 0, which holds slices 0 and 15, runs
-5 layers, the module's layer and two heads (each head's GEMM ~1.6 layers' active compute) against 8 layers on
-every other rank; the split without the module in mind (3, 4 × 13, 3, 3) leaves rank 0 two layers more and
-would give +17 %. The dense first three layers make which end takes the extra layer matter: (4, 4 × 14, 1)
-gives +5.8 % where this split gives +5.9 %, (2, 4 × 14, 3), a MoE layer more on rank 0, +11 %: the split is the
-row's largest uncertainty. It was chosen by the balance argument above, with these splits' errors in view (the
-row was simulated at each before the choice), so the row is not a blind test of the split. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU); balanced
-routing (their auxiliary-loss-free balancing: ``moe_imbalance`` 1); the schedule is pipesim's ``dualpipe``
+Inferred (stated nowhere in the report): a micro-batch of 1 sequence, so 15360 / 128 = 120 microbatches per pipeline
+step; the layer split over the 16 model slices DualPipe places (rank r holds slice r of one copy and slice 15 − r of
+the other): 3 layers with the embedding on slice 0, 4 on each of slices 1–14, 2 on slice 15 beside the
+multi-token-prediction module and the two passes through the output head. That is the most even split whole layers
+allow once the module and its head sit on the last slice: rank 0, which holds slices 0 and 15, runs 5 layers, the
+module's layer and two heads (each head's GEMM ~1.6 layers' active compute) against 8 layers on every other rank; the
+split without the module in mind (3, 4 × 13, 3, 3) leaves rank 0 two layers more and would give +17 %. The dense first
+three layers make which end takes the extra layer matter: (4, 4 × 14, 1) gives +5.8 % where this split gives +5.9 %,
+(2, 4 × 14, 3), a MoE layer more on rank 0, +11 %: the split is the row's largest uncertainty. It was chosen by the
+balance argument above, with these splits' errors in view (the row was simulated at each before the choice), so the
+row is not a blind test of the split. The H800 preset (H100 compute, NVLink 200 GB/s one way, 50 GB/s IB per GPU);
+balanced routing (their auxiliary-loss-free balancing: ``moe_imbalance`` 1); the schedule is pipesim's ``dualpipe``
 (both directions, two model copies, the overlapped pairs timed by ``pipesim.sim.costs.pair_duration``).
 
 Not modelled: the activations DeepSeek caches in FP8 beyond the linears' inputs (the SwiGLU inputs, §3.3.3;
