@@ -113,7 +113,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         # The one feature whose sources lean one way: the record beside the band (docs/validation.md)
         ("residual_groups", ["--fast"], "by 5% or more): one microbatch a step, replicated weights (-11.3%)\n"),
         # The step's composition: communication-bound rows against their own source's others.
-        ("residual_composition", ["--fast"], "come out more optimistic than their source's other rows in 11 of 16 "
+        ("residual_composition", ["--fast"], "come out more optimistic than their source's other rows in 13 of 18 "
          "sources"),
         # The A100's attention by shape (Dao 2023 Fig. 4) against its one earlier rate, on MosaicML's rows.
         ("attention_by_sequence", [], "the mean error moves +9.1% with the shape table, +26.0% with one rate"),

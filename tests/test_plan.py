@@ -30,7 +30,9 @@ from pipesim.plan.search import Status, _Frontier, run_plan
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
 
 NONE = Recompute.NONE
-TINY = ModelSpec("tiny", layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=128, seq_len=32, tied_embeddings=True,
+# Untied: a tied table's two copies (on the first and last stage) sum their gradients each step, NCCL latency
+# that would outweigh this model's microseconds of compute and decide the searches below by itself
+TINY = ModelSpec("tiny", layers=4, hidden=64, heads=4, ffn_hidden=256, vocab=128, seq_len=32, tied_embeddings=False,
                  learned_positions=True)
 # One GPU per node (so tp = 1), fast links with no latency, no P2P synchronisation gap and a host that issues
 # kernels for free (no host floor): step time is compute plus a little communication.

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.comm import embedding_grad_sum
 from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.time_breakdown import rank_times
@@ -27,15 +28,18 @@ MODEL = MODEL_PRESETS["gpt3-2.7b"]
 def test_a_ranks_passes_add_up_to_the_cost_models_pass_times(layout):
     """Two code paths, one answer: compute + exposed comm + P2P wire + sync over a rank's passes equal the
     durations the cost model gives the simulator for the same passes (F and the full backward, each chunk 1/v
-    of the rank's share), and gradient sync equals its REDUCE_GRAD durations."""
+    of the rank's share), and gradient sync equals its REDUCE_GRAD durations and the tied embedding's gradient
+    sum over the first and last pipeline ranks, which the cost model runs before every rank's optimizer step."""
     shape = PipelineShape(layout.pp, layout.microbatches, layout.chunks)
     costs = build_cost_model(MODEL, A100, layout, shape)
+    embedding = embedding_grad_sum(MODEL, layout, A100, shape)
+    assert embedding > 0  # GPT-3 2.7B ties its embeddings, and they sit on two pipeline ranks
     for t in rank_times(MODEL, A100, layout, shape, step_time=1e9):
         stages = [costs.stage(shape.stage(t.rank, c)) for c in range(shape.chunks)]
         passes = sum(layout.microbatches * (s.duration(Op.F) + s.duration(Op.B)) / shape.chunks for s in stages)
         assert t.compute + t.exposed_comm + t.p2p_wire + t.p2p_sync == pytest.approx(passes, rel=1e-12)
         reduce = sum(s.reduce_grad / shape.chunks for s in stages)
-        assert t.grad_sync == pytest.approx(reduce, rel=1e-12)  # no ZeRO: no parameter gather
+        assert t.grad_sync == pytest.approx(reduce + embedding, rel=1e-12)  # no ZeRO: no parameter gather
         assert t.step == pytest.approx(1e9)
 
 

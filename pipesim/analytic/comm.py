@@ -46,6 +46,7 @@ from pipesim.analytic.moe_dispatch import (
     routed_tokens,
     uses_deepep,
 )
+from pipesim.analytic.mtp import mtp_embedding_copy
 
 # What NCCL takes one channel of a send/recv to move over the network when it chooses how many channels a remote
 # peer gets (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s: src/graph/paths.cc)
@@ -640,6 +641,51 @@ def mirror_grad_sum(stage_params_per_rank: float, layout: Layout, chip: ChipSpec
     # the ring model, not a profile's 2-rank fit: the pair is usually in two nodes, the fit's two ranks in one
     bandwidth = group_bandwidth(chip, span, stride=max(1, span // 2))
     return ring_all_reduce(held * layout.param_bytes.grads, 2, bandwidth, chip, span)
+
+
+def embedding_copy_ranks(model: ModelSpec, layout: Layout, shape) -> tuple[int, ...]:
+    """The pipeline ranks that hold a copy of the embedding table, in ``shape``'s placement: the first slice's
+    (the table itself), a tied output layer's (its weight is the table) and a multi-token-prediction module's
+    copy (:func:`~pipesim.analytic.mtp.mtp_embedding_copy`). One rank when no copy sits elsewhere. DualPipe's
+    two model copies share the table physically (DeepSeek-V3 §3.2.3): their rank 0 holds the first slice of one
+    and the last of the other."""
+    holders = {shape.rank_of(0)}
+    if layout.model_copies == 2:
+        return tuple(holders)
+    if model.tied_embeddings and layout.num_stages > 1:
+        holders.add(shape.rank_of(layout.head_stage))
+    if mtp_embedding_copy(model, layout):
+        holders.add(shape.rank_of(layout.mtp_slice))
+    return tuple(sorted(holders))
+
+
+def embedding_grad_sum(model: ModelSpec, layout: Layout, chip: ChipSpec, shape) -> float:
+    """Seconds the step waits to sum the embedding table's gradients over the pipeline ranks that hold a copy
+    (:func:`embedding_copy_ranks`) before the optimizer step, so the copies stay equal; zero where one rank holds
+    them all.
+
+    Megatron-Core's ``finalize_model_grads`` all-reduces the table's gradient (its ``main_grad``, the whole
+    buffer whatever the optimizer shards) over the embedding group, the first and last pipeline stages (and the
+    MTP stage's copy: ``_get_shared_word_embedding_weight``), after the data-parallel sync has finished
+    (``finish_grad_sync``) and before the optimizer; DeepSpeed's pipeline engine runs ``ReduceTiedGrads`` the
+    same way, one blocking all-reduce per tied weight before ``OptimizerStep``. The ranks not in the group wait
+    for it at the optimizer's gradient norm, a collective over every model-parallel rank, so the whole step
+    waits. Each (tp, cp, dp) position has its own group, all at once, the table split over tp (Megatron's
+    vocabulary-parallel embedding); the copies sit ``pipeline_stride`` ranks apart per pipeline rank, in two
+    nodes unless the whole span fits one (then NVLink's share for that many GPUs). A ring all-reduce, not a
+    profile's fit: those are measured on ranks that share a node. With gradients sharded (ZeRO-2, FSDP) a rank
+    holds and sums its 1/shards of them."""
+    holders = embedding_copy_ranks(model, layout, shape)
+    n = len(holders)
+    if n == 1:
+        return 0.0
+    table = model.vocab * model.hidden / layout.tp
+    if layout.sharding >= ZeroStage.GRADIENTS:
+        table /= layout.shards
+    stride = layout.pipeline_stride
+    span = (holders[-1] - holders[0]) * stride + 1
+    bandwidth = group_bandwidth(chip, span, stride=max(1, (span - 1) // (n - 1)))
+    return ring_all_reduce(table * layout.param_bytes.grads, n, bandwidth, chip, span)
 
 
 def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.comm import optimizer_step_time
+from pipesim.analytic.comm import embedding_grad_sum, optimizer_step_time
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.to_costs import (
@@ -102,6 +102,7 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
     m = shape.microbatches_per_stage  # all microbatches pass each stage, or half under DualPipe's two pipelines
+    embedding_sum = embedding_grad_sum(model, layout, chip, shape)  # every rank waits for it (its docstring)
     result = []
     for rank in range(shape.pp):
         stages = shape.rank_slices(rank)  # the layout's stages (model slices) the rank's chunks run
@@ -113,8 +114,8 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
             grad_sync += reduce.busy if sync_wait is not None else reduce.alone
         if sync_wait is not None:
             grad_sync += sync_wait[rank]
-        grad_sync += param_gather_time(params[rank], layout, chip, experts[rank],
-                                       sum(parts[s].forward_pass for s in stages))
+        grad_sync += embedding_sum + param_gather_time(params[rank], layout, chip, experts[rank],
+                                                       sum(parts[s].forward_pass for s in stages))
         a2a = m * sum(p.a2a for p in mine)
         busy = dict(
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),

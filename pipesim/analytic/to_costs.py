@@ -50,6 +50,7 @@ from pipesim.analytic.comm import (
     cp_exposed,
     dgrad_hidden_by_wgrad,
     dp_grad_sync,
+    embedding_grad_sum,
     fsdp_layer_comm,
     local_shard_hidden,
     logits_gather_time,
@@ -1042,6 +1043,8 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape),
                              rank_forward, strict=True))
     step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f) for p, e, f in held)
+    # the embedding's copies summed over their pipeline ranks: every rank waits for it before its optimizer step
+    step += embedding_grad_sum(model, layout, chip, shape)
     return CostModel(
         default=default,
         overrides=overrides,
