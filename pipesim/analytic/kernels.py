@@ -1061,6 +1061,24 @@ def weight_cast_time(linear_params: float, layout: Layout, chip: ChipSpec) -> fl
     return linear_params * per_element / chip.stream_bandwidth / per_step
 
 
+def grad_buffer_zeroing_time(params: float, layout: Layout, chip: ChipSpec) -> float:
+    """Seconds a step spends zeroing the gradient buffer of a rank holding ``params`` parameters.
+
+    Fused accumulation (:attr:`GradAccumulation.FUSED`) adds every microbatch's weight gradients into a buffer that
+    persists from step to step, so each step clears it first: Megatron-Core's ``train_step`` calls each model
+    chunk's ``zero_grad_buffer`` (``grad_data.zero_()``, the whole buffer, which the distributed optimizer
+    reduce-scatters in place and does not shard). One write of ``grad bytes`` a parameter over the stream rate.
+    Autograd's ``.grad`` is freed instead (``zero_grad(set_to_none=True)``, PyTorch's default since 2.0): nothing
+    to clear. Gradients reduce-scattered as they are made (ZeRO-2, ZeRO-3 without pipelining) leave a 1/(dp·cp)
+    shard."""
+    if layout.grad_accumulation is not GradAccumulation.FUSED:
+        return 0.0
+    held = params
+    if layout.sharding >= ZeroStage.GRADIENTS and layout.pp == 1:
+        held = params / layout.shards
+    return layout.param_bytes.grads * held / chip.stream_bandwidth
+
+
 def grad_accumulation_time(params: float, layout: Layout, chip: ChipSpec) -> float:
     """Seconds per microbatch that summing the weight gradients of ``params`` parameters takes outside the GEMMs.
 

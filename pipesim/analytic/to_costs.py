@@ -77,6 +77,7 @@ from pipesim.analytic.kernels import (
     column_parallel_local_forwards,
     column_parallel_weight_grads,
     grad_accumulation_time,
+    grad_buffer_zeroing_time,
     head_kernels,
     head_part_times,
     layer_kernel_counts,
@@ -1042,7 +1043,9 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
     # Once per distinct (parameters, expert parameters, forward): the ranks of an even split hold the same.
     held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape),
                              rank_forward, strict=True))
-    step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f) for p, e, f in held)
+    # the optimizer, the parameter gather it starts and the cleared gradient buffer the next step accumulates into
+    step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f)
+               + grad_buffer_zeroing_time(p, layout, chip) for p, e, f in held)
     # the embedding's copies summed over their pipeline ranks: every rank waits for it before its optimizer step
     step += embedding_grad_sum(model, layout, chip, shape)
     return CostModel(
