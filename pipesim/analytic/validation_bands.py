@@ -14,12 +14,12 @@ those differing the way of the median, the median difference)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.188, 552, 0.428),
-    'blackwell-fp4': (None, 17, 0.153),
-    'blackwell-fp8': (0.443, 26, 0.443),
+    'blackwell-fp4': (None, 17, 0.145),
+    'blackwell-fp8': (0.431, 26, 0.431),
     'hopper-bf16': (0.152, 98, 0.222),
-    'hopper-fp8': (0.203, 50, 0.209),
+    'hopper-fp8': (0.141, 50, 0.204),
 }
-POOLED: tuple[float, int] = (0.166, 743)
+POOLED: tuple[float, int] = (0.164, 743)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
@@ -43,9 +43,9 @@ MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
 FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
     'megatron-deepspeed': (2, 2, -0.169, -0.156),
     'nanotron': (2, 1, -0.222, -0.122),
-    'torchtitan': (2, 1, -0.087, -0.007),
+    'torchtitan': (2, 1, -0.086, -0.006),
 }
 STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {
-    'one-microbatch': (44, 7, -0.443, 0.057, -0.099),
+    'one-microbatch': (44, 7, -0.431, 0.062, -0.094),
 }
-COMMUNICATION: tuple[int, int, float] = (18, 12, -0.032)
+COMMUNICATION: tuple[int, int, float] = (18, 12, -0.03)
