@@ -7,8 +7,8 @@ phases over microbatch ranges (``forwards``, ``backwards``, ``input_grads``, ``w
 ``overlapped``, ``Passes``; :mod:`pipesim.program.blocks`, for ``Schedule.from_blocks``).
 
 So is the Python API of every command (:mod:`pipesim.api`): ``pipesim.simulate``, ``pipesim.plan``,
-``pipesim.sweep``, ``pipesim.calibrate``, ``pipesim.overlay``, ``pipesim.validate``, ``pipesim.synthesize``,
-``pipesim.load_program``, ``pipesim.build_program``, ``pipesim.schedules``, ``pipesim.models``,
+``pipesim.sweep``, ``pipesim.calibrate``, ``pipesim.fit_chip``, ``pipesim.overlay``, ``pipesim.validate``,
+``pipesim.synthesize``, ``pipesim.load_program``, ``pipesim.build_program``, ``pipesim.schedules``, ``pipesim.models``,
 ``pipesim.chips`` and their result classes. They load on first use, so ``import pipesim`` stays cheap (no
 pandas, matplotlib, numba or the planner until a function is called).
 """
@@ -23,7 +23,8 @@ from pipesim.program.limits import ScheduleLimits
 #: The API names ``pipesim`` forwards to :mod:`pipesim.api`, loaded on first access.
 _API_NAMES = (
     "Calibration", "MemoryResult", "ModelOptions", "OverlayResult", "PlanResult", "SimResult", "SynthOutcome",
-    "Validation", "build_program", "calibrate", "chips", "export", "frameworks", "load_program", "models", "overlay",
+    "Validation", "build_program", "calibrate", "chips", "export", "fit_chip", "frameworks", "load_program", "models",
+    "overlay",
     "plan", "schedules", "simulate", "sweep", "synthesize", "validate",
 )
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
         PLAN_DEFAULTS,
         SWEEP_DEFAULTS,
     )
+    from pipesim.api.fitting import fit_chip
     from pipesim.api.listings import chips, frameworks, models
     from pipesim.api.model_options import ModelOptions
     from pipesim.api.model_setup import ModelSetup
@@ -41,7 +42,8 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
 __all__ = [
     "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "PLAN_DEFAULTS", "SWEEP_DEFAULTS",
     "Calibration", "ExportFormat", "MemoryResult", "ModelOptions", "ModelSetup", "OverlayResult", "PlanResult",
-    "SimResult", "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "export", "frameworks",
+    "SimResult", "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "export", "fit_chip",
+    "frameworks",
     "grid_size",
     "load_program", "models", "overlay", "plan", "plan_request", "schedules", "simulate", "sweep", "synthesize",
     "validate",
@@ -56,6 +58,7 @@ _WHERE = {
     "DEFAULT_SCHEDULE": "pipesim.api.defaults",
     "PLAN_DEFAULTS": "pipesim.api.defaults",
     "SWEEP_DEFAULTS": "pipesim.api.defaults",
+    "fit_chip": "pipesim.api.fitting",
     "chips": "pipesim.api.listings",
     "frameworks": "pipesim.api.listings",
     "models": "pipesim.api.listings",

@@ -40,3 +40,8 @@ def prepare(folder: Path) -> None:
     if not timeline.exists():
         code, _, err = call(["simulate", "--pp", 2, "--mb", 2, "--timeline", timeline])
         assert code == 0, err
+    # two measured steps for pipesim fit (any positive seconds: the file is good, the fit's quality aside)
+    (folder / "good" / "runs.yaml").write_text(
+        "runs:\n"
+        "- {model: llama3.2-1b, pp: 2, mb: 4, step_s: 0.5}\n"
+        "- {model: llama3.2-1b, pp: 1, mb: 4, dp: 2, step_s: 0.3}\n")

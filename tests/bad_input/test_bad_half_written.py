@@ -19,6 +19,7 @@ COMMANDS = [
     (["plot", "{results}"], "-o", ".png", []),
     (["calibrate", "{timeline}"], "-o", ".json", []),
     (["overlay", "{timeline}", "{timeline}"], "-o", ".png", []),
+    (["fit", "{runs}", "--hardware", "h100-sxm"], "-o", ".yaml", []),
 ]
 BAD_TARGETS = {
     "missing-folder": lambda d, suffix: d / "no" / "such" / f"out{suffix}",
@@ -30,7 +31,8 @@ BAD_TARGETS = {
 
 def _argv(argv: list, folder) -> list:
     good = folder / "good"
-    return [str(a).format(results=good / "results.csv", timeline=good / "timeline.csv") for a in argv]
+    return [str(a).format(results=good / "results.csv", timeline=good / "timeline.csv", runs=good / "runs.yaml")
+            for a in argv]
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def folder(tmp_path):
     code, _, err = call(["sweep", "-s", "1f1b", "--pp", 2, "--mb", 2, "-q", "-o", tmp_path / "good" / "results.csv"])
     assert code == 0, err
     (tmp_path / "folder.csv").mkdir()
-    for suffix in (".json", ".png", ".txt"):
+    for suffix in (".json", ".png", ".txt", ".yaml"):
         (tmp_path / f"folder{suffix}").mkdir()
     return tmp_path
 

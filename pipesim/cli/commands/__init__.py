@@ -13,7 +13,7 @@ import importlib
 from types import ModuleType
 
 NAMES = ("simulate", "validate", "lower", "schedules", "models", "chips", "frameworks", "export", "topology", "sweep",
-         "plot", "calibrate", "overlay", "plan", "synthesize", "profile")
+         "plot", "calibrate", "fit", "overlay", "plan", "synthesize", "profile")
 
 
 def command(name: str) -> ModuleType:

@@ -1,0 +1,204 @@
+"""A chip's fitted constants re-derived from step times measured on the user's own system.
+
+The presets' fitted constants (:mod:`pipesim.validation.constants`) were chosen on published runs, on other
+people's clusters and software. A team with its own runs has better evidence: their measured step times. This
+module fits the same kind of constants to them, the way validation does, and says how much to trust the result
+the same way: each run predicted with the constants fitted *without* it (leave one run out).
+
+- :class:`MeasuredStep`: one run, the keyword options of :func:`pipesim.simulate` that describe it (the schedule,
+  ``pp``, ``mb``, the model, ``tp``, ``dp``, …) and its measured seconds a step.
+- :class:`ChipKnob`: one :class:`~pipesim.analytic.chip_spec.ChipSpec` field and the grid of values tried.
+  :data:`DEFAULT_KNOBS`: what a training step's GEMMs reach of the benchmark rate (BF16 and FP8 apart), the spread
+  of GPU speeds a synchronous step waits on, and the share of the link NCCL's rings reach.
+- :func:`fit_steps`: each knob's effect on each run's predicted step (one simulation per grid value, the other
+  knobs at the chip's own values), then every combination of grid values searched at once for the least mean
+  |log error| (the effects taken to add in log time, as :mod:`pipesim.validation.loso` takes them), ties going
+  to the chip's own values; then every run simulated again at the fitted values, and each run at the values
+  fitted without it. A knob no run moves keeps the chip's value.
+
+The fit is only as good as the runs are varied: a knob moves with the runs that exercise it (the network share
+with multi-node data parallelism, FP8's share with FP8 runs). The left-out error is the figure to quote; the
+in-sample one says only how well the knobs can bend to these runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.errors import PipesimError
+from pipesim.io.atomic import write_text_atomic
+from pipesim.io.spec_files import read_mapping
+
+# A grid step toward the chip's own values is worth this much mean |log error|: ties and near-ties stay put
+TIE_STEP = 1e-6
+
+
+@dataclass(frozen=True)
+class ChipKnob:
+    """A chip field a fit may move, and the values it tries (the chip's own is added to them)."""
+
+    field: str
+    grid: tuple[float, ...]
+    meaning: str
+
+
+def _grid(low: float, high: float, step: float) -> tuple[float, ...]:
+    return tuple(round(low + i * step, 6) for i in range(round((high - low) / step) + 1))
+
+
+DEFAULT_KNOBS: tuple[ChipKnob, ...] = (
+    ChipKnob("training_gemm_ratio", _grid(0.6, 1.0, 0.02),
+             "share of the benchmark BF16 GEMM rate a training step's GEMMs reach"),
+    ChipKnob("fp8_gemm_efficiency", _grid(0.3, 0.8, 0.025), "share of the FP8 peak a training step's GEMMs reach"),
+    ChipKnob("gpu_speed_spread", _grid(0.0, 0.06, 0.01), "spread of GPU speeds a synchronous step waits on"),
+    ChipKnob("collective_efficiency", _grid(0.5, 1.0, 0.05), "share of the link NCCL's ring collectives reach"),
+)
+KNOBS_BY_FIELD = {k.field: k for k in DEFAULT_KNOBS}
+
+
+@dataclass(frozen=True)
+class MeasuredStep:
+    """One measured run: its label, the :func:`pipesim.simulate` options that describe it, its seconds a step."""
+
+    label: str
+    options: dict
+    step_s: float
+
+
+@dataclass(frozen=True)
+class RunFit:
+    """One run's step: measured, predicted on the chip as given, with the fitted values, and with the values
+    fitted without it."""
+
+    label: str
+    measured: float
+    before: float
+    fitted: float
+    left_out: float
+
+    def error(self, predicted: float) -> float:
+        return predicted / self.measured - 1
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """What :func:`fit_steps` found: the chip with the fitted values, each knob's value before and after (the
+    knobs no run moved are left out of ``values``), and every run's predictions."""
+
+    chip: ChipSpec
+    before: dict[str, float]
+    values: dict[str, float]
+    unmoved: tuple[str, ...]
+    runs: tuple[RunFit, ...]
+
+    def mean_abs(self, which: str) -> float:
+        """Mean |error| over the runs of ``before``, ``fitted`` or ``left_out``."""
+        return statistics.fmean(abs(r.error(getattr(r, which))) for r in self.runs)
+
+    def bias(self, which: str) -> float:
+        return statistics.fmean(r.error(getattr(r, which)) for r in self.runs)
+
+    def summary(self) -> str:
+        """One line: the runs' mean |error| and bias on the chip as given, fitted, and left out."""
+        return ", ".join(f"{name} {self.mean_abs(which):.1%} mean |error| (bias {self.bias(which):+.1%})"
+                         for name, which in (("as given", "before"), ("fitted", "fitted"),
+                                             ("left out", "left_out")))
+
+    def save(self, path: Path, source: str) -> None:
+        """The fitted chip as a chip file (``--hardware FILE``), its provenance in a comment above the fields."""
+        moved = "; ".join(f"{name} {self.before[name]:g} → {value:g}" for name, value in self.values.items())
+        header = [f"# {self.chip.name}: fitted by 'pipesim fit' to {len(self.runs)} measured steps ({source})",
+                  f"# {moved or 'no knob moved'}; the runs: {self.summary()}"]
+        body = yaml.safe_dump(self.chip.to_dict(), sort_keys=False)
+        write_text_atomic(path, "\n".join(header) + "\n" + body)
+
+
+Predictor = Callable[[MeasuredStep, ChipSpec], float]
+
+
+def fit_steps(steps: Sequence[MeasuredStep], chip: ChipSpec, predict: Predictor,
+              knobs: Sequence[ChipKnob] = DEFAULT_KNOBS, progress: Callable[[str], None] = lambda _: None) -> StepFit:
+    """Fit ``knobs`` of ``chip`` to ``steps`` (module docstring), ``predict`` giving a run's seconds a step on a
+    chip (:func:`pipesim.fit_chip` passes :func:`pipesim.simulate`'s): at least two runs, so that each can be
+    left out."""
+    if len(steps) < 2:
+        raise PipesimError(f"{len(steps)} measured run(s): a fit needs at least 2, so that each can be predicted "
+                           "by the others; add runs")
+    grids = [tuple(sorted({*k.grid, getattr(chip, k.field)})) for k in knobs]
+    own = [predict(s, chip) for s in steps]
+    base = np.array([math.log(t / s.step_s) for t, s in zip(own, steps, strict=True)])
+    shifts = []  # per knob: runs × grid, log(predicted at the value / predicted at the chip's own)
+    for knob, grid in zip(knobs, grids, strict=True):
+        progress(f"{knob.field}: {len(grid)} values × {len(steps)} runs")
+        shifts.append(np.array([[math.log(predict(s, replace(chip, **{knob.field: v})) / own[r]) for v in grid]
+                                for r, s in enumerate(steps)]))
+    moved = [k for k, s in enumerate(shifts) if np.abs(s).max() > 1e-12]
+    presets = [grids[k].index(getattr(chip, knobs[k].field)) for k in range(len(knobs))]
+    everyone = list(range(len(steps)))
+    best = _best_indices(base, shifts, presets, moved, everyone)
+    fitted_chip = replace(_chip_at(chip, knobs, grids, best), name=f"{chip.name}-fit")
+    runs = []
+    for r, step in enumerate(steps):
+        progress(f"left out: {step.label}")
+        others = [i for i in everyone if i != r]
+        without = _chip_at(chip, knobs, grids, _best_indices(base, shifts, presets, moved, others))
+        runs.append(RunFit(step.label, step.step_s, own[r], predict(step, fitted_chip), predict(step, without)))
+    return StepFit(fitted_chip, {knobs[k].field: getattr(chip, knobs[k].field) for k in moved},
+                   {knobs[k].field: grids[k][best[k]] for k in moved},
+                   tuple(knobs[k].field for k in range(len(knobs)) if k not in moved), tuple(runs))
+
+
+def _best_indices(base: np.ndarray, shifts: list[np.ndarray], presets: list[int], moved: list[int],
+                  rows: list[int]) -> list[int]:
+    """Grid indices of every knob minimising the mean |log error| of ``rows`` (knobs not in ``moved`` stay at
+    their presets), every combination tried."""
+    best, best_score = list(presets), math.inf
+    for combo in itertools.product(*(range(shifts[k].shape[1]) for k in moved)):
+        errors = base[rows] + sum((shifts[k][rows, i] for k, i in zip(moved, combo, strict=True)),
+                                  np.zeros(len(rows)))
+        score = float(np.abs(errors).mean()) + TIE_STEP * sum(abs(i - presets[k])
+                                                               for k, i in zip(moved, combo, strict=True))
+        if score < best_score:
+            best_score = score
+            best = list(presets)
+            for k, i in zip(moved, combo, strict=True):
+                best[k] = i
+    return best
+
+
+def _chip_at(chip: ChipSpec, knobs: Sequence[ChipKnob], grids: list[tuple[float, ...]], indices: list[int]) -> ChipSpec:
+    return replace(chip, **{k.field: grid[i] for k, grid, i in zip(knobs, grids, indices, strict=True)})
+
+
+def load_measured_steps(path: Path) -> list[MeasuredStep]:
+    """The runs of a measured-steps file: a mapping with ``runs``, a list of mappings each with ``step_s``
+    (seconds a step, measured), an optional ``label`` and :func:`pipesim.simulate`'s keyword options."""
+    data = read_mapping(path, "measured-steps file")
+    runs = data.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise PipesimError(f"{path}: no 'runs' list; write 'runs:' and under it one mapping a run, each with "
+                           "'step_s' and pipesim.simulate's options (docs/calibration.md)")
+    steps = []
+    for n, run in enumerate(runs, 1):
+        if not isinstance(run, dict):
+            raise PipesimError(f"{path}: run {n} is not a mapping; give each run its options and 'step_s'")
+        options = dict(run)
+        label = str(options.pop("label", f"run {n}"))
+        seconds = options.pop("step_s", None)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+            raise PipesimError(f"{path}: {label}: 'step_s' must be the measured seconds a step, a positive number "
+                               f"(got {seconds!r})")
+        if "hardware" in options:
+            raise PipesimError(f"{path}: {label}: 'hardware' is the fit's (--hardware), one chip for every run; "
+                               "drop it from the run")
+        steps.append(MeasuredStep(label, options, float(seconds)))
+    return steps
