@@ -2,6 +2,7 @@
 steps made on a chip with known constants give those constants back from the preset, every run then predicted
 exactly (in sample and left out); an inconsistent run shows in its left-out error; bad files are one-line errors."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -79,6 +80,11 @@ def test_the_command_prints_the_runs_and_writes_a_chip_file(tmp_path, capsys):
     assert out.read_text().startswith("# h100-sxm-fit: fitted by 'pipesim fit' to 5 measured steps")
     assert main(["simulate", "--model", "llama3.2-1b", "--pp", "2", "--mb", "8", "--dp", "4", "--hardware",
                  str(out)]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(runs), "--hardware", "h100-sxm", "--knobs", *KNOBS, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["knobs"]["training_gemm_ratio"] == {"before": 0.94, "fitted": 0.86}
+    assert len(data["runs"]) == 5 and data["errors"]["left_out"]["mean_abs"] < 1e-9
 
 
 @pytest.mark.parametrize("runs, fragment", [

@@ -107,6 +107,18 @@ class StepFit:
     def bias(self, which: str) -> float:
         return statistics.fmean(r.error(getattr(r, which)) for r in self.runs)
 
+    def to_dict(self) -> dict:
+        """What ``pipesim fit --json`` prints: the chip's name, each knob before and after, the knobs kept, each
+        run's measured and predicted seconds, and the mean |error| and bias of each kind of prediction."""
+        kinds = {"as_given": "before", "fitted": "fitted", "left_out": "left_out"}
+        return {"chip": self.chip.name,
+                "knobs": {name: {"before": self.before[name], "fitted": value} for name, value in self.values.items()},
+                "kept": list(self.unmoved),
+                "runs": [{"label": r.label, "measured_s": r.measured, "as_given_s": r.before, "fitted_s": r.fitted,
+                          "left_out_s": r.left_out} for r in self.runs],
+                "errors": {kind: {"mean_abs": self.mean_abs(which), "bias": self.bias(which)}
+                           for kind, which in kinds.items()}}
+
     def summary(self) -> str:
         """One line: the runs' mean |error| and bias on the chip as given, fitted, and left out."""
         return ", ".join(f"{name} {self.mean_abs(which):.1%} mean |error| (bias {self.bias(which):+.1%})"

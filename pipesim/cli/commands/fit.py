@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from pipesim.cli.arg_types import output_file
 
@@ -30,6 +31,7 @@ def register(sub) -> None:
     p.add_argument("--output", "-o", metavar="FILE", default=None,
                    type=output_file(*CHIP_SUFFIXES, what="chip file"),
                    help="write the fitted chip here (.yaml), for --hardware FILE")
+    p.add_argument("--json", action="store_true", help="print the fit as JSON instead of text")
     p.set_defaults(func=run)
 
 
@@ -37,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
     from pipesim.api.fitting import fit_chip
 
     result = fit_chip(args.runs, args.hardware, args.knobs)
+    if args.output is not None:
+        result.save(args.output, str(args.runs))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
     print(f"{len(result.runs)} runs on {args.hardware}: {result.summary()}")
     for name, value in result.values.items():
         print(f"  {name}: {result.before[name]:g} → {value:g}")
@@ -47,6 +54,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r.label[:24]:<24} {r.measured:>11.4g} {r.error(r.before):>+9.1%} {r.error(r.fitted):>+8.1%} "
               f"{r.error(r.left_out):>+9.1%}")
     if args.output is not None:
-        result.save(args.output, str(args.runs))
         print(f"wrote {args.output} (--hardware {args.output})")
     return 0
