@@ -112,3 +112,20 @@ def test_an_unknown_knob_is_refused():
     with pytest.raises(PipesimError, match="knob 'clock' is not one pipesim fits"):
         pipesim.fit_chip(_measured(), H100, ["clock"])
     assert set(KNOBS) <= set(KNOBS_BY_FIELD)
+
+
+def test_fsdp_runs_give_back_zero3s_overlap_share():
+    """ZeRO-3's overlap share, fitted to published FSDP runs for the presets, comes back from a system's own."""
+    truth = replace(H100, training_gemm_ratio=0.9, zero3_overlap_share=0.625)
+    configs = {"8b fsdp16": dict(schedule="1f1b", pp=1, mb=2, model="llama3.1-8b", dp=16, zero=3),
+               "8b fsdp64": dict(schedule="1f1b", pp=1, mb=1, model="llama3.1-8b", dp=64, zero=3),
+               "1b fsdp8": dict(schedule="1f1b", pp=1, mb=4, model="llama3.2-1b", dp=8, zero=3),
+               "8b dp8 zero1": dict(schedule="1f1b", pp=1, mb=4, model="llama3.1-8b", dp=8, zero=1)}
+    steps = []
+    for label, options in configs.items():
+        o = dict(options)
+        seconds = pipesim.simulate(o.pop("schedule"), o.pop("pp"), o.pop("mb"), hardware=truth, **o).step_time
+        steps.append(MeasuredStep(label, options, seconds))
+    result = pipesim.fit_chip(steps, H100, ["training_gemm_ratio", "zero3_overlap_share"])
+    assert result.values == {"training_gemm_ratio": 0.9, "zero3_overlap_share": 0.625}
+    assert result.mean_abs("left_out") < 1e-9

@@ -9,7 +9,8 @@ the same way: each run predicted with the constants fitted *without* it (leave o
   ``pp``, ``mb``, the model, ``tp``, ``dp``, …) and its measured seconds a step.
 - :class:`ChipKnob`: one :class:`~pipesim.analytic.chip_spec.ChipSpec` field and the grid of values tried.
   :data:`DEFAULT_KNOBS`: what a training step's GEMMs reach of the benchmark rate (BF16 and FP8 apart), the spread
-  of GPU speeds a synchronous step waits on, and the share of the link NCCL's rings reach.
+  of GPU speeds a synchronous step waits on, the share of the link NCCL's rings reach, and how much of ZeRO-3's
+  per-layer collectives really overlaps compute.
 - :func:`fit_steps`: each knob's effect on each run's predicted step (one simulation per grid value, the other
   knobs at the chip's own values), then every combination of grid values searched at once for the least mean
   |log error| (the effects taken to add in log time, as :mod:`pipesim.validation.loso` takes them), ties going
@@ -23,7 +24,6 @@ in-sample one says only how well the knobs can bend to these runs.
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -59,8 +59,10 @@ DEFAULT_KNOBS: tuple[ChipKnob, ...] = (
     ChipKnob("training_gemm_ratio", _grid(0.6, 1.0, 0.02),
              "share of the benchmark BF16 GEMM rate a training step's GEMMs reach"),
     ChipKnob("fp8_gemm_efficiency", _grid(0.3, 0.8, 0.025), "share of the FP8 peak a training step's GEMMs reach"),
-    ChipKnob("gpu_speed_spread", _grid(0.0, 0.06, 0.01), "spread of GPU speeds a synchronous step waits on"),
+    ChipKnob("gpu_speed_spread", _grid(0.0, 0.06, 0.005), "spread of GPU speeds a synchronous step waits on"),
     ChipKnob("collective_efficiency", _grid(0.5, 1.0, 0.05), "share of the link NCCL's ring collectives reach"),
+    ChipKnob("zero3_overlap_share", _grid(0.0, 1.0, 0.125),
+             "share of ZeRO-3/FSDP's per-layer collectives that really runs beside compute"),
 )
 KNOBS_BY_FIELD = {k.field: k for k in DEFAULT_KNOBS}
 
@@ -172,18 +174,18 @@ def fit_steps(steps: Sequence[MeasuredStep], chip: ChipSpec, predict: Predictor,
 def _best_indices(base: np.ndarray, shifts: list[np.ndarray], presets: list[int], moved: list[int],
                   rows: list[int]) -> list[int]:
     """Grid indices of every knob minimising the mean |log error| of ``rows`` (knobs not in ``moved`` stay at
-    their presets), every combination tried."""
-    best, best_score = list(presets), math.inf
-    for combo in itertools.product(*(range(shifts[k].shape[1]) for k in moved)):
-        errors = base[rows] + sum((shifts[k][rows, i] for k, i in zip(moved, combo, strict=True)),
-                                  np.zeros(len(rows)))
-        score = float(np.abs(errors).mean()) + TIE_STEP * sum(abs(i - presets[k])
-                                                               for k, i in zip(moved, combo, strict=True))
-        if score < best_score:
-            best_score = score
-            best = list(presets)
-            for k, i in zip(moved, combo, strict=True):
-                best[k] = i
+    their presets), every combination of the moved knobs' values tried at once (one matrix of rows × combinations),
+    the fewest grid steps from the presets winning a tie."""
+    best = list(presets)
+    if not moved:
+        return best
+    sizes = [shifts[k].shape[1] for k in moved]
+    combos = np.indices(sizes).reshape(len(moved), -1)  # knob × combination: each combination's grid indices
+    errors = base[rows, None] + sum(shifts[k][np.ix_(rows, combos[n])] for n, k in enumerate(moved))
+    distance = sum(np.abs(combos[n] - presets[k]) for n, k in enumerate(moved))
+    j = int(np.argmin(np.abs(errors).mean(axis=0) + TIE_STEP * distance))
+    for n, k in enumerate(moved):
+        best[k] = int(combos[n, j])
     return best
 
 
