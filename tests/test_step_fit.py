@@ -91,6 +91,8 @@ def test_the_command_prints_the_runs_and_writes_a_chip_file(tmp_path, capsys):
     ({"steps": []}, "no 'runs' list"),
     ({"runs": [{"model": "llama3.2-1b", "pp": 2}]}, "'step_s' must be the measured seconds a step"),
     ({"runs": [{"model": "llama3.2-1b", "step_s": -1}]}, "'step_s' must be the measured seconds a step"),
+    ({"runs": [{"model": "llama3.2-1b", "step_s": float("inf")}]}, "'step_s' must be the measured seconds a step"),
+    ({"runs": [1, 2]}, "run 1 is not a mapping"),
     ({"runs": [{"model": "llama3.2-1b", "step_s": 1, "hardware": "a100-80gb"}]}, "'hardware' is the fit's"),
     ({"runs": [{"label": "a", "model": "llama3.2-1b", "pp": 2, "mb": 8, "step_s": 1.0},
                {"label": "b", "model": "llama3.2-1b", "tpp": 2, "step_s": 1.0}]}, "run 'b': "),
@@ -106,6 +108,12 @@ def test_bad_runs_files_are_one_line_errors(tmp_path, capsys, runs, fragment):
     err = capsys.readouterr().err
     assert fragment in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_a_missing_runs_file_is_named(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "nope.yaml"), "--hardware", "h100-sxm"]) == 2
+    err = capsys.readouterr().err
+    assert f"measured-steps file {tmp_path / 'nope.yaml'} does not exist" in err and len(err.splitlines()) == 1
 
 
 def test_an_unknown_knob_is_refused():

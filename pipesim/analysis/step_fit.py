@@ -209,7 +209,10 @@ def _chip_at(chip: ChipSpec, knobs: Sequence[ChipKnob], grids: list[tuple[float,
 def load_measured_steps(path: Path) -> list[MeasuredStep]:
     """The runs of a measured-steps file: a mapping with ``runs``, a list of mappings each with ``step_s``
     (seconds a step, measured), an optional ``label`` and :func:`pipesim.simulate`'s keyword options."""
-    data = read_mapping(path, "measured-steps file")
+    if not Path(path).is_file():
+        raise PipesimError(f"measured-steps file {path} does not exist; give the .yaml file of your runs "
+                           "(docs/calibration.md)")
+    data = read_mapping(path, "measured-steps")
     runs = data.get("runs")
     if not isinstance(runs, list) or not runs:
         raise PipesimError(f"{path}: no 'runs' list; write 'runs:' and under it one mapping a run, each with "
@@ -221,7 +224,8 @@ def load_measured_steps(path: Path) -> list[MeasuredStep]:
         options = dict(run)
         label = str(options.pop("label", f"run {n}"))
         seconds = options.pop("step_s", None)
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        if (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds)
+                or seconds <= 0):
             raise PipesimError(f"{path}: {label}: 'step_s' must be the measured seconds a step, a positive number "
                                f"(got {seconds!r})")
         if "hardware" in options:
