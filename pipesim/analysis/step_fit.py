@@ -206,6 +206,11 @@ def _chip_at(chip: ChipSpec, knobs: Sequence[ChipKnob], grids: list[tuple[float,
     return replace(chip, **{k.field: grid[i] for k, grid, i in zip(knobs, grids, indices, strict=True)})
 
 
+# simulate()'s options that count something: checked where the file is read, so a typo names its run and key
+INTEGER_OPTIONS = frozenset({"pp", "mb", "chunks", "tp", "dp", "cp", "ep", "global_batch", "micro_batch_size",
+                             "seq_len"})
+
+
 def load_measured_steps(path: Path) -> list[MeasuredStep]:
     """The runs of a measured-steps file: a mapping with ``runs``, a list of mappings each with ``step_s``
     (seconds a step, measured), an optional ``label`` and :func:`pipesim.simulate`'s keyword options."""
@@ -228,6 +233,10 @@ def load_measured_steps(path: Path) -> list[MeasuredStep]:
                 or seconds <= 0):
             raise PipesimError(f"{path}: {label}: 'step_s' must be the measured seconds a step, a positive number "
                                f"(got {seconds!r})")
+        for key in INTEGER_OPTIONS & options.keys():
+            value = options[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise PipesimError(f"{path}: {label}: {key!r} must be a positive whole number (got {value!r})")
         if "hardware" in options:
             raise PipesimError(f"{path}: {label}: 'hardware' is the fit's (--hardware), one chip for every run; "
                                "drop it from the run")

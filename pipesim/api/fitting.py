@@ -20,8 +20,9 @@ def _simulated_step(step: MeasuredStep, chip: ChipSpec) -> float:
     try:
         return simulate(options.pop("schedule", None), options.pop("pp", None), options.pop("mb", None),
                         options.pop("chunks", None), hardware=chip, **options).step_time
-    except TypeError as error:  # an option simulate() does not take
-        raise PipesimError(f"run {step.label!r}: {error}; give pipesim.simulate's keyword options") from None
+    except (TypeError, ValueError) as error:  # an option simulate() does not take, or a value it cannot read
+        raise PipesimError(f"run {step.label!r}: {error}; give pipesim.simulate's keyword options, with the "
+                           "values its flags take") from None
     except PipesimError as error:
         raise PipesimError(f"run {step.label!r}: {error}") from None
 
