@@ -52,6 +52,11 @@ def test_known_constants_come_back_and_every_run_is_then_exact():
     assert everything.chip.fp8_gemm_efficiency == H100.fp8_gemm_efficiency
 
 
+def test_one_knob_alone():
+    result = pipesim.fit_chip(_measured(replace(H100, training_gemm_ratio=0.8)), H100, ["training_gemm_ratio"])
+    assert result.values == {"training_gemm_ratio": 0.8} and result.mean_abs("left_out") < 1e-9
+
+
 def test_a_run_the_others_do_not_explain_shows_and_does_not_pull_the_fit():
     """The fit weighs mean |log error| (each run alike, as validation weighs sources): one run 25 % slower than its
     system's constants say leaves them where the four others put them, and shows as its own error."""

@@ -187,17 +187,29 @@ def _shifts(predict: Predictor, step: MeasuredStep, chip: ChipSpec, field: str, 
 def _best_indices(base: np.ndarray, shifts: list[np.ndarray], presets: list[int], moved: list[int],
                   rows: list[int]) -> list[int]:
     """Grid indices of every knob minimising the mean |log error| of ``rows`` (knobs not in ``moved`` stay at
-    their presets), every combination of the moved knobs' values tried at once (one matrix of rows × combinations),
-    the fewest grid steps from the presets winning a tie."""
+    their presets), every combination of the moved knobs' values tried: the first moved knob's values one at a
+    time, the others' combinations at once (a matrix of rows × combinations, so memory stays a grid's worth
+    smaller); the fewest grid steps from the presets win a tie."""
     best = list(presets)
     if not moved:
         return best
-    sizes = [shifts[k].shape[1] for k in moved]
-    combos = np.indices(sizes).reshape(len(moved), -1)  # knob × combination: each combination's grid indices
-    errors = base[rows, None] + sum(shifts[k][np.ix_(rows, combos[n])] for n, k in enumerate(moved))
-    distance = sum(np.abs(combos[n] - presets[k]) for n, k in enumerate(moved))
-    j = int(np.argmin(np.abs(errors).mean(axis=0) + TIE_STEP * distance))
-    for n, k in enumerate(moved):
+    first, rest = moved[0], moved[1:]
+    sizes = [shifts[k].shape[1] for k in rest]
+    # knob × combination: each combination's grid indices (one empty combination when one knob moves)
+    combos = np.indices(sizes).reshape(len(rest), math.prod(sizes))
+    inner = base[rows, None] + sum((shifts[k][np.ix_(rows, combos[n])] for n, k in enumerate(rest)),
+                                   np.zeros((len(rows), combos.shape[1])))
+    inner_distance = sum((np.abs(combos[n] - presets[k]) for n, k in enumerate(rest)), np.zeros(combos.shape[1]))
+    best_score, choice = math.inf, None
+    for i in range(shifts[first].shape[1]):
+        scores = (np.abs(inner + shifts[first][rows, i, None]).mean(axis=0)
+                  + TIE_STEP * (inner_distance + abs(i - presets[first])))
+        j = int(np.argmin(scores))
+        if scores[j] < best_score:
+            best_score, choice = float(scores[j]), (i, j)
+    i, j = choice
+    best[first] = i
+    for n, k in enumerate(rest):
         best[k] = int(combos[n, j])
     return best
 
