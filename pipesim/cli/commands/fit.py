@@ -9,7 +9,7 @@ import json
 from pipesim.cli.arg_types import output_file
 
 NAME = "fit"
-CHIP_SUFFIXES = (".yaml", ".yml", ".json")
+CHIP_SUFFIXES = (".yaml", ".yml")  # the chip file is written as YAML, its provenance in a comment
 
 
 def register(sub) -> None:
