@@ -55,6 +55,12 @@ def test_known_constants_come_back_and_every_run_is_then_exact():
 def test_one_knob_alone():
     result = pipesim.fit_chip(_measured(replace(H100, training_gemm_ratio=0.8)), H100, ["training_gemm_ratio"])
     assert result.values == {"training_gemm_ratio": 0.8} and result.mean_abs("left_out") < 1e-9
+    assert result.caution is None  # five runs for one knob
+
+
+def test_too_few_runs_for_the_knobs_moved_is_said():
+    result = pipesim.fit_chip(_measured()[:3], H100, KNOBS)  # three runs, three knobs that move them
+    assert result.caution.startswith("3 runs for 3 knobs that move them")
 
 
 def test_a_run_the_others_do_not_explain_shows_and_does_not_pull_the_fit():

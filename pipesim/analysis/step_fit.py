@@ -109,6 +109,15 @@ class StepFit:
     def bias(self, which: str) -> float:
         return statistics.fmean(r.error(getattr(r, which)) for r in self.runs)
 
+    @property
+    def caution(self) -> str | None:
+        """A note when the runs are too few for the knobs they move (fewer than two runs a knob): the fit can then
+        bend to nearly every run, and only the left-out column says how well it predicts; None otherwise."""
+        if len(self.runs) >= 2 * len(self.values):
+            return None
+        return (f"{len(self.runs)} runs for {len(self.values)} knobs that move them: the fit can bend to nearly "
+                "every run; read the left-out column, and fit fewer knobs (--knobs) or add runs")
+
     def to_dict(self) -> dict:
         """What ``pipesim fit --json`` prints: the chip's name, each knob before and after, the knobs kept, each
         run's measured and predicted seconds, and the mean |error| and bias of each kind of prediction."""
@@ -119,7 +128,8 @@ class StepFit:
                 "runs": [{"label": r.label, "measured_s": r.measured, "as_given_s": r.before, "fitted_s": r.fitted,
                           "left_out_s": r.left_out} for r in self.runs],
                 "errors": {kind: {"mean_abs": self.mean_abs(which), "bias": self.bias(which)}
-                           for kind, which in kinds.items()}}
+                           for kind, which in kinds.items()},
+                "caution": self.caution}
 
     def summary(self) -> str:
         """One line: the runs' mean |error| and bias on the chip as given, fitted, and left out."""

@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     for r in result.runs:
         print(f"{r.label[:24]:<24} {r.measured:>11.4g} {r.error(r.before):>+9.1%} {r.error(r.fitted):>+8.1%} "
               f"{r.error(r.left_out):>+9.1%}")
+    if result.caution:
+        print(f"note: {result.caution}")
     if args.output is not None:
         print(f"wrote {args.output} (--hardware {args.output})")
     return 0
