@@ -60,7 +60,9 @@ DEFAULT_KNOBS: tuple[ChipKnob, ...] = (
              "share of the benchmark BF16 GEMM rate a training step's GEMMs reach"),
     ChipKnob("fp8_gemm_efficiency", _grid(0.3, 0.8, 0.025), "share of the FP8 peak a training step's GEMMs reach"),
     ChipKnob("gpu_speed_spread", _grid(0.0, 0.06, 0.005), "spread of GPU speeds a synchronous step waits on"),
-    ChipKnob("collective_efficiency", _grid(0.5, 1.0, 0.05), "share of the link NCCL's ring collectives reach"),
+    ChipKnob("collective_efficiency", _grid(0.5, 1.0, 0.05),
+             "share of the link NCCL's ring collectives reach across nodes (inside a node too, on a chip without a "
+             "measured table of its NVLink shares)"),
     ChipKnob("zero3_overlap_share", _grid(0.0, 1.0, 0.125),
              "share of ZeRO-3/FSDP's per-layer collectives that really runs beside compute"),
 )
