@@ -139,6 +139,20 @@ class StepFit:
                          for name, which in (("as given", "before"), ("fitted", "fitted"),
                                              ("left out", "left_out")))
 
+    def text(self, hardware: str) -> str:
+        """What ``pipesim fit`` prints for the runs on ``hardware``: the summary, each knob before and after, the
+        knobs kept, a line a run (measured seconds, then its error as given, fitted and left out) and any caution."""
+        lines = [f"{len(self.runs)} runs on {hardware}: {self.summary()}"]
+        lines += [f"  {name}: {self.before[name]:g} → {value:g}" for name, value in self.values.items()]
+        if self.unmoved:
+            lines.append(f"  no run moves {', '.join(self.unmoved)}: kept")
+        lines.append(f"{'run':<24} {'measured s':>11} {'as given':>9} {'fitted':>8} {'left out':>9}")
+        lines += [f"{r.label[:24]:<24} {r.measured:>11.4g} {r.error(r.before):>+9.1%} {r.error(r.fitted):>+8.1%} "
+                  f"{r.error(r.left_out):>+9.1%}" for r in self.runs]
+        if self.caution:
+            lines.append(f"note: {self.caution}")
+        return "\n".join(lines)
+
     def save(self, path: Path, source: str) -> None:
         """The fitted chip as a chip file (``--hardware FILE``), its provenance in a comment above the fields."""
         moved = "; ".join(f"{name} {self.before[name]:g} → {value:g}" for name, value in self.values.items())

@@ -1073,10 +1073,17 @@ def grad_buffer_zeroing_time(params: float, layout: Layout, chip: ChipSpec) -> f
     shard."""
     if layout.grad_accumulation is not GradAccumulation.FUSED:
         return 0.0
-    held = params
-    if layout.sharding >= ZeroStage.GRADIENTS and layout.pp == 1:
-        held = params / layout.shards
+    held = held_gradients(params, layout)
     return layout.param_bytes.grads * held / chip.stream_bandwidth
+
+
+def held_gradients(params: float, layout: Layout) -> float:
+    """The gradients of ``params`` parameters a rank holds between microbatches: all of them, or its 1/(dp·cp)
+    shard where ZeRO reduce-scatters each microbatch's gradients as they are made (ZeRO-2, ZeRO-3 without
+    pipelining)."""
+    if layout.sharding >= ZeroStage.GRADIENTS and layout.pp == 1:
+        return params / layout.shards
+    return params
 
 
 def grad_accumulation_time(params: float, layout: Layout, chip: ChipSpec) -> float:
@@ -1093,7 +1100,5 @@ def grad_accumulation_time(params: float, layout: Layout, chip: ChipSpec) -> flo
     per_copy = layout.microbatches // layout.model_copies  # DualPipe: each copy's stages see half
     if per_copy <= 1:
         return 0.0
-    held = params
-    if layout.sharding >= ZeroStage.GRADIENTS and layout.pp == 1:
-        held = params / layout.shards
+    held = held_gradients(params, layout)
     return 3 * layout.param_bytes.grads * held / chip.stream_bandwidth * (per_copy - 1) / per_copy

@@ -44,17 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
-    print(f"{len(result.runs)} runs on {args.hardware}: {result.summary()}")
-    for name, value in result.values.items():
-        print(f"  {name}: {result.before[name]:g} → {value:g}")
-    if result.unmoved:
-        print(f"  no run moves {', '.join(result.unmoved)}: kept")
-    print(f"{'run':<24} {'measured s':>11} {'as given':>9} {'fitted':>8} {'left out':>9}")
-    for r in result.runs:
-        print(f"{r.label[:24]:<24} {r.measured:>11.4g} {r.error(r.before):>+9.1%} {r.error(r.fitted):>+8.1%} "
-              f"{r.error(r.left_out):>+9.1%}")
-    if result.caution:
-        print(f"note: {result.caution}")
+    print(result.text(args.hardware))
     if args.output is not None:
         print(f"wrote {args.output} (--hardware {args.output})")
     return 0
