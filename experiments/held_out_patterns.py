@@ -1,0 +1,89 @@
+"""Where issue #24's held-out patterns stand now: each group of the issue's table of unseen runs, its error range
+carried from the release the issue measured to this one by how far representative runs' predictions moved
+(pipesim/validation/held_out_patterns.py says how, and what it cannot say).
+
+Run: ``python experiments/held_out_patterns.py [--fast]`` (``--fast``: one representative a group). The baseline
+release's predictions are recorded (pipesim/validation/data/held_out_baseline.json); ``--baseline-tree DIR``
+re-derives them from a checkout of that release (``git worktree add DIR 570e706``), running its ``pipesim
+simulate`` on each representative, and records them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
+from pipesim.validation.held_out_patterns import (
+    BASELINE_COMMIT,
+    Measure,
+    Representative,
+    cli_flags,
+    load_baseline,
+    measured_value,
+    representatives,
+    save_baseline,
+    standings,
+)
+
+
+def baseline_prediction(tree: Path, rep: Representative) -> float:
+    """The release in ``tree`` predicting ``rep``: its own ``pipesim simulate --json``, run as a user would."""
+    run = [sys.executable, "-c", "import sys; from pipesim.cli.main import main; sys.exit(main())", "simulate",
+           *cli_flags(rep.options), "--json"]
+    done = subprocess.run(run, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True,
+                          text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"{rep.key}: the baseline release refused it: {done.stderr.strip().splitlines()[-1]}")
+    report = json.loads(done.stdout)["model_report"]
+    return measured_value(rep, report["step_time_s"], report["memory"]["peak_gib"] * 2**30)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = experiment_parser(__doc__, figures=False, fast_help="one representative a group")
+    parser.add_argument("--baseline-tree", type=Path, metavar="DIR",
+                        help=f"a checkout of the release the issue measured ({BASELINE_COMMIT}): re-derive and "
+                             "record its predictions")
+    args = parse_experiment_args(parser, argv)
+    record_output(args.out, "held_out_patterns.txt")
+    reps = representatives()
+    if args.baseline_tree is not None:
+        save_baseline({rep.key: baseline_prediction(args.baseline_tree, rep) for rep in reps}, BASELINE_COMMIT)
+    if args.fast:
+        reps = [rep for i, rep in enumerate(reps) if i == 0 or rep.group != reps[i - 1].group]
+    baseline = load_baseline()
+    print(f"{'group':48} {'measure':11} {'issue (then)':>13} {'now/then':>10} {'carried (now)':>14} "
+          f"{'as run':>14}  runs")
+    named = []
+    for s in standings(reps, baseline):
+        as_run = s.carried_as_run
+        print(f"{s.group.name:48} {s.group.measure.value:11} {_range(s.group.low, s.group.high):>13} "
+              f"{_ratios(s.ratios):>10} {_range(*s.carried):>14} {_range(*as_run) if as_run else '':>14}  "
+              f"{len(s.ratios)}")
+        if as_run:
+            named.append(s.group)
+    print(f"\nnow/then: this release's prediction over the baseline's ({BASELINE_COMMIT}) for the group's "
+          "representative runs (their range);\ncarried: the issue's range × the median ratio, (1 + e)·r − 1; "
+          "as run: with the framework the group names and the peak it prints:")
+    for group in named:
+        peak = f", the {group.reported.value} peak" if group.measure is Measure.MEMORY else ""
+        framework = group.framework.value if group.framework else "(default)"
+        print(f"  {group.name}: --framework {framework}{peak}")
+    for basis in dict.fromkeys(group.basis for group in named):
+        print(f"  ({basis})")
+    print("The runs' inferred settings: pipesim/validation/held_out_patterns.py")
+
+
+def _range(low: float, high: float) -> str:
+    return f"{low:+.0%} … {high:+.0%}" if round(low, 2) != round(high, 2) else f"{low:+.0%}"
+
+
+def _ratios(ratios: tuple[float, ...]) -> str:
+    return f"{ratios[0]:.3f}" if len(ratios) == 1 else f"{min(ratios):.2f}-{max(ratios):.2f}"
+
+
+if __name__ == "__main__":
+    main()

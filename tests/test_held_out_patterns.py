@@ -1,0 +1,74 @@
+"""Issue #24's held-out groups carried to this release (pipesim/validation/held_out_patterns.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipesim.analytic.allocator import RESERVED_SHARE
+from pipesim.cli.main import main as cli_main
+from pipesim.validation.held_out_patterns import (
+    H100_BF16,
+    TORCHTITAN_3D_MEMORY,
+    Measure,
+    PatternGroup,
+    Representative,
+    carried_error,
+    cli_flags,
+    load_baseline,
+    predict_now,
+    representatives,
+    runs_as_named,
+    standings,
+)
+
+
+def test_carried_error_scales_the_prediction_not_the_error():
+    # 25 % too fast, then a prediction 1.2× longer: 0.75 · 1.2 = 0.9 of the published step
+    assert carried_error(-0.25, 1.2) == pytest.approx(-0.10)
+    assert carried_error(+0.10, 1.0) == pytest.approx(+0.10)
+    assert carried_error(0.0, 0.8) == pytest.approx(-0.20)
+
+
+def test_cli_flags_spell_the_options_as_simulate_flags():
+    flags = cli_flags({"schedule": "interleaved", "seq_len": 8192, "sequence_parallel": True, "fp8": False,
+                       "cp": None})
+    assert flags == ["--schedule", "interleaved", "--seq-len", "8192", "--sequence-parallel"]
+
+
+def test_every_representative_has_its_recorded_baseline_and_nothing_else_is_recorded():
+    keys = [rep.key for rep in representatives()]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == set(load_baseline())
+
+
+def test_the_flags_mean_today_what_the_api_computes(capsys):
+    """The baseline release ran the representatives as flags; today's CLI, given the same flags, predicts what
+    predict_now (through the API) does, so the ratio compares one configuration."""
+    import json
+
+    rep = next(r for r in representatives() if r.group is H100_BF16)
+    assert cli_main(["simulate", *cli_flags(rep.options), "--json"]) in (0, None)
+    step = json.loads(capsys.readouterr().out)["model_report"]["step_time_s"]
+    assert step == pytest.approx(predict_now(rep), rel=1e-9)
+
+
+def test_standings_take_the_median_ratio_and_refuse_an_unrecorded_run():
+    group = PatternGroup("g", Measure.STEP, -0.30, -0.10, "")
+    reps = [Representative(group, f"r{i}", {}) for i in range(3)]
+    baseline = {rep.key: 1.0 for rep in reps}
+    now = {"r0": 1.1, "r1": 1.3, "r2": 1.2}
+    (s,) = standings(reps, baseline, now=lambda rep, as_run=False: now[rep.label])
+    assert s.ratios == (1.1, 1.3, 1.2) and s.median_ratio == pytest.approx(1.2)
+    assert s.carried == pytest.approx((0.7 * 1.2 - 1, 0.9 * 1.2 - 1))
+    assert s.carried_as_run is None  # the group names no framework and no reserved peak
+    with pytest.raises(KeyError, match=r"g \| r0"):
+        standings(reps, {}, now=lambda rep, as_run=False: 1.0)
+
+
+def test_as_run_predicts_what_the_named_framework_prints():
+    """torchtitan logs max_reserved: the as-run memory is the reserved peak under --framework torchtitan, at least
+    the allocator's median share above that framework's allocated peak."""
+    rep = next(r for r in representatives() if r.group is TORCHTITAN_3D_MEMORY)
+    assert runs_as_named(rep.group) and not runs_as_named(H100_BF16)
+    allocated = predict_now(Representative(rep.group, rep.label, {**rep.options, "framework": "torchtitan"}))
+    assert predict_now(rep, as_run=True) == pytest.approx(allocated * (1 + RESERVED_SHARE), rel=1e-9)
