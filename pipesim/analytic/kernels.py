@@ -56,6 +56,7 @@ from pipesim.analytic.layout import (
     Precision,
     Recompute,
     RecomputeModule,
+    ZeroCollectives,
     ZeroStage,
 )
 from pipesim.analytic.measured import measured_attention_rates, measured_gemm_rate
@@ -1075,6 +1076,33 @@ def grad_buffer_zeroing_time(params: float, layout: Layout, chip: ChipSpec) -> f
         return 0.0
     held = held_gradients(params, layout)
     return layout.param_bytes.grads * held / chip.stream_bandwidth
+
+
+def fp32_all_reduce_passes_time(params: float, layout: Layout, chip: ChipSpec) -> float:
+    """Seconds a step spends on the memory-bound passes around an FP32 gradient all-reduce
+    (:attr:`ZeroCollectives.ALL_REDUCE_FP32`, Aleph Alpha's scaling framework) for a rank holding ``params``
+    parameters, after its last backward and before its optimizer step, on the compute stream.
+
+    Its code (``core/optimizer/allreduce.py``, ``allreduce_bucket`` and ``allreduce_and_copy``; ``core/optimizer/
+    parameter_group.py``, ``scale_grads_and_get_grad_norm_squared``), per bucket of the whole gradient: flatten
+    the bucket's 16-bit gradients into one buffer (read and write ``g`` bytes a parameter), divide it by the
+    data-parallel size in place (``g`` + ``g``), cast it to FP32 for the wire (``g`` + 4), copy the reduced
+    FP32 buffer back into the 16-bit one (4 + ``g``) and that into each gradient (``g`` + ``g``); then, per
+    tensor, unscale by the loss scale in place (``g`` + ``g``, run at scale 1 too) and read it for the norm
+    (``g``): ``11·g + 8`` bytes a parameter, 30 for BF16 gradients. Every step, over every gradient the rank
+    holds (the all-reduce shards none); nothing under other collectives."""
+    if layout.zero_collectives is not ZeroCollectives.ALL_REDUCE_FP32:
+        return 0.0
+    g = layout.param_bytes.grads
+    return (11 * g + 2 * FP32) * params / chip.stream_bandwidth
+
+
+def step_end_passes_time(params: float, layout: Layout, chip: ChipSpec) -> float:
+    """The memory-bound passes a rank holding ``params`` parameters makes over its gradients between its last
+    backward and its optimizer step, outside the optimizer's own kernels: the gradient buffer cleared
+    (:func:`grad_buffer_zeroing_time`) and an FP32 all-reduce's casts and copies
+    (:func:`fp32_all_reduce_passes_time`)."""
+    return grad_buffer_zeroing_time(params, layout, chip) + fp32_all_reduce_passes_time(params, layout, chip)
 
 
 def held_gradients(params: float, layout: Layout) -> float:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.comm import embedding_grad_sum, optimizer_step_time
-from pipesim.analytic.kernels import grad_buffer_zeroing_time
+from pipesim.analytic.kernels import step_end_passes_time
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.to_costs import (
@@ -122,7 +122,7 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),
             p2p_wire=m * sum(p.p2p_wire for p in mine), p2p_sync=m * sum(p.p2p_sync for p in mine),
             grad_sync=grad_sync, optimizer=(optimizer_step_time(params[rank], layout, chip, experts[rank])
-                                            + grad_buffer_zeroing_time(params[rank], layout, chip)),
+                                            + step_end_passes_time(params[rank], layout, chip)),
             host_wait=m * sum(p.host_wait for p in mine),
         )
         hidden = 0.0

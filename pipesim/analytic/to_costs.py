@@ -77,7 +77,6 @@ from pipesim.analytic.kernels import (
     column_parallel_local_forwards,
     column_parallel_weight_grads,
     grad_accumulation_time,
-    grad_buffer_zeroing_time,
     head_kernels,
     head_part_times,
     layer_kernel_counts,
@@ -86,6 +85,7 @@ from pipesim.analytic.kernels import (
     linear_times,
     row_parallel_local_input_grads,
     shared_expert_times,
+    step_end_passes_time,
     weight_cast_time,
 )
 from pipesim.analytic.layout import CpComm, HeadParts, Layout, Recompute, ZeroStage
@@ -1045,7 +1045,7 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
                              rank_forward, strict=True))
     # the optimizer, the parameter gather it starts and the cleared gradient buffer the next step accumulates into
     step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f)
-               + grad_buffer_zeroing_time(p, layout, chip) for p, e, f in held)
+               + step_end_passes_time(p, layout, chip) for p, e, f in held)
     # the embedding's copies summed over their pipeline ranks: every rank waits for it before its optimizer step
     step += embedding_grad_sum(model, layout, chip, shape)
     return CostModel(
