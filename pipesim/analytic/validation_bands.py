@@ -13,13 +13,13 @@ against its others (pipesim.analytic.error_band.CommunicationRecord): (sources w
 those differing the way of the median, the median difference)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
-    'a100-bf16': (0.188, 552, 0.428),
+    'a100-bf16': (0.185, 552, 0.427),
     'blackwell-fp4': (None, 17, 0.145),
     'blackwell-fp8': (0.431, 26, 0.431),
     'hopper-bf16': (0.152, 98, 0.222),
     'hopper-fp8': (0.141, 50, 0.204),
 }
-POOLED: tuple[float, int] = (0.164, 743)
+POOLED: tuple[float, int] = (0.161, 743)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
