@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipesim.analytic.memory_gib import GIB
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.held_out_patterns import (
     BASELINE_COMMIT,
@@ -39,7 +40,7 @@ def baseline_prediction(tree: Path, rep: Representative) -> float:
     if done.returncode:
         raise SystemExit(f"{rep.key}: the baseline release refused it: {done.stderr.strip().splitlines()[-1]}")
     report = json.loads(done.stdout)["model_report"]
-    return measured_value(rep, report["step_time_s"], report["memory"]["peak_gib"] * 2**30)
+    return measured_value(rep, report["step_time_s"], report["memory"]["peak_gib"] * GIB)
 
 
 def main(argv: list[str] | None = None) -> None:

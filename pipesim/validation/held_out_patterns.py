@@ -32,10 +32,10 @@ from pathlib import Path
 
 from pipesim.analytic.allocator import MemoryMeasure
 from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.memory_gib import GIB
 
 BASELINE_COMMIT = "570e706"
 BASELINE_FILE = Path(__file__).parent / "data" / "held_out_baseline.json"
-GIB = 2**30
 
 
 class Measure(enum.Enum):
