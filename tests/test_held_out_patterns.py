@@ -72,3 +72,20 @@ def test_as_run_predicts_what_the_named_framework_prints():
     assert runs_as_named(rep.group) and not runs_as_named(H100_BF16)
     allocated = predict_now(Representative(rep.group, rep.label, {**rep.options, "framework": "torchtitan"}))
     assert predict_now(rep, as_run=True) == pytest.approx(allocated * (1 + RESERVED_SHARE), rel=1e-9)
+
+
+def test_inferred_frameworks_run_as_their_framework_and_the_weak_scaling_ends_are_two_groups():
+    """The A100 group runs as Megatron-DeepSpeed and the single-node sweep as nanotron (both inferred, said in
+    their basis); the as-run step is that framework's prediction. Megatron-LM's weak-scaling runs are given by
+    the two ends of their range, each a group of its own with its own signed error."""
+    from pipesim.validation.held_out_patterns import A100_RECOMPUTE, MEGATRON_SMALL, MEGATRON_TP8, SINGLE_NODE
+
+    for group, framework in ((A100_RECOMPUTE, "megatron-deepspeed"), (SINGLE_NODE, "nanotron")):
+        assert runs_as_named(group) and group.basis.startswith("inferred:")
+        rep = next(r for r in representatives() if r.group is group)
+        named = predict_now(Representative(group, rep.label, {**rep.options, "framework": framework}))
+        assert predict_now(rep, as_run=True) == pytest.approx(named, rel=1e-9)
+        assert predict_now(rep, as_run=True) != pytest.approx(predict_now(rep), rel=1e-3)
+    assert (MEGATRON_SMALL.low, MEGATRON_TP8.low) == (-0.26, +0.24)
+    assert all(rep.options["tp"] == 8 and rep.options["pp"] == 1
+               for rep in representatives() if rep.group is MEGATRON_TP8)
