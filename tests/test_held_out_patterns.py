@@ -89,3 +89,20 @@ def test_inferred_frameworks_run_as_their_framework_and_the_weak_scaling_ends_ar
     assert (MEGATRON_SMALL.low, MEGATRON_TP8.low) == (-0.26, +0.24)
     assert all(rep.options["tp"] == 8 and rep.options["pp"] == 1
                for rep in representatives() if rep.group is MEGATRON_TP8)
+
+
+def test_the_small_llama_model_files_are_the_presets_fields():
+    """The single-node group's 1B and 3B runs read model files (the baseline release has no such preset): each
+    holds its preset's values, and today's prediction from the file is the preset's."""
+    import json
+
+    from pipesim.analytic.model_presets import MODEL_PRESETS
+    from pipesim.validation.held_out_patterns import SINGLE_NODE, SMALL_MODEL_FILES
+
+    for name, path in SMALL_MODEL_FILES.items():
+        preset = MODEL_PRESETS[name]
+        assert json.loads(path.read_text()) == {key: getattr(preset, key) for key in json.loads(path.read_text())}
+        rep = next(r for r in representatives() if r.group is SINGLE_NODE and r.options["model"] == str(path))
+        assert predict_now(rep) == pytest.approx(predict_now(Representative(SINGLE_NODE, rep.label,
+                                                                            {**rep.options, "model": name})),
+                                                 rel=1e-12)

@@ -299,15 +299,28 @@ def _a100_runs(group: PatternGroup) -> list[Representative]:
     ]
 
 
+# Llama 3.2 1B and 3B as model files the baseline release reads (it has no such preset): the presets' fields, which
+# are all its ModelSpec has (tests/test_held_out_patterns.py holds them equal)
+SMALL_MODEL_FILES = {name: BASELINE_FILE.parent / f"held_out_model_{name}.json"
+                     for name in ("llama3.2-1b", "llama3.2-3b")}
+_SINGLE_NODE_LAYOUTS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (8, 1), (1, 4))  # (tp, pp); dp fills the node
+
+
 def _single_node_runs(group: PatternGroup) -> list[Representative]:
+    why = "sequence 4096, max(8, 2·pp) microbatches"
+    models = [("llama3.1-8b", "8b", (1, 2, 4), "Llama 3.1 8B")]
+    for name, path in SMALL_MODEL_FILES.items():
+        size = name.split("-")[1]  # "1b", "3b"
+        models.append((str(path), size, (1, 4), f"Llama 3.2 {size.upper()}, as a model file of the preset's fields "
+                                               "(the baseline release has no such preset)"))
     runs = []
-    for mbs in (1, 2, 4):
-        for tp, pp in ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (8, 1), (1, 4)):
-            dp = 8 // (tp * pp)
-            runs.append(Representative(group, f"8b dp{dp} tp{tp} pp{pp} mbs{mbs}", dict(
-                model="llama3.1-8b", pp=pp, tp=tp, dp=dp, micro_batch_size=mbs, mb=max(8, 2 * pp), seq_len=4096,
-                **_H100), "Llama 3.1 8B (the baseline release has no 1B or 3B preset), sequence 4096, "
-                          "max(8, 2·pp) microbatches"))
+    for model, label, sizes, said in models:
+        for mbs in sizes:
+            for tp, pp in _SINGLE_NODE_LAYOUTS:
+                dp = 8 // (tp * pp)
+                runs.append(Representative(group, f"{label} dp{dp} tp{tp} pp{pp} mbs{mbs}", dict(
+                    model=model, pp=pp, tp=tp, dp=dp, micro_batch_size=mbs, mb=max(8, 2 * pp), seq_len=4096,
+                    **_H100), f"{said}, {why}"))
     return runs
 
 
