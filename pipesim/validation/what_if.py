@@ -10,7 +10,8 @@ with the command that reproduces its figures (``python experiments/what_if.py``)
 
 A lever is not a mechanism: a change that helps is a question for the code and the hardware (what would make it
 so, on which systems), not a constant to ship. A row that states its own network (``inter_node_gbps``) keeps it:
-a change to ``inter_node_bandwidth`` leaves such rows as they are.
+a change to ``inter_node_bandwidth`` leaves such rows as they are. A change to a fitted constant's own field fixes
+it: applied after the refit's value, it leaves the refit nothing to move.
 """
 
 from __future__ import annotations
