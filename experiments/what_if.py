@@ -38,8 +38,8 @@ def report(result: WhatIf, markdown: bool) -> str:
              f"-> {_signed(bias_a)})", ""]
     moved = sorted((s for s in result.sources if abs(s.moved) >= MOVED), key=lambda s: s.moved)
     header = ["source", "rows", "mean |e| before", "after", "bias before", "after"]
-    if markdown:
-        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    if markdown:  # a "|" inside a Markdown cell ends it: escaped, so the header has as many cells as the rows
+        lines += ["| " + " | ".join(h.replace("|", "\\|") for h in header) + " |", "|" + "---|" * len(header)]
     else:
         lines.append(f"{header[0]:44} {header[1]:>5} {header[2]:>16} {header[3]:>7} {header[4]:>12} {header[5]:>7}")
     for s in moved:
