@@ -10,6 +10,7 @@ fitted constants with each source out, under the presets and under the change (a
 
 from __future__ import annotations
 
+from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.errors import PipesimError
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.sources import runs_by_source, source_title
@@ -66,14 +67,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--markdown", action="store_true", help="the per-source table in Markdown")
     args = parse_experiment_args(parser, argv)
     chips = [name.strip() for name in args.chips.split(",") if name.strip()]
-    try:
-        changes = [ChipChange.parse(text, chips) for text in args.change]
-    except PipesimError as error:
-        raise SystemExit(f"what_if: {error}") from None
-    record_output(args.out, "what_if.txt")
     by_source = runs_by_source()
     if args.fast:
         by_source = {name: runs[::6] for name, runs in by_source.items()}
+    try:
+        changes = [ChipChange.parse(text, chips) for text in args.change]
+        for change in changes:  # a value out of a field's bounds, refused before any row is predicted
+            for name in change.chips or CHIP_PRESETS:
+                change.apply(CHIP_PRESETS[name])
+    except PipesimError as error:
+        raise SystemExit(f"what_if: {error}") from None
+    record_output(args.out, "what_if.txt")
     print(report(compare(by_source, changes, left_out=args.left_out), args.markdown))
 
 

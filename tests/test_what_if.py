@@ -22,6 +22,10 @@ def test_a_change_parses_scales_or_sets_and_touches_only_its_chips():
     assert changed(a100, [scale, setting]) == scale.apply(setting.apply(a100))
     # an integer field stays an integer
     assert isinstance(ChipChange.parse("sm_count*0.5").apply(a100).sm_count, int)
+    # a field the chip leaves unset is not scaled; a value outside the field's bounds is refused as a chip file's
+    assert a100.fp8_peak_flops is None and ChipChange.parse("fp8_peak_flops*2").apply(a100) is a100
+    with pytest.raises(PipesimError, match="collective_efficiency"):
+        ChipChange.parse("collective_efficiency=-1").apply(a100)
 
 
 @pytest.mark.parametrize("text, chips, message", [

@@ -19,10 +19,12 @@ from __future__ import annotations
 import enum
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.chip_spec import FIELDS as CHIP_FIELDS
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.spec_fields import Kind
 from pipesim.errors import PipesimError
 from pipesim.validation.loso import leave_one_source_out, summary
 from pipesim.validation.runs import Comparison, PublishedRun, predict
@@ -35,11 +37,12 @@ class ChangeOp(enum.Enum):
     SET = "="
 
 
+NUMERIC_FIELDS = {f.key: f for f in CHIP_FIELDS if f.kind in (Kind.FLOAT, Kind.INT)}
+
+
 def numeric_fields() -> tuple[str, ...]:
-    """The :class:`ChipSpec` fields a change can touch: those every preset holds as a number."""
-    return tuple(f.name for f in fields(ChipSpec)
-                 if all(isinstance(getattr(chip, f.name), (int, float)) and not isinstance(getattr(chip, f.name), bool)
-                        for chip in CHIP_PRESETS.values()))
+    """The :class:`ChipSpec` fields a change can touch: the chip schema's numbers (a chip file's)."""
+    return tuple(NUMERIC_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -76,11 +79,15 @@ class ChipChange:
         return not self.chips or chip.name in self.chips
 
     def apply(self, chip: ChipSpec) -> ChipSpec:
-        """``chip`` with this change, or as it is where the change names other chips."""
-        if not self.applies_to(chip):
+        """``chip`` with this change, or as it is where the change names other chips or scales a field the chip
+        leaves unset (an A100's FP8 peak); a value outside the field's bounds is refused as a chip file's is."""
+        current = getattr(chip, self.field)
+        if not self.applies_to(chip) or (self.op is ChangeOp.SCALE and current is None):
             return chip
-        value = getattr(chip, self.field) * self.amount if self.op is ChangeOp.SCALE else self.amount
-        return replace(chip, **{self.field: type(getattr(chip, self.field))(value)})
+        value = current * self.amount if self.op is ChangeOp.SCALE else self.amount
+        if NUMERIC_FIELDS[self.field].kind is Kind.INT:
+            value = round(value)
+        return replace(chip, **{self.field: value})
 
     def text(self) -> str:
         where = f" on {', '.join(sorted(self.chips))}" if self.chips else " on every chip"
