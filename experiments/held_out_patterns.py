@@ -20,7 +20,6 @@ from pipesim.analytic.memory_gib import GIB
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.held_out_patterns import (
     BASELINE_COMMIT,
-    Measure,
     Representative,
     cli_flags,
     load_baseline,
@@ -68,11 +67,9 @@ def main(argv: list[str] | None = None) -> None:
             named.append(s.group)
     print(f"\nnow/then: this release's prediction over the baseline's ({BASELINE_COMMIT}) for the group's "
           "representative runs (their range);\ncarried: the issue's range × the median ratio, (1 + e)·r − 1; "
-          "as run: with the framework the group names and the peak it prints:")
+          "as run: with the framework and settings the group names and the peak it prints:")
     for group in named:
-        peak = f", the {group.reported.value} peak" if group.measure is Measure.MEMORY else ""
-        framework = group.framework.value if group.framework else "(default)"
-        print(f"  {group.name}: --framework {framework}{peak}")
+        print(f"  {group.name}: {group.as_run_flags}")
     for basis in dict.fromkeys(group.basis for group in named):
         print(f"  ({basis})")
     print("The runs' inferred settings: pipesim/validation/held_out_patterns.py")

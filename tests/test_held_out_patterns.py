@@ -8,6 +8,7 @@ from pipesim.analytic.allocator import RESERVED_SHARE
 from pipesim.cli.main import main as cli_main
 from pipesim.validation.held_out_patterns import (
     H100_BF16,
+    H100_BF16_PLAIN,
     TORCHTITAN_3D_MEMORY,
     Measure,
     PatternGroup,
@@ -69,7 +70,7 @@ def test_as_run_predicts_what_the_named_framework_prints():
     """torchtitan logs max_reserved: the as-run memory is the reserved peak under --framework torchtitan, at least
     the allocator's median share above that framework's allocated peak."""
     rep = next(r for r in representatives() if r.group is TORCHTITAN_3D_MEMORY)
-    assert runs_as_named(rep.group) and not runs_as_named(H100_BF16)
+    assert runs_as_named(rep.group) and runs_as_named(H100_BF16) and not runs_as_named(H100_BF16_PLAIN)
     allocated = predict_now(Representative(rep.group, rep.label, {**rep.options, "framework": "torchtitan"}))
     assert predict_now(rep, as_run=True) == pytest.approx(allocated * (1 + RESERVED_SHARE), rel=1e-9)
 
@@ -106,3 +107,33 @@ def test_the_small_llama_model_files_are_the_presets_fields():
         assert predict_now(rep) == pytest.approx(predict_now(Representative(SINGLE_NODE, rep.label,
                                                                             {**rep.options, "model": name})),
                                                  rel=1e-12)
+
+
+def test_settings_the_baseline_had_no_flag_for_apply_as_run():
+    """A group's ``settings`` (flags the baseline's CLI lacked, said why in its basis) are added as run, and only
+    then: Megatron-LM's weak-scaling runs with their data-parallel sync overlapped as its H100 example sets it,
+    which shortens the TP-8 step (its sync crosses 32 nodes); the distributed-optimizer memory with BF16
+    gradients, which lowers the peak by a BF16 gradient a parameter (2 bytes of the 18). NeMo's recipes run as
+    --framework nemo, the same as Megatron's flags for them."""
+    from pipesim.validation.held_out_patterns import (
+        DISTRIBUTED_OPTIMIZER_MEMORY_BF16,
+        H100_FP8,
+        MEGATRON_TP8,
+    )
+
+    assert MEGATRON_TP8.as_run_flags == "--overlap-grad-reduce, --overlap-param-gather"
+    rep = next(r for r in representatives() if r.group is MEGATRON_TP8)
+    flagged = predict_now(Representative(MEGATRON_TP8, rep.label, {**rep.options, **MEGATRON_TP8.settings}))
+    assert predict_now(rep, as_run=True) == pytest.approx(flagged, rel=1e-12)
+    assert predict_now(rep, as_run=True) < 0.95 * predict_now(rep)
+
+    rep = next(r for r in representatives() if r.group is DISTRIBUTED_OPTIMIZER_MEMORY_BF16)
+    assert rep.options["tp"] == rep.options["pp"] == 1  # one rank holds the whole 6.7B model's gradients
+    saved = predict_now(rep) - predict_now(rep, as_run=True)
+    assert saved == pytest.approx(6.74e9 * 2 / 2**30, rel=0.01)
+
+    rep = next(r for r in representatives() if r.group is H100_FP8)
+    assert H100_FP8.as_run_flags == "--framework nemo" and H100_FP8.basis.startswith("stated:")
+    megatron = predict_now(Representative(H100_FP8, rep.label, {
+        **rep.options, "overlap_grad_reduce": True, "overlap_param_gather": True, "loss": "megatron-fused"}))
+    assert predict_now(rep, as_run=True) == pytest.approx(megatron, rel=1e-12)

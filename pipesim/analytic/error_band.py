@@ -21,7 +21,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from pipesim.analytic.frameworks import DEFAULT_FRAMEWORK
+from pipesim.analytic.frameworks import runs_megatron_core
 from pipesim.analytic.layout import Layout, Precision
 
 COVERAGE = 0.9  # share of runs of a kind the band is to hold
@@ -144,11 +144,12 @@ def _record_text(what: str, rows: int, sources: int, lowest: float, highest: flo
 
 
 def framework_record(framework: str | None) -> FrameworkRecord | None:
-    """The published-run record of ``framework`` (a ``--framework`` name); None for Megatron's (pipesim's
-    defaults, and most rows') or none named."""
+    """The published-run record of ``framework`` (a ``--framework`` name); None for none named or one that runs
+    Megatron-Core (megatron, nemo: pipesim's defaults, and most rows', NeMo's and Megatron-LM's runs pooled in the
+    bands, whose rows state each setting a recipe sets)."""
     from pipesim.analytic.validation_bands import FRAMEWORKS
 
-    if framework is None or framework == DEFAULT_FRAMEWORK.value:
+    if framework is None or runs_megatron_core(framework):
         return None
     rows, sources, lowest, highest = FRAMEWORKS.get(framework, (0, 0, 0.0, 0.0))
     return FrameworkRecord(framework, rows, sources, lowest, highest)

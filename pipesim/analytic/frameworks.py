@@ -18,6 +18,19 @@ two together). An explicit flag always wins over the framework's default.
   interleaved schedule's pipeline sends overlap compute unasked (``--overlap-p2p-communication`` has been the
   default since October 2023); its other schedules block on them. Its context parallelism is Transformer
   Engine's ring (``--cp-comm-type p2p``, Megatron-LM's default; ``allgather`` and ``a2a`` are its other two).
+- **NeMo** (NeMo 2.0's recipes and Megatron-Bridge's, NeMo 1.0's launcher configs before them): Megatron-Core
+  underneath, so Megatron's defaults above, but a recipe is not Megatron-LM's bare command line. Its optimizer
+  is the distributed optimizer (``use_distributed_optimizer=True`` in ``nemo/collections/llm/recipes/optim/
+  adam.py``; the launcher's ``distributed_fused_adam``), and every pre-training recipe's
+  ``DistributedDataParallelConfig`` sets ``overlap_grad_reduce=True`` and ``overlap_param_gather=True`` (the
+  launcher's ``overlap_grad_sync``/``overlap_param_sync: true``), with the gradients reduced in FP32
+  (``grad_reduce_in_fp32=True``, pipesim's 18 bytes a parameter): unasked, a run with replicas (dp·cp > 1) shards
+  its optimizer state (ZeRO-1; ``--zero 0`` keeps it whole) and reduces its gradients beside the last backward and
+  gathers its parameters beside the first forward (``--no-overlap-grad-reduce``, ``--no-overlap-param-gather``
+  turn them off: ``GradReduce.OVERLAPPED``). Its ``GPTConfig`` fuses the cross-entropy
+  (``cross_entropy_loss_fusion: bool = True``, ``nemo/collections/llm/gpt/model/base.py``: ``--loss
+  megatron-fused``). TP communication overlap is not a default (the recipes' ``performance_mode`` adds it:
+  ``--async-tp``), nor sequence parallelism (each recipe says; ``--sequence-parallel``).
 - **torchtitan** (FSDP2, DTensor TP, ``torch.distributed.pipelining``): eager element-wise ops
   (``torch.compile`` is off unless ``[compile] enable``: ``CompileConfig.enable = False``; give
   ``--elementwise fused`` for a compiled run); ``F.cross_entropy`` on the FP32-cast logits
@@ -135,16 +148,27 @@ class GradReduce(enum.Enum):
     # bucket, or under ZeRO-1 reduce-scatters it, as the bucket fills; the trainer waits for the handles only
     # before the optimizer step
     DDP_HOOKS = "ddp-hooks"
+    # in buckets beside the last backward, and the distributed optimizer's parameter gather beside the next step's
+    # first forward: NeMo's recipes set Megatron-Core's overlap_grad_reduce and overlap_param_gather
+    OVERLAPPED = "overlapped"
 
     def overlaps(self, zero: ZeroStage) -> bool:
         """Whether the gradient reduce of a run sharded at ``zero`` overlaps the last backward."""
+        if self is GradReduce.OVERLAPPED:
+            return True
         return self is GradReduce.DDP_HOOKS and zero <= ZeroStage.OPTIMIZER
+
+    def gathers_beside_forward(self, zero: ZeroStage) -> bool:
+        """Whether a run sharded at ``zero`` gathers its sharded parameters beside the next step's first forward
+        (the distributed optimizer's gather, ZeRO 1–2: Megatron-Core's ``overlap_param_gather``)."""
+        return self is GradReduce.OVERLAPPED and zero in (ZeroStage.OPTIMIZER, ZeroStage.GRADIENTS)
 
 
 class Framework(enum.Enum):
     """A training framework whose defaults set the layout fields of :class:`FrameworkKnobs`."""
 
-    MEGATRON = "megatron"  # Megatron-LM / Megatron-Core with Transformer Engine (NeMo, Megatron-Bridge)
+    MEGATRON = "megatron"  # Megatron-LM / Megatron-Core with Transformer Engine, from its command line
+    NEMO = "nemo"  # NeMo's and Megatron-Bridge's recipes: Megatron-Core with their optimizer and DDP defaults
     TORCHTITAN = "torchtitan"
     NANOTRON = "nanotron"
     MEGATRON_DEEPSPEED = "megatron-deepspeed"  # Megatron-DeepSpeed, GPT-NeoX
@@ -185,6 +209,8 @@ class FrameworkKnobs:
     stage_split: SplitPolicy = SplitPolicy.EVEN_OR_LIGHTER_ENDS
     # when its data-parallel gradient reduce runs (GradReduce): after the backward, or beside the last one
     grad_reduce: GradReduce = GradReduce.AFTER_BACKWARD
+    # whether it shards the optimizer state over the replicas unasked (NeMo's distributed optimizer, ZeRO-1)
+    distributed_optimizer: bool = False
     # whether its code has switches that overlap the data-parallel sync with the passes (Megatron-LM's
     # --overlap-grad-reduce and --overlap-param-gather), which a tuned recipe turns on; elsewhere the sync runs as
     # grad_reduce says and the sharded parameters are gathered after the optimizer step
@@ -335,6 +361,11 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
         dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P),
+    Framework.NEMO: FrameworkKnobs(
+        ElementwiseKernels.FUSED, LossKernel.MEGATRON_FUSED, GradAccumulation.FUSED, overlap_tp_dgrad=True,
+        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
+        dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P,
+        grad_reduce=GradReduce.OVERLAPPED, distributed_optimizer=True),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
@@ -358,6 +389,8 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
 }
 
 DEFAULT_FRAMEWORK = Framework.MEGATRON
+# the frameworks whose model code is Megatron-Core's: its selective recomputation's modules, its launch line
+MEGATRON_CORE = (Framework.MEGATRON, Framework.NEMO)
 
 
 def knobs(framework: Framework | str | None) -> FrameworkKnobs:
@@ -369,6 +402,13 @@ def knobs(framework: Framework | str | None) -> FrameworkKnobs:
     except ValueError:
         names = ", ".join(f.value for f in Framework)
         raise PipesimError(f"framework {framework!r} is not known; use one of {names}") from None
+
+
+def runs_megatron_core(framework: Framework | str | None) -> bool:
+    """Whether ``framework`` (a name as ``--framework`` takes it; None: pipesim's default) trains with Megatron-Core's
+    model code, whose selective recomputation takes ``--recompute-modules``."""
+    knobs(framework)  # an unknown name is refused by name
+    return Framework(framework or DEFAULT_FRAMEWORK.value) in MEGATRON_CORE
 
 
 def _nanotron_split(model: ModelSpec, stages: int) -> tuple[tuple[int, ...], int]:

@@ -50,7 +50,7 @@ def frameworks() -> pd.DataFrame:
                                           else k.pipeline_buffers("1f1b").value),
                      "mlp_up": k.mlp_up.value,
                      "tp_shards_sequence": k.tp_shards_sequence, "stage_split": k.stage_split.value,
-                     "grad_reduce": k.grad_reduce.value,
+                     "grad_reduce": k.grad_reduce.value, "distributed_optimizer": k.distributed_optimizer,
                      "overlap_p2p": ",".join(k.overlapped_p2p_schedules) or "none",
                      "cp_kernels": k.cp_kernels.value, "cp_comm_type": k.cp_comm.value,
                      "fp8_linears": k.fp8_linears.value, "fsdp2": k.fsdp2,

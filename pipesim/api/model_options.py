@@ -21,9 +21,11 @@ class ModelOptions:
     """Layout and fidelity options of a model-based simulation (each the ``simulate`` flag of the same name).
 
     Attributes:
-        framework: ``"megatron"`` (default), ``"torchtitan"``, ``"nanotron"`` or ``"megatron-deepspeed"``: the
-            training code's defaults for ``elementwise``, ``loss``, ``grad_accumulation``, ``overlap_tp_dgrad``,
-            ``column_input``, what ``recompute="selective"`` keeps and how ``zero=2`` communicates
+        framework: ``"megatron"`` (default), ``"nemo"``, ``"torchtitan"``, ``"nanotron"`` or
+            ``"megatron-deepspeed"``: the training code's defaults for ``elementwise``, ``loss``,
+            ``grad_accumulation``, ``overlap_tp_dgrad``, ``column_input``, ``overlap_grad_reduce``,
+            ``overlap_param_gather``, ``distributed_optimizer`` (NeMo's recipes shard the optimizer state
+            unasked), what ``recompute="selective"`` keeps and how ``zero=2`` communicates
             (:mod:`pipesim.analytic.frameworks`); an option given here wins over the framework's default.
         tp: tensor-parallel degree (default 1).
         dp: data-parallel degree (default 1).
@@ -165,9 +167,11 @@ class ModelOptions:
         tp_pp_dp_mapping: rank order tp, cp, pp, dp (Megatron-Core's ``--use-tp-pp-dp-mapping``): pipeline
             neighbours tp·cp ranks apart, data parallelism outermost (default: Megatron's tp, cp, dp, pp).
         overlap_grad_reduce: the data-parallel gradient reduce runs during each stage's last backward (True) or
-            after it (False); None: as the framework runs it (after, but for nanotron's DDP hooks).
+            after it (False); None: as the framework runs it (after, but for nanotron's DDP hooks and NeMo's
+            recipes).
         overlap_param_gather: the distributed optimizer's parameter all-gather runs during the next step's first
-            forward.
+            forward (True) or after the optimizer step (False); None: as the framework runs it (after, but for
+            NeMo's recipes).
         ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).
         moe_imbalance: the most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1).
         moe_dispatcher: how tokens reach their experts: ``"alltoall"`` (one NCCL all-to-all each way, a copy per

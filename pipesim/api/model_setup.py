@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import knobs as framework_knobs
+from pipesim.analytic.frameworks import runs_megatron_core
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
     AttentionKernel,
@@ -121,7 +122,10 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                               bool(o.distribute_saved_activations))
     modules = recompute_modules_of(o.recompute_modules, framework.recompute(asked), o.framework)
     zero = ZeroStage(o.zero or 0)
-    sharded = ZeroStage.OPTIMIZER if o.zero is None and o.distributed_optimizer else zero  # the stage asked for
+    # the distributed optimizer as asked, or unasked where the framework's recipes shard over the replicas (NeMo's)
+    distributed_optimizer = bool(o.distributed_optimizer) or (
+        o.zero is None and framework.distributed_optimizer and dp * (o.cp or 1) > 1)
+    sharded = ZeroStage.OPTIMIZER if o.zero is None and distributed_optimizer else zero  # the stage asked for
     framework.check_zero(sharded, o.framework or "megatron")
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
     framework.check_precision(precision, o.framework or "megatron")
@@ -139,7 +143,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         recompute=framework.recompute(asked), recompute_layers=o.recompute_layers, recompute_modules=modules,
         distribute_saved_activations=bool(o.distribute_saved_activations),
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
-        distributed_optimizer=bool(o.distributed_optimizer),
+        distributed_optimizer=distributed_optimizer,
         attention=parse_choice("attention", AttentionKernel, o.attention or "fused"),
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
@@ -166,7 +170,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         overlap_grad_reduce=(o.overlap_grad_reduce if o.overlap_grad_reduce is not None
                              else framework.grad_reduce.overlaps(sharded)),
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
-        overlap_param_gather=bool(o.overlap_param_gather), ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
+        overlap_param_gather=(o.overlap_param_gather if o.overlap_param_gather is not None
+                              else framework.grad_reduce.gathers_beside_forward(sharded)),
+        ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
         moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, o.moe_dispatcher or "alltoall"),
         moe_dispatch_fp8=bool(o.moe_dispatch_fp8), moe_shared_expert_overlap=bool(o.moe_shared_expert_overlap),
         expert_tp=o.expert_tp,
@@ -203,7 +209,7 @@ def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: R
     if isinstance(names, str):
         names = names.split()
     given = " ".join(names)
-    if recompute is not Recompute.SELECTIVE or (framework or "megatron") != "megatron":
+    if recompute is not Recompute.SELECTIVE or not runs_megatron_core(framework):
         raise PipesimError(f"--recompute-modules {given} chooses what Megatron-Core's selective recomputation "
                            f"re-runs, but the run's is {recompute.value}; add --recompute selective (Megatron's) "
                            "or drop --recompute-modules")

@@ -400,7 +400,7 @@ def plan(
             one cluster), ``inter_node_gbps`` (default the chip's: each GPU's share of its node's network, Gb/s),
             ``param_bytes`` ("18"), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
-            ``framework`` ("megatron", the default, "torchtitan", "nanotron" or "megatron-deepspeed": the
+            ``framework`` ("megatron", the default, "nemo", "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the
             searched "selective" recomputation keeps and the gradient accumulation;
             :mod:`pipesim.analytic.frameworks`), ``attention``, ``elementwise`` and ``loss`` (the kernels the

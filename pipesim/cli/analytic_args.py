@@ -182,10 +182,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                        help="the training code, whose defaults set the flags its code decides (--elementwise, --loss, "
                        "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, "
-                       "--pipeline-buffers, --mlp-up, --overlap-grad-reduce), "
-                       "what --recompute selective keeps and how --zero 2 communicates (each flag given wins): "
-                       "megatron (Megatron-LM/Core with Transformer Engine, NeMo; default), torchtitan, nanotron or "
-                       "megatron-deepspeed (also GPT-NeoX); 'pipesim frameworks' lists what each sets")
+                       "--pipeline-buffers, --mlp-up, --overlap-grad-reduce, --overlap-param-gather, "
+                       "--distributed-optimizer), what --recompute selective keeps and how --zero 2 communicates "
+                       "(each flag given wins): megatron (Megatron-LM/Core with Transformer Engine, from its command "
+                       "line; default), nemo (NeMo's and Megatron-Bridge's recipes: Megatron-Core with the "
+                       "distributed optimizer, its sync overlapped, the fused cross-entropy), torchtitan, nanotron "
+                       "or megatron-deepspeed (also GPT-NeoX); 'pipesim frameworks' lists what each sets")
     group.add_argument("--elementwise", choices=[e.value for e in ElementwiseKernels], default=None,
                        help="fused (Megatron-LM / Transformer Engine kernels or torch.compile, default) or eager "
                        "(one PyTorch kernel per op: norms, RoPE and activations as reference Llama code runs "
@@ -212,11 +214,13 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--overlap-grad-reduce", action=argparse.BooleanOptionalAction, default=None,
                        help="the data-parallel gradient reduce runs in buckets during each stage's last backward "
                        "(Megatron's --overlap-grad-reduce, NeMo's overlap_grad_sync); --no-overlap-grad-reduce: "
-                       "after it; default: as the framework runs it (after it, but under nanotron's DDP)")
-    group.add_argument("--overlap-param-gather", action="store_true", default=None,
+                       "after it; default: as the framework runs it (after it, but under nanotron's DDP and "
+                       "NeMo's recipes)")
+    group.add_argument("--overlap-param-gather", action=argparse.BooleanOptionalAction, default=None,
                        help="the distributed optimizer's parameter all-gather runs during the next step's first "
                        "forward (Megatron's --overlap-param-gather, NeMo's overlap_param_sync); needs "
-                       "--distributed-optimizer or --zero N")
+                       "--distributed-optimizer or --zero N; --no-overlap-param-gather: after the optimizer step; "
+                       "default: as the framework runs it (after it, but under NeMo's recipes)")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,

@@ -120,6 +120,12 @@ def add_megatron_args(group) -> None:
                        "deepep; ncclep is not modelled")
     group.add_argument("--moe-enable-deepep", action="store_true", default=None,
                        help="Megatron-Core's older spelling of the flex dispatcher's deepep backend")
+    group.add_argument("--grad-reduce-in-bf16", dest="param_bytes", action="store_const", const="16", default=None,
+                       help="Megatron-LM's BF16 gradient buffer and reduce (its default under --bf16 is FP32, "
+                       "--accumulate-allreduce-grads-in-fp32): --param-bytes 16")
+    group.add_argument("--accumulate-allreduce-grads-in-fp32", dest="param_bytes", action="store_const", const="18",
+                       default=None, help="Megatron-LM's FP32 gradient buffer and reduce: --param-bytes 18 (the "
+                       "default)")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")

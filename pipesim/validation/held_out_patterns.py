@@ -28,7 +28,7 @@ import enum
 import json
 import statistics
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipesim.analytic.allocator import MemoryMeasure
@@ -51,9 +51,11 @@ class PatternGroup:
     """One row of issue #24's held-out table: its runs' signed errors against the baseline release.
 
     ``framework`` and ``reported``: the framework the runs trained with and the peak it prints, where the issue
-    names them or their features point to one (``basis`` says which). The baseline release had neither
-    ``--framework`` nor a reserved peak: its error was of its one figure, the allocated peak, so the carried
-    error "as run" compares today's prediction of what the framework prints."""
+    names them or their features point to one (``basis`` says which). ``settings``: options the runs are said or
+    inferred to have set for which the baseline's CLI had no flag (``basis`` says why), so the baseline ran
+    without them. The baseline release had neither ``--framework`` nor a reserved peak nor those flags: its error
+    was of its one figure, so the carried error "as run" compares today's prediction of the run as it trained
+    and of what its framework prints."""
 
     name: str
     measure: Measure
@@ -63,6 +65,16 @@ class PatternGroup:
     framework: Framework | None = None
     reported: MemoryMeasure = MemoryMeasure.ALLOCATED
     basis: str = ""
+    settings: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def as_run_flags(self) -> str:
+        """How the group runs "as run", as ``simulate`` flags: its framework, its settings and the peak read."""
+        flags = [f"--framework {self.framework.value}"] if self.framework is not None else []
+        flags += [" ".join(cli_flags({name: value})) for name, value in self.settings.items()]
+        if self.measure is Measure.MEMORY and self.reported is MemoryMeasure.RESERVED:
+            flags.append(f"the {self.reported.value} peak")
+        return ", ".join(flags)
 
 
 @dataclass(frozen=True)
@@ -107,14 +119,16 @@ def measured_value(rep: Representative, step_time: float, peak_bytes: float) -> 
 
 def predict_now(rep: Representative, as_run: bool = False) -> float:
     """This release's prediction of ``rep``'s measure (through :func:`pipesim.simulate`): with the run's options
-    alone, as the baseline took them, or ``as_run``: with its group's framework and the peak that framework
-    prints (:class:`PatternGroup`)."""
+    alone, as the baseline took them, or ``as_run``: with its group's framework and settings, and the peak that
+    framework prints (:class:`PatternGroup`)."""
     from pipesim.api.simulation import simulate  # the API sits above validation: imported where it is used
 
     options = dict(rep.options)
     schedule = options.pop("schedule", None)
-    if as_run and rep.group.framework is not None:
-        options["framework"] = rep.group.framework.value
+    if as_run:
+        options.update(rep.group.settings)
+        if rep.group.framework is not None:
+            options["framework"] = rep.group.framework.value
     report = simulate(schedule, **options).model_report
     peak = report.memory.peak
     reserved = as_run and rep.group.reported is MemoryMeasure.RESERVED
@@ -166,9 +180,10 @@ def _carried_range(group: PatternGroup, ratios: Iterable[float]) -> tuple[float,
 
 
 def runs_as_named(group: PatternGroup) -> bool:
-    """Whether the group names something the options alone do not take: a framework or a reserved peak."""
-    return group.framework is not None or (group.measure is Measure.MEMORY
-                                           and group.reported is MemoryMeasure.RESERVED)
+    """Whether the group names something the options alone do not take: a framework, settings the baseline had
+    no flag for, or a reserved peak."""
+    return group.framework is not None or bool(group.settings) or (group.measure is Measure.MEMORY
+                                                                   and group.reported is MemoryMeasure.RESERVED)
 
 
 def standings(reps: Iterable[Representative], baseline: Mapping[str, float],
@@ -189,11 +204,17 @@ def standings(reps: Iterable[Representative], baseline: Mapping[str, float],
 
 
 # The issue's groups, as its table gives them.
+_NEMO_STATED = dict(
+    framework=Framework.NEMO,
+    basis="stated: NeMo/Megatron recipes; NeMo's pre-training recipes overlap the distributed optimizer's gradient "
+          "reduce and parameter gather (DistributedDataParallelConfig(overlap_grad_reduce=True, "
+          "overlap_param_gather=True) in nemo/collections/llm/recipes) and fuse the cross-entropy (GPTConfig)")
 H100_BF16 = PatternGroup(
     "H100 BF16 70B-405B, NeMo/Megatron recipes", Measure.STEP, -0.25, -0.13,
-    "TP 4-8, PP 4-9, interleaved v 5-12, CP 1-2, SP, distributed optimizer, TP comm overlap, overlapped P2P")
+    "TP 4-8, PP 4-9, interleaved v 5-12, CP 1-2, SP, distributed optimizer, TP comm overlap, overlapped P2P",
+    **_NEMO_STATED)
 H100_FP8 = PatternGroup("the same recipes in FP8", Measure.STEP, -0.16, +0.06,
-                        "1-16% too fast, a few 4-6% too slow")
+                        "1-16% too fast, a few 4-6% too slow", **_NEMO_STATED)
 # The same two groups simulated without the flags for the overlaps the issue lists (TP comm overlap: --async-tp;
 # overlapped P2P: --overlap-p2p), as a run whose evaluator left them out would have been: how much the carried
 # range depends on them (the baseline hid all of async TP's collectives and overlapped no P2P by default)
@@ -227,16 +248,31 @@ SINGLE_NODE = PatternGroup(
           "Hugging Face's nanotron ablations")
 # Megatron-LM's own H100 weak-scaling runs (1.7B-462B): the issue gives the two ends of its range alone, the small
 # models (-26 %) and TP 8 at pp 1 (+24 %, too slow), so each end is a group of its own
+# As run: with the data-parallel sync overlapped, as Megatron-LM's own H100 example sets it (the baseline had no flag
+# for either, and ran both after the passes)
+_MEGATRON_LM_INFERRED = dict(
+    settings={"overlap_grad_reduce": True, "overlap_param_gather": True},
+    basis="inferred: Megatron-LM's own H100 example (examples/llama/train_llama3_8b_h100_fp8.sh) overlaps the "
+          "distributed optimizer's gradient reduce and parameter gather (--overlap-grad-reduce "
+          "--overlap-param-gather), flags the baseline release did not have")
 MEGATRON_SMALL = PatternGroup("Megatron-LM H100 weak scaling, small models", Measure.STEP, -0.26, -0.26,
-                              "1.7B-462B; the small models' end of the range")
+                              "1.7B-462B; the small models' end of the range", **_MEGATRON_LM_INFERRED)
 MEGATRON_TP8 = PatternGroup("Megatron-LM H100 weak scaling, TP 8 pp 1", Measure.STEP, +0.24, +0.24,
-                            "1.7B-462B; the TP 8, pp 1 end of the range")
+                            "1.7B-462B; the TP 8, pp 1 end of the range", **_MEGATRON_LM_INFERRED)
 # the same end had its runs been simulated with TP comm overlap (--async-tp, which the baseline took as hiding every
 # TP collective), as Megatron-LM's tuned runs turn it on: how much the carried value depends on that flag
 MEGATRON_TP8_ASYNC = PatternGroup("the same TP 8 end, with --async-tp", Measure.STEP, +0.24,
-                                  +0.24, MEGATRON_TP8.stated)
+                                  +0.24, MEGATRON_TP8.stated, **_MEGATRON_LM_INFERRED)
 DISTRIBUTED_OPTIMIZER_MEMORY = PatternGroup("memory, Megatron distributed optimizer, 7B", Measure.MEMORY,
                                             +0.17, +0.27, "tp/pp/dp variants")
+# the same runs had their gradient buffer been BF16: Megatron-LM's default under --bf16 is an FP32 one
+# (arguments.py sets accumulate_allreduce_grads_in_fp32), but its own H100 example reduces in BF16; the baseline
+# had only --param-bytes 16 for it, which nothing says its evaluators gave
+DISTRIBUTED_OPTIMIZER_MEMORY_BF16 = PatternGroup(
+    "the same, gradients in BF16", Measure.MEMORY, +0.17, +0.27, DISTRIBUTED_OPTIMIZER_MEMORY.stated,
+    settings={"param_bytes": 16},
+    basis="inferred: Megatron-LM's own H100 example (examples/llama/train_llama3_8b_h100_fp8.sh) keeps and "
+          "reduces its gradients in BF16 (--grad-reduce-in-bf16: --param-bytes 16); its default is FP32")
 TORCHTITAN_3D_MEMORY = PatternGroup(
     "memory, torchtitan 405B 3D", Measure.MEMORY, -0.29, -0.20, "TP 8, PP 8, FSDP, 1F1B and interleaved",
     framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED,
@@ -377,5 +413,6 @@ def representatives() -> list[Representative]:
         *_fsdp_tp_runs(FSDP_TP), *_fsdp_tp_runs(FSDP_TP_MEMORY),
         *_a100_runs(A100_RECOMPUTE), *_megatron_weak_scaling_runs(MEGATRON_SMALL, MEGATRON_TP8, MEGATRON_TP8_ASYNC),
         *_single_node_runs(SINGLE_NODE),
-        *_distributed_optimizer_runs(DISTRIBUTED_OPTIMIZER_MEMORY), *_torchtitan_3d_runs(TORCHTITAN_3D_MEMORY),
+        *_distributed_optimizer_runs(DISTRIBUTED_OPTIMIZER_MEMORY),
+        *_distributed_optimizer_runs(DISTRIBUTED_OPTIMIZER_MEMORY_BF16), *_torchtitan_3d_runs(TORCHTITAN_3D_MEMORY),
     ]
