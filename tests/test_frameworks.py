@@ -363,3 +363,25 @@ def test_nemos_overlapped_sync_is_a_faster_step_where_the_sync_is_exposed(capsys
     plain, nemo = steps["megatron"][0], steps["nemo"][0]
     assert 0.75 * plain < nemo < 0.95 * plain
     assert steps["nemo"][1] is None
+
+
+def test_nemos_fp8_recipes_keep_the_weights_in_fp8_where_the_optimizer_is_sharded():
+    """NeMo's FP8 mixes set fp8_param_gather: an FP8 run under --framework nemo keeps its linears' weights in FP8
+    alone (no BF16 copy), where its optimizer state is sharded; BF16 runs, a run without replicas and a given
+    --fp8-params off keep them in BF16. The weights held fall by the BF16 copy, 2 bytes a parameter of each
+    linear."""
+    from pipesim.analytic.layout import Fp8Params
+
+    assert _layout(framework="nemo", fp8=True).fp8_params is Fp8Params.BOTH
+    assert _layout(framework="nemo").fp8_params is Fp8Params.OFF
+    assert _layout(framework="nemo", fp8=True, zero=0).fp8_params is Fp8Params.OFF
+    assert _layout(framework="nemo", fp8=True, fp8_params="off").fp8_params is Fp8Params.OFF
+    assert _layout(framework="megatron", fp8=True, distributed_optimizer=True).fp8_params is Fp8Params.OFF
+    assert main(["simulate", "--model", "llama3.1-8b", "--tp", "2", "--dp", "4", "--pp", "1", "--mb", "4",
+                 "--fp8", "--framework", "nemo", "--fp8-params", "off"]) == 0
+
+    def peak(**extra):
+        return simulate(None, model="llama3.1-8b", tp=2, dp=4, pp=1, mb=4, fp8=True, framework="nemo",
+                        **extra).model_report.memory.peak.total
+
+    assert peak() < peak(fp8_params="off")

@@ -27,7 +27,10 @@ two together). An explicit flag always wins over the framework's default.
   (``grad_reduce_in_fp32=True``, pipesim's 18 bytes a parameter): unasked, a run with replicas (dp·cp > 1) shards
   its optimizer state (ZeRO-1; ``--zero 0`` keeps it whole) and reduces its gradients beside the last backward and
   gathers its parameters beside the first forward (``--no-overlap-grad-reduce``, ``--no-overlap-param-gather``
-  turn them off: ``GradReduce.OVERLAPPED``). Its ``GPTConfig`` fuses the cross-entropy
+  turn them off: ``GradReduce.OVERLAPPED``). Its FP8 precision plugins keep the FP8 linears' weights in FP8
+  alone (``fp8_param_gather = True`` in every one of ``recipes/precision/mixed_precision.py``'s FP8 mixes:
+  ``--fp8-params``, where the optimizer state is sharded; ``--fp8-params off`` keeps a BF16 copy). Its
+  ``GPTConfig`` fuses the cross-entropy
   (``cross_entropy_loss_fusion: bool = True``, ``nemo/collections/llm/gpt/model/base.py``: ``--loss
   megatron-fused``). TP communication overlap is not a default (the recipes' ``performance_mode`` adds it:
   ``--async-tp``), nor sequence parallelism (each recipe says; ``--sequence-parallel``).
@@ -111,6 +114,7 @@ from pipesim.analytic.layout import (
     CpKernels,
     ElementwiseKernels,
     Fp8Linears,
+    Fp8Params,
     GradAccumulation,
     LossKernel,
     MlpUp,
@@ -211,6 +215,9 @@ class FrameworkKnobs:
     grad_reduce: GradReduce = GradReduce.AFTER_BACKWARD
     # whether it shards the optimizer state over the replicas unasked (NeMo's distributed optimizer, ZeRO-1)
     distributed_optimizer: bool = False
+    # what its FP8 runs keep of Transformer Engine's linears' weights where the optimizer state is sharded
+    # (Layout.fp8_params): a BF16 weight and an FP8 copy, or the FP8 weight alone (NeMo's fp8_param_gather)
+    fp8_params: Fp8Params = Fp8Params.OFF
     # whether its code has switches that overlap the data-parallel sync with the passes (Megatron-LM's
     # --overlap-grad-reduce and --overlap-param-gather), which a tuned recipe turns on; elsewhere the sync runs as
     # grad_reduce says and the sharded parameters are gathered after the optimizer step
@@ -365,7 +372,7 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         ElementwiseKernels.FUSED, LossKernel.MEGATRON_FUSED, GradAccumulation.FUSED, overlap_tp_dgrad=True,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
         dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P,
-        grad_reduce=GradReduce.OVERLAPPED, distributed_optimizer=True),
+        grad_reduce=GradReduce.OVERLAPPED, distributed_optimizer=True, fp8_params=Fp8Params.BOTH),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,

@@ -100,8 +100,9 @@ class ModelOptions:
         fp4: NVFP4 GEMMs at the chip's FP4 peak (Blackwell; not with ``fp8``).
         fp8_params: with ``fp8`` and a distributed optimizer, the FP8 linears' weights kept in FP8 alone
             (Megatron-LM's ``--fp8-param-gather``, NeMo's ``fp8_params``), no BF16 copy: ``"both"`` (the data and
-            its transpose kept, Transformer Engine 2.x: 2 bytes a parameter) or ``"rowwise"`` (the data alone, the
-            transpose made in each backward: 1 byte).
+            its transpose kept, Transformer Engine 2.x: 2 bytes a parameter), ``"rowwise"`` (the data alone, the
+            transpose made in each backward: 1 byte) or ``"off"`` (a BF16 weight and an FP8 copy); None: the
+            framework's (off, but ``"both"`` under ``framework="nemo"``, whose FP8 recipes set it).
         fp8_recipe: with ``fp8``, how its casts are scaled: ``"delayed"`` (default, Megatron-LM's: scales from
             earlier steps' amax) or ``"tensorwise"`` (per-tensor current scaling: an amax pass before each cast).
         cp_comm_ctas: with ``cp``, the CTAs (NCCL channels) the context-parallel group's ring sends may use

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_load import load_chip
 from pipesim.analytic.chip_spec import ChipSpec
+from pipesim.analytic.frameworks import FrameworkKnobs, runs_megatron_core
 from pipesim.analytic.frameworks import knobs as framework_knobs
-from pipesim.analytic.frameworks import runs_megatron_core
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
     AttentionKernel,
@@ -156,7 +156,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
         cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,
-        fp8_params=parse_choice("fp8_params", Fp8Params, o.fp8_params or "off"),
+        fp8_params=(parse_choice("fp8_params", Fp8Params, o.fp8_params) if o.fp8_params is not None
+                    else _framework_fp8_params(chosen, precision, sharded)),
         fp8_recipe=parse_choice("fp8_recipe", Fp8Recipe, o.fp8_recipe or "delayed"), fp8_linears=chosen.fp8_linears,
         fp8_all_gather=bool(o.fp8_all_gather),
         fsdp2=o.fsdp2 if o.fsdp2 is not None else framework.fsdp2 and sharded >= ZeroStage.GRADIENTS,
@@ -198,6 +199,15 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                            "drop --mlp-up")
     return ModelSetup(spec, chip, layout, build_cost_model(spec, chip, layout, shape), boundary,
                       o.steps or DEFAULT_STEPS, o.framework)
+
+
+def _framework_fp8_params(framework: FrameworkKnobs, precision: Precision, sharded: ZeroStage) -> Fp8Params:
+    """What a framework's FP8 run keeps of its Transformer Engine linears' weights, unasked: its default where FP8
+    parameters can be (FP8 GEMMs in those linears, the optimizer state sharded without the weights), else none."""
+    if (precision is Precision.FP8 and framework.fp8_linears is Fp8Linears.TRANSFORMER_ENGINE
+            and ZeroStage.OPTIMIZER <= sharded <= ZeroStage.GRADIENTS):
+        return framework.fp8_params
+    return Fp8Params.OFF
 
 
 def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: Recompute,

@@ -92,7 +92,7 @@ MLP_UP_HELP = (
 
 
 #: ``--fp8-params [both|rowwise]`` (simulate and plan): the bare flag means "both", Transformer Engine 2.x's.
-FP8_PARAMS_CHOICES = [f.value for f in Fp8Params if f is not Fp8Params.OFF]
+FP8_PARAMS_CHOICES = [f.value for f in Fp8Params]
 FP8_PARAMS_BARE = Fp8Params.BOTH.value
 
 
@@ -312,8 +312,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        choices=FP8_PARAMS_CHOICES,
                        help="with --fp8 and --distributed-optimizer: the FP8 linears' weights kept in FP8 alone, no "
                        "BF16 copy (Megatron-LM's --fp8-param-gather, NeMo's fp8_params): both (default: the data "
-                       "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter) or rowwise "
-                       "(the data alone, 1 byte)")
+                       "and its transpose, as Transformer Engine 2.x keeps them, 2 bytes a parameter), rowwise "
+                       "(the data alone, 1 byte) or off (a BF16 weight and an FP8 copy; the default but under "
+                       "--framework nemo, whose FP8 recipes set fp8_param_gather)")
     group.add_argument("--fp8-recipe", default=None, choices=[r.value for r in Fp8Recipe],
                        help="with --fp8: how the casts are scaled (Megatron-LM's --fp8-recipe): delayed (default; "
                        "scales from earlier steps' amax) or tensorwise (per-tensor current scaling: each cast "
