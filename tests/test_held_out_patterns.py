@@ -84,9 +84,12 @@ def test_inferred_frameworks_run_as_their_framework_and_the_weak_scaling_ends_ar
     for group, framework in ((A100_RECOMPUTE, "megatron-deepspeed"), (SINGLE_NODE, "nanotron")):
         assert runs_as_named(group) and group.basis.startswith("inferred:")
         rep = next(r for r in representatives() if r.group is group)
-        named = predict_now(Representative(group, rep.label, {**rep.options, "framework": framework}))
+        named = predict_now(Representative(group, rep.label, {**rep.options, **group.settings,
+                                                              "framework": framework}))
         assert predict_now(rep, as_run=True) == pytest.approx(named, rel=1e-9)
         assert predict_now(rep, as_run=True) != pytest.approx(predict_now(rep), rel=1e-3)
+    assert A100_RECOMPUTE.settings == {"attention": "unfused"}  # the era's attention, said in its basis
+    assert "unfused attention" in A100_RECOMPUTE.basis
     assert (MEGATRON_SMALL.low, MEGATRON_TP8.low) == (-0.26, +0.24)
     assert all(rep.options["tp"] == 8 and rep.options["pp"] == 1
                for rep in representatives() if rep.group is MEGATRON_TP8)
@@ -113,8 +116,8 @@ def test_settings_the_baseline_had_no_flag_for_apply_as_run():
     """A group's ``settings`` (flags the baseline's CLI lacked, said why in its basis) are added as run, and only
     then: Megatron-LM's weak-scaling runs with their data-parallel sync overlapped as its H100 example sets it,
     which shortens the TP-8 step (its sync crosses 32 nodes); the distributed-optimizer memory with BF16
-    gradients, which lowers the peak by a BF16 gradient a parameter (2 bytes of the 18). NeMo's recipes run as
-    --framework nemo, the same as Megatron's flags for them."""
+    gradients, which lowers the peak by a BF16 gradient a parameter (2 bytes of the 18). NeMo's FP8 recipes run as
+    --framework nemo, the same as Megatron's flags for what they set."""
     from pipesim.validation.held_out_patterns import (
         DISTRIBUTED_OPTIMIZER_MEMORY_BF16,
         H100_FP8,
@@ -135,5 +138,6 @@ def test_settings_the_baseline_had_no_flag_for_apply_as_run():
     rep = next(r for r in representatives() if r.group is H100_FP8)
     assert H100_FP8.as_run_flags == "--framework nemo" and H100_FP8.basis.startswith("stated:")
     megatron = predict_now(Representative(H100_FP8, rep.label, {
-        **rep.options, "overlap_grad_reduce": True, "overlap_param_gather": True, "loss": "megatron-fused"}))
+        **rep.options, "overlap_grad_reduce": True, "overlap_param_gather": True, "loss": "megatron-fused",
+        "fp8_params": "both"}))
     assert predict_now(rep, as_run=True) == pytest.approx(megatron, rel=1e-12)

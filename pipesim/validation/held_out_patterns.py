@@ -52,10 +52,11 @@ class PatternGroup:
 
     ``framework`` and ``reported``: the framework the runs trained with and the peak it prints, where the issue
     names them or their features point to one (``basis`` says which). ``settings``: options the runs are said or
-    inferred to have set for which the baseline's CLI had no flag (``basis`` says why), so the baseline ran
-    without them. The baseline release had neither ``--framework`` nor a reserved peak nor those flags: its error
-    was of its one figure, so the carried error "as run" compares today's prediction of the run as it trained
-    and of what its framework prints."""
+    inferred to have set beyond the layout the issue states (``basis`` says why): flags the baseline's CLI did not
+    have, or settings of the runs' era that the issue does not name; the baseline ran the representatives without
+    them, as an evaluator given the stated layout alone would have. The baseline release had no ``--framework``,
+    no reserved peak and not all those flags: its error was of its one figure, so the carried error "as run"
+    compares today's prediction of the run as it trained, and of what its framework prints."""
 
     name: str
     measure: Measure
@@ -237,10 +238,11 @@ FSDP_TP_MEMORY = PatternGroup("H100 70B FSDP + TP, peak memory", Measure.MEMORY,
                               "against the framework's reported peak", **_TORCHTITAN_INFERRED)
 A100_RECOMPUTE = PatternGroup(
     "A100 at scale, full recomputation", Measure.STEP, -0.33, -0.25, "175B-530B, TP 4-8, PP 12-35, 1F1B",
-    framework=Framework.MEGATRON_DEEPSPEED,
+    framework=Framework.MEGATRON_DEEPSPEED, settings={"attention": "unfused"},
     basis="inferred: 1F1B pipelines of 12-35 stages with every layer recomputed, at 175B-530B on A100, are the "
           "2021-2022 runs of DeepSpeed's pipeline engine (Megatron-DeepSpeed), as GLM-130B's and GPT-NeoX-20B's in "
-          "sample")
+          "sample, and ran Megatron's unfused attention (FlashAttention came to Megatron in 2023), as every row of "
+          "that era in sample does")
 SINGLE_NODE = PatternGroup(
     "8xH100 single node, 1B-8B", Measure.STEP, -0.42, -0.42,
     "every dp x tp x pp and micro-batch; the issue gives the median alone", framework=Framework.NANOTRON,
