@@ -8,9 +8,9 @@ phases over microbatch ranges (``forwards``, ``backwards``, ``input_grads``, ``w
 
 So is the Python API of every command (:mod:`pipesim.api`): ``pipesim.simulate``, ``pipesim.plan``,
 ``pipesim.sweep``, ``pipesim.calibrate``, ``pipesim.fit_chip``, ``pipesim.overlay``, ``pipesim.validate``,
-``pipesim.synthesize``, ``pipesim.load_program``, ``pipesim.build_program``, ``pipesim.schedules``, ``pipesim.models``,
-``pipesim.chips`` and their result classes. They load on first use, so ``import pipesim`` stays cheap (no
-pandas, matplotlib, numba or the planner until a function is called).
+``pipesim.synthesize``, ``pipesim.sensitivity``, ``pipesim.load_program``, ``pipesim.build_program``,
+``pipesim.schedules``, ``pipesim.models``, ``pipesim.chips`` and their result classes. They load on first use,
+so ``import pipesim`` stays cheap (no pandas, matplotlib, numba or the planner until a function is called).
 """
 
 from importlib import import_module
@@ -25,7 +25,7 @@ _API_NAMES = (
     "Calibration", "MemoryResult", "ModelOptions", "OverlayResult", "PlanResult", "SimResult", "SynthOutcome",
     "Validation", "build_program", "calibrate", "chips", "export", "fit_chip", "frameworks", "load_program", "models",
     "overlay",
-    "plan", "schedules", "simulate", "sweep", "synthesize", "validate",
+    "plan", "schedules", "Sensitivity", "sensitivity", "simulate", "sweep", "synthesize", "validate",
 )
 
 __all__ = ["B", "F", "I", "Instruction", "Passes", "PipesimError", "Placement", "Schedule", "ScheduleError",

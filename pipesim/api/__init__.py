@@ -34,18 +34,47 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
     from pipesim.api.planning import PlanResult, plan, plan_request
     from pipesim.api.programs import ExportFormat, Validation, build_program, export, load_program, schedules, validate
     from pipesim.api.results import MemoryResult, SimResult
+    from pipesim.api.sensitivity import Sensitivity, sensitivity
     from pipesim.api.simulation import simulate
     from pipesim.api.sweeping import grid_size, sweep
     from pipesim.api.synthesis import SynthOutcome, synthesize
     from pipesim.api.timelines import Calibration, OverlayResult, calibrate, overlay
 
 __all__ = [
-    "DEFAULT_HARDWARE", "DEFAULT_MICROBATCHES", "DEFAULT_PP", "DEFAULT_SCHEDULE", "PLAN_DEFAULTS", "SWEEP_DEFAULTS",
-    "Calibration", "ExportFormat", "MemoryResult", "ModelOptions", "ModelSetup", "OverlayResult", "PlanResult",
-    "SimResult", "SynthOutcome", "Validation", "build_program", "calibrate", "chips", "export", "fit_chip",
+    "DEFAULT_HARDWARE",
+    "DEFAULT_MICROBATCHES",
+    "DEFAULT_PP",
+    "DEFAULT_SCHEDULE",
+    "PLAN_DEFAULTS",
+    "SWEEP_DEFAULTS",
+    "Calibration",
+    "ExportFormat",
+    "MemoryResult",
+    "ModelOptions",
+    "ModelSetup",
+    "OverlayResult",
+    "PlanResult",
+    "Sensitivity",
+    "SimResult",
+    "SynthOutcome",
+    "Validation",
+    "build_program",
+    "calibrate",
+    "chips",
+    "export",
+    "fit_chip",
     "frameworks",
     "grid_size",
-    "load_program", "models", "overlay", "plan", "plan_request", "schedules", "simulate", "sweep", "synthesize",
+    "load_program",
+    "models",
+    "overlay",
+    "plan",
+    "plan_request",
+    "schedules",
+    "sensitivity",
+    "simulate",
+    "sweep",
+    "synthesize",
     "validate",
 ]
 
@@ -76,6 +105,8 @@ _WHERE = {
     "validate": "pipesim.api.programs",
     "MemoryResult": "pipesim.api.results",
     "SimResult": "pipesim.api.results",
+    "Sensitivity": "pipesim.api.sensitivity",
+    "sensitivity": "pipesim.api.sensitivity",
     "simulate": "pipesim.api.simulation",
     "grid_size": "pipesim.api.sweeping",
     "sweep": "pipesim.api.sweeping",

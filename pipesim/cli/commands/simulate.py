@@ -50,6 +50,11 @@ def register(sub) -> None:
                      "pasted launch line's training flags (--lr, --train-iters, --data-path, ...); check that none "
                      "of them changes the layout or the kernels")
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
+    sim.add_argument("--sensitivity", action="store_true",
+                     help="with --model: also flip each setting a published run often leaves unstated (the "
+                     "data-parallel sync's and TP's overlaps, the sends' overlap, the gradients' precision, the "
+                     "optimizer's sharding, the attention kernel, selective recomputation, FP8 weights) alone, and "
+                     "print the step and peak each gives and the range they span")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
                      "reference; both give the same timeline. auto (default): graph for large programs")
@@ -83,11 +88,16 @@ def run(args: argparse.Namespace) -> int:
         from pipesim.analytic.megatron_model import resolve_model
 
         model = resolve_model(args.model, flags, args.tp or 1, args.seq_len)
-    result = simulate(schedule_of(args), args.pp, args.mb, args.chunks, **cost_values_from_args(args),
-                      model=model, hardware=args.hardware, memory_limit=args.memory_limit,
-                      engine=args.engine, global_batch=args.global_batch, microbatch_group=args.microbatch_group,
-                      config=args.config,
-                      **vars(model_options_from_args(args)))
+    shape = (schedule_of(args), args.pp, args.mb, args.chunks)
+    call = dict(**cost_values_from_args(args), model=model, hardware=args.hardware, memory_limit=args.memory_limit,
+                engine=args.engine, global_batch=args.global_batch, microbatch_group=args.microbatch_group,
+                config=args.config, **vars(model_options_from_args(args)))
+    result = simulate(*shape, **call)
+    flips = None
+    if args.sensitivity:
+        from pipesim.api.sensitivity import sensitivity
+
+        flips = sensitivity(*shape, base=result, **call)
     _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
     _note_default_microbatches(args, result)
     written = []
@@ -106,9 +116,11 @@ def run(args: argparse.Namespace) -> int:
         result.memory.plot(path, title=f"activation memory per rank, {result.title}")
         written.append(("memory plot", path))
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(result.to_dict() | ({"sensitivity": flips.to_dict()} if flips else {}), indent=2))
         return 0
     print(result.text())
+    if flips:
+        print(flips.text())
     for flag, path in written:
         print(f"wrote {flag} {path}")
     return 0
