@@ -337,6 +337,7 @@ def test_nemos_recipes_shard_the_optimizer_and_overlap_its_sync_unasked():
         ZeroStage.OPTIMIZER, True, True, LossKernel.MEGATRON_FUSED)
     whole = _layout(framework="nemo", zero=0)
     assert (whole.sharding, whole.overlap_grad_reduce, whole.overlap_param_gather) == (ZeroStage.NONE, True, False)
+    assert _layout(framework="nemo", distributed_optimizer=False) == whole  # the API's explicit no
     blocking = _layout(framework="nemo", overlap_grad_reduce=False, overlap_param_gather=False)
     assert (blocking.sharding, blocking.overlap_grad_reduce, blocking.overlap_param_gather) == (
         ZeroStage.OPTIMIZER, False, False)

@@ -123,8 +123,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     modules = recompute_modules_of(o.recompute_modules, framework.recompute(asked), o.framework)
     zero = ZeroStage(o.zero or 0)
     # the distributed optimizer as asked, or unasked where the framework's recipes shard over the replicas (NeMo's)
-    distributed_optimizer = bool(o.distributed_optimizer) or (
-        o.zero is None and framework.distributed_optimizer and dp * (o.cp or 1) > 1)
+    distributed_optimizer = (bool(o.distributed_optimizer) if o.distributed_optimizer is not None
+                             else o.zero is None and framework.distributed_optimizer and dp * (o.cp or 1) > 1)
     sharded = ZeroStage.OPTIMIZER if o.zero is None and distributed_optimizer else zero  # the stage asked for
     framework.check_zero(sharded, o.framework or "megatron")
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
