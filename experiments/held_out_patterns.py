@@ -2,7 +2,9 @@
 carried from the release the issue measured to this one by how far representative runs' predictions moved
 (pipesim/validation/held_out_patterns.py says how, and what it cannot say).
 
-Run: ``python experiments/held_out_patterns.py [--fast]`` (``--fast``: one representative a group). The baseline
+Run: ``python experiments/held_out_patterns.py [--fast] [--sensitivity]`` (``--fast``: one representative a group;
+``--sensitivity``: for each group's first representative as run, how far each setting the issue leaves unstated
+moves it, flipped alone: :func:`pipesim.sensitivity`). The baseline
 release's predictions are recorded (pipesim/validation/data/held_out_baseline.json); ``--baseline-tree DIR``
 re-derives them from a checkout of that release (``git worktree add DIR 570e706``), running its ``pipesim
 simulate`` on each representative, and records them.
@@ -20,6 +22,7 @@ from pipesim.analytic.memory_gib import GIB
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.held_out_patterns import (
     BASELINE_COMMIT,
+    Measure,
     Representative,
     cli_flags,
     load_baseline,
@@ -27,6 +30,7 @@ from pipesim.validation.held_out_patterns import (
     representatives,
     save_baseline,
     standings,
+    unstated_settings,
 )
 
 
@@ -47,6 +51,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline-tree", type=Path, metavar="DIR",
                         help=f"a checkout of the release the issue measured ({BASELINE_COMMIT}): re-derive and "
                              "record its predictions")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="also flip each unstated setting of each group's first representative, as run")
     args = parse_experiment_args(parser, argv)
     record_output(args.out, "held_out_patterns.txt")
     reps = representatives()
@@ -57,22 +63,48 @@ def main(argv: list[str] | None = None) -> None:
     baseline = load_baseline()
     print(f"{'group':48} {'measure':11} {'issue (then)':>13} {'now/then':>10} {'carried (now)':>14} "
           f"{'as run':>14}  runs")
-    named = []
+    named, unfit = [], 0
     for s in standings(reps, baseline):
         as_run = s.carried_as_run
         print(f"{s.group.name:48} {s.group.measure.value:11} {_range(s.group.low, s.group.high):>13} "
               f"{_ratios(s.ratios):>10} {_range(*s.carried):>14} {_range(*as_run) if as_run else '':>14}  "
-              f"{len(s.ratios)}")
+              f"{len(s.ratios)}" + (f" (+{s.unfit} that would not fit)" if s.unfit else ""))
+        unfit += s.unfit
         if as_run:
             named.append(s.group)
     print(f"\nnow/then: this release's prediction over the baseline's ({BASELINE_COMMIT}) for the group's "
           "representative runs (their range);\ncarried: the issue's range × the median ratio, (1 + e)·r − 1; "
-          "as run: with the framework and settings the group names and the peak it prints:")
+          "as run: with the framework and settings the group names and the peak it prints;\nruns: the "
+          f"representatives counted ({unfit} left out where, as run, they would not fit their GPU: no run that "
+          "ran was like them):")
     for group in named:
         print(f"  {group.name}: {group.as_run_flags}")
     for basis in dict.fromkeys(group.basis for group in named):
         print(f"  ({basis})")
     print("The runs' inferred settings: pipesim/validation/held_out_patterns.py")
+    if args.sensitivity:
+        _print_sensitivity(reps)
+
+
+def _print_sensitivity(reps: list[Representative]) -> None:
+    """Each group's first representative as run, each unstated setting flipped alone: the range of the step (or
+    the peak, for a memory group) over the flips that fit, and the two that move it most."""
+    print("\nunstated settings, each flipped alone from each group's first representative as run (those that fit):")
+    print(f"{'group':48} {'range':>16}  moved most by")
+    for rep in reps:
+        if rep is not next(r for r in reps if r.group is rep.group):
+            continue
+        s = unstated_settings(rep)
+        fits = [f for f in s.flips if f.fits]
+        if rep.group.measure is Measure.STEP:
+            changes = {f.flag: s.step_change(f) for f in fits}
+        else:
+            changes = {f.flag: s.memory_change(f) for f in fits}
+        values = [0.0, *changes.values()]
+        low, high = min(values), max(values)
+        most = sorted(changes, key=lambda flag: -abs(changes[flag]))[:2]
+        print(f"{rep.group.name:48} {_range(low, high):>16}  "
+              + ", ".join(f"{flag} {changes[flag]:+.0%}" for flag in most))
 
 
 def _range(low: float, high: float) -> str:

@@ -58,12 +58,33 @@ def test_standings_take_the_median_ratio_and_refuse_an_unrecorded_run():
     reps = [Representative(group, f"r{i}", {}) for i in range(3)]
     baseline = {rep.key: 1.0 for rep in reps}
     now = {"r0": 1.1, "r1": 1.3, "r2": 1.2}
-    (s,) = standings(reps, baseline, now=lambda rep, as_run=False: now[rep.label])
+    (s,) = standings(reps, baseline, now=lambda rep, as_run=False: now[rep.label], fits=lambda rep: True)
     assert s.ratios == (1.1, 1.3, 1.2) and s.median_ratio == pytest.approx(1.2)
     assert s.carried == pytest.approx((0.7 * 1.2 - 1, 0.9 * 1.2 - 1))
     assert s.carried_as_run is None  # the group names no framework and no reserved peak
     with pytest.raises(KeyError, match=r"g \| r0"):
-        standings(reps, {}, now=lambda rep, as_run=False: 1.0)
+        standings(reps, {}, now=lambda rep, as_run=False: 1.0, fits=lambda rep: True)
+
+
+def test_a_representative_that_would_not_fit_is_left_out_unless_none_fits():
+    group = PatternGroup("g", Measure.STEP, -0.30, -0.10, "")
+    reps = [Representative(group, f"r{i}", {}) for i in range(3)]
+    baseline = {rep.key: 1.0 for rep in reps}
+    now = {"r0": 1.1, "r1": 1.3, "r2": 1.2}
+    (s,) = standings(reps, baseline, now=lambda rep, as_run=False: now[rep.label], fits=lambda rep: rep.label != "r1")
+    assert (s.ratios, s.unfit) == ((1.1, 1.2), 1)
+    (s,) = standings(reps, baseline, now=lambda rep, as_run=False: now[rep.label], fits=lambda rep: False)
+    assert (s.ratios, s.unfit) == ((1.1, 1.3, 1.2), 0)
+
+
+def test_the_single_node_sweeps_8b_at_dp8_does_not_fit_and_its_1b_does():
+    """Llama 3.1 8B replicated over 8 GPUs with nanotron's ZeRO-0 holds 18 bytes a parameter, 144 GB before any
+    activation: no such run was measured. The 1B's fits."""
+    from pipesim.validation.held_out_patterns import SINGLE_NODE, fits_as_run
+
+    reps = {rep.label: rep for rep in representatives() if rep.group is SINGLE_NODE}
+    assert not fits_as_run(reps["8b dp8 tp1 pp1 mbs1"])
+    assert fits_as_run(reps["1b dp8 tp1 pp1 mbs1"]) and fits_as_run(reps["8b dp1 tp8 pp1 mbs1"])
 
 
 def test_as_run_predicts_what_the_named_framework_prints():

@@ -118,18 +118,34 @@ def measured_value(rep: Representative, step_time: float, peak_bytes: float) -> 
     return step_time if rep.group.measure is Measure.STEP else peak_bytes / GIB
 
 
-def predict_now(rep: Representative, as_run: bool = False) -> float:
-    """This release's prediction of ``rep``'s measure (through :func:`pipesim.simulate`): with the run's options
-    alone, as the baseline took them, or ``as_run``: with its group's framework and settings, and the peak that
-    framework prints (:class:`PatternGroup`)."""
-    from pipesim.api.simulation import simulate  # the API sits above validation: imported where it is used
-
+def simulate_arguments(rep: Representative, as_run: bool = False) -> tuple[str | None, dict]:
+    """``rep``'s schedule and :func:`pipesim.simulate` options: its own, or ``as_run`` with its group's settings
+    and framework."""
     options = dict(rep.options)
     schedule = options.pop("schedule", None)
     if as_run:
         options.update(rep.group.settings)
         if rep.group.framework is not None:
             options["framework"] = rep.group.framework.value
+    return schedule, options
+
+
+def unstated_settings(rep: Representative):
+    """How far the settings the issue leaves unstated move ``rep`` as run (:func:`pipesim.sensitivity`): how much
+    of its group's error could be a guess rather than the model."""
+    from pipesim.api.sensitivity import sensitivity  # the API sits above validation: imported where it is used
+
+    schedule, options = simulate_arguments(rep, as_run=True)
+    return sensitivity(schedule, **options)
+
+
+def predict_now(rep: Representative, as_run: bool = False) -> float:
+    """This release's prediction of ``rep``'s measure (through :func:`pipesim.simulate`): with the run's options
+    alone, as the baseline took them, or ``as_run``: with its group's framework and settings, and the peak that
+    framework prints (:class:`PatternGroup`)."""
+    from pipesim.api.simulation import simulate  # the API sits above validation: imported where it is used
+
+    schedule, options = simulate_arguments(rep, as_run)
     report = simulate(schedule, **options).model_report
     peak = report.memory.peak
     reserved = as_run and rep.group.reported is MemoryMeasure.RESERVED
@@ -159,6 +175,7 @@ class GroupStanding:
     group: PatternGroup
     ratios: tuple[float, ...]
     ratios_as_run: tuple[float, ...] = ()
+    unfit: int = 0  # representatives left out: as run they would not fit their GPU, so no row is like them
 
     @property
     def median_ratio(self) -> float:
@@ -187,21 +204,37 @@ def runs_as_named(group: PatternGroup) -> bool:
                                                                    and group.reported is MemoryMeasure.RESERVED)
 
 
+def fits_as_run(rep: Representative) -> bool:
+    """Whether ``rep``, as run, fits its GPU's memory (the allocated peak): a layout that did not fit was never
+    measured, so it stands for no row of its group."""
+    from pipesim.api.simulation import simulate  # the API sits above validation: imported where it is used
+
+    schedule, options = simulate_arguments(rep, as_run=True)
+    report = simulate(schedule, **options).model_report
+    return report.memory.peak.total <= report.chip.memory_gib * GIB
+
+
 def standings(reps: Iterable[Representative], baseline: Mapping[str, float],
-              now: Callable[..., float] = predict_now) -> list[GroupStanding]:
+              now: Callable[..., float] = predict_now,
+              fits: Callable[[Representative], bool] = fits_as_run) -> list[GroupStanding]:
     """Each group's :class:`GroupStanding`, in the order its first representative comes; ``now(rep, as_run=…)``
-    predicts today's value. A representative the baseline has no prediction for is refused (its key names it)."""
-    ratios: dict[str, list[float]] = {}
-    as_run: dict[str, list[float]] = {}
-    groups: dict[str, PatternGroup] = {}
+    predicts today's value. A representative that would not fit its GPU as run (``fits``) is left out of its
+    group's ratios, unless none of the group's fits. A representative the baseline has no prediction for is
+    refused (its key names it)."""
+    by_group: dict[str, list[Representative]] = {}
     for rep in reps:
         if rep.key not in baseline:
             raise KeyError(f"no baseline prediction for {rep.key!r}: re-derive them with --baseline-tree")
-        groups.setdefault(rep.group.name, rep.group)
-        ratios.setdefault(rep.group.name, []).append(now(rep) / baseline[rep.key])
-        if runs_as_named(rep.group):
-            as_run.setdefault(rep.group.name, []).append(now(rep, as_run=True) / baseline[rep.key])
-    return [GroupStanding(groups[name], tuple(r), tuple(as_run.get(name, ()))) for name, r in ratios.items()]
+        by_group.setdefault(rep.group.name, []).append(rep)
+    result = []
+    for members in by_group.values():
+        group = members[0].group
+        kept = [rep for rep in members if fits(rep)] or members
+        ratios = tuple(now(rep) / baseline[rep.key] for rep in kept)
+        as_run = (tuple(now(rep, as_run=True) / baseline[rep.key] for rep in kept) if runs_as_named(group)
+                  else ())
+        result.append(GroupStanding(group, ratios, as_run, len(members) - len(kept)))
+    return result
 
 
 # The issue's groups, as its table gives them.
