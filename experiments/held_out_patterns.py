@@ -25,6 +25,7 @@ from pipesim.validation.held_out_patterns import (
     Measure,
     Representative,
     cli_flags,
+    fits_as_run,
     load_baseline,
     measured_value,
     representatives,
@@ -87,13 +88,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _print_sensitivity(reps: list[Representative]) -> None:
-    """Each group's first representative as run, each unstated setting flipped alone: the range of the step (or
-    the peak, for a memory group) over the flips that fit, and the two that move it most."""
-    print("\nunstated settings, each flipped alone from each group's first representative as run (those that fit):")
+    """Each group's first representative that fits, as run, each unstated setting flipped alone: the range of the
+    step (or the peak, for a memory group) over the flips that fit, and the two that move it most."""
+    print("\nunstated settings, each flipped alone from each group's first representative that fits, as run (the "
+          "flips that fit):")
     print(f"{'group':48} {'range':>16}  moved most by")
+    firsts: dict[str, Representative] = {}
     for rep in reps:
-        if rep is not next(r for r in reps if r.group is rep.group):
-            continue
+        if rep.group.name not in firsts and fits_as_run(rep):
+            firsts[rep.group.name] = rep
+    for rep in firsts.values():
         s = unstated_settings(rep)
         fits = [f for f in s.flips if f.fits]
         if rep.group.measure is Measure.STEP:
