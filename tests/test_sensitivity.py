@@ -44,7 +44,8 @@ def test_a_flip_that_would_not_fit_is_marked_and_left_out_of_the_range():
 
 def test_the_flips_follow_the_layout_and_the_framework():
     """On a pipeline the sends' overlap is flipped; a setting already on is flipped off; FP8 with a sharded
-    optimizer flips its FP8 weights; Megatron-Core's selective recomputation is not flipped under torchtitan."""
+    optimizer flips its FP8 weights; Megatron-Core's selective recomputation is not flipped under torchtitan, nor
+    ZeRO-1, which it does not offer (nanotron does)."""
     setup = pipesim.simulate("interleaved", pp=4, mb=8, chunks=2, model="llama3.1-8b", tp=2, dp=2, fp8=True,
                              framework="nemo").model_report
     flags = [flag for flag, *_ in unstated_flips(setup.layout, setup.framework)]
@@ -52,8 +53,9 @@ def test_the_flips_follow_the_layout_and_the_framework():
             "--zero 0"} <= set(flags)
     titan = pipesim.simulate(pp=1, mb=4, model="llama3.1-8b", dp=8, framework="torchtitan").model_report
     titan_flags = [flag for flag, *_ in unstated_flips(titan.layout, titan.framework)]
-    assert not any(flag.startswith("--recompute") for flag in titan_flags)
-    assert "--distributed-optimizer" in titan_flags
+    assert not any(flag.startswith("--recompute") or flag.startswith("--zero") for flag in titan_flags)
+    nano = pipesim.simulate(pp=1, mb=4, model="llama3.2-1b", dp=8, framework="nanotron").model_report
+    assert "--zero 1" in [flag for flag, *_ in unstated_flips(nano.layout, nano.framework)]
 
 
 def test_a_refused_flip_is_listed_with_its_reason():

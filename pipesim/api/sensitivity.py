@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipesim.analytic.frameworks import runs_megatron_core
+from pipesim.analytic.frameworks import knobs, runs_megatron_core
 from pipesim.analytic.layout import AttentionKernel, Fp8Linears, Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.api.results import SimResult
@@ -105,12 +105,13 @@ def unstated_flips(layout: Layout, framework: str | None) -> list[tuple[str, str
     if lay.reduces_gradients:
         flips.append(_toggle(lay.overlap_grad_reduce, "--overlap-grad-reduce", "--no-overlap-grad-reduce",
                              "overlap_grad_reduce", "the data-parallel gradient reduce beside the last backward"))
-        if lay.sharding is ZeroStage.NONE:
-            flips.append(("--distributed-optimizer", "the optimizer state sharded over the replicas (ZeRO-1)",
-                          {"distributed_optimizer": True}))
+        offered = knobs(framework).zero_stages  # a framework without ZeRO-1 (torchtitan's) is not flipped to it
+        if lay.sharding is ZeroStage.NONE and ZeroStage.OPTIMIZER in offered:
+            flips.append(("--zero 1", "the optimizer state sharded over the replicas (the distributed optimizer)",
+                          {"distributed_optimizer": None, "zero": 1}))
         elif lay.sharding is ZeroStage.OPTIMIZER:
             flips.append(("--zero 0", "the optimizer state whole on every replica",
-                          {"distributed_optimizer": False, "zero": 0}))
+                          {"distributed_optimizer": None, "zero": 0}))
     if ZeroStage.OPTIMIZER <= lay.sharding <= ZeroStage.GRADIENTS and lay.reduces_gradients:
         flips.append(_toggle(lay.overlap_param_gather, "--overlap-param-gather", "--no-overlap-param-gather",
                              "overlap_param_gather", "the sharded parameters gathered beside the first forward"))
