@@ -95,6 +95,7 @@ class Sensitivity:
 
 
 def _toggle(on: bool, flag: str, no_flag: str, option: str, what: str) -> tuple[str, str, dict]:
+    """A switch's flip: off where the layout has it on (``no_flag``), on where off (``flag``)."""
     return (no_flag if on else flag), what, {option: not on}
 
 

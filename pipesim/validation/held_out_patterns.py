@@ -30,10 +30,14 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipesim.analytic.allocator import MemoryMeasure
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.memory_gib import GIB
+
+if TYPE_CHECKING:  # the API sits above validation: its result class only for the annotation
+    from pipesim.api.sensitivity import Sensitivity
 
 BASELINE_COMMIT = "570e706"
 BASELINE_FILE = Path(__file__).parent / "data" / "held_out_baseline.json"
@@ -130,7 +134,7 @@ def simulate_arguments(rep: Representative, as_run: bool = False) -> tuple[str |
     return schedule, options
 
 
-def unstated_settings(rep: Representative):
+def unstated_settings(rep: Representative) -> Sensitivity:
     """How far the settings the issue leaves unstated move ``rep`` as run (:func:`pipesim.sensitivity`): how much
     of its group's error could be a guess rather than the model."""
     from pipesim.api.sensitivity import sensitivity  # the API sits above validation: imported where it is used
