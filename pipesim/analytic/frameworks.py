@@ -165,7 +165,7 @@ class GradReduce(enum.Enum):
     def gathers_beside_forward(self, zero: ZeroStage) -> bool:
         """Whether a run sharded at ``zero`` gathers its sharded parameters beside the next step's first forward
         (the distributed optimizer's gather, ZeRO 1–2: Megatron-Core's ``overlap_param_gather``)."""
-        return self is GradReduce.OVERLAPPED and zero in (ZeroStage.OPTIMIZER, ZeroStage.GRADIENTS)
+        return self is GradReduce.OVERLAPPED and zero.gathers_after_step
 
 
 class Framework(enum.Enum):

@@ -62,6 +62,13 @@ class ZeroStage(enum.IntEnum):
     GRADIENTS = 2  # ZeRO-2: optimizer state and gradients / dp
     PARAMETERS = 3  # ZeRO-3 / FSDP: weights too; each layer all-gathered when it runs
 
+    @property
+    def gathers_after_step(self) -> bool:
+        """The optimizer state sharded and the weights whole (ZeRO 1–2, Megatron's distributed optimizer): each
+        replica updates its shard and the updated weights are all-gathered after the step, the gather Megatron's
+        ``--overlap-param-gather`` moves beside the next forward and ``--fp8-param-gather`` runs in FP8."""
+        return ZeroStage.OPTIMIZER <= self <= ZeroStage.GRADIENTS
+
 
 class ZeroCollectives(enum.Enum):
     """How a sharded data-parallel group moves its gradients and weights: for ZeRO-1 and ZeRO-2, in buckets or
@@ -770,7 +777,7 @@ class Layout:
                 f"--recompute {self.recompute.value}, --tp {self.tp}"
                 f"{', --sequence-parallel' if self.sequence_parallel else ''}): set those or drop it")
         if self.fp8_params is not Fp8Params.OFF and (self.precision is not Precision.FP8
-                                or not ZeroStage.OPTIMIZER <= self.asked_sharding <= ZeroStage.GRADIENTS):
+                                or not self.asked_sharding.gathers_after_step):
             raise PipesimError(
                 "--fp8-params keeps the FP8 linears' weights in FP8 alone (Megatron-LM's --fp8-param-gather), which "
                 "needs --fp8 and a distributed optimizer: add --fp8 and --distributed-optimizer (or --zero 1/2), "

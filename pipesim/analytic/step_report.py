@@ -32,7 +32,6 @@ from pipesim.analytic.layout import (
     MoeDispatcher,
     P2pCalls,
     PipelineBuffers,
-    ZeroStage,
     context_parallel_summary,
 )
 from pipesim.analytic.measured import CollectiveOp
@@ -126,7 +125,7 @@ class StepReport:
                 or busiest.grad_sync < DP_SYNC_NOTE_SHARE * busiest.step):
             return None
         missing = [] if lay.overlap_grad_reduce else ["--overlap-grad-reduce"]
-        if ZeroStage.OPTIMIZER <= lay.sharding <= ZeroStage.GRADIENTS and not lay.overlap_param_gather:
+        if lay.sharding.gathers_after_step and not lay.overlap_param_gather:
             missing.append("--overlap-param-gather")
         if not missing:
             return None

@@ -205,7 +205,7 @@ def _framework_fp8_params(framework: FrameworkKnobs, precision: Precision, shard
     """What a framework's FP8 run keeps of its Transformer Engine linears' weights, unasked: its default where FP8
     parameters can be (FP8 GEMMs in those linears, the optimizer state sharded without the weights), else none."""
     if (precision is Precision.FP8 and framework.fp8_linears is Fp8Linears.TRANSFORMER_ENGINE
-            and ZeroStage.OPTIMIZER <= sharded <= ZeroStage.GRADIENTS):
+            and sharded.gathers_after_step):
         return framework.fp8_params
     return Fp8Params.OFF
 

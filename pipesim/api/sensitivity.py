@@ -113,7 +113,7 @@ def unstated_flips(layout: Layout, framework: str | None) -> list[tuple[str, str
         elif lay.sharding is ZeroStage.OPTIMIZER:
             flips.append(("--zero 0", "the optimizer state whole on every replica",
                           {"distributed_optimizer": None, "zero": 0}))
-    if ZeroStage.OPTIMIZER <= lay.sharding <= ZeroStage.GRADIENTS and lay.reduces_gradients:
+    if lay.sharding.gathers_after_step and lay.reduces_gradients:
         flips.append(_toggle(lay.overlap_param_gather, "--overlap-param-gather", "--no-overlap-param-gather",
                              "overlap_param_gather", "the sharded parameters gathered beside the first forward"))
     if lay.tp > 1:
@@ -135,7 +135,7 @@ def unstated_flips(layout: Layout, framework: str | None) -> list[tuple[str, str
         flips.append((f"--recompute {other.value}", "Megatron's selective recomputation of the attention core",
                       {"recompute": other.value}))
     if (lay.precision is Precision.FP8 and lay.fp8_linears is Fp8Linears.TRANSFORMER_ENGINE
-            and ZeroStage.OPTIMIZER <= lay.sharding <= ZeroStage.GRADIENTS):
+            and lay.sharding.gathers_after_step):
         other = Fp8Params.OFF if lay.fp8_params is not Fp8Params.OFF else Fp8Params.BOTH
         flips.append((f"--fp8-params {other.value}", "the FP8 linears' weights in FP8 alone (no BF16 copy)",
                       {"fp8_params": other.value}))

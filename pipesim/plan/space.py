@@ -182,7 +182,7 @@ class PlanRequest:
     def fp8_params_of(self, candidate: Candidate) -> Fp8Params:
         """:attr:`fp8_params` where the candidate can keep FP8 parameters, else OFF."""
         c = candidate
-        takes = c.precision is Precision.FP8 and ZeroStage.OPTIMIZER <= c.zero <= ZeroStage.GRADIENTS
+        takes = c.precision is Precision.FP8 and c.zero.gathers_after_step
         return self.fp8_params if takes else Fp8Params.OFF
 
     def fp8_all_gather_of(self, candidate: Candidate) -> bool:
