@@ -92,7 +92,8 @@ def test_as_run_predicts_what_the_named_framework_prints():
     the allocator's median share above that framework's allocated peak."""
     rep = next(r for r in representatives() if r.group is TORCHTITAN_3D_MEMORY)
     assert runs_as_named(rep.group) and runs_as_named(H100_BF16) and not runs_as_named(H100_BF16_PLAIN)
-    allocated = predict_now(Representative(rep.group, rep.label, {**rep.options, "framework": "torchtitan"}))
+    allocated = predict_now(Representative(rep.group, rep.label,
+                                           {**rep.options, **rep.group.settings, "framework": "torchtitan"}))
     assert predict_now(rep, as_run=True) == pytest.approx(allocated * (1 + RESERVED_SHARE), rel=1e-9)
 
 

@@ -78,7 +78,7 @@ _OTHER = {
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
     "optimizer_shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
     "moe_dispatch_fp8": True, "mtp_stage": 0, "moe_shared_expert_overlap": True,
-    "expert_tp": 1,
+    "expert_tp": 1, "kv_repeated": True,
 }
 
 
@@ -140,7 +140,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
     for name in names:
         moe = name in ("ep", "moe_imbalance", "moe_dispatcher", "moe_dispatch_fp8", "moe_shared_expert_overlap",
                        "expert_tp")
-        model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama2-13b"]
+        # grouped-query attention for the repeated K and V (llama2-13b's heads each have their own)
+        model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama3.1-8b" if name == "kv_repeated" else "llama2-13b"]
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input",
                                                                                   "overlap_tp_local_shard") else {}),
                       **({"distributed_optimizer": True} if name in ("overlap_param_gather", "optimizer_shard_group")

@@ -15,7 +15,8 @@ The terms, so they generalize (d = bytes per activation element):
 
 - replicated across tp unless sequence parallel (the "10"): the two norm inputs ``2·d·sbh``, the QKV input
   ``d·sbh``, the MLP input ``d·sbh``, two dropout masks ``2·sbh``;
-- sharded by tp (the "24"): Q ``d·sbh``, K and V ``2·d·sb·kv_dim`` (GQA stores less), the output-projection
+- sharded by tp (the "24"): Q ``d·sbh``, K and V ``2·d·sb·kv_dim`` (GQA stores less, unless they are copied out
+  to every query head before the kernel: ``heads/kv_heads`` times that), the output-projection
   input ``d·sbh`` (``h`` here: the queries' width ``heads·head_dim``, which only Qwen3-like heads make other than
   ``h``; with ``qk_norm`` the query and key norms' inputs ``d·sb·(q + kv_dim)`` too), the MLP intermediates
   ``2·d·sb·ffn`` (GeLU input and output) or ``3·d·sb·ffn`` when gated (gate, up, and their product);
@@ -41,15 +42,25 @@ norm's input and its up-projection's input, replicated over tp (the down-project
 
 from __future__ import annotations
 
+from pipesim.analytic.comm import cp_kv_bytes
 from pipesim.analytic.kernels import (
     FP32,
     Z_LOSS_BYTES,
+    kv_repeat,
     mlp_width,
     recomputed_mlp_width,
     recomputes_moe_block,
     routed_width,
 )
-from pipesim.analytic.layout import AttentionKernel, ColumnInput, Layout, LossKernel, Recompute, RecomputeModule
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ColumnInput,
+    CpKernels,
+    Layout,
+    LossKernel,
+    Recompute,
+    RecomputeModule,
+)
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.errors import PipesimError
 
@@ -102,9 +113,10 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     # with qk_norm the norms over the query and key heads keep their inputs too
     qk_norm_inputs = d * s * b * (model.q_width + model.k_width) if model.qk_norm else 0.0
     # the attention kernel's inputs, unless latent attention's up projections are recomputed (Megatron-Core's
-    # mla_up_proj module discards them once the kernel has read them)
-    qkv = 0.0 if model.mla and RecomputeModule.MLA_UP_PROJ in modules else d * (model.q_width + model.k_width
-                                                                              + model.v_width)
+    # mla_up_proj module discards them once the kernel has read them); K and V as the kernel reads them, repeated
+    # to every query head where they are (the copy is what it saves, kv_repeat)
+    qkv = 0.0 if model.mla and RecomputeModule.MLA_UP_PROJ in modules else d * (
+        model.q_width + (model.k_width + model.v_width) * kv_repeat(model, layout))
     attention = (s * b * qkv + qk_norm_inputs
                  + _attention_output_bytes(model, layout) * s * b * model.attention_out_width)
     sharded = attention + mlp_mid
@@ -114,6 +126,22 @@ def layer_activation_bytes(model: ModelSpec, layout: Layout, kind: LayerKind = L
     eager_replicated, eager_sharded = _eager_kept(model, layout, kind)
     return ((replicated + s * b * eager_replicated) / (t if sp else 1) + (sharded + scores + s * b * eager_sharded) / t
             + _gathered_column_inputs(model, layout, kind))
+
+
+def cp_backward_buffers(model: ModelSpec, layout: Layout) -> float:
+    """Bytes PyTorch's context-parallel attention holds beyond the layer's activations and their gradients while
+    its backward runs, on one rank (``_templated_ring_attention_backward``, ``torch/distributed/tensor/
+    experimental/_attention.py``): every cp rank's keys and values all-gathered (its default rotation, ``cp``
+    blocks of :func:`~pipesim.analytic.comm.cp_kv_bytes`); the query's, key's and value's gradients accumulated
+    in FP32 (``convert_to_f32``), twice the BF16 gradients the working set counts; the K and V gradients
+    concatenated in FP32 to send on and the block received, two FP32 copies more. 0 without context parallelism
+    and for Transformer Engine's, whose buffers are not counted."""
+    if layout.cp == 1 or layout.cp_kernels is not CpKernels.PYTORCH:
+        return 0.0
+    keys_values = cp_kv_bytes(model, layout)
+    queries = model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.q_width / layout.tp
+    fp32 = FP32 / model.dtype_bytes
+    return layout.cp * keys_values + fp32 * (queries + keys_values) + 2 * fp32 * keys_values
 
 
 def linear_input_element_bytes(model: ModelSpec, layout: Layout) -> float:

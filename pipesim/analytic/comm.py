@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.kernels import FP32, recomputed_mlp_width, recomputes_moe_block, split_up_collectives
+from pipesim.analytic.kernels import (
+    FP32,
+    kv_repeat,
+    recomputed_mlp_width,
+    recomputes_moe_block,
+    split_up_collectives,
+)
 from pipesim.analytic.layout import (
     BoundaryTensor,
     ColumnInput,
@@ -324,8 +330,11 @@ def boundary_bandwidths(layout: Layout, chip: ChipSpec, shape) -> list[float]:
 
 def cp_kv_bytes(model: ModelSpec, layout: Layout) -> float:
     """Bytes of one rank's keys and values under context parallelism: its ``s/cp`` tokens' K and V on its tp
-    rank's heads, ``2·b·(s/cp)·kv_dim/t`` elements."""
-    return 2 * model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.kv_dim / layout.tp
+    rank's heads, ``2·b·(s/cp)·kv_dim/t`` elements; ``heads/kv_heads`` times that where they are repeated to
+    every query head before the attention call (:func:`~pipesim.analytic.kernels.kv_repeat`), which is what
+    the call hands context parallelism to exchange."""
+    return (2 * model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.kv_dim / layout.tp
+            * kv_repeat(model, layout))
 
 
 def _cp_capped(nbytes: float, seconds: float, layout: Layout, chip: ChipSpec) -> float:

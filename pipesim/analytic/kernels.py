@@ -325,6 +325,26 @@ def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
     return gemm_group_times(layer_gemms(model, layout, tokens, kind), chip, layout.precision)
 
 
+def kv_repeat(model: ModelSpec, layout: Layout) -> float:
+    """How many times wider the keys and values are as the attention call reads them than as the model computes
+    them: ``heads / kv_heads`` where grouped-query attention's K and V are copied out to every query head first
+    (:attr:`Layout.kv_repeated`), else 1 (latent attention's are per head already)."""
+    if not layout.kv_repeated or model.mla:
+        return 1.0
+    return model.heads / model.kv_heads
+
+
+def repeat_kv_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes per token and tp rank of copying grouped K and V out to every query head (:func:`kv_repeat`): read
+    the kv heads, write the repeated ones (an ``expand`` then ``reshape``: one copy kernel each for K and V). The
+    backward sums each repeated head's gradient back into its kv head: the same bytes the other way. 0 without
+    it."""
+    repeat = kv_repeat(model, layout)
+    if repeat == 1.0:
+        return 0.0
+    return model.dtype_bytes * 2 * model.kv_dim / layout.tp * (1 + repeat)
+
+
 def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
     """Bytes context-parallel attention moves beside its kernels, per tp rank: (forward, backward); 0 without CP.
     Memory-bound element-wise work the attention kernels' rates do not contain, as the code running it does it
@@ -360,7 +380,7 @@ def cp_merge_bytes(model: ModelSpec, layout: Layout) -> tuple[float, float]:
         return 0.0, 0.0
     t, rows = layout.tp, model.micro_batch * model.seq_len / cp
     outputs = rows * model.heads / t * model.value_head_dim
-    kv = rows * model.kv_heads / t * (model.qk_head_dim + model.value_head_dim)
+    kv = rows * model.kv_heads * kv_repeat(model, layout) / t * (model.qk_head_dim + model.value_head_dim)
     queries = rows * model.heads / t * model.qk_head_dim
     if layout.cp_kernels is CpKernels.PYTORCH:
         forward = 12 * outputs + 38 * (cp - 1) * outputs + 4 * (cp - 1) * kv
@@ -463,9 +483,10 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
 
 
 def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE) -> float:
-    """Bytes the forward's memory-bound kernels move per tp rank (norms, residual adds, activation, RoPE; in a
-    MoE layer also the permutation of the routed tokens before the experts and back after them, each a read
-    and a write of ``k·h`` elements per token)."""
+    """Bytes the forward's memory-bound kernels move per tp rank (norms, residual adds, activation, RoPE and, where
+    they are repeated, the keys' and values' copy to every query head; in a MoE layer also the permutation of the
+    routed tokens before the experts and back after them, each a read and a write of ``k·h`` elements per
+    token)."""
     t, d = layout.tp, model.dtype_bytes
     width = _norm_width(model, layout)
     mask = 0.5 if model.dropout else 0.0  # a 1-byte mask per element, written in the forward
@@ -474,7 +495,7 @@ def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Layer
     f = mlp_width(model, layout, kind)
     permute = 0.0 if kind is LayerKind.DENSE else _permute_bytes(model, layout)
     activation = _activation_bytes_per_element(model, layout) * f / t
-    rope = _rope_bytes(model, layout)
+    rope = _rope_bytes(model, layout) + repeat_kv_bytes(model, layout)
     if layout.elementwise.eager:
         residuals, transpose = _eager_bytes(model, layout, width, residuals)
         return tokens * (norms + residuals + activation + rope + permute + transpose)
@@ -853,7 +874,8 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
     softmax and top-k, the permutation and its inverse, and the dispatch and combine all-to-alls; in FP8, a
     cast-transpose per GEMM input. The input backward mirrors it, with FlashAttention's backward as three
     kernels (the dO·O preprocessing, the main kernel, the dQ conversion) and, with eager ops, an FP32 RMSNorm's
-    backward as twelve and SwiGLU's as three (autograd's formulas); the weight backward is one GEMM
+    backward as twelve and SwiGLU's as three (autograd's formulas); K and V repeated to the query heads, a copy
+    each way for each (:func:`repeat_kv_bytes`); the weight backward is one GEMM
     per weight. Counted from the modules' structure, not from a trace: a few kernels either way."""
     gemms = sum(count for *_, count in layer_gemms(model, layout, 1, kind))
     rope = 0 if model.learned_positions else 2
@@ -883,6 +905,8 @@ def layer_kernel_counts(model: ModelSpec, layout: Layout, kind: LayerKind = Laye
         transpose = 1
     if ops.relayouts_attention_inputs:  # three transposing copies, the concatenation, the permuting copy
         transpose += 5
+    if kv_repeat(model, layout) != 1.0:  # K's and V's copy to every query head; backward, their sums back
+        transpose += 2
     elementwise = norms + rope + residuals + activation + transpose
     elementwise_backward = elementwise - norms - activation + norms_backward + activation_backward
     per_op_gemms = len(per_op_recomputed_gemms(model, layout, 1))  # each with its cast-transpose in FP8

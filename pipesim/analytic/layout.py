@@ -573,6 +573,12 @@ class Layout:
     sequence_parallel: bool = False  # Korthikanti et al. 2023 §4.2.2: norms/dropout sharded along sequence
     distributed_optimizer: bool = False  # ZeRO-1 / Megatron distributed optimizer: optimizer state / (dp·cp)
     attention: AttentionKernel = AttentionKernel.FUSED
+    # Grouped-query attention's keys and values copied out to every query head before the attention call, which
+    # then saves them for its backward and, under context parallelism, exchanges them at the query heads' width:
+    # torchtitan's Llama until January 2026 (``repeat_kv`` before ``F.scaled_dot_product_attention``; "GQA without
+    # kv repeats", pytorch/torchtitan #2259), Hugging Face transformers' eager and SDPA paths. Off: the kernel reads
+    # the kv heads as they are (FlashAttention, Transformer Engine, SDPA's ``enable_gqa``).
+    kv_repeated: bool = False
     # Causal masking skips half of QKᵀ and ·V in FlashAttention kernels; Narayanan et al. 2021 and the MFU
     # convention of Chowdhery et al. 2022 (PaLM, App. B) count the full s² work. Off by default so FLOPs,
     # step time and MFU are comparable with those published numbers.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pipesim.analytic.activations import layer_activation_bytes, loss_transient_bytes
+from pipesim.analytic.activations import cp_backward_buffers, layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE, reserved_peak
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band
@@ -262,7 +262,8 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     activations ``S``; recomputation re-materialises the rest of ``A`` inside the backward (Korthikanti et al.
     2023 §5: full recomputation re-runs the layer's forward from its stored input; selective re-runs the
     attention core). So the working set is ``A`` (gradients) plus ``A − S`` (recomputed): ``A`` without
-    recomputation, ``2A − S`` under full recomputation, ``A + scores`` under selective.
+    recomputation, ``2A − S`` under full recomputation, ``A + scores`` under selective. PyTorch's
+    context-parallel attention holds its exchange's buffers beside them (:func:`.activations.cp_backward_buffers`).
     """
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     return (
@@ -273,6 +274,7 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
             for kind in kinds
         )
         / layout.cp
+        + cp_backward_buffers(model, layout)
     )
 
 

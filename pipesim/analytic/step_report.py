@@ -20,7 +20,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.frameworks import runs_megatron_core
-from pipesim.analytic.kernels import attention_shape_factors
+from pipesim.analytic.kernels import attention_shape_factors, kv_repeat
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
     ElementwiseKernels,
@@ -172,6 +172,7 @@ class StepReport:
                        "distribute_saved_activations": lay.distribute_saved_activations,
                        "sequence_parallel": lay.sequence_parallel,
                        "distributed_optimizer": lay.distributed_optimizer, "attention": lay.attention.value,
+                       "repeat_kv": lay.kv_repeated,
                        "elementwise": lay.elementwise.value, "loss": lay.loss.value, "z_loss": lay.z_loss,
                        "loss_input_copy": lay.loss_input_copy,
                        "grad_accumulation": lay.grad_accumulation.value,
@@ -362,7 +363,8 @@ def report_text(report: StepReport) -> str:
         f"{_modules_text(lay)}"
         f"{', stored inputs split over tp' if lay.distribute_saved_activations else ''}"
         f", sequence parallel {'on' if lay.sequence_parallel and lay.tp > 1 else 'off'}, "
-        f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention, {lay.precision.value}"
+        f"ZeRO {int(lay.sharding)}, {lay.attention.value} attention"
+        f"{' (K and V repeated to the query heads)' if kv_repeat(m, lay) != 1.0 else ''}, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"
         f"{', per-tensor current scaling' if lay.fp8_recipe is Fp8Recipe.TENSORWISE else ''}"
         f"{_ELEMENTWISE_SAID[lay.elementwise]}"

@@ -575,6 +575,7 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.cp_comm_ctas,
         layout.cp_comm,
         layout.cp_kernels,
+        layout.kv_repeated,  # K and V copied to every query head: the copy, what the kernel saves, what cp exchanges
         layout.cp_a2a_size,
         layout.ep,
         layout.expert_tp,  # MoE parallel folding: the experts' GEMMs, the all-to-all's tokens, the MLP collective

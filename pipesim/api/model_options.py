@@ -46,6 +46,9 @@ class ModelOptions:
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
         attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
             ``"unfused"``.
+        repeat_kv: grouped-query attention's keys and values copied out to every query head before the attention
+            call (torchtitan's Llama until January 2026, Hugging Face transformers' eager and SDPA paths): the copy
+            each way, the kernel saving the repeated tensors, context parallelism exchanging them.
         elementwise: ``"fused"`` (fused norm, RoPE and activation kernels, default), ``"eager"`` (one PyTorch
             kernel per op, as reference model code runs without torch.compile) or ``"eager-fused-norm"`` (eager
             ops around a fused norm kernel, as Aleph Alpha's scaling framework with its RMS kernel).
@@ -198,6 +201,7 @@ class ModelOptions:
     sequence_parallel: bool | None = None
     distributed_optimizer: bool | None = None
     attention: str | None = None
+    repeat_kv: bool | None = None
     elementwise: str | None = None
     loss: str | None = None
     z_loss: bool | None = None

@@ -144,7 +144,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         distribute_saved_activations=bool(o.distribute_saved_activations),
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
         distributed_optimizer=distributed_optimizer,
-        attention=parse_choice("attention", AttentionKernel, o.attention or "fused"),
+        attention=parse_choice("attention", AttentionKernel, o.attention or "fused"), kv_repeated=bool(o.repeat_kv),
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),

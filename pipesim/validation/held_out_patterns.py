@@ -260,10 +260,13 @@ H100_BF16_PLAIN = PatternGroup("H100 BF16 recipes, without the overlap flags", M
                                H100_BF16.high, H100_BF16.stated)
 H100_FP8_PLAIN = PatternGroup("FP8 recipes, without the overlap flags", Measure.STEP, H100_FP8.low, H100_FP8.high,
                               H100_FP8.stated)
+# torchtitan's Llama of the runs' time (2024) copied K and V out to every query head before SDPA
+_TORCHTITAN_KV = ("its Llama then repeated K and V to every query head before the attention (repeat_kv, until "
+                  "pytorch/torchtitan #2259, January 2026)")
 _TORCHTITAN_INFERRED = dict(
-    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED,
+    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED, settings={"repeat_kv": True},
     basis="inferred: FSDP beside TP (with async TP and FP8 linears, in the long-context runs) is torchtitan's "
-          "stack; torchtitan logs max_reserved (torchtitan/components/metrics.py)")
+          f"stack; torchtitan logs max_reserved (torchtitan/components/metrics.py); {_TORCHTITAN_KV}")
 LONG_CONTEXT = PatternGroup(
     "H100 405B long context", Measure.STEP, -0.51, -0.34,
     "seq 32k-131k, TP8 PP8, CP 1-4, ZeRO-3/FSDP, full recompute, FP8 linears, async TP", **_TORCHTITAN_INFERRED)
@@ -314,8 +317,8 @@ DISTRIBUTED_OPTIMIZER_MEMORY_BF16 = PatternGroup(
           "reduces its gradients in BF16 (--grad-reduce-in-bf16: --param-bytes 16); its default is FP32")
 TORCHTITAN_3D_MEMORY = PatternGroup(
     "memory, torchtitan 405B 3D", Measure.MEMORY, -0.29, -0.20, "TP 8, PP 8, FSDP, 1F1B and interleaved",
-    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED,
-    basis="stated: torchtitan, which logs max_reserved (torchtitan/components/metrics.py)")
+    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED, settings={"repeat_kv": True},
+    basis=f"stated: torchtitan, which logs max_reserved (torchtitan/components/metrics.py); inferred: {_TORCHTITAN_KV}")
 
 _NEMO_NO_OVERLAP_FLAGS = dict(sequence_parallel=True, distributed_optimizer=True)
 _NEMO = dict(_NEMO_NO_OVERLAP_FLAGS, overlap_p2p=True, async_tp=True)

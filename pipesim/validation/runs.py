@@ -72,6 +72,7 @@ class PublishedRun:
     distribute_saved_activations: bool = False
     sequence_parallel: bool = False
     attention: AttentionKernel = AttentionKernel.FUSED
+    kv_repeated: bool = False  # GQA's K and V copied to every query head before the attention (torchtitan to 2026-01)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # EAGER: the framework runs PyTorch ops unfused
     loss: LossKernel = LossKernel.MEGATRON  # PYTORCH: F.cross_entropy on FP32 logits (torchtitan)
     z_loss: bool = False  # a z-loss beside the loss (OLMo-core's scripts)
@@ -216,7 +217,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunk_share, model_copies=shape.pipelines,
                     microbatches=run.microbatches,
                     recompute=run.recompute, distribute_saved_activations=run.distribute_saved_activations,
-                    sequence_parallel=run.sequence_parallel, attention=run.attention,
+                    sequence_parallel=run.sequence_parallel, attention=run.attention, kv_repeated=run.kv_repeated,
                     elementwise=run.elementwise, loss=run.loss, z_loss=run.z_loss,
                     loss_input_copy=run.loss_input_copy,
                     zero=run.zero, zero_collectives=run.zero_collectives,
@@ -261,6 +262,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--cp-comm-type", run.cp_comm.value]
     if run.cp_kernels is not CpKernels.TRANSFORMER_ENGINE:
         argv += ["--cp-kernels", run.cp_kernels.value]
+    if run.kv_repeated:
+        argv.append("--repeat-kv")
     if run.seq_len:
         argv += ["--seq-len", str(run.seq_len)]
     if run.sequence_parallel:

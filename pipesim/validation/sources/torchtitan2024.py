@@ -18,6 +18,11 @@ pipesim's reserved figure (:func:`pipesim.analytic.allocator.reserved_peak`, who
 logs, not from these rows; until it existed they were compared with the allocated peak, −3.9 % and −2.6 %).
 Its FSDP is FSDP2 (``fully_shard``): each per-layer gather copied into the parameters on the compute stream
 (``--fsdp2``; the rows −8.6 → −7.5 % and −0.5 → +0.9 % when it was modelled).
+Its Llama copied the grouped keys and values out to every query head before the attention call
+(``repeat_kv`` in ``torchtitan/models/llama/model.py`` from its first release until "GQA without kv repeats",
+pytorch/torchtitan #2259, January 2026), so the kernel saved and read four times the 8B's K and V (``--repeat-kv``;
+the rows −8.6 → −8.0 % and −0.6 → +0.2 % on step time when it was modelled, memory unmoved: the loss's peak
+is the larger transient).
 torchtitan's launcher sets ``PYTORCH_ALLOC_CONF=expandable_segments:True`` (``run_llama_train.sh`` since
 2024-10-22), which the share's runs mostly do not state: these two rows are its only test under that setting.
 
@@ -65,7 +70,9 @@ def _row(table, model, gpus, local_batch, seq, precision, recompute, tps, gib, t
                         fp8_recipe=Fp8Recipe.TENSORWISE if precision is _FP8 else Fp8Recipe.DELAYED,
                         # torchao's Float8Linear: BF16 input and weight saved, no FP8 weight copy kept
                         fp8_linears=Fp8Linears.TORCHAO if precision is _FP8 else Fp8Linears.TRANSFORMER_ENGINE,
-                        framework=Framework.TORCHTITAN, fsdp2=True)
+                        framework=Framework.TORCHTITAN, fsdp2=True,
+                        # its Llama repeated K and V to every query head before SDPA until January 2026
+                        kv_repeated=True)
 
 
 _SEL, _FULL = Recompute.PER_OP, Recompute.FULL  # torchtitan's "selective" is per-op SAC
