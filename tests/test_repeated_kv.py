@@ -112,3 +112,14 @@ def test_the_flag_reaches_the_report(capsys):
     assert main(["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--pp", "2", "--mb", "4",
                  "--repeat-kv"]) == 0
     assert "repeated to the query heads" not in capsys.readouterr().out  # no grouped heads: nothing repeated
+
+
+def test_plan_takes_it_as_a_fixed_setting_of_every_candidate():
+    import pipesim
+
+    space = dict(model="llama3.1-8b", gpus=8, global_batch=16, seq_len=8192, framework="torchtitan",
+                 schedules=("1f1b",), cp=(1,), precision=("bf16",), top=3)
+    plain, repeated = pipesim.plan(**space), pipesim.plan(**space, repeat_kv=True)
+    assert repeated.request.kv_repeated and not plain.request.kv_repeated
+    assert repeated.best.evaluation.step_time > plain.best.evaluation.step_time
+    assert "K and V repeated to the query heads" in repeated.text()

@@ -48,14 +48,17 @@ def test_the_flips_follow_the_layout_and_the_framework():
     ZeRO-1, which it does not offer (nanotron does)."""
     setup = pipesim.simulate("interleaved", pp=4, mb=8, chunks=2, model="llama3.1-8b", tp=2, dp=2, fp8=True,
                              framework="nemo").model_report
-    flags = [flag for flag, *_ in unstated_flips(setup.layout, setup.framework)]
+    flags = [flag for flag, *_ in unstated_flips(setup.layout, setup.framework, setup.model)]
     assert {"--no-overlap-p2p", "--no-overlap-grad-reduce", "--no-overlap-param-gather", "--fp8-params off",
             "--zero 0"} <= set(flags)
     titan = pipesim.simulate(pp=1, mb=4, model="llama3.1-8b", dp=8, framework="torchtitan").model_report
-    titan_flags = [flag for flag, *_ in unstated_flips(titan.layout, titan.framework)]
+    titan_flags = [flag for flag, *_ in unstated_flips(titan.layout, titan.framework, titan.model)]
     assert not any(flag.startswith("--recompute") or flag.startswith("--zero") for flag in titan_flags)
+    assert "--repeat-kv" in titan_flags  # Llama 3.1 8B's 8 KV heads for 32 query heads
+    mha = pipesim.simulate(pp=1, mb=4, model="llama2-13b", dp=8).model_report  # a K and V for every head
+    assert not any("repeat-kv" in flag for flag, *_ in unstated_flips(mha.layout, mha.framework, mha.model))
     nano = pipesim.simulate(pp=1, mb=4, model="llama3.2-1b", dp=8, framework="nanotron").model_report
-    assert "--zero 1" in [flag for flag, *_ in unstated_flips(nano.layout, nano.framework)]
+    assert "--zero 1" in [flag for flag, *_ in unstated_flips(nano.layout, nano.framework, nano.model)]
 
 
 def test_a_refused_flip_is_listed_with_its_reason():

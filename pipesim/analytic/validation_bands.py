@@ -43,7 +43,7 @@ MEMORY_REGIMES: tuple[tuple[str, ...], ...] = (
 FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
     'megatron-deepspeed': (2, 2, -0.169, -0.156),
     'nanotron': (2, 1, -0.222, -0.122),
-    'torchtitan': (2, 1, -0.086, -0.006),
+    'torchtitan': (2, 1, -0.08, 0.002),
 }
 STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {
     'one-microbatch': (44, 7, -0.431, 0.062, -0.094),

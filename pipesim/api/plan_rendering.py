@@ -63,6 +63,8 @@ def _per_node(request: PlanRequest) -> str:
 def _kernels(request: PlanRequest) -> str:
     """The training code's kernels when they are not the defaults (they are inputs, not searched)."""
     said = [f"{request.attention.value} attention"] if request.attention is not AttentionKernel.FUSED else []
+    if request.kv_repeated:
+        said.append("K and V repeated to the query heads")
     if request.elementwise is not ElementwiseKernels.FUSED:
         said.append(f"{request.elementwise.value} element-wise ops")
     if request.loss is not LossKernel.MEGATRON:

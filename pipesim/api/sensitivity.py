@@ -2,7 +2,8 @@
 
 A paper or a performance table states a run's model, GPUs and layout, and leaves out how it ran: whether the
 data-parallel sync overlapped the passes, whether TP communication overlapped the GEMMs, which attention kernel,
-in which precision the gradients were kept, whether the optimizer state was sharded. Issue #24's held-out runs
+in which precision the gradients were kept, whether the optimizer state was sharded, whether grouped-query
+attention's keys and values reached the kernel repeated to every query head. Issue #24's held-out runs
 showed those settings moving a prediction by as much as the model's error (Megatron-LM's TP-8 runs: 16 % of the
 step is a data-parallel sync that the overlap flags hide). So the answer to "can I trust this number?" includes
 "which of its settings did you guess, and what does each guess cost": each such setting flipped alone from the
@@ -15,11 +16,13 @@ the parameter gather a sharded optimizer); a flip the layout refuses is listed w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.frameworks import knobs, runs_megatron_core
+from pipesim.analytic.kernels import kv_repeat
 from pipesim.analytic.layout import AttentionKernel, Fp8Linears, Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
+from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.results import SimResult
 from pipesim.errors import PipesimError
 
@@ -99,8 +102,8 @@ def _toggle(on: bool, flag: str, no_flag: str, option: str, what: str) -> tuple[
     return (no_flag if on else flag), what, {option: not on}
 
 
-def unstated_flips(layout: Layout, framework: str | None) -> list[tuple[str, str, dict]]:
-    """The flips that act on ``layout``: (flag, the setting in words, the API options that flip it)."""
+def unstated_flips(layout: Layout, framework: str | None, model: ModelSpec) -> list[tuple[str, str, dict]]:
+    """The flips that act on ``layout`` of ``model``: (flag, the setting in words, the API options that flip it)."""
     lay = layout
     flips = []
     if lay.reduces_gradients:
@@ -130,6 +133,9 @@ def unstated_flips(layout: Layout, framework: str | None) -> list[tuple[str, str
         other = AttentionKernel.UNFUSED if lay.attention is AttentionKernel.FUSED else AttentionKernel.FUSED
         flips.append((f"--attention {other.value}", "the attention kernel (fused: FlashAttention or cuDNN; "
                       "unfused: Megatron's softmax between two batched GEMMs)", {"attention": other.value}))
+    if lay.attention is not AttentionKernel.UNFUSED and kv_repeat(model, replace(lay, kv_repeated=True)) != 1.0:
+        flips.append(_toggle(lay.kv_repeated, "--repeat-kv", "without --repeat-kv", "repeat_kv",
+                             "grouped-query K and V copied to every query head before the attention"))
     if runs_megatron_core(framework) and lay.recompute in (Recompute.NONE, Recompute.SELECTIVE):
         other = Recompute.SELECTIVE if lay.recompute is Recompute.NONE else Recompute.NONE
         flips.append((f"--recompute {other.value}", "Megatron's selective recomputation of the attention core",
@@ -168,7 +174,7 @@ def sensitivity(schedule: str | None = None, pp: int | None = None, mb: int | No
     if report is None:
         raise PipesimError("--sensitivity flips the settings of a model on a chip: give --model (and --hardware)")
     flips, refused = [], []
-    for flag, what, options in unstated_flips(report.layout, report.framework):
+    for flag, what, options in unstated_flips(report.layout, report.framework, report.model):
         try:
             flipped = run(schedule, pp, mb, chunks, **{**given, **options}).model_report
         except PipesimError as error:

@@ -97,6 +97,7 @@ class PlanRequest:
     max_chunks: int = 4
     param_bytes: OptimizerBytes = MEGATRON_PARAM_BYTES
     attention: AttentionKernel = AttentionKernel.FUSED  # the kernel the training code uses (not searched)
+    kv_repeated: bool = False  # grouped K and V copied to every query head first (Layout.kv_repeated; not searched)
     elementwise: ElementwiseKernels = ElementwiseKernels.FUSED  # fused kernels or eager ops (not searched)
     loss: LossKernel = LossKernel.MEGATRON  # the cross-entropy's implementation (not searched)
     z_loss: bool = False  # a z-loss beside it (Layout.z_loss; not searched)
@@ -258,7 +259,8 @@ class PlanRequest:
                       microbatches=c.microbatches, recompute=c.recompute, sequence_parallel=c.sequence_parallel,
                       zero=c.zero, precision=c.precision, fp8_params=self.fp8_params_of(c), ep=c.ep,
                       expert_tp=c.expert_tp,
-                      attention=self.attention, elementwise=self.elementwise, loss=self.loss,
+                      attention=self.attention, kv_repeated=self.kv_repeated, elementwise=self.elementwise,
+                      loss=self.loss,
                       z_loss=self.z_loss, loss_input_copy=self.loss_input_copy,
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,

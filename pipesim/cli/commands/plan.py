@@ -144,6 +144,9 @@ def register(sub) -> None:
     p.add_argument("--attention", choices=[a.value for a in AttentionKernel], default="fused",
                    help="the attention kernel the training code runs, not searched: fused (FlashAttention-2, "
                    "default), triton (FlashAttention in Triton) or unfused")
+    p.add_argument("--repeat-kv", action="store_true",
+                   help="grouped-query attention's K and V copied to every query head before the attention, not "
+                   "searched (torchtitan's Llama until January 2026; simulate --help)")
     p.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                    help="the training code, whose defaults set --elementwise, --loss, --zero-collectives, "
                    "--overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up, the gradient "
@@ -229,7 +232,8 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 gpu_speed_spread=args.gpu_speed_spread, inter_node_gbps=args.inter_node_gbps,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
                 blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
-                attention=args.attention, framework=args.framework, elementwise=args.elementwise, loss=args.loss,
+                attention=args.attention, repeat_kv=args.repeat_kv, framework=args.framework,
+                elementwise=args.elementwise, loss=args.loss,
                 z_loss=args.z_loss, loss_input_copy=args.loss_input_copy,
                 zero_collectives=args.zero_collectives, optimizer_shard_group=args.optimizer_shard_group,
                 overlap_tp_dgrad=args.overlap_tp_dgrad,
