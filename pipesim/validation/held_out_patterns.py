@@ -267,11 +267,19 @@ _TORCHTITAN_INFERRED = dict(
     framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED, settings={"repeat_kv": True},
     basis="inferred: FSDP beside TP (with async TP and FP8 linears, in the long-context runs) is torchtitan's "
           f"stack; torchtitan logs max_reserved (torchtitan/components/metrics.py); {_TORCHTITAN_KV}")
+# The long-context runs state async TP, which torchtitan runs only compiled ("Async TP requires
+# --training.compile", parallelize_llama.py): each TransformerBlock compiled, its element-wise work fused, and
+# the loss compiled with it (since 2024-10-22, the day its context parallelism landed)
+_TORCHTITAN_COMPILED = dict(
+    _TORCHTITAN_INFERRED, settings={"repeat_kv": True, "elementwise": "fused", "loss": "compiled"},
+    basis=f"{_TORCHTITAN_INFERRED['basis']}; async TP, stated, runs only under torch.compile in torchtitan "
+          "(parallelize_llama.py: 'Async TP requires --training.compile'), which compiles each TransformerBlock "
+          "(element-wise work fused) and the loss")
 LONG_CONTEXT = PatternGroup(
     "H100 405B long context", Measure.STEP, -0.51, -0.34,
-    "seq 32k-131k, TP8 PP8, CP 1-4, ZeRO-3/FSDP, full recompute, FP8 linears, async TP", **_TORCHTITAN_INFERRED)
+    "seq 32k-131k, TP8 PP8, CP 1-4, ZeRO-3/FSDP, full recompute, FP8 linears, async TP", **_TORCHTITAN_COMPILED)
 LONG_CONTEXT_MEMORY = PatternGroup("H100 405B long context, peak memory", Measure.MEMORY, -0.16, -0.14,
-                                   LONG_CONTEXT.stated, **_TORCHTITAN_INFERRED)
+                                   LONG_CONTEXT.stated, **_TORCHTITAN_COMPILED)
 FSDP_TP = PatternGroup("H100 70B FSDP + TP", Measure.STEP, -0.34, -0.21,
                        "ZeRO-3 over 32, TP 8, micro-batch 16, full recompute", **_TORCHTITAN_INFERRED)
 FSDP_TP_MEMORY = PatternGroup("H100 70B FSDP + TP, peak memory", Measure.MEMORY, -0.52, -0.49,
