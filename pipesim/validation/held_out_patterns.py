@@ -270,11 +270,16 @@ _TORCHTITAN_INFERRED = dict(
 # The long-context runs state async TP, which torchtitan runs only compiled ("Async TP requires
 # --training.compile", parallelize_llama.py): each TransformerBlock compiled, its element-wise work fused, and
 # the loss compiled with it (since 2024-10-22, the day its context parallelism landed)
+# and, pipelined in 2024, PyTorch's schedules kept the last stage's outputs for step() to return (torchtitan passes
+# return_outputs=False since October 2025)
+_TORCHTITAN_OUTPUTS = ("PyTorch's pipeline schedules then kept the last stage's outputs until the step's end "
+                       "(torchtitan passes return_outputs=False since October 2025)")
 _TORCHTITAN_COMPILED = dict(
-    _TORCHTITAN_INFERRED, settings={"repeat_kv": True, "elementwise": "fused", "loss": "compiled"},
-    basis=f"{_TORCHTITAN_INFERRED['basis']}; async TP, stated, runs only under torch.compile in torchtitan "
-          "(parallelize_llama.py: 'Async TP requires --training.compile'), which compiles each TransformerBlock "
-          "(element-wise work fused) and the loss")
+    _TORCHTITAN_INFERRED, settings={"repeat_kv": True, "pipeline_outputs_kept": True, "elementwise": "fused",
+                                    "loss": "compiled"},
+    basis=f"{_TORCHTITAN_INFERRED['basis']}; {_TORCHTITAN_OUTPUTS}; async TP, stated, runs only under "
+          "torch.compile in torchtitan (parallelize_llama.py: 'Async TP requires --training.compile'), which "
+          "compiles each TransformerBlock (element-wise work fused) and the loss")
 LONG_CONTEXT = PatternGroup(
     "H100 405B long context", Measure.STEP, -0.51, -0.34,
     "seq 32k-131k, TP8 PP8, CP 1-4, ZeRO-3/FSDP, full recompute, FP8 linears, async TP", **_TORCHTITAN_COMPILED)
@@ -325,8 +330,10 @@ DISTRIBUTED_OPTIMIZER_MEMORY_BF16 = PatternGroup(
           "reduces its gradients in BF16 (--grad-reduce-in-bf16: --param-bytes 16); its default is FP32")
 TORCHTITAN_3D_MEMORY = PatternGroup(
     "memory, torchtitan 405B 3D", Measure.MEMORY, -0.29, -0.20, "TP 8, PP 8, FSDP, 1F1B and interleaved",
-    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED, settings={"repeat_kv": True},
-    basis=f"stated: torchtitan, which logs max_reserved (torchtitan/components/metrics.py); inferred: {_TORCHTITAN_KV}")
+    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED,
+    settings={"repeat_kv": True, "pipeline_outputs_kept": True},
+    basis=f"stated: torchtitan, which logs max_reserved (torchtitan/components/metrics.py); inferred: "
+          f"{_TORCHTITAN_KV}; {_TORCHTITAN_OUTPUTS}")
 
 _NEMO_NO_OVERLAP_FLAGS = dict(sequence_parallel=True, distributed_optimizer=True)
 _NEMO = dict(_NEMO_NO_OVERLAP_FLAGS, overlap_p2p=True, async_tp=True)
