@@ -628,7 +628,8 @@ class Layout:
     # PyTorch's FSDP2 (fully_shard: torchtitan, OLMo-core): parameters sharded one by one, so each per-layer gather
     # lands in one flat buffer that the compute stream then copies into the layer's parameters
     # (foreach_all_gather_copy_out, split_with_sizes_copy: read and write the gathered bytes), where FSDP1's flat
-    # parameters are views of that buffer (MosaicML's, IBM's runs)
+    # parameters are views of that buffer (MosaicML's, IBM's runs); under pipelining, where a stage stays gathered,
+    # each layer's BF16 gradients wait on its parameters for the post-backward hook to add them into FP32
     fsdp2: bool = False
     async_tp: bool = False  # TP collectives overlapped with the GEMMs they feed (Wang et al. 2023)
     # In the backward, each column-parallel linear (the attention's input projection, the MLP's up projection)
@@ -1054,9 +1055,8 @@ class Layout:
         if self.fp8_linears is not Fp8Linears.TRANSFORMER_ENGINE and self.precision is not Precision.FP8:
             notes.append(f"--fp8-linears {self.fp8_linears.value} changes nothing here: the run is not FP8 (add "
                          "--fp8)")
-        if self.fsdp2 and not self.gathers_per_layer:
-            why = ("a pipeline's stages gather their weights once a step" if self.pp > 1 else
-                   "with dp·cp = 1 nothing is sharded" if self.shards == 1 else
+        if self.fsdp2 and not self.gathers_per_layer and not self.accumulates_unsharded_grads:
+            why = ("with dp·cp = 1 nothing is sharded" if self.shards == 1 else
                    f"ZeRO-{int(self.sharding)} keeps the weights whole")
             notes.append(f"--fsdp2 changes nothing here: no layer is gathered per microbatch ({why})")
         if not self.overlap_tp_dgrad and self.tp == 1:
@@ -1104,6 +1104,13 @@ class Layout:
             return False
         return self.sharding is ZeroStage.PARAMETERS or (
             self.sharding is ZeroStage.GRADIENTS and self.zero_collectives is ZeroCollectives.PER_LAYER)
+
+    @property
+    def accumulates_unsharded_grads(self) -> bool:
+        """FSDP2 under pipelining (torchtitan's FSDP + PP): a stage stays gathered and syncs its gradients once a
+        step, so each microbatch's gradients are added into FP32 accumulators of the whole unsharded stage by
+        each layer's post-backward hook (:func:`pipesim.analytic.memory_gib.fsdp2_layer_gradients`)."""
+        return self.fsdp2 and self.pp > 1 and self.sharding >= ZeroStage.GRADIENTS
 
     @property
     def regathers_for_backward(self) -> bool:

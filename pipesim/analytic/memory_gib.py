@@ -253,6 +253,20 @@ def static_bytes(
     return weights, grads, optimizer
 
 
+def fsdp2_layer_gradients(model: ModelSpec, layout: Layout) -> float:
+    """Bytes of one layer's gradients in the weights' dtype that PyTorch's FSDP2 holds during that layer's
+    backward under pipelining, beside the FP32 accumulators the static gradients count. A pipelined stage keeps
+    its weights gathered and syncs its gradients once a step (``set_requires_gradient_sync(False)`` until the last
+    microbatch), so autograd writes each microbatch's BF16 gradients onto the layer's unsharded parameters and the
+    layer's post-backward hook adds them into the FP32 ``unsharded_accumulated_grad``
+    (``accumulate_unsharded_grad_if_needed``, ``torch/distributed/fsdp/_fully_shard/_fsdp_param.py``): the largest
+    layer's ``params/tp`` at the weights' bytes. 0 otherwise (without pipelining the per-layer reduce-scatter's
+    buffers are :func:`static_bytes`' two layers)."""
+    if not layout.accumulates_unsharded_grads:
+        return 0.0
+    return largest_layer_params(model) / layout.tp * layout.param_bytes.weights
+
+
 def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     """Transient bytes while one layer runs its backward, on top of the simulated peak (once per rank).
 
@@ -263,7 +277,8 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
     2023 §5: full recomputation re-runs the layer's forward from its stored input; selective re-runs the
     attention core). So the working set is ``A`` (gradients) plus ``A − S`` (recomputed): ``A`` without
     recomputation, ``2A − S`` under full recomputation, ``A + scores`` under selective. PyTorch's
-    context-parallel attention holds its exchange's buffers beside them (:func:`.activations.cp_backward_buffers`).
+    context-parallel attention holds its exchange's buffers beside them (:func:`.activations.cp_backward_buffers`),
+    and FSDP2 under pipelining the layer's BF16 weight gradients (:func:`fsdp2_layer_gradients`).
     """
     kinds = [kind for kind in LayerKind if kind in model.layer_kinds()]
     return (
@@ -275,6 +290,7 @@ def backward_working_set(model: ModelSpec, layout: Layout) -> float:
         )
         / layout.cp
         + cp_backward_buffers(model, layout)
+        + fsdp2_layer_gradients(model, layout)
     )
 
 
