@@ -123,3 +123,24 @@ def test_plan_takes_it_as_a_fixed_setting_of_every_candidate():
     assert repeated.request.kv_repeated and not plain.request.kv_repeated
     assert repeated.best.evaluation.step_time > plain.best.evaluation.step_time
     assert "K and V repeated to the query heads" in repeated.text()
+
+
+def test_a_recomputed_attention_exchanges_its_keys_and_values_again():
+    """Under full recomputation (and a selective one of the attention core) the backward re-runs the attention's
+    forward, ring exchange and all: at tp 1 (no TP collectives) the layer's exposed communication in the backward
+    gains exactly the forward's CP exposure."""
+    from pipesim.analytic.comm import cp_exposed
+    from pipesim.analytic.kernels import attention_core_times, layer_times
+    from pipesim.analytic.to_costs import _layer_comm
+
+    chip = CHIP_PRESETS["h100-sxm"]
+    model = MODEL_PRESETS["llama3.1-8b"].with_shape(seq_len=65536, micro_batch=1)
+    # over two nodes: the all-gather outlasts the first step's attention
+    layout = Layout(cp=16, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER, kv_repeated=True)
+    core = attention_core_times(model, layout, chip)
+    ring = cp_exposed(model, layout, chip, core.forward, core.backward_input)
+    assert ring.forward > 0
+    kept = _layer_comm(model, chip, layout, layer_times(model, layout, chip))
+    for recomputed in (replace(layout, recompute=Recompute.FULL), replace(layout, recompute=Recompute.SELECTIVE)):
+        comm = _layer_comm(model, chip, recomputed, layer_times(model, recomputed, chip))
+        assert (comm.forward, comm.backward) == pytest.approx((kept.forward, kept.backward + ring.forward))

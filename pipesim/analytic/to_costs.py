@@ -474,6 +474,10 @@ def _layer_comm(
     if layout.cp > 1:
         core = attention_core_times(model, layout, chip)
         ring = cp_exposed(model, layout, chip, core.forward, core.backward_input)
+        if layout.recompute is Recompute.FULL or layout.recomputes_attention_core:
+            # the recomputed attention (the whole layer's, or the core's under selective recomputation) exchanges
+            # its keys and values again as its forward did, inside the backward
+            ring = LayerComm(ring.forward, ring.backward + ring.forward)
     gathers = LayerComm(0.0, 0.0)
     if layout.gathers_per_layer:
         # ZeRO-3's NCCL gathers and reduce-scatters, prefetched one layer ahead, run beside the layers' kernels
