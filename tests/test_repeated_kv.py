@@ -144,3 +144,24 @@ def test_a_recomputed_attention_exchanges_its_keys_and_values_again():
     for recomputed in (replace(layout, recompute=Recompute.FULL), replace(layout, recompute=Recompute.SELECTIVE)):
         comm = _layer_comm(model, chip, recomputed, layer_times(model, recomputed, chip))
         assert (comm.forward, comm.backward) == pytest.approx((kept.forward, kept.backward + ring.forward))
+
+
+def test_megatron_cores_unfused_attention_repeats_them_unasked():
+    """Megatron-Core's DotProductAttention (its unfused path) repeat_interleaves grouped K and V to the query heads;
+    its fused (Transformer Engine) attention and torchtitan's SDPA (enable_gqa since January 2026) read them as they
+    are. A flag given wins either way; plan says Megatron's fused attention cannot run them repeated."""
+    import pipesim
+    from pipesim.api.simulation import simulate
+
+    run = dict(model="llama3.1-8b", hardware="h100-sxm", pp=2, mb=4)
+    assert simulate(**run, attention="unfused").setup.layout.kv_repeated
+    assert not simulate(**run, attention="unfused", repeat_kv=False).setup.layout.kv_repeated
+    assert not simulate(**run).setup.layout.kv_repeated
+    assert not simulate(**run, attention="unfused", framework="torchtitan").setup.layout.kv_repeated
+    assert simulate(**run, framework="torchtitan", repeat_kv=True).setup.layout.kv_repeated
+    space = dict(model="llama3.1-8b", gpus=8, global_batch=16, seq_len=8192, schedules=("1f1b",), cp=(1,),
+                 precision=("bf16",), top=1)
+    fused = pipesim.plan(**space, repeat_kv=True).text()
+    assert "megatron: (Megatron-Core's fused attention reads grouped K and V as they are" in fused
+    unfused = pipesim.plan(**space, attention="unfused")
+    assert unfused.request.kv_repeated and "megatron: pretrain_gpt.py" in unfused.text()

@@ -108,6 +108,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pipesim.analytic.layout import (
+    AttentionKernel,
     BoundaryTensor,
     ColumnInput,
     CpComm,
@@ -238,6 +239,9 @@ class FrameworkKnobs:
     # Its FSDP is PyTorch's fully_shard (FSDP2), whose per-layer gathers are copied out into the parameters on the
     # compute stream (Layout.fsdp2): torchtitan's
     fsdp2: bool = False
+    # Whether its unfused attention copies grouped-query K and V out to every query head before the batched GEMMs
+    # (Layout.kv_repeated): Megatron-Core's DotProductAttention (repeat_interleave), unless --no-repeat-kv
+    unfused_attention_repeats_kv: bool = False
 
     def overlaps_p2p(self, schedule: str) -> bool:
         """Whether this framework's engine overlaps the pipeline sends of the built-in ``schedule``, unasked."""
@@ -313,6 +317,13 @@ class FrameworkKnobs:
         """Whether a run at ``tp`` shards along the sequence: as asked, or always where the framework's TP does."""
         return asked or (self.tp_shards_sequence and tp > 1)
 
+    def repeats_kv(self, asked: bool | None, attention: AttentionKernel) -> bool:
+        """Whether grouped-query K and V reach the attention copied out to every query head: as ``asked``
+        (``--repeat-kv``/``--no-repeat-kv``), else where this framework's ``attention`` path copies them."""
+        if asked is not None:
+            return asked
+        return self.unfused_attention_repeats_kv and attention is AttentionKernel.UNFUSED
+
     def recompute(self, asked: Recompute) -> Recompute:
         """The recomputation ``asked`` means in this framework ("selective" is not the same policy everywhere)."""
         return self.selective if asked is Recompute.SELECTIVE else asked
@@ -367,12 +378,14 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
     Framework.MEGATRON: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P),
+        dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P,
+        unfused_attention_repeats_kv=True),
     Framework.NEMO: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON_FUSED, GradAccumulation.FUSED, overlap_tp_dgrad=True,
         column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
         dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P,
-        grad_reduce=GradReduce.OVERLAPPED, distributed_optimizer=True, fp8_params=Fp8Params.BOTH),
+        grad_reduce=GradReduce.OVERLAPPED, distributed_optimizer=True, fp8_params=Fp8Params.BOTH,
+        unfused_attention_repeats_kv=True),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,

@@ -136,6 +136,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
                                   overlap_tp_dgrad=overlap_tp_dgrad, column_input=o.column_input,
                                   p2p_tensor=o.p2p_tensor, p2p_calls=o.p2p_calls, mlp_up=o.mlp_up,
                                   cp_kernels=o.cp_kernels, cp_comm=o.cp_comm_type, fp8_linears=o.fp8_linears)
+    attention = parse_choice("attention", AttentionKernel, o.attention or "fused")
     layout = Layout(
         # chunk_share: the v of the cost convention (1 under DualPipe, whose two copies model_copies counts)
         tp=o.tp or 1, dp=dp, pp=shape.pp, chunks=shape.chunk_share, microbatches=shape.microbatches,
@@ -144,7 +145,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         distribute_saved_activations=bool(o.distribute_saved_activations),
         sequence_parallel=chosen.sequence_parallel(bool(o.sequence_parallel), o.tp or 1),
         distributed_optimizer=distributed_optimizer,
-        attention=parse_choice("attention", AttentionKernel, o.attention or "fused"), kv_repeated=bool(o.repeat_kv),
+        attention=attention, kv_repeated=chosen.repeats_kv(o.repeat_kv, attention),
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),

@@ -237,7 +237,7 @@ def plan_request(
     blocking_p2p: bool = False,
     blocking_dp_sync: bool = False,
     attention: str | AttentionKernel = AttentionKernel.FUSED,
-    repeat_kv: bool = False,
+    repeat_kv: bool | None = None,
     framework: str | Framework | None = None,
     elementwise: str | ElementwiseKernels | None = None,
     loss: str | LossKernel | None = None,
@@ -308,7 +308,8 @@ def plan_request(
         overlap_p2p=not blocking_p2p,
         overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
-        attention=AttentionKernel(attention), kv_repeated=bool(repeat_kv),
+        attention=AttentionKernel(attention),
+        kv_repeated=defaults.repeats_kv(repeat_kv, AttentionKernel(attention)),
         elementwise=defaults.elementwise, loss=defaults.loss, z_loss=bool(z_loss),
         loss_input_copy=bool(loss_input_copy),
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
@@ -408,7 +409,8 @@ def plan(
             training code runs, not searched: "fused", "triton" or "unfused"; "fused" or "eager"; "megatron",
             "megatron-fused", "te", "pytorch", "gathered", "nanotron", "fused" or "compiled"), ``z_loss`` and
             ``loss_input_copy`` (a z-loss beside the loss, its input copied first; not searched), ``repeat_kv``
-            (grouped-query K and V copied to every query head before the attention; not searched),
+            (grouped-query K and V copied to every query head before the attention; not searched; default: where
+            the framework's attention path does, Megatron-Core's unfused one),
             ``zero_collectives``
             (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021

@@ -179,10 +179,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
                        help="fused (FlashAttention-2 or cuDNN: no s² scores stored, default), triton (FlashAttention "
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower) or unfused (5as²b stored)")
-    group.add_argument("--repeat-kv", action="store_true", default=None,
+    group.add_argument("--repeat-kv", action=argparse.BooleanOptionalAction, default=None,
                        help="grouped-query attention's keys and values copied out to every query head before the "
                        "attention call, which saves them and, under --cp, exchanges them at that width "
-                       "(torchtitan's Llama until January 2026, Hugging Face transformers' eager and SDPA paths)")
+                       "(torchtitan's Llama until January 2026, Hugging Face transformers' eager and SDPA paths; "
+                       "default: where the framework's attention path does, Megatron-Core's unfused one)")
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                        help="the training code, whose defaults set the flags its code decides (--elementwise, --loss, "
                        "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, "

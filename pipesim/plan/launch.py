@@ -101,9 +101,13 @@ MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--c
 
 
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
-                 optimizer_shard_group: int | None = None, fp8_dispatch: bool = False) -> str | None:
+                 optimizer_shard_group: int | None = None, fp8_dispatch: bool = False,
+                 fused_attention_repeats_kv: bool = False) -> str | None:
     """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group, its FP8
-    MoE dispatch), or None if it can."""
+    MoE dispatch, grouped K and V repeated before a fused attention), or None if it can."""
+    if fused_attention_repeats_kv:
+        return ("Megatron-Core's fused attention reads grouped K and V as they are: it repeats them only on its "
+                "unfused path (--attention unfused)")
     if candidate.schedule == "interleaved-overlap" and candidate.ep == 1:
         return ("Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm) overlaps expert-parallel "
                 "all-to-alls: it needs --expert-model-parallel-size > 1")
@@ -234,8 +238,10 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
                   overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF,
                   cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
                   loss_input_copy: bool = False, optimizer_shard_group: int | None = None,
-                  dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fp8_dispatch: bool = False) -> str:
-    gap = megatron_gap(candidate, loss, loss_input_copy, optimizer_shard_group, fp8_dispatch)
+                  dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fp8_dispatch: bool = False,
+                  fused_attention_repeats_kv: bool = False) -> str:
+    gap = megatron_gap(candidate, loss, loss_input_copy, optimizer_shard_group, fp8_dispatch,
+                       fused_attention_repeats_kv)
     if gap is not None:
         return f"({gap})"
     argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss,

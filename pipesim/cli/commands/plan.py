@@ -144,9 +144,10 @@ def register(sub) -> None:
     p.add_argument("--attention", choices=[a.value for a in AttentionKernel], default="fused",
                    help="the attention kernel the training code runs, not searched: fused (FlashAttention-2, "
                    "default), triton (FlashAttention in Triton) or unfused")
-    p.add_argument("--repeat-kv", action="store_true",
+    p.add_argument("--repeat-kv", action=argparse.BooleanOptionalAction, default=None,
                    help="grouped-query attention's K and V copied to every query head before the attention, not "
-                   "searched (torchtitan's Llama until January 2026; simulate --help)")
+                   "searched (torchtitan's Llama until January 2026; default: where the framework's attention path "
+                   "does, Megatron-Core's unfused one)")
     p.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                    help="the training code, whose defaults set --elementwise, --loss, --zero-collectives, "
                    "--overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, --mlp-up, the gradient "
