@@ -54,6 +54,7 @@ def frameworks() -> pd.DataFrame:
                      "overlap_p2p": ",".join(k.overlapped_p2p_schedules) or "none",
                      "cp_kernels": k.cp_kernels.value, "cp_comm_type": k.cp_comm.value,
                      "fp8_linears": k.fp8_linears.value, "fsdp2": k.fsdp2,
+                     "repeat_kv": "unfused" if k.unfused_attention_repeats_kv else "none",
                      "precisions": ",".join(p.value for p in k.precisions),
                      "recomputes": ",".join(r.value for r in k.recomputes) + ("" if k.partial_recompute else " (all)")})
     return pd.DataFrame(rows)

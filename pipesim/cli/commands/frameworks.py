@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
           "that runs context parallelism and "
           "how its ranks exchange keys and values; fp8_linears: whose FP8 linears an --fp8 run trains with; fsdp2: "
           "whether its FSDP (--zero 2|3) is fully_shard, copying each gather out on the compute stream (--fsdp2); "
+          "repeat_kv: the attention path on which it copies grouped K and V to every query head (--repeat-kv); "
           "precisions: the GEMM precisions its model code trains in; recomputes: the --recompute policies it offers, "
           "(all) where it recomputes every layer or none); "
           "megatron is pipesim's default; where each "
