@@ -82,6 +82,9 @@ def test_pytorch_cp_holds_its_exchange_in_the_backward():
     assert cp_backward_buffers(LLAMA_405B, Layout(tp=8, kv_repeated=True)) == 0
     gqa = cp_backward_buffers(LLAMA_405B, PYTORCH_CP4)
     assert gqa == pytest.approx((4 * 16 + 2 * (128 + 16) + 4 * 16) * MIB)
+    # the ring rotation (--cp-comm-type p2p, its alltoall method) holds the block in use and the one arriving
+    ring = replace(repeated, cp_comm=CpComm.P2P)
+    assert cp_backward_buffers(LLAMA_405B, ring) == pytest.approx((2 * 256 + 768 + 1024) * MIB)
     assert backward_working_set(LLAMA_405B, repeated) - backward_working_set(
         LLAMA_405B, replace(repeated, cp_kernels=CpKernels.TRANSFORMER_ENGINE, cp_comm=CpComm.P2P)) == \
         pytest.approx(2816 * MIB)

@@ -55,6 +55,7 @@ from pipesim.analytic.kernels import (
 from pipesim.analytic.layout import (
     AttentionKernel,
     ColumnInput,
+    CpComm,
     CpKernels,
     Layout,
     LossKernel,
@@ -132,16 +133,18 @@ def cp_backward_buffers(model: ModelSpec, layout: Layout) -> float:
     """Bytes PyTorch's context-parallel attention holds beyond the layer's activations and their gradients while
     its backward runs, on one rank (``_templated_ring_attention_backward``, ``torch/distributed/tensor/
     experimental/_attention.py``): every cp rank's keys and values all-gathered (its default rotation, ``cp``
-    blocks of :func:`~pipesim.analytic.comm.cp_kv_bytes`); the query's, key's and value's gradients accumulated
-    in FP32 (``convert_to_f32``), twice the BF16 gradients the working set counts; the K and V gradients
-    concatenated in FP32 to send on and the block received, two FP32 copies more. 0 without context parallelism
-    and for Transformer Engine's, whose buffers are not counted."""
+    blocks of :func:`~pipesim.analytic.comm.cp_kv_bytes`; its ring rotation holds the block in use and the one
+    arriving, two); the query's, key's and value's gradients accumulated in FP32 (``convert_to_f32``), twice the
+    BF16 gradients the working set counts; the K and V gradients concatenated in FP32 to send on and the block
+    received, two FP32 copies more. 0 without context parallelism and for Transformer Engine's, whose buffers are
+    not counted."""
     if layout.cp == 1 or layout.cp_kernels is not CpKernels.PYTORCH:
         return 0.0
     keys_values = cp_kv_bytes(model, layout)
     queries = model.dtype_bytes * model.micro_batch * model.seq_len / layout.cp * model.q_width / layout.tp
     fp32 = FP32 / model.dtype_bytes
-    return layout.cp * keys_values + fp32 * (queries + keys_values) + 2 * fp32 * keys_values
+    blocks = layout.cp if layout.cp_comm is CpComm.ALL_GATHER else 2
+    return blocks * keys_values + fp32 * (queries + keys_values) + 2 * fp32 * keys_values
 
 
 def linear_input_element_bytes(model: ModelSpec, layout: Layout) -> float:
