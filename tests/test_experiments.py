@@ -184,3 +184,17 @@ def test_a_table_script_writes_its_table_into_out(tmp_path, run_here):
     written = (tmp_path / "tables" / "grouped_step_time_comm0.md").read_text()
     assert "| interleaved | 4 | 8 | 28.5 | hangs | 28.5 | reordered |" in written
     assert written in result.stdout  # the file holds what was printed
+
+
+def test_a_table_script_piped_into_a_reader_that_stops_early_still_writes_its_table(tmp_path):
+    """``python experiments/SCRIPT.py | head``: the reader goes after a line; the script ends without a traceback,
+    status 0, and its table file is whole. A real process: the broken pipe is the operating system's."""
+    script = ROOT / "experiments" / "grouped_step_time.py"
+    proc = subprocess.Popen([sys.executable, str(script), "--fast", "--out", str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline()
+    proc.stdout.close()  # the reader is gone
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr
+    assert "| interleaved | 4 | 8 | 28.5 | hangs | 28.5 | reordered |" in (
+        tmp_path / "grouped_step_time_comm0.md").read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -75,17 +76,25 @@ def as_percent(frame, columns: list[str]):
 
 
 class _Tee(io.TextIOBase):
+    """Writes to every stream; one whose reader has gone (``script | head``) is dropped, so the others (the
+    table's file) still get the whole output."""
+
     def __init__(self, *streams):
-        self.streams = streams
+        self.streams = list(streams)
+
+    def _each(self, act) -> None:
+        for stream in list(self.streams):
+            try:
+                act(stream)
+            except BrokenPipeError:
+                self.streams.remove(stream)
 
     def write(self, text: str) -> int:
-        for stream in self.streams:
-            stream.write(text)
+        self._each(lambda stream: stream.write(text))
         return len(text)
 
     def flush(self) -> None:
-        for stream in self.streams:
-            stream.flush()
+        self._each(lambda stream: stream.flush())
 
 
 def record_output(out: Path, name: str) -> Path:
@@ -101,7 +110,14 @@ def record_output(out: Path, name: str) -> Path:
         sys.stdout.flush()
         sys.stdout = terminal
         handle.close()
-        print(f"wrote {path}")
+        try:
+            print(f"wrote {path}")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the terminal's reader is gone; the file is written
+            # point the descriptor at /dev/null so the interpreter's own flush at exit has nowhere to fail
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
     atexit.register(close)
     return path
