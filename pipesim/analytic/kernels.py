@@ -328,10 +328,8 @@ def linear_times(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
 def kv_repeat(model: ModelSpec, layout: Layout) -> float:
     """How many times wider the keys and values are as the attention call reads them than as the model computes
     them: ``heads / kv_heads`` where grouped-query attention's K and V are copied out to every query head first
-    (:attr:`Layout.kv_repeated`), else 1 (latent attention's are per head already)."""
-    if not layout.kv_repeated or model.mla:
-        return 1.0
-    return model.heads / model.kv_heads
+    (:attr:`Layout.kv_repeated`), else 1 (:attr:`ModelSpec.query_heads_per_kv_head`)."""
+    return model.query_heads_per_kv_head if layout.kv_repeated else 1.0
 
 
 def repeat_kv_bytes(model: ModelSpec, layout: Layout) -> float:

@@ -241,6 +241,12 @@ class ModelSpec:
         return self.kv_heads * self.head_dim
 
     @property
+    def query_heads_per_kv_head(self) -> float:
+        """Query heads sharing each key and value head: ``heads / kv_heads`` under grouped-query attention, 1 for
+        multi-head attention and for latent attention (whose keys and values are per head already)."""
+        return 1.0 if self.mla else self.heads / self.kv_heads
+
+    @property
     def is_moe(self) -> bool:
         return self.experts > 0
 

@@ -16,10 +16,9 @@ the parameter gather a sharded optimizer); a flip the layout refuses is listed w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from pipesim.analytic.frameworks import knobs, runs_megatron_core
-from pipesim.analytic.kernels import kv_repeat
 from pipesim.analytic.layout import AttentionKernel, Fp8Linears, Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_spec import ModelSpec
@@ -133,7 +132,7 @@ def unstated_flips(layout: Layout, framework: str | None, model: ModelSpec) -> l
         other = AttentionKernel.UNFUSED if lay.attention is AttentionKernel.FUSED else AttentionKernel.FUSED
         flips.append((f"--attention {other.value}", "the attention kernel (fused: FlashAttention or cuDNN; "
                       "unfused: Megatron's softmax between two batched GEMMs)", {"attention": other.value}))
-    if lay.attention is not AttentionKernel.UNFUSED and kv_repeat(model, replace(lay, kv_repeated=True)) != 1.0:
+    if lay.attention is not AttentionKernel.UNFUSED and model.query_heads_per_kv_head > 1:
         flips.append(_toggle(lay.kv_repeated, "--repeat-kv", "without --repeat-kv", "repeat_kv",
                              "grouped-query K and V copied to every query head before the attention"))
     if runs_megatron_core(framework) and lay.recompute in (Recompute.NONE, Recompute.SELECTIVE):

@@ -274,9 +274,9 @@ _TORCHTITAN_INFERRED = dict(
 # return_outputs=False since October 2025)
 _TORCHTITAN_OUTPUTS = ("PyTorch's pipeline schedules then kept the last stage's outputs until the step's end "
                        "(torchtitan passes return_outputs=False since October 2025)")
+_TORCHTITAN_PIPELINED = {"repeat_kv": True, "pipeline_outputs_kept": True}
 _TORCHTITAN_COMPILED = dict(
-    _TORCHTITAN_INFERRED, settings={"repeat_kv": True, "pipeline_outputs_kept": True, "elementwise": "fused",
-                                    "loss": "compiled"},
+    _TORCHTITAN_INFERRED, settings={**_TORCHTITAN_PIPELINED, "elementwise": "fused", "loss": "compiled"},
     basis=f"{_TORCHTITAN_INFERRED['basis']}; {_TORCHTITAN_OUTPUTS}; async TP, stated, runs only under "
           "torch.compile in torchtitan (parallelize_llama.py: 'Async TP requires --training.compile'), which "
           "compiles each TransformerBlock (element-wise work fused) and the loss")
@@ -330,8 +330,7 @@ DISTRIBUTED_OPTIMIZER_MEMORY_BF16 = PatternGroup(
           "reduces its gradients in BF16 (--grad-reduce-in-bf16: --param-bytes 16); its default is FP32")
 TORCHTITAN_3D_MEMORY = PatternGroup(
     "memory, torchtitan 405B 3D", Measure.MEMORY, -0.29, -0.20, "TP 8, PP 8, FSDP, 1F1B and interleaved",
-    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED,
-    settings={"repeat_kv": True, "pipeline_outputs_kept": True},
+    framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED, settings=_TORCHTITAN_PIPELINED,
     basis=f"stated: torchtitan, which logs max_reserved (torchtitan/components/metrics.py); inferred: "
           f"{_TORCHTITAN_KV}; {_TORCHTITAN_OUTPUTS}")
 

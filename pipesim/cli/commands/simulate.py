@@ -53,7 +53,8 @@ def register(sub) -> None:
     sim.add_argument("--sensitivity", action="store_true",
                      help="with --model: also flip each setting a published run often leaves unstated (the "
                      "data-parallel sync's and TP's overlaps, the sends' overlap, the gradients' precision, the "
-                     "optimizer's sharding, the attention kernel, selective recomputation, FP8 weights) alone, and "
+                     "optimizer's sharding, the attention kernel, K and V repeated to the query heads, selective "
+                     "recomputation, FP8 weights) alone, and "
                      "print the step and peak each gives and the range they span")
     sim.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
                      help="graph: longest path over the dependency graph (compiled); simpy: the discrete-event "
