@@ -22,6 +22,7 @@ Engine; :func:`dgrad_hidden_by_wgrad`); DP sync is one REDUCE_GRAD per chunk in 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ from pipesim.analytic.layout import (
     CpComm,
     CpKernels,
     Layout,
+    Precision,
     Recompute,
     ZeroCollectives,
     ZeroStage,
@@ -186,19 +188,25 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
         return LayerComm(0.0, 0.0)
     nbytes = _activation_bytes(model, layout)
     if layout.sequence_parallel:
-        one = (collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
-               + collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t))
+        scatter = collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t)
+        one = collective_time(CollectiveOp.ALL_GATHER, tp_gather_bytes(model, layout), t, chip, t) + scatter
+        # the backward's conjugates: the input gradient reduce-scattered, the output gradient gathered
+        one_backward = scatter + collective_time(CollectiveOp.ALL_GATHER,
+                                                 tp_gather_bytes(model, layout, TpGather.OUTPUT_GRADIENT), t, chip, t)
     else:
-        one = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
+        one = one_backward = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
     # under MoE parallel folding a MoE layer's routed experts see the rank's own tokens: only its shared experts,
     # split over tp, gather and scatter them
-    mlp_block = 0.0 if kind is LayerKind.MOE and layout.etp != t and not model.shared_experts else one
+    routed_only = kind is LayerKind.MOE and layout.etp != t and not model.shared_experts
+    mlp_block, mlp_block_backward = (0.0, 0.0) if routed_only else (one, one_backward)
     forward = one + mlp_block
-    extra = one if split_up_collectives(model, layout, kind) else 0.0  # the second up projection's own ``f``
+    # the second up projection's own ``f``
+    extra = one_backward if split_up_collectives(model, layout, kind) else 0.0
     # a checkpointed dense MLP or MoE block (selective ``mlp``, ``moe``) re-runs its forward's collective
     rerun = mlp_block if recomputed_mlp_width(model, layout, kind) and (
         kind is LayerKind.DENSE or recomputes_moe_block(layout, kind)) else 0.0
-    backward = forward + extra + rerun + (forward if layout.recompute is Recompute.FULL else 0.0)
+    backward = (one_backward + mlp_block_backward + extra + rerun
+                + (forward if layout.recompute is Recompute.FULL else 0.0))
     if layout.distribute_saved_activations:  # full recomputation only (Layout refuses it otherwise)
         # the stored input's 1/tp shards gathered (gather_split_1d_tensor) on the compute stream, so waited for
         backward += collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
@@ -238,6 +246,36 @@ def _activation_bytes(model: ModelSpec, layout: Layout) -> int:
     return model.dtype_bytes * model.micro_batch * model.seq_len // layout.cp * model.hidden
 
 
+class TpGather(enum.Enum):
+    """Which tensor a sequence-parallel all-gather carries (:func:`tp_gather_bytes`)."""
+
+    INPUT = "input"  # a column-parallel linear's input, before its forward GEMM
+    OUTPUT_GRADIENT = "output gradient"  # a row-parallel linear's output gradient, in the backward
+    SAVED_INPUT = "saved input"  # a column-parallel linear's input as saved, gathered again for its weight gradient
+
+
+def tp_gather_bytes(model: ModelSpec, layout: Layout, tensor: TpGather = TpGather.INPUT) -> float:
+    """The bytes one sequence-parallel all-gather moves (its output, ``b·s·h`` elements): at the precision the
+    GEMM reads where the linears quantize before they gather, else the model's dtype.
+
+    Transformer Engine quantizes first and gathers the quantized tensor (``gather_along_first_dim(...,
+    quantizer=...)`` in ``layernorm_linear.py`` and ``linear.py``: ``_all_gather_fp8``, ``_all_gather_nvfp4``; in
+    its 2024 releases the fused norm wrote FP8 straight into the tensor it gathers): the forward's inputs, the
+    output gradients (``grad_output_preprocess``: "FP8 with all-gather", cast first) and the inputs it saved
+    quantized. An FP8 tensor's transpose is made after the gather; an NVFP4 output gradient is gathered both
+    row-wise and column-wise (two quantizations, each with its own scales). torchao's tensor-parallel float8
+    (``Float8ColwiseParallel``, ``PrepareFloat8ModuleInput``, what torchtitan applies under float8) casts a
+    linear's input before redistributing it, so its forward gathers are FP8; the output gradient reaches the
+    float8 matmul in BF16 and is cast there, after its gather, and the input it saves is BF16. The
+    reduce-scatters carry the GEMMs' BF16 outputs."""
+    precision = layout.precision
+    # torchao quantizes only what it gathers before the forward GEMM; Transformer Engine everything it keeps
+    quantized = precision.quantized if tensor is TpGather.INPUT else layout.keeps_quantized_copies
+    copies = 2 if tensor is TpGather.OUTPUT_GRADIENT and precision is Precision.FP4 else 1
+    element = copies * precision.element_bytes if quantized else model.dtype_bytes
+    return _activation_bytes(model, layout) / model.dtype_bytes * element
+
+
 def tp_dgrad_collective(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
     """One column-parallel linear's input-gradient collective in the backward: the reduce-scatter back to the
     sequence shards with sequence parallelism, else the all-reduce of the conjugate ``f`` (0 at tp = 1)."""
@@ -268,7 +306,10 @@ def column_input_regather(model: ModelSpec, layout: Layout, chip: ChipSpec, inpu
     for too."""
     if not layout.gathers_column_input:
         return 0.0
-    gather = collective_time(CollectiveOp.ALL_GATHER, _activation_bytes(model, layout), layout.tp, chip, layout.tp)
+    # the input as saved, or under per-op recomputation its forward gather again
+    tensor = TpGather.INPUT if layout.column_input is ColumnInput.SAVED else TpGather.SAVED_INPUT
+    gather = collective_time(CollectiveOp.ALL_GATHER, tp_gather_bytes(model, layout, tensor), layout.tp, chip,
+                             layout.tp)
     if layout.column_input is ColumnInput.REGATHER:
         return sum(contended_overlap(gather, g, chip.comm_sm_share) for g in input_grads)
     if layout.column_input is ColumnInput.SAVED and layout.recompute is not Recompute.PER_OP:
