@@ -352,7 +352,8 @@ def test_fp8_weights_by_hand():
 def test_fp8_params_in_the_report_by_hand(capsys):
     """Llama 3.1 8B on one rank (tp 1): FP8 parameters kept rowwise save 2 bytes on every parameter but the
     embedding's and the output layer's, and the step the once-a-step cast of those weights (the optimizer writes
-    them in FP8); nothing else changes."""
+    them in FP8) and half the parameter all-gather after the step (one byte a weight, the embedding and head's
+    taken alike: Layout.gathered_weight_bytes); nothing else changes."""
     base = ["simulate", "--model", "llama3.1-8b", "--pp", "1", "--mb", "1", "--dp", "8", "--distributed-optimizer",
             "--fp8", "--json"]
     reports = {}
@@ -367,9 +368,14 @@ def test_fp8_params_in_the_report_by_hand(capsys):
     assert rowwise["activations_gib"] == copy["activations_gib"] and rowwise["grads_gib"] == copy["grads_gib"]
     assert reports[("--fp8-params",)]["layout"]["fp8_params"] == "both"
     assert reports[("--fp8-params", "rowwise")]["step_time_s"] == reports[("--fp8-params",)]["step_time_s"]
-    # one microbatch: the whole cast, read BF16 and write FP8 and its transpose on the H100, on that one forward
-    cast = 4 * linears / CHIP_PRESETS["h100-sxm"].stream_bandwidth
-    assert reports[()]["step_time_s"] - reports[("--fp8-params",)]["step_time_s"] == pytest.approx(cast, rel=0.02)
+    # one microbatch: the whole cast, read BF16 and write FP8 and its transpose on the H100, on that one forward;
+    # and the gather of the updated weights over dp 8 inside the node, after the step, in one byte a weight
+    h100 = CHIP_PRESETS["h100-sxm"]
+    cast = 4 * linears / h100.stream_bandwidth
+    gathered = (collective_time(CollectiveOp.ALL_GATHER, 2 * copy["params"], 8, h100, 8)
+                - collective_time(CollectiveOp.ALL_GATHER, copy["params"], 8, h100, 8))
+    assert reports[()]["step_time_s"] - reports[("--fp8-params",)]["step_time_s"] == pytest.approx(cast + gathered,
+                                                                                                   rel=0.02)
 
 
 def test_zero_stages_memory_by_hand():

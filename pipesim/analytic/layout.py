@@ -927,10 +927,15 @@ class Layout:
 
     @property
     def gathered_weight_bytes(self) -> float:
-        """Bytes a ZeRO-3 all-gather moves and holds per gathered weight: BF16's, or one under torchao's FSDP float8
-        all-gather (:attr:`fp8_all_gather`; the embedding, the head and the norms, which stay BF16, are taken
-        alike: under 1 % of a layer's, a few percent of a small model's)."""
-        return 1.0 if self.fp8_all_gather else self.param_bytes.weights
+        """Bytes a ZeRO all-gather of the weights moves per weight (and ZeRO-3 holds): BF16's, or one where the
+        weights are gathered in FP8: torchao's FSDP float8 all-gather (:attr:`fp8_all_gather`), and the distributed
+        optimizer's gather after the step with FP8 parameters (:attr:`fp8_params`: Megatron-Core's parameter buffer
+        holds them as ``torch.uint8``, ``param_and_grad_buffer.py`` since "Add native-fp8", September 2024, so its
+        all-gather moves their bytes; Megatron-LM's help: "perform the param all-gather in fp8"). The embedding,
+        the head and the norms, which stay BF16, are taken alike: under 1 % of a layer's, a few percent of a small
+        model's."""
+        in_fp8 = self.fp8_all_gather or self.fp8_params is not Fp8Params.OFF
+        return 1.0 if in_fp8 else self.param_bytes.weights
 
     @property
     def torch_loss_parallel(self) -> bool:

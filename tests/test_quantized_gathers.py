@@ -1,6 +1,8 @@
-"""Sequence-parallel all-gathers at the precision the linears read (``comm.tp_gather_bytes``), by hand:
+"""All-gathers at the precision their consumers read, by hand. Sequence parallelism's (``comm.tp_gather_bytes``):
 Transformer Engine quantizes before it gathers (the forward's inputs, the output gradients, the inputs it saved);
-torchao's tensor-parallel float8 casts only the forward's inputs first; the reduce-scatters stay BF16."""
+torchao's tensor-parallel float8 casts only the forward's inputs first; the reduce-scatters stay BF16. The
+distributed optimizer's parameter gather with FP8 parameters (``Layout.gathered_weight_bytes``): one byte a
+weight, as Megatron-Core's uint8 parameter buffer and NeMo's distributed Adam move them."""
 
 from __future__ import annotations
 
@@ -9,8 +11,15 @@ from dataclasses import replace
 import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.analytic.comm import TpGather, collective_time, column_input_regather, tp_gather_bytes, tp_layer_comm
-from pipesim.analytic.layout import ColumnInput, Fp8Linears, Layout, Precision, Recompute
+from pipesim.analytic.comm import (
+    TpGather,
+    collective_time,
+    column_input_regather,
+    dp_grad_sync,
+    tp_gather_bytes,
+    tp_layer_comm,
+)
+from pipesim.analytic.layout import ColumnInput, Fp8Linears, Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_presets import MODEL_PRESETS
 
@@ -69,3 +78,16 @@ def test_the_weight_gradients_gather_the_input_as_saved():
     # a saved gathered input re-gathered only by per-op recomputation: the forward's own (FP8) gather
     per_op = replace(TORCHAO_FP8, column_input=ColumnInput.SAVED, recompute=Recompute.PER_OP)
     assert column_input_regather(MODEL, per_op, H100, [0.0]) == pytest.approx(_all_gather(1))
+
+
+def test_fp8_parameters_are_gathered_in_one_byte_after_the_step():
+    """dp 8 in one node, a billion parameters a rank: the distributed optimizer reduce-scatters the FP32 gradients
+    either way and gathers the updated weights in BF16, or in FP8 with FP8 parameters."""
+    params = 1e9
+    bf16 = Layout(dp=8, zero=ZeroStage.OPTIMIZER, precision=Precision.FP8)
+    fp8_params = replace(bf16, fp8_params=Fp8Params.BOTH)
+    assert bf16.gathered_weight_bytes == 2 and fp8_params.gathered_weight_bytes == 1
+    plain, quantized = dp_grad_sync(params, bf16, H100), dp_grad_sync(params, fp8_params, H100)
+    assert quantized.reduce == plain.reduce
+    assert plain.gather == pytest.approx(collective_time(CollectiveOp.ALL_GATHER, 2 * params, 8, H100, 8))
+    assert quantized.gather == pytest.approx(collective_time(CollectiveOp.ALL_GATHER, params, 8, H100, 8))
