@@ -24,8 +24,9 @@ graphs (``LAYER_CUDA_GRAPH=1``); v4.1 Eos pp 8 × v 6 at micro-batch 2 (at 512 G
 
 Stated and modelled since: the FP8 parameters (``FP8_PARAMS``: ``fp8_params``), taken as v5.0's rows of the same
 code line are (``Fp8Params.ROWWISE``: the data alone; see ``mlperf_v50_llama405b`` for why that is read from the
-rows, not the code); memory only, and none is published. Not modelled, stated: the parameter all-gather in FP8
-(half its bytes, overlapped either way), CUDA graphs (the 10k-GPU rows), v4.1's deferred embedding weight
+rows, not the code); in memory (none is published) and, since issue #24's FP8-gathers release, the parameter
+all-gather after the step in FP8 (NeMo's distributed Adam syncs FP8 parameters in ``uint8``: half its bytes). Not
+modelled, stated: CUDA graphs (the 10k-GPU rows), v4.1's deferred embedding weight
 gradient, the 512-GPU v4.1 row's clock boost. Uncertain: Oracle's RoCE fabric (OCI's 8 × 400 Gb/s per node,
 taken as the ``h100-sxm`` preset's) at 384 nodes.
 

@@ -25,7 +25,8 @@ transpose (``Fp8Params.BOTH``). pipesim was +10.6 % and +10.3 % with a BF16 weig
 previous release noted that one byte less per parameter would match; the byte count now comes from TE's code.
 
 Not modelled, stated: ``CUBLAS_WORKSPACE_CONFIG=:16:8`` (a small cuBLAS workspace, which can keep cuBLAS from its
-fastest split-K kernels), NVLink SHARP and multicast for the TP overlap, the parameter all-gather in FP8.
+fastest split-K kernels), NVLink SHARP and multicast for the TP overlap. (The parameter all-gather in FP8 and
+the FP8 sequence-parallel gathers are modelled since issue #24's FP8-gathers release.)
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to. One model on one system at
 two layouts: too few rows for a ranking group.
