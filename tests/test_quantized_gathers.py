@@ -22,6 +22,7 @@ from pipesim.analytic.comm import (
 from pipesim.analytic.layout import ColumnInput, Fp8Linears, Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_presets import MODEL_PRESETS
+from pipesim.analytic.model_spec import LayerKind
 
 MODEL = MODEL_PRESETS["llama3.1-70b"].with_shape(8192, 1)  # hidden 8192
 H100 = CHIP_PRESETS["h100-sxm"]
@@ -91,3 +92,23 @@ def test_fp8_parameters_are_gathered_in_one_byte_after_the_step():
     assert quantized.reduce == plain.reduce
     assert plain.gather == pytest.approx(collective_time(CollectiveOp.ALL_GATHER, 2 * params, 8, H100, 8))
     assert quantized.gather == pytest.approx(collective_time(CollectiveOp.ALL_GATHER, params, 8, H100, 8))
+
+
+def test_a_moe_layers_token_dispatcher_gathers_in_bf16():
+    """Mixtral at tp 2 with sequence parallelism, experts on the tp ranks too (etp = tp): the attention block's
+    gather is Transformer Engine's (FP8), the MLP block's the token dispatcher's, in BF16 before the experts'
+    linears quantize; the reduce-scatters BF16 throughout."""
+    mixtral = MODEL_PRESETS["mixtral-8x7b"].with_shape(4096, 1)
+    elements = 4096 * mixtral.hidden
+    layout = Layout(tp=2, sequence_parallel=True, precision=Precision.FP8)
+
+    def gather(element_bytes: float) -> float:
+        return collective_time(CollectiveOp.ALL_GATHER, elements * element_bytes, 2, H100, 2)
+
+    scatter = collective_time(CollectiveOp.REDUCE_SCATTER, elements * 2, 2, H100, 2)
+    moe = tp_layer_comm(mixtral, layout, H100, LayerKind.MOE)
+    assert moe.forward == pytest.approx(gather(1) + scatter + gather(2) + scatter)
+    assert moe.backward == pytest.approx(moe.forward)
+    # the same model's dense layers (none here, but the kind is asked for): both blocks Transformer Engine's
+    dense = tp_layer_comm(mixtral, layout, H100, LayerKind.DENSE)
+    assert dense.forward == pytest.approx(2 * (gather(1) + scatter))

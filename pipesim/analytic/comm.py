@@ -187,18 +187,34 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     if t == 1:
         return LayerComm(0.0, 0.0)
     nbytes = _activation_bytes(model, layout)
-    if layout.sequence_parallel:
+
+    def block(linears_gather: bool) -> tuple[float, float]:
+        """One block's pair of collectives, forward and backward: a gather and a reduce-scatter each way under
+        sequence parallelism (the gathers at the linears' width where their own code gathers, else the
+        activations' dtype), an all-reduce each way without."""
+        if not layout.sequence_parallel:
+            reduce = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
+            return reduce, reduce
         scatter = collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t)
-        one = collective_time(CollectiveOp.ALL_GATHER, tp_gather_bytes(model, layout), t, chip, t) + scatter
+        gathers = (tp_gather_bytes(model, layout), tp_gather_bytes(model, layout, TpGather.OUTPUT_GRADIENT))
+        if not linears_gather:
+            gathers = (nbytes, nbytes)
         # the backward's conjugates: the input gradient reduce-scattered, the output gradient gathered
-        one_backward = scatter + collective_time(CollectiveOp.ALL_GATHER,
-                                                 tp_gather_bytes(model, layout, TpGather.OUTPUT_GRADIENT), t, chip, t)
+        return (collective_time(CollectiveOp.ALL_GATHER, gathers[0], t, chip, t) + scatter,
+                scatter + collective_time(CollectiveOp.ALL_GATHER, gathers[1], t, chip, t))
+
+    one, one_backward = block(linears_gather=True)
+    # A MoE layer's MLP block: its token dispatcher gathers the tokens over tp and scatters them back in the model's
+    # dtype (Megatron-Core's gather_from_sequence_parallel_region, before the experts' linears quantize); under MoE
+    # parallel folding the routed experts see the rank's own tokens, and only its shared experts, split over tp,
+    # gather and scatter them, through their own linears
+    folded = kind is LayerKind.MOE and layout.etp != t
+    if folded and not model.shared_experts:
+        mlp_block, mlp_block_backward = 0.0, 0.0
+    elif kind is LayerKind.MOE and not folded:
+        mlp_block, mlp_block_backward = block(linears_gather=False)
     else:
-        one = one_backward = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
-    # under MoE parallel folding a MoE layer's routed experts see the rank's own tokens: only its shared experts,
-    # split over tp, gather and scatter them
-    routed_only = kind is LayerKind.MOE and layout.etp != t and not model.shared_experts
-    mlp_block, mlp_block_backward = (0.0, 0.0) if routed_only else (one, one_backward)
+        mlp_block, mlp_block_backward = one, one_backward
     forward = one + mlp_block
     # the second up projection's own ``f``
     extra = one_backward if split_up_collectives(model, layout, kind) else 0.0
