@@ -187,23 +187,8 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     if t == 1:
         return LayerComm(0.0, 0.0)
     nbytes = _activation_bytes(model, layout)
-
-    def block(linears_gather: bool) -> tuple[float, float]:
-        """One block's pair of collectives, forward and backward: a gather and a reduce-scatter each way under
-        sequence parallelism (the gathers at the linears' width where their own code gathers, else the
-        activations' dtype), an all-reduce each way without."""
-        if not layout.sequence_parallel:
-            reduce = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
-            return reduce, reduce
-        scatter = collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t)
-        gathers = (tp_gather_bytes(model, layout), tp_gather_bytes(model, layout, TpGather.OUTPUT_GRADIENT))
-        if not linears_gather:
-            gathers = (nbytes, nbytes)
-        # the backward's conjugates: the input gradient reduce-scattered, the output gradient gathered
-        return (collective_time(CollectiveOp.ALL_GATHER, gathers[0], t, chip, t) + scatter,
-                scatter + collective_time(CollectiveOp.ALL_GATHER, gathers[1], t, chip, t))
-
-    one, one_backward = block(linears_gather=True)
+    one, one_backward = _block_collectives(nbytes, tp_gather_bytes(model, layout),
+                                           tp_gather_bytes(model, layout, TpGather.OUTPUT_GRADIENT), layout, chip)
     # A MoE layer's MLP block: its token dispatcher gathers the tokens over tp and scatters them back in the model's
     # dtype (Megatron-Core's gather_from_sequence_parallel_region, before the experts' linears quantize); under MoE
     # parallel folding the routed experts see the rank's own tokens, and only its shared experts, split over tp,
@@ -212,7 +197,7 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
     if folded and not model.shared_experts:
         mlp_block, mlp_block_backward = 0.0, 0.0
     elif kind is LayerKind.MOE and not folded:
-        mlp_block, mlp_block_backward = block(linears_gather=False)
+        mlp_block, mlp_block_backward = _block_collectives(nbytes, nbytes, nbytes, layout, chip)
     else:
         mlp_block, mlp_block_backward = one, one_backward
     forward = one + mlp_block
@@ -227,6 +212,21 @@ def tp_layer_comm(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerK
         # the stored input's 1/tp shards gathered (gather_split_1d_tensor) on the compute stream, so waited for
         backward += collective_time(CollectiveOp.ALL_GATHER, nbytes, t, chip, t)
     return LayerComm(forward, backward)
+
+
+def _block_collectives(nbytes: float, gathered: float, gathered_backward: float, layout: Layout,
+                       chip: ChipSpec) -> tuple[float, float]:
+    """One block's (attention's or MLP's) TP collectives over ``nbytes`` of activations, forward and backward: under
+    sequence parallelism a gather of ``gathered`` bytes and a reduce-scatter, and the backward's conjugates, the
+    input gradient reduce-scattered and the output gradient gathered (``gathered_backward`` bytes); without it an
+    all-reduce each way."""
+    t = layout.tp
+    if not layout.sequence_parallel:
+        reduce = collective_time(CollectiveOp.ALL_REDUCE, nbytes, t, chip, t)
+        return reduce, reduce
+    scatter = collective_time(CollectiveOp.REDUCE_SCATTER, nbytes, t, chip, t)
+    return (collective_time(CollectiveOp.ALL_GATHER, gathered, t, chip, t) + scatter,
+            scatter + collective_time(CollectiveOp.ALL_GATHER, gathered_backward, t, chip, t))
 
 
 def local_shard_hidden(model: ModelSpec, layout: Layout, chip: ChipSpec, column_forwards: Sequence[float],

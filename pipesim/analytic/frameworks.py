@@ -374,18 +374,16 @@ MEGATRON_OVERLAPPED_P2P = ("interleaved", "interleaved-overlap")
 TORCH_RUNTIME_SCHEDULES = ("interleaved", "interleaved-overlap", "looped-bfs", "zb-h1", "zb-h2", "zb-v", "zb-auto",
                            "dualpipe-v")
 
+_MEGATRON_CORE_KNOBS = FrameworkKnobs(
+    ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
+    column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
+    dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P, unfused_attention_repeats_kv=True)
+
 KNOBS: dict[Framework, FrameworkKnobs] = {
-    Framework.MEGATRON: FrameworkKnobs(
-        ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.FUSED, overlap_tp_dgrad=True,
-        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P,
-        unfused_attention_repeats_kv=True),
-    Framework.NEMO: FrameworkKnobs(
-        ElementwiseKernels.FUSED, LossKernel.MEGATRON_FUSED, GradAccumulation.FUSED, overlap_tp_dgrad=True,
-        column_input=ColumnInput.REGATHER, selective=Recompute.SELECTIVE, zero2_collectives=ZeroCollectives.BUCKETED,
-        dp_overlap_switches=True, overlapped_p2p_schedules=MEGATRON_OVERLAPPED_P2P,
-        grad_reduce=GradReduce.OVERLAPPED, distributed_optimizer=True, fp8_params=Fp8Params.BOTH,
-        unfused_attention_repeats_kv=True),
+    Framework.MEGATRON: _MEGATRON_CORE_KNOBS,
+    # Megatron-Core underneath, with what NeMo's recipes set on top of its defaults
+    Framework.NEMO: replace(_MEGATRON_CORE_KNOBS, loss=LossKernel.MEGATRON_FUSED, grad_reduce=GradReduce.OVERLAPPED,
+                            distributed_optimizer=True, fp8_params=Fp8Params.BOTH),
     Framework.TORCHTITAN: FrameworkKnobs(
         ElementwiseKernels.EAGER, LossKernel.PYTORCH, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED, selective=Recompute.PER_OP, zero2_collectives=ZeroCollectives.PER_LAYER,
