@@ -16,6 +16,10 @@ from pipesim.analytic.to_costs import build_cost_model, stage_time_parts
 from pipesim.program.ir import PipelineShape
 
 H100 = CHIP_PRESETS["h100-sxm"]
+# the H100 with every memory-bound kernel at one streaming rate: the byte counts' tests (the unvectorised kernels'
+# own rates are tested apart, test_unvectorised_kernels_stream_at_their_measured_shares_by_hand)
+ONE_RATE_H100 = replace(H100, strided_memory_efficiency=H100.memory_efficiency,
+                        converting_memory_efficiency=H100.memory_efficiency)
 LLAMA = MODEL_PRESETS["llama2-13b"]
 
 
@@ -185,12 +189,54 @@ def test_eager_backward_bytes_follow_autograds_formulas_by_hand():
     assert elementwise_backward_bytes(mpt, eager, 1) == elementwise_bytes(mpt, eager, 1)
     # the input backward carries the difference at the chip's stream bandwidth, the forward does not
     tokens = LLAMA.micro_batch * LLAMA.seq_len
-    one, two = layer_times(LLAMA, eager, H100), layer_times(LLAMA, fused, H100)
+    one, two = layer_times(LLAMA, eager, ONE_RATE_H100), layer_times(LLAMA, fused, ONE_RATE_H100)
     backward = elementwise_backward_bytes(LLAMA, eager, tokens) - elementwise_backward_bytes(LLAMA, fused, tokens)
     forward = elementwise_bytes(LLAMA, eager, tokens) - elementwise_bytes(LLAMA, fused, tokens)
     assert one.backward_input - two.backward_input == pytest.approx(
         H100.elementwise_backward_ratio * backward / H100.stream_bandwidth)
     assert one.forward - two.forward == pytest.approx(forward / H100.stream_bandwidth)
+
+
+def test_unvectorised_kernels_stream_at_their_measured_shares_by_hand():
+    """ATen loads vectorised only contiguous operands of the op's own dtype (``CUDALoops.cuh``): a gated activation
+    over one fused GEMM's two halves streams at ``strided_memory_efficiency``, the eager RMSNorm and RoPE chains
+    through FP32 (and PyTorch's context-parallel merges) at ``converting_memory_efficiency``, the shares Liger's
+    measured kernels give (pipesim.validation.memory_bound_kernels). A layer grows by exactly those bytes at the
+    slower rates; contiguous fused kernels do not move."""
+    from pipesim.analytic.kernels import attention_core_times, cp_merge_bytes, layer_times
+    from pipesim.analytic.layout import CpKernels, ElementwiseKernels, MlpUp
+
+    model = MODEL_PRESETS["llama3.2-1b"]
+    tokens = model.micro_batch * model.seq_len
+    d, h, f = model.dtype_bytes, model.hidden, model.ffn_hidden
+    strided = 1 / H100.strided_stream_bandwidth - 1 / H100.stream_bandwidth
+    converting = 1 / H100.converting_stream_bandwidth - 1 / H100.stream_bandwidth
+    ratio = H100.elementwise_backward_ratio
+    # nanotron: fused norms and RoPE; silu(gate)·up over gate_up_proj's halves, 5d forward and 9d backward
+    nanotron = Layout(tp=2, elementwise=ElementwiseKernels.EAGER_ACTIVATION)
+    fast, slow = layer_times(model, nanotron, ONE_RATE_H100), layer_times(model, nanotron, H100)
+    assert slow.forward - fast.forward == pytest.approx(tokens * 5 * d * f / 2 * strided)
+    assert slow.backward_input - fast.backward_input == pytest.approx(ratio * tokens * 9 * d * f / 2 * strided)
+    assert slow.backward_weight == fast.backward_weight
+    # two linears (torchtitan's w1 and w3) hand the activation contiguous operands: only the FP32 chains slow down,
+    # the two norms (28 + 4d forward, 68 + 8d backward) and RoPE on the queries and keys (16 + 2d each way)
+    eager = Layout(elementwise=ElementwiseKernels.EAGER, mlp_up=MlpUp.SPLIT)
+    fast, slow = layer_times(model, eager, ONE_RATE_H100), layer_times(model, eager, H100)
+    rope = (16 + 2 * d) * (model.q_width + model.k_width)
+    assert slow.forward - fast.forward == pytest.approx(tokens * ((28 + 4 * d) * 2 * h + rope) * converting)
+    assert slow.backward_input - fast.backward_input == pytest.approx(
+        ratio * tokens * ((68 + 8 * d) * 2 * h + rope) * converting)
+    # fused kernels over contiguous operands stream at memory_efficiency alone
+    assert layer_times(model, Layout(mlp_up=MlpUp.SPLIT), H100) == layer_times(
+        model, Layout(mlp_up=MlpUp.SPLIT), ONE_RATE_H100)
+    # PyTorch's ring-attention merges are eager FP32 chains too; Transformer Engine's are its own kernels
+    ring = Layout(cp=2, cp_kernels=CpKernels.PYTORCH)
+    merge_forward, merge_backward = cp_merge_bytes(model, ring)
+    fast, slow = attention_core_times(model, ring, ONE_RATE_H100), attention_core_times(model, ring, H100)
+    assert slow.forward - fast.forward == pytest.approx(merge_forward * converting)
+    assert slow.backward_input - fast.backward_input == pytest.approx(merge_backward * converting)
+    te = replace(ring, cp_kernels=CpKernels.TRANSFORMER_ENGINE)
+    assert attention_core_times(model, te, H100) == attention_core_times(model, te, ONE_RATE_H100)
 
 
 def test_a_gathered_loss_runs_on_the_whole_vocabulary_on_every_tp_rank_by_hand():
@@ -299,8 +345,8 @@ def test_the_elementwise_backward_ratio_is_the_chips_and_profile_measures_it():
 
     assert H100.elementwise_backward_ratio == NON_GEMM_BACKWARD
     layout = Layout(tp=2)
-    one = layer_times(LLAMA, layout, H100)
-    two = layer_times(LLAMA, layout, replace(H100, elementwise_backward_ratio=2.0))
+    one = layer_times(LLAMA, layout, ONE_RATE_H100)
+    two = layer_times(LLAMA, layout, replace(ONE_RATE_H100, elementwise_backward_ratio=2.0))
     tokens = LLAMA.micro_batch * LLAMA.seq_len
     assert two.backward_input - one.backward_input == pytest.approx(
         elementwise_bytes(LLAMA, layout, tokens) / H100.stream_bandwidth)

@@ -90,10 +90,14 @@ def test_executor_writes_its_gpt_as_a_model_file(tmp_path, capsys):
 def test_preset_gaps_are_the_measurement_in_the_presets_terms():
     data = chip_data()
     data["measured"]["stream"] = [{"kernel": "copy", "bytes": 1, "bytes_per_s": 3.0e12},
-                                  {"kernel": "add", "bytes": 1, "bytes_per_s": 2.0e12}]
+                                  {"kernel": "add", "bytes": 1, "bytes_per_s": 2.0e12},
+                                  {"kernel": "strided_glu", "bytes": 1, "bytes_per_s": 1.5e12}]
     h100 = CHIP_PRESETS["h100-sxm"]
     gaps = {g.constant: g for g in preset_gaps(chip_from_dict(data, "t"), h100)}
     assert gaps["gemm_efficiency"].measured == 8 * 2.0e11 / h100.peak_flops
+    strided = gaps["strided_memory_efficiency"]
+    assert (strided.preset, strided.measured) == (0.55, 1.5e12 / h100.hbm_bandwidth)
+    assert "converting_memory_efficiency" not in gaps  # not measured: no gap
     assert gaps["memory_efficiency"].measured == 2.0e12 / h100.hbm_bandwidth
     assert gaps["memory_efficiency (copy)"].measured == 3.0e12 / h100.hbm_bandwidth
     bus = 1e9 * 2 * 1 / 2  # the all-reduce fit over 2 ranks as the ring's per-chip rate

@@ -108,6 +108,10 @@ def test_profile_writes_the_ratio_and_zero_seconds_skips_the_burn(tmp_path, caps
     printed = capsys.readouterr().out
     data = yaml.safe_load(out.read_text())
     assert 0 < data["sustained_clock_ratio"] <= 1 and "sustained GEMM rate" in printed
+    # the kernels PyTorch cannot load vectorised, timed as the cost model counts their bytes
+    assert all(0 < data[key] <= 1 for key in ("strided_memory_efficiency", "converting_memory_efficiency"))
+    kernels = {row["kernel"] for row in data["measured"]["stream"]}
+    assert {"strided_glu", "rms_norm_chain"} <= kernels
     skipped = tmp_path / "skipped.yaml"
     assert main(["profile", "-o", str(skipped), "--quick", "--threads", "1", "--no-progress",
                  "--sustain-seconds", "0"]) == 0

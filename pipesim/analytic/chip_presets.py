@@ -245,7 +245,8 @@ _AMPERE_NVLINK = CollectiveShares(all_reduce=((2, 0.56), (4, 0.68), (8, _A100_RI
 _AMPERE_KERNELS = {"attention_forward_efficiency": 0.71, "attention_backward_efficiency": 0.57,
                    "attention_shape_rates": _AMPERE_ATTENTION_SHAPES, "sustained_clock_ratio": _A100_SUSTAINED,
                    "gemm_efficiency": 0.86, "p2p_efficiency": 0.16, "p2p_channel_bandwidth": _AMPERE_CHANNEL,
-                   "collective_efficiency": _A100_RING, "nvlink_collective_shares": _AMPERE_NVLINK}
+                   "collective_efficiency": _A100_RING, "nvlink_collective_shares": _AMPERE_NVLINK,
+                   "converting_memory_efficiency": 0.55}
 
 _PRESETS = [
     # NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB): BF16 312 TFLOPS dense (624 with sparsity);

@@ -111,6 +111,14 @@ FIELDS: tuple[Field, ...] = (
           "neither (1 byte a parameter, one FP8 write a cast)", default=True),
     Field("memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth a streaming kernel reaches",
           default=0.9, low=0, high=1, low_open=True),
+    Field("strided_memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth an element-wise kernel "
+          "reaches reading the two halves of one tensor (a gated MLP's activation on one fused gate-and-up GEMM's "
+          "output), which neither PyTorch's kernels nor compiled ones load vectorised; measured on H100, the "
+          "default (pipesim.validation.memory_bound_kernels)", default=0.55, low=0, high=1, low_open=True),
+    Field("converting_memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth the eager RMSNorm and "
+          "RoPE chains reach (PyTorch ops through FP32 and back, broadcasting, over rotated or complex views, "
+          "which run unvectorised); measured on H100 (the default) and A100 "
+          "(pipesim.validation.memory_bound_kernels)", default=0.70, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
           default=132, low=1),
     Field("collective_ctas", Kind.INT, "SMs", "SMs an NCCL collective holds while it runs beside compute (one CTA "
@@ -218,6 +226,11 @@ class ChipSpec:
     # ``non_tn_fp8_gemm_supported``: compute capability ≥ 10.0, Blackwell).
     fp8_weight_transpose: bool = True
     memory_efficiency: float = 0.9
+    # What the element-wise kernels PyTorch cannot vectorise reach (ATen loads vectorised only contiguous operands of
+    # the op's own dtype): a gated activation over a fused GEMM's halves, the eager RMSNorm and RoPE chains.
+    # Measured: Liger-Kernel's published kernel times (pipesim.validation.memory_bound_kernels).
+    strided_memory_efficiency: float = 0.55
+    converting_memory_efficiency: float = 0.70
     sm_count: int = 132
     # NCCL runs one CTA per channel and its CTAs never share an SM with a compute kernel (NVIDIA/nccl issue #689,
     # the maintainers' answer), so an overlapped collective takes these SMs from the GEMMs beside it
@@ -284,6 +297,16 @@ class ChipSpec:
     def stream_bandwidth(self) -> float:
         """Bytes/s a memory-bound kernel reaches."""
         return self.hbm_bandwidth * self.memory_efficiency
+
+    @property
+    def strided_stream_bandwidth(self) -> float:
+        """Bytes/s an element-wise kernel reaches over the strided halves of one tensor."""
+        return self.hbm_bandwidth * self.strided_memory_efficiency
+
+    @property
+    def converting_stream_bandwidth(self) -> float:
+        """Bytes/s the eager chains through FP32 (RMSNorm's, RoPE's) reach."""
+        return self.hbm_bandwidth * self.converting_memory_efficiency
 
     @property
     def comm_sm_share(self) -> float:

@@ -465,8 +465,11 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
             forward = grid * slowdown * executed / forward_rate
             backward = grid * slowdown * 2.5 * executed / backward_rate
         merge_forward, merge_backward = cp_merge_bytes(model, layout)
-        return PassTimes(forward + merge_forward / chip.stream_bandwidth,
-                         backward + merge_backward / chip.stream_bandwidth, 0.0)
+        # PyTorch's merges are eager FP32 chains (casts, the log-sum-exp broadcast over the head dimension):
+        # unvectorised (UnvectorisedBytes); Transformer Engine's are its own kernels
+        merge_bandwidth = (chip.converting_stream_bandwidth if layout.cp_kernels is CpKernels.PYTORCH
+                           else chip.stream_bandwidth)
+        return PassTimes(forward + merge_forward / merge_bandwidth, backward + merge_backward / merge_bandwidth, 0.0)
     # Unfused: per (sequence, head) a s×s = (s×d)(d×s) product and a (s×s)(s×d) one; softmax in between.
     sq = s // cp
     # two batched kernels over every (sequence, head): the per-kernel overhead once each, not per head
@@ -530,13 +533,73 @@ def elementwise_backward_bytes(model: ModelSpec, layout: Layout, tokens: int,
     forward = elementwise_bytes(model, layout, tokens, kind)
     if not layout.elementwise.eager:
         return forward
-    d = model.dtype_bytes
-    extra = 0.0
+    norms = (_norm_backward_bytes_per_element(model, layout) - _norm_bytes_per_element(model, layout)
+             ) * _normed_elements(model, layout)
+    activation = (_activation_backward_bytes_per_element(model, layout) - _activation_bytes_per_element(model, layout)
+                  ) * mlp_width(model, layout, kind) / layout.tp
+    return forward + tokens * (norms + activation)
+
+
+@dataclass(frozen=True)
+class UnvectorisedBytes:
+    """Bytes per tp rank of the memory-bound kernels that stream below ``memory_efficiency`` because PyTorch
+    cannot load their operands vectorised (ATen does so only for contiguous operands of the op's own dtype:
+    ``gpu_kernel_impl``, ``aten/src/ATen/native/cuda/CUDALoops.cuh``). They are part of the totals
+    :func:`elementwise_bytes` and its kin count, which are charged at the streaming rate;
+    :meth:`extra_seconds` adds what they take beyond it. The rates are measured
+    (:mod:`pipesim.validation.memory_bound_kernels`)."""
+
+    strided: float = 0.0  # a gated activation over the two halves of one fused gate-and-up GEMM's output
+    converting: float = 0.0  # the eager chains through FP32 and back (RMSNorm's, RoPE's)
+
+    def extra_seconds(self, chip: ChipSpec) -> float:
+        """Seconds these bytes take beyond the streaming rate (``strided_memory_efficiency`` and
+        ``converting_memory_efficiency`` against ``memory_efficiency``)."""
+        stream = 1 / chip.stream_bandwidth
+        return (self.strided * (1 / chip.strided_stream_bandwidth - stream)
+                + self.converting * (1 / chip.converting_stream_bandwidth - stream))
+
+
+def strided_activation(model: ModelSpec, layout: Layout) -> bool:
+    """Whether a gated MLP's activation reads the two halves of one GEMM's output (:attr:`MlpUp.FUSED`:
+    Megatron-Core's ``linear_fc1``, nanotron's ``gate_up_proj``), each row of each half a stride apart: whether
+    the activation is eager PyTorch or compiled, it then streams at ``strided_memory_efficiency`` (Liger's H100
+    table: 0.54 and 0.56). Two linears (:attr:`MlpUp.SPLIT`) hand it contiguous operands."""
+    return model.gated and layout.mlp_up is MlpUp.FUSED
+
+
+def unvectorised_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE,
+                       backward: bool = False) -> UnvectorisedBytes:
+    """The part of :func:`elementwise_bytes` (``backward``: of :func:`elementwise_backward_bytes`) that streams
+    unvectorised: the gated activation over a fused GEMM's halves (:func:`strided_activation`), and the eager
+    RMSNorm and RoPE chains (``--elementwise eager``; RoPE also under ``eager-fused-norm``), which convert to
+    FP32 and back, broadcast the norm's scale and the rotation's tables, and read rotated or complex views."""
+    strided = 0.0
+    if strided_activation(model, layout):
+        per_element = (_activation_backward_bytes_per_element if backward else _activation_bytes_per_element)(
+            model, layout)
+        strided = per_element * mlp_width(model, layout, kind) / layout.tp
+    converting = _rope_bytes(model, layout) if layout.elementwise.eager_rope else 0.0
     if model.rms_norm and layout.elementwise.eager_norms:
-        extra += ((68 + 8 * d) - (7 * FP32 + 4 * d)) * _normed_elements(model, layout)
-    if model.gated and layout.elementwise.eager_activation:
-        extra += (9 - 5) * d * mlp_width(model, layout, kind) / layout.tp
-    return forward + tokens * extra
+        per_element = (_norm_backward_bytes_per_element if backward else _norm_bytes_per_element)(model, layout)
+        converting += per_element * _normed_elements(model, layout)
+    return UnvectorisedBytes(tokens * strided, tokens * converting)
+
+
+def elementwise_time(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                     kind: LayerKind = LayerKind.DENSE, backward: bool = False) -> float:
+    """Seconds of the forward's memory-bound kernels per tp rank (``backward``: the input backward's, before the
+    chip's ``elementwise_backward_ratio``): their bytes at the streaming rate, the unvectorised ones at theirs."""
+    moved = (elementwise_backward_bytes if backward else elementwise_bytes)(model, layout, tokens, kind)
+    slow = unvectorised_bytes(model, layout, tokens, kind, backward)
+    return moved / chip.stream_bandwidth + slow.extra_seconds(chip)
+
+
+def activation_time(model: ModelSpec, layout: Layout, chip: ChipSpec, elements: float) -> float:
+    """Seconds of the MLP's activation forward over ``elements`` inner elements per tp rank: over a fused GEMM's
+    strided halves at ``strided_memory_efficiency`` (:func:`strided_activation`), otherwise at the streaming rate."""
+    bandwidth = chip.strided_stream_bandwidth if strided_activation(model, layout) else chip.stream_bandwidth
+    return elements * _activation_bytes_per_element(model, layout) / bandwidth
 
 
 def _norm_width(model: ModelSpec, layout: Layout) -> float:
@@ -560,6 +623,21 @@ def _norm_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
     eight kernels (:func:`_eager_bytes`)."""
     d = model.dtype_bytes
     return 7 * FP32 + 4 * d if model.rms_norm and layout.elementwise.eager_norms else 2 * d
+
+
+def _norm_backward_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
+    """Bytes a norm's input backward moves per element: eager RMSNorm's twelve kernels 68 + 8d
+    (:func:`elementwise_backward_bytes`); fused, the forward's."""
+    d = model.dtype_bytes
+    return 68 + 8 * d if model.rms_norm and layout.elementwise.eager_norms else _norm_bytes_per_element(model, layout)
+
+
+def _activation_backward_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
+    """Bytes the activation's input backward moves per inner element: eager SwiGLU's three kernels 9d
+    (:func:`elementwise_backward_bytes`); fused, the forward's."""
+    if model.gated and layout.elementwise.eager_activation:
+        return 9 * model.dtype_bytes
+    return _activation_bytes_per_element(model, layout)
 
 
 def _activation_bytes_per_element(model: ModelSpec, layout: Layout) -> float:
@@ -599,7 +677,7 @@ def shared_expert_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pas
     width = model.shared_experts * model.shared_expert_ffn_hidden
     gemms = gemm_group_times([(tokens, n, k, 1) for n, k in _mlp_shapes(model, width, layout.tp)], chip,
                              layout.precision)
-    activation = tokens * _activation_bytes_per_element(model, layout) * width / layout.tp / chip.stream_bandwidth
+    activation = activation_time(model, layout, chip, tokens * width / layout.tp)
     return PassTimes(gemms.forward + activation, gemms.backward_input + activation, gemms.backward_weight)
 
 
@@ -642,19 +720,45 @@ def selective_recompute_bytes(model: ModelSpec, layout: Layout, tokens: int,
     routed experts' activation in a MoE layer (``moe_act``), RoPE on the queries and keys (``mla_up_proj``), the
     activation of a checkpointed MLP (``mlp``, ``shared_experts``) and under ``moe`` the tokens' permutation too; as
     the forward moves them (:func:`elementwise_bytes`)."""
-    modules = layout.recomputed_modules
-    moved = 0.0
-    if RecomputeModule.MLA_UP_PROJ in modules and model.mla:  # RoPE applied again
-        moved += _rope_bytes(model, layout)
-    if RecomputeModule.LAYERNORM in modules:
-        moved += _norm_bytes_per_element(model, layout) * 2 * _norm_width(model, layout)
-    checkpointed = recomputed_mlp_width(model, layout, kind)
-    if RecomputeModule.MOE_ACT in modules and kind is LayerKind.MOE and not recomputes_moe_block(layout, kind):
-        moved += _activation_bytes_per_element(model, layout) * routed_width(model, layout) / layout.tp
-    moved += _activation_bytes_per_element(model, layout) * checkpointed / layout.tp
+    rope, norms = _selective_recompute_rope_and_norms(model, layout)
+    moved = rope + norms + _activation_bytes_per_element(model, layout) * _recomputed_activation_width(
+        model, layout, kind) / layout.tp
     if recomputes_moe_block(layout, kind):
         moved += _permute_bytes(model, layout)
     return tokens * moved
+
+
+def _selective_recompute_rope_and_norms(model: ModelSpec, layout: Layout) -> tuple[float, float]:
+    """Bytes per token a selective recomputation's RoPE (``mla_up_proj``) and block norms (``layernorm``) move
+    again, as the forward moves them."""
+    modules = layout.recomputed_modules
+    rope = _rope_bytes(model, layout) if RecomputeModule.MLA_UP_PROJ in modules and model.mla else 0.0
+    norms = (_norm_bytes_per_element(model, layout) * 2 * _norm_width(model, layout)
+             if RecomputeModule.LAYERNORM in modules else 0.0)
+    return rope, norms
+
+
+def _recomputed_activation_width(model: ModelSpec, layout: Layout, kind: LayerKind) -> float:
+    """The MLP inner width (before tp) whose activation a selective recomputation runs again: a checkpointed
+    MLP's, and under ``moe_act`` alone the routed experts'."""
+    width = recomputed_mlp_width(model, layout, kind)
+    if (RecomputeModule.MOE_ACT in layout.recomputed_modules and kind is LayerKind.MOE
+            and not recomputes_moe_block(layout, kind)):
+        width += routed_width(model, layout)
+    return width
+
+
+def selective_recompute_time(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
+                             kind: LayerKind = LayerKind.DENSE) -> float:
+    """Seconds of :func:`selective_recompute_bytes` per tp rank: at the streaming rate, the unvectorised part
+    (the activation over a fused GEMM's halves, eager RoPE and norms: :class:`UnvectorisedBytes`) at its own."""
+    rope, norms = _selective_recompute_rope_and_norms(model, layout)
+    strided = (_activation_bytes_per_element(model, layout) * _recomputed_activation_width(model, layout, kind)
+               / layout.tp if strided_activation(model, layout) else 0.0)
+    converting = ((rope if layout.elementwise.eager_rope else 0.0)
+                  + (norms if model.rms_norm and layout.elementwise.eager_norms else 0.0))
+    slow = UnvectorisedBytes(tokens * strided, tokens * converting)
+    return selective_recompute_bytes(model, layout, tokens, kind) / chip.stream_bandwidth + slow.extra_seconds(chip)
 
 
 def _normed_elements(model: ModelSpec, layout: Layout) -> float:
@@ -803,8 +907,8 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
     tokens = model.micro_batch * model.seq_len // layout.cp
     linear = linear_times(model, layout, chip, tokens, kind)
     core = attention_core_times(model, layout, chip)
-    elementwise = elementwise_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
-    elementwise_backward = elementwise_backward_bytes(model, layout, tokens, kind) / chip.stream_bandwidth
+    elementwise = elementwise_time(model, layout, chip, tokens, kind)
+    elementwise_backward = elementwise_time(model, layout, chip, tokens, kind, backward=True)
     casts = quantization_cast_bytes(model, layout, tokens, kind, chip.fp8_weight_transpose)
     cast_forward, cast_backward = (b / chip.stream_bandwidth for b in casts)
     forward = linear.forward + core.forward + elementwise + cast_forward
@@ -818,7 +922,7 @@ def layer_times(model: ModelSpec, layout: Layout, chip: ChipSpec, kind: LayerKin
                      + gemm_group_times(selective_recompute_gemms(model, layout, tokens)
                                         + module_recompute_gemms(model, layout, tokens, kind), chip,
                                         layout.precision).forward
-                     + selective_recompute_bytes(model, layout, tokens, kind) / chip.stream_bandwidth)
+                     + selective_recompute_time(model, layout, chip, tokens, kind))
     else:
         recompute = {Recompute.NONE: 0.0, Recompute.FULL: forward}[layout.recompute]
     # FSDP2's copy-outs run with the passes' kernels (a recomputed forward finds its layer gathered already)

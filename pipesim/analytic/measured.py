@@ -56,6 +56,10 @@ class StreamKernel(enum.Enum):
     SOFTMAX = "softmax"
     CROSS_ENTROPY = "cross_entropy"
     COPY = "copy"
+    # the kernels PyTorch cannot load vectorised (pipesim.analytic.kernels.UnvectorisedBytes): a gated activation
+    # over the two halves of one tensor, and eager RMSNorm's chain through FP32
+    STRIDED_GLU = "strided_glu"
+    RMS_NORM_CHAIN = "rms_norm_chain"
 
 
 @dataclass(frozen=True)

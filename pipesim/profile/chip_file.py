@@ -26,7 +26,7 @@ from pipesim.io.atomic import write_text_atomic
 from pipesim.profile.contention import CONTENTION_MISSING, ContentionRun
 from pipesim.profile.device import Device
 from pipesim.profile.p2p_sync import P2P_SYNC_MISSING, P2pSyncRun
-from pipesim.profile.stream import ELEMENTWISE
+from pipesim.profile.stream import ELEMENTWISE, UNVECTORISED_FIELDS
 from pipesim.profile.sustained import SUSTAINED_MISSING, SustainedRun
 
 
@@ -73,6 +73,11 @@ def chip_dict(m: Measurements, device: Device, memory_gib: float, provenance: di
         "memory_efficiency": min(1.0, elementwise / best_stream),
         "gemm_efficiency": 1.0,
     }
+    for kernel, key in UNVECTORISED_FIELDS.items():
+        if (rate := tables.stream_rate((kernel,))) is not None:
+            data[key] = min(1.0, rate / best_stream)
+            notes.append(f"{key} = the {kernel.value} kernel's rate (bytes as the cost model counts them) over "
+                         f"hbm_bandwidth")
     if fp8:
         data["fp8_peak_flops"] = max(fp8)
         data["fp8_gemm_efficiency"] = 1.0

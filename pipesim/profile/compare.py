@@ -10,7 +10,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.measured import CollectiveOp, GemmDtype, StreamKernel
 from pipesim.errors import PipesimError
 from pipesim.profile.p2p_sync import P2P_SYNC_NOTE
-from pipesim.profile.stream import ELEMENTWISE
+from pipesim.profile.stream import ELEMENTWISE, UNVECTORISED_FIELDS
 from pipesim.profile.sustained import SUSTAINED_NOTE
 
 
@@ -75,6 +75,10 @@ def preset_gaps(measured: ChipSpec, preset: ChipSpec) -> list[Gap]:
     if elementwise:
         gaps.append(Gap("memory_efficiency", preset.memory_efficiency, elementwise / preset.hbm_bandwidth,
                         "median layer norm/add/gelu / preset HBM bandwidth"))
+    for kernel, key in UNVECTORISED_FIELDS.items():
+        if rate := tables.stream_rate((kernel,)):
+            gaps.append(Gap(key, getattr(preset, key), rate / preset.hbm_bandwidth,
+                            f"{kernel.value} (bytes as the cost model counts them) / preset HBM bandwidth"))
     copy = tables.stream_rate((StreamKernel.COPY,))
     if copy:
         gaps.append(Gap("memory_efficiency (copy)", preset.memory_efficiency, copy / preset.hbm_bandwidth,

@@ -1,5 +1,8 @@
 """Memory-bound kernels as bytes per second: layer norm, residual add, GELU, softmax and cross-entropy over
-the vocabulary, and a plain copy. Bytes are those read and written once (no cache reuse counted)."""
+the vocabulary, and a plain copy. Bytes are those read and written once (no cache reuse counted). Also the two
+kinds of work PyTorch cannot load vectorised, counted as the cost model counts them: ``silu(gate) * up`` over
+the halves of one tensor (5 element sizes per inner element) and eager RMSNorm's chain through FP32 (28 + 4
+element sizes per element): the chip's ``strided_memory_efficiency`` and ``converting_memory_efficiency``."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ from pipesim.profile.timing import Repeats, median_seconds
 
 # The kernels whose median rate stands for the cost model's element-wise work (norms, adds, activations).
 ELEMENTWISE = (StreamKernel.LAYER_NORM, StreamKernel.ADD, StreamKernel.GELU)
+# The kernels whose rate over the best stream rate is each unvectorised share (the chip fields they set)
+UNVECTORISED_FIELDS = {StreamKernel.STRIDED_GLU: "strided_memory_efficiency",
+                       StreamKernel.RMS_NORM_CHAIN: "converting_memory_efficiency"}
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,9 @@ class StreamShape:
 def shapes(tokens: int, hidden: int, vocab: int) -> list[StreamShape]:
     return [StreamShape(StreamKernel.COPY, tokens, hidden), StreamShape(StreamKernel.LAYER_NORM, tokens, hidden),
             StreamShape(StreamKernel.ADD, tokens, hidden), StreamShape(StreamKernel.GELU, tokens, 4 * hidden),
-            StreamShape(StreamKernel.SOFTMAX, tokens, vocab), StreamShape(StreamKernel.CROSS_ENTROPY, tokens, vocab)]
+            StreamShape(StreamKernel.SOFTMAX, tokens, vocab), StreamShape(StreamKernel.CROSS_ENTROPY, tokens, vocab),
+            StreamShape(StreamKernel.STRIDED_GLU, tokens, 4 * hidden),
+            StreamShape(StreamKernel.RMS_NORM_CHAIN, tokens, hidden)]
 
 
 def time_stream(shape: StreamShape, device: Device, repeats: Repeats) -> StreamRow:
@@ -55,6 +63,20 @@ def time_stream(shape: StreamShape, device: Device, repeats: Repeats) -> StreamR
         def run():
             return F.gelu(x)
         moved = 2 * elem
+    elif kind is StreamKernel.STRIDED_GLU:  # width: the inner width; the input holds gate and up side by side
+        both = torch.randn(shape.rows, 2 * shape.width, device=dev, dtype=dtype)
+
+        def run():
+            gate, up = both.chunk(2, dim=-1)
+            return F.silu(gate) * up
+        moved = 5 * elem
+    elif kind is StreamKernel.RMS_NORM_CHAIN:
+        weight = torch.ones(shape.width, device=dev, dtype=dtype)
+
+        def run():
+            wide = x.float()
+            return (wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(x) * weight
+        moved = (28 + 4 * x.element_size()) * x.numel()
     elif kind is StreamKernel.SOFTMAX:
         def run():
             return torch.softmax(x.float(), dim=-1)
