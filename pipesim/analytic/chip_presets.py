@@ -27,6 +27,11 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   the A100 sustains at its power limit, 1,305 MHz against the 1,410 MHz boost (G. Lockwood, "Peak FLOPS"
   notes) → 0.93. It scales the GEMM and fused-attention rates, whose benchmarks were short too; not the
   memory-bound kernels (HBM is not clocked down with the SMs).
+- Memory-bound kernels PyTorch cannot load vectorised (``strided_memory_efficiency``, ``converting_memory_efficiency``):
+  ATen loads an element-wise op vectorised only for contiguous operands of the op's own dtype, and Liger-Kernel's
+  published kernel times (:mod:`pipesim.validation.memory_bound_kernels`) measure the rest: a gated activation
+  over one fused GEMM's halves at 0.55 of HBM on H100 (every chip's default: no other measurement), the eager
+  RMSNorm and RoPE chains through FP32 at 0.70 on H100 (the default) and 0.55 on A100 (the Ampere presets).
 - The slowest GPU (``gpu_speed_spread``, every chip the field's default, 0.025): GPUs of one SKU differ in
   speed (Sinha et al. 2022, "Not All GPUs Are Created Equal", SC'22: 8 % average variation, up to 22 %, across
   the GPUs of five clusters) and a synchronous step waits for the slowest of its GPUs, so its compute takes
