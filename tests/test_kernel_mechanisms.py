@@ -199,11 +199,12 @@ def test_eager_backward_bytes_follow_autograds_formulas_by_hand():
 
 def test_unvectorised_kernels_stream_at_their_measured_shares_by_hand():
     """ATen loads vectorised only contiguous operands of the op's own dtype (``CUDALoops.cuh``): a gated activation
-    over one fused GEMM's two halves streams at ``strided_memory_efficiency``, the eager RMSNorm and RoPE chains
+    over one fused GEMM's two halves (and an eager copy out of a transposed view) streams at
+    ``strided_memory_efficiency``, the eager RMSNorm and RoPE chains
     through FP32 (and PyTorch's context-parallel merges) at ``converting_memory_efficiency``, the shares Liger's
     measured kernels give (pipesim.validation.memory_bound_kernels). A layer grows by exactly those bytes at the
     slower rates; contiguous fused kernels do not move."""
-    from pipesim.analytic.kernels import attention_core_times, cp_merge_bytes, layer_times
+    from pipesim.analytic.kernels import attention_core_times, cp_merge_bytes, layer_times, repeat_kv_bytes
     from pipesim.analytic.layout import CpKernels, ElementwiseKernels, MlpUp
 
     model = MODEL_PRESETS["llama3.2-1b"]
@@ -212,20 +213,32 @@ def test_unvectorised_kernels_stream_at_their_measured_shares_by_hand():
     strided = 1 / H100.strided_stream_bandwidth - 1 / H100.stream_bandwidth
     converting = 1 / H100.converting_stream_bandwidth - 1 / H100.stream_bandwidth
     ratio = H100.elementwise_backward_ratio
-    # nanotron: fused norms and RoPE; silu(gate)·up over gate_up_proj's halves, 5d forward and 9d backward
+    # nanotron: fused norms and RoPE; silu(gate)·up over gate_up_proj's halves, 5d forward and 9d backward; and
+    # its copies out of transposed views, strided too (d + d an element: the queries once, keys and values three
+    # times, the attention output once; the same bytes backward)
     nanotron = Layout(tp=2, elementwise=ElementwiseKernels.EAGER_ACTIVATION)
     fast, slow = layer_times(model, nanotron, ONE_RATE_H100), layer_times(model, nanotron, H100)
-    assert slow.forward - fast.forward == pytest.approx(tokens * 5 * d * f / 2 * strided)
-    assert slow.backward_input - fast.backward_input == pytest.approx(ratio * tokens * 9 * d * f / 2 * strided)
+    copies = 2 * d * (model.q_width + 3 * (model.k_width + model.v_width) + model.attention_out_width) / 2
+    assert slow.forward - fast.forward == pytest.approx(tokens * (5 * d * f / 2 + copies) * strided)
+    assert slow.backward_input - fast.backward_input == pytest.approx(
+        ratio * tokens * (9 * d * f / 2 + copies) * strided)
     assert slow.backward_weight == fast.backward_weight
-    # two linears (torchtitan's w1 and w3) hand the activation contiguous operands: only the FP32 chains slow down,
-    # the two norms (28 + 4d forward, 68 + 8d backward) and RoPE on the queries and keys (16 + 2d each way)
+    # two linears (torchtitan's w1 and w3) hand the activation contiguous operands: the FP32 chains slow down, the
+    # two norms (28 + 4d forward, 68 + 8d backward) and RoPE on the queries and keys (16 + 2d each way), and the
+    # attention output's copy out of its transposed view
     eager = Layout(elementwise=ElementwiseKernels.EAGER, mlp_up=MlpUp.SPLIT)
     fast, slow = layer_times(model, eager, ONE_RATE_H100), layer_times(model, eager, H100)
     rope = (16 + 2 * d) * (model.q_width + model.k_width)
-    assert slow.forward - fast.forward == pytest.approx(tokens * ((28 + 4 * d) * 2 * h + rope) * converting)
+    out_copy = 2 * d * model.attention_out_width * strided
+    assert slow.forward - fast.forward == pytest.approx(
+        tokens * (((28 + 4 * d) * 2 * h + rope) * converting + out_copy))
     assert slow.backward_input - fast.backward_input == pytest.approx(
-        ratio * tokens * ((68 + 8 * d) * 2 * h + rope) * converting)
+        ratio * tokens * (((68 + 8 * d) * 2 * h + rope) * converting + out_copy))
+    # eager, grouped keys and values repeated to every query head are copied out of an expanded (stride-0) view
+    repeated = replace(eager, kv_repeated=True)
+    grew = (layer_times(model, repeated, H100).forward - layer_times(model, repeated, ONE_RATE_H100).forward
+            - (slow.forward - fast.forward))
+    assert grew == pytest.approx(tokens * repeat_kv_bytes(model, repeated) * strided)  # bytes a token, each way
     # fused kernels over contiguous operands stream at memory_efficiency alone
     assert layer_times(model, Layout(mlp_up=MlpUp.SPLIT), H100) == layer_times(
         model, Layout(mlp_up=MlpUp.SPLIT), ONE_RATE_H100)

@@ -571,14 +571,19 @@ def strided_activation(model: ModelSpec, layout: Layout) -> bool:
 def unvectorised_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE,
                        backward: bool = False) -> UnvectorisedBytes:
     """The part of :func:`elementwise_bytes` (``backward``: of :func:`elementwise_backward_bytes`) that streams
-    unvectorised: the gated activation over a fused GEMM's halves (:func:`strided_activation`), and the eager
-    RMSNorm and RoPE chains (``--elementwise eager``; RoPE also under ``eager-fused-norm``), which convert to
-    FP32 and back, broadcast the norm's scale and the rotation's tables, and read rotated or complex views."""
-    strided = 0.0
+    unvectorised: strided, the gated activation over a fused GEMM's halves (:func:`strided_activation`) and the eager
+    modules' copies out of transposed views (:func:`_relayout_copy_bytes`: rows a stride apart as the halves' are,
+    classed with them by that, not measured alone) and, eager, the keys and values repeated out of an expanded view
+    (:func:`repeat_kv_bytes`); converting, the eager RMSNorm and RoPE chains
+    (``--elementwise eager``; RoPE also under ``eager-fused-norm``), which convert to FP32 and back, broadcast the
+    norm's scale and the rotation's tables, and read rotated or complex views."""
+    strided = _relayout_copy_bytes(model, layout)  # the same bytes each way: a copy's gradient is a copy
+    if layout.elementwise.eager:  # keys and values copied out of an expanded view (compiled, Inductor's own kernel)
+        strided += repeat_kv_bytes(model, layout)
     if strided_activation(model, layout):
         per_element = (_activation_backward_bytes_per_element if backward else _activation_bytes_per_element)(
             model, layout)
-        strided = per_element * mlp_width(model, layout, kind) / layout.tp
+        strided += per_element * mlp_width(model, layout, kind) / layout.tp
     converting = _rope_bytes(model, layout) if layout.elementwise.eager_rope else 0.0
     if model.rms_norm and layout.elementwise.eager_norms:
         per_element = (_norm_backward_bytes_per_element if backward else _norm_bytes_per_element)(model, layout)
@@ -810,14 +815,20 @@ def _eager_bytes(model: ModelSpec, layout: Layout, width: float, residuals: floa
       widths moved once and the keys' and values' three times, d + d an element.
     The backward of a copy is a copy of its gradient (a strided gradient the next op makes contiguous), so
     :func:`elementwise_backward_bytes` counts the forward's bytes for these."""
+    if layout.elementwise.eager_rope and model.dropout:  # (with fused RoPE, dropout is inside the add)
+        residuals += 2 * 2 * model.dtype_bytes * width
+    return residuals, _relayout_copy_bytes(model, layout)
+
+
+def _relayout_copy_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Bytes per token of the eager modules' copies out of transposed or permuted views (:func:`_eager_bytes`: the
+    attention output's, nanotron's queries', keys' and values'), which read rows a stride apart."""
     d = model.dtype_bytes
     ops = layout.elementwise
-    transpose = 2 * d * model.attention_out_width / layout.tp if ops.copies_attention_output else 0.0
+    copies = 2 * d * model.attention_out_width / layout.tp if ops.copies_attention_output else 0.0
     if ops.relayouts_attention_inputs:
-        transpose += 2 * d * (model.q_width + 3 * (model.k_width + model.v_width)) / layout.tp
-    if ops.eager_rope and model.dropout:  # (with fused RoPE, dropout is inside the add)
-        residuals += 2 * 2 * d * width
-    return residuals, transpose
+        copies += 2 * d * (model.q_width + 3 * (model.k_width + model.v_width)) / layout.tp
+    return copies
 
 
 FP8_CAST_BYTES = 3  # Transformer Engine's cast: read BF16, write FP8
