@@ -113,8 +113,9 @@ FIELDS: tuple[Field, ...] = (
           default=0.9, low=0, high=1, low_open=True),
     Field("strided_memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth an element-wise kernel "
           "reaches reading the two halves of one tensor (a gated MLP's activation on one fused gate-and-up GEMM's "
-          "output), which neither PyTorch's kernels nor compiled ones load vectorised; measured on H100, the "
-          "default (pipesim.validation.memory_bound_kernels)", default=0.55, low=0, high=1, low_open=True),
+          "output), which neither PyTorch's kernels nor compiled ones load vectorised, and eager copies out of "
+          "transposed views; measured on H100, the default (pipesim.validation.memory_bound_kernels)",
+          default=0.55, low=0, high=1, low_open=True),
     Field("converting_memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth the eager RMSNorm and "
           "RoPE chains reach (PyTorch ops through FP32 and back, broadcasting, over rotated or complex views, "
           "which run unvectorised); measured on H100 (the default) and A100 "
