@@ -250,6 +250,10 @@ def test_unvectorised_kernels_stream_at_their_measured_shares_by_hand():
     assert slow.backward_input - fast.backward_input == pytest.approx(merge_backward * converting)
     te = replace(ring, cp_kernels=CpKernels.TRANSFORMER_ENGINE)
     assert attention_core_times(model, te, H100) == attention_core_times(model, te, ONE_RATE_H100)
+    # never faster than a streaming kernel: a chip whose measured memory_efficiency is below the shares' defaults
+    # (a chip file written before the fields existed) prices them at its own streaming rate
+    slow_hbm = replace(H100, memory_efficiency=0.4)
+    assert slow_hbm.strided_stream_bandwidth == slow_hbm.converting_stream_bandwidth == slow_hbm.stream_bandwidth
 
 
 def test_a_gathered_loss_runs_on_the_whole_vocabulary_on_every_tp_rank_by_hand():

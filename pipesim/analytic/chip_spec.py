@@ -114,11 +114,12 @@ FIELDS: tuple[Field, ...] = (
     Field("strided_memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth an element-wise kernel "
           "reaches reading the two halves of one tensor (a gated MLP's activation on one fused gate-and-up GEMM's "
           "output), which neither PyTorch's kernels nor compiled ones load vectorised, and eager copies out of "
-          "transposed views; measured on H100, the default (pipesim.validation.memory_bound_kernels)",
+          "transposed views (taken at most memory_efficiency); measured on H100, the default "
+          "(pipesim.validation.memory_bound_kernels)",
           default=0.55, low=0, high=1, low_open=True),
     Field("converting_memory_efficiency", Kind.FLOAT, "fraction", "share of HBM bandwidth the eager RMSNorm and "
           "RoPE chains reach (PyTorch ops through FP32 and back, broadcasting, over rotated or complex views, "
-          "which run unvectorised); measured on H100 (the default) and A100 "
+          "which run unvectorised; taken at most memory_efficiency); measured on H100 (the default) and A100 "
           "(pipesim.validation.memory_bound_kernels)", default=0.70, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
           default=132, low=1),
@@ -228,7 +229,8 @@ class ChipSpec:
     fp8_weight_transpose: bool = True
     memory_efficiency: float = 0.9
     # What the element-wise kernels PyTorch cannot vectorise reach (ATen loads vectorised only contiguous operands of
-    # the op's own dtype): a gated activation over a fused GEMM's halves, the eager RMSNorm and RoPE chains.
+    # the op's own dtype): a gated activation over a fused GEMM's halves and eager copies out of transposed views;
+    # the eager RMSNorm and RoPE chains through FP32.
     # Measured: Liger-Kernel's published kernel times (pipesim.validation.memory_bound_kernels).
     strided_memory_efficiency: float = 0.55
     converting_memory_efficiency: float = 0.70
@@ -301,13 +303,15 @@ class ChipSpec:
 
     @property
     def strided_stream_bandwidth(self) -> float:
-        """Bytes/s an element-wise kernel reaches over the strided halves of one tensor."""
-        return self.hbm_bandwidth * self.strided_memory_efficiency
+        """Bytes/s an element-wise kernel reaches over the strided halves of one tensor; never more than a streaming
+        kernel's (a chip file measured before the field existed keeps the default, which its own
+        ``memory_efficiency`` may be below)."""
+        return self.hbm_bandwidth * min(self.strided_memory_efficiency, self.memory_efficiency)
 
     @property
     def converting_stream_bandwidth(self) -> float:
-        """Bytes/s the eager chains through FP32 (RMSNorm's, RoPE's) reach."""
-        return self.hbm_bandwidth * self.converting_memory_efficiency
+        """Bytes/s the eager chains through FP32 (RMSNorm's, RoPE's) reach; never more than a streaming kernel's."""
+        return self.hbm_bandwidth * min(self.converting_memory_efficiency, self.memory_efficiency)
 
     @property
     def comm_sm_share(self) -> float:

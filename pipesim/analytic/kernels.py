@@ -549,8 +549,9 @@ class UnvectorisedBytes:
     :meth:`extra_seconds` adds what they take beyond it. The rates are measured
     (:mod:`pipesim.validation.memory_bound_kernels`)."""
 
-    strided: float = 0.0  # a gated activation over the two halves of one fused gate-and-up GEMM's output
-    converting: float = 0.0  # the eager chains through FP32 and back (RMSNorm's, RoPE's)
+    # a gated activation over the two halves of one fused gate-and-up GEMM's output, eager copies out of views
+    strided: float = 0.0
+    converting: float = 0.0  # the eager chains through FP32 and back (RMSNorm's, RoPE's, PyTorch's CP merges)
 
     def extra_seconds(self, chip: ChipSpec) -> float:
         """Seconds these bytes take beyond the streaming rate (``strided_memory_efficiency`` and
