@@ -71,3 +71,17 @@ def test_the_a100_lm_head_is_ligers_measured_torch_head(tokens, forward_ms, full
                 + 8 * logits / a100.stream_bandwidth)
     assert forward * 1e3 == pytest.approx(forward_ms, rel=0.07)
     assert (forward + backward) * 1e3 == pytest.approx(full_ms, rel=0.03)
+
+
+def test_the_report_says_the_shares_a_layout_runs_at(capsys):
+    """simulate's efficiency line names the unvectorised shares where the layout runs such work, and only then."""
+    from pipesim.cli.main import main
+
+    common = ["--pp", "1", "--mb", "2", "--seq-len", "1024"]
+    assert main(["simulate", "--model", "llama3.2-1b", *common, "--framework", "nanotron"]) == 0
+    assert "HBM 0.9 (strided 0.55)," in capsys.readouterr().out  # its activation over gate_up_proj's halves
+    assert main(["simulate", "--model", "llama3.1-8b", *common, "--framework", "torchtitan",
+                 "--hardware", "a100-80gb"]) == 0
+    assert "HBM 0.9 (strided 0.55, FP32 chains 0.55)," in capsys.readouterr().out  # eager copies, norms and RoPE
+    assert main(["simulate", "--model", "gpt3-175b", "--pp", "4", "--mb", "4", "--tp", "8"]) == 0
+    assert "HBM 0.9, " in capsys.readouterr().out  # GELU and fused kernels: nothing unvectorised

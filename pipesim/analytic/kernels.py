@@ -569,6 +569,16 @@ def strided_activation(model: ModelSpec, layout: Layout) -> bool:
     return model.gated and layout.mlp_up is MlpUp.FUSED
 
 
+def runs_unvectorised(model: ModelSpec, layout: Layout) -> tuple[bool, bool]:
+    """Whether the layout runs any strided and any converting memory-bound work (:class:`UnvectorisedBytes`, and
+    PyTorch's context-parallel merges): (strided, converting)."""
+    strided = strided_activation(model, layout) or layout.elementwise.eager
+    converting = ((model.rms_norm and layout.elementwise.eager_norms)
+                  or (layout.elementwise.eager_rope and not model.learned_positions)
+                  or (layout.cp > 1 and layout.cp_kernels is CpKernels.PYTORCH))
+    return strided, converting
+
+
 def unvectorised_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE,
                        backward: bool = False) -> UnvectorisedBytes:
     """The part of :func:`elementwise_bytes` (``backward``: of :func:`elementwise_backward_bytes`) that streams

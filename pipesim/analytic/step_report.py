@@ -20,7 +20,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.frameworks import runs_megatron_core
-from pipesim.analytic.kernels import attention_shape_factors, kv_repeat
+from pipesim.analytic.kernels import attention_shape_factors, kv_repeat, runs_unvectorised
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
     ElementwiseKernels,
@@ -256,6 +256,15 @@ def _modules_text(layout: Layout) -> str:
     return f" ({', '.join(sorted(m.value for m in modules))})"
 
 
+def _unvectorised_text(chip: ChipSpec, model: ModelSpec, layout: Layout) -> str:
+    """The shares of HBM of the memory-bound work PyTorch cannot vectorise, where the layout runs any
+    (pipesim.analytic.kernels.UnvectorisedBytes), or nothing."""
+    strided, converting = runs_unvectorised(model, layout)
+    said = ([f"strided {chip.strided_stream_bandwidth / chip.hbm_bandwidth:.2g}"] if strided else []) + (
+        [f"FP32 chains {chip.converting_stream_bandwidth / chip.hbm_bandwidth:.2g}"] if converting else [])
+    return f" ({', '.join(said)})" if said else ""
+
+
 def _gemm_overheads_text(chip: ChipSpec) -> str:
     """The GEMM overheads a chip states (pipesim.analytic.kernels.gemm_time), or nothing when it has none."""
     if chip.gemm_tile_overhead <= 0 and chip.gemm_kernel_overhead <= 0:
@@ -383,7 +392,7 @@ def report_text(report: StepReport) -> str:
             f"achievable {c.achievable_fraction:g} of {c.peak_flops / 1e12:g} TFLOP/s"
             if c.achievable_fraction
             else f"per-kernel efficiency (GEMM {c.gemm_efficiency:g}, {_attention_text(c, m, lay)}, "
-            f"HBM {c.memory_efficiency:g}"
+            f"HBM {c.memory_efficiency:g}{_unvectorised_text(c, m, lay)}"
             f"{f', sustained clock {c.sustained_clock_ratio:g}' if c.sustained_clock_ratio < 1 else ''}"
             f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''}"
             f"{_gemm_overheads_text(c)}{_slowest_gpu_text(c, lay)})"
