@@ -16,9 +16,9 @@ test). Two kinds of work a training step runs as PyTorch ops fall on that path:
 - *strided*: a gated MLP's activation on the output of one fused gate-and-up GEMM (Megatron-Core's
   ``linear_fc1``, nanotron's ``gate_up_proj``) reads the two halves of one tensor, each row of each half a
   stride apart. Measured on H100: torch's ``silu(gate) * up`` over ``torch.chunk`` (pipesim's eager activation,
-  5 bytes of BF16 traffic per inner element counted as 10) at 0.54 of HBM, and Megatron-Core's compiled
-  ``bias_swiglu_impl`` on the same halves (6 bytes, pipesim's fused activation) at 0.56: compiling does not
-  restore the vectorised loads. Liger's own kernel, which indexes the two halves itself, reaches 0.92.
+  5d: 10 bytes per inner element) at 0.54 of HBM, and Megatron-Core's ``bias_swiglu_impl``, jit-fused, on the same
+  halves (3d: 6 bytes, pipesim's fused activation) at 0.56: fusing does not restore the vectorised loads.
+  Liger's own kernel, which indexes the two halves itself, reaches 0.92.
 - *converting*: the eager chains that go through FP32 and back, with broadcasts and rotated or complex views:
   RMSNorm's eight kernels and RoPE's (pipesim's ``--elementwise eager``). Measured on H100: Llama 4's RoPE in
   the complex form (``xq.float()``, the complex product, ``type_as``: exactly the 16 + 2d bytes an element pipesim
