@@ -572,11 +572,19 @@ def strided_activation(model: ModelSpec, layout: Layout) -> bool:
 def runs_unvectorised(model: ModelSpec, layout: Layout) -> tuple[bool, bool]:
     """Whether the layout runs any strided and any converting memory-bound work (:class:`UnvectorisedBytes`, and
     PyTorch's context-parallel merges): (strided, converting)."""
-    strided = strided_activation(model, layout) or layout.elementwise.eager
-    converting = ((model.rms_norm and layout.elementwise.eager_norms)
-                  or (layout.elementwise.eager_rope and not model.learned_positions)
-                  or (layout.cp > 1 and layout.cp_kernels is CpKernels.PYTORCH))
-    return strided, converting
+    slow = unvectorised_bytes(model, layout, tokens=1)
+    return slow.strided > 0, slow.converting > 0 or (layout.cp > 1 and layout.cp_kernels is CpKernels.PYTORCH)
+
+
+def _classified(model: ModelSpec, layout: Layout, *, activation: float, rope: float, norms: float,
+                copies: float = 0.0) -> UnvectorisedBytes:
+    """Which of these memory-bound bytes stream unvectorised: the activation's where it reads a fused GEMM's halves
+    (:func:`strided_activation`) and the ``copies`` out of views, strided; RoPE's and the norms' where they run as
+    the eager chains through FP32, converting."""
+    strided = copies + (activation if strided_activation(model, layout) else 0.0)
+    converting = ((rope if layout.elementwise.eager_rope else 0.0)
+                  + (norms if model.rms_norm and layout.elementwise.eager_norms else 0.0))
+    return UnvectorisedBytes(strided, converting)
 
 
 def unvectorised_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE,
@@ -588,18 +596,15 @@ def unvectorised_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: Laye
     (:func:`repeat_kv_bytes`); converting, the eager RMSNorm and RoPE chains
     (``--elementwise eager``; RoPE also under ``eager-fused-norm``), which convert to FP32 and back, broadcast the
     norm's scale and the rotation's tables, and read rotated or complex views."""
-    strided = _relayout_copy_bytes(model, layout)  # the same bytes each way: a copy's gradient is a copy
+    copies = _relayout_copy_bytes(model, layout)  # the same bytes each way: a copy's gradient is a copy
     if layout.elementwise.eager:  # keys and values copied out of an expanded view (compiled, Inductor's own kernel)
-        strided += repeat_kv_bytes(model, layout)
-    if strided_activation(model, layout):
-        per_element = (_activation_backward_bytes_per_element if backward else _activation_bytes_per_element)(
-            model, layout)
-        strided += per_element * mlp_width(model, layout, kind) / layout.tp
-    converting = _rope_bytes(model, layout) if layout.elementwise.eager_rope else 0.0
-    if model.rms_norm and layout.elementwise.eager_norms:
-        per_element = (_norm_backward_bytes_per_element if backward else _norm_bytes_per_element)(model, layout)
-        converting += per_element * _normed_elements(model, layout)
-    return UnvectorisedBytes(tokens * strided, tokens * converting)
+        copies += repeat_kv_bytes(model, layout)
+    activation = (_activation_backward_bytes_per_element if backward else _activation_bytes_per_element)(
+        model, layout) * mlp_width(model, layout, kind) / layout.tp
+    norms = (_norm_backward_bytes_per_element if backward else _norm_bytes_per_element)(
+        model, layout) * _normed_elements(model, layout)
+    return _classified(model, layout, activation=tokens * activation, rope=tokens * _rope_bytes(model, layout),
+                       norms=tokens * norms, copies=tokens * copies)
 
 
 def elementwise_time(model: ModelSpec, layout: Layout, chip: ChipSpec, tokens: int,
@@ -769,11 +774,9 @@ def selective_recompute_time(model: ModelSpec, layout: Layout, chip: ChipSpec, t
     """Seconds of :func:`selective_recompute_bytes` per tp rank: at the streaming rate, the unvectorised part
     (the activation over a fused GEMM's halves, eager RoPE and norms: :class:`UnvectorisedBytes`) at its own."""
     rope, norms = _selective_recompute_rope_and_norms(model, layout)
-    strided = (_activation_bytes_per_element(model, layout) * _recomputed_activation_width(model, layout, kind)
-               / layout.tp if strided_activation(model, layout) else 0.0)
-    converting = ((rope if layout.elementwise.eager_rope else 0.0)
-                  + (norms if model.rms_norm and layout.elementwise.eager_norms else 0.0))
-    slow = UnvectorisedBytes(tokens * strided, tokens * converting)
+    activation = (_activation_bytes_per_element(model, layout) * _recomputed_activation_width(model, layout, kind)
+                  / layout.tp)
+    slow = _classified(model, layout, activation=tokens * activation, rope=tokens * rope, norms=tokens * norms)
     return selective_recompute_bytes(model, layout, tokens, kind) / chip.stream_bandwidth + slow.extra_seconds(chip)
 
 
