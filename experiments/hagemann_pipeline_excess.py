@@ -4,7 +4,7 @@ paid once a step and one paid every microbatch can be told apart.
 
 A cost paid once a step whose size follows the microbatch (a longer pipeline fill and drain, for instance) shows
 as the same number of microbatch-times at every microbatch count; one paid every microbatch grows with the count.
-The rows are grouped by sheet (model, sequence, GPUs), tensor- and pipeline-parallel size and recomputation;
+The rows are grouped by sheet (model, sequence, GPUs), tensor- and pipeline-parallel size, recomputation and kernels;
 each group prints its rows as (microbatches a step: excess in microbatch-times, and per microbatch in ms).
 It is an observation of what the rows say, not a model: docs/validation.md says what was found and what not.
 
@@ -13,6 +13,7 @@ Run: ``python experiments/hagemann_pipeline_excess.py`` (seconds; ``--fast``: th
 
 from __future__ import annotations
 
+from pipesim.analytic.layout import AttentionKernel
 from pipesim.validation.runs import predict
 from pipesim.validation.sources import runs_by_source
 
@@ -36,8 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     runs = [run for run in runs_by_source()["hagemann2023"] if run.pp > 1 and (not args.fast or run.gpus == 64)]
     groups: dict[tuple, list[tuple[int, float, float]]] = {}
     for run in runs:
-        key = (run.model, run.seq_len, run.gpus, run.tp, run.pp, run.recompute.value, run.elementwise.value,
-               run.sequence_parallel)
+        kernels = run.elementwise.value + ("" if run.attention is AttentionKernel.FUSED else f" {run.attention.value}")
+        key = (run.model, run.seq_len, run.gpus, run.tp, run.pp, run.recompute.value, kernels, run.sequence_parallel)
         groups.setdefault(key, []).append(excess(run))
     print(f"{len(runs)} pipelined rows of Hagemann et al. 2023: measured − pipesim, in microbatch-times "
           "(m: excess; per microbatch)")

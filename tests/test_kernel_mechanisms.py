@@ -350,6 +350,40 @@ def test_triton_flash_attention_runs_at_the_published_ratio_below_flash_attentio
     assert layer_kernel_counts(LLAMA, triton) == layer_kernel_counts(LLAMA, fa2)
 
 
+def test_flash_attention_v1_runs_at_its_measured_ratio_below_flash_attention_2_by_shape():
+    """--attention flash1: FlashAttention v1 at FA2's rates over the ratio Dao 2023's Figure 4 measured for the two
+    on an A100 (causal forward + backward), at the call's sequence and head size: by hand 155/69 at 2k tokens of
+    head size 128, 88/58 at 512 of head size 64, each kernel's rate log2-interpolated between the sweep's points
+    (midway from 4k to 8k: (173 + 182) / (76 + 80)) and held at its ends; under context parallelism, at the
+    sequence a call sees. The same memory and kernels as FA2."""
+    from pipesim.analytic.activations import layer_activation_bytes
+    from pipesim.analytic.attention_shapes import flash1_slowdown
+    from pipesim.analytic.kernels import attention_core_times, cp_merge_bytes
+    from pipesim.analytic.layout import AttentionKernel
+
+    assert flash1_slowdown(2048, 128) == pytest.approx(155 / 69)
+    assert flash1_slowdown(512, 64) == pytest.approx(88 / 58)
+    assert flash1_slowdown(2 ** 12.5, 128) == pytest.approx((173 + 182) / (76 + 80))
+    assert flash1_slowdown(131072, 128) == flash1_slowdown(16384, 128) == pytest.approx(189 / 83)
+    assert flash1_slowdown(256, 64) == flash1_slowdown(512, 64)
+
+    fa2 = Layout()
+    v1 = replace(fa2, attention=AttentionKernel.FLASH1)
+    a, b = attention_core_times(LLAMA, fa2, H100), attention_core_times(LLAMA, v1, H100)
+    ratio = flash1_slowdown(LLAMA.seq_len, LLAMA.qk_head_dim)
+    assert ratio > 2  # a 4k-token Llama layer of head size 128: v1 takes 2.3x as long
+    assert b.forward == pytest.approx(ratio * a.forward) and b.backward_input == pytest.approx(ratio * a.backward_input)
+    # under cp 4 each call sees a quarter of the sequence: the kernels at the ratio there, the merges unchanged
+    cp_fa2, cp_v1 = replace(fa2, cp=4), replace(v1, cp=4)
+    quarter = flash1_slowdown(LLAMA.seq_len / 4, LLAMA.qk_head_dim)
+    assert quarter < ratio
+    c, d = attention_core_times(LLAMA, cp_fa2, H100), attention_core_times(LLAMA, cp_v1, H100)
+    merges = cp_merge_bytes(LLAMA, cp_fa2)[0] / H100.stream_bandwidth
+    assert d.forward - merges == pytest.approx(quarter * (c.forward - merges))
+    assert layer_activation_bytes(LLAMA, v1) == layer_activation_bytes(LLAMA, fa2)
+    assert layer_kernel_counts(LLAMA, v1) == layer_kernel_counts(LLAMA, fa2)
+
+
 def test_the_elementwise_backward_ratio_is_the_chips_and_profile_measures_it():
     """The memory-bound kernels' backward costs elementwise_backward_ratio × their forward: Qi et al.'s 1.0 by
     default (kernels.NON_GEMM_BACKWARD), measured by pipesim profile (layer norm's and GELU's backward over

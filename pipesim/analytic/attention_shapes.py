@@ -54,6 +54,25 @@ REFERENCE_HEAD_DIM = 128
 REFERENCE_SEQ = 16384
 
 Grid = tuple[tuple[int, tuple[tuple[int, float], ...]], ...]  # ((head_dim, ((seq, TFLOP/s), ...)), ...)
+#: The sequence lengths of FlashAttention's published benchmark sweeps (Dao 2023, Shah et al. 2024): 16k tokens a
+#: batch at 512, 1k, 2k, 4k, 8k and 16k tokens a sequence.
+BENCHMARK_SEQS = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def benchmark_sweep(*rates: float) -> tuple[tuple[int, float], ...]:
+    """One head size's rates at :data:`BENCHMARK_SEQS`, in order: a grid's ``(seq, rate)`` points."""
+    return tuple(zip(BENCHMARK_SEQS, rates, strict=True))
+
+
+# Dao 2023 ("FlashAttention-2", arXiv 2307.08691, Figure 4 (c) and (d); the flash-attention repository's
+# assets/flash2_a100_fwd_bwd_benchmark.png): causal forward + backward TFLOP/s on an A100 80GB SXM4, BF16, head
+# sizes 64 and 128, for FlashAttention-2 and, in the same runs, FlashAttention (v1, its CUDA kernels).
+#: FlashAttention-2's bars: the A100 presets' attention shape table.
+DAO2023_A100_FLASH2: Grid = ((64, benchmark_sweep(88, 119, 140, 156, 165, 171)),
+                             (128, benchmark_sweep(99, 133, 155, 173, 182, 189)))
+#: FlashAttention's (v1) bars: 1.5-2.3x below FlashAttention-2's at the same shape.
+DAO2023_A100_FLASH1: Grid = ((64, benchmark_sweep(58, 70, 77, 87, 92, 97)),
+                             (128, benchmark_sweep(55, 62, 69, 76, 80, 83)))
 
 
 def _sorted_grid(grid: Grid, name: str) -> Grid:
@@ -135,6 +154,20 @@ class AttentionShapeRates:
         if self.backward_causal:
             data["backward_causal"] = grid(self.backward_causal)
         return data
+
+
+def flash1_slowdown(seq: float, head_dim: int) -> float:
+    """How many times longer FlashAttention (v1: ``flash_attn_unpadded_func``, flash-attn 1.x, 2022 to mid-2023)
+    takes than FlashAttention-2 at a causal layer's sequence and head size: the two kernels' measured rates in the
+    same benchmark (:data:`DAO2023_A100_FLASH2` over :data:`DAO2023_A100_FLASH1`), log2-interpolated, held at the
+    sweep's ends. By hand: head size 128 at 2k tokens, 155 / 69 = 2.25; head size 64 at 512, 88 / 58 = 1.52.
+
+    Why v1 is slower (Dao 2023, section 3): its outer loop runs over key blocks, so every query block's output
+    is read, rescaled and written back once per key block, and it spreads the work over sequences and heads
+    only; v2 swaps the loops, keeps each output block on chip and also splits over query blocks. Measured on an
+    A100 alone: on other chips the same ratio is taken (v1 has no Hopper kernels; it runs its Ampere ones), an
+    assumption stated where it is used."""
+    return _rate(DAO2023_A100_FLASH2, seq, head_dim) / _rate(DAO2023_A100_FLASH1, seq, head_dim)
 
 
 def parse_attention_shape_rates(value, source: str) -> AttentionShapeRates:

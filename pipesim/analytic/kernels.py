@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pipesim.analytic.attention_shapes import FLASH_TILE, cta_imbalance
+from pipesim.analytic.attention_shapes import FLASH_TILE, cta_imbalance, flash1_slowdown
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.layout import (
     AttentionKernel,
@@ -436,6 +436,18 @@ def windowed_attention_share(model: ModelSpec, tile: int | None = None) -> float
     return 1 - windowed / model.layers * (1 - band / full)
 
 
+def fused_attention_slowdown(model: ModelSpec, layout: Layout) -> float:
+    """How many times longer the run's fused attention kernel takes than a FlashAttention-2-class one (what the
+    chip's attention rates and measured tables are): 1 for FlashAttention-2, cuDNN and SDPA; the Triton
+    implementation's :data:`TRITON_FLASH_SLOWDOWN`; FlashAttention v1's measured ratio at the call's sequence and
+    head size (:func:`~pipesim.analytic.attention_shapes.flash1_slowdown`)."""
+    if layout.attention is AttentionKernel.TRITON:
+        return TRITON_FLASH_SLOWDOWN
+    if layout.attention is AttentionKernel.FLASH1:
+        return flash1_slowdown(attention_call_shape(model, layout)[0], model.qk_head_dim)
+    return 1.0
+
+
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
     """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half, the blocks outside a sliding window skipped
     too) or unfused (two batched GEMMs, full s², a window's mask applied to all of it)."""
@@ -447,7 +459,7 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         # causal: the kernel skips blocks above the diagonal (and, windowed, those before the window)
         executed = full / 2 * windowed_attention_share(model, FLASH_TILE)
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
-        slowdown = TRITON_FLASH_SLOWDOWN if layout.attention is AttentionKernel.TRITON else 1.0
+        slowdown = fused_attention_slowdown(model, layout)
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
             # timed at this run's own batch, heads and sequence: the shape effects below are in them already;
             # short runs, at the clock a training run sustains as the GEMM table's (_table_gemm_rate)

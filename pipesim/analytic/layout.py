@@ -207,6 +207,7 @@ class AttentionKernel(enum.Enum):
     UNFUSED = "unfused"  # softmax(QKᵀ) and its dropout stored: Korthikanti et al. Table 2 as printed
     FUSED = "fused"  # FlashAttention-2 (Dao 2023) and its kin: scores recomputed block-wise, never stored
     TRITON = "triton"  # FlashAttention in OpenAI Triton (llm-foundry's attn_impl: triton): fused, slower
+    FLASH1 = "flash1"  # FlashAttention v1 (flash-attn 1.x, flash_attn_unpadded_func; 2022 to mid-2023): fused, slower
 
     @property
     def fused(self) -> bool:

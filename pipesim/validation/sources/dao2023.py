@@ -33,11 +33,15 @@ recomputation (per-block checkpointing) with the largest that fits then (4 for 1
 all of this for the baseline; whether the baseline was this repository's model or Megatron-LM's; the FLOP count
 charges no recomputation, so a baseline that recomputed is slower per counted FLOP, as modelled.
 
-The FlashAttention (v1) column is not used: pipesim has no FlashAttention-1 kernel rate (``fused`` is
-FlashAttention-2's, ``triton`` is the Triton implementation's). No memory is published. Pairs (one model, one
-context) of two rows are too small for a ranking group.
+FlashAttention (v1) rows (the table's middle column: 189, 170, 189, 175): the FlashAttention-2 rows' configs with
+flash-attn 1.x's kernel (``--attention flash1``: FA2's rates over v1's measured ratio at the layer's shape, from
+the same paper's Figure 4, :func:`pipesim.analytic.attention_shapes.flash1_slowdown`). Inferred: that the v1
+runs used the same micro-batch and no recomputation (the memory of the two kernels is the same); the paper
+states only that both columns train the same models. No memory is published. Each model and context's three
+rows are too few for a ranking group.
 
-Out-of-sample: added after the constants were fixed (issue #24), never fitted to.
+Out-of-sample: added after the constants were fixed (issue #24), never fitted to; the FlashAttention (v1) rows
+added with ``--attention flash1``, whose ratio is read from the same paper's kernel figure, not from these rows.
 """
 
 from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Recompute, ZeroStage
@@ -57,14 +61,16 @@ def _step_s(model: str, seq: int, batch: int, tflops: float) -> float:
 
 
 ROWS = []
-# (model, context, global batch, FA2 micro-batch, FA2 TFLOP/s, baseline micro-batch, baseline recompute, TFLOP/s)
-for _model, _seq, _batch, _mbs, _fa2, _base_mbs, _base_rc, _base in [
-    ("gpt3-1.3b", 2048, 512, 8, 196, 4, Recompute.NONE, 142),
-    ("gpt3-1.3b", 8192, 128, 4, 220, 4, Recompute.FULL, 72),
-    ("gpt3-2.7b", 2048, 512, 4, 205, 2, Recompute.NONE, 149),
-    ("gpt3-2.7b", 8192, 128, 4, 225, 2, Recompute.FULL, 80),
+# (model, context, global batch, FA2 micro-batch, FA2 TFLOP/s, FA1 TFLOP/s, baseline micro-batch, baseline
+# recompute, baseline TFLOP/s)
+for _model, _seq, _batch, _mbs, _fa2, _fa1, _base_mbs, _base_rc, _base in [
+    ("gpt3-1.3b", 2048, 512, 8, 196, 189, 4, Recompute.NONE, 142),
+    ("gpt3-1.3b", 8192, 128, 4, 220, 170, 4, Recompute.FULL, 72),
+    ("gpt3-2.7b", 2048, 512, 4, 205, 189, 2, Recompute.NONE, 149),
+    ("gpt3-2.7b", 8192, 128, 4, 225, 175, 2, Recompute.FULL, 80),
 ]:
     for _att, _micro, _rc, _tf in [(AttentionKernel.FUSED, _mbs, Recompute.NONE, _fa2),
+                                   (AttentionKernel.FLASH1, _mbs, Recompute.NONE, _fa1),
                                    (AttentionKernel.UNFUSED, _base_mbs, _base_rc, _base)]:
         ROWS.append(PublishedRun(SOURCE, _model, "a100-80gb", _GPUS, _batch, micro_batch=_micro, seq_len=_seq,
                                  attention=_att, recompute=_rc, zero=ZeroStage.OPTIMIZER,

@@ -103,7 +103,19 @@ from pipesim.validation.runs import PublishedRun
 SOURCE = "Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets)"
 TOKENS_PER_STEP = 4_194_304  # the sheets' batch: 2,048 × 2,048 or 512 × 8,192 tokens
 
-_RMS, _EAGER = ElementwiseKernels.EAGER_FUSED_NORM, ElementwiseKernels.EAGER  # with or without the RMS kernel
+
+@dataclass(frozen=True)
+class _Kernels:
+    """A trial's ``kernel`` column: its attention kernel, and whether RMSNorm ran as the framework's kernel."""
+
+    elementwise: ElementwiseKernels
+    attention: AttentionKernel = AttentionKernel.FUSED
+
+
+# "flash_attention2 + RMS kernel", "flash_attention2" and "flash_attentionv1.0.8" (no RMS kernel named: eager)
+_RMS = _Kernels(ElementwiseKernels.EAGER_FUSED_NORM)
+_EAGER = _Kernels(ElementwiseKernels.EAGER)
+_V1 = _Kernels(ElementwiseKernels.EAGER, AttentionKernel.FLASH1)
 _NONE, _FULL = Recompute.NONE, Recompute.FULL  # activation_checkpointing_type disabled / every_layer
 
 
@@ -114,9 +126,9 @@ class _Sheet:
     seq_len: int
     gpus: int
     # (trial id, kernels, recompute, micro-batch, tp, pp, sequence parallel, average step time in s)
-    trials: tuple[tuple[int, ElementwiseKernels, Recompute, int, int, int, int, float], ...]
+    trials: tuple[tuple[int, _Kernels, Recompute, int, int, int, int, float], ...]
     # the trials of the same kernels that stopped with "OOM Error" (no step time): (trial id, …, sequence parallel)
-    out_of_memory: tuple[tuple[int, ElementwiseKernels, Recompute, int, int, int, int], ...] = ()
+    out_of_memory: tuple[tuple[int, _Kernels, Recompute, int, int, int, int], ...] = ()
 
 
 _SHEETS = (
@@ -149,6 +161,25 @@ _SHEETS = (
         (132390, _EAGER, _FULL, 4, 2, 2, 0, 56.609),
         (132335, _EAGER, _FULL, 8, 2, 2, 0, 65.468),
         (132337, _EAGER, _FULL, 8, 1, 2, 0, 72.819),
+        (97719, _V1, _NONE, 1, 1, 2, 0, 33.584),
+        (97713, _V1, _NONE, 2, 2, 2, 0, 37.7083),
+        (97717, _V1, _NONE, 1, 2, 2, 0, 40.2478),
+        (97718, _V1, _NONE, 1, 2, 1, 0, 40.5592),
+        (97714, _V1, _NONE, 2, 2, 1, 0, 41.808),
+        (97409, _V1, _FULL, 2, 1, 2, 0, 42.3031),
+        (104137, _V1, _FULL, 1, 1, 2, 0, 42.3629),
+        (104139, _V1, _FULL, 4, 1, 2, 0, 42.5382),
+        (97406, _V1, _FULL, 4, 1, 1, 0, 43.1253),
+        (104142, _V1, _FULL, 2, 1, 1, 0, 43.8937),
+        (97474, _V1, _FULL, 1, 1, 1, 0, 44.3538),
+        (97401, _V1, _FULL, 8, 1, 2, 0, 44.7163),
+        (97404, _V1, _FULL, 4, 2, 1, 0, 47.0908),
+        (104144, _V1, _FULL, 2, 2, 1, 0, 47.5049),
+        (97403, _V1, _FULL, 4, 2, 2, 0, 49.7692),
+        (104138, _V1, _FULL, 1, 2, 1, 0, 50.0456),
+        (97399, _V1, _FULL, 8, 2, 2, 0, 50.1606),
+        (97407, _V1, _FULL, 2, 2, 2, 0, 51.4402),
+        (97411, _V1, _FULL, 1, 2, 2, 0, 53.4998),
     ), out_of_memory=(
         (132173, _RMS, _NONE, 8, 2, 2, 0), (132174, _RMS, _NONE, 8, 2, 1, 0), (132176, _RMS, _NONE, 8, 1, 2, 0),
         (132177, _RMS, _NONE, 4, 1, 2, 0), (132179, _RMS, _NONE, 2, 1, 1, 0), (132180, _RMS, _NONE, 4, 1, 1, 0),
@@ -156,6 +187,11 @@ _SHEETS = (
         (132304, _EAGER, _NONE, 4, 2, 1, 0), (132305, _EAGER, _NONE, 8, 1, 2, 0), (132306, _EAGER, _NONE, 4, 1, 2, 0),
         (132308, _EAGER, _NONE, 4, 1, 1, 0), (132311, _EAGER, _NONE, 8, 2, 1, 0), (132313, _EAGER, _NONE, 2, 1, 1, 0),
         (132314, _EAGER, _NONE, 1, 1, 1, 0), (132318, _EAGER, _NONE, 4, 2, 2, 0),
+        (97705, _V1, _NONE, 8, 2, 2, 0), (97709, _V1, _NONE, 4, 2, 2, 0), (97707, _V1, _NONE, 8, 1, 2, 0),
+        (97711, _V1, _NONE, 4, 1, 2, 0), (97715, _V1, _NONE, 2, 1, 2, 0), (97400, _V1, _FULL, 8, 2, 1, 0),
+        (97706, _V1, _NONE, 8, 2, 1, 0), (97710, _V1, _NONE, 4, 2, 1, 0), (97402, _V1, _FULL, 8, 1, 1, 0),
+        (97708, _V1, _NONE, 8, 1, 1, 0), (97712, _V1, _NONE, 4, 1, 1, 0), (97716, _V1, _NONE, 2, 1, 1, 0),
+        (97720, _V1, _NONE, 1, 1, 1, 0),
     )),
     _Sheet("llama_13B_bfloat16_8k_seq_length_128_GPUs_all_runs.xlsx", "aa-llama-13b", 8192, 128, (
         (132276, _RMS, _NONE, 1, 2, 2, 0, 18.41),
@@ -183,6 +219,24 @@ _SHEETS = (
         (132416, _EAGER, _FULL, 1, 4, 2, 0, 34.764),
         (132324, _EAGER, _FULL, 2, 4, 4, 0, 36.074),
         (132415, _EAGER, _FULL, 1, 4, 4, 0, 36.71),
+        (103838, _V1, _NONE, 1, 2, 4, 0, 24.8429),
+        (103836, _V1, _NONE, 1, 4, 2, 0, 28.5242),
+        (103678, _V1, _FULL, 1, 1, 2, 0, 28.731),
+        (103835, _V1, _NONE, 1, 4, 4, 0, 29.2137),
+        (103677, _V1, _FULL, 1, 1, 4, 0, 30.0256),
+        (103676, _V1, _FULL, 1, 2, 1, 0, 30.1436),
+        (103669, _V1, _FULL, 2, 1, 2, 0, 31.6494),
+        (103675, _V1, _FULL, 1, 2, 2, 0, 31.865),
+        (103661, _V1, _FULL, 2, 2, 2, 0, 32.9115),
+        (103666, _V1, _FULL, 2, 1, 4, 0, 34.3331),
+        (103664, _V1, _FULL, 2, 2, 4, 0, 34.6054),
+        (103674, _V1, _FULL, 1, 2, 4, 0, 34.7469),
+        (103663, _V1, _FULL, 2, 4, 1, 0, 35.8649),
+        (103673, _V1, _FULL, 1, 4, 1, 0, 36.3279),
+        (103672, _V1, _FULL, 1, 4, 2, 0, 37.6272),
+        (103655, _V1, _FULL, 2, 4, 2, 0, 38.2564),
+        (103671, _V1, _FULL, 1, 4, 4, 0, 38.6099),
+        (103662, _V1, _FULL, 2, 4, 4, 0, 39.7641),
     ), out_of_memory=(
         (132191, _RMS, _NONE, 4, 4, 4, 0), (132192, _RMS, _NONE, 4, 4, 1, 0), (132193, _RMS, _NONE, 2, 4, 2, 0),
         (132194, _RMS, _NONE, 4, 2, 4, 0), (132195, _RMS, _NONE, 4, 4, 2, 0), (132196, _RMS, _NONE, 2, 4, 1, 0),
@@ -203,6 +257,18 @@ _SHEETS = (
         (132459, _EAGER, _NONE, 2, 1, 2, 0), (132461, _EAGER, _NONE, 2, 1, 1, 0), (132466, _EAGER, _NONE, 1, 4, 1, 0),
         (132469, _EAGER, _NONE, 1, 2, 2, 0), (132471, _EAGER, _NONE, 1, 2, 1, 0), (132472, _EAGER, _NONE, 1, 1, 4, 0),
         (132473, _EAGER, _NONE, 1, 1, 2, 0), (132474, _EAGER, _NONE, 1, 1, 1, 0),
+        (103653, _V1, _FULL, 4, 4, 4, 0), (103654, _V1, _FULL, 4, 4, 1, 0), (103656, _V1, _FULL, 4, 2, 2, 0),
+        (103657, _V1, _FULL, 4, 1, 4, 0), (103658, _V1, _FULL, 2, 2, 1, 0), (103659, _V1, _FULL, 4, 1, 1, 0),
+        (103660, _V1, _FULL, 4, 2, 1, 0), (103665, _V1, _FULL, 4, 4, 2, 0), (103667, _V1, _FULL, 4, 1, 2, 0),
+        (103668, _V1, _FULL, 4, 2, 4, 0), (103670, _V1, _FULL, 2, 1, 1, 0), (103681, _V1, _FULL, 1, 1, 1, 0),
+        (103817, _V1, _NONE, 4, 4, 4, 0), (103818, _V1, _NONE, 4, 4, 2, 0), (103819, _V1, _NONE, 4, 4, 1, 0),
+        (103820, _V1, _NONE, 4, 2, 4, 0), (103821, _V1, _NONE, 4, 2, 2, 0), (103822, _V1, _NONE, 4, 2, 1, 0),
+        (103823, _V1, _NONE, 4, 1, 4, 0), (103824, _V1, _NONE, 4, 1, 2, 0), (103825, _V1, _NONE, 4, 1, 1, 0),
+        (103826, _V1, _NONE, 2, 4, 4, 0), (103827, _V1, _NONE, 2, 4, 2, 0), (103828, _V1, _NONE, 2, 4, 1, 0),
+        (103829, _V1, _NONE, 2, 2, 4, 0), (103830, _V1, _NONE, 2, 2, 2, 0), (103831, _V1, _NONE, 2, 2, 1, 0),
+        (103832, _V1, _NONE, 2, 1, 4, 0), (103833, _V1, _NONE, 2, 1, 2, 0), (103834, _V1, _NONE, 2, 1, 1, 0),
+        (103837, _V1, _NONE, 1, 4, 1, 0), (103839, _V1, _NONE, 1, 2, 2, 0), (103840, _V1, _NONE, 1, 2, 1, 0),
+        (103841, _V1, _NONE, 1, 1, 4, 0), (103842, _V1, _NONE, 1, 1, 2, 0), (103843, _V1, _NONE, 1, 1, 1, 0),
     )),
     _Sheet("llama_30B_8k_seq_length_bfloat16_128_GPUs_all_runs.xlsx", "aa-llama-30b", 8192, 128, (
         (133008, _RMS, _NONE, 1, 4, 4, 0, 49.435),
@@ -223,6 +289,17 @@ _SHEETS = (
         (132361, _EAGER, _FULL, 2, 4, 8, 0, 79.744),
         (132475, _EAGER, _FULL, 1, 4, 16, 0, 82.62),
         (132356, _EAGER, _FULL, 2, 4, 16, 0, 85.335),
+        (105109, _V1, _FULL, 1, 2, 2, 0, 69.4535),
+        (105108, _V1, _FULL, 1, 2, 4, 0, 70.0085),
+        (105107, _V1, _FULL, 1, 2, 8, 0, 71.8737),
+        (105079, _V1, _FULL, 2, 2, 4, 0, 75.023),
+        (105059, _V1, _FULL, 2, 2, 8, 0, 77.4169),
+        (105106, _V1, _FULL, 1, 4, 2, 0, 79.7063),
+        (105070, _V1, _FULL, 2, 4, 2, 0, 80.2501),
+        (105105, _V1, _FULL, 1, 4, 4, 0, 82.1614),
+        (105065, _V1, _FULL, 2, 4, 4, 0, 84.0133),
+        (105089, _V1, _FULL, 1, 4, 8, 0, 85.5276),
+        (105062, _V1, _FULL, 2, 4, 8, 0, 87.1753),
     ), out_of_memory=(
         (132236, _RMS, _NONE, 4, 2, 8, 0), (132237, _RMS, _NONE, 4, 4, 16, 0), (132238, _RMS, _NONE, 2, 2, 8, 0),
         (132239, _RMS, _NONE, 2, 4, 8, 0), (132241, _RMS, _NONE, 2, 2, 16, 0), (132242, _RMS, _NONE, 1, 2, 16, 0),
@@ -247,6 +324,15 @@ _SHEETS = (
         (133003, _RMS, _NONE, 4, 2, 4, 0), (133004, _RMS, _NONE, 2, 2, 4, 0), (133005, _RMS, _NONE, 2, 4, 2, 0),
         (133006, _RMS, _NONE, 1, 2, 2, 0), (133007, _RMS, _NONE, 1, 2, 4, 0), (133009, _RMS, _NONE, 1, 4, 2, 0),
         (133010, _RMS, _NONE, 2, 2, 2, 0),
+        (105114, _V1, _NONE, 4, 4, 4, 0), (105116, _V1, _NONE, 4, 2, 8, 0), (105060, _V1, _FULL, 4, 2, 4, 0),
+        (105064, _V1, _FULL, 4, 2, 2, 0), (105066, _V1, _FULL, 4, 4, 2, 0), (105068, _V1, _FULL, 4, 4, 4, 0),
+        (105069, _V1, _FULL, 4, 4, 8, 0), (105073, _V1, _FULL, 4, 2, 8, 0), (105081, _V1, _FULL, 2, 2, 2, 0),
+        (105113, _V1, _NONE, 4, 4, 8, 0), (105115, _V1, _NONE, 4, 4, 2, 0), (105117, _V1, _NONE, 4, 2, 4, 0),
+        (105118, _V1, _NONE, 4, 2, 2, 0), (105122, _V1, _NONE, 2, 4, 8, 0), (105124, _V1, _NONE, 2, 4, 4, 0),
+        (105125, _V1, _NONE, 2, 4, 2, 0), (105126, _V1, _NONE, 2, 2, 8, 0), (105127, _V1, _NONE, 2, 2, 4, 0),
+        (105128, _V1, _NONE, 2, 2, 2, 0), (105133, _V1, _NONE, 1, 4, 8, 0), (105134, _V1, _NONE, 1, 4, 4, 0),
+        (105135, _V1, _NONE, 1, 4, 2, 0), (105137, _V1, _NONE, 1, 2, 8, 0), (105138, _V1, _NONE, 1, 2, 4, 0),
+        (105139, _V1, _NONE, 1, 2, 2, 0),
     )),
     _Sheet("llama_30B_bfloat16_256_GPUs_all_runs.xlsx", "aa-llama-30b", 2048, 256, (
         (132266, _RMS, _NONE, 1, 2, 4, 0, 22.667),
@@ -288,6 +374,34 @@ _SHEETS = (
         (132345, _EAGER, _FULL, 2, 4, 1, 0, 42.134),
         (132349, _EAGER, _FULL, 4, 4, 1, 0, 43.921),
         (132395, _EAGER, _FULL, 1, 4, 1, 0, 44.094),
+        (96883, _V1, _NONE, 1, 2, 4, 0, 26.0641),
+        (96800, _V1, _FULL, 1, 1, 4, 0, 29.1586),
+        (96870, _V1, _NONE, 2, 4, 4, 0, 29.5492),
+        (96884, _V1, _NONE, 1, 2, 2, 0, 29.6378),
+        (105046, _V1, _FULL, 2, 1, 4, 0, 29.9609),
+        (96880, _V1, _NONE, 1, 4, 4, 0, 31.3841),
+        (96782, _V1, _FULL, 2, 2, 4, 0, 32.167),
+        (96881, _V1, _NONE, 1, 4, 2, 0, 32.4172),
+        (105052, _V1, _FULL, 1, 2, 2, 0, 32.8436),
+        (96797, _V1, _FULL, 1, 2, 4, 0, 33.2865),
+        (96781, _V1, _FULL, 4, 2, 2, 0, 33.4747),
+        (96776, _V1, _FULL, 4, 1, 4, 0, 33.7505),
+        (96769, _V1, _FULL, 4, 2, 4, 0, 33.7927),
+        (96871, _V1, _NONE, 2, 4, 2, 0, 33.965),
+        (96777, _V1, _FULL, 2, 2, 2, 0, 35.2282),
+        (96801, _V1, _FULL, 1, 1, 2, 0, 36.4176),
+        (96778, _V1, _FULL, 4, 4, 2, 0, 37.8125),
+        (96783, _V1, _FULL, 2, 1, 2, 0, 38.0672),
+        (96780, _V1, _FULL, 4, 4, 4, 0, 38.6043),
+        (96779, _V1, _FULL, 2, 4, 4, 0, 39.6475),
+        (96770, _V1, _FULL, 2, 4, 2, 0, 40.2935),
+        (105047, _V1, _FULL, 1, 2, 1, 0, 41.8028),
+        (96771, _V1, _FULL, 4, 4, 1, 0, 41.84),
+        (96786, _V1, _FULL, 1, 4, 4, 0, 41.9377),
+        (96795, _V1, _FULL, 1, 4, 2, 0, 42.4146),
+        (96882, _V1, _NONE, 1, 4, 1, 0, 43.2445),
+        (105056, _V1, _FULL, 2, 4, 1, 0, 43.5121),
+        (96796, _V1, _FULL, 1, 4, 1, 0, 45.556),
     ), out_of_memory=(
         (132158, _RMS, _NONE, 4, 2, 1, 0), (132160, _RMS, _NONE, 4, 2, 4, 0), (132161, _RMS, _NONE, 4, 4, 1, 0),
         (132162, _RMS, _NONE, 2, 2, 1, 0), (132164, _RMS, _NONE, 4, 1, 2, 0), (132165, _RMS, _NONE, 4, 1, 1, 0),
@@ -303,6 +417,14 @@ _SHEETS = (
         (132441, _EAGER, _NONE, 2, 2, 2, 0), (132444, _EAGER, _NONE, 2, 2, 1, 0), (132447, _EAGER, _NONE, 2, 1, 4, 0),
         (132448, _EAGER, _NONE, 2, 1, 2, 0), (132449, _EAGER, _NONE, 2, 1, 1, 0), (132462, _EAGER, _NONE, 1, 2, 1, 0),
         (132463, _EAGER, _NONE, 1, 1, 4, 0), (132467, _EAGER, _NONE, 1, 1, 2, 0), (132470, _EAGER, _NONE, 1, 1, 1, 0),
+        (96773, _V1, _FULL, 4, 2, 1, 0), (105054, _V1, _FULL, 4, 1, 2, 0), (105055, _V1, _FULL, 4, 1, 1, 0),
+        (96861, _V1, _NONE, 4, 4, 4, 0), (96862, _V1, _NONE, 4, 4, 2, 0), (96863, _V1, _NONE, 4, 4, 1, 0),
+        (96864, _V1, _NONE, 4, 2, 4, 0), (96865, _V1, _NONE, 4, 2, 2, 0), (96866, _V1, _NONE, 4, 2, 1, 0),
+        (96867, _V1, _NONE, 4, 1, 4, 0), (96868, _V1, _NONE, 4, 1, 2, 0), (96869, _V1, _NONE, 4, 1, 1, 0),
+        (105051, _V1, _NONE, 2, 4, 1, 0), (105050, _V1, _NONE, 2, 2, 4, 0), (96874, _V1, _NONE, 2, 2, 2, 0),
+        (96876, _V1, _NONE, 2, 2, 1, 0), (96877, _V1, _NONE, 2, 1, 4, 0), (105049, _V1, _NONE, 2, 1, 2, 0),
+        (96879, _V1, _NONE, 2, 1, 1, 0), (96885, _V1, _NONE, 1, 2, 1, 0), (105045, _V1, _NONE, 1, 1, 4, 0),
+        (96887, _V1, _NONE, 1, 1, 2, 0), (96888, _V1, _NONE, 1, 1, 1, 0),
     )),
     _Sheet("llama_65B_bfloat16_128_GPUs_all_runs.xlsx", "aa-llama-65b", 2048, 128, (
         (132301, _RMS, _NONE, 1, 2, 4, 0, 79.307),
@@ -348,6 +470,34 @@ _SHEETS = (
         (132375, _EAGER, _FULL, 2, 8, 8, 0, 203.075),
         (132517, _EAGER, _FULL, 1, 8, 4, 0, 209.244),
         (132516, _EAGER, _FULL, 1, 8, 8, 0, 237.992),
+        (105918, _V1, _NONE, 1, 4, 4, 0, 106.592),
+        (105917, _V1, _NONE, 1, 4, 8, 0, 108.588),
+        (105288, _V1, _FULL, 2, 2, 4, 0, 110.87),
+        (105190, _V1, _FULL, 4, 2, 4, 0, 111.827),
+        (105300, _V1, _FULL, 1, 2, 4, 0, 115.046),
+        (105191, _V1, _FULL, 4, 2, 8, 0, 116.248),
+        (105287, _V1, _FULL, 2, 2, 8, 0, 116.27),
+        (105299, _V1, _FULL, 1, 2, 8, 0, 121.699),
+        (105189, _V1, _FULL, 4, 4, 2, 0, 128.056),
+        (105182, _V1, _FULL, 4, 4, 4, 0, 129.921),
+        (105253, _V1, _FULL, 2, 4, 2, 0, 132.343),
+        (105244, _V1, _FULL, 2, 4, 4, 0, 133.071),
+        (105185, _V1, _FULL, 4, 4, 8, 0, 137.728),
+        (105297, _V1, _FULL, 1, 4, 2, 0, 140.117),
+        (105862, _V1, _NONE, 1, 8, 2, 0, 140.149),
+        (105296, _V1, _FULL, 1, 4, 4, 0, 144.589),
+        (105218, _V1, _FULL, 2, 4, 8, 0, 144.831),
+        (105859, _V1, _NONE, 1, 8, 8, 0, 153.613),
+        (105295, _V1, _FULL, 1, 4, 8, 0, 159.57),
+        (105188, _V1, _FULL, 4, 8, 2, 0, 168.635),
+        (105179, _V1, _FULL, 4, 8, 4, 0, 173.164),
+        (105181, _V1, _FULL, 2, 8, 2, 0, 178.665),
+        (105183, _V1, _FULL, 2, 8, 4, 0, 187.807),
+        (105186, _V1, _FULL, 4, 8, 8, 0, 192.529),
+        (105293, _V1, _FULL, 1, 8, 2, 0, 200.117),
+        (105184, _V1, _FULL, 2, 8, 8, 0, 210.893),
+        (105292, _V1, _FULL, 1, 8, 4, 0, 215.117),
+        (105291, _V1, _FULL, 1, 8, 8, 0, 247.968),
     ), out_of_memory=(
         (132251, _RMS, _NONE, 4, 4, 8, 0), (132252, _RMS, _NONE, 4, 8, 8, 0), (132253, _RMS, _NONE, 4, 2, 8, 0),
         (132255, _RMS, _NONE, 4, 8, 4, 0), (132256, _RMS, _NONE, 4, 4, 2, 0), (132257, _RMS, _NONE, 4, 2, 4, 0),
@@ -362,6 +512,14 @@ _SHEETS = (
         (132560, _EAGER, _NONE, 2, 4, 2, 0), (132562, _EAGER, _NONE, 2, 2, 8, 0), (132563, _EAGER, _NONE, 2, 2, 4, 0),
         (132564, _EAGER, _NONE, 2, 2, 2, 0), (132572, _EAGER, _NONE, 1, 4, 2, 0), (132575, _EAGER, _NONE, 1, 2, 4, 0),
         (132576, _EAGER, _NONE, 1, 2, 2, 0),
+        (105928, _V1, _NONE, 1, 2, 8, 0), (105929, _V1, _NONE, 1, 2, 4, 0), (105930, _V1, _NONE, 1, 2, 2, 0),
+        (105187, _V1, _FULL, 4, 2, 2, 0), (105289, _V1, _FULL, 2, 2, 2, 0), (105838, _V1, _NONE, 4, 8, 8, 0),
+        (105839, _V1, _NONE, 4, 4, 8, 0), (105840, _V1, _NONE, 4, 2, 4, 0), (105841, _V1, _NONE, 4, 4, 4, 0),
+        (105842, _V1, _NONE, 2, 8, 4, 0), (105843, _V1, _NONE, 2, 8, 8, 0), (105844, _V1, _NONE, 4, 2, 2, 0),
+        (105845, _V1, _NONE, 2, 4, 4, 0), (105846, _V1, _NONE, 2, 8, 2, 0), (105847, _V1, _NONE, 2, 4, 2, 0),
+        (105848, _V1, _NONE, 4, 8, 4, 0), (105849, _V1, _NONE, 2, 2, 8, 0), (105850, _V1, _NONE, 4, 4, 2, 0),
+        (105851, _V1, _NONE, 4, 8, 2, 0), (105852, _V1, _NONE, 4, 2, 8, 0), (105853, _V1, _NONE, 2, 4, 8, 0),
+        (105854, _V1, _NONE, 2, 2, 4, 0), (105858, _V1, _NONE, 2, 2, 2, 0), (105919, _V1, _NONE, 1, 4, 2, 0),
     )),
     _Sheet("seqpara/llama_13B_bfloat16_32_GPUs_sequence_parallelism.xlsx", "aa-llama-13b", 2048, 32, (
         (131873, _RMS, _NONE, 1, 1, 1, 0, 53.806),
@@ -522,15 +680,15 @@ _SHEETS = (
 )
 
 
-def _run(sheet: _Sheet, trial_ids: str, kernels: ElementwiseKernels, recompute: Recompute, micro_batch: int, tp: int,
+def _run(sheet: _Sheet, trial_ids: str, kernels: _Kernels, recompute: Recompute, micro_batch: int, tp: int,
          pp: int, sp: int, step_s: float) -> PublishedRun:
     layers = MODEL_PRESETS[sheet.model].layers
     return PublishedRun(
         SOURCE, sheet.model, "a100-80gb", sheet.gpus, TOKENS_PER_STEP // sheet.seq_len, tp=tp, pp=pp,
         micro_batch=micro_batch, seq_len=sheet.seq_len, recompute=recompute, sequence_parallel=bool(sp),
-        attention=AttentionKernel.FUSED, elementwise=kernels, loss=LossKernel.GATHERED, zero=ZeroStage.OPTIMIZER,
-        zero_collectives=ZeroCollectives.ALL_REDUCE_FP32, p2p_calls=P2pCalls.SEQUENTIAL, mlp_up=MlpUp.SPLIT,
-        overlap_tp_dgrad=False,
+        attention=kernels.attention, elementwise=kernels.elementwise, loss=LossKernel.GATHERED,
+        zero=ZeroStage.OPTIMIZER, zero_collectives=ZeroCollectives.ALL_REDUCE_FP32, p2p_calls=P2pCalls.SEQUENTIAL,
+        mlp_up=MlpUp.SPLIT, overlap_tp_dgrad=False,
         column_input=ColumnInput.SAVED if sp else ColumnInput.REGATHER,
         grad_accumulation=GradAccumulation.AUTOGRAD, fp16_grads=True,
         stage_layers=uniform_item_split(layers, pp) if pp > 1 else None, step_s=step_s,

@@ -63,7 +63,15 @@ Out-of-sample: gathered for issue #24 after every constant was fixed, never fitt
 at one layout: the rows form ranking groups by checkpointing and micro-batch.
 """
 
-from pipesim.analytic.layout import ElementwiseKernels, GradAccumulation, LossKernel, MlpUp, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    AttentionKernel,
+    ElementwiseKernels,
+    GradAccumulation,
+    LossKernel,
+    MlpUp,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing)"
@@ -82,6 +90,7 @@ ROWS = [
     PublishedRun(SOURCE, "internlm-7b", "a100-80gb", gpus, gpus * micro_bsz * micro_num, micro_batch=micro_bsz,
                  seq_len=_SEQ, recompute=Recompute.FULL if checkpoint else Recompute.NONE,
                  elementwise=ElementwiseKernels.EAGER_ACTIVATION, loss=LossKernel.FUSED, mlp_up=MlpUp.SPLIT,
+                 attention=AttentionKernel.FLASH1,
                  grad_accumulation=GradAccumulation.AUTOGRAD, fp16_grads=True, overlap_grad_reduce=True,
                  zero=ZeroStage.OPTIMIZER, optimizer_shard_group=8,
                  inter_node_gbps=50, tokens_per_gpu=tgs,
