@@ -312,13 +312,13 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
          " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
     # megatron_llama2023
-    ('Megatron-LLaMA 2023 (Alibaba README, LLaMA-13B on A100 80GB): DistributedOptimizer | llama2-13b tp2'
+    ('Megatron-LLaMA 2023 (Alibaba), README: LLaMA-13B on A100 80GB: DistributedOptimizer | llama2-13b tp2'
      ' pp1 m4 b4 1f1b 256×a100 selective s2048 sp eager-fused-norm flash1'):
         ("-15%, pipesim too fast: Megatron-LM's distributed optimizer of 2023 on 256-512 A100 over four 200"
          ' Gb/s NICs a node, its reduce-scatter and all-gather after the passes; measured 1.3 s a step slower'
          " than the overlapped optimizer's rows, pipesim 0.5 s: the network's bytes take longer than the"
          " NICs' line rate (the module)"),
-    ('Megatron-LLaMA 2023 (Alibaba README, LLaMA-13B on A100 80GB): DistributedOptimizer | llama2-13b tp2'
+    ('Megatron-LLaMA 2023 (Alibaba), README: LLaMA-13B on A100 80GB: DistributedOptimizer | llama2-13b tp2'
      ' pp1 m2 b4 1f1b 512×a100 selective s2048 sp eager-fused-norm flash1'):
         ("-17%, pipesim too fast: Megatron-LM's distributed optimizer of 2023 on 256-512 A100 over four 200"
          ' Gb/s NICs a node, its reduce-scatter and all-gather after the passes; measured 1.3 s a step slower'

@@ -44,8 +44,8 @@ class ModelOptions:
         sequence_parallel: shard norms/dropout along the sequence (needs ``tp > 1``; always on with
             ``framework="torchtitan"`` at ``tp > 1``, whose TP plan shards every norm).
         distributed_optimizer: shard optimizer state over dp (ZeRO-1).
-        attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower) or
-            ``"unfused"``.
+        attention: ``"fused"`` (FlashAttention-2, default), ``"triton"`` (FlashAttention in Triton, slower),
+            ``"flash1"`` (FlashAttention v1, slower by the sequence and head size) or ``"unfused"``.
         repeat_kv: grouped-query attention's keys and values copied out to every query head before the attention
             call (torchtitan's Llama until January 2026, Hugging Face transformers' eager and SDPA paths): the copy
             each way, the kernel saving the repeated tensors, context parallelism exchanging them.

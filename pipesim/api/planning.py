@@ -406,7 +406,7 @@ def plan(
             training code, whose defaults set the kernels and collectives below unless given, what the
             searched "selective" recomputation keeps and the gradient accumulation;
             :mod:`pipesim.analytic.frameworks`), ``attention``, ``elementwise`` and ``loss`` (the kernels the
-            training code runs, not searched: "fused", "triton" or "unfused"; "fused" or "eager"; "megatron",
+            training code runs, not searched: "fused", "triton", "flash1" or "unfused"; "fused" or "eager"; "megatron",
             "megatron-fused", "te", "pytorch", "gathered", "nanotron", "fused" or "compiled"), ``z_loss`` and
             ``loss_input_copy`` (a z-loss beside the loss, its input copied first; not searched), ``repeat_kv``
             (grouped-query K and V copied to every query head before the attention; not searched; default: where

@@ -16,15 +16,18 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pipesim.analytic.layout import ElementwiseKernels, Recompute
+from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Recompute
 from pipesim.validation.runs import Comparison
 
 # The settings a pair may differ in, each read as a number that orders its values (the direction a ratio is taken
 # in: from the lower value to the higher). Recomputation from none to full, the element-wise kernels from fused
-# to all eager (the fewer fused kernels, the higher), the ZeRO stage from less sharded to more.
+# to all eager (the fewer fused kernels, the higher), the attention kernel from FlashAttention-2 to the slower
+# fused ones (Triton's, v1's) and the unfused, the ZeRO stage from less sharded to more.
 _RECOMPUTE_ORDER = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.PER_OP: 2, Recompute.FULL: 3}
 _ELEMENTWISE_ORDER = {ElementwiseKernels.FUSED: 0, ElementwiseKernels.EAGER_ACTIVATION: 1,
                       ElementwiseKernels.EAGER_FUSED_NORM: 2, ElementwiseKernels.EAGER: 3}
+_ATTENTION_ORDER = {AttentionKernel.FUSED: 0, AttentionKernel.TRITON: 1, AttentionKernel.FLASH1: 2,
+                    AttentionKernel.UNFUSED: 3}
 SETTINGS: dict[str, Callable] = {
     "tp": lambda r: r.tp,
     "pp": lambda r: r.pp,
@@ -34,6 +37,7 @@ SETTINGS: dict[str, Callable] = {
     "recomputation": lambda r: _RECOMPUTE_ORDER[r.recompute],
     "sequence parallelism": lambda r: int(r.sequence_parallel),
     "element-wise kernels unfused": lambda r: _ELEMENTWISE_ORDER[r.elementwise],
+    "attention kernel slower": lambda r: _ATTENTION_ORDER[r.attention],
     "ZeRO stage": lambda r: int(r.zero),
     "GPUs": lambda r: r.gpus,
 }

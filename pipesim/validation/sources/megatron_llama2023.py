@@ -43,7 +43,7 @@ Out-of-sample: gathered after every constant was fixed, never fitted to; FlashAt
 from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, GradAccumulation, Recompute, ZeroStage
 from pipesim.validation.runs import PublishedRun
 
-SOURCE = "Megatron-LLaMA 2023 (Alibaba README, LLaMA-13B on A100 80GB)"
+SOURCE = "Megatron-LLaMA 2023 (Alibaba), README: LLaMA-13B on A100 80GB"
 _TP, _MICRO, _BATCH, _SEQ = 2, 4, 2048, 2048
 
 
