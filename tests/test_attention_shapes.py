@@ -142,6 +142,11 @@ def test_the_summary_states_the_shape_factor_it_applied(capsys):
     assert main([*base, "--hardware", "b200", "--dp", "8"]) in (0, None)
     out = capsys.readouterr().out
     assert "attention 0.55/0.45," in out and "at 16k tokens" not in out
+    # FlashAttention v1 names its ratio below FlashAttention-2 at the shape, Dao 2023's 155 over 69 at 2k tokens
+    assert main([*base, "--hardware", "b200", "--dp", "8", "--attention", "flash1"]) in (0, None)
+    assert "attention 0.55/0.45, flash1 ÷2.25," in capsys.readouterr().out
+    assert main([*base, "--hardware", "a100-80gb", "--dp", "8", "--attention", "flash1"]) in (0, None)
+    assert "×0.82/×0.82 at 2048 tokens of head 128, flash1 ÷2.25," in capsys.readouterr().out
     assert main([*base, "--hardware", "a100-80gb", "--dp", "8", "--json"]) in (0, None)
     factors = json.loads(capsys.readouterr().out)["model_report"]["attention_shape_factors"]
     assert factors == pytest.approx([155 / 189, 155 / 189])

@@ -20,7 +20,7 @@ from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.frameworks import runs_megatron_core
-from pipesim.analytic.kernels import attention_shape_factors, kv_repeat, runs_unvectorised
+from pipesim.analytic.kernels import attention_shape_factors, fused_attention_slowdown, kv_repeat, runs_unvectorised
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
     ElementwiseKernels,
@@ -238,14 +238,18 @@ def _slowest_gpu_text(chip: ChipSpec, layout: Layout) -> str:
 
 
 def _attention_text(chip: ChipSpec, model: ModelSpec, layout: Layout) -> str:
-    """The fused-attention efficiencies, and where the chip's shape table scales them, by how much at this
-    layer's shape (:func:`pipesim.analytic.kernels.attention_shape_factors`)."""
+    """The fused-attention efficiencies, where the chip's shape table scales them by how much at this layer's
+    shape (:func:`pipesim.analytic.kernels.attention_shape_factors`), and a slower kernel's factor
+    (:func:`pipesim.analytic.kernels.fused_attention_slowdown`: FlashAttention v1's, the Triton one's)."""
     text = f"attention {chip.attention_forward_efficiency:g}/{chip.attention_backward_efficiency:g}"
     shape = attention_shape_factors(model, layout, chip)
-    if shape is None:
-        return text
-    return (f"{text} at {REFERENCE_SEQ // 1024}k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at "
-            f"{model.seq_len / layout.cp:g} tokens of head {model.qk_head_dim}")
+    if shape is not None:
+        text += (f" at {REFERENCE_SEQ // 1024}k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at "
+                 f"{model.seq_len / layout.cp:g} tokens of head {model.qk_head_dim}")
+    slowdown = fused_attention_slowdown(model, layout) if layout.attention.fused else 1.0
+    if slowdown != 1.0:
+        text += f", {layout.attention.value} ÷{slowdown:.2f}"
+    return text
 
 
 def _modules_text(layout: Layout) -> str:
