@@ -44,7 +44,8 @@ on HPE's 64 H200 (cp 2, the layout of the DGX B200 rows of ``mlperf_v51_b200``);
 AllenAI OLMo-core's README throughput table (OLMo 1B, 7B and 13B and a Llama 3 8B shape with FSDP2 and
 torch.compile on 8 H100, BF16 and torchao Float8); and, the release after, Hagemann et al. 2023's layout ablation
 (248 trials of LLaMA-shaped 13B, 30B and 65B on 32–256 A100 80GB, Aleph Alpha's framework: every tp × pp ×
-micro-batch × recomputation × sequence-parallel trial that ran with FlashAttention-2); and, gathered later,
+micro-batch × recomputation × sequence-parallel trial that ran with FlashAttention-2, and with FlashAttention v1 since
+it was modelled: 104 more); and, gathered later,
 Hugging Face's Smol Training Playbook (SmolLM3-3B on 384 H100 and its 1B ablation baseline on 8, nanotron); and,
 the release after, OPT-175B's pre-training (992 A100 80GB, fairscale's FSDP with Megatron's tensor parallelism and
 full recomputation, metaseq); and, the release after, InternEvo's InternLM-7B tables (8–1,024 A100 80GB on four

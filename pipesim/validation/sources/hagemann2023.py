@@ -10,9 +10,12 @@ planner needs (issue #24, item 5).
 
 The rows: every trial that ran (no "OOM Error" or "Other Error") with FlashAttention-2, with and without the
 framework's RMSNorm kernel (``kernel`` "flash_attention2 + RMS kernel" and "flash_attention2"): 248 of the 401
-that ran. Left out: FlashAttention v1.0.8 (pipesim has no model of it: it is not FlashAttention-2's rate), and
-the "torch" and "fused" attention kernels, which the public code no longer has ("fused" is not in it at all),
-so what they ran is not stated.
+that ran; and every one with FlashAttention v1.0.8 (``kernel`` "flash_attentionv1.0.8", no RMS kernel named:
+eager RMSNorm; ``--attention flash1``, FlashAttention-2's rate over the ratio Dao 2023 measured between the two,
+:func:`pipesim.analytic.attention_shapes.flash1_slowdown`): 104 more, added once that kernel was modelled, with
+their 121 out-of-memory trials. 102 layouts ran with both, the test of the ratio itself
+(``tests/test_published_runs.py``). Left out: the "torch" and "fused" attention kernels, which the public code
+no longer has ("fused" is not in it at all), so what they ran is not stated.
 
 Stated by the data: the layout of every trial (tp = ``model_parallel_size``, pp = ``pipe_parallel_size``, the
 micro-batch, full recomputation of every layer or none, sequence parallelism) and its step time, a whole
@@ -39,10 +42,10 @@ the norm's output all-gathered and the gathered tensor saved by autograd for the
 (``--column-input saved``); gradients summed in BF16 ``.grad`` by autograd (``--grad-accumulation autograd
 --param-bytes 16``); FP32 master weights and AdamW states; the output layer's logits all-gathered over tp and
 ``F.cross_entropy`` on the whole vocabulary's FP32 logits on every tp rank (``lm_head.py``, ``parallel_output``
-off: ``--loss gathered``); FlashAttention-2 (``flash_attn_varlen_func``); RoPE, SwiGLU (two separate
-column-parallel GEMMs, ``ParallelSwiGLUMLP``'s ``dense_in`` and ``siglu_weight``, then ``silu(x) * gate``:
-``--mlp-up split``; without sequence parallelism each all-reduces its own input gradient in the backward),
-residual adds eager PyTorch, no ``torch.compile``; the "RMS
+off: ``--loss gathered``); FlashAttention-2 (``flash_attn_varlen_func``; v1's trials their own kernel); RoPE,
+SwiGLU (two separate column-parallel GEMMs, ``ParallelSwiGLUMLP``'s ``dense_in`` and ``siglu_weight``, then
+``silu(x) * gate``: ``--mlp-up split``; without sequence parallelism each all-reduces its own input gradient in
+the backward), residual adds eager PyTorch, no ``torch.compile``; the "RMS
 kernel" is flash-attn's ``ops.rms_norm``, without it RMSNorm runs as PyTorch ops through FP32
 (``--elementwise eager-fused-norm`` and ``--elementwise eager``); ``every_layer`` checkpoints every item of a
 stage, its layers, embedding and head (pipesim recomputes the layers: ``--recompute full``); each step's send
