@@ -73,6 +73,30 @@ DAO2023_A100_FLASH2: Grid = ((64, benchmark_sweep(88, 119, 140, 156, 165, 171)),
 #: FlashAttention's (v1) bars: 1.5-2.3x below FlashAttention-2's at the same shape.
 DAO2023_A100_FLASH1: Grid = ((64, benchmark_sweep(58, 70, 77, 87, 92, 97)),
                              (128, benchmark_sweep(55, 62, 69, 76, 80, 83)))
+# The same benchmark on an H100 80GB SXM5 (the flash-attention repository's assets/flash2_h100_fwd_bwd_benchmark.png,
+# the README's H100 figure for FlashAttention-2; panels (c) and (d), causal): both kernels run their Ampere code
+# there (neither has Hopper kernels), v1 1.4-2.5x below v2.
+FLASH_ATTENTION_H100_FLASH2: Grid = ((64, benchmark_sweep(141, 192, 232, 257, 273, 284)),
+                                     (128, benchmark_sweep(163, 221, 265, 294, 308, 328)))
+FLASH_ATTENTION_H100_FLASH1: Grid = ((64, benchmark_sweep(104, 123, 136, 138, 149, 156)),
+                                     (128, benchmark_sweep(98, 109, 108, 126, 135, 137)))
+
+
+def slowdown_grid(faster: Grid, slower: Grid) -> Grid:
+    """How many times longer the ``slower`` kernel takes than the ``faster`` one, point by point: two kernels'
+    rates measured in the same benchmark, at the same head sizes and sequences."""
+    ratios = []
+    for (head_dim, fast), (same_head, slow) in zip(faster, slower, strict=True):
+        if head_dim != same_head or [seq for seq, _ in fast] != [seq for seq, _ in slow]:
+            raise PipesimError("attention slowdown: the two kernels' grids must be measured at the same shapes")
+        ratios.append((head_dim, tuple((seq, f / r) for (seq, f), (_, r) in zip(fast, slow, strict=True))))
+    return tuple(ratios)
+
+
+#: FlashAttention v1's slowdown below FlashAttention-2 on an A100 (the Ampere presets') and on an H100 (the Hopper
+#: presets', and the default of a chip whose attention table gives none).
+A100_FLASH1_SLOWDOWN: Grid = slowdown_grid(DAO2023_A100_FLASH2, DAO2023_A100_FLASH1)
+H100_FLASH1_SLOWDOWN: Grid = slowdown_grid(FLASH_ATTENTION_H100_FLASH2, FLASH_ATTENTION_H100_FLASH1)
 
 
 def _sorted_grid(grid: Grid, name: str) -> Grid:
@@ -108,12 +132,15 @@ class AttentionShapeRates:
     neither) and the causal backward. Where the causal backward is not measured it is taken as the unmasked
     backward times the causal forward's share of the unmasked forward at the same shape: the mask costs both
     passes the same diagonal tiles (FlashAttention's benchmark figures publish no causal backward). Without any
-    backward, the backward scales as the forward does."""
+    backward, the backward scales as the forward does. Optionally ``flash1_slowdown``: how many times longer
+    FlashAttention v1 takes than FlashAttention-2 on this chip, causal forward and backward together, measured
+    in one benchmark (:func:`flash1_slowdown`)."""
 
     forward_causal: Grid
     forward: Grid = ()
     backward: Grid = ()
     backward_causal: Grid = ()
+    flash1_slowdown: Grid = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "forward_causal", _sorted_grid(self.forward_causal, "forward_causal"))
@@ -124,6 +151,11 @@ class AttentionShapeRates:
             object.__setattr__(self, "backward", _sorted_grid(self.backward, "backward"))
         if self.backward_causal:
             object.__setattr__(self, "backward_causal", _sorted_grid(self.backward_causal, "backward_causal"))
+        if self.flash1_slowdown:
+            object.__setattr__(self, "flash1_slowdown", _sorted_grid(self.flash1_slowdown, "flash1_slowdown"))
+            if any(ratio < 1 for _, points in self.flash1_slowdown for _, ratio in points):
+                raise PipesimError("attention shape rates: flash1_slowdown is how many times longer v1 takes than "
+                                   "FlashAttention-2; every ratio must be ≥ 1")
 
     def _backward_causal(self, seq: float, head_dim: int) -> float:
         if self.backward_causal:
@@ -153,31 +185,36 @@ class AttentionShapeRates:
             data |= {"forward": grid(self.forward), "backward": grid(self.backward)}
         if self.backward_causal:
             data["backward_causal"] = grid(self.backward_causal)
+        if self.flash1_slowdown:
+            data["flash1_slowdown"] = grid(self.flash1_slowdown)
         return data
 
 
-def flash1_slowdown(seq: float, head_dim: int) -> float:
+def flash1_slowdown(seq: float, head_dim: int, rates: AttentionShapeRates | None = None) -> float:
     """How many times longer FlashAttention (v1: ``flash_attn_unpadded_func``, flash-attn 1.x, 2022 to mid-2023)
-    takes than FlashAttention-2 at a causal layer's sequence and head size: the two kernels' measured rates in the
-    same benchmark (:data:`DAO2023_A100_FLASH2` over :data:`DAO2023_A100_FLASH1`), log2-interpolated, held at the
-    sweep's ends. By hand: head size 128 at 2k tokens, 155 / 69 = 2.25; head size 64 at 512, 88 / 58 = 1.52.
+    takes than FlashAttention-2 at a causal layer's sequence and head size, on the chip whose attention table is
+    ``rates``: its ``flash1_slowdown`` grid, log2-interpolated, held at the sweep's ends; a chip whose table gives
+    none takes the H100's (:data:`H100_FLASH1_SLOWDOWN`, the newest chip both kernels were measured on). Each grid
+    is the two kernels' measured rates in one benchmark: on an A100 Dao 2023's Figure 4 (by hand: head size 128 at
+    2k tokens, 155 / 69 = 2.25; head size 64 at 512, 88 / 58 = 1.52), on an H100 the flash-attention repository's
+    figure of the same benchmark (265 / 108 = 2.45 and 141 / 104 = 1.36).
 
     Why v1 is slower (Dao 2023, section 3): its outer loop runs over key blocks, so every query block's output
     is read, rescaled and written back once per key block, and it spreads the work over sequences and heads
-    only; v2 swaps the loops, keeps each output block on chip and also splits over query blocks. Measured on an
-    A100 alone: on other chips the same ratio is taken (v1 has no Hopper kernels; it runs its Ampere ones), an
-    assumption stated where it is used."""
-    return _rate(DAO2023_A100_FLASH2, seq, head_dim) / _rate(DAO2023_A100_FLASH1, seq, head_dim)
+    only; v2 swaps the loops, keeps each output block on chip and also splits over query blocks."""
+    grid = rates.flash1_slowdown if rates is not None and rates.flash1_slowdown else H100_FLASH1_SLOWDOWN
+    return _rate(grid, seq, head_dim)
 
 
 def parse_attention_shape_rates(value, source: str) -> AttentionShapeRates:
     """A chip file's ``attention_shape_rates``: ``{forward_causal: {128: {512: 191, 16384: 335}, 64: {...}},
-    forward: {...}, backward: {...}, backward_causal: {...}}`` (head size → sequence → rate; forward and backward
-    optional, together; backward_causal optional); one-line errors naming the file and the entry."""
-    keys = ("forward_causal", "forward", "backward", "backward_causal")
+    forward: {...}, backward: {...}, backward_causal: {...}, flash1_slowdown: {...}}`` (head size → sequence →
+    rate, or for ``flash1_slowdown`` a ratio ≥ 1; forward and backward optional, together; backward_causal and
+    flash1_slowdown optional); one-line errors naming the file and the entry."""
+    keys = ("forward_causal", "forward", "backward", "backward_causal", "flash1_slowdown")
     if not isinstance(value, dict) or "forward_causal" not in value:
         raise PipesimError(f"{source}: attention_shape_rates must map forward_causal (and optionally forward, "
-                           "backward and backward_causal) to {head_size: {seq: rate}}")
+                           "backward, backward_causal and flash1_slowdown) to {head_size: {seq: rate}}")
     unknown = set(value) - set(keys)
     if unknown:
         raise PipesimError(f"{source}: attention_shape_rates has unknown key(s) {sorted(unknown)}; use "

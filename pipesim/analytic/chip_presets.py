@@ -115,7 +115,13 @@ meet no published run. MI300X: unvalidated, no published training run of it is i
 
 from __future__ import annotations
 
-from pipesim.analytic.attention_shapes import DAO2023_A100_FLASH2, AttentionShapeRates, benchmark_sweep
+from pipesim.analytic.attention_shapes import (
+    A100_FLASH1_SLOWDOWN,
+    DAO2023_A100_FLASH2,
+    H100_FLASH1_SLOWDOWN,
+    AttentionShapeRates,
+    benchmark_sweep,
+)
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.collective_shares import CollectiveShares
 from pipesim.analytic.measured import CollectiveOp
@@ -138,7 +144,8 @@ _HOPPER_ATTENTION_SHAPES = AttentionShapeRates(
     forward=((64, benchmark_sweep(282, 306, 318, 321, 322, 324)),
              (128, benchmark_sweep(309, 350, 362, 368, 370, 370))),
     backward=((64, benchmark_sweep(198, 238, 264, 279, 287, 291)),
-              (128, benchmark_sweep(214, 260, 291, 310, 318, 322))))
+              (128, benchmark_sweep(214, 260, 291, 310, 318, 322))),
+    flash1_slowdown=H100_FLASH1_SLOWDOWN)
 _HOPPER_KERNELS = {"attention_forward_efficiency": 0.35, "attention_backward_efficiency": 0.28,
                    "attention_shape_rates": _HOPPER_ATTENTION_SHAPES,
                    "sustained_clock_ratio": round(730 / 792, 3), "training_gemm_ratio": 0.94,
@@ -225,7 +232,7 @@ _A100_RING = 240 / 300  # nccl-tests bus bandwidth on 8×A100 SXM (230–250 GB/
 # assets/flash2_a100_fwd_bwd_benchmark.png: 16k tokens per batch, hidden 2048, BF16), causal forward + backward
 # TFLOP/s at 512, 1k, 2k, 4k, 8k and 16k tokens, head sizes 64 and 128. Only a combined figure is published,
 # so both passes scale by it (pipesim.analytic.attention_shapes).
-_AMPERE_ATTENTION_SHAPES = AttentionShapeRates(forward_causal=DAO2023_A100_FLASH2)
+_AMPERE_ATTENTION_SHAPES = AttentionShapeRates(forward_causal=DAO2023_A100_FLASH2, flash1_slowdown=A100_FLASH1_SLOWDOWN)
 # The two efficiencies stand for that figure's reference shape (16k tokens, head size 128, 189 TFLOP/s forward
 # + backward: 0.61 of the 312 peak), split with the backward at 0.8 of the forward's rate as before:
 # 3.5 / (1/f + 2.5/(0.8 f)) = 0.61 → f = 0.71 (the paper's abstract: "up to 73 %" forward), b = 0.57.

@@ -141,7 +141,9 @@ FIELDS: tuple[Field, ...] = (
           "and sequence ({forward_causal: {128: {512: r, 16384: r}, 64: {...}}, forward: {...}, backward: {...}, "
           "backward_causal: {...}}; only ratios are used): the two attention efficiencies scale by the rate at a "
           "layer's shape over the rate at head size 128 and 16k tokens (pipesim/analytic/attention_shapes.py); "
-          "absent: one rate at every shape", parse=parse_attention_shape_rates),
+          "absent: one rate at every shape. Optionally flash1_slowdown: {128: {2048: 2.45, ...}}, how many times "
+          "longer FlashAttention v1 takes than FlashAttention-2 on the chip (--attention flash1; absent: the "
+          "H100's)", parse=parse_attention_shape_rates),
     Field("measured", Kind.TABLE, "", "tables timed by `pipesim profile` (gemm, attention, stream, collectives; "
           "pipesim/analytic/measured.py): the cost model reads them instead of the roofline", parse=parse_measured),
     Field("provenance", Kind.TABLE, "", "where and how the tables were measured (device, versions, date, "

@@ -436,15 +436,15 @@ def windowed_attention_share(model: ModelSpec, tile: int | None = None) -> float
     return 1 - windowed / model.layers * (1 - band / full)
 
 
-def fused_attention_slowdown(model: ModelSpec, layout: Layout) -> float:
+def fused_attention_slowdown(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
     """How many times longer the run's fused attention kernel takes than a FlashAttention-2-class one (what the
     chip's attention rates and measured tables are): 1 for FlashAttention-2, cuDNN and SDPA; the Triton
-    implementation's :data:`TRITON_FLASH_SLOWDOWN`; FlashAttention v1's measured ratio at the call's sequence and
-    head size (:func:`~pipesim.analytic.attention_shapes.flash1_slowdown`)."""
+    implementation's :data:`TRITON_FLASH_SLOWDOWN`; FlashAttention v1's ratio measured on the chip at the call's
+    sequence and head size (:func:`~pipesim.analytic.attention_shapes.flash1_slowdown`)."""
     if layout.attention is AttentionKernel.TRITON:
         return TRITON_FLASH_SLOWDOWN
     if layout.attention is AttentionKernel.FLASH1:
-        return flash1_slowdown(attention_call_shape(model, layout)[0], model.qk_head_dim)
+        return flash1_slowdown(attention_call_shape(model, layout)[0], model.qk_head_dim, chip.attention_shape_rates)
     return 1.0
 
 
@@ -459,7 +459,7 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
         # causal: the kernel skips blocks above the diagonal (and, windowed, those before the window)
         executed = full / 2 * windowed_attention_share(model, FLASH_TILE)
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
-        slowdown = fused_attention_slowdown(model, layout)
+        slowdown = fused_attention_slowdown(model, layout, chip)
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:
             # timed at this run's own batch, heads and sequence: the shape effects below are in them already;
             # short runs, at the clock a training run sustains as the GEMM table's (_table_gemm_rate)

@@ -179,7 +179,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--attention", choices=[a.value for a in AttentionKernel], default=None,
                        help="fused (FlashAttention-2 or cuDNN: no s² scores stored, default), triton (FlashAttention "
                        "in Triton, llm-foundry's attn_impl: triton: fused, 1.8× slower), flash1 (FlashAttention v1, "
-                       "flash-attn 1.x: fused, 1.5-2.3× slower by shape, as measured) or unfused (5as²b stored)")
+                       "flash-attn 1.x: fused, 1.4-2.5× slower by shape and chip, measured) or unfused (5as²b stored)")
     group.add_argument("--repeat-kv", action=argparse.BooleanOptionalAction, default=None,
                        help="grouped-query attention's keys and values copied out to every query head before the "
                        "attention call, which saves them and, under --cp, exchanges them at that width "
