@@ -246,7 +246,7 @@ def _attention_text(chip: ChipSpec, model: ModelSpec, layout: Layout) -> str:
     if shape is not None:
         text += (f" at {REFERENCE_SEQ // 1024}k tokens, ×{shape[0]:.2f}/×{shape[1]:.2f} at "
                  f"{model.seq_len / layout.cp:g} tokens of head {model.qk_head_dim}")
-    slowdown = fused_attention_slowdown(model, layout, chip) if layout.attention.fused else 1.0
+    slowdown = fused_attention_slowdown(model, layout, chip)  # 1 for FlashAttention-2 and for unfused attention
     if slowdown != 1.0:
         text += f", {layout.attention.value} ÷{slowdown:.2f}"
     return text
