@@ -130,8 +130,8 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("deepspeed_schedule", ["--fast"], "uniform stages               DeepSpeed blocking 1.0000 × ideal"),
         # Hagemann et al.'s rows under fewer NICs a node than the preset's eight (docs/validation.md)
         ("hagemann_network", ["--fast"], "12.50 GB/s (4 NICs a node): mean |e|"),
-        # Blackwell's one attention rate against the H100's shape profile lent to it (docs/validation.md)
-        ("blackwell_attention_shape", ["--fast"], "cp 2: 8 rows, -8.7% → -7.4% (moved +1.3%)"),
+        # Which attention kernel the rows ran: Blackwell's shape, cuDNN on Hopper (docs/validation.md)
+        ("attention_kernel_checks", ["--fast"], "cp 2: 8 rows, -8.7% → -7.4% (moved +1.3%)"),
         ("hagemann_pipeline_excess", ["--fast"], "aa-llama-13b s2048 64 GPUs tp1 pp2 full eager: m8: +5.8"),
         ("setting_pairs", ["--fast"], "attention kernel slower          106       2     1.049    1.071        -0.9%"),
         # A lever tried on the published rows (docs/validation.md): half the A100's GEMM rate, every sixth row.
