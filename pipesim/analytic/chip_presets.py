@@ -220,10 +220,11 @@ _AMPERE_CHANNEL = 20e9
 _BLACKWELL_CHANNEL = 40e9
 # Fused attention on Blackwell: no preset sets it, so it runs at the field defaults (0.55 forward, 0.45 backward)
 # at every sequence, with no shape table: no measured Blackwell table by sequence is at hand (cuDNN's kernels, which
-# Transformer Engine calls there). A bound on the forward: FlashAttention-4's paper (Zadouri et al. 2026, arXiv
-# 2603.05451, abstract) reaches 1,613 TFLOP/s on a B200, up to 1.3x cuDNN 9.13's, so cuDNN's best is near
-# 1,240, 0.55 of the 2,250 dense BF16 peak. Lending the H100's shape profile moves the cp 2 rows 1 point of their
-# 13-point gap to cp 1 (experiments/attention_kernel_checks.py): not adopted, an analogy and not the cause.
+# Transformer Engine calls there). A check on the forward: FlashAttention-4's paper (arXiv 2603.05451, 2026,
+# abstract) reaches 1,613 TFLOP/s on a B200 and runs up to 1.3x cuDNN 9.13, so cuDNN's forward is near 1,240 there
+# if the two maxima share a shape, 0.55 of the 2,250 dense BF16 peak. Lending the H100's shape profile moves the
+# cp 2 rows 1 point of their 13-point gap to cp 1 (experiments/attention_kernel_checks.py): not adopted, an analogy
+# and not the cause.
 # What every Blackwell preset shares (one tensor-core generation: the B200's measured kernels, the fitted clock):
 # the GEMM rate and overheads, the NVLink collective shares, the FP8 and FP4 shares, FP8 weights kept without a
 # transpose. Each preset adds its own peaks, memory, links and SM count.
