@@ -71,7 +71,20 @@ def test_simulate_splits_as_the_framework_does_and_a_given_split_wins(capsys):
     assert main([*base, "--framework", "torchtitan", "--stage-layers", "4,4,4,4,3,3,3,3"]) == 0
     assert "layers per stage 4,4,4,4,3,3,3,3;" in capsys.readouterr().out
     assert main(["simulate", "--model", "llama3.2-3b", "--pp", "32", "--mb", "32", "--framework", "torchtitan"]) == 2
-    assert "fewer than the pp·v = 32 stages" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "fewer than the pp·v = 32 stages" in err and "--first-stage-layers 0" not in err  # 28 layers: no hint
+
+
+def test_too_many_stages_names_the_ends_as_stages_where_that_fits(capsys):
+    # Llama 3.1 405B's 126 layers over pp 16 × v 8 = 128 stages: refused unasked, and the hint the error gives
+    # (the embedding and the loss as stages of their own) runs as Llama 3 ran it
+    base = ["simulate", "--model", "llama3.1-405b", "--pp", "16", "--chunks", "8", "-s", "interleaved", "--mb", "32",
+            "--tp", "8", "--dp", "64"]
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "fewer than the pp·v = 128 stages" in err and "--first-stage-layers 0 --last-stage-layers 0" in err
+    assert main([*base, "--first-stage-layers", "0", "--last-stage-layers", "0"]) == 0
+    assert "layers per stage 0,1,1," in capsys.readouterr().out
 
 
 def test_the_planner_searches_the_pipelines_the_framework_can_split():

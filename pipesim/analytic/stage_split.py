@@ -173,10 +173,15 @@ def chunks_of_layers_per_chunk(layers: int, pp: int, layers_per_chunk: int, embe
 
 
 def check_enough_layers(layers: int, stages: int, model_name: str = "the model") -> None:
-    """Refuse, in one line, more stages than layers for a split nobody asked for."""
+    """Refuse, in one line, more stages than layers for a split nobody asked for. Where the layers would fill
+    every stage but the two ends, say so: the embedding and the loss as stages of their own is how Llama 3.1 405B
+    ran pp 16 × v 8 over its 126 layers (Llama Team 2024 §3.3.2; Megatron-LM's
+    ``--decoder-first/last-pipeline-num-layers 0``)."""
     if layers < stages:
+        ends = (" or --first-stage-layers 0 --last-stage-layers 0 (the embedding and the loss as stages of their "
+                "own, as Llama 3.1 405B ran pp 16 × v 8)," if stages > 2 and layers >= stages - 2 else "")
         raise PipesimError(f"{model_name} has {layers} layers, fewer than the pp·v = {stages} stages; use pp·v ≤ "
-                           f"{layers} (or --stage-layers with empty stages, if that is meant)")
+                           f"{layers},{ends} or --stage-layers with empty stages, if that is meant")
 
 
 def pipeline_split(layers: int, slices: int) -> tuple[int, ...] | None:
