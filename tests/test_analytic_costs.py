@@ -279,7 +279,7 @@ def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_over
     assert prefetched_overlap(8.0, 10.0, 0.25, 0.5) == pytest.approx(4.0 + 0.25 * 4.0)
     assert prefetched_overlap(8.0, 3.0, 0.25, 0.5) == pytest.approx(4.0 + (4.0 - 3.0))  # the rest sticks out
     # with none of them beside compute (zero3_overlap_share 0, the presets' value until the fit on every source
-    # and every fold chose a quarter): a stage's forward is its layers' compute plus every layer's gather, its
+    # and every fold chose a quarter, then a half): a stage's forward is its layers' compute plus every layer's gather, its
     # backward plus every gather and reduce-scatter (the GPUs alike, so that the 8 GPUs' compute is the lone GPU's:
     # pipesim.analytic.slowest_gpu)
     preset = replace(CHIP_PRESETS["a100-80gb"], gpu_speed_spread=0.0)
@@ -292,13 +292,13 @@ def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_over
     assert costs.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * fsdp.forward, rel=1e-9)
     assert costs.stage(0).backward - alone.stage(0).backward == pytest.approx(model.layers * fsdp.backward,
                                                                               rel=1e-9)
-    # the presets (the fit's quarter): three quarters exposed in full, the quarter beside the layer's compute,
-    # which outlasts it, so only the SMs it takes show (a forward has no recomputation here)
-    assert preset.zero3_overlap_share == 0.25
+    # the presets (the fit's half): half exposed in full, the other half beside the layer's compute, which
+    # outlasts it, so only the SMs it takes show (a forward has no recomputation here)
+    assert preset.zero3_overlap_share == 0.5
     layer = layer_times(model, layout, preset)
-    assert fsdp.forward / 4 < layer.forward
+    assert fsdp.forward / 2 < layer.forward
     fitted = build_cost_model(model, preset, layout)
-    exposed = 0.75 * fsdp.forward + contended_overlap(0.25 * fsdp.forward, layer.forward, preset.comm_sm_share)
+    exposed = 0.5 * fsdp.forward + contended_overlap(0.5 * fsdp.forward, layer.forward, preset.comm_sm_share)
     assert fitted.stage(0).forward - alone.stage(0).forward == pytest.approx(model.layers * exposed, rel=1e-9)
 
 

@@ -76,7 +76,7 @@ _OTHER = {
     "cp_comm": "allgather", "cp_kernels": "pytorch", "cp_a2a_size": 4, "z_loss": True, "loss_input_copy": True,
     "distribute_saved_activations": True, "pipeline_buffers": "torch-runtime", "pipeline_outputs_kept": True,
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
-    "optimizer_shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
+    "shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
     "moe_dispatch_fp8": True, "mtp_stage": 0, "moe_shared_expert_overlap": True,
     "expert_tp": 1, "kv_repeated": True,
 }
@@ -144,7 +144,7 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         model = MODEL_PRESETS["mixtral-8x7b" if moe else "llama3.1-8b" if name == "kv_repeated" else "llama2-13b"]
         base = Layout(**_DENSE_BASE, **({"sequence_parallel": True} if name in ("async_tp", "column_input",
                                                                                   "overlap_tp_local_shard") else {}),
-                      **({"distributed_optimizer": True} if name in ("overlap_param_gather", "optimizer_shard_group")
+                      **({"distributed_optimizer": True} if name in ("overlap_param_gather", "shard_group")
                          else {}),
                       **({"distributed_optimizer": True, "precision": _other("precision")} if name == "fp8_params"
                          else {}),

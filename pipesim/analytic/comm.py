@@ -650,7 +650,7 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
     Megatron-LM). Distributed optimizer / ZeRO-1 (Rajbhandari et al. 2020, §5.1; Megatron-LM's distributed
     optimizer): reduce-scatter of the gradients, the optimizer updates its 1/dp shard, then an all-gather of
     the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks. Hybrid
-    ZeRO-1 (:attr:`Layout.optimizer_shard_group`, InternEvo's): the whole gradients all-reduced over the group,
+    ZeRO-1 (:attr:`Layout.shard_group`, InternEvo's): the whole gradients all-reduced over the group,
     the updated parameters gathered within each shard group.
 
     ``expert_params_per_rank`` of them are routed experts sharded over ep: those sync over their expert
@@ -676,7 +676,13 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
     if layout.sharding is ZeroStage.NONE:
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
     weight_bytes = params * layout.gathered_weight_bytes
-    group = layout.optimizer_shard_group
+    group = layout.shard_group
+    if group is not None and group < d and layout.sharding >= ZeroStage.GRADIENTS:
+        # hybrid ZeRO-2/3 (FSDP's HYBRID_SHARD): reduce-scattered within the group, the shard all-reduced across
+        # the replicas, the weights gathered within the group
+        wire = collective_time(CollectiveOp.REDUCE_SCATTER, grad_bytes, group, chip, stride * group, stride)
+        return GradSync(wire + replica_all_reduce(grad_bytes / group, layout, chip),
+                        collective_time(CollectiveOp.ALL_GATHER, weight_bytes, group, chip, stride * group, stride))
     if group is not None and group < d:
         # hybrid ZeRO-1: every rank's whole gradients all-reduced over the d ranks (the groups are replicas), then
         # the updated weights gathered within the rank's group, ``group`` consecutive members of the d
@@ -773,8 +779,9 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
     :attr:`Layout.gathered_weight_bytes`) are all-gathered before its forward and again
     before its backward, and its gradients reduce-scattered after it. FSDP's SHARD_GRAD_OP (ZeRO-2 per layer,
     :attr:`Layout.regathers_for_backward` false) keeps the gathered weights until the backward: no second
-    gather. Total transfer time; the prefetch overlaps it with the neighbouring layer's compute, so
-    :func:`prefetched_overlap` decides what is exposed."""
+    gather. Under hybrid sharding the gathers and reduce-scatters run within the shard group and each reduced
+    shard is then all-reduced across the replicas (:func:`sharded_collective`). Total transfer time; the prefetch
+    overlaps it with the neighbouring layer's compute, so :func:`prefetched_overlap` decides what is exposed."""
     gather = sharded_collective(CollectiveOp.ALL_GATHER, layer_params_per_rank * layout.gathered_weight_bytes,
                                  layout, chip)
     scatter = sharded_collective(CollectiveOp.REDUCE_SCATTER, layer_params_per_rank * layout.param_bytes.grads,
@@ -783,9 +790,26 @@ def fsdp_layer_comm(layer_params_per_rank: float, layout: Layout, chip: ChipSpec
 
 
 def sharded_collective(op: CollectiveOp, nbytes: float, layout: Layout, chip: ChipSpec) -> float:
-    """One ZeRO collective of an ``nbytes`` buffer over the dp·cp ranks that share a tp rank's shard."""
-    n = layout.dp * layout.cp
-    return collective_time(op, nbytes, n, chip, layout.dp_stride * n, stride=layout.dp_stride)
+    """One ZeRO collective of an ``nbytes`` buffer over the ranks that share a tp rank's shard: dp·cp, or the
+    shard group under hybrid sharding; with replicas (:attr:`Layout.shard_replicas`), a reduce-scatter's shard
+    is then all-reduced across them (:func:`replica_all_reduce`)."""
+    n = layout.shards
+    own = collective_time(op, nbytes, n, chip, layout.dp_stride * n, stride=layout.dp_stride)
+    if op is CollectiveOp.REDUCE_SCATTER:
+        own += replica_all_reduce(nbytes / n, layout, chip)
+    return own
+
+
+def replica_all_reduce(shard_bytes: float, layout: Layout, chip: ChipSpec) -> float:
+    """Hybrid sharding's second step (PyTorch FSDP's HYBRID_SHARD: ``_reduce_grad`` all-reduces each reduced
+    shard over the inter-node group; torchtitan's HSDP the same over dp_replicate): a rank's ``shard_bytes`` of
+    reduced gradients all-reduced with the same shard of every other replica, ``shard_group·dp_stride`` ranks
+    apart, so across nodes wherever the group fills one. 0 without replicas."""
+    replicas = layout.shard_replicas
+    if replicas == 1:
+        return 0.0
+    stride = layout.dp_stride * layout.shards
+    return collective_time(CollectiveOp.ALL_REDUCE, shard_bytes, replicas, chip, stride * replicas, stride=stride)
 
 
 # DeepSpeed's ``param_persistence_threshold`` default (runtime/zero/constants.py, unchanged since ZeRO-3's
@@ -814,7 +838,7 @@ def per_tensor_host_time(tensors: Sequence[int], layout: Layout, chip: ChipSpec)
     Exposed in full: ``_allgather_param`` calls ``torch.cuda.synchronize()`` first, so the device has no work
     queued to hide it behind. Taken one after the other with the transfer, which errs long where a tensor's
     transfer outlasts the N copies issued while it runs."""
-    per_collective = layout.dp * layout.cp * chip.host_kernel_overhead
+    per_collective = layout.shards * chip.host_kernel_overhead  # one view per rank of the collective's group
     gathers = len(_gathered(tensors))
     return LayerComm(gathers * per_collective,
                      (gathers * _backward_gathers(layout) + len(tensors)) * per_collective)

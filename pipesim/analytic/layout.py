@@ -600,12 +600,14 @@ class Layout:
     zero: ZeroStage = ZeroStage.NONE  # distributed_optimizer=True means at least ZeroStage.OPTIMIZER
     # How ZeRO-2 communicates: DeepSpeed's buckets, or PyTorch FSDP's per-layer collectives (SHARD_GRAD_OP)
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
-    # ZeRO-1 over groups of this many consecutive data-parallel ranks instead of all dp·cp: each group holds the
-    # optimizer state once, divided over its ranks, and the groups are replicas (InternEvo's hybrid ZeRO,
-    # ``zero1=N``; N = 8 keeps a node's shards in the node). The gradients are all-reduced over every
-    # data-parallel rank, and each rank's updated weights gathered within its group (InternEvo broadcasts from each
-    # owner). None: the shards span dp·cp.
-    optimizer_shard_group: int | None = None
+    # The ZeRO state sharded over groups of this many consecutive data-parallel ranks instead of all dp·cp, the
+    # groups replicas (hybrid sharding; N = 8 keeps a node's shards in the node). ZeRO-1: each group holds the
+    # optimizer state once, the gradients are all-reduced over every data-parallel rank and each rank's updated
+    # weights gathered within its group (InternEvo's hybrid ZeRO, ``zero1=N``; InternEvo broadcasts from each
+    # owner). ZeRO-2/3: PyTorch FSDP's HYBRID_SHARD (torchtitan's HSDP, dp_shard × dp_replicate): the gathers
+    # and reduce-scatters run within the group, and each reduced shard is all-reduced across the replicas
+    # (:func:`pipesim.analytic.comm.replica_all_reduce`). None: the shards span dp·cp.
+    shard_group: int | None = None
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     # The CTAs (NCCL channels) the context-parallel group's sends may use: Megatron-Core's per-communicator NCCL
     # options (--nccl-communicator-config-path, a group's max_ctas; NVIDIA's MLPerf recipes give the cp group 1,
@@ -762,8 +764,8 @@ class Layout:
             raise PipesimError(
                 "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
                 f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
-        if self.optimizer_shard_group is not None:
-            self._check_optimizer_shard_group()
+        if self.shard_group is not None:
+            self._check_shard_group()
         if self.pipeline_outputs_kept and not self.pipeline_buffers.preallocates:
             raise PipesimError("--pipeline-outputs-kept is torch.distributed.pipelining's last stage keeping its "
                                "outputs for step() to return; it needs --pipeline-buffers torch or torch-runtime "
@@ -958,21 +960,25 @@ class Layout:
         """Ranks the ZeRO state is sharded over: the data-parallel group *with* context parallel, dp·cp. CP ranks
         hold the same weights and reduce their gradients together; Megatron-Core's ``get_megatron_optimizer``
         gives its DistributedOptimizer the ``intra_dp_cp_group`` (megatron/core/optimizer/__init__.py), and
-        torchtitan's FSDP mesh is dp_shard·cp. A ZeRO-1 shard group (:attr:`optimizer_shard_group`) narrows it."""
-        return self.optimizer_shard_group or self.dp * self.cp
+        torchtitan's FSDP mesh is dp_shard·cp. A shard group (:attr:`shard_group`, hybrid sharding) narrows it."""
+        return self.shard_group or self.dp * self.cp
 
-    def _check_optimizer_shard_group(self) -> None:
-        group, ranks = self.optimizer_shard_group, self.dp * self.cp
+    def _check_shard_group(self) -> None:
+        group, ranks = self.shard_group, self.dp * self.cp
         if group < 1 or ranks % group:
-            raise PipesimError(f"--optimizer-shard-group {group} must divide dp·cp = {ranks} (the data-parallel "
-                               "ranks each group of shards is carved from); use a divisor of it or drop the option")
-        if self.asked_sharding is not ZeroStage.OPTIMIZER:
-            raise PipesimError(f"--optimizer-shard-group {group} shards the optimizer state within groups (hybrid "
-                               f"ZeRO-1); it needs --distributed-optimizer or --zero 1 (got --zero "
-                               f"{int(self.asked_sharding)}): set it or drop the option")
+            raise PipesimError(f"--shard-group {group} must divide dp·cp = {ranks} (the data-parallel ranks each "
+                               "group of shards is carved from); use a divisor of it or drop the option")
+        if self.asked_sharding is ZeroStage.NONE:
+            raise PipesimError(f"--shard-group {group} shards the ZeRO state within groups (hybrid sharding); it "
+                               "needs --zero 1, 2 or 3 (or --distributed-optimizer): set one or drop the option")
         if self.ep > 1:
-            raise PipesimError(f"--optimizer-shard-group {group} with --ep {self.ep}: experts' shard groups are not "
+            raise PipesimError(f"--shard-group {group} with --ep {self.ep}: experts' shard groups are not "
                                "modelled; drop one of the two")
+
+    @property
+    def shard_replicas(self) -> int:
+        """How many replicas of the sharded ZeRO state there are: dp·cp over the shard group (1 without one)."""
+        return self.dp * self.cp // self.shards
 
     def _check_folding(self) -> None:
         """MoE parallel folding (:attr:`expert_tp` 1 under tp > 1): what it needs, and what pipesim models of it."""

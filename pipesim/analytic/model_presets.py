@@ -82,6 +82,10 @@ _PRESETS = [
     # intermediate_size, num_attention_heads, num_key_value_heads, vocab_size 32000; context 4096).
     _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096),
     _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
+    # Llama 2 34B, trained but not released: Touvron et al. 2023, Table 1 (34B with grouped-query attention) and the
+    # shape IBM's fms-fsdp trains under that name (fms_fsdp/utils/config_utils.py, ``llama2_34b``: 48 layers × 8192,
+    # 64 heads, 8 KV heads, MLP 22016, Llama 2's 32000-token vocabulary), Code Llama 34B's released shape too.
+    _llama("llama2-34b", 48, 8192, 64, 8, 22016, 32000, 4096),
     _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
     # Llama Team 2024, "The Llama 3 Herd of Models", Table 3 (layers, model dim, FFN dim, heads, 8 KV heads,
     # vocabulary 128,000 → 128256 in config.json); pre-training sequence length 8192 (§3.4.1).

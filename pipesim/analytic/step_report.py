@@ -181,7 +181,7 @@ class StepReport:
                        "stage_layers": list(stage_layer_counts(self.model, lay)),
                        "stages_after_head": lay.stages_after_head, "zero": int(lay.sharding),
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
-                       "optimizer_shard_group": lay.optimizer_shard_group,
+                       "shard_group": lay.shard_group,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
                        "dp_sync_note": self.dp_sync_note,

@@ -95,9 +95,11 @@ class ModelOptions:
             FSDP's SHARD_GRAD_OP, each layer gathers its weights and reduce-scatters its gradients, every
             microbatch) or ``"per-tensor"`` (with ZeRO-3: DeepSpeed's 2021 ZeRO-3, a collective per parameter
             tensor, each costing the host an operation per rank).
-        optimizer_shard_group: with ZeRO-1, the optimizer state sharded over groups of this many consecutive
-            data-parallel ranks, replicated across the groups: the gradients all-reduced over every data-parallel
-            rank, the updated weights gathered within each group (InternEvo's ``zero1=N``; default: dp·cp).
+        shard_group: with ZeRO 1–3, the ZeRO state sharded over groups of this many consecutive data-parallel
+            ranks, replicated across the groups (hybrid sharding; default: dp·cp). ZeRO-1: the gradients
+            all-reduced over every data-parallel rank, the updated weights gathered within each group
+            (InternEvo's ``zero1=N``); ZeRO-2/3: gathers and reduce-scatters within the group, each reduced shard
+            all-reduced across the replicas (PyTorch FSDP's HYBRID_SHARD, torchtitan's HSDP).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         fp4: NVFP4 GEMMs at the chip's FP4 peak (Blackwell; not with ``fp8``).
@@ -226,7 +228,7 @@ class ModelOptions:
     pipeline_model_parallel_layout: str | None = None
     zero: int | None = None
     zero_collectives: str | None = None
-    optimizer_shard_group: int | None = None
+    shard_group: int | None = None
     cp: int | None = None
     cp_comm_ctas: int | None = None
     cp_comm_type: str | None = None

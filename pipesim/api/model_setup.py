@@ -153,7 +153,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, stages_after_head=stages_after_head, mtp_stage=mtp_stage, zero=zero,
         zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)),
-        optimizer_shard_group=o.optimizer_shard_group, cp=o.cp or 1,
+        shard_group=o.shard_group, cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
         cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,

@@ -76,8 +76,8 @@ def _kernels(request: PlanRequest) -> str:
     if request.zero_collectives is not ZeroCollectives.BUCKETED:
         stage = 3 if request.zero_collectives is ZeroCollectives.PER_TENSOR else 2
         said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")
-    if request.optimizer_shard_group is not None:
-        said.append(f"ZeRO-1 within groups of {request.optimizer_shard_group} data-parallel ranks")
+    if request.shard_group is not None:
+        said.append(f"ZeRO state within groups of {request.shard_group} data-parallel ranks (hybrid sharding)")
     if not request.overlap_tp_dgrad:
         said.append("TP collectives all blocking")
     if request.column_input is not ColumnInput.REGATHER:
@@ -134,7 +134,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         if request.framework is Framework.MEGATRON:  # the ranking's figures are for Megatron's defaults
             line = megatron_line(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
                                  request.fp8_params_of(c), request.cp_comm, request.loss, request.loss_input_copy,
-                                 request.layout_of(c).optimizer_shard_group, request.moe_dispatcher,
+                                 request.layout_of(c).shard_group, request.moe_dispatcher,
                                  request.moe_dispatch_fp8,
                                  request.kv_repeated and request.attention is not AttentionKernel.UNFUSED)
             lines.append(f"   megatron: {line}")

@@ -242,7 +242,7 @@ def plan_request(
     elementwise: str | ElementwiseKernels | None = None,
     loss: str | LossKernel | None = None,
     zero_collectives: str | ZeroCollectives | None = None,
-    optimizer_shard_group: int | None = None,
+    shard_group: int | None = None,
     overlap_tp_dgrad: bool | None = None,
     overlap_tp_local_shard: bool = False,
     column_input: str | ColumnInput | None = None,
@@ -314,7 +314,7 @@ def plan_request(
         loss_input_copy=bool(loss_input_copy),
         zero_collectives=(defaults.zero2_collectives if zero_collectives is None
                           else ZeroCollectives(zero_collectives)),
-        optimizer_shard_group=optimizer_shard_group,
+        shard_group=shard_group,
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
         column_input=defaults.column_input, p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls,
         mlp_up=defaults.mlp_up, cp_comm=defaults.cp_comm, cp_kernels=defaults.cp_kernels,
@@ -414,12 +414,13 @@ def plan(
             ``zero_collectives``
             (how ZeRO candidates without pipelining communicate, not searched: "bucketed", DeepSpeed's;
             "per-layer", ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP; "per-tensor", ZeRO-3 as DeepSpeed's 2021
-            release), ``optimizer_shard_group`` (ZeRO-1 candidates' optimizer state over groups of that many
-            data-parallel ranks, the groups replicas, InternEvo's ``zero1=N``; not searched; default over all
-            dp·cp), ``overlap_tp_dgrad`` (True: the column-parallel linears' input-gradient collectives beside
-            their weight gradients, Megatron-LM's and Transformer Engine's backward; False: every TP collective
-            waits; not searched), ``overlap_tp_local_shard`` (under sequence parallelism, each TP all-gather
-            beside the GEMM of the rank's own shard, nanotron's asynchronous TP; not searched), ``column_input``
+            release), ``shard_group`` (sharded candidates' ZeRO state over groups of that many
+            data-parallel ranks, the groups replicas: InternEvo's ``zero1=N`` for ZeRO-1, FSDP's HYBRID_SHARD for
+            ZeRO-2/3; not searched; default over all dp·cp), ``overlap_tp_dgrad`` (True: the column-parallel
+            linears' input-gradient collectives beside their weight gradients, Megatron-LM's and Transformer
+            Engine's backward; False: every TP collective waits; not searched), ``overlap_tp_local_shard``
+            (under sequence parallelism, each TP all-gather beside the GEMM of the rank's own shard, nanotron's
+            asynchronous TP; not searched), ``column_input``
             (under sequence parallelism, where the column-parallel linears' weight gradients get their gathered
             input: "regather", Megatron-LM's and Transformer Engine's second
             all-gather beside the input-gradient GEMM; "regather-blocking", nanotron's, waited for; "saved",

@@ -101,7 +101,7 @@ MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--c
 
 
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
-                 optimizer_shard_group: int | None = None, fp8_dispatch: bool = False,
+                 shard_group: int | None = None, fp8_dispatch: bool = False,
                  fused_attention_repeats_kv: bool = False) -> str | None:
     """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group, its FP8
     MoE dispatch, grouped K and V repeated before a fused attention), or None if it can."""
@@ -122,8 +122,8 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
                 "1F1B and, with experts, combined 1F1B (interleaved-overlap)")
     if candidate.zero > ZeroStage.OPTIMIZER:
         return f"Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO-{int(candidate.zero)}"
-    if optimizer_shard_group is not None:
-        return (f"Megatron-LM has no ZeRO-1 within groups of {optimizer_shard_group} that all-reduces the gradients "
+    if shard_group is not None:
+        return (f"Megatron-LM has no ZeRO-1 within groups of {shard_group} that all-reduces the gradients "
                 "over every rank: its --num-distributed-optimizer-instances reduce-scatters within each instance")
     return None
 
@@ -237,10 +237,10 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
 def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, overlap_p2p: bool = True,
                   overlap_dp_sync: bool = False, fp8_params: Fp8Params = Fp8Params.OFF,
                   cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
-                  loss_input_copy: bool = False, optimizer_shard_group: int | None = None,
+                  loss_input_copy: bool = False, shard_group: int | None = None,
                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fp8_dispatch: bool = False,
                   fused_attention_repeats_kv: bool = False) -> str:
-    gap = megatron_gap(candidate, loss, loss_input_copy, optimizer_shard_group, fp8_dispatch,
+    gap = megatron_gap(candidate, loss, loss_input_copy, shard_group, fp8_dispatch,
                        fused_attention_repeats_kv)
     if gap is not None:
         return f"({gap})"

@@ -104,8 +104,8 @@ class PlanRequest:
     loss_input_copy: bool = False  # its input copied first (Layout.loss_input_copy; not searched)
     # How ZeRO-2 candidates communicate (not searched): DeepSpeed's buckets, or FSDP's per-layer collectives
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED
-    # ZeRO-1 candidates' shard groups (Layout.optimizer_shard_group, not searched): None, over all of dp·cp
-    optimizer_shard_group: int | None = None
+    # sharded candidates' shard groups (Layout.shard_group, hybrid sharding, not searched): None, over all of dp·cp
+    shard_group: int | None = None
     # The column-parallel linears' input-gradient collectives beside their weight gradients (Megatron-LM's and
     # Transformer Engine's backward, Layout.overlap_tp_dgrad; not searched); False: every TP collective waits.
     overlap_tp_dgrad: bool = True
@@ -227,7 +227,7 @@ class PlanRequest:
         (Megatron's); another framework's sync runs as its code runs it
         (:meth:`~pipesim.analytic.frameworks.FrameworkKnobs.dp_sync_overlaps`: nanotron's DDP beside the last
         backward, its gather after the step; DeepSpeed's engine and torchtitan's FSDP under pipelining after).
-        ``optimizer_shard_group`` applies to the ZeRO-1 candidates over more data-parallel ranks than it.
+        ``shard_group`` applies to the sharded candidates (ZeRO 1–3) over more data-parallel ranks than it.
         ``zero_collectives`` applies to the candidates it can (:meth:`ZeroCollectives.applies_to`: ZeRO-2 per
         layer or ZeRO-3 per tensor, without pipelining); every other candidate keeps the buckets. ``fp8_params``
         applies to the FP8 candidates whose optimizer state is sharded without sharding the weights (ZeRO 1–2), as
@@ -248,10 +248,10 @@ class PlanRequest:
     def _layout_of(self, candidate: Candidate) -> Layout:
         c = candidate
         applies = self.zero_collectives.applies_to(c.zero, c.pp)
-        # a ZeRO-1 candidate over more ranks than the group shards within groups (one that the group does not
+        # a sharded candidate over more ranks than the group shards within groups (one that the group does not
         # divide is refused by its Layout, so the search rejects it with that reason); a smaller one over them all
-        group = self.optimizer_shard_group
-        shard_group = group if c.zero is ZeroStage.OPTIMIZER and group is not None and group < c.dp * c.cp else None
+        group = self.shard_group
+        shard_group = group if c.zero > ZeroStage.NONE and group is not None and group < c.dp * c.cp else None
         grad_reduce, param_gather = knobs(self.framework).dp_sync_overlaps(c.zero, self.overlap_dp_sync)
         copies = model_copies(c.schedule, c.chunks) if c.pp > 1 else 1
         overlap_p2p, pipeline_buffers = self.schedule_settings(c)
@@ -264,7 +264,7 @@ class PlanRequest:
                       z_loss=self.z_loss, loss_input_copy=self.loss_input_copy,
                       param_bytes=self.param_bytes,
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
-                      optimizer_shard_group=shard_group,
+                      shard_group=shard_group,
                       overlap_p2p=overlap_p2p, overlap_grad_reduce=grad_reduce,
                       overlap_param_gather=param_gather,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,

@@ -68,6 +68,7 @@ class PublishedRun:
     seq_len: int | None = None
     schedule: str = "1f1b"
     recompute: Recompute = Recompute.NONE
+    recompute_layers: int | None = None  # under full recomputation, only this many layers (of a chunk) recomputed
     # full recomputation's stored inputs split over tp (Megatron-LM's --distribute-saved-activations, metaseq's)
     distribute_saved_activations: bool = False
     sequence_parallel: bool = False
@@ -79,7 +80,7 @@ class PublishedRun:
     loss_input_copy: bool = False  # the FP32 logits copied before the loss (OLMo-core's trainer)
     zero: ZeroStage = ZeroStage.NONE
     zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED  # PER_LAYER: FSDP's SHARD_GRAD_OP as ZeRO-2
-    optimizer_shard_group: int | None = None  # ZeRO-1 over groups of this many data-parallel ranks (hybrid)
+    shard_group: int | None = None  # the ZeRO state over groups of this many data-parallel ranks (hybrid)
     precision: Precision = Precision.BF16
     fp8_params: Fp8Params = Fp8Params.OFF  # FP8 runs: the linears' weights kept in FP8 alone (and how)
     fp8_recipe: Fp8Recipe = Fp8Recipe.DELAYED  # FP8 runs: delayed or per-tensor current ("tensorwise") scaling
@@ -216,12 +217,13 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
     # DualPipe: a chunk is one slice of one of two model copies (the cost convention's v is 1, the copies 2)
     layout = Layout(tp=run.tp, dp=run.dp, pp=run.pp, chunks=shape.chunk_share, model_copies=shape.pipelines,
                     microbatches=run.microbatches,
-                    recompute=run.recompute, distribute_saved_activations=run.distribute_saved_activations,
+                    recompute=run.recompute, recompute_layers=run.recompute_layers,
+                    distribute_saved_activations=run.distribute_saved_activations,
                     sequence_parallel=run.sequence_parallel, attention=run.attention, kv_repeated=run.kv_repeated,
                     elementwise=run.elementwise, loss=run.loss, z_loss=run.z_loss,
                     loss_input_copy=run.loss_input_copy,
                     zero=run.zero, zero_collectives=run.zero_collectives,
-                    optimizer_shard_group=run.optimizer_shard_group, cp=run.cp, precision=run.precision,
+                    shard_group=run.shard_group, cp=run.cp, precision=run.precision,
                     fp8_params=run.fp8_params, fp8_recipe=run.fp8_recipe, cp_comm_ctas=run.cp_comm_ctas,
                     cp_comm=run.cp_comm, cp_kernels=run.cp_kernels,
                     stage_layers=split,
@@ -274,8 +276,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--zero", str(int(run.zero))]
     if run.zero_collectives is not ZeroCollectives.BUCKETED:
         argv += ["--zero-collectives", run.zero_collectives.value]
-    if run.optimizer_shard_group is not None:
-        argv += ["--optimizer-shard-group", str(run.optimizer_shard_group)]
+    if run.shard_group is not None:
+        argv += ["--shard-group", str(run.shard_group)]
     if run.precision.quantized:
         argv.append(f"--{run.precision.value}")
     if run.fp8_params is not Fp8Params.OFF:
@@ -336,6 +338,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv += ["--moe-dispatcher", run.moe_dispatcher.value]
     if run.moe_dispatch_fp8:
         argv.append("--moe-dispatch-fp8")
+    if run.recompute_layers is not None:
+        argv += ["--recompute-layers", str(run.recompute_layers)]
     if run.recompute_modules != DEFAULT_RECOMPUTE_MODULES:
         argv += ["--recompute-modules", *(m.value for m in run.recompute_modules)]
     if run.stage_layers is not None:

@@ -167,9 +167,11 @@ def register(sub) -> None:
                    "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
                    "reduce-scatter, every microbatch) or per-tensor (ZeRO-3 as DeepSpeed's 2021 release: a "
                    "collective per parameter tensor)")
-    p.add_argument("--optimizer-shard-group", type=positive_int, default=None, metavar="N",
-                   help="ZeRO-1 candidates shard the optimizer state over groups of N consecutive data-parallel "
-                   "ranks, the groups replicas (InternEvo's zero1=N), not searched; default: over all dp·cp")
+    p.add_argument("--shard-group", "--optimizer-shard-group", dest="shard_group", type=positive_int, default=None,
+                   metavar="N",
+                   help="sharded candidates (ZeRO 1-3) shard their ZeRO state over groups of N consecutive "
+                   "data-parallel ranks, the groups replicas (InternEvo's zero1=N; FSDP's HYBRID_SHARD), not "
+                   "searched; default: over all dp·cp")
     p.add_argument("--overlap-tp-dgrad", action=argparse.BooleanOptionalAction, default=None,
                    help="the column-parallel linears' input-gradient collectives run beside their weight "
                    "gradients, as Megatron-LM and Transformer Engine run them (default); --no-overlap-tp-dgrad: "
@@ -236,7 +238,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 attention=args.attention, repeat_kv=args.repeat_kv, framework=args.framework,
                 elementwise=args.elementwise, loss=args.loss,
                 z_loss=args.z_loss, loss_input_copy=args.loss_input_copy,
-                zero_collectives=args.zero_collectives, optimizer_shard_group=args.optimizer_shard_group,
+                zero_collectives=args.zero_collectives, shard_group=args.shard_group,
                 overlap_tp_dgrad=args.overlap_tp_dgrad,
                 overlap_tp_local_shard=args.overlap_tp_local_shard,
                 column_input=args.column_input, p2p_tensor=args.p2p_tensor, p2p_calls=args.p2p_calls,

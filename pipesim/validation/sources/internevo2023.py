@@ -34,7 +34,7 @@ Stated by the code of the same commit:
 - *The optimizer state* (``zero1=8``): the FP32 master weights and Adam's moments divided over the eight GPUs of a
   node, each node a replica; after its update each owner broadcasts its BF16 shard within the node
   (``broadcast_params``, waited for before the next step in this release): ``--distributed-optimizer
-  --optimizer-shard-group 8``, pipesim's hybrid ZeRO-1 (the all-reduce over every rank, an all-gather in the
+  --shard-group 8``, pipesim's hybrid ZeRO-1 (the all-reduce over every rank, an all-gather in the
   group, which moves the broadcasts' bytes).
 
 Inferred, not modelled: the attention biases (the preset leaves them out); the residual cast to FP32 before each
@@ -94,7 +94,7 @@ ROWS = [
                  elementwise=ElementwiseKernels.EAGER_ACTIVATION, loss=LossKernel.FUSED, mlp_up=MlpUp.SPLIT,
                  attention=AttentionKernel.FLASH1,
                  grad_accumulation=GradAccumulation.AUTOGRAD, fp16_grads=True, overlap_grad_reduce=True,
-                 zero=ZeroStage.OPTIMIZER, optimizer_shard_group=8,
+                 zero=ZeroStage.OPTIMIZER, shard_group=8,
                  inter_node_gbps=50, tokens_per_gpu=tgs,
                  note=f"{'checkpointing' if checkpoint else 'no checkpointing'}, {micro_num} microbatch"
                       f"{'es' if micro_num > 1 else ''}")

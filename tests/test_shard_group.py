@@ -1,0 +1,145 @@
+"""Hybrid sharding (--shard-group N). ZeRO-1: the optimizer state divided over groups of N data-parallel ranks, the
+gradients all-reduced over all of them and each group's updated weights gathered within it (InternEvo's zero1=N).
+ZeRO-2/3: PyTorch FSDP's HYBRID_SHARD: gathers and reduce-scatters within the group, each reduced shard all-reduced
+across the replicas."""
+
+import json
+
+import pytest
+
+from pipesim.analytic.chip_presets import CHIP_PRESETS
+from pipesim.analytic.comm import collective_time, dp_grad_sync, fsdp_layer_comm, optimizer_step_time
+from pipesim.analytic.layout import Layout, ZeroStage
+from pipesim.analytic.measured import CollectiveOp
+from pipesim.analytic.memory_gib import static_bytes
+from pipesim.cli.main import main
+from pipesim.errors import PipesimError
+
+A100 = CHIP_PRESETS["a100-80gb"].with_overrides(inter_node_gbps=50)
+PARAMS = 7e9
+
+
+def _layouts(group: int | None) -> Layout:
+    return Layout(dp=128, zero=ZeroStage.OPTIMIZER, shard_group=group)
+
+
+def test_the_state_is_divided_over_the_group_and_replicated_across_groups():
+    plain, hybrid = _layouts(None), _layouts(8)
+    assert plain.shards == 128 and hybrid.shards == 8
+    weights, grads, optimizer = static_bytes(PARAMS, hybrid)
+    assert optimizer == pytest.approx(PARAMS * hybrid.param_bytes.optimizer / 8)
+    assert (weights, grads) == static_bytes(PARAMS, plain)[:2]  # ZeRO-1: weights and gradients whole either way
+    # the update runs over the rank's eighth: 16 times the dp-wide shard's
+    assert optimizer_step_time(PARAMS, hybrid, A100) == pytest.approx(16 * optimizer_step_time(PARAMS, plain, A100))
+
+
+def test_the_gradients_all_reduce_over_every_rank_and_the_weights_gather_within_the_group():
+    hybrid = _layouts(8)
+    sync = dp_grad_sync(PARAMS, hybrid, A100)
+    grads, weights = PARAMS * hybrid.param_bytes.grads, PARAMS * hybrid.gathered_weight_bytes
+    assert sync.reduce == collective_time(CollectiveOp.ALL_REDUCE, grads, 128, A100, 128)
+    assert sync.gather == collective_time(CollectiveOp.ALL_GATHER, weights, 8, A100, 8)  # one node: NVLink
+    plain = dp_grad_sync(PARAMS, _layouts(None), A100)
+    assert plain.reduce == collective_time(CollectiveOp.REDUCE_SCATTER, grads, 128, A100, 128)
+    assert sync.gather < plain.gather / 4  # in the node, not through four 100 Gb/s NICs
+
+
+def test_a_group_that_does_not_fit_the_layout_is_refused():
+    with pytest.raises(PipesimError, match="--shard-group 12 must divide dp·cp = 128"):
+        _layouts(12)
+    with pytest.raises(PipesimError, match=r"--shard-group 8 .* needs --zero 1, 2 or 3"):
+        Layout(dp=128, shard_group=8)
+
+
+def test_simulate_takes_the_flag_and_reports_it(capsys):
+    argv = ["simulate", "--model", "llama3.1-8b", "--hardware", "a100-80gb", "--dp", "32", "--pp", "1", "--mb", "2",
+            "--distributed-optimizer", "--json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)["model_report"]
+    assert main([*argv, "--optimizer-shard-group", "8"]) == 0  # the flag's first name, still taken
+    hybrid = json.loads(capsys.readouterr().out)["model_report"]
+    assert hybrid["layout"]["shard_group"] == 8 and plain["layout"]["shard_group"] is None
+    assert hybrid["memory"]["peak_gib"] > plain["memory"]["peak_gib"]  # the state over 8 ranks, not 32
+    assert main([*argv, "--shard-group", "3"]) == 2
+    assert "--shard-group 3 must divide dp·cp = 32" in capsys.readouterr().err
+
+
+def test_plan_gives_the_group_to_its_zero1_candidates_over_more_ranks():
+    from dataclasses import replace
+
+    from pipesim.api.planning import plan_request
+    from pipesim.plan.launch import megatron_gap
+    from pipesim.plan.space import enumerate_candidates
+
+    request = plan_request("llama3.1-8b", 64, 256, hardware="a100-80gb", zero=(0, 1), shard_group=8,
+                           schedules=("1f1b",), precision=("bf16",))
+    candidates = list(enumerate_candidates(request))
+    zero1 = next(c for c in candidates if c.zero is ZeroStage.OPTIMIZER and c.dp * c.cp > 8)
+    assert request.layout_of(zero1).shard_group == 8 and request.layout_of(zero1).shards == 8
+    plain = next(c for c in candidates if c.zero is ZeroStage.NONE)
+    assert request.layout_of(plain).shard_group is None
+    small = replace(zero1, dp=8 // zero1.cp)  # cp is a power of two up to 8: a group as large as dp·cp
+    assert small.dp * small.cp == 8 and request.layout_of(small).shard_group is None
+    # Megatron-LM's instances reduce-scatter within themselves: no launch line claims to be this
+    assert "--num-distributed-optimizer-instances" in megatron_gap(zero1, shard_group=8)
+
+
+# Hybrid ZeRO-3 (FSDP's HYBRID_SHARD) over 128 A100s of four 100 Gb/s NICs a node: shards within the node
+
+
+def _fsdp(group: int | None, pp: int = 1) -> Layout:
+    return Layout(dp=128, pp=pp, zero=ZeroStage.PARAMETERS, shard_group=group)
+
+
+def test_hybrid_zero3_holds_the_state_once_per_group():
+    hybrid, full = _fsdp(8), _fsdp(None)
+    assert hybrid.shards == 8 and hybrid.shard_replicas == 16 and full.shard_replicas == 1
+    weights, grads, optimizer = static_bytes(PARAMS, hybrid)
+    assert weights == pytest.approx(PARAMS * hybrid.param_bytes.weights / 8)
+    assert grads == pytest.approx(PARAMS * hybrid.param_bytes.grads / 8)
+    assert optimizer == pytest.approx(16 * static_bytes(PARAMS, full)[2])
+
+
+def test_hybrid_zero3_gathers_in_the_group_and_all_reduces_each_shard_across_the_replicas():
+    layer = 2e8
+    hybrid = fsdp_layer_comm(layer, _fsdp(8), A100)
+    lay = _fsdp(8)
+    gather = collective_time(CollectiveOp.ALL_GATHER, layer * lay.gathered_weight_bytes, 8, A100, 8)
+    grads = layer * lay.param_bytes.grads
+    scatter = collective_time(CollectiveOp.REDUCE_SCATTER, grads, 8, A100, 8)
+    # each rank's eighth all-reduced with the same eighth of the 15 other nodes: ranks 8 apart, across all 128
+    across = collective_time(CollectiveOp.ALL_REDUCE, grads / 8, 16, A100, 128, stride=8)
+    assert hybrid.forward == pytest.approx(gather)
+    assert hybrid.backward == pytest.approx(gather + scatter + across)  # gathered again for the backward
+    full = fsdp_layer_comm(layer, _fsdp(None), A100)
+    # ZeRO-3 over all 128 sends every gather through the NICs, the hybrid none: its forward waits on NVLink alone
+    assert hybrid.forward < full.forward / 4
+    # ... but its reduced shards cross the NICs twice (an all-reduce), the flat reduce-scatter's bytes once
+    assert across > collective_time(CollectiveOp.REDUCE_SCATTER, grads, 128, A100, 128)
+
+
+def test_hybrid_zero3_under_pipelining_syncs_once_a_step_the_same_way():
+    lay = _fsdp(8, pp=2)
+    sync = dp_grad_sync(PARAMS, lay, A100)
+    grads = PARAMS * lay.param_bytes.grads
+    assert sync.reduce == pytest.approx(collective_time(CollectiveOp.REDUCE_SCATTER, grads, 8, A100, 8)
+                                        + collective_time(CollectiveOp.ALL_REDUCE, grads / 8, 16, A100, 128, 8))
+    assert sync.gather == pytest.approx(
+        collective_time(CollectiveOp.ALL_GATHER, PARAMS * lay.gathered_weight_bytes, 8, A100, 8))
+
+
+def test_simulate_runs_hsdp_faster_than_full_sharding_on_a_thin_network_when_gradients_reduce_in_bf16(capsys):
+    argv = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--dp", "128", "--pp", "1", "--mb", "1",
+            "--micro-batch-size", "2", "--seq-len", "4096", "--zero", "3", "--inter-node-gbps", "50", "--json"]
+
+    def report(*extra: str) -> dict:
+        assert main([*argv, *extra]) == 0
+        return json.loads(capsys.readouterr().out)["model_report"]
+
+    full, hybrid = report("--param-bytes", "16"), report("--param-bytes", "16", "--shard-group", "8")
+    assert hybrid["layout"]["shard_group"] == 8
+    # BF16 gradients: the all-reduced shards cross the NICs in fewer bytes than the flat gathers and reduce-scatter
+    assert hybrid["step_time_s"] < full["step_time_s"]
+    assert hybrid["memory"]["peak_gib"] > full["memory"]["peak_gib"]  # the state over 8 ranks, not 128
+    # FP32 gradients all-reduced twice across the NICs outweigh the two BF16 gathers a flat ZeRO-3 sends there
+    assert report("--shard-group", "8")["step_time_s"] > report()["step_time_s"]
