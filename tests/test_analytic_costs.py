@@ -279,9 +279,9 @@ def test_zero3_collectives_prefetched_one_layer_ahead_are_exposed_but_their_over
     assert prefetched_overlap(8.0, 10.0, 0.25, 0.5) == pytest.approx(4.0 + 0.25 * 4.0)
     assert prefetched_overlap(8.0, 3.0, 0.25, 0.5) == pytest.approx(4.0 + (4.0 - 3.0))  # the rest sticks out
     # with none of them beside compute (zero3_overlap_share 0, the presets' value until the fit on every source
-    # and every fold chose a quarter, then a half): a stage's forward is its layers' compute plus every layer's gather, its
-    # backward plus every gather and reduce-scatter (the GPUs alike, so that the 8 GPUs' compute is the lone GPU's:
-    # pipesim.analytic.slowest_gpu)
+    # and every fold chose a quarter, then a half): a stage's forward is its layers' compute plus every layer's
+    # gather, its backward plus every gather and reduce-scatter (the GPUs alike, so that the 8 GPUs' compute is the
+    # lone GPU's: pipesim.analytic.slowest_gpu)
     preset = replace(CHIP_PRESETS["a100-80gb"], gpu_speed_spread=0.0)
     a100 = replace(preset, zero3_overlap_share=0.0)
     model = MODEL_PRESETS["llama2-7b"]

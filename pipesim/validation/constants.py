@@ -149,8 +149,9 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "and the PyTorch blog's FSDP table joined (fms-fsdp on A100 and H100 at 400 and 800 Gb/s a node, with the "
         "README's rows on that cluster's stated network; all twelve pessimistic at 0.25, +6…+43 %), the fit on every "
         "source lands on 0.5 with the loss no longer flat (0.0932 at 0.25, 0.0830 at 0.5; 247 rows) and the presets "
-        "follow (December 2026). By source the rows still disagree: fms-fsdp's best at 1, FlagPerf's at 0.75, OLMo-core's "
-        "at 0.25, torchtitan's and Narayanan et al.'s ZeRO-3 rows at 0 (experiments/validation_loso.py prints each)",
+        "follow (December 2026). By source the rows still disagree: fms-fsdp's best at 1, FlagPerf's at 0.75, "
+        "OLMo-core's at 0.25, torchtitan's and Narayanan et al.'s ZeRO-3 rows at 0 (experiments/validation_loso.py "
+        "prints each)",
         (0.0, 0.25, 0.5, 0.75, 1.0),
         lambda run: run.pp == 1 and (run.zero is ZeroStage.PARAMETERS or (
             run.zero is ZeroStage.GRADIENTS and run.zero_collectives is ZeroCollectives.PER_LAYER)),

@@ -34,7 +34,11 @@ Uncertain: whether the per-node reading of the network is right; which sharding 
 the cluster of ``fmsfsdp2024``'s README rows, the H100 rows with the same software on another: validation leaves
 this source out together with that one (:data:`pipesim.validation.sources.PLATFORM_OF`).
 
-Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to when added.
+Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to when added. At the presets
+then (a quarter of ZeRO-3's per-layer collectives beside compute) every row was too slow, +6…+43 %; with all of them
+beside compute −14…+16 %. The fit on every source moves the share to a half with these rows and without them, and
+the presets follow; the A100 rows stay +14…+34 %, the H100 ones −1…+15 % (7B and 13B within 3 %)
+(``fmsfsdp2024`` says what that points to).
 """
 
 from pipesim.analytic.layout import ElementwiseKernels, Recompute, ZeroStage
