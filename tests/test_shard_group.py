@@ -138,6 +138,8 @@ def test_simulate_runs_hsdp_faster_than_full_sharding_on_a_thin_network_when_gra
 
     full, hybrid = report("--param-bytes", "16"), report("--param-bytes", "16", "--shard-group", "8")
     assert hybrid["layout"]["shard_group"] == 8
+    assert main([*argv[:-1], "--shard-group", "8"]) == 0  # the text report names the groups
+    assert "ZeRO 3 within groups of 8 (16 replicas)" in capsys.readouterr().out
     # BF16 gradients: the all-reduced shards cross the NICs in fewer bytes than the flat gathers and reduce-scatter
     assert hybrid["step_time_s"] < full["step_time_s"]
     assert hybrid["memory"]["peak_gib"] > full["memory"]["peak_gib"]  # the state over 8 ranks, not 128
