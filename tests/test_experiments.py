@@ -132,6 +132,8 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("hagemann_network", ["--fast"], "12.50 GB/s (4 NICs a node): mean |e|"),
         # Which attention kernel the rows ran: Blackwell's shape, cuDNN on Hopper (docs/validation.md)
         ("attention_kernel_checks", ["--fast"], "cp 2: 8 rows, -8.7% → -7.4% (moved +1.3%)"),
+        # One job on two networks: the published throughput ratio beside pipesim's (docs/validation.md)
+        ("network_pairs", ["--fast"], "llama2-7b h100-sxm: 96 GPUs at 100 Gb/s → 464 at 400           1.008    1.139"),
         ("hagemann_pipeline_excess", ["--fast"], "aa-llama-13b s2048 64 GPUs tp1 pp2 full eager: m8: +5.8"),
         ("setting_pairs", ["--fast"], "attention kernel slower          106       2     1.049    1.071        -0.9%"),
         # A lever tried on the published rows (docs/validation.md): half the A100's GEMM rate, every sixth row.
