@@ -143,7 +143,9 @@ def test_fsdp_runs_give_back_zero3s_overlap_share():
     configs = {"8b fsdp16": dict(schedule="1f1b", pp=1, mb=2, model="llama3.1-8b", dp=16, zero=3),
                "8b fsdp64": dict(schedule="1f1b", pp=1, mb=1, model="llama3.1-8b", dp=64, zero=3),
                "1b fsdp8": dict(schedule="1f1b", pp=1, mb=4, model="llama3.2-1b", dp=8, zero=3),
-               "8b dp8 zero1": dict(schedule="1f1b", pp=1, mb=4, model="llama3.1-8b", dp=8, zero=1)}
+               "8b fsdp8": dict(schedule="1f1b", pp=1, mb=2, model="llama3.1-8b", dp=8, zero=3),
+               "8b dp8 zero1": dict(schedule="1f1b", pp=1, mb=4, model="llama3.1-8b", dp=8, zero=1),
+               "1b dp8 zero1": dict(schedule="1f1b", pp=1, mb=4, model="llama3.2-1b", dp=8, zero=1)}
     steps = []
     for label, options in configs.items():
         o = dict(options)

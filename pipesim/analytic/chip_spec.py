@@ -100,7 +100,7 @@ FIELDS: tuple[Field, ...] = (
           "tail); fitted with gemm_tile_overhead; 0: none", default=0.0, low=0),
     Field("zero3_overlap_share", Kind.FLOAT, "fraction", "share of the per-layer gathers and reduce-scatters "
           "of ZeRO-3 (and FSDP's ZeRO-2) that runs beside compute (the rest is exposed); fitted to published "
-          "FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured", default=0.5, low=0, high=1),
+          "FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured", default=0.25, low=0, high=1),
     Field("gpu_speed_spread", Kind.FLOAT, "fraction", "relative standard deviation of the speed of GPUs of "
           "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
           "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
@@ -223,7 +223,7 @@ class ChipSpec:
     # How much of ZeRO-3's per-layer collectives (prefetched one layer ahead) really runs beside compute: fitted to
     # the published FSDP and ZeRO-3 runs (pipesim.validation.constants; pipesim.analytic.comm.prefetched_overlap):
     # a quarter, what the fit on every source and on every source but one chooses.
-    zero3_overlap_share: float = 0.5
+    zero3_overlap_share: float = 0.25
     # Whether an FP8 parameter keeps a transposed copy (Fp8Params.BOTH's second byte): Transformer Engine creates one
     # only where FP8 GEMMs take the TN layout alone (``create_transpose = columnwise_usage &&
     # !non_tn_fp8_gemm_supported()``, transformer_engine/pytorch/csrc/extensions/quantizer.cpp since v2.x;

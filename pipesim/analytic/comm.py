@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.kernels import (
@@ -542,9 +542,11 @@ def contended_overlap(comm: float, compute: float, sm_share: float) -> float:
     return max(sm_share * comm, comm - compute)
 
 
-def prefetched_overlap(comm: float, compute: float, sm_share: float, overlap_share: float) -> float:
+def prefetched_overlap(comm: float, compute: float, sm_share: float, overlap_share: float,
+                       kernel_work: float | None = None) -> float:
     """Exposed time of a collective that the next layer waits for (ZeRO-3 / FSDP's per-layer gathers and
-    reduce-scatters, prefetched one layer ahead), when only ``overlap_share`` of it really runs beside compute.
+    reduce-scatters, prefetched one layer ahead), when only ``overlap_share`` of its kernels' work really runs
+    beside compute.
 
     A collective's kernels need SMs to make progress; launched beside compute kernels that occupy every SM,
     they wait for SMs to free up (Cui & Pericàs 2026, "Resource-aware Computation-Communication Overlap for
@@ -552,11 +554,30 @@ def prefetched_overlap(comm: float, compute: float, sm_share: float, overlap_sha
     kernels leave them on-chip resources; reserving them cut execution time by up to 25.5 %). A collective the
     next layer depends on, issued one layer ahead, then mostly runs in the gap before that layer: serialised.
     Lee et al. 2025 (arXiv 2507.03114, abstract) measure overlapped execution only 10.2 % faster than running
-    compute and communication one after the other, on average. So ``1 − η`` of the collective is exposed in
-    full and the rest overlaps as :func:`contended_overlap` takes it; ``η`` (``ChipSpec.zero3_overlap_share``)
-    is fitted to the published FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured."""
-    hidden = overlap_share * comm
-    return comm - hidden + contended_overlap(hidden, compute, sm_share)
+    compute and communication one after the other, on average. So ``1 − η`` of the kernels' work is exposed in
+    full and the rest of the collective overlaps as :func:`contended_overlap` takes it; ``η``
+    (``ChipSpec.zero3_overlap_share``) is fitted to the published FSDP and ZeRO-3 runs
+    (pipesim.validation.constants), not measured.
+
+    ``kernel_work``: what of ``comm`` is the kernels' own work, the part that needs SMs. Inside a node NCCL's
+    kernels move every byte (loads and stores over NVLink), so it is all of it; across nodes the NIC moves the
+    bytes between nodes (GPUDirect RDMA, driven by NCCL's proxy thread on the host) while the kernels copy,
+    reduce and forward them at the GPU's own rates, so a collective that waits on a thinner network is not more
+    work for them. Taken as the collective's time at the intra-node link's bandwidth
+    (:func:`kernel_work_chip`); None: all of ``comm``. Two published runs of one job on two networks say so
+    (pipesim.validation.network_pairs: fms-fsdp's H100 rows at 800 Gb/s and 3.2 Tb/s a node ran at the same
+    MFU, which a serialised share of the whole collective put 8–15 % apart)."""
+    work = comm if kernel_work is None else min(comm, kernel_work)
+    serialised = (1.0 - overlap_share) * work
+    return serialised + contended_overlap(comm - serialised, compute, sm_share)
+
+
+def kernel_work_chip(chip: ChipSpec) -> ChipSpec:
+    """``chip`` with its network as fast as its intra-node link: the time a collective takes on it is what its
+    kernels' own work would take, the network never the bottleneck (:func:`prefetched_overlap`)."""
+    if chip.inter_node_bandwidth >= chip.intra_node_bandwidth:
+        return chip
+    return replace(chip, inter_node_bandwidth=chip.intra_node_bandwidth)
 
 
 # Share of a tensor-parallel collective's volume that runs on SMs when it is overlapped with the GEMMs

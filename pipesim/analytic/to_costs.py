@@ -52,6 +52,7 @@ from pipesim.analytic.comm import (
     dp_grad_sync,
     embedding_grad_sum,
     fsdp_layer_comm,
+    kernel_work_chip,
     local_shard_hidden,
     logits_gather_time,
     mirror_grad_sum,
@@ -486,19 +487,24 @@ def _layer_comm(
         # and its ep-th of the routed experts.
         host = LayerComm(0.0, 0.0)
         if layout.collectives_per_tensor:
-            # DeepSpeed's 2021 ZeRO-3: a collective per tensor, each costing the host one operation per rank
+            # DeepSpeed's 2021 ZeRO-3: a collective per tensor, each costing the host one operation per rank;
+            # it synchronises the device before each gather (per_tensor_host_time), so its kernels' work is
+            # taken as the whole collective
             tensors = layer_parameter_tensors(model, layout, kind)
             fsdp = per_tensor_layer_comm(tensors, layout, chip)
+            work = fsdp
             host = per_tensor_host_time(tensors, layout, chip)
         else:
             routed = layer_expert_params(model, kind)
             held = (layer_params(model, kind) - routed) / layout.tp + routed / (layout.ep * layout.etp)
             fsdp = fsdp_layer_comm(held, layout, chip)
-        share = chip.comm_sm_share
+            # the part of each collective that is its kernels' own work, the network never the bottleneck
+            work = fsdp_layer_comm(held, layout, kernel_work_chip(chip))
+        share, eta = chip.comm_sm_share, chip.zero3_overlap_share
         gathers = LayerComm(
-            host.forward + prefetched_overlap(fsdp.forward, layer.forward, share, chip.zero3_overlap_share),
+            host.forward + prefetched_overlap(fsdp.forward, layer.forward, share, eta, work.forward),
             host.backward + prefetched_overlap(fsdp.backward, layer.backward_input + layer.backward_weight
-                                               + layer.recompute, share, chip.zero3_overlap_share),
+                                               + layer.recompute, share, eta, work.backward),
         )
     return LayerComm(tp.forward + ring.forward + gathers.forward, tp.backward + ring.backward + gathers.backward,
                      tp.hidden_by_weight_grad)
