@@ -15,11 +15,11 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   main loop and per kernel, fitted to OpenXLA's published table of measured H100 BF16 rates
   (``pipesim.validation.gemm_overheads``): 1.2 µs and 5 µs on every Hopper part; B200 1.0 µs and 6.5 µs, from
   the same file's B200 table; 0 on the others (no table).
-- ZeRO-3's per-layer collectives (``zero3_overlap_share``, every chip the field's default, 0.5): half of them
-  is taken to run beside compute, the rest exposed, fitted to the published FSDP and ZeRO-3 runs: what the fit on
-  every source chooses, and the fit without most sources in turn (:func:`pipesim.analytic.comm.
-  prefetched_overlap`, :mod:`pipesim.validation.constants`; a quarter until the PyTorch blog's FSDP rows on
-  thinner networks joined).
+- ZeRO-3's per-layer collectives (``zero3_overlap_share``, every chip the field's default, 0.25): a quarter of
+  their kernels' work is taken to run beside compute, the rest exposed, and what the network takes beyond that
+  work runs beside compute taking SMs; fitted to the published FSDP and ZeRO-3 runs: what the fit on every source
+  chooses, and the fit without each source but one in turn (:func:`pipesim.analytic.comm.prefetched_overlap`,
+  :mod:`pipesim.validation.constants`).
 - Sustained clocks (``sustained_clock_ratio``): a training run holds all eight GPUs of a node at the power
   limit for hours, and the tensor cores run at the clock that limit sustains, below the boost clock a short
   benchmark sees. Hugging Face's gpu-fryer (README, reference table: cuBLAS 8192² BF16 products on every GPU of

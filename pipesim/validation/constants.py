@@ -149,9 +149,12 @@ FITTED_CONSTANTS: tuple[FittedConstant, ...] = (
         "and the PyTorch blog's FSDP table joined (fms-fsdp on A100 and H100 at 400 and 800 Gb/s a node, with the "
         "README's rows on that cluster's stated network; all twelve pessimistic at 0.25, +6…+43 %), the fit on every "
         "source lands on 0.5 with the loss no longer flat (0.0932 at 0.25, 0.0830 at 0.5; 247 rows) and the presets "
-        "follow (December 2026). By source the rows still disagree: fms-fsdp's best at 1, FlagPerf's at 0.75, "
-        "OLMo-core's at 0.25, torchtitan's and Narayanan et al.'s ZeRO-3 rows at 0 (experiments/validation_loso.py "
-        "prints each)",
+        "followed (December 2026). Then two clusters of one FSDP job at one MFU on 800 Gb/s and 3.2 Tb/s a node "
+        "(experiments/network_pairs.py) said the serialised share is of the collectives' kernel work, not of their "
+        "wait on the network (comm.prefetched_overlap's kernel_work: the collective's time at the intra-node link's "
+        "bandwidth); with that, the fit on every source lands on 0.25 again with the loss no longer flat (own loss "
+        "0.0843 at 0, 0.0805 at 0.25, 0.0847 at 0.5, 0.0965 at 0.75; 259 rows), folds on 0.25 but FlagPerf's, and "
+        "the presets follow",
         (0.0, 0.25, 0.5, 0.75, 1.0),
         lambda run: run.pp == 1 and (run.zero is ZeroStage.PARAMETERS or (
             run.zero is ZeroStage.GRADIENTS and run.zero_collectives is ZeroCollectives.PER_LAYER)),

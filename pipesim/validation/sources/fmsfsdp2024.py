@@ -25,11 +25,11 @@ Revised since first added: the rows ran ZeRO-3 over all 128 ranks on the a100-80
 GPU) with FP32 gradient reduction, the 34B row left out (its shape unread), until the blog's cluster and fms-fsdp's
 policy were read and pipesim modelled hybrid sharding.
 
-Known miss: every row too slow, +16…+18 % (the blog's, on the same cluster, +16…+34 %). With all of ZeRO-3's
-per-layer collectives beside compute (``zero3_overlap_share`` 1) the four are −8…+13 %; at the presets' half, the
-collectives of a layer that outlast its compute on this network, and half of the rest, are exposed, where the team
-reports "almost full overlap". The other FSDP sources want less overlap, not more (pipesim.validation.constants):
-how the exposure depends on a layer's collectives against its compute is what these rows point to, not modelled.
+Since ZeRO-3's serialised share is taken of the collectives' kernel work rather than of their wait on the network
+(pipesim.analytic.comm.prefetched_overlap; read from the blog's two H100 clusters, ``pytorch_fsdp_blog2024``), these
+rows are +0…+15 %; at a serialised share of the whole collective they were +16…+28 %. What remains on the thin
+network is the SMs the collectives hold while they run beside the layers (``comm_sm_share``), where the team
+reports "almost full overlap".
 """
 
 from pipesim.analytic.layout import ElementwiseKernels, Recompute, ZeroStage

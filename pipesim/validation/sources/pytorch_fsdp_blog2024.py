@@ -52,10 +52,12 @@ the cluster of ``fmsfsdp2024``'s README rows, the H100 rows with the same softwa
 this source out together with that one (:data:`pipesim.validation.sources.PLATFORM_OF`).
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to when added. At the presets
-then (a quarter of ZeRO-3's per-layer collectives beside compute) every row was too slow, +6…+43 %; with all of them
-beside compute −14…+16 %. The fit on every source moves the share to a half with these rows and without them, and
-the presets follow; the A100 rows stay +14…+34 %, the H100 ones −1…+15 % (7B and 13B within 3 %)
-(``fmsfsdp2024`` says what that points to).
+then (a quarter of ZeRO-3's per-layer collectives beside compute, the rest of each collective exposed) every A100
+row was too slow, +20…+47 %, and pipesim put the 96-GPU H100 steps 11–20 % longer than the 464-GPU ones that ran at
+the same MFU. The two H100 clusters are why pipesim now serialises a share of the collectives' kernel work, the
+collective's time at the intra-node link's bandwidth, and runs what the network takes beyond it beside the layers
+(pipesim.analytic.comm.prefetched_overlap; ``python experiments/network_pairs.py``): the A100 rows are then
++5…+22 %, the H100 ones −8…+5 %.
 """
 
 from pipesim.analytic.layout import ElementwiseKernels, Recompute, ZeroStage
