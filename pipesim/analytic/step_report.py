@@ -403,8 +403,8 @@ def report_text(report: StepReport) -> str:
             f"{f', training GEMM ratio {c.training_gemm_ratio:g}' if c.training_gemm_ratio < 1 else ''}"
             f"{_gemm_overheads_text(c)}{_slowest_gpu_text(c, lay)})"
         )
-        + (f", per-layer ZeRO-{int(lay.sharding)} collectives {c.zero3_overlap_share:g} overlapped"
-           if lay.gathers_per_layer else "")
+        + (f", per-layer ZeRO-{int(lay.sharding)} collectives: {c.zero3_overlap_share:g} of their kernel work "
+           "overlapped, the network's wait beside compute" if lay.gathers_per_layer else "")
         + (
             ", P2P "
             + ("overlapped" if lay.overlap_p2p else
