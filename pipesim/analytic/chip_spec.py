@@ -98,9 +98,11 @@ FIELDS: tuple[Field, ...] = (
           "published GEMM table (pipesim.validation.gemm_overheads); 0: none", default=0.0, low=0),
     Field("gemm_kernel_overhead", Kind.FLOAT, "s", "time every GEMM kernel takes beyond its tiles (ramp-up and "
           "tail); fitted with gemm_tile_overhead; 0: none", default=0.0, low=0),
-    Field("zero3_overlap_share", Kind.FLOAT, "fraction", "share of the per-layer gathers and reduce-scatters "
-          "of ZeRO-3 (and FSDP's ZeRO-2) that runs beside compute (the rest is exposed); fitted to published "
-          "FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured", default=0.25, low=0, high=1),
+    Field("zero3_overlap_share", Kind.FLOAT, "fraction", "share of the kernel work of ZeRO-3's (and FSDP's "
+          "ZeRO-2's) per-layer gathers and reduce-scatters (their time at the intra-node link's bandwidth) that "
+          "runs beside compute, the rest exposed; what the network takes beyond that work runs beside compute too; "
+          "fitted to published FSDP and ZeRO-3 runs (pipesim.validation.constants), not measured", default=0.25,
+          low=0, high=1),
     Field("gpu_speed_spread", Kind.FLOAT, "fraction", "relative standard deviation of the speed of GPUs of "
           "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
           "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
