@@ -145,3 +145,13 @@ def test_simulate_runs_hsdp_faster_than_full_sharding_on_a_thin_network_when_gra
     assert hybrid["memory"]["peak_gib"] > full["memory"]["peak_gib"]  # the state over 8 ranks, not 128
     # FP32 gradients all-reduced twice across the NICs outweigh the two BF16 gathers a flat ZeRO-3 sends there
     assert report("--shard-group", "8")["step_time_s"] > report()["step_time_s"]
+
+
+def test_the_library_names_the_old_keyword_under_its_new_name():
+    import pipesim
+
+    with pytest.raises(PipesimError, match="optimizer_shard_group is now shard_group"):
+        pipesim.simulate("1f1b", 1, 2, model="llama3.1-8b", dp=16, distributed_optimizer=True,
+                         optimizer_shard_group=8)
+    report = pipesim.simulate("1f1b", 1, 2, model="llama3.1-8b", dp=16, distributed_optimizer=True, shard_group=8)
+    assert report.model_report.layout.shard_group == 8

@@ -16,6 +16,10 @@ from pipesim.errors import PipesimError
 __all__ = ["ModelOptions", "check_no_model_options"]
 
 
+
+# Options renamed since a release a notebook may have been written against: old keyword → new
+RENAMED_OPTIONS: dict[str, str] = {"optimizer_shard_group": "shard_group"}  # hybrid sharding took ZeRO-2/3 too
+
 @dataclass(frozen=True)
 class ModelOptions:
     """Layout and fidelity options of a model-based simulation (each the ``simulate`` flag of the same name).
@@ -267,6 +271,9 @@ class ModelOptions:
     def from_keywords(cls, caller: str, options: dict) -> ModelOptions:
         """The options a library call was given as keywords; a one-line error naming those it does not know."""
         unknown = sorted(set(options) - set(cls.__dataclass_fields__))
+        renamed = [f"{old} is now {RENAMED_OPTIONS[old]}" for old in unknown if old in RENAMED_OPTIONS]
+        if renamed:
+            raise PipesimError(f"{caller}(): {'; '.join(renamed)} (the same option under its new name): rename it")
         if unknown:
             raise PipesimError(f"{caller}() got unknown option(s) {', '.join(unknown)}; model options are "
                                f"{', '.join(cls.__dataclass_fields__)}")
