@@ -566,7 +566,7 @@ def prefetched_overlap(comm: float, compute: float, sm_share: float, overlap_sha
     work for them. Taken as the collective's time at the intra-node link's bandwidth
     (:func:`kernel_work_chip`); None: all of ``comm``. Two published runs of one job on two networks say so
     (pipesim.validation.network_pairs: fms-fsdp's H100 rows at 800 Gb/s and 3.2 Tb/s a node ran at the same
-    MFU, which a serialised share of the whole collective put 8–15 % apart)."""
+    MFU, which a serialised quarter of the whole collective put 11–20 % apart)."""
     work = comm if kernel_work is None else min(comm, kernel_work)
     serialised = (1.0 - overlap_share) * work
     return serialised + contended_overlap(comm - serialised, compute, sm_share)
@@ -574,7 +574,9 @@ def prefetched_overlap(comm: float, compute: float, sm_share: float, overlap_sha
 
 def kernel_work_chip(chip: ChipSpec) -> ChipSpec:
     """``chip`` with its network as fast as its intra-node link: the time a collective takes on it is what its
-    kernels' own work would take, the network never the bottleneck (:func:`prefetched_overlap`)."""
+    kernels' own work would take, the network never the bottleneck (:func:`prefetched_overlap`). A chip whose
+    collectives `pipesim profile` measured keeps those times (:func:`collective_time` reads them first), so there
+    the kernel work is taken as the whole measured collective."""
     if chip.inter_node_bandwidth >= chip.intra_node_bandwidth:
         return chip
     return replace(chip, inter_node_bandwidth=chip.intra_node_bandwidth)
