@@ -7,8 +7,8 @@ everything :func:`pair_key` reads and apart in each GPU's share of its node's ne
 ``inter_node_gbps``, else its chip preset's); the GPU count may differ, as the clusters did. Each pair is
 compared as a ratio of throughputs per GPU (the faster network's row over the thinner one's), measured and
 predicted, the prediction at each value of ZeRO-3's overlap share (``ChipSpec.zero3_overlap_share``: the share of
-the per-layer collectives taken to run beside compute), the one fitted constant that sets how much of the
-network a sharded step waits for (:mod:`pipesim.validation.constants`).
+the per-layer collectives' kernel work taken to run beside compute), the one fitted constant that sets how much of
+its collectives a sharded step waits for (:mod:`pipesim.validation.constants`).
 
 What it cannot say: a pair's rows also differ in their GPU count and their cluster's other parts (its NVLink, its
 hosts, its software build), which the ratio lumps with the network; and the published figures are rounded (a
@@ -23,6 +23,7 @@ from itertools import combinations
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.validation.runs import PublishedRun, predict
+from pipesim.validation.sources import module_of, platform_of
 
 OVERLAP_SHARES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # the constant's grid (validation.constants)
 
@@ -34,10 +35,19 @@ def network_gbps(run: PublishedRun) -> float:
     return CHIP_PRESETS[run.chip].inter_node_bandwidth * 8 / 1e9
 
 
+def _team(run: PublishedRun) -> str:
+    """Whose code and scripts a row ran: its validation platform (a source module, or the module it shares a
+    platform with: :func:`pipesim.validation.sources.platform_of`); a row of no module, its source's citation."""
+    try:
+        return platform_of(module_of(run))
+    except KeyError:
+        return run.source.split(",")[0]
+
+
 def pair_key(run: PublishedRun) -> tuple:
-    """What two rows must share to be a network pair: the source up to its first comma (one team's code), the
-    model, chip, sequence, micro-batch, layout and the settings that set a step's work."""
-    return (run.source.split(",")[0].split(" on ")[0], run.model, run.chip, run.seq_len, run.micro_batch, run.tp,
+    """What two rows must share to be a network pair: one team's code (:func:`_team`), the model, chip, sequence,
+    micro-batch, layout and the settings that set a step's work."""
+    return (_team(run), run.model, run.chip, run.seq_len, run.micro_batch, run.tp,
             run.pp, run.cp, run.chunks, run.microbatches, run.recompute, run.recompute_layers, run.zero,
             run.zero_collectives, run.shard_group, run.precision, run.elementwise, run.attention, run.loss,
             run.fp16_grads, run.framework)
