@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.validation.runs import PublishedRun, predict
+from pipesim.validation.runs import Comparison, PublishedRun, predict
 from pipesim.validation.sources import module_of, platform_of
 
 OVERLAP_SHARES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # the constant's grid (validation.constants)
@@ -68,16 +68,19 @@ class NetworkPair:
                 f"→ {self.fast.gpus} at {network_gbps(self.fast):g}")
 
 
-def _throughput_ratio(fast: PublishedRun, thin: PublishedRun, chip_of=None) -> float:
-    """Tokens per second per GPU of ``fast`` over ``thin``: as published, or predicted on ``chip_of(run)``."""
-    if chip_of is None:
-        per_gpu = [r.global_batch * (r.seq_len or 1) / (predict(r).published_step_s * r.gpus) for r in (fast, thin)]
-    else:
-        per_gpu = []
-        for r in (fast, thin):
-            c = predict(r, chip=chip_of(r))
-            per_gpu.append(c.report.tokens_per_step / (c.report.step_time * r.gpus))
-    return per_gpu[0] / per_gpu[1]
+def _per_gpu(comparison: Comparison, step_s: float) -> float:
+    """Tokens per second per GPU of a row's step of ``step_s`` seconds (published or predicted)."""
+    return comparison.report.tokens_per_step / (step_s * comparison.run.gpus)
+
+
+def _pair(thin: PublishedRun, fast: PublishedRun, shares: Sequence[float]) -> NetworkPair:
+    """The pair's throughput ratios, each row predicted once per share (its published step is the same in each)."""
+    compared = {share: [predict(r, chip=replace(CHIP_PRESETS[r.chip], zero3_overlap_share=share))
+                        for r in (fast, thin)] for share in shares}
+    predicted = {share: _per_gpu(f, f.report.step_time) / _per_gpu(t, t.report.step_time)
+                 for share, (f, t) in compared.items()}
+    f, t = compared[shares[0]]
+    return NetworkPair(thin, fast, _per_gpu(f, f.published_step_s) / _per_gpu(t, t.published_step_s), predicted)
 
 
 def network_pairs(rows: Iterable[PublishedRun], shares: Sequence[float] = OVERLAP_SHARES) -> list[NetworkPair]:
@@ -92,7 +95,5 @@ def network_pairs(rows: Iterable[PublishedRun], shares: Sequence[float] = OVERLA
             if network_gbps(a) == network_gbps(b):
                 continue
             thin, fast = sorted((a, b), key=network_gbps)
-            predicted = {share: _throughput_ratio(fast, thin, lambda r, s=share: replace(
-                CHIP_PRESETS[r.chip], zero3_overlap_share=s)) for share in shares}
-            pairs.append(NetworkPair(thin, fast, _throughput_ratio(fast, thin), predicted))
+            pairs.append(_pair(thin, fast, shares))
     return pairs
