@@ -223,11 +223,12 @@ def test_the_b200_nvfp4_share_is_torchaos_measured_rate():
 
 def test_nvfp4_rows_out_of_sample_405b_close_8b_too_fast():
     """MLPerf v5.1's NVFP4 runs with the Blackwell clock fitted without them (0.88, the FP8 sources' fit): the
-    405B rows on 512-5,120 GB200 too fast by 3-8 % (4-8 % before the gated activation over the fused GEMM's
+    405B rows on 512-5,120 GB200 too fast by 2-6 % (3-8 % before the GPU spread's refit to 0.03, 4-8 % before
+    the gated activation over the fused GEMM's
     strided halves streamed at its measured share, kernels.strided_activation; within 5 % before their tp 4
     gathers were counted at NVFP4's width, as Transformer Engine's ``_all_gather_nvfp4`` moves them:
     comm.tp_gather_bytes; no Userbuffers overlap, which NVFP4 does not support), every one-node 8B row too fast by
-    5.5-9.5 % (8-11 % before that activation's share; 8-12 %
+    5-8.5 % (5.5-9.5 % before the GPU spread's refit, 8-11 % before that activation's share; 8-12 %
     before the gradient buffer's clearing each step was counted, kernels.grad_buffer_zeroing_time; 9-13 %
     before Transformer Engine's once-a-step weight casts were counted, kernels.weight_cast_time; 6-11 % before
     Transformer Engine's fused cross-entropy, which the 8B configs run, was counted; 8-13 % before the amax
@@ -241,8 +242,8 @@ def test_nvfp4_rows_out_of_sample_405b_close_8b_too_fast():
     big = [r for r in rows if r.model == "llama3.1-405b"]
     one_node = [r for r in rows if r.model == "llama3.1-8b" and r.gpus == 8]
     assert len(big) == 3 and len(one_node) == 8 and len({r.source for r in one_node}) == 8
-    assert all(-0.08 < errors[id(r)] < -0.03 for r in big)
-    assert all(-0.095 < errors[id(r)] < -0.055 for r in one_node)
+    assert all(-0.07 < errors[id(r)] < -0.02 for r in big)
+    assert all(-0.085 < errors[id(r)] < -0.05 for r in one_node)
     fp8_one_node = 0.5439  # the University of Florida's one-node FP8 step, the same layout (mlperf_v51_b200)
     measured_gain = fp8_one_node / sorted(r.step_s for r in one_node if r.chip == "b200")[3]
     assert measured_gain == pytest.approx(1.21, abs=0.02)

@@ -107,23 +107,23 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("published_runs", ["--fast"], "mean |error|"),
         ("validation_loso", ["--fast", "--markdown"], "| all sources"),
         ("plan_narayanan2021", ["--fast"], "| gpt-1.7b | 32 | 512 | (1, 1) |"),
-        ("p2p_sync_overhead", [], "median per call: 0.45 ms"),
+        ("p2p_sync_overhead", [], "median per call: 0.33 ms"),
         ("allocator_reserve", [], "27 runs: median reserved share +5.4%"),
-        ("scale_drift", ["--fast"], "86 scaling groups: median -0.94 points per doubling of GPUs"),
+        ("scale_drift", ["--fast"], "86 scaling groups: median -0.86 points per doubling of GPUs"),
         # The one feature whose sources lean one way: the record beside the band (docs/validation.md)
-        ("residual_groups", ["--fast"], "by 5% or more): one microbatch a step, replicated weights (-6.2%)\n"),
+        ("residual_groups", ["--fast"], "by 5% or more): one microbatch a step, replicated weights (-5.3%)\n"),
         # The step's composition: communication-bound rows against their own source's others.
-        ("residual_composition", ["--fast"], "come out more optimistic than their source's other rows in 13 of 17 "
+        ("residual_composition", ["--fast"], "come out more optimistic than their source's other rows in 12 of 16 "
          "sources"),
         # The A100's attention by shape (Dao 2023 Fig. 4) against its one earlier rate, on MosaicML's rows.
-        ("attention_by_sequence", [], "the mean error moves +8.8% with the shape table, +25.7% with one rate"),
+        ("attention_by_sequence", [], "the mean error moves +8.9% with the shape table, +25.9% with one rate"),
         ("gemm_overheads", [], "Fitted: 1.0 µs per output tile, 6.5 µs per kernel"),
         # pipesim fit on published systems, each row left out of its own system's fit (docs/calibration.md)
-        ("own_runs_fit", ["--fast"], "2 systems, 8 rows: the presets 4.9% mean |error| (in sample), fitted to each "
+        ("own_runs_fit", ["--fast"], "2 systems, 8 rows: the presets 6.0% mean |error| (in sample), fitted to each "
          "system's other rows 3.0% (left out)"),
         # Issue #24's held-out groups carried to this release (docs/validation.md): the BF16 recipes' range.
         ("held_out_patterns", ["--fast"], "H100 BF16 70B-405B, NeMo/Megatron recipes        "
-         "step time     -25% … -13%      1.266     -5% … +10%"),
+         "step time     -25% … -13%      1.279     -4% … +11%"),
         ("sweep_floor", ["--points", "20"], "× the floor"),
         # DeepSpeed's lockstep order costs nothing with uniform passes (docs/validation.md, GLM-130B).
         ("collective_shares", [], "| all_reduce | 8 | 202 | 260 | 309 | 350 | 372 | 386 | 398 | 402 | 0.902 |"),
@@ -131,14 +131,14 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         # Hagemann et al.'s rows under fewer NICs a node than the preset's eight (docs/validation.md)
         ("hagemann_network", ["--fast"], "12.50 GB/s (4 NICs a node): mean |e|"),
         # Which attention kernel the rows ran: Blackwell's shape, cuDNN on Hopper (docs/validation.md)
-        ("attention_kernel_checks", ["--fast"], "cp 2: 8 rows, -8.7% → -7.4% (moved +1.3%)"),
+        ("attention_kernel_checks", ["--fast"], "cp 2: 8 rows, -7.7% → -6.4% (moved +1.3%)"),
         # One job on two networks: the published throughput ratio beside pipesim's (docs/validation.md)
-        ("network_pairs", ["--fast"], "llama2-7b h100-sxm: 96 GPUs at 100 Gb/s → 464 at 400           1.008    1.008"),
-        ("hagemann_pipeline_excess", ["--fast"], "aa-llama-13b s2048 64 GPUs tp1 pp2 full eager: m8: +5.8"),
+        ("network_pairs", ["--fast"], "llama2-7b h100-sxm: 96 GPUs at 100 Gb/s → 464 at 400           1.008    1.006"),
+        ("hagemann_pipeline_excess", ["--fast"], "aa-llama-13b s2048 64 GPUs tp1 pp2 full eager: m8: +5.7"),
         ("setting_pairs", ["--fast"], "attention kernel slower          106       2     1.049    1.071        -0.9%"),
         # A lever tried on the published rows (docs/validation.md): half the A100's GEMM rate, every sixth row.
         ("what_if", ["--fast", "--change", "gemm_efficiency*0.5", "--chips", "a100-80gb"],
-         "all 162 rows: mean |e| 5.6% -> 42.6%, bias -1.4% -> +40.4%"),
+         "all 162 rows: mean |e| 5.6% -> 43.6%, bias -0.5% -> +41.7%"),
         # A 2-process cp world: the measured ring share beside the simulator's.
         pytest.param(
             "cp_ring_share", ["--fast"], "ring share of F+B: measured", marks=[pytest.mark.distributed, needs_torch]

@@ -40,28 +40,37 @@ def _flash1(run):
 # Regenerated from the current errors by `python -m tests.update_misses` (reasons kept, percents refreshed).
 KNOWN_STEP_MISSES: dict[str, str] = {
     # mosaicml2023
-    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-30b tp1 pp1 m21 b1 1f1b 8×h100 full s8192 eager':
-        ('-15%, pipesim too fast: FSDP at one 8k-token sequence a microbatch on eight GPUs; within 15% until'
-         ' the presets took the fitted quarter of the per-layer collectives as overlapped'
-         ' (zero3_overlap_share 0 → 0.25)'),
     'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b1 1f1b 8×h100 full s65536 eager':
-        ("+18%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
+        ("+19%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
          ' other long-sequence rows here; within 15% until a step waited for its slowest GPU (+3.6% on 8);'
          ' unexplained'),
+    'MosaicML llm-foundry MPT benchmarks, H100 80GB BF16 table | mpt-7b tp1 pp1 m2 b2 1f1b 8×h100 full s32768 eager':
+        ("+16%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
+         ' other long-sequence rows here; within 15% until the GPU spread refit to 0.03 (+4.3% on 8);'
+         ' unexplained'),
     'MosaicML llm-foundry MPT benchmarks, A100 80GB table | mpt-30b tp1 pp1 m21 b1 1f1b 8×a100 full s8192 eager':
-        '-20%, pipesim too fast: FSDP/ZeRO-3',
+        '-19%, pipesim too fast: FSDP/ZeRO-3',
     'MosaicML llm-foundry MPT benchmarks, A100 40GB table | mpt-70b tp1 pp1 m1 b2 1f1b 64×a100 full s2048 eager':
         ('-19%, pipesim too fast: FSDP at micro-batch 2 with one microbatch a step; within 15% until the'
          ' presets took the fitted quarter of the per-layer collectives as overlapped (zero3_overlap_share 0'
          ' → 0.25)'),
+    # fmsfsdp2024
+    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-34b tp1 pp1 m1 b8 1f1b 128×a100 full s4096 eager':
+        ("+16%, pipesim too slow: FSDP on IBM's A100 cluster at 50 Gb/s a GPU, as the blog's rows of the same"
+         ' cluster (pytorch_fsdp_blog2024): collectives beside most of each layer, slowed by the SMs they'
+         ' hold; within 15% until the GPU spread refit to 0.03'),
+    'IBM fms-fsdp README, Llama 2 throughput on 128 A100 | llama2-70b tp1 pp1 m1 b6 1f1b 128×a100 full s4096 eager':
+        ("+15%, pipesim too slow: FSDP on IBM's A100 cluster at 50 Gb/s a GPU, as the blog's rows of the same"
+         ' cluster (pytorch_fsdp_blog2024): collectives beside most of each layer, slowed by the SMs they'
+         ' hold; within 15% until the GPU spread refit to 0.03'),
     # dao2023
     'Dao 2023, FlashAttention-2, Table 1 | gpt3-1.3b tp1 pp1 m4 b4 1f1b 8×a100 full s8192':
-        ('-30%, pipesim too fast: unfused-attention baseline at 8k, micro-batch and full recomputation'
+        ('-29%, pipesim too fast: unfused-attention baseline at 8k, micro-batch and full recomputation'
          ' inferred (the paper gives neither)'),
     # narayanan2021_zero3
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
      ' gpt-529.6b tp1 pp1 m1 b4 1f1b 640×a100 full s-'):
-        ('-20%, pipesim too fast: DeepSpeed ZeRO-3 (2021) tensor by tensor (modelled): the rest grows with'
+        ('-19%, pipesim too fast: DeepSpeed ZeRO-3 (2021) tensor by tensor (modelled): the rest grows with'
          ' the model, not the ranks (175B rows within 14%); bytes moved slower than the ring model,'
          ' unexplained'),
     ('Narayanan et al. 2021 Table 2 (PTD-P vs ZeRO-3), Megatron-LM on A100 |'
@@ -77,22 +86,22 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     # mosaicml_small2023
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 table |'
      ' mpt-3b tp1 pp1 m2 b1 1f1b 8×h100 full s65536 eager'):
-        ("+17%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
+        ("+18%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
          ' other long-sequence rows here; within 15% until a step waited for its slowest GPU (+3.6% on 8);'
          ' unexplained'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 table |'
      ' mpt-3b tp1 pp1 m6 b3 1f1b 8×h100 full s32768 eager'):
-        ("+17%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
+        ("+18%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
          ' other long-sequence rows here; within 15% until a step waited for its slowest GPU (+3.6% on 8);'
          ' unexplained'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, H100 80GB BF16 table |'
      ' mpt-1b tp1 pp1 m2 b1 1f1b 8×h100 full s65536 eager'):
-        ("+17%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
+        ("+18%, pipesim too slow: a long sequence on one node with MosaicML's Triton attention, like the"
          ' other long-sequence rows here; within 15% until a step waited for its slowest GPU (+3.6% on 8);'
          ' unexplained'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-760m tp1 pp1 m2 b48 1f1b 8×a100 none s1024 eager'):
-        ('-19%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other'
+        ('-18%, pipesim too fast: measured MFU falls from 57% at 2,048 tokens to 48/45%, unlike every other'
          ' model of the table'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 80GB table |'
      ' mpt-760m tp1 pp1 m2 b96 1f1b 8×a100 none s512 eager'):
@@ -100,23 +109,19 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' model of the table'),
     ('MosaicML llm-foundry MPT benchmarks up to 3B and at 128-512 GPUs, A100 40GB table |'
      ' mpt-1b tp1 pp1 m1 b10 1f1b 32×a100 none s2048 eager'):
-        '-21%, pipesim too fast: measured 15,555 tokens/s/GPU against 19,001-19,085 at 16 and 64 GPUs',
+        '-20%, pipesim too fast: measured 15,555 tokens/s/GPU against 19,001-19,085 at 16 and 64 GPUs',
     # glm130b_2022
     'Zeng et al. 2022, GLM-130B, §2.3 and Appendix B.4 | glm-130b tp4 pp8 m176 b1 1f1b 768×a100 full s-':
-        ("-16%, pipesim too fast: A100 at 100B+ with full recomputation on DeepSpeed's pipeline engine;"
+        ("-15%, pipesim too fast: A100 at 100B+ with full recomputation on DeepSpeed's pipeline engine;"
          " Megatron-LM's own runs of such shapes agree (Korthikanti); mechanism not found (docs/validation.md)"),
-    # neox20b_2022
-    'Black et al. 2022, GPT-NeoX-20B, §2.3 and §3 | neox-20b tp2 pp4 m32 b4 1f1b 96×a100 full s-':
-        ("-16%, pipesim too fast: DeepSpeed's pipeline engine with full recomputation, as GLM-130B on 8x the"
-         ' GPUs: not a matter of scale; mechanism not found (docs/validation.md)'),
     # nemo_megatron2022
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m1024 b2 1f1b 64×a100 selective s- sp'):
-        ("-28%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+        ("-27%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
          " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m512 b2 1f1b 128×a100 selective s- sp'):
-        ("-27%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+        ("-26%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
          " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m256 b2 1f1b 256×a100 selective s- sp'):
@@ -124,11 +129,11 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m128 b2 1f1b 512×a100 selective s- sp'):
-        ("-25%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+        ("-24%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
          " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m64 b2 1f1b 1024×a100 selective s- sp'):
-        ("-24%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
+        ("-23%, pipesim too fast: NeMo of 2022 at Korthikanti's 175B shape, 1.4x slower than Megatron-LM's"
          " own row; the README's superseded table was 29-38% faster, within 12% of pipesim (the module)"),
     # flagperf2024
     ('FlagPerf (BAAI) LLM training cases, 2024: llama2_7b-deepspeed (DeepSpeed 0.11.1 ZeRO-3) |'
@@ -137,25 +142,25 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     # mlperf_v51_llama8b
     ('MLPerf Training v5.1 Llama 3.1 8B, Cisco H100 (NeMo FP8, RoCE) | llama3.1-8b tp2 pp1'
      ' m1 b1 1f1b 128×h100 none s8192 fp8 async-tp sp'):
-        ('-21%, pipesim too fast: tp 2 on 128 H100 at one microbatch per step, 1.49x faster than tp 1 on 64'
+        ('-20%, pipesim too fast: tp 2 on 128 H100 at one microbatch per step, 1.49x faster than tp 1 on 64'
          " where pipesim says 1.81x; its tp 1 row is -5%; the TP overlap's split GEMMs and reserved SMs and"
          ' the small cuBLAS workspace are not modelled; unexplained'),
     # hagemann2023
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp2 pp2 m32 b4 1f1b 64×a100 none s2048 eager-fused-norm'):
-        ("-18%, pipesim too fast: Aleph Alpha's framework at tp 2 on 64 A100; the source's rows grow more"
+        ("-17%, pipesim too fast: Aleph Alpha's framework at tp 2 on 64 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp1 pp2 m32 b2 1f1b 64×a100 none s2048 eager'):
-        ("-18%, pipesim too fast: Aleph Alpha's framework at tp 1 on 64 A100; the source's rows grow more"
+        ("-17%, pipesim too fast: Aleph Alpha's framework at tp 1 on 64 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp1 pp2 m16 b4 1f1b 64×a100 full s2048 eager'):
-        ("-24%, pipesim too fast: Aleph Alpha's framework at tp 1 on 64 A100; the source's rows grow more"
+        ("-23%, pipesim too fast: Aleph Alpha's framework at tp 1 on 64 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp2 pp2 m16 b8 1f1b 64×a100 full s2048 eager'):
-        ("-25%, pipesim too fast: Aleph Alpha's framework at tp 2 on 64 A100; the source's rows grow more"
+        ("-24%, pipesim too fast: Aleph Alpha's framework at tp 2 on 64 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp1 pp2 m8 b8 1f1b 64×a100 full s2048 eager'):
@@ -163,27 +168,27 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp1 pp1 m4 b1 1f1b 128×a100 full s8192 eager'):
-        ("-20%, pipesim too fast: Aleph Alpha's framework at tp 1 on 128 A100; the source's rows grow more"
+        ("-19%, pipesim too fast: Aleph Alpha's framework at tp 1 on 128 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp1 pp4 m32 b1 1f1b 256×a100 none s2048 eager-fused-norm'):
-        ("-17%, pipesim too fast: Aleph Alpha's framework at tp 1 on 256 A100; the source's rows grow more"
+        ("-16%, pipesim too fast: Aleph Alpha's framework at tp 1 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp2 m32 b2 1f1b 256×a100 none s2048 eager-fused-norm'):
-        ("-19%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
+        ("-18%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp2 m64 b1 1f1b 256×a100 none s2048 eager-fused-norm'):
-        ("-19%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
+        ("-18%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp2 pp2 m32 b1 1f1b 256×a100 none s2048 eager-fused-norm'):
-        ("-29%, pipesim too fast: Aleph Alpha's framework at tp 2 on 256 A100; the source's rows grow more"
+        ("-28%, pipesim too fast: Aleph Alpha's framework at tp 2 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp2 pp2 m32 b1 1f1b 256×a100 none s2048 eager'):
-        ("-21%, pipesim too fast: Aleph Alpha's framework at tp 2 on 256 A100; the source's rows grow more"
+        ("-20%, pipesim too fast: Aleph Alpha's framework at tp 2 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp1 m32 b1 1f1b 256×a100 none s2048 eager-fused-norm'):
@@ -191,15 +196,15 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp1 pp2 m16 b1 1f1b 256×a100 full s2048 eager'):
-        ("-22%, pipesim too fast: Aleph Alpha's framework at tp 1 on 256 A100; the source's rows grow more"
+        ("-21%, pipesim too fast: Aleph Alpha's framework at tp 1 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp1 m16 b2 1f1b 256×a100 none s2048 eager-fused-norm'):
-        ("-39%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
+        ("-38%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp1 pp2 m8 b2 1f1b 256×a100 full s2048 eager'):
-        ("-26%, pipesim too fast: Aleph Alpha's framework at tp 1 on 256 A100; the source's rows grow more"
+        ("-25%, pipesim too fast: Aleph Alpha's framework at tp 1 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp2 pp1 m16 b1 1f1b 256×a100 full s2048 eager'):
@@ -207,84 +212,67 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp1 m32 b1 1f1b 256×a100 none s2048 eager'):
-        ("-29%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
-         ' optimistic with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-30b tp4 pp1 m16 b2 1f1b 256×a100 full s2048 eager'):
-        ("-16%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
+        ("-28%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp1 m8 b4 1f1b 256×a100 full s2048 eager'):
-        ("-21%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
+        ("-20%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp1 m32 b1 1f1b 256×a100 full s2048 eager'):
-        ("-17%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
+        ("-16%, pipesim too fast: Aleph Alpha's framework at tp 4 on 256 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp2 pp2 m32 b1 1f1b 256×a100 none s2048 eager flash1'):
-        ("-19%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+        ("-18%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
          " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
          ' with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp2 m32 b2 1f1b 256×a100 none s2048 eager flash1'):
-        ("-17%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
-         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
-         ' with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-30b tp1 pp2 m16 b1 1f1b 256×a100 full s2048 eager flash1'):
-        ("-22%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
-         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
-         ' with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-30b tp1 pp2 m8 b2 1f1b 256×a100 full s2048 eager flash1'):
-        ("-23%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
-         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
-         ' with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-30b tp2 pp1 m16 b1 1f1b 256×a100 full s2048 eager flash1'):
-        ("-26%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
-         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
-         ' with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-30b tp4 pp1 m32 b1 1f1b 256×a100 none s2048 eager flash1'):
-        ("-33%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
-         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
-         ' with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-30b tp4 pp1 m16 b2 1f1b 256×a100 full s2048 eager flash1'):
         ("-16%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
          " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
          ' with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
+     ' aa-llama-30b tp1 pp2 m16 b1 1f1b 256×a100 full s2048 eager flash1'):
+        ("-21%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
+         ' with tp and GPU count; mechanism not found (its module)'),
+    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
+     ' aa-llama-30b tp1 pp2 m8 b2 1f1b 256×a100 full s2048 eager flash1'):
+        ("-22%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
+         ' with tp and GPU count; mechanism not found (its module)'),
+    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
+     ' aa-llama-30b tp2 pp1 m16 b1 1f1b 256×a100 full s2048 eager flash1'):
+        ("-25%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
+         ' with tp and GPU count; mechanism not found (its module)'),
+    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
+     ' aa-llama-30b tp4 pp1 m32 b1 1f1b 256×a100 none s2048 eager flash1'):
+        ("-32%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+         " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
+         ' with tp and GPU count; mechanism not found (its module)'),
+    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-30b tp4 pp1 m32 b1 1f1b 256×a100 full s2048 eager flash1'):
-        ("-17%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+        ("-16%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
          " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
          ' with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-65b tp8 pp8 m1024 b1 1f1b 128×a100 full s2048 eager'):
-        ("-18%, pipesim too fast: Aleph Alpha's framework at tp 8 on 128 A100; the source's rows grow more"
+        ("-17%, pipesim too fast: Aleph Alpha's framework at tp 8 on 128 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-65b tp8 pp8 m1024 b1 1f1b 128×a100 full s2048 eager flash1'):
-        ("-19%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
+        ("-18%, pipesim too fast: Aleph Alpha's framework with FlashAttention v1 on 256 A100 (30B) or 128"
          " (65B), as its FlashAttention-2 rows of the same layouts; the source's rows grow more optimistic"
          ' with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-13b tp8 pp4 m128 b2 1f1b 64×a100 none s8192 sp eager-fused-norm'):
-        ("-15%, pipesim too fast: Aleph Alpha's framework at tp 8 on 64 A100; the source's rows grow more"
-         ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp8 pp4 m256 b1 1f1b 64×a100 none s8192 sp eager-fused-norm'):
         ("-18%, pipesim too fast: Aleph Alpha's framework at tp 8 on 64 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
-     ' aa-llama-13b tp8 pp2 m128 b1 1f1b 64×a100 none s8192 eager-fused-norm'):
-        ("-15%, pipesim too fast: Aleph Alpha's framework at tp 8 on 64 A100; the source's rows grow more"
-         ' optimistic with tp and GPU count; mechanism not found (its module)'),
-    ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp8 pp4 m128 b2 1f1b 64×a100 none s8192 eager-fused-norm'):
-        ("-18%, pipesim too fast: Aleph Alpha's framework at tp 8 on 64 A100; the source's rows grow more"
+        ("-17%, pipesim too fast: Aleph Alpha's framework at tp 8 on 64 A100; the source's rows grow more"
          ' optimistic with tp and GPU count; mechanism not found (its module)'),
     ('Hagemann et al. 2023, layout ablation on DGX A100 (Aleph Alpha; repository spreadsheets) |'
      ' aa-llama-13b tp8 pp4 m256 b1 1f1b 64×a100 none s8192 eager-fused-norm'):
@@ -293,60 +281,58 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     # smol2025
     ('Hugging Face 2025, The Smol Training Playbook (nanotron on AWS p5 H100): SmolLM3 stage 1 |'
      ' smollm3-3b tp2 pp1 m1 b3 1f1b 384×h100 none s4096 sp eager-activation'):
-        ("-18%, pipesim too fast: nanotron's SmolLM3 run on 384 H100 at tp 2, one microbatch a step, where"
+        ("-17%, pipesim too fast: nanotron's SmolLM3 run on 384 H100 at tp 2, one microbatch a step, where"
          ' the step is 88% compute in pipesim; its 1B baseline on one node is -12%; unexplained (the module)'),
     # internevo2023
     ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
      ' internlm-7b tp1 pp1 m2 b2 1f1b 512×a100 none s2048 eager-activation flash1'):
-        ('-17%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+        ('-16%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
          ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
          " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
     ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
      ' internlm-7b tp1 pp1 m1 b2 1f1b 1024×a100 none s2048 eager-activation flash1'):
-        ('-31%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+        ('-30%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
          ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
          " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
     ('InternEvo 2023, InternLM-7B training performance on A100 (doc/en/train_performance.md, FLOPS Testing) |'
      ' internlm-7b tp1 pp1 m2 b2 1f1b 1024×a100 none s2048 eager-activation flash1'):
-        ('-24%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
+        ('-23%, pipesim too fast: one of the short steps on 512-1,024 A100 over four 100 Gb/s NICs a node,'
          ' whose gradient all-reduce outlasts the backward (1,024 GPUs: the step measures alike with and'
          " without checkpointing); pipesim's ring hides most of it; unexplained (the module)"),
     # megatron_llama2023
     ('Megatron-LLaMA 2023 (Alibaba), README: LLaMA-13B on A100 80GB: DistributedOptimizer | llama2-13b tp2'
-     ' pp1 m4 b4 1f1b 256×a100 selective s2048 sp eager-fused-norm flash1'):
-        ("-15%, pipesim too fast: Megatron-LM's distributed optimizer of 2023 on 256-512 A100 over four 200"
-         ' Gb/s NICs a node, its reduce-scatter and all-gather after the passes; measured 1.3 s a step slower'
-         " than the overlapped optimizer's rows, pipesim 0.5 s: the network's bytes take longer than the"
-         " NICs' line rate (the module)"),
-    ('Megatron-LLaMA 2023 (Alibaba), README: LLaMA-13B on A100 80GB: DistributedOptimizer | llama2-13b tp2'
      ' pp1 m2 b4 1f1b 512×a100 selective s2048 sp eager-fused-norm flash1'):
-        ("-17%, pipesim too fast: Megatron-LM's distributed optimizer of 2023 on 256-512 A100 over four 200"
+        ("-16%, pipesim too fast: Megatron-LM's distributed optimizer of 2023 on 256-512 A100 over four 200"
          ' Gb/s NICs a node, its reduce-scatter and all-gather after the passes; measured 1.3 s a step slower'
          " than the overlapped optimizer's rows, pipesim 0.5 s: the network's bytes take longer than the"
          " NICs' line rate (the module)"),
     # pytorch_fsdp_blog2024
     ('PyTorch blog 2024 (IBM and Meta), Maximizing training throughput using PyTorch FSDP, Table 1 |'
+     ' llama2-34b tp1 pp1 m1 b2 1f1b 128×a100 full s4096 eager'):
+        ("+16%, pipesim too slow: FSDP on IBM's A100 cluster at the blog's 400 Gb/s a node, as its 70B row"
+         ' (below); within 15% until the GPU spread refit to 0.03'),
+    ('PyTorch blog 2024 (IBM and Meta), Maximizing training throughput using PyTorch FSDP, Table 1 |'
      ' llama2-70b tp1 pp1 m1 b2 1f1b 128×a100 full s4096 eager'):
-        ("+21%, pipesim too slow: FSDP on IBM's A100 cluster at the blog's 400 Gb/s a node (read as the"
+        ("+22%, pipesim too slow: FSDP on IBM's A100 cluster at the blog's 400 Gb/s a node (read as the"
          " node's), two 4k sequences a GPU: on this network the collectives run beside most of each layer,"
          ' which pipesim slows by the SMs they hold all that while (comm_sm_share), where the team reports'
          ' them hidden (the module)'),
     ('PyTorch blog 2024 (IBM and Meta) on torch.compile, Maximizing Training Throughput Using PyTorch FSDP and'
      ' Torch.compile, Tables 1 and 2 | llama2-34b tp1 pp1 m1 b2 1f1b 128×a100 full s4096'):
-        ("+20%, pipesim too slow: the torch.compile runs on IBM's A100 cluster at the blog's 400 Gb/s a node"
+        ("+22%, pipesim too slow: the torch.compile runs on IBM's A100 cluster at the blog's 400 Gb/s a node"
          " (read as the node's), two 4k sequences a GPU: on this network the collectives run beside most of"
          ' each layer, which pipesim slows by the SMs they hold all that while (comm_sm_share), where the'
          ' team reports them hidden (the module)'),
     ('PyTorch blog 2024 (IBM and Meta) on torch.compile, Maximizing Training Throughput Using PyTorch FSDP and'
      ' Torch.compile, Tables 1 and 2 | llama2-70b tp1 pp1 m1 b2 1f1b 128×a100 full s4096'):
-        ("+22%, pipesim too slow: the torch.compile runs on IBM's A100 cluster at the blog's 400 Gb/s a node"
+        ("+23%, pipesim too slow: the torch.compile runs on IBM's A100 cluster at the blog's 400 Gb/s a node"
          " (read as the node's), two 4k sequences a GPU: on this network the collectives run beside most of"
          ' each layer, which pipesim slows by the SMs they hold all that while (comm_sm_share), where the'
          ' team reports them hidden (the module)'),
     # mlperf_v51_b200
     ('MLPerf Training v5.1 Llama 3.1 405B and 8B on DGX B200 (University of Florida HiPerGator; NeMo 25.09'
      ' FP8) | llama3.1-8b tp1 pp1 cp2 m1 b1 1f1b 256×b200 none s8192 fp8'):
-        ('-22%, pipesim too fast: cp 2 at one sequence per data-parallel pair (0.19-0.22 s steps); the same'
+        ('-21%, pipesim too fast: cp 2 at one sequence per data-parallel pair (0.19-0.22 s steps); the same'
          ' code at cp 1 is within 6%, its 405B rows within 6%; from 128 to 256 GPUs the step grows 15% where'
          " pipesim's barely moves; unexplained (docs/validation.md)"),
     # mlperf_v51_blackwell_ultra
@@ -357,7 +343,7 @@ KNOWN_STEP_MISSES: dict[str, str] = {
          ' rows also miss most (its 256-GPU row -24%); what grows is not modelled; unexplained'),
     ("MLPerf Training v5.1 on NVIDIA Tyche GB200 NVL72 in FP8 at the GB300 runs' layouts | llama3.1-8b"
      ' tp2 pp1 cp4 m1 b1 1f1b 512×gb200 none s8192 fp8 async-tp sp'):
-        ("-44%, pipesim too fast: the GB300 512-GPU run's twin on GB200 (0.089 s steps), missed as much: the"
+        ("-43%, pipesim too fast: the GB300 512-GPU run's twin on GB200 (0.089 s steps), missed as much: the"
          " strong-scaling miss is not the chip's; unexplained"),
 }
 
@@ -563,8 +549,9 @@ def test_the_p2p_sync_overhead_is_the_one_qi_et_al_measure():
     """The chips' constant is the median gap per synchronising call between Qi et al.'s Table 4 and Table 9."""
     assert derived_overhead() == pytest.approx(CHIP_PRESETS["a100-80gb"].p2p_sync_overhead, abs=0.05e-3)
     gaps = [gap.per_call_ms for gap in sync_gaps()]
-    # of one size, and present in every cell but one (zb-28.3b's ZB-H1, -0.08 ms since the spread's refit to 0.025)
-    assert all(-0.2 < g < 3 for g in gaps) and sum(g > 0 for g in gaps) >= len(gaps) - 1
+    # of one size, and present in every cell but one (zb-28.3b's ZB-H1: -0.08 ms at the spread's 0.025, -0.23 ms at
+    # its refit to 0.03)
+    assert all(-0.3 < g < 3 for g in gaps) and sum(g > 0 for g in gaps) >= len(gaps) - 1
 
 
 def test_passes_match_qi_et_al_table_9_profile():

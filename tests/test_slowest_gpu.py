@@ -76,7 +76,7 @@ def test_the_flag_sets_the_spread_for_simulate_and_plan(capsys):
     argv = ["simulate", "--model", "llama3.1-8b", "--tp", "2", "--pp", "2", "--dp", "2", "--mb", "4", "--json"]
     assert main(argv) == 0
     preset = json.loads(capsys.readouterr().out)["model_report"]
-    assert preset["slowest_gpu_factor"] == pytest.approx(1 + 0.025 * expected_max_standard_normal(8))
+    assert preset["slowest_gpu_factor"] == pytest.approx(1 + 0.03 * expected_max_standard_normal(8))
     assert main([*argv, "--gpu-speed-spread", "0"]) == 0
     alike = json.loads(capsys.readouterr().out)["model_report"]
     assert alike["slowest_gpu_factor"] == 1.0 and alike["step_time_s"] < preset["step_time_s"]

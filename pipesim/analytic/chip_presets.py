@@ -33,11 +33,11 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   published kernel times (:mod:`pipesim.validation.memory_bound_kernels`) measure the rest: a gated activation
   over one fused GEMM's halves at 0.55 of HBM on H100 (every chip's default: no other measurement), the eager
   RMSNorm and RoPE chains through FP32 at 0.70 on H100 (the default) and 0.55 on A100 (the Ampere presets).
-- The slowest GPU (``gpu_speed_spread``, every chip the field's default, 0.025): GPUs of one SKU differ in
+- The slowest GPU (``gpu_speed_spread``, every chip the field's default, 0.03): GPUs of one SKU differ in
   speed (Sinha et al. 2022, "Not All GPUs Are Created Equal", SC'22: 8 % average variation, up to 22 %, across
   the GPUs of five clusters) and a synchronous step waits for the slowest of its GPUs, so its compute takes
-  ``1 + σ·E[max of n normals]`` times a typical GPU's (:mod:`pipesim.analytic.slowest_gpu`): +3.6 % on 8 GPUs,
-  +7.6 % on 512, +9.5 % on 8,192. σ is fitted to the published runs by source left out.
+  ``1 + σ·E[max of n normals]`` times a typical GPU's (:mod:`pipesim.analytic.slowest_gpu`): +4.3 % on 8 GPUs,
+  +9.1 % on 512, +11.4 % on 8,192. σ is fitted to the published runs by source left out.
 - FP8 GEMM: no cuBLAS FP8 measurement was at hand; Shah et al. 2024 ("FlashAttention-3", abstract) reach
   close to 1.2 PFLOP/s with FP8 on H100, 0.61 of the 1,979 dense FP8 peak, taken as the FP8 tensor-core
   share (0.60) for every chip with FP8 until the slowest-GPU factor above; refit to the published FP8 rows
@@ -94,12 +94,12 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   for the 25–28 MB boundary tensors of their 1.5B/6.2B models inside one node, 47–53 GB/s of NVLink's
   300 GB/s one way (0.16), and 0.38–0.46 ms for 10–13 MB across nodes. A100's ``p2p_efficiency`` is 0.16;
   other chips keep 1.0 (no measurement at hand).
-- Pipeline P2P synchronisation (``p2p_sync_overhead``, 0.45 ms per call): Megatron-LM synchronises the device
+- Pipeline P2P synchronisation (``p2p_sync_overhead``, 0.33 ms per call): Megatron-LM synchronises the device
   after each batched isend/irecv, so the next pass starts with nothing queued. Qi et al.'s runs spend
   1.3–4.8 ms per microbatch more than their own Table 9 profile of the passes and sends (Table 4's step time
   per microbatch); per synchronising call the 16 (model, schedule) cells gave 0.65–2.4 ms, median 1.18, until
   the part of it that is the step waiting for the slowest of its GPUs (``gpu_speed_spread`` above) was taken
-  out: −0.1–1.0 ms, median 0.45 at the spread's 0.025 (0.58 at its earlier 0.02;
+  out: −0.2–0.7 ms, median 0.33 at the spread's 0.03 (0.45 at its earlier 0.025, 0.58 at 0.02;
   ``experiments/p2p_sync_overhead.py``). A cost of the host side and the
   software, not of the GPU: every chip takes it (the field's default); ``--overlap-p2p`` (no synchronisation)
   removes it.

@@ -66,7 +66,7 @@ FIELDS: tuple[Field, ...] = (
           default=36.7e9, low=0, low_open=True),
     Field("p2p_sync_overhead", Kind.FLOAT, "s", "device idle time per synchronising pipeline P2P call (blocking "
           "sends: Megatron-LM's batched isend/irecv then a device synchronize); unused with --overlap-p2p",
-          default=0.45e-3, low=0),
+          default=0.33e-3, low=0),
     Field("host_kernel_overhead", Kind.FLOAT, "s", "host CPU time to issue one kernel (framework dispatch and "
           "cudaLaunchKernel): a pass is never shorter than its kernels' issue time", default=10e-6, low=0),
     Field("elementwise_backward_ratio", Kind.FLOAT, "ratio", "backward over forward time of the memory-bound "
@@ -106,7 +106,7 @@ FIELDS: tuple[Field, ...] = (
     Field("gpu_speed_spread", Kind.FLOAT, "fraction", "relative standard deviation of the speed of GPUs of "
           "this SKU (manufacturing and power management): a synchronous step on n GPUs runs at the slowest's "
           "pace (pipesim.analytic.slowest_gpu); fitted to published runs (pipesim.validation.constants); 0: "
-          "every GPU alike", default=0.025, low=0, high=MAX_SPREAD),
+          "every GPU alike", default=0.03, low=0, high=MAX_SPREAD),
     Field("fp8_weight_transpose", Kind.BOOL, "", "whether FP8 GEMMs take only the TN layout (Hopper, Ada), so "
           "FP8 parameters keep a transposed FP8 copy beside their data (--fp8-params both) and every FP8 cast of "
           "an activation writes its transpose too; Blackwell's take any layout, and Transformer Engine then makes "
@@ -187,7 +187,7 @@ class ChipSpec:
     p2p_efficiency: float = 1.0  # share of the link a send/recv reaches (pipeline and ring-attention sends)
     # One NCCL channel's send/recv inside a node, what a CTA-capped group reaches per CTA (see the field's doc)
     p2p_channel_bandwidth: float = 36.7e9
-    p2p_sync_overhead: float = 0.45e-3  # s the device idles per synchronising P2P call (see the presets)
+    p2p_sync_overhead: float = 0.33e-3  # s the device idles per synchronising P2P call (see the presets)
     # The host issues every kernel: framework dispatch, then cudaLaunchKernel. Meta's Holistic Trace Analysis
     # docs (features/cuda_kernel_launch_stats): "Usually, the launch time on the CPU side is between 5-20
     # microseconds"; 10 µs is the middle of that range on a log scale, before any Python module overhead. When
@@ -221,7 +221,7 @@ class ChipSpec:
     gemm_kernel_overhead: float = 0.0
     # Relative standard deviation of one GPU's speed about the SKU's typical one (pipesim.analytic.slowest_gpu):
     # a step on n GPUs waits for the slowest of them. Fitted to the published runs (pipesim.validation.constants).
-    gpu_speed_spread: float = 0.025
+    gpu_speed_spread: float = 0.03
     # How much of ZeRO-3's per-layer collectives (prefetched one layer ahead) really runs beside compute: fitted to
     # the published FSDP and ZeRO-3 runs (pipesim.validation.constants; pipesim.analytic.comm.prefetched_overlap):
     # a quarter, what the fit on every source and on every source but one chooses.

@@ -2,7 +2,7 @@
 
 Megatron-LM's pipeline engine sends a pass's output with a batched isend/irecv, waits for it, and synchronises
 the device (``batch_p2p_sync``, on by default): the host has nothing queued when the next pass starts, so the
-device idles while the host launches it. The preset's 0.45 ms was derived from Qi et al. 2024's A100 profile
+device idles while the host launches it. The preset's 0.33 ms was derived from Qi et al. 2024's A100 profile
 (``experiments/p2p_sync_overhead.py``). This module measures it between processes 0 and 1 of a profile: the
 same loop of passes (GEMMs of about :data:`PASS_SECONDS`), each followed by a small batched exchange with the
 peer, runs once with the device synchronised after every exchange and once without; the difference per pass
