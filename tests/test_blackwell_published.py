@@ -103,13 +103,15 @@ def test_the_8b_cp_rows_are_the_ones_pipesim_misses_on_blackwell():
     amax pass is counted and the spread of GPU speeds refit to 0.025, 1-5 % before), the 8B rows at cp 2 (one
     sequence per data-parallel pair, 0.19-0.22 s steps) all too fast by 9-21 %, on three clusters: the miss the
     docs state. In sample: the Blackwell sustained
-    clock was fitted on these rows among others; the cp 1 / cp 2 contrast is what this holds."""
+    clock was fitted on these rows among others; the cp 1 / cp 2 contrast is what this holds. Since the last
+    data-parallel bucket's reduce and the first one's gather wait beside no pass (grad_buckets), the cp 2 rows are
+    too fast by 8-20 %."""
     rows = _rows("mlperf_v51_b200")
     close = [r for r in rows if r.model == "llama3.1-405b" or r.cp == 1]
     far = [r for r in rows if r.model == "llama3.1-8b" and r.cp == 2]
     assert len(close) == 6 and len(far) == 6 and len({r.source for r in far}) == 3
     assert all(abs(_comparison(r).step_error) < 0.09 for r in close)
-    assert all(_comparison(r).step_error < -0.085 for r in far)
+    assert all(_comparison(r).step_error < -0.07 for r in far)
 
 
 def test_the_tp_pp_dp_mapping_keeps_a_replica_in_its_rack_and_sends_the_gradients_across_racks():
@@ -228,7 +230,8 @@ def test_nvfp4_rows_out_of_sample_405b_close_8b_too_fast():
     strided halves streamed at its measured share, kernels.strided_activation; within 5 % before their tp 4
     gathers were counted at NVFP4's width, as Transformer Engine's ``_all_gather_nvfp4`` moves them:
     comm.tp_gather_bytes; no Userbuffers overlap, which NVFP4 does not support), every one-node 8B row too fast by
-    5-8.5 % (5.5-9.5 % before the GPU spread's refit, 8-11 % before that activation's share; 8-12 %
+    4.5-8 % (5-8.5 % before the last data-parallel bucket's reduce and gather were counted after the backward,
+    5.5-9.5 % before the GPU spread's refit, 8-11 % before that activation's share; 8-12 %
     before the gradient buffer's clearing each step was counted, kernels.grad_buffer_zeroing_time; 9-13 %
     before Transformer Engine's once-a-step weight casts were counted, kernels.weight_cast_time; 6-11 % before
     Transformer Engine's fused cross-entropy, which the 8B configs run, was counted; 8-13 % before the amax
@@ -243,7 +246,7 @@ def test_nvfp4_rows_out_of_sample_405b_close_8b_too_fast():
     one_node = [r for r in rows if r.model == "llama3.1-8b" and r.gpus == 8]
     assert len(big) == 3 and len(one_node) == 8 and len({r.source for r in one_node}) == 8
     assert all(-0.07 < errors[id(r)] < -0.02 for r in big)
-    assert all(-0.085 < errors[id(r)] < -0.05 for r in one_node)
+    assert all(-0.08 < errors[id(r)] < -0.04 for r in one_node)
     fp8_one_node = 0.5439  # the University of Florida's one-node FP8 step, the same layout (mlperf_v51_b200)
     measured_gain = fp8_one_node / sorted(r.step_s for r in one_node if r.chip == "b200")[3]
     assert measured_gain == pytest.approx(1.21, abs=0.02)

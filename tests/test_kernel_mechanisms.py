@@ -604,15 +604,18 @@ def test_grad_accumulation_flag_reaches_the_step():
 
 
 def test_overlapped_gradient_reduce_and_parameter_gather_expose_what_the_passes_do_not_hide():
-    """--overlap-grad-reduce: a stage's data-parallel reduce runs beside its last backward and then asynchronously
-    beside whatever follows: the REDUCE_GRAD holds the rank σ·c (the SMs its kernels take) and hands
-    max(σ·c, c − x) − σ·c to the rank's channel, so alone the two expose max(σ·c, c − x)
-    (comm.contended_overlap); --overlap-param-gather: the distributed optimizer's all-gather beside the next
-    step's first forward through the rank's chunks, max(σ·g, g − f). The passes themselves do not change."""
+    """--overlap-grad-reduce: a stage's data-parallel reduce runs in buckets beside its last backward and then
+    asynchronously beside whatever follows, but for the bucket the backward fills last (a share ℓ of the stage:
+    grad_buckets), reduced after it: the REDUCE_GRAD holds the rank σ·(1 − ℓ)·c (the SMs its kernels take) and
+    hands max(σ·r, r − x) − σ·r + ℓ·c to the rank's channel, r = (1 − ℓ)·c, so alone the two expose
+    max(σ·r, r − x) + ℓ·c (comm.contended_overlap); Megatron buckets the first stage alone, every other stage is
+    one bucket (ℓ = 1). --overlap-param-gather: the distributed optimizer's all-gather beside the next step's first
+    forward through the rank's chunks, max(σ·g', g' − f), but for the first bucket (b of the rank holding the
+    first stage), gathered before it: b·g + that of g' = (1 − b)·g. The passes themselves do not change."""
     from pipesim.analytic.comm import dp_grad_sync, optimizer_step_time
     from pipesim.analytic.kernels import grad_buffer_zeroing_time
     from pipesim.analytic.layout import ZeroStage
-    from pipesim.analytic.to_costs import rank_params, stage_breakdown
+    from pipesim.analytic.to_costs import rank_params, stage_breakdown, stage_last_bucket
 
     base = Layout(tp=8, dp=64, pp=2, chunks=2, microbatches=8, sequence_parallel=True, zero=ZeroStage.OPTIMIZER,
                   overlap_p2p=True)
@@ -620,34 +623,43 @@ def test_overlapped_gradient_reduce_and_parameter_gather_expose_what_the_passes_
     plain, overlapped = build_cost_model(LLAMA, H100, base), build_cost_model(LLAMA, H100, over)
     sigma = H100.comm_sm_share
     parts = stage_time_parts(LLAMA, H100, over)
+    shares = [stage_last_bucket(LLAMA, over, s) for s in range(base.num_stages)]
+    assert 0 < shares[0] < 0.5 and shares[1:] == [1.0] * (base.num_stages - 1)
     for s in range(base.num_stages):
         c = dp_grad_sync(stage_breakdown(LLAMA, base, s).params, base, H100).reduce
         x = parts[s].backward_pass  # one chunk's backward; stage values are a rank's share, v = 2 chunks of it
+        rest, tail = (1 - shares[s]) * c, shares[s] * c
         assert plain.stage(s).reduce_grad == pytest.approx(2 * c, rel=1e-12)
         assert plain.stage(s).reduce_grad_async == 0.0
-        assert overlapped.stage(s).reduce_grad == pytest.approx(2 * sigma * c, rel=1e-12)
+        assert overlapped.stage(s).reduce_grad == pytest.approx(2 * sigma * rest, rel=1e-12, abs=1e-15)
         alone = overlapped.stage(s).reduce_grad + overlapped.stage(s).reduce_grad_async
-        assert alone == pytest.approx(2 * max(sigma * c, c - x), rel=1e-12)
-        assert alone < plain.stage(s).reduce_grad
+        assert alone == pytest.approx(2 * (max(sigma * rest, rest - x) + tail), rel=1e-12)
+        assert alone <= plain.stage(s).reduce_grad
         assert (overlapped.stage(s).forward, overlapped.stage(s).backward) == (plain.stage(s).forward,
                                                                                plain.stage(s).backward)
     shape = PipelineShape(2, 8, 2)
     step_plain, step_over = [], []
-    for rank, params in enumerate(rank_params(LLAMA, base, shape)):
+    held = rank_params(LLAMA, base, shape)
+    for rank, params in enumerate(held):
         gather = dp_grad_sync(params, base, H100).gather
+        first = gather * stage_breakdown(LLAMA, base, 0).params * shares[0] / params if rank == 0 else 0.0
         forward = sum(parts[s].forward_pass for s in shape.rank_slices(rank))
         cleared = grad_buffer_zeroing_time(params, base, H100)  # the next step's gradient buffer
         step_plain.append(optimizer_step_time(params, base, H100) + gather + cleared)
-        step_over.append(optimizer_step_time(params, base, H100) + max(sigma * gather, gather - forward) + cleared)
+        rest = gather - first
+        step_over.append(optimizer_step_time(params, base, H100) + first + max(sigma * rest, rest - forward)
+                         + cleared)
     assert plain.optimizer_step == pytest.approx(max(step_plain), rel=1e-12)
     assert overlapped.optimizer_step == pytest.approx(max(step_over), rel=1e-12)
-    # a network too slow for the backward to hide: the rest of the reduce waits after it
+    # a network too slow for the backward to hide: the rest of the first stage's reduce waits after it, and its
+    # last bucket after that
     slow = replace(H100, inter_node_bandwidth=H100.inter_node_bandwidth / 100)
-    c = dp_grad_sync(stage_breakdown(LLAMA, base, 1).params, base, slow).reduce
-    x = stage_time_parts(LLAMA, slow, over)[1].backward_pass
-    tail = build_cost_model(LLAMA, slow, over).stage(1)
-    assert c > x and tail.reduce_grad + tail.reduce_grad_async == pytest.approx(2 * (c - x))
-    assert tail.reduce_grad_async == pytest.approx(2 * (c - x - sigma * c))
+    c = dp_grad_sync(stage_breakdown(LLAMA, base, 0).params, base, slow).reduce
+    x = stage_time_parts(LLAMA, slow, over)[0].backward_pass
+    rest, tail = (1 - shares[0]) * c, shares[0] * c
+    waits = build_cost_model(LLAMA, slow, over).stage(0)
+    assert rest > x and waits.reduce_grad + waits.reduce_grad_async == pytest.approx(2 * (rest - x + tail))
+    assert waits.reduce_grad_async == pytest.approx(2 * (rest - x - sigma * rest + tail))
 
 
 def test_overlapped_parameter_gather_needs_a_sharded_optimizer():

@@ -78,7 +78,7 @@ _OTHER = {
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
     "shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
     "moe_dispatch_fp8": True, "mtp_stage": 0, "moe_shared_expert_overlap": True,
-    "expert_tp": 1, "kv_repeated": True,
+    "expert_tp": 1, "kv_repeated": True, "grad_buckets": "torch-ddp",
 }
 
 
@@ -94,6 +94,7 @@ def _other(name: str):
         Fp8Params,
         Fp8Recipe,
         GradAccumulation,
+        GradBuckets,
         LossKernel,
         MlpUp,
         MoeDispatcher,
@@ -119,7 +120,8 @@ def _other(name: str):
             "p2p_tensor": lambda: BoundaryTensor(value), "p2p_calls": lambda: P2pCalls(value),
             "pipeline_buffers": lambda: PipelineBuffers(value),
             "mlp_up": lambda: MlpUp(value), "cp_comm": lambda: CpComm(value),
-            "cp_kernels": lambda: CpKernels(value), "moe_dispatcher": lambda: MoeDispatcher(value)}.get(
+            "cp_kernels": lambda: CpKernels(value), "moe_dispatcher": lambda: MoeDispatcher(value),
+            "grad_buckets": lambda: GradBuckets(value)}.get(
                 name, lambda: value)()
 
 

@@ -117,6 +117,7 @@ from pipesim.analytic.layout import (
     Fp8Linears,
     Fp8Params,
     GradAccumulation,
+    GradBuckets,
     LossKernel,
     MlpUp,
     P2pCalls,
@@ -255,6 +256,12 @@ class FrameworkKnobs:
         if not self.torch_pipelining:
             return PipelineBuffers.FREED
         return PipelineBuffers.TORCH if schedule in ("1f1b", "gpipe") else PipelineBuffers.TORCH_RUNTIME
+
+    @property
+    def grad_buckets(self) -> GradBuckets:
+        """How its overlapped gradient reduce buckets a stage's gradients: torch DDP's where DDP's hooks reduce them
+        (nanotron), Megatron-Core's otherwise (:mod:`pipesim.analytic.grad_buckets`)."""
+        return GradBuckets.TORCH_DDP if self.grad_reduce is GradReduce.DDP_HOOKS else GradBuckets.MEGATRON
 
     def dp_sync_overlaps(self, zero: ZeroStage, tuned: bool) -> tuple[bool, bool]:
         """(gradient reduce, parameter gather) overlapped with the passes in a run sharded at ``zero``: with the

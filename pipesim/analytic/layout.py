@@ -291,6 +291,18 @@ class MlpUp(enum.Enum):
     SPLIT = "split"
 
 
+class GradBuckets(enum.Enum):
+    """How the data-parallel gradient reduce that overlaps the backward cuts a stage's gradients into buckets
+    (:mod:`pipesim.analytic.grad_buckets`): the bucket the backward fills last is reduced with nothing left to hide
+    it, and a sharded optimizer gathers it first, before the next forward can start."""
+
+    # Megatron-Core's DDP: buckets of max(40M, 1M·dp) parameters on the first pipeline stage's first model chunk,
+    # one bucket on every other stage and chunk
+    MEGATRON = "megatron"
+    # PyTorch's DistributedDataParallel (nanotron): buckets of 25 MiB of gradients on every stage
+    TORCH_DDP = "torch-ddp"
+
+
 class P2pCalls(enum.Enum):
     """How a blocking pipeline engine issues a pass's send and the receive it pairs with (the neighbour's tensor
     coming the other way over the same boundary)."""
@@ -684,6 +696,8 @@ class Layout:
     # Off: both wait, after the last backward and after the optimizer (Megatron-LM's defaults).
     overlap_grad_reduce: bool = False
     overlap_param_gather: bool = False
+    # How that overlapped reduce buckets the gradients (GradBuckets): the framework's, Megatron-Core's unless named
+    grad_buckets: GradBuckets = GradBuckets.MEGATRON
     # Expert parallelism (mixture-of-experts models): each MoE layer's routed experts sharded over ep ranks,
     # which are carved out of the stage's dp·cp ranks (Megatron-Core: the expert-parallel group is folded over
     # data and context parallelism, so ep divides dp·cp); its expert weights sync over dp·cp/ep ranks.

@@ -26,8 +26,10 @@ from pipesim.analytic.model_spec import ModelSpec
 from pipesim.analytic.to_costs import (
     param_gather_time,
     rank_expert_params,
+    rank_first_bucket,
     rank_params,
     stage_breakdown,
+    stage_last_bucket,
     stage_reduce_grad,
     stage_time_parts,
 )
@@ -102,6 +104,7 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
     parts = stage_time_parts(model, chip, layout, shape, split_backward)
     params = rank_params(model, layout, shape)
     experts = rank_expert_params(model, layout, shape)
+    first_buckets = rank_first_bucket(model, layout, shape)
     m = shape.microbatches_per_stage  # all microbatches pass each stage, or half under DualPipe's two pipelines
     embedding_sum = embedding_grad_sum(model, layout, chip, shape)  # every rank waits for it (its docstring)
     result = []
@@ -111,12 +114,14 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
         grad_sync = 0.0
         for s in stages:
             part = stage_breakdown(model, layout, s)
-            reduce = stage_reduce_grad(part.params, layout, chip, part.expert_params, parts[s].backward_pass)
+            reduce = stage_reduce_grad(part.params, layout, chip, part.expert_params, parts[s].backward_pass,
+                                       stage_last_bucket(model, layout, s))
             grad_sync += reduce.busy if sync_wait is not None else reduce.alone
         if sync_wait is not None:
             grad_sync += sync_wait[rank]
         grad_sync += embedding_sum + param_gather_time(params[rank], layout, chip, experts[rank],
-                                                       sum(parts[s].forward_pass for s in stages))
+                                                       sum(parts[s].forward_pass for s in stages),
+                                                       first_buckets[rank])
         a2a = m * sum(p.a2a for p in mine)
         busy = dict(
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),

@@ -68,6 +68,7 @@ from pipesim.analytic.comm import (
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops, mtp_projection_flops
+from pipesim.analytic.grad_buckets import last_bucket_share
 from pipesim.analytic.kernels import (
     EMBEDDING_KERNELS,
     HeadTimes,
@@ -151,6 +152,18 @@ LayerGroup = tuple[LayerKind, int, Layout]  # (kind, layers of that kind, the la
 
 
 @lru_cache(maxsize=4096)
+def stage_last_bucket(model: ModelSpec, layout: Layout, stage: int) -> float:
+    """The share of ``stage``'s parameters in the data-parallel bucket its backward fills last
+    (:func:`~pipesim.analytic.grad_buckets.last_bucket_share`); 0 where no overlapped reduce or gather buckets
+    them."""
+    if not (layout.overlap_grad_reduce or layout.overlap_param_gather) or layout.gathers_per_layer:
+        return 0.0
+    counts = stage_layer_counts(model, layout)
+    first = sum(counts[:stage])
+    kinds = [model.layer_kind(first + i) for i in range(counts[stage])]
+    return last_bucket_share(model, layout, stage, kinds, layout.head_parts(stage).projection)
+
+
 def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[LayerGroup, ...]:
     """The stage's layers by kind and by the recomputation they run under. Under ``layout.recompute_layers``
     (Megatron's block method) the stage's first N layers are recomputed in full and the others keep their
@@ -736,7 +749,8 @@ def _stage_costs(model: ModelSpec, chip: ChipSpec, layout: Layout, stage: int, c
     # Costs files describe a rank's share of the model (pipesim.sim.costs): this stage is one of v chunks, so
     # its values are scaled up by v here and the simulator takes 1/v of them back for the chunk.
     v = layout.chunks
-    reduce = stage_reduce_grad(part.params, layout, chip, part.expert_params, backward)
+    reduce = stage_reduce_grad(part.params, layout, chip, part.expert_params, backward,
+                               stage_last_bucket(model, layout, stage))
     return StageCosts(
         forward=v * forward,
         backward=v * backward,
@@ -853,7 +867,7 @@ class ReduceGradTime:
 
 
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,
-                      backward: float = 0.0) -> ReduceGradTime:
+                      backward: float = 0.0, last_bucket: float = 0.0) -> ReduceGradTime:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
     (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
     copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`). Without
@@ -867,7 +881,10 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     (``finalize_model_grads`` → ``finish_grad_sync``). Its NCCL kernels hold ``σ`` of the SMs for the whole
     ``r`` seconds (:func:`comm.contended_overlap`): the rank is busy ``σ·r`` for it, and the rest,
     ``max(0, r − backward − σ·r)``, runs on the channel; alone, the two add up to ``max(σ·r, r − backward)``,
-    the contended overlap with that one backward."""
+    the contended overlap with that one backward. ``last_bucket``: the share of the stage's parameters in the
+    bucket the backward fills last (:mod:`~pipesim.analytic.grad_buckets`; 1 where the stage is one bucket),
+    whose reduce starts when the backward ends: it runs on the channel after whatever of the other buckets' the
+    backward did not hide."""
     if layout.gathers_per_layer:
         return ReduceGradTime(0.0)
     mirror = mirror_grad_sum(params, layout, chip, expert_params)
@@ -877,21 +894,27 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
         return ReduceGradTime(layout.microbatches // layout.model_copies * one + mirror)  # a copy: half the mbs
     if not layout.overlap_grad_reduce:
         return ReduceGradTime(reduce + mirror)
-    contended = chip.comm_sm_share * reduce
-    return ReduceGradTime(contended + mirror, contended_overlap(reduce, backward, chip.comm_sm_share) - contended)
+    tail = reduce * last_bucket
+    rest = reduce - tail  # the buckets the backward fills while it runs, reduced beside it
+    contended = chip.comm_sm_share * rest
+    return ReduceGradTime(contended + mirror, contended_overlap(rest, backward, chip.comm_sm_share) - contended + tail)
 
 
 def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,
-                      forward: float = 0.0) -> float:
+                      forward: float = 0.0, first_bucket: float = 0.0) -> float:
     """The distributed optimizer's parameter all-gather after the optimizer step, for a rank of ``params``. With
     ``overlap_param_gather`` it runs in buckets beside the next step's first microbatch, ``forward`` seconds
     through the rank's chunks (Megatron-Core gathers a bucket in the forward pre-hook of the module that needs
-    it), and only what that forward does not hide is exposed. ZeRO-3 without pipelining gathers per layer."""
+    it), and only what that forward does not hide is exposed; but the first bucket (``first_bucket`` of the
+    rank's parameters: the first stage's embedding and first layers, :mod:`~pipesim.analytic.grad_buckets`) is
+    launched at ``zero_grad`` and waited for before the first layer runs, with nothing to hide it. ZeRO-3 without
+    pipelining gathers per layer."""
     if layout.gathers_per_layer:
         return 0.0
     gather = dp_grad_sync(params, layout, chip, expert_params).gather
     if layout.overlap_param_gather:
-        gather = contended_overlap(gather, forward, chip.comm_sm_share)
+        first = gather * first_bucket
+        gather = first + contended_overlap(gather - first, forward, chip.comm_sm_share)
     return gather
 
 
@@ -999,6 +1022,16 @@ def rank_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     return [sum(stages[s].params for s in slices) for slices in shape.slices_by_rank]
 
 
+def rank_first_bucket(model: ModelSpec, layout: Layout, shape) -> list[float]:
+    """The share of each rank's parameters in the bucket its first forward waits for before the first layer runs
+    (:func:`param_gather_time`): the first stage's last-filled bucket on the rank holding that stage, 0 on the
+    others, whose gathers the pipeline's start gives time."""
+    stages = stage_breakdowns(model, layout)
+    first = stages[0].params * stage_last_bucket(model, layout, 0)
+    held = rank_params(model, layout, shape)
+    return [first / held[r] if 0 in slices and held[r] else 0.0 for r, slices in enumerate(shape.slices_by_rank)]
+
+
 def rank_expert_params(model: ModelSpec, layout: Layout, shape) -> list[float]:
     """The routed-expert part of :func:`rank_params` (per tp·ep rank)."""
     stages = stage_breakdowns(model, layout)
@@ -1053,10 +1086,10 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
             overrides[s] = dict(diff)
     # Once per distinct (parameters, expert parameters, forward): the ranks of an even split hold the same.
     held = dict.fromkeys(zip(rank_params(model, layout, shape), rank_expert_params(model, layout, shape),
-                             rank_forward, strict=True))
+                             rank_forward, rank_first_bucket(model, layout, shape), strict=True))
     # the optimizer, the parameter gather it starts and the cleared gradient buffer the next step accumulates into
-    step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f)
-               + step_end_passes_time(p, layout, chip) for p, e, f in held)
+    step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f, b)
+               + step_end_passes_time(p, layout, chip) for p, e, f, b in held)
     # the embedding's copies summed over their pipeline ranks: every rank waits for it before its optimizer step
     step += embedding_grad_sum(model, layout, chip, shape)
     return CostModel(

@@ -182,6 +182,9 @@ class ModelOptions:
         overlap_param_gather: the distributed optimizer's parameter all-gather runs during the next step's first
             forward (True) or after the optimizer step (False); None: as the framework runs it (after, but for
             NeMo's recipes).
+        grad_buckets: how an overlapped gradient reduce buckets a stage's gradients (the bucket the backward fills
+            last is reduced after it and gathered first): ``"megatron"`` (Megatron-Core's DDP) or ``"torch-ddp"``
+            (PyTorch's DistributedDataParallel, nanotron's); None: the framework's.
         ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).
         moe_imbalance: the most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1).
         moe_dispatcher: how tokens reach their experts: ``"alltoall"`` (one NCCL all-to-all each way, a copy per
@@ -260,6 +263,7 @@ class ModelOptions:
     tp_pp_dp_mapping: bool | None = None
     overlap_grad_reduce: bool | None = None
     overlap_param_gather: bool | None = None
+    grad_buckets: str | None = None
     ep: int | None = None
     moe_imbalance: float | None = None
     moe_dispatcher: str | None = None

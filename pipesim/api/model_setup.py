@@ -23,6 +23,7 @@ from pipesim.analytic.layout import (
     Fp8Linears,
     Fp8Params,
     Fp8Recipe,
+    GradBuckets,
     Layout,
     MlpUp,
     MoeDispatcher,
@@ -174,6 +175,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         rank_order=RankOrder.TP_CP_PP_DP if o.tp_pp_dp_mapping else RankOrder.TP_CP_DP_PP,
         overlap_param_gather=(o.overlap_param_gather if o.overlap_param_gather is not None
                               else framework.grad_reduce.gathers_beside_forward(sharded)),
+        grad_buckets=(parse_choice("grad_buckets", GradBuckets, o.grad_buckets) if o.grad_buckets is not None
+                      else framework.grad_buckets),
         ep=o.ep or 1, moe_imbalance=o.moe_imbalance or 1.0,
         moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, o.moe_dispatcher or "alltoall"),
         moe_dispatch_fp8=bool(o.moe_dispatch_fp8), moe_shared_expert_overlap=bool(o.moe_shared_expert_overlap),

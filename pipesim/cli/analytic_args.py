@@ -20,6 +20,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     Fp8Recipe,
     GradAccumulation,
+    GradBuckets,
     LossKernel,
     MlpUp,
     MoeDispatcher,
@@ -188,7 +189,7 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--framework", choices=[f.value for f in Framework], default=None,
                        help="the training code, whose defaults set the flags its code decides (--elementwise, --loss, "
                        "--grad-accumulation, --overlap-tp-dgrad, --column-input, --p2p-tensor, --p2p-calls, "
-                       "--pipeline-buffers, --mlp-up, --overlap-grad-reduce, --overlap-param-gather, "
+                       "--pipeline-buffers, --mlp-up, --overlap-grad-reduce, --overlap-param-gather, --grad-buckets, "
                        "--distributed-optimizer), what --recompute selective keeps and how --zero 2 communicates "
                        "(each flag given wins): megatron (Megatron-LM/Core with Transformer Engine, from its command "
                        "line; default), nemo (NeMo's and Megatron-Bridge's recipes: Megatron-Core with the "
@@ -227,6 +228,12 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "forward (Megatron's --overlap-param-gather, NeMo's overlap_param_sync); needs "
                        "--distributed-optimizer or --zero N; --no-overlap-param-gather: after the optimizer step; "
                        "default: as the framework runs it (after it, but under NeMo's recipes)")
+    group.add_argument("--grad-buckets", choices=[b.value for b in GradBuckets], default=None,
+                       help="how an overlapped gradient reduce buckets a stage's gradients, whose last-filled "
+                       "bucket (the first layers and the embedding) is reduced after the backward and gathered "
+                       "first, before the next forward: megatron (Megatron-Core's DDP: max(40M, 1M·dp) "
+                       "parameters a bucket on the first stage, one bucket on the others) or torch-ddp (PyTorch "
+                       "DDP's 25 MiB buckets on every stage; nanotron's); default: the framework's")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,

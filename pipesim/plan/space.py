@@ -266,7 +266,7 @@ class PlanRequest:
                       zero_collectives=self.zero_collectives if applies else ZeroCollectives.BUCKETED,
                       shard_group=shard_group,
                       overlap_p2p=overlap_p2p, overlap_grad_reduce=grad_reduce,
-                      overlap_param_gather=param_gather,
+                      overlap_param_gather=param_gather, grad_buckets=knobs(self.framework).grad_buckets,
                       overlap_tp_dgrad=self.overlap_tp_dgrad, column_input=self.column_input,
                       overlap_tp_local_shard=self.overlap_tp_local_shard,
                       p2p_tensor=self.p2p_tensor, grad_accumulation=self.grad_accumulation, mlp_up=self.mlp_up,

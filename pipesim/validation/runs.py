@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pipesim.analytic.allocator import MemoryMeasure
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.frameworks import Framework, knobs
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
     AttentionKernel,
@@ -26,6 +26,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     Fp8Recipe,
     GradAccumulation,
+    GradBuckets,
     Layout,
     LossKernel,
     MlpUp,
@@ -237,7 +238,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     ep=run.ep, moe_dispatcher=run.moe_dispatcher, moe_dispatch_fp8=run.moe_dispatch_fp8,
                     recompute_modules=run.recompute_modules,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
-                    grad_accumulation=run.grad_accumulation,
+                    grad_buckets=knobs(run.framework).grad_buckets, grad_accumulation=run.grad_accumulation,
                     param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
     costs = build_cost_model(model, chip, layout, shape)
     if built is None:
@@ -318,6 +319,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--overlap-grad-reduce")
     if run.overlap_param_gather:
         argv.append("--overlap-param-gather")
+    if knobs(run.framework).grad_buckets is not GradBuckets.MEGATRON:
+        argv += ["--grad-buckets", knobs(run.framework).grad_buckets.value]
     if run.elementwise is not ElementwiseKernels.FUSED:
         argv += ["--elementwise", run.elementwise.value]
     if run.loss is not LossKernel.MEGATRON:
