@@ -878,13 +878,12 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     asynchronously, beside whatever the rank runs next: in Megatron-Core the schedule starts each model chunk's
     sync after the chunk's last backward (``forward_backward_pipelining_with_interleaving`` calls
     ``grad_sync_func`` for that chunk) and waits for all of them only before the optimizer
-    (``finalize_model_grads`` → ``finish_grad_sync``). Its NCCL kernels hold ``σ`` of the SMs for the whole
-    ``r`` seconds (:func:`comm.contended_overlap`): the rank is busy ``σ·r`` for it, and the rest,
-    ``max(0, r − backward − σ·r)``, runs on the channel; alone, the two add up to ``max(σ·r, r − backward)``,
-    the contended overlap with that one backward. ``last_bucket``: the share of the stage's parameters in the
-    bucket the backward fills last (:mod:`~pipesim.analytic.grad_buckets`; 1 where the stage is one bucket),
-    whose reduce starts when the backward ends: it runs on the channel after whatever of the other buckets' the
-    backward did not hide."""
+    (``finalize_model_grads`` → ``finish_grad_sync``). But the bucket the backward fills last (``last_bucket``,
+    the share of the stage's parameters in it: :mod:`~pipesim.analytic.grad_buckets`; 1 where the stage is one
+    bucket) starts its reduce only when the backward ends: of the reduce's ``c`` seconds, ``t = last_bucket·c``
+    run after it and ``r = c − t`` beside it. Those ``r`` seconds' NCCL kernels hold ``σ`` of the SMs
+    (:func:`comm.contended_overlap`): the rank is busy ``σ·r`` for them, and the channel carries
+    ``max(0, r − backward − σ·r)`` then ``t``; alone, the two add up to ``max(σ·r, r − backward) + t``."""
     if layout.gathers_per_layer:
         return ReduceGradTime(0.0)
     mirror = mirror_grad_sum(params, layout, chip, expert_params)
