@@ -61,8 +61,6 @@ def test_megatrons_bucket_grows_with_data_parallelism_and_only_the_first_stage_i
     assert bucket_capacity(LLAMA8B, layout, 0) == 40_000_000
     assert bucket_capacity(LLAMA8B, replace(layout, dp=64), 0) == 64_000_000
     assert bucket_capacity(LLAMA8B, layout, 1) is None  # pp_rank > 0: one bucket
-    # without the overlapped reduce Megatron makes one bucket, which an overlapped gather then waits for whole
-    assert bucket_capacity(LLAMA8B, replace(layout, overlap_grad_reduce=False), 0) is None
     torch = replace(layout, grad_buckets=GradBuckets.TORCH_DDP)
     assert bucket_capacity(LLAMA8B, torch, 1) == TORCH_DDP_BUCKET_BYTES / 2 == 13_107_200  # 25 MiB of BF16
 

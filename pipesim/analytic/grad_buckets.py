@@ -44,9 +44,9 @@ def bucket_capacity(model: ModelSpec, layout: Layout, stage: int) -> float | Non
     """Parameters a bucket of ``stage`` closes at, per rank; None where the stage is one bucket."""
     if layout.grad_buckets is GradBuckets.TORCH_DDP:
         return TORCH_DDP_BUCKET_BYTES / model.dtype_bytes
-    if stage != 0 or not layout.overlap_grad_reduce:
-        # Megatron buckets only the first pipeline stage's first model chunk, and only with overlap_grad_reduce
-        # ("Set bucket_size to infinity if overlap_grad_reduce is False")
+    if stage != 0:  # Megatron buckets only the first pipeline stage's first model chunk
+        # (and only with overlap_grad_reduce, which Megatron-LM requires beside overlap_param_gather: "Must use
+        # --overlap-param-gather with --overlap-grad-reduce"; pipesim takes a gather overlapped alone as bucketed)
         return None
     return max(MEGATRON_MIN_BUCKET, MEGATRON_BUCKET_PER_REPLICA * layout.dp)
 
