@@ -68,7 +68,7 @@ from pipesim.analytic.comm import (
     tp_layer_comm,
 )
 from pipesim.analytic.flops import layer_flops, lm_head_flops, mtp_projection_flops
-from pipesim.analytic.grad_buckets import last_bucket_share
+from pipesim.analytic.grad_buckets import bucket_capacity, last_bucket_share
 from pipesim.analytic.kernels import (
     EMBEDDING_KERNELS,
     HeadTimes,
@@ -160,8 +160,21 @@ def stage_last_bucket(model: ModelSpec, layout: Layout, stage: int) -> float:
         return 0.0
     counts = stage_layer_counts(model, layout)
     first = sum(counts[:stage])
-    kinds = [model.layer_kind(first + i) for i in range(counts[stage])]
-    return last_bucket_share(model, layout, stage, kinds, layout.head_parts(stage).projection)
+    kinds = tuple(model.layer_kind(first + i) for i in range(counts[stage]))
+    head = layout.head_parts(stage).projection
+    # what the share reads (the tensors' shapes per rank, the cut): the planner asks for it per stage of every
+    # layout it builds a cost model for, and a mixture-of-experts stage holds thousands of expert tensors
+    key = (model, stage == 0, kinds, head, layout.tp, layout.ep, layout.etp, layout.mlp_up, layout.num_stages == 1,
+           bucket_capacity(model, layout, stage))
+    share = _LAST_BUCKETS.get(key)
+    if share is None:
+        if len(_LAST_BUCKETS) >= _BREAKDOWNS_KEPT:
+            del _LAST_BUCKETS[next(iter(_LAST_BUCKETS))]
+        share = _LAST_BUCKETS[key] = last_bucket_share(model, layout, stage, kinds, head)
+    return share
+
+
+_LAST_BUCKETS: dict[tuple, float] = {}
 
 
 def stage_layer_groups(model: ModelSpec, layout: Layout, stage: int) -> tuple[LayerGroup, ...]:
