@@ -765,3 +765,20 @@ def test_plan_searches_nvfp4_only_when_named_and_only_where_the_chip_has_it(caps
     assert "--fp4-format e2m1" in capsys.readouterr().out
     assert main([*argv[:7], "--hardware", "h100-sxm", *argv[9:]]) == 2
     assert "--precision fp4: chip h100-sxm has none of them" in capsys.readouterr().err
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=60),
+       st.lists(st.tuples(st.integers(0, 31), st.integers(0, 31), st.integers(1, 4)), min_size=1, max_size=20))
+def test_the_frontier_answers_as_counting_every_configuration_would(added, asked):
+    """The frontier keeps distinct step times and a staircase of least peaks, not every configuration: each test
+    answers as scanning all the simulated configurations would (step times and peaks on a small grid, so ties
+    on either axis are common)."""
+    frontier = _Frontier()
+    for time, peak in added:
+        frontier.add(float(time), float(peak))
+    view = frontier.view()
+    for time, memory, top in asked:
+        fast = [peak for t, peak in added if t <= time]
+        enough = len({t for t, _ in added if t <= time}) >= top
+        assert view.cannot_matter(Bounds(float(time), float(memory)), top) == (enough and min(fast) <= memory)
+        assert view.outranked(float(time), float(memory), top) == (enough and min(fast) < memory)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -189,29 +188,36 @@ class PlanResult:
 
 
 class _Frontier:
-    """The simulated configurations that fit, kept sorted by step time, for the pruning tests."""
+    """The simulated configurations that fit, for the pruning tests: their distinct step times, sorted, and their
+    staircase (the fastest ones whose peak no faster one beats: sorted by step time, peaks falling), which gives
+    the least peak of all those at most a given step time. Both grow by a bisection per add; the tests then cost
+    a bisection each (where a view of every configuration's running minimum, rebuilt after each add, made a
+    search that simulates thousands quadratic)."""
 
     def __init__(self) -> None:
-        self.times: list[float] = []
-        self.peaks: list[float] = []  # in the order of self.times
+        self.distinct_times: list[float] = []
+        self.stair_times: list[float] = []
+        self.stair_peaks: list[float] = []  # strictly falling along stair_times
         self._view: _FrontierView | None = None
 
     def add(self, time: float, peak: float) -> None:
-        i = bisect.bisect_right(self.times, time)
-        self.times.insert(i, time)
-        self.peaks.insert(i, peak)
+        i = bisect.bisect_left(self.distinct_times, time)
+        if i == len(self.distinct_times) or self.distinct_times[i] != time:
+            self.distinct_times.insert(i, time)
+        i = bisect.bisect_right(self.stair_times, time)
+        if i == 0 or self.stair_peaks[i - 1] > peak:  # no configuration as fast needs as little memory
+            end = i
+            while end < len(self.stair_peaks) and self.stair_peaks[end] >= peak:  # slower and no leaner
+                end += 1
+            self.stair_times[i:end] = [time]
+            self.stair_peaks[i:end] = [peak]
         self._view = None
 
     def view(self) -> _FrontierView:
-        """The tests' sums as of now: made again only when asked after an add (the tests run tens of thousands
-        of times between the few thousand adds)."""
+        """The tests' data as of now, made again only when asked after an add: a snapshot a worker process can
+        take (the tests run tens of thousands of times between the few thousand adds)."""
         if self._view is None:
-            times = tuple(self.times)
-            self._view = _FrontierView(
-                times,
-                tuple(itertools.accumulate(self.peaks, min)),
-                tuple(itertools.accumulate(1 if i == 0 or t != times[i - 1] else 0 for i, t in enumerate(times))),
-            )
+            self._view = _FrontierView(tuple(self.distinct_times), tuple(self.stair_times), tuple(self.stair_peaks))
         return self._view
 
     def cannot_matter(self, bounds: Bounds, top: int) -> bool:
@@ -220,30 +226,33 @@ class _Frontier:
 
 @dataclass(frozen=True)
 class _FrontierView:
-    """The simulated configurations that fit, sorted by step time, with for each k the least peak of the first k
-    and how many distinct step times they hold."""
+    """The simulated configurations that fit: their distinct step times, sorted, and their staircase of least
+    peaks (:class:`_Frontier`)."""
 
-    times: tuple[float, ...]
-    least_peaks: tuple[float, ...]
-    distinct: tuple[int, ...]
+    distinct_times: tuple[float, ...]
+    stair_times: tuple[float, ...]
+    stair_peaks: tuple[float, ...]
 
-    def _faster(self, time: float, top: int) -> int:
-        """How many are at most ``time``, where those hold ``top`` distinct step times; else 0."""
-        faster = bisect.bisect_right(self.times, time)
-        return faster if faster >= top and self.distinct[faster - 1] >= top else 0
+    def _least_peak_if_enough(self, time: float, top: int) -> float | None:
+        """The least peak of the configurations at most ``time``, where those hold ``top`` distinct step times;
+        else None."""
+        fastest = bisect.bisect_right(self.stair_times, time)
+        if fastest == 0 or bisect.bisect_right(self.distinct_times, time) < top:
+            return None
+        return self.stair_peaks[fastest - 1]
 
     def cannot_matter(self, bounds: Bounds, top: int) -> bool:
         """At least ``top`` distinct step times are no slower than the bound (the ranking lists ``top`` distinct
         ones, an exact tie needing more memory left out: :func:`~pipesim.plan.ranking.distinct_top`), and one of
         the configurations that fast also needs no more memory than the memory bound."""
-        faster = self._faster(bounds.time_s, top)
-        return faster > 0 and self.least_peaks[faster - 1] <= bounds.memory_gib
+        least = self._least_peak_if_enough(bounds.time_s, top)
+        return least is not None and least <= bounds.memory_gib
 
     def outranked(self, time_bound: float, peak_gib: float, top: int) -> bool:
         """As :meth:`cannot_matter`, for a configuration whose exact peak is known: one of those as fast as its
         bound needs less memory (strictly: an exact tie on both axes is left to the front, which keeps one)."""
-        faster = self._faster(time_bound, top)
-        return faster > 0 and self.least_peaks[faster - 1] < peak_gib
+        least = self._least_peak_if_enough(time_bound, top)
+        return least is not None and least < peak_gib
 
 
 def run_plan(
