@@ -74,7 +74,8 @@ def test_a_frameworks_defaults_for_what_the_layout_lacks_earn_no_note(capsys):
 def test_megatron_is_the_default_and_a_given_flag_wins():
     assert _layout() == _layout(framework="megatron")
     given = _layout(framework="torchtitan", elementwise="fused", loss="megatron", grad_accumulation="fused",
-                    overlap_tp_dgrad=True, column_input="regather", mlp_up="fused")
+                    overlap_tp_dgrad=True, column_input="regather", mlp_up="fused", overlap_grad_reduce=False,
+                    grad_buckets="megatron")
     assert given == _layout()
     assert _layout(framework="megatron-deepspeed", p2p_tensor="whole").p2p_tensor is BoundaryTensor.WHOLE
     assert _layout(framework="nanotron", column_input="saved").column_input is ColumnInput.SAVED
@@ -143,12 +144,15 @@ def test_frameworks_that_wait_for_their_collectives_predict_a_slower_step(capsys
 
 def test_nanotrons_ddp_reduces_the_gradients_beside_the_last_backward(capsys):
     """nanotron's DDP comm hook reduces each FP32 bucket as it fills during the last microbatch's backward
-    (GradReduce.DDP_HOOKS, ZeRO 0 and 1); Megatron unasked, torchtitan and DeepSpeed's engine after it; a flag
-    given wins either way, and the overlapped reduce cannot make the step longer."""
+    (GradReduce.DDP_HOOKS, ZeRO 0 and 1), and torchtitan's replicate each module's beside it; Megatron unasked
+    and DeepSpeed's engine after it; a flag given wins either way, and the overlapped reduce cannot make the step
+    longer."""
     assert _layout(framework="nanotron").overlap_grad_reduce
     assert _layout(framework="nanotron", zero=1).overlap_grad_reduce
     assert not _layout(framework="nanotron", overlap_grad_reduce=False).overlap_grad_reduce
-    others = ("megatron", "torchtitan", "megatron-deepspeed")
+    assert _layout(framework="torchtitan").overlap_grad_reduce
+    assert not _layout(framework="torchtitan", zero=2).overlap_grad_reduce  # FSDP's per-layer reduce-scatters
+    others = ("megatron", "megatron-deepspeed")
     assert not any(_layout(framework=f).overlap_grad_reduce for f in others)
     assert _layout(framework="megatron", overlap_grad_reduce=True).overlap_grad_reduce
     assert GradReduce.DDP_HOOKS.overlaps(ZeroStage.OPTIMIZER) and not GradReduce.DDP_HOOKS.overlaps(ZeroStage.GRADIENTS)

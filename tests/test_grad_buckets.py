@@ -153,3 +153,23 @@ def test_nanotron_buckets_every_stage_as_torch_ddp_does():
     asked = pipesim.simulate("1f1b", 2, 8, model="llama3.2-1b", dp=4, framework="nanotron",
                              grad_buckets="megatron").model_report
     assert asked.layout.grad_buckets is GradBuckets.MEGATRON  # the flag wins over the framework's default
+
+
+def test_torchtitan_reduces_per_module_the_embedding_last():
+    """torchtitan's replicate reduces each module on its own: Llama 3.1 8B over two stages at dp 4, the first
+    stage's last unit is the embedding (128,256 × 4,096), the second's its first transformer block (its QKV,
+    output, gate, up and down projections and two norms); without --pp, the embedding over the whole model."""
+    report = pipesim.simulate("1f1b", 2, 8, model="llama3.1-8b", dp=4, framework="torchtitan").model_report
+    lay = report.layout
+    assert lay.grad_buckets is GradBuckets.PER_MODULE and lay.overlap_grad_reduce
+    h, v, f = 4096, 128256, 14336
+    block = (h + 2 * 1024) * h + h * h + 3 * f * h + 2 * h
+    for stage, unit in ((0, v * h), (1, block)):
+        params = stage_breakdown(report.model, lay, stage).params
+        assert stage_last_bucket(report.model, lay, stage) == pytest.approx(unit / params, rel=1e-12)
+    whole = pipesim.simulate("1f1b", 1, 8, model="llama3.1-8b", dp=4, framework="torchtitan").model_report
+    assert stage_last_bucket(whole.model, whole.layout, 0) == pytest.approx(v * h / 8.03e9, rel=0.01)
+    # after the backward without the overlap, the whole reduce waits; beside it, only the embedding's share
+    after = pipesim.simulate("1f1b", 1, 8, model="llama3.1-8b", dp=4, framework="torchtitan",
+                             overlap_grad_reduce=False).model_report
+    assert whole.rank_times[0].grad_sync < 0.5 * after.rank_times[0].grad_sync

@@ -46,7 +46,11 @@ two together). An explicit flag always wins over the framework's default.
   norm with ``SequenceParallel()`` and hands the attention and MLP a ``Shard(1)`` input they all-gather, so
   ``--tp`` > 1 implies ``--sequence-parallel``. Its data
   parallelism is DDP or FSDP2: no ZeRO-1 (FSDP2 shards the weights; ``reshard_after_forward = "never"`` keeps
-  them gathered, ZeRO-2's shape). Unasked, it splits the layers over the stages counting the embedding and the
+  them gathered, ZeRO-2's shape). Without sharding it all-reduces each module's gradients as that module's
+  backward ends (``apply_replicate``, pytorch/torchtitan #2458, March 2026: the embedding, each block, the norm with
+  the output projection), on the last microbatch only (``GradReduce.DDP_HOOKS``, ``GradBuckets.PER_MODULE``: the
+  embedding's unit is the one reduced after the backward; ``--no-overlap-grad-reduce`` waits for all of it after
+  the backward instead). Unasked, it splits the layers over the stages counting the embedding and the
   head as a layer each (``pipeline_parallel_first/last_stage_less_layers = 1``), the remainder to the first
   stages: 32 layers over 4 stages are 8, 9, 8, 7 (``stage_split.effective_layer_split``). ``torch.distributed.
   pipelining`` overlaps the sends of its multi-stage schedules (interleaved, looped BFS, the zero-bubble ones,
@@ -152,7 +156,9 @@ class GradReduce(enum.Enum):
     # microbatch's backward only (``PipelineEngine._get_bwd_context``: ``no_sync`` before,
     # ``ddp_trigger_sync_in_bwd`` then), and its FP32 comm hook (``get_fp32_accum_hook``) all-reduces each 25 MB
     # bucket, or under ZeRO-1 reduce-scatters it, as the bucket fills; the trainer waits for the handles only
-    # before the optimizer step
+    # before the optimizer step. torchtitan's data parallelism without sharding the same way, per module
+    # (``apply_replicate``: FSDP2's post-backward all-reduces each unit, only on the last microbatch under a
+    # pipeline schedule, which turns gradient sync off before; its DDP before March 2026 with 100 MB buckets)
     DDP_HOOKS = "ddp-hooks"
     # in buckets beside the last backward, and the distributed optimizer's parameter gather beside the next step's
     # first forward: NeMo's recipes set Megatron-Core's overlap_grad_reduce and overlap_param_gather
@@ -215,6 +221,9 @@ class FrameworkKnobs:
     stage_split: SplitPolicy = SplitPolicy.EVEN_OR_LIGHTER_ENDS
     # when its data-parallel gradient reduce runs (GradReduce): after the backward, or beside the last one
     grad_reduce: GradReduce = GradReduce.AFTER_BACKWARD
+    # how its overlapped gradient reduce cuts a stage's gradients (GradBuckets, pipesim.analytic.grad_buckets):
+    # Megatron-Core's buckets, torch DDP's (nanotron), or a unit per module (torchtitan's replicate)
+    grad_buckets: GradBuckets = GradBuckets.MEGATRON
     # whether it shards the optimizer state over the replicas unasked (NeMo's distributed optimizer, ZeRO-1)
     distributed_optimizer: bool = False
     # what its FP8 runs keep of Transformer Engine's linears' weights where the optimizer state is sharded
@@ -256,12 +265,6 @@ class FrameworkKnobs:
         if not self.torch_pipelining:
             return PipelineBuffers.FREED
         return PipelineBuffers.TORCH if schedule in ("1f1b", "gpipe") else PipelineBuffers.TORCH_RUNTIME
-
-    @property
-    def grad_buckets(self) -> GradBuckets:
-        """How its overlapped gradient reduce buckets a stage's gradients: torch DDP's where DDP's hooks reduce them
-        (nanotron), Megatron-Core's otherwise (:mod:`pipesim.analytic.grad_buckets`)."""
-        return GradBuckets.TORCH_DDP if self.grad_reduce is GradReduce.DDP_HOOKS else GradBuckets.MEGATRON
 
     def dp_sync_overlaps(self, zero: ZeroStage, tuned: bool) -> tuple[bool, bool]:
         """(gradient reduce, parameter gather) overlapped with the passes in a run sharded at ``zero``: with the
@@ -398,13 +401,15 @@ KNOBS: dict[Framework, FrameworkKnobs] = {
         mlp_up=MlpUp.SPLIT, stage_split=SplitPolicy.EFFECTIVE_LAYERS,
         recomputes=(Recompute.NONE, Recompute.PER_OP, Recompute.FULL), distributed_saved_activations=False,
         overlapped_p2p_schedules=TORCH_RUNTIME_SCHEDULES, cp_kernels=CpKernels.PYTORCH, cp_comm=CpComm.ALL_GATHER,
-        torch_pipelining=True, fp8_linears=Fp8Linears.TORCHAO, fsdp2=True),
+        torch_pipelining=True, fp8_linears=Fp8Linears.TORCHAO, fsdp2=True, grad_reduce=GradReduce.DDP_HOOKS,
+        grad_buckets=GradBuckets.PER_MODULE),
     Framework.NANOTRON: FrameworkKnobs(
         ElementwiseKernels.EAGER_ACTIVATION, LossKernel.NANOTRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,
         column_input=ColumnInput.REGATHER_BLOCKING, selective=Recompute.SELECTIVE,
         zero2_collectives=ZeroCollectives.BUCKETED, zero_stages=(ZeroStage.NONE, ZeroStage.OPTIMIZER),
         p2p_calls=P2pCalls.SEQUENTIAL, schedules=("1f1b", "gpipe"), stage_split=SplitPolicy.COST_THRESHOLDS,
-        grad_reduce=GradReduce.DDP_HOOKS, precisions=(Precision.BF16,), recomputes=(Recompute.NONE, Recompute.FULL),
+        grad_reduce=GradReduce.DDP_HOOKS, grad_buckets=GradBuckets.TORCH_DDP, precisions=(Precision.BF16,),
+        recomputes=(Recompute.NONE, Recompute.FULL),
         partial_recompute=False, distributed_saved_activations=False),
     Framework.MEGATRON_DEEPSPEED: FrameworkKnobs(
         ElementwiseKernels.FUSED, LossKernel.MEGATRON, GradAccumulation.AUTOGRAD, overlap_tp_dgrad=False,

@@ -23,6 +23,14 @@ PyTorch's DDP (nanotron's data parallelism, :class:`~pipesim.analytic.frameworks
 same reverse-order rule (the Reducer's ``_compute_bucket_assignment_by_size``) with a cap in bytes of the
 gradients as the model holds them, ``bucket_cap_mb = 25`` (torch's default and nanotron's
 ``ddp_bucket_cap_mb``), on every stage.
+
+torchtitan's data parallelism without sharding (``apply_replicate`` in ``torchtitan/models/llama3/parallelize.py``
+since pytorch/torchtitan #2458, March 2026: ``replicate``, whose module is an ``FSDPModule``) reduces per module,
+as its FSDP does: the token embedding, each transformer block, and the final norm with the output projection are
+units of their own, each all-reduced when its backward ends (and, under pipelining, only in the last
+microbatch's backward). The unit the backward finishes last is the embedding on the first stage and the stage's
+first transformer block on every other (``GradBuckets.PER_MODULE``). Before it, torchtitan wrapped the model in
+torch's DDP with ``bucket_cap_mb=100``.
 """
 
 from __future__ import annotations
@@ -41,7 +49,10 @@ TORCH_DDP_BUCKET_BYTES = 25 * 2**20  # torch DistributedDataParallel's bucket_ca
 
 
 def bucket_capacity(model: ModelSpec, layout: Layout, stage: int) -> float | None:
-    """Parameters a bucket of ``stage`` closes at, per rank; None where the stage is one bucket."""
+    """Parameters a bucket of ``stage`` closes at, per rank; None where the stage is one bucket (or, per module,
+    cut by no size)."""
+    if layout.grad_buckets is GradBuckets.PER_MODULE:
+        return None
     if layout.grad_buckets is GradBuckets.TORCH_DDP:
         return TORCH_DDP_BUCKET_BYTES / model.dtype_bytes
     if stage != 0:  # Megatron buckets only the first pipeline stage's first model chunk
@@ -105,6 +116,19 @@ def stage_tensors_backward(model: ModelSpec, layout: Layout, stage: int, layer_k
     return runs
 
 
+def last_module(model: ModelSpec, layout: Layout, stage: int, layer_kinds: Sequence[LayerKind],
+                has_head: bool) -> float:
+    """Elements per rank of the module unit ``stage``'s backward finishes last where each module is reduced on its
+    own (``GradBuckets.PER_MODULE``): the embedding on the first stage, else the stage's first layer, else (a stage
+    of the LM head alone) the final norm with the output projection."""
+    if stage == 0:  # a tied output projection is the embedding's tensor, in the embedding's unit
+        return model.vocab * model.hidden / layout.tp + (model.seq_len * model.hidden if model.learned_positions
+                                                         else 0.0)
+    if layer_kinds:
+        return float(sum(layer_parameter_tensors(model, layout, layer_kinds[0])))
+    return sum(size * count for size, count in stage_tensors_backward(model, layout, stage, (), has_head))
+
+
 def last_bucket_share(model: ModelSpec, layout: Layout, stage: int, layer_kinds: Sequence[LayerKind],
                       has_head: bool) -> float:
     """The share of ``stage``'s parameters in the bucket its backward fills last (1: the stage is one bucket)."""
@@ -112,4 +136,6 @@ def last_bucket_share(model: ModelSpec, layout: Layout, stage: int, layer_kinds:
     total = sum(size * count for size, count in runs)
     if total <= 0:
         return 1.0
+    if layout.grad_buckets is GradBuckets.PER_MODULE:
+        return min(1.0, last_module(model, layout, stage, layer_kinds, has_head) / total)
     return min(1.0, last_bucket(runs, bucket_capacity(model, layout, stage)) / total)

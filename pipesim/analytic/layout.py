@@ -301,6 +301,11 @@ class GradBuckets(enum.Enum):
     MEGATRON = "megatron"
     # PyTorch's DistributedDataParallel (nanotron): buckets of 25 MiB of gradients on every stage
     TORCH_DDP = "torch-ddp"
+    # A unit per module, each reduced once its backward ends: torchtitan's replicate (FSDP2's machinery with a
+    # replicated mesh, since March 2026) wraps the embedding, each transformer block and the final norm with the
+    # output projection as units of their own, so the last is the embedding on the first stage and the stage's
+    # first layer on the others
+    PER_MODULE = "per-module"
 
 
 class P2pCalls(enum.Enum):

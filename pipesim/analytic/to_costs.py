@@ -165,7 +165,7 @@ def stage_last_bucket(model: ModelSpec, layout: Layout, stage: int) -> float:
     # what the share reads (the tensors' shapes per rank, the cut): the planner asks for it per stage of every
     # layout it builds a cost model for, and a mixture-of-experts stage holds thousands of expert tensors
     key = (model, stage == 0, kinds, head, layout.tp, layout.ep, layout.etp, layout.mlp_up, layout.num_stages == 1,
-           bucket_capacity(model, layout, stage))
+           layout.grad_buckets, bucket_capacity(model, layout, stage))
     share = _LAST_BUCKETS.get(key)
     if share is None:
         if len(_LAST_BUCKETS) >= _BREAKDOWNS_KEPT:

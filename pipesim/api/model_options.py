@@ -183,8 +183,9 @@ class ModelOptions:
             forward (True) or after the optimizer step (False); None: as the framework runs it (after, but for
             NeMo's recipes).
         grad_buckets: how an overlapped gradient reduce buckets a stage's gradients (the bucket the backward fills
-            last is reduced after it and gathered first): ``"megatron"`` (Megatron-Core's DDP) or ``"torch-ddp"``
-            (PyTorch's DistributedDataParallel, nanotron's); None: the framework's.
+            last is reduced after it and gathered first): ``"megatron"`` (Megatron-Core's DDP), ``"torch-ddp"``
+            (PyTorch's DistributedDataParallel, nanotron's) or ``"per-module"`` (a unit per module, torchtitan's
+            replicate); None: the framework's.
         ep: expert-parallel degree of a mixture-of-experts model, carved out of dp·cp (default 1).
         moe_imbalance: the most-loaded expert-parallel rank's routed tokens over the mean (≥ 1; default 1).
         moe_dispatcher: how tokens reach their experts: ``"alltoall"`` (one NCCL all-to-all each way, a copy per

@@ -232,8 +232,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="how an overlapped gradient reduce buckets a stage's gradients, whose last-filled "
                        "bucket (the first layers and the embedding) is reduced after the backward and gathered "
                        "first, before the next forward: megatron (Megatron-Core's DDP: max(40M, 1M·dp) "
-                       "parameters a bucket on the first stage, one bucket on the others) or torch-ddp (PyTorch "
-                       "DDP's 25 MiB buckets on every stage; nanotron's); default: the framework's")
+                       "parameters a bucket on the first stage, one bucket on the others), torch-ddp (PyTorch "
+                       "DDP's 25 MiB buckets on every stage; nanotron's) or per-module (each module its own unit, "
+                       "the embedding last; torchtitan's replicate); default: the framework's")
     group.add_argument("--halve-causal-attention", action="store_true", default=None,
                        help="count half of QKᵀ and ·V FLOPs (causal kernels skip them); default counts all")
     group.add_argument("--achievable-fraction", type=fraction, default=None,
