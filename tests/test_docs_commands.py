@@ -58,8 +58,9 @@ class Example:
         return f"{self.page}:{self.line}: {shlex.join(self.argv)}"
 
 
-def _logical_lines(body: str, console: bool):
-    """(line number within the block, command text, the next output line) for each command of a block."""
+def logical_lines(body: str, console: bool):
+    """(line number within the block, command text, the output lines shown after it up to the next command: a
+    console block's) for each command of a block."""
     raw = body.splitlines()
     index, heredoc_end = 0, None
     while index < len(raw):
@@ -75,10 +76,12 @@ def _logical_lines(body: str, console: bool):
         while text.rstrip().endswith("\\") and index < len(raw):
             text = text.rstrip()[:-1] + " " + raw[index].strip()
             index += 1
-        following = raw[index] if index < len(raw) else ""
+        shown = []
+        while console and index + len(shown) < len(raw) and not raw[index + len(shown)].startswith("$ "):
+            shown.append(raw[index + len(shown)])
         if match := HEREDOC.search(text):
             heredoc_end = match.group(1)
-        yield start, text, following
+        yield start, text, shown
 
 
 def examples() -> list[Example]:
@@ -87,7 +90,8 @@ def examples() -> list[Example]:
         text = page.read_text()
         for block in FENCE.finditer(text):
             first_line = text[: block.start()].count("\n") + 2
-            for offset, command, following in _logical_lines(block.group(2), block.group(1) == "console"):
+            for offset, command, output in logical_lines(block.group(2), block.group(1) == "console"):
+                following = output[0] if output else ""
                 for part in command.split("&&"):
                     argv = tuple(shlex.split(part, comments=True))
                     if argv:
