@@ -203,6 +203,14 @@ def test_a_framework_refuses_what_its_code_does_not_offer(capsys):
     runs 1F1B only: simulate refuses the rest in one line, plan searches only what the framework offers."""
     assert main(["simulate", "--model", "llama3.2-1b", "--framework", "nanotron", "--zero", "3", "--dp", "4"]) == 2
     assert "--zero 3: nanotron does not shard that way (it offers --zero 0, 1)" in capsys.readouterr().err
+    # what was asked is named: --distributed-optimizer, not a --zero the user never typed
+    assert main(["simulate", "--model", "llama3.2-1b", "--framework", "torchtitan", "--distributed-optimizer",
+                 "--dp", "4"]) == 2
+    assert "--distributed-optimizer (ZeRO-1): torchtitan does not shard that way" in capsys.readouterr().err
+    # torchtitan's FSDP under a pipeline keeps the gathered weights all step: --zero 3, said so
+    assert main(["simulate", "--model", "llama3.2-1b", "--framework", "torchtitan", "--zero", "2", "--dp", "4",
+                 "--pp", "2"]) == 2
+    assert "which pipesim runs as --zero 3: use --zero 3" in capsys.readouterr().err
     assert main(["simulate", "--model", "llama3.2-1b", "--framework", "megatron-deepspeed", "-s", "interleaved",
                  "--pp", "2"]) == 2
     assert "schedule interleaved: megatron-deepspeed's pipeline engine does not run it" in capsys.readouterr().err

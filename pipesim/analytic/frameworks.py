@@ -353,12 +353,21 @@ class FrameworkKnobs:
             raise PipesimError(f"--recompute-layers {layers}: {framework} recomputes every layer or none; drop "
                                "--recompute-layers or --framework")
 
-    def check_zero(self, zero: ZeroStage, framework: str) -> None:
-        """Refuse a ZeRO stage the framework does not offer, naming the ones it does."""
+    def check_zero(self, zero: ZeroStage, framework: str, pp: int = 1, distributed_optimizer: bool = False) -> None:
+        """Refuse a ZeRO stage the framework does not offer, naming the ones it does (``distributed_optimizer``:
+        asked as ``--distributed-optimizer``), or one its FSDP runs as another under a pipeline of ``pp``
+        stages."""
         if zero not in self.zero_stages:
             offered = ", ".join(str(int(z)) for z in self.zero_stages)
-            raise PipesimError(f"--zero {int(zero)}: {framework} does not shard that way (it offers --zero "
+            asked = "--distributed-optimizer (ZeRO-1)" if distributed_optimizer else f"--zero {int(zero)}"
+            raise PipesimError(f"{asked}: {framework} does not shard that way (it offers --zero "
                                f"{offered}); choose one of those or drop --framework")
+        if zero is ZeroStage.GRADIENTS and pp > 1 and self.zero2_collectives is ZeroCollectives.PER_LAYER:
+            # torchtitan's apply_fsdp: under a pipeline reshard_after_forward defaults to off ("to avoid
+            # per-microbatch all-gathers") and the pipeline stage keeps the gathered weights until its last backward
+            raise PipesimError(f"--zero 2 with --pp {pp}: {framework}'s FSDP under a pipeline keeps each stage's "
+                               "weights gathered from its first forward to its last backward (reshard_after_forward "
+                               "off, its default there), which pipesim runs as --zero 3: use --zero 3")
 
     def check_precision(self, precision: Precision, framework: str) -> None:
         """Refuse a GEMM precision the framework's model code does not train in, naming the ones it does."""

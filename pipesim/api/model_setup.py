@@ -127,7 +127,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     distributed_optimizer = (bool(o.distributed_optimizer) if o.distributed_optimizer is not None
                              else o.zero is None and framework.distributed_optimizer and dp * (o.cp or 1) > 1)
     sharded = ZeroStage.OPTIMIZER if o.zero is None and distributed_optimizer else zero  # the stage asked for
-    framework.check_zero(sharded, o.framework or "megatron")
+    framework.check_zero(sharded, o.framework or "megatron", shape.pp,
+                         distributed_optimizer=o.zero is None and bool(o.distributed_optimizer))
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
     framework.check_precision(precision, o.framework or "megatron")
     # Async TP overlaps every TP collective with a GEMM: a framework whose plain TP waits (torchtitan's, without
