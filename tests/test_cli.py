@@ -200,3 +200,24 @@ def test_no_help_text_shows_an_unfilled_placeholder():
     for name in NAMES:
         text = subparsers.choices[name].format_help()
         assert not re.search(r"\{[A-Z_]+\}", text), f"pipesim {name} --help: {re.search(r'.{40}[{][A-Z_]+[}]', text)}"
+
+
+@pytest.mark.parametrize("argv, written", [
+    (["simulate", "--pp", "4", "--mb", "16", "--timeline", "t.csv", "--plot", "g.png"], ["t.csv", "g.png"]),
+    (["plan", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--gpus", "8", "--global-batch", "32",
+      "--schedules", "1f1b", "-o", "plan.csv", "--plot", "p.png"], ["plan.csv", "p.png"]),
+])
+def test_a_reader_that_leaves_does_not_stop_the_files(argv, written, tmp_path):
+    """`pipesim plan … -o plan.parquet | head`: the reader closes the pipe before the command has printed
+    everything; the command still writes every file it was asked for, and says success only then."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "pipesim.cli.main", *argv], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert err == b""
+    for name in written:
+        assert (tmp_path / name).stat().st_size > 0, name

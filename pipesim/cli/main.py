@@ -16,6 +16,7 @@ import sys
 from pipesim import __version__
 from pipesim.cli.commands import NAMES, command
 from pipesim.errors import PipesimError
+from pipesim.io.stdout import point_at_devnull, tolerate_leaving_reader
 
 EXIT_USAGE = 2
 
@@ -68,11 +69,14 @@ def _run(argv: list[str]) -> int:
             # a pasted launch line's training flags (learning rate, data, checkpoints): said, not silently dropped
             print(f"note: ignored (--ignore-unknown; check that none changes the layout or the kernels): "
                   f"{' '.join(unknown)}", file=sys.stderr)
-        return args.func(args)
+        # a reader that leaves early (`pipesim plan … -o plan.parquet | head`) must not stop the files being written
+        with tolerate_leaving_reader():
+            return args.func(args)
     except PipesimError as err:
         print(f"pipesim: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:  # `pipesim lower | head`
+    except BrokenPipeError:  # a write past sys.stdout (its buffer) after the reader left: nothing left to write
+        point_at_devnull(sys.stdout)
         return 0
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM where a command turns it into an interrupt
         signum = getattr(err, "signum", signal.SIGINT)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import atexit
 import io
-import os
 import sys
 from pathlib import Path
 
+from pipesim.io.stdout import point_at_devnull
 from pipesim.plots.gantt import plt, save_figure
 
 COLUMN_WIDTH_IN = 3.5  # one column of a two-column paper
@@ -114,10 +114,7 @@ def record_output(out: Path, name: str) -> Path:
             print(f"wrote {path}")
             sys.stdout.flush()
         except BrokenPipeError:  # the terminal's reader is gone; the file is written
-            # point the descriptor at /dev/null so the interpreter's own flush at exit has nowhere to fail
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            point_at_devnull(sys.stdout)
 
     atexit.register(close)
     return path
