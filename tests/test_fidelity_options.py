@@ -575,7 +575,7 @@ def test_fp8_is_faster_on_h100():
     (["--hardware", "a100-80gb", "--fp8"], "no FP8"),
     (["--dp", "2", "--zero", "2", "--pp", "2"], "--zero 2"),
     (["--async-tp"], "--tp is 1"),
-    (["--cp", "3"], "not divisible by 6"),
+    (["--cp", "3"], "not divisible by 6; use a --cp whose 2·cp divides it (2, 4, 8, 16, 32, 64)"),
     (["--stage-layers", "10,10"], "sums to 20"),
     (["--dp", "2", "--distributed-optimizer", "--zero", "3"], "keep one"),
 ])

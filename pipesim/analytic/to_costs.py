@@ -265,10 +265,12 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
         raise PipesimError(f"model {model.name}'s sliding-window attention under --cp {cp} is not modelled (each "
                            "context-parallel rank's share of a window depends on the ring's chunks); use --cp 1")
     if cp > 1 and model.seq_len % (2 * cp):
+        fits = [c for c in range(2, min(model.seq_len // 2, 64) + 1) if model.seq_len % (2 * c) == 0]
         raise PipesimError(
             f"--cp {cp} splits each sequence into 2·cp = {2 * cp} load-balanced chunks, but "
-            f"--seq-len {model.seq_len} is not divisible by {2 * cp}"
-        )
+            f"--seq-len {model.seq_len} is not divisible by {2 * cp}; use a --cp whose 2·cp divides it"
+            + (f" ({', '.join(map(str, fits[:6]))}{', …' if len(fits) > 6 else ''})" if fits else "")
+            + " or a --seq-len that 2·cp divides")
     if cp > 1 and layout.cp_comm.all_to_all:
         a = layout.cp_a2a_ranks
         flag = f"--cp {cp}" if layout.cp_comm is CpComm.A2A else f"the all-to-all groups' {a}"
