@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -150,6 +152,24 @@ def test_simulate_refuses_model_options_without_a_model():
         pipesim.simulate("1f1b", model="llama2-7b", tp=2, tensor_parallel=2)  # only the unknown one named
     with pytest.raises(PipesimError, match=r"synthesize\(\) got unknown option\(s\) microbatches;"):
         pipesim.synthesize(model="llama2-7b", microbatches=4)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"tp": "8"}, "tp='8' must be a whole number"),  # a string where the command line's flag would parse it
+    ({"tp": 0}, "tp=0 must be ≥ 1"),  # was accepted, and simulated as tp 1
+    ({"zero": 5}, "zero=5 must be from 0 to 3"),
+    ({"moe_imbalance": "x"}, "moe_imbalance='x' must be a finite number"),
+    ({"sequence_parallel": "yes"}, "sequence_parallel='yes' must be True or False"),
+])
+def test_a_library_option_of_the_wrong_kind_is_one_line(options, message):
+    """What the command line's parser refuses in a flag, the library refuses in a keyword: one line naming it,
+    not a TypeError from deep in the model, nor a value taken silently."""
+    with pytest.raises(PipesimError, match=re.escape(f"simulate(): {message}")):
+        pipesim.simulate("1f1b", 2, 4, model="llama2-7b", **options)
+    # what the command line would take is taken: numpy's integers and booleans, a layer count of 0 on an end stage
+    report = pipesim.simulate("1f1b", 2, 4, model="llama2-7b", tp=np.int64(2), sequence_parallel=np.bool_(True),
+                              first_stage_layers=0).model_report
+    assert report.layout.tp == 2 and report.layout.sequence_parallel
 
 
 @pytest.mark.parametrize("schedule", ["1f1b", "interleaved", "zb-v"])

@@ -8,7 +8,11 @@ report), so that ``pipesim simulate`` on unit costs parses its flags without imp
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, fields, replace
+
+import numpy as np
 
 from pipesim.analytic.stage_split import StageSplitRequest
 from pipesim.errors import PipesimError
@@ -19,6 +23,38 @@ __all__ = ["ModelOptions", "check_no_model_options"]
 
 # Options renamed since a release a notebook may have been written against: old keyword → new
 RENAMED_OPTIONS: dict[str, str] = {"optimizer_shard_group": "shard_group"}  # hybrid sharding took ZeRO-2/3 too
+
+# The least value of each whole-number option a library call may give, where it is not 1 (the command line's flags
+# take the same: --first-stage-layers and --last-stage-layers ≥ 0, --zero 0–3); and the most, where there is one
+_INT_RANGES = {"first_stage_layers": (0, None), "last_stage_layers": (0, None), "stages_after_head": (0, None),
+               "zero": (0, 3)}
+
+
+def _checked_kind(caller: str, name: str, value: object, annotation: str) -> object:
+    """A library call's option as Python's own kind (numpy's integers and booleans as ``int`` and ``bool``), or,
+    of the wrong kind, refused in one line naming it, as the command line's parser refuses a flag's: a whole
+    number in its range, a finite number, True or False (options the engine parses from words, and lists, are
+    checked where they are parsed)."""
+    if value is None:
+        return value
+    if annotation == "int | None":
+        low, high = _INT_RANGES.get(name, (1, None))
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise PipesimError(f"{caller}(): {name}={value!r} must be a whole number")
+        if value < low or (high is not None and value > high):
+            span = f"≥ {low}" if high is None else f"from {low} to {high}"
+            raise PipesimError(f"{caller}(): {name}={value!r} must be {span}")
+        return int(value)
+    if annotation == "float | None":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise PipesimError(f"{caller}(): {name}={value!r} must be a finite number")
+        return float(value)
+    if annotation == "bool | None":
+        if not isinstance(value, (bool, np.bool_)):
+            raise PipesimError(f"{caller}(): {name}={value!r} must be True or False")
+        return bool(value)
+    return value
+
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -282,7 +318,8 @@ class ModelOptions:
         if unknown:
             raise PipesimError(f"{caller}() got unknown option(s) {', '.join(unknown)}; model options are "
                                f"{', '.join(cls.__dataclass_fields__)}")
-        return cls(**options)
+        return cls(**{name: _checked_kind(caller, name, value, cls.__dataclass_fields__[name].type)
+                      for name, value in options.items()})
 
     def stage_split(self) -> StageSplitRequest:
         """The layer split asked for, per model slice or, with Megatron-LM's flags, per pipeline rank."""
