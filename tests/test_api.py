@@ -172,6 +172,18 @@ def test_a_library_option_of_the_wrong_kind_is_one_line(options, message):
     assert report.layout.tp == 2 and report.layout.sequence_parallel
 
 
+def test_plans_keywords_are_checked_in_one_line():
+    """plan() forwards its search space to plan_request: a keyword it does not take, or GPUs that are not a
+    whole number, is one line naming it (a TypeError from inside the search before)."""
+    with pytest.raises(PipesimError, match=r"plan\(\) got unknown option\(s\) tp; the search space's options are "
+                                           r"hardware, "):
+        pipesim.plan("llama3.2-1b", 8, 32, tp=[1, 2])
+    with pytest.raises(PipesimError, match=re.escape("plan(): gpus='8' must be a whole number")):
+        pipesim.plan("llama3.2-1b", "8", 32)
+    with pytest.raises(PipesimError, match=re.escape("plan(): global_batch=0 must be ≥ 1")):
+        pipesim.plan("llama3.2-1b", 8, 0)
+
+
 @pytest.mark.parametrize("schedule", ["1f1b", "interleaved", "zb-v"])
 def test_memory_over_time_peaks_at_the_reported_peak(schedule):
     result = pipesim.simulate(schedule, pp=4, mb=8, activation_bytes=2**30)

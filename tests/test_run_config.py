@@ -323,5 +323,5 @@ def test_plan_of_a_config_ranks_its_own_layout_at_simulates_time(tmp_path):
     assert mine == [pytest.approx(pipesim.simulate(config=config).step_time, rel=1e-9)]
     with pytest.raises(PipesimError, match="states its model"):
         pipesim.plan("llama3.2-1b", config=config)
-    with pytest.raises(PipesimError, match="plan needs --model"):
+    with pytest.raises(PipesimError, match="plan needs a model, the GPUs and the global batch"):
         pipesim.plan(gpus=8)

@@ -30,6 +30,17 @@ _INT_RANGES = {"first_stage_layers": (0, None), "last_stage_layers": (0, None), 
                "zero": (0, 3)}
 
 
+def whole_number(caller: str, name: str, value: object, low: int = 1, high: int | None = None) -> int:
+    """``value`` as an ``int`` (numpy's integers too), or a one-line error naming ``caller``'s keyword ``name``
+    where it is not a whole number from ``low`` to ``high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PipesimError(f"{caller}(): {name}={value!r} must be a whole number")
+    if value < low or (high is not None and value > high):
+        span = f"≥ {low}" if high is None else f"from {low} to {high}"
+        raise PipesimError(f"{caller}(): {name}={value!r} must be {span}")
+    return int(value)
+
+
 def _checked_kind(caller: str, name: str, value: object, annotation: str) -> object:
     """A library call's option as Python's own kind (numpy's integers and booleans as ``int`` and ``bool``), or,
     of the wrong kind, refused in one line naming it, as the command line's parser refuses a flag's: a whole
@@ -38,13 +49,7 @@ def _checked_kind(caller: str, name: str, value: object, annotation: str) -> obj
     if value is None:
         return value
     if annotation == "int | None":
-        low, high = _INT_RANGES.get(name, (1, None))
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise PipesimError(f"{caller}(): {name}={value!r} must be a whole number")
-        if value < low or (high is not None and value > high):
-            span = f"≥ {low}" if high is None else f"from {low} to {high}"
-            raise PipesimError(f"{caller}(): {name}={value!r} must be {span}")
-        return int(value)
+        return whole_number(caller, name, value, *_INT_RANGES.get(name, (1, None)))
     if annotation == "float | None":
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise PipesimError(f"{caller}(): {name}={value!r} must be a finite number")

@@ -3,6 +3,7 @@ found by simulating each candidate's real schedule (the search is :mod:`pipesim.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,6 +39,7 @@ from pipesim.analytic.layout import (
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
 from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
+from pipesim.api.model_options import whole_number
 from pipesim.api.plan_rendering import counts_line, header, ranking_text
 from pipesim.errors import PipesimError, parse_choice
 from pipesim.plan.ranking import distinct_top
@@ -459,7 +461,15 @@ def plan(
         if job.micro_batch is not None and "micro_batch_sizes" not in space:  # the run's own among those searched
             space["micro_batch_sizes"] = sorted({*PLAN_DEFAULTS.micro_batch_sizes, job.micro_batch})
     if model is None or gpus is None or global_batch is None:
-        raise PipesimError("plan needs --model, --gpus and --global-batch (or --config, a run's configuration file)")
+        raise PipesimError("plan needs a model, the GPUs and the global batch (--model, --gpus and --global-batch; "
+                           "plan(model, gpus, global_batch)), or --config, a run's configuration file")
+    searchable = [name for name, p in inspect.signature(plan_request).parameters.items()
+                  if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(space) - set(searchable))
+    if unknown:
+        raise PipesimError(f"plan() got unknown option(s) {', '.join(unknown)}; the search space's options are "
+                           f"{', '.join(searchable)} (the layout itself, tp, pp, dp and the rest, is what it searches)")
+    gpus, global_batch = whole_number("plan", "gpus", gpus), whole_number("plan", "global_batch", global_batch)
     request = plan_request(model, gpus, global_batch, **space)
     with Workers(jobs, cluster) as workers:
         result = run_plan(request, top=top, workers=workers, progress=progress, on_queue=on_queue)
