@@ -423,3 +423,22 @@ def test_an_exposed_data_parallel_sync_names_the_switches_that_would_hide_it(cap
                  "--seq-len", "4096", "--sequence-parallel", "--distributed-optimizer", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model_report"]["layout"]["dp_sync_note"] == plain
     assert simulate(None, model="gpt-1.7b", dp=64, pp=1, mb=8, seq_len=4096).model_report.dp_sync_note is None
+
+
+def test_a_parameter_gather_overlapped_alone_is_noted_as_megatron_lm_refuses_it(capsys):
+    """Megatron-LM asserts ``--overlap-grad-reduce`` beside ``--overlap-param-gather`` (arguments.py): pipesim
+    simulates the pair as given, a what-if, and says so under Megatron-LM; with the reduce overlapped too, under
+    NeMo (which sets Megatron-Core's DDP config itself) or without replicas it says nothing."""
+    common = dict(model="llama2-7b", pp=1, mb=4, distributed_optimizer=True, overlap_param_gather=True)
+
+    def note(**extra):
+        return simulate(None, **common, **extra).model_report.param_gather_note
+
+    assert "Megatron-LM refuses --overlap-param-gather without --overlap-grad-reduce" in note(dp=8)
+    assert note(dp=8, overlap_grad_reduce=True) is None
+    assert note(dp=8, framework="nemo", overlap_grad_reduce=False) is None
+    assert note(dp=1) is None  # nothing reduced, nothing gathered
+    assert main(["simulate", "--model", "llama2-7b", "--pp", "1", "--mb", "4", "--dp", "8", "--distributed-optimizer",
+                 "--overlap-param-gather", "--json"]) == 0
+    assert "Must use --overlap-param-gather" in json.loads(capsys.readouterr().out)["model_report"]["layout"][
+        "param_gather_note"]

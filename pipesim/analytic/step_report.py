@@ -19,7 +19,7 @@ from pipesim.analytic.attention_shapes import REFERENCE_SEQ
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of
 from pipesim.analytic.flops import model_flops_per_microbatch
-from pipesim.analytic.frameworks import runs_megatron_core
+from pipesim.analytic.frameworks import DEFAULT_FRAMEWORK, Framework, runs_megatron_core
 from pipesim.analytic.kernels import attention_shape_factors, fused_attention_slowdown, kv_repeat, runs_unvectorised
 from pipesim.analytic.layout import (
     DEFAULT_RECOMPUTE_MODULES,
@@ -134,6 +134,20 @@ class StepReport:
                 "--framework nemo, set) would overlap it with the passes")
 
     @property
+    def param_gather_note(self) -> str | None:
+        """A note where a Megatron-LM run overlaps the parameter gather but not the gradient reduce, a pair its
+        command line refuses (``megatron/training/arguments.py``: "Must use --overlap-param-gather with
+        --overlap-grad-reduce"): simulated as given, a what-if Megatron-LM does not launch. None elsewhere (NeMo
+        sets Megatron-Core's DDP config itself, past that check)."""
+        lay = self.layout
+        megatron_lm = Framework(self.framework or DEFAULT_FRAMEWORK.value) is Framework.MEGATRON
+        if not (megatron_lm and lay.overlap_param_gather and not lay.overlap_grad_reduce and lay.reduces_gradients):
+            return None
+        return ("Megatron-LM refuses --overlap-param-gather without --overlap-grad-reduce (\"Must use "
+                "--overlap-param-gather with --overlap-grad-reduce\"): simulated as given; add "
+                "--overlap-grad-reduce for a run it launches")
+
+    @property
     def tokens_per_second(self) -> float:
         return self.tokens_per_step / self.step_time
 
@@ -184,7 +198,7 @@ class StepReport:
                        "shard_group": lay.shard_group,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
                        "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
-                       "dp_sync_note": self.dp_sync_note,
+                       "dp_sync_note": self.dp_sync_note, "param_gather_note": self.param_gather_note,
                        "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "cp_comm_type": lay.cp_comm.value,
                        "cp_kernels": lay.cp_kernels.value,
                        "hierarchical_context_parallel_sizes": ([lay.cp_a2a_ranks, lay.cp_ring_ranks]
@@ -478,7 +492,7 @@ def report_text(report: StepReport) -> str:
                      f"of published logs, one run's +{low:.0%}…+{high:.0%}; at most the capacity)")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
     for note in (lay.sharding_note, lay.column_input_note, lay.grad_reduce_note, *lay.inert_flag_notes,
-                 report.dp_sync_note):
+                 report.dp_sync_note, report.param_gather_note):
         if note:
             lines.append(f"note: {note}")
     return "\n".join(lines)
