@@ -210,9 +210,6 @@ def test_no_help_text_shows_an_unfilled_placeholder():
 def test_a_reader_that_leaves_does_not_stop_the_files(argv, written, tmp_path):
     """`pipesim plan … -o plan.parquet | head`: the reader closes the pipe before the command has printed
     everything; the command still writes every file it was asked for, and says success only then."""
-    import subprocess
-    import sys
-
     proc = subprocess.Popen([sys.executable, "-m", "pipesim.cli.main", *argv], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # the reader is gone before the first line
