@@ -218,3 +218,12 @@ def test_a_reader_that_leaves_does_not_stop_the_files(argv, written, tmp_path):
     assert err == b""
     for name in written:
         assert (tmp_path / name).stat().st_size > 0, name
+
+
+@pytest.mark.parametrize("module", ["pipesim", "pipesim.cli"])
+def test_python_dash_m_runs_the_command(module):
+    """`python -m pipesim simulate …`, the way many tools are run, is the `pipesim` command."""
+    result = subprocess.run([sys.executable, "-m", module, "simulate", "--pp", "4", "--mb", "16"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "makespan 57 units" in result.stdout
