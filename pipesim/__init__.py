@@ -13,7 +13,7 @@ So is the Python API of every command (:mod:`pipesim.api`): ``pipesim.simulate``
 so ``import pipesim`` stays cheap (no pandas, matplotlib, numba or the planner until a function is called).
 """
 
-from importlib import import_module
+from importlib import import_module as _import_module
 
 from pipesim.errors import PipesimError, ScheduleError
 from pipesim.program.blocks import Passes, alternate, backwards, forwards, input_grads, overlapped, weight_grads
@@ -37,9 +37,9 @@ __version__ = "0.2.0"
 
 def __getattr__(name: str):
     if name == "plan":  # the planner package, which calls pipesim.api.plan (see pipesim/plan/__init__.py)
-        return import_module("pipesim.plan")
+        return _import_module("pipesim.plan")
     if name in _API_NAMES:
-        value = getattr(import_module("pipesim.api"), name)
+        value = getattr(_import_module("pipesim.api"), name)
         globals()[name] = value  # later accesses skip this hook
         return value
     raise AttributeError(f"module 'pipesim' has no attribute {name!r}")

@@ -75,6 +75,10 @@ def test_api_module_documents_and_exports_every_name():
     assert callable(pipesim.plan)
     with pytest.raises(AttributeError):
         pipesim.no_such_thing  # noqa: B018
+    # what a notebook's completion lists: the public names, not the helpers the package imports for itself
+    public = {name for name in dir(pipesim) if not name.startswith("_")}
+    assert set(pipesim.__all__) <= public
+    assert "import_module" not in public
 
 
 def test_defaults_are_the_command_lines():
@@ -301,6 +305,17 @@ def test_sweep_equals_the_clis_table(tmp_path, capsys):
     assert zb["makespan"].nunique() == 2  # I reaches split-backward schedules
     fused = frame[(frame["schedule"] == "1f1b") & (frame["pp"] == 4) & (frame["microbatches"] == 8)]
     assert fused["makespan"].nunique() == 1  # and not fused ones
+
+
+def test_sweep_takes_plans_spelling_of_the_schedules(tmp_path, capsys):
+    """plan's flag and keyword are --schedules/schedules=; sweep takes them for its --schedule/schedule= (not
+    both at once)."""
+    frame = pipesim.sweep(schedules="1f1b,zb-h1", pp=[2], mb=[4])
+    assert pipesim.sweep(["1f1b", "zb-h1"], pp=[2], mb=[4]).equals(frame)
+    cli(capsys, "sweep", "--schedules", "1f1b,zb-h1", "--pp", "2", "--mb", "4", "-q", "-o", str(tmp_path / "s.csv"))
+    assert pd.read_csv(tmp_path / "s.csv")["schedule"].tolist() == frame["schedule"].tolist() == ["1f1b", "zb-h1"]
+    with pytest.raises(PipesimError, match="both schedule= and schedules="):
+        pipesim.sweep("1f1b", schedules="zb-h1")
 
 
 def test_sweep_help_names_its_schedules(capsys):

@@ -904,7 +904,8 @@ def test_context_parallel_flags_reach_the_report_and_the_frameworks(capsys):
     assert main([*argv, "--cp-comm-type", "a2a"]) == 0
     assert "context parallel Ulysses all-to-alls (Transformer Engine)" in capsys.readouterr().out
     assert main([*argv, "--cp-comm-type", "a2a+p2p"]) == 2
-    assert "needs --hierarchical-context-parallel-sizes A B with A·B = --cp 4" in capsys.readouterr().err
+    assert "needs --hierarchical-context-parallel-sizes A B with A·B = --cp 4 (the all-to-all groups' size, then the " \
+           "ring's); none was given" in capsys.readouterr().err
     assert main([*argv, "--cp-comm-type", "a2a+p2p", "--hierarchical-context-parallel-sizes", "2", "1"]) == 2
     assert "multiply to 2, not --cp 4" in capsys.readouterr().err
     nested = layout("--cp-comm-type", "a2a+p2p", "--hierarchical-context-parallel-sizes", "2", "2")

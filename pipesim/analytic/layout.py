@@ -832,8 +832,10 @@ class Layout:
         check_z_loss(self.loss, self.z_loss)
         hierarchical = self.cp_comm is CpComm.A2A_P2P
         if hierarchical and (self.cp_a2a_size is None or self.cp_a2a_size < 1 or self.cp % self.cp_a2a_size):
+            given = ("none was given" if self.cp_a2a_size is None
+                     else f"an all-to-all size of {self.cp_a2a_size}, which does not divide it")
             raise PipesimError(f"--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes A B with A·B = "
-                               f"--cp {self.cp} (the all-to-all groups' size, then the ring's); got {self.cp_a2a_size}")
+                               f"--cp {self.cp} (the all-to-all groups' size, then the ring's); {given}")
         if self.cp_a2a_size is not None and not hierarchical:
             raise PipesimError("--hierarchical-context-parallel-sizes sizes the levels of --cp-comm-type a2a+p2p; add "
                                "it or drop the sizes")

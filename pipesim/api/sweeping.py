@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipesim.api.defaults import SWEEP_DEFAULTS
+from pipesim.errors import PipesimError
 from pipesim.sim.costs import CostModel
 
 __all__ = ["sweep"]
@@ -19,8 +20,16 @@ def _listed(values) -> list:
     return list(values)
 
 
+def _schedules(schedule, schedules) -> str | Sequence[str]:
+    """The one list of schedule names, given as ``schedule`` or, as :func:`pipesim.plan` spells it, ``schedules``."""
+    if schedule is not None and schedules is not None:
+        raise PipesimError("sweep() got both schedule= and schedules=, which name the same list; keep one")
+    given = schedule if schedule is not None else schedules
+    return SWEEP_DEFAULTS.schedules if given is None else given
+
+
 def sweep(
-    schedule: str | Sequence[str] = SWEEP_DEFAULTS.schedules,
+    schedule: str | Sequence[str] | None = None,
     pp: int | Sequence[int] = SWEEP_DEFAULTS.pp,
     mb: int | Sequence[int] = SWEEP_DEFAULTS.microbatches,
     chunks: int | Sequence[int] | None = None,
@@ -34,11 +43,13 @@ def sweep(
     jobs: int = 1,
     cluster: str | None = None,
     progress: Callable[[int], None] | None = None,
+    schedules: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Simulate the grid (``pipesim sweep``): one row of metrics per configuration, in grid order.
 
     Args:
         schedule: schedule names or files (default gpipe, 1f1b, interleaved); a comma-separated string works.
+            ``schedules=`` (the spelling of :func:`pipesim.plan`) is taken for it; not both.
         pp: pipeline ranks (default 2, 4, 8).
         mb: microbatches (default 8, 16, 32, 64).
         chunks: chunks per rank (default: each schedule's own).
@@ -59,8 +70,8 @@ def sweep(
     """
     from pipesim.analysis.sweep import run_sweep
 
-    points = _points(schedule, pp, mb, chunks, forward, backward, backward_input, backward_weight, comm, costs,
-                     jobs)
+    points = _points(_schedules(schedule, schedules), pp, mb, chunks, forward, backward, backward_input,
+                     backward_weight, comm, costs, jobs)
     result = run_sweep(points, jobs=jobs, progress=progress, cluster=cluster)
     frame = result.frame
     frame.attrs.update(skipped=result.skipped, first_skip_reason=result.first_skip_reason)
@@ -84,9 +95,9 @@ def _points(schedule, pp, mb, chunks, forward, backward, backward_input, backwar
     return points
 
 
-def grid_size(schedule=SWEEP_DEFAULTS.schedules, pp=SWEEP_DEFAULTS.pp, mb=SWEEP_DEFAULTS.microbatches, chunks=None,
+def grid_size(schedule=None, pp=SWEEP_DEFAULTS.pp, mb=SWEEP_DEFAULTS.microbatches, chunks=None,
               *, forward=SWEEP_DEFAULTS.forward, backward=SWEEP_DEFAULTS.backward, backward_input=None,
-              backward_weight=None, comm=SWEEP_DEFAULTS.comm, costs=None, jobs: int = 1) -> int:
+              backward_weight=None, comm=SWEEP_DEFAULTS.comm, costs=None, jobs: int = 1, schedules=None) -> int:
     """How many configurations :func:`sweep` would simulate (checking the names and ``jobs`` on the way)."""
-    return len(_points(schedule, pp, mb, chunks, forward, backward, backward_input, backward_weight, comm, costs,
-                       jobs))
+    return len(_points(_schedules(schedule, schedules), pp, mb, chunks, forward, backward, backward_input,
+                       backward_weight, comm, costs, jobs))

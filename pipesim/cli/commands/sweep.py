@@ -20,7 +20,8 @@ def register(sub) -> None:
     swp = sub.add_parser(NAME, help="simulate a grid of configurations into a CSV/Parquet table",
                          description="Simulate every combination of the listed values (comma-separated) and "
                          "write one row of metrics per configuration. Points a schedule rejects are skipped.")
-    swp.add_argument("--schedule", "-s", default=_listing(d.schedules),
+    # --schedules as plan spells it: one list of names either way
+    swp.add_argument("--schedule", "--schedules", "-s", dest="schedule", default=_listing(d.schedules),
                      help=f"schedules, comma-separated (default: {_listing(d.schedules)})")
     swp.add_argument("--pp", type=positive_int_list, default=list(d.pp),
                      help=f"pipeline ranks (default {_listing(d.pp)})")
