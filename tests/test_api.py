@@ -269,6 +269,19 @@ def test_plan_best_is_the_clis_top_row(planned, capsys, tmp_path):
     assert len(written) == len(planned.candidates) == planned.search.considered
 
 
+def test_plan_times_a_token_budget_at_its_listed_steps(planned, capsys):
+    """--train-tokens: the best configuration's (or the rank asked for's) training time, as simulate gives it."""
+    best = planned.training("1B")
+    e = planned.best.evaluation
+    assert best.tokens_per_step == pytest.approx(e.tokens_per_s_per_gpu * 4 * e.step_time)
+    assert best.step_time == e.step_time and best.gpus == 4 and best.band is not None
+    assert planned.training(1e9, rank=2).days >= best.days
+    with pytest.raises(PipesimError, match="rank 4 is not a listed configuration"):
+        planned.training("1B", rank=4)
+    out = cli(capsys, "plan", *PLAN_FLAGS, "--train-tokens", "1B")
+    assert f"#1: {best.text()}" in out.splitlines()
+
+
 def test_plan_result_attributes(planned, tmp_path):
     assert planned.best is planned.ranked[0]
     times = [o.evaluation.step_time for o in planned.ranked]

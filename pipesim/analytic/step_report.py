@@ -41,6 +41,7 @@ from pipesim.analytic.params import active_params, total_params
 from pipesim.analytic.steady_state import StepBoundary
 from pipesim.analytic.time_breakdown import RankTime, rank_times
 from pipesim.analytic.to_costs import compute_pace, recomputed_layers, stage_layer_counts
+from pipesim.analytic.training_time import TrainingTime
 from pipesim.program.ir import OP_CODE, Op, PipelineShape
 from pipesim.sim.simulator import SimulationResult
 
@@ -150,6 +151,11 @@ class StepReport:
     @property
     def tokens_per_second(self) -> float:
         return self.tokens_per_step / self.step_time
+
+    def training(self, tokens: float) -> TrainingTime:
+        """``tokens`` trained at this step: the steps, days and GPU-hours, and the days its error band allows."""
+        return TrainingTime(tokens, self.tokens_per_step, self.step_time, self.layout.world_size,
+                            self.error_band.relative)
 
     def _utilization(self, flops: float) -> float:
         return flops / (self.step_time * self.layout.world_size * self.chip.peak_flops)

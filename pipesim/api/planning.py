@@ -50,6 +50,8 @@ from pipesim.plan.space import SEARCHED_PRECISIONS, PlanRequest
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pipesim.analytic.training_time import TrainingTime
+
 __all__ = ["PlanResult", "plan", "plan_request"]
 
 
@@ -96,6 +98,23 @@ class PlanResult:
         """The candidates on the Pareto front of step time against peak memory."""
         frame = self.candidates
         return frame[frame["pareto"]].reset_index(drop=True) if len(frame) else frame
+
+    def training(self, tokens: float | str, rank: int = 1) -> TrainingTime:
+        """A training run of ``tokens`` (a number, or text such as ``"2T"``) at the ``rank``-th listed
+        configuration's step (the best by default): its steps, days and GPU-hours, and the days its error band
+        allows (the steps alone: no checkpoints, evaluations or restarts)."""
+        from pipesim.analytic.training_time import TrainingTime, parse_tokens
+
+        budget = parse_tokens(str(tokens), "train_tokens")
+        if not 1 <= rank <= len(self.ranked):
+            listed = f"1–{len(self.ranked)}" if self.ranked else "none: nothing fits"
+            raise PipesimError(f"rank {rank} is not a listed configuration (listed: {listed})")
+        from pipesim.plan.uncertainty import band_of
+
+        chosen, r = self.ranked[rank - 1], self.request
+        # band_of is 0 where the kind of run has no validated band (or --achievable-fraction replaced the model)
+        return TrainingTime(budget, r.global_batch * r.model.seq_len, chosen.evaluation.step_time, r.gpus,
+                            band_of(chosen, r.chip) or None)
 
     def nothing_fits(self) -> str | None:
         """Why nothing fits and the smallest change that would help, in one line; None when something fits."""

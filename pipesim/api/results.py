@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pipesim.api.rendering import summary_dict, summary_text
 from pipesim.api.unit_costs import GIB
+from pipesim.errors import PipesimError
 from pipesim.program.build import BuiltProgram
 from pipesim.sim.closed_forms import AnalyticBubble
 from pipesim.sim.costs import ACTIVATION_UNIT, TimeUnit
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # a model-based run's report loads the analytic model on use:
 
     from pipesim.analytic.error_band import ErrorBand
     from pipesim.analytic.step_report import StepReport
+    from pipesim.analytic.training_time import TrainingTime
     from pipesim.api.model_setup import ModelSetup
 
 __all__ = ["MemoryResult", "SimResult"]
@@ -178,6 +180,18 @@ class SimResult:
         (the model report's), the one step's makespan otherwise."""
         report = self.model_report
         return report.step_time if report else self.raw.metrics.makespan
+
+    def training(self, tokens: float | str) -> TrainingTime:
+        """A training run of ``tokens`` (a number, or text such as ``"2T"``) at this step: its steps, days and
+        GPU-hours, and the days the step time's error band allows (the steps alone: no checkpoints, evaluations
+        or restarts). A model-based run's only: unit costs count no tokens."""
+        from pipesim.analytic.training_time import parse_tokens
+
+        report = self.model_report
+        if report is None:
+            raise PipesimError("--train-tokens times a real model's tokens; add --model NAME (model= in "
+                               "pipesim.simulate): unit costs have no tokens or seconds")
+        return report.training(parse_tokens(str(tokens), "train_tokens"))
 
     @property
     def step_band(self) -> ErrorBand | None:

@@ -52,6 +52,16 @@ def layer_list(text: str) -> tuple[int, ...]:
     return counts
 
 
+def token_count(text: str) -> float:
+    """``--train-tokens 2T``: a token budget (:func:`pipesim.analytic.training_time.parse_tokens`)."""
+    from pipesim.analytic.training_time import parse_tokens
+
+    try:
+        return parse_tokens(text, name="")
+    except PipesimError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def non_negative_float(text: str) -> float:
     return _parsed(text, float, lambda v: math.isfinite(v) and v >= 0, "a finite number ≥ 0")
 

@@ -14,7 +14,7 @@ from pipesim.api.defaults import (
     UNIT_COSTS,
 )
 from pipesim.api.unit_costs import unit_cost_model
-from pipesim.cli.arg_types import cost_value, positive_float, positive_int, stage_override
+from pipesim.cli.arg_types import cost_value, positive_float, positive_int, stage_override, token_count
 from pipesim.program.loader import builtin_names
 from pipesim.sim.costs import CostModel
 
@@ -25,6 +25,14 @@ def add_memory_limit_arg(parser: argparse.ArgumentParser, *, with_model: bool = 
                         help="activation memory per rank for schedules that synthesise their order (zb-auto): in "
                         f"units of one microbatch-stage's activations (M_B; 2·pp is ZB-2p){gib} "
                         "(default: 2·pp units)")
+
+
+def add_train_tokens_arg(parser: argparse.ArgumentParser) -> None:
+    """``--train-tokens``, for the commands that time a real model's step (simulate, plan)."""
+    parser.add_argument("--train-tokens", type=token_count, default=None, metavar="TOKENS",
+                        help="with --model: a training run's token budget (2T, 300B, 1.5e12): also print its steps, "
+                        "days and GPU-hours at the simulated step time, and the days the step's error band allows "
+                        "(the steps alone: no checkpoints, evaluations or restarts)")
 
 
 def add_schedule_args(parser: argparse.ArgumentParser, *, csv: bool = False, with_schedule: bool = True,

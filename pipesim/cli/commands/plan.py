@@ -35,6 +35,7 @@ from pipesim.cli.analytic_args import (
     cp_comm_type,
 )
 from pipesim.cli.arg_types import fraction, output_file, positive_float, positive_int, speed_spread
+from pipesim.cli.shared_args import add_train_tokens_arg
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
 
@@ -213,6 +214,7 @@ def register(sub) -> None:
                    help="the data-parallel gradient reduce and parameter gather wait for the passes (default: "
                    "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them; "
                    "under another --framework, which has no such switches, the sync runs as its code runs it)")
+    add_train_tokens_arg(p)
     p.add_argument("--top", type=positive_int, default=PLAN_DEFAULTS.top,
                    help=f"configurations to print (default {PLAN_DEFAULTS.top})")
     p.add_argument("--output", "-o", metavar="FILE", type=output_file(".csv", ".parquet", what="plan results"),
@@ -267,6 +269,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         result.write(args.output)
     print(result.ranking_text())
+    if args.train_tokens is not None:
+        print(f"#1: {result.training(args.train_tokens).text()}")
     if args.output:
         print(f"wrote {len(result.search.outcomes)} candidates to {args.output}")
     if args.plot:

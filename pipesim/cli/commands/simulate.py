@@ -18,7 +18,7 @@ from pipesim.cli.megatron_args import (
     megatron_model_args,
     schedule_of,
 )
-from pipesim.cli.shared_args import add_cost_args, add_schedule_args, cost_values_from_args
+from pipesim.cli.shared_args import add_cost_args, add_schedule_args, add_train_tokens_arg, cost_values_from_args
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
 from pipesim.program.loader import builtin_names
@@ -49,6 +49,7 @@ def register(sub) -> None:
                      help="flags pipesim does not know are listed in a note and ignored instead of refused: for a "
                      "pasted launch line's training flags (--lr, --train-iters, --data-path, ...); check that none "
                      "of them changes the layout or the kernels")
+    add_train_tokens_arg(sim)
     sim.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     sim.add_argument("--sensitivity", action="store_true",
                      help="with --model: also flip each setting a published run often leaves unstated (the "
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
                 engine=args.engine, global_batch=args.global_batch, microbatch_group=args.microbatch_group,
                 config=args.config, **vars(model_options_from_args(args)))
     result = simulate(*shape, **call)
+    training = None if args.train_tokens is None else result.training(args.train_tokens)
     flips = None
     if args.sensitivity:
         from pipesim.api.sensitivity import sensitivity
@@ -117,9 +119,13 @@ def run(args: argparse.Namespace) -> int:
         result.memory.plot(path, title=f"activation memory per rank, {result.title}")
         written.append(("memory plot", path))
     if args.json:
-        print(json.dumps(result.to_dict() | ({"sensitivity": flips.to_dict()} if flips else {}), indent=2))
+        extra = ({"training": training.to_dict()} if training else {}) | (
+            {"sensitivity": flips.to_dict()} if flips else {})
+        print(json.dumps(result.to_dict() | extra, indent=2))
         return 0
     print(result.text())
+    if training:
+        print(training.text())
     if flips:
         print(flips.text())
     for flag, path in written:
