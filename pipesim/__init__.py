@@ -7,6 +7,7 @@ phases over microbatch ranges (``forwards``, ``backwards``, ``input_grads``, ``w
 ``overlapped``, ``Passes``; :mod:`pipesim.program.blocks`, for ``Schedule.from_blocks``).
 
 So is the Python API of every command (:mod:`pipesim.api`): ``pipesim.simulate``, ``pipesim.plan``,
+``pipesim.plan_scaling``,
 ``pipesim.sweep``, ``pipesim.calibrate``, ``pipesim.fit_chip``, ``pipesim.overlay``, ``pipesim.validate``,
 ``pipesim.synthesize``, ``pipesim.sensitivity``, ``pipesim.load_program``, ``pipesim.build_program``,
 ``pipesim.schedules``, ``pipesim.models``, ``pipesim.chips`` and their result classes. They load on first use,
@@ -25,7 +26,8 @@ _API_NAMES = (
     "Calibration", "MemoryResult", "ModelOptions", "OverlayResult", "PlanResult", "SimResult", "SynthOutcome",
     "Validation", "build_program", "calibrate", "chips", "export", "fit_chip", "frameworks", "load_program", "models",
     "overlay",
-    "plan", "schedules", "Sensitivity", "sensitivity", "simulate", "sweep", "synthesize", "validate",
+    "plan", "plan_scaling", "ScalingResult", "schedules", "Sensitivity", "sensitivity", "simulate", "sweep",
+    "synthesize", "validate",
 )
 
 __all__ = ["B", "F", "I", "Instruction", "Passes", "PipesimError", "Placement", "Schedule", "ScheduleError",

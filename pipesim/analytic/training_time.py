@@ -39,7 +39,7 @@ def parse_tokens(text: str, name: str = "--train-tokens") -> float:
     return tokens
 
 
-def _count(tokens: float) -> str:
+def token_count_text(tokens: float) -> str:
     """A token count as budgets are said: 2T, 300B, 1.5M."""
     for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if tokens >= scale:
@@ -103,7 +103,8 @@ class TrainingTime:
                       if high is not None else f"at least {_days(low)} days within the step time's band "
                       f"(±{self.band:.0%})")
         gpus = f"{self.gpus:,} GPU{'' if self.gpus == 1 else 's'}"
-        return (f"training {_count(self.tokens)} tokens: {self.steps:,} steps of {self.tokens_per_step:,} tokens, "
+        return (f"training {token_count_text(self.tokens)} tokens: {self.steps:,} steps of "
+                f"{self.tokens_per_step:,} tokens, "
                 f"{_days(self.days)} days on {gpus} ({self.gpu_hours:,.0f} GPU-hours); {within}; the steps alone, "
                 "without checkpoints, evaluations or restarts")
 

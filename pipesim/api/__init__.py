@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the static view (type checkers, the API reference); at run 
     from pipesim.api.planning import PlanResult, plan, plan_request
     from pipesim.api.programs import ExportFormat, Validation, build_program, export, load_program, schedules, validate
     from pipesim.api.results import MemoryResult, SimResult
+    from pipesim.api.scaling import ScalingResult, plan_scaling
     from pipesim.api.sensitivity import Sensitivity, sensitivity
     from pipesim.api.simulation import simulate
     from pipesim.api.sweeping import grid_size, sweep
@@ -54,6 +55,7 @@ __all__ = [
     "ModelSetup",
     "OverlayResult",
     "PlanResult",
+    "ScalingResult",
     "Sensitivity",
     "SimResult",
     "SynthOutcome",
@@ -70,6 +72,7 @@ __all__ = [
     "overlay",
     "plan",
     "plan_request",
+    "plan_scaling",
     "schedules",
     "sensitivity",
     "simulate",
@@ -105,6 +108,8 @@ _WHERE = {
     "validate": "pipesim.api.programs",
     "MemoryResult": "pipesim.api.results",
     "SimResult": "pipesim.api.results",
+    "ScalingResult": "pipesim.api.scaling",
+    "plan_scaling": "pipesim.api.scaling",
     "Sensitivity": "pipesim.api.sensitivity",
     "sensitivity": "pipesim.api.sensitivity",
     "simulate": "pipesim.api.simulation",

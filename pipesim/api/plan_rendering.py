@@ -44,12 +44,15 @@ from pipesim.plan.uncertainty import (
 __all__ = ["counts_line", "header", "ranking_text"]
 
 
-def header(request: PlanRequest) -> str:
+def header(request: PlanRequest, gpus: str | None = None) -> str:
+    """The job line (and the framework's validation record): ``gpus`` in place of the request's count where several
+    counts are planned alike (:mod:`pipesim.api.scaling`)."""
     m = request.model
     trained = "" if request.framework is Framework.MEGATRON else f" with {request.framework.value}"
     record = framework_record(request.framework.value)
     validated = f"\nvalidation: {record.text()}" if record is not None else ""
-    return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}){trained} on {request.gpus}× "
+    return (f"plan: {m.name} ({total_params(m) / 1e9:.1f}B params, seq {m.seq_len}){trained} on "
+            f"{request.gpus if gpus is None else gpus}× "
             f"{request.chip.name} ({_per_node(request)}), global batch {request.global_batch} sequences, "
             f"memory cap {request.cap_gib:g} GiB{_kernels(request)}{validated}")
 

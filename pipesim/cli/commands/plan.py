@@ -75,6 +75,11 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(positive_int(v) for v in _names(text))
 
 
+def _gpu_counts(text: str) -> tuple[int, ...]:
+    """``--gpus 1024`` or ``--gpus 256,512,1024``: one count or several, each a positive integer."""
+    return tuple(positive_int(part) for part in text.split(","))
+
+
 def _memory(text: str) -> float:
     try:
         value = float(text)
@@ -98,7 +103,9 @@ def register(sub) -> None:
                    "the layout")
     p.add_argument("--hardware", default=PLAN_DEFAULTS.hardware, metavar="NAME|FILE",
                    help=f"chip preset (pipesim chips) or file (default {PLAN_DEFAULTS.hardware})")
-    p.add_argument("--gpus", type=positive_int, default=None, help="GPUs in the job (needed without --config)")
+    p.add_argument("--gpus", type=_gpu_counts, default=None,
+                   help="GPUs in the job (needed without --config); several, comma-separated (256,512,1024), plan the "
+                   "job at each with the same global batch and list each count's best side by side")
     p.add_argument("--global-batch", type=positive_int, default=None,
                    help="sequences per optimizer step (needed without --config)")
     p.add_argument("--gpus-per-node", type=positive_int, default=None,
@@ -251,14 +258,16 @@ def space_from_args(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
     from pipesim.api.planning import plan
+    from pipesim.cli.progress import progress_bar  # rich: only once a plan runs
 
+    if args.gpus is not None and len(set(args.gpus)) > 1:
+        return _run_scaling(args)
+    gpus = None if args.gpus is None else args.gpus[0]
     # -o and --plot were checked as the flags were parsed (folder, suffix, writable): before any work.
-    with Progress(transient=True, disable=args.quiet) as bar:
+    with progress_bar(args.quiet) as bar:
         task = bar.add_task("planning", total=None)
-        result = plan(args.model, args.gpus, args.global_batch, config=args.config, top=args.top, jobs=args.jobs,
+        result = plan(args.model, gpus, args.global_batch, config=args.config, top=args.top, jobs=args.jobs,
                       cluster=args.cluster,
                       progress=lambda n: bar.advance(task, n),
                       on_queue=lambda n: bar.update(task, total=n, description=f"deciding {n} candidates"),
@@ -276,4 +285,27 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         result.plot(args.plot)
         print(f"wrote {args.plot}")
+    return 0
+
+
+def _run_scaling(args: argparse.Namespace) -> int:
+    """``--gpus A,B,...``: the job planned at each count, each count's best side by side."""
+    from pipesim.api.scaling import plan_scaling
+    from pipesim.cli.progress import progress_bar
+
+    if args.plot:
+        raise PipesimError("--plot draws one plan's Pareto front; give --gpus one count for it, or drop --plot")
+    with progress_bar(args.quiet) as bar:
+        task = bar.add_task("planning", total=None)
+
+        def starting(count: int) -> None:
+            bar.reset(task, total=None, description=f"planning at {count} GPUs")
+
+        result = plan_scaling(args.model, args.gpus, args.global_batch, train_tokens=args.train_tokens,
+                              config=args.config, jobs=args.jobs, cluster=args.cluster, on_plan=starting,
+                              progress=lambda n: bar.advance(task, n), **space_from_args(args))
+    print(result.text())
+    if args.output:
+        result.write(args.output)
+        print(f"wrote every candidate of the {len(result.plans)} plans to {args.output} (column gpus)")
     return 0

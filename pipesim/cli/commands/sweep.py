@@ -53,10 +53,9 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
     from pipesim.analysis.sweep import stop_on_signals
     from pipesim.api.sweeping import grid_size, sweep
+    from pipesim.cli.progress import progress_bar
     from pipesim.io.atomic import write_with
 
     kwargs = dict(schedule=args.schedule, pp=args.pp, mb=args.mb, chunks=args.chunks, forward=args.forward,
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                   backward_weight=args.backward_weight, comm=args.comm, costs=args.costs)
     total = grid_size(**kwargs, jobs=args.jobs)  # names and --jobs checked before the bar appears
     where = f" on {args.cluster}" if args.cluster else ""
-    with stop_on_signals(), Progress(transient=True, disable=args.quiet) as bar:
+    with stop_on_signals(), progress_bar(args.quiet) as bar:
         task = bar.add_task(f"simulating {total} configurations{where}", total=total)
         frame = sweep(**kwargs, jobs=args.jobs, cluster=args.cluster, progress=lambda n: bar.advance(task, n))
     path = args.output
