@@ -57,9 +57,30 @@ def test_the_command_lists_the_counts_and_writes_every_candidate(scaled, capsys,
     assert out.startswith(scaled.text() + "\n")
     written = pd.read_csv(out_file)
     assert sorted(written["gpus"].unique()) == [4, 8]
-    assert main(["plan", *FLAGS, "--gpus", "4,8", "--plot", str(tmp_path / "p.png")]) == 2
-    assert "--plot draws one plan's Pareto front" in capsys.readouterr().err
-    assert not (tmp_path / "p.png").exists()
+    figure = tmp_path / "p.png"
+    assert main(["plan", *FLAGS, "--gpus", "4,8", "--train-tokens", "10B", "-q", "--plot", str(figure)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(f"wrote {figure}")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_scaling_figure_draws_each_counts_rate_and_days(scaled, tmp_path, monkeypatch):
+    """The figure's lines are the rows' numbers: throughput per GPU at each count that fits (the band around it),
+    days and GPU-hours beside them."""
+    import pipesim.plots.scaling_plot as scaling_plot
+
+    drawn = {}
+
+    def keep(fig, path, **_):
+        drawn["axes"] = fig.axes
+
+    monkeypatch.setattr(scaling_plot, "save_figure", keep)
+    scaled.plot(tmp_path / "s.png")
+    rate_ax, days_ax, hours_ax = drawn["axes"]
+    planned = [r for r in scaled.rows if r["configuration"] is not None]
+    assert list(rate_ax.lines[0].get_xdata()) == [4, 8]
+    assert list(rate_ax.lines[0].get_ydata()) == [r["tokens_per_s_per_gpu"] for r in planned]
+    assert list(days_ax.lines[0].get_ydata()) == [r["days"] for r in planned]
+    assert list(hours_ax.lines[0].get_ydata()) == [r["gpu_hours"] for r in planned]
 
 
 def test_one_plan_prints_no_empty_line_before_it(capsys):

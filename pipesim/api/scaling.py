@@ -56,7 +56,9 @@ class ScalingResult:
             row: dict = {"gpus": p.request.gpus, "configuration": None, "nothing_fits": p.nothing_fits()}
             if p.best is not None:
                 e, data = p.best.evaluation, p.to_dict()["ranked"][0]
-                row |= {"configuration": p.best.candidate.label(), "step_time_s": e.step_time,
+                c = p.best.candidate
+                row |= {"configuration": c.label(), "layout": f"tp{c.tp}" + (f" cp{c.cp}" if c.cp > 1 else "")
+                        + f" pp{c.pp} dp{c.dp}", "step_time_s": e.step_time,
                         "step_time_band": data["step_time_band"], "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
                         "per_gpu_vs_fewest": e.tokens_per_s_per_gpu / base, "mfu": e.mfu, "peak_gib": e.peak_gib}
                 if self.train_tokens is not None:
@@ -112,6 +114,16 @@ class ScalingResult:
         return {"model": self.plans[0].request.model.name, "chip": self.plans[0].request.chip.name,
                 "global_batch": self.plans[0].request.global_batch, "train_tokens": self.train_tokens,
                 "rows": self.rows}
+
+    def plot(self, path: str | Path) -> None:
+        """Throughput per GPU by GPU count with the step's band, and, with a token budget, days and GPU-hours
+        (.png/.pdf/.svg)."""
+        from pipesim.analytic.training_time import token_count_text
+        from pipesim.plots.scaling_plot import plot_scaling
+
+        r = self.plans[0].request
+        plot_scaling(self.rows, path, title=f"{r.model.name} on {r.chip.name}, global batch {r.global_batch}",
+                     tokens_text=None if self.train_tokens is None else token_count_text(self.train_tokens))
 
     def write(self, path: str | Path) -> None:
         """Every candidate of every count (.csv or .parquet), with a ``gpus`` column, atomically."""

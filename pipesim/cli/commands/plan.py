@@ -227,7 +227,8 @@ def register(sub) -> None:
     p.add_argument("--output", "-o", metavar="FILE", type=output_file(".csv", ".parquet", what="plan results"),
                    help="every candidate and its outcome (.parquet or .csv)")
     p.add_argument("--plot", metavar="FILE", type=output_file(*FIGURE_SUFFIXES, what="figure"),
-                   help="Pareto front of step time vs peak memory (.png/.pdf/.svg)")
+                   help="Pareto front of step time vs peak memory (.png/.pdf/.svg); with several --gpus counts, "
+                   "throughput per GPU (and with --train-tokens days and GPU-hours) by GPU count")
     p.add_argument("--cluster", metavar="tcp://HOST:8786", help="evaluate on a running Dask scheduler")
     p.add_argument("--jobs", "-j", type=int, default=PLAN_DEFAULTS.jobs,
                    help=f"local processes (0 = all cores; default {PLAN_DEFAULTS.jobs})")
@@ -293,8 +294,6 @@ def _run_scaling(args: argparse.Namespace) -> int:
     from pipesim.api.scaling import plan_scaling
     from pipesim.cli.progress import progress_bar
 
-    if args.plot:
-        raise PipesimError("--plot draws one plan's Pareto front; give --gpus one count for it, or drop --plot")
     with progress_bar(args.quiet) as bar:
         task = bar.add_task("planning", total=None)
 
@@ -308,4 +307,7 @@ def _run_scaling(args: argparse.Namespace) -> int:
     if args.output:
         result.write(args.output)
         print(f"wrote every candidate of the {len(result.plans)} plans to {args.output} (column gpus)")
+    if args.plot:
+        result.plot(args.plot)
+        print(f"wrote {args.plot}")
     return 0
