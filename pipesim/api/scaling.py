@@ -49,17 +49,18 @@ class ScalingResult:
         """One row per GPU count: its best configuration's step, band, throughput, MFU and peak, its throughput
         per GPU over the fewest GPUs' where both fit (``per_gpu_vs_fewest``: 1 holds the rate, below 1 loses
         it), and the budget's days and GPU-hours with a token budget; a count where nothing fits says why."""
+        from pipesim.plan.uncertainty import band_of
         fitting = [p for p in self.plans if p.best is not None]
         base = fitting[0].best.evaluation.tokens_per_s_per_gpu if fitting else None
         rows = [{"gpus": g, "configuration": None, "nothing_fits": why} for g, why in self.refused]
         for p in self.plans:
             row: dict = {"gpus": p.request.gpus, "configuration": None, "nothing_fits": p.nothing_fits()}
             if p.best is not None:
-                e, data = p.best.evaluation, p.to_dict()["ranked"][0]
-                c = p.best.candidate
+                e, c = p.best.evaluation, p.best.candidate
                 row |= {"configuration": c.label(), "layout": f"tp{c.tp}" + (f" cp{c.cp}" if c.cp > 1 else "")
                         + f" pp{c.pp} dp{c.dp}", "step_time_s": e.step_time,
-                        "step_time_band": data["step_time_band"], "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
+                        "step_time_band": band_of(p.best, p.request.chip),
+                        "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
                         "per_gpu_vs_fewest": e.tokens_per_s_per_gpu / base, "mfu": e.mfu, "peak_gib": e.peak_gib}
                 if self.train_tokens is not None:
                     t = p.training(self.train_tokens)
