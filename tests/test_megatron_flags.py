@@ -128,6 +128,43 @@ def test_megatron_flags_pipesim_spells_otherwise(capsys):
         assert _run(capsys, *base, *megatron) == _run(capsys, *base, *ours), megatron
 
 
+def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
+    """Megatron-FSDP's sharding strategies (its default optim_grads_params: ZeRO-3; optim and no_shard with the
+    reduce beside the last backward, as its docs say), beside the distributed optimizer it turns on itself, and
+    PyTorch's FSDP2 (resharded or not after the forward) run as pipesim's ZeRO flags."""
+    base = ["--model", "llama3.2-1b", "--pp", "1", "--dp", "8", "--mb", "2"]
+    pairs = [
+        (["--use-megatron-fsdp"], ["--zero", "3"]),
+        (["--use-megatron-fsdp", "--use-distributed-optimizer", "--data-parallel-sharding-strategy",
+          "optim_grads_params"], ["--zero", "3"]),
+        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim"],
+         ["--zero", "1", "--overlap-grad-reduce"]),
+        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim", "--no-overlap-grad-reduce"],
+         ["--zero", "1"]),
+        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "no_shard"], ["--overlap-grad-reduce"]),
+        (["--use-torch-fsdp2"], ["--zero", "3", "--fsdp2"]),
+        (["--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward"],
+         ["--zero", "2", "--zero-collectives", "per-layer", "--fsdp2"]),
+    ]
+    for megatron, ours in pairs:
+        assert _run(capsys, *base, *megatron) == _run(capsys, *base, *ours), megatron
+    assert _run(capsys, *base, "--use-megatron-fsdp")["model_report"]["layout"]["zero"] == 3
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--data-parallel-sharding-strategy", "optim"], "is Megatron-FSDP's; add --use-megatron-fsdp"),
+    (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"], "optim_grads (Megatron-FSDP's "
+     "ZeRO-2: weights replicated, gradients reduce-scattered every microbatch) is not modelled"),
+    (["--use-megatron-fsdp", "--zero", "1"], "--use-megatron-fsdp (optim_grads_params) is --zero 3, but --zero 1"),
+    (["--use-megatron-fsdp", "--use-torch-fsdp2"], "two FSDPs"),
+    (["--use-torch-fsdp2", "--pp", "2"], "not supported with pipeline parallelism"),
+    (["--use-torch-fsdp2", "--use-distributed-optimizer"], "not supported with MCore's distributed optimizer"),
+    (["--torch-fsdp2-no-reshard-after-forward"], "applies to --use-torch-fsdp2"),
+])
+def test_megatrons_fsdp_flags_refused_as_megatron_refuses_them(capsys, argv, fragment):
+    assert fragment in _refused(capsys, "--model", "llama3.2-1b", "--dp", "8", "--mb", "2", *argv)
+
+
 def test_megatron_split_flags_reach_the_layout(capsys):
     report = _run(capsys, "--model", "llama3.2-3b", "--pp", "4", "--mb", "4", "--decoder-first-pipeline-num-layers",
                   "6", "--decoder-last-pipeline-num-layers", "6")

@@ -71,6 +71,13 @@ class _SetsTo(argparse.Action):
         setattr(namespace, self.dest, self.mapping[values])
 
 
+# Megatron-LM's own FSDP (--use-megatron-fsdp, Megatron-FSDP) by --data-parallel-sharding-strategy, as pipesim's ZeRO
+# stage (docs/user-guide/features/megatron_fsdp.md: DDP, ZeRO-1, ZeRO-2, ZeRO-3); optim_grads is refused
+# (sharding_of says why)
+_MEGATRON_FSDP_STAGES = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+_MEGATRON_FSDP_DEFAULT = "optim_grads_params"  # arguments.py's default for --data-parallel-sharding-strategy
+
+
 def add_megatron_args(group) -> None:
     """Megatron-LM's flags that are not just another name for one of pipesim's (see the module doc)."""
     group.add_argument("--fp8-format", dest="fp8", action=_SetsTo, mapping={"e4m3": True, "hybrid": True},
@@ -126,6 +133,18 @@ def add_megatron_args(group) -> None:
     group.add_argument("--accumulate-allreduce-grads-in-fp32", dest="param_bytes", action="store_const", const="18",
                        default=None, help="Megatron-LM's FP32 gradient buffer and reduce: --param-bytes 18 (the "
                        "default)")
+    group.add_argument("--use-megatron-fsdp", action="store_true", default=None,
+                       help="Megatron-LM's own FSDP (Megatron-FSDP), sharding as --data-parallel-sharding-strategy "
+                       "says: its default optim_grads_params is --zero 3; optim is --zero 1 and no_shard --zero 0, "
+                       "both with the gradient reduce beside the last backward")
+    group.add_argument("--data-parallel-sharding-strategy", choices=list(_MEGATRON_FSDP_STAGES), default=None,
+                       help="with --use-megatron-fsdp: see there")
+    group.add_argument("--use-torch-fsdp2", action="store_true", default=None,
+                       help="Megatron-LM on PyTorch's FSDP2 (fully_shard): --zero 3 --fsdp2, or with "
+                       "--torch-fsdp2-no-reshard-after-forward --zero 2 --zero-collectives per-layer --fsdp2 (weights "
+                       "kept gathered from each forward to its backward); Megatron-LM runs it without a pipeline")
+    group.add_argument("--torch-fsdp2-no-reshard-after-forward", action="store_true", default=None,
+                       help="with --use-torch-fsdp2: see there")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
@@ -154,6 +173,48 @@ def moe_dispatcher_of(args: argparse.Namespace) -> str | None:
         raise PipesimError(f"--moe-token-dispatcher-type {kind} is --moe-dispatcher {meant}, but --moe-dispatcher "
                            f"{args.moe_dispatcher} is given too; keep one")
     return meant
+
+
+def sharding_of(args: argparse.Namespace) -> dict:
+    """The ZeRO options Megatron-LM's FSDP flags ask for (``zero``, ``distributed_optimizer``, ``zero_collectives``,
+    ``fsdp2``, ``overlap_grad_reduce``), to replace the flags' own; empty without them. A one-line error where they
+    contradict each other, pipesim's flags, or what Megatron-LM itself refuses (``arguments.py``)."""
+    megatron, torch_fsdp2 = getattr(args, "use_megatron_fsdp", None), getattr(args, "use_torch_fsdp2", None)
+    strategy = getattr(args, "data_parallel_sharding_strategy", None)
+    if strategy is not None and not megatron:
+        raise PipesimError(f"--data-parallel-sharding-strategy {strategy} is Megatron-FSDP's; add --use-megatron-fsdp "
+                           "(or give --zero N)")
+    if getattr(args, "torch_fsdp2_no_reshard_after_forward", None) and not torch_fsdp2:
+        raise PipesimError("--torch-fsdp2-no-reshard-after-forward applies to --use-torch-fsdp2; add it or drop it")
+    if not (megatron or torch_fsdp2):
+        return {}
+    if megatron and torch_fsdp2:
+        raise PipesimError("--use-megatron-fsdp and --use-torch-fsdp2 are two FSDPs; Megatron-LM takes one, keep one")
+    if torch_fsdp2:
+        if args.pp is not None and args.pp > 1:
+            raise PipesimError("--use-torch-fsdp2 with --pp > 1: Megatron-LM refuses it ('not supported with pipeline "
+                               "parallelism'); drop one")
+        if args.distributed_optimizer:
+            raise PipesimError("--use-torch-fsdp2 with --use-distributed-optimizer: Megatron-LM refuses the pair "
+                               "('not supported with MCore's distributed optimizer'); keep one")
+        stage, collectives = (2, "per-layer") if args.torch_fsdp2_no_reshard_after_forward else (3, None)
+        options = {"zero": stage, "fsdp2": True, "zero_collectives": collectives or args.zero_collectives}
+    else:
+        strategy = strategy or _MEGATRON_FSDP_DEFAULT
+        if strategy == "optim_grads":
+            raise PipesimError("--data-parallel-sharding-strategy optim_grads (Megatron-FSDP's ZeRO-2: weights "
+                               "replicated, gradients reduce-scattered every microbatch) is not modelled; the nearest "
+                               "are --zero 2 (one reduce-scatter a step) and --zero 2 --zero-collectives per-layer "
+                               "(weights gathered too, every microbatch)")
+        stage = _MEGATRON_FSDP_STAGES[strategy]
+        # Megatron-FSDP v1 turns the distributed optimizer on itself: the strategy decides what is sharded
+        options = {"zero": stage, "distributed_optimizer": None}
+        if stage <= 1 and args.overlap_grad_reduce is None:  # "overlapped with backward compute" (its docs)
+            options["overlap_grad_reduce"] = True
+    if args.zero is not None and args.zero != options["zero"]:
+        flag = "--use-torch-fsdp2" if torch_fsdp2 else f"--use-megatron-fsdp ({strategy})"
+        raise PipesimError(f"{flag} is --zero {options['zero']}, but --zero {args.zero} is given; keep one")
+    return options
 
 
 def schedule_of(args: argparse.Namespace) -> str | None:
