@@ -160,6 +160,8 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
     (["--use-torch-fsdp2", "--pp", "2"], "not supported with pipeline parallelism"),
     (["--use-torch-fsdp2", "--use-distributed-optimizer"], "not supported with MCore's distributed optimizer"),
     (["--torch-fsdp2-no-reshard-after-forward"], "applies to --use-torch-fsdp2"),
+    # Megatron-LM takes --fp8-param-gather with Megatron-FSDP; pipesim has no ZeRO-3 of FP8 weights
+    (["--use-megatron-fsdp", "--fp8-format", "hybrid", "--fp8-param-gather"], "--fp8-params under ZeRO-3"),
 ])
 def test_megatrons_fsdp_flags_refused_as_megatron_refuses_them(capsys, argv, fragment):
     assert fragment in _refused(capsys, "--model", "llama3.2-1b", "--dp", "8", "--mb", "2", *argv)

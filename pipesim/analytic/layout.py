@@ -805,6 +805,11 @@ class Layout:
                 f"(Megatron-LM's flag): it needs --recompute full, --tp above 1 and no --sequence-parallel (got "
                 f"--recompute {self.recompute.value}, --tp {self.tp}"
                 f"{', --sequence-parallel' if self.sequence_parallel else ''}): set those or drop it")
+        if (self.fp8_params is not Fp8Params.OFF and self.precision is Precision.FP8
+                and self.asked_sharding >= ZeroStage.PARAMETERS):
+            raise PipesimError(
+                "--fp8-params under ZeRO-3 (an FSDP's FP8 weights kept sharded and gathered in FP8, Megatron-FSDP's "
+                "--fp8-param-gather) is not modelled: drop it, and the gathers and weights are counted in BF16")
         if self.fp8_params is not Fp8Params.OFF and (self.precision is not Precision.FP8
                                 or not self.asked_sharding.gathers_after_step):
             raise PipesimError(
