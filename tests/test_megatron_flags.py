@@ -133,15 +133,18 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
     reduce beside the last backward, as its docs say), beside the distributed optimizer it turns on itself, and
     PyTorch's FSDP2 (resharded or not after the forward) run as pipesim's ZeRO flags."""
     base = ["--model", "llama3.2-1b", "--pp", "1", "--dp", "8", "--mb", "2"]
+    bf16_grads = ["--param-bytes", "16"]  # Megatron-FSDP's gradient buffer is the parameters' type unless told
     pairs = [
-        (["--use-megatron-fsdp"], ["--zero", "3"]),
+        (["--use-megatron-fsdp"], ["--zero", "3", *bf16_grads]),
         (["--use-megatron-fsdp", "--use-distributed-optimizer", "--data-parallel-sharding-strategy",
-          "optim_grads_params"], ["--zero", "3"]),
+          "optim_grads_params"], ["--zero", "3", *bf16_grads]),
+        (["--use-megatron-fsdp", "--megatron-fsdp-main-grads-dtype", "fp32"], ["--zero", "3", "--param-bytes", "18"]),
         (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim"],
-         ["--zero", "1", "--overlap-grad-reduce"]),
+         ["--zero", "1", "--overlap-grad-reduce", *bf16_grads]),
         (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim", "--no-overlap-grad-reduce"],
-         ["--zero", "1"]),
-        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "no_shard"], ["--overlap-grad-reduce"]),
+         ["--zero", "1", *bf16_grads]),
+        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "no_shard"],
+         ["--overlap-grad-reduce", *bf16_grads]),
         (["--use-torch-fsdp2"], ["--zero", "3", "--fsdp2"]),
         (["--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward"],
          ["--zero", "2", "--zero-collectives", "per-layer", "--fsdp2"]),
@@ -149,6 +152,9 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
     for megatron, ours in pairs:
         assert _run(capsys, *base, *megatron) == _run(capsys, *base, *ours), megatron
     assert _run(capsys, *base, "--use-megatron-fsdp")["model_report"]["layout"]["zero"] == 3
+    # FP16's gradients stay FP16 unless asked for in FP32 (Megatron-LM casts them under --bf16 only)
+    assert _run(capsys, *base, "--fp16") == _run(capsys, *base, *bf16_grads)
+    assert _run(capsys, *base, "--fp16", "--accumulate-allreduce-grads-in-fp32") == _run(capsys, *base)
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
@@ -162,6 +168,9 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
     (["--torch-fsdp2-no-reshard-after-forward"], "applies to --use-torch-fsdp2"),
     # Megatron-LM takes --fp8-param-gather with Megatron-FSDP; pipesim has no ZeRO-3 of FP8 weights
     (["--use-megatron-fsdp", "--fp8-format", "hybrid", "--fp8-param-gather"], "--fp8-params under ZeRO-3"),
+    (["--megatron-fsdp-main-grads-dtype", "bf16"], "is Megatron-FSDP's; add --use-megatron-fsdp"),
+    (["--use-megatron-fsdp", "--param-bytes", "18"], "keeps 16-bit gradients (--megatron-fsdp-main-grads-dtype auto)"),
+    (["--fp16", "--bf16"], "two precisions"),
 ])
 def test_megatrons_fsdp_flags_refused_as_megatron_refuses_them(capsys, argv, fragment):
     assert fragment in _refused(capsys, "--model", "llama3.2-1b", "--dp", "8", "--mb", "2", *argv)

@@ -46,6 +46,7 @@ from pipesim.cli.megatron_args import (
     loss_of,
     moe_dispatcher_of,
     moe_imbalance_of,
+    precision_bytes_of,
     recompute_layers_of,
     sharding_of,
 )
@@ -423,6 +424,7 @@ def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     values["loss"] = loss_of(args)
     values["moe_imbalance"] = moe_imbalance_of(args)
     values["moe_dispatcher"] = moe_dispatcher_of(args)
+    values["param_bytes"] = precision_bytes_of(args)
     values |= sharding_of(args)  # Megatron-LM's FSDP flags as the ZeRO stage they run
     if getattr(args, "moe_layer_recompute", None):  # Megatron-Core: selective, with "moe" among the modules
         if values["recompute"] not in (None, "selective"):

@@ -76,6 +76,9 @@ class _SetsTo(argparse.Action):
 # (sharding_of says why)
 _MEGATRON_FSDP_STAGES = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
 _MEGATRON_FSDP_DEFAULT = "optim_grads_params"  # arguments.py's default for --data-parallel-sharding-strategy
+# --megatron-fsdp-main-grads-dtype as pipesim's --param-bytes: "auto" is the parameters' own type, 16-bit under --bf16
+# or --fp16 (param_and_grad_buffer.py, _resolve_group_grad_dtype: "grad.dtype == param.dtype"; BF16 for FP8 ones)
+_MAIN_GRADS_BYTES = {"auto": "16", "bf16": "16", "fp16": "16", "fp32": "18"}
 
 
 def add_megatron_args(group) -> None:
@@ -89,6 +92,10 @@ def add_megatron_args(group) -> None:
     group.add_argument("--bf16", action="store_true", default=None,
                        help="Megatron-LM's BF16 mixed precision: what pipesim runs unless --fp8 or --fp4 (accepted "
                        "so a launch line reads as is)")
+    group.add_argument("--fp16", action="store_true", default=None,
+                       help="Megatron-LM's FP16 mixed precision: FP16's tensor-core rate and bytes are BF16's, and "
+                       "its gradients stay FP16 unless --accumulate-allreduce-grads-in-fp32 (Megatron-LM casts to "
+                       "FP32 under --bf16 only): --param-bytes 16")
     group.add_argument("--attention-backend", dest="attention", action=_SetsTo, mapping=_ATTENTION_BACKENDS,
                        default=None, help="Megatron-Core's attention backend: flash, fused or auto are --attention "
                        "fused; unfused or local are --attention unfused")
@@ -139,6 +146,9 @@ def add_megatron_args(group) -> None:
                        "both with the gradient reduce beside the last backward")
     group.add_argument("--data-parallel-sharding-strategy", choices=list(_MEGATRON_FSDP_STAGES), default=None,
                        help="with --use-megatron-fsdp: see there")
+    group.add_argument("--megatron-fsdp-main-grads-dtype", choices=list(_MAIN_GRADS_BYTES), default=None,
+                       help="with --use-megatron-fsdp: the gradient buffer's type; its default auto is the "
+                       "parameters' (BF16): --param-bytes 16; fp32 --param-bytes 18")
     group.add_argument("--use-torch-fsdp2", action="store_true", default=None,
                        help="Megatron-LM on PyTorch's FSDP2 (fully_shard): --zero 3 --fsdp2, or with "
                        "--torch-fsdp2-no-reshard-after-forward --zero 2 --zero-collectives per-layer --fsdp2 (weights "
@@ -181,6 +191,10 @@ def sharding_of(args: argparse.Namespace) -> dict:
     contradict each other, pipesim's flags, or what Megatron-LM itself refuses (``arguments.py``)."""
     megatron, torch_fsdp2 = getattr(args, "use_megatron_fsdp", None), getattr(args, "use_torch_fsdp2", None)
     strategy = getattr(args, "data_parallel_sharding_strategy", None)
+    main_grads = getattr(args, "megatron_fsdp_main_grads_dtype", None)
+    if main_grads is not None and not megatron:
+        raise PipesimError(f"--megatron-fsdp-main-grads-dtype {main_grads} is Megatron-FSDP's; add --use-megatron-fsdp "
+                           "(or give --param-bytes)")
     if strategy is not None and not megatron:
         raise PipesimError(f"--data-parallel-sharding-strategy {strategy} is Megatron-FSDP's; add --use-megatron-fsdp "
                            "(or give --zero N)")
@@ -211,10 +225,28 @@ def sharding_of(args: argparse.Namespace) -> dict:
         options = {"zero": stage, "distributed_optimizer": None}
         if stage <= 1 and args.overlap_grad_reduce is None:  # "overlapped with backward compute" (its docs)
             options["overlap_grad_reduce"] = True
+        bytes_ = _MAIN_GRADS_BYTES[main_grads or "auto"]
+        if args.param_bytes not in (None, bytes_):
+            kept = "FP32" if bytes_ == "18" else "16-bit"
+            raise PipesimError(f"--use-megatron-fsdp keeps {kept} gradients (--megatron-fsdp-main-grads-dtype "
+                               f"{main_grads or 'auto'}): --param-bytes {bytes_}, but --param-bytes {args.param_bytes} "
+                               "is given; keep one")
+        options["param_bytes"] = bytes_
     if args.zero is not None and args.zero != options["zero"]:
         flag = "--use-torch-fsdp2" if torch_fsdp2 else f"--use-megatron-fsdp ({strategy})"
         raise PipesimError(f"{flag} is --zero {options['zero']}, but --zero {args.zero} is given; keep one")
     return options
+
+
+def precision_bytes_of(args: argparse.Namespace) -> str | None:
+    """``--param-bytes`` with Megatron-LM's ``--fp16`` folded in: FP16 gradients (16) unless the FP32 ones are asked
+    for (``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` under ``--bf16`` alone); a one-line error
+    beside ``--bf16``, which Megatron-LM refuses too."""
+    if not getattr(args, "fp16", None):
+        return args.param_bytes
+    if getattr(args, "bf16", None):
+        raise PipesimError("--fp16 and --bf16 are two precisions; Megatron-LM takes one, keep one")
+    return args.param_bytes or "16"
 
 
 def schedule_of(args: argparse.Namespace) -> str | None:
