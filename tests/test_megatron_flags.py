@@ -157,7 +157,43 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
     assert _run(capsys, *base, "--fp16", "--accumulate-allreduce-grads-in-fp32") == _run(capsys, *base)
 
 
+def test_the_precision_aware_optimizer_keeps_its_state_in_the_types_asked(capsys):
+    """Megatron-LM's --use-precision-aware-optimizer as --param-bytes W+G+O, by hand: an FP32 master kept as the
+    16-bit remainder beside BF16 weights (Transformer Engine's store_param_remainders, Megatron-Core's default)
+    unless FP8 with current scaling hands it to Megatron-Core; the moments and gradients in their types."""
+    base = ["--model", "llama3.2-1b", "--pp", "1", "--dp", "8", "--mb", "2", "--use-distributed-optimizer"]
+    aware = [*base, "--use-precision-aware-optimizer"]
+    pairs = [
+        ([], ["--param-bytes", "2+4+10"]),  # 2 master remainder + 4 + 4
+        (["--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"], ["--param-bytes", "2+4+6"]),
+        (["--main-grads-dtype", "bf16"], ["--param-bytes", "2+2+10"]),
+        (["--exp-avg-dtype", "fp8", "--main-params-dtype", "fp16"], ["--param-bytes", "2+4+7"]),  # 2 + 1 + 4
+        # FP8 with current scaling: an FP32 master of Megatron-Core's, 4 + 4 + 4, Megatron's 18
+        (["--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"], ["--fp8", "--fp8-recipe", "tensorwise"]),
+    ]
+    for megatron, ours in pairs:
+        assert _run(capsys, *aware, *megatron) == _run(capsys, *base, *ours), megatron
+
+
+def test_a_w_g_o_account_is_the_memory_by_hand():
+    """--param-bytes 2+4+6 under ZeRO-1 over 8 ranks: weights 2 and gradients 4 bytes a parameter on every rank,
+    the optimizer's 6 split eight ways."""
+    from pipesim.analytic.params import total_params
+
+    report = pipesim.simulate("1f1b", pp=1, mb=2, model="llama3.2-1b", dp=8, zero=1, param_bytes="2+4+6").model_report
+    params, peak = total_params(report.model), report.memory.peak
+    assert (peak.weights, peak.grads) == (pytest.approx(2 * params), pytest.approx(4 * params))
+    assert peak.optimizer == pytest.approx(6 * params / 8)
+    assert report.to_dict()["layout"]["param_bytes"]["total"] == 12
+    with pytest.raises(PipesimError, match="param_bytes '17': give 18"):
+        pipesim.simulate("1f1b", pp=1, mb=2, model="llama3.2-1b", param_bytes="17")
+
+
 @pytest.mark.parametrize(("argv", "fragment"), [
+    (["--exp-avg-dtype", "bf16"], "--exp-avg-dtype bf16 needs --use-precision-aware-optimizer"),
+    (["--use-precision-aware-optimizer"], "runs with the distributed optimizer only"),
+    (["--use-precision-aware-optimizer", "--use-megatron-fsdp"], "beside --use-megatron-fsdp is not modelled"),
+    (["--param-bytes", "2+x"], "give 18 (FP32 gradients), 16 (16-bit gradients) or W+G+O"),
     (["--data-parallel-sharding-strategy", "optim"], "is Megatron-FSDP's; add --use-megatron-fsdp"),
     (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"], "optim_grads (Megatron-FSDP's "
      "ZeRO-2: weights replicated, gradients reduce-scattered every microbatch) is not modelled"),

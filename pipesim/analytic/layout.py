@@ -8,6 +8,7 @@ ranks, and pipeline neighbours are ``tp·cp·dp`` ranks apart.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 from pipesim.errors import PipesimError, parse_choice
@@ -557,6 +558,38 @@ class OptimizerBytes:
     @property
     def total(self) -> float:
         return self.weights + self.grads + self.optimizer
+
+    @property
+    def text(self) -> str:
+        """How ``--param-bytes`` spells it: ``18`` and ``16`` for Megatron-LM's and the ZeRO paper's accounts,
+        ``W+G+O`` otherwise (a precision-aware optimizer's, ``2+4+6``)."""
+        for name, named in NAMED_OPTIMIZER_BYTES.items():
+            if self == named:
+                return name
+        return "+".join(f"{part:g}" for part in (self.weights, self.grads, self.optimizer))
+
+    @classmethod
+    def parse(cls, text: object, name: str = "--param-bytes") -> OptimizerBytes:
+        """``18`` (Megatron-LM's: FP32 gradients), ``16`` (16-bit gradients) or ``W+G+O``: bytes of the weights,
+        the gradients and the optimizer state per parameter (``2+4+6``: FP32 gradients, a 16-bit master remainder
+        and BF16 moments); one line naming ``name`` otherwise."""
+        spelled = str(text).strip()
+        if spelled in NAMED_OPTIMIZER_BYTES:
+            return NAMED_OPTIMIZER_BYTES[spelled]
+        parts = spelled.split("+")
+        try:
+            values = [float(part) for part in parts]
+        except ValueError:
+            values = []
+        if (len(values) != 3 or not all(math.isfinite(v) for v in values) or values[0] <= 0 or values[1] <= 0
+                or values[2] < 0):
+            raise PipesimError(f"{name} {spelled!r}: give 18 (FP32 gradients), 16 (16-bit gradients) or W+G+O, the "
+                               "weights', gradients' and optimizer state's bytes per parameter (e.g. 2+4+6)")
+        return cls(*values)
+
+
+# --param-bytes's named accounts: Megatron-LM's 18 and the ZeRO paper's 16
+NAMED_OPTIMIZER_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ notebook call and the command with the same arguments run the same configuration
 
 from __future__ import annotations
 
-from pipesim.analytic.layout import OptimizerBytes
+from pipesim.analytic.layout import NAMED_OPTIMIZER_BYTES
 from pipesim.program.build import DEFAULT_MICROBATCHES, DEFAULT_PP
 from pipesim.sim.costs import StageCosts
 
@@ -23,9 +23,9 @@ DEFAULT_CHUNKED_SCHEDULE = "interleaved"
 DEFAULT_HARDWARE = "h100-sxm"
 #: Back-to-back steps simulated for a post-validation steady state (two is the least that has one).
 DEFAULT_STEPS = 3
-#: ``param_bytes`` choices: weights + gradients + Adam state per parameter. 18 is Megatron's (FP32 gradients),
-#: 16 the ZeRO paper's (16-bit gradients).
-PARAM_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
+#: ``param_bytes``'s named accounts: weights + gradients + Adam state per parameter. 18 is Megatron's (FP32
+#: gradients), 16 the ZeRO paper's (16-bit gradients); ``W+G+O`` names any other (``OptimizerBytes.parse``).
+PARAM_BYTES = NAMED_OPTIMIZER_BYTES
 DEFAULT_PARAM_BYTES = "18"
 #: The unit-cost model's defaults (F=1, B=2, I=W=1, no P2P latency): ``StageCosts()``'s own values.
 UNIT_COSTS = StageCosts()

@@ -116,7 +116,8 @@ class ModelOptions:
             where the cluster's differs from the chip preset's (default: the chip's).
         seq_len: override the model's sequence length.
         micro_batch_size: sequences per microbatch (default: the model's).
-        param_bytes: ``"18"`` (default) or ``"16"`` bytes per parameter for weights, grads and Adam.
+        param_bytes: ``"18"`` (default), ``"16"`` or ``"W+G+O"`` bytes per parameter for weights, grads and Adam
+            (``"2+4+6"``: a precision-aware optimizer's 16-bit master remainder and BF16 moments).
         first_stage_layers: layers on stage 0, which also holds the embedding (default: an even split).
         last_stage_layers: layers on the last stage, which also holds the LM head and loss.
         stage_layers: layers on every stage, stage 0 first (pp·v counts summing to the model's layers).

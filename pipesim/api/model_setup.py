@@ -27,6 +27,7 @@ from pipesim.analytic.layout import (
     Layout,
     MlpUp,
     MoeDispatcher,
+    OptimizerBytes,
     P2pCalls,
     PipelineBuffers,
     Precision,
@@ -49,7 +50,7 @@ from pipesim.analytic.stage_split import (
 from pipesim.analytic.steady_state import StepBoundary, default_boundary, steady_state_step_time, sync_latency
 from pipesim.analytic.step_report import StepReport, step_report
 from pipesim.analytic.to_costs import build_cost_model
-from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_PP, DEFAULT_STEPS, PARAM_BYTES
+from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_PP, DEFAULT_STEPS
 from pipesim.api.model_options import ModelOptions, check_no_model_options
 from pipesim.errors import PipesimError, parse_choice
 from pipesim.program.ir import PipelineShape, Placement
@@ -95,8 +96,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     if o.steps is not None and boundary is StepBoundary.SYNC:
         raise PipesimError("--steps sets how many steps the post-validation steady state simulates, but "
                            "--step-boundary is sync; drop one")
-    if o.param_bytes is not None and str(o.param_bytes) not in PARAM_BYTES:
-        raise PipesimError(f"param_bytes={o.param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
+    param_bytes = OptimizerBytes.parse(o.param_bytes or DEFAULT_PARAM_BYTES, "param_bytes")
     framework = framework_knobs(o.framework)
     # per model slice (DualPipe: pp of them); unasked, the framework's own split (None: even or lighter ends)
     per_chunk = o.num_layers_per_virtual_pipeline_stage
@@ -151,7 +151,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         elementwise=chosen.elementwise, loss=chosen.loss, grad_accumulation=chosen.grad_accumulation,
         z_loss=bool(o.z_loss), loss_input_copy=bool(o.loss_input_copy),
         halve_causal_attention=bool(o.halve_causal_attention),
-        param_bytes=PARAM_BYTES[str(o.param_bytes or DEFAULT_PARAM_BYTES)],
+        param_bytes=param_bytes,
         stage_layers=stage_layers, stages_after_head=stages_after_head, mtp_stage=mtp_stage, zero=zero,
         zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, o.zero_collectives) if o.zero_collectives
                           else framework.zero_collectives(zero)),

@@ -28,6 +28,7 @@ from pipesim.analytic.layout import (
     LossKernel,
     MlpUp,
     MoeDispatcher,
+    OptimizerBytes,
     P2pCalls,
     Precision,
     Recompute,
@@ -38,7 +39,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_spec import ModelSpec
-from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
+from pipesim.api.defaults import PLAN_DEFAULTS
 from pipesim.api.model_options import whole_number
 from pipesim.api.plan_rendering import counts_line, header, ranking_text
 from pipesim.errors import PipesimError, parse_choice
@@ -287,8 +288,7 @@ def plan_request(
                                inter_node_gbps=inter_node_gbps)
     param_bytes = PLAN_DEFAULTS.param_bytes if param_bytes is None else param_bytes
     micro_batch_sizes = PLAN_DEFAULTS.micro_batch_sizes if micro_batch_sizes is None else micro_batch_sizes
-    if str(param_bytes) not in PARAM_BYTES:
-        raise PipesimError(f"param_bytes={param_bytes!r}: choose {' or '.join(sorted(PARAM_BYTES))}")
+    optimizer_bytes = OptimizerBytes.parse(param_bytes, "param_bytes")
     name = framework.value if isinstance(framework, Framework) else framework
     defaults = framework_knobs(name).with_given(elementwise=elementwise, loss=loss, overlap_tp_dgrad=overlap_tp_dgrad,
                                                 column_input=column_input, p2p_tensor=p2p_tensor,
@@ -325,7 +325,7 @@ def plan_request(
         min_cp_tokens=min_cp_tokens,
         micro_batch_sizes=_tuple(micro_batch_sizes, int),
         max_chunks=max_chunks,
-        param_bytes=PARAM_BYTES[str(param_bytes)],
+        param_bytes=optimizer_bytes,
         overlap_p2p=not blocking_p2p,
         overlap_dp_sync=not blocking_dp_sync,
         expert_parallel=None if ep is None else _tuple(ep, int),
@@ -421,7 +421,7 @@ def plan(
             ``max_chunks`` (4), ``seq_len``, ``achievable_fraction``, ``gpu_speed_spread`` (default the chip's:
             the spread of the GPUs' speeds, of which a step waits for the slowest; the same for every candidate of
             one cluster), ``inter_node_gbps`` (default the chip's: each GPU's share of its node's network, Gb/s),
-            ``param_bytes`` ("18"), ``blocking_p2p`` (False),
+            ``param_bytes`` ("18"; "16" or "W+G+O" as ``simulate`` takes them), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
             ``framework`` ("megatron", the default, "nemo", "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the

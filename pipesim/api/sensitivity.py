@@ -16,7 +16,7 @@ the parameter gather a sharded optimizer); a flip the layout refuses is listed w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.frameworks import knobs, runs_megatron_core
 from pipesim.analytic.layout import AttentionKernel, Fp8Linears, Fp8Params, Layout, Precision, Recompute, ZeroStage
@@ -125,9 +125,9 @@ def unstated_flips(layout: Layout, framework: str | None, model: ModelSpec) -> l
         flips.append(_toggle(lay.overlap_p2p, "--overlap-p2p", "--no-overlap-p2p", "overlap_p2p",
                              "the pipeline sends overlapped with compute"))
     grads = 2 if lay.param_bytes.grads == 4 else 4  # bytes a parameter's gradient takes, the other way
-    total = int(lay.param_bytes.weights + grads + lay.param_bytes.optimizer)
-    flips.append((f"--param-bytes {total}", f"the gradients kept and reduced in {8 * grads} bits",
-                  {"param_bytes": total}))
+    other = replace(lay.param_bytes, grads=grads).text
+    flips.append((f"--param-bytes {other}", f"the gradients kept and reduced in {8 * grads} bits",
+                  {"param_bytes": other}))
     if lay.attention is not AttentionKernel.TRITON:
         other = AttentionKernel.UNFUSED if lay.attention is AttentionKernel.FUSED else AttentionKernel.FUSED
         flips.append((f"--attention {other.value}", "the attention kernel (fused: FlashAttention or cuDNN; "

@@ -30,12 +30,13 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
 )
-from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS, PARAM_BYTES
+from pipesim.api.defaults import DEFAULT_HARDWARE, DEFAULT_PARAM_BYTES, DEFAULT_STEPS
 from pipesim.api.model_options import ModelOptions
 from pipesim.cli.arg_types import (
     fraction,
     layer_list,
     non_negative_int,
+    param_bytes,
     positive_float,
     positive_int,
     speed_spread,
@@ -250,9 +251,10 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        help="override the model's sequence length")
     group.add_argument("--micro-batch-size", type=positive_int, default=None,
                        help="sequences per microbatch (default: the model's, 1 for presets)")
-    group.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=None,
-                       help="bytes per parameter for weights+grads+Adam: 18 (Megatron, FP32 grads) or 16 (ZeRO "
-                       f"paper, 16-bit grads); default {DEFAULT_PARAM_BYTES}")
+    group.add_argument("--param-bytes", type=param_bytes, default=None, metavar="18|16|W+G+O",
+                       help="bytes per parameter for weights+grads+Adam: 18 (Megatron, FP32 grads), 16 (ZeRO paper, "
+                       "16-bit grads) or W+G+O, each part's (2+4+6: a precision-aware optimizer's 16-bit master "
+                       f"remainder and BF16 moments); default {DEFAULT_PARAM_BYTES}")
     group.add_argument("--first-stage-layers", type=non_negative_int, default=None, metavar="N",
                        help="layers on stage 0 (it also holds the embedding); the rest split evenly")
     group.add_argument("--last-stage-layers", type=non_negative_int, default=None, metavar="N",

@@ -52,6 +52,18 @@ def layer_list(text: str) -> tuple[int, ...]:
     return counts
 
 
+def param_bytes(text: str) -> str:
+    """``--param-bytes 18``, ``16`` or ``2+4+6`` (:meth:`pipesim.analytic.layout.OptimizerBytes.parse`), kept as
+    typed."""
+    from pipesim.analytic.layout import OptimizerBytes
+
+    try:
+        OptimizerBytes.parse(text, name="")
+    except PipesimError as err:
+        raise argparse.ArgumentTypeError(str(err).strip()) from None
+    return text
+
+
 def token_count(text: str) -> float:
     """``--train-tokens 2T``: a token budget (:func:`pipesim.analytic.training_time.parse_tokens`)."""
     from pipesim.analytic.training_time import parse_tokens

@@ -14,8 +14,9 @@ per pipeline rank (``--decoder-first-pipeline-num-layers`` and the rest) are mod
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import fields, replace
 
+from pipesim.analytic.layout import OptimizerBytes
 from pipesim.analytic.megatron_model import MegatronModelArgs, capacity_imbalance
 from pipesim.cli.arg_types import non_negative_float, positive_float, positive_int
 from pipesim.errors import PipesimError
@@ -79,6 +80,9 @@ _MEGATRON_FSDP_DEFAULT = "optim_grads_params"  # arguments.py's default for --da
 # --megatron-fsdp-main-grads-dtype as pipesim's --param-bytes: "auto" is the parameters' own type, 16-bit under --bf16
 # or --fp16 (param_and_grad_buffer.py, _resolve_group_grad_dtype: "grad.dtype == param.dtype"; BF16 for FP8 ones)
 _MAIN_GRADS_BYTES = {"auto": "16", "bf16": "16", "fp16": "16", "fp32": "18"}
+# bytes of an Adam moment in each of the precision-aware optimizer's types (--exp-avg-dtype, --exp-avg-sq-dtype)
+_STATE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+_PRECISION_AWARE_DTYPES = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
 
 
 def add_megatron_args(group) -> None:
@@ -140,6 +144,14 @@ def add_megatron_args(group) -> None:
     group.add_argument("--accumulate-allreduce-grads-in-fp32", dest="param_bytes", action="store_const", const="18",
                        default=None, help="Megatron-LM's FP32 gradient buffer and reduce: --param-bytes 18 (the "
                        "default)")
+    group.add_argument("--use-precision-aware-optimizer", action="store_true", default=None,
+                       help="Megatron-LM's precision-aware optimizer (Transformer Engine's FusedAdam, with the "
+                       "distributed optimizer): its state in the types --main-grads-dtype, --main-params-dtype, "
+                       "--exp-avg-dtype and --exp-avg-sq-dtype give (FP32 each by default; an FP32 master kept as the "
+                       "16-bit remainder beside BF16 weights), as --param-bytes W+G+O")
+    for flag, choices in (("--main-grads-dtype", ["fp32", "bf16"]), ("--main-params-dtype", ["fp32", "fp16"]),
+                          ("--exp-avg-dtype", list(_STATE_BYTES)), ("--exp-avg-sq-dtype", list(_STATE_BYTES))):
+        group.add_argument(flag, choices=choices, default=None, help="with --use-precision-aware-optimizer: see there")
     group.add_argument("--use-megatron-fsdp", action="store_true", default=None,
                        help="Megatron-LM's own FSDP (Megatron-FSDP), sharding as --data-parallel-sharding-strategy "
                        "says: its default optim_grads_params is --zero 3; optim is --zero 1 and no_shard --zero 0, "
@@ -214,6 +226,10 @@ def sharding_of(args: argparse.Namespace) -> dict:
         stage, collectives = (2, "per-layer") if args.torch_fsdp2_no_reshard_after_forward else (3, None)
         options = {"zero": stage, "fsdp2": True, "zero_collectives": collectives or args.zero_collectives}
     else:
+        if getattr(args, "use_precision_aware_optimizer", None):
+            raise PipesimError("--use-precision-aware-optimizer beside --use-megatron-fsdp is not modelled "
+                               "(Megatron-FSDP keeps its own master and gradient types, "
+                               "--megatron-fsdp-main-params-dtype and --megatron-fsdp-main-grads-dtype); drop one")
         strategy = strategy or _MEGATRON_FSDP_DEFAULT
         if strategy == "optim_grads":
             raise PipesimError("--data-parallel-sharding-strategy optim_grads (Megatron-FSDP's ZeRO-2: weights "
@@ -239,14 +255,43 @@ def sharding_of(args: argparse.Namespace) -> dict:
 
 
 def precision_bytes_of(args: argparse.Namespace) -> str | None:
-    """``--param-bytes`` with Megatron-LM's ``--fp16`` folded in: FP16 gradients (16) unless the FP32 ones are asked
-    for (``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` under ``--bf16`` alone); a one-line error
-    beside ``--bf16``, which Megatron-LM refuses too."""
-    if not getattr(args, "fp16", None):
-        return args.param_bytes
-    if getattr(args, "bf16", None):
-        raise PipesimError("--fp16 and --bf16 are two precisions; Megatron-LM takes one, keep one")
-    return args.param_bytes or "16"
+    """``--param-bytes`` with Megatron-LM's precision flags folded in: ``--fp16`` keeps FP16 gradients (16) unless
+    the FP32 ones are asked for (``arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` under ``--bf16``
+    alone); the precision-aware optimizer (:func:`_precision_aware_bytes`). One-line errors where Megatron-LM
+    refuses the flags too."""
+    chosen = args.param_bytes
+    if getattr(args, "fp16", None):
+        if getattr(args, "bf16", None):
+            raise PipesimError("--fp16 and --bf16 are two precisions; Megatron-LM takes one, keep one")
+        chosen = chosen or "16"
+    return _precision_aware_bytes(args, chosen)
+
+
+def _precision_aware_bytes(args: argparse.Namespace, chosen: str | None) -> str | None:
+    """``chosen`` (a ``--param-bytes``) under ``--use-precision-aware-optimizer``: the gradients in
+    ``--main-grads-dtype`` (BF16 leaves Megatron-LM's buffer 16-bit), the master weights in ``--main-params-dtype``
+    (FP32's kept as the 16-bit remainder beside BF16 weights, Transformer Engine's ``store_param_remainders``,
+    Megatron-Core's default, unless FP8 with a recipe other than delayed scaling hands the master to
+    Megatron-Core: ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``), the moments in ``--exp-avg-dtype`` and
+    ``--exp-avg-sq-dtype``; ``megatron/core/optimizer/optimizer_config.py``."""
+    asked = {name: getattr(args, name, None) for name in _PRECISION_AWARE_DTYPES}
+    if not getattr(args, "use_precision_aware_optimizer", None):
+        lower = [f"--{name.replace('_', '-')} {value}" for name, value in asked.items() if value not in (None, "fp32")]
+        if lower:
+            raise PipesimError(f"{lower[0]} needs --use-precision-aware-optimizer (Megatron-LM keeps every optimizer "
+                               "type FP32 without it); add it or drop the type")
+        return chosen
+    sharded = args.distributed_optimizer or (args.zero or 0) >= 1 or getattr(args, "use_megatron_fsdp", None)
+    if not sharded:
+        raise PipesimError("--use-precision-aware-optimizer runs with the distributed optimizer only (Megatron-LM: "
+                           "'only supported with distributed optimizer'); add --use-distributed-optimizer")
+    base = OptimizerBytes.parse(chosen or "18")
+    grads = 2.0 if asked["main_grads_dtype"] == "bf16" else base.grads
+    delayed = not args.fp8 or (args.fp8_recipe or "delayed") == "delayed"
+    remainder = asked["main_params_dtype"] in (None, "fp32") and not getattr(args, "fp16", None) and delayed
+    master = 2 if asked["main_params_dtype"] == "fp16" or remainder else 4
+    moments = sum(_STATE_BYTES[asked[name] or "fp32"] for name in ("exp_avg_dtype", "exp_avg_sq_dtype"))
+    return replace(base, grads=grads, optimizer=float(master + moments)).text
 
 
 def schedule_of(args: argparse.Namespace) -> str | None:

@@ -21,7 +21,7 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
 )
-from pipesim.api.defaults import PARAM_BYTES, PLAN_DEFAULTS
+from pipesim.api.defaults import PLAN_DEFAULTS
 from pipesim.cli.analytic_args import (
     COLUMN_INPUT_HELP,
     FP8_PARAMS_BARE,
@@ -34,7 +34,7 @@ from pipesim.cli.analytic_args import (
     add_loss_detail_args,
     cp_comm_type,
 )
-from pipesim.cli.arg_types import fraction, output_file, positive_float, positive_int, speed_spread
+from pipesim.cli.arg_types import fraction, output_file, param_bytes, positive_float, positive_int, speed_spread
 from pipesim.cli.shared_args import add_train_tokens_arg
 from pipesim.errors import PipesimError
 from pipesim.plots.paths import FIGURE_SUFFIXES
@@ -146,9 +146,9 @@ def register(sub) -> None:
                    help=GPU_SPEED_SPREAD_HELP + "; one factor for every candidate on these GPUs")
     p.add_argument("--inter-node-gbps", type=positive_float, default=None, metavar="GBPS",
                    help=INTER_NODE_GBPS_HELP)
-    p.add_argument("--param-bytes", choices=sorted(PARAM_BYTES), default=None,
+    p.add_argument("--param-bytes", type=param_bytes, default=None, metavar="18|16|W+G+O",
                    help=f"bytes per parameter for weights+grads+Adam (default {PLAN_DEFAULTS.param_bytes}, "
-                   "Megatron's count)")
+                   "Megatron's count; 16 with 16-bit gradients; W+G+O each part's)")
     p.add_argument("--attention", choices=[a.value for a in AttentionKernel], default="fused",
                    help="the attention kernel the training code runs, not searched: fused (FlashAttention-2, "
                    "default), triton (FlashAttention in Triton) or unfused")
