@@ -422,7 +422,8 @@ def _megatron_lines(result):
     for outcome in result.ranked:
         c = outcome.candidate
         argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
-                             request.fp8_params_of(c), loss=request.loss, dispatcher=request.moe_dispatcher)
+                             request.fp8_params_of(c), loss=request.loss, dispatcher=request.moe_dispatcher,
+                             param_bytes=request.param_bytes)
         if argv is not None:
             yield outcome, argv
 
@@ -434,6 +435,10 @@ def _megatron_lines(result):
                                             recompute=["none", "full"], precision=["fp4"]), 3),
     ("llama3.2-1b", "h100-sxm", 8, 128256, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2],
                                                 recompute=["none"], loss="te"), 2),  # the fused loss's flags
+    # a precision-aware optimizer's account, its flags in the line (and its memory in the simulation it gives); on
+    # two GPUs, where tp ≤ 2 pads no vocabulary the preset does not (128,256 is a multiple of 128·2)
+    ("llama3.2-1b", "h100-sxm", 2, 128256, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2], zero=[1],
+                                                recompute=["none"], param_bytes="2+2+6"), 2),
 ])
 def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardware, gpus, vocab, space, least):
     result = pipesim.plan(model, gpus=gpus, global_batch=128, hardware=hardware, top=10, **space)
@@ -448,6 +453,7 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardwa
         assert named["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
+        assert named["model_report"]["layout"]["param_bytes"]["total"] == result.request.param_bytes.total
     assert lines >= least  # 1F1B and interleaved lines, even and lighter-ended splits, FP4 and full recomputation
 
 

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework
-from pipesim.analytic.layout import Fp8Linears, Layout, P2pCalls, PipelineBuffers, Precision, Recompute, ZeroStage
+from pipesim.analytic.layout import (
+    Fp8Linears,
+    Layout,
+    OptimizerBytes,
+    P2pCalls,
+    PipelineBuffers,
+    Precision,
+    Recompute,
+    ZeroStage,
+)
 from pipesim.analytic.memory_gib import GIB
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import ModelSpec
@@ -469,6 +478,16 @@ def test_megatron_flags():
     assert not any("overlap-p2p" in arg for arg in megatron_argv(one_f_one_b, model, 1024))  # interleaved only
     assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True), model, 1024) is None
     assert megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
+    # a parameter's bytes as Megatron-LM spells them: BF16 gradients, or the precision-aware optimizer's types (with
+    # the distributed optimizer); an account it has no types for is a gap
+    sharded = Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.OPTIMIZER)
+    assert "--grad-reduce-in-bf16" in megatron_argv(sharded, model, 1024, param_bytes=OptimizerBytes(grads=2.0))
+    argv = megatron_argv(sharded, model, 1024, param_bytes=OptimizerBytes(optimizer=6.0))
+    assert argv[argv.index("--use-precision-aware-optimizer"):][:5] == [
+        "--use-precision-aware-optimizer", "--exp-avg-dtype", "bf16", "--exp-avg-sq-dtype", "bf16"]
+    assert megatron_argv(sharded, model, 1024, param_bytes=OptimizerBytes(optimizer=9.0)) is None
+    replicated = Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True)
+    assert megatron_argv(replicated, model, 1024, param_bytes=OptimizerBytes(optimizer=6.0)) is None
 
 
 def test_executor_line_multi_node():

@@ -139,7 +139,8 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
                                  request.fp8_params_of(c), request.cp_comm, request.loss, request.loss_input_copy,
                                  request.layout_of(c).shard_group, request.moe_dispatcher,
                                  request.moe_dispatch_fp8,
-                                 request.kv_repeated and request.attention is not AttentionKernel.UNFUSED)
+                                 request.kv_repeated and request.attention is not AttentionKernel.UNFUSED,
+                                 request.param_bytes)
             lines.append(f"   megatron: {line}")
     if any(o.candidate.precision.quantized for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 or FP4 candidate's MFU can pass what BF16 could reach)")

@@ -27,6 +27,7 @@ from pipesim.analytic.layout import (
     Fp8Params,
     LossKernel,
     MoeDispatcher,
+    OptimizerBytes,
     Precision,
     Recompute,
     ZeroStage,
@@ -100,11 +101,45 @@ MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--c
                        LossKernel.TE: ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"]}
 
 
+MEGATRON_BYTES = OptimizerBytes()  # Megatron-LM's default account: 2 + 4 + 12
+# an Adam moment's bytes as the precision-aware optimizer's type (--exp-avg-dtype, --exp-avg-sq-dtype)
+_MOMENT_TYPES = {4.0: "fp32", 2.0: "bf16", 1.0: "fp8"}
+
+
+def megatron_optimizer_flags(param_bytes: OptimizerBytes, zero: ZeroStage) -> list[str] | str:
+    """Megatron-LM's flags for a ``--param-bytes`` account, or why it has none: 18 is its default, 16
+    ``--grad-reduce-in-bf16``, and any other the precision-aware optimizer's types (with the distributed optimizer),
+    an FP32 master kept as the 16-bit remainder beside BF16 weights (``megatron_args._precision_aware_bytes``
+    reads the same flags back); the larger moment first."""
+    if param_bytes == MEGATRON_BYTES:
+        return []
+    if param_bytes.weights != 2.0 or param_bytes.grads not in (2.0, 4.0):
+        return f"Megatron-LM keeps BF16 weights and FP32 or BF16 gradients, not --param-bytes {param_bytes.text}"
+    grads = [] if param_bytes.grads == 4.0 else ["--grad-reduce-in-bf16"]
+    if param_bytes.optimizer == 12.0:
+        return grads
+    moments = param_bytes.optimizer - 2.0  # beside the master's 16-bit remainder
+    pairs = [(m, v) for m in _MOMENT_TYPES for v in _MOMENT_TYPES if m >= v and m + v == moments]
+    if not pairs:
+        return (f"Megatron-LM's precision-aware optimizer keeps no {param_bytes.optimizer:g} bytes of optimizer state "
+                "a parameter (a 2-byte master remainder and two moments of 4, 2 or 1)")
+    if zero is not ZeroStage.OPTIMIZER:
+        return "Megatron-LM's precision-aware optimizer runs with its distributed optimizer only"
+    m, v = pairs[0]
+    return (["--use-precision-aware-optimizer"] + (["--main-grads-dtype", "bf16"] if grads else [])
+            + (["--exp-avg-dtype", _MOMENT_TYPES[m]] if m != 4.0 else [])
+            + (["--exp-avg-sq-dtype", _MOMENT_TYPES[v]] if v != 4.0 else []))
+
+
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
                  shard_group: int | None = None, fp8_dispatch: bool = False,
-                 fused_attention_repeats_kv: bool = False) -> str | None:
+                 fused_attention_repeats_kv: bool = False,
+                 param_bytes: OptimizerBytes = MEGATRON_BYTES) -> str | None:
     """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group, its FP8
-    MoE dispatch, grouped K and V repeated before a fused attention), or None if it can."""
+    MoE dispatch, grouped K and V repeated before a fused attention, its bytes a parameter), or None if it can."""
+    optimizer = megatron_optimizer_flags(param_bytes, candidate.zero)
+    if isinstance(optimizer, str):
+        return optimizer
     if fused_attention_repeats_kv:
         return ("Megatron-Core's fused attention reads grouped K and V as they are: it repeats them only on its "
                 "unfused path (--attention unfused)")
@@ -132,13 +167,15 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
                   overlap_p2p: bool = True, overlap_dp_sync: bool = False,
                   fp8_params: Fp8Params = Fp8Params.OFF, cp_comm: CpComm = CpComm.P2P,
                   loss: LossKernel = LossKernel.MEGATRON,
-                  dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> list[str] | None:
+                  dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+                  param_bytes: OptimizerBytes = MEGATRON_BYTES) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
     ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
     reduce and (with the distributed optimizer) parameter gather; ``fp8_params``: the FP8 parameters the
-    candidate keeps (``--fp8-param-gather``); ``loss``: the cross-entropy the plan ran."""
+    candidate keeps (``--fp8-param-gather``); ``loss``: the cross-entropy the plan ran; ``param_bytes``: its
+    account of a parameter's bytes (:func:`megatron_optimizer_flags`)."""
     c = candidate
-    if megatron_gap(c, loss) is not None:
+    if megatron_gap(c, loss, param_bytes=param_bytes) is not None:
         return None
     args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
     if c.cp > 1:
@@ -216,6 +253,7 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args.append("--sequence-parallel")
     if c.zero is ZeroStage.OPTIMIZER:
         args.append("--use-distributed-optimizer")
+    args += megatron_optimizer_flags(param_bytes, c.zero)
     if overlap_dp_sync:
         args.append("--overlap-grad-reduce")
         if c.zero is ZeroStage.OPTIMIZER:
@@ -239,13 +277,13 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
                   cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
                   loss_input_copy: bool = False, shard_group: int | None = None,
                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fp8_dispatch: bool = False,
-                  fused_attention_repeats_kv: bool = False) -> str:
+                  fused_attention_repeats_kv: bool = False, param_bytes: OptimizerBytes = MEGATRON_BYTES) -> str:
     gap = megatron_gap(candidate, loss, loss_input_copy, shard_group, fp8_dispatch,
-                       fused_attention_repeats_kv)
+                       fused_attention_repeats_kv, param_bytes)
     if gap is not None:
         return f"({gap})"
     argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss,
-                         dispatcher)
+                         dispatcher, param_bytes)
     return "pretrain_gpt.py " + shlex.join(argv)
 
 
