@@ -291,6 +291,28 @@ def test_a_frameworks_column_input_earns_no_note_where_nothing_is_gathered(capsy
     assert '"column_input": "regather-blocking"' in capsys.readouterr().out
 
 
+def test_the_dp_sync_overlaps_are_noted_only_where_asked_and_idle(capsys):
+    """Without a pipeline, ZeRO-3's per-layer gathers and reduce-scatters leave nothing of the sync for the step's
+    end: --overlap-grad-reduce and --overlap-param-gather change no prediction there, and given they are noted;
+    NeMo's recipes set both unasked, which earns no note; under a pipeline (a stage gathered all step) they act."""
+    base = ["simulate", "--model", "llama3.2-1b", "--dp", "8", "--mb", "4", "--zero", "3", "--json"]
+
+    def run(*flags):
+        assert main([*base, *flags]) == 0
+        report = json.loads(capsys.readouterr().out)["model_report"]
+        return report["step_time_s"], report["layout"]["inert_flag_notes"]
+
+    step, notes = run("--pp", "1")
+    overlapped, noted = run("--pp", "1", "--overlap-grad-reduce", "--overlap-param-gather")
+    assert overlapped == step and notes == []
+    assert noted == ["--overlap-grad-reduce, --overlap-param-gather changes nothing here: ZeRO-3's per-layer "
+                     "gathers and reduce-scatters run beside the layers, leaving no sync for the step's end"]
+    assert run("--pp", "1", "--framework", "nemo")[1] == []
+    piped, _ = run("--pp", "2")
+    piped_overlapped, piped_notes = run("--pp", "2", "--overlap-grad-reduce", "--overlap-param-gather")
+    assert piped_overlapped < piped and piped_notes == []
+
+
 def test_async_tp_wins_over_a_framework_whose_tp_waits():
     """torchtitan's plain TP waits for its collectives; with enable_async_tensor_parallel (--async-tp) every one
     overlaps a GEMM. The framework's default must not be read as the contradicting --no-overlap-tp-dgrad, which,

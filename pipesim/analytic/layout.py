@@ -1133,6 +1133,11 @@ class Layout:
         if not self.overlap_tp_dgrad and self.tp == 1:
             notes.append("--no-overlap-tp-dgrad changes nothing here: there are no tensor-parallel collectives "
                          "(--tp 1)")
+        overlaps = [flag for flag, on in (("--overlap-grad-reduce", self.overlap_grad_reduce),
+                                          ("--overlap-param-gather", self.overlap_param_gather)) if on]
+        if overlaps and self.gathers_per_layer:
+            notes.append(f"{', '.join(overlaps)} changes nothing here: ZeRO-{int(self.sharding)}'s per-layer gathers "
+                         "and reduce-scatters run beside the layers, leaving no sync for the step's end")
         if self.cp == 1:
             cp = [flag for flag, moved in ((f"--cp-comm-type {self.cp_comm.value}", self.cp_comm is not CpComm.P2P),
                                            (f"--cp-kernels {self.cp_kernels.value}",
