@@ -206,13 +206,9 @@ class PlanResult:
 
     def write(self, path: str | Path) -> None:
         """Every candidate (.csv or .parquet), atomically."""
-        from pipesim.io.atomic import write_with
+        from pipesim.io.atomic import write_table
 
-        frame, path = self.candidates, Path(path)
-        if path.suffix.lower() == ".csv":
-            write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
-        else:
-            write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        write_table(self.candidates, path)
 
     def plot(self, path: str | Path, *, labelled: int = 5) -> None:
         """The Pareto front of step time against peak memory, the first ``labelled`` listed ones marked."""

@@ -50,6 +50,7 @@ class ScalingResult:
         per GPU over the fewest GPUs' where both fit (``per_gpu_vs_fewest``: 1 holds the rate, below 1 loses
         it), and the budget's days and GPU-hours with a token budget; a count where nothing fits says why."""
         from pipesim.plan.uncertainty import band_of
+
         fitting = [p for p in self.plans if p.best is not None]
         base = fitting[0].best.evaluation.tokens_per_s_per_gpu if fitting else None
         rows = [{"gpus": g, "configuration": None, "nothing_fits": why} for g, why in self.refused]
@@ -130,14 +131,10 @@ class ScalingResult:
         """Every candidate of every count (.csv or .parquet), with a ``gpus`` column, atomically."""
         import pandas as pd
 
-        from pipesim.io.atomic import write_with
+        from pipesim.io.atomic import write_table
 
-        frame = pd.concat([p.candidates.assign(gpus=p.request.gpus) for p in self.plans], ignore_index=True)
-        path = Path(path)
-        if path.suffix.lower() == ".csv":
-            write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
-        else:
-            write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        write_table(pd.concat([p.candidates.assign(gpus=p.request.gpus) for p in self.plans], ignore_index=True),
+                    path)
 
 
 def plan_scaling(

@@ -72,6 +72,16 @@ def write_with(path: str | Path, writer: Callable[[Path], None]) -> None:
         writer(tmp)
 
 
+def write_table(frame, path: str | Path) -> None:
+    """A DataFrame to ``path`` atomically: CSV for a ``.csv`` name, Parquet otherwise (the commands checked the
+    suffix as their flags were parsed)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
+    else:
+        write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
 def write_or_print(text: str, path: str | Path | None) -> None:
     """Write ``text`` atomically to ``path`` and say so, or print it when no path is given."""
     if path is not None:

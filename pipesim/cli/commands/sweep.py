@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from pipesim.analysis.sweep import stop_on_signals
     from pipesim.api.sweeping import grid_size, sweep
     from pipesim.cli.progress import progress_bar
-    from pipesim.io.atomic import write_with
+    from pipesim.io.atomic import write_table
 
     kwargs = dict(schedule=args.schedule, pp=args.pp, mb=args.mb, chunks=args.chunks, forward=args.forward,
                   backward=args.backward, backward_input=args.backward_input,
@@ -66,12 +66,8 @@ def run(args: argparse.Namespace) -> int:
     with stop_on_signals(), progress_bar(args.quiet) as bar:
         task = bar.add_task(f"simulating {total} configurations{where}", total=total)
         frame = sweep(**kwargs, jobs=args.jobs, cluster=args.cluster, progress=lambda n: bar.advance(task, n))
-    path = args.output
-    if path.suffix.lower() == ".csv":
-        write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
-    else:
-        write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    print(f"wrote {len(frame)} configurations to {path}")
+    write_table(frame, args.output)
+    print(f"wrote {len(frame)} configurations to {args.output}")
     if frame.attrs["skipped"]:
         print(f"skipped {frame.attrs['skipped']} grid point(s) the schedule rejects, e.g.: "
               f"{frame.attrs['first_skip_reason']}")
