@@ -4,6 +4,8 @@ split over says why on its row, and the progress bar stays off standard output."
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -86,3 +88,14 @@ def test_the_scaling_figure_draws_each_counts_rate_and_days(scaled, tmp_path, mo
 def test_one_plan_prints_no_empty_line_before_it(capsys):
     assert main(["plan", *FLAGS, "--gpus", "4"]) == 0
     assert capsys.readouterr().out.startswith("plan: gpt3-2.7b")
+
+
+def test_plan_json_is_the_librarys_data(scaled, capsys):
+    """plan --json prints PlanResult.to_dict() (with the token budget's training time), and with several counts
+    ScalingResult.to_dict(): nothing but the JSON on standard output."""
+    alone = pipesim.plan("gpt3-2.7b", 4, 16, top=10, **SPACE)
+    assert main(["plan", *FLAGS, "--gpus", "4", "--train-tokens", "10B", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(alone.to_dict() | {"training": alone.training("10B").to_dict()}))
+    assert main(["plan", *FLAGS, "--gpus", "8,4,6", "--train-tokens", "10B", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(scaled.to_dict()))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from pipesim.analytic.frameworks import Framework
 from pipesim.analytic.layout import (
@@ -233,6 +234,9 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, default=PLAN_DEFAULTS.jobs,
                    help=f"local processes (0 = all cores; default {PLAN_DEFAULTS.jobs})")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the ranking as JSON (PlanResult.to_dict(); with several --gpus, each count's best) "
+                   "instead of text; files are written as asked")
     p.set_defaults(func=run)
 
 
@@ -273,11 +277,19 @@ def run(args: argparse.Namespace) -> int:
                       progress=lambda n: bar.advance(task, n),
                       on_queue=lambda n: bar.update(task, total=n, description=f"deciding {n} candidates"),
                       **space_from_args(args))
-    print(result.header())
     if result.best is None:
+        if not args.json:
+            print(result.header())
         raise PipesimError(result.nothing_fits())
     if args.output:
         result.write(args.output)
+    if args.json:
+        if args.plot:
+            result.plot(args.plot)
+        training = {} if args.train_tokens is None else {"training": result.training(args.train_tokens).to_dict()}
+        print(json.dumps(result.to_dict() | training, indent=2))
+        return 0
+    print(result.header())
     print(result.ranking_text())
     if args.train_tokens is not None:
         print(f"#1: {result.training(args.train_tokens).text()}")
@@ -303,6 +315,12 @@ def _run_scaling(args: argparse.Namespace) -> int:
         result = plan_scaling(args.model, args.gpus, args.global_batch, train_tokens=args.train_tokens,
                               config=args.config, jobs=args.jobs, cluster=args.cluster, on_plan=starting,
                               progress=lambda n: bar.advance(task, n), **space_from_args(args))
+    if args.json:
+        for write, path in ((result.write, args.output), (result.plot, args.plot)):
+            if path:
+                write(path)
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
     print(result.text())
     if args.output:
         result.write(args.output)
