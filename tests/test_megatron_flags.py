@@ -152,6 +152,10 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
     for megatron, ours in pairs:
         assert _run(capsys, *base, *megatron) == _run(capsys, *base, *ours), megatron
     assert _run(capsys, *base, "--use-megatron-fsdp")["model_report"]["layout"]["zero"] == 3
+    # their defaults, as a launch line may state them, change nothing
+    defaults = ["--num-distributed-optimizer-instances", "1", "--outer-dp-sharding-strategy", "no_shard",
+                "--megatron-fsdp-grad-comm-dtype", "auto"]
+    assert _run(capsys, *base, "--use-megatron-fsdp", *defaults) == _run(capsys, *base, "--use-megatron-fsdp")
     # FP16's gradients stay FP16 unless asked for in FP32 (Megatron-LM casts them under --bf16 only)
     assert _run(capsys, *base, "--fp16") == _run(capsys, *base, *bf16_grads)
     assert _run(capsys, *base, "--fp16", "--accumulate-allreduce-grads-in-fp32") == _run(capsys, *base)
@@ -207,6 +211,13 @@ def test_a_w_g_o_account_is_the_memory_by_hand():
     (["--megatron-fsdp-main-grads-dtype", "bf16"], "is Megatron-FSDP's; add --use-megatron-fsdp"),
     (["--use-megatron-fsdp", "--param-bytes", "18"], "keeps 16-bit gradients (--megatron-fsdp-main-grads-dtype auto)"),
     (["--fp16", "--bf16"], "two precisions"),
+    # what Megatron-LM does that pipesim does not model is refused by name, not dropped (--ignore-unknown did)
+    (["--num-distributed-optimizer-instances", "2", "--ignore-unknown"],
+     "--num-distributed-optimizer-instances 2 (the optimizer state sharded within each instance's ranks"),
+    (["--optimizer-cpu-offload"], "--optimizer-cpu-offload (the optimizer's state and step on the host) is not "
+     "modelled"),
+    (["--use-megatron-fsdp", "--outer-dp-sharding-strategy", "optim"], "--outer-dp-sharding-strategy optim"),
+    (["--use-megatron-fsdp", "--megatron-fsdp-grad-comm-dtype", "fp32"], "--megatron-fsdp-grad-comm-dtype fp32"),
 ])
 def test_megatrons_fsdp_flags_refused_as_megatron_refuses_them(capsys, argv, fragment):
     assert fragment in _refused(capsys, "--model", "llama3.2-1b", "--dp", "8", "--mb", "2", *argv)

@@ -44,6 +44,7 @@ from pipesim.cli.arg_types import (
 from pipesim.cli.megatron_args import (
     MEGATRON_ALIASES,
     add_megatron_args,
+    check_unmodelled,
     loss_of,
     moe_dispatcher_of,
     moe_imbalance_of,
@@ -426,6 +427,7 @@ def model_options_from_args(args: argparse.Namespace) -> ModelOptions:
     values["loss"] = loss_of(args)
     values["moe_imbalance"] = moe_imbalance_of(args)
     values["moe_dispatcher"] = moe_dispatcher_of(args)
+    check_unmodelled(args)
     values["param_bytes"] = precision_bytes_of(args)
     values |= sharding_of(args)  # Megatron-LM's FSDP flags as the ZeRO stage they run
     if getattr(args, "moe_layer_recompute", None):  # Megatron-Core: selective, with "moe" among the modules

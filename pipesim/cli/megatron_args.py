@@ -167,6 +167,20 @@ def add_megatron_args(group) -> None:
                        "kept gathered from each forward to its backward); Megatron-LM runs it without a pipeline")
     group.add_argument("--torch-fsdp2-no-reshard-after-forward", action="store_true", default=None,
                        help="with --use-torch-fsdp2: see there")
+    # Megatron-LM's flags that change what a GPU holds or how it syncs in ways pipesim does not model: taken so a
+    # launch line's value can be read (their defaults change nothing), refused otherwise (unmodelled_of), even
+    # under --ignore-unknown, which would have dropped them with a note
+    group.add_argument("--num-distributed-optimizer-instances", type=positive_int, default=None, metavar="N",
+                       help="Megatron-LM's distributed optimizer in N instances: 1 (its default) is what pipesim "
+                       "runs; more is refused as not modelled")
+    group.add_argument("--optimizer-cpu-offload", action="store_true", default=None,
+                       help="Megatron-LM's optimizer on the host: refused as not modelled")
+    group.add_argument("--outer-dp-sharding-strategy", choices=["no_shard", "optim"], default=None,
+                       help="Megatron-FSDP's hybrid sharding across nodes: no_shard (its default) changes nothing "
+                       "here; optim is refused as not modelled")
+    group.add_argument("--megatron-fsdp-grad-comm-dtype", choices=["auto", "fp32", "bf16", "fp16"], default=None,
+                       help="Megatron-FSDP's gradient wire type: auto (its default, the buffer's) is what pipesim "
+                       "runs; another is refused as not modelled")
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
@@ -252,6 +266,31 @@ def sharding_of(args: argparse.Namespace) -> dict:
         flag = "--use-torch-fsdp2" if torch_fsdp2 else f"--use-megatron-fsdp ({strategy})"
         raise PipesimError(f"{flag} is --zero {options['zero']}, but --zero {args.zero} is given; keep one")
     return options
+
+
+def check_unmodelled(args: argparse.Namespace) -> None:
+    """A one-line refusal for a Megatron-LM flag set away from its default where that changes what a GPU holds or
+    how it syncs in a way pipesim does not model (each named with what it does and what dropping it runs)."""
+    unmodelled = {
+        "--num-distributed-optimizer-instances": (
+            (getattr(args, "num_distributed_optimizer_instances", None) or 1) > 1,
+            "the optimizer state sharded within each instance's ranks, the gradients reduce-scattered within and "
+            "all-reduced across instances"),
+        "--optimizer-cpu-offload": (bool(getattr(args, "optimizer_cpu_offload", None)),
+                                    "the optimizer's state and step on the host"),
+        "--outer-dp-sharding-strategy": (getattr(args, "outer_dp_sharding_strategy", None) == "optim",
+                                         "Megatron-FSDP's optimizer state sharded across the outer data-parallel "
+                                         "ranks too"),
+        "--megatron-fsdp-grad-comm-dtype": (getattr(args, "megatron_fsdp_grad_comm_dtype", None)
+                                            not in (None, "auto"),
+                                            "gradients reduced in another type than the buffer keeps them"),
+    }
+    for flag, (asked, what) in unmodelled.items():
+        if asked:
+            value = getattr(args, flag[2:].replace("-", "_"))
+            given = flag if value is True else f"{flag} {value}"
+            raise PipesimError(f"{given} ({what}) is not modelled; drop it and pipesim runs Megatron-LM's default "
+                               "for it")
 
 
 def precision_bytes_of(args: argparse.Namespace) -> str | None:
