@@ -177,6 +177,12 @@ def test_the_precision_aware_optimizer_keeps_its_state_in_the_types_asked(capsys
     ]
     for megatron, ours in pairs:
         assert _run(capsys, *aware, *megatron) == _run(capsys, *base, *ours), megatron
+    # the library's account, which the flags reach, and its inverse, which plan's Megatron line writes back
+    from pipesim.analytic.layout import OptimizerBytes, precision_aware_bytes, precision_aware_moments
+
+    bf16_moments = precision_aware_bytes(OptimizerBytes(), exp_avg="bf16", exp_avg_sq="bf16")
+    assert bf16_moments.text == "2+4+6" and precision_aware_moments(bf16_moments) == ("bf16", "bf16")
+    assert precision_aware_bytes(OptimizerBytes(), master_remainder=False).text == "18"
 
 
 def test_a_w_g_o_account_is_the_memory_by_hand():

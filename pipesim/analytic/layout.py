@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.errors import PipesimError, parse_choice
 from pipesim.hash_once import fields_only_state, hash_once
@@ -590,6 +590,31 @@ class OptimizerBytes:
 
 # --param-bytes's named accounts: Megatron-LM's 18 and the ZeRO paper's 16
 NAMED_OPTIMIZER_BYTES = {"18": OptimizerBytes(), "16": OptimizerBytes(grads=2.0)}
+# an Adam moment's bytes in each type Megatron-LM's precision-aware optimizer keeps it in (--exp-avg-dtype,
+# --exp-avg-sq-dtype); BF16 before FP16, the spelling a launch line is written back with
+MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+
+
+def precision_aware_bytes(base: OptimizerBytes, *, main_grads: str = "fp32", main_params: str = "fp32",
+                          exp_avg: str = "fp32", exp_avg_sq: str = "fp32",
+                          master_remainder: bool = True) -> OptimizerBytes:
+    """``base`` under Megatron-LM's precision-aware optimizer (``megatron/core/optimizer/optimizer_config.py``): the
+    gradients in ``main_grads`` (BF16 leaves its buffer 16-bit), the master weights in ``main_params`` (FP32's kept
+    as the 16-bit remainder beside 16-bit weights, Transformer Engine's ``store_param_remainders``, where
+    ``master_remainder``: Megatron-Core's default, not under FP16 weights nor FP8 with a recipe other than delayed
+    scaling, ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``), the moments in ``exp_avg`` and ``exp_avg_sq``."""
+    grads = 2.0 if main_grads == "bf16" else base.grads
+    master = 2.0 if main_params == "fp16" or (main_params == "fp32" and master_remainder) else 4.0
+    return replace(base, grads=grads, optimizer=master + MOMENT_BYTES[exp_avg] + MOMENT_BYTES[exp_avg_sq])
+
+
+def precision_aware_moments(param_bytes: OptimizerBytes) -> tuple[str, str] | None:
+    """The inverse of :func:`precision_aware_bytes` with a 16-bit master remainder: the two moments' types that
+    give ``param_bytes``'s optimizer state, the larger first, or None where no pair does."""
+    moments = param_bytes.optimizer - 2.0
+    pairs = [(m, v) for m in MOMENT_BYTES for v in MOMENT_BYTES
+             if MOMENT_BYTES[m] >= MOMENT_BYTES[v] and MOMENT_BYTES[m] + MOMENT_BYTES[v] == moments]
+    return pairs[0] if pairs else None
 
 
 @dataclass(frozen=True)

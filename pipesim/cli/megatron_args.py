@@ -14,9 +14,9 @@ per pipeline rank (``--decoder-first-pipeline-num-layers`` and the rest) are mod
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
+from dataclasses import fields
 
-from pipesim.analytic.layout import OptimizerBytes
+from pipesim.analytic.layout import MOMENT_BYTES, OptimizerBytes, precision_aware_bytes
 from pipesim.analytic.megatron_model import MegatronModelArgs, capacity_imbalance
 from pipesim.cli.arg_types import non_negative_float, positive_float, positive_int
 from pipesim.errors import PipesimError
@@ -80,8 +80,6 @@ _MEGATRON_FSDP_DEFAULT = "optim_grads_params"  # arguments.py's default for --da
 # --megatron-fsdp-main-grads-dtype as pipesim's --param-bytes: "auto" is the parameters' own type, 16-bit under --bf16
 # or --fp16 (param_and_grad_buffer.py, _resolve_group_grad_dtype: "grad.dtype == param.dtype"; BF16 for FP8 ones)
 _MAIN_GRADS_BYTES = {"auto": "16", "bf16": "16", "fp16": "16", "fp32": "18"}
-# bytes of an Adam moment in each of the precision-aware optimizer's types (--exp-avg-dtype, --exp-avg-sq-dtype)
-_STATE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 _PRECISION_AWARE_DTYPES = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
 
 
@@ -150,7 +148,7 @@ def add_megatron_args(group) -> None:
                        "--exp-avg-dtype and --exp-avg-sq-dtype give (FP32 each by default; an FP32 master kept as the "
                        "16-bit remainder beside BF16 weights), as --param-bytes W+G+O")
     for flag, choices in (("--main-grads-dtype", ["fp32", "bf16"]), ("--main-params-dtype", ["fp32", "fp16"]),
-                          ("--exp-avg-dtype", list(_STATE_BYTES)), ("--exp-avg-sq-dtype", list(_STATE_BYTES))):
+                          ("--exp-avg-dtype", list(MOMENT_BYTES)), ("--exp-avg-sq-dtype", list(MOMENT_BYTES))):
         group.add_argument(flag, choices=choices, default=None, help="with --use-precision-aware-optimizer: see there")
     group.add_argument("--use-megatron-fsdp", action="store_true", default=None,
                        help="Megatron-LM's own FSDP (Megatron-FSDP), sharding as --data-parallel-sharding-strategy "
@@ -307,12 +305,8 @@ def precision_bytes_of(args: argparse.Namespace) -> str | None:
 
 
 def _precision_aware_bytes(args: argparse.Namespace, chosen: str | None) -> str | None:
-    """``chosen`` (a ``--param-bytes``) under ``--use-precision-aware-optimizer``: the gradients in
-    ``--main-grads-dtype`` (BF16 leaves Megatron-LM's buffer 16-bit), the master weights in ``--main-params-dtype``
-    (FP32's kept as the 16-bit remainder beside BF16 weights, Transformer Engine's ``store_param_remainders``,
-    Megatron-Core's default, unless FP8 with a recipe other than delayed scaling hands the master to
-    Megatron-Core: ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``), the moments in ``--exp-avg-dtype`` and
-    ``--exp-avg-sq-dtype``; ``megatron/core/optimizer/optimizer_config.py``."""
+    """``chosen`` (a ``--param-bytes``) under ``--use-precision-aware-optimizer``, in the types its flags give
+    (:func:`pipesim.analytic.layout.precision_aware_bytes`); one-line refusals where Megatron-LM refuses them."""
     asked = {name: getattr(args, name, None) for name in _PRECISION_AWARE_DTYPES}
     if not getattr(args, "use_precision_aware_optimizer", None):
         lower = [f"--{name.replace('_', '-')} {value}" for name, value in asked.items() if value not in (None, "fp32")]
@@ -324,13 +318,10 @@ def _precision_aware_bytes(args: argparse.Namespace, chosen: str | None) -> str 
     if not sharded:
         raise PipesimError("--use-precision-aware-optimizer runs with the distributed optimizer only (Megatron-LM: "
                            "'only supported with distributed optimizer'); add --use-distributed-optimizer")
-    base = OptimizerBytes.parse(chosen or "18")
-    grads = 2.0 if asked["main_grads_dtype"] == "bf16" else base.grads
     delayed = not args.fp8 or (args.fp8_recipe or "delayed") == "delayed"
-    remainder = asked["main_params_dtype"] in (None, "fp32") and not getattr(args, "fp16", None) and delayed
-    master = 2 if asked["main_params_dtype"] == "fp16" or remainder else 4
-    moments = sum(_STATE_BYTES[asked[name] or "fp32"] for name in ("exp_avg_dtype", "exp_avg_sq_dtype"))
-    return replace(base, grads=grads, optimizer=float(master + moments)).text
+    types = {name.removesuffix("_dtype"): value or "fp32" for name, value in asked.items()}
+    return precision_aware_bytes(OptimizerBytes.parse(chosen or "18"), **types,
+                                 master_remainder=delayed and not getattr(args, "fp16", None)).text
 
 
 def schedule_of(args: argparse.Namespace) -> str | None:

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from pipesim.errors import PipesimError
-from pipesim.io.atomic import write_text_atomic, write_with
+from pipesim.io.atomic import write_table, write_text_atomic
 from pipesim.io.text_files import read_text_file
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.program.ir import COMPUTE_OPS as IR_COMPUTE_OPS
@@ -71,13 +71,10 @@ def make_frame(columns: dict) -> pd.DataFrame:
 
 def write_timeline(frame: pd.DataFrame, path: str | Path, flag: str = "--timeline") -> None:
     """Write CSV, Parquet or (``.json``) a Chrome trace, atomically."""
-    fmt = TimelineFormat.of(path, flag)
-    if fmt is TimelineFormat.CSV:
-        write_with(path, lambda tmp: frame.to_csv(tmp, index=False))
-    elif fmt is TimelineFormat.PARQUET:
-        write_with(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
+    if TimelineFormat.of(path, flag) is TimelineFormat.CHROME_TRACE:
         write_text_atomic(path, json.dumps(chrome_trace(frame)))
+    else:  # CSV or Parquet, by the name
+        write_table(frame, path)
 
 
 REQUIRED_COLUMNS = ["rank", "stage", "chunk", "op", "microbatch", "start", "end"]

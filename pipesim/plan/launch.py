@@ -31,6 +31,7 @@ from pipesim.analytic.layout import (
     Precision,
     Recompute,
     ZeroStage,
+    precision_aware_moments,
 )
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.plan.space import Candidate
@@ -102,15 +103,13 @@ MEGATRON_LOSS_FLAGS = {LossKernel.MEGATRON: [], LossKernel.MEGATRON_FUSED: ["--c
 
 
 MEGATRON_BYTES = OptimizerBytes()  # Megatron-LM's default account: 2 + 4 + 12
-# an Adam moment's bytes as the precision-aware optimizer's type (--exp-avg-dtype, --exp-avg-sq-dtype)
-_MOMENT_TYPES = {4.0: "fp32", 2.0: "bf16", 1.0: "fp8"}
 
 
 def megatron_optimizer_flags(param_bytes: OptimizerBytes, zero: ZeroStage) -> list[str] | str:
     """Megatron-LM's flags for a ``--param-bytes`` account, or why it has none: 18 is its default, 16
     ``--grad-reduce-in-bf16``, and any other the precision-aware optimizer's types (with the distributed optimizer),
-    an FP32 master kept as the 16-bit remainder beside BF16 weights (``megatron_args._precision_aware_bytes``
-    reads the same flags back); the larger moment first."""
+    an FP32 master kept as the 16-bit remainder beside BF16 weights
+    (:func:`~pipesim.analytic.layout.precision_aware_moments`, the inverse of the account those flags give)."""
     if param_bytes == MEGATRON_BYTES:
         return []
     if param_bytes.weights != 2.0 or param_bytes.grads not in (2.0, 4.0):
@@ -118,17 +117,15 @@ def megatron_optimizer_flags(param_bytes: OptimizerBytes, zero: ZeroStage) -> li
     grads = [] if param_bytes.grads == 4.0 else ["--grad-reduce-in-bf16"]
     if param_bytes.optimizer == 12.0:
         return grads
-    moments = param_bytes.optimizer - 2.0  # beside the master's 16-bit remainder
-    pairs = [(m, v) for m in _MOMENT_TYPES for v in _MOMENT_TYPES if m >= v and m + v == moments]
-    if not pairs:
+    moments = precision_aware_moments(param_bytes)
+    if moments is None:
         return (f"Megatron-LM's precision-aware optimizer keeps no {param_bytes.optimizer:g} bytes of optimizer state "
                 "a parameter (a 2-byte master remainder and two moments of 4, 2 or 1)")
     if zero is not ZeroStage.OPTIMIZER:
         return "Megatron-LM's precision-aware optimizer runs with its distributed optimizer only"
-    m, v = pairs[0]
+    m, v = moments
     return (["--use-precision-aware-optimizer"] + (["--main-grads-dtype", "bf16"] if grads else [])
-            + (["--exp-avg-dtype", _MOMENT_TYPES[m]] if m != 4.0 else [])
-            + (["--exp-avg-sq-dtype", _MOMENT_TYPES[v]] if v != 4.0 else []))
+            + (["--exp-avg-dtype", m] if m != "fp32" else []) + (["--exp-avg-sq-dtype", v] if v != "fp32" else []))
 
 
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
