@@ -100,6 +100,29 @@ def test_megatron_names_run_what_pipesims_do(capsys):
     assert ours["config"]["schedule"] == "interleaved" and ours["model_report"]["layout"]["dp"] == 2
 
 
+def test_a_megatron_line_leaving_out_pp_and_the_global_batch_runs_megatrons_defaults(capsys):
+    # Megatron-LM runs no pipeline without --pipeline-model-parallel-size, and sets the global batch to
+    # micro-batch × dp without --global-batch-size (arguments.py): one microbatch, where pipesim's own defaults are
+    # four ranks and eight
+    line = ["--model", "llama3.2-1b", "--tensor-model-parallel-size", "2", "--micro-batch-size", "2", "--gpus", "8"]
+    pasted = _run(capsys, *line)
+    layout = pasted["model_report"]["layout"]
+    assert (layout["pp"], layout["dp"], layout["microbatches"]) == (1, 4, 1)
+    assert main(["simulate", *line]) == 0
+    err = capsys.readouterr().err
+    assert "Megatron-LM's defaults for what its line leaves out: --pp 1 (no pipeline); --mb 1" in err
+    # the same with a global batch: the microbatches follow it, the pipeline still Megatron-LM's default
+    batched = _run(capsys, *line, "--global-batch-size", "64")["model_report"]["layout"]
+    assert (batched["pp"], batched["microbatches"]) == (1, 8)
+    # pipesim's own spelling keeps pipesim's defaults (and says so)
+    ours = _run(capsys, "--model", "llama3.2-1b", "--tp", "2", "--micro-batch-size", "2")["model_report"]["layout"]
+    assert (ours["pp"], ours["microbatches"]) == (4, 8)
+    # flags both spell alike say nothing of whose line it is; a given --pp wins
+    assert _run(capsys, "--model", "llama3.2-1b", "--sequence-parallel", "--tp", "2")["model_report"]["layout"][
+        "pp"] == 4
+    assert _run(capsys, *line, "--pipeline-model-parallel-size", "2")["model_report"]["layout"]["pp"] == 2
+
+
 def test_chunks_without_a_schedule_interleave(capsys):
     # Megatron-LM interleaves whenever it has virtual stages; pipesim's default schedule follows the chunks
     assert pipesim.simulate(pp=4, chunks=2).to_dict()["config"]["schedule"] == "interleaved"

@@ -69,6 +69,9 @@ def _run(argv: list[str]) -> int:
             # a pasted launch line's training flags (learning rate, data, checkpoints): said, not silently dropped
             print(f"note: ignored (--ignore-unknown; check that none changes the layout or the kernels): "
                   f"{' '.join(unknown)}", file=sys.stderr)
+        # the words as typed: a command whose defaults depend on whose spelling its flags use reads them
+        # (simulate takes a pasted Megatron-LM line's absent flags as Megatron-LM's defaults)
+        args.command_line = tuple(argv)
         # a reader that leaves early (`pipesim plan … -o plan.parquet | head`) must not stop the files being written
         with tolerate_leaving_reader():
             return args.func(args)

@@ -14,6 +14,8 @@ per pipeline rank (``--decoder-first-pipeline-num-layers`` and the rest) are mod
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Sequence
 from dataclasses import fields
 
 from pipesim.analytic.layout import MOMENT_BYTES, OptimizerBytes, precision_aware_bytes
@@ -182,6 +184,39 @@ def add_megatron_args(group) -> None:
     group.add_argument("--no-gradient-accumulation-fusion", dest="grad_accumulation", action="store_const",
                        const="autograd", default=None,
                        help="Megatron-LM without its fused weight-gradient accumulation: --grad-accumulation autograd")
+
+
+# Megatron-LM's defaults where a launch line leaves a flag out and pipesim's own default differs
+# (``megatron/training/arguments.py``): no pipeline, and a global batch of one micro-batch per replica
+# (``args.global_batch_size = args.micro_batch_size * args.data_parallel_size``), so one microbatch a step.
+MEGATRON_DEFAULT_PP = 1
+MEGATRON_DEFAULT_MICROBATCHES = 1
+# Megatron-LM's names that are second spellings of pipesim flags defined beside their pipesim names
+# (cli/analytic_args.py); names both spell alike (--micro-batch-size, --sequence-parallel, --overlap-grad-reduce)
+# say nothing about whose line it is
+_SECOND_SPELLINGS = ("--distribute-checkpointed-activations", "--use-distributed-optimizer", "--tp-comm-overlap",
+                     "--overlap-p2p-communication")
+
+
+@functools.cache
+def megatron_flags() -> frozenset[str]:
+    """Every option string that is Megatron-LM's spelling: the aliases and the flags of :func:`add_megatron_args`
+    and :func:`add_megatron_model_args`, read off throwaway parsers so the list cannot drift from them."""
+    names = {*MEGATRON_ALIASES, *_SECOND_SPELLINGS}
+    for add in (add_megatron_args, add_megatron_model_args):
+        parser = argparse.ArgumentParser(add_help=False)
+        add(parser)
+        names.update(s for action in parser._actions for s in action.option_strings)
+    return frozenset(names)
+
+
+def megatron_line(command_line: Sequence[str]) -> bool:
+    """Whether ``command_line`` (the words as typed) uses a flag in Megatron-LM's spelling: a pasted launch line,
+    whose absent flags then mean Megatron-LM's defaults (:data:`MEGATRON_DEFAULT_PP`,
+    :data:`MEGATRON_DEFAULT_MICROBATCHES`), not pipesim's. A flag abbreviated (argparse takes a unique prefix)
+    does not count."""
+    flags = megatron_flags()
+    return any(word.split("=", 1)[0] in flags for word in command_line if word.startswith("--"))
 
 
 def moe_imbalance_of(args: argparse.Namespace) -> float | None:

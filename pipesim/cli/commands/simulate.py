@@ -13,8 +13,11 @@ from pipesim.api.defaults import DEFAULT_PP
 from pipesim.cli.analytic_args import add_model_args, model_options_from_args
 from pipesim.cli.arg_types import output_file, positive_int
 from pipesim.cli.megatron_args import (
+    MEGATRON_DEFAULT_MICROBATCHES,
+    MEGATRON_DEFAULT_PP,
     add_megatron_aliases,
     add_megatron_model_args,
+    megatron_line,
     megatron_model_args,
     schedule_of,
 )
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     # Output paths were checked as the flags were parsed: nothing below can fail on them half-way.
     from pipesim.api.simulation import simulate
 
+    defaulted = _megatron_defaults(args)
     model = args.model
     flags = megatron_model_args(args)
     if flags.given():  # a Megatron-LM launch line's model (the analytic model loads only for one)
@@ -103,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         flips = sensitivity(*shape, base=result, **call)
     _note_default_pipeline(args, result)  # after the run: a refused one keeps its one-line error
     _note_default_microbatches(args, result)
+    _note_megatron_defaults(defaulted, result)
     written = []
     if args.timeline or args.trace:
         from pipesim.io.timeline import write_timeline  # pandas: only when a timeline file is asked for
@@ -136,6 +141,31 @@ def run(args: argparse.Namespace) -> int:
 def _builtin(schedule: str | None) -> bool:
     """A built-in schedule (None: the default one), whose shape the flags set rather than a file."""
     return schedule is None or schedule in builtin_names()
+
+
+def _megatron_defaults(args: argparse.Namespace) -> list[str]:
+    """On a pasted Megatron-LM line (:func:`~pipesim.cli.megatron_args.megatron_line`) with a model and a built-in
+    schedule, set the pipeline ranks and the microbatches it leaves out to what Megatron-LM runs without them, not
+    pipesim's defaults (four ranks, eight microbatches); returns the flags so set, for the note."""
+    if (args.model is None and not megatron_model_args(args).given()) or args.config is not None \
+            or not _builtin(args.schedule) or not megatron_line(getattr(args, "command_line", ())):
+        return []
+    defaulted = []
+    if args.pp is None:
+        args.pp = MEGATRON_DEFAULT_PP
+        defaulted.append(f"--pp {MEGATRON_DEFAULT_PP} (no pipeline)")
+    if args.mb is None and args.global_batch is None:
+        args.mb = MEGATRON_DEFAULT_MICROBATCHES
+        defaulted.append(f"--mb {MEGATRON_DEFAULT_MICROBATCHES} (without --global-batch-size, one micro-batch a "
+                         "replica a step)")
+    return defaulted
+
+
+def _note_megatron_defaults(defaulted: list[str], result) -> None:
+    """Say on stderr which of Megatron-LM's defaults :func:`_megatron_defaults` took, and the GPUs they make."""
+    if defaulted and result.model_report is not None:
+        print(f"note: Megatron-LM's defaults for what its line leaves out: {'; '.join(defaulted)}; "
+              f"{result.model_report.layout.world_size} GPUs in all", file=sys.stderr)
 
 
 def _note_default_pipeline(args: argparse.Namespace, result) -> None:
