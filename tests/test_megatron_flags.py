@@ -241,8 +241,9 @@ def test_a_w_g_o_account_is_the_memory_by_hand():
     (["--use-megatron-fsdp", "--param-bytes", "18"], "keeps 16-bit gradients (--megatron-fsdp-main-grads-dtype auto)"),
     (["--fp16", "--bf16"], "two precisions"),
     # what Megatron-LM does that pipesim does not model is refused by name, not dropped (--ignore-unknown did)
-    (["--num-distributed-optimizer-instances", "2", "--ignore-unknown"],
-     "--num-distributed-optimizer-instances 2 (the optimizer state sharded within each instance's ranks"),
+    (["--num-distributed-optimizer-instances", "2", "--ignore-unknown"], "'Partial DistOpt cannot be used without "
+     "DistOpt'"),
+    (["--num-distributed-optimizer-instances", "3", "--use-distributed-optimizer"], "must divide dp·cp = 8"),
     (["--optimizer-cpu-offload"], "--optimizer-cpu-offload (the optimizer's state and step on the host) is not "
      "modelled"),
     (["--use-megatron-fsdp", "--outer-dp-sharding-strategy", "optim"], "--outer-dp-sharding-strategy optim"),
@@ -461,9 +462,11 @@ def _megatron_lines(result):
     request = result.request
     for outcome in result.ranked:
         c = outcome.candidate
+        layout = request.layout_of(c)
         argv = megatron_argv(c, request.model, request.global_batch, request.overlap_p2p, request.overlap_dp_sync,
                              request.fp8_params_of(c), loss=request.loss, dispatcher=request.moe_dispatcher,
-                             param_bytes=request.param_bytes)
+                             param_bytes=request.param_bytes, shard_group=layout.shard_group,
+                             zero_collectives=layout.zero_collectives)
         if argv is not None:
             yield outcome, argv
 
@@ -479,10 +482,13 @@ def _megatron_lines(result):
     # two GPUs, where tp ≤ 2 pads no vocabulary the preset does not (128,256 is a multiple of 128·2)
     ("llama3.2-1b", "h100-sxm", 2, 128256, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2], zero=[1],
                                                 recompute=["none"], param_bytes="2+2+6"), 2),
+    # the distributed optimizer within groups of 4, reduced hierarchically: Megatron-LM's optimizer instances
+    ("llama2-7b", "h100-sxm", 16, 32000, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1], zero=[1],
+                                              recompute=["none"], shard_group=4, zero_collectives="hierarchical"), 2),
 ])
 def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardware, gpus, vocab, space, least):
     result = pipesim.plan(model, gpus=gpus, global_batch=128, hardware=hardware, top=10, **space)
-    lines = 0
+    lines = instances = 0
     for outcome, argv in _megatron_lines(result):
         lines += 1
         expected = pytest.approx(outcome.evaluation.step_time, rel=1e-9)
@@ -494,7 +500,11 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardwa
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
         assert named["model_report"]["layout"]["param_bytes"]["total"] == result.request.param_bytes.total
+        if "--num-distributed-optimizer-instances" in argv:
+            instances += 1
+            assert named["model_report"]["layout"]["zero_collectives"] == "hierarchical"
     assert lines >= least  # 1F1B and interleaved lines, even and lighter-ended splits, FP4 and full recomputation
+    assert (instances > 0) == (space.get("zero_collectives") == "hierarchical")
 
 
 def test_a_qwen3_plans_megatron_lines_carry_its_heads(capsys):

@@ -9,7 +9,7 @@ import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.comm import collective_time, dp_grad_sync, fsdp_layer_comm, optimizer_step_time
-from pipesim.analytic.layout import Layout, ZeroStage
+from pipesim.analytic.layout import Layout, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import static_bytes
 from pipesim.cli.main import main
@@ -42,6 +42,41 @@ def test_the_gradients_all_reduce_over_every_rank_and_the_weights_gather_within_
     plain = dp_grad_sync(PARAMS, _layouts(None), A100)
     assert plain.reduce == collective_time(CollectiveOp.REDUCE_SCATTER, grads, 128, A100, 128)
     assert sync.gather < plain.gather / 4  # in the node, not through four 100 Gb/s NICs
+
+
+def test_megatrons_instances_reduce_scatter_within_the_group_and_all_reduce_the_shard_across():
+    # 128 ranks in 4 instances of 32 (16 nodes of 8): each bucket reduce-scattered over the instance's 32 ranks,
+    # the reduced 1/32 all-reduced over the 4 instances (32 ranks apart), the weights gathered within the 32
+    layout = Layout(dp=128, zero=ZeroStage.OPTIMIZER, shard_group=32, zero_collectives=ZeroCollectives.HIERARCHICAL)
+    sync = dp_grad_sync(PARAMS, layout, A100)
+    grads, weights = PARAMS * layout.param_bytes.grads, PARAMS * layout.gathered_weight_bytes
+    across = collective_time(CollectiveOp.ALL_REDUCE, grads / 32, 4, A100, 128, stride=32)
+    assert sync.reduce == pytest.approx(collective_time(CollectiveOp.REDUCE_SCATTER, grads, 32, A100, 32) + across)
+    assert sync.gather == collective_time(CollectiveOp.ALL_GATHER, weights, 32, A100, 32)
+    # what crosses the instances is a 32nd of InternEvo's whole-gradient all-reduce over every rank
+    internevo = dp_grad_sync(PARAMS, _layouts(32), A100)
+    assert sync.reduce < internevo.reduce
+    # the memory is hybrid ZeRO-1's either way: the optimizer state over the instance's ranks
+    assert static_bytes(PARAMS, layout) == static_bytes(PARAMS, _layouts(32))
+
+
+def test_the_hierarchical_reduce_needs_zero1_and_a_group():
+    with pytest.raises(PipesimError, match="needs --zero 1 or --distributed-optimizer"):
+        Layout(dp=128, zero=ZeroStage.GRADIENTS, shard_group=8, zero_collectives=ZeroCollectives.HIERARCHICAL)
+    with pytest.raises(PipesimError, match="give the group with --shard-group"):
+        Layout(dp=128, zero=ZeroStage.OPTIMIZER, zero_collectives=ZeroCollectives.HIERARCHICAL)
+
+
+@pytest.mark.parametrize("instances", [1, 4])
+def test_megatrons_flag_is_the_group_and_the_hierarchical_reduce(capsys, instances):
+    common = ["simulate", "--model", "llama3.2-1b", "--hardware", "a100-80gb", "--dp", "32", "--pp", "1", "--mb",
+              "2", "--distributed-optimizer", "--json"]
+    assert main([*common, "--num-distributed-optimizer-instances", str(instances)]) == 0
+    megatron = json.loads(capsys.readouterr().out)["model_report"]
+    ours = ["--shard-group", str(32 // instances), "--zero-collectives", "hierarchical"] if instances > 1 else []
+    assert main([*common, *ours]) == 0
+    assert json.loads(capsys.readouterr().out)["model_report"] == megatron
+    assert megatron["layout"]["shard_group"] == (8 if instances == 4 else None)
 
 
 def test_a_group_that_does_not_fit_the_layout_is_refused():

@@ -674,7 +674,9 @@ def dp_grad_sync(stage_params_per_rank: float, layout: Layout, chip: ChipSpec,
     optimizer): reduce-scatter of the gradients, the optimizer updates its 1/dp shard, then an all-gather of
     the BF16 parameters — ``(n−1)/n`` of each, on the same link. The dp group spans ``tp·dp`` ranks. Hybrid
     ZeRO-1 (:attr:`Layout.shard_group`, InternEvo's): the whole gradients all-reduced over the group,
-    the updated parameters gathered within each shard group.
+    the updated parameters gathered within each shard group; under :attr:`ZeroCollectives.HIERARCHICAL`
+    (Megatron-LM's optimizer instances) reduce-scattered within the shard group and the shard all-reduced across
+    the groups, as hybrid ZeRO-2/3 reduces.
 
     ``expert_params_per_rank`` of them are routed experts sharded over ep: those sync over their expert
     data-parallel group instead, the dp·cp/ep ranks that hold the same experts (``tp·ep`` ranks apart).
@@ -700,9 +702,10 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
         return GradSync(collective_time(CollectiveOp.ALL_REDUCE, grad_bytes, d, chip, span, stride), 0.0)
     weight_bytes = params * layout.gathered_weight_bytes
     group = layout.shard_group
-    if group is not None and group < d and layout.sharding >= ZeroStage.GRADIENTS:
-        # hybrid ZeRO-2/3 (FSDP's HYBRID_SHARD): reduce-scattered within the group, the shard all-reduced across
-        # the replicas, the weights gathered within the group
+    if group is not None and group < d and (layout.sharding >= ZeroStage.GRADIENTS
+                                            or layout.zero_collectives is ZeroCollectives.HIERARCHICAL):
+        # hybrid ZeRO-2/3 (FSDP's HYBRID_SHARD) and Megatron-LM's optimizer instances: reduce-scattered within the
+        # group, the shard all-reduced across the replicas, the weights gathered within the group
         wire = collective_time(CollectiveOp.REDUCE_SCATTER, grad_bytes, group, chip, stride * group, stride)
         return GradSync(wire + replica_all_reduce(grad_bytes / group, layout, chip),
                         collective_time(CollectiveOp.ALL_GATHER, weight_bytes, group, chip, stride * group, stride))

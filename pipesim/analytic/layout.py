@@ -100,15 +100,23 @@ class ZeroCollectives(enum.Enum):
     # parameter on the wire (the all-reduce's two halves and the gather) where a reduce-scatter of 16-bit
     # gradients and the gather move 2 + 2.
     ALL_REDUCE_FP32 = "all-reduce-fp32"
+    # Megatron-LM's distributed optimizer in instances (``--num-distributed-optimizer-instances N``,
+    # ``param_and_grad_buffer.py``, ``start_grad_sync``): ZeRO-1 over a shard group of dp·cp/N consecutive ranks
+    # (``INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP``, parallel_state.py) that reduce-scatters each bucket within the
+    # group, all-reduces the reduced shard across the N instances, and gathers the updated weights within the group:
+    # the gradients cross the instances at 1/group of their size, where hybrid ZeRO-1's all-reduce over every rank
+    # moves them whole.
+    HIERARCHICAL = "hierarchical"
 
     def applies_to(self, zero: ZeroStage, pp: int) -> bool:
         """Whether this way of communicating exists for a ZeRO stage and pipeline depth: bucketed always; per
         layer for ZeRO-2 without pipelining (ZeRO-3 without pipelining is per layer already); per tensor for
         ZeRO-3 without pipelining (DeepSpeed's ZeRO-3 has no pipeline engine); the FP32 all-reduce for ZeRO-1
-        (it reduces gradients whole, so it shards none of them)."""
+        (it reduces gradients whole, so it shards none of them) and the hierarchical reduce for ZeRO-1 (Megatron-LM's
+        instances of the distributed optimizer)."""
         if self is ZeroCollectives.BUCKETED:
             return True
-        if self is ZeroCollectives.ALL_REDUCE_FP32:
+        if self in (ZeroCollectives.ALL_REDUCE_FP32, ZeroCollectives.HIERARCHICAL):
             return zero is ZeroStage.OPTIMIZER
         wanted = ZeroStage.GRADIENTS if self is ZeroCollectives.PER_LAYER else ZeroStage.PARAMETERS
         return zero is wanted and pp == 1
@@ -841,6 +849,8 @@ class Layout:
             raise PipesimError(
                 "--zero-collectives all-reduce-fp32 all-reduces whole gradients and shards only the optimizer state "
                 f"(ZeRO-1); it needs --zero 1 (got --zero {int(self.asked_sharding)}): set it or drop the option")
+        if self.zero_collectives is ZeroCollectives.HIERARCHICAL:
+            self._check_hierarchical()
         if self.shard_group is not None:
             self._check_shard_group()
         if self.pipeline_outputs_kept and not self.pipeline_buffers.preallocates:
@@ -1058,6 +1068,16 @@ class Layout:
         if self.ep > 1:
             raise PipesimError(f"--shard-group {group} with --ep {self.ep}: experts' shard groups are not "
                                "modelled; drop one of the two")
+
+    def _check_hierarchical(self) -> None:
+        if not self.zero_collectives.applies_to(self.asked_sharding, self.pp):
+            raise PipesimError(
+                "--zero-collectives hierarchical is Megatron-LM's distributed optimizer in instances (ZeRO-1); it "
+                f"needs --zero 1 or --distributed-optimizer (got --zero {int(self.asked_sharding)}): set one or drop "
+                "the option")
+        if self.shard_group is None:
+            raise PipesimError("--zero-collectives hierarchical reduces within a shard group and across the groups; "
+                               "give the group with --shard-group N (dp·cp over the instances) or drop the option")
 
     @property
     def shard_replicas(self) -> int:

@@ -32,6 +32,7 @@ from pipesim.analytic.layout import (
     MoeDispatcher,
     P2pCalls,
     PipelineBuffers,
+    ZeroCollectives,
     context_parallel_summary,
 )
 from pipesim.analytic.measured import CollectiveOp
@@ -357,6 +358,12 @@ def step_report(
 _FOLDING_SAID = "MoE parallel folding: whole experts, each rank routing its own tokens"
 
 
+def _reduces_hierarchically(layout: Layout) -> bool:
+    """ZeRO-1 within groups that reduce-scatters within each group and all-reduces across them (Megatron-LM's
+    optimizer instances), where hybrid ZeRO-1 otherwise all-reduces whole gradients over every rank."""
+    return layout.shard_replicas > 1 and layout.zero_collectives is ZeroCollectives.HIERARCHICAL
+
+
 def _dispatch_text(model: ModelSpec, layout: Layout) -> str:
     """How the tokens reach their experts, as the cost model counts it (moe_dispatch)."""
     routing = (f"; routing limited to {model.expert_groups_per_token} of {model.expert_groups} expert groups"
@@ -399,6 +406,7 @@ def report_text(report: StepReport) -> str:
         f", sequence parallel {'on' if lay.sequence_parallel and lay.tp > 1 else 'off'}, "
         f"ZeRO {int(lay.sharding)}"
         f"{f' within groups of {lay.shards} ({lay.shard_replicas} replicas)' if lay.shard_replicas > 1 else ''}"
+        f"{', reduced within each and across them' if _reduces_hierarchically(lay) else ''}"
         f", {lay.attention.value} attention"
         f"{' (K and V repeated to the query heads)' if kv_repeat(m, lay) != 1.0 else ''}, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"

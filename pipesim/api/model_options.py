@@ -139,13 +139,20 @@ class ModelOptions:
         zero: ZeRO stage 1, 2 or 3 over the dp·cp ranks (default 0: nothing sharded).
         zero_collectives: ``"bucketed"`` (DeepSpeed's ZeRO-2, default), ``"per-layer"`` (with ZeRO-2: PyTorch
             FSDP's SHARD_GRAD_OP, each layer gathers its weights and reduce-scatters its gradients, every
-            microbatch) or ``"per-tensor"`` (with ZeRO-3: DeepSpeed's 2021 ZeRO-3, a collective per parameter
-            tensor, each costing the host an operation per rank).
+            microbatch), ``"per-tensor"`` (with ZeRO-3: DeepSpeed's 2021 ZeRO-3, a collective per parameter
+            tensor, each costing the host an operation per rank), ``"all-reduce-fp32"`` (with ZeRO-1: whole
+            gradients all-reduced in FP32, Aleph Alpha's) or ``"hierarchical"`` (with ZeRO-1 and a
+            ``shard_group``: reduce-scattered within the group, the shard all-reduced across the groups).
         shard_group: with ZeRO 1–3, the ZeRO state sharded over groups of this many consecutive data-parallel
             ranks, replicated across the groups (hybrid sharding; default: dp·cp). ZeRO-1: the gradients
             all-reduced over every data-parallel rank, the updated weights gathered within each group
             (InternEvo's ``zero1=N``); ZeRO-2/3: gathers and reduce-scatters within the group, each reduced shard
-            all-reduced across the replicas (PyTorch FSDP's HYBRID_SHARD, torchtitan's HSDP).
+            all-reduced across the replicas (PyTorch FSDP's HYBRID_SHARD, torchtitan's HSDP). With ZeRO-1,
+            ``zero_collectives="hierarchical"`` reduces as ZeRO-2/3 do (Megatron-LM's optimizer instances).
+        num_distributed_optimizer_instances: Megatron-LM's distributed optimizer in this many instances
+            (``--num-distributed-optimizer-instances``): ZeRO-1 with ``shard_group`` dp·cp over it and the
+            hierarchical reduce (each instance's ranks reduce-scatter, the shards all-reduce across the
+            instances, the weights gather within); 1 (default) is one instance over all dp·cp.
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         fp4: NVFP4 GEMMs at the chip's FP4 peak (Blackwell; not with ``fp8``).
@@ -279,6 +286,7 @@ class ModelOptions:
     zero: int | None = None
     zero_collectives: str | None = None
     shard_group: int | None = None
+    num_distributed_optimizer_instances: int | None = None
     cp: int | None = None
     cp_comm_ctas: int | None = None
     cp_comm_type: str | None = None

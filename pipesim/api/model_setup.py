@@ -129,6 +129,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     sharded = ZeroStage.OPTIMIZER if o.zero is None and distributed_optimizer else zero  # the stage asked for
     framework.check_zero(sharded, o.framework or "megatron", shape.pp,
                          distributed_optimizer=o.zero is None and bool(o.distributed_optimizer))
+    shard_group, zero_collectives = _optimizer_instances(o, dp, sharded)
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
     framework.check_precision(precision, o.framework or "megatron")
     # Async TP overlaps every TP collective with a GEMM: a framework whose plain TP waits (torchtitan's, without
@@ -153,9 +154,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         halve_causal_attention=bool(o.halve_causal_attention),
         param_bytes=param_bytes,
         stage_layers=stage_layers, stages_after_head=stages_after_head, mtp_stage=mtp_stage, zero=zero,
-        zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, o.zero_collectives) if o.zero_collectives
+        zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, zero_collectives) if zero_collectives
                           else framework.zero_collectives(zero)),
-        shard_group=o.shard_group, cp=o.cp or 1,
+        shard_group=shard_group, cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
         cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,
@@ -231,6 +232,35 @@ def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: R
                            f"re-runs, but the run's is {recompute.value}; add --recompute selective (Megatron's) "
                            "or drop --recompute-modules")
     return tuple(parse_choice("--recompute-modules", RecomputeModule, n) for n in names)
+
+
+def _optimizer_instances(o: ModelOptions, dp: int, sharded: ZeroStage) -> tuple[int | None, str | None]:
+    """The shard group and ZeRO collectives Megatron-LM's distributed optimizer in
+    ``o.num_distributed_optimizer_instances`` instances runs: groups of dp·cp/N consecutive ranks (parallel_state.py,
+    ``INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP``) reducing hierarchically; ``o``'s own otherwise. One-line
+    refusals where Megatron-LM refuses it, or where the options given say otherwise."""
+    instances = o.num_distributed_optimizer_instances
+    if instances is None or instances == 1:
+        return o.shard_group, o.zero_collectives
+    flag, ranks = f"--num-distributed-optimizer-instances {instances}", dp * (o.cp or 1)
+    if sharded is not ZeroStage.OPTIMIZER:
+        raise PipesimError(f"{flag} divides Megatron-LM's distributed optimizer (ZeRO-1), which this run does not "
+                           "use: add --use-distributed-optimizer (Megatron-LM: 'Partial DistOpt cannot be used "
+                           "without DistOpt') or drop it")
+    if ranks % instances:
+        raise PipesimError(f"{flag} must divide dp·cp = {ranks} (Megatron-LM: 'Data parallel size should be "
+                           "divisible by partial DistOpt shard factor'); use a divisor of it")
+    if (o.ep or 1) > 1:
+        raise PipesimError(f"{flag} with --ep {o.ep}: the expert data-parallel group's instances are not modelled; "
+                           "drop one of the two")
+    group = ranks // instances
+    if o.shard_group not in (None, group):
+        raise PipesimError(f"{flag} shards within groups of dp·cp/{instances} = {group} ranks, but --shard-group "
+                           f"{o.shard_group} is given; keep one")
+    if o.zero_collectives not in (None, ZeroCollectives.HIERARCHICAL.value):
+        raise PipesimError(f"{flag} reduces hierarchically (--zero-collectives hierarchical), but --zero-collectives "
+                           f"{o.zero_collectives} is given; keep one")
+    return group, ZeroCollectives.HIERARCHICAL.value
 
 
 def _cp_a2a_size(sizes: tuple[int, int] | None, cp: int) -> int | None:

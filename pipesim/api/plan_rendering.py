@@ -77,7 +77,7 @@ def _kernels(request: PlanRequest) -> str:
     if request.loss_input_copy:
         said.append("the loss's input copied")
     if request.zero_collectives is not ZeroCollectives.BUCKETED:
-        stage = 3 if request.zero_collectives is ZeroCollectives.PER_TENSOR else 2
+        stage = {ZeroCollectives.PER_TENSOR: 3, ZeroCollectives.PER_LAYER: 2}.get(request.zero_collectives, 1)
         said.append(f"{request.zero_collectives.value} ZeRO-{stage} collectives")
     if request.shard_group is not None:
         said.append(f"ZeRO state within groups of {request.shard_group} data-parallel ranks (hybrid sharding)")
@@ -140,7 +140,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
                                  request.layout_of(c).shard_group, request.moe_dispatcher,
                                  request.moe_dispatch_fp8,
                                  request.kv_repeated and request.attention is not AttentionKernel.UNFUSED,
-                                 request.param_bytes)
+                                 request.param_bytes, request.layout_of(c).zero_collectives)
             lines.append(f"   megatron: {line}")
     if any(o.candidate.precision.quantized for o in shown):
         lines.append(f"MFU: {MFU_PEAK_NOTE} (an FP8 or FP4 candidate's MFU can pass what BF16 could reach)")

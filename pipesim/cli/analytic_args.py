@@ -294,13 +294,16 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "reduce-scatters its gradients after its backward, every microbatch); with --zero 3, "
                        "per-tensor (DeepSpeed's 2021 ZeRO-3: a collective per parameter tensor, each costing the "
                        "host an operation per rank); both need --pp 1; with --zero 1, all-reduce-fp32 (Aleph "
-                       "Alpha's scaling: whole gradients all-reduced in FP32, then the weights gathered)")
+                       "Alpha's scaling: whole gradients all-reduced in FP32, then the weights gathered) or, with "
+                       "--shard-group, hierarchical (Megatron-LM's optimizer instances: reduce-scattered within the "
+                       "group, the shard all-reduced across the groups)")
     group.add_argument("--shard-group", "--optimizer-shard-group", dest="shard_group", type=positive_int,
                        default=None, metavar="N",
                        help="hybrid sharding, with --zero 1, 2 or 3: the ZeRO state sharded over groups of N "
                        "consecutive data-parallel ranks, the groups replicas (8 keeps a node's shards in the "
                        "node). ZeRO-1: gradients all-reduced over every data-parallel rank, each group's updated "
-                       "weights gathered within it (InternEvo's zero1=N); ZeRO-2/3: gathers and reduce-scatters "
+                       "weights gathered within it (InternEvo's zero1=N; --zero-collectives hierarchical reduces "
+                       "as ZeRO-2/3 do); ZeRO-2/3: gathers and reduce-scatters "
                        "within the group, each reduced shard all-reduced across the replicas (PyTorch FSDP's "
                        "HYBRID_SHARD, torchtitan's HSDP: --data-parallel-shard-degree N); default: over all dp·cp")
     group.add_argument("--cp", type=positive_int, default=None,

@@ -171,8 +171,10 @@ def add_megatron_args(group) -> None:
     # launch line's value can be read (their defaults change nothing), refused otherwise (unmodelled_of), even
     # under --ignore-unknown, which would have dropped them with a note
     group.add_argument("--num-distributed-optimizer-instances", type=positive_int, default=None, metavar="N",
-                       help="Megatron-LM's distributed optimizer in N instances: 1 (its default) is what pipesim "
-                       "runs; more is refused as not modelled")
+                       help="Megatron-LM's distributed optimizer in N instances (1, its default: one over all "
+                       "dp·cp): each instance's dp·cp/N ranks shard the optimizer state and reduce-scatter the "
+                       "gradients, the shards all-reduced across the instances: --shard-group dp·cp/N "
+                       "--zero-collectives hierarchical")
     group.add_argument("--optimizer-cpu-offload", action="store_true", default=None,
                        help="Megatron-LM's optimizer on the host: refused as not modelled")
     group.add_argument("--outer-dp-sharding-strategy", choices=["no_shard", "optim"], default=None,
@@ -210,7 +212,7 @@ def megatron_flags() -> frozenset[str]:
     return frozenset(names)
 
 
-def megatron_line(command_line: Sequence[str]) -> bool:
+def pasted_megatron_line(command_line: Sequence[str]) -> bool:
     """Whether ``command_line`` (the words as typed) uses a flag in Megatron-LM's spelling: a pasted launch line,
     whose absent flags then mean Megatron-LM's defaults (:data:`MEGATRON_DEFAULT_PP`,
     :data:`MEGATRON_DEFAULT_MICROBATCHES`), not pipesim's. A flag abbreviated (argparse takes a unique prefix)
@@ -305,10 +307,6 @@ def check_unmodelled(args: argparse.Namespace) -> None:
     """A one-line refusal for a Megatron-LM flag set away from its default where that changes what a GPU holds or
     how it syncs in a way pipesim does not model (each named with what it does and what dropping it runs)."""
     unmodelled = {
-        "--num-distributed-optimizer-instances": (
-            (getattr(args, "num_distributed_optimizer_instances", None) or 1) > 1,
-            "the optimizer state sharded within each instance's ranks, the gradients reduce-scattered within and "
-            "all-reduced across instances"),
         "--optimizer-cpu-offload": (bool(getattr(args, "optimizer_cpu_offload", None)),
                                     "the optimizer's state and step on the host"),
         "--outer-dp-sharding-strategy": (getattr(args, "outer_dp_sharding_strategy", None) == "optim",

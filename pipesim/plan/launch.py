@@ -30,6 +30,7 @@ from pipesim.analytic.layout import (
     OptimizerBytes,
     Precision,
     Recompute,
+    ZeroCollectives,
     ZeroStage,
     precision_aware_moments,
 )
@@ -131,9 +132,11 @@ def megatron_optimizer_flags(param_bytes: OptimizerBytes, zero: ZeroStage) -> li
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
                  shard_group: int | None = None, fp8_dispatch: bool = False,
                  fused_attention_repeats_kv: bool = False,
-                 param_bytes: OptimizerBytes = MEGATRON_BYTES) -> str | None:
-    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group, its FP8
-    MoE dispatch, grouped K and V repeated before a fused attention, its bytes a parameter), or None if it can."""
+                 param_bytes: OptimizerBytes = MEGATRON_BYTES,
+                 zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> str | None:
+    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group and how it
+    reduces, its FP8 MoE dispatch, grouped K and V repeated before a fused attention, its bytes a parameter), or
+    None if it can."""
     optimizer = megatron_optimizer_flags(param_bytes, candidate.zero)
     if isinstance(optimizer, str):
         return optimizer
@@ -154,9 +157,10 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
                 "1F1B and, with experts, combined 1F1B (interleaved-overlap)")
     if candidate.zero > ZeroStage.OPTIMIZER:
         return f"Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO-{int(candidate.zero)}"
-    if shard_group is not None:
+    if shard_group is not None and zero_collectives is not ZeroCollectives.HIERARCHICAL:
         return (f"Megatron-LM has no ZeRO-1 within groups of {shard_group} that all-reduces the gradients "
-                "over every rank: its --num-distributed-optimizer-instances reduce-scatters within each instance")
+                "over every rank: its --num-distributed-optimizer-instances reduce-scatters within each instance "
+                "(plan with --zero-collectives hierarchical for that)")
     return None
 
 
@@ -165,14 +169,17 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
                   fp8_params: Fp8Params = Fp8Params.OFF, cp_comm: CpComm = CpComm.P2P,
                   loss: LossKernel = LossKernel.MEGATRON,
                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
-                  param_bytes: OptimizerBytes = MEGATRON_BYTES) -> list[str] | None:
+                  param_bytes: OptimizerBytes = MEGATRON_BYTES, shard_group: int | None = None,
+                  zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> list[str] | None:
     """Megatron-LM's ``pretrain_gpt.py`` flags for this configuration, or None (see :func:`megatron_gap`);
     ``overlap_p2p``: the plan overlapped the interleaved schedule's sends; ``overlap_dp_sync``: its gradient
     reduce and (with the distributed optimizer) parameter gather; ``fp8_params``: the FP8 parameters the
     candidate keeps (``--fp8-param-gather``); ``loss``: the cross-entropy the plan ran; ``param_bytes``: its
-    account of a parameter's bytes (:func:`megatron_optimizer_flags`)."""
+    account of a parameter's bytes (:func:`megatron_optimizer_flags`); ``shard_group``: the ZeRO-1 shard group
+    of a hierarchical reduce (``zero_collectives``), Megatron-LM's dp·cp/group optimizer instances."""
     c = candidate
-    if megatron_gap(c, loss, param_bytes=param_bytes) is not None:
+    if megatron_gap(c, loss, shard_group=shard_group, param_bytes=param_bytes,
+                    zero_collectives=zero_collectives) is not None:
         return None
     args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
     if c.cp > 1:
@@ -250,6 +257,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         args.append("--sequence-parallel")
     if c.zero is ZeroStage.OPTIMIZER:
         args.append("--use-distributed-optimizer")
+        if shard_group is not None:
+            args += ["--num-distributed-optimizer-instances", str(c.dp * c.cp // shard_group)]
     args += megatron_optimizer_flags(param_bytes, c.zero)
     if overlap_dp_sync:
         args.append("--overlap-grad-reduce")
@@ -274,13 +283,14 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
                   cp_comm: CpComm = CpComm.P2P, loss: LossKernel = LossKernel.MEGATRON,
                   loss_input_copy: bool = False, shard_group: int | None = None,
                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fp8_dispatch: bool = False,
-                  fused_attention_repeats_kv: bool = False, param_bytes: OptimizerBytes = MEGATRON_BYTES) -> str:
+                  fused_attention_repeats_kv: bool = False, param_bytes: OptimizerBytes = MEGATRON_BYTES,
+                  zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> str:
     gap = megatron_gap(candidate, loss, loss_input_copy, shard_group, fp8_dispatch,
-                       fused_attention_repeats_kv, param_bytes)
+                       fused_attention_repeats_kv, param_bytes, zero_collectives)
     if gap is not None:
         return f"({gap})"
     argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss,
-                         dispatcher, param_bytes)
+                         dispatcher, param_bytes, shard_group, zero_collectives)
     return "pretrain_gpt.py " + shlex.join(argv)
 
 

@@ -247,11 +247,13 @@ class PlanRequest:
 
     def _layout_of(self, candidate: Candidate) -> Layout:
         c = candidate
-        applies = self.zero_collectives.applies_to(c.zero, c.pp)
         # a sharded candidate over more ranks than the group shards within groups (one that the group does not
         # divide is refused by its Layout, so the search rejects it with that reason); a smaller one over them all
         group = self.shard_group
         shard_group = group if c.zero > ZeroStage.NONE and group is not None and group < c.dp * c.cp else None
+        # the hierarchical reduce runs between shard groups: one whose ranks make a single group keeps the buckets
+        applies = self.zero_collectives.applies_to(c.zero, c.pp) and (
+            shard_group is not None or self.zero_collectives is not ZeroCollectives.HIERARCHICAL)
         grad_reduce, param_gather = knobs(self.framework).dp_sync_overlaps(c.zero, self.overlap_dp_sync)
         copies = model_copies(c.schedule, c.chunks) if c.pp > 1 else 1
         overlap_p2p, pipeline_buffers = self.schedule_settings(c)

@@ -172,10 +172,12 @@ def register(sub) -> None:
                    "under torch.compile)")
     add_loss_detail_args(p)
     p.add_argument("--zero-collectives", choices=[z.value for z in ZeroCollectives], default=None,
-                   help="how ZeRO candidates without pipelining communicate, not searched: bucketed (DeepSpeed; "
-                   "default), per-layer (ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
-                   "reduce-scatter, every microbatch) or per-tensor (ZeRO-3 as DeepSpeed's 2021 release: a "
-                   "collective per parameter tensor)")
+                   help="how ZeRO candidates communicate, not searched: bucketed (DeepSpeed; default), per-layer "
+                   "(ZeRO-2 without pipelining as PyTorch FSDP's SHARD_GRAD_OP: every layer's gather and "
+                   "reduce-scatter, every microbatch), per-tensor (ZeRO-3 without pipelining as DeepSpeed's 2021 "
+                   "release: a collective per parameter tensor), all-reduce-fp32 (ZeRO-1: whole FP32 gradients) "
+                   "or, with --shard-group, hierarchical (ZeRO-1 reduce-scattered within the group and "
+                   "all-reduced across: Megatron-LM's --num-distributed-optimizer-instances)")
     p.add_argument("--shard-group", "--optimizer-shard-group", dest="shard_group", type=positive_int, default=None,
                    metavar="N",
                    help="sharded candidates (ZeRO 1-3) shard their ZeRO state over groups of N consecutive "

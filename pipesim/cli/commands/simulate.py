@@ -17,8 +17,8 @@ from pipesim.cli.megatron_args import (
     MEGATRON_DEFAULT_PP,
     add_megatron_aliases,
     add_megatron_model_args,
-    megatron_line,
     megatron_model_args,
+    pasted_megatron_line,
     schedule_of,
 )
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, add_train_tokens_arg, cost_values_from_args
@@ -144,11 +144,11 @@ def _builtin(schedule: str | None) -> bool:
 
 
 def _megatron_defaults(args: argparse.Namespace) -> list[str]:
-    """On a pasted Megatron-LM line (:func:`~pipesim.cli.megatron_args.megatron_line`) with a model and a built-in
-    schedule, set the pipeline ranks and the microbatches it leaves out to what Megatron-LM runs without them, not
-    pipesim's defaults (four ranks, eight microbatches); returns the flags so set, for the note."""
+    """On a pasted Megatron-LM line (:func:`~pipesim.cli.megatron_args.pasted_megatron_line`) with a model and a
+    built-in schedule, set the pipeline ranks and the microbatches it leaves out to what Megatron-LM runs without
+    them, not pipesim's defaults (four ranks, eight microbatches); returns the flags so set, for the note."""
     if (args.model is None and not megatron_model_args(args).given()) or args.config is not None \
-            or not _builtin(args.schedule) or not megatron_line(getattr(args, "command_line", ())):
+            or not _builtin(args.schedule) or not pasted_megatron_line(getattr(args, "command_line", ())):
         return []
     defaulted = []
     if args.pp is None:
