@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import pipesim
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.analytic.comm import contended_overlap, dp_grad_sync
+from pipesim.analytic.comm import contended_overlap, dp_grad_sync, sharded_collective
 from pipesim.analytic.grad_buckets import (
     TORCH_DDP_BUCKET_BYTES,
     bucket_capacity,
@@ -20,6 +20,7 @@ from pipesim.analytic.grad_buckets import (
     stage_tensors_backward,
 )
 from pipesim.analytic.layout import GradBuckets, Layout, ZeroStage
+from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.analytic.model_spec import LayerKind
 from pipesim.analytic.to_costs import param_gather_time, stage_breakdown, stage_last_bucket, stage_reduce_grad
@@ -113,6 +114,30 @@ def test_the_reduce_waits_for_the_last_bucket_after_the_backward():
     assert none.alone == pytest.approx(contended_overlap(c, 0.1 * c, sigma))
     one = stage_reduce_grad(params, layout, H100, backward=100 * c, last_bucket=1.0)
     assert one.busy == 0.0 and one.asynchronous == pytest.approx(c)
+
+
+def test_zero2_overlaps_each_microbatchs_reduce_scatter_with_its_own_backward():
+    """ZeRO-2 reduce-scatters every microbatch's gradients: overlapped (DeepSpeed's overlap_comm, Megatron-FSDP's
+    optim_grads), each beside its own backward, what one does not hide waited for before the next, the last one's
+    beside what follows; not overlapped, all m of them after the backward."""
+    layout = Layout(dp=64, microbatches=4, zero=ZeroStage.GRADIENTS, overlap_grad_reduce=True)
+    params = stage_breakdown(LLAMA8B, layout, 0).params
+    one = sharded_collective(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, layout, H100)
+    sigma = H100.comm_sm_share
+    short = stage_reduce_grad(params, layout, H100, backward=0.5 * one, last_bucket=0.2)
+    each = contended_overlap(0.8 * one, 0.5 * one, sigma) + 0.2 * one  # one microbatch's, alone
+    assert short.alone == pytest.approx(4 * each)
+    assert short.asynchronous == pytest.approx(each - sigma * 0.8 * one)
+    long = stage_reduce_grad(params, layout, H100, backward=100 * one, last_bucket=0.2)
+    assert long.alone == pytest.approx(4 * (sigma * 0.8 + 0.2) * one)
+    plain = stage_reduce_grad(params, replace(layout, overlap_grad_reduce=False), H100, backward=100 * one,
+                              last_bucket=0.2)
+    assert plain.busy == pytest.approx(4 * one) and plain.asynchronous == 0.0
+    # the flag reaches a simulated step: the overlapped one is shorter
+    assert stage_last_bucket(LLAMA8B, layout, 0) > 0.0
+    steps = [pipesim.simulate(pp=1, mb=4, model="llama3.2-1b", hardware="h100-sxm", dp=64, zero=2,
+                              overlap_grad_reduce=flag).model_report.step_time for flag in (False, True)]
+    assert steps[1] < steps[0]
 
 
 def test_the_first_bucket_is_gathered_before_the_forward():

@@ -168,6 +168,8 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
          ["--zero", "1", *bf16_grads]),
         (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "no_shard"],
          ["--overlap-grad-reduce", *bf16_grads]),
+        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"],
+         ["--zero", "2", "--overlap-grad-reduce", *bf16_grads]),
         (["--use-torch-fsdp2"], ["--zero", "3", "--fsdp2"]),
         (["--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward"],
          ["--zero", "2", "--zero-collectives", "per-layer", "--fsdp2"]),
@@ -228,8 +230,9 @@ def test_a_w_g_o_account_is_the_memory_by_hand():
     (["--use-precision-aware-optimizer", "--use-megatron-fsdp"], "beside --use-megatron-fsdp is not modelled"),
     (["--param-bytes", "2+x"], "give 18 (FP32 gradients), 16 (16-bit gradients) or W+G+O"),
     (["--data-parallel-sharding-strategy", "optim"], "is Megatron-FSDP's; add --use-megatron-fsdp"),
-    (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"], "optim_grads (Megatron-FSDP's "
-     "ZeRO-2: weights replicated, gradients reduce-scattered every microbatch) is not modelled"),
+    # Megatron-FSDP's ZeRO-2 with a pipeline: pipesim's ZeRO-2 has none (DeepSpeed refuses it)
+    (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads", "--pp", "2"], "--zero 2 shards "
+     "gradients"),
     (["--use-megatron-fsdp", "--zero", "1"], "--use-megatron-fsdp (optim_grads_params) is --zero 3, but --zero 1"),
     (["--use-megatron-fsdp", "--use-torch-fsdp2"], "two FSDPs"),
     (["--use-torch-fsdp2", "--pp", "2"], "not supported with pipeline parallelism"),

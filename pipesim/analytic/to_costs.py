@@ -884,7 +884,9 @@ class ReduceGradTime:
 def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,
                       backward: float = 0.0, last_bucket: float = 0.0) -> ReduceGradTime:
     """The stage's gradient sync at the end of the step; ZeRO-2 reduce-scatters every microbatch's gradients
-    (DeepSpeed's partitioned accumulation), ZeRO-3 without pipelining did it per layer already. DualPipe's two
+    (DeepSpeed's partitioned accumulation; with ``overlap_grad_reduce``, each beside its own microbatch's backward,
+    DeepSpeed's ``overlap_comm`` and Megatron-FSDP's ``optim_grads``), ZeRO-3 without pipelining did it per layer
+    already. DualPipe's two
     copies then sum theirs over the mirror ranks (:func:`~pipesim.analytic.comm.mirror_grad_sum`). Without
     overlap all of it holds the rank (the framework reduces after the backward and waits).
 
@@ -905,13 +907,28 @@ def stage_reduce_grad(params: float, layout: Layout, chip: ChipSpec, expert_para
     reduce = dp_grad_sync(params, layout, chip, expert_params).reduce
     if layout.sharding is ZeroStage.GRADIENTS:
         one = sharded_collective(CollectiveOp.REDUCE_SCATTER, params * layout.param_bytes.grads, layout, chip)
-        return ReduceGradTime(layout.microbatches // layout.model_copies * one + mirror)  # a copy: half the mbs
+        count = layout.microbatches // layout.model_copies  # a copy: half the microbatches
+        if not layout.overlap_grad_reduce:
+            return ReduceGradTime(count * one + mirror)
+        # each microbatch's reduce-scatter beside its own backward; what that backward does not hide is waited
+        # for before the next one reuses the buffers (DeepSpeed's overlap_comm epilogue synchronises each
+        # micro-step), the last microbatch's beside whatever follows, as for one reduce a step
+        each = _overlapped_reduce(one, backward, last_bucket, chip)
+        return ReduceGradTime(count * each.busy + (count - 1) * each.asynchronous + mirror, each.asynchronous)
     if not layout.overlap_grad_reduce:
         return ReduceGradTime(reduce + mirror)
+    once = _overlapped_reduce(reduce, backward, last_bucket, chip)
+    return ReduceGradTime(once.busy + mirror, once.asynchronous)
+
+
+def _overlapped_reduce(reduce: float, backward: float, last_bucket: float, chip: ChipSpec) -> ReduceGradTime:
+    """A reduce of ``reduce`` seconds launched bucket by bucket beside ``backward`` seconds of it, as
+    :func:`stage_reduce_grad` splits it: the last bucket's share after the backward, the rest beside it holding
+    ``σ`` of the SMs."""
     tail = reduce * last_bucket
     rest = reduce - tail  # the buckets the backward fills while it runs, reduced beside it
     contended = chip.comm_sm_share * rest
-    return ReduceGradTime(contended + mirror, contended_overlap(rest, backward, chip.comm_sm_share) - contended + tail)
+    return ReduceGradTime(contended, contended_overlap(rest, backward, chip.comm_sm_share) - contended + tail)
 
 
 def param_gather_time(params: float, layout: Layout, chip: ChipSpec, expert_params: float = 0.0,

@@ -75,8 +75,7 @@ class _SetsTo(argparse.Action):
 
 
 # Megatron-LM's own FSDP (--use-megatron-fsdp, Megatron-FSDP) by --data-parallel-sharding-strategy, as pipesim's ZeRO
-# stage (docs/user-guide/features/megatron_fsdp.md: DDP, ZeRO-1, ZeRO-2, ZeRO-3); optim_grads is refused
-# (sharding_of says why)
+# stage (docs/user-guide/features/megatron_fsdp.md: DDP, ZeRO-1, ZeRO-2, ZeRO-3)
 _MEGATRON_FSDP_STAGES = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
 _MEGATRON_FSDP_DEFAULT = "optim_grads_params"  # arguments.py's default for --data-parallel-sharding-strategy
 # --megatron-fsdp-main-grads-dtype as pipesim's --param-bytes: "auto" is the parameters' own type, 16-bit under --bf16
@@ -154,8 +153,9 @@ def add_megatron_args(group) -> None:
         group.add_argument(flag, choices=choices, default=None, help="with --use-precision-aware-optimizer: see there")
     group.add_argument("--use-megatron-fsdp", action="store_true", default=None,
                        help="Megatron-LM's own FSDP (Megatron-FSDP), sharding as --data-parallel-sharding-strategy "
-                       "says: its default optim_grads_params is --zero 3; optim is --zero 1 and no_shard --zero 0, "
-                       "both with the gradient reduce beside the last backward")
+                       "says: its default optim_grads_params is --zero 3; optim_grads --zero 2 (weights replicated, "
+                       "every microbatch's gradients reduce-scattered beside its backward), optim --zero 1 and "
+                       "no_shard --zero 0, these three with --overlap-grad-reduce")
     group.add_argument("--data-parallel-sharding-strategy", choices=list(_MEGATRON_FSDP_STAGES), default=None,
                        help="with --use-megatron-fsdp: see there")
     group.add_argument("--megatron-fsdp-main-grads-dtype", choices=list(_MAIN_GRADS_BYTES), default=None,
@@ -280,15 +280,12 @@ def sharding_of(args: argparse.Namespace) -> dict:
                                "(Megatron-FSDP keeps its own master and gradient types, "
                                "--megatron-fsdp-main-params-dtype and --megatron-fsdp-main-grads-dtype); drop one")
         strategy = strategy or _MEGATRON_FSDP_DEFAULT
-        if strategy == "optim_grads":
-            raise PipesimError("--data-parallel-sharding-strategy optim_grads (Megatron-FSDP's ZeRO-2: weights "
-                               "replicated, gradients reduce-scattered every microbatch) is not modelled; the nearest "
-                               "are --zero 2 (one reduce-scatter a step) and --zero 2 --zero-collectives per-layer "
-                               "(weights gathered too, every microbatch)")
         stage = _MEGATRON_FSDP_STAGES[strategy]
         # Megatron-FSDP v1 turns the distributed optimizer on itself: the strategy decides what is sharded
         options = {"zero": stage, "distributed_optimizer": None}
-        if stage <= 1 and args.overlap_grad_reduce is None:  # "overlapped with backward compute" (its docs)
+        # "overlapped with backward compute" (its docs): under optim_grads (ZeRO-2, weights replicated) every
+        # microbatch's reduce-scatter beside its backward
+        if stage <= 2 and args.overlap_grad_reduce is None:
             options["overlap_grad_reduce"] = True
         bytes_ = _MAIN_GRADS_BYTES[main_grads or "auto"]
         if args.param_bytes not in (None, bytes_):
