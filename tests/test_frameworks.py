@@ -69,6 +69,10 @@ def test_a_frameworks_defaults_for_what_the_layout_lacks_earn_no_note(capsys):
     assert main(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "8", "--mb",
                  "4", "--overlap-p2p"]) == 0
     assert "note: --overlap-p2p changes nothing here: there are no pipeline sends (--pp 1)" in capsys.readouterr().out
+    # the ranks' order: with one pipeline rank, Megatron-LM's two orders are one
+    mapped = model_setup("llama3.2-1b", "h100-sxm", ModelOptions(dp=8, tp=2, tp_pp_dp_mapping=True), SHAPE).layout
+    assert mapped.inert_flag_notes == ["--tp-pp-dp-mapping changes nothing here: with one pipeline rank both orders "
+                                       "number the ranks alike (--pp 1)"]
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():

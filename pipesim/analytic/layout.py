@@ -1164,6 +1164,9 @@ class Layout:
                                               ("--pipeline-outputs-kept", self.pipeline_outputs_kept)) if moved]
             if sends:
                 notes.append(f"{', '.join(sends)} changes nothing here: there are no pipeline sends (--pp 1)")
+            if self.rank_order is RankOrder.TP_CP_PP_DP:
+                notes.append("--tp-pp-dp-mapping changes nothing here: with one pipeline rank both orders number "
+                             "the ranks alike (--pp 1)")
         elif self.p2p_tensor is not BoundaryTensor.WHOLE and (self.tp == 1 or self.sequence_parallel):
             notes.append(f"--p2p-tensor {self.p2p_tensor.value} changes nothing here: each tp rank holds "
                          + ("the whole boundary tensor (--tp 1)" if self.tp == 1 else
