@@ -326,6 +326,31 @@ def test_nothing_fits_suggests_recomputation_when_it_was_left_out(run_cli):
     assert run_cli(*base, "--recompute", "none,full", "--memory-cap", "18").returncode == 0
 
 
+def test_when_every_candidate_is_refused_the_reason_is_said_not_memory_advice():
+    from pipesim.api.planning import PlanResult, plan_request
+    from pipesim.plan.search import Outcome
+    from pipesim.plan.search import PlanResult as SearchResult
+
+    request = plan_request("llama3.2-1b", 8, 64, hardware="h100-sxm", schedules=("1f1b",))
+    candidates = list(enumerate_candidates(request))[:5]
+    nan = Bounds(float("nan"), float("nan"))
+    refused = [Outcome(c, nan, Status.REJECTED, reason="the reason") for c in candidates[:4]]
+    refused.append(Outcome(candidates[4], nan, Status.REJECTED, reason="another"))
+    said = PlanResult(request, SearchResult(request, tuple(refused))).nothing_fits()
+    assert said == ("every one of the 5 configurations was refused, 4 of them for this: the reason; 1 other "
+                    "reason(s) for the rest")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--moe-dispatch-fp8"], "--moe-dispatch-fp8 moves a mixture-of-experts layer's tokens, but llama2-70b is dense"),
+    (["--moe-dispatcher", "deepep"], "--moe-dispatcher deepep moves a mixture-of-experts layer's tokens"),
+    (["--zero-collectives", "hierarchical"], "give the group with --shard-group N"),
+])
+def test_plan_refuses_options_that_would_change_nothing_or_every_candidate(run_cli, flags, message):
+    proc = run_cli("--model", "llama2-70b", "--gpus", "64", "--global-batch", "64", *flags)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1
+
+
 def test_cli_writes_every_candidate_and_the_figure(run_cli, tmp_path):
     out, fig = tmp_path / "plan.csv", tmp_path / "pareto.png"
     proc = run_cli("--model", "gpt3-2.7b", "--hardware", "a100-80gb", "--gpus", "16", "--global-batch", "32",

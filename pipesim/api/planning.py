@@ -4,6 +4,7 @@ found by simulating each candidate's real schedule (the search is :mod:`pipesim.
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,7 +45,7 @@ from pipesim.api.model_options import whole_number
 from pipesim.api.plan_rendering import counts_line, header, ranking_text
 from pipesim.errors import PipesimError, parse_choice
 from pipesim.plan.ranking import distinct_top
-from pipesim.plan.search import Outcome
+from pipesim.plan.search import Outcome, Status
 from pipesim.plan.search import PlanResult as SearchResult
 from pipesim.plan.space import SEARCHED_PRECISIONS, PlanRequest
 
@@ -121,6 +122,15 @@ class PlanResult:
         """Why nothing fits and the smallest change that would help, in one line; None when something fits."""
         if self.ranked:
             return None
+        outcomes = self.search.outcomes
+        if outcomes and all(o.status is Status.REJECTED for o in outcomes):
+            # nothing was refused for its memory: every candidate was refused for what it is, and memory advice
+            # would mislead; the commonest reason says what to change
+            reasons = Counter(o.reason for o in outcomes)
+            reason, times = reasons.most_common(1)[0]
+            others = f"; {len(reasons) - 1} other reason(s) for the rest" if len(reasons) > 1 else ""
+            return (f"every one of the {len(outcomes)} configurations was refused, {times} of them for this: "
+                    f"{reason}{others}")
         from pipesim.plan.advice import nothing_fits_message
 
         return nothing_fits_message(self.request)
@@ -298,6 +308,16 @@ def plan_request(
     if fp8_all_gather and defaults.fp8_linears is not Fp8Linears.TORCHAO:
         raise PipesimError("--fp8-all-gather is torchao's FSDP float8 all-gather, for its FP8 linears: plan with "
                            "--framework torchtitan, or drop it")
+    collectives = defaults.zero2_collectives if zero_collectives is None else ZeroCollectives(zero_collectives)
+    if collectives is ZeroCollectives.HIERARCHICAL and shard_group is None:
+        raise PipesimError("--zero-collectives hierarchical reduces within shard groups and across them; give the "
+                           "group with --shard-group N, or drop it")
+    dispatcher = parse_choice("moe_dispatcher", MoeDispatcher, moe_dispatcher or MoeDispatcher.ALLTOALL)
+    if (dispatcher is not MoeDispatcher.ALLTOALL or moe_dispatch_fp8) and not spec.is_moe:
+        flag = "--moe-dispatch-fp8" if moe_dispatch_fp8 else f"--moe-dispatcher {dispatcher.value}"
+        raise PipesimError(f"{flag} moves a mixture-of-experts layer's tokens, but {spec.name} is dense; drop it")
+    if moe_dispatch_fp8 and dispatcher is not MoeDispatcher.DEEPEP:
+        raise PipesimError("--moe-dispatch-fp8 is DeepEP's FP8 dispatch; add --moe-dispatcher deepep or drop it")
     searched = SEARCHED_RECOMPUTE if recompute is None else _tuple(recompute, Recompute)
     if zero is None:  # every stage the training code offers
         stages = tuple(z for z in ZeroStage if z in defaults.zero_stages)
@@ -329,14 +349,12 @@ def plan_request(
         kv_repeated=defaults.repeats_kv(repeat_kv, AttentionKernel(attention)),
         elementwise=defaults.elementwise, loss=defaults.loss, z_loss=bool(z_loss),
         loss_input_copy=bool(loss_input_copy),
-        zero_collectives=(defaults.zero2_collectives if zero_collectives is None
-                          else ZeroCollectives(zero_collectives)),
+        zero_collectives=collectives,
         shard_group=shard_group,
         overlap_tp_dgrad=defaults.overlap_tp_dgrad, overlap_tp_local_shard=bool(overlap_tp_local_shard),
         column_input=defaults.column_input, p2p_tensor=defaults.p2p_tensor, p2p_calls=defaults.p2p_calls,
         mlp_up=defaults.mlp_up, cp_comm=defaults.cp_comm, cp_kernels=defaults.cp_kernels,
-        moe_dispatcher=parse_choice("moe_dispatcher", MoeDispatcher, moe_dispatcher or MoeDispatcher.ALLTOALL),
-        moe_dispatch_fp8=bool(moe_dispatch_fp8),
+        moe_dispatcher=dispatcher, moe_dispatch_fp8=bool(moe_dispatch_fp8),
         grad_accumulation=defaults.grad_accumulation, fp8_linears=defaults.fp8_linears,
         framework=Framework(name) if name is not None else Framework.MEGATRON,
         fp8_params=Fp8Params(fp8_params or Fp8Params.OFF), fp8_all_gather=bool(fp8_all_gather),
