@@ -79,6 +79,15 @@ def test_megatrons_flag_is_the_group_and_the_hierarchical_reduce(capsys, instanc
     assert megatron["layout"]["shard_group"] == (8 if instances == 4 else None)
 
 
+def test_instances_of_one_rank_each_shard_nothing_and_say_so(capsys):
+    argv = ["simulate", "--model", "llama3.2-1b", "--hardware", "a100-80gb", "--dp", "32", "--pp", "1", "--mb", "2",
+            "--distributed-optimizer", "--num-distributed-optimizer-instances", "32"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ZeRO 0," in out and "within groups" not in out
+    assert "nothing to shard (shard groups of one rank of dp·cp = 32)" in out
+
+
 def test_a_group_that_does_not_fit_the_layout_is_refused():
     with pytest.raises(PipesimError, match="--shard-group 12 must divide dp·cp = 128"):
         _layouts(12)

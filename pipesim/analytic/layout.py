@@ -1128,7 +1128,8 @@ class Layout:
 
     @property
     def sharding_note(self) -> str | None:
-        """A note for reports when a ZeRO stage was asked for but dp·cp = 1, else None."""
+        """A note for reports when a ZeRO stage was asked for but dp·cp = 1 (or the shard group is one rank), else
+        None."""
         if self.asked_sharding is ZeroStage.NONE or self.shards > 1:
             return None
         what = (
@@ -1136,7 +1137,9 @@ class Layout:
             if self.asked_sharding is ZeroStage.OPTIMIZER
             else f"ZeRO-{int(self.asked_sharding)}"
         )
-        return f"nothing to shard (dp·cp = 1): {what} keeps the full state (runs as ZeRO-0)"
+        ranks = self.dp * self.cp
+        why = "dp·cp = 1" if ranks == 1 else f"shard groups of one rank of dp·cp = {ranks}"
+        return f"nothing to shard ({why}): {what} keeps the full state (runs as ZeRO-0)"
 
     @property
     def column_input_note(self) -> str | None:

@@ -33,6 +33,7 @@ from pipesim.analytic.layout import (
     P2pCalls,
     PipelineBuffers,
     ZeroCollectives,
+    ZeroStage,
     context_parallel_summary,
 )
 from pipesim.analytic.measured import CollectiveOp
@@ -358,10 +359,15 @@ def step_report(
 _FOLDING_SAID = "MoE parallel folding: whole experts, each rank routing its own tokens"
 
 
+def _hybrid(layout: Layout) -> bool:
+    """ZeRO state sharded within groups, replicated across them (a group of one rank shards nothing)."""
+    return layout.shard_replicas > 1 and layout.sharding > ZeroStage.NONE
+
+
 def _reduces_hierarchically(layout: Layout) -> bool:
     """ZeRO-1 within groups that reduce-scatters within each group and all-reduces across them (Megatron-LM's
     optimizer instances), where hybrid ZeRO-1 otherwise all-reduces whole gradients over every rank."""
-    return layout.shard_replicas > 1 and layout.zero_collectives is ZeroCollectives.HIERARCHICAL
+    return _hybrid(layout) and layout.zero_collectives is ZeroCollectives.HIERARCHICAL
 
 
 def _dispatch_text(model: ModelSpec, layout: Layout) -> str:
@@ -405,7 +411,7 @@ def report_text(report: StepReport) -> str:
         f"{', stored inputs split over tp' if lay.distribute_saved_activations else ''}"
         f", sequence parallel {'on' if lay.sequence_parallel and lay.tp > 1 else 'off'}, "
         f"ZeRO {int(lay.sharding)}"
-        f"{f' within groups of {lay.shards} ({lay.shard_replicas} replicas)' if lay.shard_replicas > 1 else ''}"
+        f"{f' within groups of {lay.shards} ({lay.shard_replicas} replicas)' if _hybrid(lay) else ''}"
         f"{', reduced within each and across them' if _reduces_hierarchically(lay) else ''}"
         f", {lay.attention.value} attention"
         f"{' (K and V repeated to the query heads)' if kv_repeat(m, lay) != 1.0 else ''}, {lay.precision.value}"
