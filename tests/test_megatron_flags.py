@@ -170,6 +170,12 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
          ["--overlap-grad-reduce", *bf16_grads]),
         (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads"],
          ["--zero", "2", "--overlap-grad-reduce", *bf16_grads]),
+        # Megatron-FSDP's HSDP: its instances are the replicas of a shard group of dp·cp/N (8 / 2)
+        (["--use-megatron-fsdp", "--num-distributed-optimizer-instances", "2"],
+         ["--zero", "3", "--shard-group", "4", *bf16_grads]),
+        (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim", "--num-distributed-optimizer-instances",
+          "2"], ["--zero", "1", "--overlap-grad-reduce", "--shard-group", "4", "--zero-collectives", "hierarchical",
+                 *bf16_grads]),
         (["--use-torch-fsdp2"], ["--zero", "3", "--fsdp2"]),
         (["--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward"],
          ["--zero", "2", "--zero-collectives", "per-layer", "--fsdp2"]),
@@ -246,6 +252,8 @@ def test_a_w_g_o_account_is_the_memory_by_hand():
     # what Megatron-LM does that pipesim does not model is refused by name, not dropped (--ignore-unknown did)
     (["--num-distributed-optimizer-instances", "2", "--ignore-unknown"], "'Partial DistOpt cannot be used without "
      "DistOpt'"),
+    (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "no_shard", "--num-distributed-optimizer-instances",
+      "2"], "but nothing is sharded"),
     (["--num-distributed-optimizer-instances", "3", "--use-distributed-optimizer"], "must divide dp·cp = 8"),
     (["--optimizer-cpu-offload"], "--optimizer-cpu-offload (the optimizer's state and step on the host) is not "
      "modelled"),

@@ -235,18 +235,20 @@ def recompute_modules_of(names: tuple[str, ...] | list[str] | None, recompute: R
 
 
 def _optimizer_instances(o: ModelOptions, dp: int, sharded: ZeroStage) -> tuple[int | None, str | None]:
-    """The shard group and ZeRO collectives Megatron-LM's distributed optimizer in
-    ``o.num_distributed_optimizer_instances`` instances runs: groups of dp·cp/N consecutive ranks (parallel_state.py,
-    ``INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP``) reducing hierarchically; ``o``'s own otherwise. One-line
-    refusals where Megatron-LM refuses it, or where the options given say otherwise."""
+    """The shard group and ZeRO collectives of Megatron-LM's ``o.num_distributed_optimizer_instances`` instances:
+    groups of dp·cp/N consecutive ranks (parallel_state.py, ``INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP``), the
+    distributed optimizer's (ZeRO-1) reducing hierarchically, Megatron-FSDP's (ZeRO-2/3) as its HSDP
+    (``mcore_fsdp_adapter.py``: ``enable_hsdp`` with more than one instance, the partial data-parallel group inside,
+    the instances outside), FSDP's hybrid sharding; ``o``'s own otherwise. One-line refusals where Megatron-LM
+    refuses it, or where the options given say otherwise."""
     instances = o.num_distributed_optimizer_instances
     if instances is None or instances == 1:
         return o.shard_group, o.zero_collectives
     flag, ranks = f"--num-distributed-optimizer-instances {instances}", dp * (o.cp or 1)
-    if sharded is not ZeroStage.OPTIMIZER:
-        raise PipesimError(f"{flag} divides Megatron-LM's distributed optimizer (ZeRO-1), which this run does not "
-                           "use: add --use-distributed-optimizer (Megatron-LM: 'Partial DistOpt cannot be used "
-                           "without DistOpt') or drop it")
+    if sharded is ZeroStage.NONE:
+        raise PipesimError(f"{flag} divides sharded state over instances, but nothing is sharded: add "
+                           "--use-distributed-optimizer (Megatron-LM: 'Partial DistOpt cannot be used without "
+                           "DistOpt') or a sharding --use-megatron-fsdp strategy, or drop it")
     if ranks % instances:
         raise PipesimError(f"{flag} must divide dp·cp = {ranks} (Megatron-LM: 'Data parallel size should be "
                            "divisible by partial DistOpt shard factor'); use a divisor of it")
@@ -257,6 +259,8 @@ def _optimizer_instances(o: ModelOptions, dp: int, sharded: ZeroStage) -> tuple[
     if o.shard_group not in (None, group):
         raise PipesimError(f"{flag} shards within groups of dp·cp/{instances} = {group} ranks, but --shard-group "
                            f"{o.shard_group} is given; keep one")
+    if sharded is not ZeroStage.OPTIMIZER:  # FSDP's hybrid sharding reduces so already, whatever its collectives
+        return group, o.zero_collectives
     if o.zero_collectives not in (None, ZeroCollectives.HIERARCHICAL.value):
         raise PipesimError(f"{flag} reduces hierarchically (--zero-collectives hierarchical), but --zero-collectives "
                            f"{o.zero_collectives} is given; keep one")

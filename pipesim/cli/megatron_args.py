@@ -174,7 +174,8 @@ def add_megatron_args(group) -> None:
                        help="Megatron-LM's distributed optimizer in N instances (1, its default: one over all "
                        "dp·cp): each instance's dp·cp/N ranks shard the optimizer state and reduce-scatter the "
                        "gradients, the shards all-reduced across the instances: --shard-group dp·cp/N "
-                       "--zero-collectives hierarchical")
+                       "--zero-collectives hierarchical; with --use-megatron-fsdp, its HSDP: the strategy's sharding "
+                       "within dp·cp/N ranks, replicated across the N (--shard-group dp·cp/N)")
     group.add_argument("--optimizer-cpu-offload", action="store_true", default=None,
                        help="Megatron-LM's optimizer on the host: refused as not modelled")
     group.add_argument("--outer-dp-sharding-strategy", choices=["no_shard", "optim"], default=None,
