@@ -496,6 +496,12 @@ def _megatron_lines(result):
     # the distributed optimizer within groups of 4, reduced hierarchically: Megatron-LM's optimizer instances
     ("llama2-7b", "h100-sxm", 16, 32000, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1], zero=[1],
                                               recompute=["none"], shard_group=4, zero_collectives="hierarchical"), 2),
+    # ZeRO-2 and ZeRO-3 as Megatron-FSDP's optim_grads and optim_grads_params, in FP32 and BF16 gradients, and its
+    # HSDP within groups of 8
+    ("llama2-7b", "h100-sxm", 16, 32000, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2], zero=[2, 3],
+                                              recompute=["none", "full"]), 4),
+    ("llama2-7b", "h100-sxm", 16, 32000, dict(schedules=["1f1b"], cp=[1], micro_batch_sizes=[1, 2], zero=[2, 3],
+                                              recompute=["none"], param_bytes="16", shard_group=8), 3),
 ])
 def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardware, gpus, vocab, space, least):
     result = pipesim.plan(model, gpus=gpus, global_batch=128, hardware=hardware, top=10, **space)
@@ -511,11 +517,13 @@ def test_plans_megatron_lines_simulate_to_plans_step_times(capsys, model, hardwa
         assert built["model_report"]["step_time_s"] == expected, shlex.join(argv)
         assert built["model_report"]["model"]["name"] == "megatron-flags"
         assert named["model_report"]["layout"]["param_bytes"]["total"] == result.request.param_bytes.total
-        if "--num-distributed-optimizer-instances" in argv:
+        if "--num-distributed-optimizer-instances" in argv:  # the distributed optimizer's, or Megatron-FSDP's HSDP
             instances += 1
-            assert named["model_report"]["layout"]["zero_collectives"] == "hierarchical"
+            layout = named["model_report"]["layout"]
+            assert layout["shard_group"] == space["shard_group"]
+            assert (layout["zero_collectives"] == "hierarchical") == (layout["zero"] <= 1)
     assert lines >= least  # 1F1B and interleaved lines, even and lighter-ended splits, FP4 and full recomputation
-    assert (instances > 0) == (space.get("zero_collectives") == "hierarchical")
+    assert (instances > 0) == (space.get("shard_group") is not None)
 
 
 def test_a_qwen3_plans_megatron_lines_carry_its_heads(capsys):

@@ -502,7 +502,11 @@ def test_megatron_flags():
     one_f_one_b = Candidate(8, 8, 16, 1, 64, "1f1b", 1, NONE, True)
     assert not any("overlap-p2p" in arg for arg in megatron_argv(one_f_one_b, model, 1024))  # interleaved only
     assert megatron_argv(Candidate(8, 8, 16, 1, 64, "zb-v", 2, NONE, True), model, 1024) is None
-    assert megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
+    # ZeRO-3 without a pipeline is Megatron-FSDP's (its gradient buffer FP32 for pipesim's 18 bytes); with one, none
+    fsdp = megatron_argv(Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024)
+    assert " ".join(fsdp).endswith("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params "
+                                   "--megatron-fsdp-main-grads-dtype fp32 --bf16")
+    assert megatron_argv(Candidate(8, 2, 8, 1, 64, "1f1b", 1, NONE, True, ZeroStage.PARAMETERS), model, 1024) is None
     # a parameter's bytes as Megatron-LM spells them: BF16 gradients, or the precision-aware optimizer's types (with
     # the distributed optimizer); an account it has no types for is a gap
     sharded = Candidate(8, 1, 16, 1, 64, "1f1b", 1, NONE, True, ZeroStage.OPTIMIZER)

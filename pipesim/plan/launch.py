@@ -129,17 +129,38 @@ def megatron_optimizer_flags(param_bytes: OptimizerBytes, zero: ZeroStage) -> li
             + (["--exp-avg-dtype", m] if m != "fp32" else []) + (["--exp-avg-sq-dtype", v] if v != "fp32" else []))
 
 
+def megatron_fsdp_flags(param_bytes: OptimizerBytes, zero: ZeroStage) -> list[str] | str:
+    """Megatron-FSDP's flags for a ZeRO-2 or ZeRO-3 candidate (``--data-parallel-sharding-strategy`` optim_grads or
+    optim_grads_params) and its ``--param-bytes`` account, or why it has none: it keeps BF16 weights, an FP32 master
+    and moments, and gradients in the parameters' type unless told FP32 (``--megatron-fsdp-main-grads-dtype``)."""
+    if param_bytes.weights != 2.0 or param_bytes.optimizer != 12.0 or param_bytes.grads not in (2.0, 4.0):
+        return (f"Megatron-FSDP keeps BF16 weights, an FP32 master and moments and BF16 or FP32 gradients, not "
+                f"--param-bytes {param_bytes.text}")
+    strategy = "optim_grads" if zero is ZeroStage.GRADIENTS else "optim_grads_params"
+    return (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", strategy]
+            + (["--megatron-fsdp-main-grads-dtype", "fp32"] if param_bytes.grads == 4.0 else []))
+
+
 def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, loss_input_copy: bool = False,
                  shard_group: int | None = None, fp8_dispatch: bool = False,
                  fused_attention_repeats_kv: bool = False,
                  param_bytes: OptimizerBytes = MEGATRON_BYTES,
-                 zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> str | None:
-    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO-1 shard group and how it
-    reduces, its FP8 MoE dispatch, grouped K and V repeated before a fused attention, its bytes a parameter), or
-    None if it can."""
-    optimizer = megatron_optimizer_flags(param_bytes, candidate.zero)
+                 zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED,
+                 overlap_dp_sync: bool = True) -> str | None:
+    """Why Megatron-LM cannot run this configuration with this loss (and the layout's ZeRO shard group and how it
+    reduces, its FP8 MoE dispatch, grouped K and V repeated before a fused attention, its bytes a parameter, the
+    plan's data-parallel overlap), or None if it can. ZeRO-2 and ZeRO-3 run as Megatron-FSDP
+    (:func:`megatron_fsdp_flags`)."""
+    fsdp = candidate.zero > ZeroStage.OPTIMIZER
+    optimizer = (megatron_fsdp_flags if fsdp else megatron_optimizer_flags)(param_bytes, candidate.zero)
     if isinstance(optimizer, str):
         return optimizer
+    if fsdp and candidate.pp > 1:
+        return ("pipesim's ZeRO-3 under pipelining is torchtitan's FSDP (each stage's weights gathered once a step); "
+                "Megatron-FSDP's with a pipeline is not modelled")
+    if candidate.zero is ZeroStage.GRADIENTS and not overlap_dp_sync:
+        return ("Megatron-FSDP's optim_grads reduces every microbatch's gradients beside its backward; plan "
+                "without --blocking-dp-sync")
     if fused_attention_repeats_kv:
         return ("Megatron-Core's fused attention reads grouped K and V as they are: it repeats them only on its "
                 "unfused path (--attention unfused)")
@@ -155,9 +176,7 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
     if candidate.pp > 1 and candidate.schedule not in MEGATRON_SCHEDULES:
         return (f"Megatron-LM has no {candidate.schedule} schedule; its pipeline schedules are 1F1B, interleaved "
                 "1F1B and, with experts, combined 1F1B (interleaved-overlap)")
-    if candidate.zero > ZeroStage.OPTIMIZER:
-        return f"Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO-{int(candidate.zero)}"
-    if shard_group is not None and zero_collectives is not ZeroCollectives.HIERARCHICAL:
+    if shard_group is not None and not fsdp and zero_collectives is not ZeroCollectives.HIERARCHICAL:
         return (f"Megatron-LM has no ZeRO-1 within groups of {shard_group} that all-reduces the gradients "
                 "over every rank: its --num-distributed-optimizer-instances reduce-scatters within each instance "
                 "(plan with --zero-collectives hierarchical for that)")
@@ -179,7 +198,7 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     of a hierarchical reduce (``zero_collectives``), Megatron-LM's dp·cp/group optimizer instances."""
     c = candidate
     if megatron_gap(c, loss, shard_group=shard_group, param_bytes=param_bytes,
-                    zero_collectives=zero_collectives) is not None:
+                    zero_collectives=zero_collectives, overlap_dp_sync=overlap_dp_sync) is not None:
         return None
     args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
     if c.cp > 1:
@@ -255,15 +274,18 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     args += MEGATRON_LOSS_FLAGS[loss]
     if c.sequence_parallel:
         args.append("--sequence-parallel")
-    if c.zero is ZeroStage.OPTIMIZER:
-        args.append("--use-distributed-optimizer")
-        if shard_group is not None:
-            args += ["--num-distributed-optimizer-instances", str(c.dp * c.cp // shard_group)]
-    args += megatron_optimizer_flags(param_bytes, c.zero)
+    if c.zero > ZeroStage.OPTIMIZER:
+        args += megatron_fsdp_flags(param_bytes, c.zero)
+    else:
+        if c.zero is ZeroStage.OPTIMIZER:
+            args.append("--use-distributed-optimizer")
+        args += megatron_optimizer_flags(param_bytes, c.zero)
     if overlap_dp_sync:
         args.append("--overlap-grad-reduce")
-        if c.zero is ZeroStage.OPTIMIZER:
+        if c.zero is not ZeroStage.NONE:
             args.append("--overlap-param-gather")
+    if shard_group is not None:  # the distributed optimizer's instances, or Megatron-FSDP's HSDP
+        args += ["--num-distributed-optimizer-instances", str(c.dp * c.cp // shard_group)]
     if c.recompute is Recompute.SELECTIVE:
         args += ["--recompute-granularity", "selective"]
     elif c.recompute is Recompute.FULL:
@@ -286,7 +308,7 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
                   fused_attention_repeats_kv: bool = False, param_bytes: OptimizerBytes = MEGATRON_BYTES,
                   zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> str:
     gap = megatron_gap(candidate, loss, loss_input_copy, shard_group, fp8_dispatch,
-                       fused_attention_repeats_kv, param_bytes, zero_collectives)
+                       fused_attention_repeats_kv, param_bytes, zero_collectives, overlap_dp_sync)
     if gap is not None:
         return f"({gap})"
     argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss,
