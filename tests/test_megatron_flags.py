@@ -121,6 +121,12 @@ def test_a_megatron_line_leaving_out_pp_and_the_global_batch_runs_megatrons_defa
     assert _run(capsys, "--model", "llama3.2-1b", "--sequence-parallel", "--tp", "2")["model_report"]["layout"][
         "pp"] == 4
     assert _run(capsys, *line, "--pipeline-model-parallel-size", "2")["model_report"]["layout"]["pp"] == 2
+    # and what Megatron-LM refuses of them: virtual stages without a pipeline, or with one microbatch a step
+    virtual = [*line, "--num-layers-per-virtual-pipeline-stage", "2"]
+    assert "Megatron-LM interleaves only over more than one pipeline rank" in _refused(capsys, *virtual)
+    assert "give --global-batch-size" in _refused(capsys, *virtual, "--pipeline-model-parallel-size", "2")
+    assert _run(capsys, *virtual, "--pipeline-model-parallel-size", "2", "--global-batch-size", "64")[
+        "config"]["schedule"] == "interleaved"
 
 
 def test_chunks_without_a_schedule_interleave(capsys):

@@ -22,6 +22,7 @@ from pipesim.cli.megatron_args import (
     schedule_of,
 )
 from pipesim.cli.shared_args import add_cost_args, add_schedule_args, add_train_tokens_arg, cost_values_from_args
+from pipesim.errors import PipesimError
 from pipesim.io.timeline_format import TimelineFormat
 from pipesim.plots.paths import FIGURE_SUFFIXES
 from pipesim.program.loader import builtin_names
@@ -146,7 +147,9 @@ def _builtin(schedule: str | None) -> bool:
 def _megatron_defaults(args: argparse.Namespace) -> list[str]:
     """On a pasted Megatron-LM line (:func:`~pipesim.cli.megatron_args.pasted_megatron_line`) with a model and a
     built-in schedule, set the pipeline ranks and the microbatches it leaves out to what Megatron-LM runs without
-    them, not pipesim's defaults (four ranks, eight microbatches); returns the flags so set, for the note."""
+    them, not pipesim's defaults (four ranks, eight microbatches); returns the flags so set, for the note. Virtual
+    stages without a pipeline are refused, as Megatron-LM refuses them (``arguments.py``: "When interleaved schedule
+    is used, pipeline-model-parallel size should be greater than 1")."""
     if (args.model is None and not megatron_model_args(args).given()) or args.config is not None \
             or not _builtin(args.schedule) or not pasted_megatron_line(getattr(args, "command_line", ())):
         return []
@@ -154,7 +157,17 @@ def _megatron_defaults(args: argparse.Namespace) -> list[str]:
     if args.pp is None:
         args.pp = MEGATRON_DEFAULT_PP
         defaulted.append(f"--pp {MEGATRON_DEFAULT_PP} (no pipeline)")
+    virtual = getattr(args, "num_layers_per_virtual_pipeline_stage", None) is not None or (args.chunks or 1) > 1
+    if virtual and args.pp == 1:
+        given = "--pipeline-model-parallel-size 1" if not defaulted else "no --pipeline-model-parallel-size"
+        raise PipesimError(f"virtual pipeline stages with {given}: Megatron-LM interleaves only over more than one "
+                           "pipeline rank ('pipeline-model-parallel size should be greater than 1'); give "
+                           "--pipeline-model-parallel-size or drop the virtual stages")
     if args.mb is None and args.global_batch is None:
+        if virtual:
+            raise PipesimError("a Megatron-LM line without --global-batch-size runs one microbatch a step (micro-batch "
+                               "size × dp), and its interleaved schedule needs at least --pipeline-model-parallel-size "
+                               "of them; give --global-batch-size")
         args.mb = MEGATRON_DEFAULT_MICROBATCHES
         defaulted.append(f"--mb {MEGATRON_DEFAULT_MICROBATCHES} (without --global-batch-size, one micro-batch a "
                          "replica a step)")
