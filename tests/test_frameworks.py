@@ -12,6 +12,7 @@ from pipesim.analytic.layout import (
     ColumnInput,
     ElementwiseKernels,
     GradAccumulation,
+    GradBuckets,
     LossKernel,
     P2pCalls,
     Precision,
@@ -73,6 +74,21 @@ def test_a_frameworks_defaults_for_what_the_layout_lacks_earn_no_note(capsys):
     mapped = model_setup("llama3.2-1b", "h100-sxm", ModelOptions(dp=8, tp=2, tp_pp_dp_mapping=True), SHAPE).layout
     assert mapped.inert_flag_notes == ["--tp-pp-dp-mapping changes nothing here: with one pipeline rank both orders "
                                        "number the ranks alike (--pp 1)"]
+    # the buckets decide only what of an overlapped sync is left after the passes
+    def buckets(**given):
+        return model_setup("llama3.2-1b", "h100-sxm", ModelOptions(dp=8, grad_buckets="torch-ddp", **given),
+                           SHAPE).layout.inert_flag_notes
+    assert buckets() == ["--grad-buckets torch-ddp changes nothing here: no data-parallel sync runs beside the passes "
+                         "(add --overlap-grad-reduce)"]
+    assert buckets(overlap_grad_reduce=True) == []
+    # a framework's own buckets, unasked, fall back where nothing overlaps, without a note
+    titan = model_setup("llama3.1-8b", "h100-sxm", ModelOptions(dp=4, tp=2, framework="torchtitan", zero=3),
+                        PipelineShape(2, 8, 1)).layout
+    assert titan.grad_buckets is GradBuckets.MEGATRON and titan.inert_flag_notes == []
+    assert main(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--pp", "1", "--dp", "8", "--mb",
+                 "4", "--moe-shared-expert-overlap"]) == 0
+    assert "note: --moe-shared-expert-overlap changes nothing here: llama3.2-1b has no shared experts" in \
+        capsys.readouterr().out
 
 
 def test_megatron_is_the_default_and_a_given_flag_wins():

@@ -1202,10 +1202,23 @@ class Layout:
         if self.overlap_tp_local_shard and not self.gathers_column_input:
             notes.append("--overlap-tp-local-shard changes nothing here: no tensor-parallel all-gathers (they need "
                          "--tp > 1 and --sequence-parallel)")
+        if self.grad_buckets is not GradBuckets.MEGATRON and not self.buckets_matter:
+            why = ("no gradient is reduced across data-parallel ranks (dp·cp = 1)" if not self.reduces_gradients else
+                   f"ZeRO-{int(self.sharding)}'s per-layer collectives leave no bucket for the step's end"
+                   if self.gathers_per_layer else
+                   "no data-parallel sync runs beside the passes (add --overlap-grad-reduce)")
+            notes.append(f"--grad-buckets {self.grad_buckets.value} changes nothing here: {why}")
         if self.ep == 1 and self.moe_dispatcher is not MoeDispatcher.ALLTOALL:
             notes.append(f"--moe-dispatcher {self.moe_dispatcher.value} changes nothing here: no token leaves its "
                          "rank (--ep 1)")
         return notes
+
+    @property
+    def buckets_matter(self) -> bool:
+        """Whether the gradient buckets' cut changes the step: only what of an overlapped data-parallel sync the
+        passes cannot hide depends on it (:func:`~pipesim.analytic.to_costs.stage_last_bucket`)."""
+        return (self.reduces_gradients and not self.gathers_per_layer
+                and (self.overlap_grad_reduce or self.overlap_param_gather))
 
     @property
     def reduces_gradients(self) -> bool:

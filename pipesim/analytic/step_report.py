@@ -205,7 +205,8 @@ class StepReport:
                        "zero_collectives": lay.zero_collectives.value, "gathers_per_layer": lay.gathers_per_layer,
                        "shard_group": lay.shard_group,
                        "sharding_note": lay.sharding_note, "column_input_note": lay.column_input_note,
-                       "grad_reduce_note": lay.grad_reduce_note, "inert_flag_notes": lay.inert_flag_notes,
+                       "grad_reduce_note": lay.grad_reduce_note,
+                       "inert_flag_notes": inert_flag_notes(self.model, lay),
                        "dp_sync_note": self.dp_sync_note, "param_gather_note": self.param_gather_note,
                        "cp": lay.cp, "cp_comm_ctas": lay.cp_comm_ctas, "cp_comm_type": lay.cp_comm.value,
                        "cp_kernels": lay.cp_kernels.value,
@@ -357,6 +358,15 @@ def step_report(
 
 
 _FOLDING_SAID = "MoE parallel folding: whole experts, each rank routing its own tokens"
+
+
+def inert_flag_notes(model: ModelSpec, layout: Layout) -> list[str]:
+    """The layout's notes on options that change nothing here (:attr:`Layout.inert_flag_notes`), with those only
+    the model can tell: overlapping shared experts a model does not have (Megatron-Core ignores the flag then)."""
+    notes = list(layout.inert_flag_notes)
+    if layout.moe_shared_expert_overlap and not model.shared_experts:
+        notes.append(f"--moe-shared-expert-overlap changes nothing here: {model.name} has no shared experts")
+    return notes
 
 
 def _hybrid(layout: Layout) -> bool:
@@ -511,7 +521,7 @@ def report_text(report: StepReport) -> str:
                      f"(torch.cuda.max_memory_reserved: the caching allocator's +{RESERVED_SHARE:.1%}, the median "
                      f"of published logs, one run's +{low:.0%}…+{high:.0%}; at most the capacity)")
     lines += [f"warning: {w}" for w in report.memory.warnings()]
-    for note in (lay.sharding_note, lay.column_input_note, lay.grad_reduce_note, *lay.inert_flag_notes,
+    for note in (lay.sharding_note, lay.column_input_note, lay.grad_reduce_note, *inert_flag_notes(m, lay),
                  report.dp_sync_note, report.param_gather_note):
         if note:
             lines.append(f"note: {note}")

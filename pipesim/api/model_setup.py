@@ -198,7 +198,8 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
              "cp_comm": (o.cp_comm_type, layout.cp == 1, CpComm.P2P),
              "cp_kernels": (o.cp_kernels, layout.cp == 1, CpKernels.TRANSFORMER_ENGINE),
              "fp8_linears": (o.fp8_linears, layout.precision is not Precision.FP8, Fp8Linears.TRANSFORMER_ENGINE),
-             "fsdp2": (o.fsdp2, not (layout.gathers_per_layer or layout.accumulates_unsharded_grads), False)}
+             "fsdp2": (o.fsdp2, not (layout.gathers_per_layer or layout.accumulates_unsharded_grads), False),
+             "grad_buckets": (o.grad_buckets, not layout.buckets_matter, GradBuckets.MEGATRON)}
     unasked = {name: default for name, (given, idle, default) in inert.items() if given is None and idle}
     if unasked:
         layout = replace(layout, **unasked)
