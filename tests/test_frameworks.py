@@ -81,6 +81,10 @@ def test_a_frameworks_defaults_for_what_the_layout_lacks_earn_no_note(capsys):
     assert buckets() == ["--grad-buckets torch-ddp changes nothing here: no data-parallel sync runs beside the passes "
                          "(add --overlap-grad-reduce)"]
     assert buckets(overlap_grad_reduce=True) == []
+    assert model_setup("llama3.2-1b", "h100-sxm", ModelOptions(dp=8, zero=3, zero_collectives="per-layer"),
+                       SHAPE).layout.inert_flag_notes == ["--zero-collectives per-layer changes nothing here: ZeRO-3 "
+                                                          "without pipelining gathers and reduce-scatters per layer "
+                                                          "already"]
     # a framework's own buckets, unasked, fall back where nothing overlaps, without a note
     titan = model_setup("llama3.1-8b", "h100-sxm", ModelOptions(dp=4, tp=2, framework="torchtitan", zero=3),
                         PipelineShape(2, 8, 1)).layout

@@ -1202,6 +1202,9 @@ class Layout:
         if self.overlap_tp_local_shard and not self.gathers_column_input:
             notes.append("--overlap-tp-local-shard changes nothing here: no tensor-parallel all-gathers (they need "
                          "--tp > 1 and --sequence-parallel)")
+        if self.zero_collectives is ZeroCollectives.PER_LAYER and self.sharding is ZeroStage.PARAMETERS:
+            notes.append("--zero-collectives per-layer changes nothing here: ZeRO-3 without pipelining gathers and "
+                         "reduce-scatters per layer already")
         if self.grad_buckets is not GradBuckets.MEGATRON and not self.buckets_matter:
             why = ("no gradient is reduced across data-parallel ranks (dp·cp = 1)" if not self.reduces_gradients else
                    f"ZeRO-{int(self.sharding)}'s per-layer collectives leave no bucket for the step's end"
