@@ -139,6 +139,8 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         # A lever tried on the published rows (docs/validation.md): half the A100's GEMM rate, every sixth row.
         ("what_if", ["--fast", "--change", "gemm_efficiency*0.5", "--chips", "a100-80gb"],
          "all 162 rows: mean |e| 5.6% -> 43.6%, bias -0.4% -> +41.7%"),
+        # Every simulate flag flipped on nine layouts: none is accepted and changes nothing without saying so
+        ("inert_flags", [], "0 flag(s) accepted that changed nothing, unsaid"),
         # A 2-process cp world: the measured ring share beside the simulator's.
         pytest.param(
             "cp_ring_share", ["--fast"], "ring share of F+B: measured", marks=[pytest.mark.distributed, needs_torch]
@@ -202,3 +204,12 @@ def test_a_table_script_piped_into_a_reader_that_stops_early_still_writes_its_ta
     assert proc.returncode == 0 and "Traceback" not in stderr, stderr
     assert "| interleaved | 4 | 8 | 28.5 | hangs | 28.5 | reordered |" in (
         tmp_path / "grouped_step_time_comm0.md").read_text()
+
+
+def test_the_inert_flag_audit_fails_on_a_silent_flag():
+    """Its control: with no equivalence known, a flag that spells the base's own ZeRO-1 again is reported."""
+    from experiments.inert_flags import BASES, silent_flags
+
+    found = silent_flags({"dp8 zero1": BASES["dp8 zero1"]}, {})
+    assert [(f.flag, f.equivalent) for f in found] == [("--distributed-optimizer", None)]
+    assert found[0].moved == {"distributed_optimizer": (False, True)}
