@@ -167,15 +167,15 @@ def add_megatron_args(group) -> None:
                        "kept gathered from each forward to its backward); Megatron-LM runs it without a pipeline")
     group.add_argument("--torch-fsdp2-no-reshard-after-forward", action="store_true", default=None,
                        help="with --use-torch-fsdp2: see there")
-    # Megatron-LM's flags that change what a GPU holds or how it syncs in ways pipesim does not model: taken so a
-    # launch line's value can be read (their defaults change nothing), refused otherwise (unmodelled_of), even
-    # under --ignore-unknown, which would have dropped them with a note
     group.add_argument("--num-distributed-optimizer-instances", type=positive_int, default=None, metavar="N",
                        help="Megatron-LM's distributed optimizer in N instances (1, its default: one over all "
                        "dp·cp): each instance's dp·cp/N ranks shard the optimizer state and reduce-scatter the "
                        "gradients, the shards all-reduced across the instances: --shard-group dp·cp/N "
                        "--zero-collectives hierarchical; with --use-megatron-fsdp, its HSDP: the strategy's sharding "
                        "within dp·cp/N ranks, replicated across the N (--shard-group dp·cp/N)")
+    # Megatron-LM's flags that change what a GPU holds or how it syncs in ways pipesim does not model: taken so a
+    # launch line's value can be read (their defaults change nothing), refused otherwise (check_unmodelled), even
+    # under --ignore-unknown, which would have dropped them with a note
     group.add_argument("--optimizer-cpu-offload", action="store_true", default=None,
                        help="Megatron-LM's optimizer on the host: refused as not modelled")
     group.add_argument("--outer-dp-sharding-strategy", choices=["no_shard", "optim"], default=None,
