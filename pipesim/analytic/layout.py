@@ -1219,7 +1219,7 @@ class Layout:
     @property
     def buckets_matter(self) -> bool:
         """Whether the gradient buckets' cut changes the step: only what of an overlapped data-parallel sync the
-        passes cannot hide depends on it (:func:`~pipesim.analytic.to_costs.stage_last_bucket`)."""
+        passes cannot hide depends on it (:func:`~pipesim.analytic.to_costs.stage_last_bucket`, 0 elsewhere)."""
         return (self.reduces_gradients and not self.gathers_per_layer
                 and (self.overlap_grad_reduce or self.overlap_param_gather))
 

@@ -155,8 +155,8 @@ LayerGroup = tuple[LayerKind, int, Layout]  # (kind, layers of that kind, the la
 def stage_last_bucket(model: ModelSpec, layout: Layout, stage: int) -> float:
     """The share of ``stage``'s parameters in the data-parallel bucket its backward fills last
     (:func:`~pipesim.analytic.grad_buckets.last_bucket_share`); 0 where no overlapped reduce or gather buckets
-    them."""
-    if not (layout.overlap_grad_reduce or layout.overlap_param_gather) or layout.gathers_per_layer:
+    them (:attr:`~pipesim.analytic.layout.Layout.buckets_matter`)."""
+    if not layout.buckets_matter:
         return 0.0
     counts = stage_layer_counts(model, layout)
     first = sum(counts[:stage])
