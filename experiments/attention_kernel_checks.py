@@ -1,5 +1,5 @@
 """Two checks of which fused-attention kernel the published rows ran, each against the rows themselves; neither is
-adopted (docs/validation.md says why).
+adopted (docs/validation-log.md says why).
 
 1. *Blackwell by sequence.* Every published Blackwell row predicted as the presets have it (one attention rate at
    every sequence: the ``ChipSpec`` defaults, 0.55 forward and 0.45 backward, no Blackwell table being at hand)

@@ -1,4 +1,4 @@
-"""Does DeepSpeed's pipeline schedule cost time that Megatron-LM's 1F1B does not? (docs/validation.md, GLM-130B)
+"""Does DeepSpeed's pipeline schedule cost time that Megatron-LM's 1F1B does not? (docs/validation-log.md, GLM-130B)
 
 DeepSpeed's ``TrainSchedule`` (deepspeed/runtime/pipe/schedule.py) runs 1F1B as ``2(m + p − 1)`` ticks; even
 stages run forwards on even ticks and backwards on odd ones, odd stages the other way round. A forward tick

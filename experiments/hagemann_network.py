@@ -7,7 +7,7 @@ DGX A100's eight (``pipesim/validation/sources/hagemann2023.py``). Its rows miss
 sync grows: the 256-GPU sheet most, and within it the layouts with the least pipelining. This prints, for each
 assumption, the source's mean error, bias and worst row, by GPU count and by pipeline depth. It is an
 observation, not a fit: choosing the NIC count from these rows would tune the source to itself, so the preset
-and the source keep eight, and docs/validation.md reports what the rows say.
+and the source keep eight, and docs/validation-log.md reports what the rows say.
 
 Run: ``python experiments/hagemann_network.py``.
 """

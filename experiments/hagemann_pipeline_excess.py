@@ -6,7 +6,7 @@ A cost paid once a step whose size follows the microbatch (a longer pipeline fil
 as the same number of microbatch-times at every microbatch count; one paid every microbatch grows with the count.
 The rows are grouped by sheet (model, sequence, GPUs), tensor- and pipeline-parallel size, recomputation and kernels;
 each group prints its rows as (microbatches a step: excess in microbatch-times, and per microbatch in ms).
-It is an observation of what the rows say, not a model: docs/validation.md says what was found and what not.
+It is an observation of what the rows say, not a model: docs/validation-log.md says what was found and what not.
 
 Run: ``python experiments/hagemann_pipeline_excess.py`` (seconds; ``--fast``: the 64-GPU sheets).
 """

@@ -3,7 +3,7 @@ each value of ZeRO-3's overlap share (pipesim/validation/network_pairs.py says w
 
 Run: ``python experiments/network_pairs.py`` (seconds; ``--fast`` takes the first pair alone). Prints each pair's
 throughput per GPU on the faster network over the thinner one's, as published and as predicted, and writes
-pipesim-figures/network_pairs.txt. docs/validation.md reads it.
+pipesim-figures/network_pairs.txt. docs/validation-log.md reads it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ communication, each part's slope within the sources, and each source's communica
 others.
 
 Run: ``python experiments/residual_composition.py [--fast]`` (seconds; the presets' predictions, in sample;
-``--fast`` leaves out the rows whose order is synthesised). docs/validation.md says what it finds.
+``--fast`` leaves out the rows whose order is synthesised). docs/validation-log.md says what it finds.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ group summarised over its rows and over its sources (pipesim/validation/residual
 
 Run: ``python experiments/residual_groups.py [--fast]`` (seconds; the presets' predictions, in sample;
 ``--fast`` leaves out the rows whose order is synthesised). A group is one-sided when four in five of at least three of
-its sources lean the way of their median, by 5 % or more; docs/validation.md says what it finds.
+its sources lean the way of their median, by 5 % or more; docs/validation-log.md says what it finds.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_blackwell_ultra_presets_are_the_datasheets_over_the_b200s_kernels_and_s
 def test_the_gb200_step_misses_by_nearly_the_same_share_at_every_scale():
     """256 to 2,496 GPUs, 32 to 112 microbatches: the error is one per-GPU rate, not the NVLink domain or the
     data-parallel fabric, whose share of the step changes with the scale. In sample: the Blackwell sustained clock
-    was fitted on these rows among others (left out, they are −0.2 %: docs/validation.md); the spread across
+    was fitted on these rows among others (left out, they are −0.2 %: docs/validation-log.md); the spread across
     scales does not depend on it."""
     errors = [_comparison(r).step_error for r in _rows("mlperf_v50_gb200")]
     assert max(errors) - min(errors) < 0.05 and all(abs(e) < 0.10 for e in errors)

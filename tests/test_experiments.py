@@ -110,7 +110,7 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("p2p_sync_overhead", [], "median per call: 0.33 ms"),
         ("allocator_reserve", [], "27 runs: median reserved share +5.4%"),
         ("scale_drift", ["--fast"], "86 scaling groups: median -0.86 points per doubling of GPUs"),
-        # No feature's sources lean one way since the last data-parallel bucket is counted (docs/validation.md)
+        # No feature's sources lean one way since the last data-parallel bucket is counted (docs/validation-log.md)
         ("residual_groups", ["--fast"], "by 5% or more): none\n"),
         # The step's composition: communication-bound rows against their own source's others.
         ("residual_composition", ["--fast"], "come out more optimistic than their source's other rows in 12 of 16 "
@@ -125,18 +125,18 @@ def test_update_docs_refuses_smoke_figures(tmp_path, monkeypatch, capsys):
         ("held_out_patterns", ["--fast"], "H100 BF16 70B-405B, NeMo/Megatron recipes        "
          "step time     -25% … -13%      1.279     -4% … +11%"),
         ("sweep_floor", ["--points", "20"], "× the floor"),
-        # DeepSpeed's lockstep order costs nothing with uniform passes (docs/validation.md, GLM-130B).
+        # DeepSpeed's lockstep order costs nothing with uniform passes (docs/validation-log.md, GLM-130B).
         ("collective_shares", [], "| all_reduce | 8 | 202 | 260 | 309 | 350 | 372 | 386 | 398 | 402 | 0.902 |"),
         ("deepspeed_schedule", ["--fast"], "uniform stages               DeepSpeed blocking 1.0000 × ideal"),
-        # Hagemann et al.'s rows under fewer NICs a node than the preset's eight (docs/validation.md)
+        # Hagemann et al.'s rows under fewer NICs a node than the preset's eight (docs/validation-log.md)
         ("hagemann_network", ["--fast"], "12.50 GB/s (4 NICs a node): mean |e|"),
-        # Which attention kernel the rows ran: Blackwell's shape, cuDNN on Hopper (docs/validation.md)
+        # Which attention kernel the rows ran: Blackwell's shape, cuDNN on Hopper (docs/validation-log.md)
         ("attention_kernel_checks", ["--fast"], "cp 2: 8 rows, -6.4% → -5.1% (moved +1.3%)"),
-        # One job on two networks: the published throughput ratio beside pipesim's (docs/validation.md)
+        # One job on two networks: the published throughput ratio beside pipesim's (docs/validation-log.md)
         ("network_pairs", ["--fast"], "llama2-7b h100-sxm: 96 GPUs at 100 Gb/s → 464 at 400           1.008    1.006"),
         ("hagemann_pipeline_excess", ["--fast"], "aa-llama-13b s2048 64 GPUs tp1 pp2 full eager: m8: +5.7"),
         ("setting_pairs", ["--fast"], "attention kernel slower          106       2     1.049    1.071        -0.9%"),
-        # A lever tried on the published rows (docs/validation.md): half the A100's GEMM rate, every sixth row.
+        # A lever tried on the published rows (docs/validation-log.md): half the A100's GEMM rate, every sixth row.
         ("what_if", ["--fast", "--change", "gemm_efficiency*0.5", "--chips", "a100-80gb"],
          "all 162 rows: mean |e| 5.6% -> 43.6%, bias -0.4% -> +41.7%"),
         # Every simulate flag flipped on nine layouts: none is accepted and changes nothing without saying so

@@ -38,6 +38,6 @@ def test_the_published_pairs_are_the_blog_posts_h100_clusters():
     # the same MFU on four times the network a node: within 7 % either way; pipesim within 5 % on average (the 70B's
     # slowdown on 464 GPUs is what it misses), where a serialised share of the whole collective was 13 % off. In
     # sample: these pairs are what the kernel-work mechanism was read from (comm.prefetched_overlap); the other
-    # sources, left out, are its test (docs/validation.md)
+    # sources, left out, are its test (docs/validation-log.md)
     assert all(0.93 <= p.measured <= 1.02 for p in pairs)
     assert sum(p.predicted[0.5] - p.measured for p in pairs) / len(pairs) < 0.05

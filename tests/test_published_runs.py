@@ -113,7 +113,7 @@ KNOWN_STEP_MISSES: dict[str, str] = {
     # glm130b_2022
     'Zeng et al. 2022, GLM-130B, §2.3 and Appendix B.4 | glm-130b tp4 pp8 m176 b1 1f1b 768×a100 full s-':
         ("-15%, pipesim too fast: A100 at 100B+ with full recomputation on DeepSpeed's pipeline engine;"
-         " Megatron-LM's own runs of such shapes agree (Korthikanti); mechanism not found (docs/validation.md)"),
+         " Megatron-LM's own runs of such shapes agree (Korthikanti); mechanism not found (docs/validation-log.md)"),
     # nemo_megatron2022
     ('NeMo Megatron 2022, NeMo-Framework-Launcher README §7.1.2 (DGX A100 80GB) |'
      ' gpt3-175b tp8 pp8 m1024 b2 1f1b 64×a100 selective s- sp'):
@@ -329,7 +329,7 @@ KNOWN_STEP_MISSES: dict[str, str] = {
      ' FP8) | llama3.1-8b tp1 pp1 cp2 m1 b1 1f1b 256×b200 none s8192 fp8'):
         ('-20%, pipesim too fast: cp 2 at one sequence per data-parallel pair (0.19-0.22 s steps); the same'
          ' code at cp 1 is within 6%, its 405B rows within 6%; from 128 to 256 GPUs the step grows 15% where'
-         " pipesim's barely moves; unexplained (docs/validation.md)"),
+         " pipesim's barely moves; unexplained (docs/validation-log.md)"),
     # mlperf_v51_blackwell_ultra
     ('MLPerf Training v5.1 on NVIDIA Theia GB300 NVL72 | llama3.1-8b tp2 pp1 cp4 m1 b1'
      ' 1f1b 512×gb300 none s8192 fp8 async-tp sp'):
@@ -435,7 +435,7 @@ def test_hagemanns_trials_that_ran_fit_and_most_that_ran_out_of_memory_do_not():
     trials, 121 of FlashAttention v1's) beside the 352 that ran: pipesim's allocated peak fits the A100's 80 GB for
     all that ran but one (65B at tp 8 × pp 4, micro-batch 4, on 64 GPUs: just over) and is over it for 79 % of the
     out-of-memory ones; the rest are mostly 8k-token layouts at micro-batch 2–4 that pipesim puts at 50–79 GiB
-    (docs/validation.md)."""
+    (docs/validation-log.md)."""
     from pipesim.validation.sources.hagemann2023 import ROWS, out_of_memory_runs
 
     ran_over = [r for r in ROWS if _comparison(r).report.memory.over_capacity]

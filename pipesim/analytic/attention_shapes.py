@@ -16,7 +16,7 @@ attention slower, and both grow as models get smaller or more finely split:
   Dao 2023 (FlashAttention-2, Figure 4) gives the same for FlashAttention-2 on A100 (forward and backward
   together). A table may also carry the causal backward where it was measured (cuDNN's own training benchmark
   does, NVIDIA/cudnn-frontend's ``benchmark/sdpa_benchmark_training``: its Blackwell kernels on GB200 and GB300
-  at 2k–32k tokens, which a chip file can give; the Blackwell presets do not carry it, docs/validation.md says
+  at 2k–32k tokens, which a chip file can give; the Blackwell presets do not carry it, docs/validation-log.md says
   why).
 - **Grids too small for the chip** (:func:`cta_imbalance`). The kernel launches one CTA per query tile, per
   head and per sequence: ``⌈s/128⌉ · b · heads/tp`` of them. Under a causal mask the CTA of the i-th tile does

@@ -69,7 +69,7 @@ Kernel efficiencies (:mod:`pipesim.analytic.kernels`), one per chip and kernel c
   (Figure 4 (c) and (d): causal forward + backward, 512–16k tokens, head sizes 64 and 128; only the combined
   rate is published, so both passes take its ratios): at 2k tokens and head size 128 0.82 of the 16k rate, at
   512 tokens 0.52. Until this release the A100 took one rate for every sequence, which made MosaicML's
-  long-sequence rows 15–23 % too slow and its 512-token rows too fast (docs/validation.md). Other chips keep
+  long-sequence rows 15–23 % too slow and its 512-token rows too fast (docs/validation-log.md). Other chips keep
   one rate (no such table at hand).
 - Streaming: a device-to-device copy through PyTorch on an H200 moved 4.3 TB/s of 4.8 (0.90); the same
   share is used for every chip.

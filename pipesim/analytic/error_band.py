@@ -28,7 +28,7 @@ COVERAGE = 0.9  # share of runs of a kind the band is to hold
 CONFIDENCE = 0.9  # how sure the rows make us that it does
 # A step whose busiest rank waits on communication (exposed collectives, the gradient sync, pipeline sends) for
 # this share of its time or more is communication-bound (:class:`CommunicationRecord`); set while looking at the
-# published rows pooled by their communication share (docs/validation.md), so the record describes those rows
+# published rows pooled by their communication share (docs/validation-log.md), so the record describes those rows
 COMMUNICATION_BOUND = 0.10
 
 

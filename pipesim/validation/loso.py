@@ -12,7 +12,7 @@ over the training rows it informs, each source weighted equally (the mean over s
 a source's rows share its system and software, so one long table must not set a chip-wide constant alone),
 all constants together: the fit minimises the sum of the constants' losses over every combination of their
 grid values (about 2·10⁶), so it cannot stop at a local minimum that depends on where a search began (the
-coordinate descent from the presets used before did: docs/validation.md); exact ties go to the presets. The
+coordinate descent from the presets used before did: docs/validation-log.md); exact ties go to the presets. The
 search splits into groups of constants that move no common row, each searched alone (exact: a test checks it
 against the whole search), so a constant that moves only its own chip's rows costs little. To
 keep a fit cheap, a row's log step time is taken as separable in the constants: each row is simulated once
@@ -24,7 +24,7 @@ result says so. Memory depends on none of the fitted constants, so its left-out 
 **Pooling over sources** (:class:`SourcePooling`). The headline fit takes the mean over sources. The median is
 a robust alternative, offered as a sensitivity analysis (``experiments/validation_loso.py --pooling median``):
 with the mean, one source whose rows miss by a mechanism the model lacks can set a constant that every other
-source would put elsewhere (Llama 3 405B and the Hopper FlashAttention-2 rate, docs/validation.md).
+source would put elsewhere (Llama 3 405B and the Hopper FlashAttention-2 rate, docs/validation-log.md).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ compares a source's rows with one another:
 - :func:`exposure_bins`: the rows pooled by their communication share (across sources: the rows' own picture,
   confounded by which sources fill which bin, so read beside the other two).
 
-``python experiments/residual_composition.py`` prints all three for the presets' predictions; docs/validation.md
+``python experiments/residual_composition.py`` prints all three for the presets' predictions; docs/validation-log.md
 says what they find.
 """
 

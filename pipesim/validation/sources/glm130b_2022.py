@@ -34,7 +34,7 @@ the utilisation was measured on steady steps or averaged over a longer window.
 Known miss: pipesim is about 17 % too fast (23 % before the release that counted DeepSpeed's sequential sends).
 Other runs of this kind (A100, 100B+, full recomputation, DeepSpeed's pipeline engine) are reported as far below
 Megatron-LM's own runs of the same shapes, which pipesim matches (Korthikanti et al. 2023); the mechanism is not
-yet found (see docs/validation.md). SwissArmyTransformer's GLM-130B module (``sat/model/official/glm130B_model.py``)
+yet found (see docs/validation-log.md). SwissArmyTransformer's GLM-130B module (``sat/model/official/glm130B_model.py``)
 runs the GeGLU, the 2D rotary embedding and DeepNorm's scaled residual as eager ops: as ``--elementwise
 eager-fused-norm`` the row is 3 points slower, not the gap; which ops the training build fused is not stated,
 so the row keeps the fused setting.

@@ -72,7 +72,7 @@ Five of the framework's mechanisms were found in its code by these rows' own pai
 pairs with and without the RMS kernel: the kernel saves ×0.86 of the step on average as measured, ×0.92 in
 pipesim before, ×0.87 now), the gate and up projections' separate input-gradient all-reduces (the 39 pairs with
 and without sequence parallelism: ×0.935 measured, ×0.96 before, ×0.943 now), whole boundary tensors from every
-tp rank, sends and receives in turn, and the FP32 gradient all-reduce. docs/validation.md says what was checked.
+tp rank, sends and receives in turn, and the FP32 gradient all-reduce. docs/validation-log.md says what was checked.
 What is left tracks the inter-node traffic: regressed on pipesim's shares of the step, the measured/predicted
 ratio grows with the gradient sync's share (×4.9 of it) and the P2P's (×3.6), not with the TP collectives' or the
 bubble. With two HDR NICs a node in place of eight (a quarter of the bandwidth) the source's mean error is 6.1 %

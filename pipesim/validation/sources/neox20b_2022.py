@@ -30,7 +30,7 @@ once-a-step data-parallel sync here, about 1% of the step either way.
 
 Known miss: pipesim is about 17 % too fast (21 % before the release that counted DeepSpeed's sequential sends),
 as for GLM-130B (``glm130b_2022``), the other run on DeepSpeed's pipeline engine, on 8 times as many GPUs: the gap
-is not one of scale (docs/validation.md).
+is not one of scale (docs/validation-log.md).
 
 Out-of-sample: gathered for issue #24 after every constant was fixed, never fitted to.
 """
