@@ -2,9 +2,11 @@
 carried from the release the issue measured to this one by how far representative runs' predictions moved
 (pipesim/validation/held_out_patterns.py says how, and what it cannot say).
 
-Run: ``python experiments/held_out_patterns.py [--fast] [--sensitivity]`` (``--fast``: one representative a group;
-``--sensitivity``: for each group's first representative as run, how far each setting the issue leaves unstated
-moves it, flipped alone: :func:`pipesim.sensitivity`). The baseline
+Run: ``python experiments/held_out_patterns.py [--fast] [--sensitivity] [--update-records]`` (``--fast``: one
+representative a group; ``--sensitivity``: for each group's first representative as run, how far each setting the
+issue leaves unstated moves it, flipped alone: :func:`pipesim.sensitivity`; ``--update-records``: write each kind
+of run's carried range into pipesim/analytic/held_out_records.py, which ``simulate`` and ``plan`` quote beside the
+band of a run of that kind: :mod:`pipesim.analytic.held_out_kinds`). The baseline
 release's predictions are recorded (pipesim/validation/data/held_out_baseline.json); ``--baseline-tree DIR``
 re-derives them from a checkout of that release (``git worktree add DIR 570e706``), running its ``pipesim
 simulate`` on each representative, and records them.
@@ -22,12 +24,15 @@ from pipesim.analytic.memory_gib import GIB
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.held_out_patterns import (
     BASELINE_COMMIT,
+    RECORDS_FILE,
     Measure,
     Representative,
     cli_flags,
     fits_as_run,
+    kind_records,
     load_baseline,
     measured_value,
+    records_module,
     representatives,
     save_baseline,
     standings,
@@ -54,18 +59,24 @@ def main(argv: list[str] | None = None) -> None:
                              "record its predictions")
     parser.add_argument("--sensitivity", action="store_true",
                         help="also flip each unstated setting of each group's first representative, as run")
+    parser.add_argument("--update-records", action="store_true",
+                        help="write each kind of run's carried range into pipesim/analytic/held_out_records.py "
+                             "(every representative: not with --fast)")
     args = parse_experiment_args(parser, argv)
     record_output(args.out, "held_out_patterns.txt")
     reps = representatives()
     if args.baseline_tree is not None:
         save_baseline({rep.key: baseline_prediction(args.baseline_tree, rep) for rep in reps}, BASELINE_COMMIT)
+    if args.update_records and args.fast:
+        parser.error("--update-records carries every representative; drop --fast")
     if args.fast:
         reps = [rep for i, rep in enumerate(reps) if i == 0 or rep.group != reps[i - 1].group]
     baseline = load_baseline()
     print(f"{'group':48} {'measure':11} {'issue (then)':>13} {'now/then':>10} {'carried (now)':>14} "
           f"{'as run':>14}  runs")
     named, unfit = [], 0
-    for s in standings(reps, baseline):
+    standing = standings(reps, baseline)
+    for s in standing:
         as_run = s.carried_as_run
         print(f"{s.group.name:48} {s.group.measure.value:11} {_range(s.group.low, s.group.high):>13} "
               f"{_ratios(s.ratios):>10} {_range(*s.carried):>14} {_range(*as_run) if as_run else '':>14}  "
@@ -83,6 +94,9 @@ def main(argv: list[str] | None = None) -> None:
     for basis in dict.fromkeys(group.basis for group in named):
         print(f"  ({basis})")
     print("The runs' inferred settings: pipesim/validation/held_out_patterns.py")
+    if args.update_records:
+        RECORDS_FILE.write_text(records_module(kind_records(standing)), encoding="utf-8")
+        print(f"wrote {RECORDS_FILE}")
     if args.sensitivity:
         _print_sensitivity(reps)
 

@@ -12,7 +12,9 @@ that is wider, and says so; a chip no published run was measured on, or a precis
 gets no band, only that remark. Beside the band, a run hears what the published runs of its framework
 (:class:`FrameworkRecord`) and of its step group (:class:`GroupRecord`) showed, left out, where those lean one way;
 and a step that waits on communication for a tenth of its time or more, how such published steps came out against
-their own sources' other runs (:class:`CommunicationRecord`).
+their own sources' other runs (:class:`CommunicationRecord`); and a run of a kind issue #24's held-out runs showed
+pipesim off by more than its band, how far those runs were off, carried to this release
+(:class:`~pipesim.analytic.held_out_kinds.HeldOutRecord`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,15 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pipesim.analytic.frameworks import runs_megatron_core
+from pipesim.analytic.held_out_kinds import HeldOutKind, HeldOutRecord, RunTraits, held_out_records
 from pipesim.analytic.layout import Layout, Precision
+from pipesim.analytic.params import total_params
+
+if TYPE_CHECKING:
+    from pipesim.analytic.model_spec import ModelSpec
 
 COVERAGE = 0.9  # share of runs of a kind the band is to hold
 CONFIDENCE = 0.9  # how sure the rows make us that it does
@@ -59,10 +67,24 @@ _FAMILIES = {"a100-80gb": "a100", "a100-40gb": "a100", "a800-80gb": "a100", "h10
              "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell"}
 
 
+def chip_family(chip_name: str) -> str | None:
+    """``hopper``, ``a100``, ``blackwell``, …: the family a preset's published runs are pooled in; None for a chip
+    no published run validates."""
+    return _FAMILIES.get(chip_name)
+
+
 def run_kind(chip_name: str, precision: Precision) -> str | None:
     """``hopper-bf16``, ``a100-bf16``, …; None for a chip no published run validates."""
-    family = _FAMILIES.get(chip_name)
+    family = chip_family(chip_name)
     return None if family is None else f"{family}-{precision.value}"
+
+
+def run_traits(chip_name: str, layout: Layout, model: ModelSpec | None = None) -> RunTraits:
+    """What :class:`~pipesim.analytic.held_out_kinds.HeldOutKind`'s predicates read of a run as it runs (without
+    ``model``, no sequence and no parameters: enough for the kinds of peak memory alone)."""
+    return RunTraits(chip_family(chip_name), model.seq_len if model is not None else 0,
+                     total_params(model) if model is not None else 0.0, layout.world_size, layout.tp, layout.pp,
+                     layout.recompute, layout.sharding, layout.param_bytes.grads)
 
 
 @dataclass(frozen=True)
@@ -75,11 +97,13 @@ class ErrorBand:
     framework: FrameworkRecord | None = None  # the named framework's published runs, when it is not Megatron
     groups: tuple[GroupRecord, ...] = ()  # the published runs of each step group the run belongs to
     communication: CommunicationRecord | None = None  # when the step is communication-bound
+    held_out: tuple[HeldOutRecord, ...] = ()  # issue #24's held-out runs of this kind, carried to this release
 
     def text(self) -> str:
         records = ([self.framework.text()] if self.framework is not None else []) + [g.text() for g in self.groups]
         if self.communication is not None:
             records.append(self.communication.text())
+        records += [h.text() for h in self.held_out]
         note = "".join(f"; {record}" for record in records)
         if self.relative is None:
             return f"(no band: {self.basis}{note})"
@@ -90,7 +114,8 @@ class ErrorBand:
                 "validated": self.validated,
                 "framework": None if self.framework is None else self.framework.to_dict(),
                 "groups": [g.to_dict() for g in self.groups],
-                "communication": None if self.communication is None else self.communication.to_dict()}
+                "communication": None if self.communication is None else self.communication.to_dict(),
+                "held_out": [h.to_dict() for h in self.held_out]}
 
 
 @dataclass(frozen=True)
@@ -315,25 +340,28 @@ def _coverage(basis: str, features: frozenset[LayoutFeature] | None,
 
 def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutFeature] | None = None,
                framework: str | None = None, groups: frozenset[StepGroup] | None = None,
-               communication_share: float | None = None) -> ErrorBand:
+               communication_share: float | None = None,
+               held_out: frozenset[HeldOutKind] | None = None) -> ErrorBand:
     """The step-time band of this kind of run; given the layout's ``features``, it says when no published row
     had them (:func:`unvalidated`); given a ``framework`` other than Megatron, what its published runs showed
     (:func:`framework_record`); given the run's step ``groups``, what each one's published runs showed
     (:func:`group_records`); given the share of the step that waits on communication, what the
-    communication-bound published runs showed against their sources' others (:func:`communication_record`)."""
+    communication-bound published runs showed against their sources' others (:func:`communication_record`); given
+    the run's ``held_out`` kinds, how far issue #24's held-out runs of each were off, carried to this release."""
     from pipesim.analytic.validation_bands import BANDS, POOLED, STEP_REGIMES
 
     record = framework_record(framework)
     grouped = group_records(groups)
     waits = communication_record(communication_share)
+    known = held_out_records(held_out)
     kind = run_kind(chip_name, precision)
     if kind is None:
         return ErrorBand(None, None, 0, f"no published run on {chip_name} validates it", framework=record,
-                         groups=grouped, communication=waits)
+                         groups=grouped, communication=waits, held_out=known)
     relative, rows, largest = BANDS.get(kind, (None, 0, 0.0))
     if not rows:  # the chip's family was validated, but never at this precision (Blackwell in BF16)
         return ErrorBand(None, kind, 0, f"no published {precision.value} run on {chip_name} validates it",
-                         framework=record, groups=grouped, communication=waits)
+                         framework=record, groups=grouped, communication=waits, held_out=known)
     if relative is None or rows < MIN_ROWS:
         of_kind = rows
         relative, rows = POOLED
@@ -345,21 +373,23 @@ def error_band(chip_name: str, precision: Precision, features: frozenset[LayoutF
     else:
         basis = f"left-out error, 90/90 bound over {rows} published {kind} runs"
     basis, validated = _coverage(basis, features, STEP_REGIMES)
-    return ErrorBand(relative, kind, rows, basis, validated, record, grouped, waits)
+    return ErrorBand(relative, kind, rows, basis, validated, record, grouped, waits, known)
 
 
-def memory_band(features: frozenset[LayoutFeature] | None = None) -> ErrorBand:
+def memory_band(features: frozenset[LayoutFeature] | None = None,
+                held_out: frozenset[HeldOutKind] | None = None) -> ErrorBand:
     """The peak-memory error validation measured: a 90/90 bound on ``|error|`` over every published peak-memory
     row. No fitted constant moves memory, so in sample is left out. One band for every kind of run: the rows are
     too few to split by kind (most of them are one source's, pure pipelining on A100). Given a layout's
     ``features``, the band says when no published row had them (:func:`unvalidated`): it was measured on other
-    kinds of run and may not hold."""
+    kinds of run and may not hold; given the run's ``held_out`` kinds of peak memory, how far issue #24's held-out
+    runs of each were off, carried to this release."""
     from pipesim.analytic.validation_bands import MEMORY, MEMORY_REGIMES
 
     relative, rows, sources = MEMORY
     basis, validated = _coverage(f"90/90 bound over {rows} published peak-memory rows from {sources} sources",
                                  features, MEMORY_REGIMES)
-    return ErrorBand(relative, "peak-memory", rows, basis, validated)
+    return ErrorBand(relative, "peak-memory", rows, basis, validated, held_out=held_out_records(held_out))
 
 
 def may_not_fit(peak: float, capacity: float, band: ErrorBand) -> bool:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pipesim.analytic.activations import cp_backward_buffers, layer_activation_bytes, loss_transient_bytes
 from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE, reserved_peak
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band
+from pipesim.analytic.error_band import ErrorBand, features_of, may_not_fit, memory_band, run_traits
 from pipesim.analytic.kernels import layer_parameter_tensors
 from pipesim.analytic.layout import Fp8Params, Layout, Precision, Recompute, ZeroStage
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
@@ -117,7 +117,8 @@ class MemoryReport:
     def band(self) -> ErrorBand:
         """How far the peaks can be trusted: the error validation measured on published peak-memory rows, and
         whether any of them was a run like this one."""
-        return memory_band(features_of(self.layout, self.moe))
+        return memory_band(features_of(self.layout, self.moe),
+                           run_traits(self.chip, self.layout).kinds(of_memory=True))
 
     @property
     def within_band_of_capacity(self) -> list[RankMemory]:

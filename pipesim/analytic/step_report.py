@@ -17,7 +17,7 @@ import numpy as np
 from pipesim.analytic.allocator import RESERVED_SHARE, RESERVED_SHARE_RANGE
 from pipesim.analytic.attention_shapes import REFERENCE_SEQ
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of
+from pipesim.analytic.error_band import ErrorBand, error_band, features_of, groups_of, run_traits
 from pipesim.analytic.flops import model_flops_per_microbatch
 from pipesim.analytic.frameworks import DEFAULT_FRAMEWORK, Framework, runs_megatron_core
 from pipesim.analytic.kernels import attention_shape_factors, fused_attention_slowdown, kv_repeat, runs_unvectorised
@@ -114,7 +114,8 @@ class StepReport:
         busiest = self.busiest
         return error_band(self.chip.name, self.layout.precision, features_of(self.layout, self.model.is_moe),
                           self.framework, groups_of(self.layout),
-                          None if busiest is None else busiest.communication_share)
+                          None if busiest is None else busiest.communication_share,
+                          run_traits(self.chip.name, self.layout, self.model).kinds(of_memory=False))
 
     @property
     def dp_sync_note(self) -> str | None:

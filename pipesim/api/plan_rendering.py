@@ -11,6 +11,7 @@ from pipesim.analytic.error_band import (
     memory_band,
 )
 from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.held_out_kinds import HeldOutKind, held_out_records
 from pipesim.analytic.layout import (
     AttentionKernel,
     BoundaryTensor,
@@ -36,6 +37,7 @@ from pipesim.plan.uncertainty import (
     band_of,
     communication_share_of,
     groups_of_candidate,
+    held_out_kinds_of_candidate,
     near_cap,
     overlaps_best,
     validated_layout,
@@ -118,6 +120,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     tight = [near_cap(o, request.cap_gib) for o in shown]
     unmeasured = [not validated_layout(o, request.model.is_moe) for o in shown]
     grouped = [groups_of_candidate(o) for o in shown]
+    known = [held_out_kinds_of_candidate(o, request) for o in shown]
     waiting = [communication_record(communication_share_of(o, request)) for o in shown]
     for i, o in enumerate(shown, 1):
         e, c = o.evaluation, o.candidate
@@ -125,6 +128,7 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
         mark = ((" ≈#1" if i > 1 and close[i - 1] else "") + (" ≈cap" if tight[i - 1] else "")
                 + (" ?band" if unmeasured[i - 1] else "")
                 + "".join(f" {g.mark}" for g in StepGroup if g in grouped[i - 1])
+                + "".join(f" {k.mark}" for k in HeldOutKind if k in known[i - 1])
                 + (f" comm{waiting[i - 1].share:.0%}" if waiting[i - 1] is not None else ""))
         lines.append(f"{i:>2} {e.step_time:>8.4g} {f'{band:.0%}' if band else '–':>6} "
                      f"{e.tokens_per_s_per_gpu:>10,.0f} {e.mfu:>6.1%} "
@@ -155,6 +159,9 @@ def ranking_text(request: PlanRequest, shown: list) -> str:
     for record in group_records(frozenset().union(*grouped)):
         members = sum(record.group in g for g in grouped)
         lines.append(f"{record.group.mark}: {members} of the listed configurations are of this group; {record.text()}")
+    for held in held_out_records(frozenset().union(*known)):
+        members = sum(held.kind in k for k in known)
+        lines.append(f"{held.kind.mark}: {members} of the listed configurations are of this kind; {held.text()}")
     bound = [w for w in waiting if w is not None]
     if bound:
         lines.append(f"comm: {len(bound)} of the listed configurations wait on communication for "

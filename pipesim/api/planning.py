@@ -177,6 +177,7 @@ class PlanResult:
             band_of,
             communication_share_of,
             groups_of_candidate,
+            held_out_kinds_of_candidate,
             near_cap,
             validated_layout,
         )
@@ -197,6 +198,7 @@ class PlanResult:
                     "may_not_fit": near_cap(o, self.request.cap_gib),
                     "validated_layout": validated_layout(o, self.request.model.is_moe),
                     "step_groups": sorted(g.value for g in groups_of_candidate(o)),
+                    "held_out_kinds": sorted(k.value for k in held_out_kinds_of_candidate(o, self.request)),
                     "communication_share": communication_share_of(o, self.request),
                     "bubble_fraction": e.bubble_fraction,
                 }

@@ -50,7 +50,14 @@ from pipesim.plan.bounds import (
 from pipesim.plan.evaluate import Evaluation, evaluate_prepared, exact_memory, prepare
 from pipesim.plan.pareto import pareto_mask
 from pipesim.plan.space import Candidate, PlanRequest, enumerate_candidates
-from pipesim.plan.uncertainty import band_of, groups_of_candidate, near_cap, overlaps_best, validated_layout
+from pipesim.plan.uncertainty import (
+    band_of,
+    groups_of_candidate,
+    held_out_kinds_of_candidate,
+    near_cap,
+    overlaps_best,
+    validated_layout,
+)
 from pipesim.plan.workers import Workers
 
 if TYPE_CHECKING:
@@ -181,6 +188,7 @@ class PlanResult:
                 "may_not_fit": near_cap(o, self.request.cap_gib),
                 "validated_layout": validated_layout(o, self.request.model.is_moe),
                 "step_groups": ",".join(sorted(g.value for g in groups_of_candidate(o))),
+                "held_out_kinds": ",".join(sorted(k.value for k in held_out_kinds_of_candidate(o, self.request))),
             }
             for o in self.outcomes
         ]

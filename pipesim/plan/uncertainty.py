@@ -1,9 +1,10 @@
 """Which planned configurations the model cannot tell from the best (their error bands overlap), which may
 not fit (their peak memory is within its band of the cap), which are of layouts no published run had (their
 bands were measured on other layouts), which belong to a step group whose published runs pipesim missed one
-way (:class:`pipesim.analytic.error_band.StepGroup`), and which wait on communication for a tenth of the step or
+way (:class:`pipesim.analytic.error_band.StepGroup`), which wait on communication for a tenth of the step or
 more, where the published runs came out more optimistic than their own sources' other runs
-(:class:`pipesim.analytic.error_band.CommunicationRecord`).
+(:class:`pipesim.analytic.error_band.CommunicationRecord`), and which are of a kind issue #24's held-out runs
+showed pipesim off by more than its band (:class:`pipesim.analytic.held_out_kinds.HeldOutKind`).
 
 Each step time carries the band that validation by source left out measured for its kind of run
 (:mod:`pipesim.analytic.error_band`). A candidate whose fastest plausible time, ``t·(1 − b)``, is not above the
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.error_band import (
     StepGroup,
+    chip_family,
     error_band,
     layout_features,
     may_not_fit,
@@ -27,6 +29,9 @@ from pipesim.analytic.error_band import (
     step_groups,
     unvalidated,
 )
+from pipesim.analytic.held_out_kinds import HeldOutKind, RunTraits
+from pipesim.analytic.layout import ZeroStage
+from pipesim.analytic.params import total_params
 from pipesim.plan.evaluate import communication_share
 
 if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
@@ -71,6 +76,16 @@ def groups_of_candidate(outcome: Outcome) -> frozenset[StepGroup]:
     missed one way, and its record says which."""
     c = outcome.candidate
     return step_groups(c.microbatches, int(c.zero), c.dp * c.cp)
+
+
+def held_out_kinds_of_candidate(outcome: Outcome, request: PlanRequest) -> frozenset[HeldOutKind]:
+    """The kinds of run (:class:`~pipesim.analytic.held_out_kinds.HeldOutKind`), of step time and of peak memory,
+    that issue #24's held-out runs showed pipesim off by more than its band, which the candidate is of."""
+    c = outcome.candidate
+    traits = RunTraits(chip_family(request.chip.name), request.model.seq_len, total_params(request.model),
+                       request.gpus, c.tp, c.pp, c.recompute, c.zero if c.dp * c.cp > 1 else ZeroStage.NONE,
+                       request.param_bytes.grads)
+    return traits.kinds(of_memory=False) | traits.kinds(of_memory=True)
 
 
 def near_cap(outcome: Outcome, cap_gib: float) -> bool:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from pipesim.analytic.allocator import MemoryMeasure
 from pipesim.analytic.frameworks import Framework
+from pipesim.analytic.held_out_kinds import HeldOutKind
 from pipesim.analytic.memory_gib import GIB
 
 if TYPE_CHECKING:  # the API sits above validation: its result class only for the annotation
@@ -71,6 +72,10 @@ class PatternGroup:
     reported: MemoryMeasure = MemoryMeasure.ALLOCATED
     basis: str = ""
     settings: Mapping[str, object] = field(default_factory=dict)
+    # the kind of run a prediction of which is told the group's carried range (None: a group within its band, or
+    # a variant of another group's runs)
+    kind: HeldOutKind | None = None
+    median_only: bool = False  # the issue gives the group's median alone (low = high = the median)
 
     @property
     def as_run_flags(self) -> str:
@@ -282,16 +287,19 @@ _TORCHTITAN_COMPILED = dict(
           "compiles each TransformerBlock (element-wise work fused) and the loss")
 LONG_CONTEXT = PatternGroup(
     "H100 405B long context", Measure.STEP, -0.51, -0.34,
-    "seq 32k-131k, TP8 PP8, CP 1-4, ZeRO-3/FSDP, full recompute, FP8 linears, async TP", **_TORCHTITAN_COMPILED)
+    "seq 32k-131k, TP8 PP8, CP 1-4, ZeRO-3/FSDP, full recompute, FP8 linears, async TP", **_TORCHTITAN_COMPILED,
+    kind=HeldOutKind.LONG_CONTEXT)
 LONG_CONTEXT_MEMORY = PatternGroup("H100 405B long context, peak memory", Measure.MEMORY, -0.16, -0.14,
                                    LONG_CONTEXT.stated, **_TORCHTITAN_COMPILED)
 FSDP_TP = PatternGroup("H100 70B FSDP + TP", Measure.STEP, -0.34, -0.21,
                        "ZeRO-3 over 32, TP 8, micro-batch 16, full recompute", **_TORCHTITAN_INFERRED)
 FSDP_TP_MEMORY = PatternGroup("H100 70B FSDP + TP, peak memory", Measure.MEMORY, -0.52, -0.49,
-                              "against the framework's reported peak", **_TORCHTITAN_INFERRED)
+                              "against the framework's reported peak", **_TORCHTITAN_INFERRED,
+                              kind=HeldOutKind.ZERO3_TP_MEMORY)
 A100_RECOMPUTE = PatternGroup(
     "A100 at scale, full recomputation", Measure.STEP, -0.33, -0.25, "175B-530B, TP 4-8, PP 12-35, 1F1B",
     framework=Framework.MEGATRON_DEEPSPEED, settings={"attention": "unfused"},
+    kind=HeldOutKind.A100_FULL_RECOMPUTE_AT_SCALE,
     basis="inferred: 1F1B pipelines of 12-35 stages with every layer recomputed, at 175B-530B on A100, are the "
           "2021-2022 runs of DeepSpeed's pipeline engine (Megatron-DeepSpeed), as GLM-130B's and GPT-NeoX-20B's in "
           "sample, and ran Megatron's unfused attention (FlashAttention came to Megatron in 2023), as every row of "
@@ -300,7 +308,7 @@ SINGLE_NODE = PatternGroup(
     "8xH100 single node, 1B-8B", Measure.STEP, -0.42, -0.42,
     "every dp x tp x pp and micro-batch; the issue gives the median alone", framework=Framework.NANOTRON,
     basis="inferred: sweeps of every dp x tp x pp and micro-batch of 1B-8B Llama shapes on one 8xH100 node are "
-          "Hugging Face's nanotron ablations")
+          "Hugging Face's nanotron ablations", kind=HeldOutKind.SMALL_MODEL_ONE_NODE, median_only=True)
 # Megatron-LM's own H100 weak-scaling runs (1.7B-462B): the issue gives the two ends of its range alone, the small
 # models (-26 %) and TP 8 at pp 1 (+24 %, too slow), so each end is a group of its own
 # As run: with the data-parallel sync overlapped, as Megatron-LM's own H100 example sets it (the baseline had no flag
@@ -313,13 +321,15 @@ _MEGATRON_LM_INFERRED = dict(
 MEGATRON_SMALL = PatternGroup("Megatron-LM H100 weak scaling, small models", Measure.STEP, -0.26, -0.26,
                               "1.7B-462B; the small models' end of the range", **_MEGATRON_LM_INFERRED)
 MEGATRON_TP8 = PatternGroup("Megatron-LM H100 weak scaling, TP 8 pp 1", Measure.STEP, +0.24, +0.24,
-                            "1.7B-462B; the TP 8, pp 1 end of the range", **_MEGATRON_LM_INFERRED)
+                            "1.7B-462B; the TP 8, pp 1 end of the range", **_MEGATRON_LM_INFERRED,
+                            kind=HeldOutKind.TP8_WITHOUT_PIPELINE)
 # the same end had its runs been simulated with TP comm overlap (--async-tp, which the baseline took as hiding every
 # TP collective), as Megatron-LM's tuned runs turn it on: how much the carried value depends on that flag
 MEGATRON_TP8_ASYNC = PatternGroup("the same TP 8 end, with --async-tp", Measure.STEP, +0.24,
                                   +0.24, MEGATRON_TP8.stated, **_MEGATRON_LM_INFERRED)
 DISTRIBUTED_OPTIMIZER_MEMORY = PatternGroup("memory, Megatron distributed optimizer, 7B", Measure.MEMORY,
-                                            +0.17, +0.27, "tp/pp/dp variants")
+                                            +0.17, +0.27, "tp/pp/dp variants",
+                                            kind=HeldOutKind.DISTRIBUTED_OPTIMIZER_MEMORY)
 # the same runs had their gradient buffer been BF16: Megatron-LM's default under --bf16 is an FP32 one
 # (arguments.py sets accumulate_allreduce_grads_in_fp32), but its own H100 example reduces in BF16; the baseline
 # had only --param-bytes 16 for it, which nothing says its evaluators gave
@@ -332,7 +342,7 @@ TORCHTITAN_3D_MEMORY = PatternGroup(
     "memory, torchtitan 405B 3D", Measure.MEMORY, -0.29, -0.20, "TP 8, PP 8, FSDP, 1F1B and interleaved",
     framework=Framework.TORCHTITAN, reported=MemoryMeasure.RESERVED, settings=_TORCHTITAN_PIPELINED,
     basis=f"stated: torchtitan, which logs max_reserved (torchtitan/components/metrics.py); inferred: "
-          f"{_TORCHTITAN_KV}; {_TORCHTITAN_OUTPUTS}")
+          f"{_TORCHTITAN_KV}; {_TORCHTITAN_OUTPUTS}", kind=HeldOutKind.ZERO3_TP_MEMORY)
 
 _NEMO_NO_OVERLAP_FLAGS = dict(sequence_parallel=True, distributed_optimizer=True)
 _NEMO = dict(_NEMO_NO_OVERLAP_FLAGS, overlap_p2p=True, async_tp=True)
@@ -472,3 +482,40 @@ def representatives() -> list[Representative]:
         *_distributed_optimizer_runs(DISTRIBUTED_OPTIMIZER_MEMORY),
         *_distributed_optimizer_runs(DISTRIBUTED_OPTIMIZER_MEMORY_BF16), *_torchtitan_3d_runs(TORCHTITAN_3D_MEMORY),
     ]
+
+
+RECORDS_FILE = Path(__file__).resolve().parents[1] / "analytic" / "held_out_records.py"
+KindRecord = tuple[float, float, float, float, int, bool]
+
+
+def kind_records(standing: Iterable[GroupStanding]) -> dict[str, KindRecord]:
+    """Per :class:`~pipesim.analytic.held_out_kinds.HeldOutKind` (its value) the groups of that kind have, what
+    :class:`~pipesim.analytic.held_out_kinds.HeldOutRecord` reads: the issue's range, the range carried to now (as
+    run where the group runs as named, else carried), the representatives counted and whether the issue gives a
+    median alone; the groups of one kind merged (the widest of their ranges, their runs summed), each figure
+    rounded to 0.1 %, as the file keeps it."""
+    merged: dict[str, KindRecord] = {}
+    for st in standing:
+        group = st.group
+        if group.kind is None:
+            continue
+        now_low, now_high = st.carried_as_run or st.carried
+        record = (group.low, group.high, now_low, now_high, len(st.ratios), group.median_only)
+        if (before := merged.get(group.kind.value)) is not None:
+            record = (min(before[0], record[0]), max(before[1], record[1]), min(before[2], record[2]),
+                      max(before[3], record[3]), before[4] + record[4], before[5] and record[5])
+        merged[group.kind.value] = record
+    return {kind: (*(round(v, 3) for v in r[:4]), r[4], r[5]) for kind, r in sorted(merged.items())}
+
+
+def records_module(records: Mapping[str, KindRecord]) -> str:
+    """The text of ``pipesim/analytic/held_out_records.py`` holding ``records``."""
+    return (
+        '"""Issue #24\'s held-out groups, carried to this release, by kind of run (written by ``python\n'
+        "experiments/held_out_patterns.py --update-records``; see :mod:`pipesim.analytic.held_out_kinds`).\n\n"
+        "kind: (the issue's lowest and highest signed error when it was filed, the range carried to this release,\n"
+        'the representative runs counted, whether the issue gives the median alone)."""\n\n'
+        "HELD_OUT: dict[str, tuple[float, float, float, float, int, bool]] = {\n"
+        + "".join(f"    {kind!r}: {value!r},\n" for kind, value in records.items()) + "}\n"
+    )
+
