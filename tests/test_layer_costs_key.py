@@ -78,7 +78,7 @@ _OTHER = {
     "fp8_linears": "torchao", "stages_after_head": 1, "fp8_all_gather": True, "fsdp2": True,
     "shard_group": 2, "recompute_modules": ("layernorm",), "moe_dispatcher": "deepep",
     "moe_dispatch_fp8": True, "mtp_stage": 0, "moe_shared_expert_overlap": True,
-    "expert_tp": 1, "kv_repeated": True, "grad_buckets": "torch-ddp",
+    "expert_tp": 1, "kv_repeated": True, "grad_buckets": "torch-ddp", "outer_optimizer_sharding": True,
 }
 
 
@@ -180,6 +180,8 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
             base = replace(base, stage_layers=(model.layers, 0))
         if name == "stages_after_head":  # the last stage holds no layer, only the loss
             base = replace(base, stage_layers=(model.layers, 0))
+        if name == "outer_optimizer_sharding":  # hybrid FSDP: ZeRO-3 in groups with replicas, no pipelining
+            base = replace(base, pp=1, dp=4, zero=_other("zero"), shard_group=2)
         if name == "zero_collectives":  # FSDP's per-layer ZeRO-2 runs without pipelining
             base = replace(base, pp=1, zero=_other("zero").GRADIENTS)
         changed = replace(base, **{name: _other(name)})
@@ -188,3 +190,25 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         warm = to_costs.build_cost_model(model, chip, changed)
         _forget()
         assert to_costs.build_cost_model(model, chip, changed) == warm, name
+
+
+@pytest.mark.parametrize("change", [dict(shard_group=2), dict(rank_order="tp-cp-pp-dp"),
+                                    dict(shard_group=2, outer_optimizer_sharding=True)])
+def test_zero3s_per_layer_collectives_key_their_group_and_its_ranks(change):
+    """ZeRO-3 without pipelining gathers and reduce-scatters every layer within its shard group, ranks dp_stride
+    apart: a cached layer of another group, or another rank order, must not be taken for it (it once was, for a
+    library caller reusing one ChipSpec: the key read dp alone)."""
+    from dataclasses import replace
+
+    from pipesim.analytic.layout import Layout, RankOrder, ZeroStage
+
+    chip = CHIP_PRESETS["h100-sxm"]
+    model = MODEL_PRESETS["llama2-13b"]
+    base = Layout(tp=2, dp=4, pp=1, microbatches=4, zero=ZeroStage.PARAMETERS)
+    values = {k: RankOrder(v) if k == "rank_order" else v for k, v in change.items()}
+    changed = replace(base, **values)
+    _forget()
+    to_costs.build_cost_model(model, chip, base)
+    warm = to_costs.build_cost_model(model, chip, changed)
+    _forget()
+    assert to_costs.build_cost_model(model, chip, changed) == warm

@@ -179,6 +179,9 @@ def test_megatrons_fsdp_flags_are_the_zero_stage_they_run(capsys):
         # Megatron-FSDP's HSDP: its instances are the replicas of a shard group of dp·cp/N (8 / 2)
         (["--use-megatron-fsdp", "--num-distributed-optimizer-instances", "2"],
          ["--zero", "3", "--shard-group", "4", *bf16_grads]),
+        # ... and its hybrid FSDP: the optimizer state across the instances too
+        (["--use-megatron-fsdp", "--num-distributed-optimizer-instances", "2", "--outer-dp-sharding-strategy", "optim"],
+         ["--zero", "3", "--shard-group", "4", "--outer-optimizer-sharding", *bf16_grads]),
         (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim", "--num-distributed-optimizer-instances",
           "2"], ["--zero", "1", "--overlap-grad-reduce", "--shard-group", "4", "--zero-collectives", "hierarchical",
                  *bf16_grads]),
@@ -263,7 +266,12 @@ def test_a_w_g_o_account_is_the_memory_by_hand():
     (["--num-distributed-optimizer-instances", "3", "--use-distributed-optimizer"], "must divide dp·cp = 8"),
     (["--optimizer-cpu-offload"], "--optimizer-cpu-offload (the optimizer's state and step on the host) is not "
      "modelled"),
-    (["--use-megatron-fsdp", "--outer-dp-sharding-strategy", "optim"], "--outer-dp-sharding-strategy optim"),
+    # hybrid FSDP needs HSDP's instances (Megatron-FSDP: only effective with them) and optim_grads_params
+    (["--use-megatron-fsdp", "--outer-dp-sharding-strategy", "optim"], "but there are none"),
+    (["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads",
+      "--num-distributed-optimizer-instances", "2", "--outer-dp-sharding-strategy", "optim"],
+     "only supported with full-sharding on DP-Shard"),
+    (["--outer-dp-sharding-strategy", "optim"], "is Megatron-FSDP's; add --use-megatron-fsdp"),
     (["--use-megatron-fsdp", "--megatron-fsdp-grad-comm-dtype", "fp32"], "--megatron-fsdp-grad-comm-dtype fp32"),
 ])
 def test_megatrons_fsdp_flags_refused_as_megatron_refuses_them(capsys, argv, fragment):

@@ -8,7 +8,13 @@ import json
 import pytest
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
-from pipesim.analytic.comm import collective_time, dp_grad_sync, fsdp_layer_comm, optimizer_step_time
+from pipesim.analytic.comm import (
+    collective_time,
+    dp_grad_sync,
+    fsdp_layer_comm,
+    optimizer_step_time,
+    replica_weight_gather,
+)
 from pipesim.analytic.layout import Layout, ZeroCollectives, ZeroStage
 from pipesim.analytic.measured import CollectiveOp
 from pipesim.analytic.memory_gib import static_bytes
@@ -199,3 +205,67 @@ def test_the_library_names_the_old_keyword_under_its_new_name():
                          optimizer_shard_group=8)
     report = pipesim.simulate("1f1b", 1, 2, model="llama3.1-8b", dp=16, distributed_optimizer=True, shard_group=8)
     assert report.model_report.layout.shard_group == 8
+
+
+def _hfsdp(group: int | None = 8, pp: int = 1, zero: ZeroStage = ZeroStage.PARAMETERS) -> Layout:
+    return Layout(dp=128, pp=pp, zero=zero, shard_group=group, outer_optimizer_sharding=True)
+
+
+def test_hybrid_fsdp_shards_the_optimizer_state_over_every_rank_and_the_rest_within_the_group():
+    """Megatron-FSDP's HFSDP (--outer-dp-sharding-strategy optim): the weights and gradients as HSDP's, 1/8; the
+    optimizer state (FP32 main weights and Adam's moments) over all 128, as full sharding's."""
+    hfsdp, hsdp, full = _hfsdp(), _fsdp(8), _fsdp(None)
+    assert hfsdp.optimizer_shards == 128 and hsdp.optimizer_shards == 8
+    weights, grads, optimizer = static_bytes(PARAMS, hfsdp)
+    assert (weights, grads) == static_bytes(PARAMS, hsdp)[:2]
+    assert optimizer == pytest.approx(PARAMS * hfsdp.param_bytes.optimizer / 128) == static_bytes(PARAMS, full)[2]
+    # Adam updates a 128th of the weights, not an eighth
+    assert optimizer_step_time(PARAMS, hfsdp, A100) == pytest.approx(optimizer_step_time(PARAMS, full, A100))
+    assert optimizer_step_time(PARAMS, hsdp, A100) == pytest.approx(16 * optimizer_step_time(PARAMS, hfsdp, A100))
+
+
+def test_hybrid_fsdp_reduce_scatters_each_shard_across_the_replicas_and_gathers_the_update_after_the_step():
+    layer = 2e8
+    lay = _hfsdp()
+    grads = layer * lay.param_bytes.grads
+    scatter = collective_time(CollectiveOp.REDUCE_SCATTER, grads, 8, A100, 8)
+    # each rank's eighth reduce-scattered over the 16 replicas (ranks 8 apart), where HSDP all-reduces it
+    across = collective_time(CollectiveOp.REDUCE_SCATTER, grads / 8, 16, A100, 128, stride=8)
+    gather = collective_time(CollectiveOp.ALL_GATHER, layer * lay.gathered_weight_bytes, 8, A100, 8)
+    assert fsdp_layer_comm(layer, lay, A100).backward == pytest.approx(gather + scatter + across)
+    assert across < collective_time(CollectiveOp.ALL_REDUCE, grads / 8, 16, A100, 128, stride=8)
+    # after the step each rank's updated 128th gathered over the replicas into its group's eighth, in BF16
+    shard = PARAMS / 8 * lay.param_bytes.weights
+    assert replica_weight_gather(PARAMS, lay, A100) == pytest.approx(
+        collective_time(CollectiveOp.ALL_GATHER, shard, 16, A100, 128, stride=8))
+    assert replica_weight_gather(PARAMS, _fsdp(8), A100) == 0.0  # HSDP's optimizer is replicated: nothing to gather
+
+
+@pytest.mark.parametrize(("layout", "fragment"), [
+    (dict(group=None), "but there are none"),
+    (dict(group=128), "but there are none"),  # one group over every rank: no replicas
+    (dict(zero=ZeroStage.GRADIENTS), "needs ZeRO-3 within the groups without pipelining"),
+    (dict(pp=2), "got --zero 3, --pp 2"),
+])
+def test_hybrid_fsdp_needs_replicas_and_zero3_without_a_pipeline(layout, fragment):
+    with pytest.raises(PipesimError, match=fragment):
+        _hfsdp(**layout)
+
+
+def test_simulate_takes_hybrid_fsdp_and_says_so(capsys):
+    base = ["simulate", "--model", "llama3.1-8b", "--dp", "16", "--pp", "1", "--mb", "4", "--zero", "3",
+            "--shard-group", "8", "--json"]
+    assert main(base) == 0
+    hsdp = json.loads(capsys.readouterr().out)["model_report"]
+    assert main([*base, "--outer-optimizer-sharding"]) == 0
+    hfsdp = json.loads(capsys.readouterr().out)["model_report"]
+    # the optimizer state halves (16 ranks over 2 groups of 8), the weights and gradients stay
+    assert hfsdp["memory"]["ranks"][0]["optimizer_gib"] == pytest.approx(
+        hsdp["memory"]["ranks"][0]["optimizer_gib"] / 2)
+    assert hfsdp["memory"]["ranks"][0]["weights_gib"] == hsdp["memory"]["ranks"][0]["weights_gib"]
+    assert main([*base[:-1], "--outer-optimizer-sharding"]) == 0
+    assert "the optimizer state over all 16 (hybrid FSDP)" in capsys.readouterr().out
+    # torchtitan's HSDP replicates its optimizer state across the groups
+    assert main([*base, "--outer-optimizer-sharding", "--framework", "torchtitan"]) != 0
+    assert "Megatron-FSDP's hybrid FSDP" in capsys.readouterr().err
+

@@ -707,7 +707,7 @@ def _grad_sync(params: float, d: int, stride: int, layout: Layout, chip: ChipSpe
         # hybrid ZeRO-2/3 (FSDP's HYBRID_SHARD) and Megatron-LM's optimizer instances: reduce-scattered within the
         # group, the shard all-reduced across the replicas, the weights gathered within the group
         wire = collective_time(CollectiveOp.REDUCE_SCATTER, grad_bytes, group, chip, stride * group, stride)
-        return GradSync(wire + replica_all_reduce(grad_bytes / group, layout, chip),
+        return GradSync(wire + replica_reduce(grad_bytes / group, layout, chip),
                         collective_time(CollectiveOp.ALL_GATHER, weight_bytes, group, chip, stride * group, stride))
     if group is not None and group < d:
         # hybrid ZeRO-1: every rank's whole gradients all-reduced over the d ranks (the groups are replicas), then
@@ -790,11 +790,11 @@ def optimizer_step_time(params_per_rank: float, layout: Layout, chip: ChipSpec,
                         expert_params_per_rank: float = 0.0) -> float:
     """Adam is memory-bound: per updated parameter it reads grad, master weight, m, v (16 B) and writes master,
     m, v (12 B) and the BF16 weight (2 B) — 30 B over HBM bandwidth (the fused Adam kernels of Apex/TE).
-    Sharded, a rank updates 1/(dp·cp) of its dense parameters (1/group in a ZeRO-1 shard group) and 1/(dp·cp/ep)
-    of its experts."""
+    Sharded, a rank updates 1/(dp·cp) of its dense parameters (1/group in a shard group, unless hybrid FSDP shards
+    the optimizer across the groups too: :attr:`Layout.optimizer_shards`) and 1/(dp·cp/ep) of its experts."""
     sharded = layout.sharding > ZeroStage.NONE
     dense = params_per_rank - expert_params_per_rank
-    updated = (dense / (layout.shards if sharded else 1)
+    updated = (dense / (layout.optimizer_shards if sharded else 1)
                + expert_params_per_rank / (layout.expert_shards if sharded else 1))
     return 30.0 * updated / chip.stream_bandwidth
 
@@ -822,8 +822,40 @@ def sharded_collective(op: CollectiveOp, nbytes: float, layout: Layout, chip: Ch
     n = layout.shards
     own = collective_time(op, nbytes, n, chip, layout.dp_stride * n, stride=layout.dp_stride)
     if op is CollectiveOp.REDUCE_SCATTER:
-        own += replica_all_reduce(nbytes / n, layout, chip)
+        own += replica_reduce(nbytes / n, layout, chip)
     return own
+
+
+def replica_reduce(shard_bytes: float, layout: Layout, chip: ChipSpec) -> float:
+    """A reduced shard's second step across the replicas of hybrid sharding: all-reduced
+    (:func:`replica_all_reduce`), or, where hybrid FSDP shards the optimizer across the replicas too
+    (:attr:`Layout.outer_optimizer_sharding`), reduce-scattered, each rank keeping the 1/replicas its optimizer
+    updates (Megatron-FSDP's HFSDP: the outer reduce-scatter, the updated pieces gathered after the step by
+    :func:`replica_weight_gather`)."""
+    if not layout.outer_optimizer_sharding:
+        return replica_all_reduce(shard_bytes, layout, chip)
+    return _across_replicas(CollectiveOp.REDUCE_SCATTER, shard_bytes, layout, chip)
+
+
+def replica_weight_gather(params_per_rank: float, layout: Layout, chip: ChipSpec) -> float:
+    """Hybrid FSDP's gather after the optimizer step (:attr:`Layout.outer_optimizer_sharding`): each rank's
+    updated 1/(dp·cp) of the weights all-gathered across the replicas into its shard group's 1/group, in the
+    weights' bytes (Megatron-FSDP's HFSDP: the outer all-gather of the updated parameters). Waited for before the
+    next step's first gather: nothing in pipesim overlaps it. 0 without outer optimizer sharding."""
+    if not layout.outer_optimizer_sharding:
+        return 0.0
+    shard = params_per_rank / layout.shards * layout.param_bytes.weights
+    return _across_replicas(CollectiveOp.ALL_GATHER, shard, layout, chip)
+
+
+def _across_replicas(op: CollectiveOp, nbytes: float, layout: Layout, chip: ChipSpec) -> float:
+    """One collective of an ``nbytes`` buffer over the replicas of hybrid sharding, ``shard_group·dp_stride``
+    ranks apart (so across nodes wherever the group fills one)."""
+    replicas = layout.shard_replicas
+    if replicas == 1:
+        return 0.0
+    stride = layout.dp_stride * layout.shards
+    return collective_time(op, nbytes, replicas, chip, stride * replicas, stride=stride)
 
 
 def replica_all_reduce(shard_bytes: float, layout: Layout, chip: ChipSpec) -> float:
@@ -831,11 +863,7 @@ def replica_all_reduce(shard_bytes: float, layout: Layout, chip: ChipSpec) -> fl
     shard over the inter-node group; torchtitan's HSDP the same over dp_replicate): a rank's ``shard_bytes`` of
     reduced gradients all-reduced with the same shard of every other replica, ``shard_group·dp_stride`` ranks
     apart, so across nodes wherever the group fills one. 0 without replicas."""
-    replicas = layout.shard_replicas
-    if replicas == 1:
-        return 0.0
-    stride = layout.dp_stride * layout.shards
-    return collective_time(CollectiveOp.ALL_REDUCE, shard_bytes, replicas, chip, stride * replicas, stride=stride)
+    return _across_replicas(CollectiveOp.ALL_REDUCE, shard_bytes, layout, chip)
 
 
 # DeepSpeed's ``param_persistence_threshold`` default (runtime/zero/constants.py, unchanged since ZeRO-3's

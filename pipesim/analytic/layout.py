@@ -691,6 +691,13 @@ class Layout:
     # and reduce-scatters run within the group, and each reduced shard is all-reduced across the replicas
     # (:func:`pipesim.analytic.comm.replica_all_reduce`). None: the shards span dp·cp.
     shard_group: int | None = None
+    # ZeRO-3 within the shard groups with the optimizer state (the FP32 main weights and Adam's moments) sharded
+    # across the groups too, over every dp·cp rank: Megatron-FSDP's hybrid FSDP (HFSDP, --outer-dp-sharding-strategy
+    # optim; megatron_fsdp/param_and_grad_buffer.py, its HFSDP helper buffers). Each reduced shard is then
+    # reduce-scattered across the replicas instead of all-reduced, the optimizer updates 1/(dp·cp) of the weights,
+    # and the updated pieces are all-gathered across the replicas after the step
+    # (:func:`pipesim.analytic.comm.replica_reduce`).
+    outer_optimizer_sharding: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks, ring attention between them
     # The CTAs (NCCL channels) the context-parallel group's sends may use: Megatron-Core's per-communicator NCCL
     # options (--nccl-communicator-config-path, a group's max_ctas; NVIDIA's MLPerf recipes give the cp group 1,
@@ -853,6 +860,8 @@ class Layout:
             self._check_hierarchical()
         if self.shard_group is not None:
             self._check_shard_group()
+        if self.outer_optimizer_sharding:
+            self._check_outer_optimizer_sharding()
         if self.pipeline_outputs_kept and not self.pipeline_buffers.preallocates:
             raise PipesimError("--pipeline-outputs-kept is torch.distributed.pipelining's last stage keeping its "
                                "outputs for step() to return; it needs --pipeline-buffers torch or torch-runtime "
@@ -1069,6 +1078,17 @@ class Layout:
             raise PipesimError(f"--shard-group {group} with --ep {self.ep}: experts' shard groups are not "
                                "modelled; drop one of the two")
 
+    def _check_outer_optimizer_sharding(self) -> None:
+        flag = "--outer-optimizer-sharding (Megatron-FSDP's --outer-dp-sharding-strategy optim)"
+        if self.shard_group is None or self.shard_replicas == 1:
+            raise PipesimError(f"{flag} shards the optimizer state across the replicas of hybrid sharding, but there "
+                               "are none: give the shard group with --shard-group N (Megatron-LM: "
+                               "--num-distributed-optimizer-instances dp·cp/N) or drop it")
+        if self.asked_sharding is not ZeroStage.PARAMETERS or self.pp > 1:
+            raise PipesimError(f"{flag} needs ZeRO-3 within the groups without pipelining (Megatron-FSDP: 'Optimizer "
+                               "fully-sharded HFSDP is only supported with full-sharding on DP-Shard'; got --zero "
+                               f"{int(self.asked_sharding)}, --pp {self.pp}): set --zero 3 --pp 1 or drop it")
+
     def _check_hierarchical(self) -> None:
         if not self.zero_collectives.applies_to(self.asked_sharding, self.pp):
             raise PipesimError(
@@ -1078,6 +1098,12 @@ class Layout:
         if self.shard_group is None:
             raise PipesimError("--zero-collectives hierarchical reduces within a shard group and across the groups; "
                                "give the group with --shard-group N (dp·cp over the instances) or drop the option")
+
+    @property
+    def optimizer_shards(self) -> int:
+        """Ranks the optimizer state is sharded over: the shards' group (:attr:`shards`), or every dp·cp rank
+        under hybrid FSDP's outer optimizer sharding (:attr:`outer_optimizer_sharding`)."""
+        return self.dp * self.cp if self.outer_optimizer_sharding else self.shards
 
     @property
     def shard_replicas(self) -> int:

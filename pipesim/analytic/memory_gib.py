@@ -212,6 +212,8 @@ def static_bytes(
     transpose only on chips whose FP8 GEMMs need it (``fp8_weight_transpose``, the chip's field: not Blackwell).
     DeepSpeed's 2021 ZeRO-3 (``--zero-collectives per-tensor``) holds a parameter tensor at a time instead of
     two layers (:func:`per_tensor_working_sets`).
+    Hybrid FSDP's outer optimizer sharding (:attr:`~pipesim.analytic.layout.Layout.outer_optimizer_sharding`)
+    divides the optimizer state over every dp·cp rank, the weights and gradients over the shard group.
     ``expert_params`` of ``params`` are routed experts, sharded over dp·cp/ep instead of dp·cp. torchao's FSDP
     float8 all-gather (:attr:`~pipesim.analytic.layout.Layout.fp8_all_gather`) gathers and holds the linears'
     weights in one byte.
@@ -225,8 +227,8 @@ def static_bytes(
         return dense * per_param / layout.shards + expert_params * per_param / layout.expert_shards
 
     weights, grads, optimizer = params * b.weights, params * b.grads, params * b.optimizer
-    if zero >= ZeroStage.OPTIMIZER:
-        optimizer = sharded(b.optimizer)
+    if zero >= ZeroStage.OPTIMIZER:  # over every dp·cp rank under hybrid FSDP's outer optimizer sharding
+        optimizer = sharded(b.optimizer) - dense * b.optimizer * (1 / layout.shards - 1 / layout.optimizer_shards)
     if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
         grads = sharded(b.grads)
     if layout.collectives_per_tensor and model is not None:  # DeepSpeed's 2021 ZeRO-3: a tensor at a time

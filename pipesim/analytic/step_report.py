@@ -375,6 +375,13 @@ def _hybrid(layout: Layout) -> bool:
     return layout.shard_replicas > 1 and layout.sharding > ZeroStage.NONE
 
 
+def _outer_optimizer_text(layout: Layout) -> str:
+    """The summary's words for hybrid FSDP's optimizer state sharded across the groups too, or nothing."""
+    if not layout.outer_optimizer_sharding:
+        return ""
+    return f", the optimizer state over all {layout.optimizer_shards} (hybrid FSDP)"
+
+
 def _reduces_hierarchically(layout: Layout) -> bool:
     """ZeRO-1 within groups that reduce-scatters within each group and all-reduces across them (Megatron-LM's
     optimizer instances), where hybrid ZeRO-1 otherwise all-reduces whole gradients over every rank."""
@@ -424,6 +431,7 @@ def report_text(report: StepReport) -> str:
         f"ZeRO {int(lay.sharding)}"
         f"{f' within groups of {lay.shards} ({lay.shard_replicas} replicas)' if _hybrid(lay) else ''}"
         f"{', reduced within each and across them' if _reduces_hierarchically(lay) else ''}"
+        f"{_outer_optimizer_text(lay)}"
         f", {lay.attention.value} attention"
         f"{' (K and V repeated to the query heads)' if kv_repeat(m, lay) != 1.0 else ''}, {lay.precision.value}"
         f"{f' (FP8 parameters, {lay.fp8_params.value})' if lay.fp8_params is not Fp8Params.OFF else ''}"

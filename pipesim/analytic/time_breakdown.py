@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from pipesim.analytic.chip_spec import ChipSpec
-from pipesim.analytic.comm import embedding_grad_sum, optimizer_step_time
+from pipesim.analytic.comm import embedding_grad_sum, optimizer_step_time, replica_weight_gather
 from pipesim.analytic.kernels import step_end_passes_time
 from pipesim.analytic.layout import Layout
 from pipesim.analytic.model_spec import ModelSpec
@@ -122,6 +122,7 @@ def rank_times(model: ModelSpec, chip: ChipSpec, layout: Layout, shape, step_tim
         grad_sync += embedding_sum + param_gather_time(params[rank], layout, chip, experts[rank],
                                                        sum(parts[s].forward_pass for s in stages),
                                                        first_buckets[rank])
+        grad_sync += replica_weight_gather(params[rank], layout, chip)
         a2a = m * sum(p.a2a for p in mine)
         busy = dict(
             compute=m * sum(p.compute for p in mine), exposed_comm=m * sum(p.exposed_comm for p in mine),

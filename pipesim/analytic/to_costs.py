@@ -62,6 +62,7 @@ from pipesim.analytic.comm import (
     per_tensor_host_time,
     per_tensor_layer_comm,
     prefetched_overlap,
+    replica_weight_gather,
     sharded_collective,
     stage_output_bytes,
     tp_dgrad_collective,
@@ -596,7 +597,8 @@ def _layer_costs(model: ModelSpec, chip: ChipSpec, layout: Layout) -> _LayerCost
 # One layer's costs by what they depend on: a search builds tens of thousands of cost models whose layouts
 # differ in dp, pp, v, microbatches or the ZeRO stage, none of which a layer's kernels, TP/CP collectives or
 # all-to-all read. Only per-layer sharding without pipelining (ZeRO-3, FSDP's ZeRO-2: gathers over dp·cp)
-# reads dp, the bytes per parameter and whether the backward gathers again. tests/test_layer_costs_key.py
+# reads dp, the bytes per parameter, whether the backward gathers again (FSDP2 copies each gather out), the
+# shard group and what crosses its replicas, and how far apart the group's ranks are. tests/test_layer_costs_key.py
 # holds cached and fresh cost models equal over plan spaces, so a new dependency that this key misses fails
 # there. The chip is kept in the value: its id cannot be reused.
 _LAYER_COSTS: dict[tuple, tuple[ChipSpec, _LayerCosts]] = {}
@@ -640,8 +642,9 @@ def _layer_costs_key(model: ModelSpec, chip: ChipSpec, layout: Layout) -> tuple:
         layout.moe_dispatch_fp8,
         layout.moe_shared_expert_overlap,
         layout.halve_causal_attention,
+        # the per-layer collectives' group (hybrid sharding's, and what crosses its replicas) and its ranks' distance
         (layout.dp, layout.param_bytes, layout.regathers_for_backward, layout.collectives_per_tensor,
-         layout.fsdp2) if gathers else None,  # FSDP2: each gather copied out on the compute stream
+         layout.fsdp2, layout.shard_group, layout.outer_optimizer_sharding, layout.dp_stride) if gathers else None,
     )
 
 
@@ -1120,7 +1123,8 @@ def build_cost_model(model: ModelSpec, chip: ChipSpec, layout: Layout, shape=Non
                              rank_forward, rank_first_bucket(model, layout, shape), strict=True))
     # the optimizer, the parameter gather it starts and the cleared gradient buffer the next step accumulates into
     step = max(optimizer_step_time(p, layout, chip, e) + param_gather_time(p, layout, chip, e, f, b)
-               + step_end_passes_time(p, layout, chip) for p, e, f, b in held)
+               + replica_weight_gather(p, layout, chip) + step_end_passes_time(p, layout, chip)
+               for p, e, f, b in held)
     # the embedding's copies summed over their pipeline ranks: every rank waits for it before its optimizer step
     step += embedding_grad_sum(model, layout, chip, shape)
     return CostModel(

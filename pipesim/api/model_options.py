@@ -153,6 +153,10 @@ class ModelOptions:
             (``--num-distributed-optimizer-instances``): ZeRO-1 with ``shard_group`` dp·cp over it and the
             hierarchical reduce (each instance's ranks reduce-scatter, the shards all-reduce across the
             instances, the weights gather within); 1 (default) is one instance over all dp·cp.
+        outer_optimizer_sharding: with ZeRO-3 and a ``shard_group`` (no pipelining), the optimizer state sharded
+            across the groups too, over every dp·cp rank: each reduced shard reduce-scattered across the replicas
+            instead of all-reduced, the updated weights gathered across them after the step (Megatron-FSDP's hybrid
+            FSDP, ``--outer-dp-sharding-strategy optim``).
         cp: context-parallel degree (default 1).
         fp8: FP8 GEMMs at the chip's FP8 peak.
         fp4: NVFP4 GEMMs at the chip's FP4 peak (Blackwell; not with ``fp8``).
@@ -287,6 +291,7 @@ class ModelOptions:
     zero_collectives: str | None = None
     shard_group: int | None = None
     num_distributed_optimizer_instances: int | None = None
+    outer_optimizer_sharding: bool | None = None
     cp: int | None = None
     cp_comm_ctas: int | None = None
     cp_comm_type: str | None = None

@@ -130,6 +130,9 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
     framework.check_zero(sharded, o.framework or "megatron", shape.pp,
                          distributed_optimizer=o.zero is None and bool(o.distributed_optimizer))
     shard_group, zero_collectives = _optimizer_instances(o, dp, sharded)
+    if o.outer_optimizer_sharding and o.framework is not None and not runs_megatron_core(o.framework):
+        raise PipesimError(f"--outer-optimizer-sharding is Megatron-FSDP's hybrid FSDP; {o.framework}'s hybrid "
+                           "sharding replicates the optimizer state across its groups: drop it or --framework")
     precision = Precision.FP8 if o.fp8 else Precision.FP4 if o.fp4 else Precision.BF16
     framework.check_precision(precision, o.framework or "megatron")
     # Async TP overlaps every TP collective with a GEMM: a framework whose plain TP waits (torchtitan's, without
@@ -156,7 +159,7 @@ def model_setup(model: str | ModelSpec, hardware: str | ChipSpec | None, options
         stage_layers=stage_layers, stages_after_head=stages_after_head, mtp_stage=mtp_stage, zero=zero,
         zero_collectives=(parse_choice("zero_collectives", ZeroCollectives, zero_collectives) if zero_collectives
                           else framework.zero_collectives(zero)),
-        shard_group=shard_group, cp=o.cp or 1,
+        shard_group=shard_group, outer_optimizer_sharding=bool(o.outer_optimizer_sharding), cp=o.cp or 1,
         cp_comm_ctas=o.cp_comm_ctas, cp_comm=chosen.cp_comm, cp_kernels=chosen.cp_kernels,
         cp_a2a_size=_cp_a2a_size(o.hierarchical_context_parallel_sizes, o.cp or 1),
         precision=precision,

@@ -306,6 +306,11 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
                        "as ZeRO-2/3 do); ZeRO-2/3: gathers and reduce-scatters "
                        "within the group, each reduced shard all-reduced across the replicas (PyTorch FSDP's "
                        "HYBRID_SHARD, torchtitan's HSDP: --data-parallel-shard-degree N); default: over all dp·cp")
+    group.add_argument("--outer-optimizer-sharding", action="store_true", default=None,
+                       help="with --zero 3 --shard-group N and no pipelining: the optimizer state sharded across "
+                       "the groups too, over every dp·cp rank, each reduced shard reduce-scattered across the "
+                       "replicas and the updated weights gathered across them after the step (Megatron-FSDP's "
+                       "hybrid FSDP: --outer-dp-sharding-strategy optim)")
     group.add_argument("--cp", type=positive_int, default=None,
                        help="context-parallel degree: sequence split over cp ranks, ring attention (default 1)")
     group.add_argument("--cp-comm-ctas", type=positive_int, default=None, metavar="N",

@@ -179,8 +179,10 @@ def add_megatron_args(group) -> None:
     group.add_argument("--optimizer-cpu-offload", action="store_true", default=None,
                        help="Megatron-LM's optimizer on the host: refused as not modelled")
     group.add_argument("--outer-dp-sharding-strategy", choices=["no_shard", "optim"], default=None,
-                       help="Megatron-FSDP's hybrid sharding across nodes: no_shard (its default) changes nothing "
-                       "here; optim is refused as not modelled")
+                       help="Megatron-FSDP's sharding across its optimizer instances (HSDP's replicas): no_shard, "
+                       "its default, replicates; optim (hybrid FSDP) shards the optimizer state across them too: "
+                       "--outer-optimizer-sharding, with --num-distributed-optimizer-instances and "
+                       "optim_grads_params")
     group.add_argument("--megatron-fsdp-grad-comm-dtype", choices=["auto", "fp32", "bf16", "fp16"], default=None,
                        help="Megatron-FSDP's gradient wire type: auto (its default, the buffer's) is what pipesim "
                        "runs; another is refused as not modelled")
@@ -260,6 +262,10 @@ def sharding_of(args: argparse.Namespace) -> dict:
     if strategy is not None and not megatron:
         raise PipesimError(f"--data-parallel-sharding-strategy {strategy} is Megatron-FSDP's; add --use-megatron-fsdp "
                            "(or give --zero N)")
+    outer = getattr(args, "outer_dp_sharding_strategy", None)
+    if outer is not None and not megatron:
+        raise PipesimError(f"--outer-dp-sharding-strategy {outer} is Megatron-FSDP's; add --use-megatron-fsdp (or "
+                           "give --outer-optimizer-sharding)")
     if getattr(args, "torch_fsdp2_no_reshard_after_forward", None) and not torch_fsdp2:
         raise PipesimError("--torch-fsdp2-no-reshard-after-forward applies to --use-torch-fsdp2; add it or drop it")
     if not (megatron or torch_fsdp2):
@@ -284,6 +290,8 @@ def sharding_of(args: argparse.Namespace) -> dict:
         stage = _MEGATRON_FSDP_STAGES[strategy]
         # Megatron-FSDP v1 turns the distributed optimizer on itself: the strategy decides what is sharded
         options = {"zero": stage, "distributed_optimizer": None}
+        if outer == "optim":  # hybrid FSDP: the optimizer state across the instances too (Layout checks the rest)
+            options["outer_optimizer_sharding"] = True
         # "overlapped with backward compute" (its docs): under optim_grads (ZeRO-2, weights replicated) every
         # microbatch's reduce-scatter beside its backward
         if stage <= 2 and args.overlap_grad_reduce is None:
@@ -307,9 +315,6 @@ def check_unmodelled(args: argparse.Namespace) -> None:
     unmodelled = {
         "--optimizer-cpu-offload": (bool(getattr(args, "optimizer_cpu_offload", None)),
                                     "the optimizer's state and step on the host"),
-        "--outer-dp-sharding-strategy": (getattr(args, "outer_dp_sharding_strategy", None) == "optim",
-                                         "Megatron-FSDP's optimizer state sharded across the outer data-parallel "
-                                         "ranks too"),
         "--megatron-fsdp-grad-comm-dtype": (getattr(args, "megatron_fsdp_grad_comm_dtype", None)
                                             not in (None, "auto"),
                                             "gradients reduced in another type than the buffer keeps them"),
