@@ -212,3 +212,37 @@ def test_zero3s_per_layer_collectives_key_their_group_and_its_ranks(change):
     warm = to_costs.build_cost_model(model, chip, changed)
     _forget()
     assert to_costs.build_cost_model(model, chip, changed) == warm
+
+
+@pytest.mark.parametrize("base", [
+    dict(tp=2, dp=4, pp=1, microbatches=4, zero=3),  # ZeRO-3's per-layer collectives
+    dict(tp=2, dp=4, pp=1, microbatches=4, zero=3, sequence_parallel=True),
+    dict(tp=1, dp=8, pp=1, microbatches=4, zero=2, zero_collectives="per-layer"),  # FSDP's SHARD_GRAD_OP
+    dict(tp=2, dp=2, pp=2, cp=2, microbatches=4),  # context parallelism
+])
+def test_every_field_changed_on_other_bases_is_in_the_keys_too(base):
+    """The per-field check above changes each field on one base; a field that matters only on another (the shard
+    group under ZeRO-3 did) slips past it. Here every field takes its other value on bases that run other code
+    paths, skipping the combinations a Layout refuses."""
+    from dataclasses import fields, replace
+
+    from pipesim.analytic.layout import Layout, ZeroCollectives, ZeroStage
+
+    chip, model = CHIP_PRESETS["h100-sxm"], MODEL_PRESETS["llama3.1-8b"]
+    given = dict(base, zero=ZeroStage(base.get("zero", 0)))
+    if "zero_collectives" in given:
+        given["zero_collectives"] = ZeroCollectives(given["zero_collectives"])
+    start = Layout(**given)
+    checked = 0
+    for name in (f.name for f in fields(Layout)):
+        try:
+            changed = replace(start, **{name: _other(name)})
+            _forget()
+            to_costs.build_cost_model(model, chip, start)
+            warm = to_costs.build_cost_model(model, chip, changed)
+        except PipesimError:
+            continue
+        _forget()
+        assert to_costs.build_cost_model(model, chip, changed) == warm, name
+        checked += 1
+    assert checked > 30  # most fields apply on every base
