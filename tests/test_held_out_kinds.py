@@ -99,7 +99,8 @@ def test_the_recorded_ranges_are_what_the_experiment_carries_now():
     from pipesim.analytic.held_out_records import HELD_OUT
     from pipesim.validation.held_out_patterns import kind_records, load_baseline, representatives, standings
 
-    assert kind_records(standings(representatives(), load_baseline())) == HELD_OUT
+    assert kind_records(standings(representatives(), load_baseline())) == HELD_OUT, (
+        "the carried ranges moved: python experiments/held_out_patterns.py --update-records")
     assert set(HELD_OUT) == {k.value for k in HeldOutKind}
 
 
