@@ -99,3 +99,15 @@ def test_plan_json_is_the_librarys_data(scaled, capsys):
     assert printed == json.loads(json.dumps(alone.to_dict() | {"training": alone.training("10B").to_dict()}))
     assert main(["plan", *FLAGS, "--gpus", "8,4,6", "--train-tokens", "10B", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(scaled.to_dict()))
+
+
+def test_a_count_whose_best_is_of_a_held_out_kind_says_so(scaled):
+    """gpt3-2.7b on one H100 node is of issue #24's single-node kind; the counts past a node are not: the table marks
+    the rows that are and quotes the kind's record once (the per-GPU comparison leans as those runs did)."""
+    rows = {row["gpus"]: row for row in scaled.rows}
+    assert rows[4]["held_out_kinds"] == rows[8]["held_out_kinds"] == ["small-model-one-node"]
+    text = scaled.text()
+    assert text.count(" 1node") == 2
+    assert "1node: the best at 4, 8 GPUs is of this kind; issue #24's held-out H100 runs of 1B–8B models" in text
+    past = pipesim.plan_scaling("gpt3-2.7b", [16, 32], 64, **SPACE)
+    assert all(row["held_out_kinds"] == [] for row in past.rows) and "1node" not in past.text()

@@ -49,7 +49,7 @@ class ScalingResult:
         """One row per GPU count: its best configuration's step, band, throughput, MFU and peak, its throughput
         per GPU over the fewest GPUs' where both fit (``per_gpu_vs_fewest``: 1 holds the rate, below 1 loses
         it), and the budget's days and GPU-hours with a token budget; a count where nothing fits says why."""
-        from pipesim.plan.uncertainty import band_of
+        from pipesim.plan.uncertainty import band_of, held_out_kinds_of_candidate
 
         fitting = [p for p in self.plans if p.best is not None]
         base = fitting[0].best.evaluation.tokens_per_s_per_gpu if fitting else None
@@ -62,7 +62,9 @@ class ScalingResult:
                         + f" pp{c.pp} dp{c.dp}", "step_time_s": e.step_time,
                         "step_time_band": band_of(p.best, p.request.chip),
                         "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
-                        "per_gpu_vs_fewest": e.tokens_per_s_per_gpu / base, "mfu": e.mfu, "peak_gib": e.peak_gib}
+                        "per_gpu_vs_fewest": e.tokens_per_s_per_gpu / base, "mfu": e.mfu, "peak_gib": e.peak_gib,
+                        # issue #24's held-out kinds: a count whose best is of one leans as those runs did
+                        "held_out_kinds": sorted(k.value for k in held_out_kinds_of_candidate(p.best, p.request))}
                 if self.train_tokens is not None:
                     t = p.training(self.train_tokens)
                     span = t.days_range
@@ -80,6 +82,7 @@ class ScalingResult:
 
     def text(self) -> str:
         """What ``pipesim plan --gpus A,B,...`` prints: the job, then a line per GPU count."""
+        from pipesim.analytic.held_out_kinds import HeldOutKind, held_out_records
         from pipesim.analytic.training_time import token_count_text
         from pipesim.api.plan_rendering import header
 
@@ -98,9 +101,14 @@ class ScalingResult:
                 continue
             band = f"{row['step_time_band']:.0%}" if row["step_time_band"] else "–"
             timed = "" if self.train_tokens is None else f"{row['days']:>8.3g} {row['gpu_hours']:>11,.0f} "
+            marks = "".join(f" {HeldOutKind(k).mark}" for k in row["held_out_kinds"])
             lines.append(f"{row['gpus']:>6} {row['step_time_s']:>8.4g} {band:>6} {row['tokens_per_s_per_gpu']:>10,.0f} "
                          f"{row['per_gpu_vs_fewest']:>7.0%} {row['mfu']:>6.1%} {row['peak_gib']:>9.1f} {timed} "
-                         f"{row['configuration']}")
+                         f"{row['configuration']}{marks}")
+        kinds = frozenset(HeldOutKind(k) for row in self.rows for k in row.get("held_out_kinds", ()))
+        for held in held_out_records(kinds):
+            counts = [str(r["gpus"]) for r in self.rows if held.kind.value in r.get("held_out_kinds", ())]
+            lines.append(f"{held.kind.mark}: the best at {', '.join(counts)} GPUs is of this kind; {held.text()}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
