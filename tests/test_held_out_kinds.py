@@ -75,6 +75,8 @@ def test_the_record_says_which_way_and_how_far_by_hand():
         median.text())
     high = HeldOutRecord(HeldOutKind.DISTRIBUTED_OPTIMIZER_MEMORY, 0.17, 0.27, 0.17, 0.27, 5)
     assert "peak memory 17–27% too high" in high.text() and "--param-bytes 16" in high.text()
+    one_end = HeldOutRecord(HeldOutKind.TP8_WITHOUT_PIPELINE, 0.24, 0.24, 0.2491, 0.2491, 2)
+    assert "step 24% too slow when it was filed; carried to this release, 25% too slow" in one_end.text()
     mixed = HeldOutRecord(HeldOutKind.TP8_WITHOUT_PIPELINE, 0.24, 0.24, -0.06, 0.09, 2)
     assert "carried to this release, -6%…+9% off" in mixed.text()
     assert mixed.to_dict() == {"kind": "tp8-without-pipeline", "description": HeldOutKind.TP8_WITHOUT_PIPELINE.

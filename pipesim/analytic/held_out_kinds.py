@@ -76,8 +76,8 @@ class HeldOutKind(enum.Enum):
 class RunTraits:
     """What the kinds' predicates read of a run: the chip's family (``hopper``, ``a100``: :func:`pipesim.analytic.
     error_band.chip_family`), the sequence, the model's parameters, the GPUs, tp, pp, whether every layer is
-    recomputed, the ZeRO stage the run shards at (0 where nothing is replicated) and the gradient bytes kept per
-    parameter."""
+    recomputed, the ZeRO stage the run shards at (none where one data-parallel rank holds everything) and the
+    gradient bytes kept per parameter."""
 
     family: str | None
     seq_len: int
@@ -143,7 +143,8 @@ def _said(record: HeldOutRecord, filed: bool) -> str:
         return f"{low:+.0%}…{high:+.0%} off"
     else:
         small, large = sorted((abs(low), abs(high)))
-        span, at = f"{small * 100:.0f}–{large:.0%}", ""
+        same = f"{small:.0%}" == f"{large:.0%}"  # one figure where the two ends read alike
+        span, at = (f"{large:.0%}" if same else f"{small * 100:.0f}–{large:.0%}"), ""
     if high < 0 or (record.median_only and low < 0):
         way = "too low" if memory else "too fast"
     else:

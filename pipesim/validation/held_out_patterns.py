@@ -493,7 +493,7 @@ def kind_records(standing: Iterable[GroupStanding]) -> dict[str, KindRecord]:
     :class:`~pipesim.analytic.held_out_kinds.HeldOutRecord` reads: the issue's range, the range carried to now (as
     run where the group runs as named, else carried), the representatives counted and whether the issue gives a
     median alone; the groups of one kind merged (the widest of their ranges, their runs summed), each figure
-    rounded to 0.1 %, as the file keeps it."""
+    rounded to 0.01 %, as the file keeps it (fine enough that a whole percent reads as the experiment prints it)."""
     merged: dict[str, KindRecord] = {}
     for st in standing:
         group = st.group
@@ -505,7 +505,7 @@ def kind_records(standing: Iterable[GroupStanding]) -> dict[str, KindRecord]:
             record = (min(before[0], record[0]), max(before[1], record[1]), min(before[2], record[2]),
                       max(before[3], record[3]), before[4] + record[4], before[5] and record[5])
         merged[group.kind.value] = record
-    return {kind: (*(round(v, 3) for v in r[:4]), r[4], r[5]) for kind, r in sorted(merged.items())}
+    return {kind: (*(round(v, 4) for v in r[:4]), r[4], r[5]) for kind, r in sorted(merged.items())}
 
 
 def records_module(records: Mapping[str, KindRecord]) -> str:
