@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import signal
 import sys
 
 from pipesim import __version__
 from pipesim.cli.commands import NAMES, command
+from pipesim.cli.flag_hints import flags_of, hint_text, subcommand_parser
 from pipesim.errors import PipesimError
 from pipesim.io.stdout import point_at_devnull, tolerate_leaving_reader
 
@@ -22,10 +24,13 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports errors on one line, naming the subcommand."""
+    """argparse that reports errors on one line, naming the subcommand (and, for an ambiguous flag, the one
+    probably meant: :mod:`pipesim.cli.flag_hints`)."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise PipesimError(f"{' '.join(message.split())} (see {self.prog} --help)")
+        ambiguous = re.match(r"ambiguous option: (--[\w-]+)", message)
+        hint = hint_text([ambiguous.group(1)], flags_of(self)) if ambiguous else ""
+        raise PipesimError(f"{' '.join(message.split())}{hint} (see {self.prog} --help)")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -65,7 +70,9 @@ def _run(argv: list[str]) -> int:
             if not getattr(args, "ignore_unknown", False):
                 hint = ("; drop them, or add --ignore-unknown for a pasted launch line's training flags"
                         if hasattr(args, "ignore_unknown") else "")
-                parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+                own = subcommand_parser(parser, getattr(args, "command", None))
+                meant = hint_text(unknown, flags_of(own)) if own is not None else ""
+                parser.error(f"unrecognized arguments: {' '.join(unknown)}{meant}{hint}")
             # a pasted launch line's training flags (learning rate, data, checkpoints): said, not silently dropped
             print(f"note: ignored (--ignore-unknown; check that none changes the layout or the kernels): "
                   f"{' '.join(unknown)}", file=sys.stderr)
