@@ -228,7 +228,7 @@ def static_bytes(
 
     weights, grads, optimizer = params * b.weights, params * b.grads, params * b.optimizer
     if zero >= ZeroStage.OPTIMIZER:  # over every dp·cp rank under hybrid FSDP's outer optimizer sharding
-        optimizer = sharded(b.optimizer) - dense * b.optimizer * (1 / layout.shards - 1 / layout.optimizer_shards)
+        optimizer = dense * b.optimizer / layout.optimizer_shards + expert_params * b.optimizer / layout.expert_shards
     if zero >= ZeroStage.GRADIENTS and layout.pp == 1:
         grads = sharded(b.grads)
     if layout.collectives_per_tensor and model is not None:  # DeepSpeed's 2021 ZeRO-3: a tensor at a time

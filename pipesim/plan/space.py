@@ -60,6 +60,7 @@ from pipesim.analytic.layout import (
     ZeroStage,
 )
 from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.params import total_params
 from pipesim.analytic.stage_split import pipeline_split
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Placement
@@ -305,6 +306,14 @@ class PlanRequest:
                 made[slices] = None
         return made[slices]
 
+    @property
+    def model_params(self) -> float:
+        """The model's unique parameters, counted once (per-candidate readers ask for them thousands of times)."""
+        made = self.__dict__.get("_model_params")
+        if made is None:
+            made = self.__dict__["_model_params"] = total_params(self.model)
+        return made
+
     def model_of(self, candidate: Candidate) -> ModelSpec:
         # One ModelSpec per micro-batch size, made once (kept outside the fields): the search asks for one
         # per candidate, and building it re-validates every field.
@@ -338,6 +347,11 @@ class Candidate:
     # Expert tensor parallelism: None, tp (the experts split like the dense MLP); 1, MoE parallel folding
     # (Layout.expert_tp), ep then over tp·dp·cp
     expert_tp: int | None = None
+
+    @property
+    def sharding(self) -> ZeroStage:
+        """The ZeRO stage as it runs: none where one data-parallel rank holds everything (dp·cp = 1)."""
+        return self.zero if self.dp * self.cp > 1 else ZeroStage.NONE
 
     def key(self) -> tuple:
         return (

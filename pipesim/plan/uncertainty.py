@@ -30,8 +30,6 @@ from pipesim.analytic.error_band import (
     unvalidated,
 )
 from pipesim.analytic.held_out_kinds import HeldOutKind, RunTraits
-from pipesim.analytic.layout import ZeroStage
-from pipesim.analytic.params import total_params
 from pipesim.plan.evaluate import communication_share
 
 if TYPE_CHECKING:  # an Outcome's shape only: search.py imports this module
@@ -60,7 +58,7 @@ def validated_layout(outcome: Outcome, moe: bool) -> bool:
     from pipesim.analytic.validation_bands import MEMORY_REGIMES, STEP_REGIMES
 
     c = outcome.candidate
-    features = layout_features(c.tp, c.pp, c.cp, int(c.zero) if c.dp * c.cp > 1 else 0, moe)
+    features = layout_features(c.tp, c.pp, c.cp, int(c.sharding), moe)
     return not unvalidated(features, STEP_REGIMES) and not unvalidated(features, MEMORY_REGIMES)
 
 
@@ -82,9 +80,8 @@ def held_out_kinds_of_candidate(outcome: Outcome, request: PlanRequest) -> froze
     """The kinds of run (:class:`~pipesim.analytic.held_out_kinds.HeldOutKind`), of step time and of peak memory,
     that issue #24's held-out runs showed pipesim off by more than its band, which the candidate is of."""
     c = outcome.candidate
-    traits = RunTraits(chip_family(request.chip.name), request.model.seq_len, total_params(request.model),
-                       request.gpus, c.tp, c.pp, c.recompute, c.zero if c.dp * c.cp > 1 else ZeroStage.NONE,
-                       request.param_bytes.grads)
+    traits = RunTraits(chip_family(request.chip.name), request.model.seq_len, request.model_params, request.gpus,
+                       c.tp, c.pp, c.recompute, c.sharding, request.param_bytes.grads)
     return traits.kinds(of_memory=False) | traits.kinds(of_memory=True)
 
 
