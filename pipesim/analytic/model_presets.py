@@ -11,10 +11,11 @@ from dataclasses import replace
 from pipesim.analytic.model_spec import ModelSpec
 
 
-def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int = 51200, seq_len: int = 2048) -> ModelSpec:
+def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int = 51200, seq_len: int = 2048,
+         dropout: bool = True) -> ModelSpec:
     # GPT-style: MHA, 4h GeLU MLP, LayerNorm, biases, dropout, learned positions, tied embeddings (GPT-2/3).
     return ModelSpec(name, layers, hidden, heads, 4 * hidden, vocab, seq_len, tied_embeddings=True,
-                     learned_positions=True)
+                     learned_positions=True, dropout=dropout)
 
 
 def _llama(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int,
@@ -36,6 +37,14 @@ _PRESETS = [
     # learned positions, tied embeddings, dropout 0.1, sequence 2048); the released checkpoints' 50272-row
     # embedding (GPT-2's BPE). ReLU and GeLU are one element-wise op each to pipesim.
     _gpt("opt-175b", 96, 12288, 96, vocab=50272),
+    # Peng et al. 2023, "FP8-LM: Training FP8 Large Language Models", its GPT-7B, 13B and 175B as Azure's
+    # MS-AMP-Examples trains them with Megatron-LM (gpt3/pretrain_6b7_megatron.sh, pretrain_13b_megatron.sh: 32
+    # layers of 4096 with 32 heads, 40 of 5120 with 40; sequence 2048; --attention-dropout 0.0 --hidden-dropout
+    # 0.0); the 175B is GPT-3's shape. GPT-2's BPE (50257) padded by Megatron-LM to a multiple of 128·tp at the
+    # source's tp: 50304 (tp 1), 50432 (tp 2), 51200 (tp 8).
+    _gpt("fp8lm-gpt-7b", 32, 4096, 32, vocab=50304, dropout=False),
+    _gpt("fp8lm-gpt-13b", 40, 5120, 40, vocab=50432, dropout=False),
+    _gpt("fp8lm-gpt-175b", 96, 12288, 96, dropout=False),
     # NeMo's GPT-3 5B and 20B (NeMo-Framework-Launcher, launcher_scripts/conf/training/gpt3/{5b,20b}.yaml:
     # num_layers, hidden_size, num_attention_heads, ffn 4h, sequence 2048, learned positions, dropout 0.1,
     # GPT-2's 50257-token BPE padded to a multiple of 128 as make_vocab_size_divisible_by sets: 50304).

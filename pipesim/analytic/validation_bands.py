@@ -16,10 +16,10 @@ BANDS: dict[str, tuple[float | None, int, float]] = {
     'a100-bf16': (0.149, 674, 0.385),
     'blackwell-fp4': (None, 17, 0.105),
     'blackwell-fp8': (0.424, 26, 0.424),
-    'hopper-bf16': (0.157, 110, 0.255),
-    'hopper-fp8': (0.139, 50, 0.195),
+    'hopper-bf16': (0.157, 113, 0.188),
+    'hopper-fp8': (0.195, 53, 0.211),
 }
-POOLED: tuple[float, int] = (0.146, 877)
+POOLED: tuple[float, int] = (0.149, 883)
 MEMORY: tuple[float, int, int] = (0.064, 104, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
@@ -46,6 +46,6 @@ FRAMEWORKS: dict[str, tuple[int, int, float, float]] = {
     'torchtitan': (2, 1, -0.074, 0.009),
 }
 STEP_GROUPS: dict[str, tuple[int, int, float, float, float]] = {
-    'one-microbatch': (44, 7, -0.424, 0.084, -0.046),
+    'one-microbatch': (44, 7, -0.424, 0.084, -0.045),
 }
-COMMUNICATION: tuple[int, int, float] = (17, 12, -0.041)
+COMMUNICATION: tuple[int, int, float] = (18, 13, -0.048)
