@@ -12,9 +12,9 @@ from pipesim.analytic.model_spec import ModelSpec
 
 
 def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int = 51200, seq_len: int = 2048,
-         dropout: bool = True) -> ModelSpec:
+         dropout: bool = True, tied: bool = True) -> ModelSpec:
     # GPT-style: MHA, 4h GeLU MLP, LayerNorm, biases, dropout, learned positions, tied embeddings (GPT-2/3).
-    return ModelSpec(name, layers, hidden, heads, 4 * hidden, vocab, seq_len, tied_embeddings=True,
+    return ModelSpec(name, layers, hidden, heads, 4 * hidden, vocab, seq_len, tied_embeddings=tied,
                      learned_positions=True, dropout=dropout)
 
 
@@ -45,6 +45,12 @@ _PRESETS = [
     _gpt("fp8lm-gpt-7b", 32, 4096, 32, vocab=50304, dropout=False),
     _gpt("fp8lm-gpt-13b", 40, 5120, 40, vocab=50432, dropout=False),
     _gpt("fp8lm-gpt-175b", 96, 12288, 96, dropout=False),
+    # Yeung et al. 2024, "Balancing Pipeline Parallelism with Vocabulary Parallelism", the model of its
+    # experiments (sail-sg/VocabularyParallelism, artifact/README.md and exp_one_host.csv: 32 layers of 3072, 24
+    # heads, MLP 12288; pretrain_gpt.sh: Megatron-Core's GPT with --untie-embeddings-and-output-weights, dropout 0)
+    # at each of its four SentencePiece vocabularies (32k to 256k, multiples of 128 as they are).
+    *(_gpt(f"vocab-4b-v{size // 1000}k", 32, 3072, 24, vocab=size, dropout=False, tied=False)
+      for size in (32000, 64000, 128000, 256000)),
     # NeMo's GPT-3 5B and 20B (NeMo-Framework-Launcher, launcher_scripts/conf/training/gpt3/{5b,20b}.yaml:
     # num_layers, hidden_size, num_attention_heads, ffn 4h, sequence 2048, learned positions, dropout 0.1,
     # GPT-2's 50257-token BPE padded to a multiple of 128 as make_vocab_size_divisible_by sets: 50304).

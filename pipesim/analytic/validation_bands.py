@@ -13,14 +13,14 @@ against its others (pipesim.analytic.error_band.CommunicationRecord): (sources w
 those differing the way of the median, the median difference)."""
 
 BANDS: dict[str, tuple[float | None, int, float]] = {
-    'a100-bf16': (0.149, 674, 0.385),
+    'a100-bf16': (0.149, 688, 0.385),
     'blackwell-fp4': (None, 17, 0.105),
     'blackwell-fp8': (0.424, 26, 0.424),
     'hopper-bf16': (0.157, 113, 0.188),
     'hopper-fp8': (0.195, 53, 0.211),
 }
-POOLED: tuple[float, int] = (0.149, 883)
-MEMORY: tuple[float, int, int] = (0.064, 104, 6)
+POOLED: tuple[float, int] = (0.149, 897)
+MEMORY: tuple[float, int, int] = (0.064, 118, 6)
 STEP_REGIMES: tuple[tuple[str, ...], ...] = (
     (),
     ('cp',),

@@ -24,7 +24,7 @@ GATHERED_MODULES: tuple[str, ...] = ("nemotron4_15b_2024", "nemotron4_340b_2024"
                                       "mlperf_v4_gpt3", "mlperf_v50_llama405b", "mlperf_v51_llama8b",
                                       "mlperf_v51_h200", "olmo_core2024", "hagemann2023",
                                       "smol2025", "opt175b_2022", "internevo2023", "megatron_llama2023",
-                                      "pytorch_fsdp_blog2024", "fp8lm2023")
+                                      "pytorch_fsdp_blog2024", "fp8lm2023", "yeung2024")
 """Held-out sources gathered for issue #24 (item 2) after every constant was fixed, not fitted to when added (the
 same two later constants read them, validated the same way): Nemotron-4
 15B's and 340B's batch-ramp tables (H100 BF16, Megatron/NeMo), FlashAttention-2's end-to-end table (8×A100,
@@ -55,7 +55,9 @@ v1 modelled, Alibaba's Megatron-LLaMA README (LLaMA-13B on 32-512 A100 80GB, Meg
 against its overlapped one); and, the release after, the PyTorch blog's FSDP table (Llama 2 7B-70B with IBM's fms-fsdp
 on 128 A100 at 400 Gb/s a node and 96 H100 at 800 Gb/s a node, HSDP and FSDP); and, the release after, FP8-LM's
 system-performance table (Microsoft's GPT-7B, 13B and 175B with Megatron-LM on 32–128 H100, BF16 and Transformer
-Engine FP8). Each module states what it
+Engine FP8) and the artifact of Yeung et al.'s vocabulary-parallelism paper (a 4B GPT at pp 8 on 8 A100 with
+vocabularies of 32k to 256k, the output layer on the last stage as Megatron-LM places it and moved layers off it;
+Qi et al.'s lab and platform). Each module states what it
 infers."""
 BLACKWELL_MODULES: tuple[str, ...] = ("mlperf_v41_b200_gpt3", "mlperf_v50_gb200", "mlperf_v51_b200",
                                       "mlperf_v51_nvfp4", "mlperf_v51_blackwell_ultra")
@@ -101,7 +103,8 @@ _MODULE_OF: dict[int, str] = {id(r): name
                               for r in import_module(f"{__name__}.{name}").ROWS}
 
 
-PLATFORM_OF: dict[str, str] = {"mosaicml_small2023": "mosaicml2023", "pytorch_fsdp_blog2024": "fmsfsdp2024"}
+PLATFORM_OF: dict[str, str] = {"mosaicml_small2023": "mosaicml2023", "pytorch_fsdp_blog2024": "fmsfsdp2024",
+                               "yeung2024": "qi2024"}
 """Modules whose rows were measured on another module's platform with the same software and scripts: validation
 leaves them out together with it and weighs them as one source (their errors are not independent)."""
 
