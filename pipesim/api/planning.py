@@ -266,6 +266,7 @@ def plan_request(
     param_bytes: str | None = None,
     blocking_p2p: bool = False,
     blocking_dp_sync: bool = False,
+    even_ends: bool = False,
     attention: str | AttentionKernel = AttentionKernel.FUSED,
     repeat_kv: bool | None = None,
     framework: str | Framework | None = None,
@@ -346,6 +347,7 @@ def plan_request(
         param_bytes=optimizer_bytes,
         overlap_p2p=not blocking_p2p,
         overlap_dp_sync=not blocking_dp_sync,
+        balance_head=not even_ends,
         expert_parallel=None if ep is None else _tuple(ep, int),
         attention=AttentionKernel(attention),
         kv_repeated=defaults.repeats_kv(repeat_kv, AttentionKernel(attention)),
@@ -439,6 +441,8 @@ def plan(
             one cluster), ``inter_node_gbps`` (default the chip's: each GPU's share of its node's network, Gb/s),
             ``param_bytes`` ("18"; "16" or "W+G+O" as ``simulate`` takes them), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
+            ``even_ends`` (False: single-chunk pipelines are also tried with their ends chosen against the LM
+            head's stage, :meth:`~pipesim.plan.space.PlanRequest.head_balanced_split`),
             ``framework`` ("megatron", the default, "nemo", "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the
             searched "selective" recomputation keeps and the gradient accumulation;

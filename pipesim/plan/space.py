@@ -36,6 +36,7 @@ from functools import lru_cache
 
 from pipesim.analytic.chip_spec import ChipSpec
 from pipesim.analytic.frameworks import Framework, knobs
+from pipesim.analytic.kernels import PassTimes, head_times, layer_times
 from pipesim.analytic.layout import (
     SEARCHED_RECOMPUTE,
     AttentionKernel,
@@ -59,9 +60,9 @@ from pipesim.analytic.layout import (
     ZeroCollectives,
     ZeroStage,
 )
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import total_params
-from pipesim.analytic.stage_split import pipeline_split
+from pipesim.analytic.stage_split import head_balanced_split, pipeline_split
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Placement
 from pipesim.program.loader import builtin_names, load_schedule
@@ -154,6 +155,10 @@ class PlanRequest:
     # (Layout.cp_comm, Layout.cp_kernels; not searched): the framework's.
     cp_comm: CpComm = CpComm.P2P
     cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
+    # Candidates of single-chunk schedules are tried a second time with the ends of their split chosen against the
+    # LM head's stage (head_balanced_split), where the framework splits as Megatron-Core does and that is lighter;
+    # False: the framework's split alone.
+    balance_head: bool = True
 
     def __post_init__(self) -> None:
         for name in ("gpus", "global_batch", "gpus_per_node", "max_chunks", "min_cp_tokens"):
@@ -305,6 +310,31 @@ class PlanRequest:
             except PipesimError:
                 made[slices] = None
         return made[slices]
+
+    def head_balanced_split(self, slices: int, recompute: Recompute) -> tuple[int, ...] | None:
+        """The split of ``slices`` slices with its ends chosen against the LM head's stage
+        (:func:`~pipesim.analytic.stage_split.head_balanced_split`, at least one layer a stage), costed by pipesim's
+        own times on this chip of one layer and of the head (its FP32 loss included), or None: where
+        :attr:`balance_head` is off, the framework splits by a rule of its own, the layers are not all alike
+        (experts, multi-token prediction), or no such split is lighter than the default one."""
+        made = self.__dict__.setdefault("_head_balanced_splits", {})
+        key = (slices, recompute)
+        if key not in made:
+            made[key] = self._head_balanced(slices, recompute)
+        return made[key]
+
+    def _head_balanced(self, slices: int, recompute: Recompute) -> tuple[int, ...] | None:
+        model = self.model
+        alike = set(model.layer_kinds()) == {LayerKind.DENSE} and not model.mtp_layers
+        if not self.balance_head or not alike or knobs(self.framework).split_layers(model, slices) is not None:
+            return None
+
+        def seconds(times: PassTimes) -> float:
+            return times.forward + times.backward_input + times.backward_weight + times.recompute
+
+        layer = seconds(layer_times(model, Layout(recompute=recompute), self.chip))
+        head = seconds(head_times(model, Layout(), self.chip))
+        return head_balanced_split(model.layers, slices, layer, head, least=1)
 
     @property
     def model_params(self) -> float:
@@ -563,24 +593,33 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                 shapes = [(s, v) for s in request.schedules for v in _chunk_options(request, s, pp)]
             for schedule, chunks in shapes:
                 # _chunk_options kept only the shapes whose layers split: the candidate carries an uneven split
-                split = request.layer_split(_slices(schedule, pp, chunks)) if pp > 1 else None
+                slices = _slices(schedule, pp, chunks)
+                split = request.layer_split(slices) if pp > 1 else None
                 uneven = split if split is not None and len(set(split)) > 1 else None
                 for recompute in request.recompute:
+                    splits = [uneven]
+                    if pp > 1 and chunks == 1:  # one slice a rank: the head's rank is the last, alone
+                        balanced = request.head_balanced_split(slices, recompute)
+                        splits += [balanced] if balanced is not None else []
                     # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.
                     for sp in sorted({sp and tp > 1 for sp in request.sequence_parallel}):
                         for zero in _zero_options(request.zero, dp * cp, pp):
                             for precision in chip_precisions:
-                                for ep in expert_parallel_degrees(request, dp * cp):
-                                    yield Candidate(
-                                        tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep,
-                                        uneven,
-                                    )
-                                if sp:  # MoE parallel folding: each tp rank routes its own tokens to whole experts
-                                    for ep in expert_parallel_degrees(request, dp * cp, folded_tp=tp):
-                                        yield Candidate(
-                                            tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp,
-                                            ep, uneven, expert_tp=1,
-                                        )
+                                for layers in splits:
+                                    yield from _candidates_of(request, (tp, pp, dp, b, m, schedule, chunks,
+                                                                        recompute, sp, zero, precision, cp), layers)
+
+
+def _candidates_of(request: PlanRequest, shape: tuple, stage_layers: tuple[int, ...] | None) -> Iterator[Candidate]:
+    """The candidates of one shape (tp, pp, dp, micro-batch, microbatches, schedule, chunks, recomputation, sp,
+    ZeRO, precision, cp) and split: one per expert-parallel degree, and MoE parallel folding's where sp is on."""
+    tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp = shape
+    for ep in expert_parallel_degrees(request, dp * cp):
+        yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep, stage_layers)
+    if sp:  # MoE parallel folding: each tp rank routes its own tokens to whole experts
+        for ep in expert_parallel_degrees(request, dp * cp, folded_tp=tp):
+            yield Candidate(tp, pp, dp, b, m, schedule, chunks, recompute, sp, zero, precision, cp, ep, stage_layers,
+                            expert_tp=1)
 
 
 def expert_parallel_degrees(request: PlanRequest, replicas: int, folded_tp: int | None = None) -> list[int]:

@@ -224,6 +224,10 @@ def register(sub) -> None:
                    help="the data-parallel gradient reduce and parameter gather wait for the passes (default: "
                    "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them; "
                    "under another --framework, which has no such switches, the sync runs as its code runs it)")
+    p.add_argument("--even-ends", action="store_true",
+                   help="split the layers as the framework does and no other way (default: single-chunk pipelines "
+                   "are also tried with their first and last stage's layers chosen against the LM head's stage, "
+                   "Megatron-Core's --decoder-first/last-pipeline-num-layers, where that is lighter)")
     add_train_tokens_arg(p)
     p.add_argument("--top", type=positive_int, default=PLAN_DEFAULTS.top,
                    help=f"configurations to print (default {PLAN_DEFAULTS.top})")
@@ -250,7 +254,7 @@ def space_from_args(args: argparse.Namespace) -> dict:
                 max_chunks=args.max_chunks, seq_len=args.seq_len, achievable_fraction=args.achievable_fraction,
                 gpu_speed_spread=args.gpu_speed_spread, inter_node_gbps=args.inter_node_gbps,
                 param_bytes=args.param_bytes, blocking_p2p=args.blocking_p2p,
-                blocking_dp_sync=args.blocking_dp_sync, ep=args.ep,
+                blocking_dp_sync=args.blocking_dp_sync, even_ends=args.even_ends, ep=args.ep,
                 attention=args.attention, repeat_kv=args.repeat_kv, framework=args.framework,
                 elementwise=args.elementwise, loss=args.loss,
                 z_loss=args.z_loss, loss_input_copy=args.loss_input_copy,
