@@ -58,7 +58,7 @@ the shorter FP8 one).
 
 Out of sample: gathered after every constant was fixed, and predicted before anything was changed: BF16 −13.6 %,
 −10.5 %, −0.7 % and FP8 −11.2 %, −9.6 %, −8.7 % (7B, 13B, 175B; pipesim too fast but at the 175B in BF16), the
-lean of the other Megatron-LM runs not NVIDIA's own (Megatron-LLaMA, FlagPerf's).
+lean of other teams' Megatron-LM runs (Alibaba's Megatron-LLaMA, −8 %), where NVIDIA's own lean the other way.
 """
 
 from pipesim.analytic.layout import AttentionKernel, GradAccumulation, Precision, ZeroStage

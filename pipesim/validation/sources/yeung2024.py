@@ -22,7 +22,7 @@ script's own count, ``3 · (2bshv + L · (8bsh² + 4bs²h + 4bsh·f))`` over pp 
 step time is recovered exactly; the peak memory is the largest rank's ``max reserved`` of Megatron's
 ``report_memory`` (MiB) over 1024: GiB, the caching allocator's reserved peak.
 
-Inferred: the A100 SXM 80GB (the memory column passes 40 GiB in the same team's runs; Qi et al.'s cluster) and
+Inferred: the A100 SXM 80GB (the artifact says "8 A100 GPUs"; Qi et al.'s, the same lab's, are the SXM 80GB) and
 the ``a100-80gb`` preset; FlashAttention-2 (NGC PyTorch 24.03, the artifact's container); blocking pipeline
 sends, the step synchronised at its end (no post-validation flag in the script).
 
@@ -31,7 +31,7 @@ Not used: the vocabulary-parallel methods (vocab-1, vocab-2, interlaced), which 
 The same lab, the same Megatron-LM fork and, inferred, the same cluster as Qi et al. 2024 (in sample for the P2P
 synchronisation overhead derived from its Table 4), so validation leaves the two out together
 (:data:`~pipesim.validation.sources.PLATFORM_OF`). Gathered after every constant was fixed, and predicted before
-anything was changed: step −10.3 … −0.3 %, but the 256k baseline at sequence 2048 (−35 %, whose MFU, 17.3 %, is
+anything was changed: step −10.5 … −0.3 %, but the 256k baseline at sequence 2048 (−35 %, whose MFU, 17.3 %, is
 well under the same vocabulary's 27.6 % at 4096, and whose reserved peak, 35.6 GiB, is above it); memory +2 … +4 %
 but that row (−20 %).
 """
