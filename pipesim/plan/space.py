@@ -62,7 +62,7 @@ from pipesim.analytic.layout import (
 )
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import total_params
-from pipesim.analytic.stage_split import head_balanced_split, pipeline_split
+from pipesim.analytic.stage_split import SplitPolicy, head_balanced_split, pipeline_split
 from pipesim.errors import PipesimError
 from pipesim.program.ir import Placement
 from pipesim.program.loader import builtin_names, load_schedule
@@ -326,7 +326,8 @@ class PlanRequest:
     def _head_balanced(self, slices: int, recompute: Recompute) -> tuple[int, ...] | None:
         model = self.model
         alike = set(model.layer_kinds()) == {LayerKind.DENSE} and not model.mtp_layers
-        if not self.balance_head or not alike or knobs(self.framework).split_layers(model, slices) is not None:
+        megatron_split = knobs(self.framework).stage_split is SplitPolicy.EVEN_OR_LIGHTER_ENDS
+        if not (self.balance_head and alike and megatron_split):
             return None
 
         def seconds(times: PassTimes) -> float:
