@@ -200,43 +200,52 @@ def pipeline_split(layers: int, slices: int) -> tuple[int, ...] | None:
 
 
 def head_balanced_split(layers: int, slices: int, layer_cost: float, head_cost: float,
-                        least: int = 0) -> tuple[int, ...] | None:
-    """The layers of each of ``slices`` model slices with the ends chosen so that the busiest slice, the LM head
-    (``head_cost``, in the units of ``layer_cost``) counted on the last, is as light as Megatron-Core lets a split
-    be: any number of layers (``least`` or more) on the first and on the last slice, the slices between them even
-    (``--decoder-first-pipeline-num-layers`` and ``--decoder-last-pipeline-num-layers``). None where no such split
-    is lighter than the default one (:func:`pipeline_split`) by more than a hundredth of a layer, or there is none.
+                        least: int = 0, chunks: int = 1) -> tuple[int, ...] | None:
+    """The layers of each of ``slices`` model slices with the ends chosen so that the busiest pipeline rank, the LM
+    head (``head_cost``, in the units of ``layer_cost``) counted on the last, is as light as Megatron-Core lets a
+    split be: any number of layers (``least`` or more a slice) on the first and on the last rank, the ranks between
+    them even (``--decoder-first-pipeline-num-layers`` and ``--decoder-last-pipeline-num-layers``, which count a
+    rank's layers over its ``chunks`` model chunks, each rank's count a multiple of them, split evenly over its
+    chunks: Megatron-Core's ``get_num_layers_to_build``). The ``slices / chunks`` ranks hold their slices in a loop
+    (slice ``s`` on rank ``s mod ranks``, the interleaved schedule's placement). None where no such split leaves the
+    busiest rank lighter than the default one (:func:`pipeline_split`) by more than a hundredth of a layer, or
+    there is none.
 
     A large vocabulary makes the last stage the pipeline's slowest: each microbatch waits on it, so the whole
     pipeline runs at its pace (Yeung et al. 2024, "Balancing Pipeline Parallelism with Vocabulary Parallelism":
     a 4B model at pp 8 from 47.5 % MFU at a 32k vocabulary to 17.3 % at 256k, and back to 38 % with layers moved
-    off the last stage). Of equally light splits, the one with the fewest slices that busy (each is a stage the
-    others wait on), then the lighter first slice, which holds the most microbatches in flight under 1F1B. The
+    off the last stage). Of equally light splits, the one with the fewest ranks that busy (each is a rank the
+    others wait on), then the lighter first rank, which holds the most microbatches in flight under 1F1B. The
     costs are a proxy (FLOPs, say): the planner simulates what this proposes beside the default split."""
     default = pipeline_split(layers, slices)
-    if slices < 2 or default is None or layers < slices:
+    if slices < 2 or slices % chunks or default is None or layers < slices:
         return None
+    ranks = slices // chunks
 
-    def key(split: tuple[int, ...]) -> tuple[float, int, int]:
-        costs = [n * layer_cost for n in split[:-1]] + [split[-1] * layer_cost + head_cost]
+    def key(per_rank: tuple[int, ...]) -> tuple[float, int, int]:
+        costs = [n * layer_cost for n in per_rank[:-1]] + [per_rank[-1] * layer_cost + head_cost]
         top = max(costs)
-        return top, sum(c >= top - 1e-9 * layer_cost for c in costs), split[0]
+        return top, sum(c >= top - 1e-9 * layer_cost for c in costs), per_rank[0]
 
-    best, best_key = default, key(default)
-    for last in range(least, layers // slices + 1):
-        for first in range(max(1, least), layers - last + 1):
+    best, best_key = None, key(tuple(sum(default[r::ranks]) for r in range(ranks)))
+    default_top = best_key[0]
+    least_rank = max(1, least) * chunks  # Megatron-LM takes a positive multiple of the chunks at either end
+    for last in range(least * chunks, layers // ranks + 1, chunks):
+        for first in range(least_rank, layers - last + 1, chunks):
             middle_layers = layers - first - last
-            if slices == 2:
+            if ranks == 2:
                 if middle_layers:
                     continue
-                split = (first, last)
-            elif middle_layers < slices - 2 or middle_layers % (slices - 2):
+                per_rank = (first, last)
+            elif middle_layers < (ranks - 2) * chunks or middle_layers % ((ranks - 2) * chunks):
                 continue
             else:
-                split = (first,) + (middle_layers // (slices - 2),) * (slices - 2) + (last,)
-            if key(split) < best_key:
-                best, best_key = split, key(split)
-    return best if key(default)[0] - best_key[0] > 0.01 * layer_cost else None
+                per_rank = (first,) + (middle_layers // (ranks - 2),) * (ranks - 2) + (last,)
+            if key(per_rank) < best_key:
+                best, best_key = per_rank, key(per_rank)
+    if best is None or default_top - best_key[0] <= 0.01 * layer_cost:
+        return None
+    return tuple(best[s % ranks] // chunks for s in range(slices))
 
 
 class SplitPolicy(enum.Enum):

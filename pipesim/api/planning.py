@@ -441,8 +441,9 @@ def plan(
             one cluster), ``inter_node_gbps`` (default the chip's: each GPU's share of its node's network, Gb/s),
             ``param_bytes`` ("18"; "16" or "W+G+O" as ``simulate`` takes them), ``blocking_p2p`` (False),
             ``blocking_dp_sync`` (False: the gradient reduce and parameter gather beside the passes),
-            ``even_ends`` (False: single-chunk pipelines are also tried with their ends chosen against the LM
-            head's stage, :meth:`~pipesim.plan.space.PlanRequest.head_balanced_split`),
+            ``even_ends`` (False: pipelines that place their slices in a loop, single-chunk and interleaved, are
+            also tried with their ends chosen against the LM head's rank,
+            :meth:`~pipesim.plan.space.PlanRequest.head_balanced_split`),
             ``framework`` ("megatron", the default, "nemo", "torchtitan", "nanotron" or "megatron-deepspeed": the
             training code, whose defaults set the kernels and collectives below unless given, what the
             searched "selective" recomputation keeps and the gradient accumulation;

@@ -184,15 +184,16 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
     return None
 
 
-def megatron_split_flags(stage_layers: tuple[int, ...], layers: int) -> list[str]:
-    """Megatron-LM's flags for an uneven split of ``layers`` over the model slices: one layer fewer on the first and
-    last (:func:`~pipesim.analytic.stage_split.pipeline_split`: the embedding and the loss counted as a layer each),
-    or the ends set by count, the slices between them even (a split chosen against the LM head's stage:
+def megatron_split_flags(stage_layers: tuple[int, ...], layers: int, pp: int) -> list[str]:
+    """Megatron-LM's flags for an uneven split of ``layers`` over the model slices, placed on the ``pp`` ranks in a
+    loop: one layer fewer on the first and last slice (:func:`~pipesim.analytic.stage_split.pipeline_split`: the
+    embedding and the loss counted as a layer each), or the first and last rank's layers set by count over all
+    their chunks, the ranks between them even (a split chosen against the LM head's rank:
     :func:`~pipesim.analytic.stage_split.head_balanced_split`)."""
     if stage_layers == pipeline_split(layers, len(stage_layers)):
         return ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
-    return ["--decoder-first-pipeline-num-layers", str(stage_layers[0]),
-            "--decoder-last-pipeline-num-layers", str(stage_layers[-1])]
+    return ["--decoder-first-pipeline-num-layers", str(sum(stage_layers[0::pp])),
+            "--decoder-last-pipeline-num-layers", str(sum(stage_layers[pp - 1::pp]))]
 
 
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
@@ -230,7 +231,7 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         if not overlap_p2p:  # Megatron-LM overlaps them unasked (since 4eeff55, October 2023)
             args.append("--no-overlap-p2p-communication")
     if c.stage_layers is not None:
-        args += megatron_split_flags(c.stage_layers, model.layers)
+        args += megatron_split_flags(c.stage_layers, model.layers, c.pp)
     args += ["--micro-batch-size", str(c.micro_batch_size), "--global-batch-size", str(global_batch),
              "--num-layers", str(model.layers), "--hidden-size", str(model.hidden),
              "--num-attention-heads", str(model.heads), "--ffn-hidden-size", str(model.ffn_hidden),

@@ -155,9 +155,9 @@ class PlanRequest:
     # (Layout.cp_comm, Layout.cp_kernels; not searched): the framework's.
     cp_comm: CpComm = CpComm.P2P
     cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
-    # Candidates of single-chunk schedules are tried a second time with the ends of their split chosen against the
-    # LM head's stage (head_balanced_split), where the framework splits as Megatron-Core does and that is lighter;
-    # False: the framework's split alone.
+    # Candidates of schedules that place their slices in a loop (single-chunk and interleaved) are tried a second
+    # time with the ends of their split chosen against the LM head's rank (head_balanced_split), where the
+    # framework splits as Megatron-Core does and that is lighter; False: the framework's split alone.
     balance_head: bool = True
 
     def __post_init__(self) -> None:
@@ -311,19 +311,20 @@ class PlanRequest:
                 made[slices] = None
         return made[slices]
 
-    def head_balanced_split(self, slices: int, recompute: Recompute) -> tuple[int, ...] | None:
-        """The split of ``slices`` slices with its ends chosen against the LM head's stage
-        (:func:`~pipesim.analytic.stage_split.head_balanced_split`, at least one layer a stage), costed by pipesim's
-        own times on this chip of one layer and of the head (its FP32 loss included), or None: where
-        :attr:`balance_head` is off, the framework splits by a rule of its own, the layers are not all alike
-        (experts, multi-token prediction), or no such split is lighter than the default one."""
+    def head_balanced_split(self, slices: int, recompute: Recompute, chunks: int = 1) -> tuple[int, ...] | None:
+        """The split of ``slices`` slices, ``chunks`` a rank placed in a loop, with the ends of the pipeline chosen
+        against the LM head's rank (:func:`~pipesim.analytic.stage_split.head_balanced_split`, at least one layer
+        a slice), costed by pipesim's own times on this chip of one layer and of the head (its FP32 loss
+        included), or None: where :attr:`balance_head` is off, the framework splits by a rule of its own, the
+        layers are not all alike (experts, multi-token prediction), or no such split is lighter than the default
+        one."""
         made = self.__dict__.setdefault("_head_balanced_splits", {})
-        key = (slices, recompute)
+        key = (slices, recompute, chunks)
         if key not in made:
-            made[key] = self._head_balanced(slices, recompute)
+            made[key] = self._head_balanced(slices, recompute, chunks)
         return made[key]
 
-    def _head_balanced(self, slices: int, recompute: Recompute) -> tuple[int, ...] | None:
+    def _head_balanced(self, slices: int, recompute: Recompute, chunks: int) -> tuple[int, ...] | None:
         model = self.model
         alike = set(model.layer_kinds()) == {LayerKind.DENSE} and not model.mtp_layers
         megatron_split = knobs(self.framework).stage_split is SplitPolicy.EVEN_OR_LIGHTER_ENDS
@@ -335,7 +336,7 @@ class PlanRequest:
 
         layer = seconds(layer_times(model, Layout(recompute=recompute), self.chip))
         head = seconds(head_times(model, Layout(), self.chip))
-        return head_balanced_split(model.layers, slices, layer, head, least=1)
+        return head_balanced_split(model.layers, slices, layer, head, least=1, chunks=chunks)
 
     @property
     def model_params(self) -> float:
@@ -460,12 +461,17 @@ class Candidate:
 
 
 @lru_cache(maxsize=64)
-def model_copies(schedule: str, chunks: int) -> int:
-    """Copies of the model a schedule's placement holds (2 for DualPipe's dual placement, else 1), read from
-    the placement of a small build (it does not depend on pp or microbatches)."""
+def placement_of(schedule: str, chunks: int) -> Placement:
+    """Where a schedule places its slices on the ranks, read from a small build (it does not depend on pp or
+    microbatches)."""
     from pipesim.plan.evaluate import schedule_traits
 
-    return 2 if schedule_traits(schedule, chunks).placement is Placement.DUAL else 1
+    return schedule_traits(schedule, chunks).placement
+
+
+def model_copies(schedule: str, chunks: int) -> int:
+    """Copies of the model a schedule's placement holds (2 for DualPipe's dual placement, else 1)."""
+    return 2 if placement_of(schedule, chunks) is Placement.DUAL else 1
 
 
 def _slices(schedule: str, pp: int, chunks: int) -> int:
@@ -599,8 +605,9 @@ def enumerate_candidates(request: PlanRequest) -> Iterator[Candidate]:
                 uneven = split if split is not None and len(set(split)) > 1 else None
                 for recompute in request.recompute:
                     splits = [uneven]
-                    if pp > 1 and chunks == 1:  # one slice a rank: the head's rank is the last, alone
-                        balanced = request.head_balanced_split(slices, recompute)
+                    # slices placed in a loop: the head's slice is the last rank's last, as Megatron's flags count
+                    if pp > 1 and placement_of(schedule, chunks) is Placement.LOOP:
+                        balanced = request.head_balanced_split(slices, recompute, chunks)
                         splits += [balanced] if balanced is not None else []
                     # Sequence parallelism shards along tp and ZeRO along dp·cp: at degree 1 both are off.
                     for sp in sorted({sp and tp > 1 for sp in request.sequence_parallel}):

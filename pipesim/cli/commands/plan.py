@@ -225,9 +225,10 @@ def register(sub) -> None:
                    "beside them, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them; "
                    "under another --framework, which has no such switches, the sync runs as its code runs it)")
     p.add_argument("--even-ends", action="store_true",
-                   help="split the layers as the framework does and no other way (default: single-chunk pipelines "
-                   "are also tried with their first and last stage's layers chosen against the LM head's stage, "
-                   "Megatron-Core's --decoder-first/last-pipeline-num-layers, where that is lighter)")
+                   help="split the layers as the framework does and no other way (default: single-chunk and "
+                   "interleaved pipelines are also tried with their first and last rank's layers chosen against "
+                   "the LM head's rank, Megatron-Core's --decoder-first/last-pipeline-num-layers, where that is "
+                   "lighter)")
     add_train_tokens_arg(p)
     p.add_argument("--top", type=positive_int, default=PLAN_DEFAULTS.top,
                    help=f"configurations to print (default {PLAN_DEFAULTS.top})")
