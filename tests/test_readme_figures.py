@@ -35,3 +35,11 @@ def test_the_readme_quotes_validations_left_out_headline():
                       _text("docs/validation.md"), "docs/validation.md")
     readme = _one(r"\| all \| (\d+) \| \*\*([\d.]+) %\*\* \| ([+−-][\d.]+) % \|", _text("README.md"), "README.md")
     assert readme == validation
+
+
+def test_the_readme_quotes_validation_forward_in_time():
+    validation = _one(r"\*\*The other (\d+), predicted from the past alone: ([\d.]+) % mean \|error\|, bias "
+                      r"([+−-][\d.]+) %", _text("docs/validation.md"), "docs/validation.md")
+    readme = _one(r"\| forward in time: [^|]+ \| (\d+) \| ([\d.]+) % \| ([+−-][\d.]+) % \|", _text("README.md"),
+                  "README.md")
+    assert readme == validation

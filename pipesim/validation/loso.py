@@ -290,16 +290,29 @@ def errors_with(runs: list[PublishedRun], values: dict[str, float],
     return [predictor(run, chips[run.chip]) for run in runs]
 
 
-def leave_one_source_out(by_source: dict[str, list[PublishedRun]], *, include_synthesised: bool = True,
+def source_sensitivities(by_source: dict[str, list[PublishedRun]],
                          constants: tuple[FittedConstant, ...] = FITTED_CONSTANTS,
                          predictor: Callable[..., Comparison] = predict,
-                         progress: Callable[[str], None] = lambda _: None,
-                         pooling: SourcePooling = SourcePooling.MEAN) -> ValidationResult:
-    """Fit on all sources and on each set of all-but-one; predict every source both ways."""
+                         progress: Callable[[str], None] = lambda _: None) -> dict[str, list[RowSensitivity]]:
+    """Each source's rows simulated at every grid value of each constant that informs them (:func:`sensitivity`),
+    the rows whose order is synthesised left out (too slow to simulate at every grid value): what every fit reads."""
     sens: dict[str, list[RowSensitivity]] = {}
     for name, runs in by_source.items():
         progress(f"sensitivities: {name}")
         sens[name] = [sensitivity(r, constants, predictor) for r in runs if not synthesised(r)]
+    return sens
+
+
+def leave_one_source_out(by_source: dict[str, list[PublishedRun]], *, include_synthesised: bool = True,
+                         constants: tuple[FittedConstant, ...] = FITTED_CONSTANTS,
+                         predictor: Callable[..., Comparison] = predict,
+                         progress: Callable[[str], None] = lambda _: None,
+                         pooling: SourcePooling = SourcePooling.MEAN,
+                         sens: dict[str, list[RowSensitivity]] | None = None) -> ValidationResult:
+    """Fit on all sources and on each set of all-but-one; predict every source both ways (``sens``: the
+    sources' :func:`source_sensitivities`, computed here when not given)."""
+    if sens is None:
+        sens = source_sensitivities(by_source, constants, predictor, progress)
     pooled = [r for rows in sens.values() for r in rows]
     everything = fit(pooled, constants, pooling)
     profiles = {c.name: own_loss_profile(pooled, c) for c in constants}

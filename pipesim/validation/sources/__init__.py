@@ -109,6 +109,34 @@ PLATFORM_OF: dict[str, str] = {"mosaicml_small2023": "mosaicml2023", "pytorch_fs
 leaves them out together with it and weighs them as one source (their errors are not independent)."""
 
 
+PUBLISHED: dict[str, str] = {
+    # papers: the month of the version whose table is read (arXiv's first, or the report's)
+    "narayanan2021": "2021-04", "narayanan2021_zero3": "2021-04", "neox20b_2022": "2022-04",
+    "korthikanti2023": "2022-05", "opt175b_2022": "2022-05", "glm130b_2022": "2022-10", "dao2023": "2023-07",
+    "fp8lm2023": "2023-10", "hagemann2023": "2023-11", "qi2024": "2024-01", "nemotron4_15b_2024": "2024-02",
+    "nemotron4_340b_2024": "2024-06", "llama3_2024": "2024-07", "yeung2024": "2024-11", "smol2025": "2025-10",
+    # repositories' and blogs' tables: the month of the commit or post that made the rows read all public
+    "nemo_megatron2022": "2022-09", "internevo2023": "2023-07", "megatron_llama2023": "2023-08",
+    "mosaicml2023": "2023-10", "mosaicml_small2023": "2024-01", "fmsfsdp2024": "2024-03",
+    "pytorch_fsdp_blog2024": "2024-05", "flagperf2024": "2024-05", "nemo2407": "2024-08",
+    "torchtitan2024": "2024-12", "olmo_core2024": "2025-03",
+    # MLPerf Training rounds: the month each round's results were published
+    "mlperf_v30_gpt3": "2023-06", "mlperf_v31_gpt3": "2023-11", "mlperf_v4_gpt3": "2024-11",
+    "mlperf_v41_b200_gpt3": "2024-11", "mlperf_v50_llama405b": "2025-06", "mlperf_v50_gb200": "2025-06",
+    "mlperf_v51_llama8b": "2025-11", "mlperf_v51_h200": "2025-11", "mlperf_v51_b200": "2025-11",
+    "mlperf_v51_nvfp4": "2025-11", "mlperf_v51_blackwell_ultra": "2025-11",
+}
+"""The month ("YYYY-MM") by which each step-time module's rows, as read, were all public: what a prediction made
+before then could have been fitted on (:mod:`pipesim.validation.forward`). A module read from several releases
+takes the latest it reads (MLPerf v4.0 and v4.1: November 2024; MosaicML's H100 table, regenerated October 2023;
+OLMo-core's table as of March 2025); a month, since a table's day is rarely stated."""
+
+
+def published_month(run: PublishedRun) -> str:
+    """The month ``run``'s source published it (:data:`PUBLISHED`)."""
+    return PUBLISHED[module_of(run)]
+
+
 def platform_of(module: str) -> str:
     """The unit of validation a source module belongs to: itself, or the module it shares a platform with."""
     return PLATFORM_OF.get(module, module)
