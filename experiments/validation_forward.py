@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     ahead, aside = figures["prospective_forward"], figures["prospective_left_out"]
     print(f"prospective, {ahead['rows']} rows (every fitted constant that moves them fitted on earlier sources): "
           f"forward {_abs(ahead['mean_abs'])} (bias {_pct(ahead['bias'])}, max {_abs(ahead['max_abs'])}), left out "
-          f"{_abs(aside['mean_abs'])} (bias {_pct(aside['bias'])}); presets chosen later stand for the others' "
-          f"{', '.join(later) or 'none'}")
+          f"{_abs(aside['mean_abs'])} (bias {_pct(aside['bias'])}); the other "
+          f"{figures['all_forward']['rows'] - ahead['rows']} keep a preset chosen later ({', '.join(later) or 'none'})")
     earliest = min((published_month(run) for runs in by_source.values() for run in runs), default="–")
     print(f"(months from {earliest}; {time.perf_counter() - started:.0f} s)")
     if args.json:
