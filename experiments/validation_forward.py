@@ -19,7 +19,7 @@ from pathlib import Path
 from pipesim.io.atomic import write_text_atomic
 from pipesim.plots.figures import experiment_parser, parse_experiment_args, record_output
 from pipesim.validation.constants import FITTED_CONSTANTS
-from pipesim.validation.forward import ForwardResult, forward_in_time, prospective_errors
+from pipesim.validation.forward import ForwardResult, forward_in_time, prospective_by_kind, prospective_errors
 from pipesim.validation.loso import ValidationResult, leave_one_source_out, source_sensitivities, summary
 from pipesim.validation.sources import published_month, runs_by_source, source_title
 
@@ -101,11 +101,17 @@ def main(argv: list[str] | None = None) -> None:
           f"forward {_abs(ahead['mean_abs'])} (bias {_pct(ahead['bias'])}, max {_abs(ahead['max_abs'])}), left out "
           f"{_abs(aside['mean_abs'])} (bias {_pct(aside['bias'])}); the other "
           f"{figures['all_forward']['rows'] - ahead['rows']} keep a preset chosen later ({', '.join(later) or 'none'})")
+    kinds = {kind: (summary(ahead), summary(aside)) for kind, (ahead, aside) in
+             prospective_by_kind(results, left_out).items()}
+    print("prospective, by kind of run (forward; left out on the same rows): " + ", ".join(
+        f"{kind} {_abs(a['mean_abs'])} ({_pct(a['bias'])}; {_abs(b['mean_abs'])}, {_pct(b['bias'])}; {a['rows']} rows)"
+        for kind, (a, b) in kinds.items()))
     earliest = min((published_month(run) for runs in by_source.values() for run in runs), default="–")
     print(f"(months from {earliest}; {time.perf_counter() - started:.0f} s)")
     if args.json:
         write_text_atomic(args.json, json.dumps({
             "totals": figures,
+            "prospective_by_kind": {kind: {"forward": a, "left_out": b} for kind, (a, b) in kinds.items()},
             "sources": [{"source": r.source, "month": r.month, "rows": len(r.runs),
                          "earlier_sources": list(r.earlier_sources), "fit": r.fit.values,
                          "from_later": list(r.from_later), "forward": summary(r.forward)} for r in results],

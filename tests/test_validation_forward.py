@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.validation.constants import FITTED_CONSTANTS
-from pipesim.validation.forward import forward_in_time, prospective_errors
+from pipesim.validation.forward import forward_in_time, prospective_by_kind, prospective_errors
 from pipesim.validation.runs import Comparison, predict
 from pipesim.validation.sources import PUBLISHED, SOURCE_MODULES, published_month, runs_by_source
 
@@ -45,6 +45,9 @@ def test_a_source_is_predicted_from_the_earlier_sources_alone():
     assert all(e < 0 for e in by["b"].forward)  # made at the high overhead, predicted at the low one: too fast
     assert max(abs(e) for e in by["c"].forward) < 1e-9  # a's value is c's own
     assert prospective_errors(results) == by["b"].forward + by["c"].forward
+    # by kind (A100 in BF16, all three), the prospective rows beside their left-out errors, as the same rows
+    left_out = {id(r): 0.01 * n for n, r in enumerate(PIPELINES)}
+    assert prospective_by_kind(results, left_out) == {"a100-bf16": (by["b"].forward + by["c"].forward, [0.01, 0.02])}
 
 
 def test_rows_of_one_source_from_two_months_are_predicted_apart():

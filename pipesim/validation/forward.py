@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipesim.analytic.error_band import run_kind
 from pipesim.validation.constants import FITTED_CONSTANTS, FittedConstant
 from pipesim.validation.loso import (
     Fit,
@@ -84,3 +85,20 @@ def forward_in_time(by_source: dict[str, list[PublishedRun]], *,
 def prospective_errors(results: list[ForwardResult]) -> list[float]:
     """The signed errors of the rows predicted from earlier sources alone (:attr:`ForwardResult.prospective`)."""
     return [e for r in results if r.prospective for e in r.forward]
+
+
+def prospective_by_kind(results: list[ForwardResult],
+                        left_out: dict[int, float]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per kind of run (:func:`~pipesim.analytic.error_band.run_kind`), the prospective rows' signed forward errors
+    and, as the same rows, their left-out ones (``left_out``: each row's left-out error by the row's identity)."""
+    per_kind: dict[str, tuple[list[float], list[float]]] = {}
+    for result in results:
+        if not result.prospective:
+            continue
+        for run, error in zip(result.runs, result.forward, strict=True):
+            kind = run_kind(run.chip, run.precision)
+            if kind is not None:
+                ahead, aside = per_kind.setdefault(kind, ([], []))
+                ahead.append(error)
+                aside.append(left_out[id(run)])
+    return dict(sorted(per_kind.items()))
