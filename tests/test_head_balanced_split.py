@@ -5,11 +5,12 @@ line it prints."""
 import pytest
 
 from pipesim.analytic.layout import Recompute
+from pipesim.analytic.pipeline_layout import layout_string, parse_pipeline_layout
 from pipesim.analytic.stage_split import head_balanced_split
 from pipesim.api.planning import plan_request
 from pipesim.cli.main import main
 from pipesim.plan.evaluate import evaluate
-from pipesim.plan.launch import megatron_argv
+from pipesim.plan.launch import megatron_argv, megatron_split_flags
 from pipesim.plan.space import enumerate_candidates
 
 
@@ -26,16 +27,32 @@ def test_the_ends_take_what_the_head_would_have_made_the_last_stage_wait_for():
     assert head_balanced_split(32, 8, 1.0, 6.25, least=1) == (1,) + (5,) * 6 + (1,)
 
 
-def test_interleaved_ranks_take_whole_chunks_and_the_head_sits_on_the_last_ranks_last_slice():
+def test_interleaved_ends_move_by_slice_or_by_whole_chunks_and_the_head_sits_on_the_last_ranks_last_slice():
     # 32 layers over 4 ranks × 2 chunks (slice s on rank s mod 4), a head worth 2.28 layers: even, each rank holds 8
-    # and the last 8 + 2.28 = 10.28. Megatron's per-rank flags take a multiple of the 2 chunks at each end and the
-    # middle ranks even, each a multiple of 2 too: 10, 8, 8, 6 leaves 10 on the first rank alone (6, 10, 10, 6 and
-    # 8, 10, 10, 4 leave it on two), each rank's count split evenly over its two slices
-    assert head_balanced_split(32, 8, 1.0, 2.28, chunks=2) == (5, 4, 4, 3, 5, 4, 4, 3)
-    # four chunks a rank: the ends move by 4 and the middle ranks by multiples of 4 (12, 8, 8, 4 or 4, 12, 12, 4),
-    # none lighter than 8, 8, 8, 8 + 2.28 at its busiest
-    assert head_balanced_split(32, 16, 1.0, 2.28, chunks=4) is None
+    # and the last 8 + 2.28 = 10.28. In whole chunks (Megatron's per-rank flags: a multiple of 2 at each end, the
+    # middle ranks even) the best is 10, 8, 8, 6 a rank, 10 at its busiest; moving the end slices alone (a layout
+    # string) does better: 5, 4 × 6, 3 puts 5 + 4 = 9 on the first rank and 4 + 3 + 2.28 = 9.28 on the last
+    assert head_balanced_split(32, 8, 1.0, 2.28, chunks=2) == (5, 4, 4, 4, 4, 4, 4, 3)
+    # four chunks a rank: no whole-chunk split is lighter (12, 8, 8, 4 or 4, 12, 12, 4), but 3, 2 × 14, 1 leaves
+    # 3 + 6 = 9 on the first rank and 6 + 1 + 2.28 = 9.28 on the last
+    assert head_balanced_split(32, 16, 1.0, 2.28, chunks=4) == (3,) + (2,) * 14 + (1,)
+    # 30 layers, a head worth 1.5: the default's lighter end slices (3, 4 × 6, 3) leave 4 + 3 + 1.5 = 8.5 on the last
+    # rank; whole chunks 8, 8, 8, 6 and end slices 4, 4 × 6, 2 both leave 8 on three ranks: the tie goes to whole
+    # chunks, whose flags count ranks
+    assert head_balanced_split(30, 8, 1.0, 1.5, least=1, chunks=2) == (4, 4, 4, 3, 4, 4, 4, 3)
+    assert megatron_split_flags((4, 4, 4, 3, 4, 4, 4, 3), 30, 4) == [
+        "--decoder-first-pipeline-num-layers", "8", "--decoder-last-pipeline-num-layers", "6"]
+    assert megatron_split_flags((5, 4, 4, 4, 4, 4, 4, 3), 32, 4) == ["--pipeline-model-parallel-layout",
+                                                                     "Et*5|(t*4|)*6t*3L"]
     assert head_balanced_split(32, 9, 1.0, 2.28, chunks=2) is None  # 9 slices are not 2 a rank
+
+
+def test_a_layout_string_reads_back_as_the_split_it_writes():
+    for split in [(3,) + (2,) * 14 + (1,), (5, 4, 4, 3, 5, 4, 4, 3), (8, 9, 9, 6), (0, 2, 2, 0), (4,), (12, 13, 11)]:
+        assert parse_pipeline_layout(layout_string(split)).stage_layers == split
+    layout = parse_pipeline_layout(layout_string((4, 3), mtp_layers=1))  # the MTP layer before the loss, last
+    assert layout.stage_layers == (4, 3) and layout.mtp_stage == 1
+    assert layout_string((3,) + (2,) * 14 + (1,)) == "Et*3|(t*2|)*14tL"  # as Megatron-LM's documentation writes one
 
 
 def test_no_split_is_proposed_where_the_default_is_as_light():
@@ -108,19 +125,19 @@ def test_a_model_whose_layers_differ_gets_no_balanced_split():
 
 def test_plan_balances_the_head_of_an_interleaved_pipeline_and_its_launch_line_runs_that_split(capsys):
     request = _request(schedules=["interleaved"])
-    v2 = [c for c in _pp4(request) if c.chunks == 2]
-    balanced = request.head_balanced_split(8, Recompute.NONE, chunks=2)
-    assert balanced == (5, 4, 4, 3, 5, 4, 4, 3) and {c.stage_layers for c in v2} == {None, balanced}
-    step = {c.stage_layers: evaluate(request.model_of(c), request.chip, request.layout_of(c), c.schedule).step_time
-            for c in v2}
-    assert step[balanced] < 0.98 * step[None]
-    ends = next(c for c in v2 if c.stage_layers is not None)
-    argv = megatron_argv(ends, request.model, 256)
-    # Megatron-LM counts the first and last rank's layers over their chunks: 5 + 5 and 3 + 3
-    at = argv.index("--decoder-first-pipeline-num-layers")
-    assert argv[at:at + 4] == ["--decoder-first-pipeline-num-layers", "10", "--decoder-last-pipeline-num-layers", "6"]
-    assert argv[argv.index("--num-virtual-stages-per-pipeline-rank") + 1] == "2"
-    assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--dp", "8", *argv]) == 0
-    assert "layers per stage 5,4,4,3,5,4,4,3;" in capsys.readouterr().out
-    # four chunks a rank leave no lighter split: only the even one is tried
-    assert {c.stage_layers for c in _pp4(request) if c.chunks == 4} == {None}
+    for chunks, balanced, layout in [(2, (5,) + (4,) * 6 + (3,), "Et*5|(t*4|)*6t*3L"),
+                                     (4, (3,) + (2,) * 14 + (1,), "Et*3|(t*2|)*14tL")]:
+        shapes = [c for c in _pp4(request) if c.chunks == chunks]
+        assert request.head_balanced_split(4 * chunks, Recompute.NONE, chunks=chunks) == balanced
+        assert {c.stage_layers for c in shapes} == {None, balanced}
+        step = {c.stage_layers: evaluate(request.model_of(c), request.chip, request.layout_of(c),
+                                         c.schedule).step_time for c in shapes}
+        assert step[balanced] < 0.95 * step[None]  # 8.24 against 8.99 s at v 2, 8.10 against 8.85 at v 4
+        ends = next(c for c in shapes if c.stage_layers is not None)
+        argv = megatron_argv(ends, request.model, 256)
+        # Megatron-LM's layout string names every virtual stage, and takes the place of the virtual-stage flags
+        assert argv[argv.index("--pipeline-model-parallel-layout") + 1] == layout
+        assert not any("virtual" in a for a in argv)
+        assert main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--dp", "8", *argv]) == 0
+        printed = capsys.readouterr().out
+        assert f"layers per stage {','.join(map(str, balanced))};" in printed and f"chunks={chunks}" in printed

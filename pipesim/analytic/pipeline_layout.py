@@ -150,3 +150,30 @@ def _expand(text: str) -> list[str]:
     if not stack[0]:
         raise PipesimError(f"{FLAG} is empty; give the stages, e.g. 'Et*3|(tt|)*29,m|L'")
     return stack[0]
+
+
+def layout_string(stage_layers: tuple[int, ...], mtp_layers: int = 0) -> str:
+    """The ``--pipeline-model-parallel-layout`` string of a split of decoder layers over the pp·v stages (slices in
+    order), the embedding first and the loss last, as pipesim models them, and ``mtp_layers`` multi-token-prediction
+    layers on the last stage before the loss: each run of equal middle stages one repeated group, as Megatron-LM's
+    documentation writes DeepSeek-V3's (``Et*3|(t*2|)*14tL`` for 3, 2 × 14, 1). Megatron-Core unrolls ``(...)*n``
+    and then ``x*n`` (``PipelineParallelLayerLayout.parse_str_to_list``); :func:`parse_pipeline_layout` reads the
+    string back to ``stage_layers``."""
+    if not stage_layers:
+        raise PipesimError(f"{FLAG}: a layout needs at least one stage")
+
+    def stage(layers: int, symbol: str = "t") -> str:
+        return symbol * min(layers, 1) + (f"*{layers}" if layers > 1 else "")
+
+    loss = f"{stage(mtp_layers, 'm')}L"
+    if len(stage_layers) == 1:
+        return f"E{stage(stage_layers[0])}{loss}"
+    middle, runs = stage_layers[1:-1], []
+    start = 0
+    while start < len(middle):  # runs of equal stages, each written once and repeated
+        end = start
+        while end < len(middle) and middle[end] == middle[start]:
+            end += 1
+        runs.append(f"{stage(middle[start])}|" if end - start == 1 else f"({stage(middle[start])}|)*{end - start}")
+        start = end
+    return f"E{stage(stage_layers[0])}|{''.join(runs)}{stage(stage_layers[-1])}{loss}"

@@ -18,6 +18,8 @@ tokens, stage ``pp·v − 1`` computes the loss, whatever rank (and chunk) each 
 from __future__ import annotations
 
 import enum
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -203,35 +205,57 @@ def head_balanced_split(layers: int, slices: int, layer_cost: float, head_cost: 
                         least: int = 0, chunks: int = 1) -> tuple[int, ...] | None:
     """The layers of each of ``slices`` model slices with the ends chosen so that the busiest pipeline rank, the LM
     head (``head_cost``, in the units of ``layer_cost``) counted on the last, is as light as Megatron-Core lets a
-    split be: any number of layers (``least`` or more a slice) on the first and on the last rank, the ranks between
-    them even (``--decoder-first-pipeline-num-layers`` and ``--decoder-last-pipeline-num-layers``, which count a
-    rank's layers over its ``chunks`` model chunks, each rank's count a multiple of them, split evenly over its
-    chunks: Megatron-Core's ``get_num_layers_to_build``). The ``slices / chunks`` ranks hold their slices in a loop
-    (slice ``s`` on rank ``s mod ranks``, the interleaved schedule's placement). None where no such split leaves the
-    busiest rank lighter than the default one (:func:`pipeline_split`) by more than a hundredth of a layer, or
-    there is none.
+    split be, or None where no such split leaves the busiest rank lighter than the default one
+    (:func:`pipeline_split`) by more than a hundredth of a layer, or there is none. The ``slices / chunks`` ranks
+    hold their slices in a loop (slice ``s`` on rank ``s mod ranks``, the interleaved schedule's placement), and two
+    kinds of split are weighed, ``least`` or more layers on each end:
+
+    - whole chunks (:func:`_whole_chunk_splits`): any number of layers on the first and on the last *rank*, each a
+      multiple of its ``chunks`` and split evenly over them, the ranks between even
+      (``--decoder-first-pipeline-num-layers`` and ``--decoder-last-pipeline-num-layers``, which count a rank's
+      layers over its chunks: Megatron-Core's ``get_num_layers_to_build``);
+    - with more than one chunk a rank, the end *slices* alone (:func:`_end_slice_splits`): any number on the
+      first and on the last slice, every slice between even (``--pipeline-model-parallel-layout``,
+      :func:`pipesim.analytic.pipeline_layout.layout_string`), finer where whole chunks move too much at once.
 
     A large vocabulary makes the last stage the pipeline's slowest: each microbatch waits on it, so the whole
     pipeline runs at its pace (Yeung et al. 2024, "Balancing Pipeline Parallelism with Vocabulary Parallelism":
     a 4B model at pp 8 from 47.5 % MFU at a 32k vocabulary to 17.3 % at 256k, and back to 38 % with layers moved
     off the last stage). Of equally light splits, the one with the fewest ranks that busy (each is a rank the
-    others wait on), then the lighter first rank, which holds the most microbatches in flight under 1F1B. The
-    costs are a proxy (FLOPs, say): the planner simulates what this proposes beside the default split."""
+    others wait on), then the lighter first rank, which holds the most microbatches in flight under 1F1B, then whole
+    chunks (the simpler flags). The costs are a proxy (FLOPs, say): the planner simulates what this proposes
+    beside the default split."""
     default = pipeline_split(layers, slices)
     if slices < 2 or slices % chunks or default is None or layers < slices:
         return None
     ranks = slices // chunks
 
-    def key(per_rank: tuple[int, ...]) -> tuple[float, int, int]:
-        costs = [n * layer_cost for n in per_rank[:-1]] + [per_rank[-1] * layer_cost + head_cost]
-        top = max(costs)
-        return top, sum(c >= top - 1e-9 * layer_cost for c in costs), per_rank[0]
+    def key(split: tuple[int, ...]) -> tuple[float, int, float]:
+        loads = [sum(split[r::ranks]) * layer_cost for r in range(ranks)]
+        loads[-1] += head_cost
+        top = max(loads)
+        return top, sum(c >= top - 1e-9 * layer_cost for c in loads), loads[0]
 
-    best, best_key = None, key(tuple(sum(default[r::ranks]) for r in range(ranks)))
+    best, best_key = None, key(default)
     default_top = best_key[0]
-    least_rank = max(1, least) * chunks  # Megatron-LM takes a positive multiple of the chunks at either end
+    candidates = _whole_chunk_splits(layers, ranks, chunks, least)
+    if chunks > 1:
+        candidates = itertools.chain(candidates, _end_slice_splits(layers, slices, least))
+    for split in candidates:
+        if key(split) < best_key:
+            best, best_key = split, key(split)
+    if best is None or default_top - best_key[0] <= 0.01 * layer_cost:
+        return None
+    return best
+
+
+def _whole_chunk_splits(layers: int, ranks: int, chunks: int, least: int) -> Iterator[tuple[int, ...]]:
+    """Every split of ``layers`` over ``ranks × chunks`` slices placed in a loop that Megatron-LM's per-rank flags
+    give: the first and last rank's layers a multiple of ``chunks`` (the first at least ``max(1, least)`` a chunk,
+    the last ``least``), the ranks between even and each a multiple of ``chunks``, every rank's count split evenly
+    over its chunks."""
     for last in range(least * chunks, layers // ranks + 1, chunks):
-        for first in range(least_rank, layers - last + 1, chunks):
+        for first in range(max(1, least) * chunks, layers - last + 1, chunks):
             middle_layers = layers - first - last
             if ranks == 2:
                 if middle_layers:
@@ -241,11 +265,18 @@ def head_balanced_split(layers: int, slices: int, layer_cost: float, head_cost: 
                 continue
             else:
                 per_rank = (first,) + (middle_layers // (ranks - 2),) * (ranks - 2) + (last,)
-            if key(per_rank) < best_key:
-                best, best_key = per_rank, key(per_rank)
-    if best is None or default_top - best_key[0] <= 0.01 * layer_cost:
-        return None
-    return tuple(best[s % ranks] // chunks for s in range(slices))
+            yield tuple(per_rank[s % ranks] // chunks for s in range(ranks * chunks))
+
+
+def _end_slice_splits(layers: int, slices: int, least: int) -> Iterator[tuple[int, ...]]:
+    """Every split of ``layers`` over ``slices`` slices with any number on the first (at least ``max(1, least)``)
+    and on the last (at least ``least``), every slice between even with a layer or more."""
+    for last in range(least, layers // slices + 1):
+        for first in range(max(1, least), layers - last + 1):
+            middle_layers = layers - first - last
+            if middle_layers < slices - 2 or middle_layers % (slices - 2):
+                continue
+            yield (first,) + (middle_layers // (slices - 2),) * (slices - 2) + (last,)
 
 
 class SplitPolicy(enum.Enum):

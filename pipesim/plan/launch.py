@@ -35,6 +35,8 @@ from pipesim.analytic.layout import (
     precision_aware_moments,
 )
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
+from pipesim.analytic.pipeline_layout import FLAG as LAYOUT_FLAG
+from pipesim.analytic.pipeline_layout import layout_string
 from pipesim.analytic.stage_split import pipeline_split
 from pipesim.plan.space import Candidate
 from pipesim.program.limits import interleaved_microbatch_group
@@ -184,16 +186,21 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
     return None
 
 
-def megatron_split_flags(stage_layers: tuple[int, ...], layers: int, pp: int) -> list[str]:
+def megatron_split_flags(stage_layers: tuple[int, ...], layers: int, pp: int, mtp_layers: int = 0) -> list[str]:
     """Megatron-LM's flags for an uneven split of ``layers`` over the model slices, placed on the ``pp`` ranks in a
     loop: one layer fewer on the first and last slice (:func:`~pipesim.analytic.stage_split.pipeline_split`: the
-    embedding and the loss counted as a layer each), or the first and last rank's layers set by count over all
-    their chunks, the ranks between them even (a split chosen against the LM head's rank:
-    :func:`~pipesim.analytic.stage_split.head_balanced_split`)."""
+    embedding and the loss counted as a layer each); the first and last rank's layers set by count over all their
+    chunks where every rank's chunks hold alike and the ranks between them even (a split chosen against the LM
+    head's rank in whole chunks: :func:`~pipesim.analytic.stage_split.head_balanced_split`); else every stage
+    named, ``--pipeline-model-parallel-layout`` (with ``mtp_layers`` multi-token-prediction layers on the last),
+    which takes the place of the virtual-stage flags."""
     if stage_layers == pipeline_split(layers, len(stage_layers)):
         return ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
-    return ["--decoder-first-pipeline-num-layers", str(sum(stage_layers[0::pp])),
-            "--decoder-last-pipeline-num-layers", str(sum(stage_layers[pp - 1::pp]))]
+    by_rank = [stage_layers[rank::pp] for rank in range(pp)]
+    if all(len(set(chunks)) == 1 for chunks in by_rank) and len({sum(chunks) for chunks in by_rank[1:-1]}) <= 1:
+        return ["--decoder-first-pipeline-num-layers", str(sum(by_rank[0])),
+                "--decoder-last-pipeline-num-layers", str(sum(by_rank[-1]))]
+    return [LAYOUT_FLAG, layout_string(stage_layers, mtp_layers)]
 
 
 def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
@@ -220,18 +227,19 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
             args += ["--cp-comm-type", cp_comm.value]
     if c.schedule == "interleaved-overlap":  # Megatron-Core's combined 1F1B: interleaved, paired
         args.append("--overlap-moe-expert-parallel-comm")
+    split_flags = ([] if c.stage_layers is None
+                   else megatron_split_flags(c.stage_layers, model.layers, c.pp, model.mtp_layers))
     if c.pp > 1 and c.schedule in ("interleaved", "interleaved-overlap"):
         if c.stage_layers is None:
             args += ["--num-layers-per-virtual-pipeline-stage", str(model.layers // (c.pp * c.chunks))]
-        else:  # the layers per stage differ: Megatron counts virtual stages instead
+        elif LAYOUT_FLAG not in split_flags:  # the layers per stage differ: Megatron counts virtual stages instead
             args += ["--num-virtual-stages-per-pipeline-rank", str(c.chunks)]
         group = interleaved_microbatch_group(c.pp, c.microbatches)
         if group != c.pp:  # pp does not divide m: Megatron-Core's larger groups, which pipesim simulated
             args += ["--microbatch-group-size-per-virtual-pipeline-stage", str(group)]
         if not overlap_p2p:  # Megatron-LM overlaps them unasked (since 4eeff55, October 2023)
             args.append("--no-overlap-p2p-communication")
-    if c.stage_layers is not None:
-        args += megatron_split_flags(c.stage_layers, model.layers, c.pp)
+    args += split_flags
     args += ["--micro-batch-size", str(c.micro_batch_size), "--global-batch-size", str(global_batch),
              "--num-layers", str(model.layers), "--hidden-size", str(model.hidden),
              "--num-attention-heads", str(model.heads), "--ffn-hidden-size", str(model.ffn_hidden),

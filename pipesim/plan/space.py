@@ -156,8 +156,9 @@ class PlanRequest:
     cp_comm: CpComm = CpComm.P2P
     cp_kernels: CpKernels = CpKernels.TRANSFORMER_ENGINE
     # Candidates of schedules that place their slices in a loop (single-chunk and interleaved) are tried a second
-    # time with the ends of their split chosen against the LM head's rank (head_balanced_split), where the
-    # framework splits as Megatron-Core does and that is lighter; False: the framework's split alone.
+    # time with the ends of their split (the end ranks' whole chunks, or the end slices) chosen against the LM head's
+    # rank (head_balanced_split), where the framework splits as Megatron-Core does and that is lighter; False: the
+    # framework's split alone.
     balance_head: bool = True
 
     def __post_init__(self) -> None:

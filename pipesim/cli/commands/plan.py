@@ -226,9 +226,9 @@ def register(sub) -> None:
                    "under another --framework, which has no such switches, the sync runs as its code runs it)")
     p.add_argument("--even-ends", action="store_true",
                    help="split the layers as the framework does and no other way (default: single-chunk and "
-                   "interleaved pipelines are also tried with their first and last rank's layers chosen against "
-                   "the LM head's rank, Megatron-Core's --decoder-first/last-pipeline-num-layers, where that is "
-                   "lighter)")
+                   "interleaved pipelines are also tried with their ends chosen against the LM head's rank, the "
+                   "first and last rank's layers or the end slices', Megatron-Core's "
+                   "--decoder-first/last-pipeline-num-layers or --pipeline-model-parallel-layout, where lighter)")
     add_train_tokens_arg(p)
     p.add_argument("--top", type=positive_int, default=PLAN_DEFAULTS.top,
                    help=f"configurations to print (default {PLAN_DEFAULTS.top})")
