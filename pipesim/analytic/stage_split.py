@@ -214,7 +214,7 @@ def head_balanced_split(layers: int, slices: int, layer_cost: float, head_cost: 
       multiple of its ``chunks`` and split evenly over them, the ranks between even
       (``--decoder-first-pipeline-num-layers`` and ``--decoder-last-pipeline-num-layers``, which count a rank's
       layers over its chunks: Megatron-Core's ``get_num_layers_to_build``);
-    - with more than one chunk a rank, the end *slices* alone (:func:`_end_slice_splits`): any number on the
+    - with more than one chunk a rank, the end *slices* alone (the same with one chunk a unit): any number on the
       first and on the last slice, every slice between even (``--pipeline-model-parallel-layout``,
       :func:`pipesim.analytic.pipeline_layout.layout_string`), finer where whole chunks move too much at once.
 
@@ -240,10 +240,12 @@ def head_balanced_split(layers: int, slices: int, layer_cost: float, head_cost: 
     default_top = best_key[0]
     candidates = _whole_chunk_splits(layers, ranks, chunks, least)
     if chunks > 1:
-        candidates = itertools.chain(candidates, _end_slice_splits(layers, slices, least))
+        # each slice a unit of its own: the end slices alone, every slice between even
+        candidates = itertools.chain(candidates, _whole_chunk_splits(layers, slices, 1, least))
     for split in candidates:
-        if key(split) < best_key:
-            best, best_key = split, key(split)
+        split_key = key(split)
+        if split_key < best_key:
+            best, best_key = split, split_key
     if best is None or default_top - best_key[0] <= 0.01 * layer_cost:
         return None
     return best
@@ -253,7 +255,7 @@ def _whole_chunk_splits(layers: int, ranks: int, chunks: int, least: int) -> Ite
     """Every split of ``layers`` over ``ranks × chunks`` slices placed in a loop that Megatron-LM's per-rank flags
     give: the first and last rank's layers a multiple of ``chunks`` (the first at least ``max(1, least)`` a chunk,
     the last ``least``), the ranks between even and each a multiple of ``chunks``, every rank's count split evenly
-    over its chunks."""
+    over its chunks. With ``chunks`` 1 and every slice a "rank", the end slices alone, every slice between even."""
     for last in range(least * chunks, layers // ranks + 1, chunks):
         for first in range(max(1, least) * chunks, layers - last + 1, chunks):
             middle_layers = layers - first - last
@@ -266,17 +268,6 @@ def _whole_chunk_splits(layers: int, ranks: int, chunks: int, least: int) -> Ite
             else:
                 per_rank = (first,) + (middle_layers // (ranks - 2),) * (ranks - 2) + (last,)
             yield tuple(per_rank[s % ranks] // chunks for s in range(ranks * chunks))
-
-
-def _end_slice_splits(layers: int, slices: int, least: int) -> Iterator[tuple[int, ...]]:
-    """Every split of ``layers`` over ``slices`` slices with any number on the first (at least ``max(1, least)``)
-    and on the last (at least ``least``), every slice between even with a layer or more."""
-    for last in range(least, layers // slices + 1):
-        for first in range(max(1, least), layers - last + 1):
-            middle_layers = layers - first - last
-            if middle_layers < slices - 2 or middle_layers % (slices - 2):
-                continue
-            yield (first,) + (middle_layers // (slices - 2),) * (slices - 2) + (last,)
 
 
 class SplitPolicy(enum.Enum):
