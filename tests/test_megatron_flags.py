@@ -619,6 +619,24 @@ def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(c
     assert lines >= 2
 
 
+def test_a_moe_plans_megatron_lines_carry_its_shared_experts_and_dense_layers_without_mtp(capsys):
+    # DeepSeek-V2-Lite as released: two shared experts and a dense first layer, no multi-token-prediction module.
+    # The line must say both (they were once printed only beside --mtp-num-layers), or Megatron-LM builds every
+    # layer MoE without shared experts: a different model from the one planned
+    result = pipesim.plan("deepseek-v2-lite", gpus=16, global_batch=64, schedules=["1f1b"], cp=[1],
+                          micro_batch_sizes=[1], recompute=["none"], precision=["bf16"], ep=[8], top=3)
+    lines = 0
+    for outcome, argv in _megatron_lines(result):
+        lines += 1
+        assert "--mtp-num-layers" not in argv
+        assert argv[argv.index("--moe-shared-expert-intermediate-size") + 1] == str(2 * 1408)
+        assert argv[argv.index("--moe-layer-freq") + 1] == "[" + ",".join(["0"] + ["1"] * 26) + "]"
+        built = _run(capsys, "--vocab-size", "102400", "--make-vocab-size-divisible-by", "1", "--hardware",
+                     "h100-sxm", "--gpus", "16", *argv)
+        assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert lines >= 1
+
+
 # Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, its model flags as written there
 _V3_MODEL_FLAGS = shlex.split(
     "--num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432 --num-attention-heads 128 --kv-channels 128 "

@@ -277,14 +277,14 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
         if model.expert_groups:
             args += ["--moe-router-num-groups", str(model.expert_groups), "--moe-router-group-topk",
                      str(model.expert_groups_per_token)]
-    if model.mtp_layers:
-        args += ["--mtp-num-layers", str(model.mtp_layers)]
         if model.shared_experts:
             args += ["--moe-shared-expert-intermediate-size",
                      str(model.shared_experts * model.shared_expert_ffn_hidden)]
         if model.first_dense_layers or model.moe_layer_frequency > 1:
             pattern = ",".join("1" if k is LayerKind.MOE else "0" for k in model.layer_kinds())
             args += ["--moe-layer-freq", f"[{pattern}]"]
+    if model.mtp_layers:
+        args += ["--mtp-num-layers", str(model.mtp_layers)]
     if model.mla:
         args += ["--multi-latent-attention", "--kv-lora-rank", str(model.kv_lora_rank), "--qk-head-dim",
                  str(model.qk_nope_head_dim), "--qk-pos-emb-head-dim", str(model.qk_rope_head_dim),
