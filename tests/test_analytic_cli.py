@@ -197,6 +197,7 @@ def test_megatron_flag_names_are_accepted(capsys):
     ("meta-llama/Meta-Llama-3-70B", "llama3.1-70b"), ("llama3-8b", "llama3.1-8b"),
     ("deepseek-ai/DeepSeek-V3", "deepseek-v3"), ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
     ("Llama-3.2-1B", "llama3.2-1b"), ("GPT3-175B", "gpt3-175b"),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama4-scout"), ("Llama-4-Maverick-17B-128E", "llama4-maverick"),
 ])
 def test_hugging_face_names_and_llama_3_are_their_presets(name, preset):
     """A model named as its Hugging Face repository, or as Llama 3 (the same architecture as 3.1 at 8B and 70B),
@@ -205,4 +206,4 @@ def test_hugging_face_names_and_llama_3_are_their_presets(name, preset):
 
     assert model_preset_key(name) == preset
     assert load_model(name) is MODEL_PRESETS[preset]
-    assert model_preset_key("meta-llama/Llama-4-Scout") is None
+    assert model_preset_key("meta-llama/Llama-4-Behemoth") is None

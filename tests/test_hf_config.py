@@ -16,17 +16,18 @@ from pipesim.analytic.activations import layer_activation_bytes
 from pipesim.analytic.attention_shapes import FLASH_TILE
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.flops import attention_core_flops, attention_linear_flops, layer_flops
+from pipesim.analytic.hf_config import model_from_hf_config
 from pipesim.analytic.kernels import (
     attention_core_times,
     attention_shapes,
     elementwise_backward_bytes,
     elementwise_bytes,
-    windowed_attention_share,
+    local_attention_share,
 )
 from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Layout, Recompute
 from pipesim.analytic.model_load import load_model
 from pipesim.analytic.model_presets import MODEL_PRESETS
-from pipesim.analytic.model_spec import ModelSpec
+from pipesim.analytic.model_spec import LayerKind, ModelSpec
 from pipesim.analytic.params import active_params, attention_params, total_params
 from pipesim.api.planning import plan_request
 from pipesim.cli.main import main
@@ -169,8 +170,9 @@ def test_a_config_json_simulates_as_its_preset(tmp_path, capsys):
     ({}, "add --seq-len N"),  # no --seq-len: the config does not say what the run trains at
     ({"model_type": "gemma3"}, "model_type 'gemma3' is not one pipesim reads"),
     ({"use_sliding_window": True, "sliding_window": 1024}, "use_sliding_window is true"),
-    ({"decoder_sparse_step": 2}, "decoder_sparse_step=2"),
-    ({"mlp_only_layers": [0, 1]}, "mlp_only_layers=[0, 1]"),
+    # MoE on layers 1, 3, 4, 5, …: no "first k dense, then one in every n"
+    ({"mlp_only_layers": [0, 2]}, "decoder_sparse_step and mlp_only_layers put MoE on layers [1, 3, 4, 5"),
+    ({"mlp_only_layers": [0, 48]}, "mlp_only_layers must list layer indices between 0 and 47"),
     ({"num_hidden_layers": None}, "has no 'num_hidden_layers'"),
     ({"num_experts_per_tok": "8"}, "num_experts_per_tok='8' must be a non-negative integer"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings='no' must be true or false"),
@@ -187,9 +189,9 @@ def test_a_sliding_window_as_long_as_the_sequence_is_full_attention(tmp_path):
     for key in ("num_local_experts", "num_experts_per_tok"):
         mistral.pop(key)
     model = load_model(_config(tmp_path, mistral), seq_len=4096)
-    assert not model.is_moe and model.sliding_window == 4096 and model.windowed_layers == 0
+    assert not model.is_moe and model.sliding_window == 4096 and model.local_attention_layers == 0
     longer = load_model(_config(tmp_path, mistral), seq_len=8192)
-    assert longer.windowed_layers == 32 and longer.global_attention_every == 0  # Mistral windows every layer
+    assert longer.local_attention_layers == 32 and longer.global_attention_every == 0  # Mistral windows every layer
 
 
 # gpt-oss-120b's config.json (openai/gpt-oss-120b): sliding windows of 128 on every other layer, from layer 0
@@ -211,7 +213,7 @@ def test_gpt_oss_has_its_model_cards_parameters(tmp_path, layers, experts, total
     model = load_model(_config(tmp_path, config, folder="Some-Checkpoint"), seq_len=4096)
     assert replace(model, name=f"gpt-oss-{'120b' if layers == 36 else '20b'}") == MODEL_PRESETS[
         f"gpt-oss-{'120b' if layers == 36 else '20b'}"]
-    assert (model.sliding_window, model.global_attention_every, model.windowed_layers) == (128, 2, layers // 2)
+    assert (model.sliding_window, model.global_attention_every, model.local_attention_layers) == (128, 2, layers // 2)
     assert model.bias and model.q_width == 64 * 64
     assert total_params(model) == pytest.approx(total, rel=0.001)
     assert active_params(model) == pytest.approx(active, rel=0.002)
@@ -222,22 +224,24 @@ def test_sliding_windows_by_hand():
                         sliding_window=128, global_attention_every=2)
     # the masked square's elements: w·s − w(w − 1)/2 of s(s + 1)/2 in half the layers
     elements = (128 * 4096 - 128 * 127 / 2) / (4096 * 4097 / 2)
-    assert windowed_attention_share(gpt_oss) == pytest.approx(1 - (1 - elements) / 2, rel=1e-12)
+    assert local_attention_share(gpt_oss) == pytest.approx(1 - (1 - elements) / 2, rel=1e-12)
     # 128-wide blocks: of the 32 query tiles' 528 causal blocks, each reaches its own and one before: 1 + 2·31
-    assert windowed_attention_share(gpt_oss, 128) == pytest.approx(1 - (1 - 63 / 528) / 2, rel=1e-12)
+    assert local_attention_share(gpt_oss, 128) == pytest.approx(1 - (1 - 63 / 528) / 2, rel=1e-12)
     full = replace(gpt_oss, sliding_window=0, global_attention_every=0)
     assert attention_core_flops(gpt_oss, Layout()) == pytest.approx(
-        attention_core_flops(full, Layout()) * windowed_attention_share(gpt_oss), rel=1e-12)
+        attention_core_flops(full, Layout()) * local_attention_share(gpt_oss), rel=1e-12)
     chip = CHIP_PRESETS["h100-sxm"]
     fused = attention_core_times(gpt_oss, Layout(), chip).forward / attention_core_times(full, Layout(), chip).forward
-    assert fused == pytest.approx(windowed_attention_share(gpt_oss, FLASH_TILE), rel=1e-12)
+    assert fused == pytest.approx(local_attention_share(gpt_oss, FLASH_TILE), rel=1e-12)
     unfused = Layout(attention=AttentionKernel.UNFUSED)  # the mask is applied to the whole square
     assert attention_core_times(gpt_oss, unfused, chip) == attention_core_times(full, unfused, chip)
     # every third layer full: 24 of 36 windowed; a window as long as the sequence windows nothing
-    assert replace(gpt_oss, global_attention_every=3).windowed_layers == 24
-    assert replace(gpt_oss, sliding_window=4096).windowed_layers == 0
-    with pytest.raises(PipesimError, match="sliding_window is 0"):
+    assert replace(gpt_oss, global_attention_every=3).local_attention_layers == 24
+    assert replace(gpt_oss, sliding_window=4096).local_attention_layers == 0
+    with pytest.raises(PipesimError, match="sliding_window and attention_chunk are 0"):
         replace(full, global_attention_every=2)
+    with pytest.raises(PipesimError, match="two kinds of local attention"):
+        replace(gpt_oss, attention_chunk=1024)
 
 
 def test_sliding_windows_refusals(tmp_path, capsys):
@@ -248,12 +252,12 @@ def test_sliding_windows_refusals(tmp_path, capsys):
     assert main(["simulate", "--model", path, "--seq-len", "4096", "--pp", "2", "--ep", "8", "--dp", "8",
                  "--cp", "2"]) == 2
     err = capsys.readouterr().err
-    assert "sliding-window attention under --cp 2 is not modelled" in err and err.count("\n") == 1
+    assert "attention in sliding windows under --cp 2 is not modelled" in err and err.count("\n") == 1
     # plan searches no cp over windows, and says so where only cp was asked for
     request = plan_request("gpt-oss-20b", 16, 64, cp=(1, 2, 4))
     assert {c.cp for c in enumerate_candidates(request)} == {1}
     assert main(["plan", "--model", "gpt-oss-20b", "--gpus", "16", "--global-batch", "64", "--cp", "2"]) == 2
-    assert "sliding-window attention under context parallelism is not modelled" in capsys.readouterr().err
+    assert "attention in sliding windows under context parallelism is not modelled" in capsys.readouterr().err
 
 
 # Gemma 2 9B's and Gemma 3 1B's config.json (google/gemma-2-9b; google/gemma-3-1b-pt, multimodal configs nest
@@ -274,7 +278,7 @@ _GEMMA3 = {"model_type": "gemma3", "text_config": {
 def test_gemma_configs(tmp_path, config, total, windowed, every, qk_norm):
     model = load_model(_config(tmp_path, config), seq_len=8192)
     assert total_params(model) == pytest.approx(total, rel=0.002)
-    assert (model.windowed_layers, model.global_attention_every, model.qk_norm) == (windowed, every, qk_norm)
+    assert (model.local_attention_layers, model.global_attention_every, model.qk_norm) == (windowed, every, qk_norm)
     assert model.sandwich_norm and model.tied_embeddings and model.gated and model.q_width == model.heads * 256
 
 
@@ -291,3 +295,84 @@ def test_sandwich_norms_by_hand():
     kept = layer_activation_bytes(sandwich.with_shape(seq_len=tokens), layout) - layer_activation_bytes(
         model.with_shape(seq_len=tokens), layout)
     assert kept == pytest.approx(2 * d * tokens * h / 2, rel=1e-12)
+
+
+def test_qwen_moe_layers_interleaved_or_after_dense_ones_are_read():
+    # Qwen2-MoE's decoder_sparse_step n puts MoE on layers n − 1, 2n − 1, …; mlp_only_layers keeps those dense
+    stepped = model_from_hf_config({**_QWEN3_MOE, "decoder_sparse_step": 2}, "c", 4096, "c")
+    assert (stepped.first_dense_layers, stepped.moe_layer_frequency, stepped.moe_layer_offset) == (0, 2, 1)
+    assert [i for i, k in enumerate(stepped.layer_kinds()) if k is LayerKind.MOE] == list(range(1, 48, 2))
+    dense_first = model_from_hf_config({**_QWEN3_MOE, "mlp_only_layers": [0, 1]}, "c", 4096, "c")
+    assert (dense_first.first_dense_layers, dense_first.moe_layers) == (2, 46)
+
+
+# Llama 4 Scout's and Maverick's text configs (meta-llama/Llama-4-Scout-17B-16E and -Maverick-17B-128E nest them as
+# text_config of a multimodal "llama4" config), the keys pipesim reads
+_SCOUT = {"model_type": "llama4_text", "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+          "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 48,
+          "num_local_experts": 16, "num_experts_per_tok": 1, "interleave_moe_layer_step": 1, "vocab_size": 202048,
+          "attention_chunk_size": 8192, "use_qk_norm": True, "tie_word_embeddings": False, "no_rope_layers": []}
+_MAVERICK = {**_SCOUT, "num_local_experts": 128, "interleave_moe_layer_step": 2, "use_qk_norm": False}
+
+
+@pytest.mark.parametrize(("config", "preset"), [(_SCOUT, "llama4-scout"), (_MAVERICK, "llama4-maverick")])
+def test_llama4_configs_are_the_presets(tmp_path, config, preset):
+    wrapped = {"model_type": "llama4", "text_config": config, "vision_config": {"hidden_size": 1408}}
+    for data in (config, wrapped):
+        model = load_model(_config(tmp_path, data, folder="Llama-4"), seq_len=8192)
+        assert replace(model, name=preset) == MODEL_PRESETS[preset]
+    # layer_types, where a config lists them, say the same as the RoPE layers' default
+    types = ["full_attention" if (i + 1) % 4 == 0 else "chunked_attention" for i in range(48)]
+    listed = load_model(_config(tmp_path, {**config, "layer_types": types}, folder="Listed"), seq_len=8192)
+    assert replace(listed, name=preset) == MODEL_PRESETS[preset]
+
+
+def test_llama4_maverick_parameters_by_hand():
+    # per layer: Q and O 5120 × 5120, K and V 5120 × 1024, two RMSNorms; 24 MoE layers (1, 3, …) of 128 routed and
+    # one shared SwiGLU expert of 8192 and a 5120 × 128 router; 24 dense layers of 16384; untied embeddings of
+    # 202,048 and a final norm: 400.7B (Meta: 400B), 17B active with the input embedding (Meta: 17B)
+    maverick = MODEL_PRESETS["llama4-maverick"]
+    attention, norms = 2 * 5120 * 5120 + 2 * 5120 * 1024, 2 * 5120
+    moe, dense = 129 * 3 * 5120 * 8192 + 5120 * 128, 3 * 5120 * 16384
+    embeddings = 2 * 202048 * 5120
+    assert total_params(maverick) == 48 * (attention + norms) + 24 * (moe + dense) + embeddings + 5120
+    assert [i for i, k in enumerate(maverick.layer_kinds()) if k is LayerKind.MOE] == list(range(1, 48, 2))
+    assert active_params(maverick) + 202048 * 5120 == pytest.approx(17e9, rel=0.02)
+    assert total_params(MODEL_PRESETS["llama4-scout"]) == pytest.approx(109e9, rel=0.015)  # Meta's, vision in
+
+
+def test_chunked_attention_by_hand():
+    scout = MODEL_PRESETS["llama4-scout"].with_shape(seq_len=32768)
+    # four chunks of 8192, each its own causal square, on 36 of 48 layers (every 4th attends to everything)
+    assert scout.local_attention_layers == 36
+    elements = 4 * (8192 * 8193 / 2) / (32768 * 32769 / 2)
+    assert local_attention_share(scout) == pytest.approx(1 - 36 / 48 * (1 - elements), rel=1e-12)
+    blocks = 4 * (64 * 65 / 2) / (256 * 257 / 2)  # 128-wide tiles: 64 a chunk, 256 in all
+    assert local_attention_share(scout, 128) == pytest.approx(1 - 36 / 48 * (1 - blocks), rel=1e-12)
+    # a remainder chunk is a square of its own: 20,000 tokens are two chunks of 8192 and one of 3616
+    odd = scout.with_shape(seq_len=20000)
+    part = (2 * 8192 * 8193 / 2 + 3616 * 3617 / 2) / (20000 * 20001 / 2)
+    assert local_attention_share(odd) == pytest.approx(1 - 36 / 48 * (1 - part), rel=1e-12)
+    # the FLOPs and the fused kernel's time follow the share; a sequence within one chunk is full attention
+    full = replace(scout, attention_chunk=0, global_attention_every=0)
+    assert attention_core_flops(scout, Layout()) == pytest.approx(
+        attention_core_flops(full, Layout()) * local_attention_share(scout), rel=1e-12)
+    chip = CHIP_PRESETS["h100-sxm"]
+    fused = attention_core_times(scout, Layout(), chip).forward / attention_core_times(full, Layout(), chip).forward
+    assert fused == pytest.approx(local_attention_share(scout, FLASH_TILE), rel=1e-12)
+    assert MODEL_PRESETS["llama4-scout"].local_attention_layers == 0
+    assert local_attention_share(MODEL_PRESETS["llama4-scout"], FLASH_TILE) == 1.0
+
+
+def test_chunked_attention_refusals(tmp_path, capsys):
+    assert main(["simulate", "--model", "llama4-scout", "--seq-len", "32768", "--pp", "2", "--ep", "8", "--dp", "8",
+                 "--cp", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "attention in chunks under --cp 2 is not modelled" in err and err.count("\n") == 1
+    # within one chunk every layer attends to the whole sequence, and context parallelism is simulated
+    assert main(["simulate", "--model", "llama4-scout", "--seq-len", "8192", "--pp", "2", "--ep", "8", "--dp", "8",
+                 "--cp", "2"]) == 0
+    capsys.readouterr()
+    irregular = {**_SCOUT, "layer_types": ["chunked_attention"] * 40 + ["full_attention"] * 8}
+    with pytest.raises(PipesimError, match="full attention on layers"):
+        load_model(_config(tmp_path, irregular), seq_len=8192)

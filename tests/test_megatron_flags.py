@@ -382,12 +382,12 @@ _GPT_OSS = dict(num_layers=36, hidden_size=2880, num_attention_heads=64, ffn_hid
 
 def test_window_flags_build_sliding_windows():
     model = model_from_megatron(_flags(**_GPT_OSS), tp=1, seq_len=4096)
-    assert (model.sliding_window, model.global_attention_every, model.windowed_layers) == (129, 2, 18)
+    assert (model.sliding_window, model.global_attention_every, model.local_attention_layers) == (129, 2, 18)
     assert model.vocab == 201088 and model.bias  # --padded-vocab-size as given; Megatron's biases
     listed = model_from_megatron(_flags(**{**_GPT_OSS, "window_attn_skip_freq": "[1,0]*18"}), seq_len=4096)
     assert listed == model
     every_layer = model_from_megatron(_flags(**{**_GPT_OSS, "window_attn_skip_freq": None}), seq_len=4096)
-    assert every_layer.windowed_layers == 36
+    assert every_layer.local_attention_layers == 36
 
 
 @pytest.mark.parametrize(("change", "fragment"), [
@@ -401,12 +401,15 @@ def test_window_flags_refused(change, fragment):
         model_from_megatron(_flags(**{**_GPT_OSS, **change}), seq_len=4096)
 
 
-@pytest.mark.parametrize(("pattern", "first_dense", "frequency"), [
-    ("[0]*3+[1]*5", 3, 1), ("'([1]*8)'", 0, 1), ('"[0,1,1,1,1,1,1,1]"', 1, 1), ("2", 0, 2)])
-def test_moe_layer_freq_as_megatron_evaluates_it(pattern, first_dense, frequency):
+@pytest.mark.parametrize(("pattern", "first_dense", "frequency", "offset"), [
+    ("[0]*3+[1]*5", 3, 1, 0), ("'([1]*8)'", 0, 1, 0), ('"[0,1,1,1,1,1,1,1]"', 1, 1, 0), ("2", 0, 2, 0),
+    ("[0,1]*4", 0, 2, 1),  # Llama 4 Maverick's, as NeMo's Llama4Experts128Config writes it ([0, 1] * 24)
+    ("[1,0,0]*2+[1,0]", 0, 3, 0), ("[0,0]+[0,0,1]*2", 4, 3, 1)])
+def test_moe_layer_freq_as_megatron_evaluates_it(pattern, first_dense, frequency, offset):
     model = model_from_megatron(_flags(num_layers=8, hidden_size=256, num_attention_heads=4, vocab_size=256,
                                        num_experts=4, moe_layer_freq=pattern), seq_len=128)
-    assert (model.first_dense_layers, model.moe_layer_frequency) == (first_dense, frequency)
+    assert (model.first_dense_layers, model.moe_layer_frequency, model.moe_layer_offset) == (
+        first_dense, frequency, offset)
 
 
 @pytest.mark.parametrize(("flags", "fragment"), [
@@ -420,7 +423,7 @@ def test_moe_layer_freq_as_megatron_evaluates_it(pattern, first_dense, frequency
     (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
           moe_layer_freq="[1]*3"), "pipesim models 4 layers"),
     (dict(num_layers=4, hidden_size=64, num_attention_heads=4, vocab_size=64, num_experts=4,
-          moe_layer_freq="[1,0,1,0]"), "dense ones first"),
+          moe_layer_freq="[0,1,1,0]"), "then one MoE layer in every n"),
 ])
 def test_megatron_model_flags_refused(flags, fragment):
     with pytest.raises(PipesimError, match=fragment):
@@ -635,6 +638,32 @@ def test_a_moe_plans_megatron_lines_carry_its_shared_experts_and_dense_layers_wi
                      "h100-sxm", "--gpus", "16", *argv)
         assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
     assert lines >= 1
+
+
+def test_llama4_mavericks_plan_lines_carry_its_interleaved_moe_layers(capsys):
+    # MoE on every other layer from layer 1, a shared expert beside each: the line's --moe-layer-freq list reads
+    # back to the same layers, and the model it builds simulates to plan's step time
+    result = pipesim.plan("llama4-maverick", gpus=128, global_batch=128, schedules=["1f1b"], cp=[1],
+                          micro_batch_sizes=[1], recompute=["full"], precision=["bf16"], ep=[32], top=3)
+    lines = 0
+    for outcome, argv in _megatron_lines(result):
+        lines += 1
+        assert argv[argv.index("--moe-layer-freq") + 1] == "[" + ",".join(["0", "1"] * 24) + "]"
+        assert argv[argv.index("--moe-shared-expert-intermediate-size") + 1] == "8192"
+        built = _run(capsys, "--vocab-size", "202048", "--make-vocab-size-divisible-by", "1", "--hardware",
+                     "h100-sxm", "--gpus", "128", *argv)
+        assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
+    assert lines >= 2
+
+
+def test_chunked_attention_beyond_one_chunk_has_no_megatron_line():
+    from pipesim.plan.launch import megatron_line
+
+    result = pipesim.plan("llama4-scout", gpus=64, global_batch=64, seq_len=32768, schedules=["1f1b"], cp=[1],
+                          micro_batch_sizes=[1], recompute=["full"], precision=["bf16"], ep=[8], top=1)
+    c = result.ranked[0].candidate
+    assert megatron_line(c, result.request.model, 64).startswith("(Megatron-LM has no chunked attention")
+    assert megatron_argv(c, result.request.model, 64) is None
 
 
 # Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, its model flags as written there

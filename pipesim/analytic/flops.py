@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipesim.analytic.kernels import (
+    local_attention_share,
     module_recompute_gemms,
     per_op_recomputed_gemms,
     recomputes_moe_block,
     selective_recompute_gemms,
-    windowed_attention_share,
 )
 from pipesim.analytic.layout import Layout, Recompute
 from pipesim.analytic.model_spec import LayerKind, ModelSpec
@@ -87,10 +87,11 @@ def linear_flops(model: ModelSpec, kind: LayerKind = LayerKind.DENSE) -> float:
 
 
 def attention_core_flops(model: ModelSpec, layout: Layout) -> float:
-    """Forward FLOPs of ``QKᵀ`` and ``softmax·V`` (``4bs²h`` for standard attention), a sliding window's layers
-    counting the share of the causal square they attend to (:func:`~.kernels.windowed_attention_share`)."""
+    """Forward FLOPs of ``QKᵀ`` and ``softmax·V`` (``4bs²h`` for standard attention), local layers (a sliding
+    window's or chunks') counting the share of the causal square they attend to
+    (:func:`~.kernels.local_attention_share`)."""
     b, s = model.micro_batch, model.seq_len
-    full = 2 * b * s * s * model.heads * (model.qk_head_dim + model.value_head_dim) * windowed_attention_share(model)
+    full = 2 * b * s * s * model.heads * (model.qk_head_dim + model.value_head_dim) * local_attention_share(model)
     return full / 2 if layout.halve_causal_attention else full
 
 

@@ -13,6 +13,12 @@ The keys read are the ones ``transformers``' configuration classes define, under
 - Qwen2-MoE and Qwen3-MoE: ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``,
   ``shared_expert_intermediate_size`` (Qwen2-MoE's one shared expert), ``decoder_sparse_step`` and
   ``mlp_only_layers`` (which layers are MoE);
+- Llama 4 (``llama4_text``, or a multimodal ``llama4`` config's ``text_config``): ``num_local_experts``,
+  ``num_experts_per_tok``, ``intermediate_size`` (each routed expert's width and its one shared expert's),
+  ``intermediate_size_mlp`` (the dense layers' MLP), ``moe_layers`` or ``interleave_moe_layer_step`` (MoE layers
+  n − 1, 2n − 1, …), ``use_qk_norm`` (default true), and its chunked attention: ``attention_chunk_size`` on the
+  layers ``layer_types`` marks ``chunked_attention``, or else the RoPE layers ``no_rope_layers`` marks 1 (by default
+  all but every ``no_rope_layer_interval``-th, 4);
 - DeepSeek-V2 and V3: ``n_routed_experts``, ``n_shared_experts``, ``num_experts_per_tok``,
   ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``, group-limited routing's ``n_group``
   and ``topk_group`` (where ``topk_method`` is a group-limited one, not ``greedy``), the multi-token-prediction
@@ -22,15 +28,18 @@ The keys read are the ones ``transformers``' configuration classes define, under
 - sliding windows (:class:`WindowKeys`): ``sliding_window`` on every layer (Mistral, Mixtral), or on the layers
   ``layer_types`` marks (gpt-oss and Gemma 2: every other one, ``global_attention_every`` 2; Gemma 3: five in
   six, or its ``sliding_window_pattern``);
+- chunked attention (Llama 4): ``attention_chunk_size`` with the layers above;
 - Gemma 2 and 3 (``gemma2``; ``gemma3_text``, or a multimodal ``gemma3`` config's ``text_config``): four norms a
   layer (``sandwich_norm``), tied embeddings unless the config says otherwise.
 
 A config does not say the sequence length a run trains at (``max_position_embeddings`` is the longest the model
 was extended to), so ``--seq-len`` is required with one. What pipesim does not model is refused by name, not
 approximated: Qwen's sliding windows (``use_sliding_window``, off in its released configs), full-attention layers
-other than every n-th, MoE layers in a pattern other than "the first k dense, then every n-th".
+other than every n-th, MoE layers in a pattern other than "the first k dense, then one in every n".
 
-Not counted, and small: Gemma 2's soft-capping of the attention and output logits (a tanh over each), gpt-oss's
+Not counted, and small: Llama 4's L2 norm of queries and keys runs on its chunked (RoPE) layers alone and is counted
+on every layer as a QK-norm pass, its NoPE layers' attention temperature (a scale of the queries) not at all;
+Gemma 2's soft-capping of the attention and output logits (a tanh over each), gpt-oss's
 attention sinks (a learned logit per head in each softmax) and its clamped
 SwiGLU (a SwiGLU's bytes), Qwen2's biases on the query, key and value projections alone (``bias`` is all the
 linears' or none; 3·(q + 2·kv) parameters a layer, under 0.01 % of a 7B), Qwen2-MoE's one-output gate of its
@@ -43,7 +52,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipesim.analytic.model_spec import ModelSpec, full_attention_every
+from pipesim.analytic.model_spec import ModelSpec, full_attention_every, moe_layer_pattern
 from pipesim.errors import PipesimError
 
 
@@ -57,6 +66,8 @@ class WindowKeys(enum.Enum):
     # ``use_sliding_window`` with ``max_window_layers`` (Qwen): which layers is the modeling code's to say; refused
     # when on, off in every released Qwen2 and Qwen3 config
     QWEN = "qwen"
+    # Llama 4's attention_chunk_size on its chunked layers (layer_types, or the RoPE layers of no_rope_layers)
+    CHUNKS = "chunks"
 
 
 class MoeKeys(enum.Enum):
@@ -65,6 +76,7 @@ class MoeKeys(enum.Enum):
     MIXTRAL = "mixtral"
     QWEN = "qwen"
     DEEPSEEK = "deepseek"
+    LLAMA4 = "llama4"
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,9 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family(qk_norm=True, window=WindowKeys.LAYER_TYPES, sandwich_norm=True, tied=True,
                           global_attention_every=6),
     "olmo2": Family(qk_norm=True),
+    # Meta's Llama 4 (Scout, Maverick): one shared expert beside top-k routed ones, MoE layers interleaved with
+    # dense ones of another width, chunked attention on three layers in four; its QK-norm is the config's to say
+    "llama4_text": Family(moe=MoeKeys.LLAMA4, window=WindowKeys.CHUNKS),
     "deepseek_v2": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
     "deepseek_v3": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
 }
@@ -131,6 +146,26 @@ class _Config:
             raise PipesimError(f"{self.source}: {key}={value!r} must be a non-negative integer")
         return value
 
+    def flags(self, key: str, layers: int) -> list[int] | None:
+        """A per-layer list of 0/1 (None where the config has none)."""
+        value = self.data.get(key)
+        if value is None or value == []:
+            return None
+        if not isinstance(value, list) or len(value) != layers or any(v not in (0, 1) or isinstance(v, bool)
+                                                                        for v in value):
+            raise PipesimError(f"{self.source}: {key} must list 0 or 1 for each of its {layers} layers")
+        return value
+
+    def indices(self, key: str, layers: int) -> list[int] | None:
+        """A list of layer indices (None where the config has none)."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < layers
+                                              for v in value):
+            raise PipesimError(f"{self.source}: {key} must list layer indices between 0 and {layers - 1}")
+        return value
+
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.data.get(key, default)
         if not isinstance(value, bool):
@@ -147,9 +182,10 @@ def model_name(path: Path) -> str:
 def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str) -> ModelSpec:
     """The :class:`ModelSpec` ``transformers`` builds from ``data`` (the module doc), trained at ``seq_len``
     tokens (required: a config does not say it)."""
-    if data.get("model_type") == "gemma3" and isinstance(data.get("text_config"), dict):
-        # a multimodal Gemma 3 checkpoint: its language model (the vision tower is not simulated)
-        data = {**data["text_config"], "model_type": "gemma3_text"}
+    multimodal = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+    if data.get("model_type") in multimodal and isinstance(data.get("text_config"), dict):
+        # a multimodal Gemma 3 or Llama 4 checkpoint: its language model (the vision tower is not simulated)
+        data = {**data["text_config"], "model_type": multimodal[data["model_type"]]}
     model_type = data.get("model_type")
     family = FAMILIES.get(model_type) if isinstance(model_type, str) else None
     if family is None:
@@ -164,13 +200,17 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
     layers = c.count("num_hidden_layers")
     heads, hidden = c.count("num_attention_heads"), c.count("hidden_size")
     head_dim = c.count("head_dim", 0) if not family.latent_attention else 0
-    return ModelSpec(
+    llama4 = family.moe is MoeKeys.LLAMA4
+    fields = dict(
         name=name, layers=layers, hidden=hidden, heads=heads,
-        ffn_hidden=c.count("intermediate_size"), vocab=c.count("vocab_size"), seq_len=seq_len,
-        kv_heads=c.count("num_key_value_heads", heads), gated=True,
+        # Llama 4's intermediate_size is its experts' width; its dense layers' is intermediate_size_mlp
+        ffn_hidden=c.count("intermediate_size_mlp" if llama4 else "intermediate_size"), vocab=c.count("vocab_size"),
+        seq_len=seq_len, kv_heads=c.count("num_key_value_heads", heads), gated=True,
         tied_embeddings=c.flag("tie_word_embeddings", family.tied), dropout=False, bias=family.bias, rms_norm=True,
-        attention_head_dim=head_dim, qk_norm=family.qk_norm, sandwich_norm=family.sandwich_norm,
-        **_window_fields(c, family, layers), **_moe_fields(c, family), **_latent_attention_fields(c, family))
+        attention_head_dim=head_dim, qk_norm=c.flag("use_qk_norm", True) if llama4 else family.qk_norm,
+        sandwich_norm=family.sandwich_norm,
+        **_window_fields(c, family, layers), **_moe_fields(c, family, layers), **_latent_attention_fields(c, family))
+    return ModelSpec(**fields)
 
 
 def _window_fields(c: _Config, family: Family, layers: int) -> dict:
@@ -183,6 +223,8 @@ def _window_fields(c: _Config, family: Family, layers: int) -> dict:
                                "(max_window_layers) is its modeling code's to say; pipesim does not model it: write a "
                                "pipesim model file with sliding_window")
         return {}
+    if family.window is WindowKeys.CHUNKS:
+        return _chunk_fields(c, layers)
     window = c.count("sliding_window", 0)
     if not window:
         return {}
@@ -202,7 +244,46 @@ def _window_fields(c: _Config, family: Family, layers: int) -> dict:
     return dict(sliding_window=window, global_attention_every=every)
 
 
-def _moe_fields(c: _Config, family: Family) -> dict:
+def _chunk_fields(c: _Config, layers: int) -> dict:
+    """Llama 4's ``attention_chunk`` and ``global_attention_every``: chunks on the layers ``layer_types`` marks
+    ``chunked_attention``, or else on the RoPE layers (``no_rope_layers`` 1; by default all but every
+    ``no_rope_layer_interval``-th, as its configuration class builds them)."""
+    chunk = c.count("attention_chunk_size", 0)
+    if not chunk:
+        return {}
+    types = c.data.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or set(types) - {"chunked_attention",
+                                                                                 "full_attention"}:
+            raise PipesimError(f"{c.source}: layer_types must list 'chunked_attention' or 'full_attention' for each "
+                               f"of its {layers} layers")
+        chunked = [kind == "chunked_attention" for kind in types]
+    else:
+        rope = c.flags("no_rope_layers", layers)
+        interval = c.count("no_rope_layer_interval", 4)
+        chunked = ([v == 1 for v in rope] if rope is not None
+                   else [(i + 1) % interval != 0 if interval else True for i in range(layers)])
+    every = full_attention_every(chunked)
+    if every is None or not any(chunked):
+        full = [i for i, is_chunked in enumerate(chunked) if not is_chunked]
+        raise PipesimError(f"{c.source}: full attention on layers {full[:8]}{'…' if len(full) > 8 else ''}; pipesim "
+                           "models chunks on every layer but every n-th (global_attention_every): write a pipesim "
+                           "model file")
+    return dict(attention_chunk=chunk, global_attention_every=every)
+
+
+def _moe_pattern(c: _Config, is_moe: list[bool], keys: str) -> dict:
+    """The ModelSpec's MoE-layer fields of a per-layer list, or a one-line refusal naming the config's ``keys``."""
+    fields = moe_layer_pattern(is_moe)
+    if fields is None:
+        raise PipesimError(f"{c.source}: {keys} put MoE on layers {[i for i, v in enumerate(is_moe) if v][:8]}…; "
+                           "pipesim models the first k layers dense, then one MoE layer in every n: write a pipesim "
+                           "model file with first_dense_layers, moe_layer_frequency and moe_layer_offset")
+    dense, every, offset = fields
+    return dict(first_dense_layers=dense, moe_layer_frequency=every, moe_layer_offset=offset)
+
+
+def _moe_fields(c: _Config, family: Family, layers: int) -> dict:
     if family.moe is MoeKeys.MIXTRAL:
         experts = c.count("num_local_experts", 0)
         return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok") if experts else 0)
@@ -210,15 +291,26 @@ def _moe_fields(c: _Config, family: Family) -> dict:
         experts = c.count("num_experts", 0)
         if not experts:
             return {}
-        step, dense = c.count("decoder_sparse_step", 1), c.data.get("mlp_only_layers") or []
-        if step != 1 or dense:
-            raise PipesimError(f"{c.source}: decoder_sparse_step={step}, mlp_only_layers={dense}: pipesim models "
-                               "the MoE layers as the first k dense, then every n-th; write a pipesim model file "
-                               "with first_dense_layers and moe_layer_frequency")
+        # Qwen2MoeDecoderLayer: MoE where the layer is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
+        step, dense = c.count("decoder_sparse_step", 1), set(c.indices("mlp_only_layers", layers) or [])
+        pattern = _moe_pattern(c, [i not in dense and (i + 1) % max(step, 1) == 0 for i in range(layers)],
+                               "decoder_sparse_step and mlp_only_layers")
         shared = c.count("shared_expert_intermediate_size", 0)
         return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok"),
                     expert_ffn_hidden=c.count("moe_intermediate_size"), shared_experts=1 if shared else 0,
-                    shared_expert_ffn_hidden=shared)
+                    shared_expert_ffn_hidden=shared, **pattern)
+    if family.moe is MoeKeys.LLAMA4:
+        experts = c.count("num_local_experts", 0)
+        if not experts:
+            return {}
+        moe = c.indices("moe_layers", layers)
+        if moe is None:  # its configuration class's default: layers n − 1, 2n − 1, … of the interleaving step n
+            step = c.count("interleave_moe_layer_step", 1)
+            moe = list(range(step - 1, layers, step)) if step else []
+        width = c.count("intermediate_size")
+        return dict(experts=experts, experts_per_token=c.count("num_experts_per_tok"), expert_ffn_hidden=width,
+                    shared_experts=1, shared_expert_ffn_hidden=width,
+                    **_moe_pattern(c, [i in set(moe) for i in range(layers)], "moe_layers"))
     if family.moe is MoeKeys.DEEPSEEK:
         experts = c.count("n_routed_experts", 0)
         if not experts:

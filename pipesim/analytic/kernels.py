@@ -416,24 +416,42 @@ def attention_shape_factors(model: ModelSpec, layout: Layout, chip: ChipSpec) ->
     return chip.attention_shape_rates.factors(attention_call_shape(model, layout)[0], model.qk_head_dim)
 
 
-def windowed_attention_share(model: ModelSpec, tile: int | None = None) -> float:
-    """The model's causal attention work with its sliding windows (:attr:`ModelSpec.windowed_layers`) over the
-    same without them, averaged over its layers (one per-layer cost serves every layer: exact in sum for a stage
-    holding the model's mix of layers, as an even split of alternating ones does). ``tile`` None: the masked score
-    matrix's elements, ``w·s − w(w − 1)/2`` of ``s(s + 1)/2`` (the FLOPs); else the ``tile × tile`` blocks a
-    FlashAttention-class kernel computes, a query tile reaching back ``⌈(w − 1)/tile⌉`` key tiles beside its own
-    (the band's partly masked blocks computed whole: its time)."""
-    windowed = model.windowed_layers
-    if not windowed:
-        return 1.0
-    s, w = model.seq_len, model.sliding_window
+def _causal_blocks(tokens: int, tile: int | None) -> float:
+    """The causal square of one sequence of ``tokens``: its elements (``tile`` None) or the ``tile × tile`` blocks
+    a FlashAttention-class kernel computes."""
     if tile is None:
-        full, band = s * (s + 1) / 2, w * s - w * (w - 1) / 2
+        return tokens * (tokens + 1) / 2
+    q = math.ceil(tokens / tile)
+    return q * (q + 1) / 2
+
+
+def local_attention_share(model: ModelSpec, tile: int | None = None) -> float:
+    """The model's causal attention work with its local layers (:attr:`ModelSpec.local_attention_layers`) over
+    the same without them, averaged over its layers (one per-layer cost serves every layer: exact in sum for a
+    stage holding the model's mix of layers, as an even split of alternating ones does). ``tile`` None: the
+    masked score matrix's elements, else the ``tile × tile`` blocks a FlashAttention-class kernel computes (the
+    partly masked blocks computed whole: its time).
+
+    A sliding window ``w``: ``w·s − w(w − 1)/2`` of ``s(s + 1)/2`` elements; in blocks, a query tile reaches back
+    ``⌈(w − 1)/tile⌉`` key tiles beside its own. Chunks of ``c``: each chunk a causal square of its own
+    (``⌊s/c⌋`` of ``c`` tokens and the remainder), as when each runs as a sequence of its own (NeMo's Llama 4
+    ``chunkify``), so its blocks are counted per chunk."""
+    local = model.local_attention_layers
+    if not local:
+        return 1.0
+    s = model.seq_len
+    full = _causal_blocks(s, tile)
+    if model.attention_chunk:
+        c = model.attention_chunk
+        band = (s // c) * _causal_blocks(c, tile) + (_causal_blocks(s % c, tile) if s % c else 0.0)
     else:
-        q, reach = math.ceil(s / tile), math.ceil((w - 1) / tile) + 1
-        full = q * (q + 1) / 2
-        band = full if q <= reach else reach * (reach + 1) / 2 + (q - reach) * reach
-    return 1 - windowed / model.layers * (1 - band / full)
+        w = model.sliding_window
+        if tile is None:
+            band = w * s - w * (w - 1) / 2
+        else:
+            q, reach = math.ceil(s / tile), math.ceil((w - 1) / tile) + 1
+            band = full if q <= reach else reach * (reach + 1) / 2 + (q - reach) * reach
+    return 1 - local / model.layers * (1 - band / full)
 
 
 def fused_attention_slowdown(model: ModelSpec, layout: Layout, chip: ChipSpec) -> float:
@@ -449,15 +467,15 @@ def fused_attention_slowdown(model: ModelSpec, layout: Layout, chip: ChipSpec) -
 
 
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
-    """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half, the blocks outside a sliding window skipped
-    too) or unfused (two batched GEMMs, full s², a window's mask applied to all of it)."""
+    """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half, the blocks outside a sliding window or a
+    chunk skipped too) or unfused (two batched GEMMs, full s², a window's or chunks' mask applied to all of it)."""
     b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
     heads = model.heads // t
     # QKᵀ and ·V of this rank's queries against all keys (per head d_qk + d_v; 2·head_dim without MLA)
     full = 2 * b * s * s * heads * (model.qk_head_dim + model.value_head_dim) / cp
     if layout.attention.fused:
-        # causal: the kernel skips blocks above the diagonal (and, windowed, those before the window)
-        executed = full / 2 * windowed_attention_share(model, FLASH_TILE)
+        # causal: the kernel skips blocks above the diagonal (and, local, those before the window or chunk)
+        executed = full / 2 * local_attention_share(model, FLASH_TILE)
         # the measured tables and the chip's shares are FlashAttention-2-class kernels (SDPA, TE)
         slowdown = fused_attention_slowdown(model, layout, chip)
         if (rates := measured_attention_rates(chip.measured, s, model.qk_head_dim)) is not None:

@@ -145,25 +145,30 @@ def _window(args: MegatronModelArgs, layers: int) -> tuple[int, int]:
     return left + 1, every
 
 
-def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int]:
-    """(first_dense_layers, moe_layer_frequency) of ``--moe-layer-freq``: an integer N (every N-th layer from
-    layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then all MoE), written
-    out or as Megatron-LM's list expression (``[0]*3+[1]*58``)."""
+def _moe_layout(pattern: str | None, layers: int) -> tuple[int, int, int]:
+    """(first_dense_layers, moe_layer_frequency, moe_layer_offset) of ``--moe-layer-freq``: an integer N (every
+    N-th layer from layer 0) or a 0/1 list per layer of the forms pipesim models (k dense layers first, then one MoE
+    layer in every n: :func:`~pipesim.analytic.model_spec.moe_layer_pattern`), written out or as Megatron-LM's
+    list expression (``[0]*3+[1]*58``, ``[0,1]*24``)."""
+    from pipesim.analytic.model_spec import moe_layer_pattern
+
     if pattern is None:
-        return 0, 1
+        return 0, 1, 0
     text = pattern.strip()
     if text.isdigit() and int(text) >= 1:
-        return 0, int(text)
+        return 0, int(text), 0
     try:
         flags = _layer_flags(text)
     except (ValueError, SyntaxError, RecursionError, MemoryError, OverflowError):
         raise PipesimError(f"--moe-layer-freq {pattern!r}: give an integer N or a list of 0/1 per layer, e.g. "
                            "[0,1,1,1] or [0]*3+[1]*58") from None
-    first_dense = next((i for i, v in enumerate(flags) if v), len(flags))
-    if len(flags) != layers or set(flags) - {0, 1} or any(v != 1 for v in flags[first_dense:]):
-        raise PipesimError(f"--moe-layer-freq {pattern}: pipesim models {layers} layers of 0/1 with the dense "
-                           "ones first (DeepSeek's first_k_dense_replace); give that, or a model file")
-    return first_dense, 1
+    fields = (moe_layer_pattern([v == 1 for v in flags])
+              if len(flags) == layers and not set(flags) - {0, 1} else None)
+    if fields is None:
+        raise PipesimError(f"--moe-layer-freq {pattern}: pipesim models {layers} layers of 0/1, the first k dense, "
+                           "then one MoE layer in every n (DeepSeek's first_k_dense_replace, Llama 4's [0,1]*24); "
+                           "give that, or a model file")
+    return fields
 
 
 def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | None = None) -> ModelSpec:
@@ -183,7 +188,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
     vocab = args.padded_vocab_size or padded_vocab(args.vocab_size, args.make_vocab_size_divisible_by * tp)
     dropout = any(p is None or p > 0 for p in (args.hidden_dropout, args.attention_dropout))
     experts = args.num_experts or 0
-    first_dense, frequency = _moe_layout(args.moe_layer_freq, args.num_layers) if experts else (0, 1)
+    first_dense, frequency, offset = _moe_layout(args.moe_layer_freq, args.num_layers) if experts else (0, 1, 0)
     shared = args.moe_shared_expert_intermediate_size or 0
     mla = args.multi_latent_attention
     # --kv-channels is Megatron's head width, hidden / heads by default; latent attention sizes its heads itself
@@ -198,7 +203,7 @@ def model_from_megatron(args: MegatronModelArgs, tp: int = 1, seq_len: int | Non
         experts=experts, experts_per_token=(args.moe_router_topk or 2) if experts else 0,
         expert_ffn_hidden=(args.moe_ffn_hidden_size or 0) if experts else 0,
         shared_experts=1 if experts and shared else 0, shared_expert_ffn_hidden=shared if experts else 0,
-        first_dense_layers=first_dense, moe_layer_frequency=frequency,
+        first_dense_layers=first_dense, moe_layer_frequency=frequency, moe_layer_offset=offset,
         expert_groups=(args.moe_router_num_groups or 0) if experts else 0,
         expert_groups_per_token=(args.moe_router_group_topk or 0) if experts else 0,
         mtp_layers=args.mtp_num_layers or 0,

@@ -52,7 +52,8 @@ def model_from_dict(data: dict, source: str) -> ModelSpec:
 # Llama 3 (April 2024) and Llama 3.1 (July 2024) at 8B and 70B are one architecture (the same widths, heads,
 # vocabulary and 8,192-token pre-training sequence; 3.1 lengthens the context by RoPE scaling, which changes no
 # FLOPs or bytes at a given sequence), so the older names are the newer presets.
-_MODEL_ALIASES = {"llama3-8b": "llama3.1-8b", "llama3-70b": "llama3.1-70b"}
+_MODEL_ALIASES = {"llama3-8b": "llama3.1-8b", "llama3-70b": "llama3.1-70b",
+                  "llama4-scout-17b-16e": "llama4-scout", "llama4-maverick-17b-128e": "llama4-maverick"}
 # Hugging Face repository suffixes that name a checkpoint of the same architecture
 _CHECKPOINT_SUFFIXES = ("-hf", "-instruct", "-chat", "-base", "-v0.1")
 

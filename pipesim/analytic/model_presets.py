@@ -226,6 +226,21 @@ _PRESETS += [
          expert_ffn_hidden=768, attention_head_dim=128, qk_norm=True),
     _moe("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 4096, experts=128, experts_per_token=8,
          expert_ffn_hidden=1536, attention_head_dim=128, qk_norm=True),
+    # Meta 2025, Llama 4 Scout (17B-16E) and Maverick (17B-128E), as NeMo builds them (nemo/collections/llm/gpt/
+    # model/llama.py: Llama4Config, Llama4Experts16Config, Llama4Experts128Config; Llama3Config's 8 query groups):
+    # 48 layers of 5120, 40 heads of 128, 8 KV heads, one shared expert of 8192 beside top-1 of 16 or 128 routed
+    # experts of 8192 (a sigmoid router scaling the expert's input), Scout's every layer MoE and Maverick's every
+    # other from layer 1 (moe_layer_freq [0, 1]·24) between dense layers of 16384, vocabulary 202,048 untied,
+    # chunked attention (attention_chunk_size 8192) on three layers in four with every fourth a NoPE layer attending
+    # to the whole sequence (nope_layer_interval 4), an L2 norm of queries and keys in Scout alone (qk_l2_norm,
+    # counted as a QK-norm pass on every layer); sequence 8192 (Llama4Config.seq_length: the recipes'; Meta's own
+    # pre-training sequence is not stated). Reported by Meta: 17B active of 109B (Scout) and 400B (Maverick), the
+    # vision encoder and the input embedding counted.
+    _moe("llama4-scout", 48, 5120, 40, 8, 16384, 202048, 8192, experts=16, experts_per_token=1,
+         expert_ffn_hidden=8192, shared_experts=1, qk_norm=True, attention_chunk=8192, global_attention_every=4),
+    _moe("llama4-maverick", 48, 5120, 40, 8, 16384, 202048, 8192, experts=128, experts_per_token=1,
+         expert_ffn_hidden=8192, shared_experts=1, moe_layer_frequency=2, moe_layer_offset=1, attention_chunk=8192,
+         global_attention_every=4),
     # OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card" (arXiv 2508.10925) Table 1 and the released config.json
     # files (openai/gpt-oss-120b, -20b): 36 and 24 layers of 2880, 64 heads of 64 (queries 4096 wide), 8 KV
     # heads, 128 and 32 experts of 2880 (a gated, clamped SwiGLU), top-4, no shared expert, biases on the

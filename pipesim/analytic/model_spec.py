@@ -11,14 +11,21 @@ over each query and key head before RoPE (Qwen3, OLMo 2: ``--qk-layernorm``), a 
 Sliding-window attention (``sliding_window`` w > 0; Mistral 7B, gpt-oss, Gemma 2 and 3): a query attends to
 itself and the w − 1 keys before it, in every layer, or with ``global_attention_every`` n in all but every n-th
 layer (layer i, from 0, attends to everything when (i + 1) % n == 0: gpt-oss and Gemma 2 alternate, n = 2;
-Gemma 3 has five windowed layers to one, n = 6).
+Gemma 3 has five windowed layers to one, n = 6). Chunked attention (``attention_chunk`` c > 0; Llama 4's
+``attention_chunk_size``): the sequence is cut into chunks of c tokens and a query attends causally within its own
+chunk alone (NeMo's Llama 4 runs each chunk as a sequence of its own), in every layer or, with
+``global_attention_every`` n, in all but every n-th (Llama 4's NoPE layers, n = 4). A model has windows or chunks,
+not both; either is local attention (:attr:`ModelSpec.local_attention_layers`), which only moves the attention's
+work where the span is shorter than the sequence.
 
 Mixture of experts (``experts`` > 0; Shazeer et al. 2017, GShard, Switch; the HF ``config.json`` names are in
 the field docs): a MoE layer replaces the MLP by ``experts`` routed experts of width ``expert_ffn_hidden``, of
 which each token uses ``experts_per_token`` (top-k), plus ``shared_experts`` every token uses (DeepSeekMoE),
 and a router (one ``hidden × experts`` linear). Layer ``i`` (from 0) is MoE when ``i ≥ first_dense_layers``
-and ``i % moe_layer_frequency == 0`` (DeepSeek's ``first_k_dense_replace`` and ``moe_layer_freq``); the other
-layers keep the dense MLP of width ``ffn_hidden``. Group-limited routing (DeepSeek-V2 §2.2.2, V3 §2.1.2; Megatron-Core's
+and ``i % moe_layer_frequency == moe_layer_offset`` (DeepSeek's ``first_k_dense_replace`` and ``moe_layer_freq``,
+offset 0; Llama 4 Maverick's and Qwen2-MoE's interleaving step n puts the MoE layers at n − 1, 2n − 1, …: offset
+n − 1); the other layers keep the dense MLP of width ``ffn_hidden``.
+Group-limited routing (DeepSeek-V2 §2.2.2, V3 §2.1.2; Megatron-Core's
 ``--moe-router-num-groups`` and ``--moe-router-group-topk``): the experts fall in ``expert_groups`` equal groups of
 consecutive experts, and a token's top-k come from the ``expert_groups_per_token`` groups whose best experts score
 highest. Placed one group to a node it is DeepSeek-V3's node-limited routing (a token reaches at most 4 of 8 nodes),
@@ -82,7 +89,8 @@ class ModelSpec:
     qk_norm: bool = False  # RMSNorm over each query and key head (Qwen3, OLMo 2)
     sandwich_norm: bool = False  # a norm after attention and after the MLP too, four a layer (Gemma 2 and 3)
     sliding_window: int = 0  # keys a query sees in a windowed layer, itself included; 0: full causal attention
-    global_attention_every: int = 0  # with a window, every n-th layer attends to everything; 0: none does
+    global_attention_every: int = 0  # with a window or chunks, every n-th layer attends to everything; 0: none does
+    attention_chunk: int = 0  # a query attends within its own chunk of this many tokens (Llama 4); 0: no chunks
     # Mixture of experts (0 experts: a dense model; the module docstring gives the layer rule).
     experts: int = 0  # routed experts per MoE layer
     experts_per_token: int = 0  # top-k (required with experts)
@@ -91,6 +99,7 @@ class ModelSpec:
     shared_expert_ffn_hidden: int = 0  # one shared expert's inner width; 0: expert_ffn_hidden
     first_dense_layers: int = 0  # the first k layers keep the dense MLP
     moe_layer_frequency: int = 1  # every n-th layer (counted from 0) is MoE
+    moe_layer_offset: int = 0  # ... the one at this place in each n (Llama 4 Maverick: 1 of 2)
     expert_groups: int = 0  # group-limited routing: groups of consecutive experts (n_group); 0: no limit
     expert_groups_per_token: int = 0  # the groups a token's experts come from (topk_group)
     mtp_layers: int = 0  # multi-token-prediction modules after the last layer (num_nextn_predict_layers)
@@ -135,14 +144,18 @@ class ModelSpec:
         self._check_window()
 
     def _check_window(self) -> None:
-        for key in ("sliding_window", "global_attention_every"):
+        for key in ("sliding_window", "global_attention_every", "attention_chunk"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise PipesimError(f"model {self.name}: {key}={value!r} must be an integer ≥ 0")
-        if self.global_attention_every and not self.sliding_window:
+        if self.sliding_window and self.attention_chunk:
+            raise PipesimError(f"model {self.name}: sliding_window={self.sliding_window} and attention_chunk="
+                               f"{self.attention_chunk} are two kinds of local attention; pipesim models one a "
+                               "model: drop one")
+        if self.global_attention_every and not self.local_attention_span:
             raise PipesimError(f"model {self.name}: global_attention_every={self.global_attention_every} places "
-                               "full-attention layers among windowed ones, but sliding_window is 0; set it or "
-                               "drop global_attention_every")
+                               "full-attention layers among windowed or chunked ones, but sliding_window and "
+                               "attention_chunk are 0; set one or drop global_attention_every")
 
     def _check_moe(self) -> None:
         keys = (
@@ -155,7 +168,7 @@ class ModelSpec:
             "expert_groups",
             "expert_groups_per_token",
         )
-        for key in (*keys, "moe_layer_frequency"):
+        for key in (*keys, "moe_layer_frequency", "moe_layer_offset"):
             value = getattr(self, key)
             if (
                 isinstance(value, bool)
@@ -168,9 +181,11 @@ class ModelSpec:
                 )
         if not self.experts:
             given = [k for k in keys[1:] if getattr(self, k)]
-            if given or self.moe_layer_frequency != 1:
+            pattern = [k for k in ("moe_layer_frequency", "moe_layer_offset")
+                       if getattr(self, k) != (1 if k == "moe_layer_frequency" else 0)]
+            if given or pattern:
                 raise PipesimError(
-                    f"model {self.name}: {(given or ['moe_layer_frequency'])[0]} describes "
+                    f"model {self.name}: {(given or pattern)[0]} describes "
                     "mixture-of-experts layers, but experts is 0; set experts or drop it"
                 )
             return
@@ -179,10 +194,16 @@ class ModelSpec:
                 f"model {self.name}: experts_per_token={self.experts_per_token} must be between 1 "
                 f"and experts={self.experts} (the router's top-k)"
             )
-        if self.first_dense_layers >= self.layers:
+        if self.moe_layer_offset >= self.moe_layer_frequency:
             raise PipesimError(
-                f"model {self.name}: first_dense_layers={self.first_dense_layers} leaves no MoE "
-                f"layer of {self.layers}; lower it or set experts to 0"
+                f"model {self.name}: moe_layer_offset={self.moe_layer_offset} must be below "
+                f"moe_layer_frequency={self.moe_layer_frequency} (the MoE layer's place in each group of that many)"
+            )
+        if self.moe_layers == 0:
+            raise PipesimError(
+                f"model {self.name}: first_dense_layers={self.first_dense_layers}, moe_layer_frequency="
+                f"{self.moe_layer_frequency} and moe_layer_offset={self.moe_layer_offset} leave no MoE "
+                f"layer of {self.layers}; lower them or set experts to 0"
             )
         self._check_expert_groups()
         if not self.expert_ffn_hidden:
@@ -291,7 +312,8 @@ class ModelSpec:
 
     def layer_kind(self, index: int) -> LayerKind:
         """Whether layer ``index`` (from 0) has the dense MLP or a MoE one (module docstring)."""
-        if self.experts and index >= self.first_dense_layers and index % self.moe_layer_frequency == 0:
+        if (self.experts and index >= self.first_dense_layers
+                and index % self.moe_layer_frequency == self.moe_layer_offset):
             return LayerKind.MOE
         return LayerKind.DENSE
 
@@ -309,9 +331,21 @@ class ModelSpec:
         return 4 if self.sandwich_norm else 2
 
     @property
-    def windowed_layers(self) -> int:
-        """Layers whose attention is a sliding window shorter than the sequence (the rest attend to everything)."""
-        if not self.sliding_window or self.sliding_window >= self.seq_len:
+    def local_attention_span(self) -> int:
+        """The tokens a local-attention layer reaches: its sliding window or its chunk (0: neither)."""
+        return self.sliding_window or self.attention_chunk
+
+    @property
+    def local_attention_kind(self) -> str:
+        """How the model's local layers attend, as reports say it."""
+        return "chunks" if self.attention_chunk else "sliding windows"
+
+    @property
+    def local_attention_layers(self) -> int:
+        """Layers whose attention is local, a sliding window or chunks shorter than the sequence (the rest attend to
+        everything)."""
+        span = self.local_attention_span
+        if not span or span >= self.seq_len:
             return 0
         n = self.global_attention_every
         return self.layers - (self.layers // n if n else 0)
@@ -339,6 +373,21 @@ def full_attention_every(windowed: list[bool]) -> int | None:
         return 0
     every = full[0] + 1
     return every if full == list(range(every - 1, len(windowed), every)) else None
+
+
+def moe_layer_pattern(is_moe: list[bool]) -> tuple[int, int, int] | None:
+    """``(first_dense_layers, moe_layer_frequency, moe_layer_offset)`` of a per-layer list of which layers are MoE,
+    None for a pattern a ModelSpec cannot say (or no MoE layer). Written with no dense layers first where the first
+    MoE layer falls in the first period (Llama 4 Maverick's 1, 3, 5, …: (0, 2, 1)), else with them (DeepSeek-V3's
+    three: (3, 1, 0))."""
+    moe = [i for i, flag in enumerate(is_moe) if flag]
+    if not moe:
+        return None
+    first = moe[0]
+    every = moe[1] - first if len(moe) > 1 else len(is_moe)
+    offset, dense = first % every, (0 if first < every else first)
+    rule = [i >= dense and i % every == offset for i in range(len(is_moe))]
+    return (dense, every, offset) if rule == list(is_moe) else None
 
 
 FIELDS: tuple[Field, ...] = (
@@ -373,8 +422,11 @@ FIELDS: tuple[Field, ...] = (
           default=False),
     Field("sliding_window", Kind.INT, "tokens", "keys a query attends to in a windowed layer, itself included "
           "(sliding_window); 0: full causal attention", default=0, low=0),
-    Field("global_attention_every", Kind.INT, "", "with sliding_window, every n-th layer attends to the whole "
-          "sequence (2: gpt-oss, Gemma 2; 6: Gemma 3); 0: every layer is windowed", default=0, low=0),
+    Field("global_attention_every", Kind.INT, "", "with sliding_window or attention_chunk, every n-th layer attends "
+          "to the whole sequence (2: gpt-oss, Gemma 2; 6: Gemma 3; 4: Llama 4); 0: every layer is local", default=0,
+          low=0),
+    Field("attention_chunk", Kind.INT, "tokens", "a query attends causally within its own chunk of this many tokens "
+          "(attention_chunk_size, Llama 4); 0: no chunks", default=0, low=0),
     Field(
         "experts",
         Kind.INT,
@@ -414,10 +466,13 @@ FIELDS: tuple[Field, ...] = (
         "moe_layer_frequency",
         Kind.INT,
         "",
-        "layer i ≥ first_dense_layers is MoE when i % this == 0 (moe_layer_freq)",
+        "layer i ≥ first_dense_layers is MoE when i % this == moe_layer_offset (moe_layer_freq, "
+        "interleave_moe_layer_step)",
         default=1,
         low=1,
     ),
+    Field("moe_layer_offset", Kind.INT, "", "with moe_layer_frequency n, the MoE layer's place in each n layers "
+          "(Llama 4 Maverick, Qwen2-MoE's decoder_sparse_step: n − 1)", default=0, low=0),
     Field("expert_groups", Kind.INT, "", "group-limited routing: groups of consecutive experts (n_group, "
           "--moe-router-num-groups); 0: a token may reach any expert", default=0, low=0),
     Field("expert_groups_per_token", Kind.INT, "", "with expert_groups, the groups a token's experts come from "

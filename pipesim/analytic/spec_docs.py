@@ -48,8 +48,10 @@ rms_norm: true
 as `transformers` builds the model, for the families whose modeling code pipesim models: {families}.
 A config does not say the sequence length a run trains at, so `--seq-len` is required with one; the model is
 named after the checkpoint's folder. Sliding windows are read where every layer has one (Mistral) or every n-th
-layer attends to everything (gpt-oss's `layer_types`); Qwen's `use_sliding_window`, other layer patterns and MoE
-layers in a pattern other than "the first k dense, then every n-th" are refused, not approximated. The keys
+layer attends to everything (gpt-oss's `layer_types`), and Llama 4's chunked attention likewise (its chunks on all
+but every fourth layer); Qwen's `use_sliding_window`, other layer patterns and MoE layers in a pattern other than
+"the first k dense, then one in every n" (DeepSeek's dense first layers, Llama 4 Maverick's and Qwen2-MoE's
+interleaved ones) are refused, not approximated. The keys
 read, and what is left out, are in `pipesim/analytic/hf_config.py`.
 
 ```

@@ -407,8 +407,9 @@ def report_text(report: StepReport) -> str:
             f", MoE {m.experts} experts top-{m.experts_per_token}"
             f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active"
         )
-    if m.windowed_layers:
-        moe += f", sliding window {m.sliding_window} on {m.windowed_layers} of {m.layers} layers"
+    if m.local_attention_layers:
+        local = f"chunks of {m.attention_chunk}" if m.attention_chunk else f"sliding window {m.sliding_window}"
+        moe += f", {local} on {m.local_attention_layers} of {m.layers} layers"
     if m.mtp_layers:
         where = "the loss's stage" if lay.mtp_stage is None else f"stage {lay.mtp_stage}"
         moe += f", {m.mtp_layers} multi-token-prediction module{'s' if m.mtp_layers > 1 else ''} on {where}"

@@ -262,9 +262,10 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
             "(the output layer is vocabulary-parallel); pad the vocabulary in the model file"
         )
     cp = layout.cp
-    if cp > 1 and model.windowed_layers:
-        raise PipesimError(f"model {model.name}'s sliding-window attention under --cp {cp} is not modelled (each "
-                           "context-parallel rank's share of a window depends on the ring's chunks); use --cp 1")
+    if cp > 1 and model.local_attention_layers:
+        raise PipesimError(f"model {model.name}'s attention in {model.local_attention_kind} under --cp {cp} is not "
+                           "modelled (each context-parallel rank's share of them depends on the ring's chunks); use "
+                           "--cp 1")
     if cp > 1 and model.seq_len % (2 * cp):
         fits = [c for c in range(2, min(model.seq_len // 2, 64) + 1) if model.seq_len % (2 * c) == 0]
         raise PipesimError(

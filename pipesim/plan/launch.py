@@ -81,8 +81,9 @@ def executor_gaps(candidate: Candidate, model: ModelSpec,
         gaps.append("its own context-parallel attention, not PyTorch's context_parallel")
     if model.gated or model.kv_heads != model.heads or model.rms_norm:
         gaps.append("GPT block (MHA, GELU MLP, LayerNorm) instead of the model's GQA/SwiGLU/RMSNorm")
-    if model.windowed_layers:
-        gaps.append(f"full causal attention instead of the model's sliding windows of {model.sliding_window}")
+    if model.local_attention_layers:
+        gaps.append(f"full causal attention instead of the model's {model.local_attention_kind} of "
+                    f"{model.local_attention_span}")
     if model.attention_head_dim or model.qk_norm:
         own = (f"heads of {model.attention_head_dim}" if model.attention_head_dim else "its heads") + (
             " with QK-norm" if model.qk_norm else "")
@@ -186,6 +187,15 @@ def megatron_gap(candidate: Candidate, loss: LossKernel = LossKernel.MEGATRON, l
     return None
 
 
+def megatron_model_gap(model: ModelSpec) -> str | None:
+    """Why Megatron-LM's flags cannot build ``model``, or None: it has no chunked attention (Llama 4's runs in
+    NeMo's ``Llama4Config``, whose ``chunkify`` Megatron-LM's arguments do not reach)."""
+    if model.attention_chunk and model.local_attention_layers:
+        return (f"Megatron-LM has no chunked attention (the model's chunks of {model.attention_chunk}; NeMo's "
+                "Llama4Config runs them); at a --seq-len within one chunk every layer attends to all of it")
+    return None
+
+
 def megatron_split_flags(stage_layers: tuple[int, ...], layers: int, pp: int, mtp_layers: int = 0) -> list[str]:
     """Megatron-LM's flags for an uneven split of ``layers`` over the model slices, placed on the ``pp`` ranks in a
     loop: one layer fewer on the first and last slice (:func:`~pipesim.analytic.stage_split.pipeline_split`: the
@@ -219,6 +229,8 @@ def megatron_argv(candidate: Candidate, model: ModelSpec, global_batch: int,
     c = candidate
     if megatron_gap(c, loss, shard_group=shard_group, param_bytes=param_bytes,
                     zero_collectives=zero_collectives, overlap_dp_sync=overlap_dp_sync) is not None:
+        return None
+    if megatron_model_gap(model) is not None:
         return None
     args = ["--tensor-model-parallel-size", str(c.tp), "--pipeline-model-parallel-size", str(c.pp)]
     if c.cp > 1:
@@ -329,6 +341,7 @@ def megatron_line(candidate: Candidate, model: ModelSpec, global_batch: int, ove
                   zero_collectives: ZeroCollectives = ZeroCollectives.BUCKETED) -> str:
     gap = megatron_gap(candidate, loss, loss_input_copy, shard_group, fp8_dispatch,
                        fused_attention_repeats_kv, param_bytes, zero_collectives, overlap_dp_sync)
+    gap = gap or megatron_model_gap(model)
     if gap is not None:
         return f"({gap})"
     argv = megatron_argv(candidate, model, global_batch, overlap_p2p, overlap_dp_sync, fp8_params, cp_comm, loss,

@@ -507,7 +507,7 @@ def tensor_parallel_degrees(model: ModelSpec, gpus: int, gpus_per_node: int) -> 
 
 def context_parallel_degrees(request: PlanRequest) -> list[int]:
     s = request.model.seq_len
-    if request.model.windowed_layers:  # context parallelism over sliding windows is not modelled (check_layout)
+    if request.model.local_attention_layers:  # context parallelism over local attention is not modelled (check_layout)
         return [c for c in request.context_parallel if c == 1]
     return [c for c in request.context_parallel if c == 1 or (s % (2 * c) == 0 and s // c >= request.min_cp_tokens)]
 
@@ -516,9 +516,9 @@ def _no_cp_degree(request: PlanRequest) -> str:
     """Why no asked context-parallel degree splits these GPUs and this sequence, and what would."""
     s, asked = request.model.seq_len, ",".join(map(str, request.context_parallel))
     usable = context_parallel_degrees(request)
-    if not usable and request.model.windowed_layers:
-        return (f"--cp {asked}: {request.model.name}'s sliding-window attention under context parallelism is not "
-                "modelled; add --cp 1")
+    if not usable and request.model.local_attention_layers:
+        return (f"--cp {asked}: {request.model.name}'s attention in {request.model.local_attention_kind} under "
+                "context parallelism is not modelled; add --cp 1")
     if not usable:
         return (f"--cp {asked}: with --seq-len {s} no degree leaves each cp rank --min-cp-tokens "
                 f"{request.min_cp_tokens} tokens in 2·cp whole chunks; add --cp 1, lower --min-cp-tokens or "

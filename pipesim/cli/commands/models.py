@@ -31,9 +31,10 @@ def run(args: argparse.Namespace) -> int:
             moe += f", heads of {m.attention_head_dim}"
         if m.qk_norm:
             moe += ", QK-norm"
-        if m.sliding_window:
+        if m.local_attention_span:
             every = f" (full attention 1 layer in {m.global_attention_every})" if m.global_attention_every else ""
-            moe += f", sliding window {m.sliding_window}{every}"
+            local = f"chunks of {m.attention_chunk}" if m.attention_chunk else f"sliding window {m.sliding_window}"
+            moe += f", {local}{every}"
         print(f"{m.name:<16} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
               f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}{moe}")
     return 0
