@@ -353,13 +353,25 @@ def test_chunked_attention_by_hand():
     odd = scout.with_shape(seq_len=20000)
     part = (2 * 8192 * 8193 / 2 + 3616 * 3617 / 2) / (20000 * 20001 / 2)
     assert local_attention_share(odd) == pytest.approx(1 - 36 / 48 * (1 - part), rel=1e-12)
-    # the FLOPs and the fused kernel's time follow the share; a sequence within one chunk is full attention
+    # the FLOPs follow the share; the fused kernel's time is a quarter of the layers' calls over the whole
+    # sequence and three quarters' over four chunk-long sequences a microbatch sequence (NeMo's chunkify), each at
+    # the kernel's rate for its length: within 2 % of the blocks' share
     full = replace(scout, attention_chunk=0, global_attention_every=0)
     assert attention_core_flops(scout, Layout()) == pytest.approx(
         attention_core_flops(full, Layout()) * local_attention_share(scout), rel=1e-12)
     chip = CHIP_PRESETS["h100-sxm"]
-    fused = attention_core_times(scout, Layout(), chip).forward / attention_core_times(full, Layout(), chip).forward
-    assert fused == pytest.approx(local_attention_share(scout, FLASH_TILE), rel=1e-12)
+    whole = attention_core_times(full, Layout(), chip)
+    chunks = attention_core_times(replace(full, seq_len=8192, micro_batch=4), Layout(), chip)
+    fused = attention_core_times(scout, Layout(), chip)
+    assert fused.forward == pytest.approx(whole.forward / 4 + chunks.forward * 3 / 4, rel=1e-12)
+    assert fused.backward_input == pytest.approx(whole.backward_input / 4 + chunks.backward_input * 3 / 4, rel=1e-12)
+    assert fused.forward / whole.forward == pytest.approx(local_attention_share(scout, FLASH_TILE), rel=0.02)
+    # the remainder chunk is a call of its own
+    rest = attention_core_times(replace(full, seq_len=3616), Layout(), chip)
+    two = attention_core_times(replace(full, seq_len=8192, micro_batch=2), Layout(), chip)
+    whole_odd = attention_core_times(replace(full, seq_len=20000), Layout(), chip)
+    assert attention_core_times(odd, Layout(), chip).forward == pytest.approx(
+        whole_odd.forward / 4 + (two.forward + rest.forward) * 3 / 4, rel=1e-12)
     assert MODEL_PRESETS["llama4-scout"].local_attention_layers == 0
     assert local_attention_share(MODEL_PRESETS["llama4-scout"], FLASH_TILE) == 1.0
 
@@ -373,6 +385,11 @@ def test_chunked_attention_refusals(tmp_path, capsys):
     assert main(["simulate", "--model", "llama4-scout", "--seq-len", "8192", "--pp", "2", "--ep", "8", "--dp", "8",
                  "--cp", "2"]) == 0
     capsys.readouterr()
+    # the unfused kernel's scores per chunk are not counted: refused, not approximated
+    assert main(["simulate", "--model", "llama4-scout", "--seq-len", "32768", "--pp", "2", "--ep", "8", "--dp", "8",
+                 "--attention", "unfused"]) == 2
+    err = capsys.readouterr().err
+    assert "chunked attention under --attention unfused is not modelled" in err and err.count("\n") == 1
     irregular = {**_SCOUT, "layer_types": ["chunked_attention"] * 40 + ["full_attention"] * 8}
     with pytest.raises(PipesimError, match="full attention on layers"):
         load_model(_config(tmp_path, irregular), seq_len=8192)

@@ -38,7 +38,7 @@ All times are for one tensor-parallel rank and one microbatch of ``b`` sequences
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipesim.analytic.attention_shapes import FLASH_TILE, cta_imbalance, flash1_slowdown
 from pipesim.analytic.chip_spec import ChipSpec
@@ -467,8 +467,12 @@ def fused_attention_slowdown(model: ModelSpec, layout: Layout, chip: ChipSpec) -
 
 
 def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
-    """``softmax(QKᵀ)·V`` on one tp rank: fused (Flash, causal half, the blocks outside a sliding window or a
-    chunk skipped too) or unfused (two batched GEMMs, full s², a window's or chunks' mask applied to all of it)."""
+    """``softmax(QKᵀ)·V`` on one tp rank, averaged over the model's layers: fused (Flash, causal half, the blocks
+    outside a sliding window skipped too) or unfused (two batched GEMMs, full s², a window's mask applied to all
+    of it). A chunked layer's fused attention is the chunks' own calls, each chunk a causal sequence of its own at
+    the kernel's rate for that length (:func:`chunked_attention_times`)."""
+    if model.attention_chunk and model.local_attention_layers and layout.attention.fused:
+        return chunked_attention_times(model, layout, chip)
     b, s, t, cp = model.micro_batch, model.seq_len, layout.tp, layout.cp
     heads = model.heads // t
     # QKᵀ and ·V of this rank's queries against all keys (per head d_qk + d_v; 2·head_dim without MLA)
@@ -511,6 +515,21 @@ def attention_core_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> Pa
     softmax_bytes = scores * (2 + 2 + mask * (2 + 2 + 1))  # read scores, write probs; dropout reads, writes, mask
     forward = gemms + softmax_bytes / chip.stream_bandwidth
     return PassTimes(forward, NON_GEMM_BACKWARD * forward, 0.0)
+
+
+def chunked_attention_times(model: ModelSpec, layout: Layout, chip: ChipSpec) -> PassTimes:
+    """A chunked model's fused attention per layer: its full-attention layers' calls over the whole sequence, and
+    its chunked layers' over ``⌊s/c⌋`` sequences of ``c`` tokens a microbatch sequence plus the remainder, as NeMo's
+    Llama 4 reshapes the chunks into the batch (``chunkify``), averaged over the layers (one per-layer cost serves
+    every layer, as :func:`local_attention_share`'s)."""
+    plain = replace(model, attention_chunk=0, global_attention_every=0)
+    b, s, c = model.micro_batch, model.seq_len, model.attention_chunk
+    full = attention_core_times(plain, layout, chip)
+    chunks = attention_core_times(replace(plain, seq_len=c, micro_batch=b * (s // c)), layout, chip)
+    if s % c:
+        chunks = chunks + attention_core_times(replace(plain, seq_len=s % c), layout, chip)
+    local = model.local_attention_layers / model.layers
+    return full.scaled(1 - local) + chunks.scaled(local)
 
 
 def elementwise_bytes(model: ModelSpec, layout: Layout, tokens: int, kind: LayerKind = LayerKind.DENSE) -> float:

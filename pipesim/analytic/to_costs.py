@@ -262,6 +262,9 @@ def check_layout(model: ModelSpec, layout: Layout, chip: ChipSpec | None = None)
             "(the output layer is vocabulary-parallel); pad the vocabulary in the model file"
         )
     cp = layout.cp
+    if model.attention_chunk and model.local_attention_layers and not layout.attention.fused:
+        raise PipesimError(f"model {model.name}'s chunked attention under --attention {layout.attention.value} is not "
+                           "modelled (the unfused kernel's scores per chunk are not counted); use a fused attention")
     if cp > 1 and model.local_attention_layers:
         raise PipesimError(f"model {model.name}'s attention in {model.local_attention_kind} under --cp {cp} is not "
                            "modelled (each context-parallel rank's share of them depends on the ring's chunks); use "
