@@ -390,6 +390,8 @@ def test_chunked_attention_refusals(tmp_path, capsys):
                  "--attention", "unfused"]) == 2
     err = capsys.readouterr().err
     assert "chunked attention under --attention unfused is not modelled" in err and err.count("\n") == 1
+    all_full = {**_SCOUT, "layer_types": ["full_attention"] * 48}  # chunks on no layer: full attention
+    assert load_model(_config(tmp_path, all_full, folder="Full"), seq_len=32768).attention_chunk == 0
     irregular = {**_SCOUT, "layer_types": ["chunked_attention"] * 40 + ["full_attention"] * 8}
     with pytest.raises(PipesimError, match="full attention on layers"):
         load_model(_config(tmp_path, irregular), seq_len=8192)

@@ -263,8 +263,10 @@ def _chunk_fields(c: _Config, layers: int) -> dict:
         interval = c.count("no_rope_layer_interval", 4)
         chunked = ([v == 1 for v in rope] if rope is not None
                    else [(i + 1) % interval != 0 if interval else True for i in range(layers)])
+    if not any(chunked):  # every layer attends to the whole sequence
+        return {}
     every = full_attention_every(chunked)
-    if every is None or not any(chunked):
+    if every is None:
         full = [i for i, is_chunked in enumerate(chunked) if not is_chunked]
         raise PipesimError(f"{c.source}: full attention on layers {full[:8]}{'…' if len(full) > 8 else ''}; pipesim "
                            "models chunks on every layer but every n-th (global_attention_every): write a pipesim "
@@ -276,9 +278,11 @@ def _moe_pattern(c: _Config, is_moe: list[bool], keys: str) -> dict:
     """The ModelSpec's MoE-layer fields of a per-layer list, or a one-line refusal naming the config's ``keys``."""
     fields = moe_layer_pattern(is_moe)
     if fields is None:
-        raise PipesimError(f"{c.source}: {keys} put MoE on layers {[i for i, v in enumerate(is_moe) if v][:8]}…; "
-                           "pipesim models the first k layers dense, then one MoE layer in every n: write a pipesim "
-                           "model file with first_dense_layers, moe_layer_frequency and moe_layer_offset")
+        moe = [i for i, v in enumerate(is_moe) if v]
+        where = f"put MoE on layers {moe[:8]}{'…' if len(moe) > 8 else ''}" if moe else "leave no MoE layer"
+        raise PipesimError(f"{c.source}: {keys} {where}; pipesim models the first k layers dense, then one MoE layer "
+                           "in every n: write a pipesim model file with first_dense_layers, moe_layer_frequency and "
+                           "moe_layer_offset")
     dense, every, offset = fields
     return dict(first_dense_layers=dense, moe_layer_frequency=every, moe_layer_offset=offset)
 
