@@ -730,3 +730,19 @@ def test_plan_searches_moe_parallel_folding_and_its_lines_simulate_back(capsys):
     assert folded >= 2
     assert all(o.candidate.tp > 1 and o.candidate.sequence_parallel for o in result.ranked
                if o.candidate.expert_tp == 1)
+
+
+# NeMo's NemotronHConfig8B as Megatron-LM's pretrain_mamba.py takes it: M a Mamba-2 mixer, * attention, - an MLP
+_NEMOTRON_H_8B = ["--num-layers", "52", "--hidden-size", "4096", "--num-attention-heads", "32", "--seq-length", "8192",
+                  "--vocab-size", "131072", "--ffn-hidden-size", "21504", "--hybrid-override-pattern",
+                  "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", "--mamba-state-dim", "128",
+                  "--tensor-model-parallel-size", "2", "--global-batch-size", "64", "--gpus", "8"]
+
+
+@pytest.mark.parametrize("extra", [[], ["--ignore-unknown"]])
+def test_a_hybrid_mamba_line_is_refused_not_simulated_as_a_transformer(capsys, extra):
+    # dropped with a note under --ignore-unknown, the pattern would leave a 52-layer transformer: another model
+    err = _refused(capsys, *extra, *_NEMOTRON_H_8B)
+    assert "--hybrid-override-pattern: Mamba (state-space) layers" in err and "not modelled" in err
+    err = _refused(capsys, "--model", "llama3.2-1b", "--mamba-num-heads", "64")
+    assert "--mamba-num-heads: Mamba (state-space) layers" in err

@@ -309,9 +309,22 @@ def sharding_of(args: argparse.Namespace) -> dict:
     return options
 
 
+# Megatron-LM's Mamba and hybrid models' flags (pretrain_mamba.py, MambaModel: Nemotron-H's
+# --hybrid-override-pattern "M-M-M*-…", M a Mamba-2 mixer, * attention, - an MLP, each a layer of its own)
+MAMBA_FLAGS = ("hybrid-override-pattern", "hybrid-attention-ratio", "hybrid-mlp-ratio", "is-hybrid-model",
+               "mamba-state-dim", "mamba-head-dim", "mamba-num-groups", "mamba-num-heads")
+
+
 def check_unmodelled(args: argparse.Namespace) -> None:
     """A one-line refusal for a Megatron-LM flag set away from its default where that changes what a GPU holds or
-    how it syncs in a way pipesim does not model (each named with what it does and what dropping it runs)."""
+    how it syncs in a way pipesim does not model (each named with what it does and what dropping it runs), and
+    for any of a Mamba or hybrid model's flags: pipesim's layers are transformer layers."""
+    mamba = [f"--{name}" for name in MAMBA_FLAGS if getattr(args, name.replace("-", "_"), None) is not None]
+    if mamba:
+        raise PipesimError(f"{mamba[0]}: Mamba (state-space) layers, as pretrain_mamba.py builds them for hybrid "
+                           "models such as Nemotron-H, are not modelled: pipesim simulates transformer layers "
+                           "(attention and an MLP or experts); drop the Mamba flags only for a transformer of that "
+                           "depth, which is another model")
     unmodelled = {
         "--optimizer-cpu-offload": (bool(getattr(args, "optimizer_cpu_offload", None)),
                                     "the optimizer's state and step on the host"),
@@ -432,6 +445,10 @@ def add_megatron_model_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--moe-layer-freq", default=None, help=argparse.SUPPRESS)
     group.add_argument("--window-size", default=None, help=argparse.SUPPRESS)
     group.add_argument("--window-attn-skip-freq", default=None, help=argparse.SUPPRESS)
+    # pretrain_mamba.py's layers: taken so that a pasted line is refused by name, even under --ignore-unknown, which
+    # would otherwise drop them and simulate a transformer of the same depth (check_unmodelled)
+    for name in MAMBA_FLAGS:
+        group.add_argument(f"--{name}", default=None, nargs="?", const=True, help=argparse.SUPPRESS)
 
 
 def megatron_model_args(args: argparse.Namespace) -> MegatronModelArgs:
