@@ -622,38 +622,28 @@ def test_a_deepep_plans_megatron_lines_carry_its_dispatcher_and_routing_groups(c
     assert lines >= 2
 
 
-def test_a_moe_plans_megatron_lines_carry_its_shared_experts_and_dense_layers_without_mtp(capsys):
-    # DeepSeek-V2-Lite as released: two shared experts and a dense first layer, no multi-token-prediction module.
-    # The line must say both (they were once printed only beside --mtp-num-layers), or Megatron-LM builds every
-    # layer MoE without shared experts: a different model from the one planned
-    result = pipesim.plan("deepseek-v2-lite", gpus=16, global_batch=64, schedules=["1f1b"], cp=[1],
-                          micro_batch_sizes=[1], recompute=["none"], precision=["bf16"], ep=[8], top=3)
+# DeepSeek-V2-Lite as released: two shared experts and a dense first layer, no multi-token-prediction module (the
+# line once printed both only beside --mtp-num-layers, so Megatron-LM built every layer MoE without shared experts:
+# another model than the one planned); Llama 4 Maverick: a shared expert beside each MoE layer, MoE on every other
+# layer from layer 1. Each line's --moe-layer-freq list reads back to the same layers, and the model it builds
+# simulates to plan's step time.
+@pytest.mark.parametrize(("model", "gpus", "ep", "recompute", "vocab", "moe_layers", "shared", "least"), [
+    ("deepseek-v2-lite", 16, 8, "none", 102400, ["0"] + ["1"] * 26, 2 * 1408, 1),
+    ("llama4-maverick", 128, 32, "full", 202048, ["0", "1"] * 24, 8192, 2)])
+def test_a_moe_plans_megatron_lines_carry_its_shared_experts_and_moe_layers(capsys, model, gpus, ep, recompute,
+                                                                             vocab, moe_layers, shared, least):
+    result = pipesim.plan(model, gpus=gpus, global_batch=gpus, schedules=["1f1b"], cp=[1], micro_batch_sizes=[1],
+                          recompute=[recompute], precision=["bf16"], ep=[ep], top=3)
     lines = 0
     for outcome, argv in _megatron_lines(result):
         lines += 1
         assert "--mtp-num-layers" not in argv
-        assert argv[argv.index("--moe-shared-expert-intermediate-size") + 1] == str(2 * 1408)
-        assert argv[argv.index("--moe-layer-freq") + 1] == "[" + ",".join(["0"] + ["1"] * 26) + "]"
-        built = _run(capsys, "--vocab-size", "102400", "--make-vocab-size-divisible-by", "1", "--hardware",
-                     "h100-sxm", "--gpus", "16", *argv)
+        assert argv[argv.index("--moe-shared-expert-intermediate-size") + 1] == str(shared)
+        assert argv[argv.index("--moe-layer-freq") + 1] == "[" + ",".join(moe_layers) + "]"
+        built = _run(capsys, "--vocab-size", str(vocab), "--make-vocab-size-divisible-by", "1", "--hardware",
+                     "h100-sxm", "--gpus", str(gpus), *argv)
         assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
-    assert lines >= 1
-
-
-def test_llama4_mavericks_plan_lines_carry_its_interleaved_moe_layers(capsys):
-    # MoE on every other layer from layer 1, a shared expert beside each: the line's --moe-layer-freq list reads
-    # back to the same layers, and the model it builds simulates to plan's step time
-    result = pipesim.plan("llama4-maverick", gpus=128, global_batch=128, schedules=["1f1b"], cp=[1],
-                          micro_batch_sizes=[1], recompute=["full"], precision=["bf16"], ep=[32], top=3)
-    lines = 0
-    for outcome, argv in _megatron_lines(result):
-        lines += 1
-        assert argv[argv.index("--moe-layer-freq") + 1] == "[" + ",".join(["0", "1"] * 24) + "]"
-        assert argv[argv.index("--moe-shared-expert-intermediate-size") + 1] == "8192"
-        built = _run(capsys, "--vocab-size", "202048", "--make-vocab-size-divisible-by", "1", "--hardware",
-                     "h100-sxm", "--gpus", "128", *argv)
-        assert built["model_report"]["step_time_s"] == pytest.approx(outcome.evaluation.step_time, rel=1e-9)
-    assert lines >= 2
+    assert lines >= least
 
 
 def test_chunked_attention_beyond_one_chunk_has_no_megatron_line():
