@@ -140,6 +140,12 @@ _DEEPSEEK_V2_LITE = {**_V3_WITHOUT_MTP, "model_type": "deepseek_v2", "hidden_siz
                      "topk_group": 1, "topk_method": "greedy"}
 
 
+# nvidia/Nemotron-4-15B's shape as transformers' NemotronConfig writes it (squared ReLU, layernorm1p, half-rotary)
+_NEMOTRON4 = {"model_type": "nemotron", "hidden_size": 6144, "intermediate_size": 24576, "num_attention_heads": 48,
+              "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 256000, "hidden_act": "relu2",
+              "norm_eps": 1e-05, "partial_rotary_factor": 0.5, "tie_word_embeddings": False}
+
+
 def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
     path = tmp_path / folder / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +155,8 @@ def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
 
 @pytest.mark.parametrize(("config", "preset", "seq"), [
     (_QWEN3_MOE, "qwen3-30b-a3b", 4096), (_QWEN3, "qwen3-8b", 4096), (_MIXTRAL, "mixtral-8x7b", 32768),
-    (_LLAMA, "llama3.2-1b", 8192), (_DEEPSEEK_V3, "deepseek-v3", 4096), (_DEEPSEEK_V2_LITE, "deepseek-v2-lite", 4096)])
+    (_LLAMA, "llama3.2-1b", 8192), (_DEEPSEEK_V3, "deepseek-v3", 4096), (_DEEPSEEK_V2_LITE, "deepseek-v2-lite", 4096),
+    (_NEMOTRON4, "nemotron-4-15b", 4096)])
 def test_a_config_json_is_the_preset_it_describes(tmp_path, config, preset, seq):
     model = load_model(_config(tmp_path, config, folder="Some-Checkpoint"), seq_len=seq)
     assert model.name == "Some-Checkpoint"  # the checkpoint's folder names it

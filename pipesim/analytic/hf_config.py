@@ -90,13 +90,15 @@ class Family:
     bias: bool = False  # biases in every linear layer, the experts' included (gpt-oss)
     sandwich_norm: bool = False  # a norm after attention and after the MLP too (Gemma 2, 3)
     tied: bool = False  # tie_word_embeddings where the config does not say (its configuration class's default)
+    gated: bool = True  # a gated MLP (SwiGLU, GeGLU); Nemotron's squared ReLU is not
+    rms_norm: bool = True  # RMSNorm; Nemotron's LayerNorm (layernorm1p) is not
     # where layer_types is absent: every n-th layer attends to everything (its configuration class's default;
     # Gemma 3's sliding_window_pattern)
     global_attention_every: int = 2
 
 
 # Every family here is Llama-shaped: a gated (SwiGLU) MLP, RMSNorm, RoPE, no biases (but gpt-oss's, and Qwen2's on
-# Q, K and V: the module doc), no dropout in training configs.
+# Q, K and V: the module doc), no dropout in training configs; but Nemotron's.
 FAMILIES: dict[str, Family] = {
     "llama": Family(),
     "mistral": Family(window=WindowKeys.EVERY_LAYER),
@@ -115,6 +117,9 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family(qk_norm=True, window=WindowKeys.LAYER_TYPES, sandwich_norm=True, tied=True,
                           global_attention_every=6),
     "olmo2": Family(qk_norm=True),
+    # NVIDIA's Nemotron-4 and Minitron (NemotronForCausalLM): a squared-ReLU MLP of two matrices (hidden_act relu2),
+    # LayerNorm with a +1 on its weight (layernorm1p), no biases, rotary positions on half of each head
+    "nemotron": Family(gated=False, rms_norm=False),
     # Meta's Llama 4 (Scout, Maverick): one shared expert beside top-k routed ones, MoE layers interleaved with
     # dense ones of another width, chunked attention on three layers in four; its QK-norm is the config's to say
     "llama4_text": Family(moe=MoeKeys.LLAMA4, window=WindowKeys.CHUNKS),
@@ -205,8 +210,9 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
         name=name, layers=layers, hidden=hidden, heads=heads,
         # Llama 4's intermediate_size is its experts' width; its dense layers' is intermediate_size_mlp
         ffn_hidden=c.count("intermediate_size_mlp" if llama4 else "intermediate_size"), vocab=c.count("vocab_size"),
-        seq_len=seq_len, kv_heads=c.count("num_key_value_heads", heads), gated=True,
-        tied_embeddings=c.flag("tie_word_embeddings", family.tied), dropout=False, bias=family.bias, rms_norm=True,
+        seq_len=seq_len, kv_heads=c.count("num_key_value_heads", heads), gated=family.gated,
+        tied_embeddings=c.flag("tie_word_embeddings", family.tied), dropout=False, bias=family.bias,
+        rms_norm=family.rms_norm,
         attention_head_dim=head_dim, qk_norm=c.flag("use_qk_norm", True) if llama4 else family.qk_norm,
         sandwich_norm=family.sandwich_norm,
         **_window_fields(c, family, layers), **_moe_fields(c, family, layers), **_latent_attention_fields(c, family))
