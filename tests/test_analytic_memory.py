@@ -128,6 +128,22 @@ def test_over_capacity_warns():
     assert report.over_capacity and "rank 0 needs" in report.warnings()[0]
 
 
+def test_a_moe_model_over_capacity_is_told_its_expert_parallelism_first(capsys):
+    # the experts are most of a MoE model's weights: raising --ep is the first remedy where dp·cp leaves room, and
+    # adding data parallelism for it where none is; a dense model is told neither
+    from pipesim.analytic.memory_gib import remedies
+
+    assert remedies(Layout(dp=8, ep=2), moe=True)[0] == (
+        "raise --ep (now 2: the experts split over up to dp·cp = 8 ranks)")
+    assert remedies(Layout(dp=4, cp=2, ep=8), moe=True)[0] == "raise --tp/--pp"
+    assert remedies(Layout(), moe=True)[0].startswith("add --dp with --ep")
+    assert not any("--ep" in fix for fix in remedies(Layout(dp=8)))
+    from pipesim.cli.main import main
+
+    assert main(["simulate", "--model", "llama4-maverick", "--dp", "8", "--pp", "4"]) == 0
+    assert "more than the 79.6 GiB of one h100-sxm: raise --ep (now 1" in capsys.readouterr().out
+
+
 def test_backward_working_set_counts_what_recomputation_rematerialises():
     """Llama 2 7B, b = 1, s = 4096, tp = 1, fused attention, by hand (d = 2, gated MLP, no dropout):
     A = 4d·sbh (two norm inputs, QKV and MLP inputs) + 2d·sbh (Q, out-proj input) + 2d·sb·kv (K, V)

@@ -126,7 +126,7 @@ class MemoryReport:
         return [r for r in self.ranks if may_not_fit(r.total, self.capacity_gib * GIB, self.band)]
 
     def warnings(self) -> list[str]:
-        fixes = ", ".join(remedies(self.layout))
+        fixes = ", ".join(remedies(self.layout, self.moe))
         over = [
             f"rank {r.rank} needs {r.total / GIB:.1f} GiB, more than the {self.capacity_gib:g} GiB of one "
             f"{self.chip}: {fixes}"
@@ -155,9 +155,15 @@ class MemoryReport:
         }
 
 
-def remedies(layout: Layout) -> list[str]:
-    """What would lower memory and is not already on (the warning used to suggest options already given)."""
+def remedies(layout: Layout, moe: bool = False) -> list[str]:
+    """What would lower memory and is not already on (the warning used to suggest options already given); for a
+    mixture-of-experts model (``moe``) first the expert parallelism, whose experts are most of its weights."""
     options = ["raise --tp/--pp"]
+    ranks = layout.dp * layout.cp
+    if moe and layout.ep < ranks:
+        options.insert(0, f"raise --ep (now {layout.ep}: the experts split over up to dp·cp = {ranks} ranks)")
+    elif moe and ranks == 1:
+        options.insert(0, "add --dp with --ep (the experts split over the data-parallel ranks)")
     if layout.recompute is not Recompute.FULL:
         options.append("use --recompute " + ("full" if layout.recompute is Recompute.SELECTIVE else "selective/full"))
     elif layout.recompute_layers is not None:
