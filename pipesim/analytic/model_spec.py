@@ -341,6 +341,11 @@ class ModelSpec:
         return "chunks" if self.attention_chunk else "sliding windows"
 
     @property
+    def local_attention_text(self) -> str:
+        """The local attention as reports and listings name it ("chunks of 8192", "sliding window 128")."""
+        return f"chunks of {self.attention_chunk}" if self.attention_chunk else f"sliding window {self.sliding_window}"
+
+    @property
     def local_attention_layers(self) -> int:
         """Layers whose attention is local, a sliding window or chunks shorter than the sequence (the rest attend to
         everything)."""

@@ -408,8 +408,7 @@ def report_text(report: StepReport) -> str:
             f"{f' + {m.shared_experts} shared' if m.shared_experts else ''}, {active_params(m) / 1e9:.1f}B active"
         )
     if m.local_attention_layers:
-        local = f"chunks of {m.attention_chunk}" if m.attention_chunk else f"sliding window {m.sliding_window}"
-        moe += f", {local} on {m.local_attention_layers} of {m.layers} layers"
+        moe += f", {m.local_attention_text} on {m.local_attention_layers} of {m.layers} layers"
     if m.mtp_layers:
         where = "the loss's stage" if lay.mtp_stage is None else f"stage {lay.mtp_stage}"
         moe += f", {m.mtp_layers} multi-token-prediction module{'s' if m.mtp_layers > 1 else ''} on {where}"

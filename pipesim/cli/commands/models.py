@@ -33,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
             moe += ", QK-norm"
         if m.local_attention_span:
             every = f" (full attention 1 layer in {m.global_attention_every})" if m.global_attention_every else ""
-            local = f"chunks of {m.attention_chunk}" if m.attention_chunk else f"sliding window {m.sliding_window}"
-            moe += f", {local}{every}"
+            moe += f", {m.local_attention_text}{every}"
         print(f"{m.name:<16} {total_params(m) / 1e9:>7.1f}B {m.layers:>6} {m.hidden:>6} {m.heads:>5} "
               f"{m.kv_heads:>3} {m.ffn_hidden:>6} {m.vocab:>6} {m.seq_len:>5}  {'swiglu' if m.gated else 'gelu'}{moe}")
     return 0
