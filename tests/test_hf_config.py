@@ -146,6 +146,13 @@ _NEMOTRON4 = {"model_type": "nemotron", "hidden_size": 6144, "intermediate_size"
               "norm_eps": 1e-05, "partial_rotary_factor": 0.5, "tie_word_embeddings": False}
 
 
+# HuggingFaceTB/SmolLM3-3B's shape (SmolLM3Config: tied embeddings by default, RoPE skipped on every 4th layer)
+_SMOLLM3 = {"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "hidden_size": 2048,
+            "intermediate_size": 11008, "num_attention_heads": 16, "num_key_value_heads": 4, "num_hidden_layers": 36,
+            "vocab_size": 128256, "no_rope_layer_interval": 4, "use_sliding_window": False,
+            "max_position_embeddings": 65536}
+
+
 def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
     path = tmp_path / folder / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,11 +163,27 @@ def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
 @pytest.mark.parametrize(("config", "preset", "seq"), [
     (_QWEN3_MOE, "qwen3-30b-a3b", 4096), (_QWEN3, "qwen3-8b", 4096), (_MIXTRAL, "mixtral-8x7b", 32768),
     (_LLAMA, "llama3.2-1b", 8192), (_DEEPSEEK_V3, "deepseek-v3", 4096), (_DEEPSEEK_V2_LITE, "deepseek-v2-lite", 4096),
-    (_NEMOTRON4, "nemotron-4-15b", 4096)])
+    (_NEMOTRON4, "nemotron-4-15b", 4096), (_SMOLLM3, "smollm3-3b", 4096)])
 def test_a_config_json_is_the_preset_it_describes(tmp_path, config, preset, seq):
     model = load_model(_config(tmp_path, config, folder="Some-Checkpoint"), seq_len=seq)
     assert model.name == "Some-Checkpoint"  # the checkpoint's folder names it
     assert replace(model, name=preset) == MODEL_PRESETS[preset]
+
+
+def test_a_model_type_of_its_own_reads_as_the_class_it_names(tmp_path, capsys):
+    """A checkpoint whose remote code registers its own model_type around a transformers class (Kimi K2's kimi_k2 on
+    DeepseekV3ForCausalLM) is that class's layers; an unknown class, or none, is still refused in one line."""
+    renamed = {**_DEEPSEEK_V3, "model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"]}
+    assert replace(load_model(_config(tmp_path, renamed), seq_len=4096), name="deepseek-v3") == MODEL_PRESETS[
+        "deepseek-v3"]
+    for classes in (["KimiK2ForCausalLM"], None, ["DeepseekV3ForCausalLM", "LlamaForCausalLM"]):
+        data = {k: v for k, v in renamed.items() if k != "architectures" or classes is not None}
+        if classes is not None:
+            data["architectures"] = classes
+        argv = ["simulate", "--model", _config(tmp_path, data), "--seq-len", "4096", "--pp", "2", "--ep", "8"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "model_type 'kimi_k2'" in err and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_a_config_json_simulates_as_its_preset(tmp_path, capsys):
@@ -175,7 +198,7 @@ def test_a_config_json_simulates_as_its_preset(tmp_path, capsys):
 
 @pytest.mark.parametrize(("change", "fragment"), [
     ({}, "add --seq-len N"),  # no --seq-len: the config does not say what the run trains at
-    ({"model_type": "gemma3"}, "model_type 'gemma3' is not one pipesim reads"),
+    ({"model_type": "gemma3"}, "model_type 'gemma3' (architectures ['Qwen3MoeForCausalLM']) is not one pipesim"),
     ({"use_sliding_window": True, "sliding_window": 1024}, "use_sliding_window is true"),
     # MoE on layers 1, 3, 4, 5, …: no "first k dense, then one in every n"
     ({"mlp_only_layers": [0, 2]}, "decoder_sparse_step and mlp_only_layers put MoE on layers [1, 3, 4, 5"),

@@ -2,7 +2,9 @@
 ``transformers`` builds it, without writing a pipesim model file.
 
 Each ``model_type`` pipesim reads is a :class:`Family`: what its modeling code fixes that the config does not say
-(a gated MLP, RMSNorm, biases, norms over the query and key heads) and which keys carry the mixture of experts.
+(a gated MLP, RMSNorm, biases, norms over the query and key heads) and which keys carry the mixture of experts. A
+``model_type`` of its own on one of those families' classes (a checkpoint's remote code around a transformers class,
+Kimi K2's ``kimi_k2`` on ``DeepseekV3ForCausalLM``) reads as the class's family: ``architectures`` names it.
 The keys read are the ones ``transformers``' configuration classes define, under their names:
 
 - every family: ``num_hidden_layers``, ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``
@@ -49,6 +51,7 @@ shared expert.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +128,21 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(moe=MoeKeys.LLAMA4, window=WindowKeys.CHUNKS),
     "deepseek_v2": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
     "deepseek_v3": Family(moe=MoeKeys.DEEPSEEK, latent_attention=True),
+    # Hugging Face's SmolLM3 (SmolLM3ForCausalLM): Llama's layers, embeddings tied by default, RoPE left out on every
+    # 4th layer (no_rope_layers: no FLOPs or bytes pipesim counts change), Qwen's sliding-window keys
+    "smollm3": Family(window=WindowKeys.QWEN, tied=True),
+}
+
+# The modeling class a config's ``architectures`` names, for a ``model_type`` pipesim does not know: a checkpoint
+# whose remote code registers a model type of its own around a transformers class builds that class's layers
+# (Moonshot's Kimi K2, ``model_type`` "kimi_k2" on DeepseekV3ForCausalLM), so it reads as that class's family.
+ARCHITECTURE_FAMILIES: dict[str, str] = {
+    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "GptOssForCausalLM": "gpt_oss", "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text", "Olmo2ForCausalLM": "olmo2", "NemotronForCausalLM": "nemotron",
+    "Llama4ForCausalLM": "llama4_text", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3", "SmolLM3ForCausalLM": "smollm3",
 }
 
 
@@ -184,6 +202,24 @@ def model_name(path: Path) -> str:
     return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
 
 
+def config_family(data: dict, source: str, wrappers: Iterable[str] = ()) -> Family:
+    """The family a config's ``model_type`` names, or, for a type pipesim does not know (nor ``wrappers``, the
+    multimodal types it reads through their ``text_config``), the family of the one modeling class its
+    ``architectures`` lists (:data:`ARCHITECTURE_FAMILIES`); a one-line refusal otherwise."""
+    model_type = data.get("model_type")
+    if isinstance(model_type, str) and model_type in FAMILIES:
+        return FAMILIES[model_type]
+    classes = data.get("architectures")
+    if model_type not in wrappers and isinstance(classes, list) and len(classes) == 1:
+        known = ARCHITECTURE_FAMILIES.get(classes[0]) if isinstance(classes[0], str) else None
+        if known is not None:
+            return FAMILIES[known]
+    said = f" (architectures {classes!r})" if classes is not None else ""
+    raise PipesimError(f"{source}: model_type {model_type!r}{said} is not one pipesim reads from a Hugging Face "
+                       f"config; it reads {', '.join(FAMILIES)}, and any model_type on one of their classes "
+                       "(architectures): write a pipesim model file for it (docs/model-and-chip-files.md)")
+
+
 def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str) -> ModelSpec:
     """The :class:`ModelSpec` ``transformers`` builds from ``data`` (the module doc), trained at ``seq_len``
     tokens (required: a config does not say it)."""
@@ -191,12 +227,7 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
     if data.get("model_type") in multimodal and isinstance(data.get("text_config"), dict):
         # a multimodal Gemma 3 or Llama 4 checkpoint: its language model (the vision tower is not simulated)
         data = {**data["text_config"], "model_type": multimodal[data["model_type"]]}
-    model_type = data.get("model_type")
-    family = FAMILIES.get(model_type) if isinstance(model_type, str) else None
-    if family is None:
-        raise PipesimError(f"{source}: model_type {model_type!r} is not one pipesim reads from a Hugging Face config; "
-                           f"it reads {', '.join(FAMILIES)}: write a pipesim model file for it "
-                           "(docs/model-and-chip-files.md)")
+    family = config_family(data, source, multimodal)
     if seq_len is None:
         raise PipesimError(f"{source}: a Hugging Face config does not say the sequence length trained at "
                            "(max_position_embeddings is the longest the model takes); add --seq-len N "

@@ -45,14 +45,15 @@ rms_norm: true
 ## A Hugging Face config.json
 
 `--model path/to/config.json` reads a checkpoint's own configuration (a file with `model_type` and `hidden_size`)
-as `transformers` builds the model, for the families whose modeling code pipesim models: {families}.
-A config does not say the sequence length a run trains at, so `--seq-len` is required with one; the model is
-named after the checkpoint's folder. Sliding windows are read where every layer has one (Mistral) or every n-th
-layer attends to everything (gpt-oss's `layer_types`), and Llama 4's chunked attention likewise (its chunks on all
-but every fourth layer); Qwen's `use_sliding_window`, other layer patterns and MoE layers in a pattern other than
-"the first k dense, then one in every n" (DeepSeek's dense first layers, Llama 4 Maverick's and Qwen2-MoE's
-interleaved ones) are refused, not approximated. The keys
-read, and what is left out, are in `pipesim/analytic/hf_config.py`.
+as `transformers` builds the model, for the families whose modeling code pipesim models: {families}; a
+`model_type` of its own on one of their classes (remote code around a transformers class: Kimi K2's `kimi_k2` on
+`DeepseekV3ForCausalLM`) reads as the class its `architectures` names. A config does not say the sequence length
+a run trains at, so `--seq-len` is required with one; the model is named after the checkpoint's folder. Sliding
+windows are read where every layer has one (Mistral) or every n-th layer attends to everything (gpt-oss's
+`layer_types`), and Llama 4's chunked attention likewise (its chunks on all but every fourth layer); Qwen's
+`use_sliding_window`, other layer patterns and MoE layers in any pattern other than "the first k dense, then one in
+every n" (which reads DeepSeek's dense first layers and Llama 4 Maverick's and Qwen2-MoE's interleaved ones) are
+refused, not approximated. The keys read, and what is left out, are in `pipesim/analytic/hf_config.py`.
 
 ```
 pipesim simulate --model ~/models/Qwen3-30B-A3B/config.json --seq-len 4096 --pp 2 --ep 8 --dp 8
