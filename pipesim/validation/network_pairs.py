@@ -50,7 +50,7 @@ def pair_key(run: PublishedRun) -> tuple:
     return (_team(run), run.model, run.chip, run.seq_len, run.micro_batch, run.tp,
             run.pp, run.cp, run.chunks, run.microbatches, run.recompute, run.recompute_layers, run.zero,
             run.zero_collectives, run.shard_group, run.precision, run.elementwise, run.attention, run.loss,
-            run.fp16_grads, run.framework)
+            run.optimizer_bytes, run.framework)
 
 
 @dataclass(frozen=True)

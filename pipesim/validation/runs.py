@@ -114,6 +114,9 @@ class PublishedRun:
     # under sequence parallelism, where the column-parallel weight gradients get their gathered input
     column_input: ColumnInput = ColumnInput.REGATHER
     fp16_grads: bool = False  # gradients all-reduced in 16 bits (--param-bytes 16), Megatron-LM's 2021 default
+    # a parameter's bytes of weights, gradients and optimizer state where the source states an account other than
+    # 18 or fp16_grads' 16 (--param-bytes W+G+O: DeepSeek-V3's BF16 Adam moments, 2+4+8)
+    param_bytes: OptimizerBytes | None = None
     # each GPU's share of its node's network in Gb/s where the source states one other than the chip preset's
     # (--inter-node-gbps): the preset's NICs are the reference system's, a cluster's may be fewer or slower
     inter_node_gbps: float | None = None
@@ -151,6 +154,16 @@ class PublishedRun:
             raise ValueError(f"{self.source}: {self.label} gives {len(given)} throughputs; keep the published one")
         if not given and self.memory_gib is None:
             raise ValueError(f"{self.source}: {self.label} publishes neither a throughput nor a memory figure")
+        if self.fp16_grads and self.param_bytes is not None:
+            raise ValueError(f"{self.source}: {self.label} gives fp16_grads and param_bytes; state the bytes once")
+
+    @property
+    def optimizer_bytes(self) -> OptimizerBytes:
+        """The bytes a parameter takes as the row states them (:attr:`param_bytes`, or 16-bit gradients, or
+        Megatron-LM's 18)."""
+        if self.param_bytes is not None:
+            return self.param_bytes
+        return OptimizerBytes(grads=2.0) if self.fp16_grads else OptimizerBytes()
 
     @property
     def measures_step(self) -> bool:
@@ -239,7 +252,7 @@ def predict(run: PublishedRun, chip: ChipSpec | None = None) -> Comparison:
                     recompute_modules=run.recompute_modules,
                     overlap_grad_reduce=run.overlap_grad_reduce, overlap_param_gather=run.overlap_param_gather,
                     grad_buckets=knobs(run.framework).grad_buckets, grad_accumulation=run.grad_accumulation,
-                    param_bytes=OptimizerBytes(grads=2.0) if run.fp16_grads else OptimizerBytes())
+                    param_bytes=run.optimizer_bytes)
     costs = build_cost_model(model, chip, layout, shape)
     if built is None:
         built = build_program(run.schedule, run.pp, run.microbatches, chunks, costs=costs)
@@ -329,8 +342,8 @@ def cli_args(run: PublishedRun) -> list[str]:
         argv.append("--z-loss")
     if run.loss_input_copy:
         argv.append("--loss-input-copy")
-    if run.fp16_grads:
-        argv += ["--param-bytes", "16"]
+    if run.optimizer_bytes != OptimizerBytes():
+        argv += ["--param-bytes", run.optimizer_bytes.text]
     if run.inter_node_gbps is not None:
         argv += ["--inter-node-gbps", f"{run.inter_node_gbps:g}"]
     if run.grad_accumulation is not GradAccumulation.FUSED:

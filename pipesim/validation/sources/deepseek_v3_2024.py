@@ -17,7 +17,8 @@ projections and the gradients before their down projections, ``moe_dispatch_fp8`
 multi-token-prediction module (§2.2, D = 1: a MoE layer, a 2h→h projection and the shared head's second pass, on
 the last model slice, sharing the embedding with the model on DualPipe's end rank, §3.2.3); recomputation of
 every RMSNorm and of MLA's up projections (§3.2.3) and of the experts' SwiGLU output from its cached input
-(§3.3.3): ``--recompute-modules layernorm mla_up_proj moe_act``.
+(§3.3.3): ``--recompute-modules layernorm mla_up_proj moe_act``; AdamW's moments in BF16 beside FP32 master weights
+and gradients (§3.3.2, "Low-Precision Optimizer States"): ``--param-bytes 2+4+8``.
 
 Inferred (stated nowhere in the report): a micro-batch of 1 sequence, so 15360 / 128 = 120 microbatches per pipeline
 step; the layer split over the 16 model slices DualPipe places (rank r holds slice r of one copy and slice 15 − r of
@@ -34,12 +35,19 @@ balanced routing (their auxiliary-loss-free balancing: ``moe_imbalance`` 1); the
 (both directions, two model copies, the overlapped pairs timed by ``pipesim.sim.costs.pair_duration``).
 
 Not modelled: the activations DeepSeek caches in FP8 beyond the linears' inputs (the SwiGLU inputs, §3.3.3;
-memory only, and no memory is published: pipesim's 119 GiB peak on rank 1, over the H800's 80, says more is kept
+memory only, and no memory is published: pipesim's 116 GiB peak on rank 1, over the H800's 80, says more is kept
 in FP8 or dropped than it counts); DeepEP's kernels taking 20 of the 132 SMs where pipesim's overlap takes the
 chip's ``comm_sm_share`` (24).
 """
 
-from pipesim.analytic.layout import MoeDispatcher, Precision, Recompute, RecomputeModule, ZeroStage
+from pipesim.analytic.layout import (
+    MoeDispatcher,
+    OptimizerBytes,
+    Precision,
+    Recompute,
+    RecomputeModule,
+    ZeroStage,
+)
 from pipesim.validation.runs import PublishedRun
 
 SOURCE = "DeepSeek-V3 technical report (arXiv 2412.19437), pre-training on 2048 H800"
@@ -50,5 +58,6 @@ ROWS = [
                  moe_dispatcher=MoeDispatcher.DEEPEP, moe_dispatch_fp8=True, recompute=Recompute.SELECTIVE,
                  recompute_modules=(RecomputeModule.LAYERNORM, RecomputeModule.MLA_UP_PROJ,
                                     RecomputeModule.MOE_ACT),
-                 stage_layers=(3, *[4] * 14, 2), tokens_per_gpu=1e12 / (180_000 * 3600)),
+                 stage_layers=(3, *[4] * 14, 2), param_bytes=OptimizerBytes.parse("2+4+8"),
+                 tokens_per_gpu=1e12 / (180_000 * 3600)),
 ]
