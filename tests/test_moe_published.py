@@ -67,3 +67,22 @@ def test_every_moe_row_is_expressible_on_the_command_line(run, capsys):
     expected = _comparison(run).report
     assert report["step_time_s"] == pytest.approx(expected.step_time, rel=1e-9)
     assert report["memory"]["peak_gib"] == pytest.approx(expected.memory.peak.total / 2**30, rel=1e-9)
+
+
+@pytest.mark.parametrize("run", MOE_RUNS, ids=lambda r: module_of(r))
+def test_the_docs_quote_what_pipesim_predicts(run):
+    """README's and docs/moe.md's tables of these rows are written by hand from ``published_runs.py --moe``; a change
+    that moves a prediction must move them too (a refit of the GPU spread once left both a point and a half stale)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    c = _comparison(run)
+    predicted, error = f"{c.report.step_time:.3g}", c.step_error * 100
+    model_rows = {"deepseek_v3_2024": ("DeepSeek-V3", "deepseek-v3"), "megatron_moe2024": ("Mixtral 8x7B", "mixtral")}
+    readme_name, moe_name = model_rows[module_of(run)]
+    readme = [line for line in (root / "README.md").read_text().splitlines() if line.startswith(f"| {readme_name},")]
+    moe = [line for line in (root / "docs" / "moe.md").read_text().splitlines()
+           if line.startswith("| ") and f"| {moe_name}" in line]
+    assert len(readme) == 1 and len(moe) == 1
+    assert f"| {predicted} | {error:+.1f} %".replace("-", "−") in readme[0]
+    assert f"| {predicted} | {error:+.1f}%".replace("-", "−") in moe[0]
