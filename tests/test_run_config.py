@@ -103,6 +103,12 @@ def test_flags_beside_the_config_win(capsys, tmp_path):
     (lambda d: d["parallelism"].update(tp=0), "tp: 0 must be a positive integer"),
     (lambda d: d["parallelism"].update(expert_parallel_size=2), "MoE configs are not read"),
     (lambda d: d["model"]["model_config"].update(hidden_act="gelu"), "hidden_act 'gelu'"),
+    # values of the wrong type are named, not an internal error (a fuzzed file once made int('op') raise)
+    (lambda d: d["optimizer"].update(zero_stage="op"), "zero_stage: 'op' must be an integer of 0 or more"),
+    (lambda d: d["optimizer"].update(zero_stage=3), "zero_stage 3: nanotron's ZeRO stages are 0 and 1"),
+    (lambda d: d["parallelism"].update(tp_mode="SEQUENCE"), "tp_mode 'SEQUENCE': nanotron's modes"),
+    (lambda d: d["parallelism"].update(recompute_layer="yes"), "recompute_layer: 'yes' must be true or false"),
+    (lambda d: d["model"]["model_config"].update(tie_word_embeddings=1), "tie_word_embeddings: 1 must be true or"),
 ])
 def test_configs_pipesim_cannot_read_are_refused(tmp_path, change, fragment):
     data = json.loads(json.dumps(PIPELINED))
@@ -255,6 +261,13 @@ def test_torchtitans_context_parallel_rotation_is_its_exchange(tmp_path):
     (('"Interleaved1F1B"', '"InterleavedZeroBubble"'), "no pipesim equivalent"),
     (('selective_ac_option = "2"', 'selective_ac_option = "x"'), "selective_ac_option 'x'"),
     (("local_batch_size = 8", "local_batch_size = 7"), "not a multiple"),
+    # values of the wrong type are named, not an internal error (a fuzzed file once made `"model" in 3` raise)
+    (("[activation_checkpoint]", "[compile]\nenable = true\ncomponents = 3\n\n[activation_checkpoint]"),
+     "components: 3 must be a list of strings"),
+    (('flavor = "8B"', 'flavor = "8B"\nconverters = "float8"'), "converters: 'float8' must be a list of strings"),
+    (('"Interleaved1F1B"', '["Interleaved1F1B"]'), "pipeline_parallel_schedule: .* must be a string"),
+    (("pipeline_parallel_microbatch_size = 2", "pipeline_parallel_microbatch_size = 2\n"
+      "pipeline_parallel_first_stage_less_layers = -1"), "first_stage_less_layers: -1 must be an integer of 0"),
 ])
 def test_torchtitan_configs_pipesim_cannot_read_are_refused(tmp_path, change, fragment):
     with pytest.raises(PipesimError, match=fragment):

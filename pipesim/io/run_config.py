@@ -140,11 +140,52 @@ def _section(data: dict, key: str, source: str) -> dict:
 
 
 def _positive(section: dict, key: str, source: str, default: int | None = None) -> int | None:
-    value = section.get(key, default)
+    """``key``'s positive integer; ``default`` where the file leaves it out or gives null."""
+    value = section.get(key)
     if value is None:
-        return None
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise PipesimError(f"--config {source}: {key}: {value!r} must be a positive integer")
+    return value
+
+
+def _count(section: dict, key: str, source: str, default: int) -> int:
+    """``key``'s integer of 0 or more; ``default`` where left out or null."""
+    value = section.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PipesimError(f"--config {source}: {key}: {value!r} must be an integer of 0 or more")
+    return value
+
+
+def _flag(section: dict, key: str, source: str, default: bool = False) -> bool:
+    """``key``'s true or false; ``default`` where left out or null."""
+    value = section.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise PipesimError(f"--config {source}: {key}: {value!r} must be true or false")
+    return value
+
+
+def _text(section: dict, key: str, source: str, default: str) -> str:
+    """``key``'s string; ``default`` where left out or null."""
+    value = section.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise PipesimError(f"--config {source}: {key}: {value!r} must be a string")
+    return value
+
+
+def _texts(section: dict, key: str, source: str, default: list[str]) -> list[str]:
+    """``key``'s list of strings; ``default`` where left out or null."""
+    value = section.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise PipesimError(f"--config {source}: {key}: {value!r} must be a list of strings")
     return value
 
 
@@ -155,37 +196,44 @@ def _nanotron(data: dict, source: str) -> RunConfig:
     model = _section(data, "model", source)
     tp = _positive(parallelism, "tp", source, 1)
     pp = _positive(parallelism, "pp", source, 1)
-    engine = str(parallelism.get("pp_engine") or "afab").lower()
+    engine = _text(parallelism, "pp_engine", source, "afab").lower()
     if engine not in ("1f1b", "afab"):
         raise PipesimError(f"--config {source}: pp_engine {engine!r}: nanotron's engines are 1f1b and afab")
-    sequence_parallel = str(parallelism.get("tp_mode") or "ALL_REDUCE").upper() == "REDUCE_SCATTER"
+    tp_mode = _text(parallelism, "tp_mode", source, "ALL_REDUCE").upper()
+    if tp_mode not in ("ALL_REDUCE", "REDUCE_SCATTER"):
+        raise PipesimError(f"--config {source}: tp_mode {tp_mode!r}: nanotron's modes are ALL_REDUCE and "
+                           "REDUCE_SCATTER")
+    sequence_parallel = tp_mode == "REDUCE_SCATTER"
+    zero = _count(optimizer, "zero_stage", source, 0)
+    if zero > 1:
+        raise PipesimError(f"--config {source}: zero_stage {zero}: nanotron's ZeRO stages are 0 and 1")
     options: dict[str, Any] = {
         "framework": "nanotron", "tp": tp, "dp": _positive(parallelism, "dp", source, 1),
         "cp": _positive(parallelism, "context_parallel_size", source, 1),
         "micro_batch_size": _positive(tokens, "micro_batch_size", source),
         "seq_len": _positive(tokens, "sequence_length", source),
-        "zero": int(optimizer.get("zero_stage") or 0),
+        "zero": zero,
     }
     if (parallelism.get("expert_parallel_size") or 1) != 1:
         raise PipesimError(f"--config {source}: expert parallelism: nanotron's MoE configs are not read; give the "
                            "layout as flags")
-    if parallelism.get("recompute_layer"):
+    if _flag(parallelism, "recompute_layer", source):
         options["recompute"] = "full"
     if tp > 1:  # what only tensor parallelism changes (stated at tp 1 it would only earn "changes nothing" notes)
         options["sequence_parallel"] = sequence_parallel or None
-        asynchronous = bool(parallelism.get("tp_linear_async_communication"))
+        asynchronous = _flag(parallelism, "tp_linear_async_communication", source)
         if asynchronous:  # the backward's reduce-scatter (or all-reduce) beside the weight-gradient GEMM
             options["overlap_tp_dgrad"] = True
         if sequence_parallel:
-            if parallelism.get("tp_recompute_allgather") is False:
+            if not _flag(parallelism, "tp_recompute_allgather", source, True):
                 options["column_input"] = "saved"
             elif asynchronous:  # the input gathered again beside the input-gradient GEMM, not waited for
                 options["column_input"] = "regather"
             if asynchronous:
                 options["overlap_tp_local_shard"] = True
-    if optimizer.get("accumulate_grad_in_fp32") is False:
+    if not _flag(optimizer, "accumulate_grad_in_fp32", source, True):
         options["param_bytes"] = "16"
-    if _section(model, "model_config", source).get("z_loss_enabled"):  # LossWithZLoss
+    if _flag(_section(model, "model_config", source), "z_loss_enabled", source):  # LossWithZLoss
         options["z_loss"] = True
     spec = _nanotron_model(model, tp, options["seq_len"], source)
     return RunConfig(source, spec, schedule="1f1b" if engine == "1f1b" or pp == 1 else "gpipe", pp=pp,
@@ -198,7 +246,7 @@ def _nanotron_model(model: dict, tp: int, seq_len: int | None, source: str) -> M
     config = _section(model, "model_config", source)
     if config.get("moe_config"):
         raise PipesimError(f"--config {source}: a mixture-of-experts model_config is not read; use a model file")
-    hidden_act = config.get("hidden_act", "silu")
+    hidden_act = _text(config, "hidden_act", source, "silu")
     if hidden_act not in ("silu", "swiglu"):
         raise PipesimError(f"--config {source}: hidden_act {hidden_act!r}: nanotron's Llama and Qwen2 MLPs are "
                            "gated SiLU; for another model use a model file")
@@ -211,7 +259,7 @@ def _nanotron_model(model: dict, tp: int, seq_len: int | None, source: str) -> M
         _positive(config, "intermediate_size", source, 11008), vocab,
         seq_len or _positive(config, "max_position_embeddings", source, 2048),
         kv_heads=_positive(config, "num_key_value_heads", source, heads), gated=True,
-        tied_embeddings=bool(config.get("tie_word_embeddings", False)), dropout=False, bias=False, rms_norm=True,
+        tied_embeddings=_flag(config, "tie_word_embeddings", source), dropout=False, bias=False, rms_norm=True,
         learned_positions=False,
     )
 
@@ -244,16 +292,18 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
     parallelism = _section(data, "parallelism", source)
     checkpointing = _section(data, "activation_checkpoint", source)
     compile_ = _section(data, "compile", source)
-    name, flavor = model.get("name"), str(model.get("flavor"))
+    name, flavor = model.get("name"), str(model.get("flavor"))  # compared with strings only: any value is read
     if name != "llama3" or flavor not in _TORCHTITAN_LLAMA3:
         raise PipesimError(f"--config {source}: model {name} {flavor}: pipesim reads torchtitan's Llama 3 flavours "
                            f"({', '.join(_TORCHTITAN_LLAMA3)}); for another model use --model with flags")
     preset = _TORCHTITAN_LLAMA3[flavor]
-    if training.get("mixed_precision_param", "bfloat16") != "bfloat16":
-        raise PipesimError(f"--config {source}: mixed_precision_param {training['mixed_precision_param']}: pipesim "
+    param_dtype = _text(training, "mixed_precision_param", source, "bfloat16")
+    if param_dtype != "bfloat16":
+        raise PipesimError(f"--config {source}: mixed_precision_param {param_dtype}: pipesim "
                            "models BF16 parameters in the passes")
     replicate = _positive(parallelism, "data_parallel_replicate_degree", source, 1)
-    shard = parallelism.get("data_parallel_shard_degree", -1)
+    shard = parallelism.get("data_parallel_shard_degree")
+    shard = -1 if shard is None else shard
     if shard != -1:
         shard = _positive(parallelism, "data_parallel_shard_degree", source)
     if replicate > 1 and shard != 1:
@@ -270,7 +320,7 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
         "framework": "torchtitan", "tp": tp, "cp": _positive(parallelism, "context_parallel_degree", source, 1),
         "micro_batch_size": micro, "seq_len": _positive(training, "seq_len", source, 2048),
     }
-    rotate = parallelism.get("context_parallel_rotate_method", "allgather")
+    rotate = _text(parallelism, "context_parallel_rotate_method", source, "allgather")
     if rotate not in _TORCHTITAN_CP_ROTATIONS:
         raise PipesimError(f"--config {source}: context_parallel_rotate_method {rotate!r}: give "
                            f"{' or '.join(_TORCHTITAN_CP_ROTATIONS)}")
@@ -283,23 +333,24 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
         options["dp"] = dp
     if replicate == 1:  # FSDP over the data-parallel ranks: ZeRO-3, or ZeRO-2's shape when never resharded
         options["zero"] = 2 if parallelism.get("fsdp_reshard_after_forward") == "never" else 3
-    if tp > 1 and parallelism.get("enable_async_tensor_parallel"):
+    if tp > 1 and _flag(parallelism, "enable_async_tensor_parallel", source):
         options["async_tp"] = True
-    converters = model.get("converters") or []
+    converters = _texts(model, "converters", source, [])
     float8 = _section(data, "float8", source)
-    if "float8" in converters or float8.get("enable_float8_linear"):
+    if "float8" in converters or _flag(float8, "enable_float8_linear", source):
         options["fp8"], options["fp8_recipe"] = True, "tensorwise"
-        if float8.get("enable_fsdp_float8_all_gather") and options.get("zero") == 3 and options.get("dp") != 1:
+        if (_flag(float8, "enable_fsdp_float8_all_gather", source) and options.get("zero") == 3
+                and options.get("dp") != 1):
             # FSDP's gathers in FP8 (over one shard there is nothing to gather)
             options["fp8_all_gather"] = True
-    compiled = compile_.get("components", ["model", "loss"]) if compile_.get("enable") else []
+    compiled = _texts(compile_, "components", source, ["model", "loss"]) if _flag(compile_, "enable", source) else []
     if "model" in compiled:
         options["elementwise"] = "fused"
     if "loss" in compiled:  # torch.compile(cross_entropy_loss): the FP32 cast and the loss in Inductor's kernels
         options["loss"] = "compiled"
     schedule, chunks = _torchtitan_pipeline(parallelism, pp, source)
     spec_layers = MODEL_PRESETS[preset].layers
-    mode = checkpointing.get("mode", "selective")
+    mode = _text(checkpointing, "mode", source, "selective")
     if mode == "full":
         options["recompute"] = "full"
     elif mode == "selective":
@@ -316,8 +367,8 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
     elif mode != "none":
         raise PipesimError(f"--config {source}: activation_checkpoint mode {mode!r} is not modelled (none, "
                            "selective or full)")
-    first = parallelism.get("pipeline_parallel_first_stage_less_layers", 1)
-    last = parallelism.get("pipeline_parallel_last_stage_less_layers", 1)
+    first = _count(parallelism, "pipeline_parallel_first_stage_less_layers", source, 1)
+    last = _count(parallelism, "pipeline_parallel_last_stage_less_layers", source, 1)
     if pp > 1 and (first, last) != (1, 1):
         from pipesim.analytic.stage_split import effective_layer_split
 
@@ -334,7 +385,7 @@ def _torchtitan(data: dict, source: str) -> RunConfig:
 
 def _torchtitan_pipeline(parallelism: dict, pp: int, source: str) -> tuple[str, int | None]:
     """The schedule and stages per rank torchtitan's ``pipeline_parallel.py`` builds."""
-    name = parallelism.get("pipeline_parallel_schedule", "1F1B")
+    name = _text(parallelism, "pipeline_parallel_schedule", source, "1F1B")
     if parallelism.get("pipeline_parallel_schedule_csv"):
         raise PipesimError(f"--config {source}: a schedule CSV: give it to --schedule instead")
     if pp == 1:
