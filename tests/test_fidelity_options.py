@@ -1,6 +1,7 @@
 """Each fidelity option on a small case computed by hand, and a clear error for combinations that do not exist."""
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -673,6 +674,17 @@ def test_any_model_file_is_a_model_or_one_clear_error(data):
         assert "\n" not in str(err)
     else:
         assert model.layers >= 1 and model.hidden % model.heads == 0
+
+
+def test_a_layer_count_no_model_has_is_refused_before_anything_is_built_from_it():
+    """10^12 layers (a typo) once hung `simulate` building the list of the layers' kinds; a model file, a ModelSpec
+    and Megatron-LM's --num-layers are each refused in one line."""
+    data = {"layers": 10**12, "hidden": 1024, "heads": 8, "ffn_hidden": 4096, "vocab": 32000, "seq_len": 2048}
+    with pytest.raises(PipesimError, match=re.escape("m.yaml: layers=1000000000000 must be ≥ 1 and ≤ 100000")):
+        model_from_dict(data, "m.yaml")
+    with pytest.raises(PipesimError, match="layers=1000000000000 must be ≤ 100,000"):
+        replace(MODEL_PRESETS["llama2-7b"], layers=10**12)
+    assert model_from_dict({**data, "layers": 100_000}, "m.yaml").layers == 100_000
 
 
 def test_blocking_sends_join_the_senders_compute_by_hand():

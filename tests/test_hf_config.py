@@ -206,6 +206,9 @@ def test_a_config_json_simulates_as_its_preset(tmp_path, capsys):
     ({"num_hidden_layers": None}, "has no 'num_hidden_layers'"),
     ({"num_experts_per_tok": "8"}, "num_experts_per_tok='8' must be a non-negative integer"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings='no' must be true or false"),
+    # a fuzzed config: a model_type that is no string, and a layer count that would hang building its list
+    ({"model_type": ["qwen3_moe"]}, "model_type ['qwen3_moe'] (architectures ['Qwen3MoeForCausalLM']) is not one"),
+    ({"num_hidden_layers": 10**12}, "layers=1000000000000 must be ≤ 100,000"),
 ])
 def test_configs_pipesim_cannot_read_are_one_line_refusals(tmp_path, capsys, change, fragment):
     argv = ["simulate", "--model", _config(tmp_path, {**_QWEN3_MOE, **change}), "--pp", "2", "--ep", "8"]

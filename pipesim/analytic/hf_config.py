@@ -55,7 +55,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipesim.analytic.model_spec import ModelSpec, full_attention_every, moe_layer_pattern
+from pipesim.analytic.model_spec import MAX_LAYERS, ModelSpec, full_attention_every, moe_layer_pattern
 from pipesim.errors import PipesimError
 
 
@@ -207,10 +207,11 @@ def config_family(data: dict, source: str, wrappers: Iterable[str] = ()) -> Fami
     multimodal types it reads through their ``text_config``), the family of the one modeling class its
     ``architectures`` lists (:data:`ARCHITECTURE_FAMILIES`); a one-line refusal otherwise."""
     model_type = data.get("model_type")
-    if isinstance(model_type, str) and model_type in FAMILIES:
+    named = isinstance(model_type, str)
+    if named and model_type in FAMILIES:
         return FAMILIES[model_type]
     classes = data.get("architectures")
-    if model_type not in wrappers and isinstance(classes, list) and len(classes) == 1:
+    if named and model_type not in wrappers and isinstance(classes, list) and len(classes) == 1:
         known = ARCHITECTURE_FAMILIES.get(classes[0]) if isinstance(classes[0], str) else None
         if known is not None:
             return FAMILIES[known]
@@ -224,7 +225,8 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
     """The :class:`ModelSpec` ``transformers`` builds from ``data`` (the module doc), trained at ``seq_len``
     tokens (required: a config does not say it)."""
     multimodal = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
-    if data.get("model_type") in multimodal and isinstance(data.get("text_config"), dict):
+    if isinstance(data.get("model_type"), str) and data["model_type"] in multimodal and isinstance(
+            data.get("text_config"), dict):
         # a multimodal Gemma 3 or Llama 4 checkpoint: its language model (the vision tower is not simulated)
         data = {**data["text_config"], "model_type": multimodal[data["model_type"]]}
     family = config_family(data, source, multimodal)
@@ -234,6 +236,8 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
                            "(seq_len=N in Python)")
     c = _Config(data, source)
     layers = c.count("num_hidden_layers")
+    if layers > MAX_LAYERS:  # before any per-layer list is built from it (the MoE and window patterns are)
+        raise PipesimError(f"model {name}: layers={layers} must be ≤ {MAX_LAYERS:,}")
     heads, hidden = c.count("num_attention_heads"), c.count("hidden_size")
     head_dim = c.count("head_dim", 0) if not family.latent_attention else 0
     llama4 = family.moe is MoeKeys.LLAMA4

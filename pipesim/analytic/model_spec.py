@@ -61,6 +61,11 @@ class LayerKind(enum.Enum):
     MOE = "moe"
 
 
+# The most layers a model may have: the deepest published transformers have a few hundred, and pipesim keeps a
+# list of the layers' kinds (a model of 10^12 layers from a typo would hang building it)
+MAX_LAYERS = 100_000
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer, plus the per-microbatch shape it is trained at."""
@@ -115,6 +120,8 @@ class ModelSpec:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PipesimError(f"model {self.name}: {key}={value!r} must be a positive integer")
+        if self.layers > MAX_LAYERS:
+            raise PipesimError(f"model {self.name}: layers={self.layers} must be ≤ {MAX_LAYERS:,}")
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
         if (
@@ -397,7 +404,7 @@ def moe_layer_pattern(is_moe: list[bool]) -> tuple[int, int, int] | None:
 
 FIELDS: tuple[Field, ...] = (
     Field("name", Kind.TEXT, "", "shown in reports", default="the file name"),
-    Field("layers", Kind.INT, "", "transformer layers", required=True, low=1),
+    Field("layers", Kind.INT, "", "transformer layers", required=True, low=1, high=MAX_LAYERS),
     Field("hidden", Kind.INT, "", "model width h", required=True, low=1),
     Field("heads", Kind.INT, "", "attention (query) heads", required=True, low=1),
     Field("ffn_hidden", Kind.INT, "", "MLP inner width", required=True, low=1),
