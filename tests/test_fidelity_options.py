@@ -676,6 +676,18 @@ def test_any_model_file_is_a_model_or_one_clear_error(data):
         assert model.layers >= 1 and model.hidden % model.heads == 0
 
 
+@pytest.mark.parametrize(("key", "value", "fragment"), [
+    ("sm_count", 10**30, "sm_count=1000000000000000000000000000000 must be ≥ 1 and ≤ 10000"),
+    ("gemm_tile", [10**9, 256], "gemm_tile=1000000000 must be ≥ 1 and ≤ 4096")])
+def test_chip_counts_no_chip_has_are_refused(key, value, fragment):
+    """A fuzzed chip file's 10^30 SMs overflowed the wave count (an internal error), and a tile a billion wide made
+    nonsense of it: both bounded in the schema, one line each."""
+    data = {"peak_flops": 989e12, "memory_gib": 80, "hbm_bandwidth": 3.35e12, "intra_node_bandwidth": 450e9,
+            "inter_node_bandwidth": 50e9, key: value}
+    with pytest.raises(PipesimError, match=re.escape(f"c.yaml: {fragment}")):
+        chip_from_dict(data, "c.yaml")
+
+
 def test_a_layer_count_no_model_has_is_refused_before_anything_is_built_from_it():
     """10^12 layers (a typo) once hung `simulate` building the list of the layers' kinds; a model file, a ModelSpec
     and Megatron-LM's --num-layers are each refused in one line."""

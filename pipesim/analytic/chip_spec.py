@@ -124,14 +124,14 @@ FIELDS: tuple[Field, ...] = (
           "which run unvectorised; taken at most memory_efficiency); measured on H100 (the default) and A100 "
           "(pipesim.validation.memory_bound_kernels)", default=0.70, low=0, high=1, low_open=True),
     Field("sm_count", Kind.INT, "SMs", "streaming multiprocessors (compute units), for wave quantization",
-          default=132, low=1),
+          default=132, low=1, high=10_000),
     Field("collective_ctas", Kind.INT, "SMs", "SMs an NCCL collective holds while it runs beside compute (one CTA "
           "per channel; NCCL's CTAs never share an SM with a compute kernel)", default=24, low=0),
     Field("collective_sm_share", Kind.FLOAT, "fraction", "share of the compute's rate a collective takes while it "
           "runs beside it, as pipesim profile measures it (GEMMs timed alone and beside all-reduces); absent: "
           "collective_ctas / sm_count", low=0, high=1),
     Field("gemm_tile", Kind.INT_PAIR, "elements", "GEMM output tile [rows, columns] one SM computes at a time",
-          default=(128, 256), low=1),
+          default=(128, 256), low=1, high=4096),
     Field("achievable_fraction", Kind.FLOAT, "fraction", "one share of peak for all work, replacing the "
           "per-kernel model (what --achievable-fraction sets)", low=0, high=1, low_open=True),
     Field("nvlink_collective_shares", Kind.TABLE, "fraction", "share of the intra-node link an all-reduce, "

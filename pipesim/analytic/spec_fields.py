@@ -92,7 +92,7 @@ def check_value(value, field: Field, source: str):
     if field.kind is Kind.INT_PAIR:
         if not isinstance(value, list | tuple) or len(value) != 2:
             raise PipesimError(f"{source}: {field.key}={value!r} must be a list of two integers, e.g. [128, 256]")
-        one = Field(field.key, Kind.INT, field.unit, field.doc, low=field.low)
+        one = Field(field.key, Kind.INT, field.unit, field.doc, low=field.low, high=field.high)
         return tuple(_number(v, one, source) for v in value)
     return _number(value, field, source)
 
