@@ -326,6 +326,35 @@ def test_nothing_fits_suggests_recomputation_when_it_was_left_out(run_cli):
     assert run_cli(*base, "--recompute", "none,full", "--memory-cap", "18").returncode == 0
 
 
+def test_the_advices_walks_answer_what_they_are_asked():
+    """least_memory finds the least exact peak; asked only whether anything fits in `enough` GiB, it stops at the
+    first candidate that does (no more than that), or says none does; the weights' floor is under every
+    candidate's peak. (The advice asks "does anything fit?" at up to four GPU counts: a cap no GPU count could
+    meet once took it two and a half minutes to say so.)"""
+    from pipesim.api.planning import plan_request
+    from pipesim.plan.advice import least_memory, weights_floor_gib
+    from pipesim.plan.evaluate import peak_memory, prepare
+
+    request = plan_request("llama3.2-1b", 8, 64, hardware="h100-sxm", schedules=("1f1b", "gpipe"),
+                           micro_batch_sizes=(1, 2))
+    least, _ = least_memory(request)
+    peaks = []
+    for c in enumerate_candidates(request):
+        model, layout = request.model_of(c), request.layout_of(c)
+        try:
+            peaks.append(peak_memory(model, request.chip, layout, prepare(model, request.chip, layout,
+                                                                           c.schedule))[0])
+        except PipesimError:
+            continue
+    assert least == pytest.approx(min(peaks))
+    enough = sorted(peaks)[len(peaks) // 2]
+    fits, _ = least_memory(request, enough=enough)
+    assert least <= fits <= enough
+    assert least_memory(request, enough=least * 0.99) is None
+    floor = weights_floor_gib(request, 8)
+    assert floor == pytest.approx(total_params(MODEL_PRESETS["llama3.2-1b"]) * 2 / 8 / GIB) and floor < least
+
+
 def test_when_every_candidate_is_refused_the_reason_is_said_not_memory_advice():
     from pipesim.api.planning import PlanResult, plan_request
     from pipesim.plan.search import Outcome
