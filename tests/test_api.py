@@ -176,6 +176,26 @@ def test_a_library_option_of_the_wrong_kind_is_one_line(options, message):
     assert report.layout.tp == 2 and report.layout.sequence_parallel
 
 
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"schedule": 1}, "schedule=1 must be a schedule's name, file or Program text"),
+    ({"model": 7}, "model=7 must be a preset's name, a model file or a ModelSpec"),
+    ({"model": "llama2-7b", "hardware": 0.5}, "hardware=0.5 must be a preset's name, a chip file or a ChipSpec"),
+    ({"config": float("nan")}, "config=nan must be a run config file's path"),
+])
+def test_what_names_a_thing_is_a_name_or_the_thing(arguments, message):
+    """A fuzzed `pipesim fit` runs file gave a run `model: 1000000000` and another `schedule: 1`: internal errors
+    (an int has no with_shape, no lower) until the library checked what its naming arguments are."""
+    with pytest.raises(PipesimError, match=re.escape(f"simulate(): {message}")):
+        pipesim.simulate(**arguments)
+
+
+def test_a_schedule_file_may_be_given_as_a_path():
+    from pathlib import Path
+
+    by_path = pipesim.simulate(Path(__file__).resolve().parents[1] / "schedules" / "1f1b.py", pp=4, mb=8)
+    assert by_path.metrics.makespan == pipesim.simulate("1f1b", pp=4, mb=8).metrics.makespan
+
+
 def test_plans_keywords_are_checked_in_one_line():
     """plan() forwards its search space to plan_request: a keyword it does not take, or GPUs that are not a
     whole number, is one line naming it (a TypeError from inside the search before)."""

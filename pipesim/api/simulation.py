@@ -28,8 +28,23 @@ __all__ = ["simulate"]
 _COST_ARGS = ("costs", "forward", "backward", "backward_input", "backward_weight", "comm", "activation_bytes")
 
 
+def _check_named_inputs(schedule: object, model: object, hardware: object, config: object) -> None:
+    """The arguments that name a thing (a schedule, a model, a chip, a config file) are names, paths or the thing:
+    a number there (a runs file's ``model: 7``) is named in one line, not an internal error further in."""
+    from pipesim.analytic.chip_spec import ChipSpec
+    from pipesim.analytic.model_spec import ModelSpec
+
+    named = (("schedule", schedule, (str, Path), "a schedule's name, file or Program text"),
+             ("model", model, (str, ModelSpec), "a preset's name, a model file or a ModelSpec"),
+             ("hardware", hardware, (str, ChipSpec), "a preset's name, a chip file or a ChipSpec"),
+             ("config", config, (str, Path), "a run config file's path"))
+    for name, value, kinds, what in named:
+        if value is not None and not isinstance(value, kinds):
+            raise PipesimError(f"simulate(): {name}={value!r} must be {what}")
+
+
 def simulate(
-    schedule: str | None = None,
+    schedule: str | Path | None = None,
     pp: int | None = None,
     mb: int | None = None,
     chunks: int | None = None,
@@ -97,6 +112,9 @@ def simulate(
     Raises:
         PipesimError: bad input, named in one line.
     """
+    _check_named_inputs(schedule, model, hardware, config)
+    if isinstance(schedule, Path):  # a schedule file given as a path
+        schedule = str(schedule)
     if config is not None:
         model, schedule, pp, mb, chunks, global_batch, model_options = _with_config(
             config, model, schedule, pp, mb, chunks, global_batch, model_options)
