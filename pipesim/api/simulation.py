@@ -30,17 +30,30 @@ _COST_ARGS = ("costs", "forward", "backward", "backward_input", "backward_weight
 
 def _check_named_inputs(schedule: object, model: object, hardware: object, config: object) -> None:
     """The arguments that name a thing (a schedule, a model, a chip, a config file) are names, paths or the thing:
-    a number there (a runs file's ``model: 7``) is named in one line, not an internal error further in."""
-    from pipesim.analytic.chip_spec import ChipSpec
-    from pipesim.analytic.model_spec import ModelSpec
+    a number there (a runs file's ``model: 7``) is named in one line, not an internal error further in. (The
+    model's and chip's classes load only for a value that is neither a name nor a path: a run on unit costs loads
+    no model.)"""
+    named = (("schedule", schedule, "a schedule's name, file or Program text"),
+             ("model", model, "a preset's name, a model file or a ModelSpec"),
+             ("hardware", hardware, "a preset's name, a chip file or a ChipSpec"),
+             ("config", config, "a run config file's path"))
+    for name, value, what in named:
+        if value is None or isinstance(value, str | Path) or _is_spec(name, value):
+            continue
+        raise PipesimError(f"simulate(): {name}={value!r} must be {what}")
 
-    named = (("schedule", schedule, (str, Path), "a schedule's name, file or Program text"),
-             ("model", model, (str, ModelSpec), "a preset's name, a model file or a ModelSpec"),
-             ("hardware", hardware, (str, ChipSpec), "a preset's name, a chip file or a ChipSpec"),
-             ("config", config, (str, Path), "a run config file's path"))
-    for name, value, kinds, what in named:
-        if value is not None and not isinstance(value, kinds):
-            raise PipesimError(f"simulate(): {name}={value!r} must be {what}")
+
+def _is_spec(name: str, value: object) -> bool:
+    """Whether ``value`` is the object ``name`` may be given as beside its name: a ModelSpec, a ChipSpec."""
+    if name == "model":
+        from pipesim.analytic.model_spec import ModelSpec
+
+        return isinstance(value, ModelSpec)
+    if name == "hardware":
+        from pipesim.analytic.chip_spec import ChipSpec
+
+        return isinstance(value, ChipSpec)
+    return False
 
 
 def simulate(
