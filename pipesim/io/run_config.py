@@ -44,6 +44,7 @@ wins over it, as a flag wins over a framework's default.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,54 +140,40 @@ def _section(data: dict, key: str, source: str) -> dict:
     return value
 
 
-def _positive(section: dict, key: str, source: str, default: int | None = None) -> int | None:
-    """``key``'s positive integer; ``default`` where the file leaves it out or gives null."""
+def _typed(section: dict, key: str, source: str, default, valid: Callable[[object], bool], what: str):
+    """``key``'s value where ``valid`` takes it; ``default`` where the file leaves it out or gives null; a one-line
+    error naming the key and ``what`` it must be otherwise."""
     value = section.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PipesimError(f"--config {source}: {key}: {value!r} must be a positive integer")
+    if not valid(value):
+        raise PipesimError(f"--config {source}: {key}: {value!r} must be {what}")
     return value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive(section: dict, key: str, source: str, default: int | None = None) -> int | None:
+    return _typed(section, key, source, default, lambda v: _is_int(v) and v >= 1, "a positive integer")
 
 
 def _count(section: dict, key: str, source: str, default: int) -> int:
-    """``key``'s integer of 0 or more; ``default`` where left out or null."""
-    value = section.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise PipesimError(f"--config {source}: {key}: {value!r} must be an integer of 0 or more")
-    return value
+    return _typed(section, key, source, default, lambda v: _is_int(v) and v >= 0, "an integer of 0 or more")
 
 
 def _flag(section: dict, key: str, source: str, default: bool = False) -> bool:
-    """``key``'s true or false; ``default`` where left out or null."""
-    value = section.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise PipesimError(f"--config {source}: {key}: {value!r} must be true or false")
-    return value
+    return _typed(section, key, source, default, lambda v: isinstance(v, bool), "true or false")
 
 
 def _text(section: dict, key: str, source: str, default: str) -> str:
-    """``key``'s string; ``default`` where left out or null."""
-    value = section.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise PipesimError(f"--config {source}: {key}: {value!r} must be a string")
-    return value
+    return _typed(section, key, source, default, lambda v: isinstance(v, str), "a string")
 
 
 def _texts(section: dict, key: str, source: str, default: list[str]) -> list[str]:
-    """``key``'s list of strings; ``default`` where left out or null."""
-    value = section.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise PipesimError(f"--config {source}: {key}: {value!r} must be a list of strings")
-    return value
+    return _typed(section, key, source, default,
+                  lambda v: isinstance(v, list) and all(isinstance(item, str) for item in v), "a list of strings")
 
 
 def _nanotron(data: dict, source: str) -> RunConfig:
