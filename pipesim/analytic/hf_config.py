@@ -55,7 +55,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipesim.analytic.model_spec import MAX_LAYERS, ModelSpec, full_attention_every, moe_layer_pattern
+from pipesim.analytic.model_spec import ModelSpec, check_layer_count, full_attention_every, moe_layer_pattern
 from pipesim.errors import PipesimError
 
 
@@ -236,8 +236,7 @@ def model_from_hf_config(data: dict, source: str, seq_len: int | None, name: str
                            "(seq_len=N in Python)")
     c = _Config(data, source)
     layers = c.count("num_hidden_layers")
-    if layers > MAX_LAYERS:  # before any per-layer list is built from it (the MoE and window patterns are)
-        raise PipesimError(f"model {name}: layers={layers} must be ≤ {MAX_LAYERS:,}")
+    check_layer_count(name, layers)  # before any per-layer list is built from it (the MoE and window patterns are)
     heads, hidden = c.count("num_attention_heads"), c.count("hidden_size")
     head_dim = c.count("head_dim", 0) if not family.latent_attention else 0
     llama4 = family.moe is MoeKeys.LLAMA4

@@ -66,6 +66,13 @@ class LayerKind(enum.Enum):
 MAX_LAYERS = 100_000
 
 
+def check_layer_count(name: str, layers: int) -> None:
+    """A one-line refusal of a layer count over :data:`MAX_LAYERS` (a reader checks it before building anything per
+    layer; every ModelSpec checks it too)."""
+    if layers > MAX_LAYERS:
+        raise PipesimError(f"model {name}: layers={layers} must be ≤ {MAX_LAYERS:,}")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer, plus the per-microbatch shape it is trained at."""
@@ -120,8 +127,7 @@ class ModelSpec:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PipesimError(f"model {self.name}: {key}={value!r} must be a positive integer")
-        if self.layers > MAX_LAYERS:
-            raise PipesimError(f"model {self.name}: layers={self.layers} must be ≤ {MAX_LAYERS:,}")
+        check_layer_count(self.name, self.layers)
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
         if (
