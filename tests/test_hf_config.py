@@ -11,6 +11,8 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipesim.analytic.activations import layer_activation_bytes
 from pipesim.analytic.attention_shapes import FLASH_TILE
@@ -428,3 +430,30 @@ def test_chunked_attention_refusals(tmp_path, capsys):
     irregular = {**_SCOUT, "layer_types": ["chunked_attention"] * 40 + ["full_attention"] * 8}
     with pytest.raises(PipesimError, match="full attention on layers"):
         load_model(_config(tmp_path, irregular), seq_len=8192)
+
+
+# The keys the reader reads, and any value in them (the fuzzing that found a model_type no string and 10^12 layers,
+# kept as a property): a ModelSpec or one line, never another exception, and quickly.
+_READ_KEYS = ("architectures", "attention_chunk_size", "decoder_sparse_step", "first_k_dense_replace", "head_dim",
+              "hidden_size", "interleave_moe_layer_step", "intermediate_size", "intermediate_size_mlp",
+              "kv_lora_rank", "layer_types", "mlp_only_layers", "model_type", "moe_intermediate_size",
+              "moe_layer_freq", "moe_layers", "n_group", "n_routed_experts", "n_shared_experts", "no_rope_layers",
+              "no_rope_layer_interval", "num_attention_heads", "num_experts", "num_experts_per_tok",
+              "num_hidden_layers", "num_key_value_heads", "num_local_experts", "num_nextn_predict_layers",
+              "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "shared_expert_intermediate_size",
+              "sliding_window", "sliding_window_pattern", "text_config", "tie_word_embeddings", "topk_group",
+              "topk_method", "use_qk_norm", "use_sliding_window", "v_head_dim", "vocab_size")
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
+                 st.sampled_from(["qwen3_moe", "deepseek_v3", "greedy", "sliding_attention", "DeepseekV3ForCausalLM"]),
+                 st.text(max_size=6), st.lists(st.one_of(st.integers(-2, 60), st.text(max_size=4)), max_size=4),
+                 st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([_QWEN3_MOE, _DEEPSEEK_V3, _LLAMA, _MIXTRAL, _SCOUT, _MAVERICK, _GEMMA2, _SMOLLM3]),
+       st.dictionaries(st.sampled_from(_READ_KEYS), _ANY, min_size=1, max_size=3))
+def test_any_value_in_a_config_reads_or_is_one_line(config, changes):
+    try:
+        model_from_hf_config({**config, **changes}, "fuzzed/config.json", 4096, "fuzzed")
+    except PipesimError as err:
+        assert "\n" not in str(err)

@@ -7,9 +7,12 @@ import json
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipesim.cli.main import main
 from pipesim.errors import PipesimError
+from pipesim.io.run_config import _torchtitan as read_torchtitan
 from pipesim.io.run_config import load_run_config
 
 # nanotron's examples/config_tiny_llama.yaml (at 2411b02), the sections pipesim reads
@@ -338,3 +341,68 @@ def test_plan_of_a_config_ranks_its_own_layout_at_simulates_time(tmp_path):
         pipesim.plan("llama3.2-1b", config=config)
     with pytest.raises(PipesimError, match="plan needs a model, the GPUs and the global batch"):
         pipesim.plan(gpus=8)
+
+
+# Any value where a run config has a key (the fuzzing that found seven internal errors, kept as a property): the
+# reader gives a RunConfig or one line (its own, naming the file, or the model's or the split's), never another
+# exception.
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
+                 st.text(max_size=8), st.lists(st.one_of(st.integers(-3, 9), st.text(max_size=6)), max_size=3),
+                 st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+def _leaves(data: dict, path: tuple = ()) -> list[tuple]:
+    return [leaf for key, value in data.items()
+            for leaf in (_leaves(value, (*path, key)) if isinstance(value, dict) else [(*path, key)])]
+
+
+def _with(data: dict, changes: list[tuple[tuple, object]]) -> dict:
+    data = json.loads(json.dumps(data))
+    for path, value in changes:
+        section = data
+        for key in path[:-1]:
+            if not isinstance(section.get(key), dict):
+                section[key] = {}
+            section = section[key]
+        section[path[-1]] = value
+    return data
+
+
+# every key the torchtitan reader reads, by section
+_TORCHTITAN_KEYS = [("model", k) for k in ("name", "flavor", "converters")] + [
+    ("training", k) for k in ("local_batch_size", "batch_size", "global_batch_size", "seq_len",
+                              "mixed_precision_param")] + [
+    ("parallelism", k) for k in (
+        "data_parallel_shard_degree", "data_parallel_replicate_degree", "tensor_parallel_degree",
+        "enable_async_tensor_parallel", "pipeline_parallel_degree", "pipeline_parallel_schedule",
+        "pipeline_parallel_microbatch_size", "pipeline_parallel_first_stage_less_layers",
+        "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_layers_per_stage",
+        "pipeline_parallel_schedule_csv", "context_parallel_degree", "context_parallel_rotate_method",
+        "expert_parallel_degree", "fsdp_reshard_after_forward")] + [
+    ("activation_checkpoint", "mode"), ("activation_checkpoint", "selective_ac_option"), ("compile", "enable"),
+    ("compile", "components"), ("float8", "enable_float8_linear"), ("float8", "enable_fsdp_float8_all_gather")]
+
+
+def _one_line_or_read(read) -> None:
+    try:
+        read()
+    except PipesimError as err:  # the file's reader or the model and split it builds: one line either way
+        assert "\n" not in str(err)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_leaves(TINY_LLAMA) + _leaves(PIPELINED)), _ANY), min_size=1, max_size=3))
+def test_any_value_in_a_nanotron_config_reads_or_is_one_line(tmp_path, changes):
+    base = PIPELINED if any(path not in _leaves(TINY_LLAMA) for path, _ in changes) else TINY_LLAMA
+    changes = [(path, value) for path, value in changes if path in _leaves(base)]
+    path = tmp_path / "fuzzed.yaml"
+    path.write_text(yaml.safe_dump(_with(base, changes)))
+    _one_line_or_read(lambda: load_run_config(path))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_TORCHTITAN_KEYS), _ANY), min_size=1, max_size=3))
+def test_any_value_in_a_torchtitan_config_reads_or_is_one_line(changes):
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11's; pipesim reads TOML from 3.11 on (the module says)
+    data = _with(tomllib.loads(TORCHTITAN_PIPELINED), changes)
+    _one_line_or_read(lambda: read_torchtitan(data, "fuzzed.toml"))
