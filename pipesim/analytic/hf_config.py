@@ -51,7 +51,7 @@ shared expert.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,7 +202,7 @@ def model_name(path: Path) -> str:
     return path.parent.name if path.name == "config.json" and path.parent.name else path.stem
 
 
-def config_family(data: dict, source: str, wrappers: Iterable[str] = ()) -> Family:
+def config_family(data: dict, source: str, wrappers: Container[str] = ()) -> Family:
     """The family a config's ``model_type`` names, or, for a type pipesim does not know (nor ``wrappers``, the
     multimodal types it reads through their ``text_config``), the family of the one modeling class its
     ``architectures`` lists (:data:`ARCHITECTURE_FAMILIES`); a one-line refusal otherwise."""
