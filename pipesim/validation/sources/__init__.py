@@ -38,7 +38,8 @@ after, BAAI's FlagPerf LLM cases (Llama 3 8B and 70B with Megatron-Core on A800 
 A800 node among them; Llama 2 70B with FlagScale on H800; Llama 2 7B with DeepSpeed ZeRO-3 on A800 and H800);
 and, a release after that, MLPerf Training's logs: v3.1's and v3.0's GPT-3 175B (NeMo in FP8 on 512–10,752 H100
 of NVIDIA's Eos, Azure's ND H100 v5 and CoreWeave's HGX H100: one layout at many scales, two software releases),
-v4.0's and v4.1's (NeMo 24.04 and 24.09 on Eos and Oracle's OCI H100; a block-average step), v5.0's Llama 3.1 405B
+v4.0's and v4.1's (NeMo 24.04 and 24.09 on Eos and Oracle's OCI H100, a block-average step; and, gathered
+later, Sustainable Metal Cloud's v4.0 run of NVIDIA's code on its own 512 H100, a per-step one), v5.0's Llama 3.1 405B
 (NeMo 25.01 in FP8, tp 8 × pp 8 × cp 2 interleaved on 512–8,192 H100, tp 4 on 512 and 1,024 H200) and v5.1's
 Llama 3.1 8B on Cisco's H100 (64 and 128 GPUs, one microbatch per step); and, gathered later, v5.1's Llama 3.1 8B
 on HPE's 64 H200 (cp 2, the layout of the DGX B200 rows of ``mlperf_v51_b200``); and, gathered later still,
