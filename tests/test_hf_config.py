@@ -51,6 +51,20 @@ def test_qwen3_presets_have_the_reports_parameters(name, total, active):
         assert active_params(model) + output == pytest.approx(active, rel=0.03)
 
 
+@pytest.mark.parametrize(("name", "total"), [
+    ("qwen2.5-0.5b", 0.49e9), ("qwen2.5-1.5b", 1.54e9), ("qwen2.5-3b", 3.09e9), ("qwen2.5-7b", 7.61e9),
+    ("qwen2.5-14b", 14.7e9), ("qwen2.5-32b", 32.5e9), ("qwen2.5-72b", 72.7e9)])
+def test_qwen2_5_presets_have_the_model_cards_parameters(name, total):
+    # the cards round to a tenth of a billion or so (0.49B: 0.494B counted); the 32B's 32.5B is 0.8 % under the
+    # count of its config's widths (64 layers of 5120 with an MLP of 27648, two 152,064 × 5120 embeddings)
+    assert total_params(MODEL_PRESETS[name]) == pytest.approx(total, rel=0.01)
+
+
+def test_a_qwen2_5_checkpoint_name_is_its_preset():
+    assert load_model("Qwen/Qwen2.5-7B-Instruct") == MODEL_PRESETS["qwen2.5-7b"]
+    assert MODEL_PRESETS["qwen2.5-3b"].tied_embeddings and not MODEL_PRESETS["qwen2.5-7b"].tied_embeddings
+
+
 def test_heads_of_their_own_width_by_hand():
     # Qwen3-32B: 64 heads of 128 are 8192 wide against hidden 5120; 8 KV heads of 128
     h, q, kv = 5120, 8192, 1024
@@ -154,6 +168,15 @@ _SMOLLM3 = {"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "h
             "vocab_size": 128256, "no_rope_layer_interval": 4, "use_sliding_window": False,
             "max_position_embeddings": 65536}
 
+# Qwen/Qwen2.5-7B's and -3B's shapes (Qwen2Config; their QKV biases are left out of the preset and the reading alike)
+_QWEN2_5_7B = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+               "intermediate_size": 18944, "num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28,
+               "vocab_size": 152064, "tie_word_embeddings": False, "use_sliding_window": False,
+               "sliding_window": 131072, "max_window_layers": 28, "max_position_embeddings": 131072}
+_QWEN2_5_3B = {**_QWEN2_5_7B, "hidden_size": 2048, "intermediate_size": 11008, "num_attention_heads": 16,
+               "num_key_value_heads": 2, "num_hidden_layers": 36, "vocab_size": 151936, "tie_word_embeddings": True,
+               "sliding_window": 32768, "max_window_layers": 36, "max_position_embeddings": 32768}
+
 
 def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
     path = tmp_path / folder / "config.json"
@@ -165,7 +188,8 @@ def _config(tmp_path, data: dict, folder: str = "ckpt") -> str:
 @pytest.mark.parametrize(("config", "preset", "seq"), [
     (_QWEN3_MOE, "qwen3-30b-a3b", 4096), (_QWEN3, "qwen3-8b", 4096), (_MIXTRAL, "mixtral-8x7b", 32768),
     (_LLAMA, "llama3.2-1b", 8192), (_DEEPSEEK_V3, "deepseek-v3", 4096), (_DEEPSEEK_V2_LITE, "deepseek-v2-lite", 4096),
-    (_NEMOTRON4, "nemotron-4-15b", 4096), (_SMOLLM3, "smollm3-3b", 4096)])
+    (_NEMOTRON4, "nemotron-4-15b", 4096), (_SMOLLM3, "smollm3-3b", 4096), (_QWEN2_5_7B, "qwen2.5-7b", 4096),
+    (_QWEN2_5_3B, "qwen2.5-3b", 4096)])
 def test_a_config_json_is_the_preset_it_describes(tmp_path, config, preset, seq):
     model = load_model(_config(tmp_path, config, folder="Some-Checkpoint"), seq_len=seq)
     assert model.name == "Some-Checkpoint"  # the checkpoint's folder names it

@@ -214,6 +214,17 @@ _PRESETS += [
     _moe("deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 4096, experts=64, experts_per_token=6,
          expert_ffn_hidden=1408, shared_experts=2, first_dense_layers=1, kv_lora_rank=512, qk_nope_head_dim=128,
          qk_rope_head_dim=64, v_head_dim=128),
+    # Qwen Team 2024, "Qwen2.5 Technical Report" (arXiv 2412.15115) Table 1 and the released config.json files
+    # (Qwen/Qwen2.5-0.5B … -72B): GQA, SwiGLU, RMSNorm, RoPE, heads of hidden / heads; embeddings tied up to 3B
+    # (vocabulary 151,936), untied from 7B (152,064). Biases on the query, key and value projections alone, which
+    # pipesim's all-or-nothing ``bias`` leaves out (129k parameters in the 7B). Pre-training sequence 4096 (§3.2,
+    # before the 32,768-token stage). The model cards' counts: 0.49B, 1.54B, 3.09B, 7.61B, 14.7B, 32.5B, 72.7B.
+    *(replace(_llama(name, layers, hidden, heads, kv_heads, ffn, vocab, 4096), tied_embeddings=vocab == 151936)
+      for name, layers, hidden, heads, kv_heads, ffn, vocab in (
+          ("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151936), ("qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151936),
+          ("qwen2.5-3b", 36, 2048, 16, 2, 11008, 151936), ("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064),
+          ("qwen2.5-14b", 48, 5120, 40, 8, 13824, 152064), ("qwen2.5-32b", 64, 5120, 40, 8, 27648, 152064),
+          ("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152064))),
     # Qwen Team 2025, "Qwen3 Technical Report" (arXiv 2505.09388) Tables 1–2 and the released config.json files
     # (Qwen/Qwen3-8B, -32B, -30B-A3B, -235B-A22B): heads of their own width (head_dim 128, where hidden / heads is
     # 128 only for the 8B), RMSNorm over each query and key head (QK-Norm, §2), GQA, SwiGLU, no biases, vocabulary
