@@ -685,6 +685,26 @@ def test_residual_groups_lean_over_rows_and_over_sources_by_hand():
     assert not group_leans(faint, features)[0].one_sided  # all one way, but within a source's own scatter
 
 
+def test_layers_per_virtual_stage_by_hand():
+    """The two interleaving features split the interleaved rows by how many layers a virtual stage holds."""
+    from pipesim.validation.residual_groups import FEATURES, layers_per_virtual_stage
+    from pipesim.validation.runs import PublishedRun
+
+    def row(model, pp, chunks):
+        return PublishedRun("job", model, "h100-sxm", 512, 2048, tp=4, pp=pp, chunks=chunks, step_s=1.0)
+
+    thin = FEATURES["interleaved, one layer a virtual stage"]
+    thick = FEATURES["interleaved, 1.5+ layers a virtual stage"]
+    v12, v4 = row("gpt3-175b", 8, 12), row("gpt3-175b", 8, 4)  # 96 layers: 1 and 3 a virtual stage
+    assert (layers_per_virtual_stage(v12), layers_per_virtual_stage(v4)) == (1.0, 3.0)
+    assert thin(v12) and not thick(v12) and thick(v4) and not thin(v4)
+    v8 = row("llama3.1-405b", 8, 8)  # 126 layers over 64 virtual stages: 1.97, the first and last one fewer
+    assert layers_per_virtual_stage(v8) == pytest.approx(126 / 64) and thick(v8)
+    plain = row("gpt3-175b", 8, 1)
+    assert not thin(plain) and not thick(plain)  # not interleaved
+    assert layers_per_virtual_stage(replace(plain, model="not-a-preset")) is None
+
+
 def test_setting_pairs_by_hand():
     """setting_pairs: rows of one job differing in exactly one setting make a pair, taken from the lower value to
     the higher; its residual is log(measured ratio) − log(predicted ratio). Three rows of one job: tp 1 and tp 2

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pipesim.analytic.error_band import StepGroup
 from pipesim.analytic.layout import AttentionKernel, ElementwiseKernels, Precision, Recompute, ZeroStage
+from pipesim.analytic.model_presets import MODEL_PRESETS
 from pipesim.validation.loso import run_step_groups
 from pipesim.validation.runs import PublishedRun
 
@@ -31,6 +32,23 @@ def _one_microbatch(run: PublishedRun) -> bool:
     return StepGroup.ONE_MICROBATCH in run_step_groups(run)
 
 
+def layers_per_virtual_stage(run: PublishedRun) -> float | None:
+    """The model's layers over the pipeline's pp × v stages (a row names its model by preset); None for another."""
+    model = MODEL_PRESETS.get(run.model)
+    return None if model is None else model.layers / (run.pp * run.chunks)
+
+
+def _interleaved_thin(run: PublishedRun) -> bool:
+    # one layer a virtual stage (Megatron's usual at v 8-20), give or take a first or last stage's one layer fewer
+    per_stage = layers_per_virtual_stage(run)
+    return run.chunks > 1 and per_stage is not None and per_stage <= 1.1
+
+
+def _interleaved_thick(run: PublishedRun) -> bool:
+    per_stage = layers_per_virtual_stage(run)
+    return run.chunks > 1 and per_stage is not None and per_stage >= 1.5
+
+
 # Each feature a run can have, by what it changes: the parallelisms, the schedule, recomputation, the sharding,
 # the scale, the sequence, the kernels and the precision. Each is a plain predicate on the row's stated layout.
 FEATURES: dict[str, Callable[[PublishedRun], bool]] = {
@@ -39,6 +57,8 @@ FEATURES: dict[str, Callable[[PublishedRun], bool]] = {
     "tp 8+": lambda r: r.tp >= 8,
     "pp > 1": lambda r: r.pp > 1,
     "interleaved (v > 1)": lambda r: r.chunks > 1,
+    "interleaved, one layer a virtual stage": _interleaved_thin,
+    "interleaved, 1.5+ layers a virtual stage": _interleaved_thick,
     "cp > 1": lambda r: r.cp > 1,
     "sequence parallel": lambda r: r.sequence_parallel,
     "recompute none": lambda r: r.recompute is Recompute.NONE,
