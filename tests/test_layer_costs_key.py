@@ -1,12 +1,19 @@
 """The cost model caches one layer's costs and each stage's breakdown by the layout fields they depend on
 (to_costs._layer_costs_key, _breakdowns_key): a cost model built through the caches equals one built from
 scratch, over plan spaces that vary every field a search varies (dense and mixture-of-experts, with and
-without pipelining, every ZeRO stage, FP8, cp, ep)."""
+without pipelining, every ZeRO stage, FP8, cp, ep); every layout field varied alone from a base; and, drawn
+over frameworks and settings, a prediction made after another of the same model and stages equals the same
+prediction made with the caches empty (which found the breakdowns' key without the repeated K and V)."""
 
 from __future__ import annotations
 
-import pytest
+import warnings
 
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import pipesim
 import pipesim.analytic.to_costs as to_costs
 from pipesim.analytic.chip_presets import CHIP_PRESETS
 from pipesim.analytic.model_presets import MODEL_PRESETS
@@ -55,8 +62,9 @@ def test_cached_layer_costs_give_the_fresh_cost_model(model, chip, gpus, batch, 
 
 
 def _forget() -> None:
-    to_costs._LAYER_COSTS.clear()
-    to_costs._BREAKDOWNS.clear()
+    """Empty the caches whose keys are written by hand (the lru_caches key on every argument)."""
+    for cache in (to_costs._LAYER_COSTS, to_costs._BREAKDOWNS, to_costs._LAST_BUCKETS, to_costs._PASS_FLOORS):
+        cache.clear()
 
 
 # Every Layout field, and another valid value for it from a base layout. A field added to Layout must be added
@@ -187,9 +195,12 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         changed = replace(base, **{name: _other(name)})
         _forget()
         to_costs.build_cost_model(model, chip, base)  # fills the caches with the base layout's entries
-        warm = to_costs.build_cost_model(model, chip, changed)
+        warm = to_costs.build_cost_model(model, chip, changed), to_costs.stage_breakdowns(model, changed)
         _forget()
-        assert to_costs.build_cost_model(model, chip, changed) == warm, name
+        # the cost model's times and each stage's breakdown, which the memory report reads (its activations)
+        again = replace(changed)  # a new instance: a layout keeps its own breakdowns beside its fields
+        fresh = to_costs.build_cost_model(model, chip, again), to_costs.stage_breakdowns(model, again)
+        assert fresh == warm, name
 
 
 @pytest.mark.parametrize("change", [dict(shard_group=2), dict(rank_order="tp-cp-pp-dp"),
@@ -246,3 +257,52 @@ def test_every_field_changed_on_other_bases_is_in_the_keys_too(base):
         assert to_costs.build_cost_model(model, chip, changed) == warm, name
         checked += 1
     assert checked > 30  # most fields apply on every base
+
+
+# what a second run may change from the first: settings that leave the model and the stage count alone, so that
+# the second meets the first's cache entries wherever a key would let it
+_SECOND_RUN = {
+    "framework": (None, "megatron", "nemo", "torchtitan", "nanotron", "megatron-deepspeed"),
+    "recompute": ("none", "selective", "full"), "repeat_kv": (False, True), "attention": ("fused", "unfused"),
+    "elementwise": ("fused", "eager"), "loss": ("megatron", "pytorch", "fused"), "fp8": (False, True),
+    "distributed_optimizer": (False, True), "overlap_grad_reduce": (False, True), "async_tp": (False, True),
+    "hardware": ("h100-sxm", "h200", "b200"), "dp": (2, 4), "mb": (4, 8),
+}
+
+
+@st.composite
+def _run_pairs(draw):
+    first = dict(schedule=draw(st.sampled_from(("1f1b", "zb-h1", "interleaved"))),
+                 model=draw(st.sampled_from(("llama3.1-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt3-2.7b"))),
+                 tp=draw(st.sampled_from((1, 2, 4))), sequence_parallel=draw(st.booleans()), seq_len=4096,
+                 **{name: draw(st.sampled_from(values)) for name, values in _SECOND_RUN.items()})
+    # the same number of stages either way: pp 2, or pp 1 with two chunks (interleaved); an invalid mix is redrawn
+    first.update(pp=2, chunks=None) if first["schedule"] != "interleaved" or draw(st.booleans()) else first.update(
+        pp=1, chunks=2)
+    changed = draw(st.sets(st.sampled_from(sorted(_SECOND_RUN)), min_size=1, max_size=3))
+    second = {**first, **{name: draw(st.sampled_from(_SECOND_RUN[name])) for name in changed}}
+    def clean(run):  # async TP needs tensor parallelism to overlap
+        return {k: v for k, v in run.items() if v is not None and not (k == "async_tp" and run["tp"] == 1)}
+
+    return clean(first), clean(second)
+
+
+def _predict(run):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = pipesim.simulate(**run)
+    except PipesimError:
+        assume(False)  # a combination pipesim refuses: draw another
+    return result.step_time, result.model_report.memory.peak.total
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pair=_run_pairs())
+def test_a_prediction_does_not_depend_on_what_was_predicted_before(pair):
+    first, second = pair
+    _forget()
+    _predict(first)
+    warm = _predict(second)
+    _forget()
+    assert _predict(second) == warm, (first, second)

@@ -377,6 +377,7 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.recompute_layers,
         layout.distribute_saved_activations,  # a recomputed layer's input kept split over tp
         layout.attention,
+        layout.kv_repeated,  # the attention kernel keeps K and V as it reads them, repeated to every query head
         layout.elementwise,  # eager modules keep more activations (activations._eager_kept)
         layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
         layout.moe_imbalance,
