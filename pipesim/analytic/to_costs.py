@@ -379,7 +379,8 @@ def _breakdowns_key(model: ModelSpec, layout: Layout) -> tuple:
         layout.attention,
         layout.kv_repeated,  # the attention kernel keeps K and V as it reads them, repeated to every query head
         layout.elementwise,  # eager modules keep more activations (activations._eager_kept)
-        layout.keeps_gathered_column_input,  # --column-input saved keeps the gathered inputs
+        layout.column_input,  # --column-input saved keeps the gathered inputs, the LM head's under any recompute
+        layout.loss,  # what the last stage keeps of the logits for the loss's backward (activations.loss_logit_bytes)
         layout.moe_imbalance,
         layout.precision,  # FP8 linears keep their inputs in one byte (activations.linear_input_element_bytes)
         layout.fp8_linears,  # ... Transformer Engine's; torchao's keep them in BF16
