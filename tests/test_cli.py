@@ -165,6 +165,29 @@ def test_custom_schedule_file_runs(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["metrics"]["bubble_fraction"] == pytest.approx(2 / 6)
 
 
+def test_a_schedule_file_edited_in_one_process_is_read_again(tmp_path):
+    """A notebook iterating on its own schedule: the file edited between two calls is imported and built again
+    (it once answered with the first version, cached by the file's path: the edit silently ignored)."""
+    import pipesim
+
+    own = tmp_path / "mine.py"
+    header = "from pipesim import B, F, Schedule\n\ndef build(pp, microbatches, chunks=1):\n"
+    own.write_text(header + "    order = [F(m) for m in range(microbatches)] + [B(m) for m in range(microbatches)]\n"
+                   "    return Schedule.from_orders('mine', [order] * pp, microbatches=microbatches)\n")
+    assert pipesim.simulate(str(own), pp=3, mb=4).memory.peak_activations == (4, 4, 4)  # every forward first
+    own.write_text(header + textwrap.indent(textwrap.dedent("""
+        orders = []
+        for rank in range(pp):  # 1F1B: pp - rank forwards in flight at most
+            warm = min(pp - rank, microbatches)
+            order = [F(m) for m in range(warm)]
+            for i in range(microbatches - warm):
+                order += [B(i), F(warm + i)]
+            orders.append(order + [B(m) for m in range(microbatches - warm, microbatches)])
+        return Schedule.from_orders('mine', orders, microbatches=microbatches)
+    """), "    "))
+    assert pipesim.simulate(str(own), pp=3, mb=4).memory.peak_activations == (3, 2, 1)
+
+
 def test_lower_and_validate_program_text(tmp_path, capsys):
     text = tmp_path / "p.txt"
     assert main(["lower", "--schedule", "1f1b", "--pp", "3", "--mb", "3", "-o", str(text)]) == 0

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pipesim.errors import PipesimError
 from pipesim.program.grouped import P2PLowering, grouped_program
 from pipesim.program.ir import Program, Schedule
-from pipesim.program.loader import ScheduleSource, load_schedule
+from pipesim.program.loader import ScheduleSource, load_schedule, source_version
 from pipesim.program.lowering import lower
 from pipesim.program.validate import CommSemantics, validate, validate_static
 from pipesim.sim.costs import CostModel
@@ -55,7 +55,8 @@ def build_program(
     if costs is not None and "costs" not in load_schedule(spec).build_options:
         costs = None
     costs_key = None if costs is None else json.dumps(costs.to_dict(), sort_keys=True)
-    return _build_cached(spec, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit)
+    return _build_cached(spec, source_version(spec), pp, microbatches, chunks, semantics, p2p, costs_key,
+                         memory_limit)
 
 
 #: Peak memory per lowered instruction of a whole job (schedule, columns, table, timeline arrays), measured:
@@ -99,9 +100,10 @@ def check_fits(pp: int, microbatches: int, chunks: int, available: int | None = 
 
 
 @lru_cache(maxsize=512)
-def _build_cached(spec, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit) -> BuiltProgram:
+def _build_cached(spec, version, pp, microbatches, chunks, semantics, p2p, costs_key, memory_limit) -> BuiltProgram:
     # Cached: a sweep simulates one Program under many cost models, and building it is pure. The costs travel
-    # as their JSON text, which is hashable and equal exactly when the cost models are.
+    # as their JSON text, which is hashable and equal exactly when the cost models are; a file's version (its
+    # content digest: loader.source_version) keys what was built from it, so an edited file is built again.
     costs = None if costs_key is None else CostModel.from_dict(json.loads(costs_key))
     source = load_schedule(spec)
     fixed = source.fixed_shape

@@ -19,6 +19,7 @@ that is not an int in range, ``sys.exit``, an import or ``build`` that does not 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import importlib.util
 import inspect
@@ -174,8 +175,20 @@ def _builtin_source(name: str) -> ScheduleSource:
     return ScheduleSource(name, path, _import_file(path), builtin=True)
 
 
+def source_version(spec: str) -> str | None:
+    """The content digest of the file ``spec`` names (a schedule ``.py``, a PyTorch CSV, program text), or None
+    for a built-in name. What is built from a file is cached with it, so a file edited between two calls in one
+    process (a notebook iterating on its own schedule) is read again, not answered from the copy it replaced."""
+    path = Path(spec)
+    try:
+        return hashlib.sha1(path.read_bytes()).hexdigest() if path.is_file() else None
+    except OSError:
+        return None  # unreadable: load_schedule says so in one line
+
+
 def _import_file(path: Path) -> ModuleType:
-    module_name = f"pipesim_schedule_{abs(hash(path.resolve()))}"
+    # one module per file and content: an edited file imports again (a built-in's never changes under a process)
+    module_name = f"pipesim_schedule_{abs(hash(path.resolve()))}_{source_version(str(path))}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
