@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import warnings
+from dataclasses import fields, replace
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -68,6 +69,21 @@ def _forget() -> None:
     """Empty the caches whose keys are written by hand (the lru_caches key on every argument)."""
     for cache in (to_costs._LAYER_COSTS, to_costs._BREAKDOWNS, to_costs._LAST_BUCKETS, to_costs._PASS_FLOORS):
         cache.clear()
+
+
+def _warm_and_fresh(model, chip, base, changed):
+    """``changed``'s cost model and stage breakdowns (which the memory report reads) made after ``base``'s filled
+    the caches, and made again with them empty. Each from a new instance: a layout keeps its own breakdowns beside
+    its fields, which would outlive the emptied caches and answer for them."""
+    def made(layout):
+        layout = replace(layout)
+        return to_costs.build_cost_model(model, chip, layout), to_costs.stage_breakdowns(model, layout)
+
+    _forget()
+    made(base)
+    warm = made(changed)
+    _forget()
+    return warm, made(changed)
 
 
 # Every Layout field, and another valid value for it from a base layout. A field added to Layout must be added
@@ -143,8 +159,6 @@ def _other_cp_comm(value: str):
 
 
 def test_every_layout_field_is_in_the_cache_keys_that_need_it():
-    from dataclasses import fields, replace
-
     from pipesim.analytic.layout import Layout
 
     names = [f.name for f in fields(Layout)]
@@ -200,19 +214,9 @@ def test_every_layout_field_is_in_the_cache_keys_that_need_it():
         # keeps what Megatron's does; Transformer Engine's does not)
         for value in (list(type(other)) if isinstance(other, enum.Enum) else [other]):
             try:
-                changed = replace(base, **{name: value})
-                _forget()
-                # fill the caches with the base layout's entries (its breakdowns are the memory report's), from a
-                # new instance each time: a layout keeps its own breakdowns beside its fields, past any _forget
-                fresh_base = replace(base)
-                to_costs.build_cost_model(model, chip, fresh_base), to_costs.stage_breakdowns(model, fresh_base)
-                warm = to_costs.build_cost_model(model, chip, changed), to_costs.stage_breakdowns(model, changed)
+                warm, fresh = _warm_and_fresh(model, chip, base, replace(base, **{name: value}))
             except PipesimError:
                 continue  # a value this base cannot take (another's base takes it)
-            _forget()
-            # the cost model's times and each stage's breakdown, which the memory report reads (its activations)
-            again = replace(changed)
-            fresh = to_costs.build_cost_model(model, chip, again), to_costs.stage_breakdowns(model, again)
             assert fresh == warm, (name, value)
 
 
@@ -222,20 +226,14 @@ def test_zero3s_per_layer_collectives_key_their_group_and_its_ranks(change):
     """ZeRO-3 without pipelining gathers and reduce-scatters every layer within its shard group, ranks dp_stride
     apart: a cached layer of another group, or another rank order, must not be taken for it (it once was, for a
     library caller reusing one ChipSpec: the key read dp alone)."""
-    from dataclasses import replace
-
     from pipesim.analytic.layout import Layout, RankOrder, ZeroStage
 
     chip = CHIP_PRESETS["h100-sxm"]
     model = MODEL_PRESETS["llama2-13b"]
     base = Layout(tp=2, dp=4, pp=1, microbatches=4, zero=ZeroStage.PARAMETERS)
     values = {k: RankOrder(v) if k == "rank_order" else v for k, v in change.items()}
-    changed = replace(base, **values)
-    _forget()
-    to_costs.build_cost_model(model, chip, base)
-    warm = to_costs.build_cost_model(model, chip, changed)
-    _forget()
-    assert to_costs.build_cost_model(model, chip, changed) == warm
+    warm, fresh = _warm_and_fresh(model, chip, base, replace(base, **values))
+    assert fresh == warm
 
 
 @pytest.mark.parametrize("base", [
@@ -248,8 +246,6 @@ def test_every_field_changed_on_other_bases_is_in_the_keys_too(base):
     """The per-field check above changes each field on one base; a field that matters only on another (the shard
     group under ZeRO-3 did) slips past it. Here every field takes its other value on bases that run other code
     paths, skipping the combinations a Layout refuses."""
-    from dataclasses import fields, replace
-
     from pipesim.analytic.layout import Layout, ZeroCollectives, ZeroStage
 
     chip, model = CHIP_PRESETS["h100-sxm"], MODEL_PRESETS["llama3.1-8b"]
@@ -260,14 +256,10 @@ def test_every_field_changed_on_other_bases_is_in_the_keys_too(base):
     checked = 0
     for name in (f.name for f in fields(Layout)):
         try:
-            changed = replace(start, **{name: _other(name)})
-            _forget()
-            to_costs.build_cost_model(model, chip, start)
-            warm = to_costs.build_cost_model(model, chip, changed)
+            warm, fresh = _warm_and_fresh(model, chip, start, replace(start, **{name: _other(name)}))
         except PipesimError:
             continue
-        _forget()
-        assert to_costs.build_cost_model(model, chip, changed) == warm, name
+        assert fresh == warm, name
         checked += 1
     assert checked > 30  # most fields apply on every base
 
@@ -291,10 +283,13 @@ def _run_pairs(draw):
                  tp=draw(st.sampled_from((1, 2, 4))), sequence_parallel=draw(st.booleans()), seq_len=4096,
                  **{name: draw(st.sampled_from(values)) for name, values in _SECOND_RUN.items()})
     # the same number of stages either way: pp 2, or pp 1 with two chunks (interleaved); an invalid mix is redrawn
-    first.update(pp=2, chunks=None) if first["schedule"] != "interleaved" or draw(st.booleans()) else first.update(
-        pp=1, chunks=2)
+    if first["schedule"] == "interleaved" and draw(st.booleans()):
+        first.update(pp=1, chunks=2)
+    else:
+        first.update(pp=2, chunks=None)
     changed = draw(st.sets(st.sampled_from(sorted(_SECOND_RUN)), min_size=1, max_size=3))
     second = {**first, **{name: draw(st.sampled_from(_SECOND_RUN[name])) for name in changed}}
+
     def clean(run):  # async TP needs tensor parallelism to overlap
         return {k: v for k, v in run.items() if v is not None and not (k == "async_tp" and run["tp"] == 1)}
 
